@@ -1,0 +1,115 @@
+// Package nudge holds the vocabulary shared by nudge's packages: failure codes,
+// runtime states, trigger states and results, and readiness. It imports nothing.
+//
+// The packages are:
+//
+//	controlmode  one tmux -C connection (reader, command pipeline, flow control)
+//	panes        the registry of managed runtimes, spawn/adopt/stop, profiles
+//	detector     human-input detection and readiness classification
+//	inject       the trigger pipeline: queue, gates, sanitizing, delivery
+//	ack          receipts: ack markers, API acks, heartbeats, retries, fallback
+//	store        the bbolt store behind domain methods
+package nudge
+
+// Code is a failure code (seed 001 §10, DESIGN.md). The zero value means no error.
+type Code string
+
+// Failure codes. They appear in receipts as error_code, in API errors and in the audit.
+const (
+	TargetNotFound     Code = "TARGET_NOT_FOUND"
+	PaneDead           Code = "PANE_DEAD"
+	SendKeysError      Code = "SEND_KEYS_ERROR"
+	AckTimeout         Code = "ACK_TIMEOUT"
+	OperatorBusy       Code = "OPERATOR_BUSY"
+	DeferTimeout       Code = "DEFER_TIMEOUT"
+	ResumeFailed       Code = "RESUME_FAILED"
+	SpawnFailed        Code = "SPAWN_FAILED"
+	RegistryDrift      Code = "REGISTRY_DRIFT"
+	TriggerRateLimited Code = "TRIGGER_RATE_LIMITED"
+	ThreadAutoBlocked  Code = "THREAD_AUTO_BLOCKED"
+	UnmanagedRuntime   Code = "UNMANAGED_RUNTIME"
+	PayloadRejected    Code = "PAYLOAD_REJECTED"
+
+	// API-level codes (not delivery failures).
+	BadRequest   Code = "BAD_REQUEST"
+	NotFound     Code = "NOT_FOUND"
+	Unauthorized Code = "UNAUTHORIZED"
+	Forbidden    Code = "FORBIDDEN"
+	Conflict     Code = "CONFLICT"
+	Internal     Code = "INTERNAL"
+	Unavailable  Code = "UNAVAILABLE"
+)
+
+// Error is an error carrying a failure code. Branch on it with errors.As.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Errorf-free constructor, to keep this package import-free.
+func NewError(code Code, msg string) *Error { return &Error{Code: code, Message: msg} }
+
+// Status is a runtime's state in the seed 001 §9 state machine.
+type Status string
+
+const (
+	StatusStarting       Status = "starting"
+	StatusReady          Status = "ready"
+	StatusTriggering     Status = "triggering"
+	StatusAwaitingAck    Status = "awaiting_ack"
+	StatusRetrying       Status = "retrying"
+	StatusFallbackResume Status = "fallback_resume"
+	StatusSpawnRecovery  Status = "spawn_recovery"
+	StatusFailed         Status = "failed"
+	StatusOffline        Status = "offline"
+	StatusPaused         Status = "paused"
+	StatusDeregistered   Status = "deregistered"
+)
+
+// Readiness is what the detector concluded from the pane's screen (seed 002).
+type Readiness string
+
+const (
+	Ready             Readiness = "READY"
+	Busy              Readiness = "BUSY"
+	NeedsConfirmation Readiness = "NEEDS_CONFIRMATION"
+	ErrorState        Readiness = "ERROR"
+	Unknown           Readiness = "UNKNOWN"
+)
+
+// TriggerState is a trigger's receipt state.
+type TriggerState string
+
+const (
+	StateQueued    TriggerState = "queued"
+	StateDeferred  TriggerState = "deferred"
+	StateInjected  TriggerState = "injected"
+	StateSubmitted TriggerState = "submitted"
+	StateAcked     TriggerState = "acked"
+	StateFailed    TriggerState = "failed"
+)
+
+// Final reports whether no further transition can happen to the live delivery.
+// A trigger whose live path was abandoned for a resume or spawn launch records that in
+// its Fallback field and is closed by its own Closed flag, not by its state.
+func (s TriggerState) Final() bool { return s == StateAcked || s == StateFailed }
+
+// Result is the seed 000 §10.2 result word.
+type Result string
+
+const (
+	ResultDelivered     Result = "delivered"
+	ResultAlreadyActive Result = "already_active"
+	ResultDeferred      Result = "deferred"
+	ResultTimeout       Result = "timeout"
+	ResultFailed        Result = "failed"
+)
+
+// Backend names how a trigger reached the agent.
+const (
+	BackendTmux   = "tmux"
+	BackendResume = "resume"
+	BackendSpawn  = "spawn"
+)
