@@ -1,0 +1,172 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Options configures Open. The zero value is the production setting.
+type Options struct {
+	// Timeout is how long Open waits for the file lock. 0 means 1s. A second daemon on
+	// the same file gets ErrLocked after this long.
+	Timeout time.Duration
+	// NoSync skips fdatasync on commit (bbolt NoSync). Safe against kill -9, not against
+	// power loss: for tests and benchmarks only. See the package doc.
+	NoSync bool
+	// Now is the clock used for CreatedAt, UpdatedAt and audit times. nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultTimeout is the lock wait used when Options.Timeout is 0.
+const DefaultTimeout = time.Second
+
+// DB is nudge's durable state in one bbolt file. It is safe for concurrent use. The
+// process that calls Open owns it and calls Close.
+type DB struct {
+	bolt *bolt.DB
+	path string
+	now  func() time.Time
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Bucket names. The layout is private to this package.
+var (
+	bucketRuntimes   = []byte("runtimes")    // runtime_id -> Runtime JSON
+	bucketTriggers   = []byte("triggers")    // seq (8 bytes BE) -> Trigger JSON, creation order
+	bucketTriggerIDs = []byte("trigger_ids") // trigger_id -> seq
+	bucketOpen       = []byte("open")        // seq -> trigger_id, for triggers not Closed
+	bucketAttempts   = []byte("attempts")    // trigger_id + n (8 bytes BE) -> Attempt JSON
+	bucketAudit      = []byte("audit")       // seq (NextSequence, 8 bytes BE) -> AuditRecord JSON
+	bucketSchedules  = []byte("schedules")   // schedule_id -> Schedule JSON
+	bucketMeta       = []byte("meta")        // free-form small state; keys starting with 0x00 are reserved
+)
+
+var allBuckets = [][]byte{bucketRuntimes, bucketTriggers, bucketTriggerIDs, bucketOpen,
+	bucketAttempts, bucketAudit, bucketSchedules, bucketMeta}
+
+// Open opens (creating if needed) the store at path. The parent directory is created
+// with mode 0700 and the file with 0600. If another process holds the file, Open fails
+// with ErrLocked once opts.Timeout has passed.
+func Open(path string, opts Options) (*DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("open store %s: %w (waited %s; is another nudge serve running on this state dir?)",
+			path, ErrLocked, timeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db := &DB{bolt: bdb, path: path, now: opts.Now}
+	if db.now == nil {
+		db.now = time.Now
+	}
+	if err := db.init(); err != nil {
+		bdb.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// init makes the file 0600 (it may predate us) and creates the buckets.
+func (db *DB) init() error {
+	if err := os.Chmod(db.path, 0o600); err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	return db.update("open store", func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Close releases the file and its lock. It is idempotent; methods called after Close
+// return ErrClosed.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		if err := db.bolt.Close(); err != nil {
+			db.closeErr = fmt.Errorf("close store: %w", err)
+		}
+	})
+	return db.closeErr
+}
+
+// Path returns the file the store was opened on.
+func (db *DB) Path() string { return db.path }
+
+// update runs fn in one read-write transaction, wrapping any error with op.
+func (db *DB) update(op string, fn func(*bolt.Tx) error) error {
+	return wrapTx(op, db.bolt.Update(fn))
+}
+
+// view runs fn in one read-only transaction, wrapping any error with op.
+func (db *DB) view(op string, fn func(*bolt.Tx) error) error {
+	return wrapTx(op, db.bolt.View(fn))
+}
+
+func wrapTx(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, bolt.ErrDatabaseNotOpen):
+		return fmt.Errorf("%s: %w", op, ErrClosed)
+	default:
+		return fmt.Errorf("%s: %w", op, err)
+	}
+}
+
+// u64 encodes n as an 8-byte big-endian key, so keys sort numerically.
+func u64(n uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], n)
+	return b[:]
+}
+
+// putJSON stores v as JSON under key.
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	buf, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	return b.Put(key, buf)
+}
+
+// getJSON decodes the value under key into v; ok is false if the key is absent.
+// Decoding copies, so v stays valid after the transaction ends.
+func getJSON(b *bolt.Bucket, key []byte, v any) (ok bool, err error) {
+	buf := b.Get(key)
+	if buf == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(buf, v); err != nil {
+		return true, fmt.Errorf("decode %q: %w", key, err)
+	}
+	return true, nil
+}
+
+// need returns an ErrInvalid error if id is empty.
+func need(what, id string) error {
+	if id == "" {
+		return fmt.Errorf("empty %s: %w", what, ErrInvalid)
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+// Package store is nudge's durable state: one bbolt file (normally
+// <state-dir>/nudge.db) behind domain methods. No bbolt type leaves the package.
+//
+// The main types:
+//
+//	DB           an open store; Open, Close; safe for concurrent use
+//	Options      lock timeout, NoSync, clock
+//	Runtime      a managed agent runtime (PutRuntime, GetRuntime, ListRuntimes, ...)
+//	Trigger      a trigger and its receipt (CreateTrigger is idempotent on TriggerID)
+//	Attempt      one delivery attempt of a trigger (AddAttempt, Attempts)
+//	AuditRecord  one entry of the append-only, hash-chained audit log
+//	             (AppendAudit, Audit, VerifyAudit)
+//	Schedule     a periodic trigger
+//	ChainError   where VerifyAudit found the chain broken
+//
+// Every method is one bbolt transaction, so a trigger and the audit records that
+// describe it (CreateTrigger, UpdateTrigger) commit together or not at all. Records are
+// JSON and are decoded (copied) before the transaction ends. Only one process can hold
+// the file: a second Open fails with ErrLocked after Options.Timeout.
+//
+// # Durability
+//
+// With the default options every method that writes returns only after bbolt has
+// written the pages and called fdatasync on the file (about 0.3 ms p50, 0.5 ms p99 on
+// the reference VM).
+//
+//   - kill -9 of nudge (or any crash of the process): costs nothing that a method had
+//     returned for, in either mode. bbolt writes with pwrite before the commit returns,
+//     so the data is in the kernel's page cache and survives the process. A transaction
+//     in flight is lost as a whole; the file reopens cleanly.
+//   - Power loss or a kernel crash, default mode: costs nothing that had returned. A
+//     transaction in flight is lost as a whole.
+//   - Power loss or a kernel crash, NoSync: may lose every commit since the kernel
+//     last flushed the file (typically up to ~30 s of writes), and because bbolt then
+//     does not order its page writes against its meta page, the file can be left
+//     corrupt. NoSync is for tests and benchmarks only.
+//
+// So "durable before the API answers" in nudge means durable against a crash of nudge
+// in both modes, and against power loss only in the default mode.
+package store

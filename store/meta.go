@@ -1,0 +1,56 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// reservedMeta prefixes the meta keys the store uses itself (the audit head).
+const reservedMeta = "\x00"
+
+func checkMetaKey(key string) error {
+	if key == "" || key[0] == reservedMeta[0] {
+		return fmt.Errorf("meta key %q: %w", key, ErrInvalid)
+	}
+	return nil
+}
+
+// PutMeta stores val under key, for small daemon state (token keys, revocations,
+// counters). Keys must be non-empty and must not start with a NUL byte.
+func (db *DB) PutMeta(key string, val []byte) error {
+	if err := checkMetaKey(key); err != nil {
+		return fmt.Errorf("put meta: %w", err)
+	}
+	return db.update("put meta "+key, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put([]byte(key), val)
+	})
+}
+
+// GetMeta returns a copy of the value under key, or ErrNotFound.
+func (db *DB) GetMeta(key string) ([]byte, error) {
+	var out []byte
+	err := db.view("get meta "+key, func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketMeta).Get([]byte(key))
+		if v == nil {
+			return ErrNotFound
+		}
+		out = bytes.Clone(v)
+		if out == nil {
+			out = []byte{}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeleteMeta removes key, or returns ErrNotFound.
+func (db *DB) DeleteMeta(key string) error {
+	if err := checkMetaKey(key); err != nil {
+		return fmt.Errorf("delete meta: %w", err)
+	}
+	return db.update("delete meta "+key, func(tx *bolt.Tx) error {
+		return deleteKey(tx.Bucket(bucketMeta), []byte(key))
+	})
+}

@@ -1,0 +1,44 @@
+package store
+
+import (
+	"fmt"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// PutSchedule creates or replaces the schedule s.ScheduleID. A zero CreatedAt is set to
+// now.
+func (db *DB) PutSchedule(s Schedule) error {
+	if err := need("schedule id", s.ScheduleID); err != nil {
+		return fmt.Errorf("put schedule: %w", err)
+	}
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = db.now()
+	}
+	return db.update("put schedule "+s.ScheduleID, func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketSchedules), []byte(s.ScheduleID), s)
+	})
+}
+
+// ListSchedules returns every schedule, the next due first (NextAt, then ScheduleID).
+func (db *DB) ListSchedules() ([]Schedule, error) {
+	var out []Schedule
+	err := db.view("list schedules", func(tx *bolt.Tx) error {
+		return forEachJSON(tx.Bucket(bucketSchedules), func(s Schedule) { out = append(out, s) })
+	})
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].NextAt.Equal(out[j].NextAt) {
+			return out[i].NextAt.Before(out[j].NextAt)
+		}
+		return out[i].ScheduleID < out[j].ScheduleID
+	})
+	return out, err
+}
+
+// DeleteSchedule removes the schedule id, or returns ErrNotFound.
+func (db *DB) DeleteSchedule(id string) error {
+	return db.update("delete schedule "+id, func(tx *bolt.Tx) error {
+		return deleteKey(tx.Bucket(bucketSchedules), []byte(id))
+	})
+}

@@ -1,0 +1,260 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TriggerFilter selects triggers for ListTriggers. Zero fields match everything.
+type TriggerFilter struct {
+	RuntimeID string
+	ThreadID  string
+	Workspace string // matches Trigger.WorkspaceID
+	Agent     string
+	OpenOnly  bool      // only triggers not Closed; walks the open index, not every trigger
+	Since     time.Time // CreatedAt at or after Since
+	Limit     int       // at most Limit results; 0 means no limit
+	Newest    bool      // with Limit: the newest Limit matches instead of the oldest
+}
+
+func (f *TriggerFilter) match(t *Trigger) bool {
+	return (f.RuntimeID == "" || t.RuntimeID == f.RuntimeID) &&
+		(f.ThreadID == "" || t.ThreadID == f.ThreadID) &&
+		(f.Workspace == "" || t.WorkspaceID == f.Workspace) &&
+		(f.Agent == "" || t.Agent == f.Agent) &&
+		(!f.OpenOnly || !t.Closed) &&
+		(f.Since.IsZero() || !t.CreatedAt.Before(f.Since))
+}
+
+// CreateTrigger stores t unless a trigger with t.TriggerID exists, in one transaction.
+// If it exists, CreateTrigger returns the stored record and created=false and appends
+// nothing. Otherwise it stores t (a zero CreatedAt or UpdatedAt is set to now), appends
+// audit if it is non-nil, and returns created=true. Of concurrent callers with the same
+// id exactly one gets created=true. Empty TriggerID, ThreadID, RuntimeID and Workspace
+// of the audit record are filled from t.
+func (db *DB) CreateTrigger(t Trigger, audit *AuditRecord) (got Trigger, created bool, err error) {
+	if err := need("trigger id", t.TriggerID); err != nil {
+		return Trigger{}, false, fmt.Errorf("create trigger: %w", err)
+	}
+	err = db.update("create trigger "+t.TriggerID, func(tx *bolt.Tx) error {
+		var txErr error
+		got, created, txErr = db.createTriggerTx(tx, t)
+		if txErr != nil || !created || audit == nil {
+			return txErr
+		}
+		_, txErr = db.appendAuditTx(tx, []AuditRecord{auditFor(*audit, &got)})
+		return txErr
+	})
+	if err != nil {
+		return Trigger{}, false, err
+	}
+	return got, created, nil
+}
+
+func (db *DB) createTriggerTx(tx *bolt.Tx, t Trigger) (Trigger, bool, error) {
+	ids := tx.Bucket(bucketTriggerIDs)
+	if seqb := ids.Get([]byte(t.TriggerID)); seqb != nil {
+		old, err := getTriggerBySeq(tx, seqb)
+		return old, false, err
+	}
+	now := db.now()
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now
+	}
+	if t.UpdatedAt.IsZero() {
+		t.UpdatedAt = now
+	}
+	triggers := tx.Bucket(bucketTriggers)
+	seq, err := triggers.NextSequence()
+	if err != nil {
+		return Trigger{}, false, err
+	}
+	key := u64(seq)
+	if err := putJSON(triggers, key, t); err != nil {
+		return Trigger{}, false, err
+	}
+	if err := ids.Put([]byte(t.TriggerID), key); err != nil {
+		return Trigger{}, false, err
+	}
+	return t, true, setOpen(tx, key, t)
+}
+
+// setOpen keeps the open index in step with t.Closed.
+func setOpen(tx *bolt.Tx, key []byte, t Trigger) error {
+	open := tx.Bucket(bucketOpen)
+	if t.Closed {
+		return open.Delete(key)
+	}
+	return open.Put(key, []byte(t.TriggerID))
+}
+
+func getTriggerBySeq(tx *bolt.Tx, seqb []byte) (Trigger, error) {
+	var t Trigger
+	ok, err := getJSON(tx.Bucket(bucketTriggers), seqb, &t)
+	if err == nil && !ok {
+		err = fmt.Errorf("index points at missing trigger seq %d", binary.BigEndian.Uint64(seqb))
+	}
+	return t, err
+}
+
+// lookupTrigger returns the trigger id and its key, or ErrNotFound.
+func lookupTrigger(tx *bolt.Tx, id string) (Trigger, []byte, error) {
+	seqb := tx.Bucket(bucketTriggerIDs).Get([]byte(id))
+	if seqb == nil {
+		return Trigger{}, nil, ErrNotFound
+	}
+	t, err := getTriggerBySeq(tx, seqb)
+	return t, append([]byte(nil), seqb...), err
+}
+
+// GetTrigger returns the trigger id, or ErrNotFound.
+func (db *DB) GetTrigger(id string) (Trigger, error) {
+	var t Trigger
+	err := db.view("get trigger "+id, func(tx *bolt.Tx) (err error) {
+		t, _, err = lookupTrigger(tx, id)
+		return err
+	})
+	return t, err
+}
+
+// UpdateTrigger reads the trigger id, lets fn change it, stores it and appends audit,
+// all in one transaction. If fn returns an error nothing is written and UpdateTrigger
+// returns that error (wrapped). fn must not change TriggerID. UpdatedAt is set to now.
+// Setting Closed removes the trigger from the open index. Audit records get empty
+// TriggerID, ThreadID, RuntimeID and Workspace filled from the updated trigger.
+func (db *DB) UpdateTrigger(id string, fn func(*Trigger) error, audit ...AuditRecord) (Trigger, error) {
+	var t Trigger
+	err := db.update("update trigger "+id, func(tx *bolt.Tx) error {
+		var key []byte
+		var err error
+		if t, key, err = lookupTrigger(tx, id); err != nil {
+			return err
+		}
+		if err := fn(&t); err != nil {
+			return err
+		}
+		if t.TriggerID != id {
+			return fmt.Errorf("trigger id changed to %q: %w", t.TriggerID, ErrInvalid)
+		}
+		t.UpdatedAt = db.now()
+		if err := db.storeTriggerTx(tx, key, t); err != nil {
+			return err
+		}
+		return db.appendTriggerAudit(tx, &t, audit)
+	})
+	if err != nil {
+		return Trigger{}, err
+	}
+	return t, nil
+}
+
+func (db *DB) storeTriggerTx(tx *bolt.Tx, key []byte, t Trigger) error {
+	if err := putJSON(tx.Bucket(bucketTriggers), key, t); err != nil {
+		return err
+	}
+	return setOpen(tx, key, t)
+}
+
+func (db *DB) appendTriggerAudit(tx *bolt.Tx, t *Trigger, audit []AuditRecord) error {
+	if len(audit) == 0 {
+		return nil
+	}
+	recs := make([]AuditRecord, len(audit))
+	for i := range audit {
+		recs[i] = auditFor(audit[i], t)
+	}
+	_, err := db.appendAuditTx(tx, recs)
+	return err
+}
+
+// auditFor fills a's empty trigger-related fields from t.
+func auditFor(a AuditRecord, t *Trigger) AuditRecord {
+	if a.TriggerID == "" {
+		a.TriggerID = t.TriggerID
+	}
+	if a.ThreadID == "" {
+		a.ThreadID = t.ThreadID
+	}
+	if a.RuntimeID == "" {
+		a.RuntimeID = t.RuntimeID
+	}
+	if a.Workspace == "" {
+		a.Workspace = t.WorkspaceID
+	}
+	return a
+}
+
+// ListTriggers returns the triggers matching f in creation order. With OpenOnly it
+// walks only the open index, so restart recovery costs O(open triggers).
+func (db *DB) ListTriggers(f TriggerFilter) ([]Trigger, error) {
+	var out []Trigger
+	err := db.view("list triggers", func(tx *bolt.Tx) error {
+		var err error
+		out, err = listTriggersTx(tx, &f)
+		return err
+	})
+	return out, err
+}
+
+func listTriggersTx(tx *bolt.Tx, f *TriggerFilter) ([]Trigger, error) {
+	triggers := tx.Bucket(bucketTriggers)
+	walk := triggers
+	if f.OpenOnly {
+		walk = tx.Bucket(bucketOpen)
+	}
+	var out []Trigger
+	err := scan(walk.Cursor(), nil, f.Newest, func(k, v []byte) (bool, error) {
+		if f.OpenOnly {
+			v = triggers.Get(k)
+		}
+		var t Trigger
+		if err := json.Unmarshal(v, &t); err != nil {
+			return false, fmt.Errorf("decode trigger %x: %w", k, err)
+		}
+		if f.match(&t) {
+			out = append(out, t)
+		}
+		return f.Limit > 0 && len(out) >= f.Limit, nil
+	})
+	if f.Newest {
+		reverse(out)
+	}
+	return out, err
+}
+
+// scan walks c from start (nil: the first key; with backward, the last key) and calls fn
+// for each pair until fn says stop or returns an error.
+func scan(c *bolt.Cursor, start []byte, backward bool, fn func(k, v []byte) (stop bool, err error)) error {
+	var k, v []byte
+	switch {
+	case backward:
+		k, v = c.Last()
+	case start != nil:
+		k, v = c.Seek(start)
+	default:
+		k, v = c.First()
+	}
+	for ; k != nil; k, v = step(c, backward) {
+		if stop, err := fn(k, v); stop || err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func step(c *bolt.Cursor, backward bool) ([]byte, []byte) {
+	if backward {
+		return c.Prev()
+	}
+	return c.Next()
+}
+
+func reverse[T any](s []T) {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+}
