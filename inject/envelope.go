@@ -1,0 +1,102 @@
+package inject
+
+import "strings"
+
+// MaxFieldLen caps the length of an envelope field value (id, thread, reason).
+const MaxFieldLen = 128
+
+// Envelope is the seed's trigger wrapper:
+//
+//	[BRIDGE_TRIGGER id=… thread=… reason=…] body [/BRIDGE_TRIGGER]
+//
+// A zero Envelope is valid; empty fields are written as "-".
+type Envelope struct {
+	ID, Thread, Reason string
+	// AckHint adds an instruction asking the agent to acknowledge, worded so that
+	// the ack marker itself never appears in the typed text.
+	AckHint bool
+}
+
+// Field returns s as an envelope field value: bytes outside [A-Za-z0-9_.:@/-]
+// become '_' (one per rune), the result is cut to MaxFieldLen bytes, the ack
+// marker word ACK_TRIGGER (any ASCII case) is broken as ACK-TRIGGER, and "" becomes
+// "-". The ack matcher reports ids in this form, so callers compare against Field(id).
+func Field(s string) string {
+	if s == "" {
+		return "-"
+	}
+	b := make([]byte, 0, min(len(s), MaxFieldLen))
+	for _, r := range s {
+		if len(b) == MaxFieldLen {
+			break
+		}
+		if r < 0x80 && IsIDByte(byte(r)) {
+			b = append(b, byte(r))
+		} else {
+			b = append(b, '_')
+		}
+	}
+	breakAckWord(b)
+	return string(b)
+}
+
+// IsIDByte reports whether c is in the envelope field and ack id charset
+// [A-Za-z0-9_.:@/-].
+func IsIDByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '_' || c == '.' || c == ':' || c == '@' || c == '/' || c == '-'
+}
+
+// breakAckWord replaces the '_' of every ACK_TRIGGER (any ASCII case) in b by '-'.
+// A '-' cannot be part of the word, so no new occurrence appears.
+func breakAckWord(b []byte) {
+	for i := 0; i+len(ackWord) <= len(b); i++ {
+		if containsFold(string(b[i:i+len(ackWord)]), ackWord) {
+			b[i+3] = '-'
+		}
+	}
+}
+
+// Wrap returns body inside the envelope, shaped to reach the agent as one message:
+// a one-line body gives one line, "[BRIDGE_TRIGGER id=X thread=Y reason=Z] body
+// [/BRIDGE_TRIGGER]"; a multi-line body gives a header line, the body lines, the
+// hint line if any, and a footer line, to be delivered as one bracketed paste.
+//
+// body must be a result of Sanitize. Then the result holds no control byte but LF
+// and no ACK_TRIGGER: substring, so an echo of it can never be taken for an ack.
+func (e Envelope) Wrap(body string) string {
+	id := Field(e.ID)
+	sep := " "
+	if strings.IndexByte(body, '\n') >= 0 {
+		sep = "\n"
+	}
+	var b strings.Builder
+	b.Grow(len(body) + 3*MaxFieldLen + 200)
+	b.WriteString("[BRIDGE_TRIGGER id=")
+	b.WriteString(id)
+	b.WriteString(" thread=")
+	b.WriteString(Field(e.Thread))
+	b.WriteString(" reason=")
+	b.WriteString(Field(e.Reason))
+	b.WriteString("]")
+	b.WriteString(sep)
+	b.WriteString(body)
+	if e.AckHint {
+		b.WriteString(sep)
+		writeHint(&b, id)
+	}
+	b.WriteString(sep)
+	b.WriteString("[/BRIDGE_TRIGGER]")
+	return b.String()
+}
+
+// writeHint writes the ack instruction for id. The marker word is followed by a
+// comma, never by a colon, so the typed text never contains the marker.
+func writeHint(b *strings.Builder, id string) {
+	b.WriteString("(When you have read this, acknowledge it: print the word ACK_TRIGGER, ")
+	b.WriteString("then a colon, then ")
+	b.WriteString(id)
+	b.WriteString(", with no spaces between them; or run: nudge ack ")
+	b.WriteString(id)
+	b.WriteString(")")
+}
