@@ -1,0 +1,337 @@
+package panes
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+//go:embed profiles/*.json
+var defaultProfiles embed.FS
+
+// Profile describes how nudge drives one agent CLI. Profiles are data: the defaults are
+// embedded from profiles/*.json and a file of the same name in the user's profile
+// directory replaces a default wholesale. A Profile is a value; its compiled patterns are
+// shared read-only.
+type Profile struct {
+	// Name is the profile's name (the file name without .json).
+	Name string
+	// Launch is the default argv that starts the agent (never a shell string).
+	Launch []string
+	// AllowedLaunchers are the argv[0] basenames an explicit `-- ARGV` may use with this
+	// profile. "*" allows any.
+	AllowedLaunchers []string
+	// PromptArg says how a first prompt is passed at launch: "" = not supported,
+	// "append" = as the last argv element, "-x"/"--flag" = that flag then the prompt.
+	PromptArg string
+	// Resume is the resume argv template with {session_id} and {prompt} placeholders;
+	// empty = the agent cannot resume.
+	Resume []string
+	// SessionIDPattern finds the agent's session id in pane output (first submatch);
+	// "" = the agent does not print it.
+	SessionIDPattern string
+	// SessionIDValid is what a session id must match before it goes into an argv.
+	SessionIDValid string
+	// Pack names the detector readiness pack (the profile name by default).
+	Pack string
+	// SubmitSettle is the wait after the text's echo before Enter is sent as its own key.
+	SubmitSettle time.Duration
+	// QueuesInput reports whether the agent accepts typed input while busy.
+	QueuesInput bool
+	// AckSignals lists the ack signals the agent can give: marker, api, heartbeat, cursor.
+	AckSignals []string
+	// SubmittedIsAck makes "submitted" count as the ack (for agents that cannot ack).
+	SubmittedIsAck bool
+	// ReadyQuiet is the quiet window before a readiness capture.
+	ReadyQuiet time.Duration
+	// Env holds extra KEY=VALUE pairs for the agent's pane, sorted by key.
+	Env []string
+
+	sessionRE *regexp.Regexp
+	validRE   *regexp.Regexp
+}
+
+// profileFile is the JSON shape of a profile file.
+type profileFile struct {
+	Name             string            `json:"name"`
+	Launch           []string          `json:"launch"`
+	AllowedLaunchers []string          `json:"allowed_launchers"`
+	PromptArg        string            `json:"prompt_arg"`
+	Resume           []string          `json:"resume"`
+	SessionIDPattern string            `json:"session_id_pattern"`
+	SessionIDValid   string            `json:"session_id_valid"`
+	Pack             string            `json:"pack"`
+	SubmitSettle     string            `json:"submit_settle"`
+	QueuesInput      bool              `json:"queues_input"`
+	AckSignals       []string          `json:"ack_signals"`
+	SubmittedIsAck   bool              `json:"submitted_is_ack"`
+	ReadyQuiet       string            `json:"ready_quiet"`
+	Env              map[string]string `json:"env"`
+}
+
+// Profile errors callers branch on.
+var (
+	// ErrNoResume: the profile has no resume command (pi, shell, ...).
+	ErrNoResume = errors.New("profile has no resume command")
+	// ErrBadSessionID: a session id is empty or does not match SessionIDValid.
+	ErrBadSessionID = errors.New("invalid session id")
+	// ErrLauncherNotAllowed: an explicit argv's program is not allowed for the profile.
+	ErrLauncherNotAllowed = errors.New("launcher not allowed for profile")
+	// ErrNoPromptArg: a first prompt was given but the profile cannot take one at launch.
+	ErrNoPromptArg = errors.New("profile cannot take a prompt at launch")
+)
+
+const defaultSessionIDValid = `^[A-Za-z0-9_-]+$`
+
+var ackSignalNames = []string{"marker", "api", "heartbeat", "cursor"}
+
+// LoadProfiles returns the embedded default profiles, each replaced by a file of the same
+// name in userDir if there is one; userDir may add new profiles. userDir "" or missing means
+// defaults only.
+func LoadProfiles(userDir string) (map[string]Profile, error) {
+	out := make(map[string]Profile)
+	if err := loadProfileDir(defaultProfiles, "profiles", out); err != nil {
+		return nil, fmt.Errorf("load default profiles: %w", err)
+	}
+	if userDir == "" {
+		return out, nil
+	}
+	if _, err := os.Stat(userDir); errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err := loadProfileDir(os.DirFS(userDir), ".", out); err != nil {
+		return nil, fmt.Errorf("load profiles from %s: %w", userDir, err)
+	}
+	return out, nil
+}
+
+func loadProfileDir(fsys fs.FS, dir string, out map[string]Profile) error {
+	names, err := fs.Glob(fsys, path.Join(dir, "*.json"))
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return err
+		}
+		p, err := ParseProfile(strings.TrimSuffix(path.Base(name), ".json"), b)
+		if err != nil {
+			return err
+		}
+		out[p.Name] = p
+	}
+	return nil
+}
+
+// ParseProfile decodes and validates one profile file. name is the file's name without
+// .json; the file's "name" field, if set, must agree.
+func ParseProfile(name string, data []byte) (Profile, error) {
+	var f profileFile
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return Profile{}, fmt.Errorf("profile %q: %w", name, err)
+	}
+	if f.Name != "" && f.Name != name {
+		return Profile{}, fmt.Errorf("profile %q: name field %q differs from file name", name, f.Name)
+	}
+	f.Name = name
+	p, err := f.profile()
+	if err != nil {
+		return Profile{}, fmt.Errorf("profile %q: %w", name, err)
+	}
+	return p, nil
+}
+
+func (f profileFile) profile() (Profile, error) {
+	p := Profile{
+		Name: f.Name, Launch: f.Launch, AllowedLaunchers: f.AllowedLaunchers,
+		PromptArg: f.PromptArg, Resume: f.Resume, SessionIDPattern: f.SessionIDPattern,
+		SessionIDValid: f.SessionIDValid, Pack: f.Pack, QueuesInput: f.QueuesInput,
+		AckSignals: f.AckSignals, SubmittedIsAck: f.SubmittedIsAck,
+	}
+	if err := validName(f.Name); err != nil {
+		return Profile{}, err
+	}
+	var err error
+	if p.SubmitSettle, err = parseDuration(f.SubmitSettle); err != nil {
+		return Profile{}, fmt.Errorf("submit_settle: %w", err)
+	}
+	if p.ReadyQuiet, err = parseDuration(f.ReadyQuiet); err != nil {
+		return Profile{}, fmt.Errorf("ready_quiet: %w", err)
+	}
+	p.Env, err = envList(f.Env)
+	if err != nil {
+		return Profile{}, err
+	}
+	return p, p.finish()
+}
+
+// finish fills defaults, compiles the patterns and checks the rest.
+func (p *Profile) finish() error {
+	if p.Pack == "" {
+		p.Pack = p.Name
+	}
+	if p.SessionIDValid == "" {
+		p.SessionIDValid = defaultSessionIDValid
+	}
+	if len(p.Launch) == 0 || p.Launch[0] == "" {
+		return errors.New("launch: empty argv")
+	}
+	if len(p.AllowedLaunchers) == 0 {
+		p.AllowedLaunchers = []string{filepath.Base(p.Launch[0])}
+	}
+	if p.PromptArg != "" && p.PromptArg != "append" && !strings.HasPrefix(p.PromptArg, "-") {
+		return fmt.Errorf("prompt_arg %q: want \"\", \"append\" or a flag", p.PromptArg)
+	}
+	for _, s := range p.AckSignals {
+		if !slices.Contains(ackSignalNames, s) {
+			return fmt.Errorf("ack_signals: unknown signal %q", s)
+		}
+	}
+	return p.compile()
+}
+
+func (p *Profile) compile() error {
+	var err error
+	if p.validRE, err = regexp.Compile(p.SessionIDValid); err != nil {
+		return fmt.Errorf("session_id_valid: %w", err)
+	}
+	if p.SessionIDPattern != "" {
+		if p.sessionRE, err = regexp.Compile(p.SessionIDPattern); err != nil {
+			return fmt.Errorf("session_id_pattern: %w", err)
+		}
+		if p.sessionRE.NumSubexp() < 1 {
+			return errors.New("session_id_pattern: needs a capture group")
+		}
+	}
+	if len(p.Resume) > 0 && filepath.Base(p.Resume[0]) != p.Resume[0] && !filepath.IsAbs(p.Resume[0]) {
+		return fmt.Errorf("resume: bad program %q", p.Resume[0])
+	}
+	return nil
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err == nil && d < 0 {
+		err = fmt.Errorf("negative duration %q", s)
+	}
+	return d, err
+}
+
+var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func envList(m map[string]string) ([]string, error) {
+	var out []string
+	for k, v := range m {
+		if !envKeyRE.MatchString(k) || strings.ContainsRune(v, 0) {
+			return nil, fmt.Errorf("env: bad variable %q", k)
+		}
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// FindSessionID returns the agent's session id from pane output, or "" if the profile
+// has no pattern or the output holds no valid id.
+func (p Profile) FindSessionID(output []byte) string {
+	if p.sessionRE == nil {
+		return ""
+	}
+	m := p.sessionRE.FindSubmatch(output)
+	if m == nil || !p.ValidSessionID(string(m[1])) {
+		return ""
+	}
+	return string(m[1])
+}
+
+// ValidSessionID reports whether id may be put into a resume argv.
+func (p Profile) ValidSessionID(id string) bool {
+	re := p.validRE
+	if re == nil {
+		re = regexp.MustCompile(defaultSessionIDValid)
+	}
+	return id != "" && len(id) <= 256 && re.MatchString(id)
+}
+
+// CanResume reports whether the profile has a resume command.
+func (p Profile) CanResume() bool { return len(p.Resume) > 0 }
+
+// ResumeArgv fills the resume template. The session id is validated first; the prompt is
+// one argv element whatever it holds (no shell ever sees it). Placeholders are replaced in
+// one pass, so a prompt containing "{session_id}" stays literal.
+func (p Profile) ResumeArgv(sessionID, prompt string) ([]string, error) {
+	if !p.CanResume() {
+		return nil, fmt.Errorf("resume %s: %w", p.Name, ErrNoResume)
+	}
+	needsID := slices.ContainsFunc(p.Resume, func(s string) bool { return strings.Contains(s, "{session_id}") })
+	if needsID && !p.ValidSessionID(sessionID) {
+		return nil, fmt.Errorf("resume %s: %w: %q", p.Name, ErrBadSessionID, sessionID)
+	}
+	if strings.ContainsRune(prompt, 0) {
+		return nil, fmt.Errorf("resume %s: prompt contains NUL", p.Name)
+	}
+	r := strings.NewReplacer("{session_id}", sessionID, "{prompt}", prompt)
+	out := make([]string, len(p.Resume))
+	for i, s := range p.Resume {
+		out[i] = r.Replace(s)
+	}
+	return out, nil
+}
+
+// LaunchArgv returns the argv that starts the agent: override if given (its program's
+// basename must be in AllowedLaunchers), else Launch; a non-empty prompt is added the way
+// PromptArg says.
+func (p Profile) LaunchArgv(override []string, prompt string) ([]string, error) {
+	argv := slices.Clone(p.Launch)
+	if len(override) > 0 {
+		if err := p.checkLauncher(override[0]); err != nil {
+			return nil, err
+		}
+		argv = slices.Clone(override)
+	}
+	for _, a := range argv {
+		if strings.ContainsRune(a, 0) {
+			return nil, fmt.Errorf("launch %s: argument contains NUL", p.Name)
+		}
+	}
+	if prompt == "" {
+		return argv, nil
+	}
+	switch {
+	case p.PromptArg == "":
+		return nil, fmt.Errorf("launch %s: %w", p.Name, ErrNoPromptArg)
+	case strings.ContainsRune(prompt, 0):
+		return nil, fmt.Errorf("launch %s: prompt contains NUL", p.Name)
+	case p.PromptArg == "append":
+		return append(argv, prompt), nil
+	default:
+		return append(argv, p.PromptArg, prompt), nil
+	}
+}
+
+func (p Profile) checkLauncher(prog string) error {
+	base := filepath.Base(prog)
+	if prog == "" || strings.Contains(prog, "=") {
+		return fmt.Errorf("launch %s: %w: %q", p.Name, ErrLauncherNotAllowed, prog)
+	}
+	if slices.Contains(p.AllowedLaunchers, "*") || slices.Contains(p.AllowedLaunchers, base) {
+		return nil
+	}
+	return fmt.Errorf("launch %s: %w: %q (allowed: %s)", p.Name, ErrLauncherNotAllowed,
+		base, strings.Join(p.AllowedLaunchers, ", "))
+}

@@ -1,0 +1,206 @@
+package panes
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+func defaults(t *testing.T) map[string]Profile {
+	t.Helper()
+	ps, err := LoadProfiles("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+func TestLoadProfiles_Defaults(t *testing.T) {
+	ps := defaults(t)
+	for _, name := range []string{"codex", "claude", "opencode", "gemini", "pi", "shell"} {
+		p, ok := ps[name]
+		if !ok {
+			t.Fatalf("missing default profile %q", name)
+		}
+		if p.Name != name || p.Pack != name || len(p.Launch) == 0 {
+			t.Errorf("%s: got name %q pack %q launch %q", name, p.Name, p.Pack, p.Launch)
+		}
+	}
+	if got := ps["codex"].SubmitSettle; got != 150*time.Millisecond {
+		t.Errorf("codex settle: got %v, want 150ms", got)
+	}
+	if ps["shell"].SubmitSettle != 0 || !ps["shell"].SubmittedIsAck {
+		t.Errorf("shell: got settle %v submittedIsAck %v", ps["shell"].SubmitSettle, ps["shell"].SubmittedIsAck)
+	}
+	if ps["pi"].CanResume() || ps["shell"].CanResume() || !ps["codex"].CanResume() {
+		t.Error("resume capability wrong")
+	}
+}
+
+func TestLoadProfiles_UserOverride(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("shell.json", `{"launch":["zsh"],"allowed_launchers":["zsh","sleep"],"submit_settle":"20ms","env":{"FOO":"bar"}}`)
+	write("mine.json", `{"name":"mine","launch":["mytool","--x"]}`)
+	write("notes.txt", `ignored`)
+	ps, err := LoadProfiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := ps["shell"]
+	if !slices.Equal(sh.Launch, []string{"zsh"}) || sh.SubmitSettle != 20*time.Millisecond || sh.SubmittedIsAck {
+		t.Errorf("override not applied wholesale: %+v", sh)
+	}
+	if !slices.Equal(sh.Env, []string{"FOO=bar"}) {
+		t.Errorf("env: got %q", sh.Env)
+	}
+	if _, err := sh.LaunchArgv([]string{"sleep", "10"}, ""); err != nil {
+		t.Errorf("sleep allowed by override: %v", err)
+	}
+	if _, err := sh.LaunchArgv([]string{"bash"}, ""); !errors.Is(err, ErrLauncherNotAllowed) {
+		t.Errorf("bash after override: got %v, want ErrLauncherNotAllowed", err)
+	}
+	mine := ps["mine"]
+	if mine.Pack != "mine" || !slices.Equal(mine.AllowedLaunchers, []string{"mytool"}) {
+		t.Errorf("mine: got %+v", mine)
+	}
+	if _, ok := ps["codex"]; !ok {
+		t.Error("codex default lost")
+	}
+}
+
+func TestLoadProfiles_MissingDir(t *testing.T) {
+	ps, err := LoadProfiles(filepath.Join(t.TempDir(), "nope"))
+	if err != nil || len(ps) != 6 {
+		t.Fatalf("got %d profiles, err %v", len(ps), err)
+	}
+}
+
+func TestParseProfile_Errors(t *testing.T) {
+	tests := []struct{ name, body string }{
+		{"ErrNameMismatch", `{"name":"other","launch":["x"]}`},
+		{"ErrNoLaunch", `{"launch":[]}`},
+		{"ErrUnknownField", `{"launch":["x"],"bogus":1}`},
+		{"ErrBadDuration", `{"launch":["x"],"submit_settle":"soon"}`},
+		{"ErrNegativeDuration", `{"launch":["x"],"ready_quiet":"-1s"}`},
+		{"ErrBadRegex", `{"launch":["x"],"session_id_pattern":"("}`},
+		{"ErrNoGroup", `{"launch":["x"],"session_id_pattern":"id: \\S+"}`},
+		{"ErrPromptArg", `{"launch":["x"],"prompt_arg":"sometimes"}`},
+		{"ErrAckSignal", `{"launch":["x"],"ack_signals":["telepathy"]}`},
+		{"ErrEnvKey", `{"launch":["x"],"env":{"A B":"c"}}`},
+		{"ErrJSON", `{`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := ParseProfile("p", []byte(tt.body)); err == nil {
+				t.Errorf("got no error for %s", tt.body)
+			}
+		})
+	}
+	if _, err := ParseProfile("bad/name", []byte(`{"launch":["x"]}`)); err == nil {
+		t.Error("bad name accepted")
+	}
+}
+
+func TestResumeArgv(t *testing.T) {
+	ps := defaults(t)
+	tests := []struct {
+		profile, id, prompt string
+		want                []string
+		err                 error
+	}{
+		{"codex", "0199a-b_c", "go on; rm -rf / $(x)", []string{"codex", "exec", "resume", "0199a-b_c", "go on; rm -rf / $(x)"}, nil},
+		{"codex", "abc", "say {session_id}", []string{"codex", "exec", "resume", "abc", "say {session_id}"}, nil},
+		{"claude", "s1", "continue\nplease", []string{"claude", "--resume", "s1", "continue\nplease"}, nil},
+		{"opencode", "", "Continue", []string{"opencode", "run", "Continue"}, nil},
+		{"codex", "", "x", nil, ErrBadSessionID},
+		{"codex", "a b", "x", nil, ErrBadSessionID},
+		{"codex", "--last", "x", nil, nil},
+		{"codex", "$(id)", "x", nil, ErrBadSessionID},
+		{"pi", "abc", "x", nil, ErrNoResume},
+		{"shell", "abc", "x", nil, ErrNoResume},
+		{"gemini", "abc", "x", nil, ErrNoResume},
+	}
+	for i, tt := range tests {
+		got, err := ps[tt.profile].ResumeArgv(tt.id, tt.prompt)
+		if tt.err != nil {
+			if !errors.Is(err, tt.err) {
+				t.Errorf("#%d: got err %v, want %v", i, err, tt.err)
+			}
+			continue
+		}
+		if tt.want == nil {
+			// "--last" matches [A-Za-z0-9_-]+ and is valid as an id; it is still one argv element.
+			if err != nil || got[3] != tt.id {
+				t.Errorf("#%d: got %q, %v", i, got, err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("#%d: got %q, %v, want %q", i, got, err, tt.want)
+		}
+	}
+}
+
+func TestLaunchArgv(t *testing.T) {
+	ps := defaults(t)
+	tests := []struct {
+		profile  string
+		override []string
+		prompt   string
+		want     []string
+		err      error
+	}{
+		{"codex", nil, "", []string{"codex"}, nil},
+		{"codex", nil, "fix it; $(x)", []string{"codex", "fix it; $(x)"}, nil},
+		{"opencode", nil, "hi", []string{"opencode", "--prompt", "hi"}, nil},
+		{"gemini", nil, "hi", []string{"gemini", "--prompt-interactive", "hi"}, nil},
+		{"codex", []string{"/usr/local/bin/codex", "--full-auto"}, "", []string{"/usr/local/bin/codex", "--full-auto"}, nil},
+		{"codex", []string{"bash"}, "", nil, ErrLauncherNotAllowed},
+		{"shell", []string{"sh", "-c", "exit 3"}, "", []string{"sh", "-c", "exit 3"}, nil},
+		{"shell", []string{"cat"}, "", []string{"cat"}, nil},
+		{"shell", []string{"python3"}, "", nil, ErrLauncherNotAllowed},
+		{"shell", []string{"FOO=1"}, "", nil, ErrLauncherNotAllowed},
+		{"shell", nil, "hi", nil, ErrNoPromptArg},
+	}
+	for i, tt := range tests {
+		got, err := ps[tt.profile].LaunchArgv(tt.override, tt.prompt)
+		if tt.err != nil {
+			if !errors.Is(err, tt.err) {
+				t.Errorf("#%d: got err %v, want %v", i, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("#%d: got %q, %v, want %q", i, got, err, tt.want)
+		}
+	}
+	// The profile's own Launch slice is never aliased.
+	p := ps["codex"]
+	a, _ := p.LaunchArgv(nil, "x")
+	a[0] = "changed"
+	if p.Launch[0] != "codex" {
+		t.Error("LaunchArgv aliased Launch")
+	}
+}
+
+func TestFindSessionID(t *testing.T) {
+	codex := defaults(t)["codex"]
+	out := []byte("OpenAI Codex v0.40\n--------\nsession id: 0199a213-81c0-7800-8aa1-bbab2a035a53\n")
+	if got := codex.FindSessionID(out); got != "0199a213-81c0-7800-8aa1-bbab2a035a53" {
+		t.Errorf("got %q", got)
+	}
+	if got := codex.FindSessionID([]byte("no id here")); got != "" {
+		t.Errorf("got %q, want none", got)
+	}
+	if got := defaults(t)["claude"].FindSessionID(out); got != "" {
+		t.Errorf("claude has no pattern, got %q", got)
+	}
+}
