@@ -1,0 +1,19 @@
+// Package controlmode is a client for one persistent tmux control-mode connection
+// (`tmux -u -C attach -t SESSION -f pause-after=N`) as tmux 3.2–3.3a really behaves.
+//
+// The main types are:
+//
+//	Conn      one control client: Dial, Do/DoAll/Go, Subscribe, Close, Done/Err, Stats
+//	Config    how to reach tmux (binary, -L/-S, ssh host) and the callbacks for the stream
+//	Reply     the body of a %begin…%end block answering one of our commands
+//	Event     a typed notification (*WindowAdd, *Pause, *SubscriptionChanged, …)
+//	Reader    the line reader underneath: bufio.Reader.ReadSlice, reused buffer, capped lines
+//
+// and the pure, fuzzed helpers ParseLine, Escape, Unescape, Quote and SendKeys.
+//
+// A Conn owns one tmux client process and one read goroutine. Commands are written one per
+// line and matched FIFO against %begin…%end blocks whose flags field is 1; blocks with flags
+// 0 (hooks, the initial attach) are delivered as *Unsolicited events. Pane output is decoded
+// on the read goroutine into a reused buffer and handed to Config.OnOutput without
+// allocating; every other line becomes an Event passed to Config.OnEvent.
+package controlmode

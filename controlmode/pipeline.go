@@ -1,0 +1,141 @@
+package controlmode
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Reply is the answer to one command: the body of its %begin…%end block. Lines are
+// tmux's output lines (not escaped, tabs raw) and may start with '%'.
+type Reply struct {
+	Time   int64  // the guard's time (seconds)
+	Number uint64 // the guard's command number (server-global, with gaps)
+	Lines  []string
+}
+
+// Call is one command in flight, as in net/rpc. When it completes, Reply or Err is set
+// and the Call is sent on Done.
+type Call struct {
+	Cmd   string
+	Reply *Reply
+	Err   error // *CommandError for %error, the connection's error if it ended first
+	Done  chan *Call
+}
+
+func (call *Call) done(log hclog.Logger) {
+	select {
+	case call.Done <- call:
+	default:
+		log.Warn("call done channel full; dropping completion", "cmd", call.Cmd)
+	}
+}
+
+// Go sends cmd (one tmux command line, arguments quoted with Quote) and returns at once.
+// The Call is sent on its Done channel (buffered, capacity 1) when the reply arrives.
+// A line that would not give exactly one reply fails with ErrUnsafeCommand unsent.
+func (c *Conn) Go(cmd string) *Call {
+	call := &Call{Cmd: cmd, Done: make(chan *Call, 1)}
+	if err := checkCommand(cmd); err != nil {
+		call.Err = err
+		call.done(c.log)
+		return call
+	}
+	c.send([]*Call{call})
+	return call
+}
+
+// Do sends one command line and waits for its reply. %error gives a *CommandError with
+// the body. If ctx ends first Do returns ctx.Err(); the command stays queued and its late
+// reply is discarded, so later replies still match.
+func (c *Conn) Do(ctx context.Context, cmd string) (*Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.wait(ctx, c.Go(cmd))
+}
+
+// DoAll sends cmds pipelined in one write and waits for all replies. replies[i] answers
+// cmds[i] (nil if it failed); err is the first failure, in order. If any line is unsafe
+// nothing is sent. If ctx ends first it returns ctx.Err() and the queue stays in sync.
+func (c *Conn) DoAll(ctx context.Context, cmds ...string) ([]*Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	calls := make([]*Call, len(cmds))
+	for i, cmd := range cmds {
+		if err := checkCommand(cmd); err != nil {
+			return nil, err
+		}
+		calls[i] = &Call{Cmd: cmd, Done: make(chan *Call, 1)}
+	}
+	c.send(calls)
+	replies := make([]*Reply, len(cmds))
+	var first error
+	for i, call := range calls {
+		r, err := c.wait(ctx, call)
+		if err == ctx.Err() && err != nil {
+			return replies, err
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+		replies[i] = r
+	}
+	return replies, first
+}
+
+func (c *Conn) wait(ctx context.Context, call *Call) (*Reply, error) {
+	select {
+	case <-call.Done:
+		return call.Reply, call.Err
+	case <-ctx.Done():
+		c.stats.abandoned.Add(1)
+		return nil, ctx.Err()
+	}
+}
+
+// send queues calls and writes their lines in one write. Queue order equals write order
+// because both happen under writeMu.
+func (c *Conn) send(calls []*Call) {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.mu.Lock()
+	if err := c.err; err != nil {
+		c.mu.Unlock()
+		for _, call := range calls {
+			call.Err = err
+			call.done(c.log)
+		}
+		return
+	}
+	c.pending = append(c.pending, calls...)
+	c.mu.Unlock()
+	buf := c.wbuf[:0]
+	for _, call := range calls {
+		buf = append(append(buf, call.Cmd...), '\n')
+	}
+	c.stats.commands.Add(uint64(len(calls)))
+	_, err := c.stdin.Write(buf)
+	if cap(buf) <= 64<<10 {
+		c.wbuf = buf
+	}
+	if err != nil {
+		c.fail(fmt.Errorf("write: %w", err))
+		c.stop()
+	}
+}
+
+// popPending removes the oldest pending command; nil if there is none.
+func (c *Conn) popPending() *Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		return nil
+	}
+	call := c.pending[0]
+	c.pending[0] = nil
+	c.pending = c.pending[1:]
+	return call
+}
