@@ -261,7 +261,7 @@ func TestVerifyAuditFileEdited(t *testing.T) {
 	}{
 		{"ValueChar", "needle-reason-3", "needle-reasoN-3"},
 		{"KeyCase", `"reason":"needle-reason-3"`, `"Reason":"needle-reason-3"`}, // same decoded value
-		{"Digit", `"seq":3,`, `"seq":2,`}, // occurs only in record 3
+		{"Digit", `"seq":3,`, `"seq":2,`},                                       // occurs only in record 3
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := auditFile(t)
