@@ -1,0 +1,44 @@
+package panes
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/nudgehq/nudge"
+)
+
+// resolveDir checks a spawn directory against Config.Roots: it must be absolute, hold
+// no ".." element, exist as a directory and, with symlinks resolved, lie under a root.
+// It returns the resolved path. "" means the first root, or none if there are no roots.
+func (r *Registry) resolveDir(dir string) (string, error) {
+	if dir == "" {
+		if len(r.cfg.Roots) > 0 {
+			return r.cfg.Roots[0], nil
+		}
+		return "", nil
+	}
+	if !filepath.IsAbs(dir) || slices.Contains(strings.Split(dir, string(filepath.Separator)), "..") {
+		return "", badRequest("directory %q must be absolute and hold no '..'", dir)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", badRequest("directory %q: %v", dir, err)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", badRequest("directory %q is not a directory", dir)
+	}
+	for _, root := range r.cfg.Roots {
+		if within(root, real) {
+			return real, nil
+		}
+	}
+	return "", nudge.NewError(nudge.Forbidden, "directory "+dir+" (resolved "+real+") is outside the allowed workspace roots")
+}
+
+// within reports whether path is root or below it (both cleaned and resolved).
+func within(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}

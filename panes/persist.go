@@ -1,0 +1,106 @@
+package panes
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/store"
+)
+
+// change is one persisted change, reported to OnChange after the lock is released.
+type change struct {
+	rt   store.Runtime
+	prev nudge.Status
+}
+
+func (r *Registry) notify(chs []change) {
+	if r.cfg.OnChange == nil {
+		return
+	}
+	for _, c := range chs {
+		r.cfg.OnChange(c.rt, c.prev)
+	}
+}
+
+func cloneRuntime(rt *store.Runtime) store.Runtime {
+	c := *rt
+	c.Argv = slices.Clone(rt.Argv)
+	c.Failures = slices.Clone(rt.Failures)
+	if rt.ExitStatus != nil {
+		n := *rt.ExitStatus
+		c.ExitStatus = &n
+	}
+	return c
+}
+
+// putLocked persists rt and makes it the live copy. r.mu is held.
+func (r *Registry) putLocked(rt *store.Runtime) error {
+	if err := r.db.PutRuntime(*rt); err != nil {
+		return fmt.Errorf("put runtime %s: %w", rt.RuntimeID, err)
+	}
+	if old := r.rts[rt.RuntimeID]; old != nil && old.PaneID != rt.PaneID {
+		r.panes.Delete(paneNum(old.PaneID))
+	}
+	c := cloneRuntime(rt)
+	r.rts[rt.RuntimeID] = &c
+	r.indexPane(&c)
+	return nil
+}
+
+func (r *Registry) indexPane(rt *store.Runtime) {
+	if n := paneNum(rt.PaneID); n >= 0 {
+		r.panes.Store(n, rt.RuntimeID)
+	}
+}
+
+// transitionLocked validates and applies a status change (plus mutate, if any),
+// persists and audits it. r.mu is held. code is an optional failure code for the audit.
+func (r *Registry) transitionLocked(id string, to nudge.Status, reason string, code nudge.Code,
+	mutate func(*store.Runtime)) ([]change, error) {
+	cur, ok := r.rts[id]
+	if !ok {
+		return nil, notFound(id)
+	}
+	from := nudge.Status(cur.Status)
+	if err := checkTransition(from, to); err != nil {
+		return nil, &wrapped{nudge.NewError(nudge.Conflict, err.Error()), err}
+	}
+	next := cloneRuntime(cur)
+	if mutate != nil {
+		mutate(&next)
+	}
+	now := r.cfg.Now()
+	next.Status, next.StatusSince, next.UpdatedAt = string(to), now, now
+	if err := r.putLocked(&next); err != nil {
+		return nil, err
+	}
+	r.auditLocked(&next, "runtime_status_changed", reason, code,
+		map[string]any{"from": from, "to": to, "exit_status": next.ExitStatus})
+	return []change{{rt: cloneRuntime(&next), prev: from}}, nil
+}
+
+// auditLocked appends one audit record; a failure is logged, not returned (the state
+// change it describes is already persisted).
+func (r *Registry) auditLocked(rt *store.Runtime, event, reason string, code nudge.Code, detail any) {
+	rec := store.AuditRecord{Time: r.cfg.Now(), Event: event, RuntimeID: rt.RuntimeID,
+		Workspace: rt.WorkspaceID, Reason: reason, Code: string(code)}
+	if detail != nil {
+		rec.Detail, _ = json.Marshal(detail)
+	}
+	if _, err := r.db.AppendAudit(rec); err != nil {
+		r.cfg.Logger.Error("audit", "event", event, "runtime", rt.RuntimeID, "error", err)
+	}
+}
+
+// wrapped is a *nudge.Error that also unwraps to its cause (e.g. *TransitionError).
+type wrapped struct {
+	ne    *nudge.Error
+	cause error
+}
+
+func (w *wrapped) Error() string   { return w.ne.Error() }
+func (w *wrapped) Unwrap() []error { return []error{w.ne, w.cause} }
+
+func stoppedKey(id string) string { return "panes.stopped." + id }

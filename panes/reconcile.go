@@ -1,0 +1,178 @@
+package panes
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/store"
+)
+
+// reconcile compares the workspace's records with its panes (seed 001 §11): alive →
+// ready (from starting, offline or failed); dead → offline with the exit status; missing
+// → REGISTRY_DRIFT then offline; offline managed runtimes are restarted after
+// RestartDelay unless stopped or crash-looping (then failed). Runtimes being spawned,
+// restarted or stopped are left to that operation.
+func (r *Registry) reconcile(ctx context.Context, w *workspace) {
+	panes, err := r.listPanes(ctx, w)
+	if err != nil {
+		r.cfg.Logger.Warn("reconcile: list panes", "workspace", w.name, "error", err)
+		return
+	}
+	r.stats.Sweeps.Add(1)
+	byID := make(map[string]paneInfo, len(panes))
+	for _, p := range panes {
+		byID[p.ID] = p
+	}
+	var chs []change
+	var restarts []string
+	r.mu.Lock()
+	for id, rt := range r.rts {
+		if rt.WorkspaceID != w.name || r.busy[id] != "" {
+			continue
+		}
+		c, restart := r.reconcileOneLocked(rt, byID, panes)
+		chs = append(chs, c...)
+		if restart {
+			r.busy[id] = "restart-pending"
+			restarts = append(restarts, id)
+		}
+	}
+	r.mu.Unlock()
+	r.notify(chs)
+	for _, id := range restarts {
+		r.scheduleRestart(id)
+	}
+}
+
+func (r *Registry) reconcileOneLocked(rt *store.Runtime, byID map[string]paneInfo, panes []paneInfo) ([]change, bool) {
+	p, found := r.findPaneLocked(rt, byID, panes)
+	status := nudge.Status(rt.Status)
+	switch {
+	case found && !p.Dead:
+		return r.aliveLocked(rt, p), false
+	case found && Live(status):
+		r.stats.PaneDeaths.Add(1)
+		return r.deathLocked(rt, "pane dead", nudge.PaneDead, p.ExitStatus)
+	case !found && Live(status):
+		r.stats.Drifts.Add(1)
+		r.auditLocked(rt, "runtime_drift", "pane "+rt.PaneID+" missing", nudge.RegistryDrift,
+			map[string]any{"pane_id": rt.PaneID, "target": rt.Target})
+		return r.deathLocked(rt, "pane missing", nudge.RegistryDrift, nil)
+	}
+	return nil, r.restartableLocked(rt)
+}
+
+// findPaneLocked finds the runtime's pane by id (same session, and same pid or window
+// name, so a reused id on a new tmux server is not taken for ours), else by target.
+func (r *Registry) findPaneLocked(rt *store.Runtime, byID map[string]paneInfo, panes []paneInfo) (paneInfo, bool) {
+	if p, ok := byID[rt.PaneID]; ok && p.Session == rt.TmuxSession && (p.PID == rt.PID || p.Window == rt.TmuxWindow) {
+		return p, true
+	}
+	for _, p := range panes {
+		if p.Session != rt.TmuxSession || p.Window != rt.TmuxWindow || p.Index != rt.TmuxPane {
+			continue
+		}
+		if owner, ok := r.panes.Load(paneNum(p.ID)); ok && owner != rt.RuntimeID {
+			continue
+		}
+		return p, true
+	}
+	return paneInfo{}, false
+}
+
+func setPane(rt *store.Runtime, p paneInfo) {
+	rt.PaneID, rt.PID, rt.TmuxPane, rt.TmuxWindow = p.ID, p.PID, p.Index, p.Window
+	rt.Target = TargetString(rt.WorkspaceID, p.Window, p.Index)
+}
+
+// aliveLocked re-adopts a live pane: fields refreshed, and starting/offline/failed → ready.
+func (r *Registry) aliveLocked(rt *store.Runtime, p paneInfo) []change {
+	status := nudge.Status(rt.Status)
+	if status == nudge.StatusStarting || status == nudge.StatusOffline || status == nudge.StatusFailed {
+		chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusReady, "pane alive", "",
+			func(n *store.Runtime) { setPane(n, p); n.ExitStatus = nil })
+		r.logErr("reconcile", rt.RuntimeID, err)
+		return chs
+	}
+	if rt.PaneID == p.ID && rt.PID == p.PID && rt.TmuxWindow == p.Window && rt.TmuxPane == p.Index {
+		return nil
+	}
+	next := cloneRuntime(rt)
+	setPane(&next, p)
+	next.UpdatedAt = r.cfg.Now()
+	if err := r.putLocked(&next); err != nil {
+		r.logErr("reconcile", rt.RuntimeID, err)
+		return nil
+	}
+	return []change{{rt: next, prev: status}}
+}
+
+// deathLocked records a dead or missing pane: offline with the exit status and the
+// failure time; a crash loop then goes on to failed. It reports whether to restart.
+func (r *Registry) deathLocked(rt *store.Runtime, reason string, code nudge.Code, exit *int) ([]change, bool) {
+	now := r.cfg.Now()
+	chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusOffline, reason, code, func(n *store.Runtime) {
+		n.ExitStatus = exit
+		n.Failures = append(recentFailures(n.Failures, now, r.cfg.CrashLoopWindow), now)
+	})
+	if err != nil {
+		r.logErr("reconcile", rt.RuntimeID, err)
+		return nil, false
+	}
+	cur := r.rts[rt.RuntimeID]
+	if !cur.Managed || r.stopped[cur.RuntimeID] || len(cur.Failures) < r.cfg.CrashLoopFailures {
+		return chs, r.restartableLocked(cur)
+	}
+	r.stats.CrashLoops.Add(1)
+	why := fmt.Sprintf("crash loop: %d failures within %s", len(cur.Failures), r.cfg.CrashLoopWindow)
+	more, err := r.transitionLocked(cur.RuntimeID, nudge.StatusFailed, why, "", nil)
+	r.logErr("reconcile", rt.RuntimeID, err)
+	return append(chs, more...), false
+}
+
+func recentFailures(fs []time.Time, now time.Time, window time.Duration) []time.Time {
+	var out []time.Time
+	for _, t := range fs {
+		if now.Sub(t) < window {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// restartableLocked: an offline managed runtime that was not stopped.
+func (r *Registry) restartableLocked(rt *store.Runtime) bool {
+	return rt.Managed && !r.stopped[rt.RuntimeID] && nudge.Status(rt.Status) == nudge.StatusOffline
+}
+
+// scheduleRestart restarts id after RestartDelay on a registry-owned goroutine.
+func (r *Registry) scheduleRestart(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		delete(r.busy, id)
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		t := time.NewTimer(r.cfg.RestartDelay)
+		defer t.Stop()
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := r.restart(r.ctx, id, "auto restart", true); err != nil {
+			r.cfg.Logger.Warn("auto restart", "runtime", id, "error", err)
+		}
+	}()
+}
+
+func (r *Registry) logErr(op, id string, err error) {
+	if err != nil {
+		r.cfg.Logger.Error(op, "runtime", id, "error", err)
+	}
+}

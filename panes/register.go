@@ -1,0 +1,88 @@
+package panes
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/store"
+)
+
+// RegisterRequest adopts an existing pane.
+type RegisterRequest struct {
+	Workspace, Role string
+	Agent           string // profile name; "" means "codex"
+	AgentID         string // "" means Role
+	Target          string // "agents_ws:role.0" or "%N"; the pane must be in agents_<ws>
+	SessionID       string
+	Unmanaged       bool // tracked but never restarted, and refused for injection (UNMANAGED_RUNTIME)
+}
+
+// Register adopts an existing live pane of the workspace's session. A managed pane gets
+// remain-on-exit so its death is observed. Bad input changes nothing.
+func (r *Registry) Register(ctx context.Context, req RegisterRequest) (store.Runtime, error) {
+	prof, err := r.checkNames(req.Workspace, req.Role, &req.Agent)
+	if err != nil {
+		return store.Runtime{}, err
+	}
+	tgt, err := ParseTarget(req.Target)
+	if err != nil {
+		return store.Runtime{}, err
+	}
+	if req.SessionID != "" && !prof.ValidSessionID(req.SessionID) {
+		return store.Runtime{}, badRequest("invalid session id %q", req.SessionID)
+	}
+	p, err := r.findTarget(ctx, req.Workspace, tgt)
+	if err != nil {
+		return store.Runtime{}, err
+	}
+	rt := r.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
+	rt.SessionID, rt.Managed, rt.Argv = req.SessionID, !req.Unmanaged, prof.Launch
+	if err := r.reserve(rt.RuntimeID, "registering"); err != nil {
+		return store.Runtime{}, err
+	}
+	defer r.release(rt.RuntimeID)
+	if err := r.checkPaneFree(p.ID); err != nil {
+		return store.Runtime{}, err
+	}
+	if rt.Managed {
+		if _, err := r.tmuxRun(ctx, "set-option", "-p", "-t", p.ID, "remain-on-exit", "on"); err != nil {
+			return store.Runtime{}, fmt.Errorf("register %s: %w", rt.RuntimeID, err)
+		}
+	}
+	setPane(&rt, p)
+	return r.record(rt, "runtime_registered", map[string]any{"target": req.Target, "pane_id": p.ID, "managed": rt.Managed})
+}
+
+// findTarget resolves a target to a live pane in agents_<ws>.
+func (r *Registry) findTarget(ctx context.Context, ws string, tgt Target) (paneInfo, error) {
+	out, err := r.tmuxRun(ctx, "list-panes", "-a", "-F", paneFormat)
+	if err != nil && !isMissing(err) {
+		return paneInfo{}, fmt.Errorf("register: %w", err)
+	}
+	for _, p := range parsePanes(splitLines(out)) {
+		if p.ID != tgt.PaneID && (tgt.PaneID != "" || p.Session != tgt.Session || p.Window != tgt.Window || p.Index != tgt.Pane) {
+			continue
+		}
+		switch {
+		case p.Session != SessionName(ws):
+			return paneInfo{}, badRequest("target %s is in session %s, not %s", tgt, p.Session, SessionName(ws))
+		case p.Dead:
+			return paneInfo{}, nudge.NewError(nudge.PaneDead, "target "+tgt.String()+" is a dead pane")
+		}
+		return p, nil
+	}
+	return paneInfo{}, nudge.NewError(nudge.TargetNotFound, "no pane "+tgt.String())
+}
+
+// checkPaneFree refuses a pane another live runtime already holds.
+func (r *Registry) checkPaneFree(paneID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rt := range r.rts {
+		if rt.PaneID == paneID && Live(nudge.Status(rt.Status)) {
+			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,336 @@
+// Package panes keeps the registry of managed agent runtimes true: it spawns agents as
+// the command of a tmux pane (argv, never a shell string), adopts existing panes, stops
+// them, and reconciles the records against tmux on every control-mode event and on a
+// sweep. It also holds the agent profiles (launch, resume, submit timing) and the
+// runtime state machine.
+//
+// The main types are:
+//
+//	Registry  the live registry: Open, Spawn, Register, Stop, Deregister, Restart,
+//	          Transition, Update, Get/Lookup/List, Conn, Close
+//	Config    tmux server selection, workspace roots, profiles, reconciliation policy, hooks
+//	Profile   one agent CLI as data (LoadProfiles, LaunchArgv, ResumeArgv)
+//	Target    a parsed register target (ParseTarget)
+//
+// Topology (seed 001 §4): session agents_<ws>, one window per role, pane 0; runtime ids
+// are RuntimeID(ws, role), stable across restarts of the same role.
+package panes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/store"
+)
+
+// Config configures a Registry. The zero value of each field is documented on it;
+// DefaultConfig fills the seed defaults.
+type Config struct {
+	// Tmux is the tmux binary; "" means "tmux".
+	Tmux string
+	// SocketName is tmux -L NAME; "" means "nudge" unless SocketPath is set.
+	SocketName string
+	// SocketPath is tmux -S PATH; it wins over SocketName.
+	SocketPath string
+	// ConfigFile is tmux -f FILE, read when a spawn starts the server; "" leaves tmux's
+	// default (~/.tmux.conf). Tests use /dev/null.
+	ConfigFile string
+	// SSHHost, if set, reaches tmux on another host with ssh -T; "" means local.
+	SSHHost string
+	// SSH is the ssh binary; "" means "ssh".
+	SSH string
+	// Roots are the workspace root directories a spawn --dir must lie under (symlinks
+	// resolved). nil means no directory is allowed (a spawn without Dir still works).
+	Roots []string
+	// Profiles by name; nil means LoadProfiles("").
+	Profiles map[string]Profile
+	// SweepInterval is the reconciliation sweep period; 0 means 5s.
+	SweepInterval time.Duration
+	// CrashLoopFailures deaths within CrashLoopWindow mark a runtime failed; 0 means 3
+	// and 15m.
+	CrashLoopFailures int
+	CrashLoopWindow   time.Duration
+	// RestartDelay is the wait before restarting a dead runtime; 0 means 1s.
+	RestartDelay time.Duration
+	// StopTimeout is the wait after C-c before kill-pane; 0 means 5s.
+	StopTimeout time.Duration
+	// Env returns extra KEY=VALUE pairs for a spawned pane; nil means none.
+	Env func(rt store.Runtime) []string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger; nil means a null logger.
+	Logger hclog.Logger
+
+	// Hooks, called on connection read goroutines or registry goroutines; they must not
+	// block. nil means none.
+	OnOutput func(runtimeID string, data []byte) // decoded output of a managed pane; data valid during the call
+	OnEvent  func(workspace string, ev controlmode.Event)
+	OnChange func(rt store.Runtime, prev nudge.Status) // after every persisted change
+}
+
+// DefaultConfig returns the seed defaults: server "nudge", sweep 5s, crash loop 3 in 15m,
+// restart delay 1s, stop timeout 5s, the embedded profiles.
+func DefaultConfig() Config {
+	c := Config{}
+	c.setDefaults()
+	return c
+}
+
+func (c *Config) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.Tmux == "" {
+		c.Tmux = "tmux"
+	}
+	if c.SSH == "" {
+		c.SSH = "ssh"
+	}
+	if c.SocketName == "" && c.SocketPath == "" {
+		c.SocketName = "nudge"
+	}
+	if c.CrashLoopFailures == 0 {
+		c.CrashLoopFailures = 3
+	}
+	def(&c.SweepInterval, 5*time.Second)
+	def(&c.CrashLoopWindow, 15*time.Minute)
+	def(&c.RestartDelay, time.Second)
+	def(&c.StopTimeout, 5*time.Second)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+}
+
+// Validate fills defaults, loads the default profiles if none are set, and resolves the
+// roots (each must exist).
+func (c *Config) Validate() error {
+	c.setDefaults()
+	if c.SweepInterval < 0 || c.CrashLoopWindow < 0 || c.RestartDelay < 0 || c.StopTimeout < 0 || c.CrashLoopFailures < 0 {
+		return errors.New("panes config: negative duration or count")
+	}
+	if c.Profiles == nil {
+		ps, err := LoadProfiles("")
+		if err != nil {
+			return err
+		}
+		c.Profiles = ps
+	}
+	roots := make([]string, 0, len(c.Roots))
+	for _, root := range c.Roots {
+		if !filepath.IsAbs(root) {
+			return fmt.Errorf("panes config: root %q is not absolute", root)
+		}
+		real, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			return fmt.Errorf("panes config: root: %w", err)
+		}
+		roots = append(roots, real)
+	}
+	c.Roots = roots
+	return nil
+}
+
+// Registry is the live registry of runtimes. It owns one goroutine pair per workspace
+// (the control connection and its reconciler) and the restart timers; Close stops them
+// all. All methods are safe for concurrent use.
+type Registry struct {
+	cfg Config
+	db  *store.DB
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	rts     map[string]*store.Runtime // by runtime id; never deregistered ones
+	ws      map[string]*workspace
+	busy    map[string]string // runtime id -> spawning|restarting|stopping|restart-pending
+	stopped map[string]bool   // stopped by Stop: never restarted automatically
+	closed  bool
+	panes   sync.Map // pane number (int) -> runtime id, for OnOutput
+
+	stats Stats
+}
+
+// Stats are the registry's counters.
+type Stats struct {
+	Restarts   atomic.Int64 // restarts started (tmux_runtime_restart_total)
+	PaneDeaths atomic.Int64 // panes seen dead
+	Drifts     atomic.Int64 // runtimes whose pane went missing (REGISTRY_DRIFT)
+	CrashLoops atomic.Int64 // runtimes marked failed for crash-looping
+	Sweeps     atomic.Int64 // reconcile passes
+}
+
+// StatsSnapshot is a copy of Stats.
+type StatsSnapshot struct {
+	Restarts, PaneDeaths, Drifts, CrashLoops, Sweeps int64
+}
+
+// Stats returns the counters.
+func (r *Registry) Stats() StatsSnapshot {
+	return StatsSnapshot{r.stats.Restarts.Load(), r.stats.PaneDeaths.Load(), r.stats.Drifts.Load(),
+		r.stats.CrashLoops.Load(), r.stats.Sweeps.Load()}
+}
+
+// Open loads the runtimes from db and starts watching every workspace that has any: live
+// panes are re-adopted by pane id (or target), missing ones are audited as REGISTRY_DRIFT
+// and restarted per policy. The caller keeps ownership of db and closes it after Close.
+func Open(ctx context.Context, cfg Config, db *store.DB) (*Registry, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rts, err := db.ListRuntimes()
+	if err != nil {
+		return nil, fmt.Errorf("open registry: %w", err)
+	}
+	r := &Registry{cfg: cfg, db: db, rts: map[string]*store.Runtime{}, ws: map[string]*workspace{},
+		busy: map[string]string{}, stopped: map[string]bool{}}
+	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range rts {
+		rt := rts[i]
+		if rt.Status == string(nudge.StatusDeregistered) {
+			continue
+		}
+		r.rts[rt.RuntimeID] = &rt
+		r.indexPane(&rt)
+		if b, err := db.GetMeta(stoppedKey(rt.RuntimeID)); err == nil && len(b) > 0 {
+			r.stopped[rt.RuntimeID] = true
+		}
+		r.workspaceLocked(rt.WorkspaceID)
+	}
+	return r, nil
+}
+
+// Close stops every goroutine the registry started (control connections, reconcilers,
+// restart timers) and waits for them. It leaves every pane running. Idempotent.
+func (r *Registry) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.cancel()
+	r.wg.Wait()
+	return nil
+}
+
+// Get returns a runtime by id.
+func (r *Registry) Get(id string) (store.Runtime, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt, ok := r.rts[id]
+	if !ok {
+		return store.Runtime{}, false
+	}
+	return cloneRuntime(rt), true
+}
+
+// Lookup returns the runtime of a workspace's role.
+func (r *Registry) Lookup(workspace, role string) (store.Runtime, bool) {
+	return r.Get(RuntimeID(workspace, role))
+}
+
+// List returns every runtime, ordered by workspace then role.
+func (r *Registry) List() []store.Runtime {
+	r.mu.Lock()
+	out := make([]store.Runtime, 0, len(r.rts))
+	for _, rt := range r.rts {
+		out = append(out, cloneRuntime(rt))
+	}
+	r.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].WorkspaceID != out[j].WorkspaceID {
+			return out[i].WorkspaceID < out[j].WorkspaceID
+		}
+		return out[i].Role < out[j].Role
+	})
+	return out
+}
+
+// Profile returns a profile by name.
+func (r *Registry) Profile(name string) (Profile, bool) {
+	p, ok := r.cfg.Profiles[name]
+	return p, ok
+}
+
+// Conn returns the live control connection of a workspace, or a TARGET_NOT_FOUND error.
+// The connection is owned by the registry; callers must not Close it.
+func (r *Registry) Conn(workspace string) (*controlmode.Conn, error) {
+	r.mu.Lock()
+	w := r.ws[workspace]
+	r.mu.Unlock()
+	if w != nil {
+		if c := w.current(); c != nil {
+			return c, nil
+		}
+	}
+	return nil, nudge.NewError(nudge.TargetNotFound, "no control connection for workspace "+workspace)
+}
+
+func notFound(id string) error {
+	return nudge.NewError(nudge.NotFound, "unknown runtime "+id)
+}
+
+// Transition moves a runtime to another status: validated against the state machine,
+// persisted, audited (runtime_status_changed with from, to and reason), then OnChange. A
+// transition to the current status is a no-op. An illegal one returns a CONFLICT
+// *nudge.Error wrapping *TransitionError and changes nothing.
+func (r *Registry) Transition(id string, to nudge.Status, reason string) (store.Runtime, error) {
+	r.mu.Lock()
+	rt, ok := r.rts[id]
+	if !ok {
+		r.mu.Unlock()
+		return store.Runtime{}, notFound(id)
+	}
+	if nudge.Status(rt.Status) == to {
+		defer r.mu.Unlock()
+		return cloneRuntime(rt), nil
+	}
+	ch, err := r.transitionLocked(id, to, reason, "", nil)
+	r.mu.Unlock()
+	if err != nil {
+		return store.Runtime{}, err
+	}
+	r.notify(ch)
+	return ch[0].rt, nil
+}
+
+// Update changes a runtime's other fields (readiness, operator_busy, heartbeat, session
+// id, last trigger, ...) through fn, persists the result and calls OnChange. fn must not
+// change RuntimeID or Status (use Transition); such an Update is refused.
+func (r *Registry) Update(id string, fn func(*store.Runtime)) (store.Runtime, error) {
+	r.mu.Lock()
+	cur, ok := r.rts[id]
+	if !ok {
+		r.mu.Unlock()
+		return store.Runtime{}, notFound(id)
+	}
+	next := cloneRuntime(cur)
+	fn(&next)
+	if next.RuntimeID != cur.RuntimeID || next.Status != cur.Status {
+		r.mu.Unlock()
+		return store.Runtime{}, nudge.NewError(nudge.BadRequest, "update may not change runtime_id or status")
+	}
+	next.UpdatedAt = r.cfg.Now()
+	err := r.putLocked(&next)
+	r.mu.Unlock()
+	if err != nil {
+		return store.Runtime{}, err
+	}
+	r.notify([]change{{rt: next, prev: nudge.Status(cur.Status)}})
+	return next, nil
+}

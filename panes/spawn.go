@@ -1,0 +1,282 @@
+package panes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/store"
+)
+
+// SpawnRequest asks for a new managed runtime.
+type SpawnRequest struct {
+	Workspace, Role string
+	Agent           string   // profile name; "" means "codex"
+	AgentID         string   // "" means Role
+	Dir             string   // must lie under Config.Roots; "" means the first root (or tmux's default)
+	SessionID       string   // the agent's session id, if known
+	PromptFile      string   // a first prompt read from this file (never through a shell)
+	Argv            []string // explicit argv; its program must be allowed by the profile
+}
+
+// MaxPromptFile bounds a --prompt-file.
+const MaxPromptFile = 1 << 20
+
+// Spawn starts a managed runtime: it creates agents_<ws> and the role's window if
+// missing, running the agent as the pane's command with remain-on-exit on, records it
+// (status starting) and audits runtime_spawned. Bad input changes nothing.
+func (r *Registry) Spawn(ctx context.Context, req SpawnRequest) (store.Runtime, error) {
+	rt, argv, err := r.prepareSpawn(req)
+	if err != nil {
+		return store.Runtime{}, err
+	}
+	if err := r.reserve(rt.RuntimeID, "spawning"); err != nil {
+		return store.Runtime{}, err
+	}
+	defer r.release(rt.RuntimeID)
+	p, err := r.newWindow(ctx, &rt, argv)
+	if err != nil {
+		return store.Runtime{}, err
+	}
+	setPane(&rt, p)
+	return r.record(rt, "runtime_spawned", map[string]any{"argv": rt.Argv, "dir": rt.Dir, "pid": rt.PID})
+}
+
+// prepareSpawn validates a request and builds the record and the launch argv.
+func (r *Registry) prepareSpawn(req SpawnRequest) (store.Runtime, []string, error) {
+	prof, err := r.checkNames(req.Workspace, req.Role, &req.Agent)
+	if err != nil {
+		return store.Runtime{}, nil, err
+	}
+	if req.SessionID != "" && !prof.ValidSessionID(req.SessionID) {
+		return store.Runtime{}, nil, badRequest("invalid session id %q", req.SessionID)
+	}
+	dir, err := r.resolveDir(req.Dir)
+	if err != nil {
+		return store.Runtime{}, nil, err
+	}
+	prompt, err := readPromptFile(req.PromptFile)
+	if err != nil {
+		return store.Runtime{}, nil, err
+	}
+	base, err := prof.LaunchArgv(req.Argv, "")
+	if err != nil {
+		return store.Runtime{}, nil, badRequest("%v", err)
+	}
+	argv, err := prof.LaunchArgv(req.Argv, prompt)
+	if err != nil {
+		return store.Runtime{}, nil, badRequest("%v", err)
+	}
+	rt := r.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
+	rt.SessionID, rt.Dir, rt.Argv, rt.Managed = req.SessionID, dir, base, true
+	return rt, argv, nil
+}
+
+// checkNames validates workspace, role and profile ("" means codex).
+func (r *Registry) checkNames(ws, role string, agent *string) (Profile, error) {
+	if err := ValidWorkspace(ws); err != nil {
+		return Profile{}, err
+	}
+	if err := ValidRole(role); err != nil {
+		return Profile{}, err
+	}
+	if *agent == "" {
+		*agent = "codex"
+	}
+	prof, ok := r.cfg.Profiles[*agent]
+	if !ok {
+		return Profile{}, badRequest("unknown agent profile %q", *agent)
+	}
+	return prof, nil
+}
+
+func (r *Registry) newRecord(ws, role, agent, agentID string) store.Runtime {
+	if agentID == "" {
+		agentID = role
+	}
+	now := r.cfg.Now()
+	return store.Runtime{RuntimeID: RuntimeID(ws, role), WorkspaceID: ws, Role: role, AgentID: agentID,
+		Agent: agent, TmuxSession: SessionName(ws), TmuxWindow: role, Target: TargetString(ws, role, 0),
+		Status: string(nudge.StatusStarting), Readiness: string(nudge.Unknown),
+		CreatedAt: now, UpdatedAt: now, StatusSince: now}
+}
+
+func readPromptFile(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", badRequest("read prompt file: %v", err)
+	}
+	if len(b) > MaxPromptFile || slices.Contains(b, 0) {
+		return "", badRequest("prompt file %s: larger than %d bytes or holds NUL", path, MaxPromptFile)
+	}
+	return strings.TrimSuffix(string(b), "\n"), nil
+}
+
+// reserve marks a role as being worked on; a live record or a concurrent operation on
+// it is a CONFLICT.
+func (r *Registry) reserve(id, what string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if op := r.busy[id]; op != "" {
+		return nudge.NewError(nudge.Conflict, fmt.Sprintf("runtime %s is busy (%s)", id, op))
+	}
+	if rt := r.rts[id]; rt != nil && Live(nudge.Status(rt.Status)) {
+		return nudge.NewError(nudge.Conflict, fmt.Sprintf("runtime %s already exists (%s, pane %s)", id, rt.Status, rt.PaneID))
+	}
+	r.busy[id] = what
+	return nil
+}
+
+func (r *Registry) release(id string) {
+	r.mu.Lock()
+	delete(r.busy, id)
+	r.mu.Unlock()
+}
+
+// record stores a new runtime record, audits it and wakes its workspace.
+func (r *Registry) record(rt store.Runtime, event string, detail map[string]any) (store.Runtime, error) {
+	r.mu.Lock()
+	prev := nudge.Status("")
+	if old := r.rts[rt.RuntimeID]; old != nil {
+		prev = nudge.Status(old.Status)
+	}
+	if err := r.putLocked(&rt); err != nil {
+		r.mu.Unlock()
+		return store.Runtime{}, err
+	}
+	delete(r.stopped, rt.RuntimeID)
+	r.clearStoppedLocked(rt.RuntimeID)
+	r.auditLocked(&rt, event, "", "", detail)
+	r.mu.Unlock()
+	r.notify([]change{{rt: rt, prev: prev}})
+	r.wake(rt.WorkspaceID)
+	return rt, nil
+}
+
+func (r *Registry) clearStoppedLocked(id string) {
+	if err := r.db.PutMeta(stoppedKey(id), nil); err != nil {
+		r.logErr("clear stopped", id, err)
+	}
+}
+
+// envArgs returns -e KEY=VAL flags for the profile's and Config.Env's variables.
+func (r *Registry) envArgs(rt *store.Runtime) ([]string, error) {
+	vars := slices.Clone(r.cfg.Profiles[rt.Agent].Env)
+	if r.cfg.Env != nil {
+		vars = append(vars, r.cfg.Env(*rt)...)
+	}
+	var out []string
+	for _, kv := range vars {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || !envKeyRE.MatchString(k) || strings.ContainsRune(kv, 0) {
+			return nil, fmt.Errorf("bad environment entry for %s: %q", rt.RuntimeID, k)
+		}
+		out = append(out, "-e", kv)
+	}
+	return out, nil
+}
+
+// launchArgs are the flags and command shared by new-session, new-window and
+// respawn-pane: -c DIR, -e KEY=VAL..., then `-- env ARGV...`. The argv always has at
+// least two elements, so tmux execs it directly instead of through sh -c.
+func (r *Registry) launchArgs(rt *store.Runtime, argv []string) ([]string, error) {
+	env, err := r.envArgs(rt)
+	if err != nil {
+		return nil, err
+	}
+	var args []string
+	if rt.Dir != "" {
+		args = append(args, "-c", rt.Dir)
+	}
+	args = append(args, env...)
+	args = append(args, "--", "env")
+	return append(args, argv...), nil
+}
+
+const newPaneFormat = "#{pane_id} #{pane_pid} #{pane_index} #{window_index}"
+
+// newWindow starts argv in a new window named after the role (creating the session if
+// missing), detached, with remain-on-exit set in the same tmux command list so even an
+// instant exit is kept. The window index is chosen explicitly so the option can target
+// it; a race with a human creating a window is retried.
+func (r *Registry) newWindow(ctx context.Context, rt *store.Runtime, argv []string) (paneInfo, error) {
+	launch, err := r.launchArgs(rt, argv)
+	if err != nil {
+		return paneInfo{}, nudge.NewError(nudge.SpawnFailed, err.Error())
+	}
+	var lastErr error
+	for range 5 {
+		p, err := r.tryNewWindow(ctx, rt, launch)
+		if err == nil || !retryable(err) {
+			return p, err
+		}
+		lastErr = err
+	}
+	return paneInfo{}, spawnFailed(lastErr)
+}
+
+func (r *Registry) tryNewWindow(ctx context.Context, rt *store.Runtime, launch []string) (paneInfo, error) {
+	sess := SessionName(rt.WorkspaceID)
+	out, err := r.tmuxRun(ctx, "list-windows", "-t", "="+sess, "-F", "#{window_index} #{window_name}")
+	if isMissing(err) {
+		args := append([]string{"new-session", "-d", "-s", sess, "-n", rt.Role, "-P", "-F", newPaneFormat}, launch...)
+		args = append(args, ";", "set-option", "-p", "-t", "="+sess+":", "remain-on-exit", "on")
+		return r.startPane(ctx, rt, args)
+	}
+	if err != nil {
+		return paneInfo{}, spawnFailed(err)
+	}
+	next := 0
+	for _, l := range splitLines(out) {
+		idx, name, _ := strings.Cut(l, " ")
+		if name == rt.Role {
+			return paneInfo{}, nudge.NewError(nudge.Conflict, fmt.Sprintf("window %q already exists in %s", name, sess))
+		}
+		if n, err := strconv.Atoi(idx); err == nil && n >= next {
+			next = n + 1
+		}
+	}
+	win := "=" + sess + ":" + strconv.Itoa(next)
+	args := append([]string{"new-window", "-d", "-t", win, "-n", rt.Role, "-P", "-F", newPaneFormat}, launch...)
+	args = append(args, ";", "set-option", "-p", "-t", win, "remain-on-exit", "on")
+	return r.startPane(ctx, rt, args)
+}
+
+func (r *Registry) startPane(ctx context.Context, rt *store.Runtime, args []string) (paneInfo, error) {
+	out, err := r.tmuxRun(ctx, args...)
+	if err != nil {
+		return paneInfo{}, err
+	}
+	f := strings.Fields(out)
+	if len(f) != 4 || !strings.HasPrefix(f[0], "%") {
+		return paneInfo{}, nudge.NewError(nudge.SpawnFailed, fmt.Sprintf("unexpected tmux reply %q", out))
+	}
+	p := paneInfo{ID: f[0], Session: SessionName(rt.WorkspaceID), Window: rt.Role}
+	p.PID, _ = strconv.Atoi(f[1])
+	p.Index, _ = strconv.Atoi(f[2])
+	p.WindowIndex, _ = strconv.Atoi(f[3])
+	return p, nil
+}
+
+// retryable: the session appeared or the index was taken between our two commands.
+func retryable(err error) bool {
+	var te *tmuxError
+	return errors.As(err, &te) && (strings.Contains(te.Stderr, "duplicate session") ||
+		strings.Contains(te.Stderr, "in use") || strings.Contains(te.Stderr, "can't find"))
+}
+
+func spawnFailed(err error) error {
+	var ne *nudge.Error
+	if errors.As(err, &ne) {
+		return err
+	}
+	return &wrapped{nudge.NewError(nudge.SpawnFailed, err.Error()), err}
+}

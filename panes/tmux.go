@@ -1,0 +1,159 @@
+package panes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nudgehq/nudge/controlmode"
+)
+
+// tmuxRun runs one tmux invocation as a subprocess: argv, never a shell locally; over ssh
+// the argv is single-quoted for the remote shell. Spawn, restart and the sweep's fallback
+// (when no control connection is up) use it; nothing on the hot path does.
+func (r *Registry) tmuxRun(ctx context.Context, args ...string) (string, error) {
+	argv := r.tmuxArgv(args)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.WaitDelay = 2 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), &tmuxError{Args: args, Stderr: strings.TrimSpace(stderr.String()), Err: err}
+	}
+	return stdout.String(), nil
+}
+
+func (r *Registry) tmuxArgv(args []string) []string {
+	argv := []string{r.cfg.Tmux}
+	if r.cfg.ConfigFile != "" {
+		argv = append(argv, "-f", r.cfg.ConfigFile)
+	}
+	if r.cfg.SocketPath != "" {
+		argv = append(argv, "-S", r.cfg.SocketPath)
+	} else if r.cfg.SocketName != "" {
+		argv = append(argv, "-L", r.cfg.SocketName)
+	}
+	argv = append(argv, args...)
+	if r.cfg.SSHHost == "" {
+		return argv
+	}
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = shellQuote(a)
+	}
+	return []string{r.cfg.SSH, "-T", "--", r.cfg.SSHHost, strings.Join(quoted, " ")}
+}
+
+// shellQuote quotes s for a POSIX shell (the remote side of ssh only).
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// tmuxError is a failed tmux subprocess.
+type tmuxError struct {
+	Args   []string
+	Stderr string
+	Err    error
+}
+
+func (e *tmuxError) Error() string {
+	return fmt.Sprintf("tmux %s: %v: %s", e.Args[0], e.Err, e.Stderr)
+}
+
+func (e *tmuxError) Unwrap() error { return e.Err }
+
+// isMissing reports whether a tmux error means the session or server does not exist.
+func isMissing(err error) bool {
+	var te *tmuxError
+	if !errors.As(err, &te) {
+		return false
+	}
+	for _, s := range []string{"can't find", "no server running", "error connecting to", "no current"} {
+		if strings.Contains(te.Stderr, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// paneFormat is what the sweep lists; the window name is last because it may hold spaces.
+const paneFormat = "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal} #{pane_pid} " +
+	"#{pane_index} #{window_index} #{session_name} #{window_name}"
+
+// paneInfo is one pane as tmux reports it.
+type paneInfo struct {
+	ID          string // %N
+	Dead        bool
+	ExitStatus  *int // exit status, or 128+signal; nil if alive or unknown
+	PID         int
+	Index       int
+	WindowIndex int
+	Session     string
+	Window      string
+}
+
+// parsePanes parses lines of paneFormat. Malformed lines are skipped.
+func parsePanes(lines []string) []paneInfo {
+	var out []paneInfo
+	for _, l := range lines {
+		f := strings.SplitN(l, " ", 9)
+		if len(f) != 9 || !strings.HasPrefix(f[0], "%") {
+			continue
+		}
+		p := paneInfo{ID: f[0], Dead: f[1] == "1", Session: f[7], Window: f[8]}
+		p.PID, _ = strconv.Atoi(f[4])
+		p.Index, _ = strconv.Atoi(f[5])
+		p.WindowIndex, _ = strconv.Atoi(f[6])
+		if p.Dead {
+			p.ExitStatus = exitStatus(f[2], f[3])
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func exitStatus(status, signal string) *int {
+	if n, err := strconv.Atoi(status); err == nil {
+		return &n
+	}
+	if n, err := strconv.Atoi(signal); err == nil {
+		n += 128
+		return &n
+	}
+	return nil
+}
+
+// paneNum turns "%N" into N, or -1.
+func paneNum(id string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(id, "%"))
+	if err != nil || !strings.HasPrefix(id, "%") {
+		return -1
+	}
+	return n
+}
+
+func splitLines(s string) []string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// quoteLine builds a tmux command line with every argument quoted for the tmux parser.
+func quoteLine(args []string) (string, bool) {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		q, err := controlmode.Quote(a)
+		if err != nil {
+			return "", false
+		}
+		parts[i] = q
+	}
+	return strings.Join(parts, " "), true
+}
