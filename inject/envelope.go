@@ -22,10 +22,16 @@ type Envelope struct {
 // marker word ACK_TRIGGER (any ASCII case) is broken as ACK-TRIGGER, and "" becomes
 // "-". The ack matcher reports ids in this form, so callers compare against Field(id).
 func Field(s string) string {
+	var buf [MaxFieldLen]byte
+	return string(field(&buf, s))
+}
+
+// field writes Field(s) into buf and returns the used part of it.
+func field(buf *[MaxFieldLen]byte, s string) []byte {
 	if s == "" {
-		return "-"
+		return append(buf[:0], '-')
 	}
-	b := make([]byte, 0, min(len(s), MaxFieldLen))
+	b := buf[:0]
 	for _, r := range s {
 		if len(b) == MaxFieldLen {
 			break
@@ -37,7 +43,7 @@ func Field(s string) string {
 		}
 	}
 	breakAckWord(b)
-	return string(b)
+	return b
 }
 
 // IsIDByte reports whether c is in the envelope field and ack id charset
@@ -65,7 +71,8 @@ func breakAckWord(b []byte) {
 // body must be a result of Sanitize. Then the result holds no control byte but LF
 // and no ACK_TRIGGER: substring, so an echo of it can never be taken for an ack.
 func (e Envelope) Wrap(body string) string {
-	id := Field(e.ID)
+	var idBuf, buf [MaxFieldLen]byte
+	id := field(&idBuf, e.ID)
 	sep := " "
 	if strings.IndexByte(body, '\n') >= 0 {
 		sep = "\n"
@@ -73,11 +80,11 @@ func (e Envelope) Wrap(body string) string {
 	var b strings.Builder
 	b.Grow(len(body) + 3*MaxFieldLen + 200)
 	b.WriteString("[BRIDGE_TRIGGER id=")
-	b.WriteString(id)
+	b.Write(id)
 	b.WriteString(" thread=")
-	b.WriteString(Field(e.Thread))
+	b.Write(field(&buf, e.Thread))
 	b.WriteString(" reason=")
-	b.WriteString(Field(e.Reason))
+	b.Write(field(&buf, e.Reason))
 	b.WriteString("]")
 	b.WriteString(sep)
 	b.WriteString(body)
@@ -92,11 +99,11 @@ func (e Envelope) Wrap(body string) string {
 
 // writeHint writes the ack instruction for id. The marker word is followed by a
 // comma, never by a colon, so the typed text never contains the marker.
-func writeHint(b *strings.Builder, id string) {
+func writeHint(b *strings.Builder, id []byte) {
 	b.WriteString("(When you have read this, acknowledge it: print the word ACK_TRIGGER, ")
 	b.WriteString("then a colon, then ")
-	b.WriteString(id)
+	b.Write(id)
 	b.WriteString(", with no spaces between them; or run: nudge ack ")
-	b.WriteString(id)
+	b.Write(id)
 	b.WriteString(")")
 }

@@ -34,8 +34,8 @@ func Sanitize(prompt string, maxBytes int) (string, error) {
 		maxBytes = DefaultMaxPromptBytes
 	}
 	s := prompt
-	if !isClean(s) {
-		s = clean(s)
+	if i := firstUnclean(s); i >= 0 {
+		s = clean(s, i)
 	}
 	switch {
 	case s == "":
@@ -48,37 +48,64 @@ func Sanitize(prompt string, maxBytes int) (string, error) {
 	return s, nil
 }
 
-// isClean reports whether s is printable ASCII and LF only, with no trailing space
-// or LF, so that clean would return it unchanged.
-func isClean(s string) bool {
+// firstUnclean returns the index of the first byte clean would look at (anything
+// but printable ASCII and LF), len(s) if s ends in a space or LF, or -1 if clean
+// would return s unchanged.
+func firstUnclean(s string) int {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c < 0x20 && c != '\n') || c >= 0x7f {
-			return false
+			return i
 		}
 	}
-	return s == "" || (s[len(s)-1] != ' ' && s[len(s)-1] != '\n')
+	if s != "" && (s[len(s)-1] == ' ' || s[len(s)-1] == '\n') {
+		return len(s)
+	}
+	return -1
 }
 
-// clean applies Sanitize's rewriting rules to s.
-func clean(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		i += n
-		switch {
-		case r == '\r':
-			if i < len(s) && s[i] == '\n' {
-				i++
-			}
-			b.WriteByte('\n')
-		case r == '\t':
-			b.WriteByte(' ')
-		case r == '\n' || !dropRune(r):
-			b.WriteRune(r) // r == RuneError for invalid bytes: written as U+FFFD
+// clean applies Sanitize's rewriting rules to s, copying unchanged runs whole;
+// s[:from] is known to be printable ASCII and LF.
+func clean(s string, from int) string {
+	b := make([]byte, 0, len(s))
+	run := 0 // start of the pending unchanged run
+	for i := from; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f || c == '\n' {
+			i++
+			continue
 		}
+		r, n := rune(c), 1
+		if c >= 0x80 {
+			r, n = utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError && !dropRune(r) {
+				i += n
+				continue
+			}
+		}
+		b = append(b, s[run:i]...)
+		i += n
+		b = appendReplacement(b, r, s[i:])
+		if r == '\r' && i < len(s) && s[i] == '\n' {
+			i++
+		}
+		run = i
 	}
-	return strings.TrimRightFunc(b.String(), unicode.IsSpace)
+	b = append(b, s[run:]...)
+	return strings.TrimRightFunc(string(b), unicode.IsSpace)
+}
+
+// appendReplacement appends what the special rune r becomes: LF for CR, a space
+// for a tab, U+FFFD for an invalid byte (r == RuneError), nothing for a control.
+func appendReplacement(b []byte, r rune, rest string) []byte {
+	switch {
+	case r == '\r':
+		return append(b, '\n')
+	case r == '\t':
+		return append(b, ' ')
+	case r == utf8.RuneError:
+		return utf8.AppendRune(b, r)
+	}
+	return b
 }
 
 // dropRune reports whether r is a control character Sanitize removes.
