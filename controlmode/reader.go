@@ -53,7 +53,7 @@ func (r *Reader) ReadLine() ([]byte, error) {
 		case nil:
 			return r.finish(frag, max)
 		case bufio.ErrBufferFull:
-			if !r.skipping && len(r.buf)+len(frag) > max {
+			if !r.skipping && len(r.buf)+len(frag) > max+1 { // +1: a trailing \r
 				r.skipping, r.buf = true, r.buf[:0]
 			}
 			if !r.skipping {
@@ -70,7 +70,7 @@ func (r *Reader) ReadLine() ([]byte, error) {
 }
 
 func (r *Reader) finish(frag []byte, max int) ([]byte, error) {
-	if r.skipping || len(r.buf)+len(frag)-1 > max {
+	if r.skipping {
 		r.skipping, r.buf = false, r.buf[:0]
 		return nil, ErrLineTooLong
 	}
@@ -79,5 +79,9 @@ func (r *Reader) finish(frag []byte, max int) ([]byte, error) {
 		r.buf = append(r.buf, frag...)
 		line = r.buf
 	}
-	return trimEOL(line), nil
+	if line = trimEOL(line); len(line) > max {
+		r.buf = r.buf[:0]
+		return nil, ErrLineTooLong
+	}
+	return line, nil
 }
