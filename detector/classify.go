@@ -1,0 +1,215 @@
+package detector
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/nudgehq/nudge"
+)
+
+// Classification is the verdict on one screen.
+type Classification struct {
+	State nudge.Readiness `json:"state"`
+	// Summary is a one-line reason, usually the deciding screen line.
+	Summary string `json:"summary"`
+	// ActionsNeeded tells a human what to do (confirmation, error); may be nil.
+	ActionsNeeded []string `json:"actions_needed,omitempty"`
+	// Draft is the text a human typed into the composer but did not submit;
+	// "" when the composer is empty or shows only its placeholder.
+	Draft string `json:"draft,omitempty"`
+	// Confident is false when no cue decided; the caller may ask the LLM.
+	Confident bool `json:"confident"`
+}
+
+const maxSummary = 200
+
+// Classify classifies a capture with an unknown cursor row: the last
+// non-blank line is taken as the cursor line. See ClassifyScreen.
+func Classify(p *Pack, screen string) Classification {
+	return ClassifyScreen(p, Screen{Text: screen, CursorY: -1})
+}
+
+// ClassifyScreen classifies the bottom-most prompt region of s with pack p
+// (rules in the package doc). It never fails: an empty screen or a screen
+// without any cue is UNKNOWN and not confident.
+func ClassifyScreen(p *Pack, s Screen) Classification {
+	ls := parseScreen(s.Text)
+	bottom := lastNonBlank(ls)
+	// TUIs park the cursor anywhere; only a cursor-line composer (a shell)
+	// makes the cursor row the bottom of the region.
+	if p.Composer.CursorLineOnly && s.CursorY >= 0 && s.CursorY < len(ls) && s.CursorY > bottom {
+		bottom = s.CursorY
+	}
+	if bottom < 0 {
+		return Classification{State: nudge.Unknown, Summary: "empty screen"}
+	}
+	r := regionOf(p, ls, bottom)
+	return r.decide()
+}
+
+// region is the prompt region of one screen under one pack.
+type region struct {
+	p      *Pack
+	lines  []line // the region, top to bottom; lines[len-1] is the cursor line
+	ignore []bool
+}
+
+// regionOf returns the rows holding the bottom p.region() non-blank lines
+// (and the blank rows between them) ending at row bottom.
+func regionOf(p *Pack, ls []line, bottom int) *region {
+	top, n := bottom, 0
+	for ; top > 0; top-- {
+		if strings.TrimSpace(ls[top].plain) != "" {
+			if n++; n == p.region() {
+				break
+			}
+		}
+	}
+	r := &region{p: p, lines: ls[top : bottom+1]}
+	r.ignore = make([]bool, len(r.lines))
+	for i, l := range r.lines {
+		r.ignore[i] = matchAny(p.ignore, l.plain)
+	}
+	return r
+}
+
+func (r *region) decide() Classification {
+	p := r.p
+	comp := r.composer()
+	ready := max(comp, r.last(p.ready))
+	if i := r.last(p.confirm); i >= 0 && (i >= ready || p.ComposerAlwaysShown) {
+		text := summarize(r.lines[i].plain)
+		return Classification{State: nudge.NeedsConfirmation, Summary: text,
+			ActionsNeeded: []string{"answer the prompt: " + text}, Confident: true}
+	}
+	draft := ""
+	if comp >= 0 {
+		draft = r.draft(comp)
+	}
+	c := Classification{Draft: draft, Confident: true}
+	busy, errIdx := r.last(p.busy), r.last(p.errs)
+	switch {
+	case busy >= 0 && (busy >= ready || p.ComposerAlwaysShown):
+		c.State, c.Summary = nudge.Busy, summarize(r.lines[busy].plain)
+	case errIdx >= 0 && (errIdx > ready || (p.ComposerAlwaysShown && r.newestEntry(errIdx, ready))):
+		c.State, c.Summary = nudge.ErrorState, summarize(r.lines[errIdx].plain)
+		c.ActionsNeeded = []string{"inspect the error: " + c.Summary}
+	case ready >= 0:
+		c.State, c.Summary = nudge.Ready, "idle: "+summarize(r.lines[ready].plain)
+	case p.NoPromptMeansBusy:
+		c.State, c.Summary, c.Confident = nudge.Busy, "no prompt on the cursor line", false
+	default:
+		c.State, c.Summary, c.Confident = nudge.Unknown, "no cue matched", false
+	}
+	return c
+}
+
+// last returns the index of the bottom-most region line matching any of res.
+func (r *region) last(res []*regexp.Regexp) int {
+	for i := len(r.lines) - 1; i >= 0; i-- {
+		if !r.ignore[i] && matchAny(res, r.lines[i].plain) {
+			return i
+		}
+	}
+	return -1
+}
+
+// composer returns the index of the composer line, or -1.
+func (r *region) composer() int {
+	re := r.p.Composer.prompt
+	if re == nil {
+		return -1
+	}
+	if r.p.Composer.CursorLineOnly {
+		i := len(r.lines) - 1
+		if re.MatchString(r.lines[i].plain) {
+			return i
+		}
+		return -1
+	}
+	return r.last([]*regexp.Regexp{re})
+}
+
+// newestEntry reports whether the error line at e is part of the newest
+// history entry above the composer at c: every line between them is blank,
+// indented (a continuation) or box drawing.
+func (r *region) newestEntry(e, c int) bool {
+	if c < 0 {
+		return true
+	}
+	for i := e + 1; i < c; i++ {
+		if !neutral(r.lines[i].plain) {
+			return false
+		}
+	}
+	return e < c
+}
+
+func neutral(s string) bool {
+	if s == "" || s[0] == ' ' || s[0] == '\t' {
+		return true
+	}
+	return strings.Trim(s, "─━═╭╮╰╯│┃┌┐└┘ ") == ""
+}
+
+// draft extracts the human's unsubmitted text from the composer line at i
+// (plus continuation lines below it).
+func (r *region) draft(i int) string {
+	c := &r.p.Composer
+	l := r.lines[i]
+	loc := c.prompt.FindStringIndex(l.plain)
+	start := utf8.RuneCountInString(l.plain[:loc[1]])
+	parts := []string{r.typed(l, start)}
+	if c.continuation != nil {
+		for j := i + 1; j < len(r.lines); j++ {
+			m := c.continuation.FindStringSubmatchIndex(r.lines[j].plain)
+			if m == nil || len(m) < 4 || m[2] < 0 {
+				break
+			}
+			pl := r.lines[j].plain
+			parts = append(parts, r.typed(r.lines[j], utf8.RuneCountInString(pl[:m[2]])))
+		}
+	}
+	text := strings.TrimSpace(strings.Join(parts, " "))
+	if c.trailer != nil {
+		text = strings.TrimSpace(c.trailer.ReplaceAllString(text, ""))
+	}
+	for _, re := range c.placeholder {
+		if re.MatchString(text) {
+			return ""
+		}
+	}
+	return text
+}
+
+// typed returns the runes of l from start on that are not drawn in a
+// placeholder style, with spaces collapsed at the ends.
+func (r *region) typed(l line, start int) string {
+	var b strings.Builder
+	for k := start; k < len(l.runes); k++ {
+		if isPlaceholderStyle(l.styles[k], r.p.Composer.PlaceholderStyle) && !unicode.IsSpace(l.runes[k]) {
+			continue
+		}
+		b.WriteRune(l.runes[k])
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func matchAny(res []*regexp.Regexp, s string) bool {
+	for _, re := range res {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
+func summarize(s string) string {
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) <= maxSummary {
+		return s
+	}
+	return string([]rune(s)[:maxSummary]) + "…"
+}

@@ -1,0 +1,47 @@
+// Package detector decides what a managed pane is doing: whether a human is
+// typing into it, and whether the agent in it is READY, BUSY,
+// NEEDS_CONFIRMATION or in ERROR (seed 002, DESIGN.md "detector").
+//
+// This part of the package is pure: functions over one screen capture.
+//
+//	Pack            per-CLI cues as data (regexes for each state, the composer,
+//	                the prompt region size, few-shot examples for the LLM).
+//	                Defaults are embedded from packs/*.json (codex, claude,
+//	                opencode, gemini, pi, shell); LoadPacks lets a user
+//	                directory override them file by file.
+//	Composer        where a CLI's input line is and how its placeholder looks.
+//	Screen          a capture plus the cursor row, the input of ClassifyScreen.
+//	Classification  the verdict: State (a nudge.Readiness), Summary,
+//	                ActionsNeeded, Draft (a human's unsubmitted composer text)
+//	                and Confident (false when no cue decided; ask the LLM).
+//	Classify        Classify(pack, capture) = ClassifyScreen with no cursor.
+//	LLM, LLMConfig  the optional OpenAI-compatible chat-completions classifier,
+//	                used only when a pack is unsure; off when the config is nil.
+//	Redact          hides obvious secrets before a screen leaves the machine.
+//
+// # Input
+//
+// Classify takes the output of `tmux capture-pane -p -e` (SGR attributes kept)
+// or of plain `capture-pane -p`. Attributes matter only for drafts: the text
+// of a composer line drawn dim (or in a colour the pack lists) is placeholder
+// text, never a draft. Everything else works on the ANSI-stripped text, so a
+// plain capture classifies the same; its placeholder is then recognised by the
+// pack's placeholder regexes instead. Pass the cursor row (ClassifyScreen) when
+// known: for a shell it tells a prompt with a draft from a running command's
+// echoed command line.
+//
+// # Rules
+//
+// Only the prompt region (the bottom N lines, from the last non-blank line or
+// the cursor row) is classified; scrollback above it never decides. Inside it:
+// a confirmation cue wins over everything; then a busy cue (below the composer,
+// or anywhere in the region for CLIs whose composer is always drawn); then an
+// error cue below the composer (or, for always-drawn composers, the newest
+// history entry right above it); then a composer/idle cue means READY. Error
+// cues are anchored line patterns (a traceback header, "panic:", "Error:" at
+// the start of a line), so error words in prose do not count.
+//
+// Other files of the package: stream.go (owned separately) provides Plain, a
+// streaming ANSI stripper for %output; the live, event-driven detector
+// (human keys, quiet timers, capture scheduling) is built on top of this API.
+package detector

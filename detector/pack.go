@@ -1,0 +1,249 @@
+package detector
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/nudgehq/nudge"
+)
+
+//go:embed packs/*.json
+var embeddedPacks embed.FS
+
+// DefaultPromptRegion is the prompt region size used when a pack leaves it zero.
+const DefaultPromptRegion = 10
+
+// Pack holds one CLI's readiness cues as data. Every pattern is a Go regexp
+// matched against one ANSI-stripped screen line (trailing spaces removed).
+// A Pack is immutable once loaded and safe for concurrent use.
+type Pack struct {
+	// Name is the pack's name, the file name without ".json".
+	Name string `json:"name"`
+	// Description is free text for humans.
+	Description string `json:"description,omitempty"`
+	// PromptRegion is how many non-blank lines at the bottom of the screen
+	// are classified (blank rows between them do not count: TUIs with an
+	// inline viewport leave gaps). Zero means DefaultPromptRegion.
+	PromptRegion int `json:"prompt_region,omitempty"`
+	// ComposerAlwaysShown is true for TUIs that draw their composer even while
+	// they work (Codex, Claude Code, Gemini CLI): a busy cue anywhere in the
+	// region then beats the composer, and an error that is the newest history
+	// entry right above the composer means ERROR.
+	ComposerAlwaysShown bool `json:"composer_always_shown,omitempty"`
+	// NoPromptMeansBusy is true for shells: no prompt on the cursor line means
+	// a foreground program runs (BUSY, not confident).
+	NoPromptMeansBusy bool `json:"no_prompt_means_busy,omitempty"`
+
+	Ready   []string `json:"ready,omitempty"`
+	Busy    []string `json:"busy,omitempty"`
+	Confirm []string `json:"needs_confirmation,omitempty"`
+	Error   []string `json:"error,omitempty"`
+	// Ignore lists lines that are never a cue (e.g. Codex's "■ Conversation
+	// interrupted", which looks like an error banner but is not one).
+	Ignore []string `json:"ignore,omitempty"`
+
+	Composer Composer  `json:"composer"`
+	Examples []Example `json:"examples,omitempty"`
+
+	ready, busy, confirm, errs, ignore []*regexp.Regexp
+}
+
+// Composer says where a CLI's input line is and what its placeholder looks like.
+type Composer struct {
+	// Prompt matches the start of the composer line up to where input begins
+	// (e.g. "^› ?" for Codex). Its match on a line is also a READY cue.
+	Prompt string `json:"prompt"`
+	// CursorLineOnly restricts the composer to the cursor line (shells);
+	// otherwise it is the bottom-most line of the region that matches Prompt.
+	CursorLineOnly bool `json:"cursor_line_only,omitempty"`
+	// Trailer is removed from the end of the input text (e.g. a box border).
+	Trailer string `json:"trailer,omitempty"`
+	// Continuation matches a wrapped line of a multi-line draft right below the
+	// composer line; its first group is the text. Empty: drafts are one line.
+	Continuation string `json:"continuation,omitempty"`
+	// Placeholder lists regexps for the whole placeholder text, used when the
+	// capture carries no attributes (plain capture-pane -p).
+	Placeholder []string `json:"placeholder,omitempty"`
+	// PlaceholderStyle lists SGR styles of placeholder text in a -e capture:
+	// "dim", or "fg:<params>" such as "fg:90" or "fg:38;5;244".
+	PlaceholderStyle []string `json:"placeholder_style,omitempty"`
+
+	prompt, trailer, continuation *regexp.Regexp
+	placeholder                   []*regexp.Regexp
+}
+
+// Example is one few-shot example for the LLM classifier.
+type Example struct {
+	Screen        string          `json:"screen"`
+	State         nudge.Readiness `json:"state"`
+	Summary       string          `json:"summary"`
+	ActionsNeeded []string        `json:"actions_needed,omitempty"`
+}
+
+// ParsePack decodes and compiles one pack. Unknown fields, bad regexps, an
+// unknown example state or a pack without any cue are errors.
+func ParsePack(name string, data []byte) (*Pack, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	p := &Pack{}
+	if err := dec.Decode(p); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("decode: trailing data after the pack object")
+	}
+	if p.Name == "" {
+		p.Name = name
+	}
+	if err := p.compile(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Pack) compile() error {
+	var err error
+	lists := []struct {
+		field string
+		src   []string
+		dst   *[]*regexp.Regexp
+	}{
+		{"ready", p.Ready, &p.ready}, {"busy", p.Busy, &p.busy},
+		{"needs_confirmation", p.Confirm, &p.confirm}, {"error", p.Error, &p.errs},
+		{"ignore", p.Ignore, &p.ignore},
+		{"composer.placeholder", p.Composer.Placeholder, &p.Composer.placeholder},
+	}
+	for _, l := range lists {
+		if *l.dst, err = compileAll(l.field, l.src); err != nil {
+			return err
+		}
+	}
+	c := &p.Composer
+	for _, o := range []struct {
+		field string
+		src   string
+		dst   **regexp.Regexp
+	}{{"composer.prompt", c.Prompt, &c.prompt}, {"composer.trailer", c.Trailer, &c.trailer},
+		{"composer.continuation", c.Continuation, &c.continuation}} {
+		if o.src == "" {
+			continue
+		}
+		if *o.dst, err = compileOne(o.field, o.src); err != nil {
+			return err
+		}
+	}
+	return p.validate()
+}
+
+func (p *Pack) validate() error {
+	if p.PromptRegion < 0 {
+		return fmt.Errorf("prompt_region %d is negative", p.PromptRegion)
+	}
+	if len(p.ready)+len(p.busy)+len(p.confirm)+len(p.errs) == 0 && p.Composer.prompt == nil {
+		return errors.New("pack has no cues")
+	}
+	for _, s := range p.Composer.PlaceholderStyle {
+		if s != "dim" && !strings.HasPrefix(s, "fg:") {
+			return fmt.Errorf("composer.placeholder_style %q: want \"dim\" or \"fg:<params>\"", s)
+		}
+	}
+	for i, ex := range p.Examples {
+		if !validState(ex.State) {
+			return fmt.Errorf("examples[%d]: unknown state %q", i, ex.State)
+		}
+	}
+	return nil
+}
+
+func compileOne(field, src string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	return re, nil
+}
+
+func compileAll(field string, src []string) ([]*regexp.Regexp, error) {
+	out := make([]*regexp.Regexp, 0, len(src))
+	for i, s := range src {
+		re, err := compileOne(fmt.Sprintf("%s[%d]", field, i), s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+func (p *Pack) region() int {
+	if p.PromptRegion == 0 {
+		return DefaultPromptRegion
+	}
+	return p.PromptRegion
+}
+
+// LoadPacks returns the embedded default packs, each replaced by the file of
+// the same name in userDir (e.g. userDir/codex.json) when there is one; other
+// *.json files in userDir add packs. userDir "" or a missing directory means
+// defaults only. An error names the offending file.
+func LoadPacks(userDir string) (map[string]*Pack, error) {
+	packs := map[string]*Pack{}
+	if err := loadFS(packs, embeddedPacks, "packs", "embedded "); err != nil {
+		return nil, err
+	}
+	if userDir == "" {
+		return packs, nil
+	}
+	if _, err := os.Stat(userDir); errors.Is(err, fs.ErrNotExist) {
+		return packs, nil
+	}
+	if err := loadFS(packs, os.DirFS(userDir), ".", userDir+string(filepath.Separator)); err != nil {
+		return nil, err
+	}
+	return packs, nil
+}
+
+func loadFS(packs map[string]*Pack, fsys fs.FS, dir, label string) error {
+	names, err := fs.Glob(fsys, pathJoin(dir, "*.json"))
+	if err != nil {
+		return fmt.Errorf("load packs %s: %w", label, err)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		base := strings.TrimSuffix(filepath.Base(n), ".json")
+		data, err := fs.ReadFile(fsys, n)
+		if err != nil {
+			return fmt.Errorf("load pack %s%s: %w", label, filepath.Base(n), err)
+		}
+		p, err := ParsePack(base, data)
+		if err != nil {
+			return fmt.Errorf("load pack %s%s: %w", label, filepath.Base(n), err)
+		}
+		packs[base] = p
+	}
+	return nil
+}
+
+func pathJoin(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return dir + "/" + name
+}
+
+func validState(s nudge.Readiness) bool {
+	switch s {
+	case nudge.Ready, nudge.Busy, nudge.NeedsConfirmation, nudge.ErrorState:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,154 @@
+package detector
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Screen is one capture of a pane: the output of `capture-pane -p -e` (or
+// plain -p) and the cursor row, 0-based from the first line of Text.
+// CursorY < 0 means unknown.
+type Screen struct {
+	Text    string
+	CursorY int
+}
+
+// style is the SGR state of one cell, as far as the detector cares.
+type style struct {
+	dim bool
+	fg  string // canonical SGR foreground params ("90", "38;5;8"); "" = default
+}
+
+// line is one screen row: its cells' runes and styles, ANSI removed.
+type line struct {
+	runes  []rune
+	styles []style
+	plain  string // string(runes) without trailing spaces
+}
+
+// parseScreen splits a capture into rows, removing escape sequences and
+// tracking SGR dim/foreground across rows (tmux -e emits a reset at the start
+// of the next row, so attributes carry over line breaks).
+func parseScreen(s string) []line {
+	var (
+		out []line
+		cur line
+		st  style
+	)
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\n':
+			out = append(out, finish(cur))
+			cur = line{}
+			i++
+		case c == '\r':
+			i++
+		case c == 0x1b:
+			i = skipEscape(s, i, &st)
+		default:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			i += n
+			if r < 0x20 && r != '\t' {
+				continue
+			}
+			cur.runes = append(cur.runes, r)
+			cur.styles = append(cur.styles, st)
+		}
+	}
+	if len(cur.runes) > 0 {
+		out = append(out, finish(cur))
+	}
+	return out
+}
+
+func finish(l line) line {
+	l.plain = strings.TrimRight(string(l.runes), " \t")
+	return l
+}
+
+// skipEscape consumes the escape sequence at s[i] (ESC) and returns the index
+// after it, applying SGR sequences to st.
+func skipEscape(s string, i int, st *style) int {
+	if i+1 >= len(s) {
+		return len(s)
+	}
+	switch s[i+1] {
+	case '[': // CSI: parameters, intermediates, one final byte 0x40–0x7e
+		j := i + 2
+		for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+			j++
+		}
+		if j < len(s) && s[j] == 'm' {
+			applySGR(s[i+2:j], st)
+		}
+		return min(j+1, len(s))
+	case ']', 'P', '_', '^': // OSC/DCS/APC/PM: until BEL or ST
+		for j := i + 2; j < len(s); j++ {
+			if s[j] == 0x07 {
+				return j + 1
+			}
+			if s[j] == 0x1b && j+1 < len(s) && s[j+1] == '\\' {
+				return j + 2
+			}
+		}
+		return len(s)
+	case '(', ')', '*', '+':
+		return min(i+3, len(s))
+	}
+	return i + 2
+}
+
+func applySGR(params string, st *style) {
+	if params == "" {
+		*st = style{}
+		return
+	}
+	ps := strings.Split(strings.ReplaceAll(params, ":", ";"), ";")
+	for k := 0; k < len(ps); k++ {
+		switch p := ps[k]; {
+		case p == "0" || p == "":
+			*st = style{}
+		case p == "2":
+			st.dim = true
+		case p == "22":
+			st.dim = false
+		case p == "39":
+			st.fg = ""
+		case len(p) == 2 && (p[0] == '3' || p[0] == '9') && p[1] >= '0' && p[1] <= '7':
+			st.fg = p
+		case p == "38" && k+2 < len(ps) && ps[k+1] == "5":
+			st.fg = "38;5;" + ps[k+2]
+			k += 2
+		case p == "38" && k+4 < len(ps) && ps[k+1] == "2":
+			st.fg = "38;2;" + strings.Join(ps[k+2:k+5], ";")
+			k += 4
+		case (p == "48" || p == "58") && k+1 < len(ps):
+			if ps[k+1] == "5" {
+				k += 2
+			} else if ps[k+1] == "2" {
+				k += 4
+			}
+		}
+	}
+}
+
+// isPlaceholderStyle reports whether st is one of the pack's placeholder styles.
+func isPlaceholderStyle(st style, styles []string) bool {
+	for _, s := range styles {
+		if (s == "dim" && st.dim) || (st.fg != "" && s == "fg:"+st.fg) {
+			return true
+		}
+	}
+	return false
+}
+
+// lastNonBlank returns the index of the last row with visible text, or -1.
+func lastNonBlank(ls []line) int {
+	for i := len(ls) - 1; i >= 0; i-- {
+		if strings.TrimSpace(ls[i].plain) != "" {
+			return i
+		}
+	}
+	return -1
+}
