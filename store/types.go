@@ -41,18 +41,19 @@ type Runtime struct {
 
 // Trigger is one trigger request and its receipt. JSON field names are the API's.
 type Trigger struct {
-	TriggerID     string `json:"trigger_id"`
-	WorkspaceID   string `json:"workspace"`
-	Agent         string `json:"agent"` // the role (agent id) addressed
-	RuntimeID     string `json:"runtime_id,omitempty"`
-	ThreadID      string `json:"thread_id,omitempty"`
-	Prompt        string `json:"prompt"`
-	Reason        string `json:"reason,omitempty"`
-	AckTimeoutMS  int64  `json:"ack_timeout_ms,omitempty"`
-	ForceOverride bool   `json:"force_override,omitempty"`
-	Caller        string `json:"caller,omitempty"` // authenticated subject
-	CallerUID     int    `json:"caller_uid"`
-	ScheduleID    string `json:"schedule_id,omitempty"`
+	TriggerID      string `json:"trigger_id"`
+	WorkspaceID    string `json:"workspace"`
+	Agent          string `json:"agent"` // the role (agent id) addressed
+	RuntimeID      string `json:"runtime_id,omitempty"`
+	ThreadID       string `json:"thread_id,omitempty"`
+	Prompt         string `json:"prompt"`
+	Reason         string `json:"reason,omitempty"`
+	AckTimeoutMS   int64  `json:"ack_timeout_ms,omitempty"`
+	ForceOverride  bool   `json:"force_override,omitempty"`
+	OverrideIntent string `json:"override_intent,omitempty"` // human_override | coordinator_override
+	Caller         string `json:"caller,omitempty"`          // authenticated subject
+	CallerUID      int    `json:"caller_uid"`
+	ScheduleID     string `json:"schedule_id,omitempty"`
 
 	State           string `json:"state"`  // nudge.TriggerState
 	Result          string `json:"result"` // nudge.Result
