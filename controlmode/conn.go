@@ -145,7 +145,8 @@ func (c *Conn) waitAttached(ctx context.Context) error {
 	}
 	stderr := c.stderr.String()
 	if c.startErr != nil {
-		if strings.Contains(strings.Join(c.startErr.Lines, "\n"), "can't find session") {
+		body := strings.Join(c.startErr.Lines, "\n")
+		if strings.Contains(body, "can't find session") || strings.Contains(body, "no sessions") {
 			return fmt.Errorf("%w: %w", ErrNoSession, c.startErr)
 		}
 		return c.startErr

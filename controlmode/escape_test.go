@@ -62,7 +62,7 @@ func TestUTF8Carry(t *testing.T) {
 		{"ab\xe6\x97", "ab", "\xe6\x97"},
 		{"\xf0\x9f\x98", "", "\xf0\x9f\x98"},
 		{"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80", ""},
-		{"a\xff", "a\xff", ""},   // invalid lead: never held
+		{"a\xff", "a\xff", ""}, // invalid lead: never held
 		{"a\x80\x80", "a\x80\x80", ""},
 		{"\xc3\xa9", "\xc3\xa9", ""},
 	}

@@ -24,7 +24,7 @@ func TestTranscripts(t *testing.T) {
 		err     func(error) bool
 	}{
 		{
-			file: "block-notification.txt",
+			file:    "block-notification.txt",
 			replies: []string{`reply []`, `reply []`, `reply ["after"]`},
 			events:  []string{attachBlock, attached, `Pause {Pane:0}`, `Continue {Pane:0}`, bareExit},
 			// The %pause inside the first block is answered with a continue.
