@@ -1,0 +1,246 @@
+package detector
+
+import (
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/panes"
+)
+
+// bindCommand is what the root-table Any binding runs: send-keys with no arguments
+// re-sends the key that was pressed unchanged (tmux 3.3+), then the channel is signalled.
+// nudge's own send-keys never enters root bindings, so every signal is a human key.
+const bindCommand = "send-keys ; wait-for -S " + HumanChannel
+
+// clientFormat is the list-clients format parsed by parseClients.
+const clientFormat = "#{client_control_mode} #{client_activity} #{pane_id} #{client_name}"
+
+// humanWatch owns the key-event control connection: it installs the Any binding and loops
+// `wait-for nudge-human` (a blocking command, hence its own connection), asking
+// list-clients after each wake which human client typed and so which pane.
+type humanWatch struct {
+	m    *Monitor
+	hint chan struct{} // cap 1: a session may exist now
+
+	mu        sync.Mutex
+	installed bool // we installed the binding and must remove it
+	tried     bool // the binding decision was made on this server
+}
+
+func newHumanWatch(m *Monitor) *humanWatch {
+	return &humanWatch{m: m, hint: make(chan struct{}, 1)}
+}
+
+// run dials the event connection on any workspace session, (re)dialling when it ends.
+func (h *humanWatch) run() {
+	defer h.m.wg.Done()
+	ctx := h.m.ctx
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		sess := h.session()
+		if sess == "" {
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.hint:
+			}
+			continue
+		}
+		start := time.Now()
+		conn, err := controlmode.Dial(ctx, controlmode.Config{
+			Tmux: h.m.cfg.Tmux, SocketName: h.m.cfg.SocketName, SocketPath: h.m.cfg.SocketPath,
+			Session: sess, NoOutput: true, Logger: h.m.cfg.Logger.Named("keys"),
+		})
+		if err == nil {
+			h.install(ctx)
+			h.loop(ctx, conn)
+			conn.Close()
+		} else {
+			h.m.cfg.Logger.Debug("key-event connection failed", "session", sess, "error", err)
+		}
+		if time.Since(start) > 5*time.Second {
+			backoff = 100 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// session picks a workspace session to attach the event connection to.
+func (h *humanWatch) session() string {
+	for _, rt := range h.m.cfg.Registry.List() {
+		if rt.TmuxSession != "" {
+			return rt.TmuxSession
+		}
+		if rt.WorkspaceID != "" {
+			return panes.SessionName(rt.WorkspaceID)
+		}
+	}
+	return ""
+}
+
+// loop waits for the channel and resolves each wake to panes.
+func (h *humanWatch) loop(ctx context.Context, conn *controlmode.Conn) {
+	for {
+		if _, err := conn.Do(ctx, "wait-for "+HumanChannel); err != nil {
+			return
+		}
+		now := h.m.cfg.Now()
+		rep, err := conn.Do(ctx, "list-clients -F '"+clientFormat+"'")
+		if err != nil {
+			return
+		}
+		for _, pane := range humanPanes(rep.Lines, now, "") {
+			if ps := h.m.pane(pane); ps != nil {
+				h.m.humanKey(ps, now)
+			}
+		}
+	}
+}
+
+// humanPanes returns the panes of the non-control clients with the newest activity, if
+// that activity is within the last second (client_activity has 1 s resolution).
+// onlyPane, if set ("%N"), restricts the answer to that pane.
+func humanPanes(lines []string, now time.Time, onlyPane string) []int {
+	var (
+		best  int64 = -1
+		found []int
+	)
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 3 || f[0] != "0" {
+			continue
+		}
+		act, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil || act < now.Unix()-1 || (onlyPane != "" && f[2] != onlyPane) {
+			continue
+		}
+		n, ok := paneNumber(f[2])
+		if !ok {
+			continue
+		}
+		switch {
+		case act > best:
+			best, found = act, append(found[:0], n)
+		case act == best:
+			found = append(found, n)
+		}
+	}
+	return found
+}
+
+// tmux runs one tmux command against the Monitor's server (outside any control
+// connection: the event connection may be stalled in wait-for).
+func (h *humanWatch) tmux(ctx context.Context, args ...string) (string, error) {
+	bin := h.m.cfg.Tmux
+	if bin == "" {
+		bin = "tmux"
+	}
+	var argv []string
+	switch {
+	case h.m.cfg.SocketPath != "":
+		argv = append(argv, "-S", h.m.cfg.SocketPath)
+	case h.m.cfg.SocketName != "":
+		argv = append(argv, "-L", h.m.cfg.SocketName)
+	}
+	cmd := exec.CommandContext(ctx, bin, append(argv, args...)...)
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// install binds Any in the root table unless the user bound it already. A binding that
+// signals our channel is a leftover of an earlier nudge and is taken over.
+func (h *humanWatch) install(ctx context.Context) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.tried {
+		h.m.bindOK.Store(h.installed && h.ours(ctx))
+		return
+	}
+	h.tried = true
+	ctx, cancel := context.WithTimeout(ctx, h.m.cfg.CaptureTimeout)
+	defer cancel()
+	out, err := h.tmux(ctx, "list-keys", "-T", "root", "Any")
+	if err == nil && !strings.Contains(out, HumanChannel) {
+		h.m.cfg.Logger.Info("root key Any is bound by the user; using the %output fallback for human input")
+		return
+	}
+	if _, err := h.tmux(ctx, "bind-key", "-n", "Any", bindCommand); err != nil {
+		h.m.cfg.Logger.Warn("cannot bind Any; using the %output fallback for human input", "error", err)
+		return
+	}
+	h.installed = true
+	h.m.bindOK.Store(true)
+}
+
+// ours reports whether the root Any binding is still the one we installed.
+func (h *humanWatch) ours(ctx context.Context) bool {
+	out, err := h.tmux(ctx, "list-keys", "-T", "root", "Any")
+	return err == nil && strings.Contains(out, "wait-for -S "+HumanChannel)
+}
+
+// unbind removes the binding if we installed it and it is still ours.
+func (h *humanWatch) unbind() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.installed {
+		return
+	}
+	h.installed = false
+	h.m.bindOK.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), h.m.cfg.CaptureTimeout)
+	defer cancel()
+	if h.ours(ctx) {
+		if _, err := h.tmux(ctx, "unbind-key", "-n", "Any"); err != nil {
+			h.m.cfg.Logger.Warn("cannot remove the Any binding", "error", err)
+		}
+	}
+}
+
+// wake releases a pending wait-for so the event connection can close promptly.
+func (h *humanWatch) wake() {
+	ctx, cancel := context.WithTimeout(context.Background(), h.m.cfg.CaptureTimeout)
+	defer cancel()
+	h.tmux(ctx, "wait-for", "-S", HumanChannel) //nolint:errcheck // best effort; no server is fine
+}
+
+// confirmHuman is the fallback without the binding: output nudge did not cause arrived on
+// the pane; one list-clients query says whether a human client on that pane was active in
+// the last second. At most one query per pane per second.
+func (m *Monitor) confirmHuman(ps *paneState) {
+	now := m.cfg.Now()
+	ps.mu.Lock()
+	if now.Sub(ps.confirmAt) < time.Second {
+		ps.mu.Unlock()
+		return
+	}
+	ps.confirmAt = now
+	ps.mu.Unlock()
+	rt, ok := m.cfg.Registry.Get(ps.id)
+	if !ok || rt.PaneID == "" {
+		return
+	}
+	conn, err := m.cfg.Registry.Conn(rt.WorkspaceID)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ps.ctx, m.cfg.CaptureTimeout)
+	defer cancel()
+	rep, err := conn.Do(ctx, "list-clients -F '"+clientFormat+"'")
+	if err != nil {
+		return
+	}
+	if len(humanPanes(rep.Lines, now, rt.PaneID)) > 0 {
+		m.humanKey(ps, now)
+	}
+}

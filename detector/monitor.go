@@ -1,0 +1,380 @@
+package detector
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/panes"
+	"github.com/nudgehq/nudge/store"
+)
+
+// Registry is what the Monitor needs of the runtime registry; *panes.Registry satisfies
+// it. The Monitor reads runtimes, persists readiness, summary, operator_busy and session
+// id through Update, and sends its captures over the workspace's control connection.
+type Registry interface {
+	Get(id string) (store.Runtime, bool)
+	List() []store.Runtime
+	Update(id string, fn func(*store.Runtime)) (store.Runtime, error)
+	Conn(workspace string) (*controlmode.Conn, error)
+	Profile(name string) (panes.Profile, bool)
+}
+
+var _ Registry = (*panes.Registry)(nil)
+
+// Defaults of MonitorConfig.
+const (
+	DefaultQuietWindow    = 20 * time.Second       // seed 000 §12: recent human input window
+	DefaultReadyQuiet     = 300 * time.Millisecond // when a profile sets no ReadyQuiet
+	DefaultCaptureTimeout = 5 * time.Second
+	// HumanChannel is the tmux wait-for channel the Any binding signals.
+	HumanChannel = "nudge-human"
+)
+
+// MonitorConfig configures a Monitor. Only Registry is required; the zero value of every
+// other field is documented on it.
+type MonitorConfig struct {
+	// QuietWindow is how long a pane counts as operator_busy after a human key; 0 means
+	// DefaultQuietWindow (20s).
+	QuietWindow time.Duration
+	// Packs are the readiness packs by name; nil means LoadPacks("").
+	Packs map[string]*Pack
+	// Registry is the runtime registry (required).
+	Registry Registry
+
+	// Tmux, SocketName and SocketPath select nudge's tmux server for the key-event
+	// connection and the Any binding (as in controlmode.Config). "" means "tmux" and
+	// tmux's default server.
+	Tmux, SocketName, SocketPath string
+	// BindKeys installs the root-table `Any` binding that reports human keys exactly
+	// (nudge's own server only). false (the zero value) means no binding: human input is
+	// inferred from %output on panes nudge did not type into, confirmed by list-clients.
+	// DefaultMonitorConfig sets it.
+	BindKeys bool
+
+	// OnChange is called after a pane's readiness, summary or operator_busy changed (and
+	// was persisted). nil means none. Called from the Monitor's goroutines; it must not
+	// call back into the Monitor synchronously with a lock held by the caller.
+	OnChange func(runtimeID string, c Classification, operatorBusy bool)
+	// OnQuiet is called when a pane stops being operator_busy (keys quiet for the window,
+	// draft cleared, copy mode left): re-check deferred triggers at once. nil means none.
+	OnQuiet func(runtimeID string)
+	// OnHumanDone is called when a human who typed into the pane has been quiet for the
+	// quiet window and left no draft: the orchestrator gets a synchronisation trigger
+	// (seed 001 §4.1). nil means none.
+	OnHumanDone func(rt store.Runtime)
+	// LLM classifies a screen the pack was unsure about (Confident false). nil means the
+	// packs decide alone.
+	LLM *LLM
+
+	// CaptureTimeout bounds one capture (and one list-clients query); 0 means 5s.
+	CaptureTimeout time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger; nil means a null logger.
+	Logger hclog.Logger
+}
+
+// DefaultMonitorConfig returns the seed defaults with the Any binding enabled; set
+// Registry (and the server selection) before use.
+func DefaultMonitorConfig() MonitorConfig {
+	return MonitorConfig{QuietWindow: DefaultQuietWindow, BindKeys: true, CaptureTimeout: DefaultCaptureTimeout}
+}
+
+func (c *MonitorConfig) setDefaults() error {
+	if c.Registry == nil {
+		return errors.New("detector: MonitorConfig.Registry is required")
+	}
+	if c.QuietWindow <= 0 {
+		c.QuietWindow = DefaultQuietWindow
+	}
+	if c.CaptureTimeout <= 0 {
+		c.CaptureTimeout = DefaultCaptureTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.Packs == nil {
+		p, err := LoadPacks("")
+		if err != nil {
+			return err
+		}
+		c.Packs = p
+	}
+	return nil
+}
+
+// Monitor is the live half of the detector: it follows every managed pane's output and
+// the human keys on nudge's tmux server, keeps each runtime's readiness and operator_busy
+// current (persisted through the Registry), and answers the inject pipeline's gates
+// (Collision, Readiness, Composer). It owns one goroutine per runtime, a refresh
+// goroutine and, with BindKeys, one key-event control connection; Close stops them all.
+type Monitor struct {
+	cfg    MonitorConfig
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.RWMutex
+	panes  map[string]*paneState // by runtime id
+	byPane map[int]*paneState    // by tmux pane number (%N)
+	closed bool
+
+	refresh   chan struct{} // cap 1: re-read the registry
+	bindOK    atomic.Bool   // the Any binding is installed and ours
+	human     *humanWatch
+	closeOnce sync.Once
+}
+
+// NewMonitor starts watching every runtime in the registry: each gets a readiness capture
+// shortly after start. The caller must Close the Monitor.
+func NewMonitor(cfg MonitorConfig) (*Monitor, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Monitor{
+		cfg: cfg, ctx: ctx, cancel: cancel,
+		panes:   map[string]*paneState{},
+		byPane:  map[int]*paneState{},
+		refresh: make(chan struct{}, 1),
+	}
+	m.sync()
+	m.wg.Add(1)
+	go m.refreshLoop()
+	if cfg.BindKeys {
+		m.human = newHumanWatch(m)
+		m.wg.Add(1)
+		go m.human.run()
+	}
+	return m, nil
+}
+
+// Close removes the Any binding (if this Monitor installed it), stops every goroutine and
+// the key-event connection, and waits for them. Idempotent.
+func (m *Monitor) Close() error {
+	m.closeOnce.Do(func() {
+		m.mu.Lock()
+		m.closed = true
+		m.mu.Unlock()
+		if m.human != nil {
+			m.human.unbind()
+		}
+		m.cancel()
+		if m.human != nil {
+			m.human.wake()
+		}
+		m.wg.Wait()
+	})
+	return nil
+}
+
+// Feed takes decoded output of a managed pane (panes.Config.OnOutput). It runs on the
+// control connection's read goroutine: it allocates nothing, never blocks on I/O, and
+// only records the output and wakes the runtime's goroutine. data is not retained.
+func (m *Monitor) Feed(runtimeID string, data []byte) {
+	m.mu.RLock()
+	ps := m.panes[runtimeID]
+	m.mu.RUnlock()
+	if ps == nil {
+		m.poke()
+		return
+	}
+	now := m.cfg.Now().UnixNano()
+	ps.outSeq.Add(1)
+	ps.lastOut.Store(now)
+	if now >= ps.injectUntil.Load() && !m.bindOK.Load() {
+		ps.maybeHuman.Store(true)
+	}
+	if ps.scanning.Load() {
+		ps.appendTail(data)
+	}
+	signal(ps.outCh)
+}
+
+// Event takes a control-mode notification from a workspace's connection
+// (panes.Config.OnEvent). Same rules as Feed.
+func (m *Monitor) Event(workspace string, ev controlmode.Event) {
+	switch e := ev.(type) {
+	case *controlmode.PaneModeChanged:
+		if ps := m.pane(e.Pane); ps != nil {
+			signal(ps.modeCh)
+		} else {
+			m.poke()
+		}
+	case *controlmode.Pause:
+		if ps := m.pane(e.Pane); ps != nil {
+			ps.outSeq.Add(1)
+			signal(ps.outCh) // output was dropped: resync with a capture once quiet
+		}
+	case *controlmode.WindowAdd, *controlmode.WindowClose, *controlmode.SessionsChanged,
+		*controlmode.LayoutChange, *controlmode.SessionChanged:
+		m.poke()
+		if m.human != nil {
+			signal(m.human.hint)
+		}
+	}
+}
+
+// Injecting tells the Monitor that nudge itself types into the pane until until: output
+// before then is not a human's. Only the %output fallback needs it (nudge's send-keys
+// never runs root bindings).
+func (m *Monitor) Injecting(runtimeID string, until time.Time) {
+	m.mu.RLock()
+	ps := m.panes[runtimeID]
+	m.mu.RUnlock()
+	if ps != nil {
+		ps.injectUntil.Store(until.UnixNano())
+	}
+}
+
+// Collision reports whether a human is at the pane: keys within the quiet window (until is
+// the last key + QuietWindow), a draft in the composer or copy mode (until zero: unknown).
+func (m *Monitor) Collision(rt store.Runtime) (busy bool, until time.Time, why string) {
+	ps := m.get(rt.RuntimeID)
+	if ps == nil {
+		if rt.OperatorBusy {
+			return true, time.Time{}, "operator_busy"
+		}
+		return false, time.Time{}, ""
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	now := m.cfg.Now()
+	switch {
+	case ps.draft != "":
+		return true, time.Time{}, "draft in composer"
+	case ps.inMode:
+		return true, time.Time{}, "pane in copy mode"
+	case !ps.lastKey.IsZero() && now.Before(ps.lastKey.Add(m.cfg.QuietWindow)):
+		return true, ps.lastKey.Add(m.cfg.QuietWindow), "human typing"
+	case ps.checking:
+		return true, time.Time{}, "checking for a draft"
+	}
+	return false, time.Time{}, ""
+}
+
+// Readiness is the pane's current readiness as last classified (BUSY while output flows).
+func (m *Monitor) Readiness(rt store.Runtime) nudge.Readiness {
+	if ps := m.get(rt.RuntimeID); ps != nil {
+		ps.mu.Lock()
+		r := ps.class.State
+		ps.mu.Unlock()
+		if r != "" {
+			return r
+		}
+	}
+	if rt.Readiness != "" {
+		return nudge.Readiness(rt.Readiness)
+	}
+	return nudge.Unknown
+}
+
+// Composer captures the pane now and returns the text in the agent's composer (a human's
+// draft), "" when it is empty. It also updates the draft the Collision gate sees.
+func (m *Monitor) Composer(ctx context.Context, rt store.Runtime) (string, error) {
+	sc, err := m.capture(ctx, rt)
+	if err != nil {
+		return "", err
+	}
+	pack := m.packFor(rt)
+	if pack == nil {
+		return "", nil
+	}
+	c := ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY})
+	if ps := m.get(rt.RuntimeID); ps != nil {
+		ps.mu.Lock()
+		ps.draft = c.Draft
+		ps.inMode = sc.inMode
+		ps.mu.Unlock()
+		m.syncBusy(ps)
+	}
+	return c.Draft, nil
+}
+
+func (m *Monitor) get(id string) *paneState {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.panes[id]
+}
+
+func (m *Monitor) pane(n int) *paneState {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.byPane[n]
+}
+
+// poke asks the refresh goroutine to re-read the registry.
+func (m *Monitor) poke() { signal(m.refresh) }
+
+func (m *Monitor) refreshLoop() {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.refresh:
+			m.sync()
+		}
+	}
+}
+
+// sync makes the set of watched panes match the registry: new runtimes get a goroutine,
+// removed ones are stopped, pane ids are re-indexed.
+func (m *Monitor) sync() {
+	rts := m.cfg.Registry.List()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	seen := make(map[string]bool, len(rts))
+	m.byPane = make(map[int]*paneState, len(rts))
+	for _, rt := range rts {
+		seen[rt.RuntimeID] = true
+		ps := m.panes[rt.RuntimeID]
+		if ps == nil {
+			ps = m.newPane(rt)
+			m.panes[rt.RuntimeID] = ps
+			m.wg.Add(1)
+			go m.runPane(ps)
+		}
+		if n, ok := paneNumber(rt.PaneID); ok {
+			m.byPane[n] = ps
+		}
+	}
+	for id, ps := range m.panes {
+		if !seen[id] {
+			ps.cancel()
+			delete(m.panes, id)
+		}
+	}
+}
+
+// paneNumber parses "%N".
+func paneNumber(id string) (int, bool) {
+	if !strings.HasPrefix(id, "%") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(id[1:])
+	return n, err == nil
+}
+
+// signal does a non-blocking send on a capacity-1 channel.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,386 @@
+package detector
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/panes"
+	"github.com/nudgehq/nudge/store"
+)
+
+// tailCap bounds the ANSI-stripped output kept for the session-id scan.
+const tailCap = 16 << 10
+
+// paneState is one runtime as the Monitor sees it. The atomics and tail are written by
+// Feed on a read goroutine; the rest belongs to the runtime's goroutine and is read by
+// the gates under mu.
+type paneState struct {
+	id     string
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	outSeq      atomic.Uint64 // bumped on every output chunk
+	lastOut     atomic.Int64  // unix nanos of the last chunk
+	injectUntil atomic.Int64  // unix nanos: output before this is nudge's own
+	maybeHuman  atomic.Bool   // fallback: output nudge did not cause
+	scanning    atomic.Bool   // no session id known yet: keep a tail of the output
+	outCh       chan struct{} // cap 1: output arrived
+	keyCh       chan struct{} // cap 1: a human key was seen
+	modeCh      chan struct{} // cap 1: %pane-mode-changed
+
+	tailMu sync.Mutex
+	tail   []byte
+	plain  Plain
+
+	persistMu sync.Mutex // serialises operator_busy decisions with their persistence
+
+	mu        sync.Mutex
+	class     Classification // last verdict (State BUSY while output flows)
+	draft     string
+	inMode    bool
+	lastKey   time.Time // last human key seen
+	checking  bool      // keys seen since the last capture taken after they went quiet
+	humanSeen bool      // a human typed here since the last OnHumanDone
+	opBusy    bool      // operator_busy as last persisted
+	confirmAt time.Time // last fallback list-clients query
+}
+
+func (m *Monitor) newPane(rt store.Runtime) *paneState {
+	ctx, cancel := context.WithCancel(m.ctx)
+	ps := &paneState{
+		id: rt.RuntimeID, ctx: ctx, cancel: cancel,
+		outCh: make(chan struct{}, 1), keyCh: make(chan struct{}, 1), modeCh: make(chan struct{}, 1),
+		opBusy: rt.OperatorBusy,
+	}
+	if rt.SessionID == "" {
+		if p, ok := m.cfg.Registry.Profile(rt.Agent); ok && p.SessionIDPattern != "" {
+			ps.tail = make([]byte, 0, tailCap)
+			ps.scanning.Store(true)
+		}
+	}
+	return ps
+}
+
+// appendTail keeps the stripped output for the session-id scan without allocating.
+func (ps *paneState) appendTail(data []byte) {
+	ps.tailMu.Lock()
+	defer ps.tailMu.Unlock()
+	if cap(ps.tail) == 0 {
+		return
+	}
+	for len(data) > 0 {
+		n := min(len(data), tailCap/2)
+		if len(ps.tail)+n > cap(ps.tail) {
+			keep := tailCap / 4
+			copy(ps.tail, ps.tail[len(ps.tail)-keep:])
+			ps.tail = ps.tail[:keep]
+		}
+		ps.tail = ps.plain.Write(ps.tail, data[:n])
+		data = data[n:]
+	}
+}
+
+// runPane is the runtime's goroutine: output marks BUSY and (re)arms the quiet timer;
+// the quiet timer takes one capture; the key timer ends the human's quiet window.
+func (m *Monitor) runPane(ps *paneState) {
+	defer m.wg.Done()
+	quiet := time.NewTimer(m.readyQuiet(ps.id)) // first capture soon after start
+	keys := time.NewTimer(time.Hour)
+	keys.Stop()
+	defer quiet.Stop()
+	defer keys.Stop()
+	for {
+		select {
+		case <-ps.ctx.Done():
+			return
+		case <-ps.outCh:
+			m.markBusy(ps)
+			quiet.Reset(m.readyQuiet(ps.id))
+			if ps.maybeHuman.Swap(false) {
+				m.confirmHuman(ps)
+			}
+		case <-ps.keyCh:
+			m.syncBusy(ps)
+			keys.Reset(m.cfg.QuietWindow)
+		case <-ps.modeCh:
+			m.refreshMode(ps)
+		case <-quiet.C:
+			m.classifyNow(ps)
+		case <-keys.C:
+			ps.mu.Lock()
+			left := ps.lastKey.Add(m.cfg.QuietWindow).Sub(m.cfg.Now())
+			ps.mu.Unlock()
+			if left > 0 {
+				keys.Reset(left)
+				continue
+			}
+			// Keys went quiet: look for a draft before releasing the pane, unless
+			// output is still flowing (its quiet capture will do it).
+			if time.Duration(m.cfg.Now().UnixNano()-ps.lastOut.Load()) >= m.readyQuiet(ps.id) {
+				m.classifyNow(ps)
+			}
+		}
+	}
+}
+
+func (m *Monitor) readyQuiet(id string) time.Duration {
+	rt, ok := m.cfg.Registry.Get(id)
+	if !ok {
+		return DefaultReadyQuiet
+	}
+	if p, ok := m.cfg.Registry.Profile(rt.Agent); ok && p.ReadyQuiet > 0 {
+		return p.ReadyQuiet
+	}
+	return DefaultReadyQuiet
+}
+
+// markBusy sets BUSY at the first output after a verdict.
+func (m *Monitor) markBusy(ps *paneState) {
+	ps.mu.Lock()
+	if ps.class.State == nudge.Busy {
+		ps.mu.Unlock()
+		return
+	}
+	ps.class = Classification{State: nudge.Busy, Summary: "output"}
+	c := ps.class
+	ps.mu.Unlock()
+	m.publish(ps, c)
+}
+
+// classifyNow takes one capture and applies the verdict, unless output arrived meanwhile.
+func (m *Monitor) classifyNow(ps *paneState) {
+	rt, ok := m.cfg.Registry.Get(ps.id)
+	if !ok {
+		return
+	}
+	seq := ps.outSeq.Load()
+	ctx, cancel := context.WithTimeout(ps.ctx, m.cfg.CaptureTimeout)
+	defer cancel()
+	sc, err := m.capture(ctx, rt)
+	if err != nil {
+		m.cfg.Logger.Debug("readiness capture failed", "runtime", ps.id, "error", err)
+		return
+	}
+	m.scanSessionID(ps, rt, sc.text)
+	pack := m.packFor(rt)
+	if pack == nil {
+		return
+	}
+	c := ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY})
+	if !c.Confident && m.cfg.LLM != nil {
+		if lc, err := m.cfg.LLM.Classify(ctx, pack, sc.text); err == nil && lc.State != "" {
+			lc.Draft = c.Draft // the LLM never decides what a human typed
+			c = lc
+		} else if err != nil {
+			m.cfg.Logger.Debug("llm classify failed", "runtime", ps.id, "error", err)
+		}
+	}
+	if ps.outSeq.Load() != seq {
+		return // stale: the quiet timer is armed again
+	}
+	ps.mu.Lock()
+	changed := c.State != ps.class.State || c.Summary != ps.class.Summary
+	ps.class = c
+	ps.draft = c.Draft
+	ps.inMode = sc.inMode
+	if ps.checking && !m.cfg.Now().Before(ps.lastKey.Add(m.cfg.QuietWindow)) {
+		ps.checking = false
+	}
+	ps.mu.Unlock()
+	if changed {
+		m.publish(ps, c)
+	}
+	m.syncBusy(ps)
+}
+
+// publish persists a changed readiness and summary, then calls OnChange.
+func (m *Monitor) publish(ps *paneState, c Classification) {
+	_, err := m.cfg.Registry.Update(ps.id, func(rt *store.Runtime) {
+		rt.Readiness = string(c.State)
+		rt.Summary = c.Summary
+	})
+	if err != nil {
+		m.cfg.Logger.Debug("persist readiness failed", "runtime", ps.id, "error", err)
+		return
+	}
+	if m.cfg.OnChange != nil {
+		ps.mu.Lock()
+		busy := ps.opBusy
+		ps.mu.Unlock()
+		m.cfg.OnChange(ps.id, c, busy)
+	}
+}
+
+// syncBusy recomputes operator_busy and persists it when it changes. Going quiet calls
+// OnQuiet and, if a human typed, OnHumanDone.
+func (m *Monitor) syncBusy(ps *paneState) {
+	ps.persistMu.Lock()
+	defer ps.persistMu.Unlock()
+	now := m.cfg.Now()
+	ps.mu.Lock()
+	busy := ps.draft != "" || ps.inMode || ps.checking ||
+		(!ps.lastKey.IsZero() && now.Before(ps.lastKey.Add(m.cfg.QuietWindow)))
+	if busy == ps.opBusy {
+		ps.mu.Unlock()
+		return
+	}
+	ps.opBusy = busy
+	done := !busy && ps.humanSeen
+	if done {
+		ps.humanSeen = false
+	}
+	c := ps.class
+	ps.mu.Unlock()
+
+	rt, err := m.cfg.Registry.Update(ps.id, func(rt *store.Runtime) { rt.OperatorBusy = busy })
+	if err != nil {
+		m.cfg.Logger.Debug("persist operator_busy failed", "runtime", ps.id, "error", err)
+		return
+	}
+	if m.cfg.OnChange != nil {
+		m.cfg.OnChange(ps.id, c, busy)
+	}
+	if busy {
+		return
+	}
+	if m.cfg.OnQuiet != nil {
+		m.cfg.OnQuiet(ps.id)
+	}
+	if done && m.cfg.OnHumanDone != nil {
+		m.cfg.OnHumanDone(rt)
+	}
+}
+
+// humanKey records a human key on the pane at once (the gates see it before anything is
+// persisted) and wakes the runtime's goroutine to persist operator_busy.
+func (m *Monitor) humanKey(ps *paneState, at time.Time) {
+	ps.mu.Lock()
+	if at.After(ps.lastKey) {
+		ps.lastKey = at
+	}
+	ps.checking = true
+	ps.humanSeen = true
+	ps.mu.Unlock()
+	signal(ps.keyCh)
+}
+
+// refreshMode reads #{pane_in_mode} after a %pane-mode-changed.
+func (m *Monitor) refreshMode(ps *paneState) {
+	rt, ok := m.cfg.Registry.Get(ps.id)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ps.ctx, m.cfg.CaptureTimeout)
+	defer cancel()
+	conn, err := m.cfg.Registry.Conn(rt.WorkspaceID)
+	if err != nil {
+		return
+	}
+	target, err := controlmode.Quote(rt.PaneID)
+	if err != nil {
+		return
+	}
+	rep, err := conn.Do(ctx, "display-message -p -t "+target+" '#{pane_in_mode}'")
+	if err != nil || len(rep.Lines) == 0 {
+		return
+	}
+	ps.mu.Lock()
+	ps.inMode = strings.TrimSpace(rep.Lines[0]) == "1"
+	ps.mu.Unlock()
+	m.syncBusy(ps)
+}
+
+// screenCapture is one capture of a pane with its cursor row and mode.
+type screenCapture struct {
+	text    string
+	cursorY int
+	inMode  bool
+}
+
+// capture runs display-message (cursor row, mode) and capture-pane -p -e in one pipelined
+// write over the workspace's control connection.
+func (m *Monitor) capture(ctx context.Context, rt store.Runtime) (screenCapture, error) {
+	conn, err := m.cfg.Registry.Conn(rt.WorkspaceID)
+	if err != nil {
+		return screenCapture{}, err
+	}
+	if rt.PaneID == "" {
+		return screenCapture{}, fmt.Errorf("capture %s: no pane id", rt.RuntimeID)
+	}
+	target, err := controlmode.Quote(rt.PaneID)
+	if err != nil {
+		return screenCapture{}, err
+	}
+	reps, err := conn.DoAll(ctx,
+		"display-message -p -t "+target+" '#{cursor_y} #{pane_in_mode}'",
+		"capture-pane -p -e -t "+target)
+	if err != nil {
+		return screenCapture{}, fmt.Errorf("capture %s: %w", rt.PaneID, err)
+	}
+	sc := screenCapture{cursorY: -1, text: strings.Join(reps[1].Lines, "\n")}
+	if len(reps[0].Lines) > 0 {
+		f := strings.Fields(reps[0].Lines[0])
+		if len(f) == 2 {
+			if y, err := strconv.Atoi(f[0]); err == nil {
+				sc.cursorY = y
+			}
+			sc.inMode = f[1] == "1"
+		}
+	}
+	return sc, nil
+}
+
+func (m *Monitor) profile(rt store.Runtime) (panes.Profile, bool) {
+	return m.cfg.Registry.Profile(rt.Agent)
+}
+
+// packFor returns the runtime's pack: the profile's Pack, else the agent's name.
+func (m *Monitor) packFor(rt store.Runtime) *Pack {
+	name := rt.Agent
+	if p, ok := m.profile(rt); ok && p.Pack != "" {
+		name = p.Pack
+	}
+	return m.cfg.Packs[name]
+}
+
+// scanSessionID looks for the profile's session id in the kept output tail and the
+// capture while none is known, and stores the first one found.
+func (m *Monitor) scanSessionID(ps *paneState, rt store.Runtime, screen string) {
+	if !ps.scanning.Load() {
+		return
+	}
+	p, ok := m.profile(rt)
+	if !ok || rt.SessionID != "" {
+		ps.scanning.Store(false)
+		return
+	}
+	ps.tailMu.Lock()
+	tail := string(ps.tail)
+	ps.tailMu.Unlock()
+	id := p.FindSessionID([]byte(tail))
+	if id == "" {
+		var pl Plain
+		id = p.FindSessionID(pl.Write(nil, []byte(screen)))
+	}
+	if id == "" {
+		return
+	}
+	ps.scanning.Store(false)
+	ps.tailMu.Lock()
+	ps.tail = nil
+	ps.tailMu.Unlock()
+	if _, err := m.cfg.Registry.Update(ps.id, func(r *store.Runtime) {
+		if r.SessionID == "" {
+			r.SessionID = id
+		}
+	}); err != nil {
+		m.cfg.Logger.Debug("persist session id failed", "runtime", ps.id, "error", err)
+	}
+}
