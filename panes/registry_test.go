@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,7 +128,8 @@ func (e *env) audit(id, event string) []store.AuditRecord {
 }
 
 func TestSpawnTwoRolesKillRestart(t *testing.T) {
-	e := newEnv(t, nil)
+	// No sweep: the death must be seen through the pane_dead subscription.
+	e := newEnv(t, func(c *Config) { c.SweepInterval = time.Hour })
 	a := e.spawn("ws", "a", "bash", "--norc", "--noprofile")
 	b := e.spawn("ws", "b", "cat")
 	if got := e.windows("ws"); len(got) != 2 || got[0] != "a" || got[1] != "b" {
@@ -442,5 +442,4 @@ func TestSpawnDirEnvAndPromptFile(t *testing.T) {
 	if len(rt.Argv) != 4 || rt.Dir != sub {
 		t.Errorf("record argv/dir: %q %q", rt.Argv, rt.Dir)
 	}
-	_ = strconv.Itoa
 }
