@@ -18,13 +18,28 @@ func (r *Registry) Restart(ctx context.Context, id, reason string) (store.Runtim
 
 // restart does the work; auto restarts run only if the runtime is still pending one.
 func (r *Registry) restart(ctx context.Context, id, reason string, auto bool) (store.Runtime, error) {
+	return r.relaunchAs(ctx, id, reason, auto, nil)
+}
+
+// restartWith runs once (not the runtime's own argv) in the runtime's pane.
+func (r *Registry) restartWith(ctx context.Context, id, reason string, once []string) (store.Runtime, error) {
+	return r.relaunchAs(ctx, id, reason, false, once)
+}
+
+func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool, once []string) (store.Runtime, error) {
 	rt, err := r.beginRestart(id, auto)
 	if err != nil || rt == nil {
 		return store.Runtime{}, err
 	}
 	defer r.release(id)
 	r.stats.Restarts.Add(1)
-	p, err := r.relaunch(ctx, rt)
+	launch := rt
+	if once != nil {
+		c := *rt
+		c.Argv = once
+		launch = &c
+	}
+	p, err := r.relaunch(ctx, launch)
 	r.mu.Lock()
 	var chs []change
 	if err != nil {

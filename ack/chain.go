@@ -1,0 +1,294 @@
+package ack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/panes"
+	"github.com/nudgehq/nudge/store"
+)
+
+// ChainConfig is the fallback policy (seed 000 §12, seed 001 §7.3). Zero values take the
+// seed defaults.
+type ChainConfig struct {
+	ResumeAttempts    int           // resume launches before spawning fresh (2)
+	StaleAfter        time.Duration // a session whose last heartbeat is older is not resumed (12h)
+	CrashLoopFailures int           // failures within CrashLoopWindow that skip resume (3)
+	CrashLoopWindow   time.Duration // (15m)
+	LaunchGrace       time.Duration // a launch must stay up this long, or exit 0, to count (1.5s)
+	OnStep            func(Step)    // every step, for the event stream; must not block
+	Now               func() time.Time
+	Logger            hclog.Logger
+}
+
+func (c *ChainConfig) fill() {
+	if c.ResumeAttempts == 0 {
+		c.ResumeAttempts = 2
+	}
+	if c.StaleAfter == 0 {
+		c.StaleAfter = 12 * time.Hour
+	}
+	if c.CrashLoopFailures == 0 {
+		c.CrashLoopFailures = 3
+	}
+	if c.CrashLoopWindow == 0 {
+		c.CrashLoopWindow = 15 * time.Minute
+	}
+	if c.LaunchGrace == 0 {
+		c.LaunchGrace = 1500 * time.Millisecond
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+}
+
+// Launcher starts processes for the chain (*panes.Registry).
+type Launcher interface {
+	Get(id string) (store.Runtime, bool)
+	Profile(name string) (panes.Profile, bool)
+	// RelaunchWith runs argv once in the runtime's own pane, ending whatever ran there.
+	RelaunchWith(ctx context.Context, id string, argv []string, reason string) (paneID string, err error)
+	// LaunchWindow runs argv in a new detached window of the workspace's session.
+	LaunchWindow(ctx context.Context, workspace, name string, argv []string) (paneID string, err error)
+	// PaneExit reports whether the pane's process runs, or how it exited.
+	PaneExit(ctx context.Context, workspace, paneID string) (alive bool, status *int, err error)
+}
+
+// Step is one step of a fallback chain, as audited and published.
+type Step struct {
+	Time      time.Time `json:"time"`
+	Event     string    `json:"event"` // fallback_resume_started, fallback_resume_succeeded, ...
+	TriggerID string    `json:"trigger_id"`
+	ThreadID  string    `json:"thread_id,omitempty"`
+	RuntimeID string    `json:"runtime_id,omitempty"`
+	Cause     string    `json:"cause"`           // the failure code that started the chain
+	Chain     []string  `json:"chain"`           // steps taken so far, e.g. [resume resume spawn]
+	Argv      []string  `json:"argv,omitempty"`  // what was launched (the prompt elided)
+	Where     string    `json:"where,omitempty"` // pane or window
+	Error     string    `json:"error,omitempty"`
+	Code      string    `json:"error_code,omitempty"`
+}
+
+// Chain runs the fallback chain: resume (up to ResumeAttempts), then spawn. A resume or
+// spawn is a launch: it succeeds when the process started and stayed up past LaunchGrace
+// (or exited 0); completion is observed later through acks and heartbeats.
+type Chain struct {
+	cfg ChainConfig
+	l   Launcher
+	db  *store.DB
+	log hclog.Logger
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// NewChain returns a chain over l, auditing into db.
+func NewChain(cfg ChainConfig, l Launcher, db *store.DB) *Chain {
+	cfg.fill()
+	return &Chain{cfg: cfg, l: l, db: db, log: cfg.Logger.Named("fallback")}
+}
+
+// Close is a no-op kept for symmetry; launches in flight end with their context.
+func (c *Chain) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	return nil
+}
+
+// run is one chain's state.
+type run struct {
+	t     store.Trigger
+	rt    store.Runtime
+	prof  panes.Profile
+	cause nudge.Code
+	chain []string
+}
+
+// Fallback runs the chain for t, whose live delivery failed with cause. It returns the
+// backend that accepted the prompt ("resume" or "spawn"), or a *nudge.Error with
+// RESUME_FAILED or SPAWN_FAILED.
+func (c *Chain) Fallback(ctx context.Context, t store.Trigger, cause nudge.Code) (string, error) {
+	rt, ok := c.l.Get(t.RuntimeID)
+	if !ok {
+		return "", nudge.NewError(nudge.SpawnFailed, "no runtime to fall back to for "+t.WorkspaceID+"/"+t.Agent)
+	}
+	prof, _ := c.l.Profile(rt.Agent)
+	r := &run{t: t, rt: rt, prof: prof, cause: cause}
+	if why := c.skipResume(r); why != "" {
+		c.step(r, "fallback_resume_skipped", Step{Error: why})
+	} else {
+		for i := 0; i < c.cfg.ResumeAttempts; i++ {
+			if err := c.resume(ctx, r); err == nil {
+				return "resume", nil
+			} else if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+		}
+	}
+	if err := c.spawn(ctx, r); err != nil {
+		return "", err
+	}
+	return "spawn", nil
+}
+
+// skipResume says why the chain goes straight to spawn, or "".
+func (c *Chain) skipResume(r *run) string {
+	now := c.cfg.Now()
+	switch {
+	case len(r.prof.Resume) == 0:
+		return "profile " + r.prof.Name + " has no resume command"
+	case r.rt.SessionID == "":
+		return "no session id known for the runtime"
+	case !r.rt.LastHeartbeatAt.IsZero() && now.Sub(r.rt.LastHeartbeatAt) > c.cfg.StaleAfter:
+		return "session heartbeat is stale (last " + r.rt.LastHeartbeatAt.Format(time.RFC3339) + ")"
+	case c.crashLooping(r.rt, now):
+		return "crash loop: spawning directly"
+	case humanAtPane(r.cause):
+		return "the live process still holds the session (an operator is at the pane)"
+	}
+	if _, err := r.prof.ResumeArgv(r.rt.SessionID, "x"); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+func (c *Chain) crashLooping(rt store.Runtime, now time.Time) bool {
+	n := 0
+	for _, f := range rt.Failures {
+		if now.Sub(f) <= c.cfg.CrashLoopWindow {
+			n++
+		}
+	}
+	return n >= c.cfg.CrashLoopFailures
+}
+
+// humanAtPane: the chain must not end the pane's process (a human is using it).
+func humanAtPane(cause nudge.Code) bool {
+	return cause == nudge.DeferTimeout || cause == nudge.OperatorBusy || cause == nudge.UnmanagedRuntime
+}
+
+func (c *Chain) resume(ctx context.Context, r *run) error {
+	argv, err := r.prof.ResumeArgv(r.rt.SessionID, r.t.Prompt)
+	if err != nil {
+		return c.failed(r, "resume", nudge.ResumeFailed, err)
+	}
+	r.chain = append(r.chain, "resume")
+	return c.launch(ctx, r, "resume", argv, nudge.ResumeFailed)
+}
+
+func (c *Chain) spawn(ctx context.Context, r *run) error {
+	argv, err := r.prof.LaunchArgv(nil, summaryPrompt(r))
+	if errors.Is(err, panes.ErrNoPromptArg) {
+		argv, err = r.prof.LaunchArgv(nil, "")
+	}
+	if err != nil {
+		return c.failed(r, "spawn", nudge.SpawnFailed, err)
+	}
+	r.chain = append(r.chain, "spawn")
+	return c.launch(ctx, r, "spawn", argv, nudge.SpawnFailed)
+}
+
+// summaryPrompt is the prompt a fresh runtime starts with.
+func summaryPrompt(r *run) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[BRIDGE_TRIGGER id=%s thread=%s reason=fallback_spawn] ", r.t.TriggerID, r.t.ThreadID)
+	fmt.Fprintf(&b, "Your previous session could not be resumed (%s). ", r.cause)
+	b.WriteString(r.t.Prompt)
+	b.WriteString(" [/BRIDGE_TRIGGER]")
+	return b.String()
+}
+
+// launch starts argv (in the runtime's pane, or a new window if a human is at it) and
+// waits LaunchGrace to see that it stayed up.
+func (c *Chain) launch(ctx context.Context, r *run, kind string, argv []string, code nudge.Code) error {
+	s := Step{Argv: elide(argv, r.t.Prompt)}
+	s.Where = "pane"
+	if humanAtPane(r.cause) {
+		s.Where = "window"
+	}
+	c.step(r, "fallback_"+kind+"_started", s)
+	pane, err := c.start(ctx, r, kind, argv, s.Where)
+	if err == nil {
+		err = c.stayedUp(ctx, r.rt.WorkspaceID, pane)
+	}
+	if err != nil {
+		return c.failed(r, kind, code, err)
+	}
+	c.step(r, "fallback_"+kind+"_succeeded", s)
+	return nil
+}
+
+func (c *Chain) start(ctx context.Context, r *run, kind string, argv []string, where string) (string, error) {
+	if where == "window" {
+		return c.l.LaunchWindow(ctx, r.rt.WorkspaceID, r.rt.Role+"-"+kind, argv)
+	}
+	return c.l.RelaunchWith(ctx, r.rt.RuntimeID, argv, "fallback "+kind+" for trigger "+r.t.TriggerID)
+}
+
+// stayedUp waits LaunchGrace and checks the launched process: running, or exited 0.
+func (c *Chain) stayedUp(ctx context.Context, workspace, pane string) error {
+	t := time.NewTimer(c.cfg.LaunchGrace)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	alive, status, err := c.l.PaneExit(ctx, workspace, pane)
+	switch {
+	case err != nil:
+		return err
+	case alive:
+		return nil
+	case status != nil && *status == 0:
+		return nil
+	case status != nil:
+		return fmt.Errorf("the launched process exited with status %d within %s", *status, c.cfg.LaunchGrace)
+	default:
+		return fmt.Errorf("the launched process exited within %s", c.cfg.LaunchGrace)
+	}
+}
+
+func (c *Chain) failed(r *run, kind string, code nudge.Code, err error) error {
+	c.step(r, string(code), Step{Error: err.Error(), Code: string(code)})
+	c.log.Warn("fallback step failed", "trigger_id", r.t.TriggerID, "runtime_id", r.rt.RuntimeID, "step", kind, "err", err)
+	return nudge.NewError(code, kind+": "+err.Error())
+}
+
+// step audits and publishes one step.
+func (c *Chain) step(r *run, event string, s Step) {
+	s.Time, s.Event = c.cfg.Now(), event
+	s.TriggerID, s.ThreadID, s.RuntimeID = r.t.TriggerID, r.t.ThreadID, r.rt.RuntimeID
+	s.Cause, s.Chain = string(r.cause), append([]string(nil), r.chain...)
+	rec := store.AuditRecord{Event: event, TriggerID: r.t.TriggerID, ThreadID: r.t.ThreadID,
+		RuntimeID: r.rt.RuntimeID, Workspace: r.rt.WorkspaceID, Code: s.Code, Reason: s.Error, Detail: jsonOf(s)}
+	if _, err := c.db.AppendAudit(rec); err != nil {
+		c.log.Error("audit fallback step", "err", err)
+	}
+	if c.cfg.OnStep != nil {
+		c.cfg.OnStep(s)
+	}
+}
+
+// elide replaces the prompt in an argv with a placeholder for logs and audit.
+func elide(argv []string, prompt string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a == prompt && prompt != "" || strings.Contains(a, prompt) && len(prompt) > 16 {
+			a = fmt.Sprintf("<prompt %d bytes>", len(a))
+		}
+		out[i] = a
+	}
+	return out
+}

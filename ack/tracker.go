@@ -1,0 +1,229 @@
+package ack
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nudgehq/nudge/store"
+)
+
+// Signal names, as recorded in a receipt's ack_signal.
+const (
+	SignalMarker    = "marker"
+	SignalAPI       = "api"
+	SignalHeartbeat = "heartbeat"
+	SignalCursor    = "cursor"
+)
+
+// Errors callers branch on.
+var (
+	// ErrNotExpected: no ack is being waited for on that trigger.
+	ErrNotExpected = errors.New("ack: trigger is not awaiting an ack")
+)
+
+// TrackerConfig configures a Tracker.
+type TrackerConfig struct {
+	// Signals returns the ack signals a runtime can give (its profile's AckSignals);
+	// nil or an empty answer accepts all.
+	Signals func(runtimeID string) []string
+	// OnAck is called once per acked trigger, on the goroutine that saw the signal. It
+	// must not block.
+	OnAck func(triggerID, runtimeID, signal string)
+	Now   func() time.Time
+}
+
+// Tracker collects ack signals for triggers that wait for one: the ACK_TRIGGER:<id>
+// marker in the runtime's output, an API ack, and heartbeats or read-cursor advances
+// after the trigger's delivery. Safe for concurrent use; Feed runs on the control
+// connection's read goroutine and neither blocks nor allocates.
+type Tracker struct {
+	cfg TrackerConfig
+
+	mu       sync.Mutex
+	pending  map[string]*pending  // by trigger id
+	runtimes map[string]*watchset // by runtime id
+}
+
+type pending struct {
+	triggerID, runtimeID string
+	since                time.Time // the latest delivery: heartbeats must come after it
+	done                 chan struct{}
+	signal               string
+}
+
+// watchset is one runtime's stream state.
+type watchset struct {
+	id      string
+	m       Matcher
+	pending map[string]*pending
+	cursor  string
+	found   func(id []byte) // bound once: Feed does not allocate a closure
+	t       *Tracker
+}
+
+// NewTracker returns an empty Tracker.
+func NewTracker(cfg TrackerConfig) *Tracker {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Tracker{cfg: cfg, pending: map[string]*pending{}, runtimes: map[string]*watchset{}}
+}
+
+// Expect starts (or refreshes) the wait for t's ack. Each call moves the delivery time
+// that heartbeats must follow to now.
+func (k *Tracker) Expect(t store.Trigger) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	p := k.pending[t.TriggerID]
+	if p == nil {
+		p = &pending{triggerID: t.TriggerID, runtimeID: t.RuntimeID, done: make(chan struct{})}
+		k.pending[t.TriggerID] = p
+		k.watch(t.RuntimeID).pending[t.TriggerID] = p
+	}
+	p.since = k.cfg.Now()
+}
+
+func (k *Tracker) watch(runtimeID string) *watchset {
+	w := k.runtimes[runtimeID]
+	if w == nil {
+		w = &watchset{id: runtimeID, pending: map[string]*pending{}, t: k}
+		w.found = w.onMarker
+		k.runtimes[runtimeID] = w
+	}
+	return w
+}
+
+// Wait blocks until the trigger is acked, returning the signal, or until ctx ends. An
+// ack that came before Wait is returned at once.
+func (k *Tracker) Wait(ctx context.Context, triggerID string) (string, error) {
+	k.mu.Lock()
+	p := k.pending[triggerID]
+	k.mu.Unlock()
+	if p == nil {
+		return "", ErrNotExpected
+	}
+	select {
+	case <-p.done:
+		return p.signal, nil
+	default:
+	}
+	select {
+	case <-p.done:
+		return p.signal, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Forget drops the wait for a trigger.
+func (k *Tracker) Forget(triggerID string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := k.pending[triggerID]; p != nil {
+		delete(k.pending, triggerID)
+		if w := k.runtimes[p.runtimeID]; w != nil {
+			delete(w.pending, triggerID)
+		}
+	}
+}
+
+// Feed scans a chunk of a runtime's output for ack markers.
+func (k *Tracker) Feed(runtimeID string, chunk []byte) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	w := k.runtimes[runtimeID]
+	if w == nil || len(w.pending) == 0 {
+		return
+	}
+	w.m.Feed(chunk, w.found)
+}
+
+// Flush reports a marker id left at the end of a runtime's stream (the pane went quiet).
+func (k *Tracker) Flush(runtimeID string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if w := k.runtimes[runtimeID]; w != nil {
+		w.m.Flush(w.found)
+	}
+}
+
+func (w *watchset) onMarker(id []byte) {
+	if p := w.pending[string(id)]; p != nil {
+		w.t.ackLocked(p, SignalMarker)
+	}
+}
+
+// APIAck acks a trigger by an explicit call. It reports false if nothing waits on it.
+func (k *Tracker) APIAck(triggerID string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	p := k.pending[triggerID]
+	if p == nil || !k.accepts(p.runtimeID, SignalAPI) {
+		return false
+	}
+	k.ackLocked(p, SignalAPI)
+	return true
+}
+
+// Heartbeat records a runtime heartbeat: activity at `at` acks every trigger delivered
+// before it, and a cursor different from the last one acks them as a read-cursor
+// advance. It reports whether the cursor advanced (progress, for the loop guard).
+func (k *Tracker) Heartbeat(runtimeID string, at time.Time, cursor string) (advanced bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	w := k.watch(runtimeID)
+	advanced = cursor != "" && cursor != w.cursor
+	if cursor != "" {
+		w.cursor = cursor
+	}
+	if at.IsZero() {
+		at = k.cfg.Now()
+	}
+	for _, p := range w.pending {
+		switch {
+		case advanced && k.accepts(runtimeID, SignalCursor):
+			k.ackLocked(p, SignalCursor)
+		case at.After(p.since) && k.accepts(runtimeID, SignalHeartbeat):
+			k.ackLocked(p, SignalHeartbeat)
+		}
+	}
+	return advanced
+}
+
+func (k *Tracker) accepts(runtimeID, signal string) bool {
+	if k.cfg.Signals == nil {
+		return true
+	}
+	s := k.cfg.Signals(runtimeID)
+	return len(s) == 0 || slices.Contains(s, signal)
+}
+
+// ackLocked marks p acked once. k.mu is held.
+func (k *Tracker) ackLocked(p *pending, signal string) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	if signal == SignalMarker && !k.accepts(p.runtimeID, SignalMarker) {
+		return
+	}
+	p.signal = signal
+	close(p.done)
+	if k.cfg.OnAck != nil {
+		k.cfg.OnAck(p.triggerID, p.runtimeID, signal)
+	}
+}
+
+// Cursor returns the last cursor a runtime reported.
+func (k *Tracker) Cursor(runtimeID string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if w := k.runtimes[runtimeID]; w != nil {
+		return w.cursor
+	}
+	return ""
+}

@@ -1,0 +1,551 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/inject"
+	"github.com/nudgehq/nudge/panes"
+	"github.com/nudgehq/nudge/store"
+)
+
+// routes is the socket API (DESIGN.md, "External contract").
+func (d *daemon) routes() http.Handler {
+	mux := http.NewServeMux()
+	h := func(pattern, verb string, fn func(w http.ResponseWriter, r *http.Request, c caller)) {
+		mux.Handle(pattern, d.guard(verb, fn))
+	}
+	h("GET /v1/health", verbRead, d.handleHealth)
+	h("GET /v1/runtimes", verbRead, d.handleListRuntimes)
+	h("POST /v1/runtimes", verbSpawn, d.handleSpawn)
+	h("POST /v1/runtimes/register", verbSpawn, d.handleRegister)
+	h("GET /v1/runtimes/{id}", verbRead, d.handleGetRuntime)
+	h("DELETE /v1/runtimes/{id}", verbSpawn, d.handleDeregister)
+	h("POST /v1/runtimes/{id}/stop", verbSpawn, d.handleStop)
+	h("POST /v1/runtimes/{id}/pause", verbAdmin, d.handlePause)
+	h("POST /v1/runtimes/{id}/resume", verbAdmin, d.handleResume)
+	h("POST /v1/runtimes/{id}/heartbeat", verbHeartbeat, d.handleHeartbeat)
+	h("GET /v1/runtimes/{id}/tail", verbRead, d.handleTail)
+	h("POST /v1/triggers", verbTrigger, d.handleTrigger)
+	h("GET /v1/triggers", verbRead, d.handleListTriggers)
+	h("GET /v1/triggers/{id}", verbRead, d.handleGetTrigger)
+	h("POST /v1/triggers/{id}/ack", verbAck, d.handleAck)
+	h("POST /v1/triggers/{id}/force", verbAdmin, d.handleForce)
+	h("POST /v1/threads/{id}/unblock", verbAdmin, d.handleUnblock)
+	h("GET /v1/events", verbRead, func(w http.ResponseWriter, r *http.Request, _ caller) { d.hub.serveEvents(w, r) })
+	h("GET /v1/audit", verbRead, d.handleAudit)
+	h("GET /v1/schedules", verbRead, d.handleListSchedules)
+	h("POST /v1/schedules", verbTrigger, d.handleAddSchedule)
+	h("DELETE /v1/schedules/{id}", verbTrigger, d.handleDeleteSchedule)
+	h("GET /metrics", verbRead, func(w http.ResponseWriter, r *http.Request, _ caller) { d.handleMetrics(w, r) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{nudge.NotFound, "no such endpoint: " + r.Method + " " + r.URL.Path})
+	})
+	return mux
+}
+
+// guard authenticates the caller, checks the verb, and turns a panic into a 500 so bad
+// input never takes the daemon down.
+func (d *daemon) guard(verb string, fn func(http.ResponseWriter, *http.Request, caller)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				d.log.Error("handler panic", "path", r.URL.Path, "panic", v)
+				writeError(w, &apiError{nudge.Internal, "internal error"})
+			}
+		}()
+		c, err := d.authenticate(r)
+		if err == nil {
+			err = c.allow(verb, "")
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		fn(w, r, c)
+	})
+}
+
+func (d *daemon) handleHealth(w http.ResponseWriter, r *http.Request, c caller) {
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "version": version, "started_at": d.started, "runtimes": len(d.reg.List())})
+}
+
+// runtimeView is a runtime as the API shows it.
+type runtimeView struct {
+	store.Runtime
+	QueueDepth int `json:"queue_depth"`
+}
+
+func (d *daemon) view(rt store.Runtime) runtimeView {
+	return runtimeView{Runtime: rt, QueueDepth: d.pipe.Depth(rt.RuntimeID)}
+}
+
+func (d *daemon) handleListRuntimes(w http.ResponseWriter, r *http.Request, c caller) {
+	out := []runtimeView{}
+	ws := r.URL.Query().Get("workspace")
+	for _, rt := range d.reg.List() {
+		if (ws == "" || rt.WorkspaceID == ws) && c.allow(verbRead, rt.WorkspaceID) == nil {
+			out = append(out, d.view(rt))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *daemon) runtimeFor(w http.ResponseWriter, r *http.Request, c caller, verb string) (store.Runtime, bool) {
+	rt, ok := d.reg.Get(r.PathValue("id"))
+	if !ok {
+		writeError(w, &apiError{nudge.NotFound, "no runtime " + r.PathValue("id")})
+		return rt, false
+	}
+	if err := c.allowRuntime(verb, rt); err != nil {
+		writeError(w, err)
+		return rt, false
+	}
+	return rt, true
+}
+
+func (d *daemon) handleGetRuntime(w http.ResponseWriter, r *http.Request, c caller) {
+	if rt, ok := d.runtimeFor(w, r, c, verbRead); ok {
+		writeJSON(w, http.StatusOK, d.view(rt))
+	}
+}
+
+// spawnBody is POST /v1/runtimes.
+type spawnBody struct {
+	Workspace  string   `json:"workspace"`
+	Role       string   `json:"role"`
+	Agent      string   `json:"agent"`
+	AgentID    string   `json:"agent_id"`
+	Dir        string   `json:"dir"`
+	SessionID  string   `json:"session_id"`
+	PromptFile string   `json:"prompt_file"`
+	Argv       []string `json:"argv"`
+}
+
+func (d *daemon) handleSpawn(w http.ResponseWriter, r *http.Request, c caller) {
+	var b spawnBody
+	if err := decodeJSON(w, r, &b); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := c.allow(verbSpawn, b.Workspace); err != nil {
+		writeError(w, err)
+		return
+	}
+	rt, err := d.reg.Spawn(r.Context(), panes.SpawnRequest{
+		Workspace: b.Workspace, Role: b.Role, Agent: b.Agent, AgentID: b.AgentID, Dir: b.Dir,
+		SessionID: b.SessionID, PromptFile: b.PromptFile, Argv: b.Argv,
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	d.auditCall(r, c, "api_spawn", rt.RuntimeID, rt.WorkspaceID, "")
+	writeJSON(w, http.StatusCreated, d.view(rt))
+}
+
+// registerBody is POST /v1/runtimes/register.
+type registerBody struct {
+	Workspace string `json:"workspace"`
+	Role      string `json:"role"`
+	Agent     string `json:"agent"`
+	AgentID   string `json:"agent_id"`
+	Target    string `json:"target"`
+	SessionID string `json:"session_id"`
+	Unmanaged bool   `json:"unmanaged"`
+}
+
+func (d *daemon) handleRegister(w http.ResponseWriter, r *http.Request, c caller) {
+	var b registerBody
+	if err := decodeJSON(w, r, &b); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := c.allow(verbSpawn, b.Workspace); err != nil {
+		writeError(w, err)
+		return
+	}
+	rt, err := d.reg.Register(r.Context(), panes.RegisterRequest{
+		Workspace: b.Workspace, Role: b.Role, Agent: b.Agent, AgentID: b.AgentID,
+		Target: b.Target, SessionID: b.SessionID, Unmanaged: b.Unmanaged,
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	d.auditCall(r, c, "api_register", rt.RuntimeID, rt.WorkspaceID, "")
+	writeJSON(w, http.StatusCreated, d.view(rt))
+}
+
+// reasonBody carries an optional reason.
+type reasonBody struct {
+	Reason string `json:"reason"`
+}
+
+func decodeOptional(w http.ResponseWriter, r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	return decodeJSON(w, r, v)
+}
+
+func (d *daemon) handleDeregister(w http.ResponseWriter, r *http.Request, c caller) {
+	rt, ok := d.runtimeFor(w, r, c, verbSpawn)
+	if !ok {
+		return
+	}
+	reason := r.URL.Query().Get("reason")
+	if reason == "" {
+		reason = "deregistered by " + c.Subject
+	}
+	if err := d.reg.Deregister(r.Context(), rt.RuntimeID, reason); err != nil {
+		writeError(w, err)
+		return
+	}
+	d.revokeRuntime(rt.RuntimeID)
+	d.auditCall(r, c, "api_deregister", rt.RuntimeID, rt.WorkspaceID, reason)
+	writeJSON(w, http.StatusOK, map[string]any{"runtime_id": rt.RuntimeID, "deregistered": true})
+}
+
+func (d *daemon) handleStop(w http.ResponseWriter, r *http.Request, c caller) {
+	rt, ok := d.runtimeFor(w, r, c, verbSpawn)
+	if !ok {
+		return
+	}
+	var b reasonBody
+	if err := decodeOptional(w, r, &b); err != nil {
+		writeError(w, err)
+		return
+	}
+	if b.Reason == "" {
+		b.Reason = "stopped by " + c.Subject
+	}
+	if err := d.reg.Stop(r.Context(), rt.RuntimeID, b.Reason); err != nil {
+		writeError(w, err)
+		return
+	}
+	d.auditCall(r, c, "api_stop", rt.RuntimeID, rt.WorkspaceID, b.Reason)
+	rt, _ = d.reg.Get(rt.RuntimeID)
+	writeJSON(w, http.StatusOK, d.view(rt))
+}
+
+func (d *daemon) handlePause(w http.ResponseWriter, r *http.Request, c caller) {
+	d.setPaused(w, r, c, true)
+}
+
+func (d *daemon) handleResume(w http.ResponseWriter, r *http.Request, c caller) {
+	d.setPaused(w, r, c, false)
+}
+
+func (d *daemon) setPaused(w http.ResponseWriter, r *http.Request, c caller, paused bool) {
+	rt, ok := d.runtimeFor(w, r, c, verbAdmin)
+	if !ok {
+		return
+	}
+	rt, err := d.reg.Update(rt.RuntimeID, func(x *store.Runtime) { x.Paused = paused })
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ev := "triggers_resumed"
+	if paused {
+		ev = "triggers_paused"
+	}
+	d.auditCall(r, c, ev, rt.RuntimeID, rt.WorkspaceID, "")
+	d.pipe.Kick(rt.RuntimeID)
+	writeJSON(w, http.StatusOK, d.view(rt))
+}
+
+// heartbeatBody is POST /v1/runtimes/{id}/heartbeat (seed 000 §10.3).
+type heartbeatBody struct {
+	Status         string    `json:"status"`
+	LastActivityAt time.Time `json:"last_activity_at"`
+	Cursor         string    `json:"cursor"`
+	ThreadID       string    `json:"thread_id"`
+}
+
+func (d *daemon) handleHeartbeat(w http.ResponseWriter, r *http.Request, c caller) {
+	rt, ok := d.runtimeFor(w, r, c, verbHeartbeat)
+	if !ok {
+		return
+	}
+	var b heartbeatBody
+	if err := decodeOptional(w, r, &b); err != nil {
+		writeError(w, err)
+		return
+	}
+	now := time.Now()
+	at := b.LastActivityAt
+	if at.IsZero() || at.After(now) {
+		at = now // a clock in the future cannot ack triggers not yet delivered
+	}
+	advanced := d.acks.Heartbeat(rt.RuntimeID, at, b.Cursor)
+	if advanced {
+		d.pipe.Progress(rt.WorkspaceID, rt.AgentID, b.ThreadID)
+	}
+	rt, err := d.reg.Update(rt.RuntimeID, func(x *store.Runtime) {
+		x.LastHeartbeatAt = now
+		if b.Cursor != "" {
+			x.LastCursor = b.Cursor
+		}
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runtime_id": rt.RuntimeID, "last_heartbeat_at": now, "cursor_advanced": advanced})
+}
+
+func (d *daemon) handleTrigger(w http.ResponseWriter, r *http.Request, c caller) {
+	var req inject.Request
+	if err := decodeJSON(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := c.allow(verbTrigger, req.Workspace); err != nil {
+		writeError(w, err)
+		return
+	}
+	req.Caller, req.CallerUID = c.Subject, c.UID
+	res, err := d.pipe.Submit(r.Context(), req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	t := res.Trigger
+	status := http.StatusAccepted
+	if !res.Created {
+		status = http.StatusOK
+		if !t.Closed {
+			t.Result = string(nudge.ResultAlreadyActive)
+		}
+	}
+	writeJSON(w, status, t)
+}
+
+func (d *daemon) handleGetTrigger(w http.ResponseWriter, r *http.Request, c caller) {
+	t, err := d.pipe.Get(r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := c.allow(verbRead, t.WorkspaceID); err != nil {
+		writeError(w, err)
+		return
+	}
+	if wait, _ := time.ParseDuration(r.URL.Query().Get("wait")); wait > 0 && !t.Closed {
+		t = d.waitTrigger(r.Context(), t.TriggerID, min(wait, 10*time.Minute))
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+// waitTrigger blocks until the trigger is closed, wait passes, or ctx ends, and returns
+// its latest record.
+func (d *daemon) waitTrigger(ctx context.Context, id string, wait time.Duration) store.Trigger {
+	s := d.hub.subscribe()
+	defer d.hub.unsubscribe(s)
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for {
+		t, err := d.pipe.Get(id)
+		if err != nil || t.Closed {
+			return t
+		}
+		select {
+		case <-ctx.Done():
+			return t
+		case <-s.dropped:
+			return t
+		case ev := <-s.ch:
+			if tr, ok := ev.Trigger.(store.Trigger); ok && tr.TriggerID == id && tr.Closed {
+				return tr
+			}
+		}
+	}
+}
+
+func (d *daemon) handleListTriggers(w http.ResponseWriter, r *http.Request, c caller) {
+	q := r.URL.Query()
+	f := store.TriggerFilter{RuntimeID: q.Get("runtime"), ThreadID: q.Get("thread"), Workspace: q.Get("workspace"),
+		Agent: q.Get("agent"), OpenOnly: q.Get("open") == "1" || q.Get("open") == "true"}
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 {
+		f.Limit = n
+	}
+	ts, err := d.db.ListTriggers(f)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := []store.Trigger{}
+	for _, t := range ts {
+		if c.allow(verbRead, t.WorkspaceID) == nil {
+			if live, err := d.pipe.Get(t.TriggerID); err == nil {
+				t = live
+			}
+			out = append(out, t)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *daemon) handleAck(w http.ResponseWriter, r *http.Request, c caller) {
+	id := r.PathValue("id")
+	t, err := d.pipe.Get(id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := c.allowTrigger(verbAck, t); err != nil {
+		writeError(w, err)
+		return
+	}
+	switch {
+	case t.State == string(nudge.StateAcked):
+	case d.acks.APIAck(id):
+		t = d.waitAcked(r.Context(), id)
+	default:
+		got, ok, err := d.pipe.AckAfterFallback(id, "api")
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if !ok {
+			writeError(w, &apiError{nudge.Conflict, "trigger " + id + " is " + t.State + ": not awaiting an ack"})
+			return
+		}
+		t = got
+	}
+	d.auditCall(r, c, "api_ack", t.RuntimeID, t.WorkspaceID, "trigger "+id)
+	writeJSON(w, http.StatusOK, t)
+}
+
+// waitAcked gives the pipeline a moment to record an ack it was just handed.
+func (d *daemon) waitAcked(ctx context.Context, id string) store.Trigger {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		t, _ := d.pipe.Get(id)
+		if t.State == string(nudge.StateAcked) || time.Now().After(deadline) || ctx.Err() != nil {
+			return t
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// forceBody is POST /v1/triggers/{id}/force.
+type forceBody struct {
+	Reason string `json:"reason"`
+	Intent string `json:"override_intent"`
+}
+
+func (d *daemon) handleForce(w http.ResponseWriter, r *http.Request, c caller) {
+	var b forceBody
+	if err := decodeJSON(w, r, &b); err != nil {
+		writeError(w, err)
+		return
+	}
+	t, err := d.pipe.Get(r.PathValue("id"))
+	if err == nil {
+		err = c.allow(verbAdmin, t.WorkspaceID)
+	}
+	if err == nil {
+		t, err = d.pipe.Force(t.TriggerID, c.Subject, b.Reason, b.Intent)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+// unblockBody is POST /v1/threads/{id}/unblock.
+type unblockBody struct {
+	Workspace string `json:"workspace"`
+	Agent     string `json:"agent"`
+	Reason    string `json:"reason"`
+}
+
+func (d *daemon) handleUnblock(w http.ResponseWriter, r *http.Request, c caller) {
+	var b unblockBody
+	if err := decodeJSON(w, r, &b); err != nil {
+		writeError(w, err)
+		return
+	}
+	if b.Workspace == "" || b.Agent == "" {
+		writeError(w, badRequest("workspace and agent are required"))
+		return
+	}
+	if err := c.allow(verbAdmin, b.Workspace); err != nil {
+		writeError(w, err)
+		return
+	}
+	d.pipe.Progress(b.Workspace, b.Agent, r.PathValue("id"))
+	d.auditCall(r, c, "thread_unblocked", "", b.Workspace, b.Reason)
+	writeJSON(w, http.StatusOK, map[string]any{"thread_id": r.PathValue("id"), "unblocked": true})
+}
+
+func (d *daemon) handleAudit(w http.ResponseWriter, r *http.Request, c caller) {
+	q := r.URL.Query()
+	if q.Get("verify") == "1" || q.Get("verify") == "true" {
+		n, err := d.db.VerifyAudit()
+		res := map[string]any{"ok": err == nil, "records": n}
+		if err != nil {
+			res["error"] = err.Error()
+		}
+		writeJSON(w, http.StatusOK, res)
+		return
+	}
+	f := store.AuditFilter{TriggerID: q.Get("trigger"), RuntimeID: q.Get("runtime"), ThreadID: q.Get("thread"),
+		Workspace: q.Get("workspace"), Event: q.Get("event")}
+	var err error
+	if f.Since, err = parseTimeParam(q.Get("since")); err == nil {
+		f.Until, err = parseTimeParam(q.Get("until"))
+	}
+	if err != nil {
+		writeError(w, badRequest("since/until: %v", err))
+		return
+	}
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 {
+		f.Limit = n
+	}
+	recs, err := d.db.Audit(f)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := []store.AuditRecord{}
+	for _, rec := range recs {
+		if rec.Workspace == "" || c.allow(verbRead, rec.Workspace) == nil {
+			out = append(out, rec)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// parseTimeParam accepts RFC 3339 or a Go duration meaning "that long ago".
+func parseTimeParam(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return time.Now().Add(-d), nil
+	}
+	return time.Parse(time.RFC3339, s)
+}
+
+// auditCall records an API call with the caller's identity.
+func (d *daemon) auditCall(r *http.Request, c caller, event, runtimeID, workspace, reason string) {
+	uid := c.UID
+	rec := store.AuditRecord{Event: event, RuntimeID: runtimeID, Workspace: workspace, Subject: c.Subject, PeerUID: &uid, Reason: reason}
+	if _, err := d.db.AppendAudit(rec); err != nil {
+		d.log.Error("audit", "event", event, "err", err)
+	}
+}
+
+var errUnknownRuntime = errors.New("unknown runtime")
+
+func trimReason(s string) string { return strings.TrimSpace(s) }

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/inject"
+	"github.com/nudgehq/nudge/panes"
+	"github.com/nudgehq/nudge/store"
+)
+
+// daemon is a running `nudge serve`: the store, the registry with its control
+// connections, the trigger pipeline, the ack tracker and the API server. Main-style
+// lifecycle: openDaemon, Run, Close.
+type daemon struct {
+	cfg     serveConfig
+	log     hclog.Logger
+	started time.Time
+
+	db       *store.DB
+	reg      *panes.Registry
+	pipe     *inject.Pipeline
+	acks     *ack.Tracker
+	chain    *ack.Chain
+	hub      *hub
+	profiles map[string]panes.Profile
+
+	ln      net.Listener
+	srv     *http.Server
+	metrics *http.Server
+	errc    chan error
+
+	ready     atomic.Bool // hooks act only once everything is wired
+	closeOnce sync.Once
+}
+
+// openDaemon opens everything in dependency order; on error it closes what it opened.
+func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (d *daemon, err error) {
+	d = &daemon{cfg: cfg, log: newLogger(cfg, env), started: time.Now(), errc: make(chan error, 2)}
+	d.hub = newHub(time.Now)
+	defer func() {
+		if err != nil {
+			d.Close()
+			d = nil
+		}
+	}()
+	if d.db, err = store.Open(filepath.Join(cfg.StateDir, "nudge.db"), store.Options{Timeout: time.Second}); err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return nil, fmt.Errorf("another nudge daemon is using %s", cfg.StateDir)
+		}
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if d.profiles, err = panes.LoadProfiles(cfg.ProfileDir); err != nil {
+		return nil, err
+	}
+	d.acks = ack.NewTracker(ack.TrackerConfig{Signals: d.ackSignals})
+	if d.reg, err = panes.Open(ctx, d.registryConfig(), d.db); err != nil {
+		return nil, fmt.Errorf("open registry: %w", err)
+	}
+	d.chain = ack.NewChain(d.chainConfig(), d.reg, d.db)
+	if d.pipe, err = inject.New(d.injectConfig(), d.injectDeps()); err != nil {
+		return nil, err
+	}
+	if err := d.pipe.Open(); err != nil {
+		return nil, err
+	}
+	d.ready.Store(true)
+	if err := d.listen(); err != nil {
+		return nil, err
+	}
+	d.log.Info("serving", "socket", cfg.Socket, "state_dir", cfg.StateDir, "tmux_socket", d.tmuxServerName(), "version", version)
+	return d, nil
+}
+
+func (d *daemon) registryConfig() panes.Config {
+	c := d.cfg
+	return panes.Config{
+		Tmux: c.Tmux, SocketName: c.TmuxSocket, SocketPath: c.TmuxPath, ConfigFile: c.TmuxConfig,
+		SSHHost: c.SSHHost, Roots: c.Roots, Profiles: d.profiles,
+		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
+		Env: d.runtimeEnv, Logger: d.log,
+		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
+	}
+}
+
+func (d *daemon) chainConfig() ack.ChainConfig {
+	c := d.cfg
+	return ack.ChainConfig{
+		ResumeAttempts: c.ResumeAttempts, StaleAfter: c.StaleAfter,
+		CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
+		LaunchGrace: c.LaunchGrace, Logger: d.log,
+		OnStep: d.onFallbackStep,
+	}
+}
+
+func (d *daemon) injectConfig() inject.Config {
+	c := d.cfg
+	ic := inject.DefaultConfig()
+	ic.MaxDefer, ic.DeferRecheck = c.MaxDefer, c.DeferRecheck
+	ic.RateLimit, ic.RatePer = c.RateLimit, c.RatePer
+	ic.LoopTurns, ic.LoopRepeats = c.LoopTurns, c.LoopRepeats
+	ic.MaxPrompt = c.MaxPrompt
+	ic.AckTimeout, ic.AckRetries, ic.Backoff = c.AckTimeout, c.AckRetries, c.Backoff
+	ic.Logger = d.log
+	return ic
+}
+
+func (d *daemon) injectDeps() inject.Deps {
+	return inject.Deps{
+		Store: d.db, Runtimes: d.reg, Conn: d.sender,
+		Acks: d.acks, Fallback: d.chain, OnChange: d.onTriggerChange,
+	}
+}
+
+// sender returns a workspace's control connection as an inject.Sender.
+func (d *daemon) sender(workspace string) (inject.Sender, error) {
+	c, err := d.reg.Conn(workspace)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (d *daemon) tmuxServerName() string {
+	if d.cfg.TmuxPath != "" {
+		return d.cfg.TmuxPath
+	}
+	return d.cfg.TmuxSocket
+}
+
+// runtimeEnv is the environment a spawned runtime gets: where the daemon is.
+func (d *daemon) runtimeEnv(rt store.Runtime) []string {
+	return []string{"NUDGE_SOCKET=" + d.cfg.Socket, "NUDGE_RUNTIME_ID=" + rt.RuntimeID}
+}
+
+func (d *daemon) ackSignals(runtimeID string) []string {
+	rt, ok := d.reg.Get(runtimeID)
+	if !ok {
+		return nil
+	}
+	return d.profiles[rt.Agent].AckSignals
+}
+
+// onOutput fans a managed pane's output out to the pipeline (echo and submit detection)
+// and the ack tracker. It runs on a control connection's read goroutine.
+func (d *daemon) onOutput(runtimeID string, data []byte) {
+	if !d.ready.Load() {
+		return
+	}
+	d.pipe.Observe(runtimeID)
+	d.acks.Feed(runtimeID, data)
+}
+
+func (d *daemon) onEvent(workspace string, ev controlmode.Event) {}
+
+func (d *daemon) onRuntimeChange(rt store.Runtime, prev nudge.Status) {
+	d.hub.Publish(Event{Type: "runtime", Runtime: rt})
+	if d.ready.Load() && nudge.Status(rt.Status) == nudge.StatusReady {
+		d.pipe.Kick(rt.RuntimeID)
+	}
+}
+
+func (d *daemon) onTriggerChange(t store.Trigger) {
+	d.hub.Publish(Event{Type: "trigger", Trigger: t})
+}
+
+func (d *daemon) onFallbackStep(step ack.Step) {
+	d.hub.Publish(Event{Type: "fallback", Detail: mustJSON(step)})
+}
+
+func (d *daemon) listen() error {
+	ln, err := listenUnix(d.cfg.Socket)
+	if err != nil {
+		return err
+	}
+	d.ln = ln
+	d.srv = &http.Server{
+		Handler: d.routes(), ConnContext: connContext,
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10, ErrorLog: d.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	go serveHTTP(d.srv, ln, d.errc)
+	if d.cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", d.cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("metrics listen: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /metrics", d.handleMetrics)
+		d.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go serveHTTP(d.metrics, mln, d.errc)
+	}
+	return nil
+}
+
+// Run serves until ctx ends or a server fails.
+func (d *daemon) Run(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		d.log.Info("shutting down")
+		return nil
+	case err := <-d.errc:
+		return err
+	}
+}
+
+// Close stops the API first (no new triggers), then the pipeline (open triggers stay in
+// the store), the registry (control clients detach; the agents keep running), the store.
+func (d *daemon) Close() error {
+	var errs []error
+	d.closeOnce.Do(func() {
+		if d.srv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownTimeout)
+			d.hub.Close()
+			errs = append(errs, d.srv.Shutdown(ctx))
+			if d.metrics != nil {
+				errs = append(errs, d.metrics.Shutdown(ctx))
+			}
+			cancel()
+			if fi, err := os.Lstat(d.cfg.Socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
+				os.Remove(d.cfg.Socket)
+			}
+		}
+		if d.pipe != nil {
+			errs = append(errs, d.pipe.Close())
+		}
+		if d.chain != nil {
+			errs = append(errs, d.chain.Close())
+		}
+		if d.reg != nil {
+			errs = append(errs, d.reg.Close())
+		}
+		if d.db != nil {
+			errs = append(errs, d.db.Close())
+		}
+	})
+	return errors.Join(errs...)
+}

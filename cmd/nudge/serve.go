@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// serveConfig is everything `nudge serve` is configured with.
+type serveConfig struct {
+	StateDir, Socket       string
+	TmuxSocket, TmuxPath   string
+	TmuxConfig             string
+	Tmux                   string
+	SSHHost                string
+	MetricsAddr            string
+	ProfileDir, PackDir    string
+	Roots                  []string
+	QuietWindow            time.Duration
+	DeferRecheck, MaxDefer time.Duration
+	AckTimeout             time.Duration
+	AckRetries             int
+	Backoff                []time.Duration
+	RateLimit              int
+	RatePer                time.Duration
+	LoopTurns, LoopRepeats int
+	MaxPrompt              int
+	Sweep                  time.Duration
+	ResumeAttempts         int
+	StaleAfter             time.Duration
+	CrashLoop              int
+	CrashWindow            time.Duration
+	LaunchGrace            time.Duration
+	Orchestrator           string // WS/ROLE that receives synchronisation triggers
+	StatusLine             bool
+	BindKeys               bool
+	LogLevel, LogFormat    string
+	Token                  string // optional shared secret
+	AllowUIDs              []int
+	ShutdownTimeout        time.Duration
+}
+
+func defaultServeConfig() serveConfig {
+	state := defaultStateDir()
+	return serveConfig{
+		StateDir: state, Tmux: "tmux", TmuxSocket: "nudge",
+		QuietWindow: 20 * time.Second, DeferRecheck: 5 * time.Second, MaxDefer: 60 * time.Second,
+		AckTimeout: 8 * time.Second, AckRetries: 2, Backoff: []time.Duration{2 * time.Second, 4 * time.Second},
+		RateLimit: 10, RatePer: time.Minute, LoopTurns: 20, LoopRepeats: 3, MaxPrompt: 64 << 10,
+		Sweep: 5 * time.Second, ResumeAttempts: 2, StaleAfter: 12 * time.Hour,
+		CrashLoop: 3, CrashWindow: 15 * time.Minute, LaunchGrace: 1500 * time.Millisecond,
+		StatusLine: true, BindKeys: true,
+		LogLevel: "info", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
+	}
+}
+
+// listFlag is a repeatable or comma-separated string flag.
+type listFlag struct{ v *[]string }
+
+func (l listFlag) String() string {
+	if l.v == nil {
+		return ""
+	}
+	return strings.Join(*l.v, ",")
+}
+
+func (l listFlag) Set(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l.v = append(*l.v, p)
+		}
+	}
+	return nil
+}
+
+// rateFlag parses "10/min", "5/30s", "100/h".
+type rateFlag struct {
+	n   *int
+	per *time.Duration
+}
+
+func (r rateFlag) String() string {
+	if r.n == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d/%s", *r.n, *r.per)
+}
+
+func (r rateFlag) Set(s string) error {
+	num, unit, ok := strings.Cut(s, "/")
+	if !ok {
+		return errors.New("want N/UNIT, e.g. 10/min")
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n <= 0 {
+		return errors.New("want a positive count, e.g. 10/min")
+	}
+	per, ok := map[string]time.Duration{"s": time.Second, "sec": time.Second, "m": time.Minute, "min": time.Minute, "h": time.Hour, "hour": time.Hour}[unit]
+	if !ok {
+		if per, err = time.ParseDuration(unit); err != nil || per <= 0 {
+			return errors.New("unit must be s, min, h or a Go duration")
+		}
+	}
+	*r.n, *r.per = n, per
+	return nil
+}
+
+// backoffFlag parses "2s,4s".
+type backoffFlag struct{ v *[]time.Duration }
+
+func (b backoffFlag) String() string {
+	if b.v == nil {
+		return ""
+	}
+	var s []string
+	for _, d := range *b.v {
+		s = append(s, d.String())
+	}
+	return strings.Join(s, ",")
+}
+
+func (b backoffFlag) Set(s string) error {
+	var out []time.Duration
+	for _, p := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(p))
+		if err != nil || d < 0 {
+			return fmt.Errorf("bad backoff %q", p)
+		}
+		out = append(out, d)
+	}
+	*b.v = out
+	return nil
+}
+
+func serveFlags(fs *flag.FlagSet, c *serveConfig) {
+	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "state directory (the bbolt store, the default socket)")
+	fs.StringVar(&c.Socket, "socket", "", "API socket (default $XDG_RUNTIME_DIR/nudge/nudge.sock, else under the state dir)")
+	fs.StringVar(&c.TmuxSocket, "tmux-socket", c.TmuxSocket, "tmux server socket name (tmux -L)")
+	fs.StringVar(&c.TmuxPath, "tmux-socket-path", "", "tmux server socket path (tmux -S; wins over --tmux-socket)")
+	fs.StringVar(&c.TmuxConfig, "tmux-config", "", "tmux config file used when nudge starts its tmux server (tmux -f)")
+	fs.StringVar(&c.Tmux, "tmux", c.Tmux, "tmux binary")
+	fs.StringVar(&c.SSHHost, "host", "", "run the workspaces' tmux on user@host through ssh -T")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "also serve /metrics on this TCP address (e.g. 127.0.0.1:9464)")
+	fs.StringVar(&c.ProfileDir, "profile-dir", "", "directory of agent profile overrides (NAME.json)")
+	fs.StringVar(&c.PackDir, "pack-dir", "", "directory of readiness classifier pack overrides (NAME.json)")
+	fs.Var(listFlag{&c.Roots}, "root", "allowed workspace root for spawn --dir (repeatable; default: $HOME)")
+	fs.DurationVar(&c.QuietWindow, "quiet-window", c.QuietWindow, "quiet time after human input before injecting")
+	fs.DurationVar(&c.DeferRecheck, "defer-recheck", c.DeferRecheck, "re-check period of a deferred trigger")
+	fs.DurationVar(&c.MaxDefer, "max-defer", c.MaxDefer, "longest a trigger waits for a busy operator before DEFER_TIMEOUT and fallback")
+	fs.DurationVar(&c.AckTimeout, "ack-timeout", c.AckTimeout, "ack timeout per attempt")
+	fs.IntVar(&c.AckRetries, "ack-retries", c.AckRetries, "retries after an ack timeout before the fallback chain")
+	fs.Var(backoffFlag{&c.Backoff}, "ack-backoff", "backoff before each retry (default 2s,4s)")
+	fs.Var(rateFlag{&c.RateLimit, &c.RatePer}, "rate-limit", "triggers per thread and agent (default 10/min)")
+	fs.IntVar(&c.LoopTurns, "loop-turns", c.LoopTurns, "triggers on a thread without progress before THREAD_AUTO_BLOCKED")
+	fs.IntVar(&c.LoopRepeats, "loop-repeats", c.LoopRepeats, "identical prompts on a thread without progress before THREAD_AUTO_BLOCKED")
+	fs.IntVar(&c.MaxPrompt, "max-prompt", c.MaxPrompt, "largest prompt in bytes after sanitizing")
+	fs.DurationVar(&c.Sweep, "sweep", c.Sweep, "reconciliation sweep period (events drive it too)")
+	fs.IntVar(&c.ResumeAttempts, "resume-attempts", c.ResumeAttempts, "resume attempts before spawning fresh")
+	fs.DurationVar(&c.StaleAfter, "stale-after", c.StaleAfter, "a session whose heartbeat is older is not resumed: spawn")
+	fs.IntVar(&c.CrashLoop, "crash-loop", c.CrashLoop, "failures within --crash-window that make a crash loop")
+	fs.DurationVar(&c.CrashWindow, "crash-window", c.CrashWindow, "crash loop window")
+	fs.DurationVar(&c.LaunchGrace, "launch-grace", c.LaunchGrace, "a resume or spawn launch must stay up this long to count as started")
+	fs.StringVar(&c.Orchestrator, "orchestrator", "", "WS/ROLE of the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane")
+	fs.BoolVar(&c.StatusLine, "status-line", c.StatusLine, "show [role: STATE] in the status line of nudge's tmux sessions")
+	fs.BoolVar(&c.BindKeys, "bind-keys", c.BindKeys, "install the root-table Any binding that reports human keys at once (nudge's own server)")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "trace, debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
+	fs.StringVar(&c.Token, "api-token", "", "shared secret callers must send as a Bearer token (optional)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for requests in flight")
+}
+
+func runServe(ctx context.Context, env *cliEnv, args []string) error {
+	cfg := defaultServeConfig()
+	fs := newFlagSet("serve", "", env)
+	serveFlags(fs, &cfg)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected arguments: %v", fs.Args())
+	}
+	if err := cfg.complete(); err != nil {
+		return &usageError{err.Error()}
+	}
+	d, err := openDaemon(ctx, cfg, env)
+	if err != nil {
+		return err
+	}
+	runErr := d.Run(ctx)
+	closeErr := d.Close()
+	return errors.Join(runErr, closeErr)
+}
+
+// complete fills derived defaults and checks the config.
+func (c *serveConfig) complete() error {
+	if c.StateDir == "" {
+		return errors.New("--state-dir is empty")
+	}
+	abs, err := filepath.Abs(c.StateDir)
+	if err != nil {
+		return err
+	}
+	c.StateDir = abs
+	if c.Socket == "" {
+		c.Socket = defaultSocket(c.StateDir)
+	}
+	if len(c.Roots) == 0 {
+		if h, err := os.UserHomeDir(); err == nil {
+			c.Roots = []string{h}
+		}
+	}
+	for i, r := range c.Roots {
+		if c.Roots[i], err = filepath.Abs(r); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.AckRetries < 0 || c.ResumeAttempts < 0 || c.CrashLoop < 0:
+		return errors.New("counts must not be negative")
+	case c.QuietWindow < 0 || c.MaxDefer <= 0 || c.DeferRecheck <= 0 || c.AckTimeout <= 0:
+		return errors.New("durations must be positive")
+	case c.LogFormat != "text" && c.LogFormat != "json":
+		return errors.New("--log-format must be text or json")
+	}
+	if hclog.LevelFromString(c.LogLevel) == hclog.NoLevel {
+		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", c.LogLevel)
+	}
+	return nil
+}
+
+// listenUnix creates the API socket: its directory 0700, a stale socket file (and only a
+// socket) removed, the socket itself 0600.
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("socket dir: %w", err)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket: refusing to remove it", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("another daemon is serving on %s", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod socket: %w", err)
+	}
+	return ln, nil
+}
+
+func newLogger(cfg serveConfig, env *cliEnv) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name: "nudge", Level: hclog.LevelFromString(cfg.LogLevel),
+		Output: env.stderr, JSONFormat: cfg.LogFormat == "json",
+	})
+}
+
+func serveHTTP(srv *http.Server, ln net.Listener, errc chan<- error) {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		errc <- err
+	}
+}

@@ -1,0 +1,301 @@
+package inject
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/store"
+)
+
+// attemptDetail is what an attempt's audit record says about it.
+type attemptDetail struct {
+	Attempt                int    `json:"attempt"`
+	Target                 string `json:"target"`
+	Typed                  bool   `json:"typed"`
+	EchoSeen               bool   `json:"echo_seen"`
+	Repaired               bool   `json:"enter_repaired,omitempty"`
+	Composer               string `json:"composer,omitempty"`
+	ForceOverrideRequested bool   `json:"force_override_requested"`
+	ForceOverrideApplied   bool   `json:"force_override_applied"`
+	OverrideIntent         string `json:"override_intent,omitempty"`
+	OverrideReasonPrefix   string `json:"override_reason_prefix,omitempty"`
+	CollisionGate          string `json:"collision_gate"`
+}
+
+// deliver types j's envelope into the runtime's pane, presses Enter once the echo has
+// settled, and confirms that the prompt left the composer.
+func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
+	ctx := p.ctx
+	conn, err := p.deps.Conn(rt.WorkspaceID)
+	if err != nil {
+		p.startFallback(j, nudge.TargetNotFound, err.Error())
+		return
+	}
+	target := paneTarget(rt)
+	d := p.detail(j, rt, target)
+	if v, stop := p.paneCheck(ctx, conn, target); stop {
+		p.afterPaneCheck(l, j, v)
+		return
+	}
+	if p.deps.Acks != nil {
+		p.deps.Acks.Expect(j.record())
+	}
+	typed, submitted := p.lookBeforeTyping(ctx, j, conn, target, rt)
+	if submitted {
+		p.markSubmitted(j, d, "already in the pane's history")
+		return
+	}
+	p.takeTurn(j)
+	seq := l.outSeq.Load()
+	if !typed {
+		if err := p.typeEnvelope(ctx, conn, j, target); err != nil {
+			p.sendFailed(j, err)
+			return
+		}
+	}
+	d.Typed = !typed
+	p.markInjected(j, d)
+	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
+	d.EchoSeen = l.settle(ctx.Done(), p.cfg.Now, seq, prof.SubmitSettle, p.cfg.EchoTimeout)
+	p.submit(l, j, conn, target, rt, d)
+}
+
+func paneTarget(rt store.Runtime) string {
+	if rt.PaneID != "" {
+		return rt.PaneID
+	}
+	return rt.Target
+}
+
+func (p *Pipeline) detail(j *job, rt store.Runtime, target string) attemptDetail {
+	t := j.record()
+	d := attemptDetail{Attempt: t.Attempts + 1, Target: target, CollisionGate: "enforced"}
+	if p.deps.Gates == nil {
+		d.CollisionGate = "not_evaluated"
+	}
+	if t.ForceOverride {
+		d.ForceOverrideRequested, d.ForceOverrideApplied = true, true
+		d.CollisionGate = "bypassed"
+		d.OverrideIntent = t.OverrideIntent
+		if d.OverrideIntent == "" {
+			d.OverrideIntent = "coordinator_override"
+		}
+		d.OverrideReasonPrefix = d.OverrideIntent + ":"
+	}
+	return d
+}
+
+// paneCheck asks tmux whether the pane exists, is alive and is not in a mode.
+func (p *Pipeline) paneCheck(ctx context.Context, conn Sender, target string) (verdict, bool) {
+	r, err := conn.Do(ctx, "display-message -p -t "+quote(target)+" '#{pane_dead} #{pane_in_mode}'")
+	if err != nil {
+		var ce *controlmode.CommandError
+		if errors.As(err, &ce) {
+			return verdict{kind: fallback, code: nudge.TargetNotFound, why: ce.Error()}, true
+		}
+		return verdict{kind: fallback, code: nudge.SendKeysError, why: err.Error()}, true
+	}
+	var dead, mode string
+	if r != nil && len(r.Lines) > 0 {
+		f := strings.Fields(r.Lines[0])
+		if len(f) == 2 {
+			dead, mode = f[0], f[1]
+		}
+	}
+	switch {
+	case dead == "1":
+		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process has exited"}, true
+	case mode == "1":
+		return verdict{kind: hold, code: nudge.OperatorBusy, why: "pane is in copy mode"}, true
+	}
+	return verdict{}, false
+}
+
+// afterPaneCheck handles a pane that cannot take input now.
+func (p *Pipeline) afterPaneCheck(l *lane, j *job, v verdict) {
+	if v.kind == hold {
+		now := p.cfg.Now()
+		if j.deferStart.IsZero() {
+			j.deferStart = now
+		}
+		if now.Sub(j.deferStart) >= p.cfg.MaxDefer && !j.record().ForceOverride {
+			p.startFallback(j, nudge.DeferTimeout, v.why)
+			return
+		}
+		p.markDeferred(j, v, now)
+		l.push(j, true)
+		j.retryAt = now.Add(p.cfg.DeferRecheck)
+		return
+	}
+	p.startFallback(j, v.code, v.why)
+}
+
+// lookBeforeTyping checks, for a trigger an earlier attempt or incarnation may have
+// typed, whether its envelope is still in the composer (then only Enter is needed) or
+// already in the pane's history (then it was submitted).
+func (p *Pipeline) lookBeforeTyping(ctx context.Context, j *job, conn Sender, target string, rt store.Runtime) (typed, submitted bool) {
+	t := j.record()
+	if !j.maybeTyped && t.Attempts == 0 {
+		return false, false
+	}
+	needle := "id=" + t.TriggerID
+	if p.deps.Gates != nil {
+		if c, err := p.deps.Gates.Composer(ctx, rt); err == nil && containsID(c, needle) {
+			return true, false
+		}
+	}
+	r, err := conn.Do(ctx, "capture-pane -p -J -S -500 -t "+quote(target))
+	if err != nil || r == nil {
+		return false, false
+	}
+	for _, line := range r.Lines {
+		if containsID(line, needle) {
+			return false, t.Attempts == 0 // a retry types again on purpose
+		}
+	}
+	return false, false
+}
+
+// containsID reports whether s holds needle ("id=X") followed by a non-id byte or the end.
+func containsID(s, needle string) bool {
+	for {
+		i := strings.Index(s, needle)
+		if i < 0 {
+			return false
+		}
+		rest := s[i+len(needle):]
+		if rest == "" || !isIDByte(rest[0]) {
+			return true
+		}
+		s = rest
+	}
+}
+
+func isIDByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_.:@/-", c) >= 0
+}
+
+func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target string) error {
+	buf := "nudge-" + strings.Map(func(r rune) rune {
+		if r < 128 && isIDByte(byte(r)) && r != ':' && r != '/' && r != '@' {
+			return r
+		}
+		return '_'
+	}, j.id())
+	_, err := conn.DoAll(ctx, TypeCommands(target, j.envelope, buf)...)
+	return err
+}
+
+// takeTurn counts the delivery for the rate limiter and the loop guard.
+func (p *Pipeline) takeTurn(j *job) {
+	t := j.record()
+	key := rateKey(t)
+	p.rate.take(key, p.cfg.Now())
+	if t.ThreadID != "" && t.Attempts == 0 {
+		if tripped, why := p.loops.turn(key, t.Prompt); tripped {
+			p.log.Warn("thread auto-blocked", "thread_id", t.ThreadID, "agent_id", t.Agent, "why", why)
+		}
+	}
+}
+
+func (p *Pipeline) markInjected(j *job, d attemptDetail) {
+	now := p.cfg.Now()
+	rec := j.update(now, func(t *store.Trigger) {
+		t.State = string(nudge.StateInjected)
+		t.InjectedAt = tp(now)
+		t.Attempts++
+		t.DeliveryBackend = nudge.BackendTmux
+		t.ErrorCode, t.Message = "", ""
+		t.DeferredUntil = nil
+		t.Result = string(resultFor(t))
+	})
+	j.maybeTyped = true
+	j.decide()
+	p.transition(rec.RuntimeID, nudge.StatusTriggering, "trigger "+rec.TriggerID)
+	p.persist(j, p.auditDetail("trigger_sent", rec, "", d))
+}
+
+// submit presses Enter and confirms that the prompt left the composer; one lone Enter
+// repairs a swallowed one.
+func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.Runtime, d attemptDetail) {
+	ctx := p.ctx
+	for try := 0; try < 2; try++ {
+		seq := l.outSeq.Load()
+		if _, err := conn.Do(ctx, EnterCommand(target)); err != nil {
+			p.sendFailed(j, err)
+			return
+		}
+		if p.deps.Gates == nil {
+			break
+		}
+		l.settle(ctx.Done(), p.cfg.Now, seq, p.cfg.SubmitQuiet, p.cfg.SubmitTimeout)
+		c, err := p.deps.Gates.Composer(ctx, rt)
+		if err != nil || !containsID(c, "id="+j.id()) {
+			break
+		}
+		d.Composer = c
+		if try == 1 {
+			p.finishFailed(j, nudge.SendKeysError, "prompt typed but not submitted: the composer still holds it after a repair Enter")
+			return
+		}
+		d.Repaired = true
+	}
+	d.Composer = ""
+	p.markSubmitted(j, d, "")
+}
+
+func (p *Pipeline) sendFailed(j *job, err error) {
+	var ce *controlmode.CommandError
+	code := nudge.SendKeysError
+	if errors.As(err, &ce) && strings.Contains(ce.Error(), "can't find") {
+		code = nudge.TargetNotFound
+	}
+	if p.ctx.Err() != nil {
+		return // shutting down: the next Open resumes it
+	}
+	p.startFallback(j, code, err.Error())
+}
+
+func (p *Pipeline) markSubmitted(j *job, d attemptDetail, note string) {
+	now := p.cfg.Now()
+	rt, _ := p.deps.Runtimes.Get(j.record().RuntimeID)
+	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
+	rec := j.update(now, func(t *store.Trigger) {
+		t.State = string(nudge.StateSubmitted)
+		t.SubmittedAt, t.DeliveredAt = tp(now), tp(now)
+		t.ErrorCode, t.Message = "", note
+		t.Result = string(resultFor(t))
+	})
+	p.persist(j, p.auditDetail("trigger_submitted", rec, note, d))
+	if p.deps.Acks == nil || prof.SubmittedIsAck {
+		p.finishAcked(j, "submitted")
+		return
+	}
+	p.transition(rec.RuntimeID, nudge.StatusAwaitingAck, "trigger "+rec.TriggerID)
+	p.goAwaitAck(j)
+}
+
+func (p *Pipeline) transition(runtimeID string, to nudge.Status, reason string) {
+	if runtimeID == "" {
+		return
+	}
+	if _, err := p.deps.Runtimes.Transition(runtimeID, to, reason); err != nil {
+		p.log.Debug("runtime transition", "runtime_id", runtimeID, "to", to, "err", err)
+	}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(fmt.Sprintf("%q", err.Error()))
+	}
+	return b
+}
+
+var _ = time.Second

@@ -1,0 +1,212 @@
+package inject
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/store"
+)
+
+// goAwaitAck waits for j's ack in its own goroutine; on timeout it schedules a retry or,
+// with retries spent, the fallback chain.
+func (p *Pipeline) goAwaitAck(j *job) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.awaitAck(j)
+	}()
+}
+
+func (p *Pipeline) awaitAck(j *job) {
+	t := j.record()
+	timeout := p.cfg.AckTimeout
+	if t.AckTimeoutMS > 0 {
+		timeout = time.Duration(t.AckTimeoutMS) * time.Millisecond
+	}
+	if t.SubmittedAt != nil { // resumed after a restart: only what is left
+		timeout -= p.cfg.Now().Sub(*t.SubmittedAt)
+	}
+	if p.deps.Acks == nil {
+		return
+	}
+	p.deps.Acks.Expect(t)
+	ctx, cancel := context.WithTimeout(p.ctx, max(timeout, 0))
+	sig, err := p.deps.Acks.Wait(ctx, t.TriggerID)
+	cancel()
+	switch {
+	case err == nil:
+		p.finishAcked(j, sig)
+	case p.ctx.Err() != nil:
+		// Shutting down: the trigger stays open in the store and Open resumes it.
+	default:
+		p.ackTimedOut(j)
+	}
+}
+
+// ackTimedOut retries the trigger after the next backoff, or falls back.
+func (p *Pipeline) ackTimedOut(j *job) {
+	t := j.record()
+	if t.Attempts > p.cfg.AckRetries {
+		p.startFallback(j, nudge.AckTimeout, "no ack after retries")
+		return
+	}
+	i := min(t.Attempts-1, len(p.cfg.Backoff)-1)
+	var wait time.Duration
+	if i >= 0 {
+		wait = p.cfg.Backoff[i]
+	}
+	now := p.cfg.Now()
+	j.retryAt = now.Add(wait)
+	rec := j.update(now, func(t *store.Trigger) { t.NextAttemptAt = tp(j.retryAt); t.Message = "no ack yet: retrying" })
+	p.persist(j, p.auditDetail("trigger_retry", rec, "ack timeout", map[string]any{
+		"attempt": rec.Attempts + 1, "backoff_ms": wait.Milliseconds()}))
+	p.transition(rec.RuntimeID, nudge.StatusRetrying, "ack timeout for "+rec.TriggerID)
+	p.laneFor(rec.RuntimeID).push(j, true)
+}
+
+// Acked records an ack that arrived outside the live wait (an API ack of a trigger whose
+// live path already ended in a fallback launch).
+func (p *Pipeline) finishAcked(j *job, signal string) {
+	now := p.cfg.Now()
+	rec := j.update(now, func(t *store.Trigger) {
+		t.State = string(nudge.StateAcked)
+		t.AckedAt = tp(now)
+		t.AckSignal = signal
+		t.NextAttemptAt = nil
+		t.Closed = true
+		t.Result = string(resultFor(t))
+	})
+	p.persist(j, p.audit("ack_received", rec, signal))
+	p.transition(rec.RuntimeID, nudge.StatusReady, "ack for "+rec.TriggerID)
+	p.done(j)
+}
+
+func (p *Pipeline) finishFailed(j *job, code nudge.Code, why string) {
+	now := p.cfg.Now()
+	rec := j.update(now, func(t *store.Trigger) {
+		t.State = string(nudge.StateFailed)
+		t.FailedAt = tp(now)
+		t.ErrorCode, t.Message = string(code), why
+		t.Closed = true
+		t.Result = string(resultFor(t))
+	})
+	j.decide()
+	p.persist(j, p.audit("trigger_failed", rec, why))
+	p.done(j)
+}
+
+// startFallback hands j to the fallback chain in its own goroutine.
+func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
+	if p.deps.Fallback == nil {
+		p.finishFailed(j, code, why)
+		return
+	}
+	now := p.cfg.Now()
+	rec := j.update(now, func(t *store.Trigger) { t.ErrorCode, t.Message = string(code), why })
+	j.decide()
+	p.persist(j, p.audit("fallback_required", rec, why))
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.runFallback(j, code)
+	}()
+}
+
+func (p *Pipeline) runFallback(j *job, code nudge.Code) {
+	backend, err := p.deps.Fallback.Fallback(p.ctx, j.record(), code)
+	if p.ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		fc := nudge.ResumeFailed
+		var ne *nudge.Error
+		if errors.As(err, &ne) {
+			fc = ne.Code
+		}
+		p.finishFailed(j, fc, err.Error())
+		return
+	}
+	now := p.cfg.Now()
+	rec := j.update(now, func(t *store.Trigger) {
+		t.State = string(nudge.StateSubmitted)
+		t.SubmittedAt, t.DeliveredAt = tp(now), tp(now)
+		t.DeliveryBackend, t.Fallback = backend, backend
+		t.Closed = true
+		t.Result = string(resultFor(t))
+	})
+	p.persist(j, p.audit("trigger_fell_back", rec, backend))
+	p.done(j)
+}
+
+// unroutable handles a trigger with no managed runtime: an unknown one fails with
+// UNMANAGED_RUNTIME (the caller must fall back itself); a registered but unmanaged one
+// goes straight to the fallback chain.
+func (p *Pipeline) unroutable(j *job, known bool) {
+	if known {
+		p.startFallback(j, nudge.UnmanagedRuntime, "runtime is not managed: live delivery skipped")
+		return
+	}
+	t := j.record()
+	p.finishFailed(j, nudge.UnmanagedRuntime, "no managed runtime "+t.WorkspaceID+"/"+t.Agent+": fallback required")
+}
+
+// done forgets a closed job.
+func (p *Pipeline) done(j *job) {
+	if p.deps.Acks != nil {
+		p.deps.Acks.Forget(j.id())
+	}
+	p.mu.Lock()
+	if p.jobs[j.id()] == j {
+		delete(p.jobs, j.id())
+	}
+	p.mu.Unlock()
+}
+
+// persist writes the job's current record (and audit records) once the record exists.
+// Writes are serialized per job so the store never goes back to an older copy.
+func (p *Pipeline) persist(j *job, recs ...store.AuditRecord) {
+	<-j.created
+	j.pmu.Lock()
+	defer j.pmu.Unlock()
+	rec := j.record()
+	_, err := p.deps.Store.UpdateTrigger(rec.TriggerID, func(t *store.Trigger) error {
+		*t = rec
+		return nil
+	}, recs...)
+	if err != nil {
+		p.log.Error("persist trigger", "trigger_id", rec.TriggerID, "err", err)
+	}
+	p.changed(rec)
+}
+
+func (p *Pipeline) changed(t store.Trigger) {
+	p.log.Debug("trigger", "trigger_id", t.TriggerID, "thread_id", t.ThreadID, "agent_id", t.Agent,
+		"runtime_id", t.RuntimeID, "state", t.State, "result", t.Result, "error_code", t.ErrorCode,
+		"fallback_used", t.Fallback != "")
+	if p.deps.OnChange != nil {
+		p.deps.OnChange(t)
+	}
+}
+
+func (p *Pipeline) audit(event string, t store.Trigger, reason string) store.AuditRecord {
+	return store.AuditRecord{
+		Event: event, TriggerID: t.TriggerID, ThreadID: t.ThreadID, RuntimeID: t.RuntimeID,
+		Workspace: t.WorkspaceID, Subject: t.Caller, PeerUID: uidPtr(t.CallerUID),
+		Reason: reason, Code: t.ErrorCode,
+	}
+}
+
+func (p *Pipeline) auditDetail(event string, t store.Trigger, reason string, detail any) store.AuditRecord {
+	r := p.audit(event, t, reason)
+	r.Detail = mustJSON(detail)
+	return r
+}
+
+func uidPtr(uid int) *int {
+	if uid < 0 {
+		return nil
+	}
+	return &uid
+}

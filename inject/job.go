@@ -1,0 +1,69 @@
+package inject
+
+import (
+	"sync"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/store"
+)
+
+// job is a trigger in flight. Its record is the freshest copy of the receipt; the store
+// copy follows it (persist).
+type job struct {
+	mu         sync.Mutex
+	t          store.Trigger
+	envelope   string        // sanitized prompt wrapped in its envelope: what is typed
+	created    chan struct{} // closed once the record is committed
+	decided    chan struct{} // closed at the first decision: typed, parked or failed
+	decideOnce sync.Once
+	pmu        sync.Mutex // serializes persist
+	maybeTyped bool      // an earlier incarnation may have typed it: look before typing
+	deferStart time.Time // when the current collision deferral began
+	retryAt    time.Time // a retry waits until then
+}
+
+func newJob(t store.Trigger, recovered bool) *job {
+	return &job{t: t, created: make(chan struct{}), decided: make(chan struct{}), maybeTyped: recovered}
+}
+
+func (j *job) decide() { j.decideOnce.Do(func() { close(j.decided) }) }
+
+func (j *job) record() store.Trigger {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.t
+}
+
+func (j *job) id() string { return j.t.TriggerID } // immutable
+
+// update applies fn to the in-memory record and returns a copy.
+func (j *job) update(now time.Time, fn func(*store.Trigger)) store.Trigger {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	fn(&j.t)
+	j.t.UpdatedAt = now
+	return j.t
+}
+
+func tp(t time.Time) *time.Time { return &t }
+
+// resultFor derives the seed's result word from a receipt.
+func resultFor(t *store.Trigger) nudge.Result {
+	switch nudge.TriggerState(t.State) {
+	case nudge.StateSubmitted, nudge.StateAcked:
+		if t.ErrorCode == string(nudge.AckTimeout) || t.ErrorCode == string(nudge.DeferTimeout) {
+			return nudge.ResultTimeout
+		}
+		return nudge.ResultDelivered
+	case nudge.StateDeferred:
+		return nudge.ResultDeferred
+	case nudge.StateFailed:
+		if t.ErrorCode == string(nudge.AckTimeout) || t.ErrorCode == string(nudge.DeferTimeout) {
+			return nudge.ResultTimeout
+		}
+		return nudge.ResultFailed
+	default:
+		return "" // queued or injected: nothing observed yet
+	}
+}

@@ -1,0 +1,143 @@
+package inject
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// lane is one runtime's delivery queue and its view of the pane's output activity.
+// One goroutine (runLane) owns the front of the queue.
+type lane struct {
+	id string
+
+	mu    sync.Mutex
+	queue []*job
+	wake  chan struct{} // buffered 1: the queue changed or someone kicked the lane
+
+	lastOut atomic.Int64  // unix nanos of the latest output chunk
+	outSeq  atomic.Uint64 // output chunks seen
+	nmu     sync.Mutex
+	notify  chan struct{} // closed and replaced on output while waiters exist
+	waiters atomic.Int32
+}
+
+func newLane(id string) *lane {
+	return &lane{id: id, wake: make(chan struct{}, 1), notify: make(chan struct{})}
+}
+
+func (l *lane) kick() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (l *lane) push(j *job, front bool) {
+	l.mu.Lock()
+	if front {
+		l.queue = append([]*job{j}, l.queue...)
+	} else {
+		l.queue = append(l.queue, j)
+	}
+	l.mu.Unlock()
+	l.kick()
+}
+
+func (l *lane) front() *job {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) == 0 {
+		return nil
+	}
+	return l.queue[0]
+}
+
+func (l *lane) remove(j *job) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, q := range l.queue {
+		if q == j {
+			l.queue = append(l.queue[:i], l.queue[i+1:]...)
+			return
+		}
+	}
+}
+
+func (l *lane) depth() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue)
+}
+
+// observe records a chunk of pane output. It runs on the control connection's read
+// goroutine: no allocation, no blocking.
+func (l *lane) observe(now time.Time) {
+	l.lastOut.Store(now.UnixNano())
+	l.outSeq.Add(1)
+	if l.waiters.Load() > 0 {
+		l.nmu.Lock()
+		close(l.notify)
+		l.notify = make(chan struct{})
+		l.nmu.Unlock()
+	}
+}
+
+func (l *lane) outputChan() <-chan struct{} {
+	l.nmu.Lock()
+	defer l.nmu.Unlock()
+	return l.notify
+}
+
+// settle waits until output has arrived after seq and then stayed quiet for quiet, or
+// until max has passed. It reports whether any output arrived. With quiet 0 it returns at
+// the first output.
+func (l *lane) settle(done <-chan struct{}, now func() time.Time, seq uint64, quiet, max time.Duration) bool {
+	l.waiters.Add(1)
+	defer l.waiters.Add(-1)
+	deadline := now().Add(max)
+	timer := time.NewTimer(max)
+	defer timer.Stop()
+	for {
+		ch := l.outputChan()
+		t := now()
+		seen := l.outSeq.Load() != seq
+		if seen {
+			idle := t.Sub(time.Unix(0, l.lastOut.Load()))
+			if idle >= quiet {
+				return true
+			}
+			resetTimer(timer, minDur(quiet-idle, deadline.Sub(t)))
+		} else {
+			resetTimer(timer, deadline.Sub(t))
+		}
+		if !t.Before(deadline) {
+			return seen
+		}
+		select {
+		case <-done:
+			return seen
+		case <-ch:
+		case <-timer.C:
+		}
+	}
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	t.Stop()
+	select {
+	case <-t.C:
+	default:
+	}
+	t.Reset(d)
+}
+
+func minDur(a, b time.Duration) time.Duration {
+	if a < b {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,360 @@
+package inject
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/panes"
+	"github.com/nudgehq/nudge/store"
+)
+
+// Config is the trigger policy. Zero values are replaced by DefaultConfig's in New.
+type Config struct {
+	MaxDefer        time.Duration   // longest a collision deferral lasts before DEFER_TIMEOUT (60s)
+	DeferRecheck    time.Duration   // re-check period of a deferred trigger (5s)
+	RateLimit       int             // triggers per RatePer per thread and agent (10)
+	RatePer         time.Duration   // (1m)
+	LoopTurns       int             // triggers on a thread without progress before THREAD_AUTO_BLOCKED (20)
+	LoopRepeats     int             // identical prompts on a thread without progress before blocking (3)
+	MaxPrompt       int             // prompt bytes after sanitizing (64 KiB)
+	EchoTimeout     time.Duration   // longest wait for the typed text's echo before Enter (2s)
+	SubmitTimeout   time.Duration   // longest wait for output after Enter before checking the composer (3s)
+	SubmitQuiet     time.Duration   // quiet after Enter before checking the composer (250ms)
+	AckTimeout      time.Duration   // per attempt (8s)
+	AckRetries      int             // (2)
+	Backoff         []time.Duration // before each retry (2s, 4s)
+	RedeliveryCheck time.Duration   // after Open, new ids are looked for in the pane for this long (10m)
+	AckHint         bool            // ask the agent to print the ack marker in the envelope
+	Now             func() time.Time
+	Logger          hclog.Logger
+}
+
+// DefaultConfig returns the seed defaults.
+func DefaultConfig() Config {
+	return Config{
+		MaxDefer: 60 * time.Second, DeferRecheck: 5 * time.Second,
+		RateLimit: 10, RatePer: time.Minute, LoopTurns: 20, LoopRepeats: 3,
+		MaxPrompt: 64 << 10, EchoTimeout: 2 * time.Second,
+		SubmitTimeout: 3 * time.Second, SubmitQuiet: 250 * time.Millisecond,
+		AckTimeout: 8 * time.Second, AckRetries: 2,
+		Backoff:         []time.Duration{2 * time.Second, 4 * time.Second},
+		RedeliveryCheck: 10 * time.Minute, AckHint: true,
+		Now: time.Now,
+	}
+}
+
+// Validate reports a policy that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case c.MaxDefer <= 0 || c.DeferRecheck <= 0:
+		return errors.New("defer windows must be positive")
+	case c.RateLimit <= 0 || c.RatePer <= 0:
+		return errors.New("rate limit must be positive")
+	case c.AckTimeout <= 0 || c.AckRetries < 0:
+		return errors.New("ack timeout must be positive and retries not negative")
+	case c.MaxPrompt <= 0:
+		return errors.New("max prompt must be positive")
+	}
+	return nil
+}
+
+func (c *Config) fill() {
+	d := DefaultConfig()
+	if c.MaxDefer == 0 {
+		c.MaxDefer = d.MaxDefer
+	}
+	if c.DeferRecheck == 0 {
+		c.DeferRecheck = d.DeferRecheck
+	}
+	if c.RateLimit == 0 {
+		c.RateLimit = d.RateLimit
+	}
+	if c.RatePer == 0 {
+		c.RatePer = d.RatePer
+	}
+	if c.LoopTurns == 0 {
+		c.LoopTurns = d.LoopTurns
+	}
+	if c.LoopRepeats == 0 {
+		c.LoopRepeats = d.LoopRepeats
+	}
+	if c.MaxPrompt == 0 {
+		c.MaxPrompt = d.MaxPrompt
+	}
+	if c.EchoTimeout == 0 {
+		c.EchoTimeout = d.EchoTimeout
+	}
+	if c.SubmitTimeout == 0 {
+		c.SubmitTimeout = d.SubmitTimeout
+	}
+	if c.SubmitQuiet == 0 {
+		c.SubmitQuiet = d.SubmitQuiet
+	}
+	if c.AckTimeout == 0 {
+		c.AckTimeout = d.AckTimeout
+	}
+	if c.Backoff == nil {
+		c.Backoff = d.Backoff
+	}
+	if c.RedeliveryCheck == 0 {
+		c.RedeliveryCheck = d.RedeliveryCheck
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+}
+
+// Runtimes is what the pipeline needs of the registry (*panes.Registry).
+type Runtimes interface {
+	Get(id string) (store.Runtime, bool)
+	Lookup(workspace, role string) (store.Runtime, bool)
+	Update(id string, fn func(*store.Runtime)) (store.Runtime, error)
+	Transition(id string, to nudge.Status, reason string) (store.Runtime, error)
+	Profile(name string) (panes.Profile, bool)
+}
+
+// Sender runs control-mode commands (*controlmode.Conn).
+type Sender interface {
+	Do(ctx context.Context, cmd string) (*controlmode.Reply, error)
+	DoAll(ctx context.Context, cmds ...string) ([]*controlmode.Reply, error)
+}
+
+// Gates are the live detectors' answers (package detector fills them).
+type Gates interface {
+	// Collision reports whether a human is at the pane (typing within the quiet window,
+	// a draft in the composer, a pane in copy mode) and when that may end (zero: unknown).
+	Collision(rt store.Runtime) (busy bool, until time.Time, why string)
+	// Readiness is the agent's current readiness.
+	Readiness(rt store.Runtime) nudge.Readiness
+	// Composer captures the pane now and returns the text in the agent's composer.
+	Composer(ctx context.Context, rt store.Runtime) (string, error)
+}
+
+// Acker waits for acknowledgements (package ack).
+type Acker interface {
+	// Expect starts watching for t's ack signals on its runtime from now on.
+	Expect(t store.Trigger)
+	// Wait blocks until t is acked (returning the signal's name) or ctx ends.
+	Wait(ctx context.Context, triggerID string) (signal string, err error)
+	// Forget stops watching.
+	Forget(triggerID string)
+}
+
+// Fallbacker runs the fallback chain (resume, then spawn) for a trigger whose live path
+// failed with code. It returns the backend that accepted the prompt.
+type Fallbacker interface {
+	Fallback(ctx context.Context, t store.Trigger, code nudge.Code) (backend string, err error)
+}
+
+// Deps are the pipeline's collaborators.
+type Deps struct {
+	Store    *store.DB
+	Runtimes Runtimes
+	Conn     func(workspace string) (Sender, error)
+	Gates    Gates      // nil: never busy, always READY, composer unknown
+	Acks     Acker      // nil: submitted is the final state
+	Fallback Fallbacker // nil: failures stay failures
+	// OnChange is called after every receipt change (events, metrics). Must not block.
+	OnChange func(t store.Trigger)
+}
+
+// Request is one trigger request (POST /v1/triggers).
+type Request struct {
+	TriggerID     string `json:"trigger_id"`
+	Workspace     string `json:"workspace"`
+	Agent         string `json:"agent"`
+	ThreadID      string `json:"thread_id"`
+	Prompt        string `json:"prompt"`
+	AckTimeoutMS  int64  `json:"ack_timeout_ms"`
+	ForceOverride bool   `json:"force_override"`
+	Reason        string `json:"reason"`
+	// OverrideIntent is human_override or coordinator_override (seed 000 §13.2).
+	OverrideIntent string `json:"override_intent,omitempty"`
+	Caller         string `json:"-"`
+	CallerUID      int    `json:"-"`
+	ScheduleID     string `json:"-"`
+}
+
+// Pipeline accepts triggers and drives each to a final receipt. One lane (goroutine) per
+// runtime delivers that runtime's triggers in order.
+type Pipeline struct {
+	cfg    Config
+	deps   Deps
+	log    hclog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	opened time.Time
+
+	mu     sync.Mutex
+	lanes  map[string]*lane // by runtime id
+	jobs   map[string]*job  // triggers not yet closed, by id
+	rate   *rateLimiter
+	loops  *loopGuard
+	closed bool
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9_.:@/-]{1,128}$`)
+
+// New returns a pipeline; call Open to start it.
+func New(cfg Config, deps Deps) (*Pipeline, error) {
+	cfg.fill()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("inject config: %w", err)
+	}
+	if deps.Store == nil || deps.Runtimes == nil || deps.Conn == nil {
+		return nil, errors.New("inject: Store, Runtimes and Conn are required")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Pipeline{
+		cfg: cfg, deps: deps, log: cfg.Logger.Named("inject"), ctx: ctx, cancel: cancel,
+		lanes: map[string]*lane{}, jobs: map[string]*job{},
+		rate:  newRateLimiter(cfg.RateLimit, cfg.RatePer),
+		loops: newLoopGuard(cfg.LoopTurns, cfg.LoopRepeats),
+	}, nil
+}
+
+// Open resumes every trigger the store holds as not closed: queued and deferred ones are
+// queued again, injected ones are checked in the pane before anything is typed again,
+// submitted ones wait for their ack.
+func (p *Pipeline) Open() error {
+	p.opened = p.cfg.Now()
+	open, err := p.deps.Store.ListTriggers(store.TriggerFilter{OpenOnly: true})
+	if err != nil {
+		return fmt.Errorf("resume triggers: %w", err)
+	}
+	for _, t := range open {
+		j := newJob(t, true)
+		close(j.created)
+		p.adopt(j)
+	}
+	return nil
+}
+
+// Close stops every lane and waits for them. Open triggers stay in the store and are
+// resumed by the next Open.
+func (p *Pipeline) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait()
+	return nil
+}
+
+func newTriggerID(now time.Time) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "trg_" + now.UTC().Format("20060102T150405") + "_" + hex.EncodeToString(b[:])
+}
+
+// Observe records output of a runtime's pane (echo and submit detection). It is called
+// on the control connection's read goroutine and never blocks.
+func (p *Pipeline) Observe(runtimeID string) {
+	p.mu.Lock()
+	l := p.lanes[runtimeID]
+	p.mu.Unlock()
+	if l != nil {
+		l.observe(p.cfg.Now())
+	}
+}
+
+// Kick makes a runtime's lane re-check its deferred trigger now (the pane went quiet, a
+// draft was cleared, the runtime was resumed).
+func (p *Pipeline) Kick(runtimeID string) {
+	p.mu.Lock()
+	l := p.lanes[runtimeID]
+	p.mu.Unlock()
+	if l != nil {
+		l.kick()
+	}
+}
+
+// Depth is the number of triggers queued for a runtime.
+func (p *Pipeline) Depth(runtimeID string) int {
+	p.mu.Lock()
+	l := p.lanes[runtimeID]
+	p.mu.Unlock()
+	if l == nil {
+		return 0
+	}
+	return l.depth()
+}
+
+// Progress resets the loop guard for a thread of an agent ("" thread: all its threads),
+// on a heartbeat cursor advance or an explicit unblock.
+func (p *Pipeline) Progress(workspace, agent, thread string) {
+	prefix := workspace + "/" + agent + "\x00"
+	if thread == "" {
+		p.loops.progressPrefix(prefix)
+		return
+	}
+	p.loops.progress(prefix + thread)
+}
+
+// Force delivers a deferred trigger now, bypassing the collision gate, with an operator
+// identity and reason that the audit keeps (seed 000 §13.2).
+func (p *Pipeline) Force(id, subject, reason, intent string) (store.Trigger, error) {
+	if reason == "" {
+		return store.Trigger{}, nudge.NewError(nudge.BadRequest, "a force override needs a reason")
+	}
+	if intent == "" {
+		intent = "human_override"
+	}
+	if intent != "human_override" && intent != "coordinator_override" {
+		return store.Trigger{}, nudge.NewError(nudge.BadRequest, "override_intent must be human_override or coordinator_override")
+	}
+	j := p.inflight(id)
+	if j == nil {
+		return store.Trigger{}, nudge.NewError(nudge.NotFound, "no trigger "+id+" in flight")
+	}
+	rec := j.update(p.cfg.Now(), func(t *store.Trigger) {
+		t.ForceOverride, t.OverrideIntent = true, intent
+		t.Reason = intent + ": " + reason
+		if subject != "" {
+			t.Caller = subject
+		}
+	})
+	p.persist(j, p.audit("force_override_requested", rec, rec.Reason))
+	p.Kick(rec.RuntimeID)
+	return rec, nil
+}
+
+// AckAfterFallback records an ack for a trigger whose live path ended in a fallback
+// launch (the resumed agent acknowledged it). Other triggers are acked through Acker.
+func (p *Pipeline) AckAfterFallback(id, signal string) (store.Trigger, bool, error) {
+	t, err := p.deps.Store.UpdateTrigger(id, func(t *store.Trigger) error {
+		if t.Fallback == "" || t.State != string(nudge.StateSubmitted) {
+			return errNotFallback
+		}
+		now := p.cfg.Now()
+		t.State, t.AckedAt, t.AckSignal, t.UpdatedAt = string(nudge.StateAcked), &now, signal, now
+		return nil
+	})
+	if errors.Is(err, errNotFallback) {
+		return store.Trigger{}, false, nil
+	}
+	if err == nil {
+		p.changed(t)
+	}
+	return t, err == nil, err
+}
+
+var errNotFallback = errors.New("not a fallback trigger")

@@ -1,0 +1,127 @@
+package inject
+
+import (
+	"crypto/sha256"
+	"sync"
+	"time"
+)
+
+// rateLimiter allows n deliveries per window per key (thread and agent), sliding.
+type rateLimiter struct {
+	mu     sync.Mutex
+	n      int
+	window time.Duration
+	hits   map[string][]time.Time
+}
+
+func newRateLimiter(n int, window time.Duration) *rateLimiter {
+	return &rateLimiter{n: n, window: window, hits: map[string][]time.Time{}}
+}
+
+// check reports whether a delivery may happen now, and if not, when the next slot frees.
+func (r *rateLimiter) check(key string, now time.Time) (bool, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := r.prune(key, now)
+	if len(h) < r.n {
+		return true, time.Time{}
+	}
+	return false, h[0].Add(r.window)
+}
+
+// take records a delivery.
+func (r *rateLimiter) take(key string, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hits[key] = append(r.prune(key, now), now)
+}
+
+func (r *rateLimiter) prune(key string, now time.Time) []time.Time {
+	h := r.hits[key]
+	i := 0
+	for i < len(h) && now.Sub(h[i]) >= r.window {
+		i++
+	}
+	h = h[i:]
+	if len(h) == 0 {
+		delete(r.hits, key)
+		return nil
+	}
+	r.hits[key] = h
+	return h
+}
+
+// loopGuard blocks a thread that keeps being triggered without progress: after turns
+// deliveries, or after the same prompt repeats times in a row (seed 000 §14).
+type loopGuard struct {
+	mu      sync.Mutex
+	turns   int
+	repeats int
+	threads map[string]*threadLoop
+}
+
+type threadLoop struct {
+	turns   int
+	last    [32]byte
+	same    int
+	blocked string // why, when blocked
+}
+
+func newLoopGuard(turns, repeats int) *loopGuard {
+	return &loopGuard{turns: turns, repeats: repeats, threads: map[string]*threadLoop{}}
+}
+
+// blocked reports whether key is auto-blocked and why.
+func (g *loopGuard) blocked(key string) (bool, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t := g.threads[key]; t != nil && t.blocked != "" {
+		return true, t.blocked
+	}
+	return false, ""
+}
+
+// turn counts one delivery of prompt on key and reports whether that trips the guard
+// for the deliveries after it.
+func (g *loopGuard) turn(key, prompt string) (tripped bool, why string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.threads[key]
+	if t == nil {
+		t = &threadLoop{}
+		g.threads[key] = t
+	}
+	sum := sha256.Sum256([]byte(prompt))
+	if t.turns > 0 && sum == t.last {
+		t.same++
+	} else {
+		t.same = 1
+	}
+	t.last = sum
+	t.turns++
+	switch {
+	case t.same >= g.repeats:
+		t.blocked = "the same prompt was delivered repeatedly without progress"
+	case t.turns >= g.turns:
+		t.blocked = "too many turns without progress"
+	}
+	return t.blocked != "", t.blocked
+}
+
+// progress resets the counters of key (a heartbeat cursor advance, an explicit unblock).
+func (g *loopGuard) progress(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.threads, key)
+}
+
+// progressPrefix resets every key starting with prefix (all threads of an agent).
+func (g *loopGuard) progressPrefix(prefix string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k := range g.threads {
+		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
+			delete(g.threads, k)
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package inject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/store"
+)
+
+// Submitted is Submit's answer: the receipt and whether this request created it.
+type Submitted struct {
+	Trigger store.Trigger
+	Created bool // false: the id was known; Trigger is the first request's record
+}
+
+// Submit accepts a trigger. It returns once the record is committed to the store (so a
+// kill -9 of the daemon cannot lose it) and the runtime's lane has made its first decision
+// (typed it, deferred it, queued it behind others, or failed it). A repeated trigger_id
+// returns the first request's record and never delivers twice.
+func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
+	if err := p.checkRequest(&req); err != nil {
+		return Submitted{}, err
+	}
+	if j := p.inflight(req.TriggerID); j != nil {
+		return Submitted{Trigger: j.record()}, nil
+	}
+	if t, err := p.deps.Store.GetTrigger(req.TriggerID); err == nil {
+		return Submitted{Trigger: t}, nil // finished before: never delivered twice
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return Submitted{}, fmt.Errorf("look up trigger: %w", err)
+	}
+	text, err := Sanitize(req.Prompt, p.cfg.MaxPrompt)
+	if err != nil {
+		return Submitted{}, err
+	}
+	t := p.newRecord(req, text)
+	rt, known := p.deps.Runtimes.Lookup(req.Workspace, req.Agent)
+	if known {
+		t.RuntimeID = rt.RuntimeID
+	}
+	j := newJob(t, p.cfg.Now().Sub(p.opened) < p.cfg.RedeliveryCheck)
+	j.envelope = p.envelope(t, text)
+	if prev, dup := p.claim(j); dup {
+		return Submitted{Trigger: prev.record()}, nil
+	}
+	// Commit and deliver in parallel: the lane may type before the commit returns, and the
+	// answer waits for both. A crash between the two is covered by looking for the id in
+	// the pane before typing a request that the store does not know (maybeTyped).
+	errc := make(chan error, 1)
+	go func() { errc <- p.create(j, known) }()
+	if known && rt.Managed {
+		p.enqueue(j)
+	}
+	if err := <-errc; err != nil {
+		p.release(j)
+		if errors.Is(err, errExisting) {
+			return Submitted{Trigger: j.record()}, nil
+		}
+		return Submitted{}, err
+	}
+	if !known || !rt.Managed {
+		p.unroutable(j, known)
+	}
+	select {
+	case <-j.decided:
+	case <-ctx.Done():
+	}
+	return Submitted{Trigger: j.record(), Created: true}, nil
+}
+
+// Get returns a trigger's receipt: the in-flight copy if there is one, else the store's.
+func (p *Pipeline) Get(id string) (store.Trigger, error) {
+	if j := p.inflight(id); j != nil {
+		return j.record(), nil
+	}
+	return p.deps.Store.GetTrigger(id)
+}
+
+func (p *Pipeline) checkRequest(req *Request) error {
+	if req.TriggerID == "" {
+		req.TriggerID = newTriggerID(p.cfg.Now())
+	}
+	if !idRE.MatchString(req.TriggerID) {
+		return nudge.NewError(nudge.BadRequest, "trigger_id must match [A-Za-z0-9_.:@/-]{1,128}")
+	}
+	if req.Workspace == "" || req.Agent == "" {
+		return nudge.NewError(nudge.BadRequest, "workspace and agent are required")
+	}
+	if req.ThreadID != "" && !idRE.MatchString(req.ThreadID) {
+		return nudge.NewError(nudge.BadRequest, "thread_id must match [A-Za-z0-9_.:@/-]{1,128}")
+	}
+	if req.AckTimeoutMS < 0 {
+		return nudge.NewError(nudge.BadRequest, "ack_timeout_ms must not be negative")
+	}
+	if req.ForceOverride && req.Reason == "" {
+		return nudge.NewError(nudge.BadRequest, "force_override needs a reason")
+	}
+	return nil
+}
+
+func (p *Pipeline) newRecord(req Request, text string) store.Trigger {
+	now := p.cfg.Now()
+	return store.Trigger{
+		TriggerID: req.TriggerID, WorkspaceID: req.Workspace, Agent: req.Agent,
+		ThreadID: req.ThreadID, Prompt: text, Reason: req.Reason,
+		AckTimeoutMS: req.AckTimeoutMS, ForceOverride: req.ForceOverride,
+		OverrideIntent: req.OverrideIntent,
+		Caller:         req.Caller, CallerUID: req.CallerUID, ScheduleID: req.ScheduleID,
+		State: string(nudge.StateQueued), CreatedAt: now, QueuedAt: now, UpdatedAt: now,
+	}
+}
+
+func (p *Pipeline) envelope(t store.Trigger, text string) string {
+	reason := t.Reason
+	if reason == "" {
+		reason = "trigger"
+	}
+	return Envelope{ID: t.TriggerID, Thread: t.ThreadID, Reason: reason, AckHint: p.cfg.AckHint}.Wrap(text)
+}
+
+// create commits the new record with its audit entry. If the store already had the id (a
+// request repeated across a daemon restart), the job is dropped and the stored record wins.
+func (p *Pipeline) create(j *job, known bool) error {
+	t := j.record()
+	rec := p.audit("trigger_received", t, "")
+	got, created, err := p.deps.Store.CreateTrigger(t, &rec)
+	if err != nil {
+		return fmt.Errorf("store trigger: %w", err)
+	}
+	if !created {
+		j.update(p.cfg.Now(), func(r *store.Trigger) { *r = got })
+		return errExisting
+	}
+	close(j.created)
+	p.changed(t)
+	return nil
+}
+
+var errExisting = errors.New("trigger exists")
+
+// claim registers j as in flight; if its id is already in flight, it returns that job.
+func (p *Pipeline) claim(j *job) (*job, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if prev, ok := p.jobs[j.id()]; ok {
+		return prev, true
+	}
+	p.jobs[j.id()] = j
+	return nil, false
+}
+
+func (p *Pipeline) inflight(id string) *job {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.jobs[id]
+}
+
+// release forgets a job whose record was not created by this request.
+func (p *Pipeline) release(j *job) {
+	p.mu.Lock()
+	delete(p.jobs, j.id())
+	p.mu.Unlock()
+	p.removeFromLane(j)
+}

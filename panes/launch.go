@@ -1,0 +1,82 @@
+package panes
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nudgehq/nudge"
+)
+
+// Launches for the fallback chain (package ack): a resume or spawn command run once,
+// either in the runtime's own pane or in a new window beside it.
+
+// RelaunchWith runs argv once in the runtime's own pane (respawn-pane -k ends whatever
+// ran there, so a live agent no longer holds its session), keeping the pane id. The
+// runtime's own argv is unchanged: an automatic restart later runs that again. It returns
+// the pane id.
+func (r *Registry) RelaunchWith(ctx context.Context, id string, argv []string, reason string) (string, error) {
+	if len(argv) == 0 {
+		return "", nudge.NewError(nudge.SpawnFailed, "empty argv")
+	}
+	rt, err := r.restartWith(ctx, id, reason, argv)
+	if err != nil {
+		return "", err
+	}
+	return rt.PaneID, nil
+}
+
+// LaunchWindow runs argv in a new detached window named name in the workspace's session,
+// with remain-on-exit so its exit status can be read. It is not a managed runtime. It
+// returns the new pane's id.
+func (r *Registry) LaunchWindow(ctx context.Context, workspace, name string, argv []string) (string, error) {
+	if err := validName(name); err != nil {
+		return "", nudge.NewError(nudge.BadRequest, "window name: "+err.Error())
+	}
+	if len(argv) == 0 {
+		return "", nudge.NewError(nudge.SpawnFailed, "empty argv")
+	}
+	// A unique name lets the same tmux invocation set remain-on-exit on the new window
+	// before its process can exit.
+	name += "-" + strconv.FormatInt(r.cfg.Now().UnixNano()%1e6, 36)
+	sess := "=" + SessionName(workspace) + ":"
+	args := append([]string{"new-window", "-d", "-t", sess, "-n", name, "-P", "-F", "#{pane_id}", "--", "env"}, argv...)
+	args = append(args, ";", "set-option", "-p", "-t", sess+name, "remain-on-exit", "on")
+	out, err := r.tmuxRun(ctx, args...)
+	if err != nil {
+		return "", spawnFailed(err)
+	}
+	pane := strings.TrimSpace(out)
+	if paneNum(pane) < 0 {
+		return "", nudge.NewError(nudge.SpawnFailed, fmt.Sprintf("unexpected tmux reply %q", out))
+	}
+	return pane, nil
+}
+
+// PaneExit reports whether the pane's process is running, or its exit status (128+signal
+// for a signal). A pane that no longer exists counts as exited with unknown status.
+func (r *Registry) PaneExit(ctx context.Context, workspace, paneID string) (bool, *int, error) {
+	out, err := r.tmuxRun(ctx, "display-message", "-p", "-t", paneID, "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
+	if isMissing(err) {
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	f := strings.Fields(out)
+	if len(f) == 0 || f[0] != "1" {
+		return true, nil, nil
+	}
+	var status, signal string
+	if len(f) > 1 {
+		status = f[1]
+	}
+	if len(f) > 2 {
+		signal = f[2]
+	}
+	if _, err := strconv.Atoi(status); err != nil && signal == "" {
+		return false, nil, nil
+	}
+	return false, exitStatus(status, signal), nil
+}
