@@ -52,6 +52,9 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 		return
 	}
 	p.takeTurn(j)
+	if p.deps.Gates != nil {
+		p.deps.Gates.Injecting(rt.RuntimeID, p.cfg.Now().Add(p.cfg.EchoTimeout+p.cfg.SubmitTimeout))
+	}
 	seq := l.outSeq.Load()
 	if !typed {
 		if err := p.typeEnvelope(ctx, conn, j, target); err != nil {

@@ -141,6 +141,9 @@ type Gates interface {
 	Readiness(rt store.Runtime) nudge.Readiness
 	// Composer captures the pane now and returns the text in the agent's composer.
 	Composer(ctx context.Context, rt store.Runtime) (string, error)
+	// Injecting tells the detector that output and input on the runtime's pane until
+	// `until` are nudge's own typing, not a human's.
+	Injecting(runtimeID string, until time.Time)
 }
 
 // Acker waits for acknowledgements (package ack).

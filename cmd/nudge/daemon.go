@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
 	"github.com/nudgehq/nudge/store"
@@ -35,6 +37,7 @@ type daemon struct {
 	pipe     *inject.Pipeline
 	acks     *ack.Tracker
 	chain    *ack.Chain
+	mon      *detector.Monitor
 	hub      *hub
 	profiles map[string]panes.Profile
 
@@ -71,6 +74,9 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (d *daemon, e
 		return nil, fmt.Errorf("open registry: %w", err)
 	}
 	d.chain = ack.NewChain(d.chainConfig(), d.reg, d.db)
+	if d.mon, err = d.openMonitor(); err != nil {
+		return nil, err
+	}
 	if d.pipe, err = inject.New(d.injectConfig(), d.injectDeps()); err != nil {
 		return nil, err
 	}
@@ -120,7 +126,7 @@ func (d *daemon) injectConfig() inject.Config {
 
 func (d *daemon) injectDeps() inject.Deps {
 	return inject.Deps{
-		Store: d.db, Runtimes: d.reg, Conn: d.sender,
+		Store: d.db, Runtimes: d.reg, Conn: d.sender, Gates: d.mon,
 		Acks: d.acks, Fallback: d.chain, OnChange: d.onTriggerChange,
 	}
 }
@@ -162,9 +168,64 @@ func (d *daemon) onOutput(runtimeID string, data []byte) {
 	}
 	d.pipe.Observe(runtimeID)
 	d.acks.Feed(runtimeID, data)
+	d.mon.Feed(runtimeID, data)
 }
 
-func (d *daemon) onEvent(workspace string, ev controlmode.Event) {}
+func (d *daemon) onEvent(workspace string, ev controlmode.Event) {
+	if d.ready.Load() {
+		d.mon.Event(workspace, ev)
+	}
+}
+
+func (d *daemon) openMonitor() (*detector.Monitor, error) {
+	packs, err := detector.LoadPacks(d.cfg.PackDir)
+	if err != nil {
+		return nil, err
+	}
+	mc := detector.DefaultMonitorConfig()
+	mc.QuietWindow, mc.Packs, mc.Registry = d.cfg.QuietWindow, packs, d.reg
+	mc.Tmux, mc.SocketName, mc.SocketPath = d.cfg.Tmux, d.cfg.TmuxSocket, d.cfg.TmuxPath
+	mc.BindKeys = d.cfg.BindKeys
+	mc.Logger = d.log
+	mc.OnChange = d.onReadiness
+	mc.OnQuiet = func(id string) {
+		if d.ready.Load() {
+			d.pipe.Kick(id)
+		}
+	}
+	mc.OnHumanDone = d.onHumanDone
+	return detector.NewMonitor(mc)
+}
+
+func (d *daemon) onReadiness(runtimeID string, c detector.Classification, busy bool) {
+	d.hub.Publish(Event{Type: "readiness", Detail: mustJSON(map[string]any{
+		"runtime_id": runtimeID, "readiness": c.State, "summary": c.Summary,
+		"actions_needed": c.ActionsNeeded, "operator_busy": busy})})
+	if d.ready.Load() && !busy && c.State == nudge.Ready {
+		d.pipe.Kick(runtimeID)
+	}
+}
+
+// onHumanDone sends the orchestrator a synchronisation trigger after a human intervened
+// in a worker's pane (seed 001 §4.1).
+func (d *daemon) onHumanDone(rt store.Runtime) {
+	ws, role, ok := strings.Cut(d.cfg.Orchestrator, "/")
+	if !ok || !d.ready.Load() || (rt.WorkspaceID == ws && rt.Role == role) {
+		return
+	}
+	id := fmt.Sprintf("sync_%s_%d", strings.ReplaceAll(rt.RuntimeID, ".", "_"), time.Now().UnixMilli())
+	go func() {
+		_, err := d.pipe.Submit(context.Background(), inject.Request{
+			TriggerID: id, Workspace: ws, Agent: role, ThreadID: "sync_" + rt.WorkspaceID,
+			Prompt: fmt.Sprintf("A human intervened directly in %s (%s, pane %s). Review its pane before continuing autonomous work.",
+				rt.Role, rt.WorkspaceID, rt.PaneID),
+			Reason: "human_intervention", Caller: "nudge",
+		})
+		if err != nil {
+			d.log.Warn("sync trigger", "runtime_id", rt.RuntimeID, "err", err)
+		}
+	}()
+}
 
 func (d *daemon) onRuntimeChange(rt store.Runtime, prev nudge.Status) {
 	d.hub.Publish(Event{Type: "runtime", Runtime: rt})
@@ -239,6 +300,9 @@ func (d *daemon) Close() error {
 		}
 		if d.chain != nil {
 			errs = append(errs, d.chain.Close())
+		}
+		if d.mon != nil {
+			errs = append(errs, d.mon.Close())
 		}
 		if d.reg != nil {
 			errs = append(errs, d.reg.Close())
