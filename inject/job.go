@@ -18,9 +18,9 @@ type job struct {
 	decided    chan struct{} // closed at the first decision: typed, parked or failed
 	decideOnce sync.Once
 	pmu        sync.Mutex // serializes persist
-	maybeTyped bool      // an earlier incarnation may have typed it: look before typing
-	deferStart time.Time // when the current collision deferral began
-	retryAt    time.Time // a retry waits until then
+	maybeTyped bool       // an earlier incarnation may have typed it: look before typing
+	deferStart time.Time  // when the current collision deferral began
+	retryAt    time.Time  // a retry waits until then
 }
 
 func newJob(t store.Trigger, recovered bool) *job {
