@@ -10,12 +10,12 @@ import (
 var (
 	// ErrClosed is Err() after Close, and the error of commands issued after it.
 	ErrClosed = errors.New("controlmode: connection closed")
-	// ErrUnquotable reports a string holding \n, \r or NUL, which no tmux command line can
-	// carry inside quotes; send those bytes with SendKeys (send-keys -H).
-	ErrUnquotable = errors.New("controlmode: string contains newline, carriage return or NUL")
+	// ErrUnquotable reports a string holding \n, \r, NUL or invalid UTF-8, which no tmux
+	// command line can carry inside quotes; send those bytes with SendKeys (send-keys -H).
+	ErrUnquotable = errors.New("controlmode: string contains newline, carriage return, NUL or invalid UTF-8")
 	// ErrUnsafeCommand reports a command line that would not yield exactly one reply block
 	// (blank, a comment, a %directive, chained with ';', a {} block, if-shell or source-file,
-	// or a line holding \n, \r or NUL). Quote arguments with Quote.
+	// or a line holding \n, \r, NUL or invalid UTF-8). Quote arguments with Quote.
 	ErrUnsafeCommand = errors.New("controlmode: unsafe command line")
 	// ErrNoSession reports that the session (or the whole tmux server) does not exist.
 	ErrNoSession = errors.New("controlmode: no such session")

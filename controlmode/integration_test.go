@@ -27,10 +27,11 @@ func TestDialRunCommandsSeeOutput(t *testing.T) {
 	if s := c.Session(); s.Name != "s" {
 		t.Errorf("Session: got %+v", s)
 	}
-	if got := do(t, c, "list-panes -F '%#{pane_index} #{pane_current_command}'"); len(got) != 1 ||
-		got[0] != "%0 cat" {
-		t.Errorf("list-panes: got %q", got)
-	}
+	// The shell tmux starts the pane with execs cat shortly.
+	waitFor(t, func() bool {
+		got := do(t, c, "list-panes -F '%#{pane_index} #{pane_current_command}'")
+		return len(got) == 1 && got[0] == "%0 cat"
+	})
 	_, err := c.Do(context.Background(), "no-such-command")
 	var ce *CommandError
 	if !errors.As(err, &ce) || !strings.Contains(ce.Error(), "unknown command") {
@@ -244,9 +245,12 @@ func TestKeepReconnects(t *testing.T) {
 	do(t, first, "display -p one")
 	srv.run("kill-server")
 	<-first.Done()
-	// Keep retries with backoff while the server is gone; bring it back.
-	time.Sleep(300 * time.Millisecond)
-	srv.run("new-session", "-d", "-s", "s", "sleep", "600")
+	// Keep retries with backoff while the server is gone; bring it back (the old server
+	// may still be exiting: retry).
+	waitFor(t, func() bool {
+		return exec.Command("tmux", "-L", srv.name, "-f", "/dev/null", "new-session", "-d", "-s", "s",
+			"sleep", "600").Run() == nil
+	})
 	second := next()
 	if got := do(t, second, "display -p two"); got[0] != "two" {
 		t.Errorf("got %q", got)

@@ -9,9 +9,10 @@ import (
 // Quote returns s as one tmux command argument: wrapped in single quotes, inside which
 // tmux interprets nothing, with each ' written as '\”. The result is one token whatever s
 // holds (;, {}, #{…}, $VAR, ~, \, %if). It fails with ErrUnquotable if s holds \n, \r or
-// NUL, which cannot appear in a command line; type those with SendKeys.
+// NUL, which cannot appear in a command line, or is not valid UTF-8 (tmux 3.3a's lexer
+// reads a partial UTF-8 sequence past the closing quote); type those with SendKeys.
 func Quote(s string) (string, error) {
-	if strings.ContainsAny(s, "\n\r\x00") {
+	if strings.ContainsAny(s, "\n\r\x00") || !utf8.ValidString(s) {
 		return "", fmt.Errorf("quote %q: %w", s, ErrUnquotable)
 	}
 	var b strings.Builder
@@ -97,6 +98,9 @@ func checkCommand(line string) error {
 func unsafeReason(line string) string {
 	if strings.ContainsAny(line, "\n\r\x00") {
 		return "newline, carriage return or NUL"
+	}
+	if !utf8.ValidString(line) {
+		return "invalid UTF-8"
 	}
 	trimmed := strings.TrimLeft(line, " \t")
 	switch {

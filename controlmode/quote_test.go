@@ -20,7 +20,7 @@ func TestQuote(t *testing.T) {
 			t.Errorf("#%d: Quote(%q): got %q, %v, want %q", i, tt.in, got, err, tt.want)
 		}
 	}
-	for _, bad := range []string{"a\nb", "\r", "x\x00"} {
+	for _, bad := range []string{"a\nb", "\r", "x\x00", "\xff", "\xe6\x97", "a\xc3 b"} {
 		if _, err := Quote(bad); !errors.Is(err, ErrUnquotable) {
 			t.Errorf("Quote(%q): got %v, want ErrUnquotable", bad, err)
 		}
@@ -87,6 +87,7 @@ func TestCheckCommand(t *testing.T) {
 		{"display a\nkill-server", false},
 		{"display a\r", false},
 		{"display a\x00", false},
+		{"display '\xe6\x97' ; kill-server", false},
 	}
 	for i, tt := range tests {
 		err := checkCommand(tt.line)
