@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/store"
+)
+
+var testSeq atomic.Int64
+
+// testDaemon is an in-process `nudge serve` on a private tmux server.
+type testDaemon struct {
+	t      *testing.T
+	cfg    serveConfig
+	d      *daemon
+	c      *client
+	cancel context.CancelFunc
+	done   chan error
+	out    *bytes.Buffer
+}
+
+// newTestConfig returns a serve config on a private tmux server and temp dirs.
+func newTestConfig(t *testing.T) serveConfig {
+	t.Helper()
+	cfg := defaultServeConfig()
+	cfg.StateDir = t.TempDir()
+	sockDir, err := os.MkdirTemp("", "nt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	cfg.Socket = filepath.Join(sockDir, "n.sock")
+	cfg.TmuxSocket = fmt.Sprintf("nudge-t-%d-%d", os.Getpid(), testSeq.Add(1))
+	cfg.TmuxConfig = "/dev/null"
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Roots = []string{root}
+	cfg.LogLevel = "debug"
+	server := cfg.TmuxSocket
+	t.Cleanup(func() { exec.Command("tmux", "-L", server, "kill-server").Run() })
+	return cfg
+}
+
+// startDaemon opens and runs a daemon with cfg until the test ends (or stop).
+func startDaemon(t *testing.T, cfg serveConfig) *testDaemon {
+	t.Helper()
+	out := &bytes.Buffer{}
+	var logw io.Writer = io.Discard
+	if os.Getenv("NUDGE_TEST_LOG") != "" {
+		logw = os.Stderr
+	}
+	env := &cliEnv{stdin: strings.NewReader(""), stdout: io.Discard, stderr: logw, getenv: os.Getenv}
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := openDaemon(ctx, cfg, env)
+	if err != nil {
+		cancel()
+		t.Fatalf("open daemon: %v", err)
+	}
+	td := &testDaemon{t: t, cfg: cfg, d: d, c: newClient(cfg.Socket, ""), cancel: cancel, done: make(chan error, 1), out: out}
+	go func() { td.done <- d.Run(ctx) }()
+	t.Cleanup(td.stop)
+	return td
+}
+
+func (td *testDaemon) stop() {
+	if td.cancel == nil {
+		return
+	}
+	td.cancel()
+	<-td.done
+	td.d.Close()
+	td.cancel = nil
+}
+
+// spawnShell starts a managed shell-profile runtime running argv.
+func (td *testDaemon) spawnShell(ws, role string, argv ...string) runtimeView {
+	td.t.Helper()
+	var rt runtimeView
+	body := spawnBody{Workspace: ws, Role: role, Agent: "shell", Dir: td.cfg.Roots[0], Argv: argv}
+	if err := td.c.do(context.Background(), "POST", "/v1/runtimes", body, &rt); err != nil {
+		td.t.Fatalf("spawn: %v", err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	return rt
+}
+
+// waitRuntime polls a runtime until ok or a generous deadline.
+func (td *testDaemon) waitRuntime(id string, ok func(runtimeView) bool) runtimeView {
+	td.t.Helper()
+	var rt runtimeView
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := td.c.do(context.Background(), "GET", "/v1/runtimes/"+id, nil, &rt); err == nil && ok(rt) {
+			return rt
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	td.t.Fatalf("runtime %s never reached the wanted state; last %+v", id, rt.Runtime)
+	return rt
+}
+
+// trigger posts a trigger request.
+func (td *testDaemon) trigger(req map[string]any) (store.Trigger, error) {
+	var t store.Trigger
+	err := td.c.do(context.Background(), "POST", "/v1/triggers", req, &t)
+	return t, err
+}
+
+// waitTrigger polls a trigger until ok or a generous deadline.
+func (td *testDaemon) waitTrigger(id string, ok func(store.Trigger) bool) store.Trigger {
+	td.t.Helper()
+	var tr store.Trigger
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := td.c.do(context.Background(), "GET", "/v1/triggers/"+id, nil, &tr); err == nil && ok(tr) {
+			return tr
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	td.t.Fatalf("trigger %s never reached the wanted state; last %+v", id, tr)
+	return tr
+}
+
+// tmux runs a tmux command on the daemon's private server.
+func (td *testDaemon) tmux(args ...string) string {
+	td.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", td.cfg.TmuxSocket}, args...)...).CombinedOutput()
+	if err != nil {
+		td.t.Fatalf("tmux %v: %v: %s", args, err, out)
+	}
+	return string(out)
+}
+
+func closed(t store.Trigger) bool { return t.Closed }
+
+
+func t0() context.Context { return context.Background() }
