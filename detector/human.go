@@ -216,31 +216,33 @@ func (h *humanWatch) wake() {
 
 // confirmHuman is the fallback without the binding: output nudge did not cause arrived on
 // the pane; one list-clients query says whether a human client on that pane was active in
-// the last second. At most one query per pane per second.
-func (m *Monitor) confirmHuman(ps *paneState) {
+// the last second. At most one query per pane per second: a query due sooner returns
+// how long to wait, and the caller runs it then.
+func (m *Monitor) confirmHuman(ps *paneState) time.Duration {
 	now := m.cfg.Now()
 	ps.mu.Lock()
-	if now.Sub(ps.confirmAt) < time.Second {
+	if since := now.Sub(ps.confirmAt); since < time.Second {
 		ps.mu.Unlock()
-		return
+		return time.Second - since
 	}
 	ps.confirmAt = now
 	ps.mu.Unlock()
 	rt, ok := m.cfg.Registry.Get(ps.id)
 	if !ok || rt.PaneID == "" {
-		return
+		return 0
 	}
 	conn, err := m.cfg.Registry.Conn(rt.WorkspaceID)
 	if err != nil {
-		return
+		return 0
 	}
 	ctx, cancel := context.WithTimeout(ps.ctx, m.cfg.CaptureTimeout)
 	defer cancel()
 	rep, err := conn.Do(ctx, "list-clients -F '"+clientFormat+"'")
 	if err != nil {
-		return
+		return 0
 	}
 	if len(humanPanes(rep.Lines, now, rt.PaneID)) > 0 {
 		m.humanKey(ps, now)
 	}
+	return 0
 }

@@ -94,6 +94,10 @@ func (m *Monitor) runPane(ps *paneState) {
 	quiet := time.NewTimer(m.readyQuiet(ps.id)) // first capture soon after start
 	keys := time.NewTimer(time.Hour)
 	keys.Stop()
+	confirm := time.NewTimer(time.Hour) // a rate-limited fallback query, run later
+	confirm.Stop()
+	confirmArmed := false
+	defer confirm.Stop()
 	defer quiet.Stop()
 	defer keys.Stop()
 	for {
@@ -104,8 +108,14 @@ func (m *Monitor) runPane(ps *paneState) {
 			m.markBusy(ps)
 			quiet.Reset(m.readyQuiet(ps.id))
 			if ps.maybeHuman.Swap(false) {
-				m.confirmHuman(ps)
+				if wait := m.confirmHuman(ps); wait > 0 && !confirmArmed {
+					confirm.Reset(wait)
+					confirmArmed = true
+				}
 			}
+		case <-confirm.C:
+			confirmArmed = false
+			m.confirmHuman(ps)
 		case <-ps.keyCh:
 			m.syncBusy(ps)
 			keys.Reset(m.cfg.QuietWindow)

@@ -1,0 +1,390 @@
+package detector
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/panes"
+	"github.com/nudgehq/nudge/store"
+)
+
+var sockSeq atomic.Int64
+
+// liveEnv is one test's private tmux server, store, panes.Registry and Monitor.
+type liveEnv struct {
+	t    *testing.T
+	sock string
+	reg  *panes.Registry
+	mon  *Monitor
+	fwd  atomic.Pointer[Monitor]
+
+	mu        sync.Mutex
+	quiet     []string
+	humanDone []string
+	changes   int
+}
+
+// newLiveEnv starts a registry on a private server; mod adjusts the MonitorConfig.
+func newLiveEnv(t *testing.T, mod func(*MonitorConfig)) *liveEnv {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	e := &liveEnv{t: t, sock: fmt.Sprintf("nudge-t-det-%d-%d", os.Getpid(), sockSeq.Add(1))}
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", e.sock, "kill-server").Run() })
+	db, err := store.Open(filepath.Join(t.TempDir(), "nudge.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	pcfg := panes.DefaultConfig()
+	pcfg.SocketName, pcfg.ConfigFile = e.sock, "/dev/null"
+	pcfg.Roots = []string{t.TempDir()}
+	pcfg.OnOutput = func(id string, data []byte) {
+		if m := e.fwd.Load(); m != nil {
+			m.Feed(id, data)
+		}
+	}
+	pcfg.OnEvent = func(ws string, ev controlmode.Event) {
+		if m := e.fwd.Load(); m != nil {
+			m.Event(ws, ev)
+		}
+	}
+	reg, err := panes.Open(context.Background(), pcfg, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.reg = reg
+	t.Cleanup(func() { reg.Close() })
+
+	cfg := DefaultMonitorConfig()
+	cfg.Registry, cfg.SocketName = reg, e.sock
+	cfg.QuietWindow = 500 * time.Millisecond
+	cfg.OnQuiet = func(id string) { e.mu.Lock(); e.quiet = append(e.quiet, id); e.mu.Unlock() }
+	cfg.OnHumanDone = func(rt store.Runtime) {
+		e.mu.Lock()
+		e.humanDone = append(e.humanDone, rt.RuntimeID)
+		e.mu.Unlock()
+	}
+	cfg.OnChange = func(string, Classification, bool) { e.mu.Lock(); e.changes++; e.mu.Unlock() }
+	if mod != nil {
+		mod(&cfg)
+	}
+	mon, err := NewMonitor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mon = mon
+	e.fwd.Store(mon)
+	t.Cleanup(func() { mon.Close() })
+	return e
+}
+
+// spawnShell starts a bash pane with PS1='$ ' and waits for it to be READY.
+func (e *liveEnv) spawnShell(role string) store.Runtime {
+	e.t.Helper()
+	rt, err := e.reg.Spawn(context.Background(), panes.SpawnRequest{
+		Workspace: "ws", Role: role, Agent: "shell", Argv: []string{"bash", "--norc", "--noprofile"}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.tmux("send-keys", "-t", rt.PaneID, "PS1='$ '", "Enter", "clear", "Enter")
+	e.waitReadiness(rt.RuntimeID, nudge.Ready)
+	return rt
+}
+
+func (e *liveEnv) tmux(args ...string) string {
+	e.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", e.sock}, args...)...).CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("tmux %v: %v: %s", args, err, out)
+	}
+	return string(out)
+}
+
+// waitFor polls cond with a generous deadline (the machine is loaded).
+func (e *liveEnv) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (e *liveEnv) rt(id string) store.Runtime {
+	rt, ok := e.reg.Get(id)
+	if !ok {
+		e.t.Fatalf("runtime %s gone", id)
+	}
+	return rt
+}
+
+// waitReadiness waits until both the persisted and the live readiness are want.
+func (e *liveEnv) waitReadiness(id string, want nudge.Readiness) {
+	e.t.Helper()
+	e.waitFor(fmt.Sprintf("%s %s", id, want), func() bool {
+		rt := e.rt(id)
+		return rt.Readiness == string(want) && e.mon.Readiness(rt) == want
+	})
+}
+
+func (e *liveEnv) count(list *[]string, id string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, x := range *list {
+		if x == id {
+			n++
+		}
+	}
+	return n
+}
+
+// human is a real tmux client attached through a PTY.
+type human struct {
+	t    *testing.T
+	ptmx *os.File
+	cmd  *exec.Cmd
+}
+
+func (e *liveEnv) attach(rt store.Runtime) *human {
+	e.t.Helper()
+	cmd := exec.Command("tmux", "-L", e.sock, "attach-session", "-t", rt.TmuxSession+":"+rt.TmuxWindow)
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	go io.Copy(io.Discard, ptmx) //nolint:errcheck // drains the client's screen until close
+	h := &human{t: e.t, ptmx: ptmx, cmd: cmd}
+	e.t.Cleanup(h.close)
+	e.waitFor("client attached", func() bool {
+		return strings.Contains(e.tmux("list-clients", "-F", "#{client_control_mode}"), "0")
+	})
+	return h
+}
+
+// typeKeys writes keys into the client's terminal one byte at a time.
+func (h *human) typeKeys(s string) {
+	for i := 0; i < len(s); i++ {
+		if _, err := h.ptmx.Write([]byte{s[i]}); err != nil {
+			h.t.Fatal(err)
+		}
+		time.Sleep(15 * time.Millisecond)
+	}
+}
+
+func (h *human) close() {
+	h.ptmx.Close()
+	if h.cmd.Process != nil {
+		h.cmd.Process.Kill()
+	}
+	h.cmd.Wait() //nolint:errcheck // killed on purpose
+}
+
+func TestReadinessLive(t *testing.T) {
+	e := newLiveEnv(t, nil)
+	rt := e.spawnShell("sh")
+
+	t.Run("Busy", func(t *testing.T) {
+		e.tmux("send-keys", "-t", rt.PaneID, "-l",
+			`for i in 1 2 3 4 5 6 7 8 9 10; do echo "$((i*10))% done"; sleep 0.5; done`)
+		e.tmux("send-keys", "-t", rt.PaneID, "Enter")
+		e.waitReadiness(rt.RuntimeID, nudge.Busy)
+		e.waitReadiness(rt.RuntimeID, nudge.Ready)
+		e.tmux("send-keys", "-t", rt.PaneID, "sleep 5", "Enter")
+		e.waitReadiness(rt.RuntimeID, nudge.Busy)
+		e.waitReadiness(rt.RuntimeID, nudge.Ready)
+	})
+	t.Run("NeedsConfirmation", func(t *testing.T) {
+		e.tmux("send-keys", "-t", rt.PaneID, "-l", `read -p 'Allow? (y/N) ' x`)
+		e.tmux("send-keys", "-t", rt.PaneID, "Enter")
+		e.waitReadiness(rt.RuntimeID, nudge.NeedsConfirmation)
+		if s := e.rt(rt.RuntimeID).Summary; !strings.Contains(s, "Allow?") {
+			t.Errorf("summary %q, want the question", s)
+		}
+		e.tmux("send-keys", "-t", rt.PaneID, "n", "Enter")
+		e.waitReadiness(rt.RuntimeID, nudge.Ready)
+	})
+	t.Run("OldErrorAboveFreshPrompt", func(t *testing.T) {
+		if _, err := exec.LookPath("python3"); err != nil {
+			t.Skip("python3 not installed")
+		}
+		e.tmux("send-keys", "-t", rt.PaneID, "-l", `python3 -c 'import time; time.sleep(1); raise ValueError("bad")'`)
+		e.tmux("send-keys", "-t", rt.PaneID, "Enter")
+		e.waitFor("traceback on screen", func() bool {
+			return strings.Contains(e.tmux("capture-pane", "-p", "-t", rt.PaneID), "ValueError: bad")
+		})
+		e.waitReadiness(rt.RuntimeID, nudge.Ready)
+	})
+	t.Run("OperatorNotBusy", func(t *testing.T) {
+		if got := e.rt(rt.RuntimeID); got.OperatorBusy {
+			t.Fatal("program output and test send-keys set operator_busy")
+		}
+		if busy, _, why := e.mon.Collision(e.rt(rt.RuntimeID)); busy {
+			t.Fatalf("Collision busy (%s) without a human", why)
+		}
+	})
+}
+
+func TestHumanTyping(t *testing.T) {
+	e := newLiveEnv(t, nil)
+	rt := e.spawnShell("sh")
+	h := e.attach(rt)
+	e.waitFor("Any binding installed", func() bool { return e.mon.bindOK.Load() })
+
+	// nudge's own typing through the control connection is not a human.
+	conn, err := e.reg.Conn(rt.WorkspaceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mon.Injecting(rt.RuntimeID, time.Now().Add(time.Second))
+	if _, err := conn.DoAll(context.Background(), controlmode.SendKeys(rt.PaneID, "echo ours-$((6*7))\r")...); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("injected command ran", func() bool {
+		return strings.Contains(e.tmux("capture-pane", "-p", "-t", rt.PaneID), "ours-42")
+	})
+	e.waitReadiness(rt.RuntimeID, nudge.Ready)
+	if e.rt(rt.RuntimeID).OperatorBusy {
+		t.Fatal("nudge's own send-keys set operator_busy")
+	}
+
+	before := time.Now()
+	h.typeKeys("echo hi\r")
+	e.waitFor("operator_busy persisted", func() bool { return e.rt(rt.RuntimeID).OperatorBusy })
+	busy, until, why := e.mon.Collision(e.rt(rt.RuntimeID))
+	if busy {
+		if lo, hi := before.Add(e.mon.cfg.QuietWindow), time.Now().Add(e.mon.cfg.QuietWindow); !until.IsZero() &&
+			(until.Before(lo) || until.After(hi)) {
+			t.Errorf("until %v not within [%v, %v]", until, lo, hi)
+		}
+		t.Logf("collision: %s until %v", why, until)
+	}
+	e.waitFor("operator_busy cleared", func() bool { return !e.rt(rt.RuntimeID).OperatorBusy })
+	e.waitFor("OnQuiet and OnHumanDone", func() bool {
+		return e.count(&e.quiet, rt.RuntimeID) > 0 && e.count(&e.humanDone, rt.RuntimeID) > 0
+	})
+	if busy, _, why := e.mon.Collision(e.rt(rt.RuntimeID)); busy {
+		t.Fatalf("still busy after the quiet window: %s", why)
+	}
+}
+
+func TestHumanDraft(t *testing.T) {
+	e := newLiveEnv(t, nil)
+	rt := e.spawnShell("sh")
+	h := e.attach(rt)
+	e.waitFor("Any binding installed", func() bool { return e.mon.bindOK.Load() })
+
+	h.typeKeys("echo half-typed")
+	e.waitFor("operator_busy", func() bool { return e.rt(rt.RuntimeID).OperatorBusy })
+	// Well past the 500ms quiet window the draft still holds the pane.
+	e.waitFor("draft seen", func() bool {
+		_, _, why := e.mon.Collision(e.rt(rt.RuntimeID))
+		return why == "draft in composer"
+	})
+	time.Sleep(2 * e.mon.cfg.QuietWindow)
+	if busy, until, why := e.mon.Collision(e.rt(rt.RuntimeID)); !busy || !until.IsZero() {
+		t.Fatalf("draft: Collision = %v, %v, %q; want busy until unknown", busy, until, why)
+	}
+	if !e.rt(rt.RuntimeID).OperatorBusy {
+		t.Fatal("operator_busy dropped while a draft is in the composer")
+	}
+	d, err := e.mon.Composer(context.Background(), e.rt(rt.RuntimeID))
+	if err != nil || d != "echo half-typed" {
+		t.Fatalf("Composer = %q, %v", d, err)
+	}
+	if e.count(&e.humanDone, rt.RuntimeID) != 0 {
+		t.Fatal("OnHumanDone fired while the draft is there")
+	}
+
+	h.typeKeys("\x15") // the human's own C-u
+	e.waitFor("draft cleared, operator_busy released", func() bool {
+		busy, _, _ := e.mon.Collision(e.rt(rt.RuntimeID))
+		return !busy && !e.rt(rt.RuntimeID).OperatorBusy
+	})
+	e.waitFor("OnHumanDone", func() bool { return e.count(&e.humanDone, rt.RuntimeID) > 0 })
+}
+
+func TestHumanFallback(t *testing.T) {
+	e := newLiveEnv(t, func(c *MonitorConfig) { c.BindKeys = false })
+	rt := e.spawnShell("sh")
+	h := e.attach(rt)
+	if _, err := exec.Command("tmux", "-L", e.sock, "list-keys", "-T", "root", "Any").CombinedOutput(); err == nil {
+		t.Fatal("Any bound with BindKeys false")
+	}
+	h.typeKeys("echo fallback\r")
+	e.waitFor("operator_busy from %output + list-clients", func() bool { return e.rt(rt.RuntimeID).OperatorBusy })
+	e.waitFor("operator_busy cleared", func() bool { return !e.rt(rt.RuntimeID).OperatorBusy })
+}
+
+func TestCopyModeIsHuman(t *testing.T) {
+	e := newLiveEnv(t, nil)
+	rt := e.spawnShell("sh")
+	e.tmux("copy-mode", "-t", rt.PaneID)
+	e.waitFor("copy mode counts as a human", func() bool {
+		busy, _, why := e.mon.Collision(e.rt(rt.RuntimeID))
+		return busy && why == "pane in copy mode" && e.rt(rt.RuntimeID).OperatorBusy
+	})
+	e.tmux("send-keys", "-t", rt.PaneID, "-X", "cancel")
+	e.waitFor("copy mode left", func() bool {
+		busy, _, _ := e.mon.Collision(e.rt(rt.RuntimeID))
+		return !busy && !e.rt(rt.RuntimeID).OperatorBusy
+	})
+}
+
+func TestAnyBindingLifecycle(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newLiveEnv(t, nil)
+		e.spawnShell("sh")
+		e.waitFor("Any binding installed", func() bool { return e.mon.bindOK.Load() })
+		if out := e.tmux("list-keys", "-T", "root", "Any"); !strings.Contains(out, "wait-for -S "+HumanChannel) {
+			t.Fatalf("binding: %q", out)
+		}
+		e.mon.Close()
+		if out, err := exec.Command("tmux", "-L", e.sock, "list-keys", "-T", "root", "Any").CombinedOutput(); err == nil {
+			t.Fatalf("Any still bound after Close: %q", out)
+		}
+	})
+	t.Run("UserBinding", func(t *testing.T) {
+		e := newLiveEnv(t, func(c *MonitorConfig) { c.BindKeys = false })
+		e.spawnShell("sh")
+		e.tmux("bind-key", "-n", "Any", "send-keys ; display-message user-any")
+		e.mon.Close()
+		// A second Monitor with BindKeys finds the user's binding and leaves it alone.
+		cfg := e.mon.cfg
+		cfg.BindKeys = true
+		m, err := NewMonitor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.waitFor("binding decision", func() bool {
+			m.human.mu.Lock()
+			defer m.human.mu.Unlock()
+			return m.human.tried
+		})
+		if m.bindOK.Load() {
+			t.Fatal("took over the user's Any binding")
+		}
+		m.Close()
+		if out := e.tmux("list-keys", "-T", "root", "Any"); !strings.Contains(out, "user-any") {
+			t.Fatalf("user binding changed: %q", out)
+		}
+	})
+}
