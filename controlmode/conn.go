@@ -166,6 +166,10 @@ func (c *Conn) run() {
 	defer close(c.done)
 	rerr := c.readLoop()
 	c.fail(c.endError(rerr))
+	if b := c.rs.block; b != nil && b.call != nil { // tmux ended inside our reply
+		b.call.Err = c.Err()
+		b.call.done(c.log)
+	}
 	c.stop()
 	if c.cmd != nil {
 		if err := c.cmd.Wait(); err != nil {

@@ -128,7 +128,9 @@ type step struct {
 	line string
 }
 
-func readTranscript(t *testing.T, name string) transcript {
+func readTranscript(t *testing.T, name string) transcript { return readTranscriptF(t, name) }
+
+func readTranscriptF(t testing.TB, name string) transcript {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
