@@ -62,6 +62,8 @@ type Launcher interface {
 	LaunchWindow(ctx context.Context, workspace, name string, argv []string) (paneID string, err error)
 	// PaneExit reports whether the pane's process runs, or how it exited.
 	PaneExit(ctx context.Context, workspace, paneID string) (alive bool, status *int, err error)
+	// HoldRestarts keeps the registry from restarting the runtime while the chain runs.
+	HoldRestarts(id string) (release func())
 }
 
 // Step is one step of a fallback chain, as audited and published.
@@ -124,6 +126,7 @@ func (c *Chain) Fallback(ctx context.Context, t store.Trigger, cause nudge.Code)
 		return "", nudge.NewError(nudge.SpawnFailed, "no runtime to fall back to for "+t.WorkspaceID+"/"+t.Agent)
 	}
 	prof, _ := c.l.Profile(rt.Agent)
+	defer c.l.HoldRestarts(rt.RuntimeID)()
 	r := &run{t: t, rt: rt, prof: prof, cause: cause}
 	if why := c.skipResume(r); why != "" {
 		c.step(r, "fallback_resume_skipped", Step{Error: why})

@@ -5,12 +5,31 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/nudgehq/nudge"
 )
 
 // Launches for the fallback chain (package ack): a resume or spawn command run once,
 // either in the runtime's own pane or in a new window beside it.
+
+// HoldRestarts stops automatic restarts of a runtime (and keeps deaths out of its crash
+// count) until the returned release is called: the fallback chain owns the pane meanwhile.
+func (r *Registry) HoldRestarts(id string) (release func()) {
+	r.mu.Lock()
+	r.held[id]++
+	r.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			if r.held[id]--; r.held[id] <= 0 {
+				delete(r.held, id)
+			}
+			r.mu.Unlock()
+		})
+	}
+}
 
 // RelaunchWith runs argv once in the runtime's own pane (respawn-pane -k ends whatever
 // ran there, so a live agent no longer holds its session), keeping the pane id. The

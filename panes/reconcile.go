@@ -113,9 +113,12 @@ func (r *Registry) aliveLocked(rt *store.Runtime, p paneInfo) []change {
 // failure time; a crash loop then goes on to failed. It reports whether to restart.
 func (r *Registry) deathLocked(rt *store.Runtime, reason string, code nudge.Code, exit *int) ([]change, bool) {
 	now := r.cfg.Now()
+	held := r.held[rt.RuntimeID] > 0
 	chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusOffline, reason, code, func(n *store.Runtime) {
 		n.ExitStatus = exit
-		n.Failures = append(recentFailures(n.Failures, now, r.cfg.CrashLoopWindow), now)
+		if !held { // a fallback launch that fails is the chain's failure, not the runtime's
+			n.Failures = append(recentFailures(n.Failures, now, r.cfg.CrashLoopWindow), now)
+		}
 	})
 	if err != nil {
 		r.logErr("reconcile", rt.RuntimeID, err)
@@ -142,9 +145,11 @@ func recentFailures(fs []time.Time, now time.Time, window time.Duration) []time.
 	return out
 }
 
-// restartableLocked: an offline managed runtime that was not stopped.
+// restartableLocked: an offline managed runtime that was not stopped and whose restarts
+// are not held by a fallback chain.
 func (r *Registry) restartableLocked(rt *store.Runtime) bool {
-	return rt.Managed && !r.stopped[rt.RuntimeID] && nudge.Status(rt.Status) == nudge.StatusOffline
+	return rt.Managed && !r.stopped[rt.RuntimeID] && r.held[rt.RuntimeID] == 0 &&
+		nudge.Status(rt.Status) == nudge.StatusOffline
 }
 
 // scheduleRestart restarts id after RestartDelay on a registry-owned goroutine.

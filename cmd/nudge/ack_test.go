@@ -1,0 +1,199 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/store"
+)
+
+// fakeAgent is a small agent: it reads lines from its tty and, by mode, acknowledges
+// each trigger with the marker in one write, in three writes, or not at all.
+const fakeAgent = `
+mode=$1
+while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/.*\[BRIDGE_TRIGGER id=\([^ ]*\) .*/\1/p')
+  [ -n "$id" ] || continue
+  case $mode in
+    one) printf 'working on it\nACK_TRIGGER:%s\n' "$id" ;;
+    three) printf 'ACK_'; sleep 0.1; printf '\033[1mTRIG\033[0mGER'; sleep 0.1; printf ':%s\n' "$id" ;;
+    *) : ;;
+  esac
+done
+`
+
+// fakeResume stands in for an agent's resume command: it records its argv, then stays up
+// (or fails, if the FAIL file exists).
+const fakeResume = `
+printf '%s\n' "$@" >> "$0.calls"
+[ -e "$0.fail" ] && exit 1
+exec sleep 600
+`
+
+// ackSetup starts a daemon with a "fake" profile whose agent must acknowledge.
+func ackSetup(t *testing.T, tweak func(*serveConfig)) (*testDaemon, string) {
+	t.Helper()
+	cfg := newTestConfig(t)
+	root := cfg.Roots[0]
+	agent := filepath.Join(root, "agent.sh")
+	resume := filepath.Join(root, "resume.sh")
+	os.WriteFile(agent, []byte(fakeAgent), 0o755)
+	os.WriteFile(resume, []byte(fakeResume), 0o755)
+	prof := map[string]any{
+		"name": "fake", "launch": []string{"sh", resume, "fresh"}, "allowed_launchers": []string{"sh"},
+		"prompt_arg": "append", "resume": []string{"sh", resume, "resume", "{session_id}", "{prompt}"},
+		"pack": "shell", "submit_settle": "20ms", "queues_input": true,
+		"ack_signals": []string{"marker", "api", "heartbeat", "cursor"}, "submitted_is_ack": false,
+	}
+	cfg.ProfileDir = t.TempDir()
+	b, _ := json.Marshal(prof)
+	os.WriteFile(filepath.Join(cfg.ProfileDir, "fake.json"), b, 0o644)
+	cfg.AckTimeout, cfg.AckRetries = 1500*time.Millisecond, 2
+	cfg.Backoff = []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}
+	cfg.LaunchGrace = 300 * time.Millisecond
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	return startDaemon(t, cfg), resume
+}
+
+func (td *testDaemon) spawnFake(role, mode string) runtimeView {
+	td.t.Helper()
+	var rt runtimeView
+	body := spawnBody{Workspace: "w1", Role: role, Agent: "fake", Dir: td.cfg.Roots[0], SessionID: "sess-" + role,
+		Argv: []string{"sh", filepath.Join(td.cfg.Roots[0], "agent.sh"), mode}}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
+		td.t.Fatalf("spawn: %v", err)
+	}
+	return td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+}
+
+func (td *testDaemon) audit(trigger string) []store.AuditRecord {
+	var recs []store.AuditRecord
+	if err := td.c.do(t0(), "GET", "/v1/audit?trigger="+trigger, nil, &recs); err != nil {
+		td.t.Fatal(err)
+	}
+	return recs
+}
+
+func events(recs []store.AuditRecord) string {
+	var s []string
+	for _, r := range recs {
+		s = append(s, r.Event)
+	}
+	return strings.Join(s, " ")
+}
+
+func TestAckMarkerOneChunkAndSplit(t *testing.T) {
+	td, _ := ackSetup(t, nil)
+	td.spawnFake("one", "one")
+	td.spawnFake("three", "three")
+	for _, role := range []string{"one", "three"} {
+		id := "m-" + role
+		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "w1", "agent": role, "prompt": "do the thing"}); err != nil {
+			t.Fatal(err)
+		}
+		got := td.waitTrigger(id, closed)
+		if got.State != "acked" || got.AckSignal != "marker" || got.Attempts != 1 {
+			t.Fatalf("%s: %+v", role, got)
+		}
+	}
+}
+
+func TestAckEchoNeverAcksAPIAndHeartbeatDo(t *testing.T) {
+	td, _ := ackSetup(t, func(c *serveConfig) { c.AckTimeout = 20 * time.Second })
+	rt := td.spawnFake("quiet", "none")
+	// The echo of the envelope (it names the marker word) must not ack it.
+	if _, err := td.trigger(map[string]any{"trigger_id": "e1", "workspace": "w1", "agent": "quiet", "prompt": "ACK please"}); err != nil {
+		t.Fatal(err)
+	}
+	got := td.waitTrigger("e1", func(t store.Trigger) bool { return t.State == "submitted" })
+	time.Sleep(500 * time.Millisecond)
+	if got = td.waitTrigger("e1", func(store.Trigger) bool { return true }); got.State != "submitted" {
+		t.Fatalf("echo acked it: %+v", got)
+	}
+	var acked store.Trigger
+	if err := td.c.do(t0(), "POST", "/v1/triggers/e1/ack", nil, &acked); err != nil {
+		t.Fatal(err)
+	}
+	if acked.State != "acked" || acked.AckSignal != "api" {
+		t.Fatalf("api ack: %+v", acked)
+	}
+	// A heartbeat after delivery acks the next one; a cursor advance acks as cursor.
+	td.trigger(map[string]any{"trigger_id": "h1", "workspace": "w1", "agent": "quiet", "prompt": "next"})
+	td.waitTrigger("h1", func(t store.Trigger) bool { return t.State == "submitted" })
+	time.Sleep(50 * time.Millisecond)
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/heartbeat", heartbeatBody{Status: "active"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := td.waitTrigger("h1", closed); got.AckSignal != "heartbeat" {
+		t.Fatalf("heartbeat ack: %+v", got)
+	}
+	td.trigger(map[string]any{"trigger_id": "c1", "workspace": "w1", "agent": "quiet", "prompt": "third"})
+	td.waitTrigger("c1", func(t store.Trigger) bool { return t.State == "submitted" })
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/heartbeat", map[string]any{"cursor": "msg-42", "last_activity_at": time.Now().Add(-time.Hour)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := td.waitTrigger("c1", closed); got.AckSignal != "cursor" {
+		t.Fatalf("cursor ack: %+v", got)
+	}
+}
+
+func TestAckTimeoutRetriesThenResume(t *testing.T) {
+	td, resume := ackSetup(t, nil)
+	td.spawnFake("slow", "none")
+	td.trigger(map[string]any{"trigger_id": "r1", "workspace": "w1", "agent": "slow", "thread_id": "th1", "prompt": "wake up"})
+	got := td.waitTrigger("r1", closed)
+	if got.Fallback != "resume" || got.DeliveryBackend != "resume" || got.ErrorCode != "ACK_TIMEOUT" || got.Attempts != 3 {
+		t.Fatalf("receipt: %+v", got)
+	}
+	recs := td.audit("r1")
+	story := events(recs)
+	for _, want := range []string{"trigger_received", "trigger_sent", "trigger_submitted", "trigger_retry", "fallback_required", "fallback_resume_started", "fallback_resume_succeeded", "trigger_fell_back"} {
+		if !strings.Contains(story, want) {
+			t.Fatalf("audit story lacks %s:\n%s", want, story)
+		}
+	}
+	var backoffs []int64
+	for _, r := range recs {
+		if r.Event == "trigger_retry" {
+			var d struct {
+				BackoffMS int64 `json:"backoff_ms"`
+			}
+			json.Unmarshal(r.Detail, &d)
+			backoffs = append(backoffs, d.BackoffMS)
+		}
+	}
+	if len(backoffs) != 2 || backoffs[0] != 200 || backoffs[1] != 400 {
+		t.Fatalf("backoffs %v, want [200 400]", backoffs)
+	}
+	calls, _ := os.ReadFile(resume + ".calls")
+	if !strings.Contains(string(calls), "resume\nsess-slow\nwake up\n") {
+		t.Fatalf("resume argv:\n%s", calls)
+	}
+}
+
+func TestResumeFailingTwiceSpawns(t *testing.T) {
+	td, resume := ackSetup(t, nil)
+	td.spawnFake("dead", "none")
+	os.WriteFile(resume+".fail", nil, 0o644)
+	td.trigger(map[string]any{"trigger_id": "f1", "workspace": "w1", "agent": "dead", "prompt": "wake"})
+	// The fresh spawn uses the same script: let it stay up once resume has failed twice.
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if strings.Count(events(td.audit("f1")), "RESUME_FAILED") >= 2 {
+			os.Remove(resume + ".fail")
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := td.waitTrigger("f1", closed)
+	story := events(td.audit("f1"))
+	if got.Fallback != "spawn" || strings.Count(story, "fallback_resume_started") != 2 || !strings.Contains(story, "fallback_spawn_succeeded") {
+		t.Fatalf("receipt %+v\nstory %s", got, story)
+	}
+}
