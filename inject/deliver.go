@@ -200,7 +200,7 @@ func (p *Pipeline) takeTurn(j *job) {
 	t := j.record()
 	key := rateKey(t)
 	p.rate.take(key, p.cfg.Now())
-	if t.ThreadID != "" && t.Attempts == 0 {
+	if t.ThreadID != "" && t.ScheduleID == "" && t.Attempts == 0 {
 		if tripped, why := p.loops.turn(key, t.Prompt); tripped {
 			p.log.Warn("thread auto-blocked", "thread_id", t.ThreadID, "agent_id", t.Agent, "why", why)
 		}

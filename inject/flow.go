@@ -139,7 +139,7 @@ func (p *Pipeline) gate(j *job, rt store.Runtime, now time.Time) verdict {
 		return verdict{kind: hold, why: "triggers paused for this runtime"}
 	}
 	key := rateKey(t)
-	if t.ThreadID != "" {
+	if t.ThreadID != "" && t.ScheduleID == "" {
 		if b, why := p.loops.blocked(key); b {
 			return verdict{kind: fail, code: nudge.ThreadAutoBlocked, why: why}
 		}

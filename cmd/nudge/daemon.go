@@ -38,8 +38,11 @@ type daemon struct {
 	acks     *ack.Tracker
 	chain    *ack.Chain
 	mon      *detector.Monitor
+	sched    *inject.Scheduler
 	hub      *hub
 	profiles map[string]panes.Profile
+	auth     *authority // token key, revocations, runtime tokens, policy (token.go)
+	obs      *observer // metrics, alerts, status line (metrics.go)
 
 	ln      net.Listener
 	srv     *http.Server
@@ -66,6 +69,9 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (d *daemon, e
 		}
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	if d.auth, err = openAuthority(cfg, d.db); err != nil {
+		return nil, err
+	}
 	if d.profiles, err = panes.LoadProfiles(cfg.ProfileDir); err != nil {
 		return nil, err
 	}
@@ -83,7 +89,10 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (d *daemon, e
 	if err := d.pipe.Open(); err != nil {
 		return nil, err
 	}
+	d.sched = inject.NewScheduler(d.pipe, inject.SchedulerConfig{MinGap: cfg.ScheduleGap})
 	d.ready.Store(true)
+	d.auth.start(d)
+	d.obs = startObserver(d)
 	if err := d.listen(); err != nil {
 		return nil, err
 	}
@@ -149,7 +158,7 @@ func (d *daemon) tmuxServerName() string {
 
 // runtimeEnv is the environment a spawned runtime gets: where the daemon is.
 func (d *daemon) runtimeEnv(rt store.Runtime) []string {
-	return []string{"NUDGE_SOCKET=" + d.cfg.Socket, "NUDGE_RUNTIME_ID=" + rt.RuntimeID}
+	return append([]string{"NUDGE_SOCKET=" + d.cfg.Socket, "NUDGE_RUNTIME_ID=" + rt.RuntimeID}, d.runtimeTokenEnv(rt)...)
 }
 
 func (d *daemon) ackSignals(runtimeID string) []string {
@@ -283,6 +292,8 @@ func (d *daemon) Run(ctx context.Context) error {
 func (d *daemon) Close() error {
 	var errs []error
 	d.closeOnce.Do(func() {
+		d.auth.Close()
+		d.obs.Close()
 		if d.srv != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownTimeout)
 			d.hub.Close()
@@ -297,6 +308,9 @@ func (d *daemon) Close() error {
 		}
 		if d.pipe != nil {
 			errs = append(errs, d.pipe.Close())
+		}
+		if d.sched != nil {
+			d.sched.Wait()
 		}
 		if d.chain != nil {
 			errs = append(errs, d.chain.Close())

@@ -145,5 +145,4 @@ func (td *testDaemon) tmux(args ...string) string {
 
 func closed(t store.Trigger) bool { return t.Closed }
 
-
 func t0() context.Context { return context.Background() }

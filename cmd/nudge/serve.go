@@ -46,8 +46,10 @@ type serveConfig struct {
 	BindKeys               bool
 	LogLevel, LogFormat    string
 	Token                  string // optional shared secret
+	authConfig                    // tokens, policy (auth.go)
 	AllowUIDs              []int
 	ShutdownTimeout        time.Duration
+	ScheduleGap            time.Duration
 }
 
 func defaultServeConfig() serveConfig {
@@ -61,6 +63,7 @@ func defaultServeConfig() serveConfig {
 		CrashLoop: 3, CrashWindow: 15 * time.Minute, LaunchGrace: 1500 * time.Millisecond,
 		StatusLine: true, BindKeys: true,
 		LogLevel: "info", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
+		ScheduleGap: 5 * time.Minute,
 	}
 }
 
@@ -176,6 +179,8 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "trace, debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
 	fs.StringVar(&c.Token, "api-token", "", "shared secret callers must send as a Bearer token (optional)")
+	authFlags(fs, c)
+	fs.DurationVar(&c.ScheduleGap, "schedule-gap", c.ScheduleGap, "least time between two scheduled prompts to one agent (seed 004)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for requests in flight")
 }
 
