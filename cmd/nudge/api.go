@@ -59,6 +59,7 @@ func (d *daemon) guard(verb string, fn func(http.ResponseWriter, *http.Request, 
 				writeError(w, &apiError{nudge.Internal, "internal error"})
 			}
 		}()
+		r = withRequestID(r)
 		c, err := d.authenticate(r)
 		if err == nil {
 			err = c.allow(verb, "")
@@ -318,6 +319,7 @@ func (d *daemon) handleTrigger(w http.ResponseWriter, r *http.Request, c caller)
 		return
 	}
 	t := res.Trigger
+	d.logTrigger(r, t, res.Created)
 	status := http.StatusAccepted
 	if !res.Created {
 		status = http.StatusOK
@@ -372,7 +374,7 @@ func (d *daemon) waitTrigger(ctx context.Context, id string, wait time.Duration)
 func (d *daemon) handleListTriggers(w http.ResponseWriter, r *http.Request, c caller) {
 	q := r.URL.Query()
 	f := store.TriggerFilter{RuntimeID: q.Get("runtime"), ThreadID: q.Get("thread"), Workspace: q.Get("workspace"),
-		Agent: q.Get("agent"), OpenOnly: q.Get("open") == "1" || q.Get("open") == "true"}
+		Agent: q.Get("agent"), OpenOnly: q.Get("open") == "1" || q.Get("open") == "true", Newest: q.Get("newest") == "1"}
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 {
 		f.Limit = n
 	}
@@ -510,7 +512,7 @@ func (d *daemon) handleAudit(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 {
-		f.Limit = n
+		f.Limit, f.Newest = n, q.Get("newest") == "1"
 	}
 	recs, err := d.db.Audit(f)
 	if err != nil {

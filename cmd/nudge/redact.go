@@ -28,12 +28,12 @@ var redactRules = []redactRule{
 	// password=..., passwd: ..., secret=..., api_key=..., token=... (values up to a space or quote).
 	{re: regexp.MustCompile(`(?i)(\b(?:password|passwd|pwd|secret|client_secret|api[_-]?key|access[_-]?token|auth[_-]?token|token)\b["']?\s*[:=]\s*["']?)[^\s"'&,;]+`), keep: true},
 	// Provider keys with recognisable prefixes.
-	{re: regexp.MustCompile(`\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_\-]{16,}`)},       // OpenAI, Anthropic, Stripe
-	{re: regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}`)},                 // GitHub tokens
-	{re: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{40,}`)},                             // GitHub fine-grained
-	{re: regexp.MustCompile(`\bglpat-[A-Za-z0-9_\-]{20,}`)},                                // GitLab
-	{re: regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9\-]{10,}`)},                            // Slack
-	{re: regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`)},                                   // Google API key
+	{re: regexp.MustCompile(`\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_\-]{16,}`)},         // OpenAI, Anthropic, Stripe
+	{re: regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}`)},                  // GitHub tokens
+	{re: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{40,}`)},                              // GitHub fine-grained
+	{re: regexp.MustCompile(`\bglpat-[A-Za-z0-9_\-]{20,}`)},                                 // GitLab
+	{re: regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9\-]{10,}`)},                             // Slack
+	{re: regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`)},                                    // Google API key
 	{re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b`)}, // AWS access key id
 	// AWS secret access keys: only next to their name (40 base64 chars alone are too common).
 	{re: regexp.MustCompile(`(?i)(aws_?secret_?access_?key\b["']?\s*[:=]\s*["']?)[A-Za-z0-9/+=]{40}`), keep: true},

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// promLine is the Prometheus text exposition format's sample line: name{labels} value.
+var (
+	promSample = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*"(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*")*,?)?\})? ([^ ]+)( -?[0-9]+)?$`)
+	promMeta   = regexp.MustCompile(`^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*$`)
+)
+
+// parseProm checks every line of a Prometheus text exposition and returns the samples by
+// their full name (with labels).
+func parseProm(t *testing.T, r io.Reader) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if line == "" || promMeta.MatchString(line) {
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			t.Errorf("line %d: bad comment %q", n, line)
+			continue
+		}
+		m := promSample.FindStringSubmatch(line)
+		if m == nil {
+			t.Errorf("line %d: not Prometheus text: %q", n, line)
+			continue
+		}
+		v, err := strconv.ParseFloat(m[3], 64)
+		if err != nil && m[3] != "NaN" && m[3] != "+Inf" && m[3] != "-Inf" {
+			t.Errorf("line %d: bad value %q", n, line)
+		}
+		key := m[1] + m[2]
+		if _, dup := out[key]; dup {
+			t.Errorf("line %d: duplicate sample %q", n, key)
+		}
+		out[key] = v
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (td *testDaemon) metrics() map[string]float64 {
+	td.t.Helper()
+	resp, err := td.c.send(context.Background(), "GET", "/metrics", nil)
+	if err != nil {
+		td.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		td.t.Fatalf("GET /metrics: %s %q", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	return parseProm(td.t, resp.Body)
+}
+
+func TestParsePromRejectsGarbage(t *testing.T) {
+	for _, bad := range []string{"name value with spaces", "9bad 1", `x{a="b} 1`, "x{a=b} 1"} {
+		if promSample.MatchString(bad) {
+			t.Errorf("%q parsed as a sample", bad)
+		}
+	}
+}
+
+func TestMetricsCountRealTriggers(t *testing.T) {
+	cfg := newTestConfig(t)
+	cfg.MetricsAddr = freeAddr(t)
+	td := startDaemon(t, cfg)
+	rt, file := rawCat(t, td, "m1", "cat")
+	before := td.metrics()
+	for _, name := range []string{"trigger_requests_total", "trigger_delivered_total", "trigger_timeout_total",
+		"trigger_fallback_resume_total", "tmux_trigger_attempt_total", "tmux_trigger_delivered_total",
+		"tmux_trigger_retry_total", "tmux_trigger_timeout_total", "tmux_runtime_restart_total",
+		"tmux_reconcile_drift_total", `nudge_runtimes{status="ready"}`, `trigger_queue_depth{runtime="` + rt.RuntimeID + `"}`} {
+		if _, ok := before[name]; !ok {
+			t.Errorf("missing %s", name)
+		}
+	}
+	for i := range 3 {
+		id := fmt.Sprintf("m-%d", i)
+		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "m1", "agent": "cat", "prompt": "hello " + id}); err != nil {
+			t.Fatal(err)
+		}
+		if got := td.waitTrigger(id, closed); got.Result != "delivered" {
+			t.Fatalf("trigger %s: %+v", id, got)
+		}
+	}
+	readUntil(t, file, func(s string) bool { return strings.Count(s, "hello m-") == 3 })
+	var after map[string]float64
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		after = td.metrics()
+		if after["trigger_delivered_total"]-before["trigger_delivered_total"] >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, name := range []string{"trigger_requests_total", "trigger_delivered_total", "tmux_trigger_attempt_total", "tmux_trigger_delivered_total"} {
+		if d := after[name] - before[name]; d != 3 {
+			t.Errorf("%s moved by %v, want 3", name, d)
+		}
+	}
+	if d := after["trigger_timeout_total"] - before["trigger_timeout_total"]; d != 0 {
+		t.Errorf("trigger_timeout_total moved by %v", d)
+	}
+	if after["trigger_request_to_injected_seconds_count"] < 3 {
+		t.Errorf("request->injected histogram count %v, want >= 3", after["trigger_request_to_injected_seconds_count"])
+	}
+	if after[`nudge_runtimes{status="ready"}`] < 1 {
+		t.Errorf("no ready runtime counted")
+	}
+
+	// The same text on --metrics-addr.
+	resp, err := http.Get("http://" + cfg.MetricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	tcp := parseProm(t, resp.Body)
+	if tcp["trigger_delivered_total"] != after["trigger_delivered_total"] {
+		t.Errorf("tcp trigger_delivered_total %v, socket %v", tcp["trigger_delivered_total"], after["trigger_delivered_total"])
+	}
+}
+
+// Two daemons in one process keep separate counters (no global metrics set).
+func TestMetricsPerDaemon(t *testing.T) {
+	a := newObserver(&daemon{})
+	b := newObserver(&daemon{})
+	a.requests.Inc()
+	if b.requests.Get() != 0 {
+		t.Fatal("observers share counters")
+	}
+}
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}

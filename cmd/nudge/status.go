@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/store"
+)
+
+// statusRow is one line of `nudge status`: a runtime and its last trigger.
+type statusRow struct {
+	runtimeView
+	State       string         `json:"state"`
+	LastTrigger *store.Trigger `json:"last_trigger,omitempty"`
+}
+
+// stateWord is a runtime's state in one word: the lifecycle status when it says the agent
+// cannot take prompts (PAUSED, FAILED, OFFLINE, STARTING), else the detector's readiness.
+func stateWord(rt store.Runtime) string {
+	switch nudge.Status(rt.Status) {
+	case nudge.StatusFailed, nudge.StatusOffline, nudge.StatusStarting, nudge.StatusDeregistered,
+		nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
+		return strings.ToUpper(rt.Status)
+	}
+	if rt.Paused || rt.Status == string(nudge.StatusPaused) {
+		return "PAUSED"
+	}
+	if rt.Readiness == "" {
+		return string(nudge.Unknown)
+	}
+	return rt.Readiness
+}
+
+// shortStatus is the one-line status for a tmux status bar: `[reviewer: READY] [executioner: BUSY]`.
+// With qualify, roles are shown as ws/role (several workspaces on one line). A human at
+// the keyboard is shown with a trailing `*`.
+func shortStatus(rts []runtimeView, qualify bool) string {
+	rts = append([]runtimeView(nil), rts...)
+	sort.Slice(rts, func(i, j int) bool {
+		if rts[i].WorkspaceID != rts[j].WorkspaceID {
+			return rts[i].WorkspaceID < rts[j].WorkspaceID
+		}
+		return rts[i].Role < rts[j].Role
+	})
+	var b strings.Builder
+	for _, rt := range rts {
+		if rt.Status == string(nudge.StatusDeregistered) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		name := rt.Role
+		if qualify {
+			name = rt.WorkspaceID + "/" + rt.Role
+		}
+		b.WriteString("[" + name + ": " + stateWord(rt.Runtime))
+		if rt.OperatorBusy {
+			b.WriteByte('*')
+		}
+		if rt.QueueDepth > 0 {
+			fmt.Fprintf(&b, " +%d", rt.QueueDepth)
+		}
+		b.WriteByte(']')
+	}
+	return b.String()
+}
+
+// receiptWord summarises a trigger's receipt: state, result and error code.
+func receiptWord(t *store.Trigger) string {
+	if t == nil {
+		return "-"
+	}
+	s := t.State
+	if t.Result != "" && t.Result != t.State {
+		s += "/" + t.Result
+	}
+	if t.ErrorCode != "" {
+		s += " " + t.ErrorCode
+	}
+	if t.Fallback != "" {
+		s += " (" + t.Fallback + ")"
+	}
+	return s
+}
+
+// ago is a compact age: 5s, 3m, 2h, 4d.
+func ago(t time.Time, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n <= 1 {
+		return string(r[:n])
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// fetchStatus reads the runtimes and each one's last trigger from the daemon.
+func fetchStatus(ctx context.Context, c *client, workspace string) ([]statusRow, error) {
+	var rts []runtimeView
+	path := "/v1/runtimes"
+	if workspace != "" {
+		path += "?workspace=" + url.QueryEscape(workspace)
+	}
+	if err := c.do(ctx, "GET", path, nil, &rts); err != nil {
+		return nil, err
+	}
+	rows := make([]statusRow, 0, len(rts))
+	for _, rt := range rts {
+		row := statusRow{runtimeView: rt, State: stateWord(rt.Runtime)}
+		var ts []store.Trigger
+		if err := c.do(ctx, "GET", "/v1/triggers?newest=1&limit=1&runtime="+url.QueryEscape(rt.RuntimeID), nil, &ts); err != nil {
+			return nil, err
+		}
+		if len(ts) > 0 {
+			row.LastTrigger = &ts[0]
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func runStatus(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet("status", "", env)
+	o := addClientFlags(fs)
+	short := fs.Bool("short", false, "one line for a tmux status bar: [role: STATE] ...")
+	asJSON := fs.Bool("json", false, "print JSON")
+	ws := fs.String("workspace", "", "only this workspace")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("no arguments expected")
+	}
+	ctx, cancel := shortCtx(ctx)
+	defer cancel()
+	c := o.client(env)
+	if *short {
+		var rts []runtimeView
+		path := "/v1/runtimes"
+		if *ws != "" {
+			path += "?workspace=" + url.QueryEscape(*ws)
+		}
+		if err := c.do(ctx, "GET", path, nil, &rts); err != nil {
+			return err
+		}
+		wss := map[string]bool{}
+		for _, rt := range rts {
+			wss[rt.WorkspaceID] = true
+		}
+		_, err := fmt.Fprintln(env.stdout, shortStatus(rts, len(wss) > 1))
+		return err
+	}
+	rows, err := fetchStatus(ctx, c, *ws)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(env.stdout, rows)
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKSPACE\tROLE\tPANE\tAGENT\tSTATE\tSTATUS\tSUMMARY\tSINCE\tQUEUE\tLAST TRIGGER\tRECEIPT")
+	for _, r := range rows {
+		state := r.State
+		if r.OperatorBusy {
+			state += "*"
+		}
+		last := "-"
+		if r.LastTrigger != nil {
+			last = r.LastTrigger.TriggerID + " (" + ago(r.LastTrigger.UpdatedAt, now) + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.WorkspaceID, r.Role, orDash(r.PaneID), r.Agent,
+			state, r.Status, orDash(truncate(stripANSI(r.Summary), 40)), ago(r.StatusSince, now), r.QueueDepth,
+			truncate(last, 40), receiptWord(r.LastTrigger))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rows) > 0 {
+		fmt.Fprintln(env.stdout, "(* = a human is typing in the pane)")
+	}
+	return nil
+}
