@@ -67,6 +67,18 @@ func newConn(cfg Config, r io.Reader, w io.Writer) *Conn {
 	return c
 }
 
+// NewConn runs a Conn over an existing stream: r is what tmux writes (its control-mode
+// output), w is where commands go (tmux's stdin). It starts the read goroutine and
+// returns at once, without waiting for %session-changed. It serves tests and benchmarks
+// that play tmux, and transports Dial does not cover. Close writes the detaching empty
+// line, closes w if it is an io.Closer, and waits for r to end (closing r if it is an
+// io.Closer and does not end within twice Config.CloseTimeout). Session may be empty.
+func NewConn(cfg Config, r io.Reader, w io.Writer) *Conn {
+	c := newConn(cfg, r, w)
+	go c.run()
+	return c
+}
+
 // Dial starts `tmux -u -C attach-session -t =Session -f pause-after=N` (through ssh if
 // SSHHost is set), creating the session first if CreateSession is set, and returns once
 // tmux reports the client attached (%session-changed). It fails with a clear error if the

@@ -1,6 +1,10 @@
 package controlmode
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+)
 
 // Escape appends src to dst escaped as tmux escapes pane output in %output lines
 // (control_append_data): every byte below ' ' and the backslash become \ooo (three octal
@@ -21,25 +25,50 @@ func Escape(dst, src []byte) []byte {
 // including a malformed or truncated escape, is copied as is. It never allocates when dst
 // has room for len(src) more bytes.
 func Unescape(dst, src []byte) []byte {
-	for {
-		i := bytes.IndexByte(src, '\\')
-		if i < 0 {
-			return append(dst, src...)
-		}
-		dst = append(dst, src[:i]...)
-		src = src[i:]
-		if len(src) >= 4 && isOctal3(src[1], src[2], src[3]) {
-			dst = append(dst, (src[1]-'0')<<6|(src[2]-'0')<<3|(src[3]-'0'))
-			src = src[4:]
+	n := len(dst)
+	if cap(dst)-n < len(src) {
+		dst = append(dst, make([]byte, len(src))...)[:n]
+	}
+	out := dst[n : n+len(src)]
+	i, j := 0, 0 // j <= i always: the output is never longer than the input
+	for i < len(src) {
+		if i+8 <= len(src) {
+			// Eight bytes at a time: store them all, then keep those before a backslash.
+			w := binary.LittleEndian.Uint64(src[i:])
+			binary.LittleEndian.PutUint64(out[j:], w)
+			m := backslashes(w)
+			if m == 0 {
+				i, j = i+8, j+8
+				continue
+			}
+			p := bits.TrailingZeros64(m) / 8
+			i, j = i+p, j+p
+		} else if src[i] != '\\' {
+			out[j] = src[i]
+			i, j = i+1, j+1
 			continue
 		}
-		dst = append(dst, '\\')
-		src = src[1:]
+		// src[i] is a backslash.
+		if i+3 < len(src) {
+			a, b, c := src[i+1]-'0', src[i+2]-'0', src[i+3]-'0' // bytes below '0' wrap high
+			if a&^3|b&^7|c&^7 == 0 {
+				out[j] = a<<6 | b<<3 | c
+				i, j = i+4, j+1
+				continue
+			}
+		}
+		out[j] = '\\'
+		i, j = i+1, j+1
 	}
+	return dst[:n+j]
 }
 
-func isOctal3(a, b, c byte) bool {
-	return a >= '0' && a <= '3' && b >= '0' && b <= '7' && c >= '0' && c <= '7'
+// backslashes returns a word whose lowest set bit is the high bit of the first '\\' byte
+// in x (0 if there is none); bits above it may be spurious.
+func backslashes(x uint64) uint64 {
+	const ones, highs, bs = 0x0101010101010101, 0x8080808080808080, 0x5c5c5c5c5c5c5c5c
+	x ^= bs
+	return (x - ones) &^ x & highs
 }
 
 // unvis decodes a name tmux stored with utf8_stravis(VIS_OCTAL|VIS_CSTYLE|VIS_TAB|VIS_NL):
