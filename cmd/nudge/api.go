@@ -43,6 +43,7 @@ func (d *daemon) routes() http.Handler {
 	h("POST /v1/schedules", verbTrigger, d.handleAddSchedule)
 	h("DELETE /v1/schedules/{id}", verbTrigger, d.handleDeleteSchedule)
 	h("GET /metrics", verbRead, func(w http.ResponseWriter, r *http.Request, _ caller) { d.handleMetrics(w, r) })
+	d.tokenRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{nudge.NotFound, "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
@@ -134,7 +135,7 @@ func (d *daemon) handleSpawn(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, err)
 		return
 	}
-	if err := c.allow(verbSpawn, b.Workspace); err != nil {
+	if err := d.checkSpawn(c, &b); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -167,7 +168,7 @@ func (d *daemon) handleRegister(w http.ResponseWriter, r *http.Request, c caller
 		writeError(w, err)
 		return
 	}
-	if err := c.allow(verbSpawn, b.Workspace); err != nil {
+	if err := d.checkRegister(c, &b); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -308,12 +309,15 @@ func (d *daemon) handleTrigger(w http.ResponseWriter, r *http.Request, c caller)
 		writeError(w, err)
 		return
 	}
-	if err := c.allow(verbTrigger, req.Workspace); err != nil {
+	if err := d.checkTrigger(c, &req); err != nil {
 		writeError(w, err)
 		return
 	}
 	req.Caller, req.CallerUID = c.Subject, c.UID
 	res, err := d.pipe.Submit(r.Context(), req)
+	if err == nil && c.allow(verbRead, res.Trigger.WorkspaceID) != nil {
+		err = &apiError{nudge.Conflict, "trigger_id " + req.TriggerID + " is already used"} // by another workspace: show nothing of it
+	}
 	if err != nil {
 		writeError(w, err)
 		return

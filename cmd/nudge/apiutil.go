@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"syscall"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/auth"
 	"github.com/nudgehq/nudge/store"
 )
 
@@ -85,18 +85,12 @@ func badRequest(format string, args ...any) error {
 // decodeJSON reads one JSON object into v: unknown fields, trailing data and oversize
 // bodies are errors.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	body := http.MaxBytesReader(w, r.Body, maxBody)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := auth.DecodeJSON(http.MaxBytesReader(w, r.Body, maxBody), v); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return &apiError{nudge.PayloadRejected, fmt.Sprintf("request body over %d bytes", mbe.Limit)}
 		}
 		return badRequest("malformed JSON: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return badRequest("malformed JSON: trailing data after the object")
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func (o *clientOpts) client(env *cliEnv) *client {
 	}
 	tok := o.token
 	if tok == "" {
-		tok = env.getenv("NUDGE_RUNTIME_TOKEN")
+		tok = runtimeToken(env)
 	}
 	return newClient(sock, tok)
 }
