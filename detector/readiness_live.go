@@ -122,7 +122,9 @@ func (m *Monitor) runPane(ps *paneState) {
 		case <-ps.modeCh:
 			m.refreshMode(ps)
 		case <-quiet.C:
-			m.classifyNow(ps)
+			if m.classifyNow(ps) != nil {
+				quiet.Reset(time.Second) // retry a failed capture; no verdict is worse
+			}
 		case <-keys.C:
 			ps.mu.Lock()
 			left := ps.lastKey.Add(m.cfg.QuietWindow).Sub(m.cfg.Now())
@@ -133,8 +135,9 @@ func (m *Monitor) runPane(ps *paneState) {
 			}
 			// Keys went quiet: look for a draft before releasing the pane, unless
 			// output is still flowing (its quiet capture will do it).
-			if time.Duration(m.cfg.Now().UnixNano()-ps.lastOut.Load()) >= m.readyQuiet(ps.id) {
-				m.classifyNow(ps)
+			if time.Duration(m.cfg.Now().UnixNano()-ps.lastOut.Load()) >= m.readyQuiet(ps.id) &&
+				m.classifyNow(ps) != nil {
+				quiet.Reset(time.Second)
 			}
 		}
 	}
@@ -165,10 +168,11 @@ func (m *Monitor) markBusy(ps *paneState) {
 }
 
 // classifyNow takes one capture and applies the verdict, unless output arrived meanwhile.
-func (m *Monitor) classifyNow(ps *paneState) {
+// It fails only when the capture failed (the caller retries).
+func (m *Monitor) classifyNow(ps *paneState) error {
 	rt, ok := m.cfg.Registry.Get(ps.id)
 	if !ok {
-		return
+		return nil
 	}
 	seq := ps.outSeq.Load()
 	ctx, cancel := context.WithTimeout(ps.ctx, m.cfg.CaptureTimeout)
@@ -176,12 +180,12 @@ func (m *Monitor) classifyNow(ps *paneState) {
 	sc, err := m.capture(ctx, rt)
 	if err != nil {
 		m.cfg.Logger.Debug("readiness capture failed", "runtime", ps.id, "error", err)
-		return
+		return err
 	}
 	m.scanSessionID(ps, rt, sc.text)
 	pack := m.packFor(rt)
 	if pack == nil {
-		return
+		return nil
 	}
 	c := ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY})
 	if !c.Confident && m.cfg.LLM != nil {
@@ -193,7 +197,7 @@ func (m *Monitor) classifyNow(ps *paneState) {
 		}
 	}
 	if ps.outSeq.Load() != seq {
-		return // stale: the quiet timer is armed again
+		return nil // stale: the quiet timer is armed again
 	}
 	ps.mu.Lock()
 	changed := c.State != ps.class.State || c.Summary != ps.class.Summary
@@ -208,6 +212,7 @@ func (m *Monitor) classifyNow(ps *paneState) {
 		m.publish(ps, c)
 	}
 	m.syncBusy(ps)
+	return nil
 }
 
 // publish persists a changed readiness and summary, then calls OnChange.
