@@ -169,6 +169,31 @@ func TestKillServerMidCommand(t *testing.T) {
 	}
 }
 
+func TestServerKilledWithSIGKILL(t *testing.T) {
+	checkGoroutines(t)
+	srv := newServer(t, "sleep", "600")
+	c := dial(t, srv.config())
+	pid, err := strconv.Atoi(do(t, c, "display -p '#{pid}'")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	do(t, c, "run-shell 'sleep 30'")
+	stuck := c.Go("display -p after")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil { // our private server, by pid
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("Done not closed after the server was killed")
+	}
+	<-stuck.Done
+	if stuck.Err == nil || c.Err() == nil {
+		t.Fatalf("pending: %v, Err: %v", stuck.Err, c.Err())
+	}
+	t.Logf("Err after SIGKILL of the server: %v", c.Err())
+}
+
 func TestCloseLeavesNoProcessAndKeepsHumanClient(t *testing.T) {
 	checkGoroutines(t)
 	srv := newServer(t, "sleep", "600")

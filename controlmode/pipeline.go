@@ -2,7 +2,6 @@ package controlmode
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -122,7 +121,10 @@ func (c *Conn) send(calls []*Call) {
 		c.wbuf = buf
 	}
 	if err != nil {
-		c.fail(fmt.Errorf("write: %w", err))
+		// tmux is gone or going: end the connection and let the read loop report why
+		// (its %exit reason beats our EPIPE); it fails these calls with that error.
+		c.log.Debug("write to tmux failed", "error", err)
+		c.closeStdin()
 		c.stop()
 	}
 }
