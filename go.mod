@@ -3,21 +3,24 @@ module github.com/nudgehq/nudge
 go 1.26.8
 
 require (
-	github.com/VictoriaMetrics/metrics v1.35.1 // indirect
-	github.com/acarl005/stripansi v0.0.0-20180116102854-5a71ef0e047d // indirect
-	github.com/creack/pty v1.1.24 // indirect
+	github.com/VictoriaMetrics/metrics v1.35.1
+	github.com/acarl005/stripansi v0.0.0-20180116102854-5a71ef0e047d
+	github.com/creack/pty v1.1.24
+	github.com/gdamore/tcell/v2 v2.13.10
+	github.com/hashicorp/go-hclog v1.6.3
+	go.etcd.io/bbolt v1.5.0
+	golang.org/x/sys v0.45.0
+	golang.org/x/term v0.37.0
+)
+
+require (
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/gdamore/encoding v1.0.1 // indirect
-	github.com/gdamore/tcell/v2 v2.13.10 // indirect
-	github.com/hashicorp/go-hclog v1.6.3 // indirect
 	github.com/lucasb-eyer/go-colorful v1.3.0 // indirect
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.14 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/valyala/fastrand v1.1.0 // indirect
 	github.com/valyala/histogram v1.2.0 // indirect
-	go.etcd.io/bbolt v1.5.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
-	golang.org/x/term v0.37.0 // indirect
 	golang.org/x/text v0.31.0 // indirect
 )
