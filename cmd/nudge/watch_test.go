@@ -12,8 +12,8 @@ import (
 	"github.com/creack/pty"
 )
 
-// buildNudge builds this command into a temp dir.
-func buildNudge(t *testing.T) string {
+// buildWatchBinary builds this command into a temp dir.
+func buildWatchBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "nudge")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
@@ -72,7 +72,7 @@ func TestWatchInRealTmuxPane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := buildNudge(t)
+	bin := buildWatchBinary(t)
 	td := startDaemon(t, newTestConfig(t))
 	alpha, file := rawCat(t, td, "w", "alpha")
 	beta := td.spawnShell("w", "beta", "cat")
