@@ -44,8 +44,9 @@ type Config struct {
 
 	// OnOutput receives decoded pane output (%output/%extended-output), with UTF-8
 	// sequences split across lines already joined. data is valid only during the call.
-	// It is called on the read goroutine and must not block. age is the %extended-output
-	// age (0 for %output). nil discards output.
+	// It is called on the read goroutine and must not block: it may call Go, but not Do,
+	// DoAll, Subscribe or Close, which wait for that goroutine. age is the
+	// %extended-output age (0 for %output). nil discards output.
 	OnOutput func(pane int, data []byte, age time.Duration)
 	// OnEvent receives every other notification as a typed value, including flags-0
 	// blocks (*Unsolicited) and unknown lines (*Unknown). Same rules as OnOutput. nil

@@ -239,7 +239,8 @@ func (c *Conn) closeStdin() {
 // Close detaches this control client only (an empty line, then EOF on its stdin), waits
 // for the process and the read goroutine to end, and returns nil. It is idempotent and
 // safe to call concurrently; afterwards Err returns ErrClosed (unless the connection had
-// already failed) and pending commands fail.
+// already failed) and pending commands fail. It must not be called from Config.OnOutput
+// or Config.OnEvent, since it waits for the goroutine running them.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
@@ -248,6 +249,9 @@ func (c *Conn) Close() error {
 		}
 		c.mu.Unlock()
 		if c.writeMu.TryLock() {
+			if f, ok := c.stdin.(interface{ SetWriteDeadline(time.Time) error }); ok {
+				f.SetWriteDeadline(time.Now().Add(c.cfg.CloseTimeout))
+			}
 			c.stdin.Write([]byte{'\n'}) // an empty line detaches this client
 			c.writeMu.Unlock()
 		}

@@ -3,13 +3,19 @@
 //
 // The main types are:
 //
-//	Conn      one control client: Dial, Do/DoAll/Go, Subscribe, Close, Done/Err, Stats
+//	Conn      one control client: Dial (or NewConn over a stream), Do/DoAll/Go,
+//	          Subscribe, Close, Done/Err, Stats; Keep redials one with backoff
 //	Config    how to reach tmux (binary, -L/-S, ssh host) and the callbacks for the stream
 //	Reply     the body of a %begin…%end block answering one of our commands
 //	Event     a typed notification (*WindowAdd, *Pause, *SubscriptionChanged, …)
 //	Reader    the line reader underneath: bufio.Reader.ReadSlice, reused buffer, capped lines
 //
 // and the pure, fuzzed helpers ParseLine, Escape, Unescape, Quote and SendKeys.
+//
+// Safety: Quote makes any valid-UTF-8 string without \n, \r or NUL one tmux argument;
+// SendKeys types any bytes through send-keys -l runs and -H hex; and a Conn refuses a
+// command line that could yield other than exactly one reply block (ErrUnsafeCommand),
+// so the FIFO of pending commands cannot drift and no text can run a second command.
 //
 // A Conn owns one tmux client process and one read goroutine. Commands are written one per
 // line and matched FIFO against %begin…%end blocks whose flags field is 1; blocks with flags
