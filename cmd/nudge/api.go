@@ -66,6 +66,7 @@ func (d *daemon) guard(verb string, fn func(http.ResponseWriter, *http.Request, 
 			err = c.allow(verb, "")
 		}
 		if err != nil {
+			d.auditRefusal(r, c, err)
 			writeError(w, err)
 			return
 		}

@@ -193,3 +193,18 @@ func contains(list []string, s string) bool {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// auditRefusal records a refused mutating call (reads are not audited): who was refused,
+// from which uid, and why.
+func (d *daemon) auditRefusal(r *http.Request, c caller, err error) {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return
+	}
+	ae := toAPIError(err)
+	uid := c.UID
+	rec := store.AuditRecord{Event: "api_refused", Subject: c.Subject, PeerUID: &uid, Code: string(ae.ErrorCode),
+		Reason: r.Method + " " + r.URL.EscapedPath() + ": " + ae.Message}
+	if _, err := d.db.AppendAudit(rec); err != nil {
+		d.log.Error("audit", "event", rec.Event, "err", err)
+	}
+}

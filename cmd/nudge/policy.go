@@ -197,6 +197,14 @@ func (d *daemon) checkTrigger(c caller, req *inject.Request) error {
 	if err := c.allow(verbTrigger, req.Workspace); err != nil {
 		return err
 	}
+	if req.Workspace != "" && req.Agent != "" { // missing ones are the pipeline's BAD_REQUEST
+		if err := panes.ValidWorkspace(req.Workspace); err != nil {
+			return err
+		}
+		if err := panes.ValidRole(req.Agent); err != nil {
+			return badRequest("invalid agent %q: want 1-64 of [A-Za-z0-9_.-]", req.Agent)
+		}
+	}
 	if rule := d.auth.policy.rule(req.Workspace); rule != nil && rule.limit != nil && !rule.limit.take(req.Workspace, d.auth.now()) {
 		return &apiError{nudge.TriggerRateLimited, fmt.Sprintf("workspace %s is over its policy rate of %d per %s", req.Workspace, rule.limit.n, rule.limit.per)}
 	}
