@@ -1,0 +1,239 @@
+package detector
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/acarl005/stripansi"
+	"github.com/nudgehq/nudge"
+)
+
+// DefaultAPIKeyEnv is the environment variable read for the LLM API key.
+const DefaultAPIKeyEnv = "NUDGE_LLM_API_KEY"
+
+// ErrLLMResponse is wrapped by every error about an answer that is not the
+// strict JSON verdict (malformed, extra fields or text, unknown state).
+var ErrLLMResponse = errors.New("llm: bad response")
+
+// LLMConfig configures the optional LLM classifier. A nil *LLMConfig means the
+// classifier is off (the default); the packs decide alone.
+type LLMConfig struct {
+	// Endpoint is the chat-completions URL, e.g.
+	// "https://openrouter.ai/api/v1/chat/completions". Required.
+	Endpoint string
+	// Model is the model name sent in the request. Required.
+	Model string
+	// APIKeyEnv names the environment variable holding the API key; "" means
+	// DefaultAPIKeyEnv. An unset variable sends no Authorization header.
+	APIKeyEnv string
+	// Timeout bounds one attempt; 0 means 20s.
+	Timeout time.Duration
+	// Retries is how many times a 5xx, 429, timeout or connection error is
+	// retried; 0 means none.
+	Retries int
+	// Backoff is the wait before the first retry, doubled for each next one;
+	// 0 means 500ms.
+	Backoff time.Duration
+	// Client is the HTTP client; nil means a new http.Client.
+	Client *http.Client
+}
+
+// LLM is the optional classifier. Safe for concurrent use; nothing to close.
+type LLM struct {
+	cfg    LLMConfig
+	key    string
+	client *http.Client
+}
+
+// NewLLM returns the classifier for cfg, or nil and no error when cfg is nil
+// (off). The API key is read from the environment once, here.
+func NewLLM(cfg *LLMConfig) (*LLM, error) {
+	if cfg == nil {
+		return nil, nil
+	}
+	c := *cfg
+	if c.Endpoint == "" || c.Model == "" {
+		return nil, errors.New("llm config: endpoint and model are required")
+	}
+	if c.APIKeyEnv == "" {
+		c.APIKeyEnv = DefaultAPIKeyEnv
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 20 * time.Second
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = 500 * time.Millisecond
+	}
+	if c.Retries < 0 {
+		return nil, fmt.Errorf("llm config: retries %d is negative", c.Retries)
+	}
+	client := c.Client
+	if client == nil {
+		client = &http.Client{}
+	}
+	return &LLM{cfg: c, key: os.Getenv(c.APIKeyEnv), client: client}, nil
+}
+
+// Classify asks the model for a verdict on screen (ANSI is stripped and
+// obvious secrets are redacted first), using p's few-shot examples. The
+// result has Confident true and no Draft; drafts come from the pack.
+func (l *LLM) Classify(ctx context.Context, p *Pack, screen string) (Classification, error) {
+	body, err := json.Marshal(l.request(p, screen))
+	if err != nil {
+		return Classification{}, fmt.Errorf("llm: encode request: %w", err)
+	}
+	backoff := l.cfg.Backoff
+	for attempt := 0; ; attempt++ {
+		c, retry, err := l.attempt(ctx, body)
+		if err == nil || !retry || attempt >= l.cfg.Retries {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return Classification{}, fmt.Errorf("llm: %w (last error: %v)", ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff *= 2
+	}
+}
+
+// attempt makes one request; retry says whether its error is worth retrying.
+func (l *LLM) attempt(parent context.Context, body []byte) (Classification, bool, error) {
+	ctx, cancel := context.WithTimeout(parent, l.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.cfg.Endpoint, bytes.NewReader(body))
+	if err != nil {
+		return Classification{}, false, fmt.Errorf("llm: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if l.key != "" {
+		req.Header.Set("Authorization", "Bearer "+l.key)
+	}
+	resp, err := l.client.Do(req)
+	if err != nil {
+		// A timeout of this attempt or a connection error is worth another
+		// try; the caller's own cancellation is not.
+		return Classification{}, parent.Err() == nil, fmt.Errorf("llm: post: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return Classification{}, true, fmt.Errorf("llm: read response: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		retry := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
+		return Classification{}, retry, fmt.Errorf("llm: status %d: %.200s", resp.StatusCode, data)
+	}
+	c, err := parseLLMResponse(data)
+	return c, false, err
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatRequest struct {
+	Model          string            `json:"model"`
+	Messages       []chatMessage     `json:"messages"`
+	Temperature    float64           `json:"temperature"`
+	ResponseFormat map[string]string `json:"response_format"`
+}
+
+const llmSystemPrompt = `You classify the screen of a terminal pane running an AI coding agent or a shell.
+Answer with exactly one JSON object and nothing else:
+{"state": "READY" | "BUSY" | "NEEDS_CONFIRMATION" | "ERROR", "summary": "<one line>", "actions_needed": ["<what a human must do>", ...]}
+READY: idle, waiting for a new prompt. BUSY: working or running a command.
+NEEDS_CONFIRMATION: waiting for the user to approve, choose or press a key.
+ERROR: the last thing on screen is a failure (traceback, crash, API error).
+Judge the bottom of the screen; old output above a fresh prompt does not count.`
+
+func (l *LLM) request(p *Pack, screen string) chatRequest {
+	msgs := []chatMessage{{Role: "system", Content: llmSystemPrompt}}
+	for _, ex := range p.Examples {
+		answer, _ := json.Marshal(llmVerdict{State: string(ex.State), Summary: ex.Summary, ActionsNeeded: ex.ActionsNeeded})
+		msgs = append(msgs, chatMessage{Role: "user", Content: screenPrompt(p.Name, ex.Screen)},
+			chatMessage{Role: "assistant", Content: string(answer)})
+	}
+	msgs = append(msgs, chatMessage{Role: "user", Content: screenPrompt(p.Name, Redact(stripansi.Strip(screen)))})
+	return chatRequest{Model: l.cfg.Model, Messages: msgs, ResponseFormat: map[string]string{"type": "json_object"}}
+}
+
+func screenPrompt(cli, screen string) string {
+	return "CLI: " + cli + "\nScreen:\n```\n" + strings.TrimRight(screen, "\n") + "\n```"
+}
+
+type llmVerdict struct {
+	State         string   `json:"state"`
+	Summary       string   `json:"summary"`
+	ActionsNeeded []string `json:"actions_needed"`
+}
+
+// parseLLMResponse takes a chat-completions response body and returns the
+// verdict in its first choice, which must be one strict JSON object.
+func parseLLMResponse(data []byte) (Classification, error) {
+	var resp struct {
+		Choices []struct {
+			Message chatMessage `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return Classification{}, fmt.Errorf("%w: not a chat completion: %v", ErrLLMResponse, err)
+	}
+	if len(resp.Choices) == 0 {
+		return Classification{}, fmt.Errorf("%w: no choices", ErrLLMResponse)
+	}
+	content := strings.TrimSpace(resp.Choices[0].Message.Content)
+	dec := json.NewDecoder(strings.NewReader(content))
+	dec.DisallowUnknownFields()
+	var v llmVerdict
+	if err := dec.Decode(&v); err != nil {
+		return Classification{}, fmt.Errorf("%w: %v in %.200q", ErrLLMResponse, err, content)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Classification{}, fmt.Errorf("%w: text after the JSON object in %.200q", ErrLLMResponse, content)
+	}
+	st := nudge.Readiness(v.State)
+	if !validState(st) {
+		return Classification{}, fmt.Errorf("%w: unknown state %q", ErrLLMResponse, v.State)
+	}
+	return Classification{State: st, Summary: summarize(v.Summary), ActionsNeeded: v.ActionsNeeded, Confident: true}, nil
+}
+
+var secretPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)`),
+	regexp.MustCompile(`\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}`),
+	regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`),
+	regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`),
+	regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`),
+	regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`),
+	regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`),
+	regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}`),
+	regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}`),
+	regexp.MustCompile(`(?i)\b([A-Za-z0-9_]*(?:api[_-]?key|token|secret|passw(?:or)?d|credentials?))(["']?\s*[:=]\s*["']?)[^\s"']{4,}`),
+}
+
+// Redact replaces obvious secrets in s (API keys, tokens, private keys,
+// key=value pairs named like secrets) with "[REDACTED]".
+func Redact(s string) string {
+	for i, re := range secretPatterns {
+		switch {
+		case i == len(secretPatterns)-1:
+			s = re.ReplaceAllString(s, "${1}${2}[REDACTED]")
+		case i == len(secretPatterns)-2:
+			s = re.ReplaceAllString(s, "${1} [REDACTED]")
+		default:
+			s = re.ReplaceAllString(s, "[REDACTED]")
+		}
+	}
+	return s
+}

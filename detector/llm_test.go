@@ -1,0 +1,195 @@
+package detector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge"
+)
+
+// chatServer serves chat completions: reply(n, req) gives the status and the
+// message content (or raw body when status != 200) for the n-th call (0-based).
+func chatServer(t *testing.T, reply func(n int, req chatRequest) (int, string)) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int(calls.Add(1)) - 1
+		var req chatRequest
+		data, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(data, &req); err != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		if got := r.Header.Get("Authorization"); got != "Bearer test-key-123" {
+			http.Error(w, "unauthorized: "+got, http.StatusUnauthorized)
+			return
+		}
+		status, content := reply(n, req)
+		if status != http.StatusOK {
+			http.Error(w, content, status)
+			return
+		}
+		resp := map[string]any{"choices": []any{map[string]any{"message": map[string]string{"role": "assistant", "content": content}}}}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(resp)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+func newTestLLM(t *testing.T, url string, timeout time.Duration, retries int) *LLM {
+	t.Helper()
+	t.Setenv("NUDGE_TEST_LLM_KEY", "test-key-123")
+	l, err := NewLLM(&LLMConfig{Endpoint: url, Model: "m", APIKeyEnv: "NUDGE_TEST_LLM_KEY",
+		Timeout: timeout, Retries: retries, Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestLLMOffByDefault(t *testing.T) {
+	l, err := NewLLM(nil)
+	if l != nil || err != nil {
+		t.Fatalf("NewLLM(nil) = %v, %v; want nil, nil", l, err)
+	}
+	if _, err := NewLLM(&LLMConfig{Model: "m"}); err == nil {
+		t.Fatal("missing endpoint accepted")
+	}
+}
+
+func TestLLMClassify(t *testing.T) {
+	pack := defaultPacks(t)["shell"]
+	screen := "\x1b[1m$ export OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwx\n$ ./deploy\nAllow? (y/N)"
+	t.Run("OK", func(t *testing.T) {
+		var sent chatRequest
+		srv, _ := chatServer(t, func(_ int, req chatRequest) (int, string) {
+			sent = req
+			return 200, ` {"state":"NEEDS_CONFIRMATION","summary":"deploy asks to continue","actions_needed":["answer y or n"]} `
+		})
+		c, err := newTestLLM(t, srv.URL, 5*time.Second, 0).Classify(context.Background(), pack, screen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.State != nudge.NeedsConfirmation || c.Summary != "deploy asks to continue" || len(c.ActionsNeeded) != 1 || !c.Confident {
+			t.Errorf("got %+v", c)
+		}
+		last := sent.Messages[len(sent.Messages)-1].Content
+		if strings.Contains(last, "sk-abcdef") || strings.Contains(last, "\x1b") || !strings.Contains(last, "Allow? (y/N)") {
+			t.Errorf("screen sent unredacted or with ANSI: %q", last)
+		}
+		// system prompt + two messages per few-shot example + the screen
+		if want := 1 + 2*len(pack.Examples) + 1; len(sent.Messages) != want {
+			t.Errorf("sent %d messages, want %d", len(sent.Messages), want)
+		}
+	})
+	bad := []struct{ name, content string }{
+		{"ErrMalformedJSON", `{"state":"READY","summary":`},
+		{"ErrWrongState", `{"state":"IDLE","summary":"x","actions_needed":[]}`},
+		{"ErrExtraJunk", `{"state":"READY","summary":"x","actions_needed":[]} I hope this helps`},
+		{"ErrExtraField", `{"state":"READY","summary":"x","actions_needed":[],"confidence":0.9}`},
+		{"ErrFenced", "```json\n{\"state\":\"READY\",\"summary\":\"x\"}\n```"},
+	}
+	for _, b := range bad {
+		t.Run(b.name, func(t *testing.T) {
+			srv, calls := chatServer(t, func(int, chatRequest) (int, string) { return 200, b.content })
+			_, err := newTestLLM(t, srv.URL, 5*time.Second, 3).Classify(context.Background(), pack, screen)
+			if !errors.Is(err, ErrLLMResponse) {
+				t.Fatalf("err = %v, want ErrLLMResponse", err)
+			}
+			if n := calls.Load(); n != 1 {
+				t.Errorf("bad answer retried: %d calls", n)
+			}
+		})
+	}
+	t.Run("OK500ThenSuccess", func(t *testing.T) {
+		srv, calls := chatServer(t, func(n int, _ chatRequest) (int, string) {
+			if n < 2 {
+				return 503, "overloaded"
+			}
+			return 200, `{"state":"BUSY","summary":"working","actions_needed":[]}`
+		})
+		c, err := newTestLLM(t, srv.URL, 5*time.Second, 2).Classify(context.Background(), pack, screen)
+		if err != nil || c.State != nudge.Busy {
+			t.Fatalf("got %+v, %v", c, err)
+		}
+		if n := calls.Load(); n != 3 {
+			t.Errorf("calls = %d, want 3", n)
+		}
+	})
+	t.Run("Err500RetriesExhausted", func(t *testing.T) {
+		srv, calls := chatServer(t, func(int, chatRequest) (int, string) { return 500, "boom" })
+		if _, err := newTestLLM(t, srv.URL, 5*time.Second, 1).Classify(context.Background(), pack, screen); err == nil {
+			t.Fatal("no error")
+		}
+		if n := calls.Load(); n != 2 {
+			t.Errorf("calls = %d, want 2", n)
+		}
+	})
+	t.Run("Err400NotRetried", func(t *testing.T) {
+		srv, calls := chatServer(t, func(int, chatRequest) (int, string) { return 400, "bad model" })
+		if _, err := newTestLLM(t, srv.URL, 5*time.Second, 3).Classify(context.Background(), pack, screen); err == nil {
+			t.Fatal("no error")
+		}
+		if n := calls.Load(); n != 1 {
+			t.Errorf("calls = %d, want 1", n)
+		}
+	})
+	t.Run("ErrTimeoutThenSuccess", func(t *testing.T) {
+		release := make(chan struct{})
+		srv, calls := chatServer(t, func(n int, _ chatRequest) (int, string) {
+			if n == 0 {
+				<-release // hang past the client's timeout
+			}
+			return 200, `{"state":"READY","summary":"idle","actions_needed":[]}`
+		})
+		t.Cleanup(func() { close(release) }) // runs before srv.Close
+		c, err := newTestLLM(t, srv.URL, 200*time.Millisecond, 1).Classify(context.Background(), pack, screen)
+		if err != nil || c.State != nudge.Ready {
+			t.Fatalf("got %+v, %v", c, err)
+		}
+		if n := calls.Load(); n != 2 {
+			t.Errorf("calls = %d, want 2", n)
+		}
+	})
+	t.Run("ErrTimeout", func(t *testing.T) {
+		release := make(chan struct{})
+		srv, _ := chatServer(t, func(int, chatRequest) (int, string) {
+			<-release
+			return 200, `{"state":"READY","summary":"idle"}`
+		})
+		t.Cleanup(func() { close(release) }) // runs before srv.Close
+		_, err := newTestLLM(t, srv.URL, 100*time.Millisecond, 1).Classify(context.Background(), pack, screen)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want a deadline error", err)
+		}
+	})
+}
+
+func TestRedact(t *testing.T) {
+	tests := []struct{ in, leak string }{
+		{"export OPENAI_API_KEY=sk-proj-abcdefghijklmnop1234", "abcdefghijklmnop1234"},
+		{"Authorization: Bearer abcdef0123456789xyz", "abcdef0123456789xyz"},
+		{"token = ghp_abcdefghijklmnopqrstuvwxyz0123", "ghp_abcdefghijklmnop"},
+		{"aws AKIAABCDEFGHIJKLMNOP here", "AKIAABCDEFGHIJKLMNOP"},
+		{"password: hunter2hunter2", "hunter2hunter2"},
+		{"-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----", "MIIEabc"},
+	}
+	for i, tt := range tests {
+		got := Redact(tt.in)
+		if strings.Contains(got, tt.leak) || !strings.Contains(got, "[REDACTED]") {
+			t.Errorf("#%d: Redact(%q) = %q", i, tt.in, got)
+		}
+	}
+	if s := "$ go test ./...\nok  pkg 0.2s"; Redact(s) != s {
+		t.Errorf("ordinary text changed: %q", Redact(s))
+	}
+}
