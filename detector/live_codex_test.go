@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,7 +100,12 @@ func TestLiveCodex(t *testing.T) {
 	lp := &livePane{t: t, socket: fmt.Sprintf("nudge-t-detector-%d-%d", os.Getpid(), time.Now().UnixNano())}
 	args := append([]string{"-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "120", "-y", "40", "-c", proj, "env"}, env...)
 	lp.tmux(append(args, codex)...)
-	t.Cleanup(func() { exec.Command("tmux", "-L", lp.socket, "kill-server").Run() })
+	t.Cleanup(func() {
+		exec.Command("tmux", "-L", lp.socket, "kill-server").Run()
+		// Codex detaches an app-server daemon (setsid) that outlives the pane;
+		// it runs from under this test's CODEX_HOME, which names it uniquely.
+		killProcessesUnder(t, codexHome)
+	})
 
 	lp.waitFor("trust screen", pack, func(c Classification, s string) bool {
 		return c.State == nudge.NeedsConfirmation && strings.Contains(s, "Trust this folder")
@@ -114,4 +120,40 @@ func TestLiveCodex(t *testing.T) {
 	if c.State != nudge.Ready {
 		t.Errorf("with a draft: state %s, want READY", c.State)
 	}
+}
+
+// killProcessesUnder ends the processes whose command line mentions dir (the
+// test's own temp directory): SIGTERM, then SIGKILL after a grace period.
+func killProcessesUnder(t *testing.T, dir string) {
+	t.Helper()
+	find := func() []int {
+		var pids []int
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			var pid int
+			if _, err := fmt.Sscan(e.Name(), &pid); err != nil || pid == os.Getpid() {
+				continue
+			}
+			cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err == nil && strings.Contains(string(cmd), dir) {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	sig := syscall.SIGTERM
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
+		pids := find()
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			syscall.Kill(pid, sig)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if time.Until(deadline) < 10*time.Second {
+			sig = syscall.SIGKILL
+		}
+	}
+	t.Errorf("processes under %s still running: %v", dir, find())
 }
