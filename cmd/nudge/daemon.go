@@ -42,7 +42,7 @@ type daemon struct {
 	hub      *hub
 	profiles map[string]panes.Profile
 	auth     *authority // token key, revocations, runtime tokens, policy (token.go)
-	obs      *observer // metrics, alerts, status line (metrics.go)
+	obs      *observer  // metrics, alerts, status line (metrics.go)
 
 	ln      net.Listener
 	srv     *http.Server
