@@ -123,8 +123,17 @@ func TestMetricsCountRealTriggers(t *testing.T) {
 	if after["trigger_request_to_injected_seconds_count"] < 3 {
 		t.Errorf("request->injected histogram count %v, want >= 3", after["trigger_request_to_injected_seconds_count"])
 	}
-	if after[`nudge_runtimes{status="ready"}`] < 1 {
-		t.Errorf("no ready runtime counted")
+	total := 0.0
+	for k, v := range after {
+		if strings.HasPrefix(k, "nudge_runtimes{status=") {
+			total += v
+		}
+	}
+	if total != 1 {
+		t.Errorf("nudge_runtimes by status sums to %v, want 1", total)
+	}
+	if after[`trigger_queue_depth{runtime="`+rt.RuntimeID+`"}`] != 0 {
+		t.Errorf("queue depth after all triggers closed: %v", after[`trigger_queue_depth{runtime="`+rt.RuntimeID+`"}`])
 	}
 
 	// The same text on --metrics-addr.

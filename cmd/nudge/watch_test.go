@@ -119,15 +119,15 @@ func TestWatchInRealTmuxPane(t *testing.T) {
 			t.Errorf("line %d wider than 80: %q", i, l)
 		}
 	}
-	if os.Getenv("NUDGE_WATCH_CAPTURE") != "" {
-		os.WriteFile(os.Getenv("NUDGE_WATCH_CAPTURE"), []byte(screen), 0o644)
-	}
 
 	// Live: a pause made elsewhere shows up from the event stream.
 	if _, _, code := td.runCLI("pause", beta.RuntimeID); code != 0 {
 		t.Fatal("pause failed")
 	}
-	td.waitPane(pane, "beta paused", func(s string) bool { return strings.Contains(rowOf(s, beta.RuntimeID), "PAUSED") })
+	screen = td.waitPane(pane, "beta paused", func(s string) bool { return strings.Contains(rowOf(s, beta.RuntimeID), "PAUSED") })
+	if path := os.Getenv("NUDGE_WATCH_CAPTURE"); path != "" { // for the README
+		os.WriteFile(path, []byte(screen), 0o644)
+	}
 
 	// p on beta (second row) resumes it.
 	td.tmux("send-keys", "-t", pane, "Down")
