@@ -295,12 +295,21 @@ func (m *Monitor) Composer(ctx context.Context, rt store.Runtime) (string, error
 	c := ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY})
 	if ps := m.get(rt.RuntimeID); ps != nil {
 		ps.mu.Lock()
-		ps.draft = c.Draft
+		ps.draft = humanDraft(c.Draft)
 		ps.inMode = sc.inMode
 		ps.mu.Unlock()
 		m.syncBusy(ps)
 	}
 	return c.Draft, nil
+}
+
+// humanDraft is the part of a composer's text that counts as a human's draft: nudge's own
+// envelope, typed and waiting for its Enter, is not one.
+func humanDraft(d string) string {
+	if strings.Contains(d, "[BRIDGE_TRIGGER ") {
+		return ""
+	}
+	return d
 }
 
 func (m *Monitor) get(id string) *paneState {

@@ -202,7 +202,7 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	ps.mu.Lock()
 	changed := c.State != ps.class.State || c.Summary != ps.class.Summary
 	ps.class = c
-	ps.draft = c.Draft
+	ps.draft = humanDraft(c.Draft)
 	ps.inMode = sc.inMode
 	if ps.checking && !m.cfg.Now().Before(ps.lastKey.Add(m.cfg.QuietWindow)) {
 		ps.checking = false
