@@ -128,6 +128,7 @@ func (d *daemon) injectConfig() inject.Config {
 	ic.RateLimit, ic.RatePer = c.RateLimit, c.RatePer
 	ic.LoopTurns, ic.LoopRepeats = c.LoopTurns, c.LoopRepeats
 	ic.MaxPrompt = c.MaxPrompt
+	ic.EchoTimeout, ic.SubmitQuiet, ic.SubmitTimeout = c.EchoTimeout, c.SubmitQuiet, c.SubmitTimeout
 	ic.AckTimeout, ic.AckRetries, ic.Backoff = c.AckTimeout, c.AckRetries, c.Backoff
 	ic.Logger = d.log
 	return ic

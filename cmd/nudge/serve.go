@@ -50,6 +50,9 @@ type serveConfig struct {
 	AllowUIDs              []int
 	ShutdownTimeout        time.Duration
 	ScheduleGap            time.Duration
+	EchoTimeout            time.Duration
+	SubmitQuiet            time.Duration
+	SubmitTimeout          time.Duration
 }
 
 func defaultServeConfig() serveConfig {
@@ -64,6 +67,7 @@ func defaultServeConfig() serveConfig {
 		StatusLine: true, BindKeys: true,
 		LogLevel: "info", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
 		ScheduleGap: 5 * time.Minute,
+		EchoTimeout: 2 * time.Second, SubmitQuiet: 250 * time.Millisecond, SubmitTimeout: 3 * time.Second,
 	}
 }
 
@@ -180,6 +184,9 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
 	fs.StringVar(&c.Token, "api-token", "", "shared secret callers must send as a Bearer token (optional)")
 	authFlags(fs, c)
+	fs.DurationVar(&c.EchoTimeout, "echo-timeout", c.EchoTimeout, "longest wait for the typed text's echo before Enter")
+	fs.DurationVar(&c.SubmitQuiet, "submit-quiet", c.SubmitQuiet, "quiet after Enter before checking that the prompt left the composer")
+	fs.DurationVar(&c.SubmitTimeout, "submit-timeout", c.SubmitTimeout, "longest wait for output after Enter before that check")
 	fs.DurationVar(&c.ScheduleGap, "schedule-gap", c.ScheduleGap, "least time between two scheduled prompts to one agent (seed 004)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for requests in flight")
 }
