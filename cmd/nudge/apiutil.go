@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/store"
 )
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -311,7 +312,7 @@ func printAudit(w io.Writer, r store.AuditRecord) {
 	var parts []string
 	add := func(k, v string) {
 		if v != "" {
-			parts = append(parts, k+"="+v)
+			parts = append(parts, k+"="+printable(v))
 		}
 	}
 	add("trigger", r.TriggerID)
@@ -327,6 +328,15 @@ func printAudit(w io.Writer, r store.AuditRecord) {
 		add("detail", compactJSON(r.Detail))
 	}
 	fmt.Fprintf(w, "%6d %s %-26s %s\n", r.Seq, r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Event, strings.Join(parts, " "))
+}
+
+// printable escapes control characters so audit text cannot drive the terminal.
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) < 0 {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 func compactJSON(b []byte) string {

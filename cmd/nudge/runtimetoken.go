@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/panes"
 	"github.com/nudgehq/nudge/store"

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/store"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/store"
 )
 
