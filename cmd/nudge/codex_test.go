@@ -14,7 +14,7 @@ import (
 )
 
 // codexBinary finds the real Codex CLI: $NUDGE_TEST_CODEX, else the npm cache that
-// scripts/test fills, else PATH.
+// .ci/test fills, else PATH.
 func codexBinary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("NUDGE_TEST_CODEX"); p != "" {
@@ -28,7 +28,7 @@ func codexBinary(t *testing.T) string {
 	if p, err := exec.LookPath("codex"); err == nil {
 		return p
 	}
-	t.Skip("Codex CLI not installed (scripts/test installs @openai/codex into .cache/npm)")
+	t.Skip("Codex CLI not installed (.ci/test installs @openai/codex into .cache/npm)")
 	return ""
 }
 
