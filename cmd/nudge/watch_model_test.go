@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/store"
+)
+
+func wire(t *testing.T, typ string, v any) wireEvent {
+	t.Helper()
+	b, err := json.Marshal(Event{Type: typ, Trigger: v})
+	if typ == "runtime" {
+		b, err = json.Marshal(Event{Type: typ, Runtime: v})
+	}
+	if typ == "readiness" || typ == "alert" {
+		b, err = json.Marshal(Event{Type: typ, Detail: mustJSON(v)})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev wireEvent
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func TestWatchModelFollowsEvents(t *testing.T) {
+	m := newWatchModel()
+	now := time.Now()
+	m.applySnapshot(watchSnapshot{runtimes: []runtimeView{
+		{Runtime: store.Runtime{RuntimeID: "rt_w.b", WorkspaceID: "w", Role: "b", Status: "ready", Readiness: "READY"}},
+		{Runtime: store.Runtime{RuntimeID: "rt_w.a", WorkspaceID: "w", Role: "a", Status: "ready", Readiness: "BUSY"}},
+	}})
+	if m.sel != "rt_w.a" || !m.connected {
+		t.Fatalf("selection %q connected %v", m.sel, m.connected)
+	}
+	m.applyEvent(wire(t, "readiness", map[string]any{"runtime_id": "rt_w.b", "readiness": "NEEDS_CONFIRMATION", "operator_busy": true}))
+	if rt := m.rts["rt_w.b"]; rt.Readiness != "NEEDS_CONFIRMATION" || !rt.OperatorBusy {
+		t.Fatalf("readiness not applied: %+v", rt)
+	}
+	tr := store.Trigger{TriggerID: "d1", WorkspaceID: "w", Agent: "b", RuntimeID: "rt_w.b", State: "deferred", CreatedAt: now}
+	if got := m.applyEvent(wire(t, "trigger", tr)); got != "rt_w.b" {
+		t.Fatalf("touched %q", got)
+	}
+	if m.deferred["rt_w.b"] != "d1" || m.depth("rt_w.b") != 1 || m.last["rt_w.b"].TriggerID != "d1" {
+		t.Fatalf("deferred %v depth %d", m.deferred, m.depth("rt_w.b"))
+	}
+	m.move(1)
+	if m.sel != "rt_w.b" {
+		t.Fatalf("move: %q", m.sel)
+	}
+	tr.State, tr.Result, tr.Closed = "acked", "delivered", true
+	m.applyEvent(wire(t, "trigger", tr))
+	if m.deferred["rt_w.b"] != "" || m.depth("rt_w.b") != 0 || m.last["rt_w.b"].State != "acked" {
+		t.Fatalf("after ack: deferred %v depth %d", m.deferred, m.depth("rt_w.b"))
+	}
+	m.applyEvent(wire(t, "alert", alert{Kind: "timeout_ratio", Message: "too many timeouts"}))
+	if m.alert != "too many timeouts" {
+		t.Fatalf("alert %q", m.alert)
+	}
+	m.applyEvent(wire(t, "runtime", store.Runtime{RuntimeID: "rt_w.b", WorkspaceID: "w", Role: "b", Status: "deregistered"}))
+	if _, ok := m.rts["rt_w.b"]; ok || m.sel != "rt_w.a" {
+		t.Fatalf("deregistered runtime kept; sel %q", m.sel)
+	}
+}
