@@ -14,9 +14,9 @@ import (
 	"github.com/nudgehq/nudge"
 )
 
-// codexBinary returns the Codex CLI to run live: $NUDGE_TEST_CODEX, else the
+// liveCodexBinary returns the Codex CLI to run live: $NUDGE_TEST_CODEX, else the
 // copy npm installed under the module's .cache/npm.
-func codexBinary(t *testing.T) string {
+func liveCodexBinary(t *testing.T) string {
 	if p := os.Getenv("NUDGE_TEST_CODEX"); p != "" {
 		return p
 	}
@@ -69,7 +69,7 @@ func (lp *livePane) waitFor(what string, p *Pack, ok func(Classification, string
 // TestLiveCodex runs the real Codex TUI in a private tmux server with a
 // throw-away HOME and CODEX_HOME and classifies live captures.
 func TestLiveCodex(t *testing.T) {
-	codex := codexBinary(t)
+	codex := liveCodexBinary(t)
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed")
 	}

@@ -29,8 +29,8 @@ func TestLoadPacksOverride(t *testing.T) {
 	dir := t.TempDir()
 	shell := `{"name":"shell","prompt_region":2,"composer":{"prompt":"^λ ","cursor_line_only":true}}`
 	mine := `{"composer":{"prompt":"^>> "},"busy":["crunching"]}`
-	write(t, dir, "shell.json", shell)
-	write(t, dir, "mine.json", mine)
+	writePackFile(t, dir, "shell.json", shell)
+	writePackFile(t, dir, "mine.json", mine)
 	packs, err := LoadPacks(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestLoadPacksErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			write(t, dir, tt.file, tt.content)
+			writePackFile(t, dir, tt.file, tt.content)
 			_, err := LoadPacks(dir)
 			if err == nil {
 				t.Fatal("no error")
@@ -73,7 +73,7 @@ func TestLoadPacksErrors(t *testing.T) {
 	}
 }
 
-func write(t *testing.T, dir, name, content string) {
+func writePackFile(t *testing.T, dir, name, content string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package detector
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -49,7 +50,9 @@ func parseScreen(s string) []line {
 		default:
 			r, n := utf8.DecodeRuneInString(s[i:])
 			i += n
-			if r < 0x20 && r != '\t' {
+			if r == '\t' {
+				r = ' '
+			} else if unicode.IsControl(r) {
 				continue
 			}
 			cur.runes = append(cur.runes, r)
@@ -63,7 +66,7 @@ func parseScreen(s string) []line {
 }
 
 func finish(l line) line {
-	l.plain = strings.TrimRight(string(l.runes), " \t")
+	l.plain = strings.TrimRight(string(l.runes), " ")
 	return l
 }
 
