@@ -120,6 +120,12 @@ func TestLiveCodex(t *testing.T) {
 	if c.State != nudge.Ready {
 		t.Errorf("with a draft: state %s, want READY", c.State)
 	}
+	// Submitted, the prompt leaves the composer. Without network Codex keeps
+	// reconnecting (BUSY); with network the dummy key fails fast (ERROR).
+	lp.tmux("send-keys", "-t", "t", "Enter")
+	lp.waitFor("submitted turn", pack, func(c Classification, _ string) bool {
+		return (c.State == nudge.Busy || c.State == nudge.ErrorState) && c.Draft == ""
+	})
 }
 
 // killProcessesUnder ends the processes whose command line mentions dir (the
