@@ -100,8 +100,13 @@ func TestLiveCodex(t *testing.T) {
 	lp := &livePane{t: t, socket: fmt.Sprintf("nudge-t-detector-%d-%d", os.Getpid(), time.Now().UnixNano())}
 	args := append([]string{"-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "120", "-y", "40", "-c", proj, "env"}, env...)
 	lp.tmux(append(args, codex)...)
+	sockPath := strings.TrimSpace(lp.tmux("display-message", "-p", "-t", "t", "#{socket_path}"))
 	t.Cleanup(func() {
 		exec.Command("tmux", "-L", lp.socket, "kill-server").Run()
+		// tmux 3.3a leaves the socket file behind after kill-server.
+		if fi, err := os.Lstat(sockPath); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			os.Remove(sockPath)
+		}
 		// Codex detaches an app-server daemon (setsid) that outlives the pane;
 		// it runs from under this test's CODEX_HOME, which names it uniquely.
 		killProcessesUnder(t, codexHome)
