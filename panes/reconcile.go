@@ -27,9 +27,14 @@ func (r *Registry) reconcile(ctx context.Context, w *workspace) {
 	}
 	var chs []change
 	var restarts []string
+	recheck := false
 	r.mu.Lock()
 	for id, rt := range r.rts {
 		if rt.WorkspaceID != w.name || r.busy[id] != "" {
+			continue
+		}
+		if p, found := r.findPaneLocked(rt, byID, panes); found && r.statusPendingLocked(rt, p) {
+			recheck = true
 			continue
 		}
 		c, restart := r.reconcileOneLocked(rt, byID, panes)
@@ -44,6 +49,39 @@ func (r *Registry) reconcile(ctx context.Context, w *workspace) {
 	for _, id := range restarts {
 		r.scheduleRestart(id)
 	}
+	if recheck {
+		time.AfterFunc(statusRecheck, func() { poke(w.kick) })
+	}
+}
+
+// A pane reads as dead (its pty closed) a moment before tmux has reaped its process and
+// knows the exit status. A death without a status is held back for up to statusGrace so
+// the offline record carries the real exit status. (tmux 3.3a never reports a status for
+// a process killed by a signal — pane_dead_signal arrived in 3.4 — so such a death is
+// recorded after the grace with no status.)
+const (
+	statusGrace   = 300 * time.Millisecond
+	statusRecheck = 50 * time.Millisecond
+)
+
+// statusPendingLocked reports whether p is dead with its exit status not known yet, and
+// first seen so less than statusGrace ago.
+func (r *Registry) statusPendingLocked(rt *store.Runtime, p paneInfo) bool {
+	if !p.Dead || p.ExitStatus != nil || !Live(nudge.Status(rt.Status)) {
+		delete(r.deadSince, rt.RuntimeID)
+		return false
+	}
+	now := r.cfg.Now()
+	since, ok := r.deadSince[rt.RuntimeID]
+	if !ok {
+		r.deadSince[rt.RuntimeID] = now
+		return true
+	}
+	if now.Sub(since) < statusGrace {
+		return true
+	}
+	delete(r.deadSince, rt.RuntimeID)
+	return false
 }
 
 func (r *Registry) reconcileOneLocked(rt *store.Runtime, byID map[string]paneInfo, panes []paneInfo) ([]change, bool) {

@@ -161,8 +161,10 @@ type Registry struct {
 	busy    map[string]string // runtime id -> spawning|restarting|stopping|restart-pending
 	stopped map[string]bool   // stopped by Stop: never restarted automatically
 	held    map[string]int    // HoldRestarts count: no automatic restart while > 0
-	closed  bool
-	panes   sync.Map // pane number (int) -> runtime id, for OnOutput
+	// deadSince: runtimes whose pane reads dead before its exit status is known.
+	deadSince map[string]time.Time
+	closed    bool
+	panes     sync.Map // pane number (int) -> runtime id, for OnOutput
 
 	stats Stats
 }
@@ -199,7 +201,8 @@ func Open(ctx context.Context, cfg Config, db *store.DB) (*Registry, error) {
 		return nil, fmt.Errorf("open registry: %w", err)
 	}
 	r := &Registry{cfg: cfg, db: db, rts: map[string]*store.Runtime{}, ws: map[string]*workspace{},
-		busy: map[string]string{}, stopped: map[string]bool{}, held: map[string]int{}}
+		busy: map[string]string{}, stopped: map[string]bool{}, held: map[string]int{},
+		deadSince: map[string]time.Time{}}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -141,9 +141,11 @@ func TestSpawnTwoRolesKillRestart(t *testing.T) {
 	if err := syscall.Kill(a.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("a offline with exit status", func() bool {
+	// tmux 3.3a has no pane_dead_signal and no pane_dead_status for a signal death, so
+	// the status is 137 only on tmux >= 3.4.
+	e.waitFor("a offline", func() bool {
 		rt, ok := e.sawStatus(a.RuntimeID, nudge.StatusOffline)
-		return ok && rt.ExitStatus != nil && *rt.ExitStatus == 128+9
+		return ok && (rt.ExitStatus == nil || *rt.ExitStatus == 128+9)
 	})
 	e.waitFor("a restarted", func() bool {
 		rt, _ := e.reg.Get(a.RuntimeID)

@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,6 +40,10 @@ func TestCodexTwentyTriggersAllSubmitted(t *testing.T) {
 	codex := codexBinary(t)
 	cfg := newTestConfig(t)
 	home := t.TempDir()
+	// Codex detaches an app-server daemon (setsid) that outlives its pane: end every
+	// process whose command line lives under this test's home, by pid. Registered
+	// first, so it runs after the daemon and the tmux server are gone.
+	t.Cleanup(func() { killProcessesUnder(t, home) })
 	codexHome := filepath.Join(home, ".codex")
 	os.MkdirAll(codexHome, 0o700)
 	t.Setenv("HOME", home)
@@ -79,4 +85,41 @@ func TestCodexTwentyTriggersAllSubmitted(t *testing.T) {
 	if c := detector.Classify(packs["codex"], screen); strings.Contains(c.Draft, "BRIDGE_TRIGGER") {
 		t.Fatalf("composer still holds a prompt: %q\n%s", c.Draft, screen)
 	}
+}
+
+// killProcessesUnder ends the processes whose command line mentions dir (the test's own
+// temp directory): SIGTERM, then SIGKILL after a grace period. (As in package detector's
+// live Codex test.)
+func killProcessesUnder(t *testing.T, dir string) {
+	t.Helper()
+	find := func() []int {
+		var pids []int
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err == nil && strings.Contains(string(cmd), dir) {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	sig := syscall.SIGTERM
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
+		pids := find()
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			syscall.Kill(pid, sig)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if time.Until(deadline) < 10*time.Second {
+			sig = syscall.SIGKILL
+		}
+	}
+	t.Errorf("processes under %s still running: %v", dir, find())
 }
