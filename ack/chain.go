@@ -157,7 +157,7 @@ func (c *Chain) skipResume(r *run) string {
 		return "session heartbeat is stale (last " + r.rt.LastHeartbeatAt.Format(time.RFC3339) + ")"
 	case c.crashLooping(r.rt, now):
 		return "crash loop: spawning directly"
-	case humanAtPane(r.cause):
+	case operatorAtPane(r.cause):
 		return "the live process still holds the session (an operator is at the pane)"
 	}
 	if _, err := r.prof.ResumeArgv(r.rt.SessionID, "x"); err != nil {
@@ -176,9 +176,15 @@ func (c *Chain) crashLooping(rt store.Runtime, now time.Time) bool {
 	return n >= c.cfg.CrashLoopFailures
 }
 
-// humanAtPane: the chain must not end the pane's process (a human is using it).
-func humanAtPane(cause nudge.Code) bool {
-	return cause == nudge.DeferTimeout || cause == nudge.OperatorBusy || cause == nudge.UnmanagedRuntime
+// operatorAtPane: a human is using the live agent, which so still holds its session.
+func operatorAtPane(cause nudge.Code) bool {
+	return cause == nudge.DeferTimeout || cause == nudge.OperatorBusy
+}
+
+// keepPane: the chain must not end the pane's process (a human is using it, or nudge does
+// not manage it), so launches go to a window of their own.
+func keepPane(cause nudge.Code) bool {
+	return operatorAtPane(cause) || cause == nudge.UnmanagedRuntime
 }
 
 func (c *Chain) resume(ctx context.Context, r *run) error {
@@ -217,7 +223,7 @@ func summaryPrompt(r *run) string {
 func (c *Chain) launch(ctx context.Context, r *run, kind string, argv []string, code nudge.Code) error {
 	s := Step{Argv: elide(argv, r.t.Prompt)}
 	s.Where = "pane"
-	if humanAtPane(r.cause) {
+	if keepPane(r.cause) {
 		s.Where = "window"
 	}
 	c.step(r, "fallback_"+kind+"_started", s)

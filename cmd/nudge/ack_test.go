@@ -197,3 +197,55 @@ func TestResumeFailingTwiceSpawns(t *testing.T) {
 		t.Fatalf("receipt %+v\nstory %s", got, story)
 	}
 }
+
+func TestCrashLoopSpawnsDirectly(t *testing.T) {
+	td, resume := ackSetup(t, func(c *serveConfig) { c.CrashLoop = 3 })
+	// An agent that dies at once: the registry restarts it until the crash loop marks it
+	// failed; a trigger then skips resume and spawns fresh.
+	var rt runtimeView
+	body := spawnBody{Workspace: "w1", Role: "crashy", Agent: "fake", Dir: td.cfg.Roots[0], SessionID: "sess-crashy",
+		Argv: []string{"sh", "-c", "exit 7"}}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "failed" })
+	td.trigger(map[string]any{"trigger_id": "cl1", "workspace": "w1", "agent": "crashy", "prompt": "are you there"})
+	got := td.waitTrigger("cl1", closed)
+	story := events(td.audit("cl1"))
+	if got.Fallback != "spawn" || got.ErrorCode != "PANE_DEAD" || strings.Contains(story, "fallback_resume_started") ||
+		!strings.Contains(story, "fallback_resume_skipped") || !strings.Contains(story, "fallback_spawn_succeeded") {
+		t.Fatalf("receipt %+v\nstory %s", got, story)
+	}
+	calls, _ := os.ReadFile(resume + ".calls")
+	if !strings.Contains(string(calls), "fresh\n[BRIDGE_TRIGGER id=cl1") {
+		t.Fatalf("spawn argv:\n%s", calls)
+	}
+}
+
+func TestUnmanagedRuntimeGoesStraightToFallback(t *testing.T) {
+	td, resume := ackSetup(t, nil)
+	rt := td.spawnFake("adopted", "none")
+	// Re-register the same pane as unmanaged under another role.
+	var un runtimeView
+	if err := td.c.do(t0(), "DELETE", "/v1/runtimes/"+rt.RuntimeID+"?reason=test", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/register", registerBody{Workspace: "w1", Role: "adopted", Agent: "fake",
+		Target: rt.PaneID, SessionID: "sess-un", Unmanaged: true}, &un); err != nil {
+		t.Fatal(err)
+	}
+	td.trigger(map[string]any{"trigger_id": "u1", "workspace": "w1", "agent": "adopted", "prompt": "hello"})
+	got := td.waitTrigger("u1", closed)
+	story := events(td.audit("u1"))
+	if got.ErrorCode != "UNMANAGED_RUNTIME" || got.Fallback != "resume" || strings.Contains(story, "trigger_sent") {
+		t.Fatalf("receipt %+v\nstory %s", got, story)
+	}
+	calls, _ := os.ReadFile(resume + ".calls")
+	if !strings.Contains(string(calls), "resume\nsess-un\nhello\n") {
+		t.Fatalf("resume argv:\n%s", calls)
+	}
+	// The operator's pane was not touched: resume ran in a window of its own.
+	if !strings.Contains(td.tmux("list-windows", "-t", "agents_w1", "-F", "#{window_name}"), "adopted-resume") {
+		t.Fatalf("windows: %s", td.tmux("list-windows", "-t", "agents_w1", "-F", "#{window_name}"))
+	}
+}

@@ -270,6 +270,8 @@ type heartbeatBody struct {
 	LastActivityAt time.Time `json:"last_activity_at"`
 	Cursor         string    `json:"cursor"`
 	ThreadID       string    `json:"thread_id"`
+	// SessionID reports the agent's own session id (for resume), once it has one.
+	SessionID string `json:"session_id,omitempty"`
 }
 
 func (d *daemon) handleHeartbeat(w http.ResponseWriter, r *http.Request, c caller) {
@@ -291,10 +293,19 @@ func (d *daemon) handleHeartbeat(w http.ResponseWriter, r *http.Request, c calle
 	if advanced {
 		d.pipe.Progress(rt.WorkspaceID, rt.AgentID, b.ThreadID)
 	}
+	if b.SessionID != "" {
+		if prof, _ := d.reg.Profile(rt.Agent); !prof.ValidSessionID(b.SessionID) {
+			writeError(w, badRequest("session_id %q is not valid for profile %s", b.SessionID, rt.Agent))
+			return
+		}
+	}
 	rt, err := d.reg.Update(rt.RuntimeID, func(x *store.Runtime) {
 		x.LastHeartbeatAt = now
 		if b.Cursor != "" {
 			x.LastCursor = b.Cursor
+		}
+		if b.SessionID != "" {
+			x.SessionID = b.SessionID
 		}
 	})
 	if err != nil {

@@ -167,6 +167,7 @@ func runHeartbeat(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&b.Status, "status", "active", "active or idle")
 	fs.StringVar(&b.Cursor, "cursor", "", "read cursor (an advance acks pending triggers)")
 	fs.StringVar(&b.ThreadID, "thread", "", "thread the cursor belongs to")
+	fs.StringVar(&b.SessionID, "session-id", "", "the agent's session id (used to resume it)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,9 +36,10 @@ func codexBinary(t *testing.T) string {
 	return ""
 }
 
-// TestCodexTwentyTriggersAllSubmitted drives the real Codex TUI: logged in with a dummy
-// key, the folder trusted, 20 triggers in a row must each leave the composer.
-func TestCodexTwentyTriggersAllSubmitted(t *testing.T) {
+// codexSetup logs the real Codex CLI in with a dummy key in a private HOME and trusts
+// the test's root folder; it returns the config to start a daemon with and CODEX_HOME.
+func codexSetup(t *testing.T) (serveConfig, string) {
+	t.Helper()
 	codex := codexBinary(t)
 	cfg := newTestConfig(t)
 	home := t.TempDir()
@@ -54,18 +57,29 @@ func TestCodexTwentyTriggersAllSubmitted(t *testing.T) {
 	if out, err := login.CombinedOutput(); err != nil {
 		t.Fatalf("codex login: %v: %s", err, out)
 	}
-	proj := cfg.Roots[0]
-	trust := fmt.Sprintf("[projects.%q]\ntrust_level = \"trusted\"\n", proj)
+	trust := fmt.Sprintf("[projects.%q]\ntrust_level = \"trusted\"\n", cfg.Roots[0])
 	os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(trust), 0o600)
-	cfg.AckTimeout = time.Minute // no network: Codex cannot answer; this test is about submission
+	cfg.AckTimeout = time.Minute // no network: Codex cannot answer; the tests are about input
 	cfg.RateLimit = 1000         // 20 in a row is over the default 10/min
-	td := startDaemon(t, cfg)
+	return cfg, codexHome
+}
 
+// spawnCodex starts a managed Codex runtime and waits until its composer takes input.
+func (td *testDaemon) spawnCodex(role string) runtimeView {
+	td.t.Helper()
 	var rt runtimeView
-	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "cx", Role: "dev", Agent: "codex", Dir: proj}, &rt); err != nil {
-		t.Fatal(err)
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "cx", Role: role, Agent: "codex", Dir: td.cfg.Roots[0]}, &rt); err != nil {
+		td.t.Fatal(err)
 	}
-	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
+	return td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
+}
+
+// TestCodexTwentyTriggersAllSubmitted drives the real Codex TUI: logged in with a dummy
+// key, the folder trusted, 20 triggers in a row must each leave the composer.
+func TestCodexTwentyTriggersAllSubmitted(t *testing.T) {
+	cfg, _ := codexSetup(t)
+	td := startDaemon(t, cfg)
+	rt := td.spawnCodex("dev")
 	for i := range 20 {
 		id := fmt.Sprintf("cx-%02d", i)
 		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "cx", "agent": "dev", "prompt": fmt.Sprintf("task %d: say hello", i)}); err != nil {
@@ -90,6 +104,58 @@ func TestCodexTwentyTriggersAllSubmitted(t *testing.T) {
 // killProcessesUnder ends the processes whose command line mentions dir (the test's own
 // temp directory): SIGTERM, then SIGKILL after a grace period. (As in package detector's
 // live Codex test.)
+// TestCodexExecResumeIsAStartedLaunch: an unacked trigger falls back to the real
+// `codex exec resume <session> <prompt>`; without network it starts and keeps retrying,
+// which is a started launch.
+func TestCodexExecResumeIsAStartedLaunch(t *testing.T) {
+	cfg, codexHome := codexSetup(t)
+	cfg.AckRetries = 0
+	cfg.LaunchGrace = 2 * time.Second
+	td := startDaemon(t, cfg)
+	rt := td.spawnCodex("dev")
+	// A first prompt makes Codex start a thread; its rollout file names the session id,
+	// which the agent side reports with a heartbeat.
+	td.trigger(map[string]any{"trigger_id": "first", "workspace": "cx", "agent": "dev", "prompt": "start a thread", "ack_timeout_ms": 60000})
+	td.waitTrigger("first", func(t store.Trigger) bool { return t.State == "submitted" })
+	var session string
+	deadline := time.Now().Add(30 * time.Second)
+	for session == "" && time.Now().Before(deadline) {
+		filepath.WalkDir(filepath.Join(codexHome, "sessions"), func(p string, d os.DirEntry, err error) error {
+			if m := rolloutRE.FindStringSubmatch(filepath.Base(p)); m != nil {
+				session = m[1]
+			}
+			return nil
+		})
+		time.Sleep(100 * time.Millisecond)
+	}
+	if session == "" {
+		t.Fatal("Codex wrote no rollout file")
+	}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/heartbeat", map[string]any{"session_id": session}, nil); err != nil {
+		t.Fatal(err)
+	}
+	td.c.do(t0(), "POST", "/v1/triggers/first/ack", nil, nil)
+	td.trigger(map[string]any{"trigger_id": "second", "workspace": "cx", "agent": "dev", "prompt": "continue please", "ack_timeout_ms": 1500})
+	got := td.waitTrigger("second", closed)
+	story := td.audit("second")
+	if got.Fallback != "resume" || got.ErrorCode != "ACK_TIMEOUT" {
+		t.Fatalf("receipt %+v\nstory %s", got, events(story))
+	}
+	var argv []string
+	for _, r := range story {
+		if r.Event == "fallback_resume_started" {
+			var s struct{ Argv []string }
+			json.Unmarshal(r.Detail, &s)
+			argv = s.Argv
+		}
+	}
+	if len(argv) < 5 || argv[0] != "codex" || argv[1] != "exec" || argv[2] != "resume" || argv[4] != session {
+		t.Fatalf("resume argv %q", argv)
+	}
+}
+
+var rolloutRE = regexp.MustCompile(`^rollout-.*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$`)
+
 func killProcessesUnder(t *testing.T, dir string) {
 	t.Helper()
 	find := func() []int {
