@@ -48,14 +48,10 @@ func (p *Pipeline) awaitAck(j *job) {
 // ackTimedOut retries the trigger after the next backoff, or falls back.
 func (p *Pipeline) ackTimedOut(j *job) {
 	t := j.record()
-	if t.Attempts > p.cfg.AckRetries {
+	wait, retry := p.cfg.retryAfter(t.Attempts)
+	if !retry {
 		p.startFallback(j, nudge.AckTimeout, "no ack after retries")
 		return
-	}
-	i := min(t.Attempts-1, len(p.cfg.Backoff)-1)
-	var wait time.Duration
-	if i >= 0 {
-		wait = p.cfg.Backoff[i]
 	}
 	now := p.cfg.Now()
 	j.retryAt = now.Add(wait)
@@ -64,6 +60,18 @@ func (p *Pipeline) ackTimedOut(j *job) {
 		"attempt": rec.Attempts + 1, "backoff_ms": wait.Milliseconds()}))
 	p.transition(rec.RuntimeID, nudge.StatusRetrying, "ack timeout for "+rec.TriggerID)
 	p.laneFor(rec.RuntimeID).push(j, true)
+}
+
+// retryAfter says whether a trigger delivered `attempts` times without an ack gets
+// another attempt, and the backoff before it (the last Backoff entry repeats).
+func (c *Config) retryAfter(attempts int) (time.Duration, bool) {
+	if attempts > c.AckRetries {
+		return 0, false
+	}
+	if len(c.Backoff) == 0 || attempts < 1 {
+		return 0, true
+	}
+	return c.Backoff[min(attempts-1, len(c.Backoff)-1)], true
 }
 
 // Acked records an ack that arrived outside the live wait (an API ack of a trigger whose
