@@ -1,0 +1,167 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/nudgehq/nudge/store"
+)
+
+// operator is a human at a real tmux client, attached through a pseudo-terminal.
+type operator struct {
+	t    *testing.T
+	ptmx *os.File
+	cmd  *exec.Cmd
+}
+
+func (td *testDaemon) attachOperator(target string) *operator {
+	td.t.Helper()
+	cmd := exec.Command("tmux", "-L", td.cfg.TmuxSocket, "attach-session", "-t", target)
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		td.t.Fatal(err)
+	}
+	go io.Copy(io.Discard, ptmx) //nolint:errcheck // drains the client's screen until close
+	op := &operator{t: td.t, ptmx: ptmx, cmd: cmd}
+	td.t.Cleanup(op.close)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(td.tmux("list-clients", "-F", "#{client_control_mode}"), "0") {
+		if time.Now().After(deadline) {
+			td.t.Fatal("operator client never attached")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return op
+}
+
+func (op *operator) typeKeys(s string) {
+	for i := 0; i < len(s); i++ {
+		if _, err := op.ptmx.Write([]byte{s[i]}); err != nil {
+			op.t.Fatal(err)
+		}
+		time.Sleep(15 * time.Millisecond)
+	}
+}
+
+func (op *operator) close() {
+	op.ptmx.Close()
+	if op.cmd.Process != nil {
+		op.cmd.Process.Kill()
+	}
+	op.cmd.Wait() //nolint:errcheck // killed on purpose
+}
+
+func collisionConfig(t *testing.T) serveConfig {
+	cfg := newTestConfig(t)
+	cfg.QuietWindow = 1500 * time.Millisecond
+	cfg.DeferRecheck = 200 * time.Millisecond
+	cfg.MaxDefer = 6 * time.Second
+	return cfg
+}
+
+// spawnBash starts a bash runtime with a plain "$ " prompt.
+func (td *testDaemon) spawnBash(role string) runtimeView {
+	rt := td.spawnShell("w1", role, "bash", "--norc", "--noprofile")
+	td.tmux("send-keys", "-t", rt.PaneID, "-l", "PS1='$ '")
+	td.tmux("send-keys", "-t", rt.PaneID, "Enter")
+	return td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Readiness == "READY" && !r.OperatorBusy })
+}
+
+func TestHumanTypingDefersThenDelivers(t *testing.T) {
+	td := startDaemon(t, collisionConfig(t))
+	rt := td.spawnBash("rev")
+	op := td.attachOperator(rt.PaneID)
+	op.typeKeys("echo human-was-here\r")
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.OperatorBusy })
+	tr, err := td.trigger(map[string]any{"trigger_id": "d1", "workspace": "w1", "agent": "rev", "prompt": "automation text"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.State != "deferred" || tr.ErrorCode != "OPERATOR_BUSY" || tr.Result != "deferred" || tr.DeferredUntil == nil {
+		t.Fatalf("first answer: %+v", tr)
+	}
+	got := td.waitTrigger("d1", closed)
+	if got.State != "acked" || got.DeferredAt == nil || got.InjectedAt == nil || !got.InjectedAt.After(*got.DeferredAt) {
+		t.Fatalf("receipt: %+v", got)
+	}
+	screen := td.tmux("capture-pane", "-p", "-t", rt.PaneID)
+	for _, line := range strings.Split(screen, "\n") {
+		if strings.Contains(line, "human-was-here") && strings.Contains(line, "BRIDGE_TRIGGER") {
+			t.Fatalf("human text mixed with the prompt:\n%s", screen)
+		}
+	}
+	if !strings.Contains(screen, "[BRIDGE_TRIGGER id=d1") {
+		t.Fatalf("prompt not delivered:\n%s", screen)
+	}
+}
+
+func TestDraftBlocksUntilDeferTimeout(t *testing.T) {
+	td := startDaemon(t, collisionConfig(t))
+	rt := td.spawnBash("rev")
+	op := td.attachOperator(rt.PaneID)
+	op.typeKeys("half-typed")
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.OperatorBusy })
+	td.trigger(map[string]any{"trigger_id": "d2", "workspace": "w1", "agent": "rev", "prompt": "must not land in the draft"})
+	got := td.waitTrigger("d2", closed)
+	if got.ErrorCode != "DEFER_TIMEOUT" || got.InjectedAt != nil {
+		t.Fatalf("receipt: %+v", got)
+	}
+	screen := td.tmux("capture-pane", "-p", "-t", rt.PaneID)
+	if strings.Contains(screen, "BRIDGE_TRIGGER") || !strings.Contains(screen, "$ half-typed") {
+		t.Fatalf("the draft was touched:\n%s", screen)
+	}
+}
+
+func TestForceOverrideIsAudited(t *testing.T) {
+	td := startDaemon(t, collisionConfig(t))
+	rt := td.spawnBash("rev")
+	op := td.attachOperator(rt.PaneID)
+	op.typeKeys("draft ")
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.OperatorBusy })
+	_, err := td.trigger(map[string]any{"trigger_id": "f1", "workspace": "w1", "agent": "rev", "prompt": "urgent",
+		"force_override": true, "reason": "operator asked", "override_intent": "human_override"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := td.waitTrigger("f1", closed)
+	if got.State != "acked" {
+		t.Fatalf("receipt: %+v", got)
+	}
+	var sent store.AuditRecord
+	for _, r := range td.audit("f1") {
+		if r.Event == "trigger_sent" {
+			sent = r
+		}
+	}
+	var d map[string]any
+	json.Unmarshal(sent.Detail, &d)
+	if d["force_override_requested"] != true || d["force_override_applied"] != true || d["collision_gate"] != "bypassed" ||
+		d["override_intent"] != "human_override" || d["override_reason_prefix"] != "human_override:" {
+		t.Fatalf("audit detail: %s", sent.Detail)
+	}
+	if sent.Subject == "" || sent.PeerUID == nil {
+		t.Fatalf("audit lacks the caller: %+v", sent)
+	}
+}
+
+func TestHumanInterventionSyncsTheOrchestrator(t *testing.T) {
+	cfg := collisionConfig(t)
+	cfg.Orchestrator = "w1/orch"
+	td := startDaemon(t, cfg)
+	_, orchFile := rawCat(t, td, "w1", "orch")
+	rt := td.spawnBash("worker")
+	op := td.attachOperator(rt.PaneID)
+	op.typeKeys("echo fixing-by-hand\r")
+	got := readUntil(t, orchFile, func(s string) bool { return strings.Contains(s, "reason=human_intervention") })
+	if !strings.Contains(got, "A human intervened directly in worker") {
+		t.Fatalf("orchestrator got:\n%q", got)
+	}
+}
