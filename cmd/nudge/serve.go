@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -50,9 +51,11 @@ type serveConfig struct {
 	AllowUIDs              []int
 	ShutdownTimeout        time.Duration
 	ScheduleGap            time.Duration
+	ScheduleMinEvery       time.Duration
 	EchoTimeout            time.Duration
 	SubmitQuiet            time.Duration
 	SubmitTimeout          time.Duration
+	CPUProfile             string // hidden: write a CPU profile here (benchmarks)
 }
 
 func defaultServeConfig() serveConfig {
@@ -66,7 +69,7 @@ func defaultServeConfig() serveConfig {
 		CrashLoop: 3, CrashWindow: 15 * time.Minute, LaunchGrace: 1500 * time.Millisecond,
 		StatusLine: true, BindKeys: true,
 		LogLevel: "info", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
-		ScheduleGap: 5 * time.Minute,
+		ScheduleGap: 5 * time.Minute, ScheduleMinEvery: time.Minute,
 		EchoTimeout: 2 * time.Second, SubmitQuiet: 250 * time.Millisecond, SubmitTimeout: 3 * time.Second,
 	}
 }
@@ -184,11 +187,13 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
 	fs.StringVar(&c.Token, "api-token", "", "shared secret callers must send as a Bearer token (optional)")
 	authFlags(fs, c)
+	fs.DurationVar(&c.ScheduleMinEvery, "schedule-min-every", c.ScheduleMinEvery, "shortest period a schedule may have")
 	fs.DurationVar(&c.EchoTimeout, "echo-timeout", c.EchoTimeout, "longest wait for the typed text's echo before Enter")
 	fs.DurationVar(&c.SubmitQuiet, "submit-quiet", c.SubmitQuiet, "quiet after Enter before checking that the prompt left the composer")
 	fs.DurationVar(&c.SubmitTimeout, "submit-timeout", c.SubmitTimeout, "longest wait for output after Enter before that check")
 	fs.DurationVar(&c.ScheduleGap, "schedule-gap", c.ScheduleGap, "least time between two scheduled prompts to one agent (seed 004)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for requests in flight")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "") // hidden: for benchmarks/cmd/nudgebench
 }
 
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
@@ -203,6 +208,13 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if err := cfg.complete(); err != nil {
 		return &usageError{err.Error()}
+	}
+	if cfg.CPUProfile != "" {
+		stop, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	d, err := openDaemon(ctx, cfg, env)
 	if err != nil {
@@ -290,4 +302,17 @@ func serveHTTP(srv *http.Server, ln net.Listener, errc chan<- error) {
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		errc <- err
 	}
+}
+
+// startCPUProfile writes a CPU profile of the daemon to path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -1,0 +1,138 @@
+// Command nudgebench measures nudge end to end against the subprocess tools it replaces
+// and prints one table. It is run by hand, never in CI:
+//
+//	go run ./benchmarks/cmd/nudgebench [-phases trigger,detect,scale,throughput] [-n 2000]
+//
+// It builds ./cmd/nudge (or uses -nudge), runs `nudge serve` on a private tmux server
+// (tmux -L nudgebench-PID, -f /dev/null) with a fresh state dir, and spawns managed runtimes
+// through the API whose panes run this binary as a reader (-pane-reader): raw tty, a
+// CLOCK_MONOTONIC stamp on every read(2), echo (see benchmarks/internal/panereader).
+// benchmarks/README.md explains every column.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nudgehq/nudge/benchmarks/internal/panereader"
+)
+
+type options struct {
+	phases        string
+	n, warmup     int
+	paneCounts    []int
+	gap           time.Duration
+	streamEvery   time.Duration
+	idle, stream  time.Duration
+	detectN       int
+	tmux, nudge   string
+	cpuprofile    string
+	submitQuiet   time.Duration
+	echoTimeout   time.Duration
+	submitTimeout time.Duration
+	throughputMB  int
+	width         int
+}
+
+func main() {
+	if len(os.Args) == 4 && os.Args[1] == "-pane-reader" {
+		if err := panereader.Run(os.Args[2], panereader.Options{Name: os.Args[3], Echo: true}); err != nil {
+			fmt.Fprintln(os.Stderr, "pane reader:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var o options
+	var panes string
+	flag.StringVar(&o.phases, "phases", "trigger,detect,scale,throughput", "phases to run")
+	flag.IntVar(&o.n, "n", 2000, "triggers per pane count and path")
+	flag.IntVar(&o.warmup, "warmup", 20, "warm-up triggers per pane count, not counted")
+	flag.StringVar(&panes, "panes", "1,10,100", "managed pane counts for the trigger phase")
+	flag.DurationVar(&o.gap, "gap", 5*time.Millisecond, "idle time before each trigger")
+	flag.DurationVar(&o.streamEvery, "stream-every", 10*time.Millisecond, "a streaming pane prints a line this often")
+	flag.DurationVar(&o.idle, "idle", 60*time.Second, "scale phase: idle window")
+	flag.DurationVar(&o.stream, "stream", 60*time.Second, "scale phase: streaming window (and poller windows)")
+	flag.IntVar(&o.detectN, "detect-n", 30, "samples per detection row")
+	flag.StringVar(&o.tmux, "tmux", "tmux", "tmux binary")
+	flag.StringVar(&o.nudge, "nudge", "", "nudge binary (default: go build ./cmd/nudge into a temp dir)")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "pass --cpuprofile FILE to nudge serve")
+	flag.DurationVar(&o.submitQuiet, "submit-quiet", 2*time.Millisecond, "nudge serve --submit-quiet")
+	flag.DurationVar(&o.echoTimeout, "echo-timeout", 200*time.Millisecond, "nudge serve --echo-timeout")
+	flag.DurationVar(&o.submitTimeout, "submit-timeout", 50*time.Millisecond, "nudge serve --submit-timeout")
+	flag.IntVar(&o.throughputMB, "throughput-mb", 200, "throughput phase: MB the pane writes")
+	flag.IntVar(&o.width, "width", 400, "tmux default-size width (80 = tmux's default)")
+	flag.Parse()
+	for _, s := range strings.Split(panes, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || v <= 0 {
+			fmt.Fprintln(os.Stderr, "nudgebench: bad -panes", panes)
+			os.Exit(2)
+		}
+		o.paneCounts = append(o.paneCounts, v)
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "nudgebench:", err)
+		os.Exit(1)
+	}
+}
+
+// bench is one run's state.
+type bench struct {
+	o     options
+	e     *env
+	panes []*bpane
+	seq   int
+	final map[string]<-chan struct{}
+}
+
+func run(o options) error {
+	e, err := newEnv(o)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		e.close()
+		os.Exit(130)
+	}()
+	b := &bench{o: o, e: e, final: map[string]<-chan struct{}{}}
+	rep := newReport(o, e)
+	phase := func(name string) bool { return strings.Contains(","+o.phases+",", ","+name+",") }
+	if phase("trigger") {
+		for _, n := range o.paneCounts {
+			start := time.Now()
+			r, err := b.triggerLatency(n, o.n, o.warmup)
+			if err != nil {
+				return fmt.Errorf("trigger latency at %d panes: %w", n, err)
+			}
+			rep.trigger = append(rep.trigger, r)
+			fmt.Fprintf(os.Stderr, "trigger latency at %d panes: %v\n", n, time.Since(start).Round(time.Second))
+		}
+	}
+	if phase("detect") {
+		if rep.detect, err = b.detection(o.detectN); err != nil {
+			return fmt.Errorf("detection: %w", err)
+		}
+	}
+	if phase("scale") {
+		if rep.scale, err = b.scale(); err != nil {
+			return fmt.Errorf("scale: %w", err)
+		}
+	}
+	if phase("throughput") {
+		if rep.throughput, err = b.throughput(); err != nil {
+			return fmt.Errorf("throughput: %w", err)
+		}
+	}
+	rep.print(os.Stdout)
+	return nil
+}
