@@ -89,7 +89,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (d *daemon, e
 	if err := d.pipe.Open(); err != nil {
 		return nil, err
 	}
-	d.sched = inject.NewScheduler(d.pipe, inject.SchedulerConfig{MinGap: cfg.ScheduleGap})
+	d.sched = inject.NewScheduler(d.pipe, inject.SchedulerConfig{MinGap: cfg.ScheduleGap, MinEvery: cfg.ScheduleMinEvery})
 	d.ready.Store(true)
 	d.auth.start(d)
 	d.obs = startObserver(d)
