@@ -32,6 +32,36 @@ func Quote(s string) (string, error) {
 	return b.String(), nil
 }
 
+// QuoteText returns text as one tmux command argument even when it holds line breaks:
+// runs single-quoted as Quote does, each \n and \r written as the double-quoted escape
+// "\n" or "\r" joined to them in the same token (tmux joins adjacent quoted parts). It
+// fails with ErrUnquotable on NUL or invalid UTF-8. set-buffer takes it; send-keys -l
+// does not need it (use SendKeys).
+func QuoteText(text string) (string, error) {
+	if strings.IndexByte(text, 0) >= 0 || !utf8.ValidString(text) {
+		return "", fmt.Errorf("quote text: %w", ErrUnquotable)
+	}
+	var b strings.Builder
+	b.Grow(len(text) + len(text)/8 + 8)
+	for {
+		i := strings.IndexAny(text, "\n\r")
+		if i < 0 {
+			break
+		}
+		q, _ := Quote(text[:i])
+		b.WriteString(q)
+		if text[i] == '\n' {
+			b.WriteString(`"\n"`)
+		} else {
+			b.WriteString(`"\r"`)
+		}
+		text = text[i+1:]
+	}
+	q, _ := Quote(text)
+	b.WriteString(q)
+	return b.String(), nil
+}
+
 // SendKeys returns the command lines that make tmux type text into target byte-exact:
 // `send-keys -t T -l -- '<run>'` for runs of valid UTF-8 that Quote can carry and
 // `send-keys -t T -H 0a 0d …` (hex) for \n, \r, NUL and bytes that are not valid UTF-8.

@@ -34,7 +34,7 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	ctx := p.ctx
 	conn, err := p.deps.Conn(rt.WorkspaceID)
 	if err != nil {
-		p.startFallback(j, nudge.TargetNotFound, err.Error())
+		p.awaitConn(l, j, err)
 		return
 	}
 	target := paneTarget(rt)
@@ -46,8 +46,16 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	if p.deps.Acks != nil {
 		p.deps.Acks.Expect(j.record())
 	}
-	typed, submitted := p.lookBeforeTyping(ctx, j, conn, target, rt)
+	typed, submitted, unrecorded, err := p.lookBeforeTyping(ctx, j, conn, target, rt)
+	if err != nil {
+		p.awaitConn(l, j, err)
+		return
+	}
+	j.connWait = time.Time{}
 	if submitted {
+		if unrecorded {
+			p.markInjected(j, d) // an earlier incarnation typed it and died before recording
+		}
 		p.markSubmitted(j, d, "already in the pane's history")
 		return
 	}
@@ -58,7 +66,8 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	seq := l.outSeq.Load()
 	if !typed {
 		if err := p.typeEnvelope(ctx, conn, j, target); err != nil {
-			p.sendFailed(j, err)
+			j.maybeTyped = true // some of it may have reached the pane
+			p.sendFailed(l, j, err)
 			return
 		}
 	}
@@ -99,8 +108,11 @@ func (p *Pipeline) paneCheck(ctx context.Context, conn Sender, target string) (v
 	r, err := conn.Do(ctx, "display-message -p -t "+quote(target)+" '#{pane_dead} #{pane_in_mode}'")
 	if err != nil {
 		var ce *controlmode.CommandError
-		if errors.As(err, &ce) {
+		switch {
+		case errors.As(err, &ce):
 			return verdict{kind: fallback, code: nudge.TargetNotFound, why: ce.Error()}, true
+		case connDown(err):
+			return verdict{kind: waitConn, why: err.Error()}, true
 		}
 		return verdict{kind: fallback, code: nudge.SendKeysError, why: err.Error()}, true
 	}
@@ -122,6 +134,10 @@ func (p *Pipeline) paneCheck(ctx context.Context, conn Sender, target string) (v
 
 // afterPaneCheck handles a pane that cannot take input now.
 func (p *Pipeline) afterPaneCheck(l *lane, j *job, v verdict) {
+	if v.kind == waitConn {
+		p.awaitConn(l, j, errors.New(v.why))
+		return
+	}
 	if v.kind == hold {
 		now := p.cfg.Now()
 		if j.deferStart.IsZero() {
@@ -141,28 +157,44 @@ func (p *Pipeline) afterPaneCheck(l *lane, j *job, v verdict) {
 
 // lookBeforeTyping checks, for a trigger an earlier attempt or incarnation may have
 // typed, whether its envelope is still in the composer (then only Enter is needed) or
-// already in the pane's history (then it was submitted).
-func (p *Pipeline) lookBeforeTyping(ctx context.Context, j *job, conn Sender, target string, rt store.Runtime) (typed, submitted bool) {
+// already in the pane's history (then it was submitted). The history holds one echo of
+// the envelope per typing: more echoes than attempts whose typing was recorded before
+// this one means a typing that was never recorded (the daemon died between typing and
+// recording; unrecorded is then true). A retry after an ack timeout finds only the
+// recorded echoes and types again on purpose. err is a control connection that went
+// down under the capture (the pane may be fine: try again later).
+func (p *Pipeline) lookBeforeTyping(ctx context.Context, j *job, conn Sender, target string, rt store.Runtime) (typed, submitted, unrecorded bool, err error) {
 	t := j.record()
 	if !j.maybeTyped && t.Attempts == 0 {
-		return false, false
+		return false, false, false, nil
 	}
 	needle := "id=" + t.TriggerID
 	if p.deps.Gates != nil {
 		if c, err := p.deps.Gates.Composer(ctx, rt); err == nil && containsID(c, needle) {
-			return true, false
+			return true, false, false, nil
 		}
 	}
 	r, err := conn.Do(ctx, "capture-pane -p -J -S -500 -t "+quote(target))
 	if err != nil || r == nil {
-		return false, false
+		if connDown(err) {
+			return false, false, false, err
+		}
+		return false, false, false, nil
 	}
+	echoes := 0
 	for _, line := range r.Lines {
 		if containsID(line, needle) {
-			return false, t.Attempts == 0 // a retry types again on purpose
+			echoes++
 		}
 	}
-	return false, false
+	done := t.Attempts // attempts whose typing was recorded and whose fate is known
+	if t.State == string(nudge.StateInjected) {
+		done-- // the last one was typed; was it submitted? Not in the composer: yes
+	}
+	if echoes > done {
+		return false, true, t.State != string(nudge.StateInjected), nil
+	}
+	return false, false, false, nil
 }
 
 // containsID reports whether s holds needle ("id=X") followed by a non-id byte or the end.
@@ -191,7 +223,11 @@ func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target
 		}
 		return '_'
 	}, j.id())
-	_, err := conn.DoAll(ctx, TypeCommands(target, j.envelope, buf)...)
+	cmds, err := TypeCommands(target, j.envelope, buf)
+	if err != nil {
+		return err
+	}
+	_, err = conn.DoAll(ctx, cmds...)
 	return err
 }
 
@@ -231,7 +267,7 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 	for try := 0; try < 2; try++ {
 		seq := l.outSeq.Load()
 		if _, err := conn.Do(ctx, EnterCommand(target)); err != nil {
-			p.sendFailed(j, err)
+			p.sendFailed(l, j, err)
 			return
 		}
 		if p.deps.Gates == nil {
@@ -253,7 +289,7 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 	p.markSubmitted(j, d, "")
 }
 
-func (p *Pipeline) sendFailed(j *job, err error) {
+func (p *Pipeline) sendFailed(l *lane, j *job, err error) {
 	var ce *controlmode.CommandError
 	code := nudge.SendKeysError
 	if errors.As(err, &ce) && strings.Contains(ce.Error(), "can't find") {
@@ -261,6 +297,10 @@ func (p *Pipeline) sendFailed(j *job, err error) {
 	}
 	if p.ctx.Err() != nil {
 		return // shutting down: the next Open resumes it
+	}
+	if connDown(err) {
+		p.awaitConn(l, j, err)
+		return
 	}
 	p.startFallback(j, code, err.Error())
 }

@@ -1,6 +1,10 @@
 package inject
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/nudgehq/nudge/controlmode"
+)
 
 // DefaultBuffer is the paste buffer name TypeCommands uses when bufName is "".
 const DefaultBuffer = "nudge"
@@ -10,28 +14,42 @@ const DefaultBuffer = "nudge"
 // (no ';' chaining, no LF, CR or NUL inside); send them in order, e.g. with one
 // pipelined write.
 //
-// Text without LF, CR or NUL is typed with send-keys -l. Other text goes through
-// the paste buffer bufName (DefaultBuffer if ""), set in one set-buffer and pasted
-// with paste-buffer -d -p -r: the app gets one bracketed paste if it enabled
-// bracketed paste, and LF stays LF (-r). NUL bytes cannot be carried by a paste
-// buffer and are dropped; Sanitize output has none. Concurrent deliveries should
-// use distinct buffer names. Empty text gives no commands.
-func TypeCommands(target, text, bufName string) []string {
+// Text without LF or CR is typed with send-keys -l. Other text goes through the paste
+// buffer bufName (DefaultBuffer if ""), set in one set-buffer and pasted with
+// paste-buffer -d -p -r: the app gets one bracketed paste if it enabled bracketed
+// paste, and LF stays LF (-r). Concurrent deliveries should use distinct buffer names.
+// Empty text gives no commands. Text must be valid UTF-8 without NUL (Sanitize's
+// output is); anything else is refused with controlmode.ErrUnquotable.
+func TypeCommands(target, text, bufName string) ([]string, error) {
 	if text == "" {
-		return nil
+		return nil, nil
 	}
-	t := quote(target)
-	if strings.IndexAny(text, "\n\r\x00") < 0 {
-		return []string{"send-keys -t " + t + " -l -- " + quote(text)}
+	t, err := controlmode.Quote(target)
+	if err != nil {
+		return nil, err
+	}
+	if strings.IndexAny(text, "\n\r") < 0 {
+		q, err := controlmode.Quote(text)
+		if err != nil {
+			return nil, err
+		}
+		return []string{"send-keys -t " + t + " -l -- " + q}, nil
 	}
 	if bufName == "" {
 		bufName = DefaultBuffer
 	}
-	buf := quote(bufName)
-	return []string{
-		"set-buffer -b " + buf + " -- " + quoteLines(text),
-		"paste-buffer -b " + buf + " -d -p -r -t " + t,
+	buf, err := controlmode.Quote(bufName)
+	if err != nil {
+		return nil, err
 	}
+	q, err := controlmode.QuoteText(text)
+	if err != nil {
+		return nil, err
+	}
+	return []string{
+		"set-buffer -b " + buf + " -- " + q,
+		"paste-buffer -b " + buf + " -d -p -r -t " + t,
+	}, nil
 }
 
 // EnterCommand returns the command line that presses Enter in target: a raw CR,
@@ -40,51 +58,11 @@ func EnterCommand(target string) string {
 	return "send-keys -t " + quote(target) + " -H 0d"
 }
 
-// quote returns s as one tmux argument in single quotes, each single quote
-// written as the four bytes quote, backslash, quote, quote (as in POSIX sh).
-// Inside single quotes the tmux parser interprets nothing. s must not hold LF, CR
-// or NUL (quoteLines handles those).
+// quote quotes a pane target or id (never holds a line break).
 func quote(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	writeQuoted(&b, s)
-	return b.String()
-}
-
-func writeQuoted(b *strings.Builder, s string) {
-	b.WriteByte('\'')
-	for {
-		i := strings.IndexByte(s, '\'')
-		if i < 0 {
-			break
-		}
-		b.WriteString(s[:i])
-		b.WriteString(`'\''`)
-		s = s[i+1:]
+	q, err := controlmode.Quote(s)
+	if err != nil {
+		return "''"
 	}
-	b.WriteString(s)
-	b.WriteByte('\'')
-}
-
-// quoteLines returns s as one tmux argument: runs single-quoted, LF and CR as the
-// double-quoted escapes "\n" and "\r" joined to them in the same token, NUL dropped.
-func quoteLines(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + len(s)/8 + 8)
-	for {
-		i := strings.IndexAny(s, "\n\r\x00")
-		if i < 0 {
-			break
-		}
-		writeQuoted(&b, s[:i])
-		switch s[i] {
-		case '\n':
-			b.WriteString(`"\n"`)
-		case '\r':
-			b.WriteString(`"\r"`)
-		}
-		s = s[i+1:]
-	}
-	writeQuoted(&b, s)
-	return b.String()
+	return q
 }

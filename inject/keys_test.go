@@ -12,25 +12,25 @@ import (
 )
 
 func TestTypeCommandsShape(t *testing.T) {
-	got := TypeCommands("%1", "it's;", "")
+	got, _ := TypeCommands("%1", "it's;", "")
 	want := []string{`send-keys -t '%1' -l -- 'it'\''s;'`}
 	if len(got) != 1 || got[0] != want[0] {
 		t.Errorf("one line: got %q, want %q", got, want)
 	}
-	got = TypeCommands("%1", "a'\n\nb\r\x00c", "buf")
-	want = []string{`set-buffer -b 'buf' -- 'a'\'''"\n"''"\n"'b'"\r"'''c'`, `paste-buffer -b 'buf' -d -p -r -t '%1'`}
+	got, _ = TypeCommands("%1", "a'\n\nb\rc", "buf")
+	want = []string{`set-buffer -b 'buf' -- 'a'\'''"\n"''"\n"'b'"\r"'c'`, `paste-buffer -b 'buf' -d -p -r -t '%1'`}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("lines: got %q, want %q", got, want)
 	}
-	if TypeCommands("%1", "", "") != nil {
+	if got, err := TypeCommands("%1", "", ""); got != nil || err != nil {
 		t.Errorf("empty text gave commands")
 	}
 	if got := EnterCommand("%1"); got != `send-keys -t '%1' -H 0d` {
 		t.Errorf("EnterCommand = %q", got)
 	}
-	for _, c := range TypeCommands("%1", "x\ny\rz\x00", "b") {
-		if strings.ContainsAny(c, "\n\r\x00") {
-			t.Errorf("command holds a line break or NUL: %q", c)
+	for _, bad := range []string{"x\ny\x00", "bad \xff utf-8\n"} {
+		if got, err := TypeCommands("%1", bad, "b"); err == nil || got != nil {
+			t.Errorf("%q: got %q, %v; want refused", bad, got, err)
 		}
 	}
 }
@@ -80,7 +80,10 @@ func testTmuxDelivery(t *testing.T, bracketed bool) {
 			t.Fatalf("#%d: Sanitize: %v", i, err)
 		}
 		text := Envelope{ID: fmt.Sprintf("t-%d", i), Thread: "th", Reason: "test", AckHint: i%2 == 0}.Wrap(body)
-		cmds := TypeCommands(pane, text, "nudge-t")
+		cmds, err := TypeCommands(pane, text, "nudge-t")
+		if err != nil {
+			t.Fatalf("#%d: TypeCommands: %v", i, err)
+		}
 		c.run(t, cmds)
 		if bracketed && strings.Contains(text, "\n") {
 			text = "\x1b[200~" + text + "\x1b[201~"

@@ -70,44 +70,30 @@ func (c *Config) Validate() error {
 
 func (c *Config) fill() {
 	d := DefaultConfig()
-	if c.MaxDefer == 0 {
-		c.MaxDefer = d.MaxDefer
+	dur := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
 	}
-	if c.DeferRecheck == 0 {
-		c.DeferRecheck = d.DeferRecheck
+	num := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
 	}
-	if c.RateLimit == 0 {
-		c.RateLimit = d.RateLimit
-	}
-	if c.RatePer == 0 {
-		c.RatePer = d.RatePer
-	}
-	if c.LoopTurns == 0 {
-		c.LoopTurns = d.LoopTurns
-	}
-	if c.LoopRepeats == 0 {
-		c.LoopRepeats = d.LoopRepeats
-	}
-	if c.MaxPrompt == 0 {
-		c.MaxPrompt = d.MaxPrompt
-	}
-	if c.EchoTimeout == 0 {
-		c.EchoTimeout = d.EchoTimeout
-	}
-	if c.SubmitTimeout == 0 {
-		c.SubmitTimeout = d.SubmitTimeout
-	}
-	if c.SubmitQuiet == 0 {
-		c.SubmitQuiet = d.SubmitQuiet
-	}
-	if c.AckTimeout == 0 {
-		c.AckTimeout = d.AckTimeout
-	}
+	dur(&c.MaxDefer, d.MaxDefer)
+	dur(&c.DeferRecheck, d.DeferRecheck)
+	dur(&c.RatePer, d.RatePer)
+	dur(&c.EchoTimeout, d.EchoTimeout)
+	dur(&c.SubmitTimeout, d.SubmitTimeout)
+	dur(&c.SubmitQuiet, d.SubmitQuiet)
+	dur(&c.AckTimeout, d.AckTimeout)
+	dur(&c.RedeliveryCheck, d.RedeliveryCheck)
+	num(&c.RateLimit, d.RateLimit)
+	num(&c.LoopTurns, d.LoopTurns)
+	num(&c.LoopRepeats, d.LoopRepeats)
+	num(&c.MaxPrompt, d.MaxPrompt)
 	if c.Backoff == nil {
 		c.Backoff = d.Backoff
-	}
-	if c.RedeliveryCheck == 0 {
-		c.RedeliveryCheck = d.RedeliveryCheck
 	}
 	if c.Now == nil {
 		c.Now = time.Now
