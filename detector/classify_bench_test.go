@@ -1,0 +1,34 @@
+package detector
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/acarl005/stripansi"
+)
+
+func BenchmarkClassify(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "screens", "codex_busy_reconnecting.ansi"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := defaultPacks(b)["codex"]
+	b.Run("Classify", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Classify(p, string(data))
+		}
+	})
+	// The obvious alternative: strip the whole screen and run every cue over it.
+	b.Run("StripAndGrepAll", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s := stripansi.Strip(string(data))
+			for _, res := range [][]*regexp.Regexp{p.confirm, p.busy, p.errs, p.ready} {
+				matchAny(res, s)
+			}
+		}
+	})
+}
