@@ -54,7 +54,7 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	j.connWait = time.Time{}
 	if submitted {
 		if unrecorded {
-			p.markInjected(j, d) // an earlier incarnation typed it and died before recording
+			p.markInjected(j, d, true) // an earlier incarnation typed it and died before recording
 		}
 		p.markSubmitted(j, d, "already in the pane's history")
 		return
@@ -72,9 +72,15 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 		}
 	}
 	d.Typed = !typed
-	p.markInjected(j, d)
-	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
-	d.EchoSeen = l.settle(ctx.Done(), p.cfg.Now, seq, prof.SubmitSettle, p.cfg.EchoTimeout)
+	// Only Enter is missing for an envelope found in the composer: it is one attempt with
+	// the typing that put it there, recorded already if the state says injected.
+	p.markInjected(j, d, !typed || j.record().State != string(nudge.StateInjected))
+	if typed {
+		d.EchoSeen = true // on screen already: nothing new will echo
+	} else {
+		prof, _ := p.deps.Runtimes.Profile(rt.Agent)
+		d.EchoSeen = l.settle(ctx.Done(), p.cfg.Now, seq, prof.SubmitSettle, p.cfg.EchoTimeout)
+	}
 	p.submit(l, j, conn, target, rt, d)
 }
 
@@ -243,12 +249,16 @@ func (p *Pipeline) takeTurn(j *job) {
 	}
 }
 
-func (p *Pipeline) markInjected(j *job, d attemptDetail) {
+// markInjected records that j's envelope is in the pane; newAttempt counts a typing
+// (false: only the Enter of an attempt already recorded is still to come).
+func (p *Pipeline) markInjected(j *job, d attemptDetail, newAttempt bool) {
 	now := p.cfg.Now()
 	rec := j.update(now, func(t *store.Trigger) {
 		t.State = string(nudge.StateInjected)
 		t.InjectedAt = tp(now)
-		t.Attempts++
+		if newAttempt {
+			t.Attempts++
+		}
 		t.DeliveryBackend = nudge.BackendTmux
 		t.ErrorCode, t.Message = "", ""
 		t.DeferredUntil = nil

@@ -21,6 +21,7 @@ type job struct {
 	maybeTyped bool       // an earlier incarnation may have typed it: look before typing
 	deferStart time.Time  // when the current collision deferral began
 	retryAt    time.Time  // a retry waits until then
+	connWait   time.Time  // when it began waiting for a control connection (awaitConn)
 }
 
 func newJob(t store.Trigger, recovered bool) *job {

@@ -1,0 +1,55 @@
+package inject
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/controlmode"
+)
+
+// waitConn is a verdict kind: the workspace's control connection is down, which says
+// nothing about the pane; try again shortly.
+const waitConn = fallback + 1
+
+// connRetry is how soon a lane looks again for a control connection that was down.
+const connRetry = 100 * time.Millisecond
+
+// connDown reports whether err is about the control connection rather than the pane:
+// the workspace has no connection (the daemon has just started, or the connection is
+// being redialled), or the connection ended under the command. A *CommandError is tmux's
+// answer about the pane; an unsafe or unquotable command line is nudge's own bug; a
+// context error is a shutdown.
+func connDown(err error) bool {
+	var ce *controlmode.CommandError
+	switch {
+	case err == nil, errors.As(err, &ce),
+		errors.Is(err, controlmode.ErrUnsafeCommand), errors.Is(err, controlmode.ErrUnquotable),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	}
+	return true
+}
+
+// awaitConn puts j back at the front of its lane to be tried again once the control
+// connection is up: a live agent must not be replaced by a fallback launch because the
+// daemon restarted or tmux -C is being redialled. A pane that is really gone is marked
+// offline by the reconciler, and the gate then falls back with PANE_DEAD; a connection
+// still down after MaxDefer falls back with TARGET_NOT_FOUND. The job may have been
+// typed in part (j.maybeTyped): the next attempt looks in the pane before typing.
+func (p *Pipeline) awaitConn(l *lane, j *job, err error) {
+	now := p.cfg.Now()
+	if j.connWait.IsZero() {
+		j.connWait = now
+		p.log.Debug("control connection down: trigger waits", "trigger_id", j.id(), "err", err)
+	}
+	if now.Sub(j.connWait) >= p.cfg.MaxDefer {
+		j.connWait = time.Time{}
+		p.startFallback(j, nudge.TargetNotFound, "no control connection: "+err.Error())
+		return
+	}
+	j.decide() // answered as it stands (queued, or injected)
+	j.retryAt = now.Add(connRetry)
+	l.push(j, true)
+}
