@@ -67,7 +67,9 @@ func TestDialCreateSession(t *testing.T) {
 
 func TestDialStartsServerWithCreateSession(t *testing.T) {
 	checkGoroutines(t)
-	srv := &tmuxServer{t: t, name: "nudge-t-" + strconv.Itoa(os.Getpid()) + "-fresh"}
+	probe := newServer(t, "sleep", "600") // for the socket directory
+	srv := &tmuxServer{t: t, name: probe.name + "-fresh", sockDir: probe.sockDir}
+	srv.removeSocket(srv.name)
 	t.Cleanup(func() { exec.Command("tmux", "-L", srv.name, "kill-server").Run() })
 	cfg := srv.config()
 	cfg.CreateSession = true
@@ -95,6 +97,7 @@ func TestDialErrors(t *testing.T) {
 	t.Run("ErrNoSessionNoServer", func(t *testing.T) {
 		cfg := srv.config()
 		cfg.SocketName += "-absent"
+		srv.removeSocket(cfg.SocketName)
 		t.Cleanup(func() { exec.Command("tmux", "-L", cfg.SocketName, "kill-server").Run() })
 		_, err := Dial(ctx, cfg)
 		if !errors.Is(err, ErrNoSession) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -19,8 +20,14 @@ var serverSeq atomic.Int64
 
 // tmuxServer is a private tmux server (tmux -L nudge-t-…) killed at cleanup.
 type tmuxServer struct {
-	t    *testing.T
-	name string
+	t       *testing.T
+	name    string
+	sockDir string // where tmux puts its sockets
+}
+
+// removeSocket removes the socket file of server name at cleanup: tmux leaves it behind.
+func (s *tmuxServer) removeSocket(name string) {
+	s.t.Cleanup(func() { os.Remove(filepath.Join(s.sockDir, name)) })
 }
 
 // newServer starts a private server with session s (80x24) running argv (or a shell).
@@ -32,6 +39,8 @@ func newServer(t *testing.T, argv ...string) *tmuxServer {
 	s := &tmuxServer{t: t, name: fmt.Sprintf("nudge-t-%d-%d", os.Getpid(), serverSeq.Add(1))}
 	t.Cleanup(func() { exec.Command("tmux", "-L", s.name, "kill-server").Run() })
 	s.run(append([]string{"new-session", "-d", "-s", "s", "-x", "80", "-y", "24"}, argv...)...)
+	s.sockDir = filepath.Dir(s.run("display-message", "-p", "#{socket_path}"))
+	s.removeSocket(s.name)
 	return s
 }
 

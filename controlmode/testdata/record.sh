@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 n=0
 sock=nudge-rec-$$-0
-trap 'tmux -L "$sock" kill-server 2>/dev/null || true' EXIT
+trap 'tmux -L "$sock" kill-server 2>/dev/null || true; rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)"/nudge-rec-$$-*' EXIT
 
 # record NAME SECONDS ATTACH-FLAGS CMD... : attaches to session s and sends the commands.
 record() {
