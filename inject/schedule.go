@@ -111,7 +111,8 @@ func (s *Scheduler) loop() {
 	}
 }
 
-// runDue fires every due schedule and returns the wait until the next one.
+// runDue fires every due schedule and returns the wait until the next one. Schedules of
+// an agent that are due soon (within batchWindow) join a batch that is due now.
 func (s *Scheduler) runDue() time.Duration {
 	all, err := s.p.deps.Store.ListSchedules()
 	if err != nil {
@@ -120,14 +121,20 @@ func (s *Scheduler) runDue() time.Duration {
 	}
 	now := s.p.cfg.Now()
 	due := map[string][]store.Schedule{}
-	next := time.Hour
 	for _, sc := range all {
 		if !sc.NextAt.After(now) {
-			key := sc.WorkspaceID + "/" + sc.Agent
-			due[key] = append(due[key], sc)
-			continue
+			due[agentKey(sc)] = append(due[agentKey(sc)], sc)
 		}
-		next = min(next, sc.NextAt.Sub(now))
+	}
+	next := time.Hour
+	for _, sc := range all {
+		switch {
+		case !sc.NextAt.After(now):
+		case due[agentKey(sc)] != nil && sc.NextAt.Sub(now) <= batchWindow(sc):
+			due[agentKey(sc)] = append(due[agentKey(sc)], sc)
+		default:
+			next = min(next, sc.NextAt.Sub(now))
+		}
 	}
 	for _, batch := range due {
 		s.fire(batch, now)
@@ -136,11 +143,17 @@ func (s *Scheduler) runDue() time.Duration {
 	return max(next, time.Millisecond)
 }
 
+func agentKey(sc store.Schedule) string { return sc.WorkspaceID + "/" + sc.Agent }
+
+// batchWindow is how early a schedule may fire to join another of its agent's: half its
+// period, at most 30 s.
+func batchWindow(sc store.Schedule) time.Duration { return min(sc.Every/2, 30*time.Second) }
+
 // fire sends one batched trigger for an agent's due schedules, or skips the round.
 func (s *Scheduler) fire(batch []store.Schedule, now time.Time) {
 	sort.Slice(batch, func(i, j int) bool { return batch[i].ScheduleID < batch[j].ScheduleID })
 	first := batch[0]
-	key := first.WorkspaceID + "/" + first.Agent
+	key := agentKey(first)
 	if why := s.skip(first, key, now); why != "" {
 		for _, sc := range batch {
 			s.advance(sc, now, false)
@@ -193,7 +206,7 @@ func (s *Scheduler) skip(sc store.Schedule, key string, now time.Time) string {
 }
 
 func (s *Scheduler) advance(sc store.Schedule, now time.Time, fired bool) {
-	for !sc.NextAt.After(now) {
+	for !sc.NextAt.After(now.Add(batchWindow(sc))) { // one joining early moves on too
 		sc.NextAt = sc.NextAt.Add(sc.Every)
 	}
 	if fired {

@@ -259,13 +259,15 @@ func (p Profile) FindSessionID(output []byte) string {
 	return string(m[1])
 }
 
-// ValidSessionID reports whether id may be put into a resume argv.
+// ValidSessionID reports whether id may be put into a resume argv. Whatever the
+// profile's pattern says, an id may not start with '-': the CLI would read it as a flag
+// (`--last` would resume some other session).
 func (p Profile) ValidSessionID(id string) bool {
 	re := p.validRE
 	if re == nil {
 		re = regexp.MustCompile(defaultSessionIDValid)
 	}
-	return id != "" && len(id) <= 256 && re.MatchString(id)
+	return id != "" && id[0] != '-' && len(id) <= 256 && re.MatchString(id)
 }
 
 // CanResume reports whether the profile has a resume command.

@@ -27,12 +27,14 @@ import (
 //   - offline|failed → ready: after a nudge restart a pane thought dead is found alive
 //     and re-adopted.
 //   - ready → starting: a manual restart.
+//   - awaiting_ack|retrying → triggering: an agent that queues input gets the next
+//     trigger typed while an earlier one still waits for its ack.
 var transitions = map[nudge.Status][]nudge.Status{
 	nudge.StatusStarting:       {nudge.StatusReady, nudge.StatusFailed, nudge.StatusPaused},
 	nudge.StatusReady:          {nudge.StatusTriggering, nudge.StatusPaused, nudge.StatusFallbackResume, nudge.StatusStarting, nudge.StatusFailed},
 	nudge.StatusTriggering:     {nudge.StatusAwaitingAck, nudge.StatusFailed, nudge.StatusReady, nudge.StatusPaused},
-	nudge.StatusAwaitingAck:    {nudge.StatusReady, nudge.StatusRetrying, nudge.StatusFallbackResume, nudge.StatusFailed, nudge.StatusPaused},
-	nudge.StatusRetrying:       {nudge.StatusAwaitingAck, nudge.StatusFailed, nudge.StatusReady, nudge.StatusFallbackResume, nudge.StatusPaused},
+	nudge.StatusAwaitingAck:    {nudge.StatusReady, nudge.StatusRetrying, nudge.StatusFallbackResume, nudge.StatusFailed, nudge.StatusPaused, nudge.StatusTriggering},
+	nudge.StatusRetrying:       {nudge.StatusAwaitingAck, nudge.StatusFailed, nudge.StatusReady, nudge.StatusFallbackResume, nudge.StatusPaused, nudge.StatusTriggering},
 	nudge.StatusFallbackResume: {nudge.StatusReady, nudge.StatusSpawnRecovery, nudge.StatusStarting, nudge.StatusFailed},
 	nudge.StatusSpawnRecovery:  {nudge.StatusStarting, nudge.StatusFailed},
 	nudge.StatusOffline:        {nudge.StatusStarting, nudge.StatusFailed, nudge.StatusReady},
