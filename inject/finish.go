@@ -176,6 +176,9 @@ func (p *Pipeline) done(j *job) {
 // Writes are serialized per job so the store never goes back to an older copy.
 func (p *Pipeline) persist(j *job, recs ...store.AuditRecord) {
 	<-j.created
+	if j.lost {
+		return
+	}
 	j.pmu.Lock()
 	defer j.pmu.Unlock()
 	rec := j.record()

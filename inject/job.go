@@ -14,7 +14,8 @@ type job struct {
 	mu         sync.Mutex
 	t          store.Trigger
 	envelope   string        // sanitized prompt wrapped in its envelope: what is typed
-	created    chan struct{} // closed once the record is committed
+	created    chan struct{} // closed once the create commit is done (or failed: lost)
+	lost       bool          // the record was never committed: nothing may be persisted
 	decided    chan struct{} // closed at the first decision: typed, parked or failed
 	decideOnce sync.Once
 	pmu        sync.Mutex // serializes persist

@@ -126,10 +126,14 @@ func (p *Pipeline) create(j *job, known bool) error {
 	t := j.record()
 	rec := p.audit("trigger_received", t, "")
 	got, created, err := p.deps.Store.CreateTrigger(t, &rec)
-	if err != nil {
-		return fmt.Errorf("store trigger: %w", err)
-	}
-	if !created {
+	if err != nil || !created {
+		// The lane may already hold the job: it must not wait for a record that will never
+		// be written (persist skips a lost job).
+		j.lost = true
+		close(j.created)
+		if err != nil {
+			return fmt.Errorf("store trigger: %w", err)
+		}
 		j.update(p.cfg.Now(), func(r *store.Trigger) { *r = got })
 		return errExisting
 	}
