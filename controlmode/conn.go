@@ -131,6 +131,7 @@ func start(cfg Config) (*Conn, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, c.stderr
 	cmd.Cancel = func() error { c.closeStdin(); return nil }
 	cmd.WaitDelay = cfg.CloseTimeout
+	dieWithParent(cmd)
 	err = cmd.Start()
 	inR.Close()
 	outW.Close()
