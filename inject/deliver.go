@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,7 +40,13 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	}
 	target := paneTarget(rt)
 	d := p.detail(j, rt, target)
-	if v, stop := p.paneCheck(ctx, conn, target); stop {
+	v, stop, pending := p.paneCheck(ctx, conn, target)
+	if !stop && pending != "" && pending != j.id() {
+		// Another trigger's envelope waits unentered in the input line (its daemon died
+		// before Enter, or its Enter was refused): typing after it would merge the two.
+		v, stop = verdict{kind: hold, why: "the input line holds trigger " + pending + "'s prompt, never entered"}, true
+	}
+	if stop {
 		p.afterPaneCheck(l, j, v)
 		return
 	}
@@ -50,6 +57,9 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	if err != nil {
 		p.awaitConn(l, j, err)
 		return
+	}
+	if pending == j.id() { // typed by an earlier attempt, only Enter is missing
+		typed, submitted, unrecorded = true, false, false
 	}
 	j.connWait = time.Time{}
 	if submitted {
@@ -109,33 +119,60 @@ func (p *Pipeline) detail(j *job, rt store.Runtime, target string) attemptDetail
 	return d
 }
 
-// paneCheck asks tmux whether the pane exists, is alive and is not in a mode.
-func (p *Pipeline) paneCheck(ctx context.Context, conn Sender, target string) (verdict, bool) {
-	r, err := conn.Do(ctx, "display-message -p -t "+quote(target)+" '#{pane_dead} #{pane_in_mode}'")
+// paneCheck asks tmux, in one round trip, whether the pane exists, is alive and is not in
+// a mode, and which envelope (if any) ends on the cursor's line: one typed but never
+// entered. pending is that envelope's trigger id.
+func (p *Pipeline) paneCheck(ctx context.Context, conn Sender, target string) (v verdict, stop bool, pending string) {
+	rs, err := conn.DoAll(ctx,
+		"display-message -p -t "+quote(target)+" '#{pane_dead} #{pane_in_mode} #{cursor_y}'",
+		"capture-pane -p -t "+quote(target))
 	if err != nil {
 		var ce *controlmode.CommandError
 		switch {
 		case errors.As(err, &ce):
-			return verdict{kind: fallback, code: nudge.TargetNotFound, why: ce.Error()}, true
+			return verdict{kind: fallback, code: nudge.TargetNotFound, why: ce.Error()}, true, ""
 		case connDown(err):
-			return verdict{kind: waitConn, why: err.Error()}, true
+			return verdict{kind: waitConn, why: err.Error()}, true, ""
 		}
-		return verdict{kind: fallback, code: nudge.SendKeysError, why: err.Error()}, true
+		return verdict{kind: fallback, code: nudge.SendKeysError, why: err.Error()}, true, ""
 	}
-	var dead, mode string
-	if r != nil && len(r.Lines) > 0 {
-		f := strings.Fields(r.Lines[0])
-		if len(f) == 2 {
-			dead, mode = f[0], f[1]
-		}
+	var f []string
+	if len(rs) == 2 && rs[0] != nil && len(rs[0].Lines) > 0 {
+		f = strings.Fields(rs[0].Lines[0])
 	}
 	switch {
-	case dead == "1":
-		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process has exited"}, true
-	case mode == "1":
-		return verdict{kind: hold, code: nudge.OperatorBusy, why: "pane is in copy mode"}, true
+	case len(f) == 3 && f[0] == "1":
+		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process has exited"}, true, ""
+	case len(f) == 3 && f[1] == "1":
+		return verdict{kind: hold, code: nudge.OperatorBusy, why: "pane is in copy mode"}, true, ""
+	case len(f) == 3 && rs[1] != nil:
+		row, _ := strconv.Atoi(f[2])
+		return verdict{}, false, pendingEnvelope(rs[1].Lines, row)
 	}
-	return verdict{}, false
+	return verdict{}, false, ""
+}
+
+// envelopeEnd is the last thing an envelope puts on the screen. A TUI may wrap it after
+// "[/", so only the rest of it is looked for at the end of the cursor's row.
+const envelopeEnd = "[/BRIDGE_TRIGGER]"
+
+// pendingEnvelope returns the id of the envelope whose end is the last text on the
+// cursor's row (typed, never entered), or "".
+func pendingEnvelope(screen []string, cursorY int) string {
+	if cursorY < 0 || cursorY >= len(screen) || !strings.HasSuffix(strings.TrimRight(screen[cursorY], " "), envelopeEnd[2:]) {
+		return ""
+	}
+	for y := cursorY; y >= 0; y-- {
+		line := screen[y]
+		if i := strings.LastIndex(line, "[BRIDGE_TRIGGER id="); i >= 0 {
+			id := line[i+len("[BRIDGE_TRIGGER id="):]
+			if k := strings.IndexByte(id, ' '); k >= 0 {
+				id = id[:k]
+			}
+			return id
+		}
+	}
+	return ""
 }
 
 // afterPaneCheck handles a pane that cannot take input now.
@@ -275,6 +312,14 @@ func (p *Pipeline) markInjected(j *job, d attemptDetail, newAttempt bool) {
 func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.Runtime, d attemptDetail) {
 	ctx := p.ctx
 	for try := 0; try < 2; try++ {
+		if v, gone := p.paneReplaced(ctx, conn, target, rt); gone {
+			if v.kind == waitConn {
+				p.awaitConn(l, j, errors.New(v.why))
+				return
+			}
+			p.startFallback(j, v.code, v.why)
+			return
+		}
 		seq := l.outSeq.Load()
 		if _, err := conn.Do(ctx, EnterCommand(target)); err != nil {
 			p.sendFailed(l, j, err)
@@ -297,6 +342,36 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 	}
 	d.Composer = ""
 	p.markSubmitted(j, d, "")
+}
+
+// paneReplaced reports, just before Enter, whether the pane the envelope was typed into
+// has died or been respawned since (its program killed mid-paste and restarted in the
+// same pane id): Enter would then submit a cut prompt, or none, to another process, and
+// the receipt would claim a delivery that did not happen. The attempt falls back instead.
+func (p *Pipeline) paneReplaced(ctx context.Context, conn Sender, target string, rt store.Runtime) (verdict, bool) {
+	r, err := conn.Do(ctx, "display-message -p -t "+quote(target)+" '#{pane_dead} #{pane_pid}'")
+	if err != nil {
+		var ce *controlmode.CommandError
+		switch {
+		case errors.As(err, &ce):
+			return verdict{kind: fallback, code: nudge.TargetNotFound, why: "pane gone before Enter: " + ce.Error()}, true
+		case connDown(err):
+			return verdict{kind: waitConn, why: err.Error()}, true
+		}
+		return verdict{kind: fallback, code: nudge.SendKeysError, why: err.Error()}, true
+	}
+	var f []string
+	if r != nil && len(r.Lines) > 0 {
+		f = strings.Fields(r.Lines[0])
+	}
+	switch {
+	case len(f) == 2 && f[0] == "1":
+		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process exited before Enter"}, true
+	case len(f) == 2 && rt.PID != 0 && f[1] != strconv.Itoa(rt.PID):
+		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process was replaced (pid " +
+			strconv.Itoa(rt.PID) + " -> " + f[1] + ") before Enter"}, true
+	}
+	return verdict{}, false
 }
 
 func (p *Pipeline) sendFailed(l *lane, j *job, err error) {

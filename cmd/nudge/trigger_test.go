@@ -19,6 +19,9 @@ func rawCat(t *testing.T, td *testDaemon, ws, role string) (runtimeView, string)
 	t.Helper()
 	file := filepath.Join(td.cfg.Roots[0], role+".bytes")
 	rt := td.spawnShell(ws, role, "sh", "-c", "stty raw; exec cat > "+file)
+	// The file appears when cat starts, after stty: a prompt typed before would meet a
+	// cooked tty.
+	readUntil(t, file, func(string) bool { _, err := os.Stat(file); return err == nil })
 	return rt, file
 }
 
