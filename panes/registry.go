@@ -176,17 +176,23 @@ type Stats struct {
 	Drifts     atomic.Int64 // runtimes whose pane went missing (REGISTRY_DRIFT)
 	CrashLoops atomic.Int64 // runtimes marked failed for crash-looping
 	Sweeps     atomic.Int64 // reconcile passes
+	Dials      atomic.Int64 // control connections established (reconnects = Dials - workspaces)
+	Pauses     atomic.Int64 // %pause notifications (the server paused a pane for a slow reader)
+	LagNanos   atomic.Int64 // the latest %extended-output age: how far behind the stream is
 }
 
 // StatsSnapshot is a copy of Stats.
 type StatsSnapshot struct {
 	Restarts, PaneDeaths, Drifts, CrashLoops, Sweeps int64
+	Dials, Pauses                                    int64
+	Lag                                              time.Duration
 }
 
 // Stats returns the counters.
 func (r *Registry) Stats() StatsSnapshot {
 	return StatsSnapshot{r.stats.Restarts.Load(), r.stats.PaneDeaths.Load(), r.stats.Drifts.Load(),
-		r.stats.CrashLoops.Load(), r.stats.Sweeps.Load()}
+		r.stats.CrashLoops.Load(), r.stats.Sweeps.Load(), r.stats.Dials.Load(), r.stats.Pauses.Load(),
+		time.Duration(r.stats.LagNanos.Load())}
 }
 
 // Open loads the runtimes from db and starts watching every workspace that has any: live

@@ -81,6 +81,7 @@ func (r *Registry) connLoop(w *workspace) {
 			continue
 		}
 		backoff = 100 * time.Millisecond
+		r.stats.Dials.Add(1)
 		w.setConn(conn)
 		poke(w.kick)
 		select {
@@ -104,7 +105,8 @@ func (r *Registry) connConfig(w *workspace) controlmode.Config {
 	}
 }
 
-func (r *Registry) onOutput(pane int, data []byte, _ time.Duration) {
+func (r *Registry) onOutput(pane int, data []byte, age time.Duration) {
+	r.stats.LagNanos.Store(int64(age))
 	if r.cfg.OnOutput == nil {
 		return
 	}
@@ -115,6 +117,9 @@ func (r *Registry) onOutput(pane int, data []byte, _ time.Duration) {
 
 // onEvent runs on the read goroutine: it only pokes the reconciler.
 func (r *Registry) onEvent(w *workspace, ev controlmode.Event) {
+	if _, ok := ev.(*controlmode.Pause); ok {
+		r.stats.Pauses.Add(1)
+	}
 	switch ev.(type) {
 	case *controlmode.WindowClose, *controlmode.UnlinkedWindowClose, *controlmode.SubscriptionChanged,
 		*controlmode.Exit, *controlmode.SessionsChanged:

@@ -258,6 +258,9 @@ func (o *observer) writeLive(w io.Writer) {
 	metrics.WriteCounterUint64(w, "tmux_pane_death_total", uint64(st.PaneDeaths))
 	metrics.WriteCounterUint64(w, "tmux_crash_loop_total", uint64(st.CrashLoops))
 	metrics.WriteCounterUint64(w, "tmux_reconcile_sweep_total", uint64(st.Sweeps))
+	metrics.WriteCounterUint64(w, "nudge_controlmode_dials_total", uint64(st.Dials))
+	metrics.WriteCounterUint64(w, "nudge_controlmode_pause_total", uint64(st.Pauses))
+	metrics.WriteGaugeFloat64(w, "nudge_controlmode_lag_seconds", st.Lag.Seconds())
 
 	rts := d.reg.List()
 	byStatus := map[string]int{}
