@@ -340,12 +340,18 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 		}
 		d.Repaired = true
 	}
+	// A program that died while the prompt was still being written to it (a large paste
+	// drains slowly) never took it, though its composer reads empty.
+	if v, gone := p.paneReplaced(ctx, conn, target, rt); gone && v.kind != waitConn {
+		p.startFallback(j, v.code, v.why)
+		return
+	}
 	d.Composer = ""
 	p.markSubmitted(j, d, "")
 }
 
-// paneReplaced reports, just before Enter, whether the pane the envelope was typed into
-// has died or been respawned since (its program killed mid-paste and restarted in the
+// paneReplaced reports, before Enter and after it, whether the pane the envelope was typed
+// into has died or been respawned since (its program killed mid-paste and restarted in the
 // same pane id): Enter would then submit a cut prompt, or none, to another process, and
 // the receipt would claim a delivery that did not happen. The attempt falls back instead.
 func (p *Pipeline) paneReplaced(ctx context.Context, conn Sender, target string, rt store.Runtime) (verdict, bool) {
@@ -366,10 +372,10 @@ func (p *Pipeline) paneReplaced(ctx context.Context, conn Sender, target string,
 	}
 	switch {
 	case len(f) == 2 && f[0] == "1":
-		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process exited before Enter"}, true
+		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process exited before it took the prompt"}, true
 	case len(f) == 2 && rt.PID != 0 && f[1] != strconv.Itoa(rt.PID):
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process was replaced (pid " +
-			strconv.Itoa(rt.PID) + " -> " + f[1] + ") before Enter"}, true
+			strconv.Itoa(rt.PID) + " -> " + f[1] + ") before it took the prompt"}, true
 	}
 	return verdict{}, false
 }

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/store"
+)
+
+// faultConfig is a daemon config for the fault tests (issue 8): short waits so a trigger
+// to a dead pane ends within seconds, and no rate limit in the way.
+func faultConfig(t *testing.T) serveConfig {
+	cfg := newTestConfig(t)
+	cfg.RateLimit = 100000
+	cfg.MaxDefer = 5 * time.Second
+	cfg.AckTimeout = 3 * time.Second
+	cfg.AckRetries = 1
+	cfg.Backoff = []time.Duration{200 * time.Millisecond}
+	cfg.Sweep = time.Second
+	cfg.LaunchGrace = 300 * time.Millisecond
+	return cfg
+}
+
+// catAgent spawns a shell runtime whose program appends every line it reads to a file
+// (cooked tty: the echo is in the pane, the lines in the file); it returns the runtime
+// and the file.
+func (td *testDaemon) catAgent(ws, role string) (runtimeView, string) {
+	td.t.Helper()
+	file := filepath.Join(td.cfg.Roots[0], ws+"-"+role+".lines")
+	rt := td.spawnShell(ws, role, "sh", "-c", "exec cat >> "+file)
+	return rt, file
+}
+
+// fireTriggers posts n triggers named prefix-i to the given agents of ws concurrently
+// and returns the ids the daemon accepted (an answer with a record).
+func (td *testDaemon) fireTriggers(ws, prefix string, n int, agents ...string) []string {
+	var mu sync.Mutex
+	var ids []string
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("%s-%d", prefix, i)
+			tr, err := td.trigger(map[string]any{"trigger_id": id, "workspace": ws,
+				"agent": agents[i%len(agents)], "prompt": "fault prompt " + id})
+			if err == nil && tr.TriggerID == id {
+				mu.Lock()
+				ids = append(ids, id)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return ids
+}
+
+// waitAllClosed polls every trigger until it is closed (a final receipt) or a generous
+// deadline passes, and returns the receipts.
+func (td *testDaemon) waitAllClosed(ids []string, within time.Duration) map[string]store.Trigger {
+	td.t.Helper()
+	got := map[string]store.Trigger{}
+	deadline := time.Now().Add(within)
+	for {
+		var open []string
+		for _, id := range ids {
+			if got[id].Closed {
+				continue
+			}
+			var tr store.Trigger
+			if err := td.c.do(t0(), "GET", "/v1/triggers/"+id, nil, &tr); err == nil {
+				got[id] = tr
+			}
+			if !got[id].Closed {
+				open = append(open, fmt.Sprintf("%s(%s %s %s)", id, got[id].State, got[id].ErrorCode, got[id].Message))
+			}
+		}
+		if len(open) == 0 {
+			return got
+		}
+		if time.Now().After(deadline) {
+			td.t.Fatalf("%d triggers never reached a final receipt: %v", len(open), open)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// runtimeAudit is the runtime's audit events with their codes, space separated.
+func (td *testDaemon) runtimeAudit(id string) string {
+	td.t.Helper()
+	var recs []store.AuditRecord
+	if err := td.c.do(t0(), "GET", "/v1/audit?runtime="+id, nil, &recs); err != nil {
+		td.t.Fatal(err)
+	}
+	var s []string
+	for _, r := range recs {
+		ev := r.Event
+		if r.Code != "" {
+			ev += "(" + r.Code + ")"
+		}
+		s = append(s, ev)
+	}
+	return strings.Join(s, " ")
+}
+
+// waitFile polls a file until it holds want.
+func waitFile(t *testing.T, file, want string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		b, _ := os.ReadFile(file)
+		if strings.Contains(string(b), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never held %q; it has %q", file, want, tail(string(b), 400))
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// final reports whether a closed receipt is one of the final outcomes a fault allows:
+// delivered (submitted or acked), or failed/fell back with a code.
+func final(tr store.Trigger) bool {
+	switch {
+	case !tr.Closed:
+		return false
+	case tr.State == "acked" || tr.State == "submitted":
+		return true
+	default:
+		return tr.ErrorCode != "" || tr.Fallback != ""
+	}
+}
