@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/nudgehq/nudge/store"
 )
@@ -142,4 +148,92 @@ func final(tr store.Trigger) bool {
 	default:
 		return tr.ErrorCode != "" || tr.Fallback != ""
 	}
+}
+
+// humanClient is an operator's terminal: `tmux attach` through a PTY of a fixed size.
+type humanClient struct {
+	cmd  *exec.Cmd
+	ptmx *os.File
+	pid  string // the tmux client process, as #{client_pid}
+}
+
+// attachHuman attaches a human client to session on the chaos daemon's server.
+func (cd *chaosDaemon) attachHuman(session string, cols, rows uint16) *humanClient {
+	cd.t.Helper()
+	cmd := exec.Command("tmux", "-L", cd.tmuxSocket, "attach-session", "-t", session)
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color", "TMUX=")
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: rows, Cols: cols})
+	if err != nil {
+		cd.t.Fatal(err)
+	}
+	copied := make(chan struct{})
+	go func() { io.Copy(io.Discard, ptmx); close(copied) }() //nolint:errcheck // drains the screen
+	h := &humanClient{cmd: cmd, ptmx: ptmx, pid: strconv.Itoa(cmd.Process.Pid)}
+	cd.t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait() //nolint:errcheck // killed on purpose
+		ptmx.Close()
+		<-copied
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _ := cd.tmux("list-clients", "-F", "#{client_pid}")
+		for _, pid := range strings.Fields(out) {
+			if pid == h.pid {
+				return h
+			}
+		}
+		if time.Now().After(deadline) {
+			cd.t.Fatalf("human client never attached: %q", out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// humanSize returns the human client's "WxH" as tmux sees it, or "" if it is not attached.
+func (cd *chaosDaemon) humanSize(h *humanClient) string {
+	out, _ := cd.tmux("list-clients", "-F", "#{client_pid} #{client_width}x#{client_height}")
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == h.pid {
+			return f[1]
+		}
+	}
+	return ""
+}
+
+// metric scrapes one sample from the subprocess daemon's /metrics (-1 if absent).
+func (cd *chaosDaemon) metric(name string) float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	resp, err := cd.c.send(ctx, "GET", "/metrics", nil)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+// waitCatLine triggers a chaos daemon's cat agent and waits for the prompt in its file.
+func (cd *chaosDaemon) triggerAndWait(id, agent, file string, within time.Duration) store.Trigger {
+	cd.t.Helper()
+	var tr store.Trigger
+	if err := cd.call("POST", "/v1/triggers", map[string]any{"trigger_id": id, "workspace": "w1",
+		"agent": agent, "prompt": "wake " + id}, &tr); err != nil {
+		cd.t.Fatalf("trigger %s: %v", id, err)
+	}
+	got := cd.waitClosed([]string{id}, within)[id]
+	if got.State != "acked" {
+		cd.t.Fatalf("trigger %s: %+v\n%s", id, got, cd.logTail(3000))
+	}
+	waitFile(cd.t, file, "wake "+id, 10*time.Second)
+	return got
 }

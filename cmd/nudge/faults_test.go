@@ -5,6 +5,7 @@ import (
 	"github.com/nudgehq/nudge/store"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -177,4 +178,51 @@ func causeOf(recs []store.AuditRecord) string {
 		}
 	}
 	return ""
+}
+
+// TestFaultControlClientStalled stops the daemon (SIGSTOP, so its tmux -C client stops
+// being read) for 10 s while a pane writes as fast as it can, then lets it go on. tmux
+// pauses the pane rather than cutting the client off; afterwards the control connection
+// is alive (or redialled by the daemon itself), triggers deliver, and a human attached to
+// the same session was never detached nor resized.
+func TestFaultControlClientStalled(t *testing.T) {
+	stall := 10 * time.Second
+	bin := buildChaosNudge(t)
+	cd := newChaosDaemon(t, bin, "--rate-limit", "100000/min", "--launch-grace", "300ms")
+	cd.start()
+	file := filepath.Join(cd.root, "a.lines")
+	cd.spawn(spawnBody{Workspace: "w1", Role: "a", Agent: "shell", Argv: []string{"sh", "-c", "exec cat >> " + file}})
+	human := cd.attachHuman("=agents_w1", 132, 43)
+	size := cd.humanSize(human)
+	if size == "" {
+		t.Fatal("human client not listed")
+	}
+	cd.triggerAndWait("before", "a", file, 30*time.Second)
+	dials := cd.metric("nudge_controlmode_dials_total")
+
+	noisy := cd.spawn(spawnBody{Workspace: "w1", Role: "noisy", Agent: "shell",
+		Argv: []string{"sh", "-c", "yes 0123456789abcdef | head -c 200000000; exec cat"}})
+	// The human watches the noisy pane, so tmux draws it for them too.
+	cd.tmux("select-window", "-t", noisy.PaneID)
+	time.Sleep(500 * time.Millisecond) // the stream is flowing
+	cd.signal(syscall.SIGSTOP)
+	time.Sleep(stall)
+	cd.signal(syscall.SIGCONT)
+
+	cd.triggerAndWait("after", "a", file, 60*time.Second)
+	if got := cd.humanSize(human); got != size {
+		t.Fatalf("human client after the stall: %q, before %q (detached or resized)", got, size)
+	}
+	if err := human.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the human's tmux client exited: %v", err)
+	}
+	log := cd.log()
+	if strings.Contains(log, "too far behind") {
+		t.Logf("the control client was cut off (too far behind) and redialled")
+	}
+	t.Logf("dials before the stall %.0f, after %.0f; pauses %.0f", dials,
+		cd.metric("nudge_controlmode_dials_total"), cd.metric("nudge_controlmode_pause_total"))
+	// The noisy pane's runtime is still known and live.
+	rt := cd.waitRuntime(noisy.RuntimeID, "ready", 30*time.Second)
+	_ = rt
 }
