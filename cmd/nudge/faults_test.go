@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"github.com/nudgehq/nudge/store"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -225,4 +230,116 @@ func TestFaultControlClientStalled(t *testing.T) {
 	// The noisy pane's runtime is still known and live.
 	rt := cd.waitRuntime(noisy.RuntimeID, "ready", 30*time.Second)
 	_ = rt
+}
+
+// TestFaultSlowAPIClients hits a subprocess daemon with 200 concurrent trigger requests,
+// 50 requests that stop half-way through their body and 50 /v1/events streams that are
+// never read. Meanwhile another client's trigger is answered, the daemon's RSS stays
+// bounded, and once the bad clients go away its goroutines return near their baseline.
+func TestFaultSlowAPIClients(t *testing.T) {
+	bin := buildChaosNudge(t)
+	cd := newChaosDaemon(t, bin, "--rate-limit", "100000/min", "--launch-grace", "300ms")
+	cd.start()
+	file := filepath.Join(cd.root, "a.lines")
+	for _, role := range []string{"a0", "a1", "a2", "a3"} {
+		cd.spawn(spawnBody{Workspace: "w1", Role: role, Agent: "shell", Argv: []string{"sh", "-c", "exec cat >> " + file + "." + role}})
+	}
+	cd.spawn(spawnBody{Workspace: "w1", Role: "b", Agent: "shell", Argv: []string{"sh", "-c", "exec cat >> " + file + ".b"}})
+	cd.triggerAndWait("warm", "b", file+".b", 30*time.Second)
+	base := cd.metric("go_goroutines")
+	if base <= 0 {
+		t.Fatalf("no go_goroutines in /metrics")
+	}
+	rss0 := cd.rssKB()
+	peak := rss0
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if kb := cd.rssKB(); kb > peak {
+				peak = kb
+			}
+			select {
+			case <-stopSampling:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+
+	dial := func() net.Conn {
+		c, err := net.Dial("unix", cd.socket)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		return c
+	}
+	var bad []net.Conn
+	for i := range 50 { // half-written requests
+		c := dial()
+		fmt.Fprintf(c, "POST /v1/triggers HTTP/1.1\r\nHost: nudge\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{\"trigger_id\":\"half-%d\",\"workspace\":\"w1\",\"agent\":\"a\",\"prom", i)
+		bad = append(bad, c)
+	}
+	for range 50 { // event streams never read
+		c := dial()
+		io.WriteString(c, "GET /v1/events HTTP/1.1\r\nHost: nudge\r\n\r\n")
+		bad = append(bad, c)
+	}
+	// 200 concurrent connections, each one trigger (a fresh transport per client, so
+	// each is its own connection).
+	var wg sync.WaitGroup
+	var answered atomic.Int64
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := newClient(cd.socket, "")
+			defer c.http.CloseIdleConnections()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var tr store.Trigger
+			if err := c.do(ctx, "POST", "/v1/triggers", map[string]any{"trigger_id": fmt.Sprintf("many-%d", i),
+				"workspace": "w1", "agent": fmt.Sprintf("a%d", i%4), "prompt": strings.Repeat("x", 2000)}, &tr); err == nil {
+				answered.Add(1)
+			}
+		}()
+	}
+	// Another client is served while all that hangs.
+	start := time.Now()
+	cd.triggerAndWait("other", "b", file+".b", 30*time.Second)
+	t.Logf("the other client's trigger was delivered in %s", time.Since(start).Round(time.Millisecond))
+	wg.Wait()
+	if answered.Load() != 200 {
+		t.Fatalf("%d of 200 concurrent triggers answered", answered.Load())
+	}
+	busy := cd.metric("go_goroutines")
+	for _, c := range bad {
+		c.Close()
+	}
+	var ids []string
+	for i := range 200 {
+		ids = append(ids, fmt.Sprintf("many-%d", i))
+	}
+	t0 := time.Now()
+	cd.waitClosed(ids, 120*time.Second)
+	t.Logf("200 triggers closed %s after the last answer", time.Since(t0).Round(time.Millisecond))
+	close(stopSampling)
+	<-sampled
+	var now float64
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		now = cd.metric("go_goroutines")
+		if now <= base+10 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("RSS %d kB at start, peak %d kB; goroutines %.0f at baseline, %.0f with the bad clients, %.0f after", rss0, peak, base, busy, now)
+	if now > base+10 {
+		t.Errorf("goroutines did not return near the baseline: %.0f, baseline %.0f", now, base)
+	}
+	if peak > 256<<10 {
+		t.Errorf("RSS peaked at %d kB", peak)
+	}
 }

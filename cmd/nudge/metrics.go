@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -325,6 +326,7 @@ func (d *daemon) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.obs.set.WritePrometheus(w)
+	metrics.WriteGaugeUint64(w, "go_goroutines", uint64(runtime.NumGoroutine()))
 }
 
 // Request ids: every API request gets one (X-Request-Id, or a fresh random one), kept in
