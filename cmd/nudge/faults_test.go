@@ -6,7 +6,6 @@ import (
 	"github.com/nudgehq/nudge/store"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -41,13 +40,23 @@ func TestFaultTmuxServerKilled(t *testing.T) {
 	}
 	got := td.waitAllClosed(ids, 45*time.Second)
 	counts := map[string]int{}
+	conflicts := 0
 	for id, tr := range got {
 		if !final(tr) {
 			t.Errorf("%s: closed without a final outcome: %+v", id, tr)
 		}
 		counts[tr.State+"/"+tr.ErrorCode+"/"+tr.Fallback]++
+		if strings.Contains(tr.Message, "busy (restarting)") {
+			conflicts++
+		}
 	}
 	t.Logf("%d triggers accepted: %v", len(ids), counts)
+	if conflicts > 0 {
+		// Open finding (issue 8): each trigger queued for a dead runtime runs its own
+		// fallback; all but the first fail with SPAWN_FAILED (CONFLICT: busy restarting)
+		// instead of waiting for the relaunched agent.
+		t.Logf("%d triggers failed because another trigger's fallback was relaunching the runtime", conflicts)
+	}
 	for _, rt := range []runtimeView{a, b} {
 		// noticed: the pane vanished with the server (it may be back by now)
 		if story := td.runtimeAudit(rt.RuntimeID); !strings.Contains(story, "(REGISTRY_DRIFT)") && !strings.Contains(story, "(PANE_DEAD)") {
@@ -109,11 +118,7 @@ func TestFaultSessionKilled(t *testing.T) {
 // multi-line trigger is accepted: the trigger ends failed or fell back with PANE_DEAD or
 // TARGET_NOT_FOUND, or delivered if it won the race; it never stays open.
 func TestFaultPaneKilledMidInjection(t *testing.T) {
-	fc := faultConfig(t)
-	if w := os.Getenv("NUDGE_DEBUG_TMUX"); w != "" {
-		fc.Tmux = w
-	}
-	td := startDaemon(t, fc)
+	td := startDaemon(t, faultConfig(t))
 	rounds := 3
 	if chaosLong() {
 		rounds = 15
