@@ -23,6 +23,9 @@ type Options struct {
 	NoSync bool
 	// Now is the clock used for CreatedAt, UpdatedAt and audit times. nil means time.Now.
 	Now func() time.Time
+	// OnLaterError is told about a write-behind write that failed (see PutRuntimeLater).
+	// nil means such failures are dropped silently.
+	OnLaterError func(op string, err error)
 }
 
 // DefaultTimeout is the lock wait used when Options.Timeout is 0.
@@ -37,6 +40,7 @@ type DB struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	later     later
 }
 
 // Bucket names. The layout is private to this package.
@@ -74,6 +78,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db := &DB{bolt: bdb, path: path, now: opts.Now}
+	db.later.onErr = opts.OnLaterError
 	if db.now == nil {
 		db.now = time.Now
 	}
@@ -103,6 +108,7 @@ func (db *DB) init() error {
 // return ErrClosed.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
+		db.closeLater()
 		if err := db.bolt.Close(); err != nil {
 			db.closeErr = fmt.Errorf("close store: %w", err)
 		}

@@ -1,0 +1,170 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Write-behind: the *Later methods queue a write and return at once; one goroutine
+// applies the queue in order, as many writes per transaction as have queued up (one
+// fsync for the lot). They are for state that may lag a moment behind memory —
+// runtime status, readiness, a trigger's later receipt states — never for a record
+// that must be durable before its caller answers (CreateTrigger, a spawn). Flush waits
+// for everything queued before it; Close flushes. A write that fails (its trigger is
+// gone, say) is reported to Options.OnLaterError and skipped; the others still commit.
+
+type laterOp struct {
+	name string
+	fn   func(tx *bolt.Tx) error
+}
+
+// later is the DB's write-behind queue.
+type later struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	ops     []laterOp
+	queued  uint64 // ops ever queued
+	applied uint64 // ops ever applied (committed or failed)
+	running bool
+	closed  bool
+	onErr   func(op string, err error)
+}
+
+func (db *DB) enqueue(op laterOp) {
+	l := &db.later
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cond == nil {
+		l.cond = sync.NewCond(&l.mu)
+	}
+	if l.closed {
+		l.report(op.name, ErrClosed)
+		return
+	}
+	l.ops = append(l.ops, op)
+	l.queued++
+	if !l.running {
+		l.running = true
+		go db.drain()
+	}
+}
+
+// drain applies queued ops until the queue is empty.
+func (db *DB) drain() {
+	l := &db.later
+	for {
+		l.mu.Lock()
+		ops := l.ops
+		l.ops = nil
+		if len(ops) == 0 {
+			l.running = false
+			l.cond.Broadcast()
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+		db.applyLater(ops)
+		l.mu.Lock()
+		l.applied += uint64(len(ops))
+		l.cond.Broadcast()
+		l.mu.Unlock()
+	}
+}
+
+// applyLater runs ops in one transaction; an op that fails is rolled out by running the
+// batch again without it.
+func (db *DB) applyLater(ops []laterOp) {
+	for len(ops) > 0 {
+		bad := -1
+		var badErr error
+		err := db.bolt.Update(func(tx *bolt.Tx) error {
+			for i, op := range ops {
+				if err := op.fn(tx); err != nil {
+					bad, badErr = i, err
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			return
+		}
+		if bad < 0 { // the commit itself failed: nothing of the batch was written
+			for _, op := range ops {
+				db.later.report(op.name, err)
+			}
+			return
+		}
+		db.later.report(ops[bad].name, badErr)
+		ops = append(ops[:bad:bad], ops[bad+1:]...)
+	}
+}
+
+func (l *later) report(op string, err error) {
+	if l.onErr != nil {
+		l.onErr(op, err)
+	}
+}
+
+// Flush waits until every write queued before it has been applied.
+func (db *DB) Flush() {
+	l := &db.later
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cond == nil {
+		return
+	}
+	target := l.queued
+	for l.applied < target {
+		l.cond.Wait()
+	}
+}
+
+func (db *DB) closeLater() {
+	db.Flush()
+	db.later.mu.Lock()
+	db.later.closed = true
+	db.later.mu.Unlock()
+}
+
+// PutRuntimeLater queues PutRuntime.
+func (db *DB) PutRuntimeLater(r Runtime) {
+	if r.RuntimeID == "" {
+		db.later.report("put runtime", fmt.Errorf("put runtime: %w", ErrInvalid))
+		return
+	}
+	db.enqueue(laterOp{"put runtime " + r.RuntimeID, func(tx *bolt.Tx) error {
+		return db.putRuntimeTx(tx.Bucket(bucketRuntimes), r)
+	}})
+}
+
+// AppendAuditLater queues AppendAudit; the records keep their order in the chain.
+func (db *DB) AppendAuditLater(recs ...AuditRecord) {
+	db.enqueue(laterOp{"append audit", func(tx *bolt.Tx) error {
+		_, err := db.appendAuditTx(tx, recs)
+		return err
+	}})
+}
+
+// UpdateTriggerLater queues UpdateTrigger.
+func (db *DB) UpdateTriggerLater(id string, fn func(*Trigger) error, audit ...AuditRecord) {
+	db.enqueue(laterOp{"update trigger " + id, func(tx *bolt.Tx) error {
+		t, key, err := lookupTrigger(tx, id)
+		if err != nil {
+			return err
+		}
+		if err := fn(&t); err != nil {
+			return err
+		}
+		if t.TriggerID != id {
+			return fmt.Errorf("trigger id changed to %q: %w", t.TriggerID, ErrInvalid)
+		}
+		t.UpdatedAt = db.now()
+		if err := db.storeTriggerTx(tx, key, t); err != nil {
+			return err
+		}
+		return db.appendTriggerAudit(tx, &t, audit)
+	}})
+}

@@ -1,0 +1,68 @@
+package store
+
+import (
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+func TestLaterWritesApplyInOrderAndFlush(t *testing.T) {
+	var mu sync.Mutex
+	var failed []string
+	db := openAt(t, filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true, OnLaterError: func(op string, err error) {
+		mu.Lock()
+		failed = append(failed, op)
+		mu.Unlock()
+	}})
+	tr, _, err := db.CreateTrigger(Trigger{TriggerID: "t1", State: "queued"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []string{"injected", "submitted", "acked"} {
+		st := st
+		db.UpdateTriggerLater(tr.TriggerID, func(t *Trigger) error { t.State = st; return nil },
+			AuditRecord{Event: "trigger_" + st})
+	}
+	db.UpdateTriggerLater("missing", func(*Trigger) error { return nil })
+	db.PutRuntimeLater(Runtime{RuntimeID: "rt1", Status: "ready"})
+	db.AppendAuditLater(AuditRecord{Event: "last"})
+	db.Flush()
+	got, err := db.GetTrigger("t1")
+	if err != nil || got.State != "acked" {
+		t.Fatalf("trigger: %+v %v", got, err)
+	}
+	if _, err := db.GetRuntime("rt1"); err != nil {
+		t.Fatalf("runtime: %v", err)
+	}
+	recs, _ := db.Audit(AuditFilter{})
+	var events []string
+	for _, r := range recs {
+		events = append(events, r.Event)
+	}
+	want := []string{"trigger_injected", "trigger_submitted", "trigger_acked", "last"}
+	if len(events) != len(want) {
+		t.Fatalf("audit %v, want %v", events, want)
+	}
+	for i := range want {
+		if events[i] != want[i] {
+			t.Fatalf("audit %v, want %v", events, want)
+		}
+	}
+	if n, err := db.VerifyAudit(); err != nil || n != 4 {
+		t.Fatalf("verify: %d %v", n, err)
+	}
+	mu.Lock()
+	if len(failed) != 1 || failed[0] != "update trigger missing" {
+		t.Fatalf("failed ops: %v", failed)
+	}
+	mu.Unlock()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db.PutRuntimeLater(Runtime{RuntimeID: "rt2"})
+	mu.Lock()
+	if len(failed) != 2 {
+		t.Fatalf("a write after Close was not refused: %v", failed)
+	}
+	mu.Unlock()
+}
