@@ -212,11 +212,6 @@ func (p *Pipeline) lookBeforeTyping(ctx context.Context, j *job, conn Sender, ta
 		return false, false, false, nil
 	}
 	needle := "id=" + t.TriggerID
-	if p.deps.Gates != nil {
-		if c, err := p.deps.Gates.Composer(ctx, rt); err == nil && containsID(c, needle) {
-			return true, false, false, nil
-		}
-	}
 	r, err := conn.Do(ctx, "capture-pane -p -J -S -500 -t "+quote(target))
 	if err != nil || r == nil {
 		if connDown(err) {
@@ -228,6 +223,14 @@ func (p *Pipeline) lookBeforeTyping(ctx context.Context, j *job, conn Sender, ta
 	for _, line := range r.Lines {
 		if containsID(line, needle) {
 			echoes++
+		}
+	}
+	if echoes == 0 {
+		return false, false, false, nil // never typed (or scrolled far away: type again)
+	}
+	if p.deps.Gates != nil {
+		if c, err := p.deps.Gates.Composer(ctx, rt); err == nil && containsID(c, needle) {
+			return true, false, false, nil
 		}
 	}
 	done := t.Attempts // attempts whose typing was recorded and whose fate is known

@@ -160,20 +160,29 @@ func (p *Pipeline) unroutable(j *job, known bool) {
 	p.finishFailed(j, nudge.UnmanagedRuntime, "no managed runtime "+t.WorkspaceID+"/"+t.Agent+": fallback required")
 }
 
-// done forgets a closed job.
+// done forgets a closed job once its last write is in the store (until then Get keeps
+// answering from memory, so a receipt never goes back to an older state).
 func (p *Pipeline) done(j *job) {
 	if p.deps.Acks != nil {
 		p.deps.Acks.Forget(j.id())
 	}
-	p.mu.Lock()
-	if p.jobs[j.id()] == j {
-		delete(p.jobs, j.id())
-	}
-	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.deps.Store.Flush()
+		p.mu.Lock()
+		if p.jobs[j.id()] == j {
+			delete(p.jobs, j.id())
+		}
+		p.mu.Unlock()
+	}()
 }
 
-// persist writes the job's current record (and audit records) once the record exists.
-// Writes are serialized per job so the store never goes back to an older copy.
+// persist queues the job's current record (and audit records) for the store once the
+// record exists. Only the create is durable before the API answers; later receipt states
+// are write-behind (in order, many per fsync): a crash can lose the latest of them, and
+// recovery then looks in the pane before typing anything again. Writes are serialized
+// per job so the store never goes back to an older copy.
 func (p *Pipeline) persist(j *job, recs ...store.AuditRecord) {
 	<-j.created
 	if j.lost {
@@ -182,13 +191,10 @@ func (p *Pipeline) persist(j *job, recs ...store.AuditRecord) {
 	j.pmu.Lock()
 	defer j.pmu.Unlock()
 	rec := j.record()
-	_, err := p.deps.Store.UpdateTrigger(rec.TriggerID, func(t *store.Trigger) error {
+	p.deps.Store.UpdateTriggerLater(rec.TriggerID, func(t *store.Trigger) error {
 		*t = rec
 		return nil
 	}, recs...)
-	if err != nil {
-		p.log.Error("persist trigger", "trigger_id", rec.TriggerID, "err", err)
-	}
 	p.changed(rec)
 }
 

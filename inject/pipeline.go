@@ -329,6 +329,7 @@ func (p *Pipeline) Force(id, subject, reason, intent string) (store.Trigger, err
 // AckAfterFallback records an ack for a trigger whose live path ended in a fallback
 // launch (the resumed agent acknowledged it). Other triggers are acked through Acker.
 func (p *Pipeline) AckAfterFallback(id, signal string) (store.Trigger, bool, error) {
+	p.deps.Store.Flush() // the fallback's own write-behind record first
 	t, err := p.deps.Store.UpdateTrigger(id, func(t *store.Trigger) error {
 		if t.Fallback == "" || t.State != string(nudge.StateSubmitted) {
 			return errNotFallback

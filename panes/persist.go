@@ -2,7 +2,6 @@ package panes
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 
 	"github.com/nudgehq/nudge"
@@ -35,11 +34,12 @@ func cloneRuntime(rt *store.Runtime) store.Runtime {
 	return c
 }
 
-// putLocked persists rt and makes it the live copy. r.mu is held.
+// putLocked makes rt the live copy and queues it for the store (write-behind: the
+// registry's memory is the truth, the store follows in order, one fsync for many changes;
+// operations that must be durable when they return call r.db.Flush). r.mu is held, and
+// no fsync happens under it.
 func (r *Registry) putLocked(rt *store.Runtime) error {
-	if err := r.db.PutRuntime(*rt); err != nil {
-		return fmt.Errorf("put runtime %s: %w", rt.RuntimeID, err)
-	}
+	r.db.PutRuntimeLater(*rt)
 	if old := r.rts[rt.RuntimeID]; old != nil && old.PaneID != rt.PaneID {
 		r.panes.Delete(paneNum(old.PaneID))
 	}
@@ -89,9 +89,7 @@ func (r *Registry) auditLocked(rt *store.Runtime, event, reason string, code nud
 	if detail != nil {
 		rec.Detail, _ = json.Marshal(detail)
 	}
-	if _, err := r.db.AppendAudit(rec); err != nil {
-		r.cfg.Logger.Error("audit", "event", event, "runtime", rt.RuntimeID, "error", err)
-	}
+	r.db.AppendAuditLater(rec)
 }
 
 // wrapped is a *nudge.Error that also unwraps to its cause (e.g. *TransitionError).

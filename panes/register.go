@@ -21,6 +21,7 @@ type RegisterRequest struct {
 // Register adopts an existing live pane of the workspace's session. A managed pane gets
 // remain-on-exit so its death is observed. Bad input changes nothing.
 func (r *Registry) Register(ctx context.Context, req RegisterRequest) (store.Runtime, error) {
+	defer r.db.Flush() // durable when it returns
 	prof, err := r.checkNames(req.Workspace, req.Role, &req.Agent)
 	if err != nil {
 		return store.Runtime{}, err

@@ -235,6 +235,7 @@ func (r *Registry) Close() error {
 	r.mu.Unlock()
 	r.cancel()
 	r.wg.Wait()
+	r.db.Flush()
 	return nil
 }
 

@@ -120,6 +120,7 @@ func (e *env) sawStatus(id string, s nudge.Status) (store.Runtime, bool) {
 }
 
 func (e *env) audit(id, event string) []store.AuditRecord {
+	e.db.Flush() // the registry's writes are write-behind
 	recs, err := e.db.Audit(store.AuditFilter{RuntimeID: id, Event: event})
 	if err != nil {
 		e.t.Fatal(err)
@@ -155,6 +156,7 @@ func TestSpawnTwoRolesKillRestart(t *testing.T) {
 	if rt.PaneID != a.PaneID || len(e.windows("ws")) != 2 {
 		t.Errorf("restart should respawn in place: pane %s->%s, windows %q", a.PaneID, rt.PaneID, e.windows("ws"))
 	}
+	e.db.Flush()
 	if stored, err := e.db.GetRuntime(a.RuntimeID); err != nil || stored.PID != rt.PID || stored.Status != rt.Status {
 		t.Errorf("store: got %+v, %v", stored, err)
 	}

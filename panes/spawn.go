@@ -31,6 +31,7 @@ const MaxPromptFile = 1 << 20
 // missing, running the agent as the pane's command with remain-on-exit on, records it
 // (status starting) and audits runtime_spawned. Bad input changes nothing.
 func (r *Registry) Spawn(ctx context.Context, req SpawnRequest) (store.Runtime, error) {
+	defer r.db.Flush() // durable when it returns
 	rt, argv, err := r.prepareSpawn(req)
 	if err != nil {
 		return store.Runtime{}, err

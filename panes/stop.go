@@ -12,6 +12,7 @@ import (
 // within StopTimeout (a pane that exited is removed too). The runtime goes offline and is
 // never restarted automatically (the stop is persisted) until Restart or a new Spawn.
 func (r *Registry) Stop(ctx context.Context, id, reason string) error {
+	defer r.db.Flush() // durable when it returns
 	rt, err := r.beginStop(id, reason)
 	if err != nil {
 		return err
@@ -118,6 +119,7 @@ func (r *Registry) command(ctx context.Context, w *workspace, args ...string) er
 // Deregister stops tracking a runtime (its pane keeps running): status deregistered,
 // persisted and audited with the reason. The role can then be spawned or registered again.
 func (r *Registry) Deregister(ctx context.Context, id, reason string) error {
+	defer r.db.Flush() // durable when it returns
 	r.mu.Lock()
 	if op := r.busy[id]; op != "" && op != "restart-pending" {
 		r.mu.Unlock()

@@ -388,6 +388,7 @@ func (d *daemon) waitTrigger(ctx context.Context, id string, wait time.Duration)
 }
 
 func (d *daemon) handleListTriggers(w http.ResponseWriter, r *http.Request, c caller) {
+	d.db.Flush() // write-behind records first
 	q := r.URL.Query()
 	f := store.TriggerFilter{RuntimeID: q.Get("runtime"), ThreadID: q.Get("thread"), Workspace: q.Get("workspace"),
 		Agent: q.Get("agent"), OpenOnly: q.Get("open") == "1" || q.Get("open") == "true", Newest: q.Get("newest") == "1"}
@@ -507,6 +508,7 @@ func (d *daemon) handleUnblock(w http.ResponseWriter, r *http.Request, c caller)
 }
 
 func (d *daemon) handleAudit(w http.ResponseWriter, r *http.Request, c caller) {
+	d.db.Flush() // write-behind records first
 	q := r.URL.Query()
 	if q.Get("verify") == "1" || q.Get("verify") == "true" {
 		n, err := d.db.VerifyAudit()

@@ -83,7 +83,13 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (d *daemon, e
 	if d.mon, err = d.openMonitor(); err != nil {
 		return nil, err
 	}
-	if d.pipe, err = inject.New(d.injectConfig(), d.injectDeps()); err != nil {
+	ic := d.injectConfig()
+	if d.cleanStart() {
+		// The last daemon stopped cleanly: nothing can have been typed and not recorded, so
+		// new triggers skip looking for their envelope in the pane first.
+		ic.RedeliveryCheck = -1
+	}
+	if d.pipe, err = inject.New(ic, d.injectDeps()); err != nil {
 		return nil, err
 	}
 	if err := d.pipe.Open(); err != nil {
@@ -323,8 +329,28 @@ func (d *daemon) Close() error {
 			errs = append(errs, d.reg.Close())
 		}
 		if d.db != nil {
+			if d.pipe != nil && errors.Join(errs...) == nil { // every open trigger is in the store
+				errs = append(errs, d.db.PutMeta(cleanShutdownKey, []byte(time.Now().UTC().Format(time.RFC3339))))
+			}
 			errs = append(errs, d.db.Close())
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// cleanShutdownKey marks, in the store, that the daemon that used it last shut down
+// cleanly (its pipeline closed and its writes flushed). It is removed at every start.
+const cleanShutdownKey = "nudge.clean_shutdown"
+
+// cleanStart reports whether the previous daemon shut down cleanly, and clears the mark.
+func (d *daemon) cleanStart() bool {
+	v, err := d.db.GetMeta(cleanShutdownKey)
+	if err != nil || len(v) == 0 {
+		return false
+	}
+	if err := d.db.DeleteMeta(cleanShutdownKey); err != nil {
+		d.log.Warn("clear clean-shutdown mark", "err", err)
+		return false
+	}
+	return true
 }
