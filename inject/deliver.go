@@ -40,7 +40,13 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	}
 	target := paneTarget(rt)
 	d := p.detail(j, rt, target)
-	v, stop, pending := p.paneCheck(ctx, conn, target)
+	var v verdict
+	var stop bool
+	var pending string
+	if p.needsPaneCheck(l, j) {
+		v, stop, pending = p.paneCheck(ctx, conn, target)
+	}
+	l.clean.Store(false) // until this delivery is confirmed
 	if !stop && pending != "" && pending != j.id() {
 		// Another trigger's envelope waits unentered in the input line (its daemon died
 		// before Enter, or its Enter was refused): typing after it would merge the two.
@@ -117,6 +123,16 @@ func (p *Pipeline) detail(j *job, rt store.Runtime, target string) attemptDetail
 		d.OverrideReasonPrefix = d.OverrideIntent + ":"
 	}
 	return d
+}
+
+// needsPaneCheck says whether to ask tmux about the pane before typing. It may be skipped
+// only on the hot path's best case: the lane's last delivery was confirmed (nothing of
+// ours is left in the input line), nothing may have been typed for this trigger before,
+// the detectors watch for copy mode and pane death, and the text goes by send-keys (a
+// paste into a dead pane crashes tmux 3.3a, so a paste is always preceded by the check).
+func (p *Pipeline) needsPaneCheck(l *lane, j *job) bool {
+	return !l.clean.Load() || j.maybeTyped || j.record().Attempts > 0 || p.deps.Gates == nil ||
+		strings.ContainsAny(j.envelope, "\n\r")
 }
 
 // paneCheck asks tmux, in one round trip, whether the pane exists, is alive and is not in
@@ -334,6 +350,7 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 		l.settle(ctx.Done(), p.cfg.Now, seq, p.cfg.SubmitQuiet, p.cfg.SubmitTimeout)
 		c, err := p.deps.Gates.Composer(ctx, rt)
 		if err != nil || !containsID(c, "id="+j.id()) {
+			l.clean.Store(err == nil) // seen to leave the composer
 			break
 		}
 		d.Composer = c
@@ -346,6 +363,7 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 	// A program that died while the prompt was still being written to it (a large paste
 	// drains slowly) never took it, though its composer reads empty.
 	if v, gone := p.paneReplaced(ctx, conn, target, rt); gone && v.kind != waitConn {
+		l.clean.Store(false)
 		p.startFallback(j, v.code, v.why)
 		return
 	}

@@ -15,6 +15,7 @@ type lane struct {
 	queue []*job
 	wake  chan struct{} // buffered 1: the queue changed or someone kicked the lane
 
+	clean   atomic.Bool   // the last delivery here was confirmed: no envelope of ours is left unentered
 	lastOut atomic.Int64  // unix nanos of the latest output chunk
 	outSeq  atomic.Uint64 // output chunks seen
 	nmu     sync.Mutex
