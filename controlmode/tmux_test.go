@@ -37,10 +37,16 @@ func newServer(t *testing.T, argv ...string) *tmuxServer {
 		t.Skip("tmux not installed")
 	}
 	s := &tmuxServer{t: t, name: fmt.Sprintf("nudge-t-%d-%d", os.Getpid(), serverSeq.Add(1))}
-	t.Cleanup(func() { exec.Command("tmux", "-L", s.name, "kill-server").Run() })
+	// One cleanup, in this order: kill the server while its socket still exists, then
+	// remove the socket file tmux leaves behind (the other way round leaks the server).
+	t.Cleanup(func() {
+		exec.Command("tmux", "-L", s.name, "kill-server").Run()
+		if s.sockDir != "" {
+			os.Remove(filepath.Join(s.sockDir, s.name))
+		}
+	})
 	s.run(append([]string{"new-session", "-d", "-s", "s", "-x", "80", "-y", "24"}, argv...)...)
 	s.sockDir = filepath.Dir(s.run("display-message", "-p", "#{socket_path}"))
-	s.removeSocket(s.name)
 	return s
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -22,14 +23,15 @@ type laterOp struct {
 
 // later is the DB's write-behind queue.
 type later struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	ops     []laterOp
-	queued  uint64 // ops ever queued
-	applied uint64 // ops ever applied (committed or failed)
-	running bool
-	closed  bool
-	onErr   func(op string, err error)
+	mu       sync.Mutex
+	cond     *sync.Cond
+	ops      []laterOp
+	queued   uint64 // ops ever queued
+	applied  uint64 // ops ever applied (committed or failed)
+	running  bool
+	closed   bool
+	flushers int // Flushes waiting: commit without gathering
+	onErr    func(op string, err error)
 }
 
 func (db *DB) enqueue(op laterOp) {
@@ -51,11 +53,21 @@ func (db *DB) enqueue(op laterOp) {
 	}
 }
 
+// laterGather is how long the writer lets writes gather before a commit: fewer fsyncs,
+// so a synchronous commit (a trigger's create) rarely queues behind one. A Flush does not
+// wait for it.
+const laterGather = 5 * time.Millisecond
+
 // drain applies queued ops until the queue is empty.
 func (db *DB) drain() {
 	l := &db.later
 	for {
 		l.mu.Lock()
+		if l.flushers == 0 {
+			l.mu.Unlock()
+			time.Sleep(laterGather)
+			l.mu.Lock()
+		}
 		ops := l.ops
 		l.ops = nil
 		if len(ops) == 0 {
@@ -117,9 +129,11 @@ func (db *DB) Flush() {
 		return
 	}
 	target := l.queued
+	l.flushers++
 	for l.applied < target {
 		l.cond.Wait()
 	}
+	l.flushers--
 }
 
 func (db *DB) closeLater() {

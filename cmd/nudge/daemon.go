@@ -342,8 +342,12 @@ func (d *daemon) Close() error {
 // cleanly (its pipeline closed and its writes flushed). It is removed at every start.
 const cleanShutdownKey = "nudge.clean_shutdown"
 
-// cleanStart reports whether the previous daemon shut down cleanly, and clears the mark.
+// cleanStart reports whether the previous daemon shut down cleanly (or there was none:
+// the store holds no trigger), and clears the mark.
 func (d *daemon) cleanStart() bool {
+	if ts, err := d.db.ListTriggers(store.TriggerFilter{Limit: 1}); err == nil && len(ts) == 0 {
+		return true
+	}
 	v, err := d.db.GetMeta(cleanShutdownKey)
 	if err != nil || len(v) == 0 {
 		return false
