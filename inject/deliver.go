@@ -348,8 +348,8 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 			break
 		}
 		l.settle(ctx.Done(), p.cfg.Now, seq, p.cfg.SubmitQuiet, p.cfg.SubmitTimeout)
-		c, err := p.deps.Gates.Composer(ctx, rt)
-		if err != nil || !containsID(c, "id="+j.id()) {
+		c, left, err := p.leftComposer(ctx, conn, target, j, rt)
+		if left || err != nil {
 			l.clean.Store(err == nil) // seen to leave the composer
 			break
 		}
@@ -399,6 +399,27 @@ func (p *Pipeline) paneReplaced(ctx context.Context, conn Sender, target string,
 			strconv.Itoa(rt.PID) + " -> " + f[1] + ") before it took the prompt"}, true
 	}
 	return verdict{}, false
+}
+
+// leftComposer reports whether j's envelope has left the input: first the cheap look at
+// the cursor's row (no envelope of j's ends there), then, for agents whose composer is a
+// TUI (any pack but the shell's), the pack's reading of the composer.
+func (p *Pipeline) leftComposer(ctx context.Context, conn Sender, target string, j *job, rt store.Runtime) (composer string, left bool, err error) {
+	v, stop, pending := p.paneCheck(ctx, conn, target)
+	if stop && v.kind == waitConn {
+		return "", false, errors.New(v.why)
+	}
+	if pending == j.id() {
+		return "envelope " + j.id() + " at the cursor", false, nil
+	}
+	if prof, _ := p.deps.Runtimes.Profile(rt.Agent); prof.Pack == "shell" || stop {
+		return "", true, nil
+	}
+	c, err := p.deps.Gates.Composer(ctx, rt)
+	if err != nil {
+		return "", false, err
+	}
+	return c, !containsID(c, "id="+j.id()), nil
 }
 
 func (p *Pipeline) sendFailed(l *lane, j *job, err error) {
