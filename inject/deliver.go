@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
@@ -140,7 +141,7 @@ func (p *Pipeline) needsPaneCheck(l *lane, j *job) bool {
 // entered. pending is that envelope's trigger id.
 func (p *Pipeline) paneCheck(ctx context.Context, conn Sender, target string) (v verdict, stop bool, pending string) {
 	rs, err := conn.DoAll(ctx,
-		"display-message -p -t "+quote(target)+" '#{pane_dead} #{pane_in_mode} #{cursor_y}'",
+		"display-message -p -t "+quote(target)+" '#{pane_dead} #{pane_in_mode} #{cursor_y} #{cursor_x}'",
 		"capture-pane -p -t "+quote(target))
 	if err != nil {
 		var ce *controlmode.CommandError
@@ -157,13 +158,14 @@ func (p *Pipeline) paneCheck(ctx context.Context, conn Sender, target string) (v
 		f = strings.Fields(rs[0].Lines[0])
 	}
 	switch {
-	case len(f) == 3 && f[0] == "1":
+	case len(f) == 4 && f[0] == "1":
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process has exited"}, true, ""
-	case len(f) == 3 && f[1] == "1":
+	case len(f) == 4 && f[1] == "1":
 		return verdict{kind: hold, code: nudge.OperatorBusy, why: "pane is in copy mode"}, true, ""
-	case len(f) == 3 && rs[1] != nil:
+	case len(f) == 4 && rs[1] != nil:
 		row, _ := strconv.Atoi(f[2])
-		return verdict{}, false, pendingEnvelope(rs[1].Lines, row)
+		col, _ := strconv.Atoi(f[3])
+		return verdict{}, false, pendingEnvelope(rs[1].Lines, row, col)
 	}
 	return verdict{}, false, ""
 }
@@ -173,9 +175,17 @@ func (p *Pipeline) paneCheck(ctx context.Context, conn Sender, target string) (v
 const envelopeEnd = "[/BRIDGE_TRIGGER]"
 
 // pendingEnvelope returns the id of the envelope whose end is the last text on the
-// cursor's row (typed, never entered), or "".
-func pendingEnvelope(screen []string, cursorY int) string {
-	if cursorY < 0 || cursorY >= len(screen) || !strings.HasSuffix(strings.TrimRight(screen[cursorY], " "), envelopeEnd[2:]) {
+// cursor's row with the cursor right after it (typed, never entered), or "". A cursor
+// back at the start of the row (a raw-mode program echoing the Enter as CR) means the
+// text was entered.
+func pendingEnvelope(screen []string, cursorY, cursorX int) string {
+	if cursorY < 0 || cursorY >= len(screen) {
+		return ""
+	}
+	row := strings.TrimRight(screen[cursorY], " ")
+	// Cells, not runes, but a rune is at least one cell: a cursor left of the text's end
+	// is caught, one at or past it is not.
+	if !strings.HasSuffix(row, envelopeEnd[2:]) || cursorX < utf8.RuneCountInString(row) {
 		return ""
 	}
 	for y := cursorY; y >= 0; y-- {

@@ -112,14 +112,51 @@ func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 		return
 	}
 	now := p.cfg.Now()
+	rt := j.record().RuntimeID
+	if !p.beginFallback(rt) {
+		// Another trigger's fallback is relaunching this runtime: wait for it, then go
+		// through the gates again (the relaunched agent may take this one live).
+		j.retryAt = now.Add(fallbackWait)
+		p.markDeferred(j, verdict{kind: hold, why: "waiting for the runtime's fallback relaunch"}, now)
+		p.laneFor(rt).push(j, true)
+		return
+	}
 	rec := j.update(now, func(t *store.Trigger) { t.ErrorCode, t.Message = string(code), why })
 	j.decide()
 	p.persist(j, p.audit("fallback_required", rec, why))
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
+		defer p.endFallback(rt)
 		p.runFallback(j, code)
 	}()
+}
+
+// fallbackWait is how often a trigger held behind another's fallback looks again.
+const fallbackWait = 250 * time.Millisecond
+
+// beginFallback claims the runtime for one fallback chain at a time ("" never conflicts).
+func (p *Pipeline) beginFallback(runtimeID string) bool {
+	if runtimeID == "" {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fallingBack[runtimeID] {
+		return false
+	}
+	p.fallingBack[runtimeID] = true
+	return true
+}
+
+func (p *Pipeline) endFallback(runtimeID string) {
+	if runtimeID == "" {
+		return
+	}
+	p.mu.Lock()
+	delete(p.fallingBack, runtimeID)
+	p.mu.Unlock()
+	p.Kick(runtimeID)
 }
 
 func (p *Pipeline) runFallback(j *job, code nudge.Code) {

@@ -188,12 +188,14 @@ type Pipeline struct {
 	wg     sync.WaitGroup
 	opened time.Time
 
-	mu     sync.Mutex
-	lanes  map[string]*lane // by runtime id
-	jobs   map[string]*job  // triggers not yet closed, by id
-	rate   *rateLimiter
-	loops  *loopGuard
-	closed bool
+	mu    sync.Mutex
+	lanes map[string]*lane // by runtime id
+	// fallingBack: runtimes a fallback chain is relaunching (one chain at a time).
+	fallingBack map[string]bool
+	jobs        map[string]*job // triggers not yet closed, by id
+	rate        *rateLimiter
+	loops       *loopGuard
+	closed      bool
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_.:@/-]{1,128}$`)
@@ -210,7 +212,7 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Pipeline{
 		cfg: cfg, deps: deps, log: cfg.Logger.Named("inject"), ctx: ctx, cancel: cancel,
-		lanes: map[string]*lane{}, jobs: map[string]*job{},
+		lanes: map[string]*lane{}, jobs: map[string]*job{}, fallingBack: map[string]bool{},
 		rate:  newRateLimiter(cfg.RateLimit, cfg.RatePer),
 		loops: newLoopGuard(cfg.LoopTurns, cfg.LoopRepeats),
 	}, nil

@@ -15,8 +15,8 @@ type Submitted struct {
 	Created bool // false: the id was known; Trigger is the first request's record
 }
 
-// Submit accepts a trigger. It returns once the record is committed to the store (so a
-// kill -9 of the daemon cannot lose it) and the runtime's lane has made its first decision
+// Submit accepts a trigger. It returns once the record is in the store's create log (so a
+// kill -9 of the daemon cannot lose it; the bbolt commit follows in the background) and the runtime's lane has made its first decision
 // (typed it, deferred it, queued it behind others, or failed it). A repeated trigger_id
 // returns the first request's record and never delivers twice.
 func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
@@ -125,7 +125,7 @@ func (p *Pipeline) envelope(t store.Trigger, text string) string {
 func (p *Pipeline) create(j *job, known bool) error {
 	t := j.record()
 	rec := p.audit("trigger_received", t, "")
-	got, created, err := p.deps.Store.CreateTrigger(t, &rec)
+	got, created, err := p.deps.Store.CreateTriggerQuick(t, &rec)
 	if err != nil || !created {
 		// The lane may already hold the job: it must not wait for a record that will never
 		// be written (persist skips a lost job).

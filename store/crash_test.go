@@ -19,6 +19,7 @@ const (
 	envCrashPath   = "NUDGE_STORE_CRASH_PATH"
 	envCrashPrefix = "NUDGE_STORE_CRASH_PREFIX"
 	envCrashNoSync = "NUDGE_STORE_CRASH_NOSYNC"
+	envCrashQuick  = "NUDGE_STORE_CRASH_QUICK"
 )
 
 // TestHelperProcess is not a test: TestCrashRecovery runs the test binary again with
@@ -48,13 +49,18 @@ func TestHelperProcess(t *testing.T) {
 func crashStep(db *DB, id string, i int) error {
 	tr := trig(id)
 	tr.Prompt = strings.Repeat("p", 100+i%500) // vary sizes so pages split and spill
-	if _, _, err := db.CreateTrigger(tr, &AuditRecord{Event: "trigger_received"}); err != nil {
+	create := db.CreateTrigger
+	if os.Getenv(envCrashQuick) != "" {
+		create = db.CreateTriggerQuick // the create log: replayed by the next Open
+	}
+	if _, _, err := create(tr, &AuditRecord{Event: "trigger_received"}); err != nil {
 		return err
 	}
 	fmt.Printf("C %s\n", id)
 	if i%3 != 0 {
 		return nil
 	}
+	db.Flush()
 	if err := db.AddAttempt(Attempt{TriggerID: id, Backend: "tmux"}); err != nil {
 		return err
 	}
@@ -98,6 +104,9 @@ func crashChild(t *testing.T, path string, round int) (created, closed []string)
 	cmd.Env = append(os.Environ(), envCrashPath+"="+path, fmt.Sprintf("%s=r%d", envCrashPrefix, round))
 	if round%2 == 1 {
 		cmd.Env = append(cmd.Env, envCrashNoSync+"=1")
+	}
+	if round%3 == 2 {
+		cmd.Env = append(cmd.Env, envCrashQuick+"=1")
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -41,6 +41,7 @@ type DB struct {
 	closeOnce sync.Once
 	closeErr  error
 	later     later
+	wal       wal
 }
 
 // Bucket names. The layout is private to this package.
@@ -86,6 +87,10 @@ func Open(path string, opts Options) (*DB, error) {
 		bdb.Close()
 		return nil, err
 	}
+	if err := db.openWAL(); err != nil {
+		bdb.Close()
+		return nil, err
+	}
 	return db, nil
 }
 
@@ -109,6 +114,7 @@ func (db *DB) init() error {
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.closeLater()
+		db.closeWAL()
 		if err := db.bolt.Close(); err != nil {
 			db.closeErr = fmt.Errorf("close store: %w", err)
 		}

@@ -17,8 +17,9 @@ import (
 // gone, say) is reported to Options.OnLaterError and skipped; the others still commit.
 
 type laterOp struct {
-	name string
-	fn   func(tx *bolt.Tx) error
+	name    string
+	created string // for a CreateTriggerQuick: the trigger id leaving the create log
+	fn      func(tx *bolt.Tx) error
 }
 
 // later is the DB's write-behind queue.
@@ -78,6 +79,7 @@ func (db *DB) drain() {
 		}
 		l.mu.Unlock()
 		db.applyLater(ops)
+		db.settleWAL(ops)
 		l.mu.Lock()
 		l.applied += uint64(len(ops))
 		l.cond.Broadcast()
@@ -149,14 +151,14 @@ func (db *DB) PutRuntimeLater(r Runtime) {
 		db.later.report("put runtime", fmt.Errorf("put runtime: %w", ErrInvalid))
 		return
 	}
-	db.enqueue(laterOp{"put runtime " + r.RuntimeID, func(tx *bolt.Tx) error {
+	db.enqueue(laterOp{name: "put runtime " + r.RuntimeID, fn: func(tx *bolt.Tx) error {
 		return db.putRuntimeTx(tx.Bucket(bucketRuntimes), r)
 	}})
 }
 
 // AppendAuditLater queues AppendAudit; the records keep their order in the chain.
 func (db *DB) AppendAuditLater(recs ...AuditRecord) {
-	db.enqueue(laterOp{"append audit", func(tx *bolt.Tx) error {
+	db.enqueue(laterOp{name: "append audit", fn: func(tx *bolt.Tx) error {
 		_, err := db.appendAuditTx(tx, recs)
 		return err
 	}})
@@ -164,7 +166,7 @@ func (db *DB) AppendAuditLater(recs ...AuditRecord) {
 
 // UpdateTriggerLater queues UpdateTrigger.
 func (db *DB) UpdateTriggerLater(id string, fn func(*Trigger) error, audit ...AuditRecord) {
-	db.enqueue(laterOp{"update trigger " + id, func(tx *bolt.Tx) error {
+	db.enqueue(laterOp{name: "update trigger " + id, fn: func(tx *bolt.Tx) error {
 		t, key, err := lookupTrigger(tx, id)
 		if err != nil {
 			return err

@@ -113,6 +113,9 @@ func lookupTrigger(tx *bolt.Tx, id string) (Trigger, []byte, error) {
 
 // GetTrigger returns the trigger id, or ErrNotFound.
 func (db *DB) GetTrigger(id string) (Trigger, error) {
+	if t, ok := db.pendingTrigger(id); ok {
+		return t, nil
+	}
 	var t Trigger
 	err := db.view("get trigger "+id, func(tx *bolt.Tx) (err error) {
 		t, _, err = lookupTrigger(tx, id)

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The create log: CreateTriggerQuick writes a new trigger as one line to a side file
+// with a single write(2) — in the kernel's hands, so a kill -9 of the process cannot lose
+// it — and queues the bbolt commit (fsync) behind it. Open replays the log into bbolt and
+// truncates it. A power loss can lose the lines of the last moments before their commit
+// (the log is not fsynced); it cannot damage the bbolt file, whose commits stay synced.
+
+type walEntry struct {
+	Trigger Trigger      `json:"trigger"`
+	Audit   *AuditRecord `json:"audit,omitempty"`
+}
+
+// wal is the create log and the triggers it holds that bbolt does not yet.
+type wal struct {
+	mu      sync.Mutex
+	f       *os.File
+	pending map[string]Trigger
+}
+
+func walPath(dbPath string) string { return dbPath + ".creates" }
+
+// openWAL replays the create log into bbolt, truncates it and keeps it open for appends.
+func (db *DB) openWAL() error {
+	path := walPath(db.path)
+	if err := db.replayWAL(path); err != nil {
+		return fmt.Errorf("replay %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open create log: %w", err)
+	}
+	db.wal.f, db.wal.pending = f, map[string]Trigger{}
+	return nil
+}
+
+func (db *DB) replayWAL(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var e walEntry
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Trigger.TriggerID == "" {
+			continue // a torn last line (power loss): its trigger was never answered
+		}
+		if _, _, err := db.CreateTrigger(e.Trigger, e.Audit); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+// CreateTriggerQuick is CreateTrigger for the hot path: it returns once the new trigger
+// is in the create log (safe against kill -9), and commits it to bbolt in the background
+// (write-behind, in order with later writes). A known id returns the stored record and
+// created=false, as CreateTrigger does.
+func (db *DB) CreateTriggerQuick(t Trigger, audit *AuditRecord) (Trigger, bool, error) {
+	if err := need("trigger id", t.TriggerID); err != nil {
+		return Trigger{}, false, fmt.Errorf("create trigger: %w", err)
+	}
+	if got, err := db.GetTrigger(t.TriggerID); err == nil {
+		return got, false, nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return Trigger{}, false, err
+	}
+	line, err := json.Marshal(walEntry{Trigger: t, Audit: audit})
+	if err != nil {
+		return Trigger{}, false, fmt.Errorf("create trigger: %w", err)
+	}
+	w := &db.wal
+	w.mu.Lock()
+	if got, ok := w.pending[t.TriggerID]; ok {
+		w.mu.Unlock()
+		return got, false, nil
+	}
+	// Committed (and settled) between the look above and the lock?
+	if got, err := db.committedTrigger(t.TriggerID); err == nil {
+		w.mu.Unlock()
+		return got, false, nil
+	}
+	if w.f == nil {
+		w.mu.Unlock()
+		return Trigger{}, false, fmt.Errorf("create trigger: %w", ErrClosed)
+	}
+	if _, err := w.f.Write(append(line, '\n')); err != nil {
+		w.mu.Unlock()
+		return Trigger{}, false, fmt.Errorf("create trigger: write create log: %w", err)
+	}
+	w.pending[t.TriggerID] = t
+	w.mu.Unlock()
+	db.enqueue(laterOp{name: "create trigger " + t.TriggerID, created: t.TriggerID, fn: func(tx *bolt.Tx) error {
+		got, created, err := db.createTriggerTx(tx, t)
+		if err != nil || !created || audit == nil {
+			return err
+		}
+		_, err = db.appendAuditTx(tx, []AuditRecord{auditFor(*audit, &got)})
+		return err
+	}})
+	return t, true, nil
+}
+
+func (db *DB) committedTrigger(id string) (Trigger, error) {
+	var t Trigger
+	err := db.view("get trigger "+id, func(tx *bolt.Tx) (err error) {
+		t, _, err = lookupTrigger(tx, id)
+		return err
+	})
+	return t, err
+}
+
+// pendingTrigger returns a trigger that is in the create log but not yet in bbolt.
+func (db *DB) pendingTrigger(id string) (Trigger, bool) {
+	db.wal.mu.Lock()
+	defer db.wal.mu.Unlock()
+	t, ok := db.wal.pending[id]
+	return t, ok
+}
+
+// settleWAL forgets pending creates that bbolt now holds and, when none is left, empties
+// the log. It runs on the write-behind goroutine after each commit.
+func (db *DB) settleWAL(applied []laterOp) {
+	w := &db.wal
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, op := range applied {
+		if op.created != "" {
+			delete(w.pending, op.created)
+		}
+	}
+	if len(w.pending) == 0 && w.f != nil {
+		w.f.Truncate(0) //nolint:errcheck // an unemptied log is replayed harmlessly
+	}
+}
+
+func (db *DB) closeWAL() {
+	db.wal.mu.Lock()
+	defer db.wal.mu.Unlock()
+	if db.wal.f != nil {
+		db.wal.f.Close()
+		db.wal.f = nil
+	}
+}
