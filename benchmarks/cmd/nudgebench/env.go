@@ -215,8 +215,10 @@ func (e *env) close() {
 	if e.tmux != "" {
 		exec.Command(e.tmux, "-L", e.tmuxSock, "kill-server").Run()
 	}
-	if e.dir != "" {
+	if e.dir != "" && os.Getenv("NUDGEBENCH_KEEP") == "" {
 		os.RemoveAll(e.dir)
+	} else if e.dir != "" {
+		fmt.Fprintln(os.Stderr, "nudgebench: kept", e.dir)
 	}
 }
 
