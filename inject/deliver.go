@@ -51,6 +51,10 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	if !stop && pending != "" && pending != j.id() {
 		// Another trigger's envelope waits unentered in the input line (its daemon died
 		// before Enter, or its Enter was refused): typing after it would merge the two.
+		// If that trigger is still in flight here, it goes first (it needs only Enter).
+		if p.yieldTo(l, j, pending) {
+			return
+		}
 		v, stop = verdict{kind: hold, why: "the input line holds trigger " + pending + "'s prompt, never entered"}, true
 	}
 	if stop {
@@ -124,6 +128,19 @@ func (p *Pipeline) detail(j *job, rt store.Runtime, target string) attemptDetail
 		d.OverrideReasonPrefix = d.OverrideIntent + ":"
 	}
 	return d
+}
+
+// yieldTo puts the in-flight trigger id at the front of l, ahead of j, and reports
+// whether it could.
+func (p *Pipeline) yieldTo(l *lane, j *job, id string) bool {
+	pj := p.inflight(id)
+	if pj == nil || !l.remove(pj) { // only a trigger waiting in this lane, not one in an ack wait or a fallback
+		return false
+	}
+	pj.maybeTyped, pj.retryAt = true, time.Time{}
+	l.push(j, true)
+	l.push(pj, true)
+	return true
 }
 
 // needsPaneCheck says whether to ask tmux about the pane before typing. It may be skipped

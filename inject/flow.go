@@ -24,8 +24,14 @@ func (p *Pipeline) adopt(j *job) {
 	}
 }
 
-// enqueue puts j at the back of its runtime's lane, starting the lane if needed.
-func (p *Pipeline) enqueue(j *job) { p.laneFor(j.t.RuntimeID).push(j, false) }
+// enqueue puts j at the back of its runtime's lane, starting the lane if needed. A job
+// that queues behind others has had its first decision: it waits its turn (Submit
+// answers "queued" at once instead of waiting on the triggers ahead of it).
+func (p *Pipeline) enqueue(j *job) {
+	if behind := p.laneFor(j.t.RuntimeID).push(j, false); behind {
+		j.decide()
+	}
+}
 
 func (p *Pipeline) laneFor(id string) *lane {
 	p.mu.Lock()

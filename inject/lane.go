@@ -34,15 +34,18 @@ func (l *lane) kick() {
 	}
 }
 
-func (l *lane) push(j *job, front bool) {
+// push queues j at the front or the back and reports whether other jobs are ahead of it.
+func (l *lane) push(j *job, front bool) (behind bool) {
 	l.mu.Lock()
 	if front {
 		l.queue = append([]*job{j}, l.queue...)
 	} else {
 		l.queue = append(l.queue, j)
 	}
+	behind = !front && len(l.queue) > 1
 	l.mu.Unlock()
 	l.kick()
+	return behind
 }
 
 func (l *lane) front() *job {
@@ -54,15 +57,17 @@ func (l *lane) front() *job {
 	return l.queue[0]
 }
 
-func (l *lane) remove(j *job) {
+// remove takes j out of the queue and reports whether it was there.
+func (l *lane) remove(j *job) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, q := range l.queue {
 		if q == j {
 			l.queue = append(l.queue[:i], l.queue[i+1:]...)
-			return
+			return true
 		}
 	}
+	return false
 }
 
 func (l *lane) depth() int {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/store"
@@ -63,8 +64,11 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if !known || !rt.Managed {
 		p.unroutable(j, known)
 	}
+	timer := time.NewTimer(decideWait)
+	defer timer.Stop()
 	select {
 	case <-j.decided:
+	case <-timer.C: // the record is safe; the receipt follows on /v1/events and GET
 	case <-ctx.Done():
 	}
 	return Submitted{Trigger: j.record(), Created: true}, nil
@@ -143,6 +147,9 @@ func (p *Pipeline) create(j *job, known bool) error {
 }
 
 var errExisting = errors.New("trigger exists")
+
+// decideWait bounds how long Submit waits for the lane's first decision on a new trigger.
+const decideWait = time.Second
 
 // claim registers j as in flight; if its id is already in flight, it returns that job.
 func (p *Pipeline) claim(j *job) (*job, bool) {
