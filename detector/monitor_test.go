@@ -413,6 +413,21 @@ func TestCodexLive(t *testing.T) {
 	if bin == "" {
 		t.Skip("set NUDGE_TEST_CODEX=1 (Codex under .cache/npm) or =/path/to/codex to test the real composer")
 	}
+	// A private, logged-in Codex home with the working folder trusted (as the live
+	// classification test does), so the machine's own Codex state plays no part.
+	home := t.TempDir()
+	t.Cleanup(func() { killProcessesUnder(t, home) })
+	codexHome := filepath.Join(home, ".codex")
+	os.MkdirAll(codexHome, 0o700)
+	t.Setenv("HOME", home)
+	t.Setenv("CODEX_HOME", codexHome)
+	login := exec.Command(bin, "login", "--with-api-key")
+	login.Stdin = strings.NewReader("sk-nudge-test-dummy\n")
+	if out, err := login.CombinedOutput(); err != nil {
+		t.Fatalf("codex login: %v: %s", err, out)
+	}
+	wd, _ := os.Getwd()
+	os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(fmt.Sprintf("[projects.%q]\ntrust_level = \"trusted\"\n", wd)), 0o600)
 	e := newLiveEnv(t, nil)
 	rt, err := e.reg.Spawn(context.Background(), panes.SpawnRequest{
 		Workspace: "ws", Role: "codex", Agent: "codex", Argv: []string{bin}})
