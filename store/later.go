@@ -167,20 +167,7 @@ func (db *DB) AppendAuditLater(recs ...AuditRecord) {
 // UpdateTriggerLater queues UpdateTrigger.
 func (db *DB) UpdateTriggerLater(id string, fn func(*Trigger) error, audit ...AuditRecord) {
 	db.enqueue(laterOp{name: "update trigger " + id, fn: func(tx *bolt.Tx) error {
-		t, key, err := lookupTrigger(tx, id)
-		if err != nil {
-			return err
-		}
-		if err := fn(&t); err != nil {
-			return err
-		}
-		if t.TriggerID != id {
-			return fmt.Errorf("trigger id changed to %q: %w", t.TriggerID, ErrInvalid)
-		}
-		t.UpdatedAt = db.now()
-		if err := db.storeTriggerTx(tx, key, t); err != nil {
-			return err
-		}
-		return db.appendTriggerAudit(tx, &t, audit)
+		_, err := db.updateTriggerTx(tx, id, fn, audit)
+		return err
 	}})
 }

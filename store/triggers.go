@@ -131,28 +131,33 @@ func (db *DB) GetTrigger(id string) (Trigger, error) {
 // TriggerID, ThreadID, RuntimeID and Workspace filled from the updated trigger.
 func (db *DB) UpdateTrigger(id string, fn func(*Trigger) error, audit ...AuditRecord) (Trigger, error) {
 	var t Trigger
-	err := db.update("update trigger "+id, func(tx *bolt.Tx) error {
-		var key []byte
-		var err error
-		if t, key, err = lookupTrigger(tx, id); err != nil {
-			return err
-		}
-		if err := fn(&t); err != nil {
-			return err
-		}
-		if t.TriggerID != id {
-			return fmt.Errorf("trigger id changed to %q: %w", t.TriggerID, ErrInvalid)
-		}
-		t.UpdatedAt = db.now()
-		if err := db.storeTriggerTx(tx, key, t); err != nil {
-			return err
-		}
-		return db.appendTriggerAudit(tx, &t, audit)
+	err := db.update("update trigger "+id, func(tx *bolt.Tx) (err error) {
+		t, err = db.updateTriggerTx(tx, id, fn, audit)
+		return err
 	})
 	if err != nil {
 		return Trigger{}, err
 	}
 	return t, nil
+}
+
+// updateTriggerTx is UpdateTrigger's body, shared with UpdateTriggerLater.
+func (db *DB) updateTriggerTx(tx *bolt.Tx, id string, fn func(*Trigger) error, audit []AuditRecord) (Trigger, error) {
+	t, key, err := lookupTrigger(tx, id)
+	if err != nil {
+		return Trigger{}, err
+	}
+	if err := fn(&t); err != nil {
+		return Trigger{}, err
+	}
+	if t.TriggerID != id {
+		return Trigger{}, fmt.Errorf("trigger id changed to %q: %w", t.TriggerID, ErrInvalid)
+	}
+	t.UpdatedAt = db.now()
+	if err := db.storeTriggerTx(tx, key, t); err != nil {
+		return Trigger{}, err
+	}
+	return t, db.appendTriggerAudit(tx, &t, audit)
 }
 
 func (db *DB) storeTriggerTx(tx *bolt.Tx, key []byte, t Trigger) error {
