@@ -306,6 +306,9 @@ func isIDByte(c byte) bool {
 }
 
 func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target string) error {
+	if j.envelope == "" {
+		return errors.New("nothing to type: the trigger has no envelope")
+	}
 	buf := "nudge-" + strings.Map(func(r rune) rune {
 		if r < 128 && isIDByte(byte(r)) && r != ':' && r != '/' && r != '@' {
 			return r

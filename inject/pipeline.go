@@ -229,6 +229,7 @@ func (p *Pipeline) Open() error {
 	}
 	for _, t := range open {
 		j := newJob(t, true)
+		j.envelope = p.envelope(t, t.Prompt) // the stored prompt is the sanitized text
 		close(j.created)
 		p.adopt(j)
 	}

@@ -171,3 +171,28 @@ func (td *testDaemon) trigger2(body any) (store.Trigger, error) {
 	err := td.c.do(t0(), "POST", "/v1/triggers", body, &t)
 	return t, err
 }
+
+// TestTriggerSurvivesDaemonRestart: a trigger held (paused runtime) when the daemon stops is
+// delivered, whole, by the next daemon on the same state.
+func TestTriggerSurvivesDaemonRestart(t *testing.T) {
+	cfg := newTestConfig(t)
+	td := startDaemon(t, cfg)
+	rt, file := rawCat(t, td, "w1", "rev")
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/pause", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tr, err := td.trigger(map[string]any{"trigger_id": "held", "workspace": "w1", "agent": "rev", "prompt": "after the restart"}); err != nil || tr.State != "deferred" {
+		t.Fatalf("held trigger: %+v %v", tr, err)
+	}
+	td.stop()
+	td2 := startDaemon(t, cfg)
+	td2.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	if err := td2.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/resume", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := td2.waitTrigger("held", closed)
+	want := expectTyped("held", "", "", "after the restart")
+	if b := readUntil(t, file, func(s string) bool { return len(s) >= len(want) }); got.State != "acked" || b != want {
+		t.Fatalf("receipt %+v\npane read %q\nwant %q", got, b, want)
+	}
+}
