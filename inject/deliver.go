@@ -503,5 +503,3 @@ func mustJSON(v any) json.RawMessage {
 	}
 	return b
 }
-
-var _ = time.Second

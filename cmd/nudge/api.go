@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -565,7 +563,3 @@ func (d *daemon) auditCall(r *http.Request, c caller, event, runtimeID, workspac
 		d.log.Error("audit", "event", event, "err", err)
 	}
 }
-
-var errUnknownRuntime = errors.New("unknown runtime")
-
-func trimReason(s string) string { return strings.TrimSpace(s) }
