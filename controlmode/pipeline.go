@@ -21,6 +21,22 @@ type Call struct {
 	Reply *Reply
 	Err   error // *CommandError for %error, the connection's error if it ended first
 	Done  chan *Call
+
+	guarded bool // an IfAlive line: if-shell's block, then the branch's
+	branch  bool // if-shell's block has been read; the next flags-1 block is the branch's
+}
+
+// newCall checks cmd and makes its Call.
+func newCall(cmd string) (*Call, error) {
+	call := &Call{Cmd: cmd, Done: make(chan *Call, 1)}
+	if _, ok := parseIfAlive(cmd); ok {
+		call.guarded = true
+		return call, nil
+	}
+	if err := checkCommand(cmd); err != nil {
+		return nil, err
+	}
+	return call, nil
 }
 
 func (call *Call) done(log hclog.Logger) {
@@ -33,11 +49,12 @@ func (call *Call) done(log hclog.Logger) {
 
 // Go sends cmd (one tmux command line, arguments quoted with Quote) and returns at once.
 // The Call is sent on its Done channel (buffered, capacity 1) when the reply arrives.
-// A line that would not give exactly one reply fails with ErrUnsafeCommand unsent.
+// A line that would not give exactly one reply fails with ErrUnsafeCommand unsent (a line
+// built by IfAlive is the one exception: the connection reads both its blocks).
 func (c *Conn) Go(cmd string) *Call {
-	call := &Call{Cmd: cmd, Done: make(chan *Call, 1)}
-	if err := checkCommand(cmd); err != nil {
-		call.Err = err
+	call, err := newCall(cmd)
+	if err != nil {
+		call = &Call{Cmd: cmd, Done: make(chan *Call, 1), Err: err}
 		call.done(c.log)
 		return call
 	}
@@ -64,10 +81,11 @@ func (c *Conn) DoAll(ctx context.Context, cmds ...string) ([]*Reply, error) {
 	}
 	calls := make([]*Call, len(cmds))
 	for i, cmd := range cmds {
-		if err := checkCommand(cmd); err != nil {
+		call, err := newCall(cmd)
+		if err != nil {
 			return nil, err
 		}
-		calls[i] = &Call{Cmd: cmd, Done: make(chan *Call, 1)}
+		calls[i] = call
 	}
 	c.send(calls)
 	replies := make([]*Reply, len(cmds))

@@ -14,7 +14,10 @@ type readState struct {
 	out   []byte             // decoded output, reused for every %output line
 	panes map[int]*utf8Carry // per-pane incomplete UTF-8 tail
 	block *block             // the %begin block being read, nil outside blocks
-	exit  *string            // reason of a %exit line, once seen
+	// branch is the IfAlive call whose if-shell block has ended: the next flags-1
+	// block is its branch's and answers it.
+	branch *Call
+	exit   *string // reason of a %exit line, once seen
 }
 
 // block is a %begin…%end block in progress.
@@ -130,7 +133,10 @@ func (c *Conn) begin(line []byte) {
 	g.Kind = "begin"
 	b := &block{guard: g, key: append([]byte(nil), line[len(prefixBegin):]...)}
 	if g.Flags&1 == 1 {
-		b.call = c.popPending()
+		b.call, c.rs.branch = c.rs.branch, nil
+		if b.call == nil {
+			b.call = c.popPending()
+		}
 		if b.call == nil {
 			c.log.Warn("reply block with no pending command", "line", string(line))
 		}
@@ -177,6 +183,16 @@ func (c *Conn) endBlock(isErr bool) {
 		c.stats.commandErrors.Add(1)
 	}
 	if b.call != nil {
+		if b.call.guarded && !b.call.branch && !isErr {
+			b.call.branch = true // if-shell ran; its branch answers
+			c.rs.branch = b.call
+			return
+		}
+		if b.call.guarded && len(b.lines) == 1 && b.lines[0] == deadLine {
+			b.call.Err = ErrPaneDead
+			b.call.done(c.log)
+			return
+		}
 		if isErr {
 			b.call.Err = &CommandError{Cmd: b.call.Cmd, Lines: b.lines}
 		} else {

@@ -107,17 +107,23 @@ func (c *ctl) block(t *testing.T) block {
 	}
 }
 
-// run sends cmds plus a display token in one write and checks that exactly
-// len(cmds) successful replies come before the token's: no command was split,
-// chained or injected.
+// run sends cmds plus a display token in one write and checks that exactly one successful
+// reply per command (two for an IfAlive guard: if-shell's and its branch's) comes before
+// the token's: no command was split, chained or injected.
 func (c *ctl) run(t *testing.T, cmds []string) {
 	t.Helper()
 	c.seq++
 	tok := fmt.Sprintf("tok-%d", c.seq)
 	c.write(t, append(cmds, "display -p '"+tok+"'"))
 	for i, cmd := range cmds {
-		if b := c.block(t); b.err || len(b.body) != 0 {
-			t.Fatalf("reply %d to %.80q: error=%v body %q", i, cmd, b.err, b.body)
+		blocks := 1
+		if strings.HasPrefix(cmd, "if-shell -F ") {
+			blocks = 2
+		}
+		for range blocks {
+			if b := c.block(t); b.err || len(b.body) != 0 {
+				t.Fatalf("reply %d to %.80q: error=%v body %q", i, cmd, b.err, b.body)
+			}
 		}
 	}
 	if b := c.block(t); b.err || len(b.body) != 1 || b.body[0] != tok {

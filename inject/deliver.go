@@ -320,6 +320,9 @@ func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target
 		return err
 	}
 	_, err = conn.DoAll(ctx, cmds...)
+	if errors.Is(err, controlmode.ErrPaneDead) {
+		conn.Do(ctx, "delete-buffer -b "+quote(buf)) // the paste did not take it
+	}
 	return err
 }
 
@@ -455,8 +458,11 @@ func (p *Pipeline) leftComposer(ctx context.Context, conn Sender, target string,
 func (p *Pipeline) sendFailed(l *lane, j *job, err error) {
 	var ce *controlmode.CommandError
 	code := nudge.SendKeysError
-	if errors.As(err, &ce) && strings.Contains(ce.Error(), "can't find") {
+	switch {
+	case errors.As(err, &ce) && strings.Contains(ce.Error(), "can't find"):
 		code = nudge.TargetNotFound
+	case errors.Is(err, controlmode.ErrPaneDead):
+		code = nudge.PaneDead
 	}
 	if p.ctx.Err() != nil {
 		return // shutting down: the next Open resumes it

@@ -17,7 +17,9 @@ const DefaultBuffer = "nudge"
 // Text without LF or CR is typed with send-keys -l. Other text goes through the paste
 // buffer bufName (DefaultBuffer if ""), set in one set-buffer and pasted with
 // paste-buffer -d -p -r: the app gets one bracketed paste if it enabled bracketed
-// paste, and LF stays LF (-r). Concurrent deliveries should use distinct buffer names.
+// paste, and LF stays LF (-r). The paste is guarded by controlmode.IfAlive: into a pane
+// whose program has exited it fails with controlmode.ErrPaneDead and the buffer stays
+// (delete it). Concurrent deliveries should use distinct buffer names.
 // Empty text gives no commands. Text must be valid UTF-8 without NUL (Sanitize's
 // output is); anything else is refused with controlmode.ErrUnquotable.
 func TypeCommands(target, text, bufName string) ([]string, error) {
@@ -46,10 +48,13 @@ func TypeCommands(target, text, bufName string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []string{
-		"set-buffer -b " + buf + " -- " + q,
-		"paste-buffer -b " + buf + " -d -p -r -t " + t,
-	}, nil
+	// tmux 3.3a crashes pasting into a pane whose program has exited: the paste runs
+	// only if the pane is alive at that instant (controlmode.ErrPaneDead otherwise).
+	paste, err := controlmode.IfAlive(target, "paste-buffer -b "+buf+" -d -p -r -t "+t)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"set-buffer -b " + buf + " -- " + q, paste}, nil
 }
 
 // EnterCommand returns the command line that presses Enter in target: a raw CR,

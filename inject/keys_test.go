@@ -18,7 +18,7 @@ func TestTypeCommandsShape(t *testing.T) {
 		t.Errorf("one line: got %q, want %q", got, want)
 	}
 	got, _ = TypeCommands("%1", "a'\n\nb\rc", "buf")
-	want = []string{`set-buffer -b 'buf' -- 'a'\'''"\n"''"\n"'b'"\r"'c'`, `paste-buffer -b 'buf' -d -p -r -t '%1'`}
+	want = []string{`set-buffer -b 'buf' -- 'a'\'''"\n"''"\n"'b'"\r"'c'`, `if-shell -F -t '%1' '#{pane_dead}' 'display-message -p nudge:pane-dead' 'paste-buffer -b '\''buf'\'' -d -p -r -t '\''%1'\'''`}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("lines: got %q, want %q", got, want)
 	}

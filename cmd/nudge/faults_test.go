@@ -129,7 +129,6 @@ func TestFaultPaneKilledMidInjection(t *testing.T) {
 	}
 	prompt := line.String()
 	outcomes := map[string]int{}
-	crashes := 0
 	for i := range rounds {
 		role := fmt.Sprintf("a%d", i)
 		rt, file := td.catAgent("w1", role)
@@ -166,16 +165,14 @@ func TestFaultPaneKilledMidInjection(t *testing.T) {
 		default:
 			t.Fatalf("round %d: receipt %s/%s/%s %q; audit: %s", i, got.State, got.ErrorCode, got.Fallback, got.Message, story)
 		}
-		if _, err := exec.Command("tmux", "-L", td.cfg.TmuxSocket, "has-session").CombinedOutput(); err != nil {
-			// Open finding (issue 8): tmux 3.3a's server sometimes segfaults here.
-			t.Logf("round %d: the tmux server died under the fault (tmux crash); audit: %s", i, story)
-			crashes++
-			continue
+		if out, err := exec.Command("tmux", "-L", td.cfg.TmuxSocket, "has-session").CombinedOutput(); err != nil {
+			// tmux 3.3a segfaults on a paste into a dead pane; the paste is guarded.
+			t.Fatalf("round %d: the tmux server died under the fault: %v %s; audit: %s", i, err, out, story)
 		}
 		// the runtime is restarted by policy, in a new process
 		td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.PID != pid })
 	}
-	t.Logf("outcomes: %v; tmux server crashes: %d", outcomes, crashes)
+	t.Logf("outcomes: %v", outcomes)
 }
 
 func paneGone(code string) bool { return code == "PANE_DEAD" || code == "TARGET_NOT_FOUND" }
