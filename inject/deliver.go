@@ -225,11 +225,13 @@ func (p *Pipeline) afterPaneCheck(l *lane, j *job, v verdict) {
 		return
 	}
 	if v.kind == hold {
+		// Its own clock: the collision gate resets deferStart whenever the operator is idle,
+		// which would keep this hold from ever timing out.
 		now := p.cfg.Now()
-		if j.deferStart.IsZero() {
-			j.deferStart = now
+		if j.paneHold.IsZero() {
+			j.paneHold = now
 		}
-		if now.Sub(j.deferStart) >= p.cfg.MaxDefer && !j.record().ForceOverride {
+		if now.Sub(j.paneHold) >= p.cfg.MaxDefer && !j.record().ForceOverride {
 			p.startFallback(j, nudge.DeferTimeout, v.why)
 			return
 		}
@@ -409,7 +411,9 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 // same pane id): Enter would then submit a cut prompt, or none, to another process, and
 // the receipt would claim a delivery that did not happen. The attempt falls back instead.
 func (p *Pipeline) paneReplaced(ctx context.Context, conn Sender, target string, rt store.Runtime) (verdict, bool) {
-	r, err := conn.Do(ctx, "display-message -p -t "+quote(target)+" '#{pane_dead} #{pane_pid}'")
+	// display-message does not fail on a missing target (tmux gives it CMD_FIND_CANFAIL):
+	// it expands the formats empty. The pane id in the answer tells a gone pane apart.
+	r, err := conn.Do(ctx, "display-message -p -t "+quote(target)+" '#{pane_id} #{pane_dead} #{pane_pid}'")
 	if err != nil {
 		var ce *controlmode.CommandError
 		switch {
@@ -425,11 +429,13 @@ func (p *Pipeline) paneReplaced(ctx context.Context, conn Sender, target string,
 		f = strings.Fields(r.Lines[0])
 	}
 	switch {
-	case len(f) == 2 && f[0] == "1":
+	case len(f) != 3 || strings.HasPrefix(target, "%") && f[0] != target:
+		return verdict{kind: fallback, code: nudge.TargetNotFound, why: "pane " + target + " is gone (replaced or closed) before it took the prompt"}, true
+	case f[1] == "1":
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process exited before it took the prompt"}, true
-	case len(f) == 2 && rt.PID != 0 && f[1] != strconv.Itoa(rt.PID):
+	case rt.PID != 0 && f[2] != strconv.Itoa(rt.PID):
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process was replaced (pid " +
-			strconv.Itoa(rt.PID) + " -> " + f[1] + ") before it took the prompt"}, true
+			strconv.Itoa(rt.PID) + " -> " + f[2] + ") before it took the prompt"}, true
 	}
 	return verdict{}, false
 }
@@ -439,7 +445,7 @@ func (p *Pipeline) paneReplaced(ctx context.Context, conn Sender, target string,
 // TUI (any pack but the shell's), the pack's reading of the composer.
 func (p *Pipeline) leftComposer(ctx context.Context, conn Sender, target string, j *job, rt store.Runtime) (composer string, left bool, err error) {
 	v, stop, pending := p.paneCheck(ctx, conn, target)
-	if stop && v.kind == waitConn {
+	if stop && v.kind != hold { // the connection is down, or the pane died or is gone
 		return "", false, errors.New(v.why)
 	}
 	if pending == j.id() {

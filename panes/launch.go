@@ -31,10 +31,10 @@ func (r *Registry) HoldRestarts(id string) (release func()) {
 	}
 }
 
-// RelaunchWith runs argv once in the runtime's own pane (respawn-pane -k ends whatever
-// ran there, so a live agent no longer holds its session), keeping the pane id. The
+// RelaunchWith runs argv once in the runtime's place (a new pane in the old one's slot;
+// whatever ran there is killed, so a live agent no longer holds its session). The
 // runtime's own argv is unchanged: an automatic restart later runs that again. It returns
-// the pane id.
+// the new pane id.
 func (r *Registry) RelaunchWith(ctx context.Context, id string, argv []string, reason string) (string, error) {
 	if len(argv) == 0 {
 		return "", nudge.NewError(nudge.SpawnFailed, "empty argv")
@@ -76,7 +76,8 @@ func (r *Registry) LaunchWindow(ctx context.Context, workspace, name string, arg
 // PaneExit reports whether the pane's process is running, or its exit status (128+signal
 // for a signal). A pane that no longer exists counts as exited with unknown status.
 func (r *Registry) PaneExit(ctx context.Context, workspace, paneID string) (bool, *int, error) {
-	out, err := r.tmuxRun(ctx, "display-message", "-p", "-t", paneID, "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
+	// display-message expands its formats empty for a missing target instead of failing.
+	out, err := r.tmuxRun(ctx, "display-message", "-p", "-t", paneID, "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
 	if isMissing(err) {
 		return false, nil, nil
 	}
@@ -84,6 +85,10 @@ func (r *Registry) PaneExit(ctx context.Context, workspace, paneID string) (bool
 		return false, nil, err
 	}
 	f := strings.Fields(out)
+	if len(f) == 0 || f[0] != paneID {
+		return false, nil, nil
+	}
+	f = f[1:]
 	if len(f) == 0 || f[0] != "1" {
 		return true, nil, nil
 	}

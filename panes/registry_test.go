@@ -153,8 +153,15 @@ func TestSpawnTwoRolesKillRestart(t *testing.T) {
 		return rt.Status == string(nudge.StatusReady) && rt.PID != a.PID && rt.PID != 0 && rt.Restarts == 1
 	})
 	rt, _ := e.reg.Get(a.RuntimeID)
-	if rt.PaneID != a.PaneID || len(e.windows("ws")) != 2 {
-		t.Errorf("restart should respawn in place: pane %s->%s, windows %q", a.PaneID, rt.PaneID, e.windows("ws"))
+	// In place: a new pane in the old one's slot (respawn-pane can crash tmux 3.3a).
+	if got := e.windows("ws"); rt.Target != a.Target || len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Errorf("restart should run in place: target %s->%s, windows %q", a.Target, rt.Target, got)
+	}
+	if rt.PaneID == a.PaneID {
+		t.Errorf("restart kept pane %s", rt.PaneID)
+	}
+	if out, _ := e.tmux("display", "-p", "-t", rt.PaneID, "#{window_name} #{pane_index} #{remain-on-exit}"); strings.TrimSpace(out) != "a 0 on" {
+		t.Errorf("new pane: %q, want its window a, index 0, remain-on-exit on", out)
 	}
 	e.db.Flush()
 	if stored, err := e.db.GetRuntime(a.RuntimeID); err != nil || stored.PID != rt.PID || stored.Status != rt.Status {
@@ -445,5 +452,27 @@ func TestSpawnDirEnvAndPromptFile(t *testing.T) {
 	}
 	if len(rt.Argv) != 4 || rt.Dir != sub {
 		t.Errorf("record argv/dir: %q %q", rt.Argv, rt.Dir)
+	}
+}
+
+// TestPaneExit reads a live pane, a dead one (exit status 3) and a missing one, which
+// tmux's display-message answers with empty formats rather than an error.
+func TestPaneExit(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.SweepInterval = time.Hour; c.RestartDelay = time.Hour })
+	a := e.spawn("ws", "a", "cat")
+	ctx := context.Background()
+	if alive, st, err := e.reg.PaneExit(ctx, "ws", a.PaneID); !alive || st != nil || err != nil {
+		t.Errorf("live pane: alive=%v status=%v err=%v", alive, st, err)
+	}
+	pane, err := e.reg.LaunchWindow(ctx, "ws", "once", []string{"sh", "-c", "exit 3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("exit status", func() bool {
+		alive, st, err := e.reg.PaneExit(ctx, "ws", pane)
+		return !alive && st != nil && *st == 3 && err == nil
+	})
+	if alive, st, err := e.reg.PaneExit(ctx, "ws", "%999"); alive || st != nil || err != nil {
+		t.Errorf("missing pane: alive=%v status=%v err=%v, want not alive, unknown status", alive, st, err)
 	}
 }

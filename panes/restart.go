@@ -3,13 +3,16 @@ package panes
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/store"
 )
 
-// Restart respawns the runtime's argv: in its own pane if the pane still exists
-// (respawn-pane -k keeps the pane id and window), else in a new window (and session).
+// Restart runs the runtime's argv again: in a new pane in its old pane's place if that
+// still exists (same window and layout slot; the old program is killed), else in a new
+// window (and session).
 // It clears a Stop. The runtime goes to starting; a failure leaves it failed with
 // SPAWN_FAILED.
 func (r *Registry) Restart(ctx context.Context, id, reason string) (store.Runtime, error) {
@@ -130,10 +133,37 @@ func (r *Registry) relaunch(ctx context.Context, rt *store.Runtime) (paneInfo, e
 	if err != nil {
 		return paneInfo{}, spawnFailed(err)
 	}
-	args := append([]string{"respawn-pane", "-k", "-t", p.ID}, launch...)
-	args = append(args, ";", "set-option", "-p", "-t", p.ID, "remain-on-exit", "on",
-		";", "display-message", "-p", "-t", p.ID, newPaneFormat)
-	return r.startPane(ctx, rt, args)
+	return r.replacePane(ctx, rt, p, launch)
+}
+
+// replacePane starts launch in a new pane that takes p's place (same window, same slot in
+// the layout) and kills p, in one tmux command list: a new window, remain-on-exit on its
+// pane, swap-pane into p's slot, kill-window on what now holds p. The pane id changes.
+//
+// It does not use respawn-pane: tmux 3.3a keeps the pane's read offsets across a respawn
+// (fixed upstream in 2026, GitHub issue 5498), and when a control client (nudge itself)
+// had not consumed all of the old program's output, the new program's first read
+// underflows them and the server segfaults.
+func (r *Registry) replacePane(ctx context.Context, rt *store.Runtime, p paneInfo, launch []string) (paneInfo, error) {
+	sess := "=" + SessionName(rt.WorkspaceID) + ":"
+	tmp := sess + "nudge-respawn-" + strconv.FormatInt(r.cfg.Now().UnixNano()%1e9, 36)
+	args := append([]string{"new-window", "-d", "-t", sess, "-n", tmp[len(sess):]}, launch...)
+	args = append(args,
+		";", "set-option", "-p", "-t", tmp, "remain-on-exit", "on",
+		";", "display-message", "-p", "-t", tmp, "#{pane_id} #{pane_pid}",
+		";", "swap-pane", "-d", "-s", tmp, "-t", p.ID,
+		";", "kill-window", "-t", tmp)
+	out, err := r.tmuxRun(ctx, args...)
+	if err != nil {
+		return paneInfo{}, spawnFailed(err)
+	}
+	f := strings.Fields(out)
+	if len(f) != 2 || paneNum(f[0]) < 0 {
+		return paneInfo{}, nudge.NewError(nudge.SpawnFailed, fmt.Sprintf("unexpected tmux reply %q", out))
+	}
+	n := paneInfo{ID: f[0], Session: SessionName(rt.WorkspaceID), Window: p.Window, Index: p.Index, WindowIndex: p.WindowIndex}
+	n.PID, _ = strconv.Atoi(f[1])
+	return n, nil
 }
 
 func (r *Registry) workspace(name string) *workspace {

@@ -130,6 +130,20 @@ func waitFile(t *testing.T, file, want string, within time.Duration) {
 	}
 }
 
+// fileHolds reports whether file comes to contain want within the time given.
+func fileHolds(file, want string, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for {
+		if b, _ := os.ReadFile(file); strings.Contains(string(b), want) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]

@@ -6,6 +6,7 @@ import (
 	"github.com/nudgehq/nudge/store"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -159,7 +160,11 @@ func TestFaultPaneKilledMidInjection(t *testing.T) {
 		switch {
 		case (got.State == "acked" || got.State == "submitted") && got.Fallback == "":
 			// It won the race: then the pane's program read all of it, Enter included.
-			waitFile(t, file, "[/BRIDGE_TRIGGER]", 5*time.Second)
+			if !fileHolds(file, "[/BRIDGE_TRIGGER]", 5*time.Second) {
+				_, alive := os.Stat(fmt.Sprintf("/proc/%d", pid))
+				t.Fatalf("round %d: receipt %s but the program never read the whole prompt (pid %d, /proc: %v); panes:\n%s\naudit: %+v",
+					i, got.State, pid, alive, td.tmux("list-panes", "-a", "-F", "#{pane_id} #{pane_pid} #{pane_dead} #{pane_current_command}"), td.audit(id))
+			}
 		case paneGone(got.ErrorCode) || paneGone(causeOf(td.audit(id))):
 			// failed or fell back because the pane died
 		default:
@@ -343,5 +348,32 @@ func TestFaultSlowAPIClients(t *testing.T) {
 	}
 	if peak > 256<<10 {
 		t.Errorf("RSS peaked at %d kB", peak)
+	}
+}
+
+// TestForeignEnvelopeInInputLineTimesOut: another trigger's envelope sits typed but never
+// entered in the pane's input line (its trigger is long closed). Typing after it would
+// merge the two prompts, so the trigger is held, and after the max defer window it falls
+// back with DEFER_TIMEOUT instead of waiting forever (the hold once shared the collision
+// gate's clock, which the idle operator kept resetting).
+func TestForeignEnvelopeInInputLineTimesOut(t *testing.T) {
+	cfg := faultConfig(t)
+	cfg.MaxDefer = 2 * time.Second
+	cfg.QuietWindow = time.Second
+	cfg.DeferRecheck = 300 * time.Millisecond
+	td := startDaemon(t, cfg)
+	rt, file := td.catAgent("w1", "a")
+	td.tmux("send-keys", "-t", rt.PaneID, "-l", "[BRIDGE_TRIGGER id=ghost thread=t reason=r] left over [/BRIDGE_TRIGGER]")
+	td.waitPane(rt.PaneID, "the ghost envelope", func(s string) bool { return strings.Contains(s, "left over [/BRIDGE_TRIGGER]") })
+	time.Sleep(cfg.QuietWindow + 200*time.Millisecond) // the operator gate sees the pane idle again
+	if _, err := td.trigger(map[string]any{"trigger_id": "after-ghost", "workspace": "w1", "agent": "a", "prompt": "do not merge me"}); err != nil {
+		t.Fatal(err)
+	}
+	got := td.waitTrigger("after-ghost", closed)
+	if got.ErrorCode != "DEFER_TIMEOUT" {
+		t.Fatalf("receipt %s/%s/%s %q, want DEFER_TIMEOUT; audit: %s", got.State, got.ErrorCode, got.Fallback, got.Message, events(td.audit("after-ghost")))
+	}
+	if b, _ := os.ReadFile(file); strings.Contains(string(b), "do not merge me") {
+		t.Fatalf("typed after the ghost envelope: %q", b)
 	}
 }

@@ -1,0 +1,49 @@
+package inject
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/store"
+)
+
+// lineSender answers every command with one fixed reply line.
+type lineSender struct{ line string }
+
+func (s lineSender) Do(context.Context, string) (*controlmode.Reply, error) {
+	return &controlmode.Reply{Lines: []string{s.line}}, nil
+}
+
+func (s lineSender) DoAll(ctx context.Context, cmds ...string) ([]*controlmode.Reply, error) {
+	rs := make([]*controlmode.Reply, len(cmds))
+	for i := range cmds {
+		rs[i], _ = s.Do(ctx, cmds[i])
+	}
+	return rs, nil
+}
+
+// TestPaneReplaced: tmux's display-message answers a missing pane with empty formats, not
+// an error; that, another pane's id, a dead pane and a new pid all mean the prompt's pane
+// is not the one that will get Enter.
+func TestPaneReplaced(t *testing.T) {
+	rt := store.Runtime{PID: 5}
+	for _, tc := range []struct {
+		line string
+		gone bool
+		code nudge.Code
+	}{
+		{"%4 0 5", false, ""},
+		{"  ", true, nudge.TargetNotFound},
+		{"", true, nudge.TargetNotFound},
+		{"%7 0 5", true, nudge.TargetNotFound},
+		{"%4 1 5", true, nudge.PaneDead},
+		{"%4 0 6", true, nudge.PaneDead},
+	} {
+		v, gone := (&Pipeline{}).paneReplaced(context.Background(), lineSender{tc.line}, "%4", rt)
+		if gone != tc.gone || v.code != tc.code {
+			t.Errorf("%q: gone=%v code=%s (%s), want gone=%v code=%s", tc.line, gone, v.code, v.why, tc.gone, tc.code)
+		}
+	}
+}
