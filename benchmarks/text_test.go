@@ -37,7 +37,7 @@ func benchSanitizeWrap(b *testing.B, p string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		_, _ = inject.TypeCommands("%1", e.Wrap(s), "nudge-1")
+		_, _ = inject.TypeCommands("%1", 4242, e.Wrap(s), "nudge-1")
 	}
 }
 

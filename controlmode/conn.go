@@ -182,7 +182,7 @@ func (c *Conn) run() {
 	if b := c.rs.block; b != nil && b.call != nil { // tmux ended inside our reply
 		b.call.Err = c.Err()
 		b.call.done(c.log)
-	} else if call := c.rs.branch; call != nil { // between an IfAlive line's two blocks
+	} else if call := c.rs.branch; call != nil { // between an IfPane line's two blocks
 		call.Err = c.Err()
 		call.done(c.log)
 	}

@@ -2,67 +2,153 @@ package controlmode
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 )
 
-// ErrPaneDead is the error of a command sent with IfAlive when the pane's program had
-// already exited: the command did not run.
-var ErrPaneDead = errors.New("controlmode: pane is dead")
+// ErrPaneGone matches the *PaneGoneError of a command sent with IfPane whose pane did not
+// qualify: the command did not run.
+var ErrPaneGone = errors.New("controlmode: pane is gone, dead, or runs another process")
 
-// deadLine is what the dead branch of an IfAlive line prints.
-const deadLine = "nudge:pane-dead"
+// PaneGoneError says what tmux found instead of the pane an IfPane line wanted, read in
+// the same server step as the decision.
+type PaneGoneError struct {
+	Target string
+	Pane   string // the pane id tmux resolved, "" if the target does not exist
+	Dead   bool   // the pane's program has exited
+	PID    int    // the pane's first process
+}
 
-// ifAlivePrefix and ifAliveMiddle frame the two quoted arguments of an IfAlive line.
-const (
-	ifAlivePrefix = "if-shell -F -t "
-	ifAliveMiddle = " '#{pane_dead}' 'display-message -p " + deadLine + "' "
-)
+func (e *PaneGoneError) Error() string {
+	switch {
+	case e.Pane == "":
+		return fmt.Sprintf("controlmode: pane %s does not exist", e.Target)
+	case e.Dead:
+		return fmt.Sprintf("controlmode: pane %s is dead", e.Pane)
+	}
+	return fmt.Sprintf("controlmode: pane %s runs another process (pid %d)", e.Pane, e.PID)
+}
 
-// IfAlive returns a command line that runs cmd (one command line, as Go takes) only if
-// the program in pane target is still alive, decided in the same server step that runs
-// cmd, so no exit can slip in between. Send it with Go, Do or DoAll like any other line:
-// its reply is cmd's reply, or ErrPaneDead if the pane had died.
+// Is reports whether target is ErrPaneGone.
+func (e *PaneGoneError) Is(target error) bool { return target == ErrPaneGone }
+
+// goneLine starts what the else branch of an IfPane line prints.
+const goneLine = "nudge:pane-gone"
+
+const ifPanePrefix = "if-shell -F -t "
+
+// IfPane returns a command line that runs cmd (one command line, as Go takes) only if
+// pane target exists, its program is alive and, if pid is not 0, that program's pid is
+// pid; decided in the same server step that runs cmd, so no exit, respawn or reuse of
+// the pane id (a restarted server numbers its panes from %0 again) can slip in between.
+// Send it with Go, Do or DoAll like any other line: its reply is cmd's, or a
+// *PaneGoneError (ErrPaneGone) saying what was found instead.
 //
-// tmux 3.3a dereferences a freed pane event when paste-buffer writes to a pane whose
-// program has exited under remain-on-exit, and the whole server crashes; a check sent
-// before the paste leaves a window for the exit. tmux runs `if-shell -F`'s branch right
-// after it, before reading the pane again, so the guard closes that window. The line
-// yields two reply blocks (if-shell's, then the branch's); the connection matches both.
-func IfAlive(target, cmd string) (string, error) {
+// It exists because tmux 3.3a segfaults when paste-buffer writes to a pane whose program
+// has exited under remain-on-exit, and because text typed into the wrong process cannot
+// be taken back. The line yields two reply blocks (if-shell's, then its branch's); the
+// connection matches both.
+func IfPane(target string, pid int, cmd string) (string, error) {
 	if err := checkCommand(cmd); err != nil {
 		return "", err
 	}
+	if pid < 0 {
+		return "", fmt.Errorf("controlmode: IfPane: negative pid %d", pid)
+	}
+	return buildIfPane(target, pid, cmd)
+}
+
+// buildIfPane assembles the line. A missing pane expands every format empty (if-shell
+// and display-message do not fail on a missing target), which the condition reads as
+// false.
+func buildIfPane(target string, pid int, cmd string) (string, error) {
 	t, err := Quote(target)
 	if err != nil {
 		return "", err
 	}
-	q, err := Quote(cmd)
+	c, err := Quote(cmd)
 	if err != nil {
 		return "", err
 	}
-	return ifAlivePrefix + t + ifAliveMiddle + q, nil
+	// In a control client a missing target is not an error for if-shell: it resolves to
+	// the client's current pane. A pane id target is therefore compared too.
+	var alive string
+	id := paneIDTarget(target)
+	switch {
+	case id && pid != 0:
+		alive = "#{&&:#{==:#{pane_id}," + target + "},#{==:#{pane_pid}," + strconv.Itoa(pid) + "}}"
+	case id:
+		alive = "#{==:#{pane_id}," + target + "}"
+	case pid != 0:
+		alive = "#{==:#{pane_pid}," + strconv.Itoa(pid) + "}"
+	default:
+		alive = "#{pane_id}"
+	}
+	cond, _ := Quote("#{?pane_dead,0," + alive + "}")
+	gone, _ := Quote("display-message -p -t " + t + " '" + goneLine + " #{pane_id} #{pane_dead} #{pane_pid}'")
+	return ifPanePrefix + t + " " + cond + " " + c + " " + gone, nil
 }
 
-// parseIfAlive reports whether line is exactly what IfAlive builds (for a command that
-// checkCommand accepts) and returns that command.
-func parseIfAlive(line string) (string, bool) {
-	rest, ok := strings.CutPrefix(line, ifAlivePrefix)
+// parseIfPane reports whether line is exactly what IfPane builds (for a command that
+// checkCommand accepts) and returns the target it names.
+func parseIfPane(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, ifPanePrefix)
 	if !ok {
 		return "", false
 	}
-	target, rest, ok := unquote(rest)
-	if !ok || target == "" {
+	var tok [3]string
+	for i := range tok {
+		if tok[i], rest, ok = unquote(rest); !ok || !strings.HasPrefix(rest, " ") {
+			return "", false
+		}
+		rest = rest[1:]
+	}
+	target, cond, cmd := tok[0], tok[1], tok[2]
+	pid := 0
+	if _, p, ok := strings.Cut(cond, "#{pane_pid},"); ok {
+		end := strings.IndexByte(p, '}')
+		n, err := strconv.Atoi(p[:max(end, 0)])
+		if err != nil || n <= 0 {
+			return "", false
+		}
+		pid = n
+	}
+	if target == "" || checkCommand(cmd) != nil {
 		return "", false
 	}
-	rest, ok = strings.CutPrefix(rest, ifAliveMiddle)
+	if built, err := buildIfPane(target, pid, cmd); err != nil || built != line {
+		return "", false
+	}
+	return target, true
+}
+
+// paneIDTarget reports whether target is a pane id (%N).
+func paneIDTarget(target string) bool {
+	if len(target) < 2 || target[0] != '%' {
+		return false
+	}
+	_, err := strconv.ParseUint(target[1:], 10, 32)
+	return err == nil
+}
+
+// parseGone reads an IfPane else branch's reply; ok is false for any other reply. For a
+// missing pane id tmux describes the client's current pane, which is not the target.
+func parseGone(target string, lines []string) (*PaneGoneError, bool) {
+	if len(lines) != 1 {
+		return nil, false
+	}
+	rest, ok := strings.CutPrefix(lines[0], goneLine)
 	if !ok {
-		return "", false
+		return nil, false
 	}
-	cmd, rest, ok := unquote(rest)
-	if !ok || rest != "" || checkCommand(cmd) != nil {
-		return "", false
+	f := strings.Fields(rest)
+	e := &PaneGoneError{Target: target}
+	if len(f) == 3 && (!paneIDTarget(target) || f[0] == target) {
+		e.Pane, e.Dead = f[0], f[1] == "1"
+		e.PID, _ = strconv.Atoi(f[2])
 	}
-	return cmd, true
+	return e, true
 }
 
 // unquote reads one token in Quote's form ('…' runs joined by \') from the start of s

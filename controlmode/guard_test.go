@@ -3,39 +3,57 @@ package controlmode
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-func TestIfAliveRoundTrip(t *testing.T) {
-	for _, tc := range []struct{ target, cmd string }{
-		{"%5", "paste-buffer -b 'nudge-x' -d -p -r -t '%5'"},
-		{"=s:it's", "send-keys -t 'a'\\''b' -l -- 'x'"},
-		{"%1", "display -p '#{pane_id}'"},
+func TestIfPaneRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		target string
+		pid    int
+		cmd    string
+	}{
+		{"%5", 0, "paste-buffer -b 'nudge-x' -d -p -r -t '%5'"},
+		{"%5", 4242, "send-keys -t '%5' -H 0d"},
+		{"=s:it's", 7, "send-keys -t 'a'\\''b' -l -- 'x'"},
+		{"%1", 0, "display -p '#{pane_id}'"},
 	} {
-		line, err := IfAlive(tc.target, tc.cmd)
+		line, err := IfPane(tc.target, tc.pid, tc.cmd)
 		if err != nil {
-			t.Fatalf("IfAlive(%q, %q): %v", tc.target, tc.cmd, err)
+			t.Fatalf("IfPane(%q, %d, %q): %v", tc.target, tc.pid, tc.cmd, err)
 		}
-		if got, ok := parseIfAlive(line); !ok || got != tc.cmd {
-			t.Errorf("parseIfAlive(%q) = %q, %v; want %q", line, got, ok, tc.cmd)
+		if got, ok := parseIfPane(line); !ok || got != tc.target {
+			t.Errorf("parseIfPane(%q) = %q, %v; want %q", line, got, ok, tc.target)
+		}
+		if err := checkCommand(line); err == nil {
+			t.Errorf("checkCommand accepts the two-block line %q", line)
 		}
 	}
 	for _, cmd := range []string{"a ; b", "if-shell true x", "", "x\ny"} {
-		if _, err := IfAlive("%1", cmd); !errors.Is(err, ErrUnsafeCommand) {
-			t.Errorf("IfAlive(%q): got %v, want ErrUnsafeCommand", cmd, err)
+		if _, err := IfPane("%1", 0, cmd); !errors.Is(err, ErrUnsafeCommand) {
+			t.Errorf("IfPane(%q): got %v, want ErrUnsafeCommand", cmd, err)
 		}
 	}
-	// Hand-made if-shell lines stay refused: only IfAlive's exact form reads two blocks.
+	if _, err := IfPane("%1", -1, "display -p x"); err == nil {
+		t.Error("negative pid accepted")
+	}
+	// Hand-made if-shell lines stay refused: only IfPane's exact form reads two blocks.
+	good, _ := IfPane("%1", 12, "display -p x")
 	for _, line := range []string{
-		"if-shell -F -t '%1' '#{pane_dead}' 'display-message -p nudge:pane-dead' 'a ; b'",
-		"if-shell -F -t '%1' '#{pane_dead}' 'display-message -p nudge:pane-dead' 'x' 'y'",
-		"if-shell -F -t '%1' '1' 'display-message -p nudge:pane-dead' 'x'",
-		"if-shell -F -t '%1' '#{pane_dead}' 'display-message -p nudge:pane-dead' 'x",
+		strings.Replace(good, "display -p x", "a ; b", 1),
+		strings.Replace(good, "display -p x", "if-shell 1 x", 1),
+		strings.Replace(good, ",12}}", ",12x}}", 1),
+		strings.Replace(good, ",12}}", ",0}}", 1),
+		strings.Replace(good, ",12}}", ",012}}", 1),
+		strings.Replace(good, "nudge:pane-gone", "other", 1),
+		good + " x",
+		good[:len(good)-1],
+		"if-shell -F -t '%1' '1' 'display -p x' 'display -p y'",
 	} {
-		if _, ok := parseIfAlive(line); ok {
-			t.Errorf("parseIfAlive(%q) accepted", line)
+		if _, ok := parseIfPane(line); ok {
+			t.Errorf("parseIfPane(%q) accepted", line)
 		}
 		if _, err := newCall(line); !errors.Is(err, ErrUnsafeCommand) {
 			t.Errorf("newCall(%q): got %v, want ErrUnsafeCommand", line, err)
@@ -43,36 +61,41 @@ func TestIfAliveRoundTrip(t *testing.T) {
 	}
 }
 
-// TestIfAliveReadsBothBlocks: an IfAlive line is answered by its branch's block, the dead
-// branch gives ErrPaneDead, an if-shell error ends it at once, and later replies match.
-func TestIfAliveReadsBothBlocks(t *testing.T) {
+// TestIfPaneReadsBothBlocks: an IfPane line is answered by its branch's block, the else
+// branch gives a *PaneGoneError, an if-shell error ends it at once, and later replies
+// still match.
+func TestIfPaneReadsBothBlocks(t *testing.T) {
 	h := newHarness(t, Config{})
-	alive, _ := IfAlive("%1", "paste-buffer -b 'b' -t '%1'")
-	calls := []*Call{h.c.Go(alive), h.c.Go("display -p a"), h.c.Go(alive), h.c.Go(alive), h.c.Go("display -p b")}
+	line, _ := IfPane("%1", 9, "paste-buffer -b 'b' -t '%1'")
+	calls := []*Call{h.c.Go(line), h.c.Go("display -p a"), h.c.Go(line), h.c.Go(line), h.c.Go(line), h.c.Go("display -p b")}
 	h.feed(t,
-		"%begin 1 1 1", "%end 1 1 1", "%begin 1 2 1", "%end 1 2 1", // alive: if-shell, paste
+		"%begin 1 1 1", "%end 1 1 1", "%begin 1 2 1", "%end 1 2 1", // ran: if-shell, paste
 		"%begin 1 3 1", "a", "%end 1 3 1",
-		"%begin 1 4 1", "%end 1 4 1", "%begin 1 5 1", deadLine, "%end 1 5 1", // dead
-		"%begin 1 6 1", "parse error", "%error 1 6 1", // if-shell itself failed: one block
-		"%begin 1 7 1", "b", "%end 1 7 1",
+		"%begin 1 4 1", "%end 1 4 1", "%begin 1 5 1", goneLine+" %1 1 9", "%end 1 5 1", // dead
+		"%begin 1 6 1", "%end 1 6 1", "%begin 1 7 1", goneLine+"   ", "%end 1 7 1", // missing
+		"%begin 1 8 1", "parse error", "%error 1 8 1", // if-shell itself failed: one block
+		"%begin 1 9 1", "b", "%end 1 9 1",
 	)
-	want := []string{`reply []`, `reply ["a"]`, "error: " + ErrPaneDead.Error(), "error: " + (&CommandError{Cmd: alive, Lines: []string{"parse error"}}).Error(), `reply ["b"]`}
+	ce := &CommandError{Cmd: line, Lines: []string{"parse error"}}
+	want := []string{`reply []`, `reply ["a"]`, "error: controlmode: pane %1 is dead",
+		"error: controlmode: pane %1 does not exist", "error: " + ce.Error(), `reply ["b"]`}
 	for i, call := range calls {
 		if got := outcome(call); got != want[i] {
 			t.Errorf("call %d: got %s, want %s", i, got, want[i])
 		}
 	}
-	if !errors.Is(calls[2].Err, ErrPaneDead) {
-		t.Errorf("dead branch: got %v, want ErrPaneDead", calls[2].Err)
+	var gone *PaneGoneError
+	if !errors.As(calls[2].Err, &gone) || !errors.Is(calls[2].Err, ErrPaneGone) || !gone.Dead || gone.PID != 9 {
+		t.Errorf("dead branch: got %#v", calls[2].Err)
 	}
 }
 
-// TestIfAliveFailsWhenConnectionEndsBetweenBlocks: the call waiting for its branch block
+// TestIfPaneFailsWhenConnectionEndsBetweenBlocks: the call waiting for its branch block
 // gets the connection's error.
-func TestIfAliveFailsWhenConnectionEndsBetweenBlocks(t *testing.T) {
+func TestIfPaneFailsWhenConnectionEndsBetweenBlocks(t *testing.T) {
 	h := newHarness(t, Config{})
-	alive, _ := IfAlive("%1", "display -p x")
-	call := h.c.Go(alive)
+	line, _ := IfPane("%1", 0, "display -p x")
+	call := h.c.Go(line)
 	h.feed(t, "%begin 1 1 1", "%end 1 1 1")
 	h.end(t)
 	if got := outcome(call); !strings.HasPrefix(got, "error: read: tmux exited") {
@@ -80,25 +103,25 @@ func TestIfAliveFailsWhenConnectionEndsBetweenBlocks(t *testing.T) {
 	}
 }
 
-// TestIfAliveKeepsTmuxUpOnDeadPane pastes into a pane whose program has exited under
-// remain-on-exit. tmux 3.3a's paste-buffer alone crashes the server there; through
-// IfAlive it is refused with ErrPaneDead, the server lives, and a live pane still gets
-// the paste.
-func TestIfAliveKeepsTmuxUpOnDeadPane(t *testing.T) {
+// TestIfPaneAgainstTmux runs the guard in a real tmux 3.3a: a paste into a pane whose
+// program exited under remain-on-exit (paste-buffer alone segfaults the server there), a
+// pane with another pid, a missing pane, and a live one.
+func TestIfPaneAgainstTmux(t *testing.T) {
 	checkGoroutines(t)
 	srv := newServer(t, "cat")
 	srv.run("set-option", "-g", "remain-on-exit", "on")
 	srv.run("new-window", "-d", "-t", "=s:", "sleep 0.2")
 	var col collector
 	c := dial(t, col.attach(srv.config()))
-	panes := do(t, c, "list-panes -s -F '#{pane_id} #{pane_current_command}'")
+	panes := do(t, c, "list-panes -s -F '#{pane_id} #{pane_pid} #{window_index}'")
 	var live, dying string
+	var livePID int
 	for _, p := range panes {
-		id, cmd, _ := strings.Cut(p, " ")
-		if cmd == "sleep" {
-			dying = id
+		f := strings.Fields(p)
+		if f[2] == "1" {
+			dying = f[0]
 		} else {
-			live = id
+			live, livePID = f[0], atoi(t, f[1])
 		}
 	}
 	if live == "" || dying == "" {
@@ -108,25 +131,44 @@ func TestIfAliveKeepsTmuxUpOnDeadPane(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	paste := func(target, text string) error {
-		g, err := IfAlive(target, "paste-buffer -b 'g' -d -p -r -t "+target)
+	paste := func(target string, pid int, text string) error {
+		g, err := IfPane(target, pid, "paste-buffer -b 'g' -d -p -r -t "+target)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = c.DoAll(ctx, "set-buffer -b 'g' -- "+text, g)
 		return err
 	}
-	if err := paste(dying, "'to the dead'"); !errors.Is(err, ErrPaneDead) {
-		t.Fatalf("paste into the dead pane: got %v, want ErrPaneDead", err)
+	var gone *PaneGoneError
+	if err := paste(dying, 0, "'to the dead'"); !errors.As(err, &gone) || !gone.Dead || gone.Pane != dying {
+		t.Fatalf("paste into the dead pane: got %v, want a dead PaneGoneError", err)
+	}
+	if err := paste(live, livePID+1, "'to another pid'"); !errors.As(err, &gone) || gone.Dead || gone.PID != livePID {
+		t.Fatalf("paste with a wrong pid: got %v, want PaneGoneError with pid %d", err, livePID)
+	}
+	if err := paste("%99", 0, "'to nobody'"); !errors.As(err, &gone) || gone.Pane != "" {
+		t.Fatalf("paste into a missing pane: got %v, want PaneGoneError without a pane", err)
 	}
 	if got := do(t, c, "display -p ok"); len(got) != 1 || got[0] != "ok" {
-		t.Fatalf("after the refused paste: %q", got)
+		t.Fatalf("after the refused pastes: %q", got)
 	}
-	if err := paste(live, "'to the living'"); err != nil {
+	if err := paste(live, livePID, "'to the living'"); err != nil {
 		t.Fatalf("paste into the live pane: %v", err)
 	}
 	waitFor(t, func() bool { return strings.Contains(col.paneOutput(0), "to the living") })
+	if out := col.paneOutput(0); strings.Contains(out, "to another pid") || strings.Contains(out, "to nobody") {
+		t.Fatalf("a refused paste arrived: %q", out)
+	}
 	if out := srv.run("has-session"); out != "" {
 		t.Fatalf("has-session: %q", out)
 	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

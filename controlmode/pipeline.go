@@ -22,15 +22,15 @@ type Call struct {
 	Err   error // *CommandError for %error, the connection's error if it ended first
 	Done  chan *Call
 
-	guarded bool // an IfAlive line: if-shell's block, then the branch's
-	branch  bool // if-shell's block has been read; the next flags-1 block is the branch's
+	guarded string // an IfPane line's target: if-shell's block, then its branch's
+	branch  bool   // if-shell's block has been read; the next flags-1 block is the branch's
 }
 
 // newCall checks cmd and makes its Call.
 func newCall(cmd string) (*Call, error) {
 	call := &Call{Cmd: cmd, Done: make(chan *Call, 1)}
-	if _, ok := parseIfAlive(cmd); ok {
-		call.guarded = true
+	if target, ok := parseIfPane(cmd); ok {
+		call.guarded = target
 		return call, nil
 	}
 	if err := checkCommand(cmd); err != nil {
@@ -50,7 +50,7 @@ func (call *Call) done(log hclog.Logger) {
 // Go sends cmd (one tmux command line, arguments quoted with Quote) and returns at once.
 // The Call is sent on its Done channel (buffered, capacity 1) when the reply arrives.
 // A line that would not give exactly one reply fails with ErrUnsafeCommand unsent (a line
-// built by IfAlive is the one exception: the connection reads both its blocks).
+// built by IfPane is the one exception: the connection reads both its blocks).
 func (c *Conn) Go(cmd string) *Call {
 	call, err := newCall(cmd)
 	if err != nil {

@@ -14,7 +14,7 @@ type readState struct {
 	out   []byte             // decoded output, reused for every %output line
 	panes map[int]*utf8Carry // per-pane incomplete UTF-8 tail
 	block *block             // the %begin block being read, nil outside blocks
-	// branch is the IfAlive call whose if-shell block has ended: the next flags-1
+	// branch is the IfPane call whose if-shell block has ended: the next flags-1
 	// block is its branch's and answers it.
 	branch *Call
 	exit   *string // reason of a %exit line, once seen
@@ -183,15 +183,17 @@ func (c *Conn) endBlock(isErr bool) {
 		c.stats.commandErrors.Add(1)
 	}
 	if b.call != nil {
-		if b.call.guarded && !b.call.branch && !isErr {
+		if b.call.guarded != "" && !b.call.branch && !isErr {
 			b.call.branch = true // if-shell ran; its branch answers
 			c.rs.branch = b.call
 			return
 		}
-		if b.call.guarded && len(b.lines) == 1 && b.lines[0] == deadLine {
-			b.call.Err = ErrPaneDead
-			b.call.done(c.log)
-			return
+		if b.call.guarded != "" && !isErr {
+			if gone, ok := parseGone(b.call.guarded, b.lines); ok {
+				b.call.Err = gone
+				b.call.done(c.log)
+				return
+			}
 		}
 		if isErr {
 			b.call.Err = &CommandError{Cmd: b.call.Cmd, Lines: b.lines}

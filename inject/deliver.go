@@ -86,7 +86,7 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	}
 	seq := l.outSeq.Load()
 	if !typed {
-		if err := p.typeEnvelope(ctx, conn, j, target); err != nil {
+		if err := p.typeEnvelope(ctx, conn, j, target, rt.PID); err != nil {
 			j.maybeTyped = true // some of it may have reached the pane
 			p.sendFailed(l, j, err)
 			return
@@ -307,7 +307,7 @@ func isIDByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_.:@/-", c) >= 0
 }
 
-func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target string) error {
+func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target string, pid int) error {
 	if j.envelope == "" {
 		return errors.New("nothing to type: the trigger has no envelope")
 	}
@@ -317,12 +317,12 @@ func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target
 		}
 		return '_'
 	}, j.id())
-	cmds, err := TypeCommands(target, j.envelope, buf)
+	cmds, err := TypeCommands(target, pid, j.envelope, buf)
 	if err != nil {
 		return err
 	}
 	_, err = conn.DoAll(ctx, cmds...)
-	if errors.Is(err, controlmode.ErrPaneDead) {
+	if errors.Is(err, controlmode.ErrPaneGone) && len(cmds) > 1 {
 		conn.Do(ctx, "delete-buffer -b "+quote(buf)) // the paste did not take it
 	}
 	return err
@@ -375,7 +375,11 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 			return
 		}
 		seq := l.outSeq.Load()
-		if _, err := conn.Do(ctx, EnterCommand(target)); err != nil {
+		enter, err := EnterCommand(target, rt.PID)
+		if err == nil {
+			_, err = conn.Do(ctx, enter)
+		}
+		if err != nil {
 			p.sendFailed(l, j, err)
 			return
 		}
@@ -467,8 +471,13 @@ func (p *Pipeline) sendFailed(l *lane, j *job, err error) {
 	switch {
 	case errors.As(err, &ce) && strings.Contains(ce.Error(), "can't find"):
 		code = nudge.TargetNotFound
-	case errors.Is(err, controlmode.ErrPaneDead):
+	}
+	var gone *controlmode.PaneGoneError
+	if errors.As(err, &gone) {
 		code = nudge.PaneDead
+		if gone.Pane == "" {
+			code = nudge.TargetNotFound
+		}
 	}
 	if p.ctx.Err() != nil {
 		return // shutting down: the next Open resumes it

@@ -10,19 +10,20 @@ import (
 const DefaultBuffer = "nudge"
 
 // TypeCommands returns the tmux control-mode command lines that put text into the
-// pane target as one message, without Enter. Each element is one command line
+// pane target as one message, without Enter, if the pane is still the one expected: alive
+// and, if pid is not 0, running that pid (controlmode.IfPane; otherwise the reply is a
+// *controlmode.PaneGoneError and nothing is typed). Each element is one command line
 // (no ';' chaining, no LF, CR or NUL inside); send them in order, e.g. with one
 // pipelined write.
 //
 // Text without LF or CR is typed with send-keys -l. Other text goes through the paste
 // buffer bufName (DefaultBuffer if ""), set in one set-buffer and pasted with
 // paste-buffer -d -p -r: the app gets one bracketed paste if it enabled bracketed
-// paste, and LF stays LF (-r). The paste is guarded by controlmode.IfAlive: into a pane
-// whose program has exited it fails with controlmode.ErrPaneDead and the buffer stays
-// (delete it). Concurrent deliveries should use distinct buffer names.
+// paste, and LF stays LF (-r). When the guard refuses the paste the buffer stays (delete
+// it). Concurrent deliveries should use distinct buffer names.
 // Empty text gives no commands. Text must be valid UTF-8 without NUL (Sanitize's
 // output is); anything else is refused with controlmode.ErrUnquotable.
-func TypeCommands(target, text, bufName string) ([]string, error) {
+func TypeCommands(target string, pid int, text, bufName string) ([]string, error) {
 	if text == "" {
 		return nil, nil
 	}
@@ -35,7 +36,11 @@ func TypeCommands(target, text, bufName string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []string{"send-keys -t " + t + " -l -- " + q}, nil
+		line, err := controlmode.IfPane(target, pid, "send-keys -t "+t+" -l -- "+q)
+		if err != nil {
+			return nil, err
+		}
+		return []string{line}, nil
 	}
 	if bufName == "" {
 		bufName = DefaultBuffer
@@ -48,19 +53,19 @@ func TypeCommands(target, text, bufName string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	// tmux 3.3a crashes pasting into a pane whose program has exited: the paste runs
-	// only if the pane is alive at that instant (controlmode.ErrPaneDead otherwise).
-	paste, err := controlmode.IfAlive(target, "paste-buffer -b "+buf+" -d -p -r -t "+t)
+	// tmux 3.3a crashes pasting into a pane whose program has exited: the guard matters
+	// twice here.
+	paste, err := controlmode.IfPane(target, pid, "paste-buffer -b "+buf+" -d -p -r -t "+t)
 	if err != nil {
 		return nil, err
 	}
 	return []string{"set-buffer -b " + buf + " -- " + q, paste}, nil
 }
 
-// EnterCommand returns the command line that presses Enter in target: a raw CR,
-// unaffected by key-table and extended-keys encoding.
-func EnterCommand(target string) string {
-	return "send-keys -t " + quote(target) + " -H 0d"
+// EnterCommand returns the command line that presses Enter in target, guarded as
+// TypeCommands' lines are: a raw CR, unaffected by key-table and extended-keys encoding.
+func EnterCommand(target string, pid int) (string, error) {
+	return controlmode.IfPane(target, pid, "send-keys -t "+quote(target)+" -H 0d")
 }
 
 // quote quotes a pane target or id (never holds a line break).

@@ -6,30 +6,40 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge/controlmode"
 )
 
 func TestTypeCommandsShape(t *testing.T) {
-	got, _ := TypeCommands("%1", "it's;", "")
-	want := []string{`send-keys -t '%1' -l -- 'it'\''s;'`}
+	guard := func(cmd string) string {
+		line, err := controlmode.IfPane("%1", 77, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return line
+	}
+	got, _ := TypeCommands("%1", 77, "it's;", "")
+	want := []string{guard(`send-keys -t '%1' -l -- 'it'\''s;'`)}
 	if len(got) != 1 || got[0] != want[0] {
 		t.Errorf("one line: got %q, want %q", got, want)
 	}
-	got, _ = TypeCommands("%1", "a'\n\nb\rc", "buf")
-	want = []string{`set-buffer -b 'buf' -- 'a'\'''"\n"''"\n"'b'"\r"'c'`, `if-shell -F -t '%1' '#{pane_dead}' 'display-message -p nudge:pane-dead' 'paste-buffer -b '\''buf'\'' -d -p -r -t '\''%1'\'''`}
+	got, _ = TypeCommands("%1", 77, "a'\n\nb\rc", "buf")
+	want = []string{`set-buffer -b 'buf' -- 'a'\'''"\n"''"\n"'b'"\r"'c'`, guard(`paste-buffer -b 'buf' -d -p -r -t '%1'`)}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("lines: got %q, want %q", got, want)
 	}
-	if got, err := TypeCommands("%1", "", ""); got != nil || err != nil {
+	if got, err := TypeCommands("%1", 77, "", ""); got != nil || err != nil {
 		t.Errorf("empty text gave commands")
 	}
-	if got := EnterCommand("%1"); got != `send-keys -t '%1' -H 0d` {
-		t.Errorf("EnterCommand = %q", got)
+	if got, err := EnterCommand("%1", 77); err != nil || got != guard(`send-keys -t '%1' -H 0d`) {
+		t.Errorf("EnterCommand = %q, %v", got, err)
 	}
 	for _, bad := range []string{"x\ny\x00", "bad \xff utf-8\n"} {
-		if got, err := TypeCommands("%1", bad, "b"); err == nil || got != nil {
+		if got, err := TypeCommands("%1", 77, bad, "b"); err == nil || got != nil {
 			t.Errorf("%q: got %q, %v; want refused", bad, got, err)
 		}
 	}
@@ -72,6 +82,7 @@ func testTmuxDelivery(t *testing.T, bracketed bool) {
 		prog = `printf '\033[?2004h'; ` + prog
 	}
 	pane := srv.startPane(t, prog)
+	pid, _ := strconv.Atoi(srv.tmux(t, "display", "-p", "-t", pane, "#{pane_pid}"))
 	c := srv.control(t)
 	var want bytes.Buffer
 	for i, p := range hostile {
@@ -80,7 +91,7 @@ func testTmuxDelivery(t *testing.T, bracketed bool) {
 			t.Fatalf("#%d: Sanitize: %v", i, err)
 		}
 		text := Envelope{ID: fmt.Sprintf("t-%d", i), Thread: "th", Reason: "test", AckHint: i%2 == 0}.Wrap(body)
-		cmds, err := TypeCommands(pane, text, "nudge-t")
+		cmds, err := TypeCommands(pane, pid, text, "nudge-t")
 		if err != nil {
 			t.Fatalf("#%d: TypeCommands: %v", i, err)
 		}

@@ -85,6 +85,18 @@ func TestFaultTmuxServerKilled(t *testing.T) {
 			t.Fatalf("trigger to restarted %s: %+v", rt.Role, got)
 		}
 	}
+	// The new server numbers its panes from %0 again: a pane id a runtime had before the
+	// crash may now be another runtime's. No envelope may reach another runtime's pane.
+	for i, rt := range []runtimeView{a, b} {
+		cur := td.get(rt.RuntimeID)
+		screen := td.tmux("capture-pane", "-p", "-J", "-S", "-2000", "-t", cur.PaneID)
+		for _, id := range ids {
+			n, _ := strconv.Atoi(strings.TrimPrefix(id, "k-"))
+			if n%2 != i && strings.Contains(screen, "[BRIDGE_TRIGGER id="+id+" ") {
+				t.Errorf("%s's envelope reached %s's pane %s:\n%s", id, rt.Role, cur.PaneID, screen)
+			}
+		}
+	}
 }
 
 // TestFaultSessionKilled kills the workspace's session: the daemon notices, the runtimes
