@@ -51,6 +51,15 @@ func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 // Errorf-free constructor, to keep this package import-free.
 func NewError(code Code, msg string) *Error { return &Error{Code: code, Message: msg} }
 
+// ErrLaunchedWithoutPrompt is returned (with the backend) by a fallback that started a
+// fresh runtime whose profile cannot take a prompt at launch: the runtime is up but has
+// not got the prompt, which must still be delivered to it live. Match it with errors.Is.
+const ErrLaunchedWithoutPrompt = sentinel("fresh runtime launched without the prompt: deliver it live")
+
+type sentinel string
+
+func (s sentinel) Error() string { return string(s) }
+
 // Status is a runtime's state in the seed 001 §9 state machine.
 type Status string
 

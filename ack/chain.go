@@ -119,7 +119,8 @@ type run struct {
 
 // Fallback runs the chain for t, whose live delivery failed with cause. It returns the
 // backend that accepted the prompt ("resume" or "spawn"), or a *nudge.Error with
-// RESUME_FAILED or SPAWN_FAILED.
+// RESUME_FAILED or SPAWN_FAILED, or "spawn" with nudge.ErrLaunchedWithoutPrompt when the
+// fresh runtime's profile takes no prompt at launch (the caller delivers it live).
 func (c *Chain) Fallback(ctx context.Context, t store.Trigger, cause nudge.Code) (string, error) {
 	rt, ok := c.l.Get(t.RuntimeID)
 	if !ok {
@@ -139,8 +140,12 @@ func (c *Chain) Fallback(ctx context.Context, t store.Trigger, cause nudge.Code)
 			}
 		}
 	}
-	if err := c.spawn(ctx, r); err != nil {
+	given, err := c.spawn(ctx, r)
+	if err != nil {
 		return "", err
+	}
+	if !given {
+		return "spawn", nudge.ErrLaunchedWithoutPrompt
 	}
 	return "spawn", nil
 }
@@ -196,16 +201,20 @@ func (c *Chain) resume(ctx context.Context, r *run) error {
 	return c.launch(ctx, r, "resume", argv, nudge.ResumeFailed)
 }
 
-func (c *Chain) spawn(ctx context.Context, r *run) error {
+// spawn starts a fresh runtime with the summary prompt; given is false when the profile
+// takes no prompt at launch (it is started without one).
+func (c *Chain) spawn(ctx context.Context, r *run) (given bool, err error) {
+	given = true
 	argv, err := r.prof.LaunchArgv(nil, summaryPrompt(r))
 	if errors.Is(err, panes.ErrNoPromptArg) {
+		given = false
 		argv, err = r.prof.LaunchArgv(nil, "")
 	}
 	if err != nil {
-		return c.failed(r, "spawn", nudge.SpawnFailed, err)
+		return false, c.failed(r, "spawn", nudge.SpawnFailed, err)
 	}
 	r.chain = append(r.chain, "spawn")
-	return c.launch(ctx, r, "spawn", argv, nudge.SpawnFailed)
+	return given, c.launch(ctx, r, "spawn", argv, nudge.SpawnFailed)
 }
 
 // summaryPrompt is the prompt a fresh runtime starts with.

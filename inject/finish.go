@@ -111,6 +111,12 @@ func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 		p.finishFailed(j, code, why)
 		return
 	}
+	if t := j.record(); t.Fallback != "" {
+		// Its fallback already relaunched the runtime and the live delivery to the fresh
+		// one failed too: no second relaunch for the same trigger.
+		p.finishFailed(j, code, why+" (after the fallback "+t.Fallback+")")
+		return
+	}
 	now := p.cfg.Now()
 	rt := j.record().RuntimeID
 	if !p.beginFallback(rt) {
@@ -162,6 +168,20 @@ func (p *Pipeline) endFallback(runtimeID string) {
 func (p *Pipeline) runFallback(j *job, code nudge.Code) {
 	backend, err := p.deps.Fallback.Fallback(p.ctx, j.record(), code)
 	if p.ctx.Err() != nil {
+		return
+	}
+	if errors.Is(err, nudge.ErrLaunchedWithoutPrompt) {
+		// A fresh runtime is up but has not got the prompt: it goes through the gates
+		// again and is typed into the new pane once that is ready. Only once: another
+		// failure of that delivery ends the trigger (startFallback).
+		now := p.cfg.Now()
+		rec := j.update(now, func(t *store.Trigger) {
+			t.Fallback = backend
+			t.Message = "fresh runtime started without the prompt: delivering it live"
+		})
+		p.persist(j, p.audit("fallback_deliver_live", rec, backend))
+		j.maybeTyped, j.retryAt, j.paneHold, j.deferStart = true, time.Time{}, time.Time{}, time.Time{}
+		p.laneFor(rec.RuntimeID).push(j, true)
 		return
 	}
 	if err != nil {

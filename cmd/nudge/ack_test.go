@@ -241,3 +241,32 @@ func TestUnmanagedRuntimeGoesStraightToFallback(t *testing.T) {
 		t.Fatalf("windows: %s", td.tmux("list-windows", "-t", "agents_w1", "-F", "#{window_name}"))
 	}
 }
+
+// TestSpawnWithoutPromptArgDeliversLive: the shell profile takes no prompt at launch, so
+// its fallback spawn starts a fresh shell without it. The receipt must not claim the
+// spawn delivered the prompt: the trigger is typed into the fresh runtime live instead.
+func TestSpawnWithoutPromptArgDeliversLive(t *testing.T) {
+	cfg := newTestConfig(t)
+	cfg.CrashLoop = 3
+	cfg.LaunchGrace = 300 * time.Millisecond
+	td := startDaemon(t, cfg)
+	var rt runtimeView
+	body := spawnBody{Workspace: "w1", Role: "dies", Agent: "shell", Dir: td.cfg.Roots[0], Argv: []string{"sh", "-c", "exit 7"}}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "failed" })
+	if _, err := td.trigger(map[string]any{"trigger_id": "live1", "workspace": "w1", "agent": "dies", "prompt": "typed into the fresh shell"}); err != nil {
+		t.Fatal(err)
+	}
+	got := td.waitTrigger("live1", closed)
+	story := events(td.audit("live1"))
+	if got.Fallback != "spawn" || got.DeliveryBackend != "tmux" || (got.State != "acked" && got.State != "submitted") ||
+		!strings.Contains(story, "fallback_deliver_live") || !strings.Contains(story, "trigger_sent") {
+		t.Fatalf("receipt %+v\nstory %s", got, story)
+	}
+	cur := td.get(rt.RuntimeID)
+	td.waitPane(cur.PaneID, "the envelope in the fresh shell", func(s string) bool {
+		return strings.Contains(s, "[BRIDGE_TRIGGER id=live1 ") && strings.Contains(s, "typed into the fresh")
+	})
+}
