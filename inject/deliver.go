@@ -321,6 +321,12 @@ func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target
 	if err != nil {
 		return err
 	}
+	if !j.received.IsZero() {
+		if p.cfg.OnTyped != nil {
+			p.cfg.OnTyped(time.Since(j.received))
+		}
+		j.received = time.Time{}
+	}
 	_, err = conn.DoAll(ctx, cmds...)
 	if errors.Is(err, controlmode.ErrPaneGone) && len(cmds) > 1 {
 		conn.Do(ctx, "delete-buffer -b "+quote(buf)) // the paste did not take it

@@ -24,6 +24,7 @@ type job struct {
 	paneHold   time.Time  // when the pane check began holding it (copy mode, a pending envelope)
 	retryAt    time.Time  // a retry waits until then
 	connWait   time.Time  // when it began waiting for a control connection (awaitConn)
+	received   time.Time  // when its request came in (zero once its first typing is timed)
 }
 
 func newJob(t store.Trigger, recovered bool) *job {

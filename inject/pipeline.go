@@ -37,6 +37,9 @@ type Config struct {
 	AckHint         bool            // ask the agent to print the ack marker in the envelope
 	Now             func() time.Time
 	Logger          hclog.Logger
+	// OnTyped, if set, gets a trigger's time from Request.Received to the write of its
+	// first typing to tmux: nudge's own share of the delivery. It must not block.
+	OnTyped func(time.Duration)
 }
 
 // DefaultConfig returns the seed defaults.
@@ -175,6 +178,8 @@ type Request struct {
 	Caller         string `json:"-"`
 	CallerUID      int    `json:"-"`
 	ScheduleID     string `json:"-"`
+	// Received is when the API began reading the request (zero: when Submit was called).
+	Received time.Time `json:"-"`
 }
 
 // Pipeline accepts triggers and drives each to a final receipt. One lane (goroutine) per

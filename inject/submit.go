@@ -21,6 +21,7 @@ type Submitted struct {
 // (typed it, deferred it, queued it behind others, or failed it). A repeated trigger_id
 // returns the first request's record and never delivers twice.
 func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
+	start := time.Now()
 	if err := p.checkRequest(&req); err != nil {
 		return Submitted{}, err
 	}
@@ -43,6 +44,10 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 	}
 	j := newJob(t, p.cfg.Now().Sub(p.opened) < p.cfg.RedeliveryCheck)
 	j.envelope = p.envelope(t, text)
+	j.received = req.Received
+	if j.received.IsZero() {
+		j.received = start
+	}
 	if prev, dup := p.claim(j); dup {
 		return Submitted{Trigger: prev.record()}, nil
 	}

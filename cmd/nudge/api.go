@@ -52,13 +52,14 @@ func (d *daemon) routes() http.Handler {
 // input never takes the daemon down.
 func (d *daemon) guard(verb string, fn func(http.ResponseWriter, *http.Request, caller)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		received := time.Now()
 		defer func() {
 			if v := recover(); v != nil {
 				d.log.Error("handler panic", "path", r.URL.Path, "panic", v)
 				writeError(w, &apiError{nudge.Internal, "internal error"})
 			}
 		}()
-		r = withRequestID(r)
+		r = withRequestID(r, received)
 		c, err := d.authenticate(r)
 		if err == nil {
 			err = c.allow(verb, "")
@@ -324,6 +325,7 @@ func (d *daemon) handleTrigger(w http.ResponseWriter, r *http.Request, c caller)
 		return
 	}
 	req.Caller, req.CallerUID = c.Subject, c.UID
+	req.Received = requestReceived(r.Context())
 	res, err := d.pipe.Submit(r.Context(), req)
 	if err == nil && c.allow(verbRead, res.Trigger.WorkspaceID) != nil {
 		err = &apiError{nudge.Conflict, "trigger_id " + req.TriggerID + " is already used"} // by another workspace: show nothing of it

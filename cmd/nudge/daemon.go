@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nudgehq/nudge"
@@ -41,8 +42,9 @@ type daemon struct {
 	sched    *inject.Scheduler
 	hub      *hub
 	profiles map[string]panes.Profile
-	auth     *authority // token key, revocations, runtime tokens, policy (token.go)
-	obs      *observer  // metrics, alerts, status line (metrics.go)
+	auth     *authority                        // token key, revocations, runtime tokens, policy (token.go)
+	obs      *observer                         // metrics, alerts, status line (metrics.go)
+	typed    atomic.Pointer[metrics.Histogram] // the observer's toTyped, once it runs
 
 	ln      net.Listener
 	srv     *http.Server
@@ -99,6 +101,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (d *daemon, e
 	d.ready.Store(true)
 	d.auth.start(d)
 	d.obs = startObserver(d)
+	d.typed.Store(d.obs.toTyped)
 	if err := d.listen(); err != nil {
 		return nil, err
 	}
@@ -137,6 +140,11 @@ func (d *daemon) injectConfig() inject.Config {
 	ic.EchoTimeout, ic.SubmitQuiet, ic.SubmitTimeout = c.EchoTimeout, c.SubmitQuiet, c.SubmitTimeout
 	ic.AckTimeout, ic.AckRetries, ic.Backoff = c.AckTimeout, c.AckRetries, c.Backoff
 	ic.Logger = d.log
+	ic.OnTyped = func(took time.Duration) {
+		if h := d.typed.Load(); h != nil {
+			h.Update(took.Seconds())
+		}
+	}
 	return ic
 }
 

@@ -32,6 +32,7 @@ type observer struct {
 	tmuxAttempts, tmuxDelivered, tmuxRetries, tmuxTimeouts *metrics.Counter
 	alertsTotal                                            *metrics.Counter
 	toInjected, toSubmitted, toAcked, deferTime            *metrics.Histogram
+	toTyped                                                *metrics.Histogram
 
 	// seen is touched only by the consumer goroutine.
 	seen   map[string]*seenTrigger
@@ -68,6 +69,9 @@ func newObserver(d *daemon) *observer {
 	o.tmuxTimeouts = s.NewCounter("tmux_trigger_timeout_total")
 	o.alertsTotal = s.NewCounter("nudge_alerts_total")
 	o.toInjected = s.NewHistogram("trigger_request_to_injected_seconds")
+	// nudge's own share of a delivery: the API began reading the request → the prompt
+	// was written to tmux (no tmux, no pane program in it).
+	o.toTyped = s.NewHistogram("trigger_received_to_typed_seconds")
 	o.toSubmitted = s.NewHistogram("trigger_injected_to_submitted_seconds")
 	o.toAcked = s.NewHistogram("trigger_submitted_to_acked_seconds")
 	o.deferTime = s.NewHistogram("trigger_defer_seconds")
@@ -334,19 +338,32 @@ func (d *daemon) handleMetrics(w http.ResponseWriter, r *http.Request) {
 
 type requestIDKey struct{}
 
-func withRequestID(r *http.Request) *http.Request {
+// withRequestID gives the request its id (X-Request-Id if sane, else a fresh one) and
+// the time the daemon began handling it.
+func withRequestID(r *http.Request, received time.Time) *http.Request {
 	id := r.Header.Get("X-Request-Id")
 	if id == "" || len(id) > 64 || strings.ContainsFunc(id, func(c rune) bool { return c <= ' ' || c > '~' }) {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
 		id = "req_" + hex.EncodeToString(b[:])
 	}
-	return r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+	ctx := context.WithValue(r.Context(), requestIDKey{}, requestInfo{id, received})
+	return r.WithContext(ctx)
+}
+
+type requestInfo struct {
+	id       string
+	received time.Time
+}
+
+func requestReceived(ctx context.Context) time.Time {
+	info, _ := ctx.Value(requestIDKey{}).(requestInfo)
+	return info.received
 }
 
 func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	info, _ := ctx.Value(requestIDKey{}).(requestInfo)
+	return info.id
 }
 
 // logTrigger writes the one info line per trigger request.

@@ -123,6 +123,10 @@ func TestMetricsCountRealTriggers(t *testing.T) {
 	if after["trigger_request_to_injected_seconds_count"] < 3 {
 		t.Errorf("request->injected histogram count %v, want >= 3", after["trigger_request_to_injected_seconds_count"])
 	}
+	// nudge's own share: one sample per trigger typed, each well under a minute
+	if n, sum := after["trigger_received_to_typed_seconds_count"], after["trigger_received_to_typed_seconds_sum"]; n != 3 || sum <= 0 || sum > 60 {
+		t.Errorf("received->typed histogram count %v sum %v, want 3 samples", n, sum)
+	}
 	total := 0.0
 	for k, v := range after {
 		if strings.HasPrefix(k, "nudge_runtimes{status=") {

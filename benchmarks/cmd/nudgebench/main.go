@@ -89,6 +89,7 @@ type bench struct {
 	panes []*bpane
 	seq   int
 	final map[string]<-chan struct{}
+	raw   *rawClient // the trigger phase's API connection
 }
 
 func run(o options) error {

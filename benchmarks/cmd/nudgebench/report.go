@@ -68,6 +68,17 @@ func (r *report) print(w io.Writer) {
 			row(w, pre+" | send-keys children: fork → pane read Enter", t.subEnter)
 		}
 		fmt.Fprintln(w)
+		fmt.Fprintln(w, "nudge's own share, measured by the daemon (`trigger_received_to_typed_seconds`: it began reading")
+		fmt.Fprintln(w, "the request → it wrote the prompt to tmux), µs, upper bounds of its histogram's buckets:")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| panes | n | p50 ≤ | p95 ≤ | p99 ≤ |")
+		fmt.Fprintln(w, "|---|---|---|---|---|")
+		for _, t := range r.trigger {
+			if len(t.ownPct) == 3 {
+				fmt.Fprintf(w, "| %d | %.0f | %.0f | %.0f | %.0f |\n", t.panes, t.ownN, t.ownPct[0], t.ownPct[1], t.ownPct[2])
+			}
+		}
+		fmt.Fprintln(w)
 		fmt.Fprintln(w, "| panes | ratio subprocess/nudge, text read, p50 | p99 | triggers that waited for the pane's previous one |")
 		fmt.Fprintln(w, "|---|---|---|---|")
 		for _, t := range r.trigger {

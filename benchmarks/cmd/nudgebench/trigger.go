@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,6 +24,10 @@ type triggerResult struct {
 	subRead, subEnter   []int64 // fork of send-keys -l → marker read; → Enter read
 	subDone             []int64 // both children exited
 	waits               int     // samples that waited for the pane's previous trigger
+	// own: the daemon's trigger_received_to_typed_seconds over the run (n, p50, p95,
+	// p99 in µs, bucket upper bounds): nudge's own share, without tmux and the pane.
+	ownN   float64
+	ownPct []float64
 }
 
 // grow brings the managed pane set to n panes, every 10th of them streaming.
@@ -57,6 +59,12 @@ func (b *bench) triggerLatency(panes, n, warmup int) (*triggerResult, error) {
 		return nil, err
 	}
 	res := &triggerResult{panes: panes}
+	raw, err := dialRaw(b.e.apiSock)
+	if err != nil {
+		return nil, err
+	}
+	defer raw.close()
+	b.raw = raw
 	var targets []*bpane
 	for _, p := range b.panes[:panes] {
 		if p.streaming {
@@ -66,9 +74,18 @@ func (b *bench) triggerLatency(panes, n, warmup int) (*triggerResult, error) {
 		}
 		p.r.Drain()
 	}
+	var before vmHistogram
 	for k := 0; k < warmup+n; k++ {
 		p := targets[k%len(targets)]
 		keep := k >= warmup
+		if k == warmup {
+			if err := b.waitLane(p, res); err != nil {
+				return nil, err
+			}
+			if before, err = b.e.readHistogram("trigger_received_to_typed_seconds"); err != nil {
+				return nil, err
+			}
+		}
 		for step := 0; step < 2; step++ {
 			var err error
 			if (k+step)%2 == 0 {
@@ -81,6 +98,11 @@ func (b *bench) triggerLatency(panes, n, warmup int) (*triggerResult, error) {
 			}
 		}
 	}
+	after, err := b.e.readHistogram("trigger_received_to_typed_seconds")
+	if err != nil {
+		return nil, err
+	}
+	res.ownN, res.ownPct = after.since(before).quantiles(.5, .95, .99)
 	return res, nil
 }
 
@@ -122,16 +144,15 @@ func (b *bench) nudgeSample(p *bpane, res *triggerResult, keep bool) error {
 	b.final[id] = b.e.events.expectFinal(id)
 	p.last = id
 	js, _ := json.Marshal(map[string]any{"trigger_id": id, "workspace": workspace, "agent": p.rt.Role, "prompt": body})
+	req := request("/v1/triggers", js)
 	t0 := panereader.Mono()
-	resp, err := b.e.http.Post("http://nudge/v1/triggers", "application/json", bytes.NewReader(js))
+	status, rb, err := b.raw.send(req)
 	if err != nil {
 		return err
 	}
-	rb, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	tAPI := panereader.Mono()
-	if resp.StatusCode != http.StatusAccepted {
-		return fmt.Errorf("trigger %s: %s: %s", id, resp.Status, rb)
+	if status != http.StatusAccepted {
+		return fmt.Errorf("trigger %s: %d: %s", id, status, rb)
 	}
 	m, err := p.r.Await("m", marker, 10*time.Second)
 	if err != nil {
