@@ -91,7 +91,10 @@ func (ps *paneState) appendTail(data []byte) {
 // the quiet timer takes one capture; the key timer ends the human's quiet window.
 func (m *Monitor) runPane(ps *paneState) {
 	defer m.wg.Done()
-	quiet := time.NewTimer(m.readyQuiet(ps.id)) // first capture soon after start
+	// Looked up once: a runtime's profile does not change, and the lookup copies the
+	// runtime's record, which every output chunk of a streaming pane would otherwise pay.
+	readyQuiet := m.readyQuiet(ps.id)
+	quiet := time.NewTimer(readyQuiet) // first capture soon after start
 	keys := time.NewTimer(time.Hour)
 	keys.Stop()
 	confirm := time.NewTimer(time.Hour) // a rate-limited fallback query, run later
@@ -106,7 +109,7 @@ func (m *Monitor) runPane(ps *paneState) {
 			return
 		case <-ps.outCh:
 			m.markBusy(ps)
-			quiet.Reset(m.readyQuiet(ps.id))
+			quiet.Reset(readyQuiet)
 			if ps.maybeHuman.Swap(false) {
 				if wait := m.confirmHuman(ps); wait > 0 && !confirmArmed {
 					confirm.Reset(wait)
@@ -135,7 +138,7 @@ func (m *Monitor) runPane(ps *paneState) {
 			}
 			// Keys went quiet: look for a draft before releasing the pane, unless
 			// output is still flowing (its quiet capture will do it).
-			if time.Duration(m.cfg.Now().UnixNano()-ps.lastOut.Load()) >= m.readyQuiet(ps.id) &&
+			if time.Duration(m.cfg.Now().UnixNano()-ps.lastOut.Load()) >= readyQuiet &&
 				m.classifyNow(ps) != nil {
 				quiet.Reset(time.Second)
 			}

@@ -8,8 +8,8 @@ import (
 	"github.com/nudgehq/nudge/store"
 )
 
-// Stop ends a runtime (seed 001 §6.9): C-c, then kill-pane if the pane has not died
-// within StopTimeout (a pane that exited is removed too). The runtime goes offline and is
+// Stop ends a runtime (seed 001 §6.9): C-c (again every 2 s), then kill-pane if the pane
+// has not died within StopTimeout (a pane that exited is removed too). The runtime goes offline and is
 // never restarted automatically (the stop is persisted) until Restart or a new Spawn.
 func (r *Registry) Stop(ctx context.Context, id, reason string) error {
 	defer r.db.Flush() // durable when it returns
@@ -61,8 +61,11 @@ func (r *Registry) interrupt(ctx context.Context, rt *store.Runtime) (*int, bool
 		return nil, false
 	}
 	if alive {
-		r.logErr("stop: C-c", rt.RuntimeID, r.command(ctx, w, "send-keys", "-t", p.ID, "C-c"))
-		p, alive = r.waitDead(ctx, w, rt)
+		// C-c again every stopRepeat: a TUI agent may only quit on the second one, and one
+		// sent while the program was still starting can be lost.
+		cc := func() { r.logErr("stop: C-c", rt.RuntimeID, r.command(ctx, w, "send-keys", "-t", p.ID, "C-c")) }
+		cc()
+		p, alive = r.waitDead(ctx, w, rt, cc)
 	}
 	if p.ID != "" {
 		r.logErr("stop: kill-pane", rt.RuntimeID, r.command(ctx, w, "kill-pane", "-t", p.ID))
@@ -82,11 +85,16 @@ func (r *Registry) paneState(ctx context.Context, w *workspace, rt *store.Runtim
 	return p, found && !p.Dead
 }
 
-func (r *Registry) waitDead(ctx context.Context, w *workspace, rt *store.Runtime) (paneInfo, bool) {
+// stopRepeat is how often Stop sends C-c again while the program lives.
+const stopRepeat = 2 * time.Second
+
+func (r *Registry) waitDead(ctx context.Context, w *workspace, rt *store.Runtime, again func()) (paneInfo, bool) {
 	deadline := time.NewTimer(r.cfg.StopTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
+	repeat := time.NewTicker(stopRepeat)
+	defer repeat.Stop()
 	for {
 		p, alive := r.paneState(ctx, w, rt)
 		if !alive {
@@ -97,6 +105,8 @@ func (r *Registry) waitDead(ctx context.Context, w *workspace, rt *store.Runtime
 			return p, true
 		case <-deadline.C:
 			return p, true
+		case <-repeat.C:
+			again()
 		case <-tick.C:
 		}
 	}
