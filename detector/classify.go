@@ -160,6 +160,15 @@ func (r *region) draft(i int) string {
 	c := &r.p.Composer
 	l := r.lines[i]
 	loc := c.prompt.FindStringIndex(l.plain)
+	// The whole line a known placeholder, whatever its styles: a TUI may draw its fake
+	// cursor (reverse video) over the placeholder's first letter, which is then not dim.
+	whole := strings.TrimSpace(l.plain[loc[1]:])
+	if c.trailer != nil {
+		whole = strings.TrimSpace(c.trailer.ReplaceAllString(whole, ""))
+	}
+	if matchAny(c.placeholder, whole) {
+		return ""
+	}
 	start := utf8.RuneCountInString(l.plain[:loc[1]])
 	parts := []string{r.typed(l, start)}
 	if c.continuation != nil {

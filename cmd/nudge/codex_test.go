@@ -102,7 +102,7 @@ func TestCodexTwentyTriggersAllSubmitted(t *testing.T) {
 }
 
 // killProcessesUnder ends the processes whose command line mentions dir (the test's own
-// temp directory): SIGTERM, then SIGKILL after a grace period. (As in package detector's
+// temp directory) or whose HOME is dir: SIGTERM, then SIGKILL after a grace period. (As in package detector's
 // live Codex test.)
 // TestCodexExecResumeIsAStartedLaunch: an unacked trigger falls back to the real
 // `codex exec resume <session> <prompt>`; without network it starts and keeps retrying,
@@ -167,7 +167,8 @@ func killProcessesUnder(t *testing.T, dir string) {
 				continue
 			}
 			cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			if err == nil && strings.Contains(string(cmd), dir) {
+			env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+			if err == nil && strings.Contains(string(cmd), dir) || strings.Contains("\x00"+string(env), "\x00HOME="+dir+"\x00") {
 				pids = append(pids, pid)
 			}
 		}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/detector"
+	"github.com/nudgehq/nudge/store"
+)
+
+// claudeBinary finds the real Claude Code CLI: $NUDGE_TEST_CLAUDE, else the npm cache
+// that .ci/test fills, else PATH.
+func claudeBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("NUDGE_TEST_CLAUDE"); p != "" {
+		return p
+	}
+	if p, err := filepath.Abs("../../.cache/npm/node_modules/.bin/claude"); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("claude"); err == nil {
+		return p
+	}
+	t.Skip("Claude Code not installed (.ci/test installs @anthropic-ai/claude-code into .cache/npm)")
+	return ""
+}
+
+// claudeSetup gives the real Claude Code a private HOME whose .claude.json marks the
+// onboarding done, approves a dummy API key and trusts the test's root folder, so it
+// opens on its composer.
+func claudeSetup(t *testing.T) serveConfig {
+	t.Helper()
+	claude := claudeBinary(t)
+	cfg := newTestConfig(t)
+	home := t.TempDir()
+	t.Cleanup(func() { killProcessesUnder(t, home) })
+	key := "sk-ant-api03-nudge-test-dummy-key-000000000000"
+	state := map[string]any{
+		"hasCompletedOnboarding": true,
+		"theme":                  "dark",
+		"customApiKeyResponses":  map[string]any{"approved": []string{key[len(key)-20:]}, "rejected": []string{}},
+		"projects":               map[string]any{cfg.Roots[0]: map[string]any{"hasTrustDialogAccepted": true, "allowedTools": []string{}}},
+	}
+	b, _ := json.Marshal(state)
+	os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600)
+	t.Setenv("HOME", home)
+	t.Setenv("ANTHROPIC_API_KEY", key)
+	t.Setenv("DISABLE_AUTOUPDATER", "1")
+	t.Setenv("PATH", filepath.Dir(claude)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cfg.AckTimeout = time.Minute // no network: Claude cannot answer; the test is about input
+	cfg.RateLimit = 1000
+	return cfg
+}
+
+// TestClaudeTriggersSubmitted drives the real Claude Code TUI: five triggers in a row,
+// the later ones while it is busy retrying the API (it queues input, as its profile
+// says), each leave the composer, and none is left typed but unsent.
+func TestClaudeTriggersSubmitted(t *testing.T) {
+	cfg := claudeSetup(t)
+	td := startDaemon(t, cfg)
+	var rt runtimeView
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "cl", Role: "dev", Agent: "claude", Dir: td.cfg.Roots[0]}, &rt); err != nil {
+		t.Fatal(err)
+	}
+	rt = td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
+	for i := range 5 {
+		id := fmt.Sprintf("cl-%d", i)
+		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "cl", "agent": "dev", "prompt": fmt.Sprintf("task %d: it's \"quoted\"; $HOME", i)}); err != nil {
+			t.Fatal(err)
+		}
+		got := td.waitTrigger(id, func(t store.Trigger) bool { return t.State == "submitted" || t.Closed })
+		if got.State != "submitted" {
+			t.Fatalf("%s not submitted: %+v\nscreen:\n%s", id, got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
+		}
+	}
+	packs, err := detector.LoadPacks("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	screen := td.tmux("capture-pane", "-p", "-e", "-t", rt.PaneID)
+	if c := detector.Classify(packs["claude"], screen); strings.Contains(c.Draft, "BRIDGE_TRIGGER") {
+		t.Fatalf("composer still holds a prompt: %q\n%s", c.Draft, screen)
+	}
+}
