@@ -129,6 +129,19 @@ func (r *region) composer() int {
 		}
 		return -1
 	}
+	if above := r.p.Composer.above; above != nil {
+		k := r.last([]*regexp.Regexp{above})
+		i := k - 1
+		for ; i >= 0 && i >= k-2 && !re.MatchString(r.lines[i].plain); i-- {
+		}
+		if k < 0 || i < 0 || i < k-2 {
+			return -1
+		}
+		for i > 0 && re.MatchString(r.lines[i-1].plain) {
+			i--
+		}
+		return i
+	}
 	return r.last([]*regexp.Regexp{re})
 }
 

@@ -41,6 +41,11 @@
 // cues are anchored line patterns (a traceback header, "panic:", "Error:" at
 // the start of a line), so error words in prose do not count.
 //
+// The composer is the bottom-most line matching the pack's prompt, or the cursor
+// line for a shell, or, for a TUI that draws its sent messages in the same box
+// style as its input (OpenCode), the prompt lines right above the line the pack
+// names as drawn under the input box (composer.above).
+//
 // Other files of the package: stream.go (owned separately) provides Plain, a
 // streaming ANSI stripper for %output; the live, event-driven detector
 // (human keys, quiet timers, capture scheduling) is built on top of this API.

@@ -76,8 +76,14 @@ type Composer struct {
 	// PlaceholderStyle lists SGR styles of placeholder text in a -e capture:
 	// "dim", or "fg:<params>" such as "fg:90" or "fg:38;5;244".
 	PlaceholderStyle []string `json:"placeholder_style,omitempty"`
+	// Above, if set, matches a line drawn right under the input box (OpenCode's agent
+	// and model line). The composer is then found from the bottom-most such line
+	// instead of the bottom of the region: the top-most Prompt line of the run that
+	// ends one or two lines above it (history drawn in the same style further up is
+	// not the composer). No Prompt line there: the composer is empty.
+	Above string `json:"above,omitempty"`
 
-	prompt, trailer, continuation *regexp.Regexp
+	prompt, trailer, continuation, above *regexp.Regexp
 	placeholder                   []*regexp.Regexp
 }
 
@@ -133,7 +139,7 @@ func (p *Pack) compile() error {
 		src   string
 		dst   **regexp.Regexp
 	}{{"composer.prompt", c.Prompt, &c.prompt}, {"composer.trailer", c.Trailer, &c.trailer},
-		{"composer.continuation", c.Continuation, &c.continuation}} {
+		{"composer.continuation", c.Continuation, &c.continuation}, {"composer.above", c.Above, &c.above}} {
 		if o.src == "" {
 			continue
 		}
