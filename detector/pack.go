@@ -84,7 +84,7 @@ type Composer struct {
 	Above string `json:"above,omitempty"`
 
 	prompt, trailer, continuation, above *regexp.Regexp
-	placeholder                   []*regexp.Regexp
+	placeholder                          []*regexp.Regexp
 }
 
 // Example is one few-shot example for the LLM classifier.
