@@ -392,8 +392,7 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 		if p.deps.Gates == nil {
 			break
 		}
-		l.settle(ctx.Done(), p.cfg.Now, seq, p.cfg.SubmitQuiet, p.cfg.SubmitTimeout)
-		c, left, err := p.leftComposer(ctx, conn, target, j, rt)
+		c, left, err := p.awaitSubmit(l, j, conn, target, rt, seq)
 		if left || err != nil {
 			l.clean.Store(err == nil) // seen to leave the composer
 			break
@@ -414,6 +413,29 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 	}
 	d.Composer = ""
 	p.markSubmitted(j, d, "")
+}
+
+// submitPoll is how often, while the pane keeps drawing after Enter (a spinner never
+// lets it go quiet), the composer is looked at again.
+const submitPoll = 500 * time.Millisecond
+
+// awaitSubmit waits for the pane to go quiet after Enter (SubmitQuiet), at most
+// SubmitTimeout, and says whether j's envelope has left the composer. A TUI that animates
+// while it works is never quiet: the composer is then looked at every submitPoll, so the
+// submit is confirmed as soon as the envelope has gone instead of after the whole timeout.
+func (p *Pipeline) awaitSubmit(l *lane, j *job, conn Sender, target string, rt store.Runtime, seq uint64) (string, bool, error) {
+	deadline := p.cfg.Now().Add(p.cfg.SubmitTimeout)
+	for {
+		step := min(submitPoll, deadline.Sub(p.cfg.Now()))
+		quiet := l.settle(p.ctx.Done(), p.cfg.Now, seq, p.cfg.SubmitQuiet, step)
+		c, left, err := p.leftComposer(p.ctx, conn, target, j, rt)
+		if left || err != nil || p.ctx.Err() != nil || !p.cfg.Now().Before(deadline) {
+			return c, left, err
+		}
+		if quiet && l.outSeq.Load() != seq && p.cfg.Now().Sub(time.Unix(0, l.lastOut.Load())) >= p.cfg.SubmitQuiet {
+			return c, left, err // quiet after output, and still in the composer: not taken
+		}
+	}
 }
 
 // paneReplaced reports, before Enter and after it, whether the pane the envelope was typed
