@@ -137,7 +137,7 @@ func (r *region) composer() int {
 		if k < 0 || i < 0 || i < k-2 {
 			return -1
 		}
-		for i > 0 && re.MatchString(r.lines[i-1].plain) {
+		for i > 0 && re.MatchString(r.lines[i-1].plain) && !above.MatchString(r.lines[i-1].plain) {
 			i--
 		}
 		return i

@@ -77,10 +77,11 @@ type Composer struct {
 	// "dim", or "fg:<params>" such as "fg:90" or "fg:38;5;244".
 	PlaceholderStyle []string `json:"placeholder_style,omitempty"`
 	// Above, if set, matches a line drawn right under the input box (OpenCode's agent
-	// and model line). The composer is then found from the bottom-most such line
-	// instead of the bottom of the region: the top-most Prompt line of the run that
-	// ends one or two lines above it (history drawn in the same style further up is
-	// not the composer). No Prompt line there: the composer is empty.
+	// and model line, Pi's bottom rule). The composer is then found from the
+	// bottom-most such line instead of the bottom of the region: the top-most Prompt
+	// line of the run that ends one or two lines above it and holds no Above line
+	// (history drawn in the same style further up is not the composer). No Prompt
+	// line there: the composer is empty.
 	Above string `json:"above,omitempty"`
 
 	prompt, trailer, continuation, above *regexp.Regexp
