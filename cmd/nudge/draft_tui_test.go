@@ -11,22 +11,22 @@ import (
 	"github.com/nudgehq/nudge/store"
 )
 
-// opencodeBinary finds the real OpenCode CLI: $NUDGE_TEST_OPENCODE, else the npm cache
-// that .ci/test fills, else PATH.
-func opencodeBinary(t *testing.T) string {
+// agentBinary finds a real agent CLI: $env, else the npm cache that .ci/test fills, else
+// PATH; the test is skipped without it.
+func agentBinary(t *testing.T, name, env, pkg string) string {
 	t.Helper()
-	if p := os.Getenv("NUDGE_TEST_OPENCODE"); p != "" {
+	if p := os.Getenv(env); p != "" {
 		return p
 	}
-	if p, err := filepath.Abs("../../.cache/npm/node_modules/.bin/opencode"); err == nil {
+	if p, err := filepath.Abs("../../.cache/npm/node_modules/.bin/" + name); err == nil {
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 	}
-	if p, err := exec.LookPath("opencode"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	t.Skip("OpenCode not installed (.ci/test installs opencode-ai into .cache/npm)")
+	t.Skipf("%s not installed (.ci/test installs %s into .cache/npm)", name, pkg)
 	return ""
 }
 
@@ -35,20 +35,28 @@ func opencodeBinary(t *testing.T) string {
 // read from the real screen) instead of typing into it; once the human clears it, the
 // trigger is typed and leaves the composer.
 func TestOpenCodeHumanDraftHoldsTrigger(t *testing.T) {
-	opencode := opencodeBinary(t)
+	testDraftHoldsTrigger(t, "opencode", agentBinary(t, "opencode", "NUDGE_TEST_OPENCODE", "opencode-ai"))
+}
+
+// TestPiHumanDraftHoldsTrigger: the same with the real Pi coding agent.
+func TestPiHumanDraftHoldsTrigger(t *testing.T) {
+	testDraftHoldsTrigger(t, "pi", agentBinary(t, "pi", "NUDGE_TEST_PI", "@mariozechner/pi-coding-agent"))
+}
+
+func testDraftHoldsTrigger(t *testing.T, agent, bin string) {
 	cfg := newTestConfig(t)
 	home := t.TempDir()
 	t.Cleanup(func() { killProcessesUnder(t, home) })
 	t.Setenv("HOME", home)
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-nudge-test-dummy")
 	t.Setenv("OPENCODE_DISABLE_AUTOUPDATE", "1")
-	t.Setenv("PATH", filepath.Dir(opencode)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	cfg.AckTimeout = time.Minute // no network: OpenCode cannot answer; the test is about input
+	t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cfg.AckTimeout = time.Minute // no network: the agent cannot answer; the test is about input
 	cfg.QuietWindow = time.Second
 	cfg.DeferRecheck = 300 * time.Millisecond
 	td := startDaemon(t, cfg)
 	var rt runtimeView
-	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "oc", Role: "dev", Agent: "opencode", Dir: td.cfg.Roots[0]}, &rt); err != nil {
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "oc", Role: "dev", Agent: agent, Dir: td.cfg.Roots[0]}, &rt); err != nil {
 		t.Fatal(err)
 	}
 	rt = td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
@@ -75,8 +83,5 @@ func TestOpenCodeHumanDraftHoldsTrigger(t *testing.T) {
 	got = td.waitTrigger("oc-1", func(t store.Trigger) bool { return t.State == "submitted" || t.Closed })
 	if got.State != "submitted" {
 		t.Fatalf("oc-1 after the draft was cleared: %+v\nscreen:\n%s", got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
-	}
-	for _, r := range td.audit("oc-1") {
-		t.Logf("%s %s %s", r.Time.Format("15:04:05.000"), r.Event, r.Reason)
 	}
 }
