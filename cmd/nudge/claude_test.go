@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,31 +13,12 @@ import (
 	"github.com/nudgehq/nudge/store"
 )
 
-// claudeBinary finds the real Claude Code CLI: $NUDGE_TEST_CLAUDE, else the npm cache
-// that .ci/test fills, else PATH.
-func claudeBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("NUDGE_TEST_CLAUDE"); p != "" {
-		return p
-	}
-	if p, err := filepath.Abs("../../.cache/npm/node_modules/.bin/claude"); err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("claude"); err == nil {
-		return p
-	}
-	t.Skip("Claude Code not installed (.ci/test installs @anthropic-ai/claude-code into .cache/npm)")
-	return ""
-}
-
 // claudeSetup gives the real Claude Code a private HOME whose .claude.json marks the
 // onboarding done, approves a dummy API key and trusts the test's root folder, so it
 // opens on its composer.
 func claudeSetup(t *testing.T) serveConfig {
 	t.Helper()
-	claude := claudeBinary(t)
+	claude := agentBinary(t, "claude", "NUDGE_TEST_CLAUDE", "@anthropic-ai/claude-code")
 	cfg := newTestConfig(t)
 	home := t.TempDir()
 	t.Cleanup(func() { killProcessesUnder(t, home) })

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,30 +12,11 @@ import (
 	"github.com/nudgehq/nudge/store"
 )
 
-// geminiBinary finds the real Gemini CLI: $NUDGE_TEST_GEMINI, else the npm cache that
-// .ci/test fills, else PATH.
-func geminiBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("NUDGE_TEST_GEMINI"); p != "" {
-		return p
-	}
-	if p, err := filepath.Abs("../../.cache/npm/node_modules/.bin/gemini"); err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("gemini"); err == nil {
-		return p
-	}
-	t.Skip("Gemini CLI not installed (.ci/test installs @google/gemini-cli into .cache/npm)")
-	return ""
-}
-
 // geminiSetup gives the real Gemini CLI a private HOME in which the test's root folder
 // is trusted and a (dummy) API key is the chosen sign-in, so it opens on its composer.
 func geminiSetup(t *testing.T) serveConfig {
 	t.Helper()
-	gemini := geminiBinary(t)
+	gemini := agentBinary(t, "gemini", "NUDGE_TEST_GEMINI", "@google/gemini-cli")
 	cfg := newTestConfig(t)
 	home := t.TempDir()
 	t.Cleanup(func() { killProcessesUnder(t, home) })
