@@ -107,7 +107,12 @@ func (td *testDaemon) waitRuntime(id string, ok func(runtimeView) bool) runtimeV
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	td.t.Fatalf("runtime %s never reached the wanted state; last %+v", id, rt.Runtime)
+	screen := "(no pane)"
+	if rt.PaneID != "" {
+		out, _ := exec.Command("tmux", "-L", td.cfg.TmuxSocket, "capture-pane", "-p", "-t", rt.PaneID).CombinedOutput()
+		screen = string(out)
+	}
+	td.t.Fatalf("runtime %s never reached the wanted state; last %+v\nits pane:\n%s", id, rt.Runtime, screen)
 	return rt
 }
 
