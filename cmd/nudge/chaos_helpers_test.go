@@ -369,15 +369,7 @@ func (cd *chaosDaemon) auditStory(id string) string {
 	if err := cd.call("GET", "/v1/audit?trigger="+id, nil, &recs); err != nil {
 		return "audit: " + err.Error()
 	}
-	var s []string
-	for _, r := range recs {
-		ev := r.Event
-		if r.Code != "" {
-			ev += "(" + r.Code + ")"
-		}
-		s = append(s, ev)
-	}
-	return strings.Join(s, " ")
+	return coded(recs)
 }
 
 // countIDs counts envelope ids ("id=X ") in an agent's file.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/detector"
-	"github.com/nudgehq/nudge/store"
 )
 
 // claudeSetup gives the real Claude Code a private HOME whose .claude.json marks the
@@ -51,16 +50,7 @@ func TestClaudeTriggersSubmitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt = td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
-	for i := range 5 {
-		id := fmt.Sprintf("cl-%d", i)
-		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "cl", "agent": "dev", "prompt": fmt.Sprintf("task %d: it's \"quoted\"; $HOME", i)}); err != nil {
-			t.Fatal(err)
-		}
-		got := td.waitTrigger(id, func(t store.Trigger) bool { return t.State == "submitted" || t.Closed })
-		if got.State != "submitted" {
-			t.Fatalf("%s not submitted: %+v\nscreen:\n%s", id, got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
-		}
-	}
+	td.submitInRow(rt, "cl-", 5, func(i int) string { return fmt.Sprintf("task %d: it's \"quoted\"; $HOME", i) })
 	packs, err := detector.LoadPacks("")
 	if err != nil {
 		t.Fatal(err)

@@ -80,16 +80,7 @@ func TestCodexTwentyTriggersAllSubmitted(t *testing.T) {
 	cfg, _ := codexSetup(t)
 	td := startDaemon(t, cfg)
 	rt := td.spawnCodex("dev")
-	for i := range 20 {
-		id := fmt.Sprintf("cx-%02d", i)
-		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "cx", "agent": "dev", "prompt": fmt.Sprintf("task %d: say hello", i)}); err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-		got := td.waitTrigger(id, func(t store.Trigger) bool { return t.State == "submitted" || t.Closed })
-		if got.State != "submitted" {
-			t.Fatalf("%s: not submitted: %+v\nscreen:\n%s", id, got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
-		}
-	}
+	td.submitInRow(rt, "cx-", 20, func(i int) string { return fmt.Sprintf("task %d: say hello", i) })
 	// Nothing is left typed but unsent in the composer.
 	packs, err := detector.LoadPacks("")
 	if err != nil {
@@ -98,6 +89,22 @@ func TestCodexTwentyTriggersAllSubmitted(t *testing.T) {
 	screen := td.tmux("capture-pane", "-p", "-e", "-t", rt.PaneID)
 	if c := detector.Classify(packs["codex"], screen); strings.Contains(c.Draft, "BRIDGE_TRIGGER") {
 		t.Fatalf("composer still holds a prompt: %q\n%s", c.Draft, screen)
+	}
+}
+
+// submitInRow sends n triggers to the runtime one after the other and fails unless each
+// leaves the agent's composer (submitted).
+func (td *testDaemon) submitInRow(rt runtimeView, prefix string, n int, prompt func(int) string) {
+	td.t.Helper()
+	for i := range n {
+		id := fmt.Sprintf("%s%02d", prefix, i)
+		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": rt.WorkspaceID, "agent": rt.Role, "prompt": prompt(i)}); err != nil {
+			td.t.Fatalf("%s: %v", id, err)
+		}
+		got := td.waitTrigger(id, func(t store.Trigger) bool { return t.State == "submitted" || t.Closed })
+		if got.State != "submitted" {
+			td.t.Fatalf("%s: not submitted: %+v\nscreen:\n%s", id, got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
+		}
 	}
 }
 

@@ -103,6 +103,11 @@ func (td *testDaemon) runtimeAudit(id string) string {
 	if err := td.c.do(t0(), "GET", "/v1/audit?runtime="+id, nil, &recs); err != nil {
 		td.t.Fatal(err)
 	}
+	return coded(recs)
+}
+
+// coded is the records' events, space separated, each failure code in brackets after it.
+func coded(recs []store.AuditRecord) string {
 	var s []string
 	for _, r := range recs {
 		ev := r.Event
@@ -117,16 +122,9 @@ func (td *testDaemon) runtimeAudit(id string) string {
 // waitFile polls a file until it holds want.
 func waitFile(t *testing.T, file, want string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	if !fileHolds(file, want, within) {
 		b, _ := os.ReadFile(file)
-		if strings.Contains(string(b), want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never held %q; it has %q", file, want, tail(string(b), 400))
-		}
-		time.Sleep(30 * time.Millisecond)
+		t.Fatalf("%s never held %q; it has %q", file, want, tail(string(b), 400))
 	}
 }
 
