@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nudgehq/nudge/detector"
 )
@@ -17,10 +16,7 @@ import (
 // opens on its composer.
 func claudeSetup(t *testing.T) serveConfig {
 	t.Helper()
-	claude := agentBinary(t, "claude", "NUDGE_TEST_CLAUDE", "@anthropic-ai/claude-code")
-	cfg := newTestConfig(t)
-	home := t.TempDir()
-	t.Cleanup(func() { killProcessesUnder(t, home) })
+	cfg, home := agentEnv(t, agentBinary(t, "claude", "NUDGE_TEST_CLAUDE", "@anthropic-ai/claude-code"))
 	key := "sk-ant-api03-nudge-test-dummy-key-000000000000"
 	state := map[string]any{
 		"hasCompletedOnboarding": true,
@@ -30,12 +26,8 @@ func claudeSetup(t *testing.T) serveConfig {
 	}
 	b, _ := json.Marshal(state)
 	os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600)
-	t.Setenv("HOME", home)
 	t.Setenv("ANTHROPIC_API_KEY", key)
 	t.Setenv("DISABLE_AUTOUPDATER", "1")
-	t.Setenv("PATH", filepath.Dir(claude)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	cfg.AckTimeout = time.Minute // no network: Claude cannot answer; the test is about input
-	cfg.RateLimit = 1000
 	return cfg
 }
 
@@ -45,11 +37,7 @@ func claudeSetup(t *testing.T) serveConfig {
 func TestClaudeTriggersSubmitted(t *testing.T) {
 	cfg := claudeSetup(t)
 	td := startDaemon(t, cfg)
-	var rt runtimeView
-	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "cl", Role: "dev", Agent: "claude", Dir: td.cfg.Roots[0]}, &rt); err != nil {
-		t.Fatal(err)
-	}
-	rt = td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
+	rt := td.spawnAgent("cl", "claude", nil)
 	td.submitInRow(rt, "cl-", 5, func(i int) string { return fmt.Sprintf("task %d: it's \"quoted\"; $HOME", i) })
 	packs, err := detector.LoadPacks("")
 	if err != nil {

@@ -30,6 +30,36 @@ func agentBinary(t *testing.T, name, env, pkg string) string {
 	return ""
 }
 
+// agentEnv prepares a test for a real agent CLI: a private HOME (whose processes end
+// with the test), the CLI's directory first on PATH, and a daemon config for a CLI that
+// has no network to answer with (the tests are about input). It returns the config and
+// the HOME to put the CLI's own settings in.
+func agentEnv(t *testing.T, bin string) (serveConfig, string) {
+	t.Helper()
+	cfg := newTestConfig(t)
+	home := t.TempDir()
+	t.Cleanup(func() { killProcessesUnder(t, home) })
+	t.Setenv("HOME", home)
+	t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cfg.AckTimeout = time.Minute
+	cfg.RateLimit = 1000
+	return cfg, home
+}
+
+// spawnAgent starts a managed runtime of the agent profile in workspace ws (role dev)
+// and waits until done says so (nil: running with its composer READY).
+func (td *testDaemon) spawnAgent(ws, agent string, done func(runtimeView) bool) runtimeView {
+	td.t.Helper()
+	var rt runtimeView
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: ws, Role: "dev", Agent: agent, Dir: td.cfg.Roots[0]}, &rt); err != nil {
+		td.t.Fatal(err)
+	}
+	if done == nil {
+		done = func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" }
+	}
+	return td.waitRuntime(rt.RuntimeID, done)
+}
+
 // TestOpenCodeHumanDraftHoldsTrigger drives the real OpenCode TUI: a human's
 // half-written text in its composer holds a trigger (deferred, OPERATOR_BUSY, the draft
 // read from the real screen) instead of typing into it; once the human clears it, the
@@ -44,22 +74,13 @@ func TestPiHumanDraftHoldsTrigger(t *testing.T) {
 }
 
 func testDraftHoldsTrigger(t *testing.T, agent, bin string) {
-	cfg := newTestConfig(t)
-	home := t.TempDir()
-	t.Cleanup(func() { killProcessesUnder(t, home) })
-	t.Setenv("HOME", home)
+	cfg, _ := agentEnv(t, bin)
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-nudge-test-dummy")
 	t.Setenv("OPENCODE_DISABLE_AUTOUPDATE", "1")
-	t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	cfg.AckTimeout = time.Minute // no network: the agent cannot answer; the test is about input
 	cfg.QuietWindow = time.Second
 	cfg.DeferRecheck = 300 * time.Millisecond
 	td := startDaemon(t, cfg)
-	var rt runtimeView
-	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "oc", Role: "dev", Agent: agent, Dir: td.cfg.Roots[0]}, &rt); err != nil {
-		t.Fatal(err)
-	}
-	rt = td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
+	rt := td.spawnAgent("oc", agent, nil)
 
 	draft := "half written by a human"
 	td.tmux("send-keys", "-t", rt.PaneID, "-l", draft)

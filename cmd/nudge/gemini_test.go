@@ -16,20 +16,13 @@ import (
 // is trusted and a (dummy) API key is the chosen sign-in, so it opens on its composer.
 func geminiSetup(t *testing.T) serveConfig {
 	t.Helper()
-	gemini := agentBinary(t, "gemini", "NUDGE_TEST_GEMINI", "@google/gemini-cli")
-	cfg := newTestConfig(t)
-	home := t.TempDir()
-	t.Cleanup(func() { killProcessesUnder(t, home) })
+	cfg, home := agentEnv(t, agentBinary(t, "gemini", "NUDGE_TEST_GEMINI", "@google/gemini-cli"))
 	dir := filepath.Join(home, ".gemini")
 	os.MkdirAll(dir, 0o700)
 	trusted := fmt.Sprintf("{%q: \"TRUST_FOLDER\"}\n", cfg.Roots[0])
 	os.WriteFile(filepath.Join(dir, "trustedFolders.json"), []byte(trusted), 0o600)
 	os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"security": {"auth": {"selectedType": "gemini-api-key"}}}`), 0o600)
-	t.Setenv("HOME", home)
 	t.Setenv("GEMINI_API_KEY", "nudge-test-dummy")
-	t.Setenv("PATH", filepath.Dir(gemini)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	cfg.AckTimeout = time.Minute // no network: Gemini cannot answer; the test is about input
-	cfg.RateLimit = 1000
 	cfg.DeferRecheck = 500 * time.Millisecond
 	return cfg
 }
@@ -41,11 +34,7 @@ func geminiSetup(t *testing.T) serveConfig {
 func TestGeminiTriggerSubmittedThenBusyDefers(t *testing.T) {
 	cfg := geminiSetup(t)
 	td := startDaemon(t, cfg)
-	var rt runtimeView
-	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "gm", Role: "dev", Agent: "gemini", Dir: td.cfg.Roots[0]}, &rt); err != nil {
-		t.Fatal(err)
-	}
-	rt = td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool {
+	rt := td.spawnAgent("gm", "gemini", func(r runtimeView) bool {
 		return r.Status == "failed" || r.Status == "ready" && r.Readiness == "READY"
 	})
 	if rt.Status == "failed" {
