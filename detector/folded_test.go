@@ -23,7 +23,7 @@ func TestOursFoldedPaste(t *testing.T) {
 		{"codex", "[Pasted Content 4096 chars][Pasted Content " + strconv.Itoa(n-4096) + " chars]", one, true},
 		{"codex", "[Pasted Content " + strconv.Itoa(n) + " chars]", one, true},
 		{"codex", "[BRIDGE_TRIGGER id=t1 [Pasted Content " + strconv.Itoa(n-21) + " chars]", one, true},
-		{"codex", "[Pasted Content 900 chars]", one, false},  // a human's paste
+		{"codex", "[Pasted Content 900 chars]", one, false},           // a human's paste
 		{"codex", "fix this [Pasted Content 5600 chars]", one, false}, // human words around it
 		{"codex", "fix the flaky test", one, false},
 		{"claude", "[Pasted text #1 +41 lines]", multi, true},
