@@ -381,7 +381,8 @@ func (p *Pipeline) markInjected(j *job, d attemptDetail, newAttempt bool) {
 // repairs a swallowed one.
 func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.Runtime, d attemptDetail) {
 	ctx := p.ctx
-	for try := 0; try < 2; try++ {
+	tries := 2
+	for try := 0; try < tries; try++ {
 		if v, gone := p.paneReplaced(ctx, conn, target, rt); gone {
 			if v.kind == waitConn {
 				p.awaitConn(l, j, errors.New(v.why))
@@ -408,7 +409,13 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 			break
 		}
 		d.Composer = c
-		if try == 1 {
+		if try == 1 && tries == 2 && !containsID(c, "id="+j.id()) {
+			// Folded into a paste placeholder: the CLI may have taken an Enter that came
+			// while it still read the paste as part of it. One more, after a pause.
+			tries = 3
+			time.Sleep(foldedPause)
+		}
+		if try == tries-1 {
 			p.finishFailed(j, nudge.SendKeysError, "prompt typed but not submitted: the composer still holds it after a repair Enter")
 			return
 		}
@@ -429,6 +436,9 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 	}
 	p.markSubmitted(j, d, "")
 }
+
+// foldedPause is the wait before the last Enter for a prompt still folded in the composer.
+const foldedPause = time.Second
 
 // submitPoll is how often, while the pane keeps drawing after Enter (a spinner never
 // lets it go quiet), the composer is looked at again.
