@@ -249,14 +249,14 @@ func (d *daemon) setPaused(w http.ResponseWriter, r *http.Request, c caller, pau
 	if !ok {
 		return
 	}
-	rt, err := d.reg.Update(rt.RuntimeID, func(x *store.Runtime) { x.Paused = paused })
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	ev := "triggers_resumed"
 	if paused {
 		ev = "triggers_paused"
+	}
+	rt, err := d.reg.SetPaused(rt.RuntimeID, paused, ev+" by "+c.Subject)
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	d.auditCall(r, c, ev, rt.RuntimeID, rt.WorkspaceID, "")
 	d.pipe.Kick(rt.RuntimeID)
