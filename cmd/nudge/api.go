@@ -25,6 +25,7 @@ func (d *daemon) routes() http.Handler {
 	h("GET /v1/runtimes/{id}", verbRead, d.handleGetRuntime)
 	h("DELETE /v1/runtimes/{id}", verbSpawn, d.handleDeregister)
 	h("POST /v1/runtimes/{id}/stop", verbSpawn, d.handleStop)
+	h("POST /v1/runtimes/{id}/restart", verbSpawn, d.handleRestart)
 	h("POST /v1/runtimes/{id}/pause", verbAdmin, d.handlePause)
 	h("POST /v1/runtimes/{id}/resume", verbAdmin, d.handleResume)
 	h("POST /v1/runtimes/{id}/heartbeat", verbHeartbeat, d.handleHeartbeat)
@@ -233,6 +234,34 @@ func (d *daemon) handleStop(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	d.auditCall(r, c, "api_stop", rt.RuntimeID, rt.WorkspaceID, b.Reason)
 	rt, _ = d.reg.Get(rt.RuntimeID)
+	writeJSON(w, http.StatusOK, d.view(rt))
+}
+
+// handleRestart runs a runtime's program again (`nudge restart`): the way back from failed
+// (crash loop, start timeout) or exited, and a fresh start for a live one.
+func (d *daemon) handleRestart(w http.ResponseWriter, r *http.Request, c caller) {
+	rt, ok := d.runtimeFor(w, r, c, verbSpawn)
+	if !ok {
+		return
+	}
+	var b reasonBody
+	if err := decodeOptional(w, r, &b); err != nil {
+		writeError(w, err)
+		return
+	}
+	if b.Reason == "" {
+		b.Reason = "restarted by " + c.Subject
+	}
+	if !rt.Managed {
+		writeError(w, &apiError{nudge.UnmanagedRuntime, "runtime " + rt.RuntimeID + " is not managed: nudge does not restart it"})
+		return
+	}
+	rt, err := d.reg.Restart(r.Context(), rt.RuntimeID, b.Reason)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	d.auditCall(r, c, "api_restart", rt.RuntimeID, rt.WorkspaceID, b.Reason)
 	writeJSON(w, http.StatusOK, d.view(rt))
 }
 
