@@ -30,6 +30,16 @@ const (
 	UnmanagedRuntime   Code = "UNMANAGED_RUNTIME"
 	PayloadRejected    Code = "PAYLOAD_REJECTED"
 
+	// Hold codes: the error_code of a deferred trigger says what holds it. Every hold has
+	// a deadline (the receipt's deferred_until); one that expires ends in DEFER_TIMEOUT.
+	AgentBusy              Code = "AGENT_BUSY"               // the agent is working and does not queue input
+	AgentNeedsConfirmation Code = "AGENT_NEEDS_CONFIRMATION" // a confirmation dialog is open: never typed into unless forced
+	AgentUnknown           Code = "AGENT_UNKNOWN"            // the screen is not understood and the agent does not queue input
+	RuntimePaused          Code = "RUNTIME_PAUSED"           // nudge pause RUNTIME
+	RuntimeCooldown        Code = "RUNTIME_COOLDOWN"         // the runtime's circuit breaker is open after repeated failures
+	InputLineBusy          Code = "INPUT_LINE_BUSY"          // another trigger's envelope waits unentered in the input line
+	FallbackInProgress     Code = "FALLBACK_IN_PROGRESS"     // another trigger's fallback is relaunching the runtime
+
 	// API-level codes (not delivery failures).
 	BadRequest   Code = "BAD_REQUEST"
 	NotFound     Code = "NOT_FOUND"

@@ -208,8 +208,15 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 		if rt.OperatorBusy {
 			op = "busy"
 		}
+		status := rt.Status
+		switch rt.Breaker { // the circuit breaker after repeated failed triggers
+		case "open":
+			status += "+cooldown"
+		case "half_open":
+			status += "+probing"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
-			rt.PaneID, rt.Status, orDash(rt.Readiness), op, rt.QueueDepth)
+			rt.PaneID, status, orDash(rt.Readiness), op, rt.QueueDepth)
 	}
 	return tw.Flush()
 }
