@@ -190,3 +190,88 @@ func TestCrashLoopFailedThenRestartRevives(t *testing.T) {
 		t.Errorf("restart not audited")
 	}
 }
+
+// TestStartingWaitsForReadyAndTimesOut: a runtime whose profile waits for readiness stays
+// starting until its agent shows READY, and a trigger sent meanwhile is held (with the start
+// deadline as deferred_until), never typed early; one that never shows READY fails at its
+// start timeout with its screen, redacted, as evidence.
+func TestStartingWaitsForReadyAndTimesOut(t *testing.T) {
+	td := lifecycleSetup(t, func(string) map[string]map[string]any {
+		base := func(timeout string) map[string]any {
+			return map[string]any{"launch": []string{"sh"}, "allowed_launchers": []string{"sh"}, "pack": "shell",
+				"queues_input": true, "submitted_is_ack": true, "ready_on": "readiness", "start_timeout": timeout}
+		}
+		return map[string]map[string]any{"slow": base("60s"), "stuck": base("2s")}
+	}, nil)
+	root := td.cfg.Roots[0]
+	shown, typed := filepath.Join(root, "shown"), filepath.Join(root, "typed")
+	slow := td.spawnRaw(spawnBody{Workspace: "w1", Role: "slow", Agent: "slow",
+		Argv: []string{"sh", "-c", "sleep 2; touch " + shown + "; printf '$ '; exec cat > " + typed}})
+	stuck := td.spawnRaw(spawnBody{Workspace: "w1", Role: "stuck", Agent: "stuck",
+		Argv: []string{"sh", "-c", "echo 'Loading forever api_key=supersecretvalue123'; exec sleep 600"}})
+
+	tr, err := td.trigger(map[string]any{"trigger_id": "early", "workspace": "w1", "agent": "slow", "prompt": "not before READY"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := td.waitTrigger("early", func(t store.Trigger) bool { return t.State == "deferred" || t.Closed })
+	if held.State != "deferred" || held.DeferredUntil == nil || held.DeferredUntil.Before(tr.CreatedAt.Add(30*time.Second)) {
+		t.Fatalf("trigger for a starting runtime: %+v", held)
+	}
+	got := td.waitTrigger("early", closed)
+	fi, err := os.Stat(shown)
+	if err != nil || got.State != "acked" || got.InjectedAt == nil || got.InjectedAt.Before(fi.ModTime()) {
+		t.Fatalf("typed before the agent showed READY (shown at %v): %+v", fi, got)
+	}
+	readUntil(t, typed, func(s string) bool { return strings.Contains(s, "not before READY") })
+	if path := statusPath(td.runtimeRecords(slow.RuntimeID)); !strings.HasPrefix(path, "starting>ready") {
+		t.Errorf("slow status path: %s", path)
+	}
+
+	failed := td.waitRuntime(stuck.RuntimeID, func(r runtimeView) bool { return r.Status != "starting" })
+	if failed.Status != "failed" || failed.Readiness == "READY" {
+		t.Fatalf("stuck: %+v", failed.Runtime)
+	}
+	var ev store.AuditRecord
+	for _, r := range td.runtimeRecords(stuck.RuntimeID) {
+		if r.Event == "runtime_start_timeout" {
+			ev = r
+		}
+	}
+	if ev.Code != "SPAWN_FAILED" || !strings.Contains(string(ev.Detail), "Loading forever") ||
+		strings.Contains(string(ev.Detail), "supersecretvalue123") {
+		t.Fatalf("start timeout evidence: %+v %s", ev, ev.Detail)
+	}
+}
+
+// TestFallbackAndPauseStatesVisible: the fallback chain shows itself in the state machine
+// (fallback_resume while the resume runs, spawn_recovery → starting for the fresh spawn),
+// and `nudge pause` is the paused state.
+func TestFallbackAndPauseStatesVisible(t *testing.T) {
+	td, resume := ackSetup(t, nil)
+	rt := td.spawnFake("fb", "none")
+	os.WriteFile(resume+".fail", nil, 0o644)
+	if _, err := td.trigger(map[string]any{"trigger_id": "fb1", "workspace": "w1", "agent": "fb", "prompt": "anyone?"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := td.waitTrigger("fb1", closed); got.Fallback != "spawn" {
+		t.Fatalf("receipt: %+v", got)
+	}
+	path := statusPath(td.runtimeRecords(rt.RuntimeID))
+	if !strings.Contains(path, ">fallback_resume") || !strings.Contains(path, "spawn_recovery>starting") {
+		t.Fatalf("status path: %s", path)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	if _, _, code := td.runCLI("pause", rt.RuntimeID); code != 0 {
+		t.Fatal("pause failed")
+	}
+	if got := td.get(rt.RuntimeID); got.Status != "paused" || !got.Paused {
+		t.Fatalf("paused: %+v", got.Runtime)
+	}
+	if _, _, code := td.runCLI("resume", rt.RuntimeID); code != 0 {
+		t.Fatal("resume failed")
+	}
+	if got := td.get(rt.RuntimeID); got.Status != "ready" || got.Paused {
+		t.Fatalf("resumed: %+v", got.Runtime)
+	}
+}
