@@ -39,6 +39,7 @@ const (
 	RuntimeCooldown        Code = "RUNTIME_COOLDOWN"         // the runtime's circuit breaker is open after repeated failures
 	InputLineBusy          Code = "INPUT_LINE_BUSY"          // another trigger's envelope waits unentered in the input line
 	FallbackInProgress     Code = "FALLBACK_IN_PROGRESS"     // another trigger's fallback is relaunching the runtime
+	RuntimeStarting        Code = "RUNTIME_STARTING"         // the runtime's agent has not shown READY yet (until its start timeout)
 
 	// API-level codes (not delivery failures).
 	BadRequest   Code = "BAD_REQUEST"

@@ -221,7 +221,10 @@ func (p *Pipeline) gates(j *job, rt store.Runtime, now time.Time) verdict {
 // the hold ends when it becomes ready, or, for a start, at its start deadline, when the
 // registry fails the start and the trigger takes the fallback path.
 func (p *Pipeline) startingHold(rt store.Runtime, now time.Time) verdict {
-	v := verdict{kind: hold, why: "runtime is " + rt.Status + ": not ready for input yet"}
+	v := verdict{kind: hold, code: nudge.RuntimeStarting, why: "runtime is " + rt.Status + ": not ready for input yet"}
+	if nudge.Status(rt.Status) != nudge.StatusStarting {
+		v.code = nudge.FallbackInProgress
+	}
 	if sd, ok := p.deps.Runtimes.(interface{ StartDeadline(string) time.Time }); ok {
 		if until := sd.StartDeadline(rt.RuntimeID); until.After(now) {
 			v.until = until

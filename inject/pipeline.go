@@ -243,6 +243,13 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 func (p *Pipeline) Open() error {
 	p.opened = p.cfg.Now()
 	p.restoreBreakers()
+	gates, err := p.deps.Store.ListGates()
+	if err != nil {
+		return fmt.Errorf("load gates: %w", err)
+	}
+	p.rate.db, p.loops.db = p.deps.Store, p.deps.Store
+	p.rate.load(gates, p.opened)
+	p.loops.load(gates)
 	open, err := p.deps.Store.ListTriggers(store.TriggerFilter{OpenOnly: true})
 	if err != nil {
 		return fmt.Errorf("resume triggers: %w", err)

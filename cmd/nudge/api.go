@@ -532,7 +532,11 @@ func (d *daemon) handleUnblock(w http.ResponseWriter, r *http.Request, c caller)
 		return
 	}
 	d.pipe.Progress(b.Workspace, b.Agent, r.PathValue("id"))
-	d.auditCall(r, c, "thread_unblocked", "", b.Workspace, b.Reason)
+	uid := c.UID
+	if _, err := d.db.AppendAudit(store.AuditRecord{Event: "thread_unblocked", ThreadID: r.PathValue("id"),
+		Workspace: b.Workspace, Subject: c.Subject, PeerUID: &uid, Reason: b.Reason}); err != nil {
+		d.log.Error("audit", "event", "thread_unblocked", "err", err)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"thread_id": r.PathValue("id"), "unblocked": true})
 }
 
