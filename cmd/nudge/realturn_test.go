@@ -81,7 +81,8 @@ func filler(n int, lines bool) string {
 		}
 		b.WriteString(w)
 	}
-	return b.String()[:n]
+	s := b.String()[:n]
+	return s[:n-1] + "." // the sanitizer trims trailing blanks
 }
 
 // fullTurns is one CLI's run: its stand-in, the daemon and the runtime.
@@ -204,7 +205,7 @@ func (ft *fullTurns) checkModel() {
 		for _, r := range reqs {
 			ids := standin.EnvelopeIDs(r.Prompt)
 			if !r.Side && !r.ToolResult && len(ids) > 0 && ids[0] == id && !strings.Contains(r.Prompt, ft.whole[id]) {
-				ft.t.Errorf("%s: the model got the prompt cut or changed (%d bytes sent):\n%.400q", id, len(ft.whole[id]), r.Prompt)
+				ft.t.Errorf("%s: the model got the prompt cut or changed (%d bytes sent, %d received): %s", id, len(ft.whole[id]), len(r.Prompt), firstDiff(r.Prompt, ft.whole[id]))
 			}
 		}
 	}
@@ -237,6 +238,7 @@ func testFullTurns(t *testing.T, c agentCase) {
 		t.Fatalf("midturn submitted before slow: %+v", mid)
 	}
 	ft.waitReady("midturn")
+	t.Logf("mid-turn trigger: %s", events(ft.td.audit("midturn")))
 
 	// Prose: the reply is made of the pack's busy, error and confirmation words; the
 	// runtime is READY after it, and the next trigger goes through.
@@ -275,4 +277,20 @@ func (ft *fullTurns) approval() {
 	}
 	ft.waitAcked("held")
 	ft.waitReady("held")
+	ft.t.Logf("trigger held by the approval dialog: %s", events(ft.td.audit("held")))
+}
+
+// firstDiff shows where got stops matching want's text (got holds want after some
+// prefix: the envelope header).
+func firstDiff(got, want string) string {
+	i := strings.Index(got, want[:min(len(want), 40)])
+	if i < 0 {
+		return fmt.Sprintf("the start is missing; got %.200q", got)
+	}
+	g := got[i:]
+	n := 0
+	for n < len(g) && n < len(want) && g[n] == want[n] {
+		n++
+	}
+	return fmt.Sprintf("differs at byte %d: got %.80q, want %.80q", n, g[n:], want[n:])
 }
