@@ -27,7 +27,7 @@ func TestGates(t *testing.T) {
 		t.Fatalf("got %+v, %v", gs, err)
 	}
 	db.DeleteGateLater(GateLoop, "w/a\x00th1") // exact: th10 stays
-	db.DeleteGatesLater(GateLoop, "w/b\x00")  // prefix: every thread of w/b
+	db.DeleteGatesLater(GateLoop, "w/b\x00")   // prefix: every thread of w/b
 	db.Flush()
 	gs, _ = db.ListGates()
 	if len(gs) != 2 || gs[0].Key != "w/a\x00th10" || gs[1].Kind != GateRate {
