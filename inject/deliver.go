@@ -55,7 +55,7 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 		if p.yieldTo(l, j, pending) {
 			return
 		}
-		v, stop = verdict{kind: hold, why: "the input line holds trigger " + pending + "'s prompt, never entered"}, true
+		v, stop = verdict{kind: hold, code: nudge.InputLineBusy, why: "the input line holds trigger " + pending + "'s prompt, never entered"}, true
 	}
 	if stop {
 		p.afterPaneCheck(l, j, v)
@@ -235,9 +235,10 @@ func (p *Pipeline) afterPaneCheck(l *lane, j *job, v verdict) {
 			p.startFallback(j, nudge.DeferTimeout, v.why)
 			return
 		}
+		v.until = j.paneHold.Add(p.cfg.MaxDefer)
 		p.markDeferred(j, v, now)
-		l.push(j, true)
 		j.retryAt = now.Add(p.cfg.DeferRecheck)
+		l.push(j, true)
 		return
 	}
 	p.startFallback(j, v.code, v.why)

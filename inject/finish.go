@@ -87,11 +87,13 @@ func (p *Pipeline) finishAcked(j *job, signal string) {
 		t.Result = string(resultFor(t))
 	})
 	p.persist(j, p.audit("ack_received", rec, signal))
+	p.breakers.success(rec.RuntimeID)
 	p.transition(rec.RuntimeID, nudge.StatusReady, "ack for "+rec.TriggerID)
 	p.done(j)
 }
 
 func (p *Pipeline) finishFailed(j *job, code nudge.Code, why string) {
+	p.countFailure(j, code)
 	now := p.cfg.Now()
 	rec := j.update(now, func(t *store.Trigger) {
 		t.State = string(nudge.StateFailed)
@@ -107,6 +109,7 @@ func (p *Pipeline) finishFailed(j *job, code nudge.Code, why string) {
 
 // startFallback hands j to the fallback chain in its own goroutine.
 func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
+	p.countFailure(j, code)
 	if p.deps.Fallback == nil {
 		p.finishFailed(j, code, why)
 		return
@@ -123,7 +126,7 @@ func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 		// Another trigger's fallback is relaunching this runtime: wait for it, then go
 		// through the gates again (the relaunched agent may take this one live).
 		j.retryAt = now.Add(fallbackWait)
-		p.markDeferred(j, verdict{kind: hold, why: "waiting for the runtime's fallback relaunch"}, now)
+		p.markDeferred(j, verdict{kind: hold, code: nudge.FallbackInProgress, why: "waiting for the runtime's fallback relaunch", until: j.retryAt}, now)
 		p.laneFor(rt).push(j, true)
 		return
 	}
@@ -180,7 +183,7 @@ func (p *Pipeline) runFallback(j *job, code nudge.Code) {
 			t.Message = "fresh runtime started without the prompt: delivering it live"
 		})
 		p.persist(j, p.audit("fallback_deliver_live", rec, backend))
-		j.maybeTyped, j.retryAt, j.paneHold, j.deferStart = true, time.Time{}, time.Time{}, time.Time{}
+		j.maybeTyped, j.retryAt, j.paneHold, j.deferStart, j.holdStart = true, time.Time{}, time.Time{}, time.Time{}, time.Time{}
 		p.laneFor(rec.RuntimeID).push(j, true)
 		return
 	}
@@ -220,6 +223,7 @@ func (p *Pipeline) unroutable(j *job, known bool) {
 // done forgets a closed job once its last write is in the store (until then Get keeps
 // answering from memory, so a receipt never goes back to an older state).
 func (p *Pipeline) done(j *job) {
+	p.breakers.settle(j.record().RuntimeID, j.id())
 	if p.deps.Acks != nil {
 		p.deps.Acks.Forget(j.id())
 	}

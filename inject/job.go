@@ -21,6 +21,8 @@ type job struct {
 	pmu        sync.Mutex // serializes persist
 	maybeTyped bool       // an earlier incarnation may have typed it: look before typing
 	deferStart time.Time  // when the current collision deferral began
+	holdStart  time.Time  // when the current agent or runtime hold began (busy, confirming, paused, ...)
+	counted    bool       // its live failure was counted by the runtime's breaker
 	paneHold   time.Time  // when the pane check began holding it (copy mode, a pending envelope)
 	retryAt    time.Time  // a retry waits until then
 	connWait   time.Time  // when it began waiting for a control connection (awaitConn)

@@ -141,4 +141,3 @@ func TestPiLargePromptsSubmitted(t *testing.T) {
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnAgent("pi", "pi", nil), true)
 }
-
