@@ -39,6 +39,7 @@ const (
 	RuntimeCooldown        Code = "RUNTIME_COOLDOWN"         // the runtime's circuit breaker is open after repeated failures
 	InputLineBusy          Code = "INPUT_LINE_BUSY"          // another trigger's envelope waits unentered in the input line
 	FallbackInProgress     Code = "FALLBACK_IN_PROGRESS"     // another trigger's fallback is relaunching the runtime
+	RuntimeStarting        Code = "RUNTIME_STARTING"         // the runtime's agent has not shown READY yet (until its start timeout)
 
 	// API-level codes (not delivery failures).
 	BadRequest   Code = "BAD_REQUEST"
@@ -85,6 +86,9 @@ const (
 	StatusOffline        Status = "offline"
 	StatusPaused         Status = "paused"
 	StatusDeregistered   Status = "deregistered"
+	// StatusExited: the program ended cleanly (exit status 0, or its profile's completion
+	// marker was seen): its work is done, so it is not restarted. `nudge restart` revives it.
+	StatusExited Status = "exited"
 )
 
 // Readiness is what the detector concluded from the pane's screen (seed 002).
@@ -124,6 +128,10 @@ const (
 	ResultDeferred      Result = "deferred"
 	ResultTimeout       Result = "timeout"
 	ResultFailed        Result = "failed"
+	// ResultPending is the in-flight word: accepted (queued) or typed (injected) and not yet
+	// taken by the agent. The seed has no word for it; an orchestrator treats it as "no
+	// outcome yet" and follows the receipt.
+	ResultPending Result = "pending"
 )
 
 // Backend names how a trigger reached the agent.

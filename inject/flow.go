@@ -185,8 +185,10 @@ func (p *Pipeline) gate(j *job, rt store.Runtime, now time.Time) verdict {
 func (p *Pipeline) gates(j *job, rt store.Runtime, now time.Time) verdict {
 	t := j.record()
 	switch nudge.Status(rt.Status) {
-	case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered:
+	case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered, nudge.StatusExited:
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + rt.Status}
+	case nudge.StatusStarting, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
+		return p.startingHold(rt, now)
 	}
 	key := rateKey(t)
 	if t.ThreadID != "" && t.ScheduleID == "" {
@@ -212,6 +214,23 @@ func (p *Pipeline) gates(j *job, rt store.Runtime, now time.Time) verdict {
 		return v
 	}
 	return p.readiness(j, rt, now)
+}
+
+// startingHold holds a trigger for a runtime that cannot take one yet: still starting (its
+// agent has not shown READY), or being relaunched by a fallback. Nothing is typed into it;
+// the hold ends when it becomes ready, or, for a start, at its start deadline, when the
+// registry fails the start and the trigger takes the fallback path.
+func (p *Pipeline) startingHold(rt store.Runtime, now time.Time) verdict {
+	v := verdict{kind: hold, code: nudge.RuntimeStarting, why: "runtime is " + rt.Status + ": not ready for input yet"}
+	if nudge.Status(rt.Status) != nudge.StatusStarting {
+		v.code = nudge.FallbackInProgress
+	}
+	if sd, ok := p.deps.Runtimes.(interface{ StartDeadline(string) time.Time }); ok {
+		if until := sd.StartDeadline(rt.RuntimeID); until.After(now) {
+			v.until = until
+		}
+	}
+	return v
 }
 
 func (p *Pipeline) collision(j *job, t store.Trigger, rt store.Runtime, now time.Time) (verdict, bool) {

@@ -23,6 +23,8 @@ import (
 //	circuit breaker open         RUNTIME_COOLDOWN          the cooldown's end, within MaxHold
 //	thread rate limit            TRIGGER_RATE_LIMITED      the window's next free slot
 //	another trigger's fallback   FALLBACK_IN_PROGRESS      that fallback's end
+//	runtime starting             RUNTIME_STARTING          its start timeout (then failed: the fallback chain)
+//	runtime being relaunched     FALLBACK_IN_PROGRESS      the relaunch's end (fallback_resume, spawn_recovery)
 //	control connection down      (state unchanged)         MaxDefer, then TARGET_NOT_FOUND
 //	ack wait                     (submitted)               ack timeout x retries, then ACK_TIMEOUT
 //

@@ -144,6 +144,19 @@ type Gates interface {
 	Injecting(runtimeID string, until time.Time)
 }
 
+// InputLine is implemented by Gates that know an agent's input line beyond its text
+// (*detector.Monitor does): a large paste the agent folds into a placeholder
+// ("[Pasted Content 5621 chars]") is still nudge's prompt, waiting for Enter, and a prompt
+// the agent took while busy may wait in its own queue.
+type InputLine interface {
+	// Typed records the text nudge just typed into the runtime's input line.
+	Typed(runtimeID, text string)
+	// Ours reports whether composer (as Composer returned it) holds text folded.
+	Ours(rt store.Runtime, composer, text string) bool
+	// Queued reports whether the last look at the pane showed input queued in the agent.
+	Queued(rt store.Runtime) bool
+}
+
 // Acker waits for acknowledgements (package ack).
 type Acker interface {
 	// Expect starts watching for t's ack signals on its runtime from now on.
@@ -246,6 +259,13 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 func (p *Pipeline) Open() error {
 	p.opened = p.cfg.Now()
 	p.restoreBreakers()
+	gates, err := p.deps.Store.ListGates()
+	if err != nil {
+		return fmt.Errorf("load gates: %w", err)
+	}
+	p.rate.db, p.loops.db = p.deps.Store, p.deps.Store
+	p.rate.load(gates, p.opened)
+	p.loops.load(gates)
 	open, err := p.deps.Store.ListTriggers(store.TriggerFilter{OpenOnly: true})
 	if err != nil {
 		return fmt.Errorf("resume triggers: %w", err)

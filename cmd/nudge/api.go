@@ -25,6 +25,7 @@ func (d *daemon) routes() http.Handler {
 	h("GET /v1/runtimes/{id}", verbRead, d.handleGetRuntime)
 	h("DELETE /v1/runtimes/{id}", verbSpawn, d.handleDeregister)
 	h("POST /v1/runtimes/{id}/stop", verbSpawn, d.handleStop)
+	h("POST /v1/runtimes/{id}/restart", verbSpawn, d.handleRestart)
 	h("POST /v1/runtimes/{id}/pause", verbAdmin, d.handlePause)
 	h("POST /v1/runtimes/{id}/resume", verbAdmin, d.handleResume)
 	h("POST /v1/runtimes/{id}/heartbeat", verbHeartbeat, d.handleHeartbeat)
@@ -236,6 +237,34 @@ func (d *daemon) handleStop(w http.ResponseWriter, r *http.Request, c caller) {
 	writeJSON(w, http.StatusOK, d.view(rt))
 }
 
+// handleRestart runs a runtime's program again (`nudge restart`): the way back from failed
+// (crash loop, start timeout) or exited, and a fresh start for a live one.
+func (d *daemon) handleRestart(w http.ResponseWriter, r *http.Request, c caller) {
+	rt, ok := d.runtimeFor(w, r, c, verbSpawn)
+	if !ok {
+		return
+	}
+	var b reasonBody
+	if err := decodeOptional(w, r, &b); err != nil {
+		writeError(w, err)
+		return
+	}
+	if b.Reason == "" {
+		b.Reason = "restarted by " + c.Subject
+	}
+	if !rt.Managed {
+		writeError(w, &apiError{nudge.UnmanagedRuntime, "runtime " + rt.RuntimeID + " is not managed: nudge does not restart it"})
+		return
+	}
+	rt, err := d.reg.Restart(r.Context(), rt.RuntimeID, b.Reason)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	d.auditCall(r, c, "api_restart", rt.RuntimeID, rt.WorkspaceID, b.Reason)
+	writeJSON(w, http.StatusOK, d.view(rt))
+}
+
 func (d *daemon) handlePause(w http.ResponseWriter, r *http.Request, c caller) {
 	d.setPaused(w, r, c, true)
 }
@@ -249,14 +278,14 @@ func (d *daemon) setPaused(w http.ResponseWriter, r *http.Request, c caller, pau
 	if !ok {
 		return
 	}
-	rt, err := d.reg.Update(rt.RuntimeID, func(x *store.Runtime) { x.Paused = paused })
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	ev := "triggers_resumed"
 	if paused {
 		ev = "triggers_paused"
+	}
+	rt, err := d.reg.SetPaused(rt.RuntimeID, paused, ev+" by "+c.Subject)
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	d.auditCall(r, c, ev, rt.RuntimeID, rt.WorkspaceID, "")
 	d.pipe.Kick(rt.RuntimeID)
@@ -503,7 +532,11 @@ func (d *daemon) handleUnblock(w http.ResponseWriter, r *http.Request, c caller)
 		return
 	}
 	d.pipe.Progress(b.Workspace, b.Agent, r.PathValue("id"))
-	d.auditCall(r, c, "thread_unblocked", "", b.Workspace, b.Reason)
+	uid := c.UID
+	if _, err := d.db.AppendAudit(store.AuditRecord{Event: "thread_unblocked", ThreadID: r.PathValue("id"),
+		Workspace: b.Workspace, Subject: c.Subject, PeerUID: &uid, Reason: b.Reason}); err != nil {
+		d.log.Error("audit", "event", "thread_unblocked", "err", err)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"thread_id": r.PathValue("id"), "unblocked": true})
 }
 

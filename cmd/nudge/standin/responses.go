@@ -147,7 +147,9 @@ func streamResponse(e *sse, reply Reply, tools []string) {
 
 // responsesTool maps a ToolCall onto a tool the request offered. With a Name, the
 // call is sent as it is. Without one, Args["command"] (a string) is a shell command
-// for whichever of Codex's shell tools is offered.
+// for whichever of Codex's shell tools is offered, asking to run outside the sandbox
+// (sandbox_permissions = "require_escalated"), which Codex puts to the operator
+// under approval_policy = "on-request".
 func responsesTool(tc *ToolCall, tools []string) (string, map[string]any) {
 	if tc.Name != "" {
 		return tc.Name, tc.Args
@@ -161,12 +163,16 @@ func responsesTool(tc *ToolCall, tools []string) (string, map[string]any) {
 		}
 		return false
 	}
+	args := map[string]any{"sandbox_permissions": "require_escalated", "justification": "The stand-in asks to run " + cmd}
 	switch {
-	case has("shell_command"):
-		return "shell_command", map[string]any{"command": cmd}
 	case has("exec_command"):
-		return "exec_command", map[string]any{"cmd": cmd}
+		args["cmd"] = cmd
+		return "exec_command", args
+	case has("shell_command"):
+		args["command"] = cmd
+		return "shell_command", args
 	default:
-		return "shell", map[string]any{"command": []string{"bash", "-lc", cmd}}
+		args["command"] = []string{"bash", "-lc", cmd}
+		return "shell", args
 	}
 }
