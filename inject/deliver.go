@@ -61,6 +61,15 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 		p.afterPaneCheck(l, j, v)
 		return
 	}
+	if j.record().Attempts > 0 {
+		// A retry: the agent may have answered during the backoff, or drawn its marker
+		// in a way the stream did not show. A prompt is never given twice to an agent
+		// that answered.
+		if sig, ok := p.ackedMeanwhile(j); ok {
+			p.finishAcked(j, sig)
+			return
+		}
+	}
 	if p.deps.Acks != nil {
 		p.deps.Acks.Expect(j.record())
 	}

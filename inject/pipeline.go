@@ -165,6 +165,9 @@ type Acker interface {
 	Wait(ctx context.Context, triggerID string) (signal string, err error)
 	// Forget stops watching.
 	Forget(triggerID string)
+	// OnScreen reports whether lines, a capture of the runtime's pane (scrollback and
+	// screen), show the trigger's ack marker as the agent composed it (not its echo).
+	OnScreen(runtimeID, triggerID string, lines []string) bool
 }
 
 // Fallbacker runs the fallback chain (resume, then spawn) for a trigger whose live path
