@@ -21,6 +21,12 @@ type Classification struct {
 	Draft string `json:"draft,omitempty"`
 	// Confident is false when no cue decided; the caller may ask the LLM.
 	Confident bool `json:"confident"`
+	// Composer is true when the screen shows the agent's input line (Draft is then
+	// what it holds, "" for none); false for a dialog or a screen without one.
+	Composer bool `json:"-"`
+	// Queued is true when the screen shows input waiting in the agent's own queue
+	// (Pack.Queued): a prompt submitted while the agent was busy.
+	Queued bool `json:"-"`
 }
 
 const maxSummary = 200
@@ -94,7 +100,8 @@ func (r *region) decide() Classification {
 	if comp >= 0 {
 		draft = r.draft(comp)
 	}
-	c := Classification{Draft: draft, Confident: true}
+	c := Classification{Draft: draft, Confident: true, Composer: comp >= 0 || at >= 0,
+		Queued: r.lastCue(p.Queued, at) >= 0}
 	busy, errIdx := r.lastCue(p.Busy, at), r.lastCue(p.Error, at)
 	switch {
 	case busy >= 0 && busy > done && (busy >= ready || p.ComposerAlwaysShown):

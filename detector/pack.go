@@ -53,6 +53,10 @@ type Pack struct {
 	// a busy, error or confirmation line above the bottom-most one belongs to a turn
 	// that is over and decides nothing.
 	TurnDone []Cue `json:"turn_done,omitempty"`
+	// Queued lists the lines a TUI shows while typed input waits in its own queue
+	// (Claude Code's "Press up to edit queued messages", Gemini CLI's "Queued (press ↑
+	// to edit):", Codex's "• Queued follow-up inputs").
+	Queued []Cue `json:"queued,omitempty"`
 	// Ignore lists lines that are never a cue (e.g. Codex's "■ Conversation
 	// interrupted", which looks like an error banner but is not one).
 	Ignore []string `json:"ignore,omitempty"`
@@ -134,7 +138,7 @@ func (p *Pack) compile() error {
 		field string
 		cues  []Cue
 	}{{"ready", p.Ready}, {"busy", p.Busy}, {"needs_confirmation", p.Confirm},
-		{"error", p.Error}, {"turn_done", p.TurnDone}} {
+		{"error", p.Error}, {"turn_done", p.TurnDone}, {"queued", p.Queued}} {
 		if err := compileCues(l.field, l.cues); err != nil {
 			return err
 		}

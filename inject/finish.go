@@ -32,16 +32,33 @@ func (p *Pipeline) awaitAck(j *job) {
 		return
 	}
 	p.deps.Acks.Expect(t)
-	ctx, cancel := context.WithTimeout(p.ctx, max(timeout, 0))
-	sig, err := p.deps.Acks.Wait(ctx, t.TriggerID)
-	cancel()
-	switch {
-	case err == nil:
-		p.finishAcked(j, sig)
-	case p.ctx.Err() != nil:
-		// Shutting down: the trigger stays open in the store and Open resumes it.
-	default:
-		p.ackTimedOut(j)
+	// Wait in steps: while the pane draws, its screen is searched for the marker every
+	// screenPoll, and always once more at the deadline, before a retry or the fallback.
+	deadline := p.cfg.Now().Add(max(timeout, 0))
+	var seen uint64
+	for {
+		step := min(screenPoll, max(deadline.Sub(p.cfg.Now()), 0))
+		ctx, cancel := context.WithTimeout(p.ctx, step)
+		sig, err := p.deps.Acks.Wait(ctx, t.TriggerID)
+		cancel()
+		last := !p.cfg.Now().Before(deadline)
+		since := &seen // during the wait: only if the pane drew since the last look
+		if last {
+			since = nil
+		}
+		switch {
+		case err == nil:
+			p.finishAcked(j, sig)
+			return
+		case p.ctx.Err() != nil:
+			return // shutting down: the trigger stays open in the store and Open resumes it
+		case p.markerOnScreen(t, since):
+			p.finishAcked(j, signalScreen)
+			return
+		case last:
+			p.ackTimedOut(j)
+			return
+		}
 	}
 }
 

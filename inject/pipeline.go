@@ -144,6 +144,19 @@ type Gates interface {
 	Injecting(runtimeID string, until time.Time)
 }
 
+// InputLine is implemented by Gates that know an agent's input line beyond its text
+// (*detector.Monitor does): a large paste the agent folds into a placeholder
+// ("[Pasted Content 5621 chars]") is still nudge's prompt, waiting for Enter, and a prompt
+// the agent took while busy may wait in its own queue.
+type InputLine interface {
+	// Typed records the text nudge just typed into the runtime's input line.
+	Typed(runtimeID, text string)
+	// Ours reports whether composer (as Composer returned it) holds text folded.
+	Ours(rt store.Runtime, composer, text string) bool
+	// Queued reports whether the last look at the pane showed input queued in the agent.
+	Queued(rt store.Runtime) bool
+}
+
 // Acker waits for acknowledgements (package ack).
 type Acker interface {
 	// Expect starts watching for t's ack signals on its runtime from now on.
@@ -152,6 +165,9 @@ type Acker interface {
 	Wait(ctx context.Context, triggerID string) (signal string, err error)
 	// Forget stops watching.
 	Forget(triggerID string)
+	// OnScreen reports whether lines, a capture of the runtime's pane (scrollback and
+	// screen), show the trigger's ack marker as the agent composed it (not its echo).
+	OnScreen(runtimeID, triggerID string, lines []string) bool
 }
 
 // Fallbacker runs the fallback chain (resume, then spawn) for a trigger whose live path

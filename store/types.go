@@ -27,6 +27,7 @@ type Runtime struct {
 	Readiness       string    `json:"readiness"` // nudge.Readiness
 	Summary         string    `json:"summary,omitempty"`
 	OperatorBusy    bool      `json:"operator_busy"`
+	InputLine       string    `json:"input_line,omitempty"` // nudge.InputLine: empty, draft, ours, unknown
 	Paused          bool      `json:"paused"`
 	ExitStatus      *int      `json:"exit_status,omitempty"`
 	LastHeartbeatAt time.Time `json:"last_heartbeat_at,omitempty"`
@@ -69,6 +70,9 @@ type Trigger struct {
 	Fallback        string `json:"fallback,omitempty"`   // "", resume, spawn
 	Attempts        int    `json:"attempts"`
 	Closed          bool   `json:"closed"` // no more work will be done for it
+	// QueuedInAgent: the agent took the prompt into its own queue (it was busy) instead
+	// of starting a turn with it; only the turn that takes it up acks it.
+	QueuedInAgent bool `json:"queued_in_agent,omitempty"`
 
 	CreatedAt     time.Time  `json:"created_at"`
 	QueuedAt      time.Time  `json:"queued_at"`
