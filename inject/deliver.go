@@ -384,7 +384,19 @@ func (p *Pipeline) markInjected(j *job, d attemptDetail, newAttempt bool) {
 	j.maybeTyped = true
 	j.decide()
 	p.transition(rec.RuntimeID, nudge.StatusTriggering, "trigger "+rec.TriggerID)
+	p.lastTrigger(rec)
 	p.persist(j, p.auditDetail("trigger_sent", rec, "", d))
+}
+
+// lastTrigger records on the runtime the trigger last delivered to it (seed 001 §5
+// last_trigger_id).
+func (p *Pipeline) lastTrigger(t store.Trigger) {
+	if t.RuntimeID == "" {
+		return
+	}
+	if _, err := p.deps.Runtimes.Update(t.RuntimeID, func(rt *store.Runtime) { rt.LastTriggerID = t.TriggerID }); err != nil {
+		p.log.Debug("last trigger id", "runtime_id", t.RuntimeID, "err", err)
+	}
 }
 
 // submit presses Enter and confirms that the prompt left the composer; one lone Enter

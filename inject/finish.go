@@ -221,6 +221,7 @@ func (p *Pipeline) runFallback(j *job, code nudge.Code) {
 		t.Closed = true
 		t.Result = string(resultFor(t))
 	})
+	p.lastTrigger(rec)
 	p.persist(j, p.audit("trigger_fell_back", rec, backend))
 	p.done(j)
 }
