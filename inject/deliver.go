@@ -159,7 +159,7 @@ func (p *Pipeline) yieldTo(l *lane, j *job, id string) bool {
 // paste into a dead pane crashes tmux 3.3a, so a paste is always preceded by the check).
 func (p *Pipeline) needsPaneCheck(l *lane, j *job) bool {
 	return !l.clean.Load() || j.maybeTyped || j.record().Attempts > 0 || p.deps.Gates == nil ||
-		strings.ContainsAny(j.envelope, "\n\r")
+		NeedsPaste(j.envelope)
 }
 
 // paneCheck asks tmux, in one round trip, whether the pane exists, is alive and is not in
@@ -384,7 +384,19 @@ func (p *Pipeline) markInjected(j *job, d attemptDetail, newAttempt bool) {
 	j.maybeTyped = true
 	j.decide()
 	p.transition(rec.RuntimeID, nudge.StatusTriggering, "trigger "+rec.TriggerID)
+	p.lastTrigger(rec)
 	p.persist(j, p.auditDetail("trigger_sent", rec, "", d))
+}
+
+// lastTrigger records on the runtime the trigger last delivered to it (seed 001 §5
+// last_trigger_id).
+func (p *Pipeline) lastTrigger(t store.Trigger) {
+	if t.RuntimeID == "" {
+		return
+	}
+	if _, err := p.deps.Runtimes.Update(t.RuntimeID, func(rt *store.Runtime) { rt.LastTriggerID = t.TriggerID }); err != nil {
+		p.log.Debug("last trigger id", "runtime_id", t.RuntimeID, "err", err)
+	}
 }
 
 // submit presses Enter and confirms that the prompt left the composer; one lone Enter

@@ -235,6 +235,7 @@ func (p *Pipeline) runFallback(j *job, code nudge.Code) {
 		t.Closed = true
 		t.Result = string(resultFor(t))
 	})
+	p.lastTrigger(rec)
 	p.persist(j, p.auditDetail("trigger_fell_back", rec, l.Backend, map[string]any{
 		"backend": l.Backend, "runtime_id": l.RuntimeID, "pane_id": l.PaneID}))
 	p.done(j)

@@ -188,7 +188,10 @@ func (p *Pipeline) gates(j *job, rt store.Runtime, now time.Time) verdict {
 	case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered, nudge.StatusExited:
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + rt.Status}
 	case nudge.StatusStarting, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
-		return p.startingHold(rt, now)
+		// On the hold clock too: a start ends at its start deadline, but a resume run
+		// in the pane may last (every hold ends).
+		v := p.startingHold(rt, now)
+		return p.holdFor(j, rt, now, v.code, v.why, v.until)
 	}
 	key := rateKey(t)
 	if t.ThreadID != "" && t.ScheduleID == "" {

@@ -54,6 +54,12 @@ func (j *job) update(now time.Time, fn func(*store.Trigger)) store.Trigger {
 
 func tp(t time.Time) *time.Time { return &t }
 
+// ResultFor is the seed's result word for a receipt (README, "Receipts"): queued and
+// injected are pending, deferred is deferred, submitted and acked are delivered (timeout
+// when an ack or defer timeout led there through a fallback), failed is failed or timeout.
+// already_active is the answer to a repeated trigger_id while the first is in flight.
+func ResultFor(t store.Trigger) nudge.Result { return resultFor(&t) }
+
 // resultFor derives the seed's result word from a receipt.
 func resultFor(t *store.Trigger) nudge.Result {
 	switch nudge.TriggerState(t.State) {
@@ -70,6 +76,6 @@ func resultFor(t *store.Trigger) nudge.Result {
 		}
 		return nudge.ResultFailed
 	default:
-		return "" // queued or injected: nothing observed yet
+		return nudge.ResultPending // queued or injected: no outcome yet
 	}
 }

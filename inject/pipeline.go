@@ -227,12 +227,12 @@ type Pipeline struct {
 	// aside: the runtime a fallback spawned beside a runtime whose pane it had to keep
 	// (an operator at it, unmanaged): later fallbacks of that runtime go there instead
 	// of spawning one runtime per trigger.
-	aside map[string]string
-	jobs        map[string]*job // triggers not yet closed, by id
-	rate        *rateLimiter
-	loops       *loopGuard
-	breakers    *breakers
-	closed      bool
+	aside    map[string]string
+	jobs     map[string]*job // triggers not yet closed, by id
+	rate     *rateLimiter
+	loops    *loopGuard
+	breakers *breakers
+	closed   bool
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_.:@/-]{1,128}$`)

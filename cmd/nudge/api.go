@@ -312,20 +312,26 @@ func (d *daemon) handleHeartbeat(w http.ResponseWriter, r *http.Request, c calle
 		writeError(w, err)
 		return
 	}
+	switch b.Status {
+	case "", "active", "idle", "offline": // seed 000 §8.2; "" means active
+	default:
+		writeError(w, badRequest("status %q: want active, idle or offline", b.Status))
+		return
+	}
 	now := time.Now()
 	at := b.LastActivityAt
 	if at.IsZero() || at.After(now) {
 		at = now // a clock in the future cannot ack triggers not yet delivered
 	}
-	advanced := d.acks.Heartbeat(rt.RuntimeID, at, b.Cursor)
-	if advanced {
-		d.pipe.Progress(rt.WorkspaceID, rt.AgentID, b.ThreadID)
-	}
-	if b.SessionID != "" {
+	if b.SessionID != "" { // bad input changes nothing: checked before the heartbeat acts
 		if prof, _ := d.reg.Profile(rt.Agent); !prof.ValidSessionID(b.SessionID) {
 			writeError(w, badRequest("session_id %q is not valid for profile %s", b.SessionID, rt.Agent))
 			return
 		}
+	}
+	advanced := d.acks.Heartbeat(rt.RuntimeID, at, b.Cursor)
+	if advanced {
+		d.pipe.Progress(rt.WorkspaceID, rt.AgentID, b.ThreadID)
 	}
 	rt, err := d.reg.Update(rt.RuntimeID, func(x *store.Runtime) {
 		x.LastHeartbeatAt = now
@@ -388,7 +394,16 @@ func (d *daemon) handleGetTrigger(w http.ResponseWriter, r *http.Request, c call
 	if wait, _ := time.ParseDuration(r.URL.Query().Get("wait")); wait > 0 && !t.Closed {
 		t = d.waitTrigger(r.Context(), t.TriggerID, min(wait, 10*time.Minute))
 	}
-	writeJSON(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, withResult(t))
+}
+
+// withResult fills a receipt's result word if it has none (a record written by an older
+// daemon): result is never empty.
+func withResult(t store.Trigger) store.Trigger {
+	if t.Result == "" {
+		t.Result = string(inject.ResultFor(t))
+	}
+	return t
 }
 
 // waitTrigger blocks until the trigger is closed, wait passes, or ctx ends, and returns
@@ -435,7 +450,7 @@ func (d *daemon) handleListTriggers(w http.ResponseWriter, r *http.Request, c ca
 			if live, err := d.pipe.Get(t.TriggerID); err == nil {
 				t = live
 			}
-			out = append(out, t)
+			out = append(out, withResult(t))
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -40,8 +40,8 @@ func bigPrompt(kib int, multi bool, tag string) string {
 // cancels with Escape for agents that do not queue input) and checks that each one is
 // submitted, and that no folded paste placeholder is ever taken for a human's draft
 // (operator_busy stays false, input_line never "draft").
-func testLargePrompts(t *testing.T, td *testDaemon, rt runtimeView, queues bool) {
-	n := 0
+func testLargePrompts(t *testing.T, td *testDaemon, rt runtimeView, queues bool) int {
+	n, queued := 0, 0
 	for _, kib := range pasteSizes() {
 		for _, multi := range []bool{false, true} {
 			shape := "single"
@@ -67,6 +67,9 @@ func testLargePrompts(t *testing.T, td *testDaemon, rt runtimeView, queues bool)
 					id, now.OperatorBusy, now.InputLine, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
 			}
 			n++
+			if got.QueuedInAgent {
+				queued++
+			}
 			t.Logf("%s: submitted (queued_in_agent %v)", id, got.QueuedInAgent)
 			if !queues {
 				td.tmux("send-keys", "-t", rt.PaneID, "Escape")
@@ -74,7 +77,8 @@ func testLargePrompts(t *testing.T, td *testDaemon, rt runtimeView, queues bool)
 			}
 		}
 	}
-	t.Logf("%s: %d large prompts submitted (sizes %v KiB, one line and multi-line)", rt.Agent, n, pasteSizes())
+	t.Logf("%s: %d large prompts submitted (sizes %v KiB, one line and multi-line), %d queued in the agent", rt.Agent, n, pasteSizes(), queued)
+	return queued
 }
 
 // waitTriggerFor is waitTrigger with its own deadline.
@@ -114,7 +118,11 @@ func TestCodexLargePromptsSubmitted(t *testing.T) {
 // +M lines]").
 func TestClaudeLargePromptsSubmitted(t *testing.T) {
 	td := startDaemon(t, claudeSetup(t))
-	testLargePrompts(t, td, td.spawnAgent("cl", "claude", nil), true)
+	// Claude Code keeps retrying the unreachable API after the first prompt: the later
+	// ones are queued in it ("Press up to edit queued messages"), and say so.
+	if queued := testLargePrompts(t, td, td.spawnAgent("cl", "claude", nil), true); queued == 0 {
+		t.Error("no prompt was receipted queued_in_agent, though Claude Code was busy for all but the first")
+	}
 }
 
 // TestGeminiLargePromptsSubmitted: the same with the real Gemini CLI ("[Pasted Text: N
@@ -140,4 +148,16 @@ func TestPiLargePromptsSubmitted(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-nudge-test-dummy")
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnAgent("pi", "pi", nil), true)
+}
+
+// TestRuntimeInputLine: the runtime record says what its input line holds, read from the
+// real pane: empty, then a human's draft (the trigger would wait), then empty again.
+func TestRuntimeInputLine(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	rt := td.spawnShell("il", "dev")
+	td.waitRuntimeFor(rt.RuntimeID, 30*time.Second, func(r runtimeView) bool { return r.InputLine == "empty" })
+	td.tmux("send-keys", "-t", rt.PaneID, "-l", "echo half typed by a human")
+	td.waitRuntimeFor(rt.RuntimeID, 30*time.Second, func(r runtimeView) bool { return r.InputLine == "draft" && r.OperatorBusy })
+	td.tmux("send-keys", "-t", rt.PaneID, "C-u")
+	td.waitRuntimeFor(rt.RuntimeID, 60*time.Second, func(r runtimeView) bool { return r.InputLine == "empty" })
 }
