@@ -51,7 +51,7 @@ type serveConfig struct {
 	Token                  string // optional shared secret
 	TokenFile              string // ... read from this 0600 file
 	StoreCheckTimeout      time.Duration
-	authConfig                    // tokens, policy (auth.go)
+	authConfig             // tokens, policy (auth.go)
 	AllowUIDs              []int
 	ShutdownTimeout        time.Duration
 	ScheduleGap            time.Duration
