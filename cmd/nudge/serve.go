@@ -216,7 +216,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := cfg.complete(); err != nil {
 		return &usageError{err.Error()}
 	}
-	if err := cfg.loadToken(env, fs); err != nil {
+	if err := cfg.loadToken(env); err != nil {
 		return err
 	}
 	if cfg.CPUProfile != "" {
@@ -275,9 +275,9 @@ func (c *serveConfig) complete() error {
 // loadToken reads --api-token-file, warns about a --api-token given on the command line
 // (every local user can read it with ps), and takes NUDGE_API_TOKEN out of the daemon's
 // own environment once read.
-func (c *serveConfig) loadToken(env *cliEnv, fs *flag.FlagSet) error {
-	onCmdline := false
-	fs.Visit(func(f *flag.Flag) { onCmdline = onCmdline || f.Name == "api-token" })
+func (c *serveConfig) loadToken(env *cliEnv) error {
+	fromEnv, ok := os.LookupEnv("NUDGE_API_TOKEN")
+	onCmdline := c.Token != "" && (!ok || fromEnv != c.Token)
 	os.Unsetenv("NUDGE_API_TOKEN") //nolint:errcheck // read already; never inherited
 	if c.TokenFile != "" {
 		if c.Token != "" {
