@@ -234,7 +234,7 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 }
 
 func (d *daemon) onReadiness(runtimeID string, c detector.Classification, busy bool) {
-	d.hub.Publish(Event{Type: "readiness", Detail: mustJSON(map[string]any{
+	d.hub.Publish(Event{Type: "readiness", Workspace: d.eventWorkspace(runtimeID), Detail: mustJSON(map[string]any{
 		"runtime_id": runtimeID, "readiness": c.State, "summary": c.Summary,
 		"actions_needed": c.ActionsNeeded, "operator_busy": busy})})
 	if d.ready.Load() && !busy && c.State == nudge.Ready {
@@ -264,18 +264,22 @@ func (d *daemon) onHumanDone(rt store.Runtime) {
 }
 
 func (d *daemon) onRuntimeChange(rt store.Runtime, prev nudge.Status) {
-	d.hub.Publish(Event{Type: "runtime", Runtime: rt})
+	d.hub.Publish(Event{Type: "runtime", Workspace: rt.WorkspaceID, Runtime: rt})
 	if d.ready.Load() && nudge.Status(rt.Status) == nudge.StatusReady {
 		d.pipe.Kick(rt.RuntimeID)
 	}
 }
 
 func (d *daemon) onTriggerChange(t store.Trigger) {
-	d.hub.Publish(Event{Type: "trigger", Trigger: t})
+	d.hub.Publish(Event{Type: "trigger", Workspace: t.WorkspaceID, Trigger: t})
 }
 
 func (d *daemon) onFallbackStep(step ack.Step) {
-	d.hub.Publish(Event{Type: "fallback", Detail: mustJSON(step)})
+	ws := d.eventWorkspace(step.RuntimeID)
+	if t, err := d.pipe.Get(step.TriggerID); err == nil {
+		ws = t.WorkspaceID
+	}
+	d.hub.Publish(Event{Type: "fallback", Workspace: ws, Detail: mustJSON(step)})
 }
 
 func (d *daemon) listen() error {

@@ -176,7 +176,11 @@ func (o *observer) raise(as []alert) {
 	for _, a := range as {
 		o.alertsTotal.Inc()
 		o.d.log.Warn("alert", "kind", a.Kind, "runtime_id", a.RuntimeID, "message", a.Message)
-		o.d.hub.Publish(Event{Type: "alert", Detail: mustJSON(a)})
+		ws := ""
+		if a.RuntimeID != "" {
+			ws = o.d.eventWorkspace(a.RuntimeID)
+		}
+		o.d.hub.Publish(Event{Type: "alert", Workspace: ws, Detail: mustJSON(a)})
 	}
 }
 
