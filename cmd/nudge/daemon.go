@@ -110,7 +110,16 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 }
 
 func (d *daemon) storeOptions() store.Options {
-	o := store.Options{Timeout: time.Second, CheckTimeout: d.cfg.StoreCheckTimeout}
+	o := store.Options{Timeout: time.Second, CheckTimeout: d.cfg.StoreCheckTimeout,
+		OnLaterError: func(op string, err error) { d.log.Error("store write failed", "op", op, "err", err) },
+		OnHealth: func(err error) {
+			if err != nil {
+				d.log.Error("store cannot write: new triggers are refused (UNAVAILABLE) until it can; accepted ones are kept in the create log",
+					"path", filepath.Join(d.cfg.StateDir, "nudge.db"), "err", err)
+			} else {
+				d.log.Info("store writes again: accepting triggers")
+			}
+		}}
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = -1 // --store-check-timeout 0: skip the check
 	}

@@ -270,6 +270,12 @@ func (o *observer) writeLive(w io.Writer) {
 	metrics.WriteCounterUint64(w, "nudge_controlmode_dials_total", uint64(st.Dials))
 	metrics.WriteCounterUint64(w, "nudge_controlmode_pause_total", uint64(st.Pauses))
 	metrics.WriteGaugeFloat64(w, "nudge_controlmode_lag_seconds", st.Lag.Seconds())
+	metrics.WriteCounterUint64(w, "nudge_store_commit_errors_total", d.db.CommitErrors())
+	unavailable := 0.0
+	if d.db.Unavailable() != nil {
+		unavailable = 1
+	}
+	metrics.WriteGaugeFloat64(w, "nudge_store_unavailable", unavailable)
 
 	rts := d.reg.List()
 	byStatus := map[string]int{}
