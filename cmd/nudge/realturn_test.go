@@ -206,9 +206,11 @@ func (ft *fullTurns) checkModel() {
 			continue
 		}
 		for _, r := range reqs {
-			ids := standin.EnvelopeIDs(r.Prompt)
-			if !r.Side && !r.ToolResult && len(ids) > 0 && ids[0] == id && !strings.Contains(r.Prompt, ft.whole[id]) {
-				ft.t.Errorf("%s: the model got the prompt cut or changed (%d bytes sent, %d received): %s", id, len(ft.whole[id]), len(r.Prompt), firstDiff(r.Prompt, ft.whole[id]))
+			for _, h := range r.History {
+				ids := standin.EnvelopeIDs(h)
+				if !r.Side && len(ids) > 0 && ids[0] == id && !strings.Contains(h, ft.whole[id]) {
+					ft.t.Errorf("%s: the model got the prompt cut or changed (%d bytes sent, %d received): %s", id, len(ft.whole[id]), len(h), firstDiff(h, ft.whole[id]))
+				}
 			}
 		}
 	}
@@ -353,7 +355,9 @@ func (ft *fullTurns) record() {
 	var cols, rows int
 	fmt.Sscanf(ft.td.tmux("display-message", "-p", "-t", ft.rt.PaneID, "#{pane_width} #{pane_height}"), "%d %d", &cols, &rows)
 	cfg := controlmode.Config{SocketName: ft.td.cfg.TmuxSocket, Session: "agents_" + ft.rt.WorkspaceID}
-	if ft.rec, err = streamrec.Record(t0(), cfg, ft.rt.PaneID, ft.c.agent, cols, rows, f); err != nil {
+	root := ft.td.cfg.Roots[0] // a temporary folder: shown as /src/demo/xxx…, same length
+	o := streamrec.Options{Agent: ft.c.agent, Cols: cols, Rows: rows, Replace: []string{root, ("/src/demo/" + strings.Repeat("x", len(root)))[:len(root)]}}
+	if ft.rec, err = streamrec.Record(t0(), cfg, ft.rt.PaneID, o, f); err != nil {
 		ft.t.Fatal(err)
 	}
 }

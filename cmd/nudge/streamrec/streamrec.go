@@ -65,21 +65,35 @@ type Recorder struct {
 
 	mu      sync.Mutex
 	started bool // the first screen is written
+	repl    *strings.Replacer
 	w       *bufio.Writer
 	buf     []byte
 	err     error
 }
 
+// Options describe a recording.
+type Options struct {
+	Agent      string // the detector pack, for the header
+	Cols, Rows int    // the pane's size, for the header
+	// Replace lists old, new pairs replaced in the output before it is written (e.g.
+	// a temporary folder's path by a neutral one of the same length, which keeps
+	// the layout). A string split over two output chunks is not replaced.
+	Replace []string
+}
+
 // Record attaches a control-mode client (cfg: the tmux server and the pane's session;
 // it is never paused) and records the output of pane (%N) into w, starting with the
-// header for agent and the pane's size. The caller must Close it.
-func Record(ctx context.Context, cfg controlmode.Config, pane, agent string, cols, rows int, w io.Writer) (*Recorder, error) {
+// header. The caller must Close it.
+func Record(ctx context.Context, cfg controlmode.Config, pane string, o Options, w io.Writer) (*Recorder, error) {
 	n, err := strconv.Atoi(strings.TrimPrefix(pane, "%"))
 	if err != nil || !strings.HasPrefix(pane, "%") {
 		return nil, fmt.Errorf("record: pane %q is not a %%N id", pane)
 	}
 	r := &Recorder{pane: n, w: bufio.NewWriter(w), start: time.Now()}
-	fmt.Fprintf(r.w, "nudge-stream %d agent=%s size=%dx%d\n", Version, agent, cols, rows)
+	if len(o.Replace) > 0 {
+		r.repl = strings.NewReplacer(o.Replace...)
+	}
+	fmt.Fprintf(r.w, "nudge-stream %d agent=%s size=%dx%d\n", Version, o.Agent, o.Cols, o.Rows)
 	cfg.PauseAfter = -1
 	cfg.OnOutput = r.output
 	if r.conn, err = controlmode.Dial(ctx, cfg); err != nil {
@@ -97,7 +111,7 @@ func Record(ctx context.Context, cfg controlmode.Config, pane, agent string, col
 			}
 			r.mu.Lock()
 			r.started = true
-			r.line("o", controlmode.Escape(nil, drawScreen(screen.Lines, x, y)))
+			r.line("o", controlmode.Escape(nil, r.replace(drawScreen(screen.Lines, x, y))))
 			r.mu.Unlock()
 		}
 	}
@@ -131,7 +145,7 @@ func (r *Recorder) output(pane int, data []byte, _ time.Duration) {
 	if !r.started {
 		return
 	}
-	r.buf = controlmode.Escape(r.buf[:0], data)
+	r.buf = controlmode.Escape(r.buf[:0], r.replace(data))
 	r.line("o", r.buf)
 }
 
@@ -143,6 +157,13 @@ func (r *Recorder) line(kind string, data []byte) {
 	fmt.Fprintf(r.w, "%.3f %s ", time.Since(r.start).Seconds(), kind)
 	r.w.Write(data)
 	r.err = r.w.WriteByte('\n')
+}
+
+func (r *Recorder) replace(b []byte) []byte {
+	if r.repl == nil {
+		return b
+	}
+	return []byte(r.repl.Replace(string(b)))
 }
 
 // Mark records that the pane shows readiness state from this point of the stream on.
