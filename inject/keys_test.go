@@ -32,6 +32,10 @@ func TestTypeCommandsShape(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("lines: got %q, want %q", got, want)
 	}
+	// One line longer than MaxKeys is pasted too.
+	if got, err := TypeCommands("%1", 0, strings.Repeat("x", MaxKeys+1), "buf"); err != nil || len(got) != 2 || !strings.HasPrefix(got[0], "set-buffer") {
+		t.Errorf("long line: got %d commands, %v; want set-buffer and paste-buffer", len(got), err)
+	}
 	if got, err := TypeCommands("%1", 77, "", ""); got != nil || err != nil {
 		t.Errorf("empty text gave commands")
 	}
@@ -96,7 +100,7 @@ func testTmuxDelivery(t *testing.T, bracketed bool) {
 			t.Fatalf("#%d: TypeCommands: %v", i, err)
 		}
 		c.run(t, cmds)
-		if bracketed && strings.Contains(text, "\n") {
+		if bracketed && NeedsPaste(text) {
 			text = "\x1b[200~" + text + "\x1b[201~"
 		}
 		want.WriteString(text)
