@@ -56,20 +56,20 @@ type daemon struct {
 }
 
 // openDaemon opens everything in dependency order; on error it closes what it opened.
-func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (d *daemon, err error) {
-	d = &daemon{cfg: cfg, log: newLogger(cfg, env), started: time.Now(), errc: make(chan error, 2)}
+func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, err error) {
+	d := &daemon{cfg: cfg, log: newLogger(cfg, env), started: time.Now(), errc: make(chan error, 2)}
 	d.hub = newHub(time.Now)
 	defer func() {
+		// d, not the result: an early `return nil, err` must still close what was opened.
 		if err != nil {
 			d.Close()
-			d = nil
 		}
 	}()
-	if d.db, err = store.Open(filepath.Join(cfg.StateDir, "nudge.db"), store.Options{Timeout: time.Second}); err != nil {
+	if d.db, err = store.Open(filepath.Join(cfg.StateDir, "nudge.db"), d.storeOptions()); err != nil {
 		if errors.Is(err, store.ErrLocked) {
-			return nil, fmt.Errorf("another nudge daemon is using %s", cfg.StateDir)
+			return nil, fmt.Errorf("another nudge daemon is using %s (stop it first, or give this one another --state-dir)", cfg.StateDir)
 		}
-		return nil, fmt.Errorf("open store: %w", err)
+		return nil, err
 	}
 	if d.auth, err = openAuthority(cfg, d.db); err != nil {
 		return nil, err
@@ -107,6 +107,14 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (d *daemon, e
 	}
 	d.log.Info("serving", "socket", cfg.Socket, "state_dir", cfg.StateDir, "tmux_socket", d.tmuxServerName(), "version", version)
 	return d, nil
+}
+
+func (d *daemon) storeOptions() store.Options {
+	o := store.Options{Timeout: time.Second, CheckTimeout: d.cfg.StoreCheckTimeout}
+	if o.CheckTimeout <= 0 {
+		o.CheckTimeout = -1 // --store-check-timeout 0: skip the check
+	}
+	return o
 }
 
 func (d *daemon) registryConfig() panes.Config {
