@@ -24,7 +24,7 @@ import (
 //	thread rate limit            TRIGGER_RATE_LIMITED      the window's next free slot
 //	another trigger's fallback   FALLBACK_IN_PROGRESS      that fallback's end
 //	runtime starting             RUNTIME_STARTING          its start timeout (then failed: the fallback chain)
-//	runtime being relaunched     FALLBACK_IN_PROGRESS      the relaunch's end (fallback_resume, spawn_recovery)
+//	runtime being relaunched     FALLBACK_IN_PROGRESS      MaxHold (hold clock; fallback_resume, spawn_recovery)
 //	control connection down      (state unchanged)         MaxDefer, then TARGET_NOT_FOUND
 //	ack wait                     (submitted)               ack timeout x retries, then ACK_TIMEOUT
 //
@@ -34,7 +34,8 @@ import (
 // agentHold reports whether code is held on the hold clock (MaxHold).
 func agentHold(code nudge.Code) bool {
 	switch code {
-	case nudge.AgentBusy, nudge.AgentNeedsConfirmation, nudge.AgentUnknown, nudge.RuntimePaused, nudge.RuntimeCooldown:
+	case nudge.AgentBusy, nudge.AgentNeedsConfirmation, nudge.AgentUnknown, nudge.RuntimePaused, nudge.RuntimeCooldown,
+		nudge.FallbackInProgress:
 		return true
 	}
 	return false
