@@ -21,13 +21,10 @@ import (
 //	screen not understood        AGENT_UNKNOWN             MaxHold (hold clock)
 //	runtime paused               RUNTIME_PAUSED            MaxHold (hold clock)
 //	circuit breaker open         RUNTIME_COOLDOWN          the cooldown's end, within MaxHold
-//	runtime starting             RUNTIME_STARTING          its start deadline, within MaxHold
-//	runtime relaunched by a      FALLBACK_IN_PROGRESS      MaxHold (hold clock)
-//	fallback (fallback_resume, spawn_recovery)
 //	thread rate limit            TRIGGER_RATE_LIMITED      the window's next free slot
 //	another trigger's fallback   FALLBACK_IN_PROGRESS      that fallback's end (rechecked every 250ms)
 //	runtime starting             RUNTIME_STARTING          its start timeout (then failed: the fallback chain)
-//	runtime being relaunched     FALLBACK_IN_PROGRESS      the relaunch's end (fallback_resume, spawn_recovery)
+//	runtime being relaunched     FALLBACK_IN_PROGRESS      MaxHold (hold clock; fallback_resume, spawn_recovery)
 //	control connection down      (state unchanged)         MaxDefer, then TARGET_NOT_FOUND
 //	ack wait                     (submitted)               ack timeout x retries, then ACK_TIMEOUT
 //
@@ -38,7 +35,7 @@ import (
 func agentHold(code nudge.Code) bool {
 	switch code {
 	case nudge.AgentBusy, nudge.AgentNeedsConfirmation, nudge.AgentUnknown, nudge.RuntimePaused, nudge.RuntimeCooldown,
-		nudge.RuntimeStarting, nudge.FallbackInProgress:
+		nudge.FallbackInProgress:
 		return true
 	}
 	return false
