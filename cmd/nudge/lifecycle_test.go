@@ -100,6 +100,9 @@ func TestExitZeroIsExitedNotRestarted(t *testing.T) {
 	if out, _, code := td.runCLI("ls"); code != 0 || !strings.Contains(out, "exited") || strings.Contains(rowOf(out, rt.RuntimeID), "READY") {
 		t.Fatalf("nudge ls (exit %d):\n%s", code, out)
 	}
+	if out, _, _ := td.runCLI("status", "--short"); !strings.Contains(out, "EXITED") {
+		t.Errorf("nudge status --short: %q", out)
+	}
 	if !strings.Contains(events(td.runtimeRecords(rt.RuntimeID)), "runtime_exited") {
 		t.Errorf("no runtime_exited audit: %s", events(td.runtimeRecords(rt.RuntimeID)))
 	}
