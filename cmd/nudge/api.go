@@ -36,7 +36,7 @@ func (d *daemon) routes() http.Handler {
 	h("POST /v1/triggers/{id}/ack", verbAck, d.handleAck)
 	h("POST /v1/triggers/{id}/force", verbAdmin, d.handleForce)
 	h("POST /v1/threads/{id}/unblock", verbAdmin, d.handleUnblock)
-	h("GET /v1/events", verbRead, func(w http.ResponseWriter, r *http.Request, _ caller) { d.hub.serveEvents(w, r) })
+	h("GET /v1/events", verbRead, d.serveScopedEvents)
 	h("GET /v1/audit", verbRead, d.handleAudit)
 	h("GET /v1/schedules", verbRead, d.handleListSchedules)
 	h("POST /v1/schedules", verbTrigger, d.handleAddSchedule)
@@ -101,9 +101,9 @@ func (d *daemon) handleListRuntimes(w http.ResponseWriter, r *http.Request, c ca
 
 func (d *daemon) runtimeFor(w http.ResponseWriter, r *http.Request, c caller, verb string) (store.Runtime, bool) {
 	rt, ok := d.reg.Get(r.PathValue("id"))
-	if !ok {
-		writeError(w, &apiError{nudge.NotFound, "no runtime " + r.PathValue("id")})
-		return rt, false
+	if !ok || !c.sees(rt.WorkspaceID) {
+		writeError(w, unknownRuntime(r.PathValue("id")))
+		return store.Runtime{}, false
 	}
 	if err := c.allowRuntime(verb, rt); err != nil {
 		writeError(w, err)
@@ -382,12 +382,8 @@ func (d *daemon) handleTrigger(w http.ResponseWriter, r *http.Request, c caller)
 }
 
 func (d *daemon) handleGetTrigger(w http.ResponseWriter, r *http.Request, c caller) {
-	t, err := d.pipe.Get(r.PathValue("id"))
+	t, err := d.readableTrigger(c, r.PathValue("id"))
 	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := c.allow(verbRead, t.WorkspaceID); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -458,7 +454,7 @@ func (d *daemon) handleListTriggers(w http.ResponseWriter, r *http.Request, c ca
 
 func (d *daemon) handleAck(w http.ResponseWriter, r *http.Request, c caller) {
 	id := r.PathValue("id")
-	t, err := d.pipe.Get(id)
+	t, err := d.readableTrigger(c, id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -586,8 +582,19 @@ func (d *daemon) handleAudit(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	out := []store.AuditRecord{}
+	triggerWS := map[string]string{}
+	lookup := func(id string) string {
+		ws, ok := triggerWS[id]
+		if !ok {
+			if t, err := d.db.GetTrigger(id); err == nil {
+				ws = t.WorkspaceID
+			}
+			triggerWS[id] = ws
+		}
+		return ws
+	}
 	for _, rec := range recs {
-		if rec.Workspace == "" || c.allow(verbRead, rec.Workspace) == nil {
+		if c.seesAudit(rec, lookup) {
 			out = append(out, rec)
 		}
 	}

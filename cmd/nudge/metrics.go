@@ -176,7 +176,11 @@ func (o *observer) raise(as []alert) {
 	for _, a := range as {
 		o.alertsTotal.Inc()
 		o.d.log.Warn("alert", "kind", a.Kind, "runtime_id", a.RuntimeID, "message", a.Message)
-		o.d.hub.Publish(Event{Type: "alert", Detail: mustJSON(a)})
+		ws := ""
+		if a.RuntimeID != "" {
+			ws = o.d.eventWorkspace(a.RuntimeID)
+		}
+		o.d.hub.Publish(Event{Type: "alert", Workspace: ws, Detail: mustJSON(a)})
 	}
 }
 
@@ -266,6 +270,12 @@ func (o *observer) writeLive(w io.Writer) {
 	metrics.WriteCounterUint64(w, "nudge_controlmode_dials_total", uint64(st.Dials))
 	metrics.WriteCounterUint64(w, "nudge_controlmode_pause_total", uint64(st.Pauses))
 	metrics.WriteGaugeFloat64(w, "nudge_controlmode_lag_seconds", st.Lag.Seconds())
+	metrics.WriteCounterUint64(w, "nudge_store_commit_errors_total", d.db.CommitErrors())
+	unavailable := 0.0
+	if d.db.Unavailable() != nil {
+		unavailable = 1
+	}
+	metrics.WriteGaugeFloat64(w, "nudge_store_unavailable", unavailable)
 
 	rts := d.reg.List()
 	byStatus := map[string]int{}
