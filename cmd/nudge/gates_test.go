@@ -62,3 +62,24 @@ func TestGatesSurviveDaemonRestart(t *testing.T) {
 		t.Errorf("unblock not in the thread's audit: %s", events(recs))
 	}
 }
+
+// TestForceCommand: `nudge force ID --reason R` delivers a held trigger now, and is
+// refused without a reason.
+func TestForceCommand(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	rt, file := rawCat(t, td, "w1", "rev")
+	td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/pause", nil, nil)
+	if tr, err := td.trigger(map[string]any{"trigger_id": "f1", "workspace": "w1", "agent": "rev", "prompt": "go now"}); err != nil || tr.State != "deferred" {
+		t.Fatalf("held: %+v %v", tr, err)
+	}
+	if _, _, code := td.runCLI("force", "f1"); code != 2 {
+		t.Errorf("force without --reason: exit %d, want 2", code)
+	}
+	if out, errs, code := td.runCLI("force", "f1", "--reason", "operator says so"); code != 0 {
+		t.Fatalf("nudge force: exit %d %s %s", code, out, errs)
+	}
+	if got := td.waitTrigger("f1", closed); got.State != "acked" || !got.ForceOverride {
+		t.Fatalf("forced: %+v", got)
+	}
+	readUntil(t, file, func(s string) bool { return strings.Contains(s, "go now") })
+}
