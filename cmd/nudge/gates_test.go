@@ -49,7 +49,7 @@ func TestGatesSurviveDaemonRestart(t *testing.T) {
 	if r4.State != "deferred" || r4.Attempts != 0 || r4.ErrorCode != "TRIGGER_RATE_LIMITED" || r4.DeferredUntil == nil {
 		t.Fatalf("rate window after a restart: %+v", r4)
 	}
-	if out, errs, code := td.runCLI("unblock", "th-loop", "--workspace", "w1", "--agent", "rev", "--reason", "looked at it"); code != 0 {
+	if out, errs, code := td.runCLI("unblock", "th-loop", "--reason", "looked at it"); code != 0 {
 		t.Fatalf("nudge unblock: exit %d %s %s", code, out, errs)
 	}
 	if got := send(td, "l4", "th-loop", "unblocked now"); got.State != "acked" {
