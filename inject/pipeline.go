@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -346,6 +347,22 @@ func (p *Pipeline) Progress(workspace, agent, thread string) {
 		return
 	}
 	p.loops.progress(prefix + thread)
+}
+
+// Unblock lifts the loop guard of thread for every agent whose workspace allow accepts
+// (`nudge unblock THREAD` without --workspace and --agent) and returns the agents it
+// unblocked, as workspace/agent.
+func (p *Pipeline) Unblock(thread string, allow func(workspace string) bool) []string {
+	var out []string
+	for _, key := range p.loops.keysOf(thread) {
+		agent, _, _ := strings.Cut(key, "\x00")
+		ws, _, _ := strings.Cut(agent, "/")
+		if allow(ws) {
+			p.loops.progress(key)
+			out = append(out, agent)
+		}
+	}
+	return out
 }
 
 // Force delivers a deferred trigger now, bypassing the collision gate, with an operator
