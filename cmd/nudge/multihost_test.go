@@ -204,4 +204,27 @@ func TestMultiHostHumanKeyOnRemoteHolds(t *testing.T) {
 	if got.State != "acked" && got.State != "submitted" {
 		t.Fatalf("after the operator went quiet: %+v", got)
 	}
+
+	// nudge doctor checks both hosts in use; an unreachable one fails it.
+	out, errOut, code := td.runCLI("doctor", "--ssh-config", h.config)
+	if code != 0 || !strings.Contains(out, "ok    "+h.alias+": ssh reachable") || !strings.Contains(out, h.alias+": tmux ") ||
+		!strings.Contains(out, h.alias+": agent program bash") || !strings.Contains(out, "local: tmux ") {
+		t.Fatalf("doctor: exit %d\n%s%s", code, out, errOut)
+	}
+	h.stop()
+	out, _, code = td.runCLI("doctor", "--ssh-config", h.config)
+	if code != 1 || !strings.Contains(out, "FAIL  "+h.alias+": ssh cannot reach it") {
+		t.Fatalf("doctor with the host down: exit %d\n%s", code, out)
+	}
+}
+
+func TestTmuxVersion(t *testing.T) {
+	for in, want := range map[string][2]int{"tmux 3.2": {3, 2}, "tmux 3.3a": {3, 3}, "tmux next-3.5": {3, 5}, "tmux 10.12": {10, 12}} {
+		if got, ok := tmuxVersion(in); !ok || got != want {
+			t.Errorf("%q: got %v %v", in, got, ok)
+		}
+	}
+	if _, ok := tmuxVersion("tmux master"); ok {
+		t.Error("master parsed")
+	}
 }
