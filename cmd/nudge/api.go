@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -534,21 +535,31 @@ func (d *daemon) handleUnblock(w http.ResponseWriter, r *http.Request, c caller)
 		writeError(w, err)
 		return
 	}
-	if b.Workspace == "" || b.Agent == "" {
-		writeError(w, badRequest("workspace and agent are required"))
+	thread := r.PathValue("id")
+	agents := []string{b.Workspace + "/" + b.Agent}
+	switch {
+	case b.Workspace == "" && b.Agent == "":
+		// The thread, for every agent of a workspace the caller administers.
+		agents = d.pipe.Unblock(thread, func(ws string) bool { return c.allow(verbAdmin, ws) == nil })
+	case b.Workspace == "" || b.Agent == "":
+		writeError(w, badRequest("workspace and agent go together (or neither: the thread for every agent)"))
 		return
+	default:
+		if err := c.allow(verbAdmin, b.Workspace); err != nil {
+			writeError(w, err)
+			return
+		}
+		d.pipe.Progress(b.Workspace, b.Agent, thread)
 	}
-	if err := c.allow(verbAdmin, b.Workspace); err != nil {
-		writeError(w, err)
-		return
-	}
-	d.pipe.Progress(b.Workspace, b.Agent, r.PathValue("id"))
 	uid := c.UID
-	if _, err := d.db.AppendAudit(store.AuditRecord{Event: "thread_unblocked", ThreadID: r.PathValue("id"),
-		Workspace: b.Workspace, Subject: c.Subject, PeerUID: &uid, Reason: b.Reason}); err != nil {
-		d.log.Error("audit", "event", "thread_unblocked", "err", err)
+	for _, a := range agents {
+		ws, _, _ := strings.Cut(a, "/")
+		if _, err := d.db.AppendAudit(store.AuditRecord{Event: "thread_unblocked", ThreadID: thread,
+			Workspace: ws, Subject: c.Subject, PeerUID: &uid, Reason: b.Reason, Detail: mustJSON(map[string]string{"agent": a})}); err != nil {
+			d.log.Error("audit", "event", "thread_unblocked", "err", err)
+		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"thread_id": r.PathValue("id"), "unblocked": true})
+	writeJSON(w, http.StatusOK, map[string]any{"thread_id": thread, "unblocked": true, "agents": agents})
 }
 
 func (d *daemon) handleAudit(w http.ResponseWriter, r *http.Request, c caller) {

@@ -274,6 +274,9 @@ func (d *daemon) onHumanDone(rt store.Runtime) {
 
 func (d *daemon) onRuntimeChange(rt store.Runtime, prev nudge.Status) {
 	d.hub.Publish(Event{Type: "runtime", Workspace: rt.WorkspaceID, Runtime: rt})
+	if d.ready.Load() && (prev == "" || nudge.Status(rt.Status) == nudge.StatusStarting) {
+		d.mon.Refresh() // a new runtime, or a relaunch in a new pane: watch it now
+	}
 	if d.ready.Load() && nudge.Status(rt.Status) == nudge.StatusReady {
 		d.pipe.Kick(rt.RuntimeID)
 	}

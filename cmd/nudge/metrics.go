@@ -282,7 +282,7 @@ func (o *observer) writeLive(w io.Writer) {
 	byReadiness := map[string]int{}
 	for _, s := range []nudge.Status{nudge.StatusStarting, nudge.StatusReady, nudge.StatusTriggering, nudge.StatusAwaitingAck,
 		nudge.StatusRetrying, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery, nudge.StatusFailed,
-		nudge.StatusOffline, nudge.StatusPaused} {
+		nudge.StatusOffline, nudge.StatusPaused, nudge.StatusExited} {
 		byStatus[string(s)] = 0
 	}
 	for _, r := range []nudge.Readiness{nudge.Ready, nudge.Busy, nudge.NeedsConfirmation, nudge.ErrorState, nudge.Unknown} {
