@@ -132,7 +132,7 @@ func (d *daemon) registryConfig() panes.Config {
 		Tmux: c.Tmux, SocketName: c.TmuxSocket, SocketPath: c.TmuxPath, ConfigFile: c.TmuxConfig,
 		SSHHost: c.SSHHost, Roots: c.Roots, Profiles: d.profiles,
 		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
-		Env: d.runtimeEnv, Logger: d.log, Redact: cleanCapture,
+		Env: d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy, Redact: cleanCapture,
 		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
 	}
 }
