@@ -9,6 +9,12 @@ import (
 // DefaultBuffer is the paste buffer name TypeCommands uses when bufName is "".
 const DefaultBuffer = "nudge"
 
+// MaxTyped is the longest one-line text TypeCommands types as keys; longer text is
+// pasted. A TUI takes typed text one key at a time and redraws its composer after
+// each: Gemini CLI took seconds for 1 KiB and had not shown 5 KiB minutes later, while
+// it takes the same text as one bracketed paste at once.
+const MaxTyped = 512
+
 // TypeCommands returns the tmux control-mode command lines that put text into the
 // pane target as one message, without Enter, if the pane is still the one expected: alive
 // and, if pid is not 0, running that pid (controlmode.IfPane; otherwise the reply is a
@@ -16,8 +22,8 @@ const DefaultBuffer = "nudge"
 // (no ';' chaining, no LF, CR or NUL inside); send them in order, e.g. with one
 // pipelined write.
 //
-// Text without LF or CR is typed with send-keys -l. Other text goes through the paste
-// buffer bufName (DefaultBuffer if ""), set in one set-buffer and pasted with
+// Text of at most MaxTyped bytes without LF or CR is typed with send-keys -l. Other
+// text goes through the paste buffer bufName (DefaultBuffer if ""), set in one set-buffer and pasted with
 // paste-buffer -d -p -r: the app gets one bracketed paste if it enabled bracketed
 // paste, and LF stays LF (-r). When the guard refuses the paste the buffer stays (delete
 // it). Concurrent deliveries should use distinct buffer names.
@@ -31,7 +37,7 @@ func TypeCommands(target string, pid int, text, bufName string) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	if strings.IndexAny(text, "\n\r") < 0 {
+	if len(text) <= MaxTyped && strings.IndexAny(text, "\n\r") < 0 {
 		q, err := controlmode.Quote(text)
 		if err != nil {
 			return nil, err

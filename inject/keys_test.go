@@ -27,6 +27,15 @@ func TestTypeCommandsShape(t *testing.T) {
 	if len(got) != 1 || got[0] != want[0] {
 		t.Errorf("one line: got %q, want %q", got, want)
 	}
+	long := strings.Repeat("x", MaxTyped)
+	if got, _ := TypeCommands("%1", 77, long, ""); len(got) != 1 || !strings.Contains(got[0], "send-keys") {
+		t.Errorf("%d bytes on one line: got %q, want typed", len(long), got)
+	}
+	long += "y"
+	want = []string{"set-buffer -b 'nudge' -- '" + long + "'", guard(`paste-buffer -b 'nudge' -d -p -r -t '%1'`)}
+	if got, _ := TypeCommands("%1", 77, long, ""); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("%d bytes on one line: got %q, want pasted", len(long), got)
+	}
 	got, _ = TypeCommands("%1", 77, "a'\n\nb\rc", "buf")
 	want = []string{`set-buffer -b 'buf' -- 'a'\'''"\n"''"\n"'b'"\r"'c'`, guard(`paste-buffer -b 'buf' -d -p -r -t '%1'`)}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
@@ -96,7 +105,7 @@ func testTmuxDelivery(t *testing.T, bracketed bool) {
 			t.Fatalf("#%d: TypeCommands: %v", i, err)
 		}
 		c.run(t, cmds)
-		if bracketed && strings.Contains(text, "\n") {
+		if bracketed && (strings.Contains(text, "\n") || len(text) > MaxTyped) {
 			text = "\x1b[200~" + text + "\x1b[201~"
 		}
 		want.WriteString(text)
