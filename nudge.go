@@ -30,6 +30,17 @@ const (
 	UnmanagedRuntime   Code = "UNMANAGED_RUNTIME"
 	PayloadRejected    Code = "PAYLOAD_REJECTED"
 
+	// Hold codes: the error_code of a deferred trigger says what holds it. Every hold has
+	// a deadline (the receipt's deferred_until); one that expires ends in DEFER_TIMEOUT.
+	AgentBusy              Code = "AGENT_BUSY"               // the agent is working and does not queue input
+	AgentNeedsConfirmation Code = "AGENT_NEEDS_CONFIRMATION" // a confirmation dialog is open: never typed into unless forced
+	AgentUnknown           Code = "AGENT_UNKNOWN"            // the screen is not understood and the agent does not queue input
+	RuntimePaused          Code = "RUNTIME_PAUSED"           // nudge pause RUNTIME
+	RuntimeCooldown        Code = "RUNTIME_COOLDOWN"         // the runtime's circuit breaker is open after repeated failures
+	InputLineBusy          Code = "INPUT_LINE_BUSY"          // another trigger's envelope waits unentered in the input line
+	FallbackInProgress     Code = "FALLBACK_IN_PROGRESS"     // another trigger's fallback is relaunching the runtime
+	RuntimeStarting        Code = "RUNTIME_STARTING"         // the runtime's agent has not shown READY yet (until its start timeout)
+
 	// API-level codes (not delivery failures).
 	BadRequest   Code = "BAD_REQUEST"
 	NotFound     Code = "NOT_FOUND"
@@ -75,6 +86,9 @@ const (
 	StatusOffline        Status = "offline"
 	StatusPaused         Status = "paused"
 	StatusDeregistered   Status = "deregistered"
+	// StatusExited: the program ended cleanly (exit status 0, or its profile's completion
+	// marker was seen): its work is done, so it is not restarted. `nudge restart` revives it.
+	StatusExited Status = "exited"
 )
 
 // Readiness is what the detector concluded from the pane's screen (seed 002).
@@ -114,6 +128,10 @@ const (
 	ResultDeferred      Result = "deferred"
 	ResultTimeout       Result = "timeout"
 	ResultFailed        Result = "failed"
+	// ResultPending is the in-flight word: accepted (queued) or typed (injected) and not yet
+	// taken by the agent. The seed has no word for it; an orchestrator treats it as "no
+	// outcome yet" and follows the receipt.
+	ResultPending Result = "pending"
 )
 
 // Backend names how a trigger reached the agent.

@@ -227,3 +227,13 @@ func (k *Tracker) Cursor(runtimeID string) string {
 	}
 	return ""
 }
+
+// OnScreen reports whether a capture of the runtime's pane shows the trigger's ack
+// marker (see the function OnScreen), for a runtime that acks by marker. The pipeline
+// asks it before any retry or fallback.
+func (k *Tracker) OnScreen(runtimeID, triggerID string, lines []string) bool {
+	k.mu.Lock()
+	ok := k.accepts(runtimeID, SignalMarker)
+	k.mu.Unlock()
+	return ok && OnScreen(lines, triggerID)
+}

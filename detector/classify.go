@@ -21,6 +21,12 @@ type Classification struct {
 	Draft string `json:"draft,omitempty"`
 	// Confident is false when no cue decided; the caller may ask the LLM.
 	Confident bool `json:"confident"`
+	// Composer is true when the screen shows the agent's input line (Draft is then
+	// what it holds, "" for none); false for a dialog or a screen without one.
+	Composer bool `json:"-"`
+	// Queued is true when the screen shows input waiting in the agent's own queue
+	// (Pack.Queued): a prompt submitted while the agent was busy.
+	Queued bool `json:"-"`
 }
 
 const maxSummary = 200
@@ -54,6 +60,7 @@ type region struct {
 	p      *Pack
 	lines  []line // the region, top to bottom; lines[len-1] is the cursor line
 	ignore []bool
+	styled bool // the capture carries attributes (capture-pane -e)
 }
 
 // regionOf returns the rows holding the bottom p.region() non-blank lines
@@ -71,6 +78,7 @@ func regionOf(p *Pack, ls []line, bottom int) *region {
 	r.ignore = make([]bool, len(r.lines))
 	for i, l := range r.lines {
 		r.ignore[i] = matchAny(p.ignore, l.plain)
+		r.styled = r.styled || l.styled
 	}
 	return r
 }
@@ -78,8 +86,12 @@ func regionOf(p *Pack, ls []line, bottom int) *region {
 func (r *region) decide() Classification {
 	p := r.p
 	comp := r.composer()
-	ready := max(comp, r.last(p.ready))
-	if i := r.last(p.confirm); i >= 0 && (i >= ready || p.ComposerAlwaysShown) {
+	at := r.anchor(comp) // where scoped cues are placed from
+	ready := max(comp, r.lastCue(p.Ready, at))
+	// A turn-finished marker below a busy, error or confirmation line means that line
+	// belongs to a turn that is over.
+	done := r.lastCue(p.TurnDone, at)
+	if i := r.lastCue(p.Confirm, at); i > done && r.confirmLive(i, comp, ready) {
 		text := summarize(r.lines[i].plain)
 		return Classification{State: nudge.NeedsConfirmation, Summary: text,
 			ActionsNeeded: []string{"answer the prompt: " + text}, Confident: true}
@@ -88,12 +100,13 @@ func (r *region) decide() Classification {
 	if comp >= 0 {
 		draft = r.draft(comp)
 	}
-	c := Classification{Draft: draft, Confident: true}
-	busy, errIdx := r.last(p.busy), r.last(p.errs)
+	c := Classification{Draft: draft, Confident: true, Composer: comp >= 0 || at >= 0,
+		Queued: r.lastCue(p.Queued, at) >= 0}
+	busy, errIdx := r.lastCue(p.Busy, at), r.lastCue(p.Error, at)
 	switch {
-	case busy >= 0 && (busy >= ready || p.ComposerAlwaysShown):
+	case busy >= 0 && busy > done && (busy >= ready || p.ComposerAlwaysShown):
 		c.State, c.Summary = nudge.Busy, summarize(r.lines[busy].plain)
-	case errIdx >= 0 && (errIdx > ready || (p.ComposerAlwaysShown && r.newestEntry(errIdx, ready))):
+	case errIdx >= 0 && errIdx > done && (errIdx > ready || (p.ComposerAlwaysShown && r.newestEntry(errIdx, ready))):
 		c.State, c.Summary = nudge.ErrorState, summarize(r.lines[errIdx].plain)
 		c.ActionsNeeded = []string{"inspect the error: " + c.Summary}
 	case ready >= 0:
@@ -104,6 +117,22 @@ func (r *region) decide() Classification {
 		c.State, c.Summary, c.Confident = nudge.Unknown, "no cue matched", false
 	}
 	return c
+}
+
+// confirmLive says whether the confirmation line at i is a dialog waiting for an answer
+// rather than words in the agent's prose. A dialog takes the composer's place: it is at
+// or below the composer line, or the "composer" found is the dialog's own selected
+// option ("› 1. Yes", "❯ 1. Yes"), or no composer is drawn at all. Words above an input
+// line that is really the composer are prose. Without an always-drawn composer (a
+// shell), a prompt below the line means it was answered.
+func (r *region) confirmLive(i, comp, ready int) bool {
+	if i < 0 {
+		return false
+	}
+	if !r.p.ComposerAlwaysShown {
+		return i >= ready
+	}
+	return comp < 0 || i >= comp || r.matchesCue(r.p.Confirm, comp, comp)
 }
 
 // last returns the index of the bottom-most region line matching any of res.
@@ -143,6 +172,15 @@ func (r *region) composer() int {
 		return i
 	}
 	return r.last([]*regexp.Regexp{re})
+}
+
+// anchor is the line scoped cues are placed from: the composer line, or for an empty
+// composer drawn inside a box (composer.above: OpenCode) the line under the input, or -1.
+func (r *region) anchor(comp int) int {
+	if comp >= 0 || r.p.Composer.above == nil {
+		return comp
+	}
+	return r.last([]*regexp.Regexp{r.p.Composer.above})
 }
 
 // newestEntry reports whether the error line at e is part of the newest

@@ -3,7 +3,6 @@ package detector
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"testing"
 
 	"github.com/acarl005/stripansi"
@@ -26,8 +25,10 @@ func BenchmarkClassify(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			s := stripansi.Strip(string(data))
-			for _, res := range [][]*regexp.Regexp{p.confirm, p.busy, p.errs, p.ready} {
-				matchAny(res, s)
+			for _, cs := range [][]Cue{p.Confirm, p.Busy, p.Error, p.Ready} {
+				for k := range cs {
+					cs[k].re.MatchString(s)
+				}
 			}
 		}
 	})

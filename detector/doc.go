@@ -9,7 +9,10 @@
 //	                Defaults are embedded from packs/*.json (codex, claude,
 //	                opencode, gemini, pi, shell); LoadPacks lets a user
 //	                directory override them file by file.
-//	Composer        where a CLI's input line is and how its placeholder looks.
+//	Cue             one cue: a regexp and where (relative to the composer) and in
+//	                which style it counts.
+//	Composer        where a CLI's input line is, how its placeholder looks and how it
+//	                folds a large paste ("[Pasted Content 4096 chars]").
 //	Screen          a capture plus the cursor row, the input of ClassifyScreen.
 //	Classification  the verdict: State (a nudge.Readiness), Summary,
 //	                ActionsNeeded, Draft (a human's unsubmitted composer text)
@@ -33,13 +36,20 @@
 // # Rules
 //
 // Only the prompt region (the bottom N lines, from the last non-blank line or
-// the cursor row) is classified; scrollback above it never decides. Inside it:
-// a confirmation cue wins over everything; then a busy cue (below the composer,
-// or anywhere in the region for CLIs whose composer is always drawn); then an
-// error cue below the composer (or, for always-drawn composers, the newest
-// history entry right above it); then a composer/idle cue means READY. Error
-// cues are anchored line patterns (a traceback header, "panic:", "Error:" at
-// the start of a line), so error words in prose do not count.
+// the cursor row) is classified; scrollback above it never decides. Readiness comes
+// from the TUI's own chrome, never from the agent's prose: a Cue may be scoped to its
+// place relative to the composer (the N lines above it, where the status or spinner
+// row is drawn; the footer under it) and to a style, so a reply that says "Working
+// on it", "Error: ..." or "Do you want to proceed?" decides nothing. Inside the region:
+// a confirmation cue wins over everything when it is a dialog (at or below the
+// composer, or the composer line is the dialog's selected option, or no composer is
+// drawn); then a busy cue (below the composer, or anywhere in its place for CLIs whose
+// composer is always drawn); then an error cue below the composer (or, for
+// always-drawn composers, the newest history entry right above it); then a
+// composer/idle cue means READY. A turn-finished marker (Pack.TurnDone) below a busy,
+// error or confirmation line means that line belongs to a turn that is over. Error
+// cues are anchored line patterns (a traceback header, "panic:", "Error:" at the
+// start of a line), so error words in prose do not count.
 //
 // The composer is the bottom-most line matching the pack's prompt, or the cursor
 // line for a shell, or, for a TUI that draws its sent messages in the same box

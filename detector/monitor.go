@@ -295,7 +295,7 @@ func (m *Monitor) Composer(ctx context.Context, rt store.Runtime) (string, error
 	c := ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY})
 	if ps := m.get(rt.RuntimeID); ps != nil {
 		ps.mu.Lock()
-		ps.draft = humanDraft(c.Draft)
+		ps.readInput(pack, c)
 		ps.inMode = sc.inMode
 		ps.mu.Unlock()
 		m.syncBusy(ps)
@@ -303,13 +303,39 @@ func (m *Monitor) Composer(ctx context.Context, rt store.Runtime) (string, error
 	return c.Draft, nil
 }
 
-// humanDraft is the part of a composer's text that counts as a human's draft: nudge's own
-// envelope, typed and waiting for its Enter, is not one.
-func humanDraft(d string) string {
-	if strings.Contains(d, "[BRIDGE_TRIGGER ") {
-		return ""
+// ours reports whether a composer's text is nudge's own, not a human's draft: an envelope
+// typed and waiting for its Enter, or the placeholder(s) the agent folded the text nudge
+// typed last into (a large paste shown as "[Pasted Content 5621 chars]").
+func ours(pack *Pack, d, typed string) bool {
+	return strings.Contains(d, "[BRIDGE_TRIGGER ") || (pack != nil && typed != "" && pack.Ours(d, typed))
+}
+
+// Typed records the text nudge just typed into the runtime's input line, so that the
+// agent's folded form of it (a paste placeholder) is known as nudge's own.
+func (m *Monitor) Typed(runtimeID, text string) {
+	if ps := m.get(runtimeID); ps != nil {
+		ps.mu.Lock()
+		ps.typed = text
+		ps.mu.Unlock()
 	}
-	return d
+}
+
+// Ours reports whether composer (as Composer returned it) holds text as the runtime's
+// agent shows it after folding a large paste into placeholders.
+func (m *Monitor) Ours(rt store.Runtime, composer, text string) bool {
+	pack := m.packFor(rt)
+	return pack != nil && pack.Ours(composer, text)
+}
+
+// Queued reports whether the last capture of the runtime (Composer's or the quiet one)
+// showed input waiting in the agent's own queue.
+func (m *Monitor) Queued(rt store.Runtime) bool {
+	if ps := m.get(rt.RuntimeID); ps != nil {
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		return ps.queued
+	}
+	return false
 }
 
 func (m *Monitor) get(id string) *paneState {

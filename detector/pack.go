@@ -43,10 +43,20 @@ type Pack struct {
 	// a foreground program runs (BUSY, not confident).
 	NoPromptMeansBusy bool `json:"no_prompt_means_busy,omitempty"`
 
-	Ready   []string `json:"ready,omitempty"`
-	Busy    []string `json:"busy,omitempty"`
-	Confirm []string `json:"needs_confirmation,omitempty"`
-	Error   []string `json:"error,omitempty"`
+	// Ready, Busy, Confirm and Error are the state cues (see Cue: a cue may be scoped
+	// to the TUI's chrome, so that the agent's prose never reads as a status line).
+	Ready   []Cue `json:"ready,omitempty"`
+	Busy    []Cue `json:"busy,omitempty"`
+	Confirm []Cue `json:"needs_confirmation,omitempty"`
+	Error   []Cue `json:"error,omitempty"`
+	// TurnDone lists the TUI's turn-finished markers (Codex's "─ Worked for 42s ─"):
+	// a busy, error or confirmation line above the bottom-most one belongs to a turn
+	// that is over and decides nothing.
+	TurnDone []Cue `json:"turn_done,omitempty"`
+	// Queued lists the lines a TUI shows while typed input waits in its own queue
+	// (Claude Code's "Press up to edit queued messages", Gemini CLI's "Queued (press ↑
+	// to edit):", Codex's "• Queued follow-up inputs").
+	Queued []Cue `json:"queued,omitempty"`
 	// Ignore lists lines that are never a cue (e.g. Codex's "■ Conversation
 	// interrupted", which looks like an error banner but is not one).
 	Ignore []string `json:"ignore,omitempty"`
@@ -54,7 +64,7 @@ type Pack struct {
 	Composer Composer  `json:"composer"`
 	Examples []Example `json:"examples,omitempty"`
 
-	ready, busy, confirm, errs, ignore []*regexp.Regexp
+	ignore []*regexp.Regexp
 }
 
 // Composer says where a CLI's input line is and what its placeholder looks like.
@@ -83,9 +93,14 @@ type Composer struct {
 	// (history drawn in the same style further up is not the composer). No Prompt
 	// line there: the composer is empty.
 	Above string `json:"above,omitempty"`
+	// Folded lists regexps for the placeholder the CLI shows instead of a large paste
+	// (Codex's "[Pasted Content 4096 chars]", Claude Code's "[Pasted text #1 +40
+	// lines]"). A named group "chars" or "lines" gives the folded text's size, so the
+	// composer can be matched against what nudge typed (see Pack.Ours).
+	Folded []string `json:"folded,omitempty"`
 
 	prompt, trailer, continuation, above *regexp.Regexp
-	placeholder                          []*regexp.Regexp
+	placeholder, folded                  []*regexp.Regexp
 }
 
 // Example is one few-shot example for the LLM classifier.
@@ -119,15 +134,23 @@ func ParsePack(name string, data []byte) (*Pack, error) {
 
 func (p *Pack) compile() error {
 	var err error
+	for _, l := range []struct {
+		field string
+		cues  []Cue
+	}{{"ready", p.Ready}, {"busy", p.Busy}, {"needs_confirmation", p.Confirm},
+		{"error", p.Error}, {"turn_done", p.TurnDone}, {"queued", p.Queued}} {
+		if err := compileCues(l.field, l.cues); err != nil {
+			return err
+		}
+	}
 	lists := []struct {
 		field string
 		src   []string
 		dst   *[]*regexp.Regexp
 	}{
-		{"ready", p.Ready, &p.ready}, {"busy", p.Busy, &p.busy},
-		{"needs_confirmation", p.Confirm, &p.confirm}, {"error", p.Error, &p.errs},
 		{"ignore", p.Ignore, &p.ignore},
 		{"composer.placeholder", p.Composer.Placeholder, &p.Composer.placeholder},
+		{"composer.folded", p.Composer.Folded, &p.Composer.folded},
 	}
 	for _, l := range lists {
 		if *l.dst, err = compileAll(l.field, l.src); err != nil {
@@ -155,7 +178,7 @@ func (p *Pack) validate() error {
 	if p.PromptRegion < 0 {
 		return fmt.Errorf("prompt_region %d is negative", p.PromptRegion)
 	}
-	if len(p.ready)+len(p.busy)+len(p.confirm)+len(p.errs) == 0 && p.Composer.prompt == nil {
+	if len(p.Ready)+len(p.Busy)+len(p.Confirm)+len(p.Error) == 0 && p.Composer.prompt == nil {
 		return errors.New("pack has no cues")
 	}
 	for _, s := range p.Composer.PlaceholderStyle {

@@ -44,6 +44,9 @@ type paneState struct {
 	mu        sync.Mutex
 	class     Classification // last verdict (State BUSY while output flows)
 	draft     string
+	typed     string          // the text nudge typed last (Typed): its folded form is ours
+	input     nudge.InputLine // what the input line holds, as last persisted
+	queued    bool            // the last capture showed input queued in the agent
 	inMode    bool
 	lastKey   time.Time // last human key seen
 	checking  bool      // keys seen since the last capture taken after they went quiet
@@ -205,7 +208,7 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	ps.mu.Lock()
 	changed := c.State != ps.class.State || c.Summary != ps.class.Summary
 	ps.class = c
-	ps.draft = humanDraft(c.Draft)
+	ps.readInput(pack, c)
 	ps.inMode = sc.inMode
 	if ps.checking && !m.cfg.Now().Before(ps.lastKey.Add(m.cfg.QuietWindow)) {
 		ps.checking = false
@@ -216,6 +219,26 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	}
 	m.syncBusy(ps)
 	return nil
+}
+
+// readInput sets the pane's draft (a human's text only), input line and queued flag from
+// a verdict. Called with ps.mu held.
+func (ps *paneState) readInput(pack *Pack, c Classification) {
+	ps.queued = c.Queued
+	switch {
+	case !c.Composer:
+		ps.draft = ""
+		ps.input = nudge.InputUnknown
+	case c.Draft == "":
+		ps.draft = ""
+		ps.input = nudge.InputEmpty
+	case ours(pack, c.Draft, ps.typed):
+		ps.draft = ""
+		ps.input = nudge.InputOurs
+	default:
+		ps.draft = c.Draft
+		ps.input = nudge.InputDraft
+	}
 }
 
 // publish persists a changed readiness and summary, then calls OnChange.
@@ -245,8 +268,13 @@ func (m *Monitor) syncBusy(ps *paneState) {
 	ps.mu.Lock()
 	busy := ps.draft != "" || ps.inMode || ps.checking ||
 		(!ps.lastKey.IsZero() && now.Before(ps.lastKey.Add(m.cfg.QuietWindow)))
+	input := ps.input
+	if input == "" {
+		input = nudge.InputUnknown
+	}
 	if busy == ps.opBusy {
 		ps.mu.Unlock()
+		m.syncInput(ps, input)
 		return
 	}
 	ps.opBusy = busy
@@ -257,7 +285,10 @@ func (m *Monitor) syncBusy(ps *paneState) {
 	c := ps.class
 	ps.mu.Unlock()
 
-	rt, err := m.cfg.Registry.Update(ps.id, func(rt *store.Runtime) { rt.OperatorBusy = busy })
+	rt, err := m.cfg.Registry.Update(ps.id, func(rt *store.Runtime) {
+		rt.OperatorBusy = busy
+		rt.InputLine = string(input)
+	})
 	if err != nil {
 		m.cfg.Logger.Debug("persist operator_busy failed", "runtime", ps.id, "error", err)
 		return
@@ -273,6 +304,17 @@ func (m *Monitor) syncBusy(ps *paneState) {
 	}
 	if done && m.cfg.OnHumanDone != nil {
 		m.cfg.OnHumanDone(rt)
+	}
+}
+
+// syncInput persists the runtime's input_line when it changed. Called with persistMu held.
+func (m *Monitor) syncInput(ps *paneState, input nudge.InputLine) {
+	rt, ok := m.cfg.Registry.Get(ps.id)
+	if !ok || rt.InputLine == string(input) {
+		return
+	}
+	if _, err := m.cfg.Registry.Update(ps.id, func(rt *store.Runtime) { rt.InputLine = string(input) }); err != nil {
+		m.cfg.Logger.Debug("persist input_line failed", "runtime", ps.id, "error", err)
 	}
 }
 

@@ -25,6 +25,7 @@ type line struct {
 	runes  []rune
 	styles []style
 	plain  string // string(runes) without trailing spaces
+	styled bool   // some cell has a non-default style
 }
 
 // parseScreen splits a capture into rows, removing escape sequences and
@@ -57,6 +58,7 @@ func parseScreen(s string) []line {
 			}
 			cur.runes = append(cur.runes, r)
 			cur.styles = append(cur.styles, st)
+			cur.styled = cur.styled || st != style{}
 		}
 	}
 	if len(cur.runes) > 0 {

@@ -3,6 +3,7 @@ package fuzz
 import (
 	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/nudgehq/nudge/ack"
@@ -129,4 +130,51 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// FuzzOnScreenNeverEcho: the echo of a trigger, however a TUI wraps it and whether or
+// not its end is on screen, never shows the trigger's ack marker; the marker itself, so
+// wrapped, always does.
+func FuzzOnScreenNeverEcho(f *testing.F) {
+	f.Add("read the unread messages", "trg_1", uint8(20), false)
+	f.Add("two\nlines ACK", "a:b.c", uint8(7), true)
+	f.Add(strings.Repeat("x", 300), "trg_20261122T101010_abcdef", uint8(1), false)
+	f.Fuzz(func(t *testing.T, body, id string, width uint8, cut bool) {
+		text, err := inject.Sanitize(body, 4096)
+		if err != nil {
+			return
+		}
+		fid := inject.Field(id)
+		env := inject.Envelope{ID: id, Reason: "r", AckHint: true}.Wrap(text)
+		w := int(width%80) + 1
+		lines := wrapRunes(env, w)
+		if cut && len(lines) > 1 {
+			lines = lines[:len(lines)-1]
+		}
+		if ack.OnScreen(lines, fid) {
+			t.Fatalf("the echo counts as an ack for %q: %q", fid, lines)
+		}
+		reply := wrapRunes("ok "+ack.Marker+fid, w)
+		// The id as the Matcher reads it (no trailing '.' or ':'); lines after a cut echo
+		// are never joined.
+		whole := strings.TrimRight(fid, ".:") == fid && len(reply) <= ack.MaxJoin+1 && !cut && w >= 8
+		if whole && !ack.OnScreen(append(lines, reply...), fid) {
+			t.Fatalf("the marker wrapped at %d is missed: %q", w, reply)
+		}
+	})
+}
+
+// wrapRunes cuts s into lines of at most w runes, as a TUI wraps its text (hard line
+// ends, which tmux's capture -J cannot join).
+func wrapRunes(s string, w int) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		r := []rune(l)
+		for len(r) > w {
+			out = append(out, string(r[:w]))
+			r = r[w:]
+		}
+		out = append(out, string(r))
+	}
+	return out
 }

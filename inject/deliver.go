@@ -55,11 +55,20 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 		if p.yieldTo(l, j, pending) {
 			return
 		}
-		v, stop = verdict{kind: hold, why: "the input line holds trigger " + pending + "'s prompt, never entered"}, true
+		v, stop = verdict{kind: hold, code: nudge.InputLineBusy, why: "the input line holds trigger " + pending + "'s prompt, never entered"}, true
 	}
 	if stop {
 		p.afterPaneCheck(l, j, v)
 		return
+	}
+	if j.record().Attempts > 0 {
+		// A retry: the agent may have answered during the backoff, or drawn its marker
+		// in a way the stream did not show. A prompt is never given twice to an agent
+		// that answered.
+		if sig, ok := p.ackedMeanwhile(j); ok {
+			p.finishAcked(j, sig)
+			return
+		}
 	}
 	if p.deps.Acks != nil {
 		p.deps.Acks.Expect(j.record())
@@ -235,9 +244,10 @@ func (p *Pipeline) afterPaneCheck(l *lane, j *job, v verdict) {
 			p.startFallback(j, nudge.DeferTimeout, v.why)
 			return
 		}
+		v.until = j.paneHold.Add(p.cfg.MaxDefer)
 		p.markDeferred(j, v, now)
-		l.push(j, true)
 		j.retryAt = now.Add(p.cfg.DeferRecheck)
+		l.push(j, true)
 		return
 	}
 	p.startFallback(j, v.code, v.why)
@@ -271,10 +281,17 @@ func (p *Pipeline) lookBeforeTyping(ctx context.Context, j *job, conn Sender, ta
 		}
 	}
 	if echoes == 0 {
-		return false, false, false, nil // never typed (or scrolled far away: type again)
+		// Never typed (or scrolled far away: type again), unless the agent folded it into
+		// a paste placeholder, which the history does not show as the text.
+		if p.deps.Gates != nil {
+			if c, err := p.deps.Gates.Composer(ctx, rt); err == nil && p.holds(rt, c, j) {
+				return true, false, false, nil
+			}
+		}
+		return false, false, false, nil
 	}
 	if p.deps.Gates != nil {
-		if c, err := p.deps.Gates.Composer(ctx, rt); err == nil && containsID(c, needle) {
+		if c, err := p.deps.Gates.Composer(ctx, rt); err == nil && p.holds(rt, c, j) {
 			return true, false, false, nil
 		}
 	}
@@ -327,6 +344,9 @@ func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target
 		}
 		j.received = time.Time{}
 	}
+	if il, ok := p.deps.Gates.(InputLine); ok {
+		il.Typed(j.record().RuntimeID, j.envelope)
+	}
 	_, err = conn.DoAll(ctx, cmds...)
 	if errors.Is(err, controlmode.ErrPaneGone) && len(cmds) > 1 {
 		conn.Do(ctx, "delete-buffer -b "+quote(buf)) // the paste did not take it
@@ -364,14 +384,27 @@ func (p *Pipeline) markInjected(j *job, d attemptDetail, newAttempt bool) {
 	j.maybeTyped = true
 	j.decide()
 	p.transition(rec.RuntimeID, nudge.StatusTriggering, "trigger "+rec.TriggerID)
+	p.lastTrigger(rec)
 	p.persist(j, p.auditDetail("trigger_sent", rec, "", d))
+}
+
+// lastTrigger records on the runtime the trigger last delivered to it (seed 001 §5
+// last_trigger_id).
+func (p *Pipeline) lastTrigger(t store.Trigger) {
+	if t.RuntimeID == "" {
+		return
+	}
+	if _, err := p.deps.Runtimes.Update(t.RuntimeID, func(rt *store.Runtime) { rt.LastTriggerID = t.TriggerID }); err != nil {
+		p.log.Debug("last trigger id", "runtime_id", t.RuntimeID, "err", err)
+	}
 }
 
 // submit presses Enter and confirms that the prompt left the composer; one lone Enter
 // repairs a swallowed one.
 func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.Runtime, d attemptDetail) {
 	ctx := p.ctx
-	for try := 0; try < 2; try++ {
+	tries := 2
+	for try := 0; try < tries; try++ {
 		if v, gone := p.paneReplaced(ctx, conn, target, rt); gone {
 			if v.kind == waitConn {
 				p.awaitConn(l, j, errors.New(v.why))
@@ -398,7 +431,13 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 			break
 		}
 		d.Composer = c
-		if try == 1 {
+		if try == 1 && tries == 2 && !containsID(c, "id="+j.id()) {
+			// Folded into a paste placeholder: the CLI may have taken an Enter that came
+			// while it still read the paste as part of it. One more, after a pause.
+			tries = 3
+			time.Sleep(foldedPause)
+		}
+		if try == tries-1 {
 			p.finishFailed(j, nudge.SendKeysError, "prompt typed but not submitted: the composer still holds it after a repair Enter")
 			return
 		}
@@ -412,8 +451,16 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 		return
 	}
 	d.Composer = ""
+	if p.deps.Gates != nil && p.queuedInAgent(rt) {
+		j.update(p.cfg.Now(), func(t *store.Trigger) { t.QueuedInAgent = true })
+		p.markSubmitted(j, d, "queued in the agent: it was busy; the turn that takes the prompt acks it")
+		return
+	}
 	p.markSubmitted(j, d, "")
 }
+
+// foldedPause is the wait before the last Enter for a prompt still folded in the composer.
+const foldedPause = time.Second
 
 // submitPoll is how often, while the pane keeps drawing after Enter (a spinner never
 // lets it go quiet), the composer is looked at again.
@@ -490,7 +537,25 @@ func (p *Pipeline) leftComposer(ctx context.Context, conn Sender, target string,
 	if err != nil {
 		return "", false, err
 	}
-	return c, !containsID(c, "id="+j.id()), nil
+	return c, !p.holds(rt, c, j), nil
+}
+
+// holds reports whether the composer text c is j's envelope: the text itself, or the
+// placeholder(s) the agent folded it into when it took it as a large paste ("[Pasted
+// Content 4096 chars][Pasted Content 1525 chars]"), whose sizes add up to it.
+func (p *Pipeline) holds(rt store.Runtime, c string, j *job) bool {
+	if containsID(c, "id="+j.id()) {
+		return true
+	}
+	il, ok := p.deps.Gates.(InputLine)
+	return ok && c != "" && il.Ours(rt, c, j.envelope)
+}
+
+// queuedInAgent reports whether the agent, busy when it took the prompt, holds it in its
+// own queue (the last composer look showed queued input).
+func (p *Pipeline) queuedInAgent(rt store.Runtime) bool {
+	il, ok := p.deps.Gates.(InputLine)
+	return ok && il.Queued(rt)
 }
 
 func (p *Pipeline) sendFailed(l *lane, j *job, err error) {

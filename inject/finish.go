@@ -32,16 +32,33 @@ func (p *Pipeline) awaitAck(j *job) {
 		return
 	}
 	p.deps.Acks.Expect(t)
-	ctx, cancel := context.WithTimeout(p.ctx, max(timeout, 0))
-	sig, err := p.deps.Acks.Wait(ctx, t.TriggerID)
-	cancel()
-	switch {
-	case err == nil:
-		p.finishAcked(j, sig)
-	case p.ctx.Err() != nil:
-		// Shutting down: the trigger stays open in the store and Open resumes it.
-	default:
-		p.ackTimedOut(j)
+	// Wait in steps: while the pane draws, its screen is searched for the marker every
+	// screenPoll, and always once more at the deadline, before a retry or the fallback.
+	deadline := p.cfg.Now().Add(max(timeout, 0))
+	var seen uint64
+	for {
+		step := min(screenPoll, max(deadline.Sub(p.cfg.Now()), 0))
+		ctx, cancel := context.WithTimeout(p.ctx, step)
+		sig, err := p.deps.Acks.Wait(ctx, t.TriggerID)
+		cancel()
+		last := !p.cfg.Now().Before(deadline)
+		since := &seen // during the wait: only if the pane drew since the last look
+		if last {
+			since = nil
+		}
+		switch {
+		case err == nil:
+			p.finishAcked(j, sig)
+			return
+		case p.ctx.Err() != nil:
+			return // shutting down: the trigger stays open in the store and Open resumes it
+		case p.markerOnScreen(t, since):
+			p.finishAcked(j, signalScreen)
+			return
+		case last:
+			p.ackTimedOut(j)
+			return
+		}
 	}
 }
 
@@ -87,11 +104,13 @@ func (p *Pipeline) finishAcked(j *job, signal string) {
 		t.Result = string(resultFor(t))
 	})
 	p.persist(j, p.audit("ack_received", rec, signal))
+	p.breakers.success(rec.RuntimeID)
 	p.transition(rec.RuntimeID, nudge.StatusReady, "ack for "+rec.TriggerID)
 	p.done(j)
 }
 
 func (p *Pipeline) finishFailed(j *job, code nudge.Code, why string) {
+	p.countFailure(j, code)
 	now := p.cfg.Now()
 	rec := j.update(now, func(t *store.Trigger) {
 		t.State = string(nudge.StateFailed)
@@ -107,6 +126,7 @@ func (p *Pipeline) finishFailed(j *job, code nudge.Code, why string) {
 
 // startFallback hands j to the fallback chain in its own goroutine.
 func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
+	p.countFailure(j, code)
 	if p.deps.Fallback == nil {
 		p.finishFailed(j, code, why)
 		return
@@ -123,7 +143,7 @@ func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 		// Another trigger's fallback is relaunching this runtime: wait for it, then go
 		// through the gates again (the relaunched agent may take this one live).
 		j.retryAt = now.Add(fallbackWait)
-		p.markDeferred(j, verdict{kind: hold, why: "waiting for the runtime's fallback relaunch"}, now)
+		p.markDeferred(j, verdict{kind: hold, code: nudge.FallbackInProgress, why: "waiting for the runtime's fallback relaunch", until: j.retryAt}, now)
 		p.laneFor(rt).push(j, true)
 		return
 	}
@@ -180,7 +200,7 @@ func (p *Pipeline) runFallback(j *job, code nudge.Code) {
 			t.Message = "fresh runtime started without the prompt: delivering it live"
 		})
 		p.persist(j, p.audit("fallback_deliver_live", rec, backend))
-		j.maybeTyped, j.retryAt, j.paneHold, j.deferStart = true, time.Time{}, time.Time{}, time.Time{}
+		j.maybeTyped, j.retryAt, j.paneHold, j.deferStart, j.holdStart = true, time.Time{}, time.Time{}, time.Time{}, time.Time{}
 		p.laneFor(rec.RuntimeID).push(j, true)
 		return
 	}
@@ -201,6 +221,7 @@ func (p *Pipeline) runFallback(j *job, code nudge.Code) {
 		t.Closed = true
 		t.Result = string(resultFor(t))
 	})
+	p.lastTrigger(rec)
 	p.persist(j, p.audit("trigger_fell_back", rec, backend))
 	p.done(j)
 }
@@ -220,6 +241,7 @@ func (p *Pipeline) unroutable(j *job, known bool) {
 // done forgets a closed job once its last write is in the store (until then Get keeps
 // answering from memory, so a receipt never goes back to an older state).
 func (p *Pipeline) done(j *job) {
+	p.breakers.settle(j.record().RuntimeID, j.id())
 	if p.deps.Acks != nil {
 		p.deps.Acks.Forget(j.id())
 	}

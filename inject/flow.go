@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"slices"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -57,16 +58,13 @@ func (p *Pipeline) removeFromLane(j *job) {
 	}
 }
 
-// runLane delivers one runtime's triggers in order until the pipeline closes.
+// runLane delivers one runtime's triggers until the pipeline closes.
 func (p *Pipeline) runLane(l *lane) {
 	defer p.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		wait := time.Duration(-1)
-		if j := l.front(); j != nil {
-			wait = p.step(l, j)
-		}
+		wait := p.stepLane(l)
 		if wait == 0 {
 			continue
 		}
@@ -98,51 +96,99 @@ const (
 	fallback
 )
 
-// step makes one decision for j and returns how long the lane should wait before the
-// next one (0: go on at once).
-func (p *Pipeline) step(l *lane, j *job) time.Duration {
-	now := p.cfg.Now()
-	if j.retryAt.After(now) {
-		return j.retryAt.Sub(now)
+// stepLane makes one decision for the lane and returns how long it should wait before
+// the next one (0: go on at once; negative: until woken). It takes the first trigger
+// that may go now — forced ones first, then the rest in queue order — and never one
+// whose thread has an earlier trigger still waiting (order within a thread is kept). A
+// per-thread gate (rate limit, a retry's backoff) so holds only its own thread; a
+// runtime-wide hold (an operator at the pane, a busy agent) holds each trigger on its
+// own clock, each receipt saying why and until when.
+func (p *Pipeline) stepLane(l *lane) time.Duration {
+	var buf [16]*job
+	jobs := l.snapshot(buf[:0])
+	if len(jobs) == 0 {
+		return -1
 	}
+	now := p.cfg.Now()
 	rt, ok := p.deps.Runtimes.Get(l.id)
 	if !ok {
-		l.remove(j)
-		p.startFallback(j, nudge.TargetNotFound, "runtime is no longer registered")
+		for _, j := range jobs {
+			if l.remove(j) {
+				p.startFallback(j, nudge.TargetNotFound, "runtime is no longer registered")
+			}
+		}
 		return 0
 	}
-	v := p.gate(j, rt, now)
-	switch v.kind {
-	case hold:
-		p.markDeferred(j, v, now)
-		d := p.cfg.DeferRecheck
-		if !v.until.IsZero() && v.until.Sub(now) < d {
-			d = v.until.Sub(now)
+	wait := time.Duration(-1)
+	soon := func(d time.Duration) {
+		d = max(d, time.Millisecond)
+		if wait < 0 || d < wait {
+			wait = d
 		}
-		return max(d, time.Millisecond)
-	case fail:
-		l.remove(j)
-		p.finishFailed(j, v.code, v.why)
-	case fallback:
-		l.remove(j)
-		p.startFallback(j, v.code, v.why)
-	default:
-		l.remove(j)
-		p.deliver(l, j, rt)
 	}
-	return 0
+	var waiting []string // threads with an earlier trigger still waiting
+	for pass := 0; pass < 2; pass++ {
+		for _, j := range jobs {
+			t := j.record()
+			if t.ForceOverride != (pass == 0) {
+				continue
+			}
+			if !t.ForceOverride && slices.Contains(waiting, t.ThreadID) {
+				continue // behind its thread's earlier trigger
+			}
+			if j.retryAt.After(now) {
+				soon(j.retryAt.Sub(now))
+				waiting = append(waiting, t.ThreadID)
+				continue
+			}
+			v := p.gate(j, rt, now)
+			switch v.kind {
+			case hold:
+				p.markDeferred(j, v, now)
+				d := p.cfg.DeferRecheck
+				if !v.until.IsZero() && v.until.Sub(now) < d {
+					d = v.until.Sub(now)
+				}
+				soon(d)
+				waiting = append(waiting, t.ThreadID)
+				continue
+			case fail:
+				if l.remove(j) {
+					p.finishFailed(j, v.code, v.why)
+				}
+			case fallback:
+				if l.remove(j) {
+					p.startFallback(j, v.code, v.why)
+				}
+			default:
+				if l.remove(j) {
+					p.deliver(l, j, rt)
+				}
+			}
+			return 0
+		}
+	}
+	return wait
 }
 
-// gate applies the gates in order: runtime alive, pause, loop guard, rate limit, human
-// collision, readiness.
+// gate applies the gates in order: runtime alive, loop guard, force, circuit breaker,
+// pause, rate limit, human collision, readiness. The hold clock runs only while an agent
+// or runtime state holds the trigger.
 func (p *Pipeline) gate(j *job, rt store.Runtime, now time.Time) verdict {
+	v := p.gates(j, rt, now)
+	if v.kind != hold || !agentHold(v.code) {
+		j.holdStart = time.Time{}
+	}
+	return v
+}
+
+func (p *Pipeline) gates(j *job, rt store.Runtime, now time.Time) verdict {
 	t := j.record()
 	switch nudge.Status(rt.Status) {
-	case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered:
+	case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered, nudge.StatusExited:
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + rt.Status}
-	}
-	if rt.Paused {
-		return verdict{kind: hold, why: "triggers paused for this runtime"}
+	case nudge.StatusStarting, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
+		return p.startingHold(rt, now)
 	}
 	key := rateKey(t)
 	if t.ThreadID != "" && t.ScheduleID == "" {
@@ -150,17 +196,45 @@ func (p *Pipeline) gate(j *job, rt store.Runtime, now time.Time) verdict {
 			return verdict{kind: fail, code: nudge.ThreadAutoBlocked, why: why}
 		}
 	}
+	if t.ForceOverride {
+		// Explicit operator intent (seed 000 §13.2, §14: force-inject a deferred trigger):
+		// past the pause, the breaker, the rate limit, the operator and the readiness.
+		return verdict{kind: proceed}
+	}
+	if until, why, open := p.breakers.admit(rt.RuntimeID, t.TriggerID, now); open {
+		return p.holdFor(j, rt, now, nudge.RuntimeCooldown, why, until)
+	}
+	if rt.Paused {
+		return p.holdFor(j, rt, now, nudge.RuntimePaused, "triggers paused for this runtime", time.Time{})
+	}
 	if ok, until := p.rate.check(key, now); !ok {
 		return verdict{kind: hold, code: nudge.TriggerRateLimited, why: "rate limit reached", until: until}
 	}
 	if v, held := p.collision(j, t, rt, now); held {
 		return v
 	}
-	return p.readiness(t, rt)
+	return p.readiness(j, rt, now)
+}
+
+// startingHold holds a trigger for a runtime that cannot take one yet: still starting (its
+// agent has not shown READY), or being relaunched by a fallback. Nothing is typed into it;
+// the hold ends when it becomes ready, or, for a start, at its start deadline, when the
+// registry fails the start and the trigger takes the fallback path.
+func (p *Pipeline) startingHold(rt store.Runtime, now time.Time) verdict {
+	v := verdict{kind: hold, code: nudge.RuntimeStarting, why: "runtime is " + rt.Status + ": not ready for input yet"}
+	if nudge.Status(rt.Status) != nudge.StatusStarting {
+		v.code = nudge.FallbackInProgress
+	}
+	if sd, ok := p.deps.Runtimes.(interface{ StartDeadline(string) time.Time }); ok {
+		if until := sd.StartDeadline(rt.RuntimeID); until.After(now) {
+			v.until = until
+		}
+	}
+	return v
 }
 
 func (p *Pipeline) collision(j *job, t store.Trigger, rt store.Runtime, now time.Time) (verdict, bool) {
-	if p.deps.Gates == nil || t.ForceOverride {
+	if p.deps.Gates == nil {
 		return verdict{}, false
 	}
 	busy, until, why := p.deps.Gates.Collision(rt)
@@ -181,19 +255,27 @@ func (p *Pipeline) collision(j *job, t store.Trigger, rt store.Runtime, now time
 	return verdict{kind: hold, code: nudge.OperatorBusy, why: why, until: until}, true
 }
 
-func (p *Pipeline) readiness(t store.Trigger, rt store.Runtime) verdict {
+// readiness holds a trigger for an agent that cannot take it now: a confirmation dialog
+// (never typed into unless forced), or, for an agent that does not queue input, a busy
+// or not understood screen.
+func (p *Pipeline) readiness(j *job, rt store.Runtime, now time.Time) verdict {
 	if p.deps.Gates == nil {
 		return verdict{kind: proceed}
 	}
 	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
-	switch r := p.deps.Gates.Readiness(rt); r {
-	case nudge.Busy, nudge.NeedsConfirmation:
-		if prof.QueuesInput && r == nudge.Busy {
-			return verdict{kind: proceed}
-		}
-		return verdict{kind: hold, why: "agent is " + string(r)}
+	var code nudge.Code
+	switch r := p.deps.Gates.Readiness(rt); {
+	case r == nudge.NeedsConfirmation:
+		code = nudge.AgentNeedsConfirmation
+	case r == nudge.Busy && !prof.QueuesInput:
+		code = nudge.AgentBusy
+	case r == nudge.Unknown && !prof.QueuesInput:
+		code = nudge.AgentUnknown
 	}
-	return verdict{kind: proceed}
+	if code == "" {
+		return verdict{kind: proceed}
+	}
+	return p.holdFor(j, rt, now, code, "agent is "+string(p.deps.Gates.Readiness(rt)), time.Time{})
 }
 
 func rateKey(t store.Trigger) string {

@@ -21,6 +21,8 @@ type job struct {
 	pmu        sync.Mutex // serializes persist
 	maybeTyped bool       // an earlier incarnation may have typed it: look before typing
 	deferStart time.Time  // when the current collision deferral began
+	holdStart  time.Time  // when the current agent or runtime hold began (busy, confirming, paused, ...)
+	counted    bool       // its live failure was counted by the runtime's breaker
 	paneHold   time.Time  // when the pane check began holding it (copy mode, a pending envelope)
 	retryAt    time.Time  // a retry waits until then
 	connWait   time.Time  // when it began waiting for a control connection (awaitConn)
@@ -52,6 +54,12 @@ func (j *job) update(now time.Time, fn func(*store.Trigger)) store.Trigger {
 
 func tp(t time.Time) *time.Time { return &t }
 
+// ResultFor is the seed's result word for a receipt (README, "Receipts"): queued and
+// injected are pending, deferred is deferred, submitted and acked are delivered (timeout
+// when an ack or defer timeout led there through a fallback), failed is failed or timeout.
+// already_active is the answer to a repeated trigger_id while the first is in flight.
+func ResultFor(t store.Trigger) nudge.Result { return resultFor(&t) }
+
 // resultFor derives the seed's result word from a receipt.
 func resultFor(t *store.Trigger) nudge.Result {
 	switch nudge.TriggerState(t.State) {
@@ -68,6 +76,6 @@ func resultFor(t *store.Trigger) nudge.Result {
 		}
 		return nudge.ResultFailed
 	default:
-		return "" // queued or injected: nothing observed yet
+		return nudge.ResultPending // queued or injected: no outcome yet
 	}
 }

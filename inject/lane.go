@@ -48,13 +48,11 @@ func (l *lane) push(j *job, front bool) (behind bool) {
 	return behind
 }
 
-func (l *lane) front() *job {
+// snapshot appends the queued jobs, in order, to buf.
+func (l *lane) snapshot(buf []*job) []*job {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.queue) == 0 {
-		return nil
-	}
-	return l.queue[0]
+	return append(buf, l.queue...)
 }
 
 // remove takes j out of the queue and reports whether it was there.

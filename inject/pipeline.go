@@ -21,6 +21,9 @@ import (
 // Config is the trigger policy. Zero values are replaced by DefaultConfig's in New.
 type Config struct {
 	MaxDefer        time.Duration   // longest a collision deferral lasts before DEFER_TIMEOUT (60s)
+	MaxHold         time.Duration   // longest a busy, confirming, unknown, paused or cooling runtime holds a trigger before DEFER_TIMEOUT (10m)
+	BreakerFailures int             // consecutive failed triggers that open a runtime's breaker (3; negative: no breaker)
+	BreakerCooldown time.Duration   // first cooldown of an open breaker; doubles on a failed probe, up to 16x (2m)
 	DeferRecheck    time.Duration   // re-check period of a deferred trigger (5s)
 	RateLimit       int             // triggers per RatePer per thread and agent (10)
 	RatePer         time.Duration   // (1m)
@@ -45,7 +48,8 @@ type Config struct {
 // DefaultConfig returns the seed defaults.
 func DefaultConfig() Config {
 	return Config{
-		MaxDefer: 60 * time.Second, DeferRecheck: 5 * time.Second,
+		MaxDefer: 60 * time.Second, DeferRecheck: 5 * time.Second, MaxHold: 10 * time.Minute,
+		BreakerFailures: 3, BreakerCooldown: 2 * time.Minute,
 		RateLimit: 10, RatePer: time.Minute, LoopTurns: 20, LoopRepeats: 3,
 		MaxPrompt: 64 << 10, EchoTimeout: 2 * time.Second,
 		SubmitTimeout: 3 * time.Second, SubmitQuiet: 250 * time.Millisecond,
@@ -59,8 +63,10 @@ func DefaultConfig() Config {
 // Validate reports a policy that cannot work.
 func (c *Config) Validate() error {
 	switch {
-	case c.MaxDefer <= 0 || c.DeferRecheck <= 0:
-		return errors.New("defer windows must be positive")
+	case c.MaxDefer <= 0 || c.DeferRecheck <= 0 || c.MaxHold <= 0:
+		return errors.New("defer and hold windows must be positive")
+	case c.BreakerCooldown <= 0:
+		return errors.New("breaker cooldown must be positive")
 	case c.RateLimit <= 0 || c.RatePer <= 0:
 		return errors.New("rate limit must be positive")
 	case c.AckTimeout <= 0 || c.AckRetries < 0:
@@ -84,6 +90,9 @@ func (c *Config) fill() {
 		}
 	}
 	dur(&c.MaxDefer, d.MaxDefer)
+	dur(&c.MaxHold, d.MaxHold)
+	dur(&c.BreakerCooldown, d.BreakerCooldown)
+	num(&c.BreakerFailures, d.BreakerFailures)
 	dur(&c.DeferRecheck, d.DeferRecheck)
 	dur(&c.RatePer, d.RatePer)
 	dur(&c.EchoTimeout, d.EchoTimeout)
@@ -135,6 +144,19 @@ type Gates interface {
 	Injecting(runtimeID string, until time.Time)
 }
 
+// InputLine is implemented by Gates that know an agent's input line beyond its text
+// (*detector.Monitor does): a large paste the agent folds into a placeholder
+// ("[Pasted Content 5621 chars]") is still nudge's prompt, waiting for Enter, and a prompt
+// the agent took while busy may wait in its own queue.
+type InputLine interface {
+	// Typed records the text nudge just typed into the runtime's input line.
+	Typed(runtimeID, text string)
+	// Ours reports whether composer (as Composer returned it) holds text folded.
+	Ours(rt store.Runtime, composer, text string) bool
+	// Queued reports whether the last look at the pane showed input queued in the agent.
+	Queued(rt store.Runtime) bool
+}
+
 // Acker waits for acknowledgements (package ack).
 type Acker interface {
 	// Expect starts watching for t's ack signals on its runtime from now on.
@@ -143,6 +165,9 @@ type Acker interface {
 	Wait(ctx context.Context, triggerID string) (signal string, err error)
 	// Forget stops watching.
 	Forget(triggerID string)
+	// OnScreen reports whether lines, a capture of the runtime's pane (scrollback and
+	// screen), show the trigger's ack marker as the agent composed it (not its echo).
+	OnScreen(runtimeID, triggerID string, lines []string) bool
 }
 
 // Fallbacker runs the fallback chain (resume, then spawn) for a trigger whose live path
@@ -161,6 +186,8 @@ type Deps struct {
 	Fallback Fallbacker // nil: failures stay failures
 	// OnChange is called after every receipt change (events, metrics). Must not block.
 	OnChange func(t store.Trigger)
+	// Redact masks secrets in pane text quoted in a receipt (nil: quoted as is).
+	Redact func(string) string
 }
 
 // Request is one trigger request (POST /v1/triggers).
@@ -200,6 +227,7 @@ type Pipeline struct {
 	jobs        map[string]*job // triggers not yet closed, by id
 	rate        *rateLimiter
 	loops       *loopGuard
+	breakers    *breakers
 	closed      bool
 }
 
@@ -215,12 +243,14 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 		return nil, errors.New("inject: Store, Runtimes and Conn are required")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Pipeline{
+	p := &Pipeline{
 		cfg: cfg, deps: deps, log: cfg.Logger.Named("inject"), ctx: ctx, cancel: cancel,
 		lanes: map[string]*lane{}, jobs: map[string]*job{}, fallingBack: map[string]bool{},
 		rate:  newRateLimiter(cfg.RateLimit, cfg.RatePer),
 		loops: newLoopGuard(cfg.LoopTurns, cfg.LoopRepeats),
-	}, nil
+	}
+	p.breakers = newBreakers(cfg.BreakerFailures, cfg.BreakerCooldown, p.breakerChanged)
+	return p, nil
 }
 
 // Open resumes every trigger the store holds as not closed: queued and deferred ones are
@@ -228,6 +258,14 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 // submitted ones wait for their ack.
 func (p *Pipeline) Open() error {
 	p.opened = p.cfg.Now()
+	p.restoreBreakers()
+	gates, err := p.deps.Store.ListGates()
+	if err != nil {
+		return fmt.Errorf("load gates: %w", err)
+	}
+	p.rate.db, p.loops.db = p.deps.Store, p.deps.Store
+	p.rate.load(gates, p.opened)
+	p.loops.load(gates)
 	open, err := p.deps.Store.ListTriggers(store.TriggerFilter{OpenOnly: true})
 	if err != nil {
 		return fmt.Errorf("resume triggers: %w", err)

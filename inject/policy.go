@@ -2,12 +2,22 @@ package inject
 
 import (
 	"crypto/sha256"
+	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/nudgehq/nudge/store"
 )
+
+// Both gates are durable (README, "Durable gates"): every change is written behind to the
+// store (a loop-guard block at once, before the trigger that tripped it is answered), and
+// Pipeline.Open loads them, so a daemon restart neither unblocks a blocked thread nor
+// resets a rate-limit window. db nil keeps them in memory only.
 
 // rateLimiter allows n deliveries per window per key (thread and agent), sliding.
 type rateLimiter struct {
+	db     *store.DB
 	mu     sync.Mutex
 	n      int
 	window time.Duration
@@ -34,6 +44,23 @@ func (r *rateLimiter) take(key string, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.hits[key] = append(r.prune(key, now), now)
+	if r.db != nil {
+		r.db.PutGateLater(store.Gate{Kind: store.GateRate, Key: key, Hits: slices.Clone(r.hits[key]), UpdatedAt: now})
+	}
+}
+
+// load restores the deliveries still within the window from stored gates.
+func (r *rateLimiter) load(gates []store.Gate, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, g := range gates {
+		if g.Kind == store.GateRate {
+			r.hits[g.Key] = g.Hits
+			if r.prune(g.Key, now) == nil && r.db != nil {
+				r.db.DeleteGateLater(store.GateRate, g.Key)
+			}
+		}
+	}
 }
 
 func (r *rateLimiter) prune(key string, now time.Time) []time.Time {
@@ -54,6 +81,7 @@ func (r *rateLimiter) prune(key string, now time.Time) []time.Time {
 // loopGuard blocks a thread that keeps being triggered without progress: after turns
 // deliveries, or after the same prompt repeats times in a row (seed 000 §14).
 type loopGuard struct {
+	db      *store.DB
 	mu      sync.Mutex
 	turns   int
 	repeats int
@@ -105,7 +133,36 @@ func (g *loopGuard) turn(key, prompt string) (tripped bool, why string) {
 	case t.turns >= g.turns:
 		t.blocked = "too many turns without progress"
 	}
+	g.save(key, t)
 	return t.blocked != "", t.blocked
+}
+
+// save writes a thread's counters behind; a block is made durable at once.
+func (g *loopGuard) save(key string, t *threadLoop) {
+	if g.db == nil {
+		return
+	}
+	st := store.Gate{Kind: store.GateLoop, Key: key, Turns: t.turns, Same: t.same, Last: t.last[:],
+		Blocked: t.blocked, UpdatedAt: time.Now()}
+	if t.blocked == "" {
+		g.db.PutGateLater(st)
+		return
+	}
+	g.db.PutGate(st)
+}
+
+// load restores the threads' counters and blocks from stored gates.
+func (g *loopGuard) load(gates []store.Gate) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, st := range gates {
+		if st.Kind != store.GateLoop {
+			continue
+		}
+		t := &threadLoop{turns: st.Turns, same: st.Same, blocked: st.Blocked}
+		copy(t.last[:], st.Last)
+		g.threads[st.Key] = t
+	}
 }
 
 // progress resets the counters of key (a heartbeat cursor advance, an explicit unblock).
@@ -113,6 +170,9 @@ func (g *loopGuard) progress(key string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.threads, key)
+	if g.db != nil {
+		g.db.DeleteGateLater(store.GateLoop, key)
+	}
 }
 
 // progressPrefix resets every key starting with prefix (all threads of an agent).
@@ -120,8 +180,11 @@ func (g *loopGuard) progressPrefix(prefix string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for k := range g.threads {
-		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
+		if strings.HasPrefix(k, prefix) {
 			delete(g.threads, k)
 		}
+	}
+	if g.db != nil {
+		g.db.DeleteGatesLater(store.GateLoop, prefix)
 	}
 }

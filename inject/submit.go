@@ -100,14 +100,18 @@ func (p *Pipeline) checkRequest(req *Request) error {
 	if req.ThreadID != "" && !idRE.MatchString(req.ThreadID) {
 		return nudge.NewError(nudge.BadRequest, "thread_id must match [A-Za-z0-9_.:@/-]{1,128}")
 	}
-	if req.AckTimeoutMS < 0 {
-		return nudge.NewError(nudge.BadRequest, "ack_timeout_ms must not be negative")
+	if req.AckTimeoutMS < 0 || req.AckTimeoutMS > MaxAckTimeoutMS {
+		return nudge.NewError(nudge.BadRequest, fmt.Sprintf("ack_timeout_ms must be between 1 and %d (24h); 0 or absent means the daemon's ack timeout", MaxAckTimeoutMS))
 	}
 	if req.ForceOverride && req.Reason == "" {
 		return nudge.NewError(nudge.BadRequest, "force_override needs a reason")
 	}
 	return nil
 }
+
+// MaxAckTimeoutMS bounds a trigger's ack_timeout_ms: 24 hours. (A larger value, such as
+// the maximum int64, overflowed the wait and timed out at once.)
+const MaxAckTimeoutMS = 24 * 60 * 60 * 1000
 
 func (p *Pipeline) newRecord(req Request, text string) store.Trigger {
 	now := p.cfg.Now()
@@ -117,7 +121,7 @@ func (p *Pipeline) newRecord(req Request, text string) store.Trigger {
 		AckTimeoutMS: req.AckTimeoutMS, ForceOverride: req.ForceOverride,
 		OverrideIntent: req.OverrideIntent,
 		Caller:         req.Caller, CallerUID: req.CallerUID, ScheduleID: req.ScheduleID,
-		State: string(nudge.StateQueued), CreatedAt: now, QueuedAt: now, UpdatedAt: now,
+		State: string(nudge.StateQueued), Result: string(nudge.ResultPending), CreatedAt: now, QueuedAt: now, UpdatedAt: now,
 	}
 }
 
@@ -133,7 +137,7 @@ func (p *Pipeline) envelope(t store.Trigger, text string) string {
 // request repeated across a daemon restart), the job is dropped and the stored record wins.
 func (p *Pipeline) create(j *job, known bool) error {
 	t := j.record()
-	rec := p.audit("trigger_received", t, "")
+	rec := p.audit("trigger_received", t, t.Reason) // the caller's reason
 	got, created, err := p.deps.Store.CreateTriggerQuick(t, &rec)
 	if err != nil || !created {
 		// The lane may already hold the job: it must not wait for a record that will never

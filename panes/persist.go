@@ -40,8 +40,13 @@ func cloneRuntime(rt *store.Runtime) store.Runtime {
 // no fsync happens under it.
 func (r *Registry) putLocked(rt *store.Runtime) error {
 	r.db.PutRuntimeLater(*rt)
-	if old := r.rts[rt.RuntimeID]; old != nil && old.PaneID != rt.PaneID {
+	old := r.rts[rt.RuntimeID]
+	if old != nil && old.PaneID != rt.PaneID {
 		r.panes.Delete(paneNum(old.PaneID))
+		r.markers.forget(old.PaneID)
+	}
+	if old == nil || old.PaneID != rt.PaneID {
+		r.watchMarkerLocked(rt)
 	}
 	c := cloneRuntime(rt)
 	r.rts[rt.RuntimeID] = &c
@@ -64,15 +69,22 @@ func (r *Registry) transitionLocked(id string, to nudge.Status, reason string, c
 		return nil, notFound(id)
 	}
 	from := nudge.Status(cur.Status)
-	if err := checkTransition(from, to); err != nil {
-		return nil, &wrapped{nudge.NewError(nudge.Conflict, err.Error()), err}
-	}
 	next := cloneRuntime(cur)
 	if mutate != nil {
 		mutate(&next)
 	}
+	next.Status = cur.Status
+	to = pausedTarget(&next, to)
+	if err := checkTransition(from, to); err != nil {
+		return nil, &wrapped{nudge.NewError(nudge.Conflict, err.Error()), err}
+	}
 	now := r.cfg.Now()
 	next.Status, next.StatusSince, next.UpdatedAt = string(to), now, now
+	if !Live(to) || to == nudge.StatusStarting {
+		// No stale readiness: a dead pane reads nothing, and a new program has shown
+		// nothing yet.
+		next.Readiness, next.Summary = string(nudge.Unknown), ""
+	}
 	if err := r.putLocked(&next); err != nil {
 		return nil, err
 	}
@@ -100,5 +112,14 @@ type wrapped struct {
 
 func (w *wrapped) Error() string   { return w.ne.Error() }
 func (w *wrapped) Unwrap() []error { return []error{w.ne, w.cause} }
+
+// pausedTarget turns "back to ready" into paused for a runtime whose triggers are paused
+// (`nudge pause`): the state machine shows it.
+func pausedTarget(cur *store.Runtime, to nudge.Status) nudge.Status {
+	if to == nudge.StatusReady && cur.Paused && CanTransition(nudge.Status(cur.Status), nudge.StatusPaused) {
+		return nudge.StatusPaused
+	}
+	return to
+}
 
 func stoppedKey(id string) string { return "panes.stopped." + id }

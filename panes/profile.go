@@ -55,6 +55,24 @@ type Profile struct {
 	ReadyQuiet time.Duration
 	// Env holds extra KEY=VALUE pairs for the agent's pane, sorted by key.
 	Env []string
+	// ResumeInteractive is the argv template (with {session_id}) that reopens the agent's
+	// session interactively in its pane; a crashed runtime whose session id is known is
+	// restarted with it (seed 003), else with its own argv. Empty = always fresh.
+	ResumeInteractive []string
+	// DoneMarker is a line the program prints when its task is complete (seed 003's
+	// __TASK_DONE__): seen on a line of its own, the program's end counts as a clean exit
+	// whatever its status. "" = none.
+	DoneMarker string
+	// RestartOnExit restarts the program after a clean exit too (a service that must keep
+	// running); by default a clean exit leaves the runtime exited.
+	RestartOnExit bool
+	// ReadyOn says when a starting runtime becomes ready: "readiness" = once the detector
+	// reads READY on its screen (the agent's composer is up); "alive" (or "") = as soon as
+	// its pane is alive (plain shells and programs with no readiness cues).
+	ReadyOn string
+	// StartTimeout bounds starting → ready; past it the runtime is failed with its screen as
+	// evidence. 0 = the registry's default (Config.StartTimeout).
+	StartTimeout time.Duration
 
 	sessionRE *regexp.Regexp
 	validRE   *regexp.Regexp
@@ -76,7 +94,18 @@ type profileFile struct {
 	SubmittedIsAck   bool              `json:"submitted_is_ack"`
 	ReadyQuiet       string            `json:"ready_quiet"`
 	Env              map[string]string `json:"env"`
+	ResumeInteract   []string          `json:"resume_interactive"`
+	DoneMarker       string            `json:"done_marker"`
+	RestartOnExit    bool              `json:"restart_on_exit"`
+	ReadyOn          string            `json:"ready_on"`
+	StartTimeout     string            `json:"start_timeout"`
 }
+
+// Values of Profile.ReadyOn.
+const (
+	ReadyOnAlive     = "alive"
+	ReadyOnReadiness = "readiness"
+)
 
 // Profile errors callers branch on.
 var (
@@ -159,6 +188,8 @@ func (f profileFile) profile() (Profile, error) {
 		PromptArg: f.PromptArg, Resume: f.Resume, SessionIDPattern: f.SessionIDPattern,
 		SessionIDValid: f.SessionIDValid, Pack: f.Pack, QueuesInput: f.QueuesInput,
 		AckSignals: f.AckSignals, SubmittedIsAck: f.SubmittedIsAck,
+		ResumeInteractive: f.ResumeInteract, DoneMarker: strings.TrimSpace(f.DoneMarker),
+		RestartOnExit: f.RestartOnExit, ReadyOn: f.ReadyOn,
 	}
 	if err := validName(f.Name); err != nil {
 		return Profile{}, err
@@ -169,6 +200,9 @@ func (f profileFile) profile() (Profile, error) {
 	}
 	if p.ReadyQuiet, err = parseDuration(f.ReadyQuiet); err != nil {
 		return Profile{}, fmt.Errorf("ready_quiet: %w", err)
+	}
+	if p.StartTimeout, err = parseDuration(f.StartTimeout); err != nil {
+		return Profile{}, fmt.Errorf("start_timeout: %w", err)
 	}
 	p.Env, err = envList(f.Env)
 	if err != nil {
@@ -193,6 +227,15 @@ func (p *Profile) finish() error {
 	}
 	if p.PromptArg != "" && p.PromptArg != "append" && !strings.HasPrefix(p.PromptArg, "-") {
 		return fmt.Errorf("prompt_arg %q: want \"\", \"append\" or a flag", p.PromptArg)
+	}
+	if p.ReadyOn == "" {
+		p.ReadyOn = ReadyOnAlive
+	}
+	if p.ReadyOn != ReadyOnAlive && p.ReadyOn != ReadyOnReadiness {
+		return fmt.Errorf("ready_on %q: want %q or %q", p.ReadyOn, ReadyOnAlive, ReadyOnReadiness)
+	}
+	if len(p.ResumeInteractive) > 0 && !slices.ContainsFunc(p.ResumeInteractive, func(s string) bool { return strings.Contains(s, "{session_id}") }) {
+		return errors.New("resume_interactive: needs a {session_id} placeholder")
 	}
 	for _, s := range p.AckSignals {
 		if !slices.Contains(ackSignalNames, s) {
@@ -293,6 +336,33 @@ func (p Profile) ResumeArgv(sessionID, prompt string) ([]string, error) {
 		out[i] = r.Replace(s)
 	}
 	return out, nil
+}
+
+// ResumeInteractiveArgv fills the ResumeInteractive template with a validated session id,
+// or returns nil when the profile has none or the id is not valid.
+func (p Profile) ResumeInteractiveArgv(sessionID string) []string {
+	if len(p.ResumeInteractive) == 0 || !p.ValidSessionID(sessionID) {
+		return nil
+	}
+	out := make([]string, len(p.ResumeInteractive))
+	for i, s := range p.ResumeInteractive {
+		out[i] = strings.ReplaceAll(s, "{session_id}", sessionID)
+	}
+	return out
+}
+
+// IsResume reports whether argv is this profile's resume command (the Resume template with
+// any session id and prompt): a one-shot run, not the runtime's own program.
+func (p Profile) IsResume(argv []string) bool {
+	if len(p.Resume) == 0 || len(argv) != len(p.Resume) {
+		return false
+	}
+	for i, s := range p.Resume {
+		if !strings.Contains(s, "{") && argv[i] != s {
+			return false
+		}
+	}
+	return true
 }
 
 // LaunchArgv returns the argv that starts the agent: override if given (its program's

@@ -27,11 +27,16 @@ func (r *Registry) reconcile(ctx context.Context, w *workspace) {
 	}
 	var chs []change
 	var restarts []string
+	var overdue []startOverdue
 	recheck := false
+	now := r.cfg.Now()
 	r.mu.Lock()
 	for id, rt := range r.rts {
 		if rt.WorkspaceID != w.name || r.busy[id] != "" {
 			continue
+		}
+		if o, late := r.overdueLocked(rt, now); late {
+			overdue = append(overdue, o)
 		}
 		if p, found := r.findPaneLocked(rt, byID, panes); found && r.statusPendingLocked(rt, p) {
 			recheck = true
@@ -46,6 +51,7 @@ func (r *Registry) reconcile(ctx context.Context, w *workspace) {
 	}
 	r.mu.Unlock()
 	r.notify(chs)
+	r.failStarts(ctx, overdue)
 	for _, id := range restarts {
 		r.scheduleRestart(id)
 	}
@@ -92,6 +98,12 @@ func (r *Registry) reconcileOneLocked(rt *store.Runtime, byID map[string]paneInf
 		return r.aliveLocked(rt, p), false
 	case found && Live(status):
 		r.stats.PaneDeaths.Add(1)
+		switch r.classifyExitLocked(rt, p.ID, p.ExitStatus) {
+		case exitClean:
+			return r.exitedLocked(rt, p.ExitStatus)
+		case exitOneOff:
+			return r.oneOffEndedLocked(rt, p.ExitStatus)
+		}
 		return r.deathLocked(rt, "pane dead", nudge.PaneDead, p.ExitStatus)
 	case !found && Live(status):
 		r.stats.Drifts.Add(1)
@@ -125,10 +137,16 @@ func setPane(rt *store.Runtime, p paneInfo) {
 	rt.Target = TargetString(rt.WorkspaceID, p.Window, p.Index)
 }
 
-// aliveLocked re-adopts a live pane: fields refreshed, and starting/offline/failed → ready.
+// aliveLocked re-adopts a live pane: fields refreshed, and starting → ready once the
+// profile's ReadyOn holds; offline → ready (a pane thought dead, found alive after a nudge
+// restart); failed → ready only for another process than the one that failed (a runtime
+// that failed its start keeps its pane as evidence, and stays failed).
 func (r *Registry) aliveLocked(rt *store.Runtime, p paneInfo) []change {
 	status := nudge.Status(rt.Status)
-	if status == nudge.StatusStarting || status == nudge.StatusOffline || status == nudge.StatusFailed {
+	waiting := status == nudge.StatusStarting && r.cfg.Profiles[rt.Agent].ReadyOn == ReadyOnReadiness &&
+		rt.Readiness != string(nudge.Ready)
+	if !waiting && (status == nudge.StatusStarting || status == nudge.StatusOffline ||
+		status == nudge.StatusFailed && p.PID != rt.PID) {
 		chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusReady, "pane alive", "",
 			func(n *store.Runtime) { setPane(n, p); n.ExitStatus = nil })
 		r.logErr("reconcile", rt.RuntimeID, err)
@@ -152,6 +170,10 @@ func (r *Registry) aliveLocked(rt *store.Runtime, p paneInfo) []change {
 func (r *Registry) deathLocked(rt *store.Runtime, reason string, code nudge.Code, exit *int) ([]change, bool) {
 	now := r.cfg.Now()
 	held := r.held[rt.RuntimeID] > 0
+	if r.resumed[rt.RuntimeID] {
+		delete(r.resumed, rt.RuntimeID)
+		r.noResume[rt.RuntimeID] = true // the resumed session crashed too: fresh next time
+	}
 	chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusOffline, reason, code, func(n *store.Runtime) {
 		n.ExitStatus = exit
 		if !held { // a fallback launch that fails is the chain's failure, not the runtime's
@@ -171,6 +193,16 @@ func (r *Registry) deathLocked(rt *store.Runtime, reason string, code nudge.Code
 	more, err := r.transitionLocked(cur.RuntimeID, nudge.StatusFailed, why, "", nil)
 	r.logErr("reconcile", rt.RuntimeID, err)
 	return append(chs, more...), false
+}
+
+// oneOffEndedLocked records the end of a fallback resume run: offline, not a crash; the
+// runtime's own program is started again once the fallback chain lets go.
+func (r *Registry) oneOffEndedLocked(rt *store.Runtime, exit *int) ([]change, bool) {
+	delete(r.oneOff, rt.RuntimeID)
+	chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusOffline, "fallback resume run ended", "",
+		func(n *store.Runtime) { n.ExitStatus = exit })
+	r.logErr("reconcile", rt.RuntimeID, err)
+	return chs, err == nil && r.restartableLocked(r.rts[rt.RuntimeID])
 }
 
 func recentFailures(fs []time.Time, now time.Time, window time.Duration) []time.Time {

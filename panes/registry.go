@@ -63,6 +63,12 @@ type Config struct {
 	RestartDelay time.Duration
 	// StopTimeout is the wait after C-c before kill-pane; 0 means 5s.
 	StopTimeout time.Duration
+	// StartTimeout bounds starting → ready for a profile that sets none; past it the
+	// runtime is failed with its screen as evidence. 0 means 2m.
+	StartTimeout time.Duration
+	// Redact masks secrets in a pane capture before it is kept as evidence (the audit);
+	// nil means captures are kept as they are.
+	Redact func(string) string
 	// Env returns extra KEY=VALUE pairs for a spawned pane; nil means none.
 	Env func(rt store.Runtime) []string
 	// Now is the clock; nil means time.Now.
@@ -107,6 +113,7 @@ func (c *Config) setDefaults() {
 	def(&c.CrashLoopWindow, 15*time.Minute)
 	def(&c.RestartDelay, time.Second)
 	def(&c.StopTimeout, 5*time.Second)
+	def(&c.StartTimeout, 2*time.Minute)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -119,7 +126,7 @@ func (c *Config) setDefaults() {
 // roots (each must exist).
 func (c *Config) Validate() error {
 	c.setDefaults()
-	if c.SweepInterval < 0 || c.CrashLoopWindow < 0 || c.RestartDelay < 0 || c.StopTimeout < 0 || c.CrashLoopFailures < 0 {
+	if c.SweepInterval < 0 || c.CrashLoopWindow < 0 || c.RestartDelay < 0 || c.StopTimeout < 0 || c.StartTimeout < 0 || c.CrashLoopFailures < 0 {
 		return errors.New("panes config: negative duration or count")
 	}
 	if c.Profiles == nil {
@@ -163,8 +170,16 @@ type Registry struct {
 	held    map[string]int    // HoldRestarts count: no automatic restart while > 0
 	// deadSince: runtimes whose pane reads dead before its exit status is known.
 	deadSince map[string]time.Time
-	closed    bool
-	panes     sync.Map // pane number (int) -> runtime id, for OnOutput
+	// oneOff: the pane id of a fallback resume run in the runtime's place (its end is
+	// neither clean nor a crash: the runtime's own program comes back).
+	oneOff map[string]string
+	// resumed: the runtime's current program was started by its interactive resume after
+	// a crash; if that crashes too, the next restart is fresh.
+	resumed  map[string]bool
+	noResume map[string]bool
+	markers  markerScan // completion markers in pane output
+	closed   bool
+	panes    sync.Map // pane number (int) -> runtime id, for OnOutput
 
 	stats Stats
 }
@@ -208,7 +223,8 @@ func Open(ctx context.Context, cfg Config, db *store.DB) (*Registry, error) {
 	}
 	r := &Registry{cfg: cfg, db: db, rts: map[string]*store.Runtime{}, ws: map[string]*workspace{},
 		busy: map[string]string{}, stopped: map[string]bool{}, held: map[string]int{},
-		deadSince: map[string]time.Time{}}
+		deadSince: map[string]time.Time{}, oneOff: map[string]string{}, resumed: map[string]bool{},
+		noResume: map[string]bool{}}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -219,6 +235,7 @@ func Open(ctx context.Context, cfg Config, db *store.DB) (*Registry, error) {
 		}
 		r.rts[rt.RuntimeID] = &rt
 		r.indexPane(&rt)
+		r.watchMarkerLocked(&rt)
 		if b, err := db.GetMeta(stoppedKey(rt.RuntimeID)); err == nil && len(b) > 0 {
 			r.stopped[rt.RuntimeID] = true
 		}
@@ -307,7 +324,7 @@ func (r *Registry) Transition(id string, to nudge.Status, reason string) (store.
 		r.mu.Unlock()
 		return store.Runtime{}, notFound(id)
 	}
-	if nudge.Status(rt.Status) == to {
+	if nudge.Status(rt.Status) == pausedTarget(rt, to) {
 		defer r.mu.Unlock()
 		return cloneRuntime(rt), nil
 	}
@@ -336,6 +353,19 @@ func (r *Registry) Update(id string, fn func(*store.Runtime)) (store.Runtime, er
 		r.mu.Unlock()
 		return store.Runtime{}, nudge.NewError(nudge.BadRequest, "update may not change runtime_id or status")
 	}
+	if !Live(nudge.Status(next.Status)) {
+		next.Readiness = string(nudge.Unknown) // no stale readiness on a dead pane
+	}
+	if r.shownReadyLocked(cur, &next) {
+		chs, err := r.transitionLocked(id, nudge.StatusReady, "agent shows READY", "",
+			func(n *store.Runtime) { status := n.Status; *n = cloneRuntime(&next); n.Status = status })
+		r.mu.Unlock()
+		if err != nil {
+			return store.Runtime{}, err
+		}
+		r.notify(chs)
+		return chs[len(chs)-1].rt, nil
+	}
 	next.UpdatedAt = r.cfg.Now()
 	err := r.putLocked(&next)
 	r.mu.Unlock()
@@ -344,4 +374,12 @@ func (r *Registry) Update(id string, fn func(*store.Runtime)) (store.Runtime, er
 	}
 	r.notify([]change{{rt: next, prev: nudge.Status(cur.Status)}})
 	return next, nil
+}
+
+// shownReadyLocked: a starting runtime whose profile waits for readiness now reads READY
+// (starting → ready, seed 001 §9 "codex_detected"). Not while a spawn or restart still
+// holds it: that operation records the runtime first.
+func (r *Registry) shownReadyLocked(cur, next *store.Runtime) bool {
+	return nudge.Status(cur.Status) == nudge.StatusStarting && r.busy[cur.RuntimeID] == "" &&
+		next.Readiness == string(nudge.Ready) && r.cfg.Profiles[cur.Agent].ReadyOn == ReadyOnReadiness
 }

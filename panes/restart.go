@@ -36,23 +36,28 @@ func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool,
 	}
 	defer r.release(id)
 	r.stats.Restarts.Add(1)
-	launch := rt
-	if once != nil {
+	launch, how := rt, "fresh"
+	switch {
+	case once != nil:
 		c := *rt
 		c.Argv = once
-		launch = &c
+		launch, how = &c, r.onceKind(rt, once)
+	default:
+		if argv := r.crashResumeArgv(rt); argv != nil {
+			c := *rt
+			c.Argv = argv
+			launch, how = &c, "resume"
+			reason += " (resuming session " + rt.SessionID + ")"
+		}
 	}
+	r.enterStage(id, how, reason)
 	p, err := r.relaunch(ctx, launch)
 	r.mu.Lock()
 	var chs []change
 	if err != nil {
 		chs, _ = r.toStatusLocked(id, nudge.StatusFailed, "restart failed: "+err.Error(), nudge.SpawnFailed, nil)
 	} else {
-		chs, err = r.toStatusLocked(id, nudge.StatusStarting, reason, "", func(n *store.Runtime) {
-			setPane(n, p)
-			n.ExitStatus = nil
-			n.Restarts++
-		})
+		chs, err = r.launchedLocked(id, p, how, reason)
 	}
 	r.mu.Unlock()
 	r.notify(chs)
@@ -62,6 +67,102 @@ func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool,
 	}
 	got, _ := r.Get(id)
 	return got, nil
+}
+
+// crashResumeArgv is the argv that restarts a crashed runtime through its agent's
+// interactive resume (seed 003): when its profile has one, its session id is known and
+// valid, its last end was not clean, and the last resume did not crash too. nil = fresh.
+func (r *Registry) crashResumeArgv(rt *store.Runtime) []string {
+	switch nudge.Status(rt.Status) {
+	case nudge.StatusOffline, nudge.StatusFailed:
+	default:
+		return nil
+	}
+	if rt.ExitStatus != nil && *rt.ExitStatus == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	skip := r.noResume[rt.RuntimeID]
+	r.mu.Unlock()
+	if skip {
+		return nil
+	}
+	return r.cfg.Profiles[rt.Agent].ResumeInteractiveArgv(rt.SessionID)
+}
+
+// onceKind names a one-off launch: "oneoff-resume" for the profile's resume command (a
+// run that ends), else "oneoff-spawn" (a fresh agent with a prompt, which becomes the
+// runtime's program).
+func (r *Registry) onceKind(rt *store.Runtime, argv []string) string {
+	if r.cfg.Profiles[rt.Agent].IsResume(argv) {
+		return "oneoff-resume"
+	}
+	return "oneoff-spawn"
+}
+
+// enterStage shows a fallback launch in the state machine before it starts: resume →
+// fallback_resume, spawn → spawn_recovery (seed 001 §9).
+func (r *Registry) enterStage(id, how, reason string) {
+	to := map[string]nudge.Status{"oneoff-resume": nudge.StatusFallbackResume, "oneoff-spawn": nudge.StatusSpawnRecovery}[how]
+	if to == "" {
+		return
+	}
+	r.mu.Lock()
+	var chs []change
+	if rt := r.rts[id]; rt != nil && nudge.Status(rt.Status) != to {
+		var err error
+		chs, err = r.toStatusLocked(id, to, reason, "", nil)
+		r.logErr("fallback stage", id, err)
+	}
+	r.mu.Unlock()
+	r.notify(chs)
+}
+
+// launchedLocked records a launch in the runtime's place: a fallback resume run keeps
+// fallback_resume while it runs (its end brings the runtime's own program back); anything
+// else is the runtime's program, starting. r.mu is held.
+func (r *Registry) launchedLocked(id string, p paneInfo, how, reason string) ([]change, error) {
+	delete(r.oneOff, id)
+	delete(r.resumed, id)
+	switch how {
+	case "oneoff-resume":
+		r.oneOff[id] = p.ID
+		var chs []change
+		var err error
+		if nudge.Status(r.rts[id].Status) != nudge.StatusFallbackResume {
+			chs, err = r.toStatusLocked(id, nudge.StatusFallbackResume, reason, "", nil)
+		}
+		if err == nil {
+			var more []change
+			more, err = r.updateLocked(id, func(n *store.Runtime) { setPane(n, p); n.ExitStatus = nil })
+			chs = append(chs, more...)
+		}
+		return chs, err
+	case "resume":
+		r.resumed[id] = true
+	case "fresh":
+		delete(r.noResume, id)
+	}
+	return r.toStatusLocked(id, nudge.StatusStarting, reason, "", func(n *store.Runtime) {
+		setPane(n, p)
+		n.ExitStatus = nil
+		n.Restarts++
+	})
+}
+
+// updateLocked persists fn's change to a runtime without a status change. r.mu is held.
+func (r *Registry) updateLocked(id string, fn func(*store.Runtime)) ([]change, error) {
+	cur := r.rts[id]
+	if cur == nil {
+		return nil, notFound(id)
+	}
+	next := cloneRuntime(cur)
+	fn(&next)
+	next.UpdatedAt = r.cfg.Now()
+	if err := r.putLocked(&next); err != nil {
+		return nil, err
+	}
+	return []change{{rt: next, prev: nudge.Status(cur.Status)}}, nil
 }
 
 // beginRestart marks the runtime restarting. For an auto restart it returns nil, nil

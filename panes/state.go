@@ -15,14 +15,20 @@ import (
 //
 // Added, and why:
 //   - every live state → offline: the pane can die or vanish at any moment.
+//   - every live state → exited: the program ended cleanly (status 0 or its profile's
+//     completion marker); exited → starting: `nudge restart` (or a profile that opts into
+//     restart-on-exit).
 //   - every state but deregistered → deregistered: an operator may drop any runtime.
 //   - starting|ready|triggering|awaiting_ack|retrying ↔ paused: `nudge pause|resume`;
 //     paused → ready|starting|offline|failed.
 //   - triggering → ready: the trigger was deferred or refused before any key was typed.
 //   - retrying → ready: the ack arrived while a retry was pending;
 //     retrying → fallback_resume: retries exhausted.
-//   - ready|failed → fallback_resume, failed → spawn_recovery: the fallback chain can start
-//     from a pane that cannot take input (defer timeout, crash loop shortcut).
+//   - ready|triggering|awaiting_ack|retrying|paused|offline|failed|exited → fallback_resume
+//     and → spawn_recovery (also from starting): the fallback chain can start from any
+//     point, including a pane that cannot take input (defer timeout, crash loop shortcut).
+//     fallback_resume stays while the resume run is in the pane; its end brings the
+//     runtime's own program back (→ offline → starting).
 //   - fallback_resume → starting|failed: a resume is launched in the pane, or cannot be.
 //   - offline|failed → ready: after a nudge restart a pane thought dead is found alive
 //     and re-adopted.
@@ -30,23 +36,24 @@ import (
 //   - awaiting_ack|retrying → triggering: an agent that queues input gets the next
 //     trigger typed while an earlier one still waits for its ack.
 var transitions = map[nudge.Status][]nudge.Status{
-	nudge.StatusStarting:       {nudge.StatusReady, nudge.StatusFailed, nudge.StatusPaused},
-	nudge.StatusReady:          {nudge.StatusTriggering, nudge.StatusPaused, nudge.StatusFallbackResume, nudge.StatusStarting, nudge.StatusFailed},
-	nudge.StatusTriggering:     {nudge.StatusAwaitingAck, nudge.StatusFailed, nudge.StatusReady, nudge.StatusPaused},
-	nudge.StatusAwaitingAck:    {nudge.StatusReady, nudge.StatusRetrying, nudge.StatusFallbackResume, nudge.StatusFailed, nudge.StatusPaused, nudge.StatusTriggering},
-	nudge.StatusRetrying:       {nudge.StatusAwaitingAck, nudge.StatusFailed, nudge.StatusReady, nudge.StatusFallbackResume, nudge.StatusPaused, nudge.StatusTriggering},
+	nudge.StatusStarting:       {nudge.StatusReady, nudge.StatusFailed, nudge.StatusPaused, nudge.StatusSpawnRecovery},
+	nudge.StatusReady:          {nudge.StatusTriggering, nudge.StatusPaused, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery, nudge.StatusStarting, nudge.StatusFailed},
+	nudge.StatusTriggering:     {nudge.StatusAwaitingAck, nudge.StatusFailed, nudge.StatusReady, nudge.StatusPaused, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery},
+	nudge.StatusAwaitingAck:    {nudge.StatusReady, nudge.StatusRetrying, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery, nudge.StatusFailed, nudge.StatusPaused, nudge.StatusTriggering},
+	nudge.StatusRetrying:       {nudge.StatusAwaitingAck, nudge.StatusFailed, nudge.StatusReady, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery, nudge.StatusPaused, nudge.StatusTriggering},
 	nudge.StatusFallbackResume: {nudge.StatusReady, nudge.StatusSpawnRecovery, nudge.StatusStarting, nudge.StatusFailed},
 	nudge.StatusSpawnRecovery:  {nudge.StatusStarting, nudge.StatusFailed},
-	nudge.StatusOffline:        {nudge.StatusStarting, nudge.StatusFailed, nudge.StatusReady},
+	nudge.StatusOffline:        {nudge.StatusStarting, nudge.StatusFailed, nudge.StatusReady, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery},
 	nudge.StatusFailed:         {nudge.StatusStarting, nudge.StatusReady, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery},
-	nudge.StatusPaused:         {nudge.StatusReady, nudge.StatusStarting, nudge.StatusFailed},
+	nudge.StatusPaused:         {nudge.StatusReady, nudge.StatusStarting, nudge.StatusFailed, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery},
+	nudge.StatusExited:         {nudge.StatusStarting, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery},
 	nudge.StatusDeregistered:   nil,
 }
 
 // Live reports whether s is a state in which the runtime's pane is believed to exist.
 func Live(s nudge.Status) bool {
 	switch s {
-	case nudge.StatusOffline, nudge.StatusDeregistered, nudge.StatusFailed:
+	case nudge.StatusOffline, nudge.StatusDeregistered, nudge.StatusFailed, nudge.StatusExited:
 		return false
 	}
 	_, known := transitions[s]
@@ -63,7 +70,7 @@ func CanTransition(from, to nudge.Status) bool {
 	if _, known := transitions[to]; !known {
 		return false
 	}
-	if to == nudge.StatusDeregistered || (to == nudge.StatusOffline && from != nudge.StatusFailed) {
+	if to == nudge.StatusDeregistered || ((to == nudge.StatusOffline || to == nudge.StatusExited) && Live(from)) {
 		return true
 	}
 	for _, s := range next {

@@ -10,7 +10,7 @@ import (
 var allStatuses = []nudge.Status{
 	nudge.StatusStarting, nudge.StatusReady, nudge.StatusTriggering, nudge.StatusAwaitingAck,
 	nudge.StatusRetrying, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery, nudge.StatusFailed,
-	nudge.StatusOffline, nudge.StatusPaused, nudge.StatusDeregistered,
+	nudge.StatusOffline, nudge.StatusPaused, nudge.StatusDeregistered, nudge.StatusExited,
 }
 
 func TestCanTransition_Seed(t *testing.T) {

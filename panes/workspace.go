@@ -107,6 +107,7 @@ func (r *Registry) connConfig(w *workspace) controlmode.Config {
 
 func (r *Registry) onOutput(pane int, data []byte, age time.Duration) {
 	r.stats.LagNanos.Store(int64(age))
+	r.markers.feed(pane, data)
 	if r.cfg.OnOutput == nil {
 		return
 	}

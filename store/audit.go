@@ -51,8 +51,11 @@ func (f *AuditFilter) match(r *AuditRecord) bool {
 }
 
 // AppendAudit appends recs in one transaction and returns them as stored: Seq assigned,
-// Time set to now if zero (and made UTC), PrevHash and Hash filled in.
+// Time set to now if zero (and made UTC), PrevHash and Hash filled in. Records queued
+// before the call (AppendAuditLater, UpdateTriggerLater, ...) are committed first, so the
+// log's order is causal: what happened before this call has a lower Seq.
 func (db *DB) AppendAudit(recs ...AuditRecord) ([]AuditRecord, error) {
+	db.Flush()
 	var out []AuditRecord
 	err := db.update("append audit", func(tx *bolt.Tx) error {
 		var err error

@@ -54,10 +54,11 @@ var (
 	bucketAudit      = []byte("audit")       // seq (NextSequence, 8 bytes BE) -> AuditRecord JSON
 	bucketSchedules  = []byte("schedules")   // schedule_id -> Schedule JSON
 	bucketMeta       = []byte("meta")        // free-form small state; keys starting with 0x00 are reserved
+	bucketGates      = []byte("gates")       // kind 0x00 key -> Gate JSON (added later: created on open)
 )
 
 var allBuckets = [][]byte{bucketRuntimes, bucketTriggers, bucketTriggerIDs, bucketOpen,
-	bucketAttempts, bucketAudit, bucketSchedules, bucketMeta}
+	bucketAttempts, bucketAudit, bucketSchedules, bucketMeta, bucketGates}
 
 // Open opens (creating if needed) the store at path. The parent directory is created
 // with mode 0700 and the file with 0600. If another process holds the file, Open fails

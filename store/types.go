@@ -8,35 +8,41 @@ import (
 // Runtime is a managed agent runtime (seed 001 §5). The registry in package panes owns
 // the live copy; the store keeps the durable one. JSON field names are the API's.
 type Runtime struct {
-	RuntimeID       string      `json:"runtime_id"`
-	WorkspaceID     string      `json:"workspace_id"`
-	Role            string      `json:"role"`
-	AgentID         string      `json:"agent_id"` // defaults to Role
-	Agent           string      `json:"agent"`    // profile name: codex, claude, shell, ...
-	SessionID       string      `json:"session_id,omitempty"`
-	Dir             string      `json:"dir,omitempty"`
-	Argv            []string    `json:"argv,omitempty"`
-	Managed         bool        `json:"managed"`
-	TmuxSession     string      `json:"tmux_session"`
-	TmuxWindow      string      `json:"tmux_window"`
-	TmuxPane        int         `json:"tmux_pane"` // pane index in the window
-	Target          string      `json:"target"`    // session:window.pane
-	PaneID          string      `json:"pane_id"`   // %N, stable while the pane lives
-	PID             int         `json:"pid,omitempty"`
-	Status          string      `json:"status"`    // nudge.Status
-	Readiness       string      `json:"readiness"` // nudge.Readiness
-	Summary         string      `json:"summary,omitempty"`
-	OperatorBusy    bool        `json:"operator_busy"`
-	Paused          bool        `json:"paused"`
-	ExitStatus      *int        `json:"exit_status,omitempty"`
-	LastHeartbeatAt time.Time   `json:"last_heartbeat_at,omitempty"`
-	LastCursor      string      `json:"last_cursor,omitempty"`
-	LastTriggerID   string      `json:"last_trigger_id,omitempty"`
-	Failures        []time.Time `json:"failures,omitempty"` // recent crash times, for crash-loop detection
-	Restarts        int         `json:"restarts"`
-	CreatedAt       time.Time   `json:"created_at"`
-	UpdatedAt       time.Time   `json:"updated_at"`
-	StatusSince     time.Time   `json:"status_since"`
+	RuntimeID       string    `json:"runtime_id"`
+	WorkspaceID     string    `json:"workspace_id"`
+	Role            string    `json:"role"`
+	AgentID         string    `json:"agent_id"` // defaults to Role
+	Agent           string    `json:"agent"`    // profile name: codex, claude, shell, ...
+	SessionID       string    `json:"session_id,omitempty"`
+	Dir             string    `json:"dir,omitempty"`
+	Argv            []string  `json:"argv,omitempty"`
+	Managed         bool      `json:"managed"`
+	TmuxSession     string    `json:"tmux_session"`
+	TmuxWindow      string    `json:"tmux_window"`
+	TmuxPane        int       `json:"tmux_pane"` // pane index in the window
+	Target          string    `json:"target"`    // session:window.pane
+	PaneID          string    `json:"pane_id"`   // %N, stable while the pane lives
+	PID             int       `json:"pid,omitempty"`
+	Status          string    `json:"status"`    // nudge.Status
+	Readiness       string    `json:"readiness"` // nudge.Readiness
+	Summary         string    `json:"summary,omitempty"`
+	OperatorBusy    bool      `json:"operator_busy"`
+	InputLine       string    `json:"input_line,omitempty"` // nudge.InputLine: empty, draft, ours, unknown
+	Paused          bool      `json:"paused"`
+	ExitStatus      *int      `json:"exit_status,omitempty"`
+	LastHeartbeatAt time.Time `json:"last_heartbeat_at,omitempty"`
+	LastCursor      string    `json:"last_cursor,omitempty"`
+	LastTriggerID   string    `json:"last_trigger_id,omitempty"`
+	// Breaker is the runtime's circuit breaker after repeated failed triggers: "" (closed),
+	// "open" (cooling down until CooldownUntil: triggers wait with RUNTIME_COOLDOWN) or
+	// "half_open" (one probe trigger goes; its ack closes it).
+	Breaker       string      `json:"breaker,omitempty"`
+	CooldownUntil *time.Time  `json:"cooldown_until,omitempty"`
+	Failures      []time.Time `json:"failures,omitempty"` // recent crash times, for crash-loop detection
+	Restarts      int         `json:"restarts"`
+	CreatedAt     time.Time   `json:"created_at"`
+	UpdatedAt     time.Time   `json:"updated_at"`
+	StatusSince   time.Time   `json:"status_since"`
 }
 
 // Trigger is one trigger request and its receipt. JSON field names are the API's.
@@ -64,6 +70,9 @@ type Trigger struct {
 	Fallback        string `json:"fallback,omitempty"`   // "", resume, spawn
 	Attempts        int    `json:"attempts"`
 	Closed          bool   `json:"closed"` // no more work will be done for it
+	// QueuedInAgent: the agent took the prompt into its own queue (it was busy) instead
+	// of starting a turn with it; only the turn that takes it up acks it.
+	QueuedInAgent bool `json:"queued_in_agent,omitempty"`
 
 	CreatedAt     time.Time  `json:"created_at"`
 	QueuedAt      time.Time  `json:"queued_at"`

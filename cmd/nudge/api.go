@@ -25,6 +25,7 @@ func (d *daemon) routes() http.Handler {
 	h("GET /v1/runtimes/{id}", verbRead, d.handleGetRuntime)
 	h("DELETE /v1/runtimes/{id}", verbSpawn, d.handleDeregister)
 	h("POST /v1/runtimes/{id}/stop", verbSpawn, d.handleStop)
+	h("POST /v1/runtimes/{id}/restart", verbSpawn, d.handleRestart)
 	h("POST /v1/runtimes/{id}/pause", verbAdmin, d.handlePause)
 	h("POST /v1/runtimes/{id}/resume", verbAdmin, d.handleResume)
 	h("POST /v1/runtimes/{id}/heartbeat", verbHeartbeat, d.handleHeartbeat)
@@ -236,6 +237,34 @@ func (d *daemon) handleStop(w http.ResponseWriter, r *http.Request, c caller) {
 	writeJSON(w, http.StatusOK, d.view(rt))
 }
 
+// handleRestart runs a runtime's program again (`nudge restart`): the way back from failed
+// (crash loop, start timeout) or exited, and a fresh start for a live one.
+func (d *daemon) handleRestart(w http.ResponseWriter, r *http.Request, c caller) {
+	rt, ok := d.runtimeFor(w, r, c, verbSpawn)
+	if !ok {
+		return
+	}
+	var b reasonBody
+	if err := decodeOptional(w, r, &b); err != nil {
+		writeError(w, err)
+		return
+	}
+	if b.Reason == "" {
+		b.Reason = "restarted by " + c.Subject
+	}
+	if !rt.Managed {
+		writeError(w, &apiError{nudge.UnmanagedRuntime, "runtime " + rt.RuntimeID + " is not managed: nudge does not restart it"})
+		return
+	}
+	rt, err := d.reg.Restart(r.Context(), rt.RuntimeID, b.Reason)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	d.auditCall(r, c, "api_restart", rt.RuntimeID, rt.WorkspaceID, b.Reason)
+	writeJSON(w, http.StatusOK, d.view(rt))
+}
+
 func (d *daemon) handlePause(w http.ResponseWriter, r *http.Request, c caller) {
 	d.setPaused(w, r, c, true)
 }
@@ -249,14 +278,14 @@ func (d *daemon) setPaused(w http.ResponseWriter, r *http.Request, c caller, pau
 	if !ok {
 		return
 	}
-	rt, err := d.reg.Update(rt.RuntimeID, func(x *store.Runtime) { x.Paused = paused })
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	ev := "triggers_resumed"
 	if paused {
 		ev = "triggers_paused"
+	}
+	rt, err := d.reg.SetPaused(rt.RuntimeID, paused, ev+" by "+c.Subject)
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	d.auditCall(r, c, ev, rt.RuntimeID, rt.WorkspaceID, "")
 	d.pipe.Kick(rt.RuntimeID)
@@ -283,20 +312,26 @@ func (d *daemon) handleHeartbeat(w http.ResponseWriter, r *http.Request, c calle
 		writeError(w, err)
 		return
 	}
+	switch b.Status {
+	case "", "active", "idle", "offline": // seed 000 §8.2; "" means active
+	default:
+		writeError(w, badRequest("status %q: want active, idle or offline", b.Status))
+		return
+	}
 	now := time.Now()
 	at := b.LastActivityAt
 	if at.IsZero() || at.After(now) {
 		at = now // a clock in the future cannot ack triggers not yet delivered
 	}
-	advanced := d.acks.Heartbeat(rt.RuntimeID, at, b.Cursor)
-	if advanced {
-		d.pipe.Progress(rt.WorkspaceID, rt.AgentID, b.ThreadID)
-	}
-	if b.SessionID != "" {
+	if b.SessionID != "" { // bad input changes nothing: checked before the heartbeat acts
 		if prof, _ := d.reg.Profile(rt.Agent); !prof.ValidSessionID(b.SessionID) {
 			writeError(w, badRequest("session_id %q is not valid for profile %s", b.SessionID, rt.Agent))
 			return
 		}
+	}
+	advanced := d.acks.Heartbeat(rt.RuntimeID, at, b.Cursor)
+	if advanced {
+		d.pipe.Progress(rt.WorkspaceID, rt.AgentID, b.ThreadID)
 	}
 	rt, err := d.reg.Update(rt.RuntimeID, func(x *store.Runtime) {
 		x.LastHeartbeatAt = now
@@ -359,7 +394,16 @@ func (d *daemon) handleGetTrigger(w http.ResponseWriter, r *http.Request, c call
 	if wait, _ := time.ParseDuration(r.URL.Query().Get("wait")); wait > 0 && !t.Closed {
 		t = d.waitTrigger(r.Context(), t.TriggerID, min(wait, 10*time.Minute))
 	}
-	writeJSON(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, withResult(t))
+}
+
+// withResult fills a receipt's result word if it has none (a record written by an older
+// daemon): result is never empty.
+func withResult(t store.Trigger) store.Trigger {
+	if t.Result == "" {
+		t.Result = string(inject.ResultFor(t))
+	}
+	return t
 }
 
 // waitTrigger blocks until the trigger is closed, wait passes, or ctx ends, and returns
@@ -406,7 +450,7 @@ func (d *daemon) handleListTriggers(w http.ResponseWriter, r *http.Request, c ca
 			if live, err := d.pipe.Get(t.TriggerID); err == nil {
 				t = live
 			}
-			out = append(out, t)
+			out = append(out, withResult(t))
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -503,7 +547,11 @@ func (d *daemon) handleUnblock(w http.ResponseWriter, r *http.Request, c caller)
 		return
 	}
 	d.pipe.Progress(b.Workspace, b.Agent, r.PathValue("id"))
-	d.auditCall(r, c, "thread_unblocked", "", b.Workspace, b.Reason)
+	uid := c.UID
+	if _, err := d.db.AppendAudit(store.AuditRecord{Event: "thread_unblocked", ThreadID: r.PathValue("id"),
+		Workspace: b.Workspace, Subject: c.Subject, PeerUID: &uid, Reason: b.Reason}); err != nil {
+		d.log.Error("audit", "event", "thread_unblocked", "err", err)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"thread_id": r.PathValue("id"), "unblocked": true})
 }
 

@@ -208,8 +208,15 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 		if rt.OperatorBusy {
 			op = "busy"
 		}
+		status := rt.Status
+		switch rt.Breaker { // the circuit breaker after repeated failed triggers
+		case "open":
+			status += "+cooldown"
+		case "half_open":
+			status += "+probing"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
-			rt.PaneID, rt.Status, orDash(rt.Readiness), op, rt.QueueDepth)
+			rt.PaneID, status, orDash(rt.Readiness), op, rt.QueueDepth)
 	}
 	return tw.Flush()
 }
@@ -253,6 +260,43 @@ func runResumeCmd(ctx context.Context, env *cliEnv, args []string) error {
 
 func runStop(ctx context.Context, env *cliEnv, args []string) error {
 	return runtimeCmd("stop", "POST", "/stop")(ctx, env, args)
+}
+
+func runRestart(ctx context.Context, env *cliEnv, args []string) error {
+	return runtimeCmd("restart", "POST", "/restart")(ctx, env, args)
+}
+
+// runForce force-delivers a held trigger (POST /v1/triggers/{id}/force).
+func runForce(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet("force", "TRIGGER_ID", env)
+	o := addClientFlags(fs)
+	var b forceBody
+	fs.StringVar(&b.Reason, "reason", "", "why the trigger must go now (required; kept in the audit log)")
+	fs.StringVar(&b.Intent, "intent", "human_override", "human_override or coordinator_override")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || b.Reason == "" {
+		return usagef("want one TRIGGER_ID and --reason")
+	}
+	return o.call(ctx, env, "POST", "/v1/triggers/"+url.PathEscape(fs.Arg(0))+"/force", b)
+}
+
+// runUnblock lifts a loop-guard block of a thread (POST /v1/threads/{id}/unblock).
+func runUnblock(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet("unblock", "THREAD_ID", env)
+	o := addClientFlags(fs)
+	var b unblockBody
+	fs.StringVar(&b.Workspace, "workspace", "", "workspace id")
+	fs.StringVar(&b.Agent, "agent", "", "the agent's role")
+	fs.StringVar(&b.Reason, "reason", "", "why the thread may go on (kept in the audit log)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || b.Workspace == "" || b.Agent == "" {
+		return usagef("want one THREAD_ID, --workspace and --agent")
+	}
+	return o.call(ctx, env, "POST", "/v1/threads/"+url.PathEscape(fs.Arg(0))+"/unblock", b)
 }
 
 func runDeregister(ctx context.Context, env *cliEnv, args []string) error {

@@ -115,7 +115,7 @@ func (d *daemon) registryConfig() panes.Config {
 		Tmux: c.Tmux, SocketName: c.TmuxSocket, SocketPath: c.TmuxPath, ConfigFile: c.TmuxConfig,
 		SSHHost: c.SSHHost, Roots: c.Roots, Profiles: d.profiles,
 		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
-		Env: d.runtimeEnv, Logger: d.log,
+		Env: d.runtimeEnv, Logger: d.log, Redact: cleanCapture,
 		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
 	}
 }
@@ -133,7 +133,11 @@ func (d *daemon) chainConfig() ack.ChainConfig {
 func (d *daemon) injectConfig() inject.Config {
 	c := d.cfg
 	ic := inject.DefaultConfig()
-	ic.MaxDefer, ic.DeferRecheck = c.MaxDefer, c.DeferRecheck
+	ic.MaxDefer, ic.DeferRecheck, ic.MaxHold = c.MaxDefer, c.DeferRecheck, c.MaxHold
+	ic.BreakerFailures, ic.BreakerCooldown = c.BreakerFailures, c.BreakerCooldown
+	if c.BreakerFailures == 0 {
+		ic.BreakerFailures = -1 // off
+	}
 	ic.RateLimit, ic.RatePer = c.RateLimit, c.RatePer
 	ic.LoopTurns, ic.LoopRepeats = c.LoopTurns, c.LoopRepeats
 	ic.MaxPrompt = c.MaxPrompt
@@ -151,7 +155,7 @@ func (d *daemon) injectConfig() inject.Config {
 func (d *daemon) injectDeps() inject.Deps {
 	return inject.Deps{
 		Store: d.db, Runtimes: d.reg, Conn: d.sender, Gates: d.mon,
-		Acks: d.acks, Fallback: d.chain, OnChange: d.onTriggerChange,
+		Acks: d.acks, Fallback: d.chain, OnChange: d.onTriggerChange, Redact: redact,
 	}
 }
 

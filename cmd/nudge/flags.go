@@ -31,7 +31,7 @@ func newFlagSet(name, argsUsage string, env *cliEnv) *flag.FlagSet {
 // parseFlags parses args; flags not given on the command line are taken from the
 // environment as NUDGE_<NAME> (dashes become underscores).
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseInterleaved(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return errHelp
 		}
@@ -52,6 +52,27 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 	})
 	return err
+}
+
+// parseInterleaved parses flags that come before or after the arguments (`nudge restart
+// ID --reason x`); "--" ends the flags, and everything after it is an argument.
+func parseInterleaved(fs *flag.FlagSet, args []string) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
 }
 
 // defaultStateDir is $XDG_STATE_HOME/nudge, else ~/.local/state/nudge.

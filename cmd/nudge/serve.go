@@ -29,6 +29,9 @@ type serveConfig struct {
 	Roots                  []string
 	QuietWindow            time.Duration
 	DeferRecheck, MaxDefer time.Duration
+	MaxHold                time.Duration
+	BreakerFailures        int
+	BreakerCooldown        time.Duration
 	AckTimeout             time.Duration
 	AckRetries             int
 	Backoff                []time.Duration
@@ -63,6 +66,7 @@ func defaultServeConfig() serveConfig {
 	return serveConfig{
 		StateDir: state, Tmux: "tmux", TmuxSocket: "nudge",
 		QuietWindow: 20 * time.Second, DeferRecheck: 5 * time.Second, MaxDefer: 60 * time.Second,
+		MaxHold: 10 * time.Minute, BreakerFailures: 3, BreakerCooldown: 2 * time.Minute,
 		AckTimeout: 8 * time.Second, AckRetries: 2, Backoff: []time.Duration{2 * time.Second, 4 * time.Second},
 		RateLimit: 10, RatePer: time.Minute, LoopTurns: 20, LoopRepeats: 3, MaxPrompt: 64 << 10,
 		Sweep: 5 * time.Second, ResumeAttempts: 2, StaleAfter: 12 * time.Hour,
@@ -167,6 +171,9 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.QuietWindow, "quiet-window", c.QuietWindow, "quiet time after human input before injecting")
 	fs.DurationVar(&c.DeferRecheck, "defer-recheck", c.DeferRecheck, "re-check period of a deferred trigger")
 	fs.DurationVar(&c.MaxDefer, "max-defer", c.MaxDefer, "longest a trigger waits for a busy operator before DEFER_TIMEOUT and fallback")
+	fs.DurationVar(&c.MaxHold, "max-hold", c.MaxHold, "longest a trigger waits for a busy, confirming, unknown, paused or cooling-down runtime before DEFER_TIMEOUT and fallback")
+	fs.IntVar(&c.BreakerFailures, "breaker-failures", c.BreakerFailures, "consecutive failed triggers (no ack, send-keys error) that cool a runtime down (RUNTIME_COOLDOWN); 0 turns the breaker off")
+	fs.DurationVar(&c.BreakerCooldown, "breaker-cooldown", c.BreakerCooldown, "first cooldown of a runtime's breaker; doubles after a failed probe, up to 16x")
 	fs.DurationVar(&c.AckTimeout, "ack-timeout", c.AckTimeout, "ack timeout per attempt")
 	fs.IntVar(&c.AckRetries, "ack-retries", c.AckRetries, "retries after an ack timeout before the fallback chain")
 	fs.Var(backoffFlag{&c.Backoff}, "ack-backoff", "backoff before each retry (default 2s,4s)")
@@ -249,9 +256,9 @@ func (c *serveConfig) complete() error {
 		}
 	}
 	switch {
-	case c.AckRetries < 0 || c.ResumeAttempts < 0 || c.CrashLoop < 0:
+	case c.AckRetries < 0 || c.ResumeAttempts < 0 || c.CrashLoop < 0 || c.BreakerFailures < 0:
 		return errors.New("counts must not be negative")
-	case c.QuietWindow < 0 || c.MaxDefer <= 0 || c.DeferRecheck <= 0 || c.AckTimeout <= 0:
+	case c.QuietWindow < 0 || c.MaxDefer <= 0 || c.DeferRecheck <= 0 || c.AckTimeout <= 0 || c.MaxHold <= 0 || c.BreakerCooldown <= 0:
 		return errors.New("durations must be positive")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return errors.New("--log-format must be text or json")

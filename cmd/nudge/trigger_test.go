@@ -186,7 +186,7 @@ func TestTriggerSurvivesDaemonRestart(t *testing.T) {
 	}
 	td.stop()
 	td2 := startDaemon(t, cfg)
-	td2.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	td2.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "paused" }) // its triggers are paused
 	if err := td2.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/resume", nil, nil); err != nil {
 		t.Fatal(err)
 	}

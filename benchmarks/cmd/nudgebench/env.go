@@ -409,7 +409,7 @@ func (s *eventStream) expectFinal(id string) <-chan struct{} {
 
 // watch registers a waiter; call cancel when done.
 func (s *eventStream) watch(match func(*event) bool) (<-chan *event, func()) {
-	w := &waiter{match: match, ch: make(chan *event, 64)}
+	w := &waiter{match: match, ch: make(chan *event, 1024)}
 	s.mu.Lock()
 	s.waiters[w] = struct{}{}
 	s.mu.Unlock()

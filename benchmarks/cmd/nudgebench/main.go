@@ -38,6 +38,8 @@ type options struct {
 	submitTimeout time.Duration
 	throughputMB  int
 	width         int
+	fanoutPanes   int
+	fanoutRounds  int
 }
 
 func main() {
@@ -48,9 +50,20 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) == 6 && os.Args[1] == "-bare-client" {
+		d, err := time.ParseDuration(os.Args[5])
+		if err == nil {
+			err = bareClient(os.Args[2], os.Args[3], os.Args[4], d)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bare client:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	var panes string
-	flag.StringVar(&o.phases, "phases", "trigger,detect,scale,throughput", "phases to run")
+	flag.StringVar(&o.phases, "phases", "trigger,fanout,detect,scale,throughput", "phases to run")
 	flag.IntVar(&o.n, "n", 2000, "triggers per pane count and path")
 	flag.IntVar(&o.warmup, "warmup", 20, "warm-up triggers per pane count, not counted")
 	flag.StringVar(&panes, "panes", "1,10,100", "managed pane counts for the trigger phase")
@@ -67,6 +80,8 @@ func main() {
 	flag.DurationVar(&o.submitTimeout, "submit-timeout", 50*time.Millisecond, "nudge serve --submit-timeout")
 	flag.IntVar(&o.throughputMB, "throughput-mb", 200, "throughput phase: MB the pane writes")
 	flag.IntVar(&o.width, "width", 400, "tmux default-size width (80 = tmux's default)")
+	flag.IntVar(&o.fanoutPanes, "fanout-panes", 100, "fan-out phase: panes that each get one prompt at once")
+	flag.IntVar(&o.fanoutRounds, "fanout-rounds", 10, "fan-out phase: rounds per path")
 	flag.Parse()
 	for _, s := range strings.Split(panes, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(s))
@@ -90,6 +105,7 @@ type bench struct {
 	seq   int
 	final map[string]<-chan struct{}
 	raw   *rawClient // the trigger phase's API connection
+	floor *floor     // the bare control client (the floor path)
 }
 
 func run(o options) error {
@@ -106,6 +122,10 @@ func run(o options) error {
 		os.Exit(130)
 	}()
 	b := &bench{o: o, e: e, final: map[string]<-chan struct{}{}}
+	if b.floor, err = dialFloor(e); err != nil {
+		return err
+	}
+	defer b.floor.close()
 	rep := newReport(o, e)
 	phase := func(name string) bool { return strings.Contains(","+o.phases+",", ","+name+",") }
 	if phase("trigger") {
@@ -117,6 +137,11 @@ func run(o options) error {
 			}
 			rep.trigger = append(rep.trigger, r)
 			fmt.Fprintf(os.Stderr, "trigger latency at %d panes: %v\n", n, time.Since(start).Round(time.Second))
+		}
+	}
+	if phase("fanout") {
+		if rep.fanout, err = b.fanout(o.fanoutPanes, o.fanoutRounds); err != nil {
+			return fmt.Errorf("fan-out: %w", err)
 		}
 	}
 	if phase("detect") {

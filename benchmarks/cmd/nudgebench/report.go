@@ -17,6 +17,7 @@ type report struct {
 	when       time.Time
 	machine    string
 	trigger    []*triggerResult
+	fanout     *fanoutResult
 	detect     []detectRow
 	scale      *scaleResult
 	throughput *throughputResult
@@ -63,6 +64,8 @@ func (r *report) print(w io.Writer) {
 			row(w, pre+" | nudge: request → pane read text", t.nudgeRead)
 			row(w, pre+" | nudge: request → API answer", t.nudgeAPI)
 			row(w, pre+" | nudge: request → pane read Enter", t.nudgeEnter)
+			row(w, pre+" | floor (bare control client): write → pane read text", t.floorRead)
+			row(w, pre+" | floor (bare control client): write → %end", t.floorDone)
 			row(w, pre+" | send-keys children: fork → pane read text", t.subRead)
 			row(w, pre+" | send-keys children: both exited", t.subDone)
 			row(w, pre+" | send-keys children: fork → pane read Enter", t.subEnter)
@@ -79,13 +82,17 @@ func (r *report) print(w io.Writer) {
 			}
 		}
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| panes | ratio subprocess/nudge, text read, p50 | p99 | triggers that waited for the pane's previous one |")
-		fmt.Fprintln(w, "|---|---|---|---|")
+		fmt.Fprintln(w, "| panes | nudge/floor, text read, p50 | p99 | children/nudge, text read, p50 | p99 | triggers that waited for the pane's previous one |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|")
 		for _, t := range r.trigger {
-			fmt.Fprintf(w, "| %d | %.1fx | %.1fx | %d |\n", t.panes, pct(t.subRead, .5)/pct(t.nudgeRead, .5),
-				pct(t.subRead, .99)/pct(t.nudgeRead, .99), t.waits)
+			fmt.Fprintf(w, "| %d | %.2fx | %.2fx | %.1fx | %.1fx | %d |\n", t.panes,
+				pct(t.nudgeRead, .5)/pct(t.floorRead, .5), pct(t.nudgeRead, .99)/pct(t.floorRead, .99),
+				pct(t.subRead, .5)/pct(t.nudgeRead, .5), pct(t.subRead, .99)/pct(t.nudgeRead, .99), t.waits)
 		}
 		fmt.Fprintln(w)
+	}
+	if r.fanout != nil {
+		r.fanout.print(w)
 	}
 	if len(r.detect) > 0 {
 		r.printDetect(w)

@@ -124,6 +124,7 @@ func (b *bench) measure(name string, d time.Duration, during func(stop <-chan st
 type scaleResult struct {
 	windows []window
 	dials   int
+	cost    *streamCost
 }
 
 // scale: 100 managed panes idle, then 10 of them streaming, then the same with a
@@ -150,6 +151,10 @@ func (b *bench) scale() (*scaleResult, error) {
 	setStream(true)
 	time.Sleep(2 * time.Second)
 	res.windows = append(res.windows, b.measure("100 panes, 10 streaming", b.o.stream, nil))
+	var err error
+	if res.cost, err = b.measureStreamCost(b.o.stream, res.windows[len(res.windows)-1]); err != nil {
+		return nil, err
+	}
 	res.windows = append(res.windows, b.measure("100 panes, 10 streaming, + capture-pane poller 1 s", b.o.stream, func(stop <-chan struct{}) {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
@@ -179,6 +184,9 @@ func (s *scaleResult) print(w io.Writer) {
 			x.serverPct, x.pollPct)
 	}
 	fmt.Fprintf(w, "\ncontrol-mode dials (tmux -C) by the daemon over the whole run: %d\n\n", s.dials)
+	if s.cost != nil {
+		s.cost.print(w)
+	}
 }
 
 type throughputResult struct {

@@ -23,6 +23,8 @@ type triggerResult struct {
 	nudgeEnter          []int64 // request → Enter read
 	subRead, subEnter   []int64 // fork of send-keys -l → marker read; → Enter read
 	subDone             []int64 // both children exited
+	floorRead           []int64 // bare control client: write of send-keys -l → marker read
+	floorDone           []int64 // bare control client: → tmux answered the command (%end)
 	waits               int     // samples that waited for the pane's previous trigger
 	// own: the daemon's trigger_received_to_typed_seconds over the run (n, p50, p95,
 	// p99 in µs, bucket upper bounds): nudge's own share, without tmux and the pane.
@@ -86,11 +88,15 @@ func (b *bench) triggerLatency(panes, n, warmup int) (*triggerResult, error) {
 				return nil, err
 			}
 		}
-		for step := 0; step < 2; step++ {
+		// The three paths take turns going first.
+		for step := 0; step < 3; step++ {
 			var err error
-			if (k+step)%2 == 0 {
+			switch (k + step) % 3 {
+			case 0:
 				err = b.nudgeSample(p, res, keep)
-			} else {
+			case 1:
+				err = b.floorSample(p, res, keep)
+			default:
 				err = b.subSample(p, res, keep)
 			}
 			if err != nil {

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nudgehq/nudge/benchmarks/internal/panereader"
+	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/inject"
+)
+
+// floor is the bare control client the trigger phase measures nudge against: the same
+// envelope typed with one `send-keys -l` (and Enter as its own key, as nudge does) by a
+// controlmode.Conn of the harness's own, no daemon in between. It is attached to the
+// holder session, so it gets no %output of the benchmark's panes: what it measures is the
+// cost of the write and tmux's delivery to the pane, the floor every path pays.
+type floor struct {
+	c *controlmode.Conn
+}
+
+func dialFloor(e *env) (*floor, error) {
+	c, err := controlmode.Dial(context.Background(), controlmode.Config{Tmux: e.tmux, SocketName: e.tmuxSock, Session: "nbhold"})
+	if err != nil {
+		return nil, fmt.Errorf("floor client: %w", err)
+	}
+	return &floor{c: c}, nil
+}
+
+func (f *floor) close() {
+	if f != nil {
+		f.c.Close()
+	}
+}
+
+// typeText writes the envelope to pane as one send-keys -l command and returns when
+// tmux answered it.
+func (f *floor) typeText(pane, text string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := f.c.Do(ctx, controlmode.SendKeys(pane, text)[0])
+	return err
+}
+
+func (f *floor) enter(pane string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := f.c.Do(ctx, "send-keys -t "+pane+" Enter")
+	return err
+}
+
+// floorSample types the same envelope nudge would, through the bare control client.
+func (b *bench) floorSample(p *bpane, res *triggerResult, keep bool) error {
+	if err := b.waitLane(p, res); err != nil {
+		return err
+	}
+	time.Sleep(b.o.gap)
+	marker, body := b.nextPrompt()
+	text := inject.Envelope{ID: fmt.Sprintf("nb%d", b.seq), Reason: "trigger", AckHint: true}.Wrap(body)
+	t0 := panereader.Mono()
+	if err := b.floor.typeText(p.rt.PaneID, text); err != nil {
+		return fmt.Errorf("floor send-keys -l: %w", err)
+	}
+	tDone := panereader.Mono()
+	m, err := p.r.Await("m", marker, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	if err := b.floor.enter(p.rt.PaneID); err != nil {
+		return fmt.Errorf("floor send-keys Enter: %w", err)
+	}
+	if _, err := p.r.Await("enter", "", 10*time.Second); err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	if keep {
+		res.floorRead = append(res.floorRead, m.TS-t0)
+		res.floorDone = append(res.floorDone, tDone-t0)
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/store"
+)
+
+// Issue 12 item 10 (seed 000 §14): a runtime whose triggers keep failing is cooled down,
+// not hammered. After --breaker-failures failed triggers its breaker opens: the next
+// trigger waits with RUNTIME_COOLDOWN until the cooldown's end (deferred_until), the
+// runtime record shows it, and then one probe trigger goes (half-open) while the others
+// wait; the probe's ack closes the breaker.
+func TestBreakerCoolsDownFailingRuntime(t *testing.T) {
+	td, _ := ackSetup(t, func(c *serveConfig) {
+		c.AckRetries = 0
+		c.BreakerFailures, c.BreakerCooldown = 2, 3*time.Second
+	})
+	rt := td.spawnFake("deaf", "none")
+	post := func(id string, ackMS int) store.Trigger {
+		t.Helper()
+		tr, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "w1", "agent": "deaf",
+			"prompt": "prompt " + id, "ack_timeout_ms": ackMS})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	for _, id := range []string{"b1", "b2"} {
+		post(id, 300)
+		if got := td.waitTrigger(id, closed); got.ErrorCode != "ACK_TIMEOUT" {
+			t.Fatalf("%s: %+v", id, got)
+		}
+	}
+	open := td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Breaker == "open" })
+	if open.CooldownUntil == nil {
+		t.Fatalf("open breaker without cooldown_until: %+v", open.Runtime)
+	}
+	post("b3", 30000)
+	held := td.waitTrigger("b3", func(t store.Trigger) bool { return t.State != "queued" })
+	if held.State != "deferred" || held.ErrorCode != "RUNTIME_COOLDOWN" || held.DeferredUntil == nil ||
+		held.DeferredUntil.Before(*open.CooldownUntil) || held.Attempts != 0 {
+		t.Fatalf("b3 not held by the cooldown: %+v", held)
+	}
+	// After the cooldown b3 probes the runtime; b4 waits for the probe's outcome.
+	td.waitTrigger("b3", func(t store.Trigger) bool { return t.State == "submitted" })
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Breaker == "half_open" })
+	post("b4", 30000)
+	if got := td.waitTrigger("b4", func(t store.Trigger) bool { return t.State != "queued" }); got.ErrorCode != "RUNTIME_COOLDOWN" || got.Attempts != 0 {
+		t.Fatalf("b4 went past a half-open breaker: %+v", got)
+	}
+	if err := td.c.do(t0(), "POST", "/v1/triggers/b3/ack", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Breaker == "" && r.CooldownUntil == nil })
+	td.waitTrigger("b4", func(t store.Trigger) bool { return t.State == "submitted" })
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/store"
+)
+
+// pasteSizes are the prompt sizes (KiB) of the large-prompt tests: 1, 16 and 64 in CI;
+// NUDGE_TEST_PASTE_FULL=1 runs the whole matrix, 1, 4, 8, 16 and 64.
+func pasteSizes() []int {
+	if os.Getenv("NUDGE_TEST_PASTE_FULL") != "" {
+		return []int{1, 4, 8, 16, 64}
+	}
+	return []int{1, 16, 64}
+}
+
+// bigPrompt returns a prompt of about kib KiB (at most the daemon's 64 KiB limit less
+// room for nothing else: the envelope is added on top), one line or many.
+func bigPrompt(kib int, multi bool, tag string) string {
+	n := min(kib<<10, 64<<10)
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		if multi && i > 0 {
+			b.WriteByte('\n')
+		} else if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s line %d of a large prompt, words to fill it up", tag, i)
+	}
+	return b.String()[:n]
+}
+
+// testLargePrompts types prompts of every size, one line and many, into a real agent
+// CLI (no model: each submitted prompt ends in the CLI's error turn, which the test
+// cancels with Escape for agents that do not queue input) and checks that each one is
+// submitted, and that no folded paste placeholder is ever taken for a human's draft
+// (operator_busy stays false, input_line never "draft").
+func testLargePrompts(t *testing.T, td *testDaemon, rt runtimeView, queues bool) int {
+	n, queued := 0, 0
+	for _, kib := range pasteSizes() {
+		for _, multi := range []bool{false, true} {
+			shape := "single"
+			if multi {
+				shape = "multi"
+			}
+			id := fmt.Sprintf("%s-%dk-%s", rt.WorkspaceID, kib, shape)
+			if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": rt.WorkspaceID, "agent": rt.Role,
+				"prompt": bigPrompt(kib, multi, id)}); err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+			got := td.waitTriggerFor(id, 90*time.Second, func(t store.Trigger) bool { return t.State == "submitted" || t.Closed })
+			if got.State != "submitted" {
+				t.Fatalf("%s: not submitted: state %s code %s: %s\nscreen:\n%s", id, got.State, got.ErrorCode, got.Message,
+					td.tmux("capture-pane", "-p", "-t", rt.PaneID))
+			}
+			var now runtimeView
+			if err := td.c.do(t0(), "GET", "/v1/runtimes/"+rt.RuntimeID, nil, &now); err != nil {
+				t.Fatal(err)
+			}
+			if now.OperatorBusy || now.InputLine == "draft" {
+				t.Fatalf("%s: nudge's own prompt read as a human's draft: operator_busy %v input_line %q\nscreen:\n%s",
+					id, now.OperatorBusy, now.InputLine, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
+			}
+			n++
+			if got.QueuedInAgent {
+				queued++
+			}
+			t.Logf("%s: submitted (queued_in_agent %v)", id, got.QueuedInAgent)
+			if !queues {
+				td.tmux("send-keys", "-t", rt.PaneID, "Escape")
+				td.waitRuntimeFor(rt.RuntimeID, 90*time.Second, func(r runtimeView) bool { return r.Readiness == "READY" })
+			}
+		}
+	}
+	t.Logf("%s: %d large prompts submitted (sizes %v KiB, one line and multi-line), %d queued in the agent", rt.Agent, n, pasteSizes(), queued)
+	return queued
+}
+
+// waitTriggerFor is waitTrigger with its own deadline.
+func (td *testDaemon) waitTriggerFor(id string, d time.Duration, ok func(store.Trigger) bool) store.Trigger {
+	td.t.Helper()
+	var tr store.Trigger
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if err := td.c.do(t0(), "GET", "/v1/triggers/"+id, nil, &tr); err == nil && ok(tr) {
+			return tr
+		}
+	}
+	return tr
+}
+
+// waitRuntimeFor is waitRuntime with its own deadline.
+func (td *testDaemon) waitRuntimeFor(id string, d time.Duration, ok func(runtimeView) bool) runtimeView {
+	td.t.Helper()
+	var rt runtimeView
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if err := td.c.do(t0(), "GET", "/v1/runtimes/"+id, nil, &rt); err == nil && ok(rt) {
+			return rt
+		}
+	}
+	td.t.Fatalf("runtime %s: never reached the wanted state: %+v\nscreen:\n%s", id, rt.Runtime, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
+	return rt
+}
+
+// TestCodexLargePromptsSubmitted: the real Codex folds a large typed burst into
+// "[Pasted Content N chars]"; each prompt is still submitted and never a human's draft.
+func TestCodexLargePromptsSubmitted(t *testing.T) {
+	cfg, _ := codexSetup(t)
+	td := startDaemon(t, cfg)
+	testLargePrompts(t, td, td.spawnCodex("dev"), true)
+}
+
+// TestClaudeLargePromptsSubmitted: the same with the real Claude Code ("[Pasted text #N
+// +M lines]").
+func TestClaudeLargePromptsSubmitted(t *testing.T) {
+	td := startDaemon(t, claudeSetup(t))
+	// Claude Code keeps retrying the unreachable API after the first prompt: the later
+	// ones are queued in it ("Press up to edit queued messages"), and say so.
+	if queued := testLargePrompts(t, td, td.spawnAgent("cl", "claude", nil), true); queued == 0 {
+		t.Error("no prompt was receipted queued_in_agent, though Claude Code was busy for all but the first")
+	}
+}
+
+// TestGeminiLargePromptsSubmitted: the same with the real Gemini CLI ("[Pasted Text: N
+// lines]").
+func TestGeminiLargePromptsSubmitted(t *testing.T) {
+	td := startDaemon(t, geminiSetup(t))
+	testLargePrompts(t, td, td.spawnAgent("gm", "gemini", nil), false)
+}
+
+// TestOpenCodeLargePromptsSubmitted: the same with the real OpenCode ("[Pasted ~N
+// lines]").
+func TestOpenCodeLargePromptsSubmitted(t *testing.T) {
+	cfg, _ := agentEnv(t, agentBinary(t, "opencode", "NUDGE_TEST_OPENCODE", "opencode-ai"))
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-nudge-test-dummy")
+	t.Setenv("OPENCODE_DISABLE_AUTOUPDATE", "1")
+	td := startDaemon(t, cfg)
+	testLargePrompts(t, td, td.spawnAgent("oc", "opencode", nil), false)
+}
+
+// TestPiLargePromptsSubmitted: the same with the real Pi ("[paste #N +M lines]").
+func TestPiLargePromptsSubmitted(t *testing.T) {
+	cfg, _ := agentEnv(t, agentBinary(t, "pi", "NUDGE_TEST_PI", "@mariozechner/pi-coding-agent"))
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-nudge-test-dummy")
+	td := startDaemon(t, cfg)
+	testLargePrompts(t, td, td.spawnAgent("pi", "pi", nil), true)
+}
+
+// TestRuntimeInputLine: the runtime record says what its input line holds, read from the
+// real pane: empty, then a human's draft (the trigger would wait), then empty again.
+func TestRuntimeInputLine(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	rt := td.spawnShell("il", "dev")
+	td.waitRuntimeFor(rt.RuntimeID, 30*time.Second, func(r runtimeView) bool { return r.InputLine == "empty" })
+	td.tmux("send-keys", "-t", rt.PaneID, "-l", "echo half typed by a human")
+	td.waitRuntimeFor(rt.RuntimeID, 30*time.Second, func(r runtimeView) bool { return r.InputLine == "draft" && r.OperatorBusy })
+	td.tmux("send-keys", "-t", rt.PaneID, "C-u")
+	td.waitRuntimeFor(rt.RuntimeID, 60*time.Second, func(r runtimeView) bool { return r.InputLine == "empty" })
+}

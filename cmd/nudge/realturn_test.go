@@ -1,0 +1,296 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/cmd/nudge/standin"
+	"github.com/nudgehq/nudge/detector"
+	"github.com/nudgehq/nudge/store"
+)
+
+// agentCase is one real agent CLI doing full turns against a model stand-in: the
+// prompt is typed, submitted, the agent calls the stand-in, prints its reply (the ack
+// marker composed by the stand-in from the envelope id) and its composer is idle
+// again. Cases for other CLIs add themselves to TestXFullTurns beside these.
+type agentCase struct {
+	agent    string // nudge profile, detector pack and binary name
+	env, pkg string // NUDGE_TEST_X override and the npm package, for agentBinary
+	api      standin.API
+	// setup points the CLI at the stand-in (home: its private HOME, root: the
+	// project folder); nil: standin.Agents[agent].
+	setup func(home, root, url string) ([]string, error)
+	// approve is the keys (tmux key names) that approve a tool call in the CLI's
+	// approval dialog; nil skips the approval part.
+	approve []string
+	prose   []string // status words as prose; nil: standin.StatusProse
+	maxKB   int      // the largest prompt, in KiB, sent in the run
+}
+
+func TestCodexFullTurns(t *testing.T) {
+	testFullTurns(t, agentCase{agent: "codex", env: "NUDGE_TEST_CODEX", pkg: "@openai/codex", api: standin.Responses,
+		approve: []string{"y"}, maxKB: 63})
+}
+
+func TestClaudeFullTurns(t *testing.T) {
+	testFullTurns(t, agentCase{agent: "claude", env: "NUDGE_TEST_CLAUDE", pkg: "@anthropic-ai/claude-code", api: standin.Messages,
+		approve: []string{"Enter"}, maxKB: 63})
+}
+
+// turnPrompt is one prompt of the run of every kind.
+type turnPrompt struct{ kind, body string }
+
+// turnPrompts returns a prompt of every kind the triggers carry: a file mention, a
+// trailing ';', quotes and $HOME, CJK and emoji, several lines, and sizes from 1 KiB to
+// maxKB KiB, single- and multi-line.
+func turnPrompts(maxKB int) []turnPrompt {
+	ps := []turnPrompt{
+		{"at-path", "look at @pkg/file.go and say what it does"},
+		{"semicolon", "run the tests;"},
+		{"quotes", `it's "quoted", 'single' and $HOME with \backslash and ` + "`backticks`"},
+		{"cjk-emoji", "日本語のテキストを読んで 🚀✅ — 中文 한국어"},
+		{"multi-line", "first line\nsecond line\n\n  indented fourth\nlast"},
+		{"1KiB", filler(1<<10, false)},
+		{"4KiB-lines", filler(4<<10, true)},
+		{"5KiB", filler(5<<10, false)},
+		{"8KiB-lines", filler(8<<10, true)},
+		{"16KiB", filler(16<<10, false)},
+		{"16KiB-lines", filler(16<<10, true)},
+	}
+	if maxKB >= 64-1 {
+		ps = append(ps, turnPrompt{fmt.Sprintf("%dKiB-lines", maxKB), filler(maxKB<<10, true)})
+	}
+	return ps
+}
+
+// filler is n bytes of numbered words, in lines of about 70 bytes or one line.
+func filler(n int, lines bool) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		w := fmt.Sprintf("w%05d", i)
+		switch {
+		case b.Len() == 0:
+		case lines && i%10 == 0:
+			b.WriteByte('\n')
+		default:
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+	}
+	s := b.String()[:n]
+	return s[:n-1] + "." // the sanitizer trims trailing blanks
+}
+
+// fullTurns is one CLI's run: its stand-in, the daemon and the runtime.
+type fullTurns struct {
+	t     *testing.T
+	c     agentCase
+	srv   *standin.Server
+	td    *testDaemon
+	rt    runtimeView
+	pack  *detector.Pack
+	ids   []string          // every trigger sent, in order
+	whole map[string]string // trigger id → body the model must get whole
+}
+
+// startFullTurns starts the stand-in, points the CLI at it in a private HOME and
+// spawns the CLI as a managed runtime, READY.
+func startFullTurns(t *testing.T, c agentCase) *fullTurns {
+	t.Helper()
+	bin := agentBinary(t, c.agent, c.env, c.pkg)
+	srv, err := standin.Start(c.api, standin.Scripted(c.prose))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	cfg, home := agentEnv(t, bin)
+	cfg.AckTimeout = 20 * time.Second // a missed ack shows as a retyped prompt within the run
+	root := cfg.Roots[0]
+	os.MkdirAll(filepath.Join(root, "pkg"), 0o700)
+	os.WriteFile(filepath.Join(root, "pkg", "file.go"), []byte("package pkg\n\n// F does nothing.\nfunc F() {}\n"), 0o600)
+	setup := c.setup
+	if setup == nil {
+		setup = standin.Agents[c.agent].Setup
+	}
+	env, err := setup(home, root, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	packs, err := detector.LoadPacks("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := &fullTurns{t: t, c: c, srv: srv, td: startDaemon(t, cfg), pack: packs[c.agent], whole: map[string]string{}}
+	ft.rt = ft.td.spawnAgent("ft", c.agent, nil)
+	return ft
+}
+
+// send posts a trigger with body.
+func (ft *fullTurns) send(id, body string) {
+	ft.t.Helper()
+	if _, err := ft.td.trigger(map[string]any{"trigger_id": id, "workspace": ft.rt.WorkspaceID, "agent": ft.rt.Role, "prompt": body}); err != nil {
+		ft.t.Fatalf("%s: %v", id, err)
+	}
+	ft.ids = append(ft.ids, id)
+	ft.whole[id] = body
+}
+
+// waitAcked waits (generously: a 64 KiB paste into a loaded TUI is slow) until the
+// trigger is acked by the marker, and fails with its story and the screen if it ends
+// any other way.
+func (ft *fullTurns) waitAcked(id string) store.Trigger {
+	ft.t.Helper()
+	var tr store.Trigger
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if err := ft.td.c.do(t0(), "GET", "/v1/triggers/"+id, nil, &tr); err == nil && (tr.State == "acked" || tr.Closed) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if tr.State != "acked" || tr.SubmittedAt == nil || tr.AckSignal != "marker" || tr.Fallback != "" {
+		ft.t.Fatalf("%s: not submitted and acked by the agent's reply: %+v\nstory: %s\nmodel got it %d times\nscreen:\n%s",
+			id, tr, events(ft.td.audit(id)), standin.Count(ft.srv.Requests(), id), ft.screen())
+	}
+	return tr
+}
+
+// waitReady waits until the runtime is READY with nothing in its composer, and checks
+// the screen the same way.
+func (ft *fullTurns) waitReady(after string) {
+	ft.t.Helper()
+	var rt runtimeView
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if err := ft.td.c.do(t0(), "GET", "/v1/runtimes/"+ft.rt.RuntimeID, nil, &rt); err == nil && rt.Readiness == "READY" {
+			c := detector.Classify(ft.pack, ft.screen())
+			if c.State == "READY" && c.Draft == "" {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c := detector.Classify(ft.pack, ft.screen())
+	ft.t.Fatalf("after %s: runtime %s/%s, screen classified %+v (want READY, empty composer)\nscreen:\n%s", after, rt.Status, rt.Readiness, c, ft.screen())
+}
+
+// waitReadiness waits until the runtime reads want.
+func (ft *fullTurns) waitReadiness(want string) {
+	ft.t.Helper()
+	ft.td.waitRuntime(ft.rt.RuntimeID, func(r runtimeView) bool { return r.Readiness == want })
+}
+
+func (ft *fullTurns) screen() string {
+	return ft.td.tmux("capture-pane", "-p", "-t", ft.rt.PaneID)
+}
+
+// checkModel fails unless the model got the prompt of each trigger sent exactly once
+// (a duplicate is a prompt given twice to an agent that answered) and whole.
+func (ft *fullTurns) checkModel() {
+	ft.t.Helper()
+	reqs := ft.srv.Requests()
+	for _, id := range ft.ids {
+		if n := standin.Count(reqs, id); n != 1 {
+			ft.t.Errorf("%s: the model got the prompt %d times, want 1\nstory: %s", id, n, events(ft.td.audit(id)))
+			continue
+		}
+		for _, r := range reqs {
+			ids := standin.EnvelopeIDs(r.Prompt)
+			if !r.Side && !r.ToolResult && len(ids) > 0 && ids[0] == id && !strings.Contains(r.Prompt, ft.whole[id]) {
+				ft.t.Errorf("%s: the model got the prompt cut or changed (%d bytes sent, %d received): %s", id, len(ft.whole[id]), len(r.Prompt), firstDiff(r.Prompt, ft.whole[id]))
+			}
+		}
+	}
+}
+
+// testFullTurns runs one CLI through every kind of prompt, a trigger while it is
+// mid-turn, a reply made of its status words as prose, and a trigger while an approval
+// dialog is open.
+func testFullTurns(t *testing.T, c agentCase) {
+	ft := startFullTurns(t, c)
+	sizes := map[string][2]int{} // kind → submitted, acked
+	for i, p := range turnPrompts(c.maxKB) {
+		id := fmt.Sprintf("%s-%02d-%s", c.agent, i, p.kind)
+		ft.send(id, p.body)
+		ft.waitAcked(id)
+		sizes[p.kind] = [2]int{1, 1}
+		ft.waitReady(id)
+	}
+	t.Logf("%s: %d prompts of every kind submitted and acked", c.agent, len(sizes))
+
+	// Mid-turn: a slow reply keeps the agent busy; the next trigger is held (BUSY)
+	// or typed into the agent's own queue, per its profile, never over the turn.
+	ft.send("slow", "take your time standin:slow=6s")
+	ft.td.waitTrigger("slow", func(t store.Trigger) bool { return t.SubmittedAt != nil })
+	ft.waitReadiness("BUSY")
+	ft.send("midturn", "sent while the agent works")
+	ft.waitAcked("slow")
+	mid := ft.waitAcked("midturn")
+	if mid.SubmittedAt.Before(*ft.waitAcked("slow").SubmittedAt) {
+		t.Fatalf("midturn submitted before slow: %+v", mid)
+	}
+	ft.waitReady("midturn")
+	t.Logf("mid-turn trigger: %s", events(ft.td.audit("midturn")))
+
+	// Prose: the reply is made of the pack's busy, error and confirmation words; the
+	// runtime is READY after it, and the next trigger goes through.
+	ft.send("prose", "tell me about your status words standin:prose")
+	ft.waitAcked("prose")
+	ft.waitReady("prose")
+	ft.send("after-prose", "one more after the prose")
+	ft.waitAcked("after-prose")
+	ft.waitReady("after-prose")
+
+	if c.approve != nil {
+		ft.approval()
+	}
+	time.Sleep(2 * time.Second) // a late duplicate would show up here
+	ft.checkModel()
+}
+
+// approval: a tool call opens the CLI's approval dialog (NEEDS_CONFIRMATION); a
+// trigger sent then is held, nothing is typed into the dialog; the test approves in
+// the pane, the turn ends (acked), and the held trigger is delivered and acked.
+func (ft *fullTurns) approval() {
+	ft.t.Helper()
+	ft.send("tool", "create the file standin:tool=`touch approved.txt`")
+	ft.waitReadiness("NEEDS_CONFIRMATION")
+	ft.send("held", "sent while the dialog is open")
+	time.Sleep(3 * time.Second)
+	var held store.Trigger
+	ft.td.c.do(t0(), "GET", "/v1/triggers/held", nil, &held)
+	if held.InjectedAt != nil || held.State == "submitted" || strings.Contains(ft.screen(), "sent while the dialog") {
+		ft.t.Fatalf("typed into the approval dialog: %+v\nscreen:\n%s", held, ft.screen())
+	}
+	ft.td.tmux(append([]string{"send-keys", "-t", ft.rt.PaneID}, ft.c.approve...)...)
+	ft.waitAcked("tool")
+	if _, err := os.Stat(filepath.Join(ft.td.cfg.Roots[0], "approved.txt")); err != nil {
+		ft.t.Errorf("the approved command did not run: %v", err)
+	}
+	ft.waitAcked("held")
+	ft.waitReady("held")
+	ft.t.Logf("trigger held by the approval dialog: %s", events(ft.td.audit("held")))
+}
+
+// firstDiff shows where got stops matching want's text (got holds want after some
+// prefix: the envelope header).
+func firstDiff(got, want string) string {
+	i := strings.Index(got, want[:min(len(want), 40)])
+	if i < 0 {
+		return fmt.Sprintf("the start is missing; got %.200q", got)
+	}
+	g := got[i:]
+	n := 0
+	for n < len(g) && n < len(want) && g[n] == want[n] {
+		n++
+	}
+	return fmt.Sprintf("differs at byte %d: got %.80q, want %.80q", n, g[n:], want[n:])
+}

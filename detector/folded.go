@@ -1,0 +1,108 @@
+package detector
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Folded reports whether composer (a composer's text as Classification.Draft gives it)
+// holds at least one of the pack's folded-paste placeholders and nothing else but
+// whitespace and text around them.
+func (p *Pack) Folded(composer string) bool {
+	for _, re := range p.Composer.folded {
+		if re.MatchString(composer) {
+			return true
+		}
+	}
+	return false
+}
+
+// Ours reports whether composer is typed, as the agent shows it after folding a large
+// paste into placeholders (Codex's "[Pasted Content 4096 chars][Pasted Content 1525
+// chars]", Claude Code's "[Pasted text #1 +40 lines]"): at least one placeholder, the
+// text outside the placeholders is a part of typed, and the sizes the placeholders give
+// add up to what was typed. A CLI counts characters or lines its own way (UTF-16 units,
+// lines or line breaks), so the sizes need only come close: within 5% plus a few per
+// placeholder. A placeholder that gives no size (Claude Code's "[Pasted text #2]")
+// counts as any size.
+func (p *Pack) Ours(composer, typed string) bool {
+	if composer == "" || typed == "" || len(p.Composer.folded) == 0 {
+		return false
+	}
+	var chars, lines, n, sizeless int
+	rest := composer
+	var outside strings.Builder
+	for rest != "" {
+		start, end, c, l, ok := p.nextFold(rest)
+		if !ok {
+			outside.WriteString(rest)
+			break
+		}
+		outside.WriteString(rest[:start])
+		outside.WriteByte(' ')
+		rest = rest[end:]
+		n++
+		switch {
+		case c >= 0:
+			chars += c
+		case l >= 0:
+			lines += l
+		default:
+			sizeless++
+		}
+	}
+	if n == 0 {
+		return false
+	}
+	flat := strings.Join(strings.Fields(typed), " ")
+	lit := strings.Fields(outside.String())
+	litRunes := 0
+	for _, w := range lit {
+		if !strings.Contains(flat, w) {
+			return false
+		}
+		litRunes += utf8.RuneCountInString(w) + 1
+	}
+	if sizeless > 0 && chars == 0 && lines == 0 {
+		return true
+	}
+	if lines > 0 {
+		// A line count: each placeholder may count lines or line breaks.
+		want := strings.Count(typed, "\n") + 1
+		return lines >= want-n-1 && lines <= want+n
+	}
+	want := utf8.RuneCountInString(typed)
+	got := chars + litRunes
+	tol := want/20 + 8*n
+	return got >= want-tol && got <= want+tol
+}
+
+// nextFold finds the first placeholder of any folded pattern in s: its byte span and the
+// size its "chars" or "lines" group gives (-1: none).
+func (p *Pack) nextFold(s string) (start, end, chars, lines int, ok bool) {
+	start = -1
+	for _, re := range p.Composer.folded {
+		m := re.FindStringSubmatchIndex(s)
+		if m == nil || (start >= 0 && m[0] >= start) {
+			continue
+		}
+		start, end, chars, lines, ok = m[0], m[1], -1, -1, true
+		for k, name := range re.SubexpNames() {
+			if m[2*k] < 0 {
+				continue
+			}
+			v, err := strconv.Atoi(s[m[2*k]:m[2*k+1]])
+			if err != nil {
+				continue
+			}
+			switch name {
+			case "chars":
+				chars = v
+			case "lines":
+				lines = v
+			}
+		}
+	}
+	return start, end, chars, lines, ok
+}

@@ -1,0 +1,98 @@
+package inject
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/store"
+)
+
+// Every place a trigger can wait has an end (README, "Holds"):
+//
+//	hold                         code                      deadline
+//	human at the pane            OPERATOR_BUSY             MaxDefer after it began (collision clock)
+//	pane in copy mode            OPERATOR_BUSY             MaxDefer (pane-check clock)
+//	envelope left unentered      INPUT_LINE_BUSY           MaxDefer (pane-check clock)
+//	agent busy, no input queue   AGENT_BUSY                MaxHold (hold clock)
+//	confirmation dialog          AGENT_NEEDS_CONFIRMATION  MaxHold (hold clock)
+//	screen not understood        AGENT_UNKNOWN             MaxHold (hold clock)
+//	runtime paused               RUNTIME_PAUSED            MaxHold (hold clock)
+//	circuit breaker open         RUNTIME_COOLDOWN          the cooldown's end, within MaxHold
+//	thread rate limit            TRIGGER_RATE_LIMITED      the window's next free slot
+//	another trigger's fallback   FALLBACK_IN_PROGRESS      that fallback's end
+//	runtime starting             RUNTIME_STARTING          its start timeout (then failed: the fallback chain)
+//	runtime being relaunched     FALLBACK_IN_PROGRESS      the relaunch's end (fallback_resume, spawn_recovery)
+//	control connection down      (state unchanged)         MaxDefer, then TARGET_NOT_FOUND
+//	ack wait                     (submitted)               ack timeout x retries, then ACK_TIMEOUT
+//
+// An expired hold ends in DEFER_TIMEOUT and the fallback chain (failed, with the
+// evidence, when there is none). A forced trigger passes every hold but the loop guard.
+
+// agentHold reports whether code is held on the hold clock (MaxHold).
+func agentHold(code nudge.Code) bool {
+	switch code {
+	case nudge.AgentBusy, nudge.AgentNeedsConfirmation, nudge.AgentUnknown, nudge.RuntimePaused, nudge.RuntimeCooldown:
+		return true
+	}
+	return false
+}
+
+// holdFor holds j on the hold clock for an agent or runtime state. until is when the
+// state may end, if known. Once MaxHold has passed since the hold began, the verdict is
+// DEFER_TIMEOUT and the fallback chain, with the last screen lines as evidence.
+func (p *Pipeline) holdFor(j *job, rt store.Runtime, now time.Time, code nudge.Code, why string, until time.Time) verdict {
+	if j.holdStart.IsZero() {
+		j.holdStart = now
+	}
+	limit := j.holdStart.Add(p.cfg.MaxHold)
+	if !now.Before(limit) {
+		return verdict{kind: fallback, code: nudge.DeferTimeout,
+			why: fmt.Sprintf("held %s past the max hold (%s): %s%s", code, p.cfg.MaxHold, why, p.evidence(rt))}
+	}
+	if until.IsZero() || until.After(limit) {
+		until = limit
+	}
+	return verdict{kind: hold, code: code, why: why, until: until}
+}
+
+// evidenceLines is how many of the pane's last non-blank lines a failure quotes.
+const evidenceLines = 8
+
+// evidence returns the pane's last screen lines, redacted, for the receipt of a hold that
+// expired ("" if the pane cannot be read). It runs only at the end of a hold: one capture
+// through the control connection, no fork.
+func (p *Pipeline) evidence(rt store.Runtime) string {
+	conn, err := p.deps.Conn(rt.WorkspaceID)
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
+	defer cancel()
+	r, err := conn.Do(ctx, "capture-pane -p -J -t "+quote(paneTarget(rt)))
+	if err != nil || r == nil {
+		return ""
+	}
+	var keep []string
+	for i := len(r.Lines) - 1; i >= 0 && len(keep) < evidenceLines; i-- {
+		if l := strings.TrimRight(r.Lines[i], " "); strings.TrimSpace(l) != "" {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) == 0 {
+		return ""
+	}
+	for i, k := 0, len(keep)-1; i < k; i, k = i+1, k-1 {
+		keep[i], keep[k] = keep[k], keep[i]
+	}
+	s := strings.Join(keep, "\n")
+	if p.deps.Redact != nil {
+		s = p.deps.Redact(s)
+	}
+	if len(s) > 1024 {
+		s = s[len(s)-1024:]
+	}
+	return "; last screen lines:\n" + s
+}

@@ -1,0 +1,170 @@
+package panes
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+
+	"github.com/acarl005/stripansi"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/store"
+)
+
+// Done is not a crash (seed 003). When a runtime's program ends, the registry decides:
+//
+//	clean   exit status 0, or the profile's completion marker (DoneMarker, e.g.
+//	        __TASK_DONE__) was seen on a line of its own: status exited, no restart (unless
+//	        the profile sets RestartOnExit), not counted toward the crash loop.
+//	crash   a non-zero status, a signal, or no status at all: status offline, counted,
+//	        restarted after RestartDelay through the agent's interactive resume when its
+//	        session id is known (else fresh); CrashLoopFailures crashes within
+//	        CrashLoopWindow make it failed.
+//	one-off a fallback resume run (RelaunchWith with the profile's resume command) that
+//	        ends, however: offline, not counted, and the runtime's own program is started
+//	        again in its place.
+//
+// An unknown status counts as a crash: tmux 3.3a reports no status for a process killed by
+// a signal (pane_dead_signal arrived in tmux 3.4), and a program that vanished without
+// saying it was done cannot be assumed to be.
+
+// exitKind classifies a program's end.
+type exitKind int
+
+const (
+	exitCrash exitKind = iota
+	exitClean
+	exitOneOff
+)
+
+func (k exitKind) String() string {
+	return [...]string{"crash", "clean", "one-off"}[k]
+}
+
+// classifyExitLocked decides what the end of rt's pane p means. r.mu is held.
+func (r *Registry) classifyExitLocked(rt *store.Runtime, paneID string, exit *int) exitKind {
+	if r.oneOff[rt.RuntimeID] == paneID && paneID != "" {
+		return exitOneOff
+	}
+	if exit != nil && *exit == 0 {
+		return exitClean
+	}
+	if r.markers.seen(paneID) {
+		return exitClean
+	}
+	return exitCrash
+}
+
+// markerScan finds a profile's completion marker in a pane's output: the marker alone on a
+// line once ANSI sequences and surrounding blanks are stripped (so an `echo __TASK_DONE__`
+// command line does not count, nor a sentence that mentions it). It keeps the current
+// partial line of each pane, bounded.
+type markerScan struct {
+	mu    sync.Mutex
+	panes map[int]*markerPane // by pane number
+}
+
+type markerPane struct {
+	marker []byte
+	line   []byte // the current line so far (at most maxMarkerLine bytes are kept)
+	seen   bool
+}
+
+const maxMarkerLine = 256
+
+// watch starts looking for marker in pane n's output ("" stops).
+func (m *markerScan) watch(n int, marker string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.panes == nil {
+		m.panes = map[int]*markerPane{}
+	}
+	if marker == "" || n < 0 {
+		delete(m.panes, n)
+		return
+	}
+	if p := m.panes[n]; p != nil && string(p.marker) == marker {
+		return
+	}
+	m.panes[n] = &markerPane{marker: []byte(marker)}
+}
+
+// feed scans one chunk of pane n's output. It does not allocate once a pane's line buffer
+// has grown.
+func (m *markerScan) feed(n int, data []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.panes[n]
+	if p == nil || p.seen {
+		return
+	}
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		chunk := data
+		if i >= 0 {
+			chunk = data[:i]
+		}
+		if room := maxMarkerLine - len(p.line); room > 0 {
+			p.line = append(p.line, chunk[:min(len(chunk), room)]...)
+		}
+		if i < 0 {
+			return
+		}
+		if bytes.Contains(p.line, p.marker) && isMarkerLine(p.line, p.marker) {
+			p.seen = true
+			return
+		}
+		p.line = p.line[:0]
+		data = data[i+1:]
+	}
+}
+
+func isMarkerLine(line, marker []byte) bool {
+	s := strings.TrimSpace(stripansi.Strip(string(line)))
+	return s == string(marker)
+}
+
+// seen reports whether pane id's output held the marker.
+func (m *markerScan) seen(id string) bool {
+	n := paneNum(id)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.panes[n]
+	return p != nil && (p.seen || isMarkerLine(p.line, p.marker))
+}
+
+func (m *markerScan) forget(id string) {
+	m.mu.Lock()
+	delete(m.panes, paneNum(id))
+	m.mu.Unlock()
+}
+
+// watchMarkerLocked arms the marker scan for rt's current pane. r.mu is held.
+func (r *Registry) watchMarkerLocked(rt *store.Runtime) {
+	if n := paneNum(rt.PaneID); n >= 0 {
+		r.markers.watch(n, r.cfg.Profiles[rt.Agent].DoneMarker)
+	}
+}
+
+// exitedLocked records a clean end: exited (or, for a profile that restarts on exit,
+// offline and restarted without counting a crash). It reports whether to restart.
+func (r *Registry) exitedLocked(rt *store.Runtime, exit *int) ([]change, bool) {
+	why := "program exited cleanly"
+	if exit == nil || *exit != 0 {
+		why = "program printed its completion marker and ended"
+	}
+	r.markers.forget(rt.PaneID)
+	if r.cfg.Profiles[rt.Agent].RestartOnExit && rt.Managed && !r.stopped[rt.RuntimeID] {
+		chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusOffline, why+" (profile restarts on exit)", "",
+			func(n *store.Runtime) { n.ExitStatus = exit; n.Readiness = string(nudge.Unknown) })
+		r.logErr("reconcile", rt.RuntimeID, err)
+		return chs, err == nil && r.restartableLocked(r.rts[rt.RuntimeID])
+	}
+	chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusExited, why, "",
+		func(n *store.Runtime) { n.ExitStatus = exit; n.Readiness = string(nudge.Unknown) })
+	r.logErr("reconcile", rt.RuntimeID, err)
+	if err == nil {
+		r.auditLocked(r.rts[rt.RuntimeID], "runtime_exited", why, "", map[string]any{"exit_status": exit, "pane_id": rt.PaneID})
+	}
+	return chs, false
+}

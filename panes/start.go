@@ -1,0 +1,99 @@
+package panes
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/store"
+)
+
+// Starting → ready (seed 001 §9): a profile with ReadyOn "readiness" stays starting until
+// the detector reads READY on its screen (Update moves it); one with ReadyOn "alive" is
+// ready once its pane is alive. A runtime still starting after its start timeout is
+// failed with SPAWN_FAILED, its screen (redacted) kept in the audit as evidence. Its pane
+// is left as it is, for a human to look at; `nudge restart` starts it again.
+
+// startTimeout is the profile's start timeout, else Config.StartTimeout.
+func (r *Registry) startTimeout(rt *store.Runtime) time.Duration {
+	if d := r.cfg.Profiles[rt.Agent].StartTimeout; d > 0 {
+		return d
+	}
+	return r.cfg.StartTimeout
+}
+
+// StartDeadline is when a starting runtime fails its start; zero if it is not starting.
+// The trigger pipeline holds a trigger for a starting runtime until then.
+func (r *Registry) StartDeadline(id string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt := r.rts[id]
+	if rt == nil || nudge.Status(rt.Status) != nudge.StatusStarting {
+		return time.Time{}
+	}
+	return rt.StatusSince.Add(r.startTimeout(rt))
+}
+
+// startOverdue is a runtime whose start timed out, as seen by a reconcile pass.
+type startOverdue struct {
+	id, pane string
+	since    time.Time
+	timeout  time.Duration
+}
+
+// overdueLocked reports rt if it is starting past its timeout. r.mu is held.
+func (r *Registry) overdueLocked(rt *store.Runtime, now time.Time) (startOverdue, bool) {
+	if nudge.Status(rt.Status) != nudge.StatusStarting {
+		return startOverdue{}, false
+	}
+	d := r.startTimeout(rt)
+	if now.Sub(rt.StatusSince) < d {
+		return startOverdue{}, false
+	}
+	return startOverdue{id: rt.RuntimeID, pane: rt.PaneID, since: rt.StatusSince, timeout: d}, true
+}
+
+// failStarts fails each overdue runtime that is still in the same start, with its screen.
+func (r *Registry) failStarts(ctx context.Context, due []startOverdue) {
+	for _, o := range due {
+		screen := r.evidence(ctx, o.pane)
+		r.mu.Lock()
+		rt := r.rts[o.id]
+		var chs []change
+		if rt != nil && r.busy[o.id] == "" && nudge.Status(rt.Status) == nudge.StatusStarting && rt.StatusSince.Equal(o.since) {
+			why := "start timeout: not READY within " + o.timeout.String()
+			var err error
+			chs, err = r.transitionLocked(o.id, nudge.StatusFailed, why, nudge.SpawnFailed, nil)
+			r.logErr("start timeout", o.id, err)
+			if err == nil {
+				r.auditLocked(r.rts[o.id], "runtime_start_timeout", why, nudge.SpawnFailed,
+					map[string]any{"pane_id": o.pane, "timeout_ms": o.timeout.Milliseconds(), "screen": screen})
+			}
+		}
+		r.mu.Unlock()
+		r.notify(chs)
+	}
+}
+
+// evidence captures a pane's screen, redacted, for the audit ("" if it cannot).
+func (r *Registry) evidence(ctx context.Context, pane string) string {
+	if pane == "" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := r.tmuxRun(ctx, "capture-pane", "-p", "-J", "-t", pane)
+	if err != nil {
+		return ""
+	}
+	out = strings.TrimRight(out, "\n ")
+	if r.cfg.Redact != nil {
+		out = r.cfg.Redact(out)
+	}
+	const max = 8 << 10
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	return out
+}
