@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -154,4 +156,76 @@ func streamChat(e *sse, reply Reply, model string, tools []string, n int64, usag
 			"choices": []any{}, "usage": chatUsage()})
 	}
 	e.raw("[DONE]")
+}
+
+func init() {
+	Agents["opencode"] = AgentSetup{Chat, setupOpenCode}
+	Agents["pi"] = AgentSetup{Chat, setupPi}
+}
+
+// setupOpenCode defines an OpenAI-compatible provider for the stand-in in
+// ~/.config/opencode/opencode.json and makes its model the default (also for the
+// session title), asks before bash and edits (an approval dialog), and turns off the
+// auto-update, sharing, the models.dev fetch and LSP downloads. OpenCode installs
+// @opencode-ai/plugin into its config folder at start unless a lockfile there already
+// names it: an empty node_modules and such a lockfile keep it off the npm registry.
+func setupOpenCode(home, root, url string) ([]string, error) {
+	dir := filepath.Join(home, ".config", "opencode")
+	if err := os.MkdirAll(filepath.Join(dir, "node_modules"), 0o700); err != nil {
+		return nil, err
+	}
+	lock := map[string]any{"packages": map[string]any{"": map[string]any{"dependencies": map[string]any{"@opencode-ai/plugin": "*"}}}}
+	if err := writeJSONFile(filepath.Join(dir, "package-lock.json"), lock); err != nil {
+		return nil, err
+	}
+	conf := map[string]any{
+		"$schema": "https://opencode.ai/config.json",
+		"provider": map[string]any{"standin": map[string]any{
+			"npm":     "@ai-sdk/openai-compatible",
+			"name":    "Stand-in",
+			"options": map[string]any{"baseURL": url + "/v1", "apiKey": DummyKey},
+			"models":  map[string]any{chatModel: map[string]any{"name": "Stand-in"}},
+		}},
+		"model":       "standin/" + chatModel,
+		"small_model": "standin/" + chatModel,
+		"autoupdate":  false,
+		"share":       "disabled",
+		"permission":  map[string]any{"bash": "ask", "edit": "ask"},
+	}
+	if err := writeJSONFile(filepath.Join(dir, "opencode.json"), conf); err != nil {
+		return nil, err
+	}
+	return []string{
+		"OPENCODE_DISABLE_AUTOUPDATE=1",
+		"OPENCODE_DISABLE_MODELS_FETCH=1",
+		"OPENCODE_DISABLE_SHARE=1",
+		"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+	}, nil
+}
+
+// setupPi defines a provider for the stand-in (the "openai-completions" API) in
+// ~/.pi/agent/models.json and makes its model the default in settings.json, and
+// turns off every startup network call: the version check, the install ping and the
+// download of fd and ripgrep (PI_OFFLINE).
+func setupPi(home, root, url string) ([]string, error) {
+	dir := filepath.Join(home, ".pi", "agent")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	models := map[string]any{"providers": map[string]any{"standin": map[string]any{
+		"baseUrl": url + "/v1",
+		"api":     "openai-completions",
+		"apiKey":  DummyKey,
+		"compat":  map[string]any{"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+		"models": []any{map[string]any{"id": chatModel, "name": "Stand-in", "reasoning": false, "input": []string{"text"},
+			"contextWindow": 128000, "maxTokens": 8000}},
+	}}}
+	if err := writeJSONFile(filepath.Join(dir, "models.json"), models); err != nil {
+		return nil, err
+	}
+	settings := map[string]any{"defaultProvider": "standin", "defaultModel": chatModel, "enableInstallTelemetry": false, "quietStartup": true}
+	if err := writeJSONFile(filepath.Join(dir, "settings.json"), settings); err != nil {
+		return nil, err
+	}
+	return []string{"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0"}, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -220,4 +222,40 @@ func schemaValue(raw json.RawMessage) any {
 		obj[k] = schemaValue(v)
 	}
 	return obj
+}
+
+func init() { Agents["gemini"] = AgentSetup{Gemini, setupGemini} }
+
+// setupGemini points Gemini CLI at the stand-in with GOOGLE_GEMINI_BASE_URL and a
+// dummy GEMINI_API_KEY (the chosen sign-in in ~/.gemini/settings.json), trusts root,
+// pins the model (so no routing call picks one), and turns off the auto-update, its
+// notification, usage statistics and telemetry.
+func setupGemini(home, root, url string) ([]string, error) {
+	dir := filepath.Join(home, ".gemini")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	settings := map[string]any{
+		"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
+		"model":     map[string]any{"name": "gemini-2.5-flash"},
+		"general":   map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+		"privacy":   map[string]any{"usageStatisticsEnabled": false},
+		"telemetry": map[string]any{"enabled": false},
+	}
+	if err := writeJSONFile(filepath.Join(dir, "settings.json"), settings); err != nil {
+		return nil, err
+	}
+	if err := writeJSONFile(filepath.Join(dir, "trustedFolders.json"), map[string]any{root: "TRUST_FOLDER"}); err != nil {
+		return nil, err
+	}
+	return []string{"GOOGLE_GEMINI_BASE_URL=" + url, "GEMINI_API_KEY=" + DummyKey}, nil
+}
+
+// writeJSONFile writes v as JSON to a file only its owner can read.
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o600)
 }
