@@ -3,6 +3,7 @@ package detector
 import (
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -18,8 +19,9 @@ func (p *Pack) Folded(composer string) bool {
 	return false
 }
 
-// Ours reports whether composer is typed, as the agent shows it after folding a large
-// paste into placeholders (Codex's "[Pasted Content 4096 chars][Pasted Content 1525
+// Ours reports whether composer is typed, or a part of it (an editor scrolled to the
+// end of a long text), or typed as the agent shows it after folding a large paste into
+// placeholders (Codex's "[Pasted Content 4096 chars][Pasted Content 1525
 // chars]", Claude Code's "[Pasted text #1 +40 lines]"): at least one placeholder, the
 // text outside the placeholders is a part of typed, and the sizes the placeholders give
 // add up to what was typed. A CLI counts characters or lines its own way (UTF-16 units,
@@ -53,7 +55,7 @@ func (p *Pack) Ours(composer, typed string) bool {
 		}
 	}
 	if n == 0 {
-		return false
+		return partOf(composer, typed)
 	}
 	flat := strings.Join(strings.Fields(typed), " ")
 	lit := strings.Fields(outside.String())
@@ -76,6 +78,27 @@ func (p *Pack) Ours(composer, typed string) bool {
 	got := chars + litRunes
 	tol := want/20 + 8*n
 	return got >= want-tol && got <= want+tol
+}
+
+// minPart is the shortest composer text (without whitespace) that partOf takes for a
+// part of what was typed.
+const minPart = 16
+
+// partOf reports whether composer is a part of typed, whitespace aside: an editor that
+// shows only the end of a long text (Pi's "↑ 74 more"), or one still taking in the keys.
+// Wrapping may split a line anywhere, so all whitespace is ignored.
+func partOf(composer, typed string) bool {
+	c := dropSpace(composer)
+	return utf8.RuneCountInString(c) >= minPart && strings.Contains(dropSpace(typed), c)
+}
+
+func dropSpace(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // nextFold finds the first placeholder of any folded pattern in s: its byte span and the

@@ -36,6 +36,11 @@ func TestOursFoldedPaste(t *testing.T) {
 		{"pi", "[paste #1 +42 lines]", multi, true},
 		{"pi", "[paste #2 " + strconv.Itoa(n) + " chars]", one, true},
 		{"shell", "[Pasted Content 10 chars]", one, false}, // no placeholders in a shell
+		// An editor that shows only a part of the text (Pi: "↑ 74 more"), wrapped anywhere.
+		{"pi", "of the prompt a line of the prompt a li", multi, true},
+		{"pi", "word word wo rd word", one, true},
+		{"pi", "fix the flaky test", one, false},
+		{"pi", "word", one, false}, // too short to tell
 	} {
 		if got := packs[tt.pack].Ours(tt.composer, tt.typed); got != tt.want {
 			t.Errorf("#%d %s %q: got %v, want %v", i, tt.pack, tt.composer, got, tt.want)

@@ -159,7 +159,7 @@ func (p *Pipeline) yieldTo(l *lane, j *job, id string) bool {
 // paste into a dead pane crashes tmux 3.3a, so a paste is always preceded by the check).
 func (p *Pipeline) needsPaneCheck(l *lane, j *job) bool {
 	return !l.clean.Load() || j.maybeTyped || j.record().Attempts > 0 || p.deps.Gates == nil ||
-		strings.ContainsAny(j.envelope, "\n\r")
+		NeedsPaste(j.envelope)
 }
 
 // paneCheck asks tmux, in one round trip, whether the pane exists, is alive and is not in

@@ -9,11 +9,17 @@ import (
 // DefaultBuffer is the paste buffer name TypeCommands uses when bufName is "".
 const DefaultBuffer = "nudge"
 
-// MaxTyped is the longest one-line text TypeCommands types as keys; longer text is
-// pasted. A TUI takes typed text one key at a time and redraws its composer after
-// each: Gemini CLI took seconds for 1 KiB and had not shown 5 KiB minutes later, while
-// it takes the same text as one bracketed paste at once.
-const MaxTyped = 512
+// MaxKeys is the longest one-line text TypeCommands types as keys; longer text is pasted.
+// A TUI takes many kilobytes of keys slowly, one redraw per key (Pi needed more than the
+// submit timeout for 64 KiB), and guesses at a paste from a fast burst of keys, folding
+// it in pieces (Codex showed a 5.6 KB prompt as [Pasted Content 4096 chars][Pasted
+// Content 1525 chars]); one bracketed paste is taken at once, as one paste.
+const MaxKeys = 4 << 10
+
+// NeedsPaste reports whether TypeCommands pastes text (rather than typing it as keys).
+func NeedsPaste(text string) bool {
+	return len(text) > MaxKeys || strings.IndexAny(text, "\n\r") >= 0
+}
 
 // TypeCommands returns the tmux control-mode command lines that put text into the
 // pane target as one message, without Enter, if the pane is still the one expected: alive
@@ -22,8 +28,9 @@ const MaxTyped = 512
 // (no ';' chaining, no LF, CR or NUL inside); send them in order, e.g. with one
 // pipelined write.
 //
-// Text of at most MaxTyped bytes without LF or CR is typed with send-keys -l. Other
-// text goes through the paste buffer bufName (DefaultBuffer if ""), set in one set-buffer and pasted with
+// Text without LF or CR, at most MaxKeys bytes, is typed with send-keys -l. Other text
+// (several lines, or one long line) goes through the paste
+// buffer bufName (DefaultBuffer if ""), set in one set-buffer and pasted with
 // paste-buffer -d -p -r: the app gets one bracketed paste if it enabled bracketed
 // paste, and LF stays LF (-r). When the guard refuses the paste the buffer stays (delete
 // it). Concurrent deliveries should use distinct buffer names.
@@ -37,7 +44,7 @@ func TypeCommands(target string, pid int, text, bufName string) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	if len(text) <= MaxTyped && strings.IndexAny(text, "\n\r") < 0 {
+	if !NeedsPaste(text) {
 		q, err := controlmode.Quote(text)
 		if err != nil {
 			return nil, err

@@ -27,19 +27,14 @@ func TestTypeCommandsShape(t *testing.T) {
 	if len(got) != 1 || got[0] != want[0] {
 		t.Errorf("one line: got %q, want %q", got, want)
 	}
-	long := strings.Repeat("x", MaxTyped)
-	if got, _ := TypeCommands("%1", 77, long, ""); len(got) != 1 || !strings.Contains(got[0], "send-keys") {
-		t.Errorf("%d bytes on one line: got %q, want typed", len(long), got)
-	}
-	long += "y"
-	want = []string{"set-buffer -b 'nudge' -- '" + long + "'", guard(`paste-buffer -b 'nudge' -d -p -r -t '%1'`)}
-	if got, _ := TypeCommands("%1", 77, long, ""); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("%d bytes on one line: got %q, want pasted", len(long), got)
-	}
 	got, _ = TypeCommands("%1", 77, "a'\n\nb\rc", "buf")
 	want = []string{`set-buffer -b 'buf' -- 'a'\'''"\n"''"\n"'b'"\r"'c'`, guard(`paste-buffer -b 'buf' -d -p -r -t '%1'`)}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("lines: got %q, want %q", got, want)
+	}
+	// One line longer than MaxKeys is pasted too.
+	if got, err := TypeCommands("%1", 0, strings.Repeat("x", MaxKeys+1), "buf"); err != nil || len(got) != 2 || !strings.HasPrefix(got[0], "set-buffer") {
+		t.Errorf("long line: got %d commands, %v; want set-buffer and paste-buffer", len(got), err)
 	}
 	if got, err := TypeCommands("%1", 77, "", ""); got != nil || err != nil {
 		t.Errorf("empty text gave commands")
@@ -105,7 +100,7 @@ func testTmuxDelivery(t *testing.T, bracketed bool) {
 			t.Fatalf("#%d: TypeCommands: %v", i, err)
 		}
 		c.run(t, cmds)
-		if bracketed && (strings.Contains(text, "\n") || len(text) > MaxTyped) {
+		if bracketed && NeedsPaste(text) {
 			text = "\x1b[200~" + text + "\x1b[201~"
 		}
 		want.WriteString(text)

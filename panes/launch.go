@@ -2,10 +2,12 @@ package panes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nudgehq/nudge"
 )
@@ -60,17 +62,63 @@ func (r *Registry) LaunchWindow(ctx context.Context, workspace, name string, arg
 	// before its process can exit.
 	name += "-" + strconv.FormatInt(r.cfg.Now().UnixNano()%1e6, 36)
 	sess := "=" + SessionName(workspace) + ":"
-	args := append([]string{"new-window", "-d", "-t", sess, "-n", name, "-P", "-F", "#{pane_id}", "--", "env"}, argv...)
-	args = append(args, ";", "set-option", "-p", "-t", sess+name, "remain-on-exit", "on")
-	out, err := r.tmuxRun(ctx, args...)
+	launch := func(create ...string) (string, error) {
+		args := append(append(create, "-n", name, "-P", "-F", "#{pane_id}", "--", "env"), argv...)
+		return r.launchRun(ctx, append(args, ";", "set-option", "-p", "-t", sess+name, "remain-on-exit", "on")...)
+	}
+	out, err := launch("new-window", "-d", "-t", sess)
+	if isMissing(err) {
+		// The session (or the whole tmux server) is gone — killed, or restarting: the
+		// launch brings the session back instead of failing the trigger.
+		if out, err = launch("new-session", "-d", "-s", SessionName(workspace)); retryable(err) {
+			out, err = launch("new-window", "-d", "-t", sess) // a restart created it meanwhile
+		}
+	}
 	if err != nil {
 		return "", spawnFailed(err)
 	}
+	r.wake(workspace)
 	pane := strings.TrimSpace(out)
 	if paneNum(pane) < 0 {
 		return "", nudge.NewError(nudge.SpawnFailed, fmt.Sprintf("unexpected tmux reply %q", out))
 	}
 	return pane, nil
+}
+
+// launchRun runs a launching tmux command, again (up to launchTries times, launchBackoff
+// apart) while tmux says its server went away under it (killed or restarting): such a
+// command created nothing that survives, so running it again is safe.
+func (r *Registry) launchRun(ctx context.Context, args ...string) (string, error) {
+	for try := 1; ; try++ {
+		out, err := r.tmuxRun(ctx, args...)
+		if err == nil || try == launchTries || !serverLost(err) {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-time.After(launchBackoff):
+		}
+	}
+}
+
+const (
+	launchTries   = 5
+	launchBackoff = 200 * time.Millisecond
+)
+
+// serverLost: the tmux server ended while it ran the command.
+func serverLost(err error) bool {
+	var te *tmuxError
+	if !errors.As(err, &te) {
+		return false
+	}
+	for _, s := range []string{"server exited unexpectedly", "lost server", "Connection refused", "Connection reset"} {
+		if strings.Contains(te.Stderr, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // PaneExit reports whether the pane's process is running, or its exit status (128+signal

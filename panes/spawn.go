@@ -252,7 +252,7 @@ func (r *Registry) tryNewWindow(ctx context.Context, rt *store.Runtime, launch [
 }
 
 func (r *Registry) startPane(ctx context.Context, rt *store.Runtime, args []string) (paneInfo, error) {
-	out, err := r.tmuxRun(ctx, args...)
+	out, err := r.launchRun(ctx, args...)
 	if err != nil {
 		return paneInfo{}, err
 	}

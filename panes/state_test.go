@@ -76,7 +76,7 @@ func TestCanTransition_Illegal(t *testing.T) {
 
 func TestLive(t *testing.T) {
 	for _, s := range allStatuses {
-		want := s != nudge.StatusOffline && s != nudge.StatusFailed && s != nudge.StatusDeregistered
+		want := s != nudge.StatusOffline && s != nudge.StatusFailed && s != nudge.StatusDeregistered && s != nudge.StatusExited
 		if Live(s) != want {
 			t.Errorf("Live(%s) = %v, want %v", s, Live(s), want)
 		}

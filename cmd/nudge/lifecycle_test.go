@@ -275,3 +275,33 @@ func TestFallbackAndPauseStatesVisible(t *testing.T) {
 		t.Fatalf("resumed: %+v", got.Runtime)
 	}
 }
+
+// TestCodexReadyOnlyWithItsComposer: the real Codex is starting until its composer is up
+// (the detector reads READY), not as soon as its pane lives; a trigger sent at once waits
+// for that and is then submitted.
+func TestCodexReadyOnlyWithItsComposer(t *testing.T) {
+	cfg, _ := codexSetup(t)
+	td := startDaemon(t, cfg)
+	var rt runtimeView
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "cx", Role: "dev", Agent: "codex", Dir: cfg.Roots[0]}, &rt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := td.trigger(map[string]any{"trigger_id": "cx-early", "workspace": "cx", "agent": "dev", "prompt": "say hello"}); err != nil {
+		t.Fatal(err)
+	}
+	got := td.waitTrigger("cx-early", func(t store.Trigger) bool { return t.State == "submitted" || t.Closed })
+	if got.State != "submitted" {
+		t.Fatalf("trigger: %+v\nscreen:\n%s", got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
+	}
+	var ready store.AuditRecord
+	for _, r := range td.runtimeRecords(rt.RuntimeID) {
+		var d struct{ To string }
+		json.Unmarshal(r.Detail, &d)
+		if r.Event == "runtime_status_changed" && d.To == "ready" && ready.Seq == 0 {
+			ready = r
+		}
+	}
+	if ready.Reason != "agent shows READY" || got.InjectedAt == nil || got.InjectedAt.Before(ready.Time) {
+		t.Fatalf("starting → ready %+v; trigger injected at %v\n%s", ready, got.InjectedAt, statusPath(td.runtimeRecords(rt.RuntimeID)))
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -91,5 +92,31 @@ func TestAuditTriggerCausalOrder(t *testing.T) {
 			t.Fatalf("%s out of order (or missing) in the story:\n%s", ev, story)
 		}
 		at = i
+	}
+}
+
+// TestFallbackLaunchOnRestartedTmuxServer: a fallback launch that finds the workspace's
+// tmux server gone (restarting, or killed and not yet back) does not fail the trigger with
+// SPAWN_FAILED: it is retried, and the launch brings the session back.
+func TestFallbackLaunchOnRestartedTmuxServer(t *testing.T) {
+	td, resume := ackSetup(t, nil)
+	rt := td.spawnFake("gone", "none")
+	if err := td.c.do(t0(), "DELETE", "/v1/runtimes/"+rt.RuntimeID+"?reason=test", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/register", registerBody{Workspace: "w1", Role: "gone", Agent: "fake",
+		Target: rt.PaneID, SessionID: "sess-gone", Unmanaged: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	td.tmux("kill-server")
+	if _, err := td.trigger(map[string]any{"trigger_id": "srv1", "workspace": "w1", "agent": "gone", "prompt": "server back?"}); err != nil {
+		t.Fatal(err)
+	}
+	got := td.waitTrigger("srv1", closed)
+	if got.State == "failed" || got.Fallback != "resume" {
+		t.Fatalf("receipt %+v\nstory %s", got, events(td.audit("srv1")))
+	}
+	if calls, _ := os.ReadFile(resume + ".calls"); !strings.Contains(string(calls), "resume\nsess-gone\nserver back?\n") {
+		t.Fatalf("resume argv:\n%s", calls)
 	}
 }
