@@ -203,7 +203,7 @@ func TestCloseLeavesNoProcessAndKeepsHumanClient(t *testing.T) {
 
 	// A human-like client on a pty.
 	human := exec.Command("tmux", "-L", srv.name, "attach", "-t", "s")
-	human.Env = append(childEnv(), "TERM=xterm")
+	human.Env = append(ChildEnv(os.Environ()), "TERM=xterm")
 	ptmx, err := pty.StartWithSize(human, &pty.Winsize{Rows: 30, Cols: 100})
 	if err != nil {
 		t.Fatal(err)

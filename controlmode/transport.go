@@ -55,7 +55,7 @@ func (c *Config) command(ctx context.Context, args ...string) *exec.Cmd {
 	} else {
 		cmd = exec.CommandContext(ctx, c.Tmux, args...)
 	}
-	cmd.Env = childEnv()
+	cmd.Env = ChildEnv(os.Environ())
 	return cmd
 }
 
@@ -64,13 +64,17 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// childEnv is our environment without TMUX and TMUX_PANE, so a nudge running inside tmux
-// can still attach to its own server.
-func childEnv() []string {
-	env := os.Environ()
-	out := env[:0:0]
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "TMUX=") || strings.HasPrefix(kv, "TMUX_PANE=") {
+// ChildEnv is environ as a tmux process nudge starts may see it. Without TMUX and
+// TMUX_PANE, so a nudge running inside tmux can still attach to its own server. Without
+// any NUDGE_* variable: nudge's own configuration and secrets (NUDGE_API_TOKEN, the
+// NUDGE_<FLAG> form of --api-token) must not reach a tmux server, whose global
+// environment every pane inherits. A pane gets NUDGE_SOCKET, NUDGE_RUNTIME_ID and
+// NUDGE_RUNTIME_TOKEN for itself, set explicitly when it is launched. Everything else
+// (PATH, HOME, the user's API keys) passes.
+func ChildEnv(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "TMUX=") || strings.HasPrefix(kv, "TMUX_PANE=") || strings.HasPrefix(kv, "NUDGE_") {
 			continue
 		}
 		out = append(out, kv)

@@ -2,6 +2,7 @@ package detector
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -153,6 +154,7 @@ func (h *humanWatch) tmux(ctx context.Context, args ...string) (string, error) {
 		argv = append(argv, "-L", h.m.cfg.SocketName)
 	}
 	cmd := exec.CommandContext(ctx, bin, append(argv, args...)...)
+	cmd.Env = controlmode.ChildEnv(os.Environ())
 	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()
 	return string(out), err

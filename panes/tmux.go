@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,9 +18,24 @@ import (
 // tmuxRun runs one tmux invocation as a subprocess: argv, never a shell locally; over ssh
 // the argv is single-quoted for the remote shell. Spawn, restart and the sweep's fallback
 // (when no control connection is up) use it; nothing on the hot path does.
+//
+// A command list that sets a pane's environment (-e, which carries the runtime token)
+// is not put on the command line, where every local user can read it (ps, /proc) and
+// where a tmux server started by it keeps it for its lifetime: tmux gets
+// `start-server ; source-file -` and reads the commands from its stdin.
 func (r *Registry) tmuxRun(ctx context.Context, args ...string) (string, error) {
+	var stdin string
 	argv := r.tmuxArgv(args)
+	if slices.Contains(args, "-e") {
+		script, err := tmuxScript(args)
+		if err != nil {
+			return "", &tmuxError{Args: args, Err: err}
+		}
+		stdin, argv = script, r.tmuxArgv([]string{"start-server", ";", "source-file", "-"})
+	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = controlmode.ChildEnv(os.Environ())
+	cmd.Stdin = strings.NewReader(stdin)
 	cmd.WaitDelay = 2 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -26,6 +43,39 @@ func (r *Registry) tmuxRun(ctx context.Context, args ...string) (string, error) 
 		return stdout.String(), &tmuxError{Args: args, Stderr: strings.TrimSpace(stderr.String()), Err: err}
 	}
 	return stdout.String(), nil
+}
+
+// tmuxScript turns a command list (commands separated by ";" arguments) into one line of
+// tmux's command syntax, every argument quoted.
+func tmuxScript(args []string) (string, error) {
+	var cmds []string
+	for c := range splitCommands(args) {
+		parts := make([]string, len(c))
+		for i, a := range c {
+			q, err := controlmode.QuoteText(a) // newlines (a first prompt) as "\n"
+			if err != nil {
+				return "", err
+			}
+			parts[i] = q
+		}
+		cmds = append(cmds, strings.Join(parts, " "))
+	}
+	return strings.Join(cmds, " ; ") + "\n", nil
+}
+
+// splitCommands yields the commands of a list separated by ";" arguments.
+func splitCommands(args []string) func(func([]string) bool) {
+	return func(yield func([]string) bool) {
+		start := 0
+		for i := 0; i <= len(args); i++ {
+			if i == len(args) || args[i] == ";" {
+				if i > start && !yield(args[start:i]) {
+					return
+				}
+				start = i + 1
+			}
+		}
+	}
 }
 
 func (r *Registry) tmuxArgv(args []string) []string {

@@ -26,7 +26,17 @@ type Options struct {
 	// OnLaterError is told about a write-behind write that failed (see PutRuntimeLater).
 	// nil means such failures are dropped silently.
 	OnLaterError func(op string, err error)
+	// OnHealth is told when write-behind commits start failing (the error) and when they
+	// succeed again (nil). See DB.Unavailable.
+	OnHealth func(err error)
+	// CheckTimeout bounds the consistency check Open runs (bbolt's page check plus a
+	// decode of every record); a check that runs out of time refuses the store as
+	// damaged. 0 means DefaultCheckTimeout; a negative value skips the check.
+	CheckTimeout time.Duration
 }
+
+// DefaultCheckTimeout is the consistency check's budget when Options.CheckTimeout is 0.
+const DefaultCheckTimeout = 10 * time.Second
 
 // DefaultTimeout is the lock wait used when Options.Timeout is 0.
 const DefaultTimeout = time.Second
@@ -71,18 +81,32 @@ func Open(path string, opts Options) (*DB, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync})
+	if fi, err := os.Stat(path); err == nil && fi.Size() == 0 {
+		// bbolt would quietly initialise an empty file: a store truncated to nothing
+		// would start empty, forgetting every trigger and revocation.
+		return nil, damaged(path, errors.New("the file is empty (0 bytes)"))
+	}
+	bdb, err := openBolt(path, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync})
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("open store %s: %w (waited %s; is another nudge serve running on this state dir?)",
 			path, ErrLocked, timeout)
+	}
+	if errors.Is(err, ErrDamaged) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db := &DB{bolt: bdb, path: path, now: opts.Now}
-	db.later.onErr = opts.OnLaterError
+	db.later.onErr, db.later.onHealth = opts.OnLaterError, opts.OnHealth
 	if db.now == nil {
 		db.now = time.Now
+	}
+	if stuck, err := db.check(opts.CheckTimeout); err != nil {
+		if !stuck {
+			bdb.Close()
+		}
+		return nil, err
 	}
 	if err := db.init(); err != nil {
 		bdb.Close()

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/cmd/nudge/standin"
+	"github.com/nudgehq/nudge/cmd/nudge/streamrec"
+	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/store"
 )
@@ -95,6 +97,7 @@ type fullTurns struct {
 	pack  *detector.Pack
 	ids   []string          // every trigger sent, in order
 	whole map[string]string // trigger id → body the model must get whole
+	rec   *streamrec.Recorder
 }
 
 // startFullTurns starts the stand-in, points the CLI at it in a private HOME and
@@ -158,7 +161,7 @@ func (ft *fullTurns) waitAcked(id string) store.Trigger {
 	}
 	if tr.State != "acked" || tr.SubmittedAt == nil || tr.AckSignal != "marker" || tr.Fallback != "" {
 		ft.t.Fatalf("%s: not submitted and acked by the agent's reply: %+v\nstory: %s\nmodel got it %d times\nscreen:\n%s",
-			id, tr, events(ft.td.audit(id)), standin.Count(ft.srv.Requests(), id), ft.screen())
+			id, tr, story(ft.td.audit(id)), standin.Count(ft.srv.Requests(), id), ft.screen())
 	}
 	return tr
 }
@@ -206,13 +209,15 @@ func (ft *fullTurns) checkModel() {
 	reqs := ft.srv.Requests()
 	for _, id := range ft.ids {
 		if n := standin.Count(reqs, id); n != 1 {
-			ft.t.Errorf("%s: the model got the prompt %d times, want 1\nstory: %s", id, n, events(ft.td.audit(id)))
+			ft.t.Errorf("%s: the model got the prompt %d times, want 1\nstory: %s", id, n, story(ft.td.audit(id)))
 			continue
 		}
 		for _, r := range reqs {
-			ids := standin.EnvelopeIDs(r.Prompt)
-			if !r.Side && !r.ToolResult && len(ids) > 0 && ids[0] == id && !strings.Contains(r.Prompt, ft.whole[id]) {
-				ft.t.Errorf("%s: the model got the prompt cut or changed (%d bytes sent, %d received): %s", id, len(ft.whole[id]), len(r.Prompt), firstDiff(r.Prompt, ft.whole[id]))
+			for _, h := range r.History {
+				ids := standin.EnvelopeIDs(h)
+				if !r.Side && len(ids) > 0 && ids[0] == id && !strings.Contains(h, ft.whole[id]) {
+					ft.t.Errorf("%s: the model got the prompt cut or changed (%d bytes sent, %d received): %s", id, len(ft.whole[id]), len(h), firstDiff(h, ft.whole[id]))
+				}
 			}
 		}
 	}
@@ -233,18 +238,26 @@ func testFullTurns(t *testing.T, c agentCase) {
 	}
 	t.Logf("%s: %d prompts of every kind submitted and acked", c.agent, len(sizes))
 
+	// From here on the pane's output stream is recorded if NUDGE_RECORD_STREAMS
+	// names a folder (detector/testdata/streams holds the recordings).
+	ft.record()
+	defer ft.stopRecording()
+
 	// Mid-turn: a slow reply keeps the agent busy; the next trigger is held (BUSY)
 	// or typed into the agent's own queue, per its profile, never over the turn.
+	ft.mark("READY", "idle composer")
 	ft.send("slow", "take your time standin:slow=6s")
 	ft.td.waitTrigger("slow", func(t store.Trigger) bool { return t.SubmittedAt != nil })
 	ft.waitReadiness("BUSY")
+	ft.mark("BUSY", "a slow turn")
 	ft.send("midturn", "sent while the agent works")
-	ft.waitAcked("slow")
+	slow := ft.waitAcked("slow")
 	mid := ft.waitAcked("midturn")
-	if mid.SubmittedAt.Before(*ft.waitAcked("slow").SubmittedAt) {
-		t.Fatalf("midturn submitted before slow: %+v", mid)
+	if first(ft.srv.Requests(), "midturn") < first(ft.srv.Requests(), "slow") {
+		t.Fatalf("the model got midturn before slow\nslow %+v\nmidturn %+v", slow, mid)
 	}
 	ft.waitReady("midturn")
+	ft.mark("READY", "both turns over")
 	t.Logf("mid-turn trigger: %s", events(ft.td.audit("midturn")))
 
 	// Prose: the reply is made of the pack's busy, error and confirmation words; the
@@ -252,6 +265,7 @@ func testFullTurns(t *testing.T, c agentCase) {
 	ft.send("prose", "tell me about your status words standin:prose")
 	ft.waitAcked("prose")
 	ft.waitReady("prose")
+	ft.mark("READY", "after a reply of status words as prose")
 	ft.send("after-prose", "one more after the prose")
 	ft.waitAcked("after-prose")
 	ft.waitReady("after-prose")
@@ -270,6 +284,7 @@ func (ft *fullTurns) approval() {
 	ft.t.Helper()
 	ft.send("tool", "create the file standin:tool=`touch approved.txt`")
 	ft.waitReadiness("NEEDS_CONFIRMATION")
+	ft.mark("NEEDS_CONFIRMATION", "approval dialog")
 	ft.send("held", "sent while the dialog is open")
 	time.Sleep(3 * time.Second)
 	var held store.Trigger
@@ -284,6 +299,7 @@ func (ft *fullTurns) approval() {
 	}
 	ft.waitAcked("held")
 	ft.waitReady("held")
+	ft.mark("READY", "approved, the held trigger's turn over")
 	ft.t.Logf("trigger held by the approval dialog: %s", events(ft.td.audit("held")))
 }
 
@@ -300,4 +316,71 @@ func firstDiff(got, want string) string {
 		n++
 	}
 	return fmt.Sprintf("differs at byte %d: got %.80q, want %.80q", n, g[n:], want[n:])
+}
+
+// first returns the index of the first turn request whose prompt holds trigger id's
+// envelope, or -1.
+func first(reqs []standin.Request, id string) int {
+	for i, r := range reqs {
+		if !r.Side && !r.ToolResult && standin.Count(reqs[i:i+1], id) > 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// story is the records one per line: time since the first, event, code, reason and
+// detail.
+func story(recs []store.AuditRecord) string {
+	var b strings.Builder
+	for _, r := range recs {
+		fmt.Fprintf(&b, "\n  +%6.3fs %s", r.Time.Sub(recs[0].Time).Seconds(), r.Event)
+		if r.Code != "" {
+			fmt.Fprintf(&b, " [%s]", r.Code)
+		}
+		if r.Reason != "" {
+			fmt.Fprintf(&b, " reason=%q", r.Reason)
+		}
+		if len(r.Detail) > 0 {
+			fmt.Fprintf(&b, " %.300s", r.Detail)
+		}
+	}
+	return b.String()
+}
+
+// record starts recording the runtime's pane into $NUDGE_RECORD_STREAMS/AGENT_fullturn.stream.
+func (ft *fullTurns) record() {
+	dir := os.Getenv("NUDGE_RECORD_STREAMS")
+	if dir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(dir, ft.c.agent+"_fullturn.stream"))
+	if err != nil {
+		ft.t.Fatal(err)
+	}
+	ft.t.Cleanup(func() { f.Close() })
+	var cols, rows int
+	fmt.Sscanf(ft.td.tmux("display-message", "-p", "-t", ft.rt.PaneID, "#{pane_width} #{pane_height}"), "%d %d", &cols, &rows)
+	cfg := controlmode.Config{SocketName: ft.td.cfg.TmuxSocket, Session: "agents_" + ft.rt.WorkspaceID}
+	root := ft.td.cfg.Roots[0] // a temporary folder: shown as /src/demo/xxx…, same length
+	o := streamrec.Options{Agent: ft.c.agent, Cols: cols, Rows: rows, Replace: []string{root, ("/src/demo/" + strings.Repeat("x", len(root)))[:len(root)]}}
+	if ft.rec, err = streamrec.Record(t0(), cfg, ft.rt.PaneID, o, f); err != nil {
+		ft.t.Fatal(err)
+	}
+}
+
+// mark records the readiness the pane shows now, if recording.
+func (ft *fullTurns) mark(state, note string) {
+	if ft.rec != nil {
+		time.Sleep(300 * time.Millisecond) // the recorder's client has the latest output
+		ft.rec.Mark(state, note)
+	}
+}
+
+func (ft *fullTurns) stopRecording() {
+	if ft.rec != nil {
+		if err := ft.rec.Close(); err != nil {
+			ft.t.Error(err)
+		}
+	}
 }

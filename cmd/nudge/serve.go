@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/nudgehq/nudge/store"
 )
 
 // serveConfig is everything `nudge serve` is configured with.
@@ -50,7 +52,9 @@ type serveConfig struct {
 	BindKeys               bool
 	LogLevel, LogFormat    string
 	Token                  string // optional shared secret
-	authConfig                    // tokens, policy (auth.go)
+	TokenFile              string // ... read from this 0600 file
+	StoreCheckTimeout      time.Duration
+	authConfig             // tokens, policy (auth.go)
 	AllowUIDs              []int
 	ShutdownTimeout        time.Duration
 	ScheduleGap            time.Duration
@@ -75,6 +79,7 @@ func defaultServeConfig() serveConfig {
 		LogLevel: "info", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
 		ScheduleGap: 5 * time.Minute, ScheduleMinEvery: time.Minute,
 		EchoTimeout: 2 * time.Second, SubmitQuiet: 250 * time.Millisecond, SubmitTimeout: 3 * time.Second,
+		StoreCheckTimeout: store.DefaultCheckTimeout,
 	}
 }
 
@@ -192,7 +197,9 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.BoolVar(&c.BindKeys, "bind-keys", c.BindKeys, "install the root-table Any binding that reports human keys at once (nudge's own server)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "trace, debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
-	fs.StringVar(&c.Token, "api-token", "", "shared secret callers must send as a Bearer token (optional)")
+	fs.StringVar(&c.Token, "api-token", "", "shared secret callers must send as a Bearer token (optional; shows in ps: prefer --api-token-file or NUDGE_API_TOKEN)")
+	fs.StringVar(&c.TokenFile, "api-token-file", "", "read the --api-token secret from this file (mode 0600, owned by you)")
+	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "budget of the store's consistency check at start (0 skips it; a check that overruns refuses the store)")
 	authFlags(fs, c)
 	fs.DurationVar(&c.ScheduleMinEvery, "schedule-min-every", c.ScheduleMinEvery, "shortest period a schedule may have")
 	fs.DurationVar(&c.EchoTimeout, "echo-timeout", c.EchoTimeout, "longest wait for the typed text's echo before Enter")
@@ -215,6 +222,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if err := cfg.complete(); err != nil {
 		return &usageError{err.Error()}
+	}
+	if err := cfg.loadToken(env); err != nil {
+		return err
 	}
 	if cfg.CPUProfile != "" {
 		stop, err := startCPUProfile(cfg.CPUProfile)
@@ -267,6 +277,50 @@ func (c *serveConfig) complete() error {
 		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", c.LogLevel)
 	}
 	return nil
+}
+
+// loadToken reads --api-token-file, warns about a --api-token given on the command line
+// (every local user can read it with ps), and takes NUDGE_API_TOKEN out of the daemon's
+// own environment once read.
+func (c *serveConfig) loadToken(env *cliEnv) error {
+	fromEnv, ok := os.LookupEnv("NUDGE_API_TOKEN")
+	onCmdline := c.Token != "" && (!ok || fromEnv != c.Token)
+	os.Unsetenv("NUDGE_API_TOKEN") //nolint:errcheck // read already; never inherited
+	if c.TokenFile != "" {
+		if c.Token != "" {
+			return usagef("--api-token and --api-token-file are exclusive")
+		}
+		tok, err := readSecretFile(c.TokenFile)
+		if err != nil {
+			return fmt.Errorf("--api-token-file: %w", err)
+		}
+		c.Token = tok
+		return nil
+	}
+	if onCmdline && c.Token != "" {
+		fmt.Fprintln(env.stderr, "nudge serve: warning: --api-token on the command line is readable by every local user (ps, /proc); use --api-token-file or NUDGE_API_TOKEN")
+	}
+	return nil
+}
+
+// readSecretFile reads a secret from a regular file that only its owner can read.
+func readSecretFile(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s must be a regular file with mode 0600 (is %s)", path, fi.Mode())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return tok, nil
 }
 
 // listenUnix creates the API socket: its directory 0700, a stale socket file (and only a

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ const (
 	metaRevoked            = "auth/revoked/" // + token id: revocation record
 	metaIssued             = "auth/issued"   // index of issued orchestrator tokens (for list)
 	metaRuntimeEpoch       = "auth/rt/"      // + runtime id: the current registration epoch
+	metaKeyID              = "auth/key_id"   // which token.key this store's revocations belong to
 	maxTokenTTL            = 366 * 24 * time.Hour
 	defaultTokenTTL        = 24 * time.Hour
 	defaultRuntimeTokenTTL = 24 * time.Hour
@@ -63,7 +65,8 @@ func openAuthority(cfg serveConfig, db *store.DB) (*authority, error) {
 		a.ttl = defaultRuntimeTokenTTL
 	}
 	key, err := loadKey(a.keyPath)
-	if errors.Is(err, os.ErrNotExist) {
+	fresh := errors.Is(err, os.ErrNotExist)
+	if fresh {
 		key = auth.NewKey()
 		err = writeKey(a.keyPath, key)
 	}
@@ -71,6 +74,11 @@ func openAuthority(cfg serveConfig, db *store.DB) (*authority, error) {
 		return nil, err
 	}
 	a.key = key
+	if db != nil { // nil: a config check without a store
+		if err := a.checkBinding(fresh); err != nil {
+			return nil, err
+		}
+	}
 	if a.policy, err = loadPolicy(cfg.PolicyFile, cfg.Roots); err != nil {
 		return nil, err
 	}
@@ -131,11 +139,56 @@ func (a *authority) signingKey() []byte {
 // sign mints a token for c.
 func (a *authority) sign(c auth.Claims) (string, error) { return auth.Sign(a.signingKey(), c) }
 
+// keyID names a key without revealing it.
+func keyID(key []byte) string {
+	sum := sha256.Sum256(append([]byte("nudge token key id\x00"), key...))
+	return hex.EncodeToString(sum[:8])
+}
+
+// checkBinding makes sure the store's revocation list belongs to the key. The list lives
+// in the store, the key beside it: a store that was emptied, replaced or is not the one
+// the key was used with has lost revocations, and a revoked token would work again. Then
+// the key is rotated (every token, revoked or not, stops working; runtime tokens are
+// re-minted) and the store is bound to the new key. A new key, or a store that predates
+// the binding but has history, is bound as it is.
+func (a *authority) checkBinding(fresh bool) error {
+	want := keyID(a.key)
+	got, err := a.db.GetMeta(metaKeyID)
+	switch {
+	case err == nil && string(got) == want:
+		return nil
+	case fresh: // no token signed with it exists yet
+		return a.db.PutMeta(metaKeyID, []byte(want))
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("read token key binding: %w", err)
+	}
+	reason := ""
+	if err == nil {
+		reason = "the store's revocation list belongs to another token key (a store from elsewhere, or token.key was replaced)"
+	} else if seq, _, herr := a.db.AuditHead(); herr != nil {
+		return fmt.Errorf("read token key binding: %w", herr)
+	} else if seq == 0 {
+		reason = "the store is new but token.key is not: revocations recorded in an earlier store are gone"
+	}
+	if reason == "" { // a store from before the binding: bind it to its key
+		return a.db.PutMeta(metaKeyID, []byte(want))
+	}
+	if err := a.rotate(); err != nil {
+		return err
+	}
+	_, err = a.db.AppendAudit(store.AuditRecord{Event: "token_key_rotated", Subject: "nudge",
+		Reason: reason + "; every token signed with the previous key is invalid"})
+	return err
+}
+
 // rotate replaces the key: every token signed before stops working.
 func (a *authority) rotate() error {
 	key := auth.NewKey()
 	if err := writeKey(a.keyPath, key); err != nil {
 		return err
+	}
+	if err := a.db.PutMeta(metaKeyID, []byte(keyID(key))); err != nil {
+		return fmt.Errorf("bind token key: %w", err)
 	}
 	a.mu.Lock()
 	a.key = key

@@ -47,8 +47,9 @@ func serveChat(s *Server, w http.ResponseWriter, r *http.Request) {
 			IncludeUsage bool `json:"include_usage"`
 		} `json:"stream_options"`
 		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
+			Role      string          `json:"role"`
+			Content   json.RawMessage `json:"content"`
+			ToolCalls []any           `json:"tool_calls"`
 		} `json:"messages"`
 		Tools []struct {
 			Function struct {
@@ -65,14 +66,15 @@ func serveChat(s *Server, w http.ResponseWriter, r *http.Request) {
 		tools = append(tools, t.Function.Name)
 	}
 	req := Request{API: Chat, Body: body, Side: len(tools) == 0}
-	if n := len(in.Messages); n > 0 {
-		req.ToolResult = in.Messages[n-1].Role == "tool"
-	}
-	for i := len(in.Messages) - 1; i >= 0 && req.Prompt == ""; i-- {
-		if m := in.Messages[i]; m.Role == "user" {
-			req.Prompt = contentText(m.Content)
+	ms := make([]msg, len(in.Messages))
+	for i, m := range in.Messages {
+		ms[i] = msg{role: m.Role, text: contentText(m.Content), toolCall: m.Role == "assistant" && len(m.ToolCalls) > 0}
+		if m.Role == "tool" {
+			ms[i].text = ""
 		}
 	}
+	req.ToolResult = len(ms) > 0 && ms[len(ms)-1].role == "tool"
+	req.Prompt, req.History = turn(ms)
 	reply := s.take(req)
 	if !s.delay(r, reply.Delay) {
 		return

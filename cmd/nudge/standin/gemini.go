@@ -74,7 +74,7 @@ func serveGemini(s *Server, w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	req := Request{API: Gemini, Body: body, Side: len(tools) == 0}
-	req.Prompt, req.ToolResult = geminiPrompt(in.Contents)
+	req.Prompt, req.History, req.ToolResult = geminiTurn(in.Contents)
 	reply := s.take(req)
 	if !s.delay(r, reply.Delay) {
 		return
@@ -108,37 +108,36 @@ func serveGemini(s *Server, w http.ResponseWriter, r *http.Request) {
 	e.data(geminiResponse(last, true))
 }
 
-// geminiPrompt returns the text of the last user content that carries text (not a
-// function's response), without Gemini CLI's <session_context> part, and whether the
-// last content is a function's response.
-func geminiPrompt(contents []geminiContent) (prompt string, toolResult bool) {
-	if n := len(contents); n > 0 {
-		for _, p := range contents[n-1].Parts {
-			if len(p.FunctionResponse) > 0 {
-				toolResult = true
-			}
-		}
-	}
-	for i := len(contents) - 1; i >= 0; i-- {
-		c := contents[i]
-		if c.Role != "user" && c.Role != "" {
-			continue
+// geminiTurn reads a Gemini conversation (see turn): a content with a function
+// response is a tool's result, one with a function call the model asking for a tool;
+// Gemini CLI's <session_context> part is not the user's text. toolResult reports
+// that the last content is a function's response.
+func geminiTurn(contents []geminiContent) (prompt string, history []string, toolResult bool) {
+	ms := make([]msg, 0, len(contents))
+	for _, c := range contents {
+		m := msg{role: c.Role}
+		if m.role == "model" {
+			m.role = "assistant"
 		}
 		var texts []string
-		response := false
 		for _, p := range c.Parts {
 			switch {
 			case len(p.FunctionResponse) > 0:
-				response = true
+				m.role = "tool"
+			case len(p.FunctionCall) > 0:
+				m.toolCall = true
 			case p.Text != "" && !p.Thought && !strings.HasPrefix(p.Text, "<session_context>"):
 				texts = append(texts, p.Text)
 			}
 		}
-		if !response && len(texts) > 0 {
-			return strings.Join(texts, "\n"), toolResult
+		if m.role != "tool" {
+			m.text = strings.Join(texts, "\n")
 		}
+		ms = append(ms, m)
 	}
-	return "", toolResult
+	toolResult = len(ms) > 0 && ms[len(ms)-1].role == "tool"
+	prompt, history = turn(ms)
+	return prompt, history, toolResult
 }
 
 // geminiParts is reply's text and function call as content parts. A ToolCall without

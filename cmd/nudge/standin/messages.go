@@ -47,16 +47,14 @@ func serveMessages(s *Server, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := Request{API: Messages, Body: body, Side: len(in.Tools) == 0}
+	ms := make([]msg, len(in.Messages))
+	for i, m := range in.Messages {
+		ms[i] = msg{role: m.Role, text: contentText(m.Content), toolCall: m.Role == "assistant" && hasBlock(m.Content, "tool_use")}
+	}
 	if n := len(in.Messages); n > 0 && in.Messages[n-1].Role == "user" {
-		req.ToolResult = hasToolResult(in.Messages[n-1].Content)
+		req.ToolResult = hasBlock(in.Messages[n-1].Content, "tool_result")
 	}
-	// The prompt is the last user message that is not a tool's result (Claude Code
-	// adds reminders as text blocks beside a tool_result).
-	for i := len(in.Messages) - 1; i >= 0 && req.Prompt == ""; i-- {
-		if m := in.Messages[i]; m.Role == "user" && !hasToolResult(m.Content) {
-			req.Prompt = contentText(m.Content)
-		}
-	}
+	req.Prompt, req.History = turn(ms)
 	reply := s.take(req)
 	if !s.delay(r, reply.Delay) {
 		return
@@ -80,14 +78,14 @@ func anthropicError(typ, msg string) map[string]any {
 	return map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
 }
 
-// hasToolResult reports whether a message content holds a tool_result block.
-func hasToolResult(raw json.RawMessage) bool {
+// hasBlock reports whether a message content holds a block of type typ.
+func hasBlock(raw json.RawMessage, typ string) bool {
 	var parts []struct {
 		Type string `json:"type"`
 	}
 	json.Unmarshal(raw, &parts)
 	for _, p := range parts {
-		if p.Type == "tool_result" {
+		if p.Type == typ {
 			return true
 		}
 	}

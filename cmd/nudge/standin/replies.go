@@ -148,19 +148,25 @@ func Scripted(prose []string) Script {
 	}
 }
 
-// Count returns how many of reqs are turns (not side calls, not tool results) whose
-// prompt holds the envelope with id: a test wants exactly 1 per trigger.
+// Count returns how many times the model was given the prompt of the trigger with id:
+// the most user messages holding its envelope in one call's conversation (a call
+// carries the conversation so far, so a prompt typed twice shows there twice). Side
+// calls do not count. A test wants exactly 1 per trigger.
 func Count(reqs []Request, id string) int {
-	n := 0
+	most := 0
 	for _, r := range reqs {
-		if r.Side || r.ToolResult {
+		if r.Side {
 			continue
 		}
-		for _, got := range EnvelopeIDs(r.Prompt) {
-			if got == id {
-				n++
+		n := 0
+		for _, h := range r.History {
+			for _, got := range EnvelopeIDs(h) {
+				if got == id {
+					n++
+				}
 			}
 		}
+		most = max(most, n)
 	}
-	return n
+	return most
 }

@@ -40,7 +40,7 @@ func serveResponses(s *Server, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := Request{API: Responses, Body: body}
-	req.Prompt, req.ToolResult = responsesPrompt(in.Input)
+	req.Prompt, req.History, req.ToolResult = responsesTurn(in.Input)
 	var tools []string
 	for _, t := range in.Tools {
 		tools = append(tools, t.Name)
@@ -61,12 +61,12 @@ func openAIError(typ, msg string) map[string]any {
 	return map[string]any{"error": map[string]any{"type": typ, "message": msg, "code": typ}}
 }
 
-// responsesPrompt returns the text of the last user message in a Responses input
-// (a string, or a list of items) and whether the last item is a tool's output.
-func responsesPrompt(raw json.RawMessage) (prompt string, toolResult bool) {
+// responsesTurn reads a Responses input (a string, or a list of items): the turn's
+// prompt, the user messages, and whether the last item is a tool's output.
+func responsesTurn(raw json.RawMessage) (prompt string, history []string, toolResult bool) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s, false
+		return s, []string{s}, false
 	}
 	var items []struct {
 		Type    string          `json:"type"`
@@ -74,18 +74,24 @@ func responsesPrompt(raw json.RawMessage) (prompt string, toolResult bool) {
 		Content json.RawMessage `json:"content"`
 	}
 	json.Unmarshal(raw, &items)
+	ms := make([]msg, 0, len(items))
+	for _, it := range items {
+		switch {
+		case it.Type == "message" || it.Type == "":
+			ms = append(ms, msg{role: it.Role, text: contentText(it.Content)})
+		case strings.HasSuffix(it.Type, "_call"): // function_call, custom_tool_call, local_shell_call, ...
+			ms = append(ms, msg{role: "assistant", toolCall: true})
+		case strings.HasSuffix(it.Type, "_output"):
+			ms = append(ms, msg{role: "tool"})
+		default: // reasoning and the like
+			ms = append(ms, msg{role: it.Type})
+		}
+	}
 	if n := len(items); n > 0 {
 		toolResult = strings.HasSuffix(items[n-1].Type, "_output")
 	}
-	for i := len(items) - 1; i >= 0; i-- {
-		it := items[i]
-		if (it.Type == "message" || it.Type == "") && it.Role == "user" {
-			if t := contentText(it.Content); t != "" {
-				return t, toolResult
-			}
-		}
-	}
-	return "", toolResult
+	prompt, history = turn(ms)
+	return prompt, history, toolResult
 }
 
 // contentText joins the text parts of a message content: a string, or a list of

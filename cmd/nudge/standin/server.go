@@ -24,9 +24,14 @@ const (
 // Request is one model call as the stand-in received it.
 type Request struct {
 	API API
-	// Prompt is the text of the last user message that carries text (its text parts
-	// joined by "\n"): the prompt of the turn, also on a call that returns a tool result.
+	// Prompt is the user text of the turn this call belongs to: the user messages
+	// since the model's last reply that ended a turn, joined by "\n". It is the
+	// prompt the turn answers, also on a call that returns a tool's result, and it
+	// holds every prompt typed before the model answered.
 	Prompt string
+	// History is the text of every user message in the request, oldest first (the
+	// conversation as the CLI sent it). Count reads it.
+	History []string
 	// ToolResult reports that the last message is a tool result, not a user prompt.
 	ToolResult bool
 	// Side reports a call that offers the model no tools: not the agent's turn but a

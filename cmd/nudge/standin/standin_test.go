@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -103,8 +104,8 @@ func TestResponsesStreamsAckAndRecords(t *testing.T) {
 		t.Fatalf("no ack in %q", text.String())
 	}
 	reqs := s.Requests()
-	if len(reqs) != 1 || reqs[0].Prompt != prompt || reqs[0].ToolResult || reqs[0].Side || reqs[0].API != Responses || reqs[0].At.IsZero() {
-		t.Fatalf("recorded %+v", reqs)
+	if len(reqs) != 1 || !strings.HasSuffix(reqs[0].Prompt, "\n"+prompt) || len(reqs[0].History) != 2 || reqs[0].ToolResult || reqs[0].Side || reqs[0].API != Responses || reqs[0].At.IsZero() {
+		t.Fatalf("recorded %q", prompts(reqs))
 	}
 	if Count(reqs, "t-1") != 1 {
 		t.Fatalf("count %d", Count(reqs, "t-1"))
@@ -144,7 +145,7 @@ func TestResponsesToolCallAndResult(t *testing.T) {
 	}
 	reqs := s.Requests()
 	if len(reqs) != 2 || !reqs[1].ToolResult || reqs[1].Prompt != prompt || Count(reqs, "t-2") != 1 {
-		t.Fatalf("recorded %+v", reqs)
+		t.Fatalf("recorded %q", prompts(reqs))
 	}
 }
 
@@ -182,7 +183,7 @@ func TestMessagesStreamNonStreamAndSideCalls(t *testing.T) {
 	}
 	reqs := s.Requests()
 	if len(reqs) != 2 || reqs[0].Side || !reqs[1].Side || Count(reqs, "c-1") != 1 {
-		t.Fatalf("recorded %+v", reqs)
+		t.Fatalf("recorded %q", prompts(reqs))
 	}
 }
 
@@ -229,8 +230,8 @@ func TestMessagesToolUseErrorAndSlow(t *testing.T) {
 		t.Fatalf("slow reply came after %v", time.Since(t0))
 	}
 	reqs := s.Requests()
-	if len(reqs) != 4 || reqs[0].ToolResult || !reqs[1].ToolResult || reqs[1].Prompt != prompt {
-		t.Fatalf("recorded %+v", reqs)
+	if len(reqs) != 4 || reqs[0].ToolResult || !reqs[1].ToolResult || reqs[1].Prompt != prompt+"\n<system-reminder/>" {
+		t.Fatalf("recorded %q", prompts(reqs))
 	}
 }
 
@@ -299,5 +300,65 @@ func TestChunks(t *testing.T) {
 	}
 	if chunks("") != nil {
 		t.Fatal("empty text gave deltas")
+	}
+}
+
+func prompts(reqs []Request) []string {
+	var out []string
+	for _, r := range reqs {
+		out = append(out, fmt.Sprintf("prompt %q tool=%v side=%v history=%q", r.Prompt, r.ToolResult, r.Side, r.History))
+	}
+	return out
+}
+
+// TestTurn: the turn's prompt is every user text since the model last ended a turn.
+func TestTurn(t *testing.T) {
+	u := func(s string) msg { return msg{role: "user", text: s} }
+	a := func(s string) msg { return msg{role: "assistant", text: s} }
+	call := msg{role: "assistant", toolCall: true}
+	out := msg{role: "tool"}
+	for i, tt := range []struct {
+		ms     []msg
+		prompt string
+	}{
+		{[]msg{{role: "developer", text: "sys"}, u("env"), u("p1")}, "env\np1"},
+		{[]msg{u("p1"), a("r1"), u("p2")}, "p2"},
+		// Two prompts typed before the model answered: one turn, both.
+		{[]msg{u("p1"), a("r1"), u("p2"), u("p3")}, "p2\np3"},
+		// A tool's result belongs to the turn that asked for it.
+		{[]msg{u("p1"), a("r1"), u("p2"), a("let me run it"), call, out}, "p2"},
+		{[]msg{u("p1"), a("r1"), u("p2"), call, out, u("queued")}, "p2\nqueued"},
+		{nil, ""},
+	} {
+		got, hist := turn(tt.ms)
+		if got != tt.prompt {
+			t.Errorf("#%d: got %q, want %q", i, got, tt.prompt)
+		}
+		n := 0
+		for _, m := range tt.ms {
+			if m.role == "user" {
+				n++
+			}
+		}
+		if len(hist) != n {
+			t.Errorf("#%d: history %q", i, hist)
+		}
+	}
+}
+
+// TestCountSeesARetypedPrompt: a CLI resending its pending turn is one delivery; the
+// same prompt typed twice into the conversation is two.
+func TestCountSeesARetypedPrompt(t *testing.T) {
+	p1, p2 := envelope("a", "x"), envelope("b", "y")
+	resent := []Request{{History: []string{p1}}, {History: []string{p1, p2}}}
+	if Count(resent, "a") != 1 || Count(resent, "b") != 1 {
+		t.Fatalf("resent turn counted %d, %d", Count(resent, "a"), Count(resent, "b"))
+	}
+	retyped := []Request{{History: []string{p1}}, {History: []string{p1, "ACK", p1}}}
+	if Count(retyped, "a") != 2 {
+		t.Fatalf("retyped prompt counted %d", Count(retyped, "a"))
+	}
+	if Count([]Request{{Side: true, History: []string{p1, p1}}}, "a") != 0 {
+		t.Fatal("a side call counted")
 	}
 }

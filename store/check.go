@@ -1,0 +1,278 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrDamaged: the database file is not a readable nudge store (truncated, emptied, or
+// with pages or records that do not decode). Open never replaces such a file: the
+// error says which file and what to do.
+var ErrDamaged = errors.New("store is damaged")
+
+func damaged(path string, cause error) error {
+	return fmt.Errorf("open store %s: %w: %v. nudge will not replace it: stop nudge, move the file "+
+		"aside (keep it and %s for recovery; `bbolt check` inspects it), then start again for an "+
+		"empty store or restore a backup", path, ErrDamaged, cause, walPath(path))
+}
+
+// openBolt is bolt.Open turned panic-free: bbolt panics on some damaged files (an
+// invalid freelist page, a meta page pointing past the end) instead of returning an error.
+func openBolt(path string, o *bolt.Options) (bdb *bolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			closeLeaked(path)
+			bdb, err = nil, damaged(path, fmt.Errorf("%v", r))
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	if err := precheck(path); err != nil {
+		return nil, damaged(path, err)
+	}
+	bdb, err = bolt.Open(path, 0o600, o)
+	var pe *fs.PathError
+	if err != nil && !errors.Is(err, bolt.ErrTimeout) && !errors.As(err, &pe) {
+		// Not an I/O error: bbolt did not like what it read (bad magic, version,
+		// checksum, a file too small to hold its meta pages).
+		err = damaged(path, err)
+	}
+	return bdb, err
+}
+
+// recordTypes: the buckets holding one JSON document per key, and what check decodes
+// each into.
+var recordTypes = map[string]func() any{
+	string(bucketRuntimes): func() any { return new(Runtime) }, string(bucketTriggers): func() any { return new(Trigger) },
+	string(bucketAttempts): func() any { return new(Attempt) }, string(bucketAudit): func() any { return new(AuditRecord) },
+	string(bucketSchedules): func() any { return new(Schedule) },
+}
+
+// check runs bbolt's consistency check (every page reachable once, none both used and
+// free, keys in order) and decodes every record, within timeout. A damaged store is
+// refused before anything writes to it. A check that does not finish in time is refused
+// too: on a store of normal size (a few MB, checked in milliseconds) that means a loop in
+// its pages; a store so big that the check needs longer can be opened with a longer
+// timeout or none (a negative timeout skips the check).
+//
+// stuck tells Open that the check still holds a read transaction: the bbolt
+// handle must not be closed under it (Close would wait for it), so it is closed once
+// the check ends.
+func (db *DB) check(timeout time.Duration) (stuck bool, err error) {
+	if timeout < 0 {
+		return false, nil
+	}
+	if timeout == 0 {
+		timeout = DefaultCheckTimeout
+	}
+	done := make(chan error, 1)
+	go func() { done <- db.checkAll() }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return false, damaged(db.path, err)
+		}
+		return false, nil
+	case <-t.C:
+		bdb := db.bolt
+		go func() {
+			<-done
+			bdb.Close()
+		}()
+		return true, damaged(db.path, fmt.Errorf("the consistency check did not finish within %s "+
+			"(a damaged page can send it round in a loop; if the file is very large, allow it longer "+
+			"with --store-check-timeout)", timeout))
+	}
+}
+
+func (db *DB) checkAll() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	// A fault reading the mapped file (a page past a truncated end) is a panic here,
+	// not a crash of the daemon.
+	debug.SetPanicOnFault(true)
+	fi, err := os.Stat(db.path)
+	if err != nil {
+		return err
+	}
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		if fi.Size() < tx.Size() {
+			return fmt.Errorf("the file is %d bytes but its pages reach %d bytes: it was truncated", fi.Size(), tx.Size())
+		}
+		// Walk every record first, on this goroutine (faults are panics here): bbolt's own
+		// check runs on a goroutine of its own, where a wild page pointer would crash.
+		if err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			return walkBucket(name, b, recordTypes[string(name)])
+		}); err != nil {
+			return err
+		}
+		var errs []error
+		for e := range tx.Check() {
+			if len(errs) < 3 {
+				errs = append(errs, e)
+			}
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// walkBucket reads every key and value under b (nested buckets too), decoding values
+// with record when it is set.
+func walkBucket(name []byte, b *bolt.Bucket, record func() any) error {
+	return b.ForEach(func(k, v []byte) error {
+		if v == nil {
+			if nb := b.Bucket(k); nb != nil {
+				return walkBucket(k, nb, nil)
+			}
+			return nil
+		}
+		if record != nil && json.Unmarshal(v, record()) != nil {
+			return fmt.Errorf("bucket %s: record %x does not decode", name, k)
+		}
+		return nil
+	})
+}
+
+// closeLeaked releases what a panicking bolt.Open left behind for path: its descriptor
+// and its mapping, which hold the file's lock (every later Open in this process would
+// be refused as locked). The descriptor is replaced by /dev/null rather than closed:
+// bbolt's abandoned *os.File still owns the number and its finalizer will close it.
+// No other descriptor of the file can be open here: bbolt panics only after taking the
+// lock.
+func closeLeaked(path string) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return
+	}
+	if maps, err := os.ReadFile("/proc/self/maps"); err == nil {
+		for _, l := range strings.Split(string(maps), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 6 || f[len(f)-1] != abs {
+				continue
+			}
+			lo, hi, ok := strings.Cut(f[0], "-")
+			start, err1 := strconv.ParseUint(lo, 16, 64)
+			end, err2 := strconv.ParseUint(hi, 16, 64)
+			if ok && err1 == nil && err2 == nil && end > start {
+				syscall.Syscall(syscall.SYS_MUNMAP, uintptr(start), uintptr(end-start), 0) //nolint:errcheck // best effort
+			}
+		}
+	}
+	null, err := syscall.Open(os.DevNull, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer syscall.Close(null)
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == abs {
+			if fd, err := strconv.Atoi(e.Name()); err == nil {
+				syscall.Dup3(null, fd, syscall.O_CLOEXEC) //nolint:errcheck // best effort
+			}
+		}
+	}
+}
+
+// precheck reads bbolt's two meta pages and refuses a file bbolt would panic on or read
+// past the end of: no valid meta page, pages reaching past the end of the file, or a
+// freelist pointer to something that is not a freelist page.
+func precheck(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil // bbolt reports it
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	var best *boltMeta
+	m0, err0 := readMeta(f, 0)
+	if err0 == nil {
+		best = &m0
+	}
+	ps := int64(4096)
+	if best != nil {
+		ps = int64(best.pageSize)
+	}
+	if m1, err1 := readMeta(f, ps); err1 == nil && (best == nil || m1.txid > best.txid) {
+		best = &m1
+	}
+	if best == nil {
+		if err0 != nil && fi.Size() < 2*ps {
+			return nil // bbolt's own error (file too small) says it
+		}
+		return errors.New("neither meta page is valid")
+	}
+	ps = int64(best.pageSize)
+	if fi.Size() < int64(best.pgid)*ps {
+		return fmt.Errorf("the file is %d bytes but its pages reach %d bytes: it was truncated", fi.Size(), int64(best.pgid)*ps)
+	}
+	if best.freelist != ^uint64(0) {
+		if best.freelist < 2 || best.freelist >= best.pgid {
+			return fmt.Errorf("invalid freelist page %d (the file holds %d pages)", best.freelist, best.pgid)
+		}
+		hdr := make([]byte, 16)
+		if _, err := f.ReadAt(hdr, int64(best.freelist)*ps); err != nil {
+			return fmt.Errorf("read freelist page: %w", err)
+		}
+		if flags := binary.LittleEndian.Uint16(hdr[8:]); flags&0x10 == 0 {
+			return fmt.Errorf("invalid freelist page %d (page type %#x)", best.freelist, flags)
+		}
+	}
+	if best.root < 2 || best.root >= best.pgid {
+		return fmt.Errorf("invalid root page %d (the file holds %d pages)", best.root, best.pgid)
+	}
+	return nil
+}
+
+// boltMeta is the part of bbolt's meta page precheck reads (bbolt's on-disk format:
+// a 16-byte page header, then magic, version, page size, flags, root bucket (page,
+// sequence), freelist, high-water page, txid, FNV-64a checksum of what precedes it).
+type boltMeta struct {
+	pageSize                   uint32
+	root, freelist, pgid, txid uint64
+}
+
+func readMeta(f *os.File, off int64) (boltMeta, error) {
+	b := make([]byte, 16+64)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return boltMeta{}, err
+	}
+	m := b[16:]
+	le := binary.LittleEndian
+	h := fnv.New64a()
+	h.Write(m[:56])
+	switch {
+	case le.Uint32(m[0:]) != 0xED0CDAED:
+		return boltMeta{}, errors.New("bad magic")
+	case le.Uint64(m[56:]) != h.Sum64():
+		return boltMeta{}, errors.New("bad checksum")
+	}
+	meta := boltMeta{pageSize: le.Uint32(m[8:]), root: le.Uint64(m[16:]), freelist: le.Uint64(m[32:]),
+		pgid: le.Uint64(m[40:]), txid: le.Uint64(m[48:])}
+	if meta.pageSize < 512 || meta.pageSize > 1<<20 {
+		return boltMeta{}, errors.New("bad page size")
+	}
+	return meta, nil
+}
