@@ -304,10 +304,11 @@ func (m *Monitor) Composer(ctx context.Context, rt store.Runtime) (string, error
 }
 
 // ours reports whether a composer's text is nudge's own, not a human's draft: an envelope
-// typed and waiting for its Enter, or the placeholder(s) the agent folded the text nudge
+// typed and waiting for its Enter (or put back by an agent that cancelled its turn: Gemini
+// CLI; a tall one may show only its end), or the placeholder(s) the agent folded the text nudge
 // typed last into (a large paste shown as "[Pasted Content 5621 chars]").
 func ours(pack *Pack, d, typed string) bool {
-	return strings.Contains(d, "[BRIDGE_TRIGGER ") || (pack != nil && typed != "" && pack.Ours(d, typed))
+	return strings.Contains(d, "[BRIDGE_TRIGGER ") || strings.Contains(d, "[/BRIDGE_TRIGGER]") || (pack != nil && typed != "" && pack.Ours(d, typed))
 }
 
 // Typed records the text nudge just typed into the runtime's input line, so that the
