@@ -169,6 +169,10 @@ func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 // fallbackWait is how often a trigger held behind another's fallback looks again.
 const fallbackWait = 250 * time.Millisecond
 
+// fallbackTimeout bounds a whole fallback chain (its launches wait a short grace each; a
+// tmux that stops answering must not hold the trigger, and those behind it, for good).
+const fallbackTimeout = 5 * time.Minute
+
 // beginFallback claims the runtime for one fallback chain at a time ("" never conflicts).
 func (p *Pipeline) beginFallback(runtimeID string) bool {
 	if runtimeID == "" {
@@ -195,7 +199,9 @@ func (p *Pipeline) endFallback(runtimeID string) {
 
 func (p *Pipeline) runFallback(j *job, code nudge.Code) {
 	from := j.record().RuntimeID
-	l, err := p.deps.Fallback.Fallback(p.ctx, j.record(), code)
+	ctx, cancel := context.WithTimeout(p.ctx, fallbackTimeout)
+	l, err := p.deps.Fallback.Fallback(ctx, j.record(), code)
+	cancel()
 	if p.ctx.Err() != nil {
 		return
 	}

@@ -197,6 +197,10 @@ func (r *Registry) envArgs(rt *store.Runtime) ([]string, error) {
 // respawn-pane: -c DIR, -e KEY=VAL..., then `-- env ARGV...`. The argv always has at
 // least two elements, so tmux execs it directly instead of through sh -c.
 func (r *Registry) launchArgs(rt *store.Runtime, argv []string) ([]string, error) {
+	argv, err := r.resolveArgv(rt, argv) // every launch, relaunches included, re-checks
+	if err != nil {
+		return nil, err
+	}
 	env, err := r.envArgs(rt)
 	if err != nil {
 		return nil, err
