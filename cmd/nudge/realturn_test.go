@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,8 +148,17 @@ func (ft *fullTurns) waitReadiness(want string) {
 	ft.td.waitRuntime(ft.rt.RuntimeID, func(r runtimeView) bool { return r.Readiness == want })
 }
 
+// screen is the runtime's pane now (it may have been replaced: its current pane).
 func (ft *fullTurns) screen() string {
-	return ft.td.tmux("capture-pane", "-p", "-t", ft.rt.PaneID)
+	var rt runtimeView
+	if err := ft.td.c.do(t0(), "GET", "/v1/runtimes/"+ft.rt.RuntimeID, nil, &rt); err != nil {
+		return fmt.Sprintf("(runtime: %v)", err)
+	}
+	out, err := exec.Command("tmux", "-L", ft.td.cfg.TmuxSocket, "capture-pane", "-p", "-t", rt.PaneID).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("(runtime %s/%s, pane %q: %v: %s)", rt.Status, rt.Readiness, rt.PaneID, err, out)
+	}
+	return string(out)
 }
 
 // checkModel fails unless the model got the prompt of each trigger sent exactly once
