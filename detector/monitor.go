@@ -353,6 +353,12 @@ func (m *Monitor) pane(n int) *paneState {
 // poke asks the refresh goroutine to re-read the registry.
 func (m *Monitor) poke() { signal(m.refresh) }
 
+// Refresh makes the Monitor re-read the registry soon: a runtime was recorded or got a
+// new pane. Without it a pane whose only output came before its runtime was recorded
+// (a prompt drawn at once) would not be watched until something else happened in it.
+// It never blocks.
+func (m *Monitor) Refresh() { m.poke() }
+
 func (m *Monitor) refreshLoop() {
 	defer m.wg.Done()
 	for {

@@ -51,7 +51,7 @@ func (p *Pipeline) laneFor(id string) *lane {
 
 func (p *Pipeline) removeFromLane(j *job) {
 	p.mu.Lock()
-	l := p.lanes[j.t.RuntimeID]
+	l := p.lanes[j.record().RuntimeID]
 	p.mu.Unlock()
 	if l != nil {
 		l.remove(j)
@@ -188,7 +188,7 @@ func (p *Pipeline) gates(j *job, rt store.Runtime, now time.Time) verdict {
 	case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered, nudge.StatusExited:
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + rt.Status}
 	case nudge.StatusStarting, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
-		return p.startingHold(rt, now)
+		return p.startingHold(j, rt, now)
 	}
 	key := rateKey(t)
 	if t.ThreadID != "" && t.ScheduleID == "" {
@@ -217,14 +217,16 @@ func (p *Pipeline) gates(j *job, rt store.Runtime, now time.Time) verdict {
 }
 
 // startingHold holds a trigger for a runtime that cannot take one yet: still starting (its
-// agent has not shown READY), or being relaunched by a fallback. Nothing is typed into it;
-// the hold ends when it becomes ready, or, for a start, at its start deadline, when the
-// registry fails the start and the trigger takes the fallback path.
-func (p *Pipeline) startingHold(rt store.Runtime, now time.Time) verdict {
-	v := verdict{kind: hold, code: nudge.RuntimeStarting, why: "runtime is " + rt.Status + ": not ready for input yet"}
+// agent has not shown READY: RUNTIME_STARTING until its start deadline, when the registry
+// fails the start and the trigger takes the fallback path), or being relaunched by a
+// fallback (FALLBACK_IN_PROGRESS on the hold clock: a resume run in the runtime's pane
+// reads no input). Nothing is typed into it meanwhile.
+func (p *Pipeline) startingHold(j *job, rt store.Runtime, now time.Time) verdict {
+	why := "runtime is " + rt.Status + ": not ready for input yet"
 	if nudge.Status(rt.Status) != nudge.StatusStarting {
-		v.code = nudge.FallbackInProgress
+		return p.holdFor(j, rt, now, nudge.FallbackInProgress, why, time.Time{})
 	}
+	v := verdict{kind: hold, code: nudge.RuntimeStarting, why: why}
 	if sd, ok := p.deps.Runtimes.(interface{ StartDeadline(string) time.Time }); ok {
 		if until := sd.StartDeadline(rt.RuntimeID); until.After(now) {
 			v.until = until

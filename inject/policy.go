@@ -175,6 +175,20 @@ func (g *loopGuard) progress(key string) {
 	}
 }
 
+// keysOf returns the keys of thread's counters, for every agent, sorted.
+func (g *loopGuard) keysOf(thread string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for k := range g.threads {
+		if strings.HasSuffix(k, "\x00"+thread) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // progressPrefix resets every key starting with prefix (all threads of an agent).
 func (g *loopGuard) progressPrefix(prefix string) {
 	g.mu.Lock()

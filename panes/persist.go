@@ -80,9 +80,9 @@ func (r *Registry) transitionLocked(id string, to nudge.Status, reason string, c
 	}
 	now := r.cfg.Now()
 	next.Status, next.StatusSince, next.UpdatedAt = string(to), now, now
-	if !Live(to) || to == nudge.StatusStarting {
-		// No stale readiness: a dead pane reads nothing, and a new program has shown
-		// nothing yet.
+	if !Live(to) || to == nudge.StatusStarting || to == nudge.StatusFallbackResume || to == nudge.StatusSpawnRecovery {
+		// No stale readiness: a dead pane reads nothing, and a new program (or one being
+		// relaunched) has shown nothing yet.
 		next.Readiness, next.Summary = string(nudge.Unknown), ""
 	}
 	if err := r.putLocked(&next); err != nil {

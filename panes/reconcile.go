@@ -143,10 +143,12 @@ func setPane(rt *store.Runtime, p paneInfo) {
 // that failed its start keeps its pane as evidence, and stays failed).
 func (r *Registry) aliveLocked(rt *store.Runtime, p paneInfo) []change {
 	status := nudge.Status(rt.Status)
-	waiting := status == nudge.StatusStarting && r.cfg.Profiles[rt.Agent].ReadyOn == ReadyOnReadiness &&
-		rt.Readiness != string(nudge.Ready)
+	waiting := (status == nudge.StatusStarting || status == nudge.StatusFallbackResume) &&
+		r.cfg.Profiles[rt.Agent].ReadyOn == ReadyOnReadiness && rt.Readiness != string(nudge.Ready)
 	if !waiting && (status == nudge.StatusStarting || status == nudge.StatusOffline ||
+		status == nudge.StatusFallbackResume && r.oneOff[rt.RuntimeID] == p.ID ||
 		status == nudge.StatusFailed && p.PID != rt.PID) {
+		delete(r.oneOff, rt.RuntimeID) // a resume run that is ready for input is the runtime's program now
 		chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusReady, "pane alive", "",
 			func(n *store.Runtime) { setPane(n, p); n.ExitStatus = nil })
 		r.logErr("reconcile", rt.RuntimeID, err)

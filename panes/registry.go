@@ -69,6 +69,10 @@ type Config struct {
 	// Redact masks secrets in a pane capture before it is kept as evidence (the audit);
 	// nil means captures are kept as they are.
 	Redact func(string) string
+	// LaunchPolicy returns a workspace's policy launchers (absolute paths among them are
+	// allowed even inside workspace directories) and directories (programs inside are
+	// refused); nil means none. See ResolveLauncher.
+	LaunchPolicy func(workspace string) (launchers, dirs []string)
 	// Env returns extra KEY=VALUE pairs for a spawned pane; nil means none.
 	Env func(rt store.Runtime) []string
 	// Now is the clock; nil means time.Now.
@@ -357,6 +361,7 @@ func (r *Registry) Update(id string, fn func(*store.Runtime)) (store.Runtime, er
 		next.Readiness = string(nudge.Unknown) // no stale readiness on a dead pane
 	}
 	if r.shownReadyLocked(cur, &next) {
+		delete(r.oneOff, id) // an interactive resume (claude --resume) is the runtime's program now
 		chs, err := r.transitionLocked(id, nudge.StatusReady, "agent shows READY", "",
 			func(n *store.Runtime) { status := n.Status; *n = cloneRuntime(&next); n.Status = status })
 		r.mu.Unlock()
@@ -377,9 +382,12 @@ func (r *Registry) Update(id string, fn func(*store.Runtime)) (store.Runtime, er
 }
 
 // shownReadyLocked: a starting runtime whose profile waits for readiness now reads READY
-// (starting → ready, seed 001 §9 "codex_detected"). Not while a spawn or restart still
+// (starting → ready, seed 001 §9 "codex_detected"), or a resume run in its pane does
+// (fallback_resume → ready, "resume_ok": an interactive resume such as claude --resume). Not while a spawn or restart still
 // holds it: that operation records the runtime first.
 func (r *Registry) shownReadyLocked(cur, next *store.Runtime) bool {
-	return nudge.Status(cur.Status) == nudge.StatusStarting && r.busy[cur.RuntimeID] == "" &&
+	status := nudge.Status(cur.Status)
+	return (status == nudge.StatusStarting || status == nudge.StatusFallbackResume && r.oneOff[cur.RuntimeID] == cur.PaneID) &&
+		r.busy[cur.RuntimeID] == "" &&
 		next.Readiness == string(nudge.Ready) && r.cfg.Profiles[cur.Agent].ReadyOn == ReadyOnReadiness
 }

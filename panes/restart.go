@@ -100,6 +100,33 @@ func (r *Registry) onceKind(rt *store.Runtime, argv []string) string {
 	return "oneoff-spawn"
 }
 
+// EnterRecovery shows in the state machine that a fallback chain is recovering the runtime:
+// stage is fallback_resume or spawn_recovery (seed 001 §9). RelaunchWith enters them by
+// itself (its argv tells a resume from a spawn); a chain that recovers a runtime some other
+// way (a launch in a window of its own) calls this, and Transition to leave them.
+func (r *Registry) EnterRecovery(id string, stage nudge.Status, reason string) (store.Runtime, error) {
+	if stage != nudge.StatusFallbackResume && stage != nudge.StatusSpawnRecovery {
+		return store.Runtime{}, badRequest("recovery stage %q: want fallback_resume or spawn_recovery", stage)
+	}
+	r.mu.Lock()
+	if _, ok := r.rts[id]; !ok {
+		r.mu.Unlock()
+		return store.Runtime{}, notFound(id)
+	}
+	var chs []change
+	var err error
+	if nudge.Status(r.rts[id].Status) != stage {
+		chs, err = r.toStatusLocked(id, stage, reason, "", nil)
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return store.Runtime{}, err
+	}
+	r.notify(chs)
+	got, _ := r.Get(id)
+	return got, nil
+}
+
 // enterStage shows a fallback launch in the state machine before it starts: resume →
 // fallback_resume, spawn → spawn_recovery (seed 001 §9).
 func (r *Registry) enterStage(id, how, reason string) {

@@ -26,6 +26,9 @@ type Options struct {
 	// OnLaterError is told about a write-behind write that failed (see PutRuntimeLater).
 	// nil means such failures are dropped silently.
 	OnLaterError func(op string, err error)
+	// OnHealth is told when write-behind commits start failing (the error) and when they
+	// succeed again (nil). See DB.Unavailable.
+	OnHealth func(err error)
 	// CheckTimeout bounds the consistency check Open runs (bbolt's page check plus a
 	// decode of every record); a check that runs out of time refuses the store as
 	// damaged. 0 means DefaultCheckTimeout; a negative value skips the check.
@@ -95,7 +98,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db := &DB{bolt: bdb, path: path, now: opts.Now}
-	db.later.onErr = opts.OnLaterError
+	db.later.onErr, db.later.onHealth = opts.OnLaterError, opts.OnHealth
 	if db.now == nil {
 		db.now = time.Now
 	}

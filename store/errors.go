@@ -18,6 +18,9 @@ var (
 	ErrClosed = errors.New("store is closed")
 	// ErrInvalid: a record or argument the store cannot accept (e.g. an empty id).
 	ErrInvalid = errors.New("invalid argument")
+	// ErrUnavailable: the store cannot write durably now (a full disk, an I/O error);
+	// a new trigger is refused rather than accepted and lost.
+	ErrUnavailable = errors.New("store cannot write")
 )
 
 // ChainError reports where the audit log's hash chain is broken: a record edited in

@@ -15,6 +15,11 @@ import (
 // that must be durable before its caller answers (CreateTrigger, a spawn). Flush waits
 // for everything queued before it; Close flushes. A write that fails (its trigger is
 // gone, say) is reported to Options.OnLaterError and skipped; the others still commit.
+//
+// A commit that fails (a full disk, an I/O error) loses nothing: its writes stay first
+// in the queue and are retried with backoff, the creates among them stay in the create
+// log, and the store reports itself unavailable (Unavailable, Options.OnHealth) so that
+// no new trigger is accepted until a commit succeeds again.
 
 type laterOp struct {
 	name    string
@@ -33,7 +38,17 @@ type later struct {
 	closed   bool
 	flushers int // Flushes waiting: commit without gathering
 	onErr    func(op string, err error)
+	onHealth func(err error)
+
+	failing    error  // the last commit's error while commits fail; nil when healthy
+	commitErrs uint64 // failed commits, ever
 }
+
+// Commit retry backoff while commits fail.
+const (
+	retryMin = 50 * time.Millisecond
+	retryMax = time.Second
+)
 
 func (db *DB) enqueue(op laterOp) {
 	l := &db.later
@@ -62,34 +77,63 @@ const laterGather = 5 * time.Millisecond
 // drain applies queued ops until the queue is empty.
 func (db *DB) drain() {
 	l := &db.later
+	backoff := retryMin
 	for {
 		l.mu.Lock()
-		if l.flushers == 0 {
+		if l.flushers == 0 && l.failing == nil {
 			l.mu.Unlock()
 			time.Sleep(laterGather)
 			l.mu.Lock()
 		}
 		ops := l.ops
 		l.ops = nil
-		if len(ops) == 0 {
+		if len(ops) == 0 || (l.closed && l.failing != nil) {
+			// Closed while commits fail: what is left is dropped here, but the creates
+			// among it are still in the create log, replayed at the next Open.
 			l.running = false
+			l.applied += uint64(len(ops))
 			l.cond.Broadcast()
 			l.mu.Unlock()
 			return
 		}
 		l.mu.Unlock()
-		db.applyLater(ops)
-		db.settleWAL(ops)
+		committed, retry, err := db.applyLater(ops)
+		db.settleWAL(committed)
 		l.mu.Lock()
-		l.applied += uint64(len(ops))
+		l.applied += uint64(len(ops) - len(retry))
+		if retry != nil {
+			l.ops = append(retry, l.ops...)
+			l.commitErrs++
+			started := l.failing == nil
+			l.failing = err
+			l.cond.Broadcast()
+			l.mu.Unlock()
+			if started {
+				for _, op := range retry {
+					l.report(op.name, err)
+				}
+				l.health(err)
+			}
+			time.Sleep(backoff)
+			backoff = min(2*backoff, retryMax)
+			continue
+		}
+		recovered := l.failing != nil
+		l.failing = nil
+		backoff = retryMin
 		l.cond.Broadcast()
 		l.mu.Unlock()
+		if recovered {
+			l.health(nil)
+		}
 	}
 }
 
-// applyLater runs ops in one transaction; an op that fails is rolled out by running the
-// batch again without it.
-func (db *DB) applyLater(ops []laterOp) {
+// applyLater runs ops in one transaction; an op that fails is rolled out (reported and
+// dropped) by running the batch again without it. It returns the ops that are done
+// (committed or dropped), and if the commit itself failed, the ops to retry and why.
+func (db *DB) applyLater(ops []laterOp) (done, retry []laterOp, err error) {
+	var dropped []laterOp
 	for len(ops) > 0 {
 		bad := -1
 		var badErr error
@@ -103,17 +147,37 @@ func (db *DB) applyLater(ops []laterOp) {
 			return nil
 		})
 		if err == nil {
-			return
+			return append(ops, dropped...), nil, nil
 		}
 		if bad < 0 { // the commit itself failed: nothing of the batch was written
-			for _, op := range ops {
-				db.later.report(op.name, err)
-			}
-			return
+			return dropped, ops, err
 		}
 		db.later.report(ops[bad].name, badErr)
+		dropped = append(dropped, ops[bad])
 		ops = append(ops[:bad:bad], ops[bad+1:]...)
 	}
+	return dropped, nil, nil
+}
+
+func (l *later) health(err error) {
+	if l.onHealth != nil {
+		l.onHealth(err)
+	}
+}
+
+// Unavailable returns why the store cannot write (a commit failed and has not succeeded
+// since), or nil. New triggers are refused meanwhile (ErrUnavailable).
+func (db *DB) Unavailable() error {
+	db.later.mu.Lock()
+	defer db.later.mu.Unlock()
+	return db.later.failing
+}
+
+// CommitErrors is the number of failed write-behind commits since Open.
+func (db *DB) CommitErrors() uint64 {
+	db.later.mu.Lock()
+	defer db.later.mu.Unlock()
+	return db.later.commitErrs
 }
 
 func (l *later) report(op string, err error) {
@@ -122,7 +186,8 @@ func (l *later) report(op string, err error) {
 	}
 }
 
-// Flush waits until every write queued before it has been applied.
+// Flush waits until every write queued before it has been applied, or until commits
+// fail (it does not wait for a full disk to drain: see Unavailable).
 func (db *DB) Flush() {
 	l := &db.later
 	l.mu.Lock()
@@ -132,7 +197,7 @@ func (db *DB) Flush() {
 	}
 	target := l.queued
 	l.flushers++
-	for l.applied < target {
+	for l.applied < target && l.failing == nil {
 		l.cond.Wait()
 	}
 	l.flushers--

@@ -26,6 +26,7 @@ type walEntry struct {
 type wal struct {
 	mu      sync.Mutex
 	f       *os.File
+	size    int64 // bytes of whole lines in the log
 	pending map[string]Trigger
 }
 
@@ -100,10 +101,21 @@ func (db *DB) CreateTriggerQuick(t Trigger, audit *AuditRecord) (Trigger, bool, 
 		w.mu.Unlock()
 		return Trigger{}, false, fmt.Errorf("create trigger: %w", ErrClosed)
 	}
-	if _, err := w.f.Write(append(line, '\n')); err != nil {
+	if err := db.Unavailable(); err != nil {
 		w.mu.Unlock()
-		return Trigger{}, false, fmt.Errorf("create trigger: write create log: %w", err)
+		return Trigger{}, false, fmt.Errorf("create trigger: %w: %v", ErrUnavailable, err)
 	}
+	line = append(line, '\n')
+	if n, err := w.f.Write(line); err != nil || n != len(line) {
+		// Cut a partial line off, or the next line would be glued to it and both lost
+		// at replay. If even that fails, the log stays refused until it works.
+		if terr := w.f.Truncate(w.size); terr != nil {
+			err = errors.Join(err, terr)
+		}
+		w.mu.Unlock()
+		return Trigger{}, false, fmt.Errorf("create trigger: %w: write create log: %v", ErrUnavailable, err)
+	}
+	w.size += int64(len(line))
 	w.pending[t.TriggerID] = t
 	w.mu.Unlock()
 	db.enqueue(laterOp{name: "create trigger " + t.TriggerID, created: t.TriggerID, fn: func(tx *bolt.Tx) error {
@@ -134,8 +146,9 @@ func (db *DB) pendingTrigger(id string) (Trigger, bool) {
 	return t, ok
 }
 
-// settleWAL forgets pending creates that bbolt now holds and, when none is left, empties
-// the log. It runs on the write-behind goroutine after each commit.
+// settleWAL forgets pending creates that bbolt now holds (or that failed for good) and,
+// when none is left, empties the log. It runs on the write-behind goroutine after each
+// commit; creates whose commit failed are not in applied and stay in the log.
 func (db *DB) settleWAL(applied []laterOp) {
 	w := &db.wal
 	w.mu.Lock()
@@ -145,8 +158,10 @@ func (db *DB) settleWAL(applied []laterOp) {
 			delete(w.pending, op.created)
 		}
 	}
-	if len(w.pending) == 0 && w.f != nil {
-		w.f.Truncate(0) //nolint:errcheck // an unemptied log is replayed harmlessly
+	if len(w.pending) == 0 && w.f != nil && w.size > 0 {
+		if w.f.Truncate(0) == nil { // an unemptied log is replayed harmlessly
+			w.size = 0
+		}
 	}
 }
 

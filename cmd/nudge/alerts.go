@@ -139,7 +139,8 @@ func (a *alerter) heartbeats(rts []store.Runtime, expects func(store.Runtime) bo
 	now := a.now()
 	for _, rt := range rts {
 		switch nudge.Status(rt.Status) {
-		case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered, nudge.StatusPaused, nudge.StatusStarting:
+		case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered, nudge.StatusPaused, nudge.StatusStarting,
+			nudge.StatusExited:
 			continue
 		}
 		if !expects(rt) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -36,7 +37,7 @@ func (d *daemon) routes() http.Handler {
 	h("POST /v1/triggers/{id}/ack", verbAck, d.handleAck)
 	h("POST /v1/triggers/{id}/force", verbAdmin, d.handleForce)
 	h("POST /v1/threads/{id}/unblock", verbAdmin, d.handleUnblock)
-	h("GET /v1/events", verbRead, func(w http.ResponseWriter, r *http.Request, _ caller) { d.hub.serveEvents(w, r) })
+	h("GET /v1/events", verbRead, d.serveScopedEvents)
 	h("GET /v1/audit", verbRead, d.handleAudit)
 	h("GET /v1/schedules", verbRead, d.handleListSchedules)
 	h("POST /v1/schedules", verbTrigger, d.handleAddSchedule)
@@ -101,9 +102,9 @@ func (d *daemon) handleListRuntimes(w http.ResponseWriter, r *http.Request, c ca
 
 func (d *daemon) runtimeFor(w http.ResponseWriter, r *http.Request, c caller, verb string) (store.Runtime, bool) {
 	rt, ok := d.reg.Get(r.PathValue("id"))
-	if !ok {
-		writeError(w, &apiError{nudge.NotFound, "no runtime " + r.PathValue("id")})
-		return rt, false
+	if !ok || !c.sees(rt.WorkspaceID) {
+		writeError(w, unknownRuntime(r.PathValue("id")))
+		return store.Runtime{}, false
 	}
 	if err := c.allowRuntime(verb, rt); err != nil {
 		writeError(w, err)
@@ -382,12 +383,8 @@ func (d *daemon) handleTrigger(w http.ResponseWriter, r *http.Request, c caller)
 }
 
 func (d *daemon) handleGetTrigger(w http.ResponseWriter, r *http.Request, c caller) {
-	t, err := d.pipe.Get(r.PathValue("id"))
+	t, err := d.readableTrigger(c, r.PathValue("id"))
 	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := c.allow(verbRead, t.WorkspaceID); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -458,7 +455,7 @@ func (d *daemon) handleListTriggers(w http.ResponseWriter, r *http.Request, c ca
 
 func (d *daemon) handleAck(w http.ResponseWriter, r *http.Request, c caller) {
 	id := r.PathValue("id")
-	t, err := d.pipe.Get(id)
+	t, err := d.readableTrigger(c, id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -538,21 +535,31 @@ func (d *daemon) handleUnblock(w http.ResponseWriter, r *http.Request, c caller)
 		writeError(w, err)
 		return
 	}
-	if b.Workspace == "" || b.Agent == "" {
-		writeError(w, badRequest("workspace and agent are required"))
+	thread := r.PathValue("id")
+	agents := []string{b.Workspace + "/" + b.Agent}
+	switch {
+	case b.Workspace == "" && b.Agent == "":
+		// The thread, for every agent of a workspace the caller administers.
+		agents = d.pipe.Unblock(thread, func(ws string) bool { return c.allow(verbAdmin, ws) == nil })
+	case b.Workspace == "" || b.Agent == "":
+		writeError(w, badRequest("workspace and agent go together (or neither: the thread for every agent)"))
 		return
+	default:
+		if err := c.allow(verbAdmin, b.Workspace); err != nil {
+			writeError(w, err)
+			return
+		}
+		d.pipe.Progress(b.Workspace, b.Agent, thread)
 	}
-	if err := c.allow(verbAdmin, b.Workspace); err != nil {
-		writeError(w, err)
-		return
-	}
-	d.pipe.Progress(b.Workspace, b.Agent, r.PathValue("id"))
 	uid := c.UID
-	if _, err := d.db.AppendAudit(store.AuditRecord{Event: "thread_unblocked", ThreadID: r.PathValue("id"),
-		Workspace: b.Workspace, Subject: c.Subject, PeerUID: &uid, Reason: b.Reason}); err != nil {
-		d.log.Error("audit", "event", "thread_unblocked", "err", err)
+	for _, a := range agents {
+		ws, _, _ := strings.Cut(a, "/")
+		if _, err := d.db.AppendAudit(store.AuditRecord{Event: "thread_unblocked", ThreadID: thread,
+			Workspace: ws, Subject: c.Subject, PeerUID: &uid, Reason: b.Reason, Detail: mustJSON(map[string]string{"agent": a})}); err != nil {
+			d.log.Error("audit", "event", "thread_unblocked", "err", err)
+		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"thread_id": r.PathValue("id"), "unblocked": true})
+	writeJSON(w, http.StatusOK, map[string]any{"thread_id": thread, "unblocked": true, "agents": agents})
 }
 
 func (d *daemon) handleAudit(w http.ResponseWriter, r *http.Request, c caller) {
@@ -586,8 +593,19 @@ func (d *daemon) handleAudit(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	out := []store.AuditRecord{}
+	triggerWS := map[string]string{}
+	lookup := func(id string) string {
+		ws, ok := triggerWS[id]
+		if !ok {
+			if t, err := d.db.GetTrigger(id); err == nil {
+				ws = t.WorkspaceID
+			}
+			triggerWS[id] = ws
+		}
+		return ws
+	}
 	for _, rec := range recs {
-		if rec.Workspace == "" || c.allow(verbRead, rec.Workspace) == nil {
+		if c.seesAudit(rec, lookup) {
 			out = append(out, rec)
 		}
 	}

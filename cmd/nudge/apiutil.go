@@ -60,6 +60,8 @@ func toAPIError(err error) *apiError {
 		return &apiError{ne.Code, ne.Message}
 	case errors.Is(err, store.ErrNotFound):
 		return &apiError{nudge.NotFound, err.Error()}
+	case errors.Is(err, store.ErrUnavailable):
+		return &apiError{nudge.Unavailable, err.Error()}
 	default:
 		return &apiError{nudge.Internal, err.Error()}
 	}

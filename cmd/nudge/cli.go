@@ -287,14 +287,14 @@ func runUnblock(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet("unblock", "THREAD_ID", env)
 	o := addClientFlags(fs)
 	var b unblockBody
-	fs.StringVar(&b.Workspace, "workspace", "", "workspace id")
-	fs.StringVar(&b.Agent, "agent", "", "the agent's role")
+	fs.StringVar(&b.Workspace, "workspace", "", "workspace id (with --agent; default: every agent's block of the thread)")
+	fs.StringVar(&b.Agent, "agent", "", "the agent's role (with --workspace)")
 	fs.StringVar(&b.Reason, "reason", "", "why the thread may go on (kept in the audit log)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || b.Workspace == "" || b.Agent == "" {
-		return usagef("want one THREAD_ID, --workspace and --agent")
+	if fs.NArg() != 1 || (b.Workspace == "") != (b.Agent == "") {
+		return usagef("want one THREAD_ID, and --workspace with --agent or neither")
 	}
 	return o.call(ctx, env, "POST", "/v1/threads/"+url.PathEscape(fs.Arg(0))+"/unblock", b)
 }

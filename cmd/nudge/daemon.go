@@ -110,7 +110,16 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 }
 
 func (d *daemon) storeOptions() store.Options {
-	o := store.Options{Timeout: time.Second, CheckTimeout: d.cfg.StoreCheckTimeout}
+	o := store.Options{Timeout: time.Second, CheckTimeout: d.cfg.StoreCheckTimeout,
+		OnLaterError: func(op string, err error) { d.log.Error("store write failed", "op", op, "err", err) },
+		OnHealth: func(err error) {
+			if err != nil {
+				d.log.Error("store cannot write: new triggers are refused (UNAVAILABLE) until it can; accepted ones are kept in the create log",
+					"path", filepath.Join(d.cfg.StateDir, "nudge.db"), "err", err)
+			} else {
+				d.log.Info("store writes again: accepting triggers")
+			}
+		}}
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = -1 // --store-check-timeout 0: skip the check
 	}
@@ -123,7 +132,7 @@ func (d *daemon) registryConfig() panes.Config {
 		Tmux: c.Tmux, SocketName: c.TmuxSocket, SocketPath: c.TmuxPath, ConfigFile: c.TmuxConfig,
 		SSHHost: c.SSHHost, Roots: c.Roots, Profiles: d.profiles,
 		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
-		Env: d.runtimeEnv, Logger: d.log, Redact: cleanCapture,
+		Env: d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy, Redact: cleanCapture,
 		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
 	}
 }
@@ -234,7 +243,7 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 }
 
 func (d *daemon) onReadiness(runtimeID string, c detector.Classification, busy bool) {
-	d.hub.Publish(Event{Type: "readiness", Detail: mustJSON(map[string]any{
+	d.hub.Publish(Event{Type: "readiness", Workspace: d.eventWorkspace(runtimeID), Detail: mustJSON(map[string]any{
 		"runtime_id": runtimeID, "readiness": c.State, "summary": c.Summary,
 		"actions_needed": c.ActionsNeeded, "operator_busy": busy})})
 	if d.ready.Load() && !busy && c.State == nudge.Ready {
@@ -264,18 +273,25 @@ func (d *daemon) onHumanDone(rt store.Runtime) {
 }
 
 func (d *daemon) onRuntimeChange(rt store.Runtime, prev nudge.Status) {
-	d.hub.Publish(Event{Type: "runtime", Runtime: rt})
+	d.hub.Publish(Event{Type: "runtime", Workspace: rt.WorkspaceID, Runtime: rt})
+	if d.ready.Load() && (prev == "" || nudge.Status(rt.Status) == nudge.StatusStarting) {
+		d.mon.Refresh() // a new runtime, or a relaunch in a new pane: watch it now
+	}
 	if d.ready.Load() && nudge.Status(rt.Status) == nudge.StatusReady {
 		d.pipe.Kick(rt.RuntimeID)
 	}
 }
 
 func (d *daemon) onTriggerChange(t store.Trigger) {
-	d.hub.Publish(Event{Type: "trigger", Trigger: t})
+	d.hub.Publish(Event{Type: "trigger", Workspace: t.WorkspaceID, Trigger: t})
 }
 
 func (d *daemon) onFallbackStep(step ack.Step) {
-	d.hub.Publish(Event{Type: "fallback", Detail: mustJSON(step)})
+	ws := d.eventWorkspace(step.RuntimeID)
+	if t, err := d.pipe.Get(step.TriggerID); err == nil {
+		ws = t.WorkspaceID
+	}
+	d.hub.Publish(Event{Type: "fallback", Workspace: ws, Detail: mustJSON(step)})
 }
 
 func (d *daemon) listen() error {

@@ -9,12 +9,15 @@ import (
 
 // Event is one line of the /v1/events stream (newline-delimited JSON).
 type Event struct {
-	Seq     uint64          `json:"seq"`
-	Time    time.Time       `json:"time"`
-	Type    string          `json:"type"` // runtime, trigger, alert, readiness, ...
-	Runtime any             `json:"runtime,omitempty"`
-	Trigger any             `json:"trigger,omitempty"`
-	Detail  json.RawMessage `json:"detail,omitempty"`
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	Type string    `json:"type"` // runtime, trigger, alert, readiness, ...
+	// Workspace the event belongs to; "" for a daemon-wide one. Streams are filtered by
+	// it (see caller.seesEvent).
+	Workspace string          `json:"workspace,omitempty"`
+	Runtime   any             `json:"runtime,omitempty"`
+	Trigger   any             `json:"trigger,omitempty"`
+	Detail    json.RawMessage `json:"detail,omitempty"`
 }
 
 // hub fans events out to subscribers without ever blocking the publisher: each subscriber
@@ -95,7 +98,8 @@ func (h *hub) Close() {
 
 // serveEvents streams events as NDJSON until the client goes away, the subscriber is
 // dropped for falling behind, or the daemon shuts down.
-func (h *hub) serveEvents(w http.ResponseWriter, r *http.Request) {
+// Only events show passes are sent (the caller's scope).
+func (h *hub) serveEvents(w http.ResponseWriter, r *http.Request, show func(Event) bool) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		writeError(w, badRequest("streaming unsupported"))
@@ -119,13 +123,18 @@ func (h *hub) serveEvents(w http.ResponseWriter, r *http.Request) {
 			for {
 				select {
 				case ev := <-s.ch:
-					_ = enc.Encode(ev)
+					if show(ev) {
+						_ = enc.Encode(ev)
+					}
 				default:
 					fl.Flush()
 					return
 				}
 			}
 		case ev := <-s.ch:
+			if !show(ev) {
+				continue
+			}
 			if err := enc.Encode(ev); err != nil {
 				return
 			}

@@ -49,7 +49,7 @@ func TestGatesSurviveDaemonRestart(t *testing.T) {
 	if r4.State != "deferred" || r4.Attempts != 0 || r4.ErrorCode != "TRIGGER_RATE_LIMITED" || r4.DeferredUntil == nil {
 		t.Fatalf("rate window after a restart: %+v", r4)
 	}
-	if out, errs, code := td.runCLI("unblock", "th-loop", "--workspace", "w1", "--agent", "rev", "--reason", "looked at it"); code != 0 {
+	if out, errs, code := td.runCLI("unblock", "th-loop", "--reason", "looked at it"); code != 0 {
 		t.Fatalf("nudge unblock: exit %d %s %s", code, out, errs)
 	}
 	if got := send(td, "l4", "th-loop", "unblocked now"); got.State != "acked" {
@@ -61,4 +61,25 @@ func TestGatesSurviveDaemonRestart(t *testing.T) {
 	if !strings.Contains(events(recs), "thread_unblocked") {
 		t.Errorf("unblock not in the thread's audit: %s", events(recs))
 	}
+}
+
+// TestForceCommand: `nudge force ID --reason R` delivers a held trigger now, and is
+// refused without a reason.
+func TestForceCommand(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	rt, file := rawCat(t, td, "w1", "rev")
+	td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/pause", nil, nil)
+	if tr, err := td.trigger(map[string]any{"trigger_id": "f1", "workspace": "w1", "agent": "rev", "prompt": "go now"}); err != nil || tr.State != "deferred" {
+		t.Fatalf("held: %+v %v", tr, err)
+	}
+	if _, _, code := td.runCLI("force", "f1"); code != 2 {
+		t.Errorf("force without --reason: exit %d, want 2", code)
+	}
+	if out, errs, code := td.runCLI("force", "f1", "--reason", "operator says so"); code != 0 {
+		t.Fatalf("nudge force: exit %d %s %s", code, out, errs)
+	}
+	if got := td.waitTrigger("f1", closed); got.State != "acked" || !got.ForceOverride {
+		t.Fatalf("forced: %+v", got)
+	}
+	readUntil(t, file, func(s string) bool { return strings.Contains(s, "go now") })
 }

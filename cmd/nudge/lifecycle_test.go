@@ -100,6 +100,9 @@ func TestExitZeroIsExitedNotRestarted(t *testing.T) {
 	if out, _, code := td.runCLI("ls"); code != 0 || !strings.Contains(out, "exited") || strings.Contains(rowOf(out, rt.RuntimeID), "READY") {
 		t.Fatalf("nudge ls (exit %d):\n%s", code, out)
 	}
+	if out, _, _ := td.runCLI("status", "--short"); !strings.Contains(out, "EXITED") {
+		t.Errorf("nudge status --short: %q", out)
+	}
 	if !strings.Contains(events(td.runtimeRecords(rt.RuntimeID)), "runtime_exited") {
 		t.Errorf("no runtime_exited audit: %s", events(td.runtimeRecords(rt.RuntimeID)))
 	}
@@ -149,7 +152,14 @@ func TestCrashRestartsNativeResumeOrFresh(t *testing.T) {
 // TestDoneMarkerIsExited: the profile's completion marker on a line of its own makes the
 // program's end clean whatever its status; the marker inside a sentence does not.
 func TestDoneMarkerIsExited(t *testing.T) {
-	td := lifecycleSetup(t, nil, nil)
+	td := lifecycleSetup(t, func(string) map[string]map[string]any {
+		return map[string]map[string]any{"service": {"launch": []string{"sh"}, "allowed_launchers": []string{"sh"},
+			"pack": "shell", "queues_input": true, "restart_on_exit": true}}
+	}, nil)
+	// A profile may opt into restart-on-exit: a clean exit is restarted, not counted.
+	flag := filepath.Join(td.cfg.Roots[0], "served")
+	svc := td.spawnRaw(spawnBody{Workspace: "w1", Role: "svc", Agent: "service",
+		Argv: []string{"sh", "-c", "if [ -e " + flag + " ]; then exec cat; fi; touch " + flag + "; sleep 0.3; exit 0"}})
 	done := td.spawnShell("w1", "marked", "sh", "-c", "sleep 0.3; echo __TASK_DONE__; sleep 0.5; exit 3")
 	crash := td.spawnShell("w1", "mention", "sh", "-c", "sleep 0.3; echo 'not yet __TASK_DONE__ here'; sleep 0.5; exit 3")
 	got := td.waitRuntime(done.RuntimeID, func(r runtimeView) bool { return r.Status == "exited" || r.Restarts > 0 })
@@ -163,6 +173,10 @@ func TestDoneMarkerIsExited(t *testing.T) {
 	td.sweeps(5)
 	if got := td.get(done.RuntimeID); got.Status != "exited" || got.Restarts != 0 {
 		t.Fatalf("marked runtime restarted: %+v", got.Runtime)
+	}
+	got = td.waitRuntime(svc.RuntimeID, func(r runtimeView) bool { return r.Restarts == 1 && r.Status == "ready" })
+	if len(got.Failures) != 0 {
+		t.Fatalf("restart-on-exit counted a crash: %+v", got.Runtime)
 	}
 }
 

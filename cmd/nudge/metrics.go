@@ -176,7 +176,11 @@ func (o *observer) raise(as []alert) {
 	for _, a := range as {
 		o.alertsTotal.Inc()
 		o.d.log.Warn("alert", "kind", a.Kind, "runtime_id", a.RuntimeID, "message", a.Message)
-		o.d.hub.Publish(Event{Type: "alert", Detail: mustJSON(a)})
+		ws := ""
+		if a.RuntimeID != "" {
+			ws = o.d.eventWorkspace(a.RuntimeID)
+		}
+		o.d.hub.Publish(Event{Type: "alert", Workspace: ws, Detail: mustJSON(a)})
 	}
 }
 
@@ -266,13 +270,19 @@ func (o *observer) writeLive(w io.Writer) {
 	metrics.WriteCounterUint64(w, "nudge_controlmode_dials_total", uint64(st.Dials))
 	metrics.WriteCounterUint64(w, "nudge_controlmode_pause_total", uint64(st.Pauses))
 	metrics.WriteGaugeFloat64(w, "nudge_controlmode_lag_seconds", st.Lag.Seconds())
+	metrics.WriteCounterUint64(w, "nudge_store_commit_errors_total", d.db.CommitErrors())
+	unavailable := 0.0
+	if d.db.Unavailable() != nil {
+		unavailable = 1
+	}
+	metrics.WriteGaugeFloat64(w, "nudge_store_unavailable", unavailable)
 
 	rts := d.reg.List()
 	byStatus := map[string]int{}
 	byReadiness := map[string]int{}
 	for _, s := range []nudge.Status{nudge.StatusStarting, nudge.StatusReady, nudge.StatusTriggering, nudge.StatusAwaitingAck,
 		nudge.StatusRetrying, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery, nudge.StatusFailed,
-		nudge.StatusOffline, nudge.StatusPaused} {
+		nudge.StatusOffline, nudge.StatusPaused, nudge.StatusExited} {
 		byStatus[string(s)] = 0
 	}
 	for _, r := range []nudge.Readiness{nudge.Ready, nudge.Busy, nudge.NeedsConfirmation, nudge.ErrorState, nudge.Unknown} {

@@ -21,11 +21,11 @@ type statusRow struct {
 }
 
 // stateWord is a runtime's state in one word: the lifecycle status when it says the agent
-// cannot take prompts (PAUSED, FAILED, OFFLINE, STARTING), else the detector's readiness.
+// cannot take prompts (PAUSED, FAILED, OFFLINE, EXITED, STARTING, ...), else the detector's readiness.
 func stateWord(rt store.Runtime) string {
 	switch nudge.Status(rt.Status) {
 	case nudge.StatusFailed, nudge.StatusOffline, nudge.StatusStarting, nudge.StatusDeregistered,
-		nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
+		nudge.StatusFallbackResume, nudge.StatusSpawnRecovery, nudge.StatusExited:
 		return strings.ToUpper(rt.Status)
 	}
 	if rt.Paused || rt.Status == string(nudge.StatusPaused) {

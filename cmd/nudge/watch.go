@@ -394,7 +394,7 @@ var (
 )
 
 // stateStyle colours a state word: READY green, BUSY yellow, NEEDS_CONFIRMATION magenta,
-// ERROR/FAILED red, OFFLINE grey.
+// ERROR/FAILED red, OFFLINE/EXITED grey.
 func stateStyle(word string) tcell.Style {
 	switch word {
 	case string(nudge.Ready):
@@ -405,7 +405,7 @@ func stateStyle(word string) tcell.Style {
 		return stDefault.Foreground(tcell.ColorFuchsia)
 	case string(nudge.ErrorState), "FAILED":
 		return stDefault.Foreground(tcell.ColorRed)
-	case "OFFLINE", "DEREGISTERED":
+	case "OFFLINE", "DEREGISTERED", "EXITED":
 		return stDim
 	case "PAUSED":
 		return stDefault.Foreground(tcell.ColorBlue)

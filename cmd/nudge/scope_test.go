@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/quick"
+	"time"
+
+	"github.com/nudgehq/nudge/store"
+)
+
+// eventTap collects an /v1/events stream.
+type eventTap struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func tapEvents(t *testing.T, c *client) *eventTap {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	resp, err := c.send(ctx, "GET", "/v1/events", nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		cancel()
+		t.Fatalf("events: %v %v", resp, err)
+	}
+	tap := &eventTap{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			tap.mu.Lock()
+			tap.lines = append(tap.lines, sc.Text())
+			tap.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); resp.Body.Close(); <-done })
+	return tap
+}
+
+func (e *eventTap) text() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return strings.Join(e.lines, "\n")
+}
+
+// rawGet returns a request's status and body.
+func rawGet(t *testing.T, c *client, method, path string) (int, string) {
+	t.Helper()
+	resp, err := c.send(context.Background(), method, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// A token scoped to one workspace (and a runtime's own token) sees only its workspaces'
+// events, audit records and receipts; an id in another workspace answers exactly as an
+// unknown id.
+func TestEventsAndLookupsScoped(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	rt1, _ := rawCat(t, td, "w1", "rev")
+	rawCat(t, td, "w2", "rev")
+	scoped := td.as(td.issue(t, "--subject", "orch", "--workspace", "w1", "--verbs", "trigger,ack", "--ttl", "1h"))
+	runtimeTok := procEnv(t, rt1.PID)["NUDGE_RUNTIME_TOKEN"]
+	if runtimeTok == "" {
+		t.Fatal("no runtime token in the pane")
+	}
+	asRuntime := td.as(runtimeTok)
+	all, one, own := tapEvents(t, td.c), tapEvents(t, scoped), tapEvents(t, asRuntime)
+
+	if _, err := td.trigger(map[string]any{"trigger_id": "w2-secret", "workspace": "w2", "agent": "rev", "prompt": "PROMPT-OF-W2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := td.trigger(map[string]any{"trigger_id": "w1-open", "workspace": "w1", "agent": "rev", "prompt": "PROMPT-OF-W1"}); err != nil {
+		t.Fatal(err)
+	}
+	td.waitTrigger("w2-secret", func(tr store.Trigger) bool { return tr.State == "submitted" || tr.Closed })
+	td.waitTrigger("w1-open", func(tr store.Trigger) bool { return tr.State == "submitted" || tr.Closed })
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && !(strings.Contains(one.text(), "PROMPT-OF-W1") && strings.Contains(own.text(), "PROMPT-OF-W1") &&
+		strings.Contains(all.text(), "PROMPT-OF-W2")) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(all.text(), "PROMPT-OF-W2") || !strings.Contains(one.text(), "PROMPT-OF-W1") || !strings.Contains(own.text(), "PROMPT-OF-W1") {
+		t.Fatalf("streams never showed what they may see:\nall:\n%s\nscoped:\n%s\nruntime:\n%s", all.text(), one.text(), own.text())
+	}
+	for name, tap := range map[string]*eventTap{"workspace token": one, "runtime token": own} {
+		if s := tap.text(); strings.Contains(s, "w2") {
+			t.Errorf("%s saw another workspace's events:\n%s", name, s)
+		}
+	}
+
+	// Lookups outside the scope answer as an unknown id: same status, same body.
+	for name, c := range map[string]*client{"workspace token": scoped, "runtime token": asRuntime} {
+		for _, q := range []struct{ method, known, unknown, id, none string }{
+			{"GET", "/v1/triggers/w2-secret", "/v1/triggers/w2-nosuch", "w2-secret", "w2-nosuch"},
+			{"POST", "/v1/triggers/w2-secret/ack", "/v1/triggers/w2-nosuch/ack", "w2-secret", "w2-nosuch"},
+			{"GET", "/v1/runtimes/rt_w2.rev", "/v1/runtimes/rt_w2.nos", "rt_w2.rev", "rt_w2.nos"},
+		} {
+			s1, b1 := rawGet(t, c, q.method, q.known)
+			s2, b2 := rawGet(t, c, q.method, q.unknown)
+			if s1 != s2 || strings.ReplaceAll(b1, q.id, q.none) != b2 || s1/100 == 2 {
+				t.Errorf("%s %s %s: %d %s; unknown id: %d %s", name, q.method, q.known, s1, b1, s2, b2)
+			}
+		}
+	}
+	// The audit: nothing of w2, whatever the record names.
+	scoped.do(bg(), "POST", "/v1/runtimes/rt_w2.rev/stop", nil, nil) //nolint:errcheck // refused: audited
+	var recs []store.AuditRecord
+	if err := scoped.do(bg(), "GET", "/v1/audit", nil, &recs); err != nil {
+		t.Fatal(err)
+	}
+	seen1 := false
+	for _, r := range recs {
+		if r.Workspace == "w2" || strings.Contains(r.RuntimeID, "w2") || strings.Contains(r.TriggerID, "w2") || strings.Contains(r.Reason, "w2") {
+			t.Errorf("scoped audit shows %+v", r)
+		}
+		seen1 = seen1 || r.TriggerID == "w1-open"
+	}
+	if !seen1 {
+		t.Errorf("scoped audit lacks its own workspace's records: %+v", recs)
+	}
+}
+
+// The scope filter as a property: a caller scoped to some workspaces sees a record iff
+// its workspace (direct, through the runtime id, or through the trigger) is one of
+// them; a record of no workspace only unrestricted callers see.
+func TestScopeFilterProperty(t *testing.T) {
+	names := []string{"", "a", "b", "c_d", "a-b"}
+	f := func(ws, rtWS, trWS, mine uint8, all bool, runtimeTok bool) bool {
+		pick := func(n uint8) string { return names[int(n)%len(names)] }
+		c := caller{Subject: "t"}
+		if !all {
+			c.Workspaces = []string{pick(mine)}
+			if c.Workspaces[0] == "" {
+				c.Workspaces = []string{"z"}
+			}
+			c.Verbs = []string{"read"}
+		}
+		if runtimeTok {
+			c.RuntimeID = "rt_" + strings.Join(c.Workspaces, "") + ".r"
+		}
+		rec := store.AuditRecord{Workspace: pick(ws), TriggerID: "t1"}
+		if pick(rtWS) != "" {
+			rec.RuntimeID = "rt_" + pick(rtWS) + ".role"
+		}
+		lookup := func(string) string { return pick(trWS) }
+		eff := rec.Workspace
+		if eff == "" && rec.RuntimeID != "" {
+			eff = pick(rtWS)
+		}
+		if eff == "" {
+			eff = pick(trWS)
+		}
+		var want bool
+		switch {
+		case eff == "":
+			want = c.Workspaces == nil && c.RuntimeID == ""
+		case c.Workspaces == nil:
+			want = true
+		default:
+			want = c.Workspaces[0] == eff
+		}
+		return c.seesAudit(rec, lookup) == want && c.seesEvent(Event{Workspace: eff}) == want
+	}
+	if err := quick.Check(f, &quick.Config{MaxCount: 5000}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A trigger body with a duplicate or case-folded field is a 400 naming the field.
+func TestTriggerBodyFieldNames(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	for body, want := range map[string]string{
+		`{"trigger_id":"d1","workspace":"w","agent":"a","prompt":"safe","prompt":"other"}`: `\"prompt\" is given twice`,
+		`{"trigger_id":"d2","workspace":"w","agent":"a","Prompt":"x"}`:                     `\"Prompt\": field names are case-sensitive`,
+	} {
+		req, _ := http.NewRequest("POST", "http://nudge/v1/triggers", strings.NewReader(body))
+		resp, err := td.c.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %d %s", body, resp.StatusCode, b)
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package panes
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestMarkerScan(t *testing.T) {
+	cases := []struct {
+		chunks []string
+		want   bool
+	}{
+		{[]string{"working\r\n__TASK_DONE__\r\n"}, true},
+		{[]string{"work\r\n__TASK_", "DONE__\r\n$ "}, true},               // split across chunks
+		{[]string{"\x1b[32m__TASK_DONE__\x1b[0m\r\n"}, true},              // coloured
+		{[]string{"  __TASK_DONE__  "}, true},                             // last line, no newline yet
+		{[]string{"$ echo __TASK_DONE__\r\n"}, false},                     // the command line, not the marker
+		{[]string{"the marker __TASK_DONE__ in a sentence\r\n"}, false},   // prose
+		{[]string{strings.Repeat("x", 600) + "__TASK_DONE__\r\n"}, false}, // a long line is cut, not matched
+	}
+	for i, c := range cases {
+		var m markerScan
+		m.watch(3, "__TASK_DONE__")
+		for _, ch := range c.chunks {
+			m.feed(3, []byte(ch))
+		}
+		if got := m.seen("%3"); got != c.want {
+			t.Errorf("#%d: got %v, want %v", i, got, c.want)
+		}
+		if m.seen("%4") {
+			t.Errorf("#%d: another pane saw it", i)
+		}
+	}
+}
+
+func TestProfileLifecycleFields(t *testing.T) {
+	p, err := ParseProfile("x", []byte(`{"launch":["x"],"ready_on":"readiness","start_timeout":"30s",
+		"resume_interactive":["x","resume","{session_id}"],"done_marker":" DONE ","restart_on_exit":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ReadyOn != ReadyOnReadiness || p.StartTimeout.String() != "30s" || p.DoneMarker != "DONE" || !p.RestartOnExit {
+		t.Fatalf("got %+v", p)
+	}
+	if got := strings.Join(p.ResumeInteractiveArgv("abc-1"), " "); got != "x resume abc-1" {
+		t.Errorf("resume argv %q", got)
+	}
+	if p.ResumeInteractiveArgv("--last") != nil || p.ResumeInteractiveArgv("") != nil {
+		t.Error("an invalid session id went into the resume argv")
+	}
+	if d, _ := ParseProfile("y", []byte(`{"launch":["y"]}`)); d.ReadyOn != ReadyOnAlive {
+		t.Errorf("default ready_on %q", d.ReadyOn)
+	}
+	for i, bad := range []string{
+		`{"launch":["x"],"ready_on":"soon"}`,
+		`{"launch":["x"],"resume_interactive":["x","resume"]}`,
+		`{"launch":["x"],"start_timeout":"-1s"}`,
+	} {
+		if _, err := ParseProfile("x", []byte(bad)); err == nil {
+			t.Errorf("#%d: %s accepted", i, bad)
+		}
+	}
+	codex := defaults(t)["codex"]
+	if !codex.IsResume([]string{"codex", "exec", "resume", "--skip-git-repo-check", "id", "prompt"}) || codex.IsResume([]string{"codex", "prompt"}) {
+		t.Error("IsResume")
+	}
+}
