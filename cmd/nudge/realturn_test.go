@@ -131,14 +131,14 @@ func (ft *fullTurns) waitReady(after string) {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if err := ft.td.c.do(t0(), "GET", "/v1/runtimes/"+ft.rt.RuntimeID, nil, &rt); err == nil && rt.Readiness == "READY" {
-			c := detector.Classify(ft.pack, ft.screen())
+			c := detector.Classify(ft.pack, ft.styledScreen())
 			if c.State == "READY" && c.Draft == "" {
 				return
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	c := detector.Classify(ft.pack, ft.screen())
+	c := detector.Classify(ft.pack, ft.styledScreen())
 	ft.t.Fatalf("after %s: runtime %s/%s, screen classified %+v (want READY, empty composer)\nscreen:\n%s", after, rt.Status, rt.Readiness, c, ft.screen())
 }
 
@@ -159,6 +159,13 @@ func (ft *fullTurns) screen() string {
 		return fmt.Sprintf("(runtime %s/%s, pane %q: %v: %s)", rt.Status, rt.Readiness, rt.PaneID, err, out)
 	}
 	return string(out)
+}
+
+// styledScreen is the screen with its SGR attributes, as the daemon classifies it: a
+// cue with a style (Pi's red "Error: ") tells chrome from the same words in prose
+// only there.
+func (ft *fullTurns) styledScreen() string {
+	return ft.td.tmux("capture-pane", "-p", "-e", "-t", ft.rt.PaneID)
 }
 
 // checkModel fails unless the model got the prompt of each trigger sent exactly once
