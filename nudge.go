@@ -69,6 +69,18 @@ const ErrLaunchedWithoutPrompt = sentinel("fresh runtime launched without the pr
 
 type sentinel string
 
+// Launched says where a fallback launch put a trigger's prompt: the receipt names the
+// runtime and pane, so a prompt never goes to a pane the receipt does not name.
+type Launched struct {
+	Backend   string // BackendResume or BackendSpawn
+	RuntimeID string // the runtime the launch runs as ("" for a one-shot window)
+	PaneID    string
+	// Given is true when the prompt went with the launch; false when the runtime started
+	// without it (its profile takes no prompt at launch) and it must be delivered live
+	// to RuntimeID.
+	Given bool
+}
+
 func (s sentinel) Error() string { return string(s) }
 
 // Status is a runtime's state in the seed 001 §9 state machine.

@@ -64,6 +64,9 @@ type Launcher interface {
 	PaneExit(ctx context.Context, workspace, paneID string) (alive bool, status *int, err error)
 	// HoldRestarts keeps the registry from restarting the runtime while the chain runs.
 	HoldRestarts(id string) (release func())
+	// SpawnAside starts a fresh managed runtime beside from (a fallback that must not end
+	// from's process); given is false when the prompt could not go at launch.
+	SpawnAside(ctx context.Context, from store.Runtime, prompt string) (rt store.Runtime, given bool, err error)
 }
 
 // Step is one step of a fallback chain, as audited and published.
@@ -117,14 +120,18 @@ type run struct {
 	chain []string
 }
 
-// Fallback runs the chain for t, whose live delivery failed with cause. It returns the
-// backend that accepted the prompt ("resume" or "spawn"), or a *nudge.Error with
-// RESUME_FAILED or SPAWN_FAILED, or "spawn" with nudge.ErrLaunchedWithoutPrompt when the
-// fresh runtime's profile takes no prompt at launch (the caller delivers it live).
-func (c *Chain) Fallback(ctx context.Context, t store.Trigger, cause nudge.Code) (string, error) {
+// Fallback runs the chain for t, whose live delivery failed with cause. It returns where
+// the prompt went (the backend, runtime and pane; Given false when the fresh runtime's
+// profile takes no prompt at launch: the caller delivers it live to that runtime), or a
+// *nudge.Error with RESUME_FAILED or SPAWN_FAILED.
+//
+// A fallback that must not end the runtime's process (a human is at its pane, or nudge
+// does not manage it) resumes in a window of its own and spawns a new managed runtime
+// beside it (ROLE-fb-SUFFIX): nothing is ever typed into that pane.
+func (c *Chain) Fallback(ctx context.Context, t store.Trigger, cause nudge.Code) (nudge.Launched, error) {
 	rt, ok := c.l.Get(t.RuntimeID)
 	if !ok {
-		return "", nudge.NewError(nudge.SpawnFailed, "no runtime to fall back to for "+t.WorkspaceID+"/"+t.Agent)
+		return nudge.Launched{}, nudge.NewError(nudge.SpawnFailed, "no runtime to fall back to for "+t.WorkspaceID+"/"+t.Agent)
 	}
 	prof, _ := c.l.Profile(rt.Agent)
 	defer c.l.HoldRestarts(rt.RuntimeID)()
@@ -133,21 +140,17 @@ func (c *Chain) Fallback(ctx context.Context, t store.Trigger, cause nudge.Code)
 		c.step(r, "fallback_resume_skipped", Step{Error: why})
 	} else {
 		for i := 0; i < c.cfg.ResumeAttempts; i++ {
-			if err := c.resume(ctx, r); err == nil {
-				return "resume", nil
+			if l, err := c.resume(ctx, r); err == nil {
+				return l, nil
 			} else if ctx.Err() != nil {
-				return "", ctx.Err()
+				return nudge.Launched{}, ctx.Err()
 			}
 		}
 	}
-	given, err := c.spawn(ctx, r)
-	if err != nil {
-		return "", err
+	if keepPane(r.cause) {
+		return c.spawnAside(ctx, r)
 	}
-	if !given {
-		return "spawn", nudge.ErrLaunchedWithoutPrompt
-	}
-	return "spawn", nil
+	return c.spawn(ctx, r)
 }
 
 // skipResume says why the chain goes straight to spawn, or "".
@@ -192,29 +195,50 @@ func keepPane(cause nudge.Code) bool {
 	return operatorAtPane(cause) || cause == nudge.UnmanagedRuntime
 }
 
-func (c *Chain) resume(ctx context.Context, r *run) error {
+func (c *Chain) resume(ctx context.Context, r *run) (nudge.Launched, error) {
 	argv, err := r.prof.ResumeArgv(r.rt.SessionID, r.t.Prompt)
 	if err != nil {
-		return c.failed(r, "resume", nudge.ResumeFailed, err)
+		return nudge.Launched{}, c.failed(r, "resume", nudge.ResumeFailed, err)
 	}
 	r.chain = append(r.chain, "resume")
-	return c.launch(ctx, r, "resume", argv, nudge.ResumeFailed)
+	pane, err := c.launch(ctx, r, "resume", argv, nudge.ResumeFailed)
+	l := nudge.Launched{Backend: nudge.BackendResume, PaneID: pane, Given: true}
+	if !keepPane(r.cause) {
+		l.RuntimeID = r.rt.RuntimeID
+	}
+	return l, err
 }
 
-// spawn starts a fresh runtime with the summary prompt; given is false when the profile
-// takes no prompt at launch (it is started without one).
-func (c *Chain) spawn(ctx context.Context, r *run) (given bool, err error) {
-	given = true
+// spawn starts the runtime afresh in its own pane with the summary prompt, or without
+// it when the profile takes no prompt at launch (Given false).
+func (c *Chain) spawn(ctx context.Context, r *run) (nudge.Launched, error) {
+	given := true
 	argv, err := r.prof.LaunchArgv(nil, summaryPrompt(r))
 	if errors.Is(err, panes.ErrNoPromptArg) {
 		given = false
 		argv, err = r.prof.LaunchArgv(nil, "")
 	}
 	if err != nil {
-		return false, c.failed(r, "spawn", nudge.SpawnFailed, err)
+		return nudge.Launched{}, c.failed(r, "spawn", nudge.SpawnFailed, err)
 	}
 	r.chain = append(r.chain, "spawn")
-	return given, c.launch(ctx, r, "spawn", argv, nudge.SpawnFailed)
+	pane, err := c.launch(ctx, r, "spawn", argv, nudge.SpawnFailed)
+	return nudge.Launched{Backend: nudge.BackendSpawn, RuntimeID: r.rt.RuntimeID, PaneID: pane, Given: given}, err
+}
+
+// spawnAside starts a new managed runtime beside the one whose pane must be kept.
+func (c *Chain) spawnAside(ctx context.Context, r *run) (nudge.Launched, error) {
+	r.chain = append(r.chain, "spawn")
+	c.step(r, "fallback_spawn_started", Step{Where: "runtime"})
+	rt, given, err := c.l.SpawnAside(ctx, r.rt, summaryPrompt(r))
+	if err == nil {
+		err = c.stayedUp(ctx, rt.WorkspaceID, rt.PaneID)
+	}
+	if err != nil {
+		return nudge.Launched{}, c.failed(r, "spawn", nudge.SpawnFailed, err)
+	}
+	c.step(r, "fallback_spawn_succeeded", Step{Where: "runtime " + rt.RuntimeID + " pane " + rt.PaneID})
+	return nudge.Launched{Backend: nudge.BackendSpawn, RuntimeID: rt.RuntimeID, PaneID: rt.PaneID, Given: given}, nil
 }
 
 // summaryPrompt is the prompt a fresh runtime starts with.
@@ -227,9 +251,9 @@ func summaryPrompt(r *run) string {
 	return b.String()
 }
 
-// launch starts argv (in the runtime's pane, or a new window if a human is at it) and
-// waits LaunchGrace to see that it stayed up.
-func (c *Chain) launch(ctx context.Context, r *run, kind string, argv []string, code nudge.Code) error {
+// launch starts argv (in the runtime's pane, or a new window if a human is at it), waits
+// LaunchGrace to see that it stayed up, and returns its pane.
+func (c *Chain) launch(ctx context.Context, r *run, kind string, argv []string, code nudge.Code) (string, error) {
 	s := Step{Argv: elide(argv, r.t.Prompt)}
 	s.Where = "pane"
 	if keepPane(r.cause) {
@@ -241,10 +265,11 @@ func (c *Chain) launch(ctx context.Context, r *run, kind string, argv []string, 
 		err = c.stayedUp(ctx, r.rt.WorkspaceID, pane)
 	}
 	if err != nil {
-		return c.failed(r, kind, code, err)
+		return "", c.failed(r, kind, code, err)
 	}
+	s.Where += " " + pane
 	c.step(r, "fallback_"+kind+"_succeeded", s)
-	return nil
+	return pane, nil
 }
 
 func (c *Chain) start(ctx context.Context, r *run, kind string, argv []string, where string) (string, error) {

@@ -71,6 +71,9 @@ type MonitorConfig struct {
 	// quiet window and left no draft: the orchestrator gets a synchronisation trigger
 	// (seed 001 §4.1). nil means none.
 	OnHumanDone func(rt store.Runtime)
+	// OnDequeue is called when a pane's agent has emptied its own input queue (its queued
+	// prompts are being worked on now). nil means none.
+	OnDequeue func(runtimeID string)
 	// LLM classifies a screen the pack was unsure about (Confident false). nil means the
 	// packs decide alone.
 	LLM *LLM
@@ -295,19 +298,23 @@ func (m *Monitor) Composer(ctx context.Context, rt store.Runtime) (string, error
 	c := ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY})
 	if ps := m.get(rt.RuntimeID); ps != nil {
 		ps.mu.Lock()
-		ps.readInput(pack, c)
+		dequeued := ps.readInput(pack, c)
 		ps.inMode = sc.inMode
 		ps.mu.Unlock()
+		if dequeued && m.cfg.OnDequeue != nil {
+			m.cfg.OnDequeue(ps.id)
+		}
 		m.syncBusy(ps)
 	}
 	return c.Draft, nil
 }
 
 // ours reports whether a composer's text is nudge's own, not a human's draft: an envelope
-// typed and waiting for its Enter, or the placeholder(s) the agent folded the text nudge
+// typed and waiting for its Enter (or put back by an agent that cancelled its turn: Gemini
+// CLI; a tall one may show only its end), or the placeholder(s) the agent folded the text nudge
 // typed last into (a large paste shown as "[Pasted Content 5621 chars]").
 func ours(pack *Pack, d, typed string) bool {
-	return strings.Contains(d, "[BRIDGE_TRIGGER ") || (pack != nil && typed != "" && pack.Ours(d, typed))
+	return strings.Contains(d, "[BRIDGE_TRIGGER ") || strings.Contains(d, "[/BRIDGE_TRIGGER]") || (pack != nil && typed != "" && pack.Ours(d, typed))
 }
 
 // Typed records the text nudge just typed into the runtime's input line, so that the
@@ -352,6 +359,12 @@ func (m *Monitor) pane(n int) *paneState {
 
 // poke asks the refresh goroutine to re-read the registry.
 func (m *Monitor) poke() { signal(m.refresh) }
+
+// Refresh makes the Monitor re-read the registry soon: a runtime was recorded or got a
+// new pane. Without it a pane whose only output came before its runtime was recorded
+// (a prompt drawn at once) would not be watched until something else happened in it.
+// It never blocks.
+func (m *Monitor) Refresh() { m.poke() }
 
 func (m *Monitor) refreshLoop() {
 	defer m.wg.Done()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/panes"
 	"github.com/nudgehq/nudge/store"
 )
 
@@ -131,6 +132,13 @@ func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 		p.finishFailed(j, code, why)
 		return
 	}
+	if rt, ok := p.asideFor(j.record().RuntimeID, code); ok && j.record().Fallback == "" {
+		// An earlier fallback already spawned a runtime beside this one: deliver there
+		// instead of spawning one runtime per trigger.
+		p.deliverTo(j, rt.RuntimeID, rt.PaneID, nudge.BackendSpawn, "fallback_redirect",
+			string(code)+": "+why+"; delivering to "+rt.RuntimeID+", spawned beside it by an earlier fallback")
+		return
+	}
 	if t := j.record(); t.Fallback != "" {
 		// Its fallback already relaunched the runtime and the live delivery to the fresh
 		// one failed too: no second relaunch for the same trigger.
@@ -161,6 +169,10 @@ func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 // fallbackWait is how often a trigger held behind another's fallback looks again.
 const fallbackWait = 250 * time.Millisecond
 
+// fallbackTimeout bounds a whole fallback chain (its launches wait a short grace each; a
+// tmux that stops answering must not hold the trigger, and those behind it, for good).
+const fallbackTimeout = 5 * time.Minute
+
 // beginFallback claims the runtime for one fallback chain at a time ("" never conflicts).
 func (p *Pipeline) beginFallback(runtimeID string) bool {
 	if runtimeID == "" {
@@ -186,22 +198,29 @@ func (p *Pipeline) endFallback(runtimeID string) {
 }
 
 func (p *Pipeline) runFallback(j *job, code nudge.Code) {
-	backend, err := p.deps.Fallback.Fallback(p.ctx, j.record(), code)
+	from := j.record().RuntimeID
+	ctx, cancel := context.WithTimeout(p.ctx, fallbackTimeout)
+	l, err := p.deps.Fallback.Fallback(ctx, j.record(), code)
+	cancel()
 	if p.ctx.Err() != nil {
 		return
 	}
-	if errors.Is(err, nudge.ErrLaunchedWithoutPrompt) {
+	if err == nil && l.RuntimeID != "" && l.RuntimeID != from {
+		p.mu.Lock()
+		p.aside[from] = l.RuntimeID
+		p.mu.Unlock()
+	}
+	if err == nil && !l.Given {
+		if l.RuntimeID == "" {
+			p.finishFailed(j, nudge.SpawnFailed, "fresh runtime started without the prompt and no runtime to deliver it to")
+			return
+		}
 		// A fresh runtime is up but has not got the prompt: it goes through the gates
-		// again and is typed into the new pane once that is ready. Only once: another
+		// again and is typed into the new runtime's pane (never the old one's, unless the
+		// fresh runtime took the old one's place) once that is ready. Only once: another
 		// failure of that delivery ends the trigger (startFallback).
-		now := p.cfg.Now()
-		rec := j.update(now, func(t *store.Trigger) {
-			t.Fallback = backend
-			t.Message = "fresh runtime started without the prompt: delivering it live"
-		})
-		p.persist(j, p.audit("fallback_deliver_live", rec, backend))
-		j.maybeTyped, j.retryAt, j.paneHold, j.deferStart, j.holdStart = true, time.Time{}, time.Time{}, time.Time{}, time.Time{}
-		p.laneFor(rec.RuntimeID).push(j, true)
+		p.deliverTo(j, l.RuntimeID, l.PaneID, l.Backend, "fallback_deliver_live",
+			"fresh runtime "+l.RuntimeID+" (pane "+l.PaneID+") started without the prompt: delivering it live there")
 		return
 	}
 	if err != nil {
@@ -217,13 +236,58 @@ func (p *Pipeline) runFallback(j *job, code nudge.Code) {
 	rec := j.update(now, func(t *store.Trigger) {
 		t.State = string(nudge.StateSubmitted)
 		t.SubmittedAt, t.DeliveredAt = tp(now), tp(now)
-		t.DeliveryBackend, t.Fallback = backend, backend
+		t.DeliveryBackend, t.Fallback = l.Backend, l.Backend
+		t.FallbackRuntimeID, t.FallbackPane = l.RuntimeID, l.PaneID
 		t.Closed = true
 		t.Result = string(resultFor(t))
 	})
 	p.lastTrigger(rec)
-	p.persist(j, p.audit("trigger_fell_back", rec, backend))
+	p.persist(j, p.auditDetail("trigger_fell_back", rec, l.Backend, map[string]any{
+		"backend": l.Backend, "runtime_id": l.RuntimeID, "pane_id": l.PaneID}))
 	p.done(j)
+}
+
+// deliverTo moves j to runtime id's lane for a live delivery there (a fresh runtime a
+// fallback started without the prompt, or the runtime an earlier fallback spawned beside
+// a kept pane). The receipt names the runtime and its pane.
+func (p *Pipeline) deliverTo(j *job, id, pane, backend, event, why string) {
+	now := p.cfg.Now()
+	old := j.record().RuntimeID
+	if old != id {
+		if p.deps.Acks != nil {
+			p.deps.Acks.Forget(j.id()) // its ack comes from the new runtime's pane
+		}
+		p.breakers.settle(old, j.id())
+	}
+	rec := j.update(now, func(t *store.Trigger) {
+		t.Fallback, t.FallbackRuntimeID, t.FallbackPane = backend, id, pane
+		t.RuntimeID = id
+		t.Message = why
+	})
+	p.persist(j, p.auditDetail(event, rec, why, map[string]any{"from_runtime_id": old, "runtime_id": id, "pane_id": pane}))
+	j.maybeTyped, j.retryAt, j.paneHold, j.deferStart, j.holdStart = true, time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	p.laneFor(id).push(j, true)
+}
+
+// asideFor returns the live runtime an earlier fallback spawned beside runtimeID, if the
+// cause is one that keeps runtimeID's pane.
+func (p *Pipeline) asideFor(runtimeID string, code nudge.Code) (store.Runtime, bool) {
+	switch code {
+	case nudge.DeferTimeout, nudge.OperatorBusy, nudge.UnmanagedRuntime:
+	default:
+		return store.Runtime{}, false
+	}
+	p.mu.Lock()
+	id := p.aside[runtimeID]
+	p.mu.Unlock()
+	if id == "" {
+		return store.Runtime{}, false
+	}
+	rt, ok := p.deps.Runtimes.Get(id)
+	if !ok || !rt.Managed || !panes.Live(nudge.Status(rt.Status)) {
+		return store.Runtime{}, false
+	}
+	return rt, true
 }
 
 // unroutable handles a trigger with no managed runtime: an unknown one fails with

@@ -51,7 +51,7 @@ func (p *Pipeline) laneFor(id string) *lane {
 
 func (p *Pipeline) removeFromLane(j *job) {
 	p.mu.Lock()
-	l := p.lanes[j.t.RuntimeID]
+	l := p.lanes[j.record().RuntimeID]
 	p.mu.Unlock()
 	if l != nil {
 		l.remove(j)

@@ -22,7 +22,7 @@ import (
 //	runtime paused               RUNTIME_PAUSED            MaxHold (hold clock)
 //	circuit breaker open         RUNTIME_COOLDOWN          the cooldown's end, within MaxHold
 //	thread rate limit            TRIGGER_RATE_LIMITED      the window's next free slot
-//	another trigger's fallback   FALLBACK_IN_PROGRESS      that fallback's end
+//	another trigger's fallback   FALLBACK_IN_PROGRESS      that fallback's end (rechecked every 250ms)
 //	runtime starting             RUNTIME_STARTING          its start timeout (then failed: the fallback chain)
 //	runtime being relaunched     FALLBACK_IN_PROGRESS      MaxHold (hold clock; fallback_resume, spawn_recovery)
 //	control connection down      (state unchanged)         MaxDefer, then TARGET_NOT_FOUND

@@ -172,9 +172,9 @@ type Acker interface {
 }
 
 // Fallbacker runs the fallback chain (resume, then spawn) for a trigger whose live path
-// failed with code. It returns the backend that accepted the prompt.
+// failed with code. It returns where the prompt went.
 type Fallbacker interface {
-	Fallback(ctx context.Context, t store.Trigger, code nudge.Code) (backend string, err error)
+	Fallback(ctx context.Context, t store.Trigger, code nudge.Code) (nudge.Launched, error)
 }
 
 // Deps are the pipeline's collaborators.
@@ -225,11 +225,15 @@ type Pipeline struct {
 	lanes map[string]*lane // by runtime id
 	// fallingBack: runtimes a fallback chain is relaunching (one chain at a time).
 	fallingBack map[string]bool
-	jobs        map[string]*job // triggers not yet closed, by id
-	rate        *rateLimiter
-	loops       *loopGuard
-	breakers    *breakers
-	closed      bool
+	// aside: the runtime a fallback spawned beside a runtime whose pane it had to keep
+	// (an operator at it, unmanaged): later fallbacks of that runtime go there instead
+	// of spawning one runtime per trigger.
+	aside    map[string]string
+	jobs     map[string]*job // triggers not yet closed, by id
+	rate     *rateLimiter
+	loops    *loopGuard
+	breakers *breakers
+	closed   bool
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_.:@/-]{1,128}$`)
@@ -246,7 +250,7 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pipeline{
 		cfg: cfg, deps: deps, log: cfg.Logger.Named("inject"), ctx: ctx, cancel: cancel,
-		lanes: map[string]*lane{}, jobs: map[string]*job{}, fallingBack: map[string]bool{},
+		lanes: map[string]*lane{}, jobs: map[string]*job{}, fallingBack: map[string]bool{}, aside: map[string]string{},
 		rate:  newRateLimiter(cfg.RateLimit, cfg.RatePer),
 		loops: newLoopGuard(cfg.LoopTurns, cfg.LoopRepeats),
 	}

@@ -58,6 +58,14 @@ func (r *Registry) LaunchWindow(ctx context.Context, workspace, name string, arg
 	if len(argv) == 0 {
 		return "", nudge.NewError(nudge.SpawnFailed, "empty argv")
 	}
+	if r.cfg.SSHHost == "" {
+		// Run the program found on the daemon's PATH, by its path.
+		prog, err := ResolveLauncher(argv[0], LauncherRule{Allowed: []string{"*"}})
+		if err != nil {
+			return "", nudge.NewError(nudge.SpawnFailed, err.Error())
+		}
+		argv = append([]string{prog}, argv[1:]...)
+	}
 	// A unique name lets the same tmux invocation set remain-on-exit on the new window
 	// before its process can exit.
 	name += "-" + strconv.FormatInt(r.cfg.Now().UnixNano()%1e6, 36)

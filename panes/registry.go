@@ -69,6 +69,10 @@ type Config struct {
 	// Redact masks secrets in a pane capture before it is kept as evidence (the audit);
 	// nil means captures are kept as they are.
 	Redact func(string) string
+	// LaunchPolicy returns a workspace's policy launchers (absolute paths among them are
+	// allowed even inside workspace directories) and directories (programs inside are
+	// refused); nil means none. See ResolveLauncher.
+	LaunchPolicy func(workspace string) (launchers, dirs []string)
 	// Env returns extra KEY=VALUE pairs for a spawned pane; nil means none.
 	Env func(rt store.Runtime) []string
 	// Now is the clock; nil means time.Now.

@@ -21,6 +21,7 @@ type SpawnRequest struct {
 	Dir             string   // must lie under Config.Roots; "" means the first root (or tmux's default)
 	SessionID       string   // the agent's session id, if known
 	PromptFile      string   // a first prompt read from this file (never through a shell)
+	Prompt          string   // a first prompt (when PromptFile is empty); never kept in the runtime's argv
 	Argv            []string // explicit argv; its program must be allowed by the profile
 }
 
@@ -64,6 +65,9 @@ func (r *Registry) prepareSpawn(req SpawnRequest) (store.Runtime, []string, erro
 	prompt, err := readPromptFile(req.PromptFile)
 	if err != nil {
 		return store.Runtime{}, nil, err
+	}
+	if prompt == "" {
+		prompt = req.Prompt
 	}
 	base, err := prof.LaunchArgv(req.Argv, "")
 	if err != nil {
@@ -189,6 +193,10 @@ func (r *Registry) envArgs(rt *store.Runtime) ([]string, error) {
 // respawn-pane: -c DIR, -e KEY=VAL..., then `-- env ARGV...`. The argv always has at
 // least two elements, so tmux execs it directly instead of through sh -c.
 func (r *Registry) launchArgs(rt *store.Runtime, argv []string) ([]string, error) {
+	argv, err := r.resolveArgv(rt, argv) // every launch, relaunches included, re-checks
+	if err != nil {
+		return nil, err
+	}
 	env, err := r.envArgs(rt)
 	if err != nil {
 		return nil, err

@@ -68,8 +68,12 @@ type Trigger struct {
 	DeliveryBackend string `json:"delivery_backend,omitempty"`
 	AckSignal       string `json:"ack_signal,omitempty"` // marker | api | heartbeat | cursor | submitted
 	Fallback        string `json:"fallback,omitempty"`   // "", resume, spawn
-	Attempts        int    `json:"attempts"`
-	Closed          bool   `json:"closed"` // no more work will be done for it
+	// Where a fallback put the prompt: the runtime it runs as (a fallback spawned beside
+	// a kept pane is a runtime of its own, ROLE-fb-SUFFIX) and its pane.
+	FallbackRuntimeID string `json:"fallback_runtime_id,omitempty"`
+	FallbackPane      string `json:"fallback_pane,omitempty"`
+	Attempts          int    `json:"attempts"`
+	Closed            bool   `json:"closed"` // no more work will be done for it
 	// QueuedInAgent: the agent took the prompt into its own queue (it was busy) instead
 	// of starting a turn with it; only the turn that takes it up acks it.
 	QueuedInAgent bool `json:"queued_in_agent,omitempty"`

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,7 +18,15 @@ func TestBreakerCoolsDownFailingRuntime(t *testing.T) {
 		c.AckRetries = 0
 		c.BreakerFailures, c.BreakerCooldown = 2, 3*time.Second
 	})
-	rt := td.spawnFake("deaf", "none")
+	// No session id: the fallback after each ACK_TIMEOUT spawns afresh in the pane
+	// instead of running a resume there (which would hold the runtime while it runs).
+	var rt runtimeView
+	body := spawnBody{Workspace: "w1", Role: "deaf", Agent: "fake", Dir: td.cfg.Roots[0],
+		Argv: []string{"sh", filepath.Join(td.cfg.Roots[0], "agent.sh"), "none"}}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
 	post := func(id string, ackMS int) store.Trigger {
 		t.Helper()
 		tr, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "w1", "agent": "deaf",

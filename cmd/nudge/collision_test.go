@@ -111,7 +111,10 @@ func TestDraftBlocksUntilDeferTimeout(t *testing.T) {
 	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.OperatorBusy })
 	td.trigger(map[string]any{"trigger_id": "d2", "workspace": "w1", "agent": "rev", "prompt": "must not land in the draft"})
 	got := td.waitTrigger("d2", closed)
-	if got.ErrorCode != "DEFER_TIMEOUT" || got.InjectedAt != nil {
+	// The fallback keeps the operator's pane: it spawns a runtime beside it (the shell
+	// takes no prompt at launch, so the prompt is typed live there, never here).
+	if got.ErrorCode != "DEFER_TIMEOUT" || got.Fallback != "spawn" || got.FallbackRuntimeID == "" ||
+		got.FallbackRuntimeID == rt.RuntimeID || (got.InjectedAt != nil && got.RuntimeID == rt.RuntimeID) {
 		t.Fatalf("receipt: %+v", got)
 	}
 	screen := td.tmux("capture-pane", "-p", "-t", rt.PaneID)

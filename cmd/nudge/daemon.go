@@ -132,7 +132,7 @@ func (d *daemon) registryConfig() panes.Config {
 		Tmux: c.Tmux, SocketName: c.TmuxSocket, SocketPath: c.TmuxPath, ConfigFile: c.TmuxConfig,
 		SSHHost: c.SSHHost, Roots: c.Roots, Profiles: d.profiles,
 		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
-		Env: d.runtimeEnv, Logger: d.log, Redact: cleanCapture,
+		Env: d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy, Redact: cleanCapture,
 		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
 	}
 }
@@ -239,6 +239,8 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 		}
 	}
 	mc.OnHumanDone = d.onHumanDone
+	// A prompt queued in the agent is acked by heartbeats only after the agent took it up.
+	mc.OnDequeue = func(id string) { d.acks.Dequeued(id, time.Now()) }
 	return detector.NewMonitor(mc)
 }
 
@@ -274,6 +276,9 @@ func (d *daemon) onHumanDone(rt store.Runtime) {
 
 func (d *daemon) onRuntimeChange(rt store.Runtime, prev nudge.Status) {
 	d.hub.Publish(Event{Type: "runtime", Workspace: rt.WorkspaceID, Runtime: rt})
+	if d.ready.Load() && (prev == "" || nudge.Status(rt.Status) == nudge.StatusStarting) {
+		d.mon.Refresh() // a new runtime, or a relaunch in a new pane: watch it now
+	}
 	if d.ready.Load() && nudge.Status(rt.Status) == nudge.StatusReady {
 		d.pipe.Kick(rt.RuntimeID)
 	}

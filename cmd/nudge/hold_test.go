@@ -98,7 +98,7 @@ func TestHoldEveryAgentStateEndsWithDeferTimeout(t *testing.T) {
 	for _, c := range cases {
 		id := "h-" + c.role
 		got := td.waitTrigger(id, closed)
-		if got.ErrorCode != "DEFER_TIMEOUT" || got.Result != "timeout" || !strings.Contains(got.Message, c.code) ||
+		if got.ErrorCode != "DEFER_TIMEOUT" || got.Result != "timeout" || !strings.Contains(got.Message, "past the max hold") ||
 			!strings.Contains(got.Message, c.screen) || got.Attempts != 0 {
 			t.Fatalf("%s: receipt after the deadline: %+v", c.role, got)
 		}

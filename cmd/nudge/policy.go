@@ -148,10 +148,21 @@ func (d *daemon) checkSpawn(c caller, b *spawnBody) error {
 	if err := rule.checkProfile(b.Workspace, b.Agent); err != nil {
 		return err
 	}
-	if len(b.Argv) > 0 && len(rule.launchers) > 0 && !slices.Contains(rule.launchers, filepath.Base(b.Argv[0])) {
-		return &apiError{nudge.Forbidden, fmt.Sprintf("workspace %s may not launch %q (policy launchers: %s)",
-			b.Workspace, filepath.Base(b.Argv[0]), strings.Join(rule.launchers, ", "))}
+	if err := rule.checkDir(b); err != nil {
+		return err
 	}
+	if len(b.Argv) > 0 && len(rule.launchers) > 0 && d.cfg.SSHHost == "" {
+		lr := panes.LauncherRule{Allowed: rule.launchers, Named: rule.launchers, Dirs: append([]string{b.Dir}, rule.dirs...), Cwd: b.Dir}
+		if _, err := panes.ResolveLauncher(b.Argv[0], lr); err != nil {
+			return &apiError{nudge.Forbidden, fmt.Sprintf("workspace %s may not launch %q: %v (policy launchers: %s)",
+				b.Workspace, b.Argv[0], err, strings.Join(rule.launchers, ", "))}
+		}
+	}
+	return nil
+}
+
+// checkDir pins b.Dir to the workspace's allowed dirs (the first one if none is given).
+func (rule *wsRule) checkDir(b *spawnBody) error {
 	if len(rule.dirs) == 0 {
 		return nil
 	}
@@ -168,6 +179,14 @@ func (d *daemon) checkSpawn(c caller, b *spawnBody) error {
 	}
 	b.Dir = real
 	return nil
+}
+
+// launchPolicy is panes.Config.LaunchPolicy: the workspace's policy launchers and dirs.
+func (p *policy) launchPolicy(ws string) (launchers, dirs []string) {
+	if r := p.rule(ws); r != nil {
+		return r.launchers, r.dirs
+	}
+	return nil, nil
 }
 
 func (r *wsRule) checkProfile(ws, agent string) error {

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/store"
+)
+
+// Issue 12 item 5: fallbacks never type into the wrong pane. A fallback that must keep
+// the runtime's pane (unmanaged, or an operator or a stuck agent at it) spawns a new
+// managed runtime beside it (ROLE-fb-SUFFIX: listed, stoppable) and the prompt goes
+// there, the receipt naming that runtime and its pane; a second trigger goes to the same
+// one instead of spawning another.
+
+// lineReader shows a shell-like prompt and appends each line it reads to $1.
+const lineReader = `while printf '$ '; IFS= read -r l; do printf '%s\n' "$l" >> "$1"; done`
+
+// readerSetup starts a daemon with a "reader" profile: no prompt at launch, no resume,
+// an agent that does not queue input, whose fresh launch appends what it reads to
+// fresh.log.
+func readerSetup(t *testing.T, tweak func(*serveConfig)) (*testDaemon, string) {
+	t.Helper()
+	cfg := newTestConfig(t)
+	root := cfg.Roots[0]
+	script := filepath.Join(root, "reader.sh")
+	if err := os.WriteFile(script, []byte(lineReader), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prof := map[string]any{
+		"name": "reader", "launch": []string{"sh", script, filepath.Join(root, "fresh.log")}, "allowed_launchers": []string{"sh"},
+		"prompt_arg": "", "resume": []string{}, "pack": "shell", "submit_settle": "20ms",
+		"queues_input": false, "ack_signals": []string{"marker", "api"}, "submitted_is_ack": true, "ready_quiet": "200ms",
+	}
+	cfg.ProfileDir = t.TempDir()
+	b, _ := json.Marshal(prof)
+	if err := os.WriteFile(filepath.Join(cfg.ProfileDir, "reader.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.LaunchGrace = 300 * time.Millisecond
+	cfg.DeferRecheck = 500 * time.Millisecond
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	return startDaemon(t, cfg), script
+}
+
+// asideRuntimes lists the runtimes a fallback spawned beside role.
+func (td *testDaemon) asideRuntimes(role string) []runtimeView {
+	td.t.Helper()
+	var rts, out []runtimeView
+	if err := td.c.do(t0(), "GET", "/v1/runtimes", nil, &rts); err != nil {
+		td.t.Fatal(err)
+	}
+	for _, rt := range rts {
+		if strings.HasPrefix(rt.Role, role+"-fb-") {
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
+func checkAside(t *testing.T, td *testDaemon, got store.Trigger, role string) runtimeView {
+	t.Helper()
+	aside := td.asideRuntimes(role)
+	if len(aside) != 1 {
+		t.Fatalf("want one runtime spawned beside %s, have %+v", role, aside)
+	}
+	fb := aside[0]
+	if got.Fallback != "spawn" || got.FallbackRuntimeID != fb.RuntimeID || got.FallbackPane != fb.PaneID ||
+		got.RuntimeID != fb.RuntimeID || !fb.Managed || (got.State != "acked" && got.State != "submitted") {
+		t.Fatalf("receipt %+v\ndoes not name the runtime the prompt went to: %+v", got, fb.Runtime)
+	}
+	return fb
+}
+
+func TestFallbackForUnmanagedPaneSpawnsManagedRuntime(t *testing.T) {
+	td, script := readerSetup(t, nil)
+	root := td.cfg.Roots[0]
+	human := filepath.Join(root, "human.log")
+	fresh := filepath.Join(root, "fresh.log")
+	td.spawnStrictShell("w1", "other") // creates the session
+	pane := strings.TrimSpace(td.tmux("new-window", "-d", "-t", "agents_w1:", "-n", "mine", "-P", "-F", "#{pane_id}",
+		"sh", script, human))
+	var un runtimeView
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/register", registerBody{Workspace: "w1", Role: "adopted", Agent: "reader",
+		Target: pane, Unmanaged: true}, &un); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"un1", "un2"} {
+		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "w1", "agent": "adopted", "prompt": "hello " + id}); err != nil {
+			t.Fatal(err)
+		}
+		got := td.waitTrigger(id, closed)
+		fb := checkAside(t, td, got, "adopted")
+		waitFile(t, fresh, "[BRIDGE_TRIGGER id="+id+" ", 20*time.Second)
+		story := events(td.audit(id))
+		if want := []string{"fallback_deliver_live", "fallback_redirect"}[i]; !strings.Contains(story, want) {
+			t.Fatalf("%s: story %s lacks %s", id, story, want)
+		}
+		if i == 1 {
+			if err := td.c.do(t0(), "POST", "/v1/runtimes/"+fb.RuntimeID+"/stop", nil, nil); err != nil {
+				t.Fatalf("the fallback runtime cannot be stopped: %v", err)
+			}
+		}
+	}
+	if b, _ := os.ReadFile(human); strings.Contains(string(b), "BRIDGE_TRIGGER") {
+		t.Fatalf("a prompt was typed into the unmanaged pane: %q", b)
+	}
+}
+
+func TestFallbackAfterDeferTimeoutNeverTypesIntoHeldPane(t *testing.T) {
+	td, _ := readerSetup(t, func(c *serveConfig) { c.MaxHold = 2 * time.Second })
+	busy := filepath.Join(td.cfg.Roots[0], "busy.log")
+	fresh := filepath.Join(td.cfg.Roots[0], "fresh.log")
+	var rt runtimeView
+	body := spawnBody{Workspace: "w1", Role: "stuck", Agent: "reader", Dir: td.cfg.Roots[0],
+		Argv: []string{"sh", "-c", `sleep 1; printf '[#####.....] 48%% fetching\n'; exec cat >> ` + busy}}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Readiness == "BUSY" })
+	for _, id := range []string{"st1", "st2"} {
+		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "w1", "agent": "stuck", "prompt": "go " + id}); err != nil {
+			t.Fatal(err)
+		}
+		got := td.waitTrigger(id, closed)
+		checkAside(t, td, got, "stuck")
+		waitFile(t, fresh, "[BRIDGE_TRIGGER id="+id+" ", 20*time.Second)
+	}
+	time.Sleep(500 * time.Millisecond) // a late typing into the held pane would show by now
+	if b, _ := os.ReadFile(busy); strings.Contains(string(b), "BRIDGE_TRIGGER") {
+		t.Fatalf("a prompt was typed into the held pane: %q", b)
+	}
+}
+
+// spawnStrictShell starts a plain managed shell runtime (to create a workspace session).
+func (td *testDaemon) spawnStrictShell(ws, role string) runtimeView {
+	return td.spawnShell(ws, role, "sh", "-c", "exec sleep 600")
+}

@@ -1,0 +1,51 @@
+package panes
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/store"
+)
+
+// AsideMarker is put between a runtime's role and a suffix to name the runtime that a
+// fallback spawns beside it: ROLE-fb-SUFFIX.
+const AsideMarker = "-fb-"
+
+// SpawnAside starts a fresh managed runtime beside from, for a fallback that must not
+// end from's process (a human is at its pane, or nudge does not manage it). It runs
+// from's profile's launch command in a new window of from's workspace, as role
+// ROLE-fb-SUFFIX: a runtime like any other, listed, stoppable and reconciled, so no
+// fallback window is ever left unmanaged. The prompt is given at launch when the profile
+// takes one (given is true); otherwise the runtime starts without it and the caller
+// delivers it live to the new runtime, never to from's pane.
+func (r *Registry) SpawnAside(ctx context.Context, from store.Runtime, prompt string) (rt store.Runtime, given bool, err error) {
+	prof, ok := r.cfg.Profiles[from.Agent]
+	if !ok {
+		return store.Runtime{}, false, nudge.NewError(nudge.SpawnFailed, "unknown agent profile "+from.Agent)
+	}
+	given = prompt != ""
+	if _, err := prof.LaunchArgv(nil, prompt); errors.Is(err, ErrNoPromptArg) {
+		given, prompt = false, ""
+	}
+	dir := from.Dir
+	if _, err := r.resolveDir(dir); err != nil {
+		dir = "" // an adopted pane's directory may lie outside the roots: the first root
+	}
+	role := from.Role
+	suffix := AsideMarker + strconv.FormatInt(r.cfg.Now().UnixNano()%(36*36*36*36*36), 36)
+	if len(role)+len(suffix) > 64 {
+		role = role[:64-len(suffix)]
+	}
+	rt, err = r.Spawn(ctx, SpawnRequest{Workspace: from.WorkspaceID, Role: role + suffix, Agent: from.Agent,
+		AgentID: from.AgentID, Dir: dir, Prompt: prompt})
+	if err != nil {
+		var ne *nudge.Error
+		if errors.As(err, &ne) && ne.Code == nudge.SpawnFailed {
+			return store.Runtime{}, false, err
+		}
+		return store.Runtime{}, false, nudge.NewError(nudge.SpawnFailed, err.Error())
+	}
+	return rt, given, nil
+}
