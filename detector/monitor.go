@@ -71,6 +71,9 @@ type MonitorConfig struct {
 	// quiet window and left no draft: the orchestrator gets a synchronisation trigger
 	// (seed 001 §4.1). nil means none.
 	OnHumanDone func(rt store.Runtime)
+	// OnDequeue is called when a pane's agent has emptied its own input queue (its queued
+	// prompts are being worked on now). nil means none.
+	OnDequeue func(runtimeID string)
 	// LLM classifies a screen the pack was unsure about (Confident false). nil means the
 	// packs decide alone.
 	LLM *LLM
@@ -295,9 +298,12 @@ func (m *Monitor) Composer(ctx context.Context, rt store.Runtime) (string, error
 	c := ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY})
 	if ps := m.get(rt.RuntimeID); ps != nil {
 		ps.mu.Lock()
-		ps.readInput(pack, c)
+		dequeued := ps.readInput(pack, c)
 		ps.inMode = sc.inMode
 		ps.mu.Unlock()
+		if dequeued && m.cfg.OnDequeue != nil {
+			m.cfg.OnDequeue(ps.id)
+		}
 		m.syncBusy(ps)
 	}
 	return c.Draft, nil

@@ -208,7 +208,7 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	ps.mu.Lock()
 	changed := c.State != ps.class.State || c.Summary != ps.class.Summary
 	ps.class = c
-	ps.readInput(pack, c)
+	dequeued := ps.readInput(pack, c)
 	ps.inMode = sc.inMode
 	if ps.checking && !m.cfg.Now().Before(ps.lastKey.Add(m.cfg.QuietWindow)) {
 		ps.checking = false
@@ -217,14 +217,21 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	if changed {
 		m.publish(ps, c)
 	}
+	if dequeued && m.cfg.OnDequeue != nil {
+		m.cfg.OnDequeue(ps.id)
+	}
 	m.syncBusy(ps)
 	return nil
 }
 
 // readInput sets the pane's draft (a human's text only), input line and queued flag from
-// a verdict. Called with ps.mu held.
-func (ps *paneState) readInput(pack *Pack, c Classification) {
-	ps.queued = c.Queued
+// a verdict, and reports whether the agent's input queue has just emptied. Called with
+// ps.mu held.
+func (ps *paneState) readInput(pack *Pack, c Classification) (dequeued bool) {
+	dequeued = ps.queued && !c.Queued && c.Composer
+	if c.Composer { // a screen without the composer says nothing about the queue
+		ps.queued = c.Queued
+	}
 	switch {
 	case !c.Composer:
 		ps.draft = ""
@@ -239,6 +246,7 @@ func (ps *paneState) readInput(pack *Pack, c Classification) {
 		ps.draft = c.Draft
 		ps.input = nudge.InputDraft
 	}
+	return dequeued
 }
 
 // publish persists a changed readiness and summary, then calls OnChange.

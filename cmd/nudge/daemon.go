@@ -239,6 +239,8 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 		}
 	}
 	mc.OnHumanDone = d.onHumanDone
+	// A prompt queued in the agent is acked by heartbeats only after the agent took it up.
+	mc.OnDequeue = func(id string) { d.acks.Dequeued(id, time.Now()) }
 	return detector.NewMonitor(mc)
 }
 
