@@ -140,7 +140,7 @@ func TestCrashRestartsNativeResumeOrFresh(t *testing.T) {
 		t.Fatalf("resume argv %q, runtime %+v", args, got.Runtime)
 	}
 	path := statusPath(td.runtimeRecords(withID.RuntimeID))
-	if !strings.Contains(path, "ready>offline offline>starting starting>ready") {
+	if !strings.Contains(path, ">offline offline>starting starting>ready") {
 		t.Fatalf("status path: %s", path)
 	}
 	got = td.waitRuntime(without.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Restarts == 1 })
@@ -228,9 +228,10 @@ func TestStartingWaitsForReadyAndTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := td.waitTrigger("early", func(t store.Trigger) bool { return t.State == "deferred" || t.Closed })
-	if held.State != "deferred" || held.DeferredUntil == nil || held.DeferredUntil.Before(tr.CreatedAt.Add(30*time.Second)) {
-		t.Fatalf("trigger for a starting runtime: %+v", held)
+	// The answer carries the lane's first decision: held until the start deadline.
+	if tr.State != "deferred" || tr.ErrorCode != "RUNTIME_STARTING" || tr.DeferredUntil == nil ||
+		tr.DeferredUntil.Before(tr.CreatedAt.Add(30*time.Second)) {
+		t.Fatalf("trigger for a starting runtime: %+v", tr)
 	}
 	got := td.waitTrigger("early", closed)
 	fi, err := os.Stat(shown)
