@@ -160,8 +160,10 @@ func TestDoneMarkerIsExited(t *testing.T) {
 	flag := filepath.Join(td.cfg.Roots[0], "served")
 	svc := td.spawnRaw(spawnBody{Workspace: "w1", Role: "svc", Agent: "service",
 		Argv: []string{"sh", "-c", "if [ -e " + flag + " ]; then exec cat; fi; touch " + flag + "; sleep 0.3; exit 0"}})
-	done := td.spawnShell("w1", "marked", "sh", "-c", "sleep 0.3; echo __TASK_DONE__; sleep 0.5; exit 3")
-	crash := td.spawnShell("w1", "mention", "sh", "-c", "sleep 0.3; echo 'not yet __TASK_DONE__ here'; sleep 0.5; exit 3")
+	done := td.spawnRaw(spawnBody{Workspace: "w1", Role: "marked", Agent: "shell",
+		Argv: []string{"sh", "-c", "sleep 0.3; echo __TASK_DONE__; sleep 0.5; exit 3"}})
+	crash := td.spawnRaw(spawnBody{Workspace: "w1", Role: "mention", Agent: "shell",
+		Argv: []string{"sh", "-c", "sleep 0.3; echo 'not yet __TASK_DONE__ here'; sleep 0.5; exit 3"}})
 	got := td.waitRuntime(done.RuntimeID, func(r runtimeView) bool { return r.Status == "exited" || r.Restarts > 0 })
 	if got.Status != "exited" || got.ExitStatus == nil || *got.ExitStatus != 3 {
 		t.Fatalf("marked: %+v\n%s", got.Runtime, statusPath(td.runtimeRecords(done.RuntimeID)))
