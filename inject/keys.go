@@ -15,6 +15,9 @@ const DefaultBuffer = "nudge"
 // 2 KB and had not shown 4 KB after a minute), and guesses at a paste from a fast burst
 // of keys, folding it in pieces (Codex showed a 5.6 KB prompt as [Pasted Content 4096
 // chars][Pasted Content 1525 chars]); one bracketed paste is taken at once, as one paste.
+// Codex also took 1.2 KB of keys as a paste burst that swallowed the Enter after it (the
+// text stayed in a composer taller than the screen, never submitted); a bracketed paste
+// is folded into [Pasted Content N chars] and the Enter submits it.
 const MaxKeys = 512
 
 // NeedsPaste reports whether TypeCommands pastes text (rather than typing it as keys).

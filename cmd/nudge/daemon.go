@@ -130,7 +130,7 @@ func (d *daemon) registryConfig() panes.Config {
 	c := d.cfg
 	return panes.Config{
 		Tmux: c.Tmux, SocketName: c.TmuxSocket, SocketPath: c.TmuxPath, ConfigFile: c.TmuxConfig,
-		SSHHost: c.SSHHost, Roots: c.Roots, Profiles: d.profiles,
+		SSHHost: c.SSHHost, SSH: c.SSH, SSHConfig: c.SSHConfig, Roots: c.Roots, Profiles: d.profiles,
 		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
 		Env: d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy, Redact: cleanCapture,
 		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
@@ -230,6 +230,7 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 	mc := detector.DefaultMonitorConfig()
 	mc.QuietWindow, mc.Packs, mc.Registry = d.cfg.QuietWindow, packs, d.reg
 	mc.Tmux, mc.SocketName, mc.SocketPath = d.cfg.Tmux, d.cfg.TmuxSocket, d.cfg.TmuxPath
+	mc.SSH, mc.SSHConfig = d.cfg.SSH, d.cfg.SSHConfig
 	mc.BindKeys = d.cfg.BindKeys
 	mc.Logger = d.log
 	mc.OnChange = d.onReadiness
@@ -239,6 +240,8 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 		}
 	}
 	mc.OnHumanDone = d.onHumanDone
+	// A prompt queued in the agent is acked by heartbeats only after the agent took it up.
+	mc.OnDequeue = func(id string) { d.acks.Dequeued(id, time.Now()) }
 	return detector.NewMonitor(mc)
 }
 
