@@ -202,7 +202,7 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 		return printJSON(env.stdout, rts)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATUS\tREADINESS\tOPERATOR\tQUEUE")
+	fmt.Fprintln(tw, "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATUS\tREADINESS\tOPERATOR\tINPUT\tQUEUE")
 	for _, rt := range rts {
 		op := "-"
 		if rt.OperatorBusy {
@@ -215,8 +215,8 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 		case "half_open":
 			status += "+probing"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
-			rt.PaneID, status, orDash(rt.Readiness), op, rt.QueueDepth)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
+			rt.PaneID, status, orDash(rt.Readiness), op, orDash(rt.InputLine), rt.QueueDepth)
 	}
 	return tw.Flush()
 }
