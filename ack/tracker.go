@@ -50,6 +50,7 @@ type Tracker struct {
 type pending struct {
 	triggerID, runtimeID string
 	since                time.Time // the latest delivery: heartbeats must come after it
+	queued               bool      // waiting in the agent's own queue (see Queued)
 	done                 chan struct{}
 	signal               string
 }
@@ -183,6 +184,9 @@ func (k *Tracker) Heartbeat(runtimeID string, at time.Time, cursor string) (adva
 		at = k.cfg.Now()
 	}
 	for _, p := range w.pending {
+		if p.queued {
+			continue // the turn that beats is not the one that will take it
+		}
 		switch {
 		case advanced && k.accepts(runtimeID, SignalCursor):
 			k.ackLocked(p, SignalCursor)
@@ -191,6 +195,33 @@ func (k *Tracker) Heartbeat(runtimeID string, at time.Time, cursor string) (adva
 		}
 	}
 	return advanced
+}
+
+// Queued marks a trigger the agent took into its own input queue while busy: heartbeats
+// and cursor advances come from the turn still running, not from one that read the
+// prompt, so they do not ack it until the agent takes it up (Dequeued). Its marker and
+// an API ack still do.
+func (k *Tracker) Queued(triggerID string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := k.pending[triggerID]; p != nil {
+		p.queued = true
+	}
+}
+
+// Dequeued reports that the runtime's agent emptied its input queue at `at` (the queue
+// left its screen): its queued triggers are in a turn now, and heartbeats after at ack
+// them.
+func (k *Tracker) Dequeued(runtimeID string, at time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if w := k.runtimes[runtimeID]; w != nil {
+		for _, p := range w.pending {
+			if p.queued {
+				p.queued, p.since = false, at
+			}
+		}
+	}
 }
 
 func (k *Tracker) accepts(runtimeID, signal string) bool {

@@ -23,6 +23,8 @@ const tailCap = 16 << 10
 // the gates under mu.
 type paneState struct {
 	id     string
+	host   string       // the runtime's host ("" local): pane ids are per tmux server
+	keys   *atomic.Bool // its host's Any binding is installed (nil: no binding)
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -58,7 +60,7 @@ type paneState struct {
 func (m *Monitor) newPane(rt store.Runtime) *paneState {
 	ctx, cancel := context.WithCancel(m.ctx)
 	ps := &paneState{
-		id: rt.RuntimeID, ctx: ctx, cancel: cancel,
+		id: rt.RuntimeID, host: rt.Host, ctx: ctx, cancel: cancel,
 		outCh: make(chan struct{}, 1), keyCh: make(chan struct{}, 1), modeCh: make(chan struct{}, 1),
 		opBusy: rt.OperatorBusy,
 	}
@@ -208,7 +210,7 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	ps.mu.Lock()
 	changed := c.State != ps.class.State || c.Summary != ps.class.Summary
 	ps.class = c
-	ps.readInput(pack, c)
+	dequeued := ps.readInput(pack, c)
 	ps.inMode = sc.inMode
 	if ps.checking && !m.cfg.Now().Before(ps.lastKey.Add(m.cfg.QuietWindow)) {
 		ps.checking = false
@@ -217,14 +219,21 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	if changed {
 		m.publish(ps, c)
 	}
+	if dequeued && m.cfg.OnDequeue != nil {
+		m.cfg.OnDequeue(ps.id)
+	}
 	m.syncBusy(ps)
 	return nil
 }
 
 // readInput sets the pane's draft (a human's text only), input line and queued flag from
-// a verdict. Called with ps.mu held.
-func (ps *paneState) readInput(pack *Pack, c Classification) {
-	ps.queued = c.Queued
+// a verdict, and reports whether the agent's input queue has just emptied. Called with
+// ps.mu held.
+func (ps *paneState) readInput(pack *Pack, c Classification) (dequeued bool) {
+	dequeued = ps.queued && !c.Queued && c.Composer
+	if c.Composer { // a screen without the composer says nothing about the queue
+		ps.queued = c.Queued
+	}
 	switch {
 	case !c.Composer:
 		ps.draft = ""
@@ -239,6 +248,7 @@ func (ps *paneState) readInput(pack *Pack, c Classification) {
 		ps.draft = c.Draft
 		ps.input = nudge.InputDraft
 	}
+	return dequeued
 }
 
 // publish persists a changed readiness and summary, then calls OnChange.

@@ -24,6 +24,7 @@ var apiCorpus = []struct{ body, tok string }{
 	{"{\"prompt\":\"\xff\xfe\"}", "nudge1.eyJqdGkiOiJ4In0.AAAA"},                       // invalid UTF-8
 	{`{"ack_timeout_ms":1e400}`, strings.Repeat("A", 5000)},                            // overflow, oversize token
 	{`  {"force_override":true,"reason":"r","override_intent":"x"}  `, "nudge1.%%.%%"}, // spaces, bad base64
+	{`{"prompt":"a","prompt":"b","Prompt":"c"}`, ""},                                   // duplicate, case-folded
 }
 
 // FuzzAPIRequest runs the API's request decoding: the strict JSON decoder on a trigger

@@ -453,6 +453,9 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 	d.Composer = ""
 	if p.deps.Gates != nil && p.queuedInAgent(rt) {
 		j.update(p.cfg.Now(), func(t *store.Trigger) { t.QueuedInAgent = true })
+		if q, ok := p.deps.Acks.(interface{ Queued(triggerID string) }); ok {
+			q.Queued(j.id()) // only the turn that takes it acks it
+		}
 		p.markSubmitted(j, d, "queued in the agent: it was busy; the turn that takes the prompt acks it")
 		return
 	}

@@ -10,11 +10,15 @@ import (
 const DefaultBuffer = "nudge"
 
 // MaxKeys is the longest one-line text TypeCommands types as keys; longer text is pasted.
-// A TUI takes many kilobytes of keys slowly, one redraw per key (Pi needed more than the
-// submit timeout for 64 KiB), and guesses at a paste from a fast burst of keys, folding
-// it in pieces (Codex showed a 5.6 KB prompt as [Pasted Content 4096 chars][Pasted
-// Content 1525 chars]); one bracketed paste is taken at once, as one paste.
-const MaxKeys = 4 << 10
+// A TUI takes many keys slowly, one redraw per key, worse than linearly (Pi needed more
+// than the submit timeout for 64 KiB; Gemini CLI took 1.5 s for a 1 KB line, 33 s for
+// 2 KB and had not shown 4 KB after a minute), and guesses at a paste from a fast burst
+// of keys, folding it in pieces (Codex showed a 5.6 KB prompt as [Pasted Content 4096
+// chars][Pasted Content 1525 chars]); one bracketed paste is taken at once, as one paste.
+// Codex also took 1.2 KB of keys as a paste burst that swallowed the Enter after it (the
+// text stayed in a composer taller than the screen, never submitted); a bracketed paste
+// is folded into [Pasted Content N chars] and the Enter submits it.
+const MaxKeys = 512
 
 // NeedsPaste reports whether TypeCommands pastes text (rather than typing it as keys).
 func NeedsPaste(text string) bool {

@@ -44,8 +44,8 @@ type startOverdue struct {
 
 // overdueLocked reports rt if it is starting past its timeout. r.mu is held.
 func (r *Registry) overdueLocked(rt *store.Runtime, now time.Time) (startOverdue, bool) {
-	if nudge.Status(rt.Status) != nudge.StatusStarting {
-		return startOverdue{}, false
+	if nudge.Status(rt.Status) != nudge.StatusStarting || !rt.Managed {
+		return startOverdue{}, false // an unmanaged pane's start is not nudge's to judge
 	}
 	d := r.startTimeout(rt)
 	if now.Sub(rt.StatusSince) < d {

@@ -10,6 +10,7 @@ import (
 type Runtime struct {
 	RuntimeID       string    `json:"runtime_id"`
 	WorkspaceID     string    `json:"workspace_id"`
+	Host            string    `json:"host,omitempty"` // ssh destination of the workspace's tmux (bound when first created); "" local
 	Role            string    `json:"role"`
 	AgentID         string    `json:"agent_id"` // defaults to Role
 	Agent           string    `json:"agent"`    // profile name: codex, claude, shell, ...

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/store"
 )
 
@@ -36,8 +37,9 @@ func bigPrompt(kib int, multi bool, tag string) string {
 }
 
 // testLargePrompts types prompts of every size, one line and many, into a real agent
-// CLI (no model: each submitted prompt ends in the CLI's error turn, which the test
-// cancels with Escape for agents that do not queue input) and checks that each one is
+// CLI (no model: the first prompt starts a turn that cannot reach a model, and the agent
+// stays busy; the later prompts are forced in for agents whose profile does not queue
+// input) and checks that each one is
 // submitted, and that no folded paste placeholder is ever taken for a human's draft
 // (operator_busy stays false, input_line never "draft").
 func testLargePrompts(t *testing.T, td *testDaemon, rt runtimeView, queues bool) int {
@@ -49,8 +51,13 @@ func testLargePrompts(t *testing.T, td *testDaemon, rt runtimeView, queues bool)
 				shape = "multi"
 			}
 			id := fmt.Sprintf("%s-%dk-%s", rt.WorkspaceID, kib, shape)
-			if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": rt.WorkspaceID, "agent": rt.Role,
-				"prompt": bigPrompt(kib, multi, id)}); err != nil {
+			req := map[string]any{"trigger_id": id, "workspace": rt.WorkspaceID, "agent": rt.Role, "prompt": bigPrompt(kib, multi, id)}
+			if !queues && n > 0 {
+				// The agent is busy with the first prompt (no model answers) and its profile
+				// does not promise to queue input: force the rest in, past the readiness gate.
+				req["force_override"], req["reason"] = true, "test: type while the agent is busy"
+			}
+			if _, err := td.trigger(req); err != nil {
 				t.Fatalf("%s: %v", id, err)
 			}
 			got := td.waitTriggerFor(id, 90*time.Second, func(t store.Trigger) bool { return t.State == "submitted" || t.Closed })
@@ -71,14 +78,35 @@ func testLargePrompts(t *testing.T, td *testDaemon, rt runtimeView, queues bool)
 				queued++
 			}
 			t.Logf("%s: submitted (queued_in_agent %v)", id, got.QueuedInAgent)
-			if !queues {
-				td.tmux("send-keys", "-t", rt.PaneID, "Escape")
-				td.waitRuntimeFor(rt.RuntimeID, 90*time.Second, func(r runtimeView) bool { return r.Readiness == "READY" })
-			}
+
 		}
+	}
+	// Nothing of nudge's is left in the composer, as text or as a paste placeholder.
+	packs, err := detector.LoadPacks("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c detector.Classification
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if c = detector.Classify(packs[rt.Agent], td.tmux("capture-pane", "-p", "-e", "-t", rt.PaneID)); c.Draft == "" {
+			break
+		}
+	}
+	if c.Draft != "" {
+		t.Errorf("%s: the composer still holds %.200q\nscreen:\n%s", rt.Agent, c.Draft, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
 	}
 	t.Logf("%s: %d large prompts submitted (sizes %v KiB, one line and multi-line), %d queued in the agent", rt.Agent, n, pasteSizes(), queued)
 	return queued
+}
+
+// spawnSlow is spawnAgent with a deadline for CLIs that start slowly under load.
+func (td *testDaemon) spawnSlow(ws, agent, role string) runtimeView {
+	td.t.Helper()
+	var rt runtimeView
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: ws, Role: role, Agent: agent, Dir: td.cfg.Roots[0]}, &rt); err != nil {
+		td.t.Fatal(err)
+	}
+	return td.waitRuntimeFor(rt.RuntimeID, 90*time.Second, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
 }
 
 // waitTriggerFor is waitTrigger with its own deadline.
@@ -102,7 +130,8 @@ func (td *testDaemon) waitRuntimeFor(id string, d time.Duration, ok func(runtime
 			return rt
 		}
 	}
-	td.t.Fatalf("runtime %s: never reached the wanted state: %+v\nscreen:\n%s", id, rt.Runtime, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
+	td.t.Fatalf("runtime %s: never reached the wanted state: status %s readiness %s (%s) input_line %s operator_busy %v\nscreen:\n%s",
+		id, rt.Status, rt.Readiness, rt.Summary, rt.InputLine, rt.OperatorBusy, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
 	return rt
 }
 
@@ -120,7 +149,7 @@ func TestClaudeLargePromptsSubmitted(t *testing.T) {
 	td := startDaemon(t, claudeSetup(t))
 	// Claude Code keeps retrying the unreachable API after the first prompt: the later
 	// ones are queued in it ("Press up to edit queued messages"), and say so.
-	if queued := testLargePrompts(t, td, td.spawnAgent("cl", "claude", nil), true); queued == 0 {
+	if queued := testLargePrompts(t, td, td.spawnSlow("cl", "claude", "dev"), true); queued == 0 {
 		t.Error("no prompt was receipted queued_in_agent, though Claude Code was busy for all but the first")
 	}
 }
@@ -128,8 +157,9 @@ func TestClaudeLargePromptsSubmitted(t *testing.T) {
 // TestGeminiLargePromptsSubmitted: the same with the real Gemini CLI ("[Pasted Text: N
 // lines]").
 func TestGeminiLargePromptsSubmitted(t *testing.T) {
-	td := startDaemon(t, geminiSetup(t))
-	testLargePrompts(t, td, td.spawnAgent("gm", "gemini", nil), false)
+	cfg := geminiSetup(t)
+	td := startDaemon(t, cfg)
+	testLargePrompts(t, td, td.spawnSlow("gm", "gemini", "dev"), false)
 }
 
 // TestOpenCodeLargePromptsSubmitted: the same with the real OpenCode ("[Pasted ~N
@@ -139,7 +169,7 @@ func TestOpenCodeLargePromptsSubmitted(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-nudge-test-dummy")
 	t.Setenv("OPENCODE_DISABLE_AUTOUPDATE", "1")
 	td := startDaemon(t, cfg)
-	testLargePrompts(t, td, td.spawnAgent("oc", "opencode", nil), false)
+	testLargePrompts(t, td, td.spawnSlow("oc", "opencode", "dev"), false)
 }
 
 // TestPiLargePromptsSubmitted: the same with the real Pi ("[paste #N +M lines]").
@@ -147,7 +177,7 @@ func TestPiLargePromptsSubmitted(t *testing.T) {
 	cfg, _ := agentEnv(t, agentBinary(t, "pi", "NUDGE_TEST_PI", "@mariozechner/pi-coding-agent"))
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-nudge-test-dummy")
 	td := startDaemon(t, cfg)
-	testLargePrompts(t, td, td.spawnAgent("pi", "pi", nil), true)
+	testLargePrompts(t, td, td.spawnSlow("pi", "pi", "dev"), true)
 }
 
 // TestRuntimeInputLine: the runtime record says what its input line holds, read from the
@@ -158,6 +188,13 @@ func TestRuntimeInputLine(t *testing.T) {
 	td.waitRuntimeFor(rt.RuntimeID, 30*time.Second, func(r runtimeView) bool { return r.InputLine == "empty" })
 	td.tmux("send-keys", "-t", rt.PaneID, "-l", "echo half typed by a human")
 	td.waitRuntimeFor(rt.RuntimeID, 30*time.Second, func(r runtimeView) bool { return r.InputLine == "draft" && r.OperatorBusy })
+	// nudge ls says why a trigger would wait, as a column and in its JSON.
+	if out, _, code := td.runCLI("ls"); code != 0 || !strings.Contains(rowOf(out, rt.RuntimeID), "draft") {
+		t.Errorf("nudge ls (exit %d) does not show the draft:\n%s", code, out)
+	}
+	if out, _, code := td.runCLI("ls", "--json"); code != 0 || !strings.Contains(out, `"input_line": "draft"`) {
+		t.Errorf("nudge ls --json (exit %d) has no input_line draft:\n%s", code, out)
+	}
 	td.tmux("send-keys", "-t", rt.PaneID, "C-u")
 	td.waitRuntimeFor(rt.RuntimeID, 60*time.Second, func(r runtimeView) bool { return r.InputLine == "empty" })
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,50 +42,6 @@ func TestCodexFullTurns(t *testing.T) {
 func TestClaudeFullTurns(t *testing.T) {
 	testFullTurns(t, agentCase{agent: "claude", env: "NUDGE_TEST_CLAUDE", pkg: "@anthropic-ai/claude-code", api: standin.Messages,
 		approve: []string{"Enter"}, maxKB: 63})
-}
-
-// turnPrompt is one prompt of the run of every kind.
-type turnPrompt struct{ kind, body string }
-
-// turnPrompts returns a prompt of every kind the triggers carry: a file mention, a
-// trailing ';', quotes and $HOME, CJK and emoji, several lines, and sizes from 1 KiB to
-// maxKB KiB, single- and multi-line.
-func turnPrompts(maxKB int) []turnPrompt {
-	ps := []turnPrompt{
-		{"at-path", "look at @pkg/file.go and say what it does"},
-		{"semicolon", "run the tests;"},
-		{"quotes", `it's "quoted", 'single' and $HOME with \backslash and ` + "`backticks`"},
-		{"cjk-emoji", "日本語のテキストを読んで 🚀✅ — 中文 한국어"},
-		{"multi-line", "first line\nsecond line\n\n  indented fourth\nlast"},
-		{"1KiB", filler(1<<10, false)},
-		{"4KiB-lines", filler(4<<10, true)},
-		{"5KiB", filler(5<<10, false)},
-		{"8KiB-lines", filler(8<<10, true)},
-		{"16KiB", filler(16<<10, false)},
-		{"16KiB-lines", filler(16<<10, true)},
-	}
-	if maxKB >= 64-1 {
-		ps = append(ps, turnPrompt{fmt.Sprintf("%dKiB-lines", maxKB), filler(maxKB<<10, true)})
-	}
-	return ps
-}
-
-// filler is n bytes of numbered words, in lines of about 70 bytes or one line.
-func filler(n int, lines bool) string {
-	var b strings.Builder
-	for i := 0; b.Len() < n; i++ {
-		w := fmt.Sprintf("w%05d", i)
-		switch {
-		case b.Len() == 0:
-		case lines && i%10 == 0:
-			b.WriteByte('\n')
-		default:
-			b.WriteByte(' ')
-		}
-		b.WriteString(w)
-	}
-	s := b.String()[:n]
-	return s[:n-1] + "." // the sanitizer trims trailing blanks
 }
 
 // fullTurns is one CLI's run: its stand-in, the daemon and the runtime.
@@ -174,14 +131,14 @@ func (ft *fullTurns) waitReady(after string) {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if err := ft.td.c.do(t0(), "GET", "/v1/runtimes/"+ft.rt.RuntimeID, nil, &rt); err == nil && rt.Readiness == "READY" {
-			c := detector.Classify(ft.pack, ft.screen())
+			c := detector.Classify(ft.pack, ft.styledScreen())
 			if c.State == "READY" && c.Draft == "" {
 				return
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	c := detector.Classify(ft.pack, ft.screen())
+	c := detector.Classify(ft.pack, ft.styledScreen())
 	ft.t.Fatalf("after %s: runtime %s/%s, screen classified %+v (want READY, empty composer)\nscreen:\n%s", after, rt.Status, rt.Readiness, c, ft.screen())
 }
 
@@ -191,8 +148,24 @@ func (ft *fullTurns) waitReadiness(want string) {
 	ft.td.waitRuntime(ft.rt.RuntimeID, func(r runtimeView) bool { return r.Readiness == want })
 }
 
+// screen is the runtime's pane now (it may have been replaced: its current pane).
 func (ft *fullTurns) screen() string {
-	return ft.td.tmux("capture-pane", "-p", "-t", ft.rt.PaneID)
+	var rt runtimeView
+	if err := ft.td.c.do(t0(), "GET", "/v1/runtimes/"+ft.rt.RuntimeID, nil, &rt); err != nil {
+		return fmt.Sprintf("(runtime: %v)", err)
+	}
+	out, err := exec.Command("tmux", "-L", ft.td.cfg.TmuxSocket, "capture-pane", "-p", "-t", rt.PaneID).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("(runtime %s/%s, pane %q: %v: %s)", rt.Status, rt.Readiness, rt.PaneID, err, out)
+	}
+	return string(out)
+}
+
+// styledScreen is the screen with its SGR attributes, as the daemon classifies it: a
+// cue with a style (Pi's red "Error: ") tells chrome from the same words in prose
+// only there.
+func (ft *fullTurns) styledScreen() string {
+	return ft.td.tmux("capture-pane", "-p", "-e", "-t", ft.rt.PaneID)
 }
 
 // checkModel fails unless the model got the prompt of each trigger sent exactly once
@@ -221,15 +194,15 @@ func (ft *fullTurns) checkModel() {
 // dialog is open.
 func testFullTurns(t *testing.T, c agentCase) {
 	ft := startFullTurns(t, c)
-	sizes := map[string][2]int{} // kind → submitted, acked
-	for i, p := range turnPrompts(c.maxKB) {
-		id := fmt.Sprintf("%s-%02d-%s", c.agent, i, p.kind)
-		ft.send(id, p.body)
+	var kinds []string
+	for i, p := range standin.Prompts(c.maxKB) {
+		id := fmt.Sprintf("%s-%02d-%s", c.agent, i, p.Kind)
+		ft.send(id, p.Body)
 		ft.waitAcked(id)
-		sizes[p.kind] = [2]int{1, 1}
+		kinds = append(kinds, p.Kind)
 		ft.waitReady(id)
 	}
-	t.Logf("%s: %d prompts of every kind submitted and acked", c.agent, len(sizes))
+	t.Logf("%s: submitted and acked once each: %s", c.agent, strings.Join(kinds, " "))
 
 	// From here on the pane's output stream is recorded if NUDGE_RECORD_STREAMS
 	// names a folder (detector/testdata/streams holds the recordings).

@@ -37,6 +37,8 @@ var redactRules = []redactRule{
 	{re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b`)}, // AWS access key id
 	// AWS secret access keys: only next to their name (40 base64 chars alone are too common).
 	{re: regexp.MustCompile(`(?i)(aws_?secret_?access_?key\b["']?\s*[:=]\s*["']?)[A-Za-z0-9/+=]{40}`), keep: true},
+	// nudge's own tokens (orchestrator and runtime): nudge1.<claims>.<signature>.
+	{re: regexp.MustCompile(`\bnudge1\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}`)},
 	// JWTs.
 	{re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`)},
 	// URLs with credentials: scheme://user:pass@host.

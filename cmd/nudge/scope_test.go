@@ -176,3 +176,23 @@ func TestScopeFilterProperty(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A trigger body with a duplicate or case-folded field is a 400 naming the field.
+func TestTriggerBodyFieldNames(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	for body, want := range map[string]string{
+		`{"trigger_id":"d1","workspace":"w","agent":"a","prompt":"safe","prompt":"other"}`: `\"prompt\" is given twice`,
+		`{"trigger_id":"d2","workspace":"w","agent":"a","Prompt":"x"}`:                     `\"Prompt\": field names are case-sensitive`,
+	} {
+		req, _ := http.NewRequest("POST", "http://nudge/v1/triggers", strings.NewReader(body))
+		resp, err := td.c.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %d %s", body, resp.StatusCode, b)
+		}
+	}
+}

@@ -26,6 +26,7 @@ type serveConfig struct {
 	TmuxConfig             string
 	Tmux                   string
 	SSHHost                string
+	SSH, SSHConfig         string
 	MetricsAddr            string
 	ProfileDir, PackDir    string
 	Roots                  []string
@@ -168,7 +169,9 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.TmuxPath, "tmux-socket-path", "", "tmux server socket path (tmux -S; wins over --tmux-socket)")
 	fs.StringVar(&c.TmuxConfig, "tmux-config", "", "tmux config file used when nudge starts its tmux server (tmux -f)")
 	fs.StringVar(&c.Tmux, "tmux", c.Tmux, "tmux binary")
-	fs.StringVar(&c.SSHHost, "host", "", "run the workspaces' tmux on user@host through ssh -T")
+	fs.StringVar(&c.SSHHost, "host", "", "default host of a workspace spawned or registered without --host (user@host, through ssh -T); default: this machine")
+	fs.StringVar(&c.SSH, "ssh", "ssh", "ssh binary for workspaces on other hosts")
+	fs.StringVar(&c.SSHConfig, "ssh-config", "", "ssh config file (ssh -F) for workspaces on other hosts; default: the user's own (~/.ssh/config)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "also serve /metrics on this TCP address (e.g. 127.0.0.1:9464)")
 	fs.StringVar(&c.ProfileDir, "profile-dir", "", "directory of agent profile overrides (NAME.json)")
 	fs.StringVar(&c.PackDir, "pack-dir", "", "directory of readiness classifier pack overrides (NAME.json)")

@@ -51,3 +51,30 @@ func TestTailShowsRedactedOutputAndHistory(t *testing.T) {
 		t.Fatalf("no args exit %d", code)
 	}
 }
+
+// nudge's own tokens (a runtime token printed in the pane) are redacted in tail.
+func TestTailRedactsNudgeTokens(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	rt := td.spawnShell("tl", "sh", "sh")
+	tok := procEnv(t, rt.PID)["NUDGE_RUNTIME_TOKEN"]
+	if !strings.HasPrefix(tok, "nudge1.") {
+		t.Fatalf("no runtime token in the pane: %q", tok)
+	}
+	td.tmux("send-keys", "-t", rt.PaneID, "-l", `printf 'T1 %s T2\n' "$NUDGE_RUNTIME_TOKEN"; echo TOK""DONE`)
+	td.tmux("send-keys", "-t", rt.PaneID, "Enter")
+	var out string
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		stdout, stderr, code := td.runCLI("tail", "--lines", "20", rt.RuntimeID)
+		if code != 0 {
+			t.Fatalf("tail: %d %s", code, stderr)
+		}
+		if out = stdout; strings.Contains(out, "TOKDONE") {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if !strings.Contains(out, "TOKDONE") || !strings.Contains(out, "T1 [REDACTED] T2") || strings.Contains(out, tok[len(tok)-20:]) {
+		t.Fatalf("tail shows the token or never printed it:\n%s", out)
+	}
+}

@@ -28,12 +28,10 @@ var Agents = map[string]AgentSetup{
 // DummyKey is the key the CLIs send; the stand-ins accept any.
 const DummyKey = "sk-standin-dummy-0000000000000000"
 
-// KeyEnv names the variable that Codex's stand-in provider reads its key from.
-const KeyEnv = "NUDGE_STANDIN_KEY"
-
 // setupCodex defines a model provider for the stand-in in CODEX_HOME/config.toml
-// (wire_api = "responses", the key from KeyEnv, no retries so a scripted error shows
-// at once), approvals on request (a tool call that asks to leave the sandbox is put
+// (wire_api = "responses", the dummy key in the file: Codex's app-server daemon, which
+// makes the model calls, need not inherit a variable; no retries so a scripted error
+// shows at once), approvals on request (a tool call that asks to leave the sandbox is put
 // to the operator), the project trusted, and no update check or analytics.
 func setupCodex(home, root, url string) ([]string, error) {
 	dir := filepath.Join(home, ".codex")
@@ -49,7 +47,7 @@ check_for_update_on_startup = false
 [model_providers.standin]
 name = "standin"
 base_url = %q
-env_key = %q
+experimental_bearer_token = %q
 wire_api = "responses"
 request_max_retries = 0
 stream_max_retries = 0
@@ -59,11 +57,11 @@ enabled = false
 
 [projects.%q]
 trust_level = "trusted"
-`, url+"/v1", KeyEnv, root)
+`, url+"/v1", DummyKey, root)
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
-	return []string{"CODEX_HOME=" + dir, KeyEnv + "=" + DummyKey}, nil
+	return []string{"CODEX_HOME=" + dir}, nil
 }
 
 // setupClaude marks onboarding done, approves the dummy key and trusts root in

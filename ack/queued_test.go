@@ -1,0 +1,33 @@
+package ack
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/store"
+)
+
+// TestQueuedTriggerAckedOnlyByItsTurn: a prompt queued in the busy agent is not acked by
+// the heartbeats of the turn still running, only by the marker or, once the agent took
+// it up (Dequeued), by a later heartbeat.
+func TestQueuedTriggerAckedOnlyByItsTurn(t *testing.T) {
+	now := time.Unix(1000, 0)
+	k := NewTracker(TrackerConfig{Now: func() time.Time { return now }})
+	k.Expect(store.Trigger{TriggerID: "q1", RuntimeID: "rt"})
+	k.Queued("q1")
+	now = now.Add(time.Second)
+	k.Heartbeat("rt", now, "c1")
+	k.Heartbeat("rt", now, "c2")
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if sig, err := k.Wait(ctx, "q1"); err == nil {
+		t.Fatalf("queued trigger acked by the running turn's %s", sig)
+	}
+	k.Dequeued("rt", now.Add(time.Second))
+	k.Heartbeat("rt", now.Add(500*time.Millisecond), "") // before the agent took it
+	k.Heartbeat("rt", now.Add(2*time.Second), "")
+	if sig, err := k.Wait(context.Background(), "q1"); err != nil || sig != SignalHeartbeat {
+		t.Fatalf("after Dequeued: %q, %v", sig, err)
+	}
+}
