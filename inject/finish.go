@@ -41,6 +41,7 @@ func (p *Pipeline) awaitAck(j *job) {
 		step := min(screenPoll, max(deadline.Sub(p.cfg.Now()), 0))
 		ctx, cancel := context.WithTimeout(p.ctx, step)
 		sig, err := p.deps.Acks.Wait(ctx, t.TriggerID)
+		stepOver := ctx.Err() != nil
 		cancel()
 		last := !p.cfg.Now().Before(deadline)
 		since := &seen // during the wait: only if the pane drew since the last look
@@ -53,6 +54,8 @@ func (p *Pipeline) awaitAck(j *job) {
 			return
 		case p.ctx.Err() != nil:
 			return // shutting down: the trigger stays open in the store and Open resumes it
+		case !stepOver:
+			return // nothing waits on it any more: it was closed another way
 		case p.markerOnScreen(t, since):
 			p.finishAcked(j, signalScreen)
 			return
