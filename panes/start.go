@@ -38,8 +38,8 @@ func (r *Registry) StartDeadline(id string) time.Time {
 // startOverdue is a runtime whose start timed out, as seen by a reconcile pass.
 type startOverdue struct {
 	id, pane, host string
-	since    time.Time
-	timeout  time.Duration
+	since          time.Time
+	timeout        time.Duration
 }
 
 // overdueLocked reports rt if it is starting past its timeout. r.mu is held.
