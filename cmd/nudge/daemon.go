@@ -132,7 +132,8 @@ func (d *daemon) registryConfig() panes.Config {
 		Tmux: c.Tmux, SocketName: c.TmuxSocket, SocketPath: c.TmuxPath, ConfigFile: c.TmuxConfig,
 		SSHHost: c.SSHHost, SSH: c.SSH, SSHConfig: c.SSHConfig, Roots: c.Roots, Profiles: d.profiles,
 		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
-		Env: d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy, Redact: cleanCapture,
+		StartTimeout: c.StartTimeout,
+		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy, Redact: cleanCapture,
 		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
 	}
 }
