@@ -233,6 +233,15 @@ func TestMultiHostHumanKeyOnRemoteHolds(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "FAIL  "+h.alias+": ssh cannot reach it") {
 		t.Fatalf("doctor with the host down: exit %d\n%s", code, out)
 	}
+
+	// A spawn on a host that cannot be reached says so; a workspace stays on its host.
+	var rt runtimeView
+	err = td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "wx", Role: "c", Agent: "shell",
+		Dir: td.cfg.Roots[0], Argv: []string{"bash"}, Host: h.alias}, &rt)
+	wantAPIError(t, "spawn on a host that is down", err, "HOST_UNREACHABLE", h.alias)
+	err = td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "wr", Role: "c", Agent: "shell",
+		Dir: td.cfg.Roots[0], Argv: []string{"bash"}, Host: "other-box"}, &rt)
+	wantAPIError(t, "spawn into a workspace bound to another host", err, "CONFLICT", "bound to host")
 }
 
 func TestTmuxVersion(t *testing.T) {
