@@ -26,6 +26,7 @@ import (
 //	runtime starting             RUNTIME_STARTING          its start timeout (then failed: the fallback chain)
 //	runtime being relaunched     FALLBACK_IN_PROGRESS      MaxHold (hold clock; fallback_resume, spawn_recovery)
 //	control connection down      (state unchanged)         MaxDefer, then TARGET_NOT_FOUND
+//	remote host unreachable      HOST_UNREACHABLE          MaxDefer, then HOST_UNREACHABLE (injected: unchanged)
 //	ack wait                     (submitted)               ack timeout x retries, then ACK_TIMEOUT
 //
 // An expired hold ends in DEFER_TIMEOUT and the fallback chain (failed, with the
