@@ -281,6 +281,9 @@ func (d *daemon) onRuntimeChange(rt store.Runtime, prev nudge.Status) {
 	if d.ready.Load() && (prev == "" || nudge.Status(rt.Status) == nudge.StatusStarting) {
 		d.mon.Refresh() // a new runtime, or a relaunch in a new pane: watch it now
 	}
+	if s := nudge.Status(rt.Status); d.ready.Load() && s != prev && (s == nudge.StatusStarting || s == nudge.StatusFallbackResume) {
+		d.mon.Reclassify(rt.RuntimeID) // a new program: its screen is read afresh, even if it reads as the old one's did
+	}
 	if d.ready.Load() && nudge.Status(rt.Status) == nudge.StatusReady {
 		d.pipe.Kick(rt.RuntimeID)
 	}
