@@ -10,7 +10,7 @@ type Prompt struct{ Kind, Body string }
 
 // Prompts returns a trigger body of every kind a full-turn run sends: a file mention,
 // a trailing ';', quotes and $HOME, CJK and emoji, several lines, and sizes from 1 KiB
-// to 16 KiB single- and multi-line, then maxKB KiB both ways if maxKB > 16.
+// to 16 KiB single- and multi-line, then maxKB KiB multi-line if maxKB > 16.
 func Prompts(maxKB int) []Prompt {
 	ps := []Prompt{
 		{"at-path", "look at @pkg/file.go and say what it does"},
@@ -29,8 +29,7 @@ func Prompts(maxKB int) []Prompt {
 		{"16KiB-lines", Filler(16<<10, true)},
 	}
 	if maxKB > 16 {
-		ps = append(ps, Prompt{fmt.Sprintf("%dKiB", maxKB), Filler(maxKB<<10, false)},
-			Prompt{fmt.Sprintf("%dKiB-lines", maxKB), Filler(maxKB<<10, true)})
+		ps = append(ps, Prompt{fmt.Sprintf("%dKiB-lines", maxKB), Filler(maxKB<<10, true)})
 	}
 	return ps
 }
