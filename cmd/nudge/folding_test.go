@@ -131,7 +131,9 @@ func TestFoldedPasteSubmittedOnce(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "fold-1", "workspace": "fold", "agent": "dev", "prompt": prompt}); err != nil {
 		t.Fatal(err)
 	}
-	got := td.waitTriggerFor("fold-1", 30*time.Second, func(t store.Trigger) bool { return t.State != "queued" && t.State != "injected" && t.State != "deferred" })
+	got := td.waitTriggerFor("fold-1", 30*time.Second, func(t store.Trigger) bool {
+		return t.State != "queued" && t.State != "injected" && t.State != "deferred"
+	})
 	screen := td.tmux("capture-pane", "-p", "-t", rt.PaneID)
 	if got.State != "submitted" && got.State != "acked" && !(got.State == "failed" && got.ErrorCode == "ACK_TIMEOUT") {
 		t.Fatalf("fold-1: %s %s %s\nscreen:\n%s", got.State, got.ErrorCode, got.Message, screen)
