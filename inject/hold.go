@@ -30,7 +30,8 @@ import (
 //	ack wait                     (submitted)               ack timeout x retries, then ACK_TIMEOUT
 //
 // An expired hold ends in DEFER_TIMEOUT and the fallback chain (failed, with the
-// evidence, when there is none). A forced trigger passes every hold but the loop guard.
+// evidence, when there is none). A forced trigger passes every hold but the loop guard
+// and a runtime still starting or being relaunched.
 
 // agentHold reports whether code is held on the hold clock (MaxHold).
 func agentHold(code nudge.Code) bool {
