@@ -40,6 +40,7 @@ const (
 	InputLineBusy          Code = "INPUT_LINE_BUSY"          // another trigger's envelope waits unentered in the input line
 	FallbackInProgress     Code = "FALLBACK_IN_PROGRESS"     // another trigger's fallback is relaunching the runtime
 	RuntimeStarting        Code = "RUNTIME_STARTING"         // the runtime's agent has not shown READY yet (until its start timeout)
+	HostUnreachable        Code = "HOST_UNREACHABLE"         // the workspace's host cannot be reached over ssh (redialled with backoff)
 
 	// API-level codes (not delivery failures).
 	BadRequest   Code = "BAD_REQUEST"

@@ -41,6 +41,9 @@ type Config struct {
 	SSHHost string
 	// SSH is the ssh binary; "" means "ssh". Tests point it at a local wrapper.
 	SSH string
+	// SSHConfig, if set, is passed as ssh -F FILE; "" leaves the user's own ssh config
+	// (ControlMaster, keys, jump hosts), which nudge never overrides otherwise.
+	SSHConfig string
 
 	// OnOutput receives decoded pane output (%output/%extended-output), with UTF-8
 	// sequences split across lines already joined. data is valid only during the call.

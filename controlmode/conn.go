@@ -297,3 +297,12 @@ func (c *Conn) Session() SessionChanged {
 	defer c.mu.Unlock()
 	return c.session
 }
+
+// Pid is the process id of the control client: tmux, or the ssh process running it for
+// a remote host. 0 for a connection over a plain reader/writer.
+func (c *Conn) Pid() int {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}

@@ -47,16 +47,31 @@ func (c *Config) attachArgs() []string {
 func (c *Config) command(ctx context.Context, args ...string) *exec.Cmd {
 	var cmd *exec.Cmd
 	if c.SSHHost != "" {
-		remote := shellQuote(c.Tmux)
-		for _, a := range args {
-			remote += " " + shellQuote(a)
-		}
-		cmd = exec.CommandContext(ctx, c.SSH, "-T", "--", c.SSHHost, remote)
+		argv := SSHArgv(c.SSH, c.SSHConfig, c.SSHHost, append([]string{c.Tmux}, args...))
+		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
 	} else {
 		cmd = exec.CommandContext(ctx, c.Tmux, args...)
 	}
 	cmd.Env = ChildEnv(os.Environ())
 	return cmd
+}
+
+// SSHArgv is the argv that runs argv on host through ssh: `ssh [-F config] -T -- host
+// '<argv, each word single-quoted>'`. ssh is the binary ("" means "ssh"). No other option
+// is passed, so the user's ssh config (ControlMaster, keys, jump hosts) applies as it is.
+func SSHArgv(ssh, config, host string, argv []string) []string {
+	if ssh == "" {
+		ssh = "ssh"
+	}
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = shellQuote(a)
+	}
+	out := []string{ssh}
+	if config != "" {
+		out = append(out, "-F", config)
+	}
+	return append(out, "-T", "--", host, strings.Join(quoted, " "))
 }
 
 // shellQuote quotes s for a POSIX shell: single quotes, ' as '\”.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nudgehq/nudge/controlmode"
@@ -25,16 +26,18 @@ const clientFormat = "#{client_control_mode} #{client_activity} #{pane_id} #{cli
 // `wait-for nudge-human` (a blocking command, hence its own connection), asking
 // list-clients after each wake which human client typed and so which pane.
 type humanWatch struct {
-	m    *Monitor
-	hint chan struct{} // cap 1: a session may exist now
+	m      *Monitor
+	host   string        // ssh destination of the tmux server watched; "" local
+	hint   chan struct{} // cap 1: a session may exist now
+	bindOK atomic.Bool   // the Any binding is installed and ours
 
 	mu        sync.Mutex
 	installed bool // we installed the binding and must remove it
 	tried     bool // the binding decision was made on this server
 }
 
-func newHumanWatch(m *Monitor) *humanWatch {
-	return &humanWatch{m: m, hint: make(chan struct{}, 1)}
+func newHumanWatch(m *Monitor, host string) *humanWatch {
+	return &humanWatch{m: m, host: host, hint: make(chan struct{}, 1)}
 }
 
 // run dials the event connection on any workspace session, (re)dialling when it ends.
@@ -55,6 +58,7 @@ func (h *humanWatch) run() {
 		start := time.Now()
 		conn, err := controlmode.Dial(ctx, controlmode.Config{
 			Tmux: h.m.cfg.Tmux, SocketName: h.m.cfg.SocketName, SocketPath: h.m.cfg.SocketPath,
+			SSHHost: h.host, SSH: h.m.cfg.SSH, SSHConfig: h.m.cfg.SSHConfig,
 			Session: sess, NoOutput: true, Logger: h.m.cfg.Logger.Named("keys"),
 		})
 		if err == nil {
@@ -76,9 +80,12 @@ func (h *humanWatch) run() {
 	}
 }
 
-// session picks a workspace session to attach the event connection to.
+// session picks a workspace session on the watch's host to attach the event connection to.
 func (h *humanWatch) session() string {
 	for _, rt := range h.m.cfg.Registry.List() {
+		if rt.Host != h.host {
+			continue
+		}
 		if rt.TmuxSession != "" {
 			return rt.TmuxSession
 		}
@@ -101,7 +108,7 @@ func (h *humanWatch) loop(ctx context.Context, conn *controlmode.Conn) {
 			return
 		}
 		for _, pane := range humanPanes(rep.Lines, now, "") {
-			if ps := h.m.pane(pane); ps != nil {
+			if ps := h.m.hostPane(h.host, pane); ps != nil {
 				h.m.humanKey(ps, now)
 			}
 		}
@@ -153,7 +160,11 @@ func (h *humanWatch) tmux(ctx context.Context, args ...string) (string, error) {
 	case h.m.cfg.SocketName != "":
 		argv = append(argv, "-L", h.m.cfg.SocketName)
 	}
-	cmd := exec.CommandContext(ctx, bin, append(argv, args...)...)
+	argv = append(append([]string{bin}, argv...), args...)
+	if h.host != "" {
+		argv = controlmode.SSHArgv(h.m.cfg.SSH, h.m.cfg.SSHConfig, h.host, argv)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = controlmode.ChildEnv(os.Environ())
 	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()
@@ -166,7 +177,7 @@ func (h *humanWatch) install(ctx context.Context) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.tried {
-		h.m.bindOK.Store(h.installed && h.ours(ctx))
+		h.bindOK.Store(h.installed && h.ours(ctx))
 		return
 	}
 	h.tried = true
@@ -182,7 +193,7 @@ func (h *humanWatch) install(ctx context.Context) {
 		return
 	}
 	h.installed = true
-	h.m.bindOK.Store(true)
+	h.bindOK.Store(true)
 }
 
 // ours reports whether the root Any binding is still the one we installed.
@@ -199,7 +210,7 @@ func (h *humanWatch) unbind() {
 		return
 	}
 	h.installed = false
-	h.m.bindOK.Store(false)
+	h.bindOK.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), h.m.cfg.CaptureTimeout)
 	defer cancel()
 	if h.ours(ctx) {

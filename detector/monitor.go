@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -54,6 +53,10 @@ type MonitorConfig struct {
 	// connection and the Any binding (as in controlmode.Config). "" means "tmux" and
 	// tmux's default server.
 	Tmux, SocketName, SocketPath string
+	// SSH is the ssh binary and SSHConfig an ssh -F file for a workspace on another host
+	// (Runtime.Host): its key-event connection and binding go through ssh -T to that host.
+	// "" means "ssh" and the user's own ssh config.
+	SSH, SSHConfig string
 	// BindKeys installs the root-table `Any` binding that reports human keys exactly
 	// (nudge's own server only). false (the zero value) means no binding: human input is
 	// inferred from %output on panes nudge did not type into, confirmed by list-clients.
@@ -130,13 +133,13 @@ type Monitor struct {
 	wg     sync.WaitGroup
 
 	mu     sync.RWMutex
-	panes  map[string]*paneState // by runtime id
-	byPane map[int]*paneState    // by tmux pane number (%N)
+	panes  map[string]*paneState   // by runtime id
+	byPane map[hostPane]*paneState // by host and tmux pane number (%N)
+	wsHost map[string]string       // workspace -> host, from the runtimes
 	closed bool
 
-	refresh   chan struct{} // cap 1: re-read the registry
-	bindOK    atomic.Bool   // the Any binding is installed and ours
-	human     *humanWatch
+	refresh   chan struct{}          // cap 1: re-read the registry
+	human     map[string]*humanWatch // by host: one key-event connection per tmux server
 	closeOnce sync.Once
 }
 
@@ -150,17 +153,14 @@ func NewMonitor(cfg MonitorConfig) (*Monitor, error) {
 	m := &Monitor{
 		cfg: cfg, ctx: ctx, cancel: cancel,
 		panes:   map[string]*paneState{},
-		byPane:  map[int]*paneState{},
+		byPane:  map[hostPane]*paneState{},
+		wsHost:  map[string]string{},
+		human:   map[string]*humanWatch{},
 		refresh: make(chan struct{}, 1),
 	}
 	m.sync()
 	m.wg.Add(1)
 	go m.refreshLoop()
-	if cfg.BindKeys {
-		m.human = newHumanWatch(m)
-		m.wg.Add(1)
-		go m.human.run()
-	}
 	return m, nil
 }
 
@@ -170,13 +170,17 @@ func (m *Monitor) Close() error {
 	m.closeOnce.Do(func() {
 		m.mu.Lock()
 		m.closed = true
+		watches := make([]*humanWatch, 0, len(m.human))
+		for _, h := range m.human {
+			watches = append(watches, h)
+		}
 		m.mu.Unlock()
-		if m.human != nil {
-			m.human.unbind()
+		for _, h := range watches {
+			h.unbind()
 		}
 		m.cancel()
-		if m.human != nil {
-			m.human.wake()
+		for _, h := range watches {
+			h.wake()
 		}
 		m.wg.Wait()
 	})
@@ -197,7 +201,7 @@ func (m *Monitor) Feed(runtimeID string, data []byte) {
 	now := m.cfg.Now().UnixNano()
 	ps.outSeq.Add(1)
 	ps.lastOut.Store(now)
-	if now >= ps.injectUntil.Load() && !m.bindOK.Load() {
+	if now >= ps.injectUntil.Load() && (ps.keys == nil || !ps.keys.Load()) {
 		ps.maybeHuman.Store(true)
 	}
 	if ps.scanning.Load() {
@@ -211,22 +215,24 @@ func (m *Monitor) Feed(runtimeID string, data []byte) {
 func (m *Monitor) Event(workspace string, ev controlmode.Event) {
 	switch e := ev.(type) {
 	case *controlmode.PaneModeChanged:
-		if ps := m.pane(e.Pane); ps != nil {
+		if ps := m.pane(workspace, e.Pane); ps != nil {
 			signal(ps.modeCh)
 		} else {
 			m.poke()
 		}
 	case *controlmode.Pause:
-		if ps := m.pane(e.Pane); ps != nil {
+		if ps := m.pane(workspace, e.Pane); ps != nil {
 			ps.outSeq.Add(1)
 			signal(ps.outCh) // output was dropped: resync with a capture once quiet
 		}
 	case *controlmode.WindowAdd, *controlmode.WindowClose, *controlmode.SessionsChanged,
 		*controlmode.LayoutChange, *controlmode.SessionChanged:
 		m.poke()
-		if m.human != nil {
-			signal(m.human.hint)
+		m.mu.RLock()
+		for _, h := range m.human {
+			signal(h.hint)
 		}
+		m.mu.RUnlock()
 	}
 }
 
@@ -351,10 +357,24 @@ func (m *Monitor) get(id string) *paneState {
 	return m.panes[id]
 }
 
-func (m *Monitor) pane(n int) *paneState {
+// hostPane names a pane across tmux servers (one per host).
+type hostPane struct {
+	host string
+	n    int
+}
+
+// pane returns the watched pane %n of a workspace's tmux server.
+func (m *Monitor) pane(workspace string, n int) *paneState {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.byPane[n]
+	return m.byPane[hostPane{m.wsHost[workspace], n}]
+}
+
+// hostPane returns the watched pane %n on host's tmux server.
+func (m *Monitor) hostPane(host string, n int) *paneState {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.byPane[hostPane{host, n}]
 }
 
 // poke asks the refresh goroutine to re-read the registry.
@@ -388,18 +408,29 @@ func (m *Monitor) sync() {
 		return
 	}
 	seen := make(map[string]bool, len(rts))
-	m.byPane = make(map[int]*paneState, len(rts))
+	m.byPane = make(map[hostPane]*paneState, len(rts))
 	for _, rt := range rts {
 		seen[rt.RuntimeID] = true
+		m.wsHost[rt.WorkspaceID] = rt.Host
+		h := m.human[rt.Host]
+		if h == nil && m.cfg.BindKeys {
+			h = newHumanWatch(m, rt.Host)
+			m.human[rt.Host] = h
+			m.wg.Add(1)
+			go h.run()
+		}
 		ps := m.panes[rt.RuntimeID]
 		if ps == nil {
 			ps = m.newPane(rt)
+			if h != nil {
+				ps.keys = &h.bindOK
+			}
 			m.panes[rt.RuntimeID] = ps
 			m.wg.Add(1)
 			go m.runPane(ps)
 		}
 		if n, ok := paneNumber(rt.PaneID); ok {
-			m.byPane[n] = ps
+			m.byPane[hostPane{rt.Host, n}] = ps
 		}
 	}
 	for id, ps := range m.panes {

@@ -247,7 +247,7 @@ func TestHumanTyping(t *testing.T) {
 	e := newLiveEnv(t, nil)
 	rt := e.spawnShell("sh")
 	h := e.attach(rt)
-	e.waitFor("Any binding installed", func() bool { return e.mon.bindOK.Load() })
+	e.waitFor("Any binding installed", func() bool { return e.mon.keysBound("") })
 
 	// nudge's own typing through the control connection is not a human.
 	conn, err := e.reg.Conn(rt.WorkspaceID)
@@ -290,7 +290,7 @@ func TestHumanDraft(t *testing.T) {
 	e := newLiveEnv(t, nil)
 	rt := e.spawnShell("sh")
 	h := e.attach(rt)
-	e.waitFor("Any binding installed", func() bool { return e.mon.bindOK.Load() })
+	e.waitFor("Any binding installed", func() bool { return e.mon.keysBound("") })
 
 	h.typeKeys("echo half-typed")
 	e.waitFor("operator_busy", func() bool { return e.rt(rt.RuntimeID).OperatorBusy })
@@ -353,7 +353,7 @@ func TestAnyBindingLifecycle(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		e := newLiveEnv(t, nil)
 		e.spawnShell("sh")
-		e.waitFor("Any binding installed", func() bool { return e.mon.bindOK.Load() })
+		e.waitFor("Any binding installed", func() bool { return e.mon.keysBound("") })
 		if out := e.tmux("list-keys", "-T", "root", "Any"); !strings.Contains(out, "wait-for -S "+HumanChannel) {
 			t.Fatalf("binding: %q", out)
 		}
@@ -375,11 +375,12 @@ func TestAnyBindingLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.waitFor("binding decision", func() bool {
-			m.human.mu.Lock()
-			defer m.human.mu.Unlock()
-			return m.human.tried
+			h := m.watch("")
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return h.tried
 		})
-		if m.bindOK.Load() {
+		if m.keysBound("") {
 			t.Fatal("took over the user's Any binding")
 		}
 		m.Close()
@@ -448,4 +449,17 @@ func TestCodexLive(t *testing.T) {
 		e.tmux("send-keys", "-t", rt.PaneID, "Enter")
 	}
 	e.waitReadiness(rt.RuntimeID, nudge.Ready)
+}
+
+// watch returns the key-event watch of host's tmux server.
+func (m *Monitor) watch(host string) *humanWatch {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.human[host]
+}
+
+// keysBound reports whether host's Any binding is installed and ours.
+func (m *Monitor) keysBound(host string) bool {
+	h := m.watch(host)
+	return h != nil && h.bindOK.Load()
 }

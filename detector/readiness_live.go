@@ -23,6 +23,8 @@ const tailCap = 16 << 10
 // the gates under mu.
 type paneState struct {
 	id     string
+	host   string       // the runtime's host ("" local): pane ids are per tmux server
+	keys   *atomic.Bool // its host's Any binding is installed (nil: no binding)
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -58,7 +60,7 @@ type paneState struct {
 func (m *Monitor) newPane(rt store.Runtime) *paneState {
 	ctx, cancel := context.WithCancel(m.ctx)
 	ps := &paneState{
-		id: rt.RuntimeID, ctx: ctx, cancel: cancel,
+		id: rt.RuntimeID, host: rt.Host, ctx: ctx, cancel: cancel,
 		outCh: make(chan struct{}, 1), keyCh: make(chan struct{}, 1), modeCh: make(chan struct{}, 1),
 		opBusy: rt.OperatorBusy,
 	}

@@ -38,18 +38,34 @@ func connDown(err error) bool {
 // offline by the reconciler, and the gate then falls back with PANE_DEAD; a connection
 // still down after MaxDefer falls back with TARGET_NOT_FOUND. The job may have been
 // typed in part (j.maybeTyped): the next attempt looks in the pane before typing.
+//
+// For a workspace on another host the wait is a visible hold: a trigger not yet typed
+// is deferred with HOST_UNREACHABLE and the deadline, and past MaxDefer it takes the
+// fallback chain with that code. One already injected keeps its state while it waits.
 func (p *Pipeline) awaitConn(l *lane, j *job, err error) {
 	now := p.cfg.Now()
 	if j.connWait.IsZero() {
 		j.connWait = now
 		p.log.Debug("control connection down: trigger waits", "trigger_id", j.id(), "err", err)
 	}
+	var host string
+	if rt, ok := p.deps.Runtimes.Get(l.id); ok {
+		host = rt.Host
+	}
 	if now.Sub(j.connWait) >= p.cfg.MaxDefer {
 		j.connWait = time.Time{}
+		if host != "" {
+			p.startFallback(j, nudge.HostUnreachable, "host unreachable: "+host+": "+err.Error())
+			return
+		}
 		p.startFallback(j, nudge.TargetNotFound, "no control connection: "+err.Error())
 		return
 	}
-	j.decide() // answered as it stands (queued, or injected)
+	if st := j.record().State; host != "" && (st == string(nudge.StateQueued) || st == string(nudge.StateDeferred)) {
+		p.markDeferred(j, verdict{kind: hold, code: nudge.HostUnreachable,
+			why: "host unreachable: " + host + " (redialling)", until: j.connWait.Add(p.cfg.MaxDefer)}, now)
+	}
+	j.decide() // answered as it stands (queued, deferred, or injected)
 	j.retryAt = now.Add(connRetry)
 	l.push(j, true)
 }

@@ -26,10 +26,12 @@ import (
 //	runtime starting             RUNTIME_STARTING          its start timeout (then failed: the fallback chain)
 //	runtime being relaunched     FALLBACK_IN_PROGRESS      MaxHold (hold clock; fallback_resume, spawn_recovery)
 //	control connection down      (state unchanged)         MaxDefer, then TARGET_NOT_FOUND
+//	remote host unreachable      HOST_UNREACHABLE          MaxDefer, then HOST_UNREACHABLE (injected: unchanged)
 //	ack wait                     (submitted)               ack timeout x retries, then ACK_TIMEOUT
 //
 // An expired hold ends in DEFER_TIMEOUT and the fallback chain (failed, with the
-// evidence, when there is none). A forced trigger passes every hold but the loop guard.
+// evidence, when there is none). A forced trigger passes every hold but the loop guard
+// and a runtime still starting or being relaunched.
 
 // agentHold reports whether code is held on the hold clock (MaxHold).
 func agentHold(code nudge.Code) bool {

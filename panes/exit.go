@@ -49,7 +49,7 @@ func (r *Registry) classifyExitLocked(rt *store.Runtime, paneID string, exit *in
 	if exit != nil && *exit == 0 {
 		return exitClean
 	}
-	if r.markers.seen(paneID) {
+	if r.markers.seen(paneKey{rt.Host, paneNum(paneID)}) {
 		return exitClean
 	}
 	return exitCrash
@@ -61,7 +61,7 @@ func (r *Registry) classifyExitLocked(rt *store.Runtime, paneID string, exit *in
 // partial line of each pane, bounded.
 type markerScan struct {
 	mu    sync.Mutex
-	panes map[int]*markerPane // by pane number
+	panes map[paneKey]*markerPane
 }
 
 type markerPane struct {
@@ -73,13 +73,13 @@ type markerPane struct {
 const maxMarkerLine = 256
 
 // watch starts looking for marker in pane n's output ("" stops).
-func (m *markerScan) watch(n int, marker string) {
+func (m *markerScan) watch(n paneKey, marker string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.panes == nil {
-		m.panes = map[int]*markerPane{}
+		m.panes = map[paneKey]*markerPane{}
 	}
-	if marker == "" || n < 0 {
+	if marker == "" || n.n < 0 {
 		delete(m.panes, n)
 		return
 	}
@@ -91,7 +91,7 @@ func (m *markerScan) watch(n int, marker string) {
 
 // feed scans one chunk of pane n's output. It does not allocate once a pane's line buffer
 // has grown.
-func (m *markerScan) feed(n int, data []byte) {
+func (m *markerScan) feed(n paneKey, data []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.panes[n]
@@ -125,24 +125,23 @@ func isMarkerLine(line, marker []byte) bool {
 }
 
 // seen reports whether pane id's output held the marker.
-func (m *markerScan) seen(id string) bool {
-	n := paneNum(id)
+func (m *markerScan) seen(n paneKey) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.panes[n]
 	return p != nil && (p.seen || isMarkerLine(p.line, p.marker))
 }
 
-func (m *markerScan) forget(id string) {
+func (m *markerScan) forget(n paneKey) {
 	m.mu.Lock()
-	delete(m.panes, paneNum(id))
+	delete(m.panes, n)
 	m.mu.Unlock()
 }
 
 // watchMarkerLocked arms the marker scan for rt's current pane. r.mu is held.
 func (r *Registry) watchMarkerLocked(rt *store.Runtime) {
-	if n := paneNum(rt.PaneID); n >= 0 {
-		r.markers.watch(n, r.cfg.Profiles[rt.Agent].DoneMarker)
+	if k := keyOf(rt); k.n >= 0 {
+		r.markers.watch(k, r.cfg.Profiles[rt.Agent].DoneMarker)
 	}
 }
 
@@ -153,7 +152,7 @@ func (r *Registry) exitedLocked(rt *store.Runtime, exit *int) ([]change, bool) {
 	if exit == nil || *exit != 0 {
 		why = "program printed its completion marker and ended"
 	}
-	r.markers.forget(rt.PaneID)
+	r.markers.forget(keyOf(rt))
 	if r.cfg.Profiles[rt.Agent].RestartOnExit && rt.Managed && !r.stopped[rt.RuntimeID] {
 		chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusOffline, why+" (profile restarts on exit)", "",
 			func(n *store.Runtime) { n.ExitStatus = exit; n.Readiness = string(nudge.Unknown) })

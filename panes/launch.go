@@ -58,7 +58,7 @@ func (r *Registry) LaunchWindow(ctx context.Context, workspace, name string, arg
 	if len(argv) == 0 {
 		return "", nudge.NewError(nudge.SpawnFailed, "empty argv")
 	}
-	if r.cfg.SSHHost == "" {
+	if r.HostOf(workspace) == "" {
 		// Run the program found on the daemon's PATH, by its path.
 		prog, err := ResolveLauncher(argv[0], LauncherRule{Allowed: []string{"*"}})
 		if err != nil {
@@ -70,9 +70,10 @@ func (r *Registry) LaunchWindow(ctx context.Context, workspace, name string, arg
 	// before its process can exit.
 	name += "-" + strconv.FormatInt(r.cfg.Now().UnixNano()%1e6, 36)
 	sess := "=" + SessionName(workspace) + ":"
+	host := r.HostOf(workspace)
 	launch := func(create ...string) (string, error) {
 		args := append(append(create, "-n", name, "-P", "-F", "#{pane_id}", "--", "env"), argv...)
-		return r.launchRun(ctx, append(args, ";", "set-option", "-p", "-t", sess+name, "remain-on-exit", "on")...)
+		return r.launchRun(ctx, host, append(args, ";", "set-option", "-p", "-t", sess+name, "remain-on-exit", "on")...)
 	}
 	out, err := launch("new-window", "-d", "-t", sess)
 	if isMissing(err) {
@@ -96,9 +97,9 @@ func (r *Registry) LaunchWindow(ctx context.Context, workspace, name string, arg
 // launchRun runs a launching tmux command, again (up to launchTries times, launchBackoff
 // apart) while tmux says its server went away under it (killed or restarting): such a
 // command created nothing that survives, so running it again is safe.
-func (r *Registry) launchRun(ctx context.Context, args ...string) (string, error) {
+func (r *Registry) launchRun(ctx context.Context, host string, args ...string) (string, error) {
 	for try := 1; ; try++ {
-		out, err := r.tmuxRun(ctx, args...)
+		out, err := r.tmuxRun(ctx, host, args...)
 		if err == nil || try == launchTries || !serverLost(err) {
 			return out, err
 		}
@@ -133,7 +134,7 @@ func serverLost(err error) bool {
 // for a signal). A pane that no longer exists counts as exited with unknown status.
 func (r *Registry) PaneExit(ctx context.Context, workspace, paneID string) (bool, *int, error) {
 	// display-message expands its formats empty for a missing target instead of failing.
-	out, err := r.tmuxRun(ctx, "display-message", "-p", "-t", paneID, "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
+	out, err := r.tmuxRun(ctx, r.HostOf(workspace), "display-message", "-p", "-t", paneID, "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
 	if isMissing(err) {
 		return false, nil, nil
 	}

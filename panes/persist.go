@@ -42,8 +42,8 @@ func (r *Registry) putLocked(rt *store.Runtime) error {
 	r.db.PutRuntimeLater(*rt)
 	old := r.rts[rt.RuntimeID]
 	if old != nil && old.PaneID != rt.PaneID {
-		r.panes.Delete(paneNum(old.PaneID))
-		r.markers.forget(old.PaneID)
+		r.panes.Delete(keyOf(old))
+		r.markers.forget(keyOf(old))
 	}
 	if old == nil || old.PaneID != rt.PaneID {
 		r.watchMarkerLocked(rt)
@@ -55,8 +55,8 @@ func (r *Registry) putLocked(rt *store.Runtime) error {
 }
 
 func (r *Registry) indexPane(rt *store.Runtime) {
-	if n := paneNum(rt.PaneID); n >= 0 {
-		r.panes.Store(n, rt.RuntimeID)
+	if k := keyOf(rt); k.n >= 0 {
+		r.panes.Store(k, rt.RuntimeID)
 	}
 }
 

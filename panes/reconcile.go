@@ -124,7 +124,7 @@ func (r *Registry) findPaneLocked(rt *store.Runtime, byID map[string]paneInfo, p
 		if p.Session != rt.TmuxSession || p.Window != rt.TmuxWindow || p.Index != rt.TmuxPane {
 			continue
 		}
-		if owner, ok := r.panes.Load(paneNum(p.ID)); ok && owner != rt.RuntimeID {
+		if owner, ok := r.panes.Load(paneKey{rt.Host, paneNum(p.ID)}); ok && owner != rt.RuntimeID {
 			continue
 		}
 		return p, true

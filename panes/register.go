@@ -15,7 +15,8 @@ type RegisterRequest struct {
 	AgentID         string // "" means Role
 	Target          string // "agents_ws:role.0" or "%N"; the pane must be in agents_<ws>
 	SessionID       string
-	Unmanaged       bool // tracked but never restarted, and refused for injection (UNMANAGED_RUNTIME)
+	Unmanaged       bool   // tracked but never restarted, and refused for injection (UNMANAGED_RUNTIME)
+	Host            string // ssh destination of the workspace's tmux; "" means the workspace's host (local for a new one)
 }
 
 // Register adopts an existing live pane of the workspace's session. A managed pane gets
@@ -33,12 +34,16 @@ func (r *Registry) Register(ctx context.Context, req RegisterRequest) (store.Run
 	if req.SessionID != "" && !prof.ValidSessionID(req.SessionID) {
 		return store.Runtime{}, badRequest("invalid session id %q", req.SessionID)
 	}
-	p, err := r.findTarget(ctx, req.Workspace, tgt)
+	host, err := r.bindHost(req.Workspace, req.Host)
+	if err != nil {
+		return store.Runtime{}, err
+	}
+	p, err := r.findTarget(ctx, req.Workspace, host, tgt)
 	if err != nil {
 		return store.Runtime{}, err
 	}
 	rt := r.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
-	rt.SessionID, rt.Managed, rt.Argv = req.SessionID, !req.Unmanaged, prof.Launch
+	rt.SessionID, rt.Managed, rt.Argv, rt.Host = req.SessionID, !req.Unmanaged, prof.Launch, host
 	if err := r.reserve(rt.RuntimeID, "registering"); err != nil {
 		return store.Runtime{}, err
 	}
@@ -47,7 +52,7 @@ func (r *Registry) Register(ctx context.Context, req RegisterRequest) (store.Run
 		return store.Runtime{}, err
 	}
 	if rt.Managed {
-		if _, err := r.tmuxRun(ctx, "set-option", "-p", "-t", p.ID, "remain-on-exit", "on"); err != nil {
+		if _, err := r.tmuxRun(ctx, rt.Host, "set-option", "-p", "-t", p.ID, "remain-on-exit", "on"); err != nil {
 			return store.Runtime{}, fmt.Errorf("register %s: %w", rt.RuntimeID, err)
 		}
 	}
@@ -56,8 +61,8 @@ func (r *Registry) Register(ctx context.Context, req RegisterRequest) (store.Run
 }
 
 // findTarget resolves a target to a live pane in agents_<ws>.
-func (r *Registry) findTarget(ctx context.Context, ws string, tgt Target) (paneInfo, error) {
-	out, err := r.tmuxRun(ctx, "list-panes", "-a", "-F", paneFormat)
+func (r *Registry) findTarget(ctx context.Context, ws, host string, tgt Target) (paneInfo, error) {
+	out, err := r.tmuxRun(ctx, host, "list-panes", "-a", "-F", paneFormat)
 	if err != nil && !isMissing(err) {
 		return paneInfo{}, fmt.Errorf("register: %w", err)
 	}

@@ -44,10 +44,14 @@ type Config struct {
 	// ConfigFile is tmux -f FILE, read when a spawn starts the server; "" leaves tmux's
 	// default (~/.tmux.conf). Tests use /dev/null.
 	ConfigFile string
-	// SSHHost, if set, reaches tmux on another host with ssh -T; "" means local.
+	// SSHHost is the host of a workspace created without one (ssh -T); "" means local.
+	// A workspace's own host (Runtime.Host, set when it is first spawned or registered)
+	// wins.
 	SSHHost string
 	// SSH is the ssh binary; "" means "ssh".
 	SSH string
+	// SSHConfig, if set, is passed to ssh as -F FILE; "" means the user's own config.
+	SSHConfig string
 	// Roots are the workspace root directories a spawn --dir must lie under (symlinks
 	// resolved). nil means no directory is allowed (a spawn without Dir still works).
 	Roots []string
@@ -237,6 +241,9 @@ func Open(ctx context.Context, cfg Config, db *store.DB) (*Registry, error) {
 		if rt.Status == string(nudge.StatusDeregistered) {
 			continue
 		}
+		if rt.Host == "" {
+			rt.Host = r.cfg.SSHHost // a record from before hosts were per workspace
+		}
 		r.rts[rt.RuntimeID] = &rt
 		r.indexPane(&rt)
 		r.watchMarkerLocked(&rt)
@@ -308,6 +315,9 @@ func (r *Registry) Conn(workspace string) (*controlmode.Conn, error) {
 	if w != nil {
 		if c := w.current(); c != nil {
 			return c, nil
+		}
+		if h := w.hostName(); h != "" {
+			return nil, nudge.NewError(nudge.HostUnreachable, "no control connection for workspace "+workspace+" on host "+h)
 		}
 	}
 	return nil, nudge.NewError(nudge.TargetNotFound, "no control connection for workspace "+workspace)

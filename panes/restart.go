@@ -281,7 +281,7 @@ func (r *Registry) replacePane(ctx context.Context, rt *store.Runtime, p paneInf
 		";", "display-message", "-p", "-t", tmp, "#{pane_id} #{pane_pid}",
 		";", "swap-pane", "-d", "-s", tmp, "-t", p.ID,
 		";", "kill-window", "-t", tmp)
-	out, err := r.launchRun(ctx, args...)
+	out, err := r.launchRun(ctx, rt.Host, args...)
 	if err != nil {
 		return paneInfo{}, spawnFailed(err)
 	}

@@ -23,6 +23,7 @@ type SpawnRequest struct {
 	PromptFile      string   // a first prompt read from this file (never through a shell)
 	Prompt          string   // a first prompt (when PromptFile is empty); never kept in the runtime's argv
 	Argv            []string // explicit argv; its program must be allowed by the profile
+	Host            string   // ssh destination of the workspace's tmux; "" means the workspace's host (local for a new one)
 }
 
 // MaxPromptFile bounds a --prompt-file.
@@ -35,6 +36,9 @@ func (r *Registry) Spawn(ctx context.Context, req SpawnRequest) (store.Runtime, 
 	defer r.db.Flush() // durable when it returns
 	rt, argv, err := r.prepareSpawn(req)
 	if err != nil {
+		return store.Runtime{}, err
+	}
+	if rt.Host, err = r.bindHost(req.Workspace, req.Host); err != nil {
 		return store.Runtime{}, err
 	}
 	if err := r.reserve(rt.RuntimeID, "spawning"); err != nil {
@@ -234,7 +238,7 @@ func (r *Registry) newWindow(ctx context.Context, rt *store.Runtime, argv []stri
 
 func (r *Registry) tryNewWindow(ctx context.Context, rt *store.Runtime, launch []string) (paneInfo, error) {
 	sess := SessionName(rt.WorkspaceID)
-	out, err := r.tmuxRun(ctx, "list-windows", "-t", "="+sess, "-F", "#{window_index} #{window_name}")
+	out, err := r.tmuxRun(ctx, rt.Host, "list-windows", "-t", "="+sess, "-F", "#{window_index} #{window_name}")
 	if isMissing(err) {
 		args := append([]string{"new-session", "-d", "-s", sess, "-n", rt.Role, "-P", "-F", newPaneFormat}, launch...)
 		args = append(args, ";", "set-option", "-p", "-t", "="+sess+":", "remain-on-exit", "on")
@@ -260,7 +264,7 @@ func (r *Registry) tryNewWindow(ctx context.Context, rt *store.Runtime, launch [
 }
 
 func (r *Registry) startPane(ctx context.Context, rt *store.Runtime, args []string) (paneInfo, error) {
-	out, err := r.launchRun(ctx, args...)
+	out, err := r.launchRun(ctx, rt.Host, args...)
 	if err != nil {
 		return paneInfo{}, err
 	}

@@ -122,7 +122,7 @@ func (r *Registry) command(ctx context.Context, w *workspace, args ...string) er
 			}
 		}
 	}
-	_, err := r.tmuxRun(ctx, args...)
+	_, err := r.tmuxRun(ctx, w.hostName(), args...)
 	return err
 }
 
@@ -139,7 +139,7 @@ func (r *Registry) Deregister(ctx context.Context, id, reason string) error {
 	if err == nil {
 		rt := r.rts[id]
 		r.auditLocked(rt, "runtime_deregistered", reason, "", nil)
-		r.panes.Delete(paneNum(rt.PaneID))
+		r.panes.Delete(keyOf(rt))
 		delete(r.rts, id)
 		delete(r.busy, id)
 		delete(r.stopped, id)

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/store"
 )
 
 // tmuxRun runs one tmux invocation as a subprocess: argv, never a shell locally; over ssh
@@ -23,15 +25,15 @@ import (
 // is not put on the command line, where every local user can read it (ps, /proc) and
 // where a tmux server started by it keeps it for its lifetime: tmux gets
 // `start-server ; source-file -` and reads the commands from its stdin.
-func (r *Registry) tmuxRun(ctx context.Context, args ...string) (string, error) {
+func (r *Registry) tmuxRun(ctx context.Context, host string, args ...string) (string, error) {
 	var stdin string
-	argv := r.tmuxArgv(args)
+	argv := r.tmuxArgv(host, args)
 	if slices.Contains(args, "-e") {
 		script, err := tmuxScript(args)
 		if err != nil {
 			return "", &tmuxError{Args: args, Err: err}
 		}
-		stdin, argv = script, r.tmuxArgv([]string{"start-server", ";", "source-file", "-"})
+		stdin, argv = script, r.tmuxArgv(host, []string{"start-server", ";", "source-file", "-"})
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = controlmode.ChildEnv(os.Environ())
@@ -40,7 +42,12 @@ func (r *Registry) tmuxRun(ctx context.Context, args ...string) (string, error) 
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.String(), &tmuxError{Args: args, Stderr: strings.TrimSpace(stderr.String()), Err: err}
+		te := &tmuxError{Args: args, Stderr: strings.TrimSpace(stderr.String()), Err: err}
+		var ee *exec.ExitError
+		if host != "" && errors.As(err, &ee) && ee.ExitCode() == 255 { // ssh's own failure, not tmux's
+			return stdout.String(), &wrapped{nudge.NewError(nudge.HostUnreachable, "host "+host+": "+te.Stderr), te}
+		}
+		return stdout.String(), te
 	}
 	return stdout.String(), nil
 }
@@ -78,7 +85,7 @@ func splitCommands(args []string) func(func([]string) bool) {
 	}
 }
 
-func (r *Registry) tmuxArgv(args []string) []string {
+func (r *Registry) tmuxArgv(host string, args []string) []string {
 	argv := []string{r.cfg.Tmux}
 	if r.cfg.ConfigFile != "" {
 		argv = append(argv, "-f", r.cfg.ConfigFile)
@@ -89,20 +96,97 @@ func (r *Registry) tmuxArgv(args []string) []string {
 		argv = append(argv, "-L", r.cfg.SocketName)
 	}
 	argv = append(argv, args...)
-	if r.cfg.SSHHost == "" {
+	if host == "" {
 		return argv
 	}
-	quoted := make([]string, len(argv))
-	for i, a := range argv {
-		quoted[i] = shellQuote(a)
-	}
-	return []string{r.cfg.SSH, "-T", "--", r.cfg.SSHHost, strings.Join(quoted, " ")}
+	return controlmode.SSHArgv(r.cfg.SSH, r.cfg.SSHConfig, host, argv)
 }
 
 // shellQuote quotes s for a POSIX shell (the remote side of ssh only).
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// paneKey names a pane across tmux servers: pane ids (%N) are unique within one server
+// only, and every host runs its own.
+type paneKey struct {
+	host string
+	n    int
+}
+
+// HostOf returns the host a workspace is bound to ("" for this machine): that of its
+// runtimes, else the daemon's default host.
+func (r *Registry) HostOf(workspace string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hostLocked(workspace)
+}
+
+func (r *Registry) hostLocked(workspace string) string {
+	if w := r.ws[workspace]; w != nil {
+		return w.hostName()
+	}
+	for _, rt := range r.rts {
+		if rt.WorkspaceID == workspace {
+			return rt.Host
+		}
+	}
+	return r.cfg.SSHHost
+}
+
+// bindHost resolves and binds the host of a new runtime of workspace: want, or the
+// workspace's current host if want is "".
+func (r *Registry) bindHost(workspace, want string) (string, error) {
+	if err := validHost(want); err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if want == "" {
+		return r.hostLocked(workspace), nil
+	}
+	return want, r.bindHostLocked(workspace, want)
+}
+
+// validHost refuses a host ssh would read as an option or that holds a space or a
+// control character; the rest is ssh's to judge ([user@]host, or a Host alias).
+func validHost(h string) error {
+	if strings.HasPrefix(h, "-") || strings.ContainsFunc(h, func(c rune) bool { return c <= ' ' || c == 0x7f }) || len(h) > 255 {
+		return nudge.NewError(nudge.BadRequest, fmt.Sprintf("invalid host %q", h))
+	}
+	return nil
+}
+
+// bindHostLocked binds a workspace to host for a new runtime. A workspace whose runtimes
+// live on another host is a CONFLICT; one with none left is rebound. r.mu is held.
+func (r *Registry) bindHostLocked(workspace, host string) error {
+	for _, rt := range r.rts {
+		if rt.WorkspaceID == workspace && rt.Host != host && nudge.Status(rt.Status) != nudge.StatusDeregistered {
+			return nudge.NewError(nudge.Conflict, fmt.Sprintf("workspace %s is bound to host %q (runtime %s)", workspace, displayHost(rt.Host), rt.RuntimeID))
+		}
+	}
+	if w := r.ws[workspace]; w != nil {
+		w.mu.Lock()
+		changed := w.host != host
+		w.host = host
+		c := w.conn
+		w.mu.Unlock()
+		if changed && c != nil {
+			c.Close() // the old host's connection; connLoop dials the new one
+		}
+	}
+	return nil
+}
+
+func displayHost(h string) string {
+	if h == "" {
+		return "local"
+	}
+	return h
+}
+
+// keyOf is the key of rt's current pane (n < 0 if it has none).
+func keyOf(rt *store.Runtime) paneKey { return paneKey{rt.Host, paneNum(rt.PaneID)} }
 
 // tmuxError is a failed tmux subprocess.
 type tmuxError struct {

@@ -11,6 +11,7 @@ import (
 // workspace owns one workspace's control connection and its reconciler goroutine.
 type workspace struct {
 	name string
+	host string        // ssh destination, "" local; guarded by mu (a workspace with no runtime may be rebound)
 	kick chan struct{} // reconcile now (buffered 1; a full channel already means "soon")
 	dial chan struct{} // dial now: a spawn has just created the session
 
@@ -22,6 +23,12 @@ func (w *workspace) current() *controlmode.Conn {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.conn
+}
+
+func (w *workspace) hostName() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.host
 }
 
 func (w *workspace) setConn(c *controlmode.Conn) {
@@ -43,7 +50,13 @@ func (r *Registry) workspaceLocked(name string) *workspace {
 	if w := r.ws[name]; w != nil {
 		return w
 	}
-	w := &workspace{name: name, kick: make(chan struct{}, 1), dial: make(chan struct{}, 1)}
+	w := &workspace{name: name, host: r.cfg.SSHHost, kick: make(chan struct{}, 1), dial: make(chan struct{}, 1)}
+	for _, rt := range r.rts {
+		if rt.WorkspaceID == name {
+			w.host = rt.Host
+			break
+		}
+	}
 	r.ws[name] = w
 	if r.closed {
 		return w
@@ -96,16 +109,17 @@ func (r *Registry) connLoop(w *workspace) {
 }
 
 func (r *Registry) connConfig(w *workspace) controlmode.Config {
+	host := w.hostName()
 	return controlmode.Config{
 		Tmux: r.cfg.Tmux, SocketName: r.cfg.SocketName, SocketPath: r.cfg.SocketPath,
-		ConfigFile: r.cfg.ConfigFile, SSHHost: r.cfg.SSHHost, SSH: r.cfg.SSH,
+		ConfigFile: r.cfg.ConfigFile, SSHHost: host, SSH: r.cfg.SSH, SSHConfig: r.cfg.SSHConfig,
 		Session: SessionName(w.name), Logger: r.cfg.Logger.Named(w.name),
-		OnOutput: r.onOutput,
+		OnOutput: func(pane int, data []byte, age time.Duration) { r.onOutput(paneKey{host, pane}, data, age) },
 		OnEvent:  func(ev controlmode.Event) { r.onEvent(w, ev) },
 	}
 }
 
-func (r *Registry) onOutput(pane int, data []byte, age time.Duration) {
+func (r *Registry) onOutput(pane paneKey, data []byte, age time.Duration) {
 	r.stats.LagNanos.Store(int64(age))
 	r.markers.feed(pane, data)
 	if r.cfg.OnOutput == nil {
@@ -174,7 +188,7 @@ func (r *Registry) listPanes(ctx context.Context, w *workspace) ([]paneInfo, err
 			}
 		}
 	}
-	out, err := r.tmuxRun(ctx, args...)
+	out, err := r.tmuxRun(ctx, w.hostName(), args...)
 	if err != nil {
 		if isMissing(err) {
 			return nil, nil

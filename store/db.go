@@ -52,6 +52,8 @@ type DB struct {
 	closeErr  error
 	later     later
 	wal       wal
+
+	failCommit func() error // tests only: fail write-behind commits with this error
 }
 
 // Bucket names. The layout is private to this package.

@@ -135,6 +135,11 @@ func (db *DB) drain() {
 func (db *DB) applyLater(ops []laterOp) (done, retry []laterOp, err error) {
 	var dropped []laterOp
 	for len(ops) > 0 {
+		if db.failCommit != nil { // tests: a disk that refuses writes
+			if err := db.failCommit(); err != nil {
+				return dropped, ops, err
+			}
+		}
 		bad := -1
 		var badErr error
 		err := db.bolt.Update(func(tx *bolt.Tx) error {

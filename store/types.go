@@ -10,6 +10,7 @@ import (
 type Runtime struct {
 	RuntimeID       string    `json:"runtime_id"`
 	WorkspaceID     string    `json:"workspace_id"`
+	Host            string    `json:"host,omitempty"` // ssh destination of the workspace's tmux (bound when first created); "" local
 	Role            string    `json:"role"`
 	AgentID         string    `json:"agent_id"` // defaults to Role
 	Agent           string    `json:"agent"`    // profile name: codex, claude, shell, ...
@@ -51,6 +52,7 @@ type Trigger struct {
 	WorkspaceID    string `json:"workspace"`
 	Agent          string `json:"agent"` // the role (agent id) addressed
 	RuntimeID      string `json:"runtime_id,omitempty"`
+	Host           string `json:"host,omitempty"` // the runtime's host (ssh destination) when accepted; "" local
 	ThreadID       string `json:"thread_id,omitempty"`
 	Prompt         string `json:"prompt"`
 	Reason         string `json:"reason,omitempty"`

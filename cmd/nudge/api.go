@@ -129,6 +129,7 @@ type spawnBody struct {
 	SessionID  string   `json:"session_id"`
 	PromptFile string   `json:"prompt_file"`
 	Argv       []string `json:"argv"`
+	Host       string   `json:"host,omitempty"` // ssh destination of a new workspace's tmux; "" local
 }
 
 func (d *daemon) handleSpawn(w http.ResponseWriter, r *http.Request, c caller) {
@@ -143,7 +144,7 @@ func (d *daemon) handleSpawn(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	rt, err := d.reg.Spawn(r.Context(), panes.SpawnRequest{
 		Workspace: b.Workspace, Role: b.Role, Agent: b.Agent, AgentID: b.AgentID, Dir: b.Dir,
-		SessionID: b.SessionID, PromptFile: b.PromptFile, Argv: b.Argv,
+		SessionID: b.SessionID, PromptFile: b.PromptFile, Argv: b.Argv, Host: b.Host,
 	})
 	if err != nil {
 		writeError(w, err)
@@ -162,6 +163,7 @@ type registerBody struct {
 	Target    string `json:"target"`
 	SessionID string `json:"session_id"`
 	Unmanaged bool   `json:"unmanaged"`
+	Host      string `json:"host,omitempty"` // ssh destination of a new workspace's tmux; "" local
 }
 
 func (d *daemon) handleRegister(w http.ResponseWriter, r *http.Request, c caller) {
@@ -176,7 +178,7 @@ func (d *daemon) handleRegister(w http.ResponseWriter, r *http.Request, c caller
 	}
 	rt, err := d.reg.Register(r.Context(), panes.RegisterRequest{
 		Workspace: b.Workspace, Role: b.Role, Agent: b.Agent, AgentID: b.AgentID,
-		Target: b.Target, SessionID: b.SessionID, Unmanaged: b.Unmanaged,
+		Target: b.Target, SessionID: b.SessionID, Unmanaged: b.Unmanaged, Host: b.Host,
 	})
 	if err != nil {
 		writeError(w, err)

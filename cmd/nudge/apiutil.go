@@ -42,7 +42,7 @@ func statusFor(code nudge.Code) int {
 		return http.StatusTooManyRequests
 	case nudge.UnmanagedRuntime, nudge.PaneDead, nudge.RegistryDrift:
 		return http.StatusConflict
-	case nudge.Unavailable:
+	case nudge.Unavailable, nudge.HostUnreachable:
 		return http.StatusServiceUnavailable
 	default:
 		return http.StatusInternalServerError
@@ -60,7 +60,7 @@ func toAPIError(err error) *apiError {
 		return &apiError{ne.Code, ne.Message}
 	case errors.Is(err, store.ErrNotFound):
 		return &apiError{nudge.NotFound, err.Error()}
-	case errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return &apiError{nudge.Unavailable, err.Error()}
 	default:
 		return &apiError{nudge.Internal, err.Error()}

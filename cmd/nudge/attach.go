@@ -6,8 +6,10 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 
+	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/panes"
 )
 
@@ -43,10 +45,22 @@ func execTmux(argv []string) error {
 	return syscall.Exec(bin, argv, os.Environ())
 }
 
+// execProgram replaces this process with argv[0] (ssh, for a workspace on another host).
+func execProgram(argv []string) error {
+	bin, err := exec.LookPath(argv[0])
+	if err != nil {
+		return fmt.Errorf("%s not found: %w", argv[0], err)
+	}
+	return syscall.Exec(bin, argv, os.Environ())
+}
+
 func runAttach(_ context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet("attach", "WORKSPACE", env)
 	t := addTmuxFlags(fs)
 	readOnly := fs.Bool("read-only", false, "attach read-only (watch without typing)")
+	host := fs.String("host", "", "the workspace is on USER@HOST: attach through ssh -t")
+	ssh := fs.String("ssh", "ssh", "ssh binary (with --host)")
+	sshConfig := fs.String("ssh-config", "", "ssh config file (ssh -F; with --host)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -56,6 +70,12 @@ func runAttach(_ context.Context, env *cliEnv, args []string) error {
 	a := []string{"attach-session", "-t", "=" + panes.SessionName(fs.Arg(0))}
 	if *readOnly {
 		a = append(a, "-r")
+	}
+	if *host != "" {
+		// ssh -t, not -T: the remote tmux client needs a terminal.
+		argv := controlmode.SSHArgv(*ssh, *sshConfig, *host, t.argv(a...))
+		argv[slices.Index(argv, "-T")] = "-t"
+		return execProgram(argv)
 	}
 	return execTmux(t.argv(a...))
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -26,6 +27,7 @@ func runSpawn(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&b.Dir, "dir", "", "working directory (must lie under a --root of the daemon)")
 	fs.StringVar(&b.SessionID, "session-id", "", "the agent's session id, if known (for resume)")
 	fs.StringVar(&b.PromptFile, "prompt-file", "", "file holding a first task prompt (never passed through a shell)")
+	fs.StringVar(&b.Host, "host", "", "run a new workspace's tmux on USER@HOST (or an ssh config alias) through ssh -T; default: the workspace's host, this machine for a new one")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -61,6 +63,7 @@ func runRegister(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&b.Target, "target", "", "the pane: agents_<ws>:<role>.0 or %N")
 	fs.StringVar(&b.SessionID, "session-id", "", "the agent's session id, if known")
 	fs.BoolVar(&b.Unmanaged, "unmanaged", false, "track only: never inject (UNMANAGED_RUNTIME) or restart")
+	fs.StringVar(&b.Host, "host", "", "the pane's tmux is on USER@HOST (through ssh -T); default: the workspace's host, this machine for a new one")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -202,7 +205,12 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 		return printJSON(env.stdout, rts)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATUS\tREADINESS\tOPERATOR\tQUEUE")
+	hosts := slices.ContainsFunc(rts, func(rt runtimeView) bool { return rt.Host != "" })
+	head := "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATUS\tREADINESS\tOPERATOR\tINPUT\tQUEUE"
+	if hosts {
+		head += "\tHOST"
+	}
+	fmt.Fprintln(tw, head)
 	for _, rt := range rts {
 		op := "-"
 		if rt.OperatorBusy {
@@ -215,8 +223,12 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 		case "half_open":
 			status += "+probing"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
-			rt.PaneID, status, orDash(rt.Readiness), op, rt.QueueDepth)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
+			rt.PaneID, status, orDash(rt.Readiness), op, orDash(rt.InputLine), rt.QueueDepth)
+		if hosts {
+			fmt.Fprintf(tw, "\t%s", orDash(rt.Host))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

@@ -130,9 +130,10 @@ func (d *daemon) registryConfig() panes.Config {
 	c := d.cfg
 	return panes.Config{
 		Tmux: c.Tmux, SocketName: c.TmuxSocket, SocketPath: c.TmuxPath, ConfigFile: c.TmuxConfig,
-		SSHHost: c.SSHHost, Roots: c.Roots, Profiles: d.profiles,
+		SSHHost: c.SSHHost, SSH: c.SSH, SSHConfig: c.SSHConfig, Roots: c.Roots, Profiles: d.profiles,
 		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
-		Env: d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy, Redact: cleanCapture,
+		StartTimeout: c.StartTimeout,
+		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy, Redact: cleanCapture,
 		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
 	}
 }
@@ -230,6 +231,7 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 	mc := detector.DefaultMonitorConfig()
 	mc.QuietWindow, mc.Packs, mc.Registry = d.cfg.QuietWindow, packs, d.reg
 	mc.Tmux, mc.SocketName, mc.SocketPath = d.cfg.Tmux, d.cfg.TmuxSocket, d.cfg.TmuxPath
+	mc.SSH, mc.SSHConfig = d.cfg.SSH, d.cfg.SSHConfig
 	mc.BindKeys = d.cfg.BindKeys
 	mc.Logger = d.log
 	mc.OnChange = d.onReadiness
@@ -278,6 +280,9 @@ func (d *daemon) onRuntimeChange(rt store.Runtime, prev nudge.Status) {
 	d.hub.Publish(Event{Type: "runtime", Workspace: rt.WorkspaceID, Runtime: rt})
 	if d.ready.Load() && (prev == "" || nudge.Status(rt.Status) == nudge.StatusStarting) {
 		d.mon.Refresh() // a new runtime, or a relaunch in a new pane: watch it now
+	}
+	if s := nudge.Status(rt.Status); d.ready.Load() && s != prev && (s == nudge.StatusStarting || s == nudge.StatusFallbackResume) {
+		d.mon.Reclassify(rt.RuntimeID) // a new program: its screen is read afresh, even if it reads as the old one's did
 	}
 	if d.ready.Load() && nudge.Status(rt.Status) == nudge.StatusReady {
 		d.pipe.Kick(rt.RuntimeID)
@@ -367,7 +372,10 @@ func (d *daemon) Close() error {
 			errs = append(errs, d.reg.Close())
 		}
 		if d.db != nil {
-			if d.pipe != nil && errors.Join(errs...) == nil { // every open trigger is in the store
+			// Every open trigger is in the store, and no write-behind write was left
+			// behind by a failing disk (its creates are replayed from the create log, but a
+			// later state, e.g. typed, would be lost: the next start must look in the pane).
+			if d.pipe != nil && errors.Join(errs...) == nil && d.db.Unavailable() == nil {
 				errs = append(errs, d.db.PutMeta(cleanShutdownKey, []byte(time.Now().UTC().Format(time.RFC3339))))
 			}
 			errs = append(errs, d.db.Close())

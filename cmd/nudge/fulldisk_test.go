@@ -96,8 +96,10 @@ func TestFullDiskLosesNoAcceptedTrigger(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if m := td.metrics(); m["nudge_store_unavailable"] != 0 || m["nudge_store_commit_errors_total"] == 0 {
-		t.Errorf("metrics: unavailable %v, commit errors %v", m["nudge_store_unavailable"], m["nudge_store_commit_errors_total"])
+	// (Which write meets the full disk first, a bbolt commit or the create log, depends
+	// on how the file grew; the store's TestCommitFailureKeepsCreates forces the commit.)
+	if m := td.metrics(); m["nudge_store_unavailable"] != 0 {
+		t.Errorf("metrics after recovery: unavailable %v, commit errors %v", m["nudge_store_unavailable"], m["nudge_store_commit_errors_total"])
 	}
 
 	td.stop()

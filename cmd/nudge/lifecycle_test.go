@@ -140,7 +140,7 @@ func TestCrashRestartsNativeResumeOrFresh(t *testing.T) {
 		t.Fatalf("resume argv %q, runtime %+v", args, got.Runtime)
 	}
 	path := statusPath(td.runtimeRecords(withID.RuntimeID))
-	if !strings.Contains(path, "ready>offline offline>starting starting>ready") {
+	if !strings.Contains(path, ">offline offline>starting starting>ready") {
 		t.Fatalf("status path: %s", path)
 	}
 	got = td.waitRuntime(without.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Restarts == 1 })
@@ -160,8 +160,10 @@ func TestDoneMarkerIsExited(t *testing.T) {
 	flag := filepath.Join(td.cfg.Roots[0], "served")
 	svc := td.spawnRaw(spawnBody{Workspace: "w1", Role: "svc", Agent: "service",
 		Argv: []string{"sh", "-c", "if [ -e " + flag + " ]; then exec cat; fi; touch " + flag + "; sleep 0.3; exit 0"}})
-	done := td.spawnShell("w1", "marked", "sh", "-c", "sleep 0.3; echo __TASK_DONE__; sleep 0.5; exit 3")
-	crash := td.spawnShell("w1", "mention", "sh", "-c", "sleep 0.3; echo 'not yet __TASK_DONE__ here'; sleep 0.5; exit 3")
+	done := td.spawnRaw(spawnBody{Workspace: "w1", Role: "marked", Agent: "shell",
+		Argv: []string{"sh", "-c", "sleep 0.3; echo __TASK_DONE__; sleep 0.5; exit 3"}})
+	crash := td.spawnRaw(spawnBody{Workspace: "w1", Role: "mention", Agent: "shell",
+		Argv: []string{"sh", "-c", "sleep 0.3; echo 'not yet __TASK_DONE__ here'; sleep 0.5; exit 3"}})
 	got := td.waitRuntime(done.RuntimeID, func(r runtimeView) bool { return r.Status == "exited" || r.Restarts > 0 })
 	if got.Status != "exited" || got.ExitStatus == nil || *got.ExitStatus != 3 {
 		t.Fatalf("marked: %+v\n%s", got.Runtime, statusPath(td.runtimeRecords(done.RuntimeID)))
@@ -228,9 +230,10 @@ func TestStartingWaitsForReadyAndTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := td.waitTrigger("early", func(t store.Trigger) bool { return t.State == "deferred" || t.Closed })
-	if held.State != "deferred" || held.DeferredUntil == nil || held.DeferredUntil.Before(tr.CreatedAt.Add(30*time.Second)) {
-		t.Fatalf("trigger for a starting runtime: %+v", held)
+	// The answer carries the lane's first decision: held until the start deadline.
+	if tr.State != "deferred" || tr.ErrorCode != "RUNTIME_STARTING" || tr.DeferredUntil == nil ||
+		tr.DeferredUntil.Before(tr.CreatedAt.Add(30*time.Second)) {
+		t.Fatalf("trigger for a starting runtime: %+v", tr)
 	}
 	got := td.waitTrigger("early", closed)
 	fi, err := os.Stat(shown)
@@ -317,5 +320,23 @@ func TestCodexReadyOnlyWithItsComposer(t *testing.T) {
 	}
 	if ready.Reason != "agent shows READY" || got.InjectedAt == nil || got.InjectedAt.Before(ready.Time) {
 		t.Fatalf("starting → ready %+v; trigger injected at %v\n%s", ready, got.InjectedAt, statusPath(td.runtimeRecords(rt.RuntimeID)))
+	}
+}
+
+// TestRestartedAgentReadsReadyAgain: a restarted agent whose screen reads as the old one's
+// did (back at its prompt) is seen READY again: the readiness of the new program is read
+// afresh, so the runtime does not stay starting.
+func TestRestartedAgentReadsReadyAgain(t *testing.T) {
+	td := lifecycleSetup(t, func(string) map[string]map[string]any {
+		return map[string]map[string]any{"prompty": {"launch": []string{"sh"}, "allowed_launchers": []string{"sh"},
+			"pack": "shell", "queues_input": true, "submitted_is_ack": true, "ready_on": "readiness"}}
+	}, nil)
+	rt := td.spawnRaw(spawnBody{Workspace: "w1", Role: "p", Agent: "prompty", Argv: []string{"sh", "-c", "printf '$ '; exec cat"}})
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	for i := 1; i <= 3; i++ {
+		if _, errs, code := td.runCLI("restart", rt.RuntimeID); code != 0 {
+			t.Fatalf("restart %d: %s", i, errs)
+		}
+		td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Restarts == i })
 	}
 }

@@ -26,6 +26,7 @@ type serveConfig struct {
 	TmuxConfig             string
 	Tmux                   string
 	SSHHost                string
+	SSH, SSHConfig         string
 	MetricsAddr            string
 	ProfileDir, PackDir    string
 	Roots                  []string
@@ -46,6 +47,7 @@ type serveConfig struct {
 	StaleAfter             time.Duration
 	CrashLoop              int
 	CrashWindow            time.Duration
+	StartTimeout           time.Duration // starting → ready, for a profile that sets no start_timeout
 	LaunchGrace            time.Duration
 	Orchestrator           string // WS/ROLE that receives synchronisation triggers
 	StatusLine             bool
@@ -74,7 +76,7 @@ func defaultServeConfig() serveConfig {
 		AckTimeout: 8 * time.Second, AckRetries: 2, Backoff: []time.Duration{2 * time.Second, 4 * time.Second},
 		RateLimit: 10, RatePer: time.Minute, LoopTurns: 20, LoopRepeats: 3, MaxPrompt: 64 << 10,
 		Sweep: 5 * time.Second, ResumeAttempts: 2, StaleAfter: 12 * time.Hour,
-		CrashLoop: 3, CrashWindow: 15 * time.Minute, LaunchGrace: 1500 * time.Millisecond,
+		CrashLoop: 3, CrashWindow: 15 * time.Minute, LaunchGrace: 1500 * time.Millisecond, StartTimeout: 2 * time.Minute,
 		StatusLine: true, BindKeys: true,
 		LogLevel: "info", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
 		ScheduleGap: 5 * time.Minute, ScheduleMinEvery: time.Minute,
@@ -168,7 +170,9 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.TmuxPath, "tmux-socket-path", "", "tmux server socket path (tmux -S; wins over --tmux-socket)")
 	fs.StringVar(&c.TmuxConfig, "tmux-config", "", "tmux config file used when nudge starts its tmux server (tmux -f)")
 	fs.StringVar(&c.Tmux, "tmux", c.Tmux, "tmux binary")
-	fs.StringVar(&c.SSHHost, "host", "", "run the workspaces' tmux on user@host through ssh -T")
+	fs.StringVar(&c.SSHHost, "host", "", "default host of a workspace spawned or registered without --host (user@host, through ssh -T); default: this machine")
+	fs.StringVar(&c.SSH, "ssh", "ssh", "ssh binary for workspaces on other hosts")
+	fs.StringVar(&c.SSHConfig, "ssh-config", "", "ssh config file (ssh -F) for workspaces on other hosts; default: the user's own (~/.ssh/config)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "also serve /metrics on this TCP address (e.g. 127.0.0.1:9464)")
 	fs.StringVar(&c.ProfileDir, "profile-dir", "", "directory of agent profile overrides (NAME.json)")
 	fs.StringVar(&c.PackDir, "pack-dir", "", "directory of readiness classifier pack overrides (NAME.json)")
@@ -191,6 +195,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.StaleAfter, "stale-after", c.StaleAfter, "a session whose heartbeat is older is not resumed: spawn")
 	fs.IntVar(&c.CrashLoop, "crash-loop", c.CrashLoop, "failures within --crash-window that make a crash loop")
 	fs.DurationVar(&c.CrashWindow, "crash-window", c.CrashWindow, "crash loop window")
+	fs.DurationVar(&c.StartTimeout, "start-timeout", c.StartTimeout, "a starting agent that has not shown READY by then is failed (a profile's start_timeout wins)")
 	fs.DurationVar(&c.LaunchGrace, "launch-grace", c.LaunchGrace, "a resume or spawn launch must stay up this long to count as started")
 	fs.StringVar(&c.Orchestrator, "orchestrator", "", "WS/ROLE of the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane")
 	fs.BoolVar(&c.StatusLine, "status-line", c.StatusLine, "show [role: STATE] in the status line of nudge's tmux sessions")
@@ -268,7 +273,8 @@ func (c *serveConfig) complete() error {
 	switch {
 	case c.AckRetries < 0 || c.ResumeAttempts < 0 || c.CrashLoop < 0 || c.BreakerFailures < 0:
 		return errors.New("counts must not be negative")
-	case c.QuietWindow < 0 || c.MaxDefer <= 0 || c.DeferRecheck <= 0 || c.AckTimeout <= 0 || c.MaxHold <= 0 || c.BreakerCooldown <= 0:
+	case c.QuietWindow < 0 || c.MaxDefer <= 0 || c.DeferRecheck <= 0 || c.AckTimeout <= 0 || c.MaxHold <= 0 || c.BreakerCooldown <= 0 ||
+		c.StartTimeout <= 0:
 		return errors.New("durations must be positive")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return errors.New("--log-format must be text or json")
