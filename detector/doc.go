@@ -15,8 +15,12 @@
 //	                folds a large paste ("[Pasted Content 4096 chars]").
 //	Screen          a capture plus the cursor row, the input of ClassifyScreen.
 //	Classification  the verdict: State (a nudge.Readiness), Summary,
-//	                ActionsNeeded, Draft (a human's unsubmitted composer text)
-//	                and Confident (false when no cue decided; ask the LLM).
+//	                ActionsNeeded, Draft (the composer's unsubmitted text),
+//	                Composer (an input line is on screen), Queued (input waits
+//	                in the agent's own queue) and Confident (false when no cue
+//	                decided; ask the LLM).
+//	Pack.Ours       whether a composer holds what nudge typed, as the agent shows
+//	                it: folded into paste placeholders, or only a part of it.
 //	Classify        Classify(pack, capture) = ClassifyScreen with no cursor.
 //	LLM, LLMConfig  the optional OpenAI-compatible chat-completions classifier,
 //	                used only when a pack is unsure; off when the config is nil.

@@ -3,6 +3,7 @@ package inject
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -41,6 +42,7 @@ func (p *Pipeline) awaitAck(j *job) {
 		step := min(screenPoll, max(deadline.Sub(p.cfg.Now()), 0))
 		ctx, cancel := context.WithTimeout(p.ctx, step)
 		sig, err := p.deps.Acks.Wait(ctx, t.TriggerID)
+		stepOver := ctx.Err() != nil
 		cancel()
 		last := !p.cfg.Now().Before(deadline)
 		since := &seen // during the wait: only if the pane drew since the last look
@@ -53,6 +55,8 @@ func (p *Pipeline) awaitAck(j *job) {
 			return
 		case p.ctx.Err() != nil:
 			return // shutting down: the trigger stays open in the store and Open resumes it
+		case !stepOver:
+			return // nothing waits on it any more: it was closed another way
 		case p.markerOnScreen(t, since):
 			p.finishAcked(j, signalScreen)
 			return
@@ -280,14 +284,23 @@ func (p *Pipeline) asideFor(runtimeID string, code nudge.Code) (store.Runtime, b
 	p.mu.Lock()
 	id := p.aside[runtimeID]
 	p.mu.Unlock()
-	if id == "" {
+	if rt, ok := p.deps.Runtimes.Get(id); ok && id != "" && rt.Managed && panes.Live(nudge.Status(rt.Status)) {
+		return rt, true
+	}
+	// After a daemon restart: the newest live runtime named ROLE-fb-* in the workspace.
+	from, ok := p.deps.Runtimes.Get(runtimeID)
+	l, canList := p.deps.Runtimes.(interface{ List() []store.Runtime })
+	if !ok || !canList {
 		return store.Runtime{}, false
 	}
-	rt, ok := p.deps.Runtimes.Get(id)
-	if !ok || !rt.Managed || !panes.Live(nudge.Status(rt.Status)) {
-		return store.Runtime{}, false
+	var best store.Runtime
+	for _, rt := range l.List() {
+		if rt.WorkspaceID == from.WorkspaceID && strings.HasPrefix(rt.Role, from.Role+panes.AsideMarker) &&
+			rt.Managed && panes.Live(nudge.Status(rt.Status)) && rt.CreatedAt.After(best.CreatedAt) {
+			best = rt
+		}
 	}
-	return rt, true
+	return best, best.RuntimeID != ""
 }
 
 // unroutable handles a trigger with no managed runtime: an unknown one fails with

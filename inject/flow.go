@@ -189,6 +189,11 @@ func (p *Pipeline) gate(j *job, rt store.Runtime, now time.Time) verdict {
 
 func (p *Pipeline) gates(j *job, rt store.Runtime, now time.Time) verdict {
 	t := j.record()
+	if !rt.Managed {
+		// Never typed into (seed 001 §4.2), also for a trigger that came back to the
+		// lane after waiting for another trigger's fallback.
+		return verdict{kind: fallback, code: nudge.UnmanagedRuntime, why: "runtime is not managed: live delivery skipped"}
+	}
 	switch nudge.Status(rt.Status) {
 	case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered, nudge.StatusExited:
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + rt.Status}

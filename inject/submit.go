@@ -57,7 +57,7 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 	t := p.newRecord(req, text)
 	rt, known := p.deps.Runtimes.Lookup(req.Workspace, req.Agent)
 	if known {
-		t.RuntimeID = rt.RuntimeID
+		t.RuntimeID, t.Host = rt.RuntimeID, rt.Host
 	}
 	j := newJob(t, p.cfg.Now().Sub(p.opened) < p.cfg.RedeliveryCheck)
 	j.envelope = p.envelope(t, text)

@@ -37,9 +37,9 @@ func (r *Registry) StartDeadline(id string) time.Time {
 
 // startOverdue is a runtime whose start timed out, as seen by a reconcile pass.
 type startOverdue struct {
-	id, pane string
-	since    time.Time
-	timeout  time.Duration
+	id, pane, host string
+	since          time.Time
+	timeout        time.Duration
 }
 
 // overdueLocked reports rt if it is starting past its timeout. r.mu is held.
@@ -51,13 +51,13 @@ func (r *Registry) overdueLocked(rt *store.Runtime, now time.Time) (startOverdue
 	if now.Sub(rt.StatusSince) < d {
 		return startOverdue{}, false
 	}
-	return startOverdue{id: rt.RuntimeID, pane: rt.PaneID, since: rt.StatusSince, timeout: d}, true
+	return startOverdue{id: rt.RuntimeID, pane: rt.PaneID, host: r.hostLocked(rt.WorkspaceID), since: rt.StatusSince, timeout: d}, true
 }
 
 // failStarts fails each overdue runtime that is still in the same start, with its screen.
 func (r *Registry) failStarts(ctx context.Context, due []startOverdue) {
 	for _, o := range due {
-		screen := r.evidence(ctx, o.pane)
+		screen := r.evidence(ctx, o.host, o.pane)
 		r.mu.Lock()
 		rt := r.rts[o.id]
 		var chs []change
@@ -77,13 +77,13 @@ func (r *Registry) failStarts(ctx context.Context, due []startOverdue) {
 }
 
 // evidence captures a pane's screen, redacted, for the audit ("" if it cannot).
-func (r *Registry) evidence(ctx context.Context, pane string) string {
+func (r *Registry) evidence(ctx context.Context, host, pane string) string {
 	if pane == "" {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := r.tmuxRun(ctx, "capture-pane", "-p", "-J", "-t", pane)
+	out, err := r.tmuxRun(ctx, host, "capture-pane", "-p", "-J", "-t", pane)
 	if err != nil {
 		return ""
 	}

@@ -42,7 +42,12 @@ func (r *Registry) tmuxRun(ctx context.Context, host string, args ...string) (st
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.String(), &tmuxError{Args: args, Stderr: strings.TrimSpace(stderr.String()), Err: err}
+		te := &tmuxError{Args: args, Stderr: strings.TrimSpace(stderr.String()), Err: err}
+		var ee *exec.ExitError
+		if host != "" && errors.As(err, &ee) && ee.ExitCode() == 255 { // ssh's own failure, not tmux's
+			return stdout.String(), &wrapped{nudge.NewError(nudge.HostUnreachable, "host "+host+": "+te.Stderr), te}
+		}
+		return stdout.String(), te
 	}
 	return stdout.String(), nil
 }

@@ -52,6 +52,7 @@ type Trigger struct {
 	WorkspaceID    string `json:"workspace"`
 	Agent          string `json:"agent"` // the role (agent id) addressed
 	RuntimeID      string `json:"runtime_id,omitempty"`
+	Host           string `json:"host,omitempty"` // the runtime's host (ssh destination) when accepted; "" local
 	ThreadID       string `json:"thread_id,omitempty"`
 	Prompt         string `json:"prompt"`
 	Reason         string `json:"reason,omitempty"`

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nudgehq/nudge/cmd/nudge/standin"
+	"github.com/nudgehq/nudge/store"
 )
 
 // Full turns of Gemini CLI, OpenCode and Pi against their model stand-ins (see
@@ -66,4 +71,49 @@ func TestPiFullTurns(t *testing.T) {
 	t.Log("pi: no approval case: Pi runs tools without an approval dialog")
 	testFullTurns(t, agentCase{agent: "pi", env: "NUDGE_TEST_PI", pkg: "@mariozechner/pi-coding-agent", api: standin.Chat,
 		prose: piProse, maxKB: 63})
+}
+
+// TestGeminiApprovalDenied and TestOpenCodeApprovalDenied: a trigger sent while the
+// CLI's approval dialog is open is held, nothing is typed into the dialog; the
+// operator denies the tool call through the pane, the command does not run, and the
+// held trigger is then delivered, acked, and given to the model once.
+func TestGeminiApprovalDenied(t *testing.T) {
+	testApprovalDenied(t, agentCase{agent: "gemini", env: "NUDGE_TEST_GEMINI", pkg: "@google/gemini-cli", api: standin.Gemini},
+		"Escape") // "3. No, suggest changes (esc)"
+}
+
+func TestOpenCodeApprovalDenied(t *testing.T) {
+	testApprovalDenied(t, agentCase{agent: "opencode", env: "NUDGE_TEST_OPENCODE", pkg: "opencode-ai", api: standin.Chat},
+		"Right", "Right", "Enter") // "Allow once  Allow always  [Reject]"
+}
+
+func testApprovalDenied(t *testing.T, c agentCase, deny ...string) {
+	ft := startFullTurns(t, c)
+	ft.send("tool", "create the file standin:tool=`touch denied.txt`")
+	// OpenCode's first shell call of a session takes a while to ask (it loads its shell
+	// parser): wait longer than waitReadiness does.
+	deadline := time.Now().Add(2 * time.Minute)
+	for rt := (runtimeView{}); rt.Readiness != "NEEDS_CONFIRMATION"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no approval dialog: runtime %s/%s\nscreen:\n%s", rt.Status, rt.Readiness, ft.screen())
+		}
+		ft.td.c.do(t0(), "GET", "/v1/runtimes/"+ft.rt.RuntimeID, nil, &rt)
+	}
+	ft.send("held", "sent while the dialog is open")
+	time.Sleep(3 * time.Second)
+	var held store.Trigger
+	ft.td.c.do(t0(), "GET", "/v1/triggers/held", nil, &held)
+	if held.InjectedAt != nil || held.State == "submitted" || strings.Contains(ft.screen(), "sent while the dialog") {
+		t.Fatalf("typed into the approval dialog: %+v\nscreen:\n%s", held, ft.screen())
+	}
+	ft.td.tmux(append([]string{"send-keys", "-t", ft.rt.PaneID}, deny...)...)
+	ft.waitAcked("held")
+	ft.waitReady("held")
+	if _, err := os.Stat(filepath.Join(ft.td.cfg.Roots[0], "denied.txt")); err == nil {
+		t.Errorf("the denied command ran")
+	}
+	if n := standin.Count(ft.srv.Requests(), "held"); n != 1 {
+		t.Errorf("the model got the held prompt %d times, want 1", n)
+	}
+	t.Logf("trigger held by the approval dialog, then denied: %s", events(ft.td.audit("held")))
 }

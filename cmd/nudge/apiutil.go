@@ -42,7 +42,7 @@ func statusFor(code nudge.Code) int {
 		return http.StatusTooManyRequests
 	case nudge.UnmanagedRuntime, nudge.PaneDead, nudge.RegistryDrift:
 		return http.StatusConflict
-	case nudge.Unavailable:
+	case nudge.Unavailable, nudge.HostUnreachable:
 		return http.StatusServiceUnavailable
 	default:
 		return http.StatusInternalServerError

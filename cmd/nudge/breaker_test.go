@@ -65,3 +65,33 @@ func TestBreakerCoolsDownFailingRuntime(t *testing.T) {
 	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Breaker == "" && r.CooldownUntil == nil })
 	td.waitTrigger("b4", func(t store.Trigger) bool { return t.State == "submitted" })
 }
+
+// An open breaker survives a daemon restart: it is on the runtime's record.
+func TestBreakerSurvivesRestart(t *testing.T) {
+	td, _ := ackSetup(t, func(c *serveConfig) {
+		c.AckRetries = 0
+		c.BreakerFailures, c.BreakerCooldown = 1, 10*time.Minute
+	})
+	var rt runtimeView
+	body := spawnBody{Workspace: "w1", Role: "deaf", Agent: "fake", Dir: td.cfg.Roots[0],
+		Argv: []string{"sh", filepath.Join(td.cfg.Roots[0], "agent.sh"), "none"}}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	if _, err := td.trigger(map[string]any{"trigger_id": "r1", "workspace": "w1", "agent": "deaf", "prompt": "hello", "ack_timeout_ms": 300}); err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Breaker == "open" })
+	td.waitTrigger("r1", closed)
+	td.stop()
+	td2 := startDaemon(t, td.cfg)
+	td2.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	if _, err := td2.trigger(map[string]any{"trigger_id": "r2", "workspace": "w1", "agent": "deaf", "prompt": "again"}); err != nil {
+		t.Fatal(err)
+	}
+	got := td2.waitTrigger("r2", func(t store.Trigger) bool { return t.State != "queued" })
+	if got.ErrorCode != "RUNTIME_COOLDOWN" || got.Attempts != 0 {
+		t.Fatalf("after a restart: %+v", got)
+	}
+}

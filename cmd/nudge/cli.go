@@ -206,7 +206,7 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	hosts := slices.ContainsFunc(rts, func(rt runtimeView) bool { return rt.Host != "" })
-	head := "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATUS\tREADINESS\tOPERATOR\tQUEUE"
+	head := "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATUS\tREADINESS\tOPERATOR\tINPUT\tQUEUE"
 	if hosts {
 		head += "\tHOST"
 	}
@@ -223,8 +223,8 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 		case "half_open":
 			status += "+probing"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
-			rt.PaneID, status, orDash(rt.Readiness), op, rt.QueueDepth)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
+			rt.PaneID, status, orDash(rt.Readiness), op, orDash(rt.InputLine), rt.QueueDepth)
 		if hosts {
 			fmt.Fprintf(tw, "\t%s", orDash(rt.Host))
 		}

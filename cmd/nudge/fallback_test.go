@@ -91,22 +91,31 @@ func TestFallbackForUnmanagedPaneSpawnsManagedRuntime(t *testing.T) {
 		Target: pane, Unmanaged: true}, &un); err != nil {
 		t.Fatal(err)
 	}
-	for i, id := range []string{"un1", "un2"} {
-		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "w1", "agent": "adopted", "prompt": "hello " + id}); err != nil {
-			t.Fatal(err)
-		}
+	// Two triggers at once: their fallbacks never replace each other's pane. One spawns
+	// the runtime beside the unmanaged pane; the other waits for it and goes there too.
+	ids := td.fireTriggers("w1", "un", 2, "adopted")
+	if len(ids) != 2 {
+		t.Fatalf("accepted %v", ids)
+	}
+	live, redirect := 0, 0
+	var fb runtimeView
+	for _, id := range ids {
 		got := td.waitTrigger(id, closed)
-		fb := checkAside(t, td, got, "adopted")
+		fb = checkAside(t, td, got, "adopted")
 		waitFile(t, fresh, "[BRIDGE_TRIGGER id="+id+" ", 20*time.Second)
 		story := events(td.audit(id))
-		if want := []string{"fallback_deliver_live", "fallback_redirect"}[i]; !strings.Contains(story, want) {
-			t.Fatalf("%s: story %s lacks %s", id, story, want)
+		if strings.Contains(story, "fallback_deliver_live") {
+			live++
 		}
-		if i == 1 {
-			if err := td.c.do(t0(), "POST", "/v1/runtimes/"+fb.RuntimeID+"/stop", nil, nil); err != nil {
-				t.Fatalf("the fallback runtime cannot be stopped: %v", err)
-			}
+		if strings.Contains(story, "fallback_redirect") {
+			redirect++
 		}
+	}
+	if live != 1 || redirect != 1 {
+		t.Fatalf("%d triggers spawned a runtime and %d went to it; want 1 and 1", live, redirect)
+	}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+fb.RuntimeID+"/stop", nil, nil); err != nil {
+		t.Fatalf("the fallback runtime cannot be stopped: %v", err)
 	}
 	if b, _ := os.ReadFile(human); strings.Contains(string(b), "BRIDGE_TRIGGER") {
 		t.Fatalf("a prompt was typed into the unmanaged pane: %q", b)

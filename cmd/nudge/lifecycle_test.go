@@ -322,3 +322,21 @@ func TestCodexReadyOnlyWithItsComposer(t *testing.T) {
 		t.Fatalf("starting → ready %+v; trigger injected at %v\n%s", ready, got.InjectedAt, statusPath(td.runtimeRecords(rt.RuntimeID)))
 	}
 }
+
+// TestRestartedAgentReadsReadyAgain: a restarted agent whose screen reads as the old one's
+// did (back at its prompt) is seen READY again: the readiness of the new program is read
+// afresh, so the runtime does not stay starting.
+func TestRestartedAgentReadsReadyAgain(t *testing.T) {
+	td := lifecycleSetup(t, func(string) map[string]map[string]any {
+		return map[string]map[string]any{"prompty": {"launch": []string{"sh"}, "allowed_launchers": []string{"sh"},
+			"pack": "shell", "queues_input": true, "submitted_is_ack": true, "ready_on": "readiness"}}
+	}, nil)
+	rt := td.spawnRaw(spawnBody{Workspace: "w1", Role: "p", Agent: "prompty", Argv: []string{"sh", "-c", "printf '$ '; exec cat"}})
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	for i := 1; i <= 3; i++ {
+		if _, errs, code := td.runCLI("restart", rt.RuntimeID); code != 0 {
+			t.Fatalf("restart %d: %s", i, errs)
+		}
+		td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Restarts == i })
+	}
+}

@@ -142,7 +142,8 @@ func TestMultiHostTriggersSurviveSSHCut(t *testing.T) {
 	}
 	send("wr", "b", "down1")
 	held := td.waitTrigger("down1", func(tr store.Trigger) bool { return tr.State == "deferred" })
-	if held.ErrorCode != "HOST_UNREACHABLE" || held.DeferredUntil == nil || !strings.Contains(held.Message, "host unreachable") {
+	if held.ErrorCode != "HOST_UNREACHABLE" || held.DeferredUntil == nil || !strings.Contains(held.Message, "host unreachable") ||
+		held.Host != h.alias {
 		t.Fatalf("held trigger: %+v", held)
 	}
 	send("wl", "a", "ldown1") // the local workspace is not held by the remote one
@@ -157,6 +158,22 @@ func TestMultiHostTriggersSurviveSSHCut(t *testing.T) {
 	rscreen = h.tmux(sock, "capture-pane", "-p", "-J", "-S", "-", "-t", remote.PaneID)
 	if c := countEnvelopes(rscreen, []string{"down1"})["down1"]; c != 1 {
 		t.Fatalf("down1 typed %d times:\n%s", c, rscreen)
+	}
+
+	// The binding is durable: a restarted daemon finds the remote pane through ssh again.
+	td.stop()
+	td = startDaemon(t, td.cfg)
+	rt := td.waitRuntime(remote.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
+	if rt.Host != h.alias || rt.PaneID != remote.PaneID {
+		t.Fatalf("after a restart: %+v", rt.Runtime)
+	}
+	send("wr", "b", "after1")
+	if got := td.waitTrigger("after1", closed); got.State != "acked" && got.State != "submitted" {
+		t.Fatalf("after a restart: %+v", got)
+	}
+	rscreen = h.tmux(sock, "capture-pane", "-p", "-J", "-S", "-", "-t", remote.PaneID)
+	if c := countEnvelopes(rscreen, []string{"after1"})["after1"]; c != 1 {
+		t.Fatalf("after1 typed %d times:\n%s", c, rscreen)
 	}
 }
 
@@ -216,6 +233,15 @@ func TestMultiHostHumanKeyOnRemoteHolds(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "FAIL  "+h.alias+": ssh cannot reach it") {
 		t.Fatalf("doctor with the host down: exit %d\n%s", code, out)
 	}
+
+	// A spawn on a host that cannot be reached says so; a workspace stays on its host.
+	var rt runtimeView
+	err = td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "wx", Role: "c", Agent: "shell",
+		Dir: td.cfg.Roots[0], Argv: []string{"bash"}, Host: h.alias}, &rt)
+	wantAPIError(t, "spawn on a host that is down", err, "HOST_UNREACHABLE", h.alias)
+	err = td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "wr", Role: "c", Agent: "shell",
+		Dir: td.cfg.Roots[0], Argv: []string{"bash"}, Host: "other-box"}, &rt)
+	wantAPIError(t, "spawn into a workspace bound to another host", err, "CONFLICT", "bound to host")
 }
 
 func TestTmuxVersion(t *testing.T) {

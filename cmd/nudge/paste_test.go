@@ -188,6 +188,13 @@ func TestRuntimeInputLine(t *testing.T) {
 	td.waitRuntimeFor(rt.RuntimeID, 30*time.Second, func(r runtimeView) bool { return r.InputLine == "empty" })
 	td.tmux("send-keys", "-t", rt.PaneID, "-l", "echo half typed by a human")
 	td.waitRuntimeFor(rt.RuntimeID, 30*time.Second, func(r runtimeView) bool { return r.InputLine == "draft" && r.OperatorBusy })
+	// nudge ls says why a trigger would wait, as a column and in its JSON.
+	if out, _, code := td.runCLI("ls"); code != 0 || !strings.Contains(rowOf(out, rt.RuntimeID), "draft") {
+		t.Errorf("nudge ls (exit %d) does not show the draft:\n%s", code, out)
+	}
+	if out, _, code := td.runCLI("ls", "--json"); code != 0 || !strings.Contains(out, `"input_line": "draft"`) {
+		t.Errorf("nudge ls --json (exit %d) has no input_line draft:\n%s", code, out)
+	}
 	td.tmux("send-keys", "-t", rt.PaneID, "C-u")
 	td.waitRuntimeFor(rt.RuntimeID, 60*time.Second, func(r runtimeView) bool { return r.InputLine == "empty" })
 }

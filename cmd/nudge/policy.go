@@ -151,7 +151,7 @@ func (d *daemon) checkSpawn(c caller, b *spawnBody) error {
 	if err := rule.checkDir(b); err != nil {
 		return err
 	}
-	if len(b.Argv) > 0 && len(rule.launchers) > 0 && d.cfg.SSHHost == "" {
+	if len(b.Argv) > 0 && len(rule.launchers) > 0 && b.Host == "" && d.reg.HostOf(b.Workspace) == "" { // local
 		lr := panes.LauncherRule{Allowed: rule.launchers, Named: rule.launchers, Dirs: append([]string{b.Dir}, rule.dirs...), Cwd: b.Dir}
 		if _, err := panes.ResolveLauncher(b.Argv[0], lr); err != nil {
 			return &apiError{nudge.Forbidden, fmt.Sprintf("workspace %s may not launch %q: %v (policy launchers: %s)",

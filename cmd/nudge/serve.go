@@ -48,6 +48,7 @@ type serveConfig struct {
 	StaleAfter             time.Duration
 	CrashLoop              int
 	CrashWindow            time.Duration
+	StartTimeout           time.Duration // starting → ready, for a profile that sets no start_timeout
 	LaunchGrace            time.Duration
 	Orchestrator           string // WS/ROLE that receives synchronisation triggers
 	StatusLine             bool
@@ -77,7 +78,7 @@ func defaultServeConfig() serveConfig {
 		AckTimeout: 8 * time.Second, AckRetries: 2, Backoff: []time.Duration{2 * time.Second, 4 * time.Second},
 		RateLimit: 10, RatePer: time.Minute, LoopTurns: 20, LoopRepeats: 3, MaxPrompt: 64 << 10,
 		Sweep: 5 * time.Second, ResumeAttempts: 2, StaleAfter: 12 * time.Hour,
-		CrashLoop: 3, CrashWindow: 15 * time.Minute, LaunchGrace: 1500 * time.Millisecond,
+		CrashLoop: 3, CrashWindow: 15 * time.Minute, LaunchGrace: 1500 * time.Millisecond, StartTimeout: 2 * time.Minute,
 		StatusLine: true, BindKeys: true,
 		LogLevel: "info", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
 		ScheduleGap: 5 * time.Minute, ScheduleMinEvery: time.Minute,
@@ -196,6 +197,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.StaleAfter, "stale-after", c.StaleAfter, "a session whose heartbeat is older is not resumed: spawn")
 	fs.IntVar(&c.CrashLoop, "crash-loop", c.CrashLoop, "failures within --crash-window that make a crash loop")
 	fs.DurationVar(&c.CrashWindow, "crash-window", c.CrashWindow, "crash loop window")
+	fs.DurationVar(&c.StartTimeout, "start-timeout", c.StartTimeout, "a starting agent that has not shown READY by then is failed (a profile's start_timeout wins)")
 	fs.DurationVar(&c.LaunchGrace, "launch-grace", c.LaunchGrace, "a resume or spawn launch must stay up this long to count as started")
 	fs.StringVar(&c.Orchestrator, "orchestrator", "", "WS/ROLE of the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane")
 	fs.BoolVar(&c.StatusLine, "status-line", c.StatusLine, "show [role: STATE] in the status line of nudge's tmux sessions")
@@ -204,7 +206,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
 	fs.StringVar(&c.Token, "api-token", "", "shared secret callers must send as a Bearer token (optional; shows in ps: prefer --api-token-file or NUDGE_API_TOKEN)")
 	fs.StringVar(&c.TokenFile, "api-token-file", "", "read the --api-token secret from this file (mode 0600, owned by you)")
-	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "budget of the store's consistency check at start (0 skips it; a check that overruns refuses the store)")
+	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
 	authFlags(fs, c)
 	fs.DurationVar(&c.ScheduleMinEvery, "schedule-min-every", c.ScheduleMinEvery, "shortest period a schedule may have")
 	fs.DurationVar(&c.EchoTimeout, "echo-timeout", c.EchoTimeout, "longest wait for the typed text's echo before Enter")
@@ -281,7 +283,8 @@ func (c *serveConfig) complete() error {
 	switch {
 	case c.AckRetries < 0 || c.ResumeAttempts < 0 || c.CrashLoop < 0 || c.BreakerFailures < 0:
 		return errors.New("counts must not be negative")
-	case c.QuietWindow < 0 || c.MaxDefer <= 0 || c.DeferRecheck <= 0 || c.AckTimeout <= 0 || c.MaxHold <= 0 || c.BreakerCooldown <= 0:
+	case c.QuietWindow < 0 || c.MaxDefer <= 0 || c.DeferRecheck <= 0 || c.AckTimeout <= 0 || c.MaxHold <= 0 || c.BreakerCooldown <= 0 ||
+		c.StartTimeout <= 0:
 		return errors.New("durations must be positive")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return errors.New("--log-format must be text or json")

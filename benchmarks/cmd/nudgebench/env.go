@@ -154,6 +154,9 @@ func (e *env) startDaemon(o options) error {
 	if o.trace != "" {
 		e.serveArgs = append(e.serveArgs, "--trace", o.trace)
 	}
+	if o.sshConfig != "" {
+		e.serveArgs = append(e.serveArgs, "--ssh-config", o.sshConfig)
+	}
 	logf, err := os.Create(e.daemonLog)
 	if err != nil {
 		return err
@@ -271,6 +274,14 @@ type bpane struct {
 	r         *panereader.Pane
 	streaming bool
 	last      string // id of the latest nudge trigger sent to it
+	ws        string // its workspace; "" means workspace
+}
+
+func (p *bpane) workspace() string {
+	if p.ws != "" {
+		return p.ws
+	}
+	return workspace
 }
 
 // spawn starts a managed runtime running the reader, waits for the reader and for the

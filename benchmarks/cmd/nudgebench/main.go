@@ -1,7 +1,7 @@
 // Command nudgebench measures nudge end to end against the subprocess tools it replaces
 // and prints one table. It is run by hand, never in CI:
 //
-//	go run ./benchmarks/cmd/nudgebench [-phases trigger,detect,scale,throughput] [-n 2000]
+//	go run ./benchmarks/cmd/nudgebench [-phases trigger,detect,scale,throughput,host] [-n 2000]
 //
 // It builds ./cmd/nudge (or uses -nudge), runs `nudge serve` on a private tmux server
 // (tmux -L nudgebench-PID, -f /dev/null) with a fresh state dir, and spawns managed runtimes
@@ -41,6 +41,8 @@ type options struct {
 	width         int
 	fanoutPanes   int
 	fanoutRounds  int
+	hostN         int
+	sshConfig     string // set by the host phase: its loopback sshd's client config
 }
 
 func main() {
@@ -84,6 +86,7 @@ func main() {
 	flag.IntVar(&o.width, "width", 400, "tmux default-size width (80 = tmux's default)")
 	flag.IntVar(&o.fanoutPanes, "fanout-panes", 100, "fan-out phase: panes that each get one prompt at once")
 	flag.IntVar(&o.fanoutRounds, "fanout-rounds", 10, "fan-out phase: rounds per path")
+	flag.IntVar(&o.hostN, "host-n", 200, "host phase (not in the default phases; needs sshd): triggers per path")
 	flag.Parse()
 	for _, s := range strings.Split(panes, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(s))
@@ -111,6 +114,16 @@ type bench struct {
 }
 
 func run(o options) error {
+	phase := func(name string) bool { return strings.Contains(","+o.phases+",", ","+name+",") }
+	var sshd *loopSSHD
+	if phase("host") {
+		var err error
+		if sshd, err = startLoopSSHD(); err != nil {
+			return err
+		}
+		defer sshd.close()
+		o.sshConfig = sshd.config
+	}
 	e, err := newEnv(o)
 	if err != nil {
 		return err
@@ -129,7 +142,6 @@ func run(o options) error {
 	}
 	defer b.floor.close()
 	rep := newReport(o, e)
-	phase := func(name string) bool { return strings.Contains(","+o.phases+",", ","+name+",") }
 	if phase("trigger") {
 		for _, n := range o.paneCounts {
 			start := time.Now()
@@ -154,6 +166,11 @@ func run(o options) error {
 	if phase("scale") {
 		if rep.scale, err = b.scale(); err != nil {
 			return fmt.Errorf("scale: %w", err)
+		}
+	}
+	if phase("host") {
+		if rep.host, err = b.hostLatency(sshd, o.hostN, o.warmup); err != nil {
+			return fmt.Errorf("host: %w", err)
 		}
 	}
 	if phase("throughput") {

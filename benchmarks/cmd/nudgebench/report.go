@@ -21,6 +21,7 @@ type report struct {
 	detect     []detectRow
 	scale      *scaleResult
 	throughput *throughputResult
+	host       *hostResult
 }
 
 func newReport(o options, e *env) *report {
@@ -105,6 +106,9 @@ func (r *report) print(w io.Writer) {
 	}
 	if r.throughput != nil {
 		r.throughput.print(w)
+	}
+	if r.host != nil {
+		r.host.print(w)
 	}
 }
 

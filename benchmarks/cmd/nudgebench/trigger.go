@@ -153,7 +153,7 @@ func (b *bench) nudgeSample(p *bpane, res *triggerResult, keep bool) error {
 	id := fmt.Sprintf("nb%d", b.seq)
 	b.final[id] = b.e.events.expectFinal(id)
 	p.last = id
-	js, _ := json.Marshal(map[string]any{"trigger_id": id, "workspace": workspace, "agent": p.rt.Role, "prompt": body})
+	js, _ := json.Marshal(map[string]any{"trigger_id": id, "workspace": p.workspace(), "agent": p.rt.Role, "prompt": body})
 	req := request("/v1/triggers", js)
 	t0 := panereader.Mono()
 	status, rb, err := b.raw.send(req)

@@ -108,7 +108,13 @@ func Scripted(prose []string) Script {
 		if req.Side {
 			return Ack(req)
 		}
-		m := directiveRE.FindStringSubmatch(req.Prompt)
+		// A turn holding several prompts (one the operator cut short by denying its
+		// tool call, then the next) answers the newest: its envelope's directive.
+		last := req.Prompt
+		if i := strings.LastIndex(last, "[BRIDGE_TRIGGER "); i > 0 {
+			last = last[i:]
+		}
+		m := directiveRE.FindStringSubmatch(last)
 		if m == nil {
 			return Ack(req)
 		}
