@@ -62,17 +62,13 @@ var recordTypes = map[string]func() any{
 
 // check runs bbolt's consistency check (every page reachable once, none both used and
 // free, keys in order) and decodes every record, within timeout. A damaged store is
-// refused before anything writes to it. A check that does not finish in time is refused
-// too: on a store of normal size (a few MB, checked in milliseconds) that means a loop in
-// its pages; a store so big that the check needs longer can be opened with a longer
-// timeout or none (a negative timeout skips the check).
-//
-// stuck tells Open that the check still holds a read transaction: the bbolt
-// handle must not be closed under it (Close would wait for it), so it is closed once
-// the check ends.
-func (db *DB) check(timeout time.Duration) (stuck bool, err error) {
+// refused before anything writes to it. The pre-check has already walked the page tree
+// for cycles and wild offsets, so the check ends; a check that needs longer than timeout
+// (a very big store) goes on in the background and reports damage to OnLaterError. A
+// negative timeout skips the check.
+func (db *DB) check(timeout time.Duration) error {
 	if timeout < 0 {
-		return false, nil
+		return nil
 	}
 	if timeout == 0 {
 		timeout = DefaultCheckTimeout
@@ -84,18 +80,16 @@ func (db *DB) check(timeout time.Duration) (stuck bool, err error) {
 	select {
 	case err := <-done:
 		if err != nil {
-			return false, damaged(db.path, err)
+			return damaged(db.path, err)
 		}
-		return false, nil
+		return nil
 	case <-t.C:
-		bdb := db.bolt
 		go func() {
-			<-done
-			bdb.Close()
+			if err := <-done; err != nil {
+				db.later.report("store check", damaged(db.path, err))
+			}
 		}()
-		return true, damaged(db.path, fmt.Errorf("the consistency check did not finish within %s "+
-			"(a damaged page can send it round in a loop; if the file is very large, allow it longer "+
-			"with --store-check-timeout)", timeout))
+		return nil
 	}
 }
 

@@ -204,7 +204,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
 	fs.StringVar(&c.Token, "api-token", "", "shared secret callers must send as a Bearer token (optional; shows in ps: prefer --api-token-file or NUDGE_API_TOKEN)")
 	fs.StringVar(&c.TokenFile, "api-token-file", "", "read the --api-token secret from this file (mode 0600, owned by you)")
-	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "budget of the store's consistency check at start (0 skips it; a check that overruns refuses the store)")
+	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
 	authFlags(fs, c)
 	fs.DurationVar(&c.ScheduleMinEvery, "schedule-min-every", c.ScheduleMinEvery, "shortest period a schedule may have")
 	fs.DurationVar(&c.EchoTimeout, "echo-timeout", c.EchoTimeout, "longest wait for the typed text's echo before Enter")
