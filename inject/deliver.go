@@ -444,7 +444,11 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 			// Folded into a paste placeholder: the CLI may have taken an Enter that came
 			// while it still read the paste as part of it. One more, after a pause.
 			tries = 3
-			time.Sleep(foldedPause)
+			select {
+			case <-ctx.Done():
+				return // shutting down: the next Open resumes it
+			case <-time.After(foldedPause):
+			}
 		}
 		if try == tries-1 {
 			p.finishFailed(j, nudge.SendKeysError, "prompt typed but not submitted: the composer still holds it after a repair Enter")
