@@ -5,12 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/acarl005/stripansi"
+	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/cmd/nudge/streamrec"
 	"github.com/nudgehq/nudge/detector"
 )
@@ -19,7 +21,10 @@ import (
 // turns (testdata/streams, see package streamrec for the format) into a tmux pane of
 // the recorded size, and at every mark classifies the rendered screen with the CLI's
 // pack: the readiness must be the one the live run saw (idle → busy → reply → idle,
-// approval dialogs). A new CLI version shows up here as a diff in classifications.
+// approval dialogs). Every ack marker the screen shows at a mark must have been found
+// in the stream by then by the ack matcher, as the daemon reads it (a TUI that starts
+// drawing the marker piecemeal shows up here). A new CLI version shows up here as a
+// diff in classifications.
 func TestRecordedStreams(t *testing.T) {
 	files, _ := filepath.Glob("testdata/streams/*.stream")
 	if len(files) == 0 {
@@ -51,6 +56,8 @@ func TestRecordedStreams(t *testing.T) {
 		})
 	}
 }
+
+var ackRE = regexp.MustCompile(`ACK_TRIGGER:([A-Za-z0-9_.:@/-]*[A-Za-z0-9_@/-])`)
 
 // replayPane is a pane on a private tmux server that shows whatever is written to its
 // FIFO, untranslated (the recorded bytes already went through the tty's output
@@ -110,17 +117,25 @@ func (rp *replayPane) screen() string {
 func replay(t *testing.T, n int, rec *streamrec.Recording, p *detector.Pack) {
 	rp := newReplayPane(t, n, rec.Cols, rec.Rows)
 	marks := 0
+	var m ack.Matcher
+	acked := map[string]bool{}
 	for _, ev := range rec.Events {
 		if ev.Mark == "" {
 			if _, err := rp.fifo.Write(ev.Output); err != nil {
 				t.Fatal(err)
 			}
+			m.Feed(ev.Output, func(id []byte) { acked[string(id)] = true })
 			continue
 		}
 		marks++
 		screen := rp.screen()
 		if dir := os.Getenv("NUDGE_REPLAY_DUMP"); dir != "" { // to add a mark's screen to testdata/screens
 			os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s_mark%d.ansi", rec.Agent, marks)), []byte(screen), 0o644)
+		}
+		for _, id := range ackRE.FindAllStringSubmatch(stripansi.Strip(screen), -1) {
+			if !acked[id[1]] {
+				t.Errorf("at %.3fs (%s): ACK_TRIGGER:%s is on the screen but the stream's matcher did not find it", ev.At.Seconds(), ev.Note, id[1])
+			}
 		}
 		if c := detector.Classify(p, screen); string(c.State) != ev.Mark {
 			t.Errorf("at %.3fs (%s): classified %s (%s), recorded %s\nscreen:\n%s", ev.At.Seconds(), ev.Note, c.State, c.Summary, ev.Mark, stripansi.Strip(screen))

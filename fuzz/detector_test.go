@@ -1,6 +1,7 @@
 package fuzz
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,5 +67,54 @@ func FuzzClassify(f *testing.F) {
 				}
 			}
 		}
+	})
+}
+
+// FuzzPackOurs: the folded-paste match never panics on any composer text, and the
+// placeholder a CLI draws for exactly what was typed is always nudge's own.
+func FuzzPackOurs(f *testing.F) {
+	corpus := [][2]string{
+		{"[Pasted Content 4096 chars][Pasted Content 1525 chars]", "x"},
+		{"[Pasted text #1 +40 lines]", "a\nb"}, {"[paste #2 12 chars]", "hello world!"},
+		{"[Pasted ~3 lines]", "a\nb\nc"}, {"[Pasted Text: 9 lines #2]", ""},
+		{"[Pasted Content 99999999999999999999999 chars]", "y"},
+	}
+	for _, c := range corpus {
+		f.Add(c[0], c[1])
+	}
+	packs, err := detector.LoadPacks("")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, composer, typed string) {
+		for _, p := range packs {
+			p.Ours(composer, typed)
+		}
+		if typed == "" || !utf8.ValidString(typed) {
+			return
+		}
+		folded := fmt.Sprintf("[Pasted Content %d chars]", utf8.RuneCountInString(typed))
+		if !packs["codex"].Ours(folded, typed) {
+			t.Fatalf("codex: %q is not the fold of %q", folded, typed)
+		}
+	})
+}
+
+// FuzzParsePack: any pack file is parsed or refused with an error, never a panic; a
+// parsed one classifies any screen.
+func FuzzParsePack(f *testing.F) {
+	for _, s := range []string{
+		`{"composer":{"prompt":"^> ?","folded":["\\[x (?P<chars>\\d+)\\]"]},"busy":["a",{"re":"b","where":"above_composer","within":2}]}`,
+		`{"busy":[{"re":"x","where":"below_composer","style":"fg:31"}],"turn_done":["^done"],"queued":["q"]}`,
+		`{"busy":[{"re":"(","where":"left"}]}`, `{"busy":[1]}`,
+	} {
+		f.Add(s, "> hi\nfooter")
+	}
+	f.Fuzz(func(t *testing.T, pack, screen string) {
+		p, err := detector.ParsePack("f", []byte(pack))
+		if err != nil {
+			return
+		}
+		detector.Classify(p, screen)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -45,7 +46,9 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	var stop bool
 	var pending string
 	if p.needsPaneCheck(l, j) {
+		reg := trace.StartRegion(j.traceCtx(), "deliver.pane-check")
 		v, stop, pending = p.paneCheck(ctx, conn, target)
+		reg.End()
 	}
 	l.clean.Store(false) // until this delivery is confirmed
 	if !stop && pending != "" && pending != j.id() {
@@ -73,7 +76,9 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	if p.deps.Acks != nil {
 		p.deps.Acks.Expect(j.record())
 	}
+	reg := trace.StartRegion(j.traceCtx(), "deliver.look")
 	typed, submitted, unrecorded, err := p.lookBeforeTyping(ctx, j, conn, target, rt)
+	reg.End()
 	if err != nil {
 		p.awaitConn(l, j, err)
 		return
@@ -95,7 +100,11 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	}
 	seq := l.outSeq.Load()
 	if !typed {
-		if err := p.typeEnvelope(ctx, conn, j, target, rt.PID); err != nil {
+		reg := trace.StartRegion(j.traceCtx(), "deliver.type")
+		err := p.typeEnvelope(ctx, conn, j, target, rt.PID)
+		reg.End()
+		j.endTask()
+		if err != nil {
 			j.maybeTyped = true // some of it may have reached the pane
 			p.sendFailed(l, j, err)
 			return
@@ -425,7 +434,7 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 		if p.deps.Gates == nil {
 			break
 		}
-		c, left, err := p.awaitSubmit(l, j, conn, target, rt, seq)
+		c, left, err := p.awaitSubmit(l, j, conn, target, rt, seq, try == tries-1)
 		if left || err != nil {
 			l.clean.Store(err == nil) // seen to leave the composer
 			break
@@ -435,7 +444,11 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 			// Folded into a paste placeholder: the CLI may have taken an Enter that came
 			// while it still read the paste as part of it. One more, after a pause.
 			tries = 3
-			time.Sleep(foldedPause)
+			select {
+			case <-ctx.Done():
+				return // shutting down: the next Open resumes it
+			case <-time.After(foldedPause):
+			}
 		}
 		if try == tries-1 {
 			p.finishFailed(j, nudge.SendKeysError, "prompt typed but not submitted: the composer still holds it after a repair Enter")
@@ -473,7 +486,13 @@ const submitPoll = 500 * time.Millisecond
 // SubmitTimeout, and says whether j's envelope has left the composer. A TUI that animates
 // while it works is never quiet: the composer is then looked at every submitPoll, so the
 // submit is confirmed as soon as the envelope has gone instead of after the whole timeout.
-func (p *Pipeline) awaitSubmit(l *lane, j *job, conn Sender, target string, rt store.Runtime, seq uint64) (string, bool, error) {
+//
+// A quiet pane that still shows the envelope is taken as "not taken" early (a repair
+// Enter follows) except on the last Enter (final): a loaded machine can stall the
+// agent longer than SubmitQuiet before it reads the Enter (seen with Codex: a prompt
+// failed as not submitted 0.8 s after it was typed), so the last one waits the whole
+// SubmitTimeout before the trigger fails.
+func (p *Pipeline) awaitSubmit(l *lane, j *job, conn Sender, target string, rt store.Runtime, seq uint64, final bool) (string, bool, error) {
 	deadline := p.cfg.Now().Add(p.cfg.SubmitTimeout)
 	for {
 		step := min(submitPoll, deadline.Sub(p.cfg.Now()))
@@ -482,7 +501,7 @@ func (p *Pipeline) awaitSubmit(l *lane, j *job, conn Sender, target string, rt s
 		if left || err != nil || p.ctx.Err() != nil || !p.cfg.Now().Before(deadline) {
 			return c, left, err
 		}
-		if quiet && l.outSeq.Load() != seq && p.cfg.Now().Sub(time.Unix(0, l.lastOut.Load())) >= p.cfg.SubmitQuiet {
+		if !final && quiet && l.outSeq.Load() != seq && p.cfg.Now().Sub(time.Unix(0, l.lastOut.Load())) >= p.cfg.SubmitQuiet {
 			return c, left, err // quiet after output, and still in the composer: not taken
 		}
 	}

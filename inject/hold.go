@@ -30,7 +30,8 @@ import (
 //	ack wait                     (submitted)               ack timeout x retries, then ACK_TIMEOUT
 //
 // An expired hold ends in DEFER_TIMEOUT and the fallback chain (failed, with the
-// evidence, when there is none). A forced trigger passes every hold but the loop guard.
+// evidence, when there is none; failed for a paused runtime). A forced trigger passes every hold but the loop guard
+// and a runtime still starting or being relaunched.
 
 // agentHold reports whether code is held on the hold clock (MaxHold).
 func agentHold(code nudge.Code) bool {
@@ -51,8 +52,13 @@ func (p *Pipeline) holdFor(j *job, rt store.Runtime, now time.Time, code nudge.C
 	}
 	limit := j.holdStart.Add(p.cfg.MaxHold)
 	if !now.Before(limit) {
-		return verdict{kind: fallback, code: nudge.DeferTimeout,
+		v := verdict{kind: fallback, code: nudge.DeferTimeout,
 			why: fmt.Sprintf("held %s past the max hold (%s): %s%s", code, p.cfg.MaxHold, why, p.evidence(rt))}
+		if code == nudge.RuntimePaused {
+			// An operator paused the runtime: no fallback launches an agent in its stead.
+			v.kind, v.why = fail, fmt.Sprintf("held %s past the max hold (%s): %s", code, p.cfg.MaxHold, why)
+		}
+		return v
 	}
 	if until.IsZero() || until.After(limit) {
 		until = limit

@@ -58,7 +58,7 @@ func (r *Registry) LaunchWindow(ctx context.Context, workspace, name string, arg
 	if len(argv) == 0 {
 		return "", nudge.NewError(nudge.SpawnFailed, "empty argv")
 	}
-	if r.cfg.SSHHost == "" {
+	if r.HostOf(workspace) == "" {
 		// Run the program found on the daemon's PATH, by its path.
 		prog, err := ResolveLauncher(argv[0], LauncherRule{Allowed: []string{"*"}})
 		if err != nil {

@@ -154,10 +154,10 @@ func (r *Registry) launcherRule(rt *store.Runtime) LauncherRule {
 	return rule
 }
 
-// resolveArgv returns argv with argv[0] resolved and checked for rt. Over ssh the
-// program is the remote host's: it is left to the remote PATH.
+// resolveArgv returns argv with argv[0] resolved and checked for rt. On another host
+// (rt.Host) the program is that host's: it is left to the remote PATH.
 func (r *Registry) resolveArgv(rt *store.Runtime, argv []string) ([]string, error) {
-	if len(argv) == 0 || r.cfg.SSHHost != "" {
+	if len(argv) == 0 || rt.Host != "" {
 		return argv, nil
 	}
 	prog, err := ResolveLauncher(argv[0], r.launcherRule(rt))

@@ -62,17 +62,13 @@ var recordTypes = map[string]func() any{
 
 // check runs bbolt's consistency check (every page reachable once, none both used and
 // free, keys in order) and decodes every record, within timeout. A damaged store is
-// refused before anything writes to it. A check that does not finish in time is refused
-// too: on a store of normal size (a few MB, checked in milliseconds) that means a loop in
-// its pages; a store so big that the check needs longer can be opened with a longer
-// timeout or none (a negative timeout skips the check).
-//
-// stuck tells Open that the check still holds a read transaction: the bbolt
-// handle must not be closed under it (Close would wait for it), so it is closed once
-// the check ends.
-func (db *DB) check(timeout time.Duration) (stuck bool, err error) {
+// refused before anything writes to it. The pre-check has already walked the page tree
+// for cycles and wild offsets, so the check ends; a check that needs longer than timeout
+// (a very big store) goes on in the background and reports damage to OnLaterError. A
+// negative timeout skips the check.
+func (db *DB) check(timeout time.Duration) error {
 	if timeout < 0 {
-		return false, nil
+		return nil
 	}
 	if timeout == 0 {
 		timeout = DefaultCheckTimeout
@@ -84,18 +80,16 @@ func (db *DB) check(timeout time.Duration) (stuck bool, err error) {
 	select {
 	case err := <-done:
 		if err != nil {
-			return false, damaged(db.path, err)
+			return damaged(db.path, err)
 		}
-		return false, nil
+		return nil
 	case <-t.C:
-		bdb := db.bolt
 		go func() {
-			<-done
-			bdb.Close()
+			if err := <-done; err != nil {
+				db.later.report("store check", damaged(db.path, err))
+			}
 		}()
-		return true, damaged(db.path, fmt.Errorf("the consistency check did not finish within %s "+
-			"(a damaged page can send it round in a loop; if the file is very large, allow it longer "+
-			"with --store-check-timeout)", timeout))
+		return nil
 	}
 }
 
@@ -211,7 +205,7 @@ func precheck(path string) error {
 	if err0 == nil {
 		best = &m0
 	}
-	ps := int64(4096)
+	ps := int64(os.Getpagesize()) // what bbolt assumes when meta page 0 is unreadable
 	if best != nil {
 		ps = int64(best.pageSize)
 	}
@@ -242,6 +236,157 @@ func precheck(path string) error {
 	}
 	if best.root < 2 || best.root >= best.pgid {
 		return fmt.Errorf("invalid root page %d (the file holds %d pages)", best.root, best.pgid)
+	}
+	pw := pageWalk{f: f, m: *best, seen: map[uint64]bool{}}
+	if best.freelist != ^uint64(0) {
+		if err := pw.freelist(best.freelist); err != nil {
+			return err
+		}
+	}
+	return pw.walk(best.root, 0)
+}
+
+// pageWalk reads the page tree from the file (not the mapping) and checks that every
+// element's key and value lie inside its page, every child page inside the file, and no
+// page is reached twice: bbolt follows these offsets as raw pointers, and a wild one is
+// a fault no recover catches (its own check runs on a goroutine of its own).
+type pageWalk struct {
+	f    *os.File
+	m    boltMeta
+	seen map[uint64]bool
+}
+
+const (
+	pageHeader   = 16 // id u64, flags u16, count u16, overflow u32
+	elemSize     = 16 // branch: pos u32, ksize u32, pgid u64; leaf: flags u32, pos u32, ksize u32, vsize u32
+	branchFlag   = 0x01
+	leafFlag     = 0x02
+	freelistFlag = 0x10
+	bucketLeaf   = 0x01
+	maxDepth     = 64
+)
+
+func (pw *pageWalk) read(id uint64) ([]byte, error) {
+	ps := int64(pw.m.pageSize)
+	if id < 2 || id >= pw.m.pgid {
+		return nil, fmt.Errorf("page %d is outside the file's %d pages", id, pw.m.pgid)
+	}
+	hdr := make([]byte, pageHeader)
+	if _, err := pw.f.ReadAt(hdr, int64(id)*ps); err != nil {
+		return nil, fmt.Errorf("read page %d: %w", id, err)
+	}
+	overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
+	if id+overflow >= pw.m.pgid {
+		return nil, fmt.Errorf("page %d overflows past the file's %d pages", id, pw.m.pgid)
+	}
+	buf := make([]byte, int64(overflow+1)*ps)
+	if _, err := pw.f.ReadAt(buf, int64(id)*ps); err != nil {
+		return nil, fmt.Errorf("read page %d: %w", id, err)
+	}
+	return buf, nil
+}
+
+func (pw *pageWalk) freelist(id uint64) error {
+	buf, err := pw.read(id)
+	if err != nil {
+		return err
+	}
+	n, start := int(binary.LittleEndian.Uint16(buf[10:])), pageHeader
+	if n == 0xFFFF { // the count is the first element
+		if len(buf) < pageHeader+8 {
+			return fmt.Errorf("freelist page %d is cut short", id)
+		}
+		c := binary.LittleEndian.Uint64(buf[pageHeader:])
+		if c > uint64(len(buf)) {
+			return fmt.Errorf("freelist page %d claims %d ids", id, c)
+		}
+		n, start = int(c), pageHeader+8
+	}
+	if start+n*8 > len(buf) {
+		return fmt.Errorf("freelist page %d claims %d ids, more than it holds", id, n)
+	}
+	for i := range n {
+		if p := binary.LittleEndian.Uint64(buf[start+i*8:]); p < 2 || p >= pw.m.pgid {
+			return fmt.Errorf("freelist page %d lists page %d, outside the file's %d pages", id, p, pw.m.pgid)
+		}
+	}
+	return nil
+}
+
+func (pw *pageWalk) walk(id uint64, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("page %d: the tree is deeper than %d", id, maxDepth)
+	}
+	if pw.seen[id] {
+		return fmt.Errorf("page %d is reached twice", id)
+	}
+	pw.seen[id] = true
+	buf, err := pw.read(id)
+	if err != nil {
+		return err
+	}
+	flags, count := binary.LittleEndian.Uint16(buf[8:]), int(binary.LittleEndian.Uint16(buf[10:]))
+	switch {
+	case flags&branchFlag != 0:
+		if pageHeader+count*elemSize > len(buf) {
+			return fmt.Errorf("branch page %d claims %d elements, more than it holds", id, count)
+		}
+		for i := range count {
+			at := pageHeader + i*elemSize
+			e := buf[at:]
+			pos, ksize := int(binary.LittleEndian.Uint32(e)), int(binary.LittleEndian.Uint32(e[4:]))
+			if at+pos+ksize > len(buf) || pos < 0 || ksize < 0 {
+				return fmt.Errorf("branch page %d: element %d points outside the page", id, i)
+			}
+			if err := pw.walk(binary.LittleEndian.Uint64(e[8:]), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case flags&leafFlag != 0:
+		return pw.leaf(buf, id, count, depth)
+	}
+	return fmt.Errorf("page %d is neither a branch nor a leaf (flags %#x)", id, flags)
+}
+
+// leaf checks a leaf page's elements (buf starts at the page header; an inline bucket's
+// page is a slice of its parent's value) and walks the buckets they hold.
+func (pw *pageWalk) leaf(buf []byte, id uint64, count, depth int) error {
+	if pageHeader+count*elemSize > len(buf) {
+		return fmt.Errorf("leaf page %d claims %d elements, more than it holds", id, count)
+	}
+	for i := range count {
+		at := pageHeader + i*elemSize
+		e := buf[at:]
+		fl := binary.LittleEndian.Uint32(e)
+		pos, ksize, vsize := int(binary.LittleEndian.Uint32(e[4:])), int(binary.LittleEndian.Uint32(e[8:])), int(binary.LittleEndian.Uint32(e[12:]))
+		end := at + pos + ksize + vsize
+		if pos < 0 || ksize < 0 || vsize < 0 || end > len(buf) || end < at {
+			return fmt.Errorf("leaf page %d: element %d points outside the page", id, i)
+		}
+		if fl&bucketLeaf == 0 {
+			continue
+		}
+		v := buf[at+pos+ksize : end]
+		if len(v) < 16 {
+			return fmt.Errorf("leaf page %d: element %d is a bucket without a header", id, i)
+		}
+		if root := binary.LittleEndian.Uint64(v); root != 0 {
+			if err := pw.walk(root, depth+1); err != nil {
+				return err
+			}
+			continue
+		}
+		inline := v[16:] // an inline bucket: its one leaf page follows the header
+		if len(inline) < pageHeader || binary.LittleEndian.Uint16(inline[8:])&leafFlag == 0 {
+			return fmt.Errorf("leaf page %d: element %d is an inline bucket without a leaf page", id, i)
+		}
+		if depth+1 > maxDepth {
+			return fmt.Errorf("page %d: the tree is deeper than %d", id, maxDepth)
+		}
+		if err := pw.leaf(inline, id, int(binary.LittleEndian.Uint16(inline[10:])), depth+1); err != nil {
+			return err
+		}
 	}
 	return nil
 }

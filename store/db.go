@@ -29,9 +29,10 @@ type Options struct {
 	// OnHealth is told when write-behind commits start failing (the error) and when they
 	// succeed again (nil). See DB.Unavailable.
 	OnHealth func(err error)
-	// CheckTimeout bounds the consistency check Open runs (bbolt's page check plus a
-	// decode of every record); a check that runs out of time refuses the store as
-	// damaged. 0 means DefaultCheckTimeout; a negative value skips the check.
+	// CheckTimeout bounds how long Open waits for the consistency check (bbolt's page
+	// check plus a decode of every record); a check that needs longer finishes in the
+	// background and reports damage to OnLaterError. 0 means DefaultCheckTimeout; a
+	// negative value skips the check.
 	CheckTimeout time.Duration
 }
 
@@ -104,10 +105,8 @@ func Open(path string, opts Options) (*DB, error) {
 	if db.now == nil {
 		db.now = time.Now
 	}
-	if stuck, err := db.check(opts.CheckTimeout); err != nil {
-		if !stuck {
-			bdb.Close()
-		}
+	if err := db.check(opts.CheckTimeout); err != nil {
+		bdb.Close()
 		return nil, err
 	}
 	if err := db.init(); err != nil {

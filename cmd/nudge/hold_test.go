@@ -132,3 +132,24 @@ func TestHoldConfirmationTypedOnlyWhenForced(t *testing.T) {
 	}
 	waitFile(t, answer, "[BRIDGE_TRIGGER id=f1", 20*time.Second)
 }
+
+// A paused runtime holds a trigger until the max hold, then fails it: no fallback
+// launches an agent in the paused one's stead.
+func TestHoldPausedRuntimeEndsFailed(t *testing.T) {
+	td, _ := strictSetup(t, func(c *serveConfig) { c.MaxHold = 2 * time.Second })
+	rt := td.spawnShell("w1", "idle", "sh", "-c", "exec cat")
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/pause", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := td.trigger(map[string]any{"trigger_id": "p1", "workspace": "w1", "agent": "idle", "prompt": "wait"}); err != nil {
+		t.Fatal(err)
+	}
+	held := td.waitTrigger("p1", func(t store.Trigger) bool { return t.State != "queued" })
+	if held.ErrorCode != "RUNTIME_PAUSED" || held.DeferredUntil == nil {
+		t.Fatalf("held: %+v", held)
+	}
+	got := td.waitTrigger("p1", closed)
+	if got.State != "failed" || got.ErrorCode != "DEFER_TIMEOUT" || got.Fallback != "" || got.Attempts != 0 {
+		t.Fatalf("after the max hold: %+v", got)
+	}
+}

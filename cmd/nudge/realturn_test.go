@@ -30,18 +30,19 @@ type agentCase struct {
 	// approve is the keys (tmux key names) that approve a tool call in the CLI's
 	// approval dialog; nil skips the approval part.
 	approve []string
-	prose   []string // status words as prose; nil: standin.StatusProse
-	maxKB   int      // the largest prompt, in KiB, sent in the run
+	prose   []string         // status words as prose; nil: standin.StatusProse
+	maxKB   int              // the largest prompt, in KiB, sent in the run
+	extra   []standin.Prompt // sent after standin.Prompts(maxKB)
 }
 
 func TestCodexFullTurns(t *testing.T) {
 	testFullTurns(t, agentCase{agent: "codex", env: "NUDGE_TEST_CODEX", pkg: "@openai/codex", api: standin.Responses,
-		approve: []string{"y"}, maxKB: 63})
+		approve: []string{"y"}, maxKB: 63, extra: []standin.Prompt{{Kind: "63KiB", Body: standin.Filler(63<<10, false)}}})
 }
 
 func TestClaudeFullTurns(t *testing.T) {
 	testFullTurns(t, agentCase{agent: "claude", env: "NUDGE_TEST_CLAUDE", pkg: "@anthropic-ai/claude-code", api: standin.Messages,
-		approve: []string{"Enter"}, maxKB: 63})
+		approve: []string{"Enter"}, maxKB: 63, extra: []standin.Prompt{{Kind: "63KiB", Body: standin.Filler(63<<10, false)}}})
 }
 
 // fullTurns is one CLI's run: its stand-in, the daemon and the runtime.
@@ -89,7 +90,16 @@ func startFullTurns(t *testing.T, c agentCase) *fullTurns {
 		t.Fatal(err)
 	}
 	ft := &fullTurns{t: t, c: c, srv: srv, td: startDaemon(t, cfg), pack: packs[c.agent], whole: map[string]string{}}
-	ft.rt = ft.td.spawnAgent("ft", c.agent, nil)
+	// A node TUI may take long to start on a loaded machine: up to 2 minutes.
+	if err := ft.td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "ft", Role: "dev", Agent: c.agent, Dir: root}, &ft.rt); err != nil {
+		t.Fatal(err)
+	}
+	for start := time.Now(); time.Since(start) < 2*time.Minute; time.Sleep(100 * time.Millisecond) {
+		if err := ft.td.c.do(t0(), "GET", "/v1/runtimes/"+ft.rt.RuntimeID, nil, &ft.rt); err == nil && ft.rt.Status == "ready" && ft.rt.Readiness == "READY" {
+			return ft
+		}
+	}
+	t.Fatalf("%s never became ready and READY: %+v\nscreen:\n%s", c.agent, ft.rt.Runtime, ft.screen())
 	return ft
 }
 
@@ -121,6 +131,21 @@ func (ft *fullTurns) waitAcked(id string) store.Trigger {
 			id, tr, story(ft.td.audit(id)), standin.Count(ft.srv.Requests(), id), ft.screen())
 	}
 	return tr
+}
+
+// waitSubmitted waits until the trigger left the composer, and fails with its story and
+// the screen if it ends otherwise.
+func (ft *fullTurns) waitSubmitted(id string) {
+	ft.t.Helper()
+	var tr store.Trigger
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err := ft.td.c.do(t0(), "GET", "/v1/triggers/"+id, nil, &tr); err == nil && (tr.SubmittedAt != nil || tr.Closed) {
+			break
+		}
+	}
+	if tr.SubmittedAt == nil {
+		ft.t.Fatalf("%s: not submitted: %+v\nstory: %s\nscreen:\n%s", id, tr, story(ft.td.audit(id)), ft.screen())
+	}
 }
 
 // waitReady waits until the runtime is READY with nothing in its composer, and checks
@@ -195,7 +220,7 @@ func (ft *fullTurns) checkModel() {
 func testFullTurns(t *testing.T, c agentCase) {
 	ft := startFullTurns(t, c)
 	var kinds []string
-	for i, p := range standin.Prompts(c.maxKB) {
+	for i, p := range append(standin.Prompts(c.maxKB), c.extra...) {
 		id := fmt.Sprintf("%s-%02d-%s", c.agent, i, p.Kind)
 		ft.send(id, p.Body)
 		ft.waitAcked(id)
@@ -213,7 +238,7 @@ func testFullTurns(t *testing.T, c agentCase) {
 	// or typed into the agent's own queue, per its profile, never over the turn.
 	ft.mark("READY", "idle composer")
 	ft.send("slow", "take your time standin:slow=6s")
-	ft.td.waitTrigger("slow", func(t store.Trigger) bool { return t.SubmittedAt != nil })
+	ft.waitSubmitted("slow")
 	ft.waitReadiness("BUSY")
 	ft.mark("BUSY", "a slow turn")
 	ft.send("midturn", "sent while the agent works")

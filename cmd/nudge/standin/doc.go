@@ -11,10 +11,15 @@
 // Main types:
 //
 //	API      an API family: Responses (Codex), Messages (Claude Code), Gemini, Chat
-//	Request  one model call as received: the last user prompt, tool result or not, raw body
+//	Request  one model call as received: the turn's prompt, the conversation's user
+//	         messages (History), tool result or not, side call or not, raw body
 //	Reply    what to answer: text, a delay, an HTTP error status, or a tool call
-//	Script   chooses the Reply for a Request; see Ack, Prose, Long, Scripted
+//	Script   chooses the Reply for a Request; see Ack, Prose, Long, Scripted (steered
+//	         by words in the prompt: standin:slow=6s, standin:prose, standin:tool=`cmd`)
 //	Server   the listener; Start, URL, Requests, Close
+//	Count    how many times the model was given a trigger's prompt (want 1)
+//	Agents   each CLI's own configuration for a stand-in (private HOME, dummy key)
+//	Prompts  a trigger body of every kind a full-turn run sends
 //
 // # Adding an API
 //
@@ -24,8 +29,9 @@
 //	func serveGemini(s *Server, w http.ResponseWriter, r *http.Request) { ... }
 //
 // The handler gets every HTTP request the server receives (any method, any path) and
-// routes it itself. For a model call it builds a Request (API, Prompt, ToolResult,
-// Body; At is set by the server) and calls s.take(req), which records it and returns
+// routes it itself. For a model call it builds a Request (API, Prompt and History —
+// turn() computes both from the conversation reduced to msg values —, ToolResult,
+// Side, Body; At is set by the server) and calls s.take(req), which records it and returns
 // the script's Reply. Then it calls s.delay(r, reply.Delay) (false: the client went
 // away or the server is closing), and answers either reply.Status with writeError or
 // the stream, through newSSE(w) and its event/data methods; chunks(reply.Text) splits
