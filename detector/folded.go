@@ -7,18 +7,6 @@ import (
 	"unicode/utf8"
 )
 
-// Folded reports whether composer (a composer's text as Classification.Draft gives it)
-// holds at least one of the pack's folded-paste placeholders and nothing else but
-// whitespace and text around them.
-func (p *Pack) Folded(composer string) bool {
-	for _, re := range p.Composer.folded {
-		if re.MatchString(composer) {
-			return true
-		}
-	}
-	return false
-}
-
 // Ours reports whether composer is typed, or a part of it (an editor scrolled to the
 // end of a long text), or typed as the agent shows it after folding a large paste into
 // placeholders (Codex's "[Pasted Content 4096 chars][Pasted Content 1525

@@ -154,8 +154,8 @@ func (r *Registry) launcherRule(rt *store.Runtime) LauncherRule {
 	return rule
 }
 
-// resolveArgv returns argv with argv[0] resolved and checked for rt. On a remote host
-// (ssh) the program is that host's: it is left to the remote PATH.
+// resolveArgv returns argv with argv[0] resolved and checked for rt. On another host
+// (rt.Host) the program is that host's: it is left to the remote PATH.
 func (r *Registry) resolveArgv(rt *store.Runtime, argv []string) ([]string, error) {
 	if len(argv) == 0 || rt.Host != "" {
 		return argv, nil

@@ -151,7 +151,17 @@ func (d *daemon) checkSpawn(c caller, b *spawnBody) error {
 	if err := rule.checkDir(b); err != nil {
 		return err
 	}
-	if len(b.Argv) > 0 && len(rule.launchers) > 0 && b.Host == "" && d.reg.HostOf(b.Workspace) == "" { // local
+	host := b.Host
+	if host == "" {
+		host = d.reg.HostOf(b.Workspace)
+	}
+	if len(b.Argv) > 0 && len(rule.launchers) > 0 && host != "" && !slices.Contains(rule.launchers, b.Argv[0]) {
+		// On another host the program cannot be resolved from here: it must be one of the
+		// policy's launchers exactly as written (found on that host's PATH).
+		return &apiError{nudge.Forbidden, fmt.Sprintf("workspace %s may not launch %q on host %s (policy launchers: %s)",
+			b.Workspace, b.Argv[0], host, strings.Join(rule.launchers, ", "))}
+	}
+	if len(b.Argv) > 0 && len(rule.launchers) > 0 && host == "" {
 		lr := panes.LauncherRule{Allowed: rule.launchers, Named: rule.launchers, Dirs: append([]string{b.Dir}, rule.dirs...), Cwd: b.Dir}
 		if _, err := panes.ResolveLauncher(b.Argv[0], lr); err != nil {
 			return &apiError{nudge.Forbidden, fmt.Sprintf("workspace %s may not launch %q: %v (policy launchers: %s)",

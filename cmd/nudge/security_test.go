@@ -145,6 +145,7 @@ func TestPolicy(t *testing.T) {
 	wantAPIError(t, "symlink out", spawn(spawnBody{Dir: filepath.Join(allowed, "escape"), Argv: []string{"cat"}}), "FORBIDDEN", "resolved "+other)
 	wantAPIError(t, "profile", spawn(spawnBody{Agent: "codex", Dir: allowed}), "FORBIDDEN", `may not run profile "codex"`)
 	wantAPIError(t, "launcher", spawn(spawnBody{Dir: allowed, Argv: []string{"bash"}}), "FORBIDDEN", `may not launch "bash"`)
+	wantAPIError(t, "launcher on another host", spawn(spawnBody{Dir: allowed, Argv: []string{"/tmp/cat"}, Host: "box"}), "FORBIDDEN", `may not launch "/tmp/cat" on host box`)
 	wantAPIError(t, "profile launchers", spawn(spawnBody{Dir: allowed, Argv: []string{"/usr/bin/python3"}}), "FORBIDDEN", "python3")
 	wantAPIError(t, "unlisted workspace", td.c.do(bg(), "POST", "/v1/runtimes", spawnBody{Workspace: "w2", Role: "r", Agent: "shell"}, nil), "FORBIDDEN", `may not run profile "shell"`)
 	if out, _ := tmuxOut(td, "list-sessions"); out != "" {
