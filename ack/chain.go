@@ -313,6 +313,9 @@ func (c *Chain) stayedUp(ctx context.Context, workspace, pane string) error {
 }
 
 func (c *Chain) failed(r *run, kind string, code nudge.Code, err error) error {
+	if ne := (*nudge.Error)(nil); errors.As(err, &ne) && ne.Code == nudge.HostUnreachable {
+		code = nudge.HostUnreachable // the cause, not the step: the runtime's host cannot be reached
+	}
 	c.step(r, string(code), Step{Error: err.Error(), Code: string(code)})
 	c.log.Warn("fallback step failed", "trigger_id", r.t.TriggerID, "runtime_id", r.rt.RuntimeID, "step", kind, "err", err)
 	return nudge.NewError(code, kind+": "+err.Error())
