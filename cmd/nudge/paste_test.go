@@ -157,7 +157,7 @@ func TestClaudeLargePromptsSubmitted(t *testing.T) {
 // TestGeminiLargePromptsSubmitted: the same with the real Gemini CLI ("[Pasted Text: N
 // lines]").
 func TestGeminiLargePromptsSubmitted(t *testing.T) {
-	cfg := geminiSetup(t)
+	cfg, _ := geminiSetup(t)
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("gm", "gemini", "dev"), false)
 }
@@ -165,17 +165,16 @@ func TestGeminiLargePromptsSubmitted(t *testing.T) {
 // TestOpenCodeLargePromptsSubmitted: the same with the real OpenCode ("[Pasted ~N
 // lines]").
 func TestOpenCodeLargePromptsSubmitted(t *testing.T) {
-	cfg, _ := agentEnv(t, agentBinary(t, "opencode", "NUDGE_TEST_OPENCODE", "opencode-ai"))
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-nudge-test-dummy")
-	t.Setenv("OPENCODE_DISABLE_AUTOUPDATE", "1")
+	cfg, home := agentEnv(t, agentBinary(t, "opencode", "NUDGE_TEST_OPENCODE", "opencode-ai"))
+	silentModel(t, home, cfg.Roots[0], "opencode")
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("oc", "opencode", "dev"), false)
 }
 
 // TestPiLargePromptsSubmitted: the same with the real Pi ("[paste #N +M lines]").
 func TestPiLargePromptsSubmitted(t *testing.T) {
-	cfg, _ := agentEnv(t, agentBinary(t, "pi", "NUDGE_TEST_PI", "@mariozechner/pi-coding-agent"))
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-nudge-test-dummy")
+	cfg, home := agentEnv(t, agentBinary(t, "pi", "NUDGE_TEST_PI", "@mariozechner/pi-coding-agent"))
+	silentModel(t, home, cfg.Roots[0], "pi")
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("pi", "pi", "dev"), true)
 }
