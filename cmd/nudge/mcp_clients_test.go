@@ -214,3 +214,30 @@ func TestMCPSnippetsRunNudgeMCP(t *testing.T) {
 		}
 	})
 }
+
+// TestOrchestratorGuideRuns runs the shell examples of docs/orchestrators.md as written,
+// against a test daemon, with the nudge binary on PATH: each command must succeed.
+func TestOrchestratorGuideRuns(t *testing.T) {
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("jq not on PATH (the guide's examples use it)")
+	}
+	b, err := os.ReadFile("../../docs/orchestrators.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(b), -1)
+	if len(blocks) == 0 {
+		t.Fatal("the guide has no sh example")
+	}
+	bin := buildWatchBinary(t)
+	cfg := newTestConfig(t)
+	startDaemon(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", blocks[0][1])
+	c.Dir = cfg.Roots[0] // spawn --dir "$PWD" must lie under a root
+	c.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"), "NUDGE_SOCKET="+cfg.Socket)
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("the guide's shell example failed: %v\n%s", err, out)
+	}
+}
