@@ -232,6 +232,11 @@ func TestMultiHostHumanKeyOnRemoteHolds(t *testing.T) {
 		t.Fatalf("after the operator went quiet: %+v", got)
 	}
 
+	// nudge ls names the host of each runtime.
+	if out, _, code := td.runCLI("ls"); code != 0 || !strings.Contains(out, "HOST") || !strings.Contains(out, h.alias) {
+		t.Fatalf("nudge ls: exit %d\n%s", code, out)
+	}
+
 	// nudge doctor checks both hosts in use; an unreachable one fails it.
 	out, errOut, code := td.runCLI("doctor", "--ssh-config", h.config)
 	if code != 0 || !strings.Contains(out, "ok    "+h.alias+": ssh reachable") || !strings.Contains(out, h.alias+": tmux ") ||
