@@ -305,3 +305,17 @@ func TestMultiHostUnreachablePastDeadlineFails(t *testing.T) {
 		t.Fatalf("receipt: %+v", got)
 	}
 }
+
+// A host that ssh would read as an option, or that holds blanks or control bytes, is
+// refused before anything runs.
+func TestSpawnRefusesABadHost(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	for _, host := range []string{"-oProxyCommand=touch /tmp/x", "a b", "box\n", "box\x00"} {
+		err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "wx", Role: "r", Agent: "shell",
+			Argv: []string{"bash"}, Host: host}, nil)
+		wantAPIError(t, fmt.Sprintf("host %q", host), err, "BAD_REQUEST", "invalid host")
+	}
+	if out, _ := exec.Command("tmux", "-L", td.cfg.TmuxSocket, "list-sessions").CombinedOutput(); strings.Contains(string(out), "agents_wx") {
+		t.Fatalf("a refused spawn created a session: %s", out)
+	}
+}
