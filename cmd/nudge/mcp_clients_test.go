@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -290,5 +293,38 @@ func TestMCPCommandUsesTheCallersToken(t *testing.T) {
 	}
 	if cmd.ProcessState == nil || !cmd.ProcessState.Success() {
 		t.Fatalf("nudge mcp did not exit 0 when its client went away: %v", cmd.ProcessState)
+	}
+}
+
+// TestMCPCommandEndsCleanlyOnSignal: a host that stops `nudge mcp` with SIGTERM sees a
+// normal end (exit 0, nothing on stderr), as when it closes stdin.
+func TestMCPCommandEndsCleanlyOnSignal(t *testing.T) {
+	bin := buildWatchBinary(t)
+	cmd := exec.Command(bin, "mcp", "--socket", filepath.Join(t.TempDir(), "absent.sock"))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Once it answers initialize, its signal handler is in place.
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"serverInfo"`) {
+		t.Fatalf("initialize: %q %v", line, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil || stderr.Len() != 0 {
+		t.Fatalf("nudge mcp after SIGTERM: %v, stderr %q", err, stderr.String())
 	}
 }

@@ -25,7 +25,10 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) error {
 	ac := api.NewClient(c.socket, c.token)
 	defer ac.Close()
 	t := &sdk.IOTransport{Reader: io.NopCloser(env.stdin), Writer: nopWriteCloser{env.stdout}}
-	return mcp.Serve(ctx, ac, version, t)
+	if err := mcp.Serve(ctx, ac, version, t); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil // the host closed stdin, or stopped us with a signal: a normal end
 }
 
 type nopWriteCloser struct{ io.Writer }
