@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/cmd/nudge/standin"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/store"
 )
@@ -157,7 +158,25 @@ func TestClaudeLargePromptsSubmitted(t *testing.T) {
 // TestGeminiLargePromptsSubmitted: the same with the real Gemini CLI ("[Pasted Text: N
 // lines]").
 func TestGeminiLargePromptsSubmitted(t *testing.T) {
-	cfg := geminiSetup(t)
+	// Without a model Gemini CLI fails the turn at some point and puts the prompt back
+	// into its composer; a stand-in that never answers keeps the first turn running, so
+	// the later prompts are typed into a busy Gemini, as the test means them to be.
+	cfg, home := agentEnv(t, agentBinary(t, "gemini", "NUDGE_TEST_GEMINI", "@google/gemini-cli"))
+	srv, err := standin.Start(standin.Gemini, func(standin.Request) standin.Reply {
+		return standin.Reply{Text: "late", Delay: time.Hour}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	env, err := standin.Agents["gemini"].Setup(home, cfg.Roots[0], srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("gm", "gemini", "dev"), false)
 }
