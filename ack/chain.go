@@ -117,8 +117,12 @@ type run struct {
 	rt    store.Runtime
 	prof  panes.Profile
 	cause nudge.Code
+	keep  bool // the pane runs another trigger's fallback launch
 	chain []string
 }
+
+// keepPane: the chain must not end the pane's process.
+func (r *run) keepPane() bool { return r.keep || keepPane(r.cause) }
 
 // Fallback runs the chain for t, whose live delivery failed with cause. It returns where
 // the prompt went (the backend, runtime and pane; Given false when the fresh runtime's
@@ -128,14 +132,17 @@ type run struct {
 // A fallback that must not end the runtime's process (a human is at its pane, or nudge
 // does not manage it) resumes in a window of its own and spawns a new managed runtime
 // beside it (ROLE-fb-SUFFIX): nothing is ever typed into that pane.
-func (c *Chain) Fallback(ctx context.Context, t store.Trigger, cause nudge.Code) (nudge.Launched, error) {
+//
+// keep asks for the same care for another reason: the runtime's pane runs another
+// trigger's fallback launch, which must not be replaced.
+func (c *Chain) Fallback(ctx context.Context, t store.Trigger, cause nudge.Code, keep bool) (nudge.Launched, error) {
 	rt, ok := c.l.Get(t.RuntimeID)
 	if !ok {
 		return nudge.Launched{}, nudge.NewError(nudge.SpawnFailed, "no runtime to fall back to for "+t.WorkspaceID+"/"+t.Agent)
 	}
 	prof, _ := c.l.Profile(rt.Agent)
 	defer c.l.HoldRestarts(rt.RuntimeID)()
-	r := &run{t: t, rt: rt, prof: prof, cause: cause}
+	r := &run{t: t, rt: rt, prof: prof, cause: cause, keep: keep}
 	if why := c.skipResume(r); why != "" {
 		c.step(r, "fallback_resume_skipped", Step{Error: why})
 	} else {
@@ -147,7 +154,7 @@ func (c *Chain) Fallback(ctx context.Context, t store.Trigger, cause nudge.Code)
 			}
 		}
 	}
-	if keepPane(r.cause) {
+	if r.keepPane() {
 		return c.spawnAside(ctx, r)
 	}
 	return c.spawn(ctx, r)
@@ -167,6 +174,8 @@ func (c *Chain) skipResume(r *run) string {
 		return "crash loop: spawning directly"
 	case operatorAtPane(r.cause):
 		return "the live process still holds the session (an operator is at the pane)"
+	case r.keep:
+		return "another trigger's fallback launch holds the session in the runtime's pane"
 	}
 	if _, err := r.prof.ResumeArgv(r.rt.SessionID, "x"); err != nil {
 		return err.Error()
@@ -203,7 +212,7 @@ func (c *Chain) resume(ctx context.Context, r *run) (nudge.Launched, error) {
 	r.chain = append(r.chain, "resume")
 	pane, err := c.launch(ctx, r, "resume", argv, nudge.ResumeFailed)
 	l := nudge.Launched{Backend: nudge.BackendResume, PaneID: pane, Given: true}
-	if !keepPane(r.cause) {
+	if !r.keepPane() {
 		l.RuntimeID = r.rt.RuntimeID
 	}
 	return l, err
@@ -256,7 +265,7 @@ func summaryPrompt(r *run) string {
 func (c *Chain) launch(ctx context.Context, r *run, kind string, argv []string, code nudge.Code) (string, error) {
 	s := Step{Argv: elide(argv, r.t.Prompt)}
 	s.Where = "pane"
-	if keepPane(r.cause) {
+	if r.keepPane() {
 		s.Where = "window"
 	}
 	c.step(r, "fallback_"+kind+"_started", s)
@@ -304,6 +313,9 @@ func (c *Chain) stayedUp(ctx context.Context, workspace, pane string) error {
 }
 
 func (c *Chain) failed(r *run, kind string, code nudge.Code, err error) error {
+	if ne := (*nudge.Error)(nil); errors.As(err, &ne) && ne.Code == nudge.HostUnreachable {
+		code = nudge.HostUnreachable // the cause, not the step: the runtime's host cannot be reached
+	}
 	c.step(r, string(code), Step{Error: err.Error(), Code: string(code)})
 	c.log.Warn("fallback step failed", "trigger_id", r.t.TriggerID, "runtime_id", r.rt.RuntimeID, "step", kind, "err", err)
 	return nudge.NewError(code, kind+": "+err.Error())

@@ -189,7 +189,12 @@ func (m *Monitor) Close() error {
 
 // Feed takes decoded output of a managed pane (panes.Config.OnOutput). It runs on the
 // control connection's read goroutine: it allocates nothing, never blocks on I/O, and
-// only records the output and wakes the runtime's goroutine. data is not retained.
+// only records the output. data is not retained.
+//
+// It wakes the runtime's goroutine only when that goroutine waits for output: the first
+// chunk after a quiet verdict (armed), or output nudge did not cause while no human check
+// is pending. A pane that streams costs its goroutine nothing per line: the quiet timer
+// reads lastOut when it fires.
 func (m *Monitor) Feed(runtimeID string, data []byte) {
 	m.mu.RLock()
 	ps := m.panes[runtimeID]
@@ -201,13 +206,20 @@ func (m *Monitor) Feed(runtimeID string, data []byte) {
 	now := m.cfg.Now().UnixNano()
 	ps.outSeq.Add(1)
 	ps.lastOut.Store(now)
+	wake := false
 	if now >= ps.injectUntil.Load() && (ps.keys == nil || !ps.keys.Load()) {
-		ps.maybeHuman.Store(true)
+		wake = !ps.maybeHuman.Load() && ps.maybeHuman.CompareAndSwap(false, true)
 	}
 	if ps.scanning.Load() {
 		ps.appendTail(data)
 	}
-	signal(ps.outCh)
+	if ps.armed.Load() && ps.armed.CompareAndSwap(true, false) {
+		wake = true
+	}
+	if wake {
+		ps.wakes.Add(1)
+		signal(ps.outCh)
+	}
 }
 
 // Event takes a control-mode notification from a workspace's connection

@@ -463,3 +463,32 @@ func (m *Monitor) keysBound(host string) bool {
 	h := m.watch(host)
 	return h != nil && h.bindOK.Load()
 }
+
+// TestStreamingWakes: a pane that streams wakes its goroutine once per busy stretch, not
+// once per %output chunk, and the quiet verdict still comes when the stream stops.
+func TestStreamingWakes(t *testing.T) {
+	e := newLiveEnv(t, nil)
+	rt := e.spawnShell("sh")
+	ps := e.mon.get(rt.RuntimeID)
+	if ps == nil {
+		t.Fatal("pane not watched")
+	}
+	e.waitFor("Any binding installed", func() bool { return e.mon.keysBound("") })
+	wakes0, chunks0 := ps.wakes.Load(), ps.outSeq.Load()
+	e.tmux("send-keys", "-t", rt.PaneID, "-l", `for i in $(seq 300); do echo "line $i"; sleep 0.005; done`)
+	e.tmux("send-keys", "-t", rt.PaneID, "Enter")
+	e.waitFor("stream printed", func() bool {
+		return strings.Contains(e.tmux("capture-pane", "-p", "-t", rt.PaneID), "line 300")
+	})
+	e.waitReadiness(rt.RuntimeID, nudge.Ready)
+	wakes, chunks := ps.wakes.Load()-wakes0, ps.outSeq.Load()-chunks0
+	t.Logf("%d output chunks, %d wake-ups", chunks, wakes)
+	if chunks < 50 {
+		t.Skipf("tmux coalesced the stream into %d chunks", chunks)
+	}
+	// One wake per stretch of output between quiet verdicts; a loaded machine may stall
+	// the loop long enough for a few extra verdicts, never for one per chunk.
+	if wakes*5 > chunks {
+		t.Fatalf("%d wake-ups for %d output chunks", wakes, chunks)
+	}
+}

@@ -31,7 +31,9 @@ type paneState struct {
 	outSeq      atomic.Uint64 // bumped on every output chunk
 	lastOut     atomic.Int64  // unix nanos of the last chunk
 	injectUntil atomic.Int64  // unix nanos: output before this is nudge's own
-	maybeHuman  atomic.Bool   // fallback: output nudge did not cause
+	maybeHuman  atomic.Bool   // fallback: output nudge did not cause (left set while a check is pending)
+	armed       atomic.Bool   // the goroutine waits for output: the next chunk wakes it
+	wakes       atomic.Uint64 // times Feed woke the goroutine (tests count them)
 	scanning    atomic.Bool   // no session id known yet: keep a tail of the output
 	outCh       chan struct{} // cap 1: output arrived
 	keyCh       chan struct{} // cap 1: a human key was seen
@@ -64,6 +66,7 @@ func (m *Monitor) newPane(rt store.Runtime) *paneState {
 		outCh: make(chan struct{}, 1), keyCh: make(chan struct{}, 1), modeCh: make(chan struct{}, 1),
 		opBusy: rt.OperatorBusy,
 	}
+	ps.armed.Store(true) // the first output marks BUSY
 	if rt.SessionID == "" {
 		if p, ok := m.cfg.Registry.Profile(rt.Agent); ok && p.SessionIDPattern != "" {
 			ps.tail = make([]byte, 0, tailCap)
@@ -113,16 +116,23 @@ func (m *Monitor) runPane(ps *paneState) {
 		case <-ps.ctx.Done():
 			return
 		case <-ps.outCh:
+			// Woken by the first output after a verdict (or a %pause), or by output
+			// nudge did not cause. Later output only moves lastOut: the quiet timer
+			// looks at it when it fires.
 			m.markBusy(ps)
 			quiet.Reset(readyQuiet)
-			if ps.maybeHuman.Swap(false) {
-				if wait := m.confirmHuman(ps); wait > 0 && !confirmArmed {
+			if !confirmArmed && ps.maybeHuman.Swap(false) {
+				if wait := m.confirmHuman(ps); wait > 0 {
+					// Rate-limited: check later. maybeHuman stays set until then,
+					// so further output does not wake this goroutine.
+					ps.maybeHuman.Store(true)
 					confirm.Reset(wait)
 					confirmArmed = true
 				}
 			}
 		case <-confirm.C:
 			confirmArmed = false
+			ps.maybeHuman.Store(false)
 			m.confirmHuman(ps)
 		case <-ps.keyCh:
 			m.syncBusy(ps)
@@ -130,6 +140,15 @@ func (m *Monitor) runPane(ps *paneState) {
 		case <-ps.modeCh:
 			m.refreshMode(ps)
 		case <-quiet.C:
+			// Arm first, then look at lastOut: output after this point wakes the
+			// goroutine (Feed sees armed), output before it is seen here.
+			ps.armed.Store(true)
+			if idle := time.Duration(m.cfg.Now().UnixNano() - ps.lastOut.Load()); idle < readyQuiet {
+				if ps.armed.CompareAndSwap(true, false) {
+					quiet.Reset(readyQuiet - idle) // still streaming
+				} // else Feed has signalled outCh: that wake re-arms the timer
+				continue
+			}
 			if m.classifyNow(ps) != nil {
 				quiet.Reset(time.Second) // retry a failed capture; no verdict is worse
 			}

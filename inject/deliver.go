@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -45,7 +46,9 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	var stop bool
 	var pending string
 	if p.needsPaneCheck(l, j) {
+		reg := trace.StartRegion(j.traceCtx(), "deliver.pane-check")
 		v, stop, pending = p.paneCheck(ctx, conn, target)
+		reg.End()
 	}
 	l.clean.Store(false) // until this delivery is confirmed
 	if !stop && pending != "" && pending != j.id() {
@@ -73,7 +76,9 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	if p.deps.Acks != nil {
 		p.deps.Acks.Expect(j.record())
 	}
+	reg := trace.StartRegion(j.traceCtx(), "deliver.look")
 	typed, submitted, unrecorded, err := p.lookBeforeTyping(ctx, j, conn, target, rt)
+	reg.End()
 	if err != nil {
 		p.awaitConn(l, j, err)
 		return
@@ -95,7 +100,11 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	}
 	seq := l.outSeq.Load()
 	if !typed {
-		if err := p.typeEnvelope(ctx, conn, j, target, rt.PID); err != nil {
+		reg := trace.StartRegion(j.traceCtx(), "deliver.type")
+		err := p.typeEnvelope(ctx, conn, j, target, rt.PID)
+		reg.End()
+		j.endTask()
+		if err != nil {
 			j.maybeTyped = true // some of it may have reached the pane
 			p.sendFailed(l, j, err)
 			return

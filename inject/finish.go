@@ -136,7 +136,8 @@ func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 		p.finishFailed(j, code, why)
 		return
 	}
-	if rt, ok := p.asideFor(j.record().RuntimeID, code); ok && j.record().Fallback == "" {
+	keep := p.paneTaken(j.record().RuntimeID, j.id())
+	if rt, ok := p.asideFor(j.record().RuntimeID, code, keep); ok && j.record().Fallback == "" {
 		// An earlier fallback already spawned a runtime beside this one: deliver there
 		// instead of spawning one runtime per trigger.
 		p.deliverTo(j, rt.RuntimeID, rt.PaneID, nudge.BackendSpawn, "fallback_redirect",
@@ -166,8 +167,23 @@ func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 	go func() {
 		defer p.wg.Done()
 		defer p.endFallback(rt)
-		p.runFallback(j, code)
+		p.runFallback(j, code, keep)
 	}()
+}
+
+// paneLaunch is a fallback launch that holds a trigger's prompt in a runtime's own pane.
+type paneLaunch struct {
+	trigger string
+	at      time.Time
+}
+
+// paneTaken reports whether runtimeID's pane runs another trigger's fallback launch that
+// is not acked yet (within MaxHold): a fallback for trigger id must then keep the pane.
+func (p *Pipeline) paneTaken(runtimeID, id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.launched[runtimeID]
+	return ok && l.trigger != id && p.cfg.Now().Sub(l.at) < p.cfg.MaxHold
 }
 
 // fallbackWait is how often a trigger held behind another's fallback looks again.
@@ -201,17 +217,21 @@ func (p *Pipeline) endFallback(runtimeID string) {
 	p.Kick(runtimeID)
 }
 
-func (p *Pipeline) runFallback(j *job, code nudge.Code) {
+func (p *Pipeline) runFallback(j *job, code nudge.Code, keep bool) {
 	from := j.record().RuntimeID
 	ctx, cancel := context.WithTimeout(p.ctx, fallbackTimeout)
-	l, err := p.deps.Fallback.Fallback(ctx, j.record(), code)
+	l, err := p.deps.Fallback.Fallback(ctx, j.record(), code, keep)
 	cancel()
 	if p.ctx.Err() != nil {
 		return
 	}
-	if err == nil && l.RuntimeID != "" && l.RuntimeID != from {
+	if err == nil && l.RuntimeID != "" {
 		p.mu.Lock()
-		p.aside[from] = l.RuntimeID
+		if l.RuntimeID != from {
+			p.aside[from] = l.RuntimeID
+		} else if l.Given {
+			p.launched[from] = paneLaunch{trigger: j.id(), at: p.cfg.Now()}
+		}
 		p.mu.Unlock()
 	}
 	if err == nil && !l.Given {
@@ -274,12 +294,14 @@ func (p *Pipeline) deliverTo(j *job, id, pane, backend, event, why string) {
 }
 
 // asideFor returns the live runtime an earlier fallback spawned beside runtimeID, if the
-// cause is one that keeps runtimeID's pane.
-func (p *Pipeline) asideFor(runtimeID string, code nudge.Code) (store.Runtime, bool) {
+// cause is one that keeps runtimeID's pane (or keep says it must be kept).
+func (p *Pipeline) asideFor(runtimeID string, code nudge.Code, keep bool) (store.Runtime, bool) {
 	switch code {
 	case nudge.DeferTimeout, nudge.OperatorBusy, nudge.UnmanagedRuntime:
 	default:
-		return store.Runtime{}, false
+		if !keep {
+			return store.Runtime{}, false
+		}
 	}
 	p.mu.Lock()
 	id := p.aside[runtimeID]

@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"runtime/trace"
 	"slices"
 	"time"
 
@@ -141,7 +142,9 @@ func (p *Pipeline) stepLane(l *lane) time.Duration {
 				waiting = append(waiting, t.ThreadID)
 				continue
 			}
+			reg := trace.StartRegion(j.traceCtx(), "lane.gate")
 			v := p.gate(j, rt, now)
+			reg.End()
 			switch v.kind {
 			case hold:
 				p.markDeferred(j, v, now)
@@ -154,10 +157,12 @@ func (p *Pipeline) stepLane(l *lane) time.Duration {
 				continue
 			case fail:
 				if l.remove(j) {
+					j.endTask()
 					p.finishFailed(j, v.code, v.why)
 				}
 			case fallback:
 				if l.remove(j) {
+					j.endTask()
 					p.startFallback(j, v.code, v.why)
 				}
 			default:

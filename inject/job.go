@@ -1,6 +1,8 @@
 package inject
 
 import (
+	"context"
+	"runtime/trace"
 	"sync"
 	"time"
 
@@ -27,6 +29,28 @@ type job struct {
 	retryAt    time.Time  // a retry waits until then
 	connWait   time.Time  // when it began waiting for a control connection (awaitConn)
 	received   time.Time  // when its request came in (zero once its first typing is timed)
+
+	tctx context.Context // the request's trace task (only while an execution trace runs)
+	task *trace.Task     // ended once the trigger is typed (or leaves the lane otherwise)
+}
+
+// traceCtx is the context for the job's trace regions.
+func (j *job) traceCtx() context.Context {
+	if j.tctx != nil {
+		return j.tctx
+	}
+	return context.Background()
+}
+
+// endTask ends the job's trace task; idempotent.
+func (j *job) endTask() {
+	j.mu.Lock()
+	task := j.task
+	j.task = nil
+	j.mu.Unlock()
+	if task != nil {
+		task.End()
+	}
 }
 
 func newJob(t store.Trigger, recovered bool) *job {

@@ -95,10 +95,16 @@ func (l *lane) outputChan() <-chan struct{} {
 
 // settle waits until output has arrived after seq and then stayed quiet for quiet, or
 // until max has passed. It reports whether any output arrived. With quiet 0 it returns at
-// the first output.
+// the first output. It is woken by the first output only; after that its timer reads
+// lastOut.
 func (l *lane) settle(done <-chan struct{}, now func() time.Time, seq uint64, quiet, max time.Duration) bool {
 	l.waiters.Add(1)
-	defer l.waiters.Add(-1)
+	registered := true
+	defer func() {
+		if registered {
+			l.waiters.Add(-1)
+		}
+	}()
 	deadline := now().Add(max)
 	timer := time.NewTimer(max)
 	defer timer.Stop()
@@ -106,6 +112,10 @@ func (l *lane) settle(done <-chan struct{}, now func() time.Time, seq uint64, qu
 		ch := l.outputChan()
 		t := now()
 		seen := l.outSeq.Load() != seq
+		if seen && registered {
+			l.waiters.Add(-1) // no more wake-ups needed
+			registered = false
+		}
 		if seen {
 			idle := t.Sub(time.Unix(0, l.lastOut.Load()))
 			if idle >= quiet {
@@ -117,6 +127,17 @@ func (l *lane) settle(done <-chan struct{}, now func() time.Time, seq uint64, qu
 		}
 		if !t.Before(deadline) {
 			return seen
+		}
+		if seen {
+			// Output has come: only its end matters now, and lastOut tells it when the
+			// timer fires. Waking at every further chunk would cost a goroutine switch
+			// per %output line of a streaming pane.
+			select {
+			case <-done:
+				return seen
+			case <-timer.C:
+			}
+			continue
 		}
 		select {
 		case <-done:

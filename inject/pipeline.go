@@ -174,7 +174,8 @@ type Acker interface {
 // Fallbacker runs the fallback chain (resume, then spawn) for a trigger whose live path
 // failed with code. It returns where the prompt went.
 type Fallbacker interface {
-	Fallback(ctx context.Context, t store.Trigger, code nudge.Code) (nudge.Launched, error)
+	// keep: the runtime's pane runs another trigger's fallback launch; do not replace it.
+	Fallback(ctx context.Context, t store.Trigger, code nudge.Code, keep bool) (nudge.Launched, error)
 }
 
 // Deps are the pipeline's collaborators.
@@ -228,7 +229,11 @@ type Pipeline struct {
 	// aside: the runtime a fallback spawned beside a runtime whose pane it had to keep
 	// (an operator at it, unmanaged): later fallbacks of that runtime go there instead
 	// of spawning one runtime per trigger.
-	aside    map[string]string
+	aside map[string]string
+	// launched: the trigger whose fallback launch (resume or spawn with its prompt) runs in
+	// a runtime's own pane, and when: another trigger's fallback does not replace it
+	// (until that trigger is acked, or MaxHold has passed).
+	launched map[string]paneLaunch
 	jobs     map[string]*job // triggers not yet closed, by id
 	rate     *rateLimiter
 	loops    *loopGuard
@@ -251,8 +256,9 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 	p := &Pipeline{
 		cfg: cfg, deps: deps, log: cfg.Logger.Named("inject"), ctx: ctx, cancel: cancel,
 		lanes: map[string]*lane{}, jobs: map[string]*job{}, fallingBack: map[string]bool{}, aside: map[string]string{},
-		rate:  newRateLimiter(cfg.RateLimit, cfg.RatePer),
-		loops: newLoopGuard(cfg.LoopTurns, cfg.LoopRepeats),
+		launched: map[string]paneLaunch{},
+		rate:     newRateLimiter(cfg.RateLimit, cfg.RatePer),
+		loops:    newLoopGuard(cfg.LoopTurns, cfg.LoopRepeats),
 	}
 	p.breakers = newBreakers(cfg.BreakerFailures, cfg.BreakerCooldown, p.breakerChanged)
 	return p, nil
@@ -410,6 +416,13 @@ func (p *Pipeline) AckAfterFallback(id, signal string) (store.Trigger, bool, err
 	}
 	if err == nil {
 		p.changed(t)
+		p.mu.Lock()
+		for rt, l := range p.launched {
+			if l.trigger == id {
+				delete(p.launched, rt)
+			}
+		}
+		p.mu.Unlock()
 	}
 	return t, err == nil, err
 }

@@ -117,3 +117,33 @@ func testApprovalDenied(t *testing.T, c agentCase, deny ...string) {
 	}
 	t.Logf("trigger held by the approval dialog, then denied: %s", events(ft.td.audit("held")))
 }
+
+// silentModel points an agent CLI (its setup in standin.Agents) at a model stand-in
+// that never answers: each call waits until the test ends. The CLI then reaches nothing
+// beyond loopback, and a prompt keeps it busy for good, for tests about input.
+func silentModel(t *testing.T, home, root, agent string) *standin.Server {
+	t.Helper()
+	setup, ok := standin.Agents[agent]
+	if !ok {
+		t.Fatalf("no stand-in setup for %s", agent)
+	}
+	srv, err := standin.Start(setup.API, func(req standin.Request) standin.Reply {
+		if req.Side {
+			return standin.Ack(req)
+		}
+		return standin.Reply{Delay: time.Hour}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	env, err := setup.Setup(home, root, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return srv
+}

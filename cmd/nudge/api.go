@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -354,14 +355,18 @@ func (d *daemon) handleHeartbeat(w http.ResponseWriter, r *http.Request, c calle
 
 func (d *daemon) handleTrigger(w http.ResponseWriter, r *http.Request, c caller) {
 	var req inject.Request
+	reg := trace.StartRegion(r.Context(), "api.decode")
 	if err := decodeJSON(w, r, &req); err != nil {
+		reg.End()
 		writeError(w, err)
 		return
 	}
 	if err := d.checkTrigger(c, &req); err != nil {
+		reg.End()
 		writeError(w, err)
 		return
 	}
+	reg.End()
 	req.Caller, req.CallerUID = c.Subject, c.UID
 	req.Received = requestReceived(r.Context())
 	res, err := d.pipe.Submit(r.Context(), req)
@@ -373,6 +378,7 @@ func (d *daemon) handleTrigger(w http.ResponseWriter, r *http.Request, c caller)
 		return
 	}
 	t := res.Trigger
+	defer trace.StartRegion(r.Context(), "api.answer").End()
 	d.logTrigger(r, t, res.Created)
 	status := http.StatusAccepted
 	if !res.Created {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/cmd/nudge/standin"
 	"github.com/nudgehq/nudge/store"
 )
 
@@ -57,7 +58,9 @@ func (td *testDaemon) spawnAgent(ws, agent string, done func(runtimeView) bool) 
 	if done == nil {
 		done = func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" }
 	}
-	return td.waitRuntime(rt.RuntimeID, done)
+	// A node or bun TUI takes a while to start on a loaded machine (OpenCode showed an
+	// empty screen for more than 20 s while the CI's other tests ran).
+	return td.waitRuntimeFor(rt.RuntimeID, 90*time.Second, done)
 }
 
 // TestOpenCodeHumanDraftHoldsTrigger drives the real OpenCode TUI: a human's
@@ -74,9 +77,8 @@ func TestPiHumanDraftHoldsTrigger(t *testing.T) {
 }
 
 func testDraftHoldsTrigger(t *testing.T, agent, bin string) {
-	cfg, _ := agentEnv(t, bin)
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-nudge-test-dummy")
-	t.Setenv("OPENCODE_DISABLE_AUTOUPDATE", "1")
+	cfg, home := agentEnv(t, bin)
+	model := silentModel(t, home, cfg.Roots[0], agent)
 	cfg.QuietWindow = time.Second
 	cfg.DeferRecheck = 300 * time.Millisecond
 	td := startDaemon(t, cfg)
@@ -104,5 +106,18 @@ func testDraftHoldsTrigger(t *testing.T, agent, bin string) {
 	got = td.waitTrigger("oc-1", func(t store.Trigger) bool { return t.State == "submitted" || t.Closed })
 	if got.State != "submitted" {
 		t.Fatalf("oc-1 after the draft was cleared: %+v\nscreen:\n%s", got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
+	}
+	// The model got nudge's prompt, once, and never the human's words.
+	deadline := time.Now().Add(30 * time.Second)
+	for standin.Count(model.Requests(), "oc-1") == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, r := range model.Requests() {
+		if strings.Contains(r.Prompt, draft) {
+			t.Fatalf("the model got the human's draft: %q", r.Prompt)
+		}
+	}
+	if n := standin.Count(model.Requests(), "oc-1"); n != 1 {
+		t.Fatalf("the model got oc-1 %d times, want 1", n)
 	}
 }

@@ -151,3 +151,37 @@ func TestFallbackAfterDeferTimeoutNeverTypesIntoHeldPane(t *testing.T) {
 func (td *testDaemon) spawnStrictShell(ws, role string) runtimeView {
 	return td.spawnShell(ws, role, "sh", "-c", "exec sleep 600")
 }
+
+// Two triggers that fail on the same managed runtime at once: the first resumes in the
+// runtime's pane; the second never relaunches that pane over the first's resume (it waits
+// while the resume runs, and at its deadline goes to a runtime spawned beside it).
+func TestFallbacksOfTwoTriggersKeepEachOthersPane(t *testing.T) {
+	td, resume := ackSetup(t, func(c *serveConfig) {
+		c.AckRetries, c.MaxHold = 0, 2*time.Second
+		c.BreakerFailures = 0
+	})
+	rt := td.spawnFake("deaf", "none")
+	for _, id := range []string{"two-1", "two-2"} {
+		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "w1", "agent": "deaf",
+			"prompt": "prompt " + id, "ack_timeout_ms": 300}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, second := td.waitTrigger("two-1", closed), td.waitTrigger("two-2", closed)
+	if first.Fallback == "spawn" && second.Fallback == "resume" {
+		first, second = second, first
+	}
+	if first.Fallback != "resume" || first.FallbackRuntimeID != rt.RuntimeID || first.FallbackPane == "" {
+		t.Fatalf("first: %+v", first)
+	}
+	if second.Fallback != "spawn" || !strings.HasPrefix(second.FallbackRuntimeID, rt.RuntimeID+"-fb-") {
+		t.Fatalf("second: %+v\nstory %s", second, events(td.audit(second.TriggerID)))
+	}
+	if cur := td.get(rt.RuntimeID); cur.PaneID != first.FallbackPane {
+		t.Fatalf("the first trigger's resume (pane %s) was replaced by pane %s", first.FallbackPane, cur.PaneID)
+	}
+	calls, _ := os.ReadFile(resume + ".calls")
+	if n := strings.Count(string(calls), "resume\n"); n != 1 {
+		t.Fatalf("%d resumes ran:\n%s", n, calls)
+	}
+}

@@ -1,38 +1,33 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/cmd/nudge/standin"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/store"
 )
 
-// geminiSetup gives the real Gemini CLI a private HOME in which the test's root folder
-// is trusted and a (dummy) API key is the chosen sign-in, so it opens on its composer.
-func geminiSetup(t *testing.T) serveConfig {
+// geminiSetup gives the real Gemini CLI a private HOME pointed at a model stand-in
+// that never answers (silentModel): the test's root folder trusted, a dummy API key the
+// chosen sign-in, so it opens on its composer, and a prompt keeps it busy.
+func geminiSetup(t *testing.T) (serveConfig, *standin.Server) {
 	t.Helper()
 	cfg, home := agentEnv(t, agentBinary(t, "gemini", "NUDGE_TEST_GEMINI", "@google/gemini-cli"))
-	dir := filepath.Join(home, ".gemini")
-	os.MkdirAll(dir, 0o700)
-	trusted := fmt.Sprintf("{%q: \"TRUST_FOLDER\"}\n", cfg.Roots[0])
-	os.WriteFile(filepath.Join(dir, "trustedFolders.json"), []byte(trusted), 0o600)
-	os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"security": {"auth": {"selectedType": "gemini-api-key"}}}`), 0o600)
-	t.Setenv("GEMINI_API_KEY", "nudge-test-dummy")
+	srv := silentModel(t, home, cfg.Roots[0], "gemini")
 	cfg.DeferRecheck = 500 * time.Millisecond
-	return cfg
+	return cfg, srv
 }
 
 // TestGeminiTriggerSubmittedThenBusyDefers drives the real Gemini CLI: a trigger leaves
-// its composer (submitted, nothing left typed), and while Gemini is busy with it (no
-// network: it keeps "Thinking…") the next trigger is not typed over it but deferred as
-// the agent being BUSY, read from the real screen.
+// its composer (submitted, nothing left typed), and while Gemini is busy with it (its
+// model never answers: it keeps "Thinking…") the next trigger is not typed over it but
+// deferred as the agent being BUSY, read from the real screen; the model got the first
+// prompt once.
 func TestGeminiTriggerSubmittedThenBusyDefers(t *testing.T) {
-	cfg := geminiSetup(t)
+	cfg, model := geminiSetup(t)
 	td := startDaemon(t, cfg)
 	rt := td.spawnAgent("gm", "gemini", func(r runtimeView) bool {
 		return r.Status == "failed" || r.Status == "ready" && r.Readiness == "READY"
@@ -69,5 +64,11 @@ func TestGeminiTriggerSubmittedThenBusyDefers(t *testing.T) {
 	}
 	if screen := td.tmux("capture-pane", "-p", "-t", rt.PaneID); strings.Contains(screen, "id=gm-2 ") {
 		t.Fatalf("gm-2 was typed while Gemini was busy:\n%s", screen)
+	}
+	for deadline := time.Now().Add(30 * time.Second); standin.Count(model.Requests(), "gm-1") == 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := standin.Count(model.Requests(), "gm-1"); n != 1 {
+		t.Fatalf("the model got gm-1 %d times, want 1", n)
 	}
 }

@@ -65,6 +65,7 @@ func commands() map[string]command {
 		{"watch", "live dashboard", runWatch},
 		{"attach", "attach your terminal to a workspace's tmux session", runAttach},
 		{"switch", "switch your tmux client to a runtime's pane", runSwitch},
+		{"mcp", "serve the API to an MCP host (Model Context Protocol on stdio)", runMCP},
 		{"doctor", "check every host in use: ssh, tmux >= 3.2, the agent programs", runDoctor},
 		{"version", "print the version", runVersion},
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/store"
 )
 
@@ -53,6 +54,19 @@ func multiHostSetup(t *testing.T) (*testDaemon, *sshHost, runtimeView, runtimeVi
 	return td, h, local, remote
 }
 
+// remoteConn waits for the workspace's control connection.
+func (td *testDaemon) remoteConn(ws string) *controlmode.Conn {
+	td.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := td.d.reg.Conn(ws); err == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			td.t.Fatalf("no control connection for %s", ws)
+		}
+	}
+}
+
 // countEnvelopes counts each trigger's envelope in a pane's whole history.
 func countEnvelopes(screen string, ids []string) map[string]int {
 	n := map[string]int{}
@@ -69,11 +83,7 @@ func countEnvelopes(screen string, ids []string) map[string]int {
 func TestMultiHostTriggersSurviveSSHCut(t *testing.T) {
 	td, h, local, remote := multiHostSetup(t)
 	sock := td.cfg.TmuxSocket
-	conn, err := td.d.reg.Conn("wr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	firstPid := conn.Pid()
+	firstPid := td.remoteConn("wr").Pid()
 	if out, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", firstPid)); strings.TrimSpace(string(out)) != "ssh" {
 		t.Fatalf("the remote control client (pid %d) is %q, not ssh", firstPid, out)
 	}
@@ -127,8 +137,8 @@ func TestMultiHostTriggersSurviveSSHCut(t *testing.T) {
 	}
 
 	// The host goes away: the listener stops and the control connection is cut.
+	c := td.remoteConn("wr")
 	h.stop()
-	c, _ := td.d.reg.Conn("wr")
 	killPid(t, c.Pid())
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -222,6 +232,11 @@ func TestMultiHostHumanKeyOnRemoteHolds(t *testing.T) {
 		t.Fatalf("after the operator went quiet: %+v", got)
 	}
 
+	// nudge ls names the host of each runtime.
+	if out, _, code := td.runCLI("ls"); code != 0 || !strings.Contains(out, "HOST") || !strings.Contains(out, h.alias) {
+		t.Fatalf("nudge ls: exit %d\n%s", code, out)
+	}
+
 	// nudge doctor checks both hosts in use; an unreachable one fails it.
 	out, errOut, code := td.runCLI("doctor", "--ssh-config", h.config)
 	if code != 0 || !strings.Contains(out, "ok    "+h.alias+": ssh reachable") || !strings.Contains(out, h.alias+": tmux ") ||
@@ -252,5 +267,55 @@ func TestTmuxVersion(t *testing.T) {
 	}
 	if _, ok := tmuxVersion("tmux master"); ok {
 		t.Error("master parsed")
+	}
+}
+
+// Issue 17: a host that stays away past the deadline ends the hold: the trigger takes the
+// fallback chain, which cannot reach the host either, and fails with HOST_UNREACHABLE.
+func TestMultiHostUnreachablePastDeadlineFails(t *testing.T) {
+	h := startSSHHost(t)
+	cfg := newTestConfig(t)
+	cfg.MaxDefer = 3 * time.Second
+	cfg.SSHConfig = h.config
+	sock := cfg.TmuxSocket
+	t.Cleanup(func() { h.killServer(sock) })
+	td := startDaemon(t, cfg)
+	var rt runtimeView
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "wr", Role: "b", Agent: "shell",
+		Dir: cfg.Roots[0], Argv: []string{"bash", "--norc", "--noprofile"}, Host: h.alias}, &rt); err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	c := td.remoteConn("wr")
+	h.stop()
+	killPid(t, c.Pid())
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := td.d.reg.Conn("wr"); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the remote connection still reads up with sshd stopped")
+		}
+	}
+	if _, err := td.trigger(map[string]any{"trigger_id": "gone1", "workspace": "wr", "agent": "b", "prompt": "echo gone1"}); err != nil {
+		t.Fatal(err)
+	}
+	got := td.waitTrigger("gone1", closed)
+	if got.State != "failed" || got.ErrorCode != "HOST_UNREACHABLE" {
+		t.Fatalf("receipt: %+v", got)
+	}
+}
+
+// A host that ssh would read as an option, or that holds blanks or control bytes, is
+// refused before anything runs.
+func TestSpawnRefusesABadHost(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	for _, host := range []string{"-oProxyCommand=touch /tmp/x", "a b", "box\n", "box\x00"} {
+		err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "wx", Role: "r", Agent: "shell",
+			Argv: []string{"bash"}, Host: host}, nil)
+		wantAPIError(t, fmt.Sprintf("host %q", host), err, "BAD_REQUEST", "invalid host")
+	}
+	if out, _ := exec.Command("tmux", "-L", td.cfg.TmuxSocket, "list-sessions").CombinedOutput(); strings.Contains(string(out), "agents_wx") {
+		t.Fatalf("a refused spawn created a session: %s", out)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/cmd/nudge/standin"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/store"
 )
@@ -158,25 +157,9 @@ func TestClaudeLargePromptsSubmitted(t *testing.T) {
 // TestGeminiLargePromptsSubmitted: the same with the real Gemini CLI ("[Pasted Text: N
 // lines]").
 func TestGeminiLargePromptsSubmitted(t *testing.T) {
-	// Without a model Gemini CLI fails the turn at some point and puts the prompt back
-	// into its composer; a stand-in that never answers keeps the first turn running, so
-	// the later prompts are typed into a busy Gemini, as the test means them to be.
-	cfg, home := agentEnv(t, agentBinary(t, "gemini", "NUDGE_TEST_GEMINI", "@google/gemini-cli"))
-	srv, err := standin.Start(standin.Gemini, func(standin.Request) standin.Reply {
-		return standin.Reply{Text: "late", Delay: time.Hour}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	env, err := standin.Agents["gemini"].Setup(home, cfg.Roots[0], srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	// A stand-in that never answers keeps the first turn running (without a model Gemini
+	// CLI fails the turn and puts the prompt back into its composer).
+	cfg, _ := geminiSetup(t)
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("gm", "gemini", "dev"), false)
 }
@@ -184,17 +167,16 @@ func TestGeminiLargePromptsSubmitted(t *testing.T) {
 // TestOpenCodeLargePromptsSubmitted: the same with the real OpenCode ("[Pasted ~N
 // lines]").
 func TestOpenCodeLargePromptsSubmitted(t *testing.T) {
-	cfg, _ := agentEnv(t, agentBinary(t, "opencode", "NUDGE_TEST_OPENCODE", "opencode-ai"))
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-nudge-test-dummy")
-	t.Setenv("OPENCODE_DISABLE_AUTOUPDATE", "1")
+	cfg, home := agentEnv(t, agentBinary(t, "opencode", "NUDGE_TEST_OPENCODE", "opencode-ai"))
+	silentModel(t, home, cfg.Roots[0], "opencode")
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("oc", "opencode", "dev"), false)
 }
 
 // TestPiLargePromptsSubmitted: the same with the real Pi ("[paste #N +M lines]").
 func TestPiLargePromptsSubmitted(t *testing.T) {
-	cfg, _ := agentEnv(t, agentBinary(t, "pi", "NUDGE_TEST_PI", "@mariozechner/pi-coding-agent"))
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-nudge-test-dummy")
+	cfg, home := agentEnv(t, agentBinary(t, "pi", "NUDGE_TEST_PI", "@mariozechner/pi-coding-agent"))
+	silentModel(t, home, cfg.Roots[0], "pi")
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("pi", "pi", "dev"), true)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,7 @@ type serveConfig struct {
 	SubmitQuiet            time.Duration
 	SubmitTimeout          time.Duration
 	CPUProfile             string // hidden: write a CPU profile here (benchmarks)
+	Trace                  string // hidden: write an execution trace here (benchmarks)
 }
 
 func defaultServeConfig() serveConfig {
@@ -213,6 +215,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.ScheduleGap, "schedule-gap", c.ScheduleGap, "least time between two scheduled prompts to one agent (seed 004)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for requests in flight")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "") // hidden: for benchmarks/cmd/nudgebench
+	fs.StringVar(&c.Trace, "trace", "", "")           // hidden: for benchmarks/cmd/nudgebench
 }
 
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
@@ -233,6 +236,13 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if cfg.CPUProfile != "" {
 		stop, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if cfg.Trace != "" {
+		stop, err := startTrace(cfg.Trace)
 		if err != nil {
 			return err
 		}
@@ -382,4 +392,18 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, fmt.Errorf("cpuprofile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// startTrace writes an execution trace of the daemon to path until stop is called (go
+// tool trace; the hot path marks its stages as trace regions).
+func startTrace(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	return func() { trace.Stop(); f.Close() }, nil
 }

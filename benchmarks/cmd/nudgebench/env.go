@@ -151,6 +151,9 @@ func (e *env) startDaemon(o options) error {
 	if o.cpuprofile != "" {
 		e.serveArgs = append(e.serveArgs, "--cpuprofile", o.cpuprofile)
 	}
+	if o.trace != "" {
+		e.serveArgs = append(e.serveArgs, "--trace", o.trace)
+	}
 	if o.sshConfig != "" {
 		e.serveArgs = append(e.serveArgs, "--ssh-config", o.sshConfig)
 	}

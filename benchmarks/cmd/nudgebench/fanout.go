@@ -192,7 +192,7 @@ func (b *bench) fanFloor(targets []*bpane, _ []*rawClient, res *fanoutResult) er
 		go func() {
 			defer wg.Done()
 			<-start
-			if err := b.floor.typeText(p.rt.PaneID, texts[i]); err != nil {
+			if err := b.floor.typeText(p.rt.PaneID, p.rt.PID, texts[i], false); err != nil {
 				errs <- err
 				return
 			}

@@ -34,11 +34,20 @@ func (f *floor) close() {
 }
 
 // typeText writes the envelope to pane as one send-keys -l command and returns when
-// tmux answered it.
-func (f *floor) typeText(pane, text string) error {
+// tmux answered it. guarded wraps the command in the same if-shell guard nudge sends
+// (controlmode.IfPane: the pane exists, is alive and runs pid), so that the guard's cost
+// in tmux shows apart from nudge's own.
+func (f *floor) typeText(pane string, pid int, text string, guarded bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := f.c.Do(ctx, controlmode.SendKeys(pane, text)[0])
+	line := controlmode.SendKeys(pane, text)[0]
+	if guarded {
+		var err error
+		if line, err = controlmode.IfPane(pane, pid, line); err != nil {
+			return err
+		}
+	}
+	_, err := f.c.Do(ctx, line)
 	return err
 }
 
@@ -50,7 +59,7 @@ func (f *floor) enter(pane string) error {
 }
 
 // floorSample types the same envelope nudge would, through the bare control client.
-func (b *bench) floorSample(p *bpane, res *triggerResult, keep bool) error {
+func (b *bench) floorSample(p *bpane, res *triggerResult, keep, guarded bool) error {
 	if err := b.waitLane(p, res); err != nil {
 		return err
 	}
@@ -58,7 +67,7 @@ func (b *bench) floorSample(p *bpane, res *triggerResult, keep bool) error {
 	marker, body := b.nextPrompt()
 	text := inject.Envelope{ID: fmt.Sprintf("nb%d", b.seq), Reason: "trigger", AckHint: true}.Wrap(body)
 	t0 := panereader.Mono()
-	if err := b.floor.typeText(p.rt.PaneID, text); err != nil {
+	if err := b.floor.typeText(p.rt.PaneID, p.rt.PID, text, guarded); err != nil {
 		return fmt.Errorf("floor send-keys -l: %w", err)
 	}
 	tDone := panereader.Mono()
@@ -72,7 +81,11 @@ func (b *bench) floorSample(p *bpane, res *triggerResult, keep bool) error {
 	if _, err := p.r.Await("enter", "", 10*time.Second); err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
-	if keep {
+	switch {
+	case keep && guarded:
+		res.guardRead = append(res.guardRead, m.TS-t0)
+		res.guardDone = append(res.guardDone, tDone-t0)
+	case keep:
 		res.floorRead = append(res.floorRead, m.TS-t0)
 		res.floorDone = append(res.floorDone, tDone-t0)
 	}

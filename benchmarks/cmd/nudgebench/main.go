@@ -33,6 +33,7 @@ type options struct {
 	detectN       int
 	tmux, nudge   string
 	cpuprofile    string
+	trace         string
 	submitQuiet   time.Duration
 	echoTimeout   time.Duration
 	submitTimeout time.Duration
@@ -77,6 +78,7 @@ func main() {
 	flag.StringVar(&o.tmux, "tmux", "tmux", "tmux binary")
 	flag.StringVar(&o.nudge, "nudge", "", "nudge binary (default: go build ./cmd/nudge into a temp dir)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "pass --cpuprofile FILE to nudge serve")
+	flag.StringVar(&o.trace, "trace", "", "pass --trace FILE to nudge serve (execution trace; go tool trace)")
 	flag.DurationVar(&o.submitQuiet, "submit-quiet", 2*time.Millisecond, "nudge serve --submit-quiet")
 	flag.DurationVar(&o.echoTimeout, "echo-timeout", 200*time.Millisecond, "nudge serve --echo-timeout")
 	flag.DurationVar(&o.submitTimeout, "submit-timeout", 50*time.Millisecond, "nudge serve --submit-timeout")

@@ -67,6 +67,8 @@ func (r *report) print(w io.Writer) {
 			row(w, pre+" | nudge: request → pane read Enter", t.nudgeEnter)
 			row(w, pre+" | floor (bare control client): write → pane read text", t.floorRead)
 			row(w, pre+" | floor (bare control client): write → %end", t.floorDone)
+			row(w, pre+" | guarded floor (bare client, nudge's if-shell guard): write → pane read text", t.guardRead)
+			row(w, pre+" | guarded floor: write → both %end", t.guardDone)
 			row(w, pre+" | send-keys children: fork → pane read text", t.subRead)
 			row(w, pre+" | send-keys children: both exited", t.subDone)
 			row(w, pre+" | send-keys children: fork → pane read Enter", t.subEnter)
@@ -83,11 +85,12 @@ func (r *report) print(w io.Writer) {
 			}
 		}
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| panes | nudge/floor, text read, p50 | p99 | children/nudge, text read, p50 | p99 | triggers that waited for the pane's previous one |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|")
+		fmt.Fprintln(w, "| panes | nudge/floor, text read, p50 | p99 | nudge/guarded floor, p50 | p99 | children/nudge, text read, p50 | p99 | triggers that waited for the pane's previous one |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 		for _, t := range r.trigger {
-			fmt.Fprintf(w, "| %d | %.2fx | %.2fx | %.1fx | %.1fx | %d |\n", t.panes,
+			fmt.Fprintf(w, "| %d | %.2fx | %.2fx | %.2fx | %.2fx | %.1fx | %.1fx | %d |\n", t.panes,
 				pct(t.nudgeRead, .5)/pct(t.floorRead, .5), pct(t.nudgeRead, .99)/pct(t.floorRead, .99),
+				pct(t.nudgeRead, .5)/pct(t.guardRead, .5), pct(t.nudgeRead, .99)/pct(t.guardRead, .99),
 				pct(t.subRead, .5)/pct(t.nudgeRead, .5), pct(t.subRead, .99)/pct(t.nudgeRead, .99), t.waits)
 		}
 		fmt.Fprintln(w)

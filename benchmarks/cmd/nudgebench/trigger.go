@@ -25,6 +25,8 @@ type triggerResult struct {
 	subDone             []int64 // both children exited
 	floorRead           []int64 // bare control client: write of send-keys -l → marker read
 	floorDone           []int64 // bare control client: → tmux answered the command (%end)
+	guardRead           []int64 // bare control client, the line guarded as nudge's (IfPane): → marker read
+	guardDone           []int64 // the same: → tmux answered both blocks
 	waits               int     // samples that waited for the pane's previous trigger
 	// own: the daemon's trigger_received_to_typed_seconds over the run (n, p50, p95,
 	// p99 in µs, bucket upper bounds): nudge's own share, without tmux and the pane.
@@ -88,14 +90,16 @@ func (b *bench) triggerLatency(panes, n, warmup int) (*triggerResult, error) {
 				return nil, err
 			}
 		}
-		// The three paths take turns going first.
-		for step := 0; step < 3; step++ {
+		// The paths take turns going first.
+		for step := 0; step < 4; step++ {
 			var err error
-			switch (k + step) % 3 {
+			switch (k + step) % 4 {
 			case 0:
 				err = b.nudgeSample(p, res, keep)
 			case 1:
-				err = b.floorSample(p, res, keep)
+				err = b.floorSample(p, res, keep, false)
+			case 2:
+				err = b.floorSample(p, res, keep, true)
 			default:
 				err = b.subSample(p, res, keep)
 			}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"sync"
 )
 
 // Errors DecodeJSON returns besides wrapped JSON and read errors.
@@ -61,8 +62,7 @@ func DecodeJSON(r io.Reader, v any) error {
 		}
 		return fmt.Errorf("decode: %w", err)
 	}
-	kd := json.NewDecoder(bytes.NewReader(raw))
-	if err := checkFields(kd, reflect.TypeOf(v), ""); err != nil {
+	if err := checkFields(raw, reflect.TypeOf(v)); err != nil {
 		return err
 	}
 	vd := json.NewDecoder(bytes.NewReader(raw))
@@ -73,19 +73,75 @@ func DecodeJSON(r io.Reader, v any) error {
 	return nil
 }
 
-// checkFields walks the next JSON value, refusing a key given twice in one object and,
-// where the value is decoded into a struct, a key that is not exactly one of its field
-// names. path names where the value is, for the error.
-func checkFields(dec *json.Decoder, t reflect.Type, path string) error {
+// checkFields walks raw (one JSON value that encoding/json has already accepted, so it
+// is well-formed), refusing a key given twice in one object and, where the value is
+// decoded into a struct, a key that is not exactly one of its field names. It scans the
+// bytes itself: the json.Decoder token API allocated for every token, the largest cost of
+// decoding a trigger request.
+func checkFields(raw []byte, t reflect.Type) error {
+	w := fieldWalker{b: raw}
+	return w.value(t, "")
+}
+
+// fieldWalker is checkFields' cursor over a well-formed JSON value.
+type fieldWalker struct {
+	b []byte
+	i int
+}
+
+func (w *fieldWalker) space() {
+	for w.i < len(w.b) {
+		switch w.b[w.i] {
+		case ' ', '\t', '\n', '\r':
+			w.i++
+		default:
+			return
+		}
+	}
+}
+
+// str reads the string at the cursor and returns its decoded bytes: a slice of raw when
+// it has no escapes.
+func (w *fieldWalker) str() ([]byte, error) {
+	start := w.i
+	w.i++            // '"'
+	escaped := false // escapes or non-ASCII: decoded as encoding/json does (U+FFFD for bad UTF-8)
+	for w.i < len(w.b) {
+		switch c := w.b[w.i]; {
+		case c == '\\':
+			escaped = true
+			w.i += 2
+			continue
+		case c >= 0x80:
+			escaped = true
+		case c == '"':
+			w.i++
+			if !escaped {
+				return w.b[start+1 : w.i-1], nil
+			}
+			var s string
+			if err := json.Unmarshal(w.b[start:w.i], &s); err != nil {
+				return nil, fmt.Errorf("decode: %w", err)
+			}
+			return []byte(s), nil
+		}
+		w.i++
+	}
+	return nil, fmt.Errorf("decode: %w", io.ErrUnexpectedEOF)
+}
+
+// value checks the value at the cursor and moves past it. path names where it is.
+func (w *fieldWalker) value(t reflect.Type, path string) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		return fmt.Errorf("decode: %w", err)
+	w.space()
+	if w.i >= len(w.b) {
+		return fmt.Errorf("decode: %w", io.ErrUnexpectedEOF)
 	}
-	switch tok {
-	case json.Delim('{'):
+	switch w.b[w.i] {
+	case '{':
+		w.i++
 		var fields map[string]reflect.Type
 		var elem reflect.Type
 		if t != nil && t.Kind() == reflect.Struct {
@@ -93,55 +149,123 @@ func checkFields(dec *json.Decoder, t reflect.Type, path string) error {
 		} else if t != nil && t.Kind() == reflect.Map {
 			elem = t.Elem()
 		}
-		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
+		var seenBuf [24][]byte
+		seen := seenBuf[:0]
+		for {
+			w.space()
+			if w.i < len(w.b) && w.b[w.i] == '}' {
+				w.i++
+				return nil
+			}
+			if w.i < len(w.b) && w.b[w.i] == ',' {
+				w.i++
+				w.space()
+			}
+			key, err := w.str()
 			if err != nil {
-				return fmt.Errorf("decode: %w", err)
+				return err
 			}
-			key, _ := kt.(string)
-			name := path + key
-			if seen[key] {
-				return fmt.Errorf("%w: %q is given twice", ErrFieldName, name)
+			for _, k := range seen {
+				if bytes.Equal(k, key) {
+					return fmt.Errorf("%w: %q is given twice", ErrFieldName, path+string(key))
+				}
 			}
-			seen[key] = true
+			seen = append(seen, key)
 			ft := elem
 			if fields != nil {
 				var ok bool
-				if ft, ok = fields[key]; !ok {
+				if ft, ok = fields[string(key)]; !ok {
 					for f := range fields {
-						if strings.EqualFold(f, key) {
-							return fmt.Errorf("%w: %q: field names are case-sensitive (want %q)", ErrFieldName, name, path+f)
+						if strings.EqualFold(f, string(key)) {
+							return fmt.Errorf("%w: %q: field names are case-sensitive (want %q)", ErrFieldName, path+string(key), path+f)
 						}
 					}
-					return fmt.Errorf("decode: json: unknown field %q", name)
+					return fmt.Errorf("decode: json: unknown field %q", path+string(key))
 				}
 			}
-			if err := checkFields(dec, ft, name+"."); err != nil {
+			w.space()
+			w.i++ // ':'
+			w.space()
+			if w.i < len(w.b) && (w.b[w.i] == '{' || w.b[w.i] == '[') {
+				if err := w.value(ft, path+string(key)+"."); err != nil {
+					return err
+				}
+			} else if err := w.scalar(); err != nil {
 				return err
 			}
 		}
-		_, err = dec.Token() // '}'
-		return err
-	case json.Delim('['):
+	case '[':
+		w.i++
 		var elem reflect.Type
 		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 			elem = t.Elem()
 		}
-		for dec.More() {
-			if err := checkFields(dec, elem, path); err != nil {
+		for {
+			w.space()
+			if w.i < len(w.b) && w.b[w.i] == ']' {
+				w.i++
+				return nil
+			}
+			if w.i < len(w.b) && w.b[w.i] == ',' {
+				w.i++
+			}
+			if err := w.value(elem, path); err != nil {
 				return err
 			}
 		}
-		_, err = dec.Token() // ']'
+	}
+	return w.scalar()
+}
+
+// scalar moves past a string, number, true, false or null.
+func (w *fieldWalker) scalar() error {
+	w.space()
+	if w.i < len(w.b) && w.b[w.i] == '"' {
+		_, err := w.strSkip()
 		return err
+	}
+	for w.i < len(w.b) {
+		switch w.b[w.i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return nil
+		}
+		w.i++
 	}
 	return nil
 }
 
+// strSkip moves past the string at the cursor without decoding it.
+func (w *fieldWalker) strSkip() (int, error) {
+	w.i++ // '"'
+	for w.i < len(w.b) {
+		switch w.b[w.i] {
+		case '\\':
+			w.i += 2
+			continue
+		case '"':
+			w.i++
+			return w.i, nil
+		}
+		w.i++
+	}
+	return w.i, fmt.Errorf("decode: %w", io.ErrUnexpectedEOF)
+}
+
+// fieldCache holds structFields' maps by type: request types are few and fixed.
+var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type
+
 // structFields maps the JSON names encoding/json decodes into t to their types
-// (embedded structs' fields inlined).
+// (embedded structs' fields inlined). The map is shared: callers must not change it.
 func structFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := buildStructFields(t)
+	fieldCache.Store(t, m)
+	return m
+}
+
+func buildStructFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// readmeSnippets returns the README's MCP snippets: the Codex config.toml table and the
+// Claude Code .mcp.json.
+func readmeSnippets(t *testing.T) (codexTOML, claudeJSON string) {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile("(?s)```(toml|json)\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
+		switch {
+		case m[1] == "toml" && strings.Contains(m[2], "[mcp_servers.nudge]"):
+			codexTOML = m[2]
+		case m[1] == "json" && strings.Contains(m[2], `"mcpServers"`):
+			claudeJSON = m[2]
+		}
+	}
+	if codexTOML == "" || claudeJSON == "" {
+		t.Fatalf("README lacks the Codex (%t) or the Claude Code (%t) MCP snippet", codexTOML != "", claudeJSON != "")
+	}
+	return codexTOML, claudeJSON
+}
+
+// tomlCommand reads command and args of the snippet's table (their TOML values are JSON).
+func tomlCommand(t *testing.T, snippet string) (string, []string) {
+	t.Helper()
+	var cmd string
+	var args []string
+	for _, line := range strings.Split(snippet, "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "command":
+			if err := json.Unmarshal([]byte(strings.TrimSpace(v)), &cmd); err != nil {
+				t.Fatalf("command: %v", err)
+			}
+		case "args":
+			if err := json.Unmarshal([]byte(strings.TrimSpace(v)), &args); err != nil {
+				t.Fatalf("args: %v", err)
+			}
+		}
+	}
+	return cmd, args
+}
+
+// inspectorCLI finds the npm MCP client @modelcontextprotocol/inspector-cli: its package
+// directory from $NUDGE_TEST_MCP_INSPECTOR, else the npm cache that .ci/test fills.
+func inspectorCLI(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("NUDGE_TEST_MCP_INSPECTOR")
+	if dir == "" {
+		dir, _ = filepath.Abs("../../.cache/npm/node_modules/@modelcontextprotocol/inspector-cli")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "build", "index.js")); err != nil {
+		t.Skip("@modelcontextprotocol/inspector-cli not installed (.ci/test installs it into .cache/npm)")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node not on PATH")
+	}
+	return dir
+}
+
+// TestMCPSnippetsRunNudgeMCP: the README's MCP snippets name `nudge mcp`, and that command,
+// started by real MCP clients as their config says, serves the daemon's tools: the npm
+// MCP Inspector CLI lists them and calls one; Codex reads the config.toml snippet; Claude
+// Code connects through the .mcp.json snippet.
+func TestMCPSnippetsRunNudgeMCP(t *testing.T) {
+	codexTOML, claudeJSON := readmeSnippets(t)
+	var mj struct {
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(claudeJSON), &mj); err != nil {
+		t.Fatalf(".mcp.json snippet: %v", err)
+	}
+	srv := mj.MCPServers["nudge"]
+	if srv.Command != "nudge" || !reflect.DeepEqual(srv.Args, []string{"mcp"}) {
+		t.Fatalf(".mcp.json snippet runs %q %q, want nudge [mcp]", srv.Command, srv.Args)
+	}
+	cmd, args := tomlCommand(t, codexTOML)
+	if cmd != "nudge" || !reflect.DeepEqual(args, []string{"mcp"}) {
+		t.Fatalf("config.toml snippet runs %q %q, want nudge [mcp]", cmd, args)
+	}
+
+	bin := buildWatchBinary(t)
+	td := startDaemon(t, newTestConfig(t))
+	rt := td.spawnShell("snip", "sh")
+	// What a client starts: `nudge mcp` found on PATH, the daemon's socket from the
+	// environment (as a user's shell would have it, or the default).
+	env := append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"), "NUDGE_SOCKET="+td.cfg.Socket)
+	run := func(t *testing.T, dir string, extraEnv []string, name string, argv ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, name, argv...)
+		c.Dir, c.Env = dir, append(append([]string{}, env...), extraEnv...)
+		out, err := c.Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("%s %q: %v\n%s\n%s", name, argv, err, out, stderr)
+		}
+		return string(out)
+	}
+
+	t.Run("inspector", func(t *testing.T) {
+		pkg := inspectorCLI(t)
+		// index.js finds its own package.json relative to the working directory.
+		build := filepath.Join(pkg, "build")
+		base := append([]string{"index.js", cmd}, args...)
+		var list struct {
+			Tools []struct {
+				Name         string         `json:"name"`
+				InputSchema  map[string]any `json:"inputSchema"`
+				OutputSchema map[string]any `json:"outputSchema"`
+			} `json:"tools"`
+		}
+		out := run(t, build, nil, "node", append(base, "--method", "tools/list")...)
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			t.Fatalf("tools/list: %v\n%s", err, out)
+		}
+		names := []string{}
+		for _, tool := range list.Tools {
+			names = append(names, tool.Name)
+			if tool.InputSchema == nil || tool.OutputSchema == nil {
+				t.Errorf("tool %s lacks a schema", tool.Name)
+			}
+		}
+		if len(list.Tools) != 10 || !strings.Contains(strings.Join(names, " "), "trigger") {
+			t.Fatalf("tools/list: %v", names)
+		}
+		var call struct {
+			IsError           bool `json:"isError"`
+			StructuredContent struct {
+				Runtimes []struct {
+					RuntimeID string `json:"runtime_id"`
+					Status    string `json:"status"`
+				} `json:"runtimes"`
+			} `json:"structuredContent"`
+		}
+		out = run(t, build, nil, "node", append(base, "--method", "tools/call", "--tool-name", "list_runtimes", "--tool-arg", "workspace=snip")...)
+		if err := json.Unmarshal([]byte(out), &call); err != nil {
+			t.Fatalf("tools/call: %v\n%s", err, out)
+		}
+		if rts := call.StructuredContent.Runtimes; call.IsError || len(rts) != 1 || rts[0].RuntimeID != rt.RuntimeID {
+			t.Fatalf("tools/call list_runtimes: %s", out)
+		}
+	})
+
+	t.Run("codex", func(t *testing.T) {
+		codex := agentBinary(t, "codex", "NUDGE_TEST_CODEX", "@openai/codex")
+		home := t.TempDir()
+		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(codexTOML), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := run(t, home, []string{"HOME=" + home, "CODEX_HOME=" + home}, codex, "mcp", "get", "nudge", "--json")
+		var got struct {
+			Transport struct {
+				Type    string   `json:"type"`
+				Command string   `json:"command"`
+				Args    []string `json:"args"`
+			} `json:"transport"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("codex mcp get: %v\n%s", err, out)
+		}
+		if got.Transport.Type != "stdio" || got.Transport.Command != "nudge" || !reflect.DeepEqual(got.Transport.Args, []string{"mcp"}) {
+			t.Fatalf("codex reads the snippet as %s", out)
+		}
+	})
+
+	t.Run("claude", func(t *testing.T) {
+		claude := agentBinary(t, "claude", "NUDGE_TEST_CLAUDE", "@anthropic-ai/claude-code")
+		home := t.TempDir()
+		t.Cleanup(func() { killProcessesUnder(t, home) })
+		proj := filepath.Join(home, "proj")
+		if err := os.MkdirAll(proj, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(proj, ".mcp.json"), []byte(claudeJSON), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// The approval `claude` would ask for once: trust the project and its .mcp.json server.
+		trust, _ := json.Marshal(map[string]any{"projects": map[string]any{proj: map[string]any{
+			"hasTrustDialogAccepted": true, "enabledMcpjsonServers": []string{"nudge"}}}})
+		if err := os.WriteFile(filepath.Join(home, ".claude.json"), trust, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := run(t, proj, []string{"HOME=" + home, "ANTHROPIC_API_KEY=dummy", "ANTHROPIC_BASE_URL=http://127.0.0.1:9",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1"}, claude, "mcp", "get", "nudge")
+		if !strings.Contains(out, "Connected") {
+			t.Fatalf("claude mcp get nudge: %s", out)
+		}
+	})
+}
+
+// TestOrchestratorGuideRuns runs the shell examples of docs/orchestrators.md as written,
+// against a test daemon, with the nudge binary on PATH: each command must succeed.
+func TestOrchestratorGuideRuns(t *testing.T) {
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("jq not on PATH (the guide's examples use it)")
+	}
+	b, err := os.ReadFile("../../docs/orchestrators.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(b), -1)
+	if len(blocks) == 0 {
+		t.Fatal("the guide has no sh example")
+	}
+	bin := buildWatchBinary(t)
+	cfg := newTestConfig(t)
+	startDaemon(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", blocks[0][1])
+	c.Dir = cfg.Roots[0] // spawn --dir "$PWD" must lie under a root
+	c.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"), "NUDGE_SOCKET="+cfg.Socket)
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("the guide's shell example failed: %v\n%s", err, out)
+	}
+}
