@@ -47,9 +47,6 @@ func (o *clientOpts) client(env *cliEnv) *client {
 	}
 	tok := o.token
 	if tok == "" {
-		tok = env.getenv("NUDGE_TOKEN")
-	}
-	if tok == "" {
 		tok = runtimeToken(env)
 	}
 	return newClient(sock, tok)

@@ -11,6 +11,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/mcp"
 )
 
 // readmeSnippets returns the README's MCP snippets: the Codex config.toml table and the
@@ -239,5 +244,51 @@ func TestOrchestratorGuideRuns(t *testing.T) {
 	c.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"), "NUDGE_SOCKET="+cfg.Socket)
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("the guide's shell example failed: %v\n%s", err, out)
+	}
+}
+
+// TestMCPCommandUsesTheCallersToken: `nudge mcp`, started as an MCP host starts it with
+// NUDGE_TOKEN in its environment (never on its command line), acts with that token's
+// scope: it sees and triggers only the token's workspace, and the receipt names the
+// token's subject as the caller.
+func TestMCPCommandUsesTheCallersToken(t *testing.T) {
+	bin := buildWatchBinary(t)
+	td := startDaemon(t, newTestConfig(t))
+	td.spawnShell("mine", "sh")
+	td.spawnShell("other", "sh")
+	tok := td.issue(t, "--subject", "orch", "--workspace", "mine", "--verbs", "read,trigger", "--ttl", "1h")
+
+	cmd := exec.Command(bin, "mcp")
+	cmd.Env = append(os.Environ(), "NUDGE_SOCKET="+td.cfg.Socket, "NUDGE_TOKEN="+tok)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	var list struct{ Runtimes []api.Runtime }
+	callTool(t, cs, "list_runtimes", nil, &list)
+	if len(list.Runtimes) != 1 || list.Runtimes[0].WorkspaceID != "mine" {
+		t.Fatalf("list_runtimes with a token for workspace mine: %+v", list.Runtimes)
+	}
+	res := callTool(t, cs, "trigger", map[string]any{"workspace": "other", "agent": "sh", "prompt": "echo no"}, nil)
+	if !res.IsError || !strings.Contains(toolText(res), `"error_code":"FORBIDDEN"`) {
+		t.Fatalf("trigger outside the token's workspace: %v %s", res.IsError, toolText(res))
+	}
+	var tr mcp.TriggerResult
+	res = callTool(t, cs, "trigger", map[string]any{"workspace": "mine", "agent": "sh", "prompt": "echo yes", "wait_for": "submitted", "wait": "60s"}, &tr)
+	if res.IsError || tr.Reached == nil || !*tr.Reached || !strings.HasPrefix(tr.Caller, "orch#") {
+		t.Fatalf("trigger in the token's workspace: %s", toolText(res))
+	}
+	if strings.Contains(strings.Join(cmd.Args, " "), tok) {
+		t.Fatal("the token is on the command line")
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if cmd.ProcessState == nil || !cmd.ProcessState.Success() {
+		t.Fatalf("nudge mcp did not exit 0 when its client went away: %v", cmd.ProcessState)
 	}
 }
