@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -66,6 +67,65 @@ func (p *Pack) Ours(composer, typed string) bool {
 	got := chars + litRunes
 	tol := want/20 + 8*n
 	return got >= want-tol && got <= want+tol
+}
+
+// Holds reports whether composer still holds typed, among other things: Ours, or one
+// of its placeholders is typed's fold by itself (an agent that takes pastes while busy
+// may show several prompts folded in its composer, one under the other).
+func (p *Pack) Holds(composer, typed string) bool {
+	if p.Ours(composer, typed) {
+		return true
+	}
+	for rest := composer; rest != ""; {
+		_, end, c, l, ok := p.nextFold(rest)
+		if !ok {
+			return false
+		}
+		if foldOf(c, l, typed) {
+			return true
+		}
+		rest = rest[end:]
+	}
+	return false
+}
+
+// OursAll reports whether composer is made of nudge's texts only: Ours for one of typed,
+// or placeholders each of which is the fold of one of typed, and nothing else.
+func (p *Pack) OursAll(composer string, typed []string) bool {
+	for _, t := range typed {
+		if t != "" && p.Ours(composer, t) {
+			return true
+		}
+	}
+	n := 0
+	var outside strings.Builder
+	for rest := composer; rest != ""; n++ {
+		start, end, c, l, ok := p.nextFold(rest)
+		if !ok {
+			outside.WriteString(rest)
+			break
+		}
+		outside.WriteString(rest[:start])
+		if !slices.ContainsFunc(typed, func(t string) bool { return t != "" && foldOf(c, l, t) }) {
+			return false
+		}
+		rest = rest[end:]
+	}
+	return n > 0 && strings.TrimSpace(outside.String()) == ""
+}
+
+// foldOf reports whether a placeholder of chars characters or lines lines (-1: not
+// given) is the fold of typed alone.
+func foldOf(chars, lines int, typed string) bool {
+	switch {
+	case chars >= 0:
+		want := utf8.RuneCountInString(typed)
+		return chars >= want-want/20-8 && chars <= want+want/20+8
+	case lines >= 0:
+		want := strings.Count(typed, "\n") + 1
+		return lines >= want-2 && lines <= want+1
+	}
+	return false // a placeholder without a size is nobody's in particular
 }
 
 // minPart is the shortest composer text (without whitespace) that partOf takes for a

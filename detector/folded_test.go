@@ -48,6 +48,31 @@ func TestOursFoldedPaste(t *testing.T) {
 	}
 }
 
+// TestHoldsAmongOthers: a composer that shows several prompts folded, one under the
+// other (Gemini CLI took three pastes while busy), still holds each of them; and is
+// nudge's own, not a human's draft, when every placeholder is one of nudge's texts.
+func TestHoldsAmongOthers(t *testing.T) {
+	gm := defaultPacks(t)["gemini"]
+	a := strings.Repeat("line\n", 273) + "end" // 274 lines
+	b := strings.Repeat("x", 65805)            // one long line
+	c := strings.Repeat("row\n", 1077) + "end" // 1078 lines
+	composer := "[Pasted Text: 274 lines] [Pasted Text: 65805 chars] [Pasted Text: 1078 lines]"
+	for i, typed := range []string{a, b, c} {
+		if !gm.Holds(composer, typed) {
+			t.Errorf("#%d: Holds = false", i)
+		}
+	}
+	if gm.Holds(composer, "a short one") {
+		t.Error("Holds a prompt that is not there")
+	}
+	if !gm.OursAll(composer, []string{c, b, a, ""}) {
+		t.Error("OursAll = false for three of nudge's prompts")
+	}
+	if gm.OursAll(composer, []string{c, b}) || gm.OursAll(composer+" and mine", []string{a, b, c}) {
+		t.Error("OursAll = true with a paste or words that are not nudge's")
+	}
+}
+
 // TestQueuedInAgent checks the recorded screens of a prompt queued in the agent.
 func TestQueuedInAgent(t *testing.T) {
 	packs := defaultPacks(t)

@@ -331,16 +331,24 @@ func (m *Monitor) Composer(ctx context.Context, rt store.Runtime) (string, error
 // typed and waiting for its Enter (or put back by an agent that cancelled its turn: Gemini
 // CLI; a tall one may show only its end), or the placeholder(s) the agent folded the text nudge
 // typed last into (a large paste shown as "[Pasted Content 5621 chars]").
-func ours(pack *Pack, d, typed string) bool {
-	return strings.Contains(d, "[BRIDGE_TRIGGER ") || strings.Contains(d, "[/BRIDGE_TRIGGER]") || (pack != nil && typed != "" && pack.Ours(d, typed))
+func (ps *paneState) ours(pack *Pack, d string) bool {
+	if strings.Contains(d, "[BRIDGE_TRIGGER ") || strings.Contains(d, "[/BRIDGE_TRIGGER]") {
+		return true
+	}
+	return pack != nil && pack.OursAll(d, ps.typed[:])
 }
+
+// typedKept is how many of the texts nudge typed last a pane remembers: an agent may put
+// an earlier one back into its composer (Gemini CLI does after a failed turn).
+const typedKept = 4
 
 // Typed records the text nudge just typed into the runtime's input line, so that the
 // agent's folded form of it (a paste placeholder) is known as nudge's own.
 func (m *Monitor) Typed(runtimeID, text string) {
 	if ps := m.get(runtimeID); ps != nil {
 		ps.mu.Lock()
-		ps.typed = text
+		copy(ps.typed[1:], ps.typed[:typedKept-1])
+		ps.typed[0] = text
 		ps.mu.Unlock()
 	}
 }
@@ -349,7 +357,7 @@ func (m *Monitor) Typed(runtimeID, text string) {
 // agent shows it after folding a large paste into placeholders.
 func (m *Monitor) Ours(rt store.Runtime, composer, text string) bool {
 	pack := m.packFor(rt)
-	return pack != nil && pack.Ours(composer, text)
+	return pack != nil && pack.Holds(composer, text)
 }
 
 // Queued reports whether the last capture of the runtime (Composer's or the quiet one)

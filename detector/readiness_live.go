@@ -48,9 +48,9 @@ type paneState struct {
 	mu        sync.Mutex
 	class     Classification // last verdict (State BUSY while output flows)
 	draft     string
-	typed     string          // the text nudge typed last (Typed): its folded form is ours
-	input     nudge.InputLine // what the input line holds, as last persisted
-	queued    bool            // the last capture showed input queued in the agent
+	typed     [typedKept]string // the texts nudge typed last (Typed), newest first: ours in any form
+	input     nudge.InputLine   // what the input line holds, as last persisted
+	queued    bool              // the last capture showed input queued in the agent
 	inMode    bool
 	lastKey   time.Time // last human key seen
 	checking  bool      // keys seen since the last capture taken after they went quiet
@@ -260,7 +260,7 @@ func (ps *paneState) readInput(pack *Pack, c Classification) (dequeued bool) {
 	case c.Draft == "":
 		ps.draft = ""
 		ps.input = nudge.InputEmpty
-	case ours(pack, c.Draft, ps.typed):
+	case ps.ours(pack, c.Draft):
 		ps.draft = ""
 		ps.input = nudge.InputOurs
 	default:

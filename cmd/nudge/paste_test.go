@@ -157,6 +157,8 @@ func TestClaudeLargePromptsSubmitted(t *testing.T) {
 // TestGeminiLargePromptsSubmitted: the same with the real Gemini CLI ("[Pasted Text: N
 // lines]").
 func TestGeminiLargePromptsSubmitted(t *testing.T) {
+	// A stand-in that never answers keeps the first turn running (without a model Gemini
+	// CLI fails the turn and puts the prompt back into its composer).
 	cfg, _ := geminiSetup(t)
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("gm", "gemini", "dev"), false)
