@@ -188,8 +188,8 @@ func (c *Client) Ack(ctx context.Context, id string) (Trigger, error) {
 }
 
 // WaitTrigger follows a receipt until it reaches w, is closed, or wait passes, and returns
-// the latest receipt and whether it reached w.
-func (c *Client) WaitTrigger(ctx context.Context, id string, w WaitFor, wait time.Duration) (Trigger, bool, error) {
+// the latest receipt and whether it reached w. seen, if not nil, is shown each receipt read.
+func (c *Client) WaitTrigger(ctx context.Context, id string, w WaitFor, wait time.Duration, seen func(Trigger)) (Trigger, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	poll := 20 * time.Millisecond
@@ -211,6 +211,9 @@ func (c *Client) WaitTrigger(ctx context.Context, id string, w WaitFor, wait tim
 				return t, t.Reached(w), err
 			}
 			return t, false, err
+		}
+		if seen != nil {
+			seen(t)
 		}
 		if t.Reached(w) || t.Closed {
 			return t, t.Reached(w), nil
