@@ -226,3 +226,50 @@ func (c *Client) WaitTrigger(ctx context.Context, id string, w WaitFor, wait tim
 		poll = min(2*poll, 250*time.Millisecond)
 	}
 }
+
+// Triggers lists receipts the caller may see.
+func (c *Client) Triggers(ctx context.Context, f TriggerFilter) ([]Trigger, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"workspace": f.Workspace, "agent": f.Agent, "runtime": f.RuntimeID, "thread": f.ThreadID} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if f.OpenOnly {
+		q.Set("open", "1")
+	}
+	if f.Newest {
+		q.Set("newest", "1")
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	p := "/v1/triggers"
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	out := []Trigger{}
+	return out, c.Do(ctx, "GET", p, nil, &out)
+}
+
+// Audit returns the audit records of one trigger ("" for all the caller may see).
+func (c *Client) Audit(ctx context.Context, triggerID string) ([]AuditRecord, error) {
+	p := "/v1/audit"
+	if triggerID != "" {
+		p += "?trigger=" + url.QueryEscape(triggerID)
+	}
+	out := []AuditRecord{}
+	return out, c.Do(ctx, "GET", p, nil, &out)
+}
+
+// Schedules lists the periodic prompts the caller may see.
+func (c *Client) Schedules(ctx context.Context) ([]Schedule, error) {
+	out := []Schedule{}
+	return out, c.Do(ctx, "GET", "/v1/schedules", nil, &out)
+}
+
+// AddSchedule adds a periodic prompt.
+func (c *Client) AddSchedule(ctx context.Context, req ScheduleRequest) (Schedule, error) {
+	var s Schedule
+	return s, c.Do(ctx, "POST", "/v1/schedules", req, &s)
+}
