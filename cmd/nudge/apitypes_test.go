@@ -53,11 +53,25 @@ func TestAPITypesMirrorTheDaemon(t *testing.T) {
 	check("trigger", raw("GET", "/v1/triggers/g1"), &api.Trigger{})
 	check("tail", raw("GET", "/v1/runtimes/"+rt.RuntimeID+"/tail?lines=5"), &api.Tail{})
 	check("paused runtime", raw("POST", "/v1/runtimes/"+rt.RuntimeID+"/pause"), &api.Runtime{})
+	check("triggers", raw("GET", "/v1/triggers?workspace=golden"), &[]api.Trigger{})
+	check("audit", raw("GET", "/v1/audit?trigger=g1"), &[]api.AuditRecord{})
+	var added json.RawMessage
+	if err := td.c.do(context.Background(), "POST", "/v1/schedules", api.ScheduleRequest{Workspace: "golden", Agent: "sh", Prompt: "tick", Every: "1h"}, &added); err != nil {
+		t.Fatal(err)
+	}
+	check("schedule", added, &api.Schedule{})
+	check("schedules", raw("GET", "/v1/schedules"), &[]api.Schedule{})
 
 	// The error body, through the Client: a typed *api.Error.
 	c := api.NewClient(td.cfg.Socket, "")
 	defer c.Close()
 	_, err = c.Runtime(context.Background(), "rt_golden.nobody")
+	if ts, err := c.Triggers(context.Background(), api.TriggerFilter{Workspace: "golden", Limit: 5}); err != nil || len(ts) != 1 || ts[0].TriggerID != "g1" {
+		t.Fatalf("Triggers: %v %+v", err, ts)
+	}
+	if recs, err := c.Audit(context.Background(), "g1"); err != nil || len(recs) == 0 {
+		t.Fatalf("Audit: %v %d", err, len(recs))
+	}
 	var ae *api.Error
 	if !asAPIError(err, &ae) || ae.ErrorCode != "NOT_FOUND" || ae.Message == "" {
 		t.Fatalf("unknown runtime: %#v", err)

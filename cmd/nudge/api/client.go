@@ -188,8 +188,8 @@ func (c *Client) Ack(ctx context.Context, id string) (Trigger, error) {
 }
 
 // WaitTrigger follows a receipt until it reaches w, is closed, or wait passes, and returns
-// the latest receipt and whether it reached w.
-func (c *Client) WaitTrigger(ctx context.Context, id string, w WaitFor, wait time.Duration) (Trigger, bool, error) {
+// the latest receipt and whether it reached w. seen, if not nil, is shown each receipt read.
+func (c *Client) WaitTrigger(ctx context.Context, id string, w WaitFor, wait time.Duration, seen func(Trigger)) (Trigger, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	poll := 20 * time.Millisecond
@@ -212,6 +212,9 @@ func (c *Client) WaitTrigger(ctx context.Context, id string, w WaitFor, wait tim
 			}
 			return t, false, err
 		}
+		if seen != nil {
+			seen(t)
+		}
 		if t.Reached(w) || t.Closed {
 			return t, t.Reached(w), nil
 		}
@@ -222,4 +225,51 @@ func (c *Client) WaitTrigger(ctx context.Context, id string, w WaitFor, wait tim
 		}
 		poll = min(2*poll, 250*time.Millisecond)
 	}
+}
+
+// Triggers lists receipts the caller may see.
+func (c *Client) Triggers(ctx context.Context, f TriggerFilter) ([]Trigger, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"workspace": f.Workspace, "agent": f.Agent, "runtime": f.RuntimeID, "thread": f.ThreadID} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if f.OpenOnly {
+		q.Set("open", "1")
+	}
+	if f.Newest {
+		q.Set("newest", "1")
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	p := "/v1/triggers"
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	out := []Trigger{}
+	return out, c.Do(ctx, "GET", p, nil, &out)
+}
+
+// Audit returns the audit records of one trigger ("" for all the caller may see).
+func (c *Client) Audit(ctx context.Context, triggerID string) ([]AuditRecord, error) {
+	p := "/v1/audit"
+	if triggerID != "" {
+		p += "?trigger=" + url.QueryEscape(triggerID)
+	}
+	out := []AuditRecord{}
+	return out, c.Do(ctx, "GET", p, nil, &out)
+}
+
+// Schedules lists the periodic prompts the caller may see.
+func (c *Client) Schedules(ctx context.Context) ([]Schedule, error) {
+	out := []Schedule{}
+	return out, c.Do(ctx, "GET", "/v1/schedules", nil, &out)
+}
+
+// AddSchedule adds a periodic prompt.
+func (c *Client) AddSchedule(ctx context.Context, req ScheduleRequest) (Schedule, error) {
+	var s Schedule
+	return s, c.Do(ctx, "POST", "/v1/schedules", req, &s)
 }

@@ -4,6 +4,7 @@
 package api
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -165,4 +166,50 @@ func (t Trigger) Reached(w WaitFor) bool {
 		return t.Closed
 	}
 	return false
+}
+
+// AuditRecord is one entry of the hash-chained audit log (GET /v1/audit).
+type AuditRecord struct {
+	Seq       uint64          `json:"seq"`
+	Time      time.Time       `json:"time"`
+	Event     string          `json:"event"`
+	TriggerID string          `json:"trigger_id,omitempty"`
+	ThreadID  string          `json:"thread_id,omitempty"`
+	RuntimeID string          `json:"runtime_id,omitempty"`
+	Workspace string          `json:"workspace,omitempty"`
+	Subject   string          `json:"subject,omitempty"`
+	PeerUID   *int            `json:"peer_uid,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	Code      nudge.Code      `json:"error_code,omitempty"`
+	Detail    json.RawMessage `json:"detail,omitempty"` // the event's own fields, as recorded
+	PrevHash  string          `json:"prev_hash"`
+	Hash      string          `json:"hash"`
+}
+
+// Schedule is a periodic prompt (GET/POST /v1/schedules).
+type Schedule struct {
+	ScheduleID  string        `json:"schedule_id"`
+	WorkspaceID string        `json:"workspace"`
+	Agent       string        `json:"agent"`
+	Prompt      string        `json:"prompt"`
+	Every       time.Duration `json:"every"` // nanoseconds
+	NextAt      time.Time     `json:"next_at"`
+	LastAt      time.Time     `json:"last_at,omitempty"`
+	CreatedAt   time.Time     `json:"created_at"`
+}
+
+// ScheduleRequest is POST /v1/schedules.
+type ScheduleRequest struct {
+	Workspace string `json:"workspace"`
+	Agent     string `json:"agent"`
+	Prompt    string `json:"prompt"`
+	Every     string `json:"every"` // a Go duration, e.g. "30m"
+}
+
+// TriggerFilter selects receipts for GET /v1/triggers.
+type TriggerFilter struct {
+	Workspace, Agent, RuntimeID, ThreadID string
+	OpenOnly                              bool // only triggers not yet closed
+	Newest                                bool // the newest Limit, not the oldest
+	Limit                                 int
 }

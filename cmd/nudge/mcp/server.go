@@ -55,8 +55,8 @@ func add[In, Out any](s *sdk.Server, name, desc string, fn func(context.Context,
 }
 
 func handler[In, Out any](fn func(context.Context, In) (Out, error)) sdk.ToolHandlerFor[In, Out] {
-	return func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
-		out, err := fn(ctx, in)
+	return func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
+		out, err := fn(context.WithValue(ctx, requestKey{}, req), in)
 		if err != nil {
 			return nil, out, toolError(err)
 		}
@@ -232,7 +232,7 @@ func (t *tools) wait(ctx context.Context, tr api.Trigger, w api.WaitFor, wait ti
 	reached := tr.Reached(w)
 	if !reached && !tr.Closed {
 		var err error
-		if tr, reached, err = t.c.WaitTrigger(ctx, tr.TriggerID, w, wait); err != nil {
+		if tr, reached, err = t.c.WaitTrigger(ctx, tr.TriggerID, w, wait, progress(ctx, tr)); err != nil {
 			return TriggerResult{Trigger: tr}, err
 		}
 	}
@@ -258,6 +258,28 @@ func waitArgs(waitFor, wait string) (api.WaitFor, time.Duration, error) {
 		}
 	}
 	return w, min(d, MaxWait), nil
+}
+
+type requestKey struct{}
+
+// progress returns a function that sends the host an MCP progress notification each time
+// a waited-for receipt changes state, if the host asked for progress (a progressToken):
+// a long wait then shows where the trigger is, and keeps hosts that reset their tool
+// timeout on progress waiting.
+func progress(ctx context.Context, first api.Trigger) func(api.Trigger) {
+	req, _ := ctx.Value(requestKey{}).(*sdk.CallToolRequest)
+	if req == nil || req.Session == nil || req.Params == nil || req.Params.GetProgressToken() == nil {
+		return nil
+	}
+	token, last, n := req.Params.GetProgressToken(), first.State, 0
+	return func(t api.Trigger) {
+		if t.State == last {
+			return
+		}
+		last, n = t.State, n+1
+		_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(n),
+			Message: "trigger " + t.TriggerID + " is " + string(t.State)})
+	}
 }
 
 // GetTriggerArgs are get_trigger's arguments.

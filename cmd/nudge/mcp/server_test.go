@@ -59,6 +59,11 @@ func (f *fakeDaemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // session serves the MCP tools as a client of socket and connects the SDK's client.
 func session(t *testing.T, socket, token string) *sdk.ClientSession {
 	t.Helper()
+	return sessionWith(t, socket, token, nil)
+}
+
+func sessionWith(t *testing.T, socket, token string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ac := api.NewClient(socket, token)
 	st, ct := sdk.NewInMemoryTransports()
@@ -66,7 +71,7 @@ func session(t *testing.T, socket, token string) *sdk.ClientSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,5 +211,37 @@ func TestToolSchemas(t *testing.T) {
 		if tool.Name == "trigger" && strings.Join(in.Properties["wait_for"].Enum, ",") != "submitted,acked,closed" {
 			t.Errorf("trigger: wait_for enum %v", in.Properties["wait_for"].Enum)
 		}
+	}
+}
+
+// TestTriggerWaitReportsProgress: a host that sends a progressToken hears each state the
+// receipt passes through while it waits.
+func TestTriggerWaitReportsProgress(t *testing.T) {
+	_, sock := startFake(t)
+	msgs := make(chan string, 10)
+	cs := sessionWith(t, sock, "", &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+		if r.Params.ProgressToken == "p-1" {
+			msgs <- r.Params.Message
+		}
+	}})
+	params := &sdk.CallToolParams{Name: "trigger", Arguments: map[string]any{"workspace": "ws", "agent": "coder", "prompt": "p", "wait_for": "submitted"}}
+	params.SetProgressToken("p-1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("trigger: %v %s", err, text(res))
+	}
+	var got []string
+	for len(got) < 2 {
+		select {
+		case m := <-msgs:
+			got = append(got, m)
+		case <-ctx.Done():
+			t.Fatalf("progress: %q", got)
+		}
+	}
+	if got[0] != "trigger t1 is injected" || got[1] != "trigger t1 is submitted" {
+		t.Fatalf("progress: %q", got)
 	}
 }
