@@ -24,9 +24,8 @@ import (
 //	        ends, however: offline, not counted, and the runtime's own program is started
 //	        again in its place.
 //
-// An unknown status counts as a crash: tmux 3.3a reports no status for a process killed by
-// a signal (pane_dead_signal arrived in tmux 3.4), and a program that vanished without
-// saying it was done cannot be assumed to be.
+// An unknown end counts as a crash: a program that vanished without tmux knowing its exit
+// status or signal (reconcile waits statusGrace for them) cannot be assumed to be done.
 
 // exitKind classifies a program's end.
 type exitKind int

@@ -61,12 +61,14 @@ func (r *Registry) reconcile(ctx context.Context, w *workspace) {
 }
 
 // A pane reads as dead (its pty closed) a moment before tmux has reaped its process and
-// knows the exit status. A death without a status is held back for up to statusGrace so
-// the offline record carries the real exit status. (tmux 3.3a never reports a status for
-// a process killed by a signal — pane_dead_signal arrived in 3.4 — so such a death is
-// recorded after the grace with no status.)
+// knows how it ended: pane_dead_status for an exit, pane_dead_signal for a signal (both
+// in tmux 3.3a). A death with neither is held back for up to statusGrace, rechecked every
+// statusRecheck, so the record carries the real end and a clean exit is never taken for a
+// crash. Reaping takes tmux one turn of its event loop; 300 ms was not enough on a loaded
+// machine (an exit 0 read as a crash and relaunched), so the grace is generous: it only
+// delays the rare death whose end tmux has not reaped yet.
 const (
-	statusGrace   = 300 * time.Millisecond
+	statusGrace   = 3 * time.Second
 	statusRecheck = 50 * time.Millisecond
 )
 

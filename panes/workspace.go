@@ -149,7 +149,7 @@ func (r *Registry) onEvent(w *workspace, ev controlmode.Event) {
 // no other notification.
 const (
 	subName   = "nudge-panes"
-	subFormat = "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_pid}"
+	subFormat = "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal} #{pane_pid}"
 )
 
 // reconcileLoop reconciles on every kick and every SweepInterval.
