@@ -1,44 +1,32 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nudgehq/nudge/cmd/nudge/standin"
 	"github.com/nudgehq/nudge/detector"
 )
 
-// claudeSetup gives the real Claude Code a private HOME whose .claude.json marks the
-// onboarding done, approves a dummy API key and trusts the test's root folder, so it
-// opens on its composer.
-func claudeSetup(t *testing.T) serveConfig {
+// claudeSetup points the real Claude Code, in a private HOME with onboarding done and
+// the test's root folder trusted, at a model stand-in on loopback that never answers
+// (silentModel), so it opens on its composer and nothing leaves the machine.
+func claudeSetup(t *testing.T) (serveConfig, *standin.Server) {
 	t.Helper()
 	cfg, home := agentEnv(t, agentBinary(t, "claude", "NUDGE_TEST_CLAUDE", "@anthropic-ai/claude-code"))
-	key := "sk-ant-api03-nudge-test-dummy-key-000000000000"
-	state := map[string]any{
-		"hasCompletedOnboarding": true,
-		"theme":                  "dark",
-		"customApiKeyResponses":  map[string]any{"approved": []string{key[len(key)-20:]}, "rejected": []string{}},
-		"projects":               map[string]any{cfg.Roots[0]: map[string]any{"hasTrustDialogAccepted": true, "allowedTools": []string{}}},
-	}
-	b, _ := json.Marshal(state)
-	os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600)
-	t.Setenv("ANTHROPIC_API_KEY", key)
-	t.Setenv("DISABLE_AUTOUPDATER", "1")
-	return cfg
+	return cfg, silentModel(t, home, cfg.Roots[0], "claude")
 }
 
 // TestClaudeTriggersSubmitted drives the real Claude Code TUI: five triggers in a row,
-// the later ones while it is busy retrying the API (it queues input, as its profile
+// the later ones while it is busy with the first turn (it queues input, as its profile
 // says), each leave the composer, and none is left typed but unsent.
 func TestClaudeTriggersSubmitted(t *testing.T) {
-	cfg := claudeSetup(t)
+	cfg, model := claudeSetup(t)
 	td := startDaemon(t, cfg)
 	rt := td.spawnAgent("cl", "claude", nil)
 	td.submitInRow(rt, "cl-", 5, func(i int) string { return fmt.Sprintf("task %d: it's \"quoted\"; $HOME", i) })
+	modelGotEachAtMostOnce(t, model)
 	packs, err := detector.LoadPacks("")
 	if err != nil {
 		t.Fatal(err)

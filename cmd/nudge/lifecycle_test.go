@@ -297,7 +297,7 @@ func TestFallbackAndPauseStatesVisible(t *testing.T) {
 // (the detector reads READY), not as soon as its pane lives; a trigger sent at once waits
 // for that and is then submitted.
 func TestCodexReadyOnlyWithItsComposer(t *testing.T) {
-	cfg, _ := codexSetup(t)
+	cfg, _, _ := codexSetup(t)
 	td := startDaemon(t, cfg)
 	var rt runtimeView
 	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "cx", Role: "dev", Agent: "codex", Dir: cfg.Roots[0]}, &rt); err != nil {

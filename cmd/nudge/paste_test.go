@@ -138,16 +138,19 @@ func (td *testDaemon) waitRuntimeFor(id string, d time.Duration, ok func(runtime
 // TestCodexLargePromptsSubmitted: the real Codex folds a large typed burst into
 // "[Pasted Content N chars]"; each prompt is still submitted and never a human's draft.
 func TestCodexLargePromptsSubmitted(t *testing.T) {
-	cfg, _ := codexSetup(t)
+	cfg, _, model := codexSetup(t)
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnCodex("dev"), true)
+	modelGotEachAtMostOnce(t, model)
 }
 
 // TestClaudeLargePromptsSubmitted: the same with the real Claude Code ("[Pasted text #N
 // +M lines]").
 func TestClaudeLargePromptsSubmitted(t *testing.T) {
-	td := startDaemon(t, claudeSetup(t))
-	// Claude Code keeps retrying the unreachable API after the first prompt: the later
+	cfg, model := claudeSetup(t)
+	td := startDaemon(t, cfg)
+	defer modelGotEachAtMostOnce(t, model)
+	// Claude Code stays busy with the first prompt (the model never answers): the later
 	// ones are queued in it ("Press up to edit queued messages"), and say so.
 	if queued := testLargePrompts(t, td, td.spawnSlow("cl", "claude", "dev"), true); queued == 0 {
 		t.Error("no prompt was receipted queued_in_agent, though Claude Code was busy for all but the first")
@@ -159,26 +162,29 @@ func TestClaudeLargePromptsSubmitted(t *testing.T) {
 func TestGeminiLargePromptsSubmitted(t *testing.T) {
 	// A stand-in that never answers keeps the first turn running (without a model Gemini
 	// CLI fails the turn and puts the prompt back into its composer).
-	cfg, _ := geminiSetup(t)
+	cfg, model := geminiSetup(t)
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("gm", "gemini", "dev"), false)
+	modelGotEachAtMostOnce(t, model)
 }
 
 // TestOpenCodeLargePromptsSubmitted: the same with the real OpenCode ("[Pasted ~N
 // lines]").
 func TestOpenCodeLargePromptsSubmitted(t *testing.T) {
 	cfg, home := agentEnv(t, agentBinary(t, "opencode", "NUDGE_TEST_OPENCODE", "opencode-ai"))
-	silentModel(t, home, cfg.Roots[0], "opencode")
+	model := silentModel(t, home, cfg.Roots[0], "opencode")
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("oc", "opencode", "dev"), false)
+	modelGotEachAtMostOnce(t, model)
 }
 
 // TestPiLargePromptsSubmitted: the same with the real Pi ("[paste #N +M lines]").
 func TestPiLargePromptsSubmitted(t *testing.T) {
 	cfg, home := agentEnv(t, agentBinary(t, "pi", "NUDGE_TEST_PI", "@mariozechner/pi-coding-agent"))
-	silentModel(t, home, cfg.Roots[0], "pi")
+	model := silentModel(t, home, cfg.Roots[0], "pi")
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("pi", "pi", "dev"), true)
+	modelGotEachAtMostOnce(t, model)
 }
 
 // TestRuntimeInputLine: the runtime record says what its input line holds, read from the
