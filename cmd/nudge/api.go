@@ -489,6 +489,9 @@ func (d *daemon) handleAck(w http.ResponseWriter, r *http.Request, c caller) {
 		t = got
 	}
 	d.auditCall(r, c, "api_ack", t.RuntimeID, t.WorkspaceID, "trigger "+id)
+	// The caller is told "acked" only once the record says so on disk: an ack lost to a
+	// kill -9 right after would have the restarted daemon retype an answered prompt.
+	d.db.Flush()
 	writeJSON(w, http.StatusOK, t)
 }
 
