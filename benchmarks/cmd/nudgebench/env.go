@@ -284,42 +284,14 @@ func (p *bpane) workspace() string {
 	return workspace
 }
 
-// spawn starts a managed runtime running the reader, waits for the reader and for the
-// runtime to be ready.
+// spawn starts a managed runtime running the reader in the benchmark's local workspace,
+// waits for the reader and for the runtime to be ready.
 func (e *env) spawn(role, agent string) (*bpane, error) {
-	var rt rtRecord
-	b, err := e.post("/v1/runtimes", map[string]any{
-		"workspace": workspace, "role": role, "agent": agent, "dir": e.dir,
-		"argv": []string{e.self, "-pane-reader", e.readerSock, role},
-	})
-	if err != nil {
-		return nil, err
+	p, err := e.spawnOn(workspace, role, agent, "")
+	if p != nil {
+		p.ws = ""
 	}
-	if err := json.Unmarshal(b, &rt); err != nil {
-		return nil, err
-	}
-	r, err := e.readers.Wait(role, 20*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	p := &bpane{rt: rt, r: r}
-	deadline := time.Now().Add(20 * time.Second)
-	for rt.Status != "ready" || rt.PaneID == "" {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("runtime %s: status %q after 20s", rt.RuntimeID, rt.Status)
-		}
-		time.Sleep(50 * time.Millisecond)
-		b, err := e.get("/v1/runtimes/" + rt.RuntimeID)
-		if err != nil {
-			return nil, err
-		}
-		rt = rtRecord{}
-		if err := json.Unmarshal(b, &rt); err != nil {
-			return nil, err
-		}
-	}
-	p.rt = rt
-	return p, nil
+	return p, err
 }
 
 // event is one /v1/events line with the harness's CLOCK_MONOTONIC stamp of its arrival.

@@ -234,7 +234,8 @@ func (b *bench) sshSample(s *loopSSHD, p *bpane, res *hostResult, keep bool) err
 	return nil
 }
 
-// spawnOn is spawn for a workspace bound to host.
+// spawnOn starts a managed runtime running the reader in workspace ws, bound to host
+// ("" = local), and waits for the reader and for the runtime to be ready.
 func (e *env) spawnOn(ws, role, agent, host string) (*bpane, error) {
 	b, err := e.post("/v1/runtimes", map[string]any{
 		"workspace": ws, "role": role, "agent": agent, "dir": e.dir, "host": host,
