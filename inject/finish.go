@@ -109,6 +109,10 @@ func (p *Pipeline) finishAcked(j *job, signal string) {
 		t.Result = string(resultFor(t))
 	})
 	p.persist(j, p.audit("ack_received", rec, signal))
+	// An ack is made durable at once, not with the next write-behind batch: a kill -9 in
+	// between would leave the restarted daemon an answered prompt in `submitted`, and its
+	// retry could type it again into an agent whose marker has left the pane (a relaunch).
+	p.deps.Store.Flush()
 	p.breakers.success(rec.RuntimeID)
 	p.transition(rec.RuntimeID, nudge.StatusReady, "ack for "+rec.TriggerID)
 	p.done(j)
