@@ -43,13 +43,15 @@ func Classify(p *Pack, screen string) Classification {
 func ClassifyScreen(p *Pack, s Screen) Classification {
 	ls := parseScreen(s.Text)
 	bottom := lastNonBlank(ls)
+	if bottom < 0 {
+		// A blank screen says nothing, wherever the cursor is (whether a capture came
+		// with the cursor's position must not decide between BUSY and UNKNOWN).
+		return Classification{State: nudge.Unknown, Summary: "empty screen"}
+	}
 	// TUIs park the cursor anywhere; only a cursor-line composer (a shell)
 	// makes the cursor row the bottom of the region.
 	if p.Composer.CursorLineOnly && s.CursorY >= 0 && s.CursorY < len(ls) && s.CursorY > bottom {
 		bottom = s.CursorY
-	}
-	if bottom < 0 {
-		return Classification{State: nudge.Unknown, Summary: "empty screen"}
 	}
 	r := regionOf(p, ls, bottom)
 	return r.decide()

@@ -422,6 +422,8 @@ func TestCodexLive(t *testing.T) {
 	os.MkdirAll(codexHome, 0o700)
 	t.Setenv("HOME", home)
 	t.Setenv("CODEX_HOME", codexHome)
+	// Launchers are checked: "codex" must resolve through PATH to this binary.
+	t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	login := exec.Command(bin, "login", "--with-api-key")
 	login.Stdin = strings.NewReader("sk-nudge-test-dummy\n")
 	if out, err := login.CombinedOutput(); err != nil {
@@ -431,7 +433,7 @@ func TestCodexLive(t *testing.T) {
 	os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(fmt.Sprintf("[projects.%q]\ntrust_level = \"trusted\"\n", wd)), 0o600)
 	e := newLiveEnv(t, nil)
 	rt, err := e.reg.Spawn(context.Background(), panes.SpawnRequest{
-		Workspace: "ws", Role: "codex", Agent: "codex", Argv: []string{bin}})
+		Workspace: "ws", Role: "codex", Agent: "codex", Argv: []string{"codex"}})
 	if err != nil {
 		t.Fatal(err)
 	}
