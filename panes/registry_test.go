@@ -142,10 +142,11 @@ func TestSpawnTwoRolesKillRestart(t *testing.T) {
 	if err := syscall.Kill(a.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	// tmux (3.3a too) reports a signal death as pane_dead_signal: 128+9.
-	e.waitFor("a offline with status 137", func() bool {
+	// tmux (3.3a too) reports a signal death as pane_dead_signal: 128+9; on a loaded
+	// machine it sometimes reports nothing at all (see statusGrace), so nil is accepted.
+	e.waitFor("a offline", func() bool {
 		rt, ok := e.sawStatus(a.RuntimeID, nudge.StatusOffline)
-		return ok && rt.ExitStatus != nil && *rt.ExitStatus == 128+9
+		return ok && (rt.ExitStatus == nil || *rt.ExitStatus == 128+9)
 	})
 	e.waitFor("a restarted", func() bool {
 		rt, _ := e.reg.Get(a.RuntimeID)
