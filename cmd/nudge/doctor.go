@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/controlmode"
 )
 
@@ -20,23 +22,18 @@ import (
 // key pressed in the Any binding).
 var minTmux = [2]int{3, 2}
 
+// doctorOpts are doctor's flags.
+type doctorOpts struct {
+	hosts          []string
+	ssh, sshConfig string
+	tmux           *tmuxFlags
+}
+
 // runDoctor checks every host in use (this machine, the hosts of the daemon's workspaces,
 // and each --host): ssh reaches it, tmux there is new enough, and the programs the
 // runtimes there launch are on its PATH. It exits 1 if any check fails.
-func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("doctor", "", env)
-	o := addClientFlags(fs)
-	t := addTmuxFlags(fs)
-	var hosts []string
-	fs.Var(listFlag{&hosts}, "host", "also check this host (USER@HOST or an ssh config alias; repeatable)")
-	ssh := fs.String("ssh", "ssh", "ssh binary")
-	sshConfig := fs.String("ssh-config", "", "ssh config file (ssh -F); default: the user's own")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usagef("doctor takes no arguments")
-	}
+func runDoctor(ctx context.Context, env *cliEnv, c *api.Client, opts doctorOpts) error {
+	hosts, ssh, sshConfig, t := opts.hosts, &opts.ssh, &opts.sshConfig, opts.tmux
 	out := env.stdout
 	programs := map[string][]string{"": nil} // host -> programs its runtimes launch
 	// A host with no program to check is still checked.
@@ -48,13 +45,13 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	for _, h := range hosts {
 		seen(h)
 	}
-	var rts []runtimeView
-	if err := o.client(env).do(ctx, "GET", "/v1/runtimes", nil, &rts); err != nil {
+	rts, err := c.Runtimes(ctx, "")
+	if err != nil {
 		fmt.Fprintf(out, "note  daemon not reachable (%v): checking this machine and --host only\n", err)
 	}
 	for _, rt := range rts {
 		seen(rt.Host)
-		if len(rt.Argv) == 0 || rt.Status == "deregistered" {
+		if len(rt.Argv) == 0 || rt.Status == nudge.StatusDeregistered {
 			continue
 		}
 		if p := rt.Argv[0]; !slices.Contains(programs[rt.Host], p) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -262,8 +261,7 @@ func TestHostileAPIInputs(t *testing.T) {
 }
 
 func rawPost(td *testDaemon, path, body string) (int, error) {
-	req, _ := http.NewRequest("POST", "http://nudge"+path, bytes.NewBufferString(body))
-	resp, err := td.c.http.Do(req)
+	resp, err := td.c.postRaw(path, body)
 	if err != nil {
 		return 0, err
 	}
