@@ -46,6 +46,8 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return envFallback(cmd, env) },
 		SilenceErrors:     true,
 		SilenceUsage:      true,
+		// Suggest commands a typo away (cobra's own default, which SuggestionsFor lacks).
+		SuggestionsMinimumDistance: 2,
 	}
 	root.SetVersionTemplate("nudge {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
@@ -68,15 +70,17 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 	add("daemon", serveCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
 	root.SetHelpCommandGroupID("daemon")
 	root.SetCompletionCommandGroupID("daemon")
+	root.SetIn(env.stdin)
+	root.SetOut(env.stdout)
+	root.SetErr(env.stderr)
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd() // after SetOut: its scripts go to the writer it sees now
 	return root
 }
 
 // run executes the CLI with args (without the program name) and returns the exit code.
 func run(ctx context.Context, env *cliEnv, args []string) int {
 	root := newRootCmd(env)
-	root.SetIn(env.stdin)
-	root.SetOut(env.stdout)
-	root.SetErr(env.stderr)
 	root.SetArgs(singleDashLong(root, args))
 	cmd, err := root.ExecuteContextC(ctx)
 	return exitCode(env.stderr, cmd, err)
@@ -126,7 +130,7 @@ func noSubcommand(cmd *cobra.Command, args []string) error {
 
 // groupCmd is a command that only holds subcommands: alone it is a usage error.
 func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
-	c := &cobra.Command{Use: use, Short: short, Args: noSubcommand,
+	c := &cobra.Command{Use: use, Short: short, Args: noSubcommand, SuggestionsMinimumDistance: 2,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			names := []string{}
 			for _, s := range cmd.Commands() {
