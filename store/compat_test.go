@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -32,8 +33,8 @@ func compatPtr(min int) *time.Time { t := compatAt(min); return &t }
 
 func compatInt(n int) *int { return &n }
 
-func compatRuntimes() []Runtime {
-	return []Runtime{{
+func compatRuntimes() []nudge.Runtime {
+	return []nudge.Runtime{{
 		RuntimeID: "ws1/reviewer", WorkspaceID: "ws1", Host: "build@box", Role: "reviewer",
 		AgentID: "reviewer", Agent: "codex", SessionID: "sess-1", Dir: "/src/proj",
 		Argv: []string{"codex", "--yolo"}, Managed: true, TmuxSession: "nudge-ws1",
@@ -51,8 +52,8 @@ func compatRuntimes() []Runtime {
 	}}
 }
 
-func compatTriggers() []Trigger {
-	return []Trigger{{
+func compatTriggers() []nudge.Trigger {
+	return []nudge.Trigger{{
 		TriggerID: "t-acked", WorkspaceID: "ws1", Agent: "reviewer", RuntimeID: "ws1/reviewer",
 		Host: "build@box", ThreadID: "th-1", Prompt: "review PR 12\nplease", Reason: "ci green",
 		AckTimeoutMS: 90000, ForceOverride: true, OverrideIntent: "human_override",
@@ -78,14 +79,14 @@ func compatTriggers() []Trigger {
 }
 
 // compatLogged is the trigger in the create log, replayed into bbolt by Open.
-func compatLogged() Trigger {
-	return Trigger{TriggerID: "t-logged", WorkspaceID: "ws1", Agent: "shell", RuntimeID: "ws1/shell",
+func compatLogged() nudge.Trigger {
+	return nudge.Trigger{TriggerID: "t-logged", WorkspaceID: "ws1", Agent: "shell", RuntimeID: "ws1/shell",
 		Prompt: "pwd", State: "queued", Result: "pending",
 		CreatedAt: compatAt(50), QueuedAt: compatAt(50), UpdatedAt: compatAt(50)}
 }
 
-func compatAttempts() []Attempt {
-	return []Attempt{
+func compatAttempts() []nudge.Attempt {
+	return []nudge.Attempt{
 		{TriggerID: "t-acked", N: 1, Backend: "tmux", StartedAt: compatAt(13), EndedAt: compatAt(13),
 			Outcome: "failed", ErrorCode: "SEND_KEYS_ERROR", Detail: json.RawMessage(`{"why":"pane busy"}`)},
 		{TriggerID: "t-acked", N: 2, Backend: "tmux", StartedAt: compatAt(14), EndedAt: compatAt(15), Outcome: "acked"},
@@ -93,8 +94,8 @@ func compatAttempts() []Attempt {
 	}
 }
 
-func compatAudit() []AuditRecord {
-	return []AuditRecord{
+func compatAudit() []nudge.AuditRecord {
+	return []nudge.AuditRecord{
 		{Time: compatAt(5), Event: "runtime_registered", RuntimeID: "ws1/reviewer", Workspace: "ws1",
 			Subject: "admin", PeerUID: compatInt(1000), Reason: "start"},
 		{Time: compatAt(15), Event: "ack_received", TriggerID: "t-acked", ThreadID: "th-1",
@@ -103,8 +104,8 @@ func compatAudit() []AuditRecord {
 	}
 }
 
-func compatSchedules() []Schedule {
-	return []Schedule{{ScheduleID: "s-daily", WorkspaceID: "ws1", Agent: "reviewer", Prompt: "daily check",
+func compatSchedules() []nudge.Schedule {
+	return []nudge.Schedule{{ScheduleID: "s-daily", WorkspaceID: "ws1", Agent: "reviewer", Prompt: "daily check",
 		Every: 24 * time.Hour, NextAt: compatAt(60), LastAt: compatAt(-1), CreatedAt: compatAt(0)}}
 }
 
@@ -127,7 +128,7 @@ func writeCompatFile(t *testing.T) {
 		must(t, db.PutRuntime(r))
 	}
 	for _, tr := range compatTriggers() {
-		_, _, err := db.CreateTrigger(tr, &AuditRecord{Time: tr.CreatedAt, Event: "trigger_received", Subject: "orchestrator"})
+		_, _, err := db.CreateTrigger(tr, &nudge.AuditRecord{Time: tr.CreatedAt, Event: "trigger_received", Subject: "orchestrator"})
 		must(t, err)
 	}
 	for _, a := range compatAttempts() {
@@ -147,7 +148,7 @@ func writeCompatFile(t *testing.T) {
 	buf, err := os.ReadFile(path)
 	must(t, err)
 	must(t, os.WriteFile(compatFile, buf, 0o644))
-	line, err := json.Marshal(walEntry{Trigger: compatLogged(), Audit: &AuditRecord{Time: compatAt(50), Event: "trigger_received"}})
+	line, err := json.Marshal(walEntry{Trigger: compatLogged(), Audit: &nudge.AuditRecord{Time: compatAt(50), Event: "trigger_received"}})
 	must(t, err)
 	must(t, os.WriteFile(compatFile+".creates", append(line, '\n'), 0o644))
 }
@@ -192,7 +193,7 @@ func TestCompatFile(t *testing.T) {
 	if len(open) != 2 || open[0].TriggerID != "t-open" || open[1].TriggerID != "t-logged" {
 		t.Errorf("open triggers: got %d, want t-open and t-logged", len(open))
 	}
-	var atts []Attempt
+	var atts []nudge.Attempt
 	for _, id := range []string{"t-acked", "t-failed"} {
 		a, err := db.Attempts(id)
 		must(t, err)
@@ -253,11 +254,11 @@ func checkReencode(t *testing.T, path string) {
 	must(t, err)
 	defer bdb.Close()
 	kinds := map[string]func() any{
-		string(bucketRuntimes):  func() any { return new(Runtime) },
-		string(bucketTriggers):  func() any { return new(Trigger) },
-		string(bucketAttempts):  func() any { return new(Attempt) },
-		string(bucketAudit):     func() any { return new(AuditRecord) },
-		string(bucketSchedules): func() any { return new(Schedule) },
+		string(bucketRuntimes):  func() any { return new(nudge.Runtime) },
+		string(bucketTriggers):  func() any { return new(nudge.Trigger) },
+		string(bucketAttempts):  func() any { return new(nudge.Attempt) },
+		string(bucketAudit):     func() any { return new(nudge.AuditRecord) },
+		string(bucketSchedules): func() any { return new(nudge.Schedule) },
 		string(bucketGates):     func() any { return new(Gate) },
 	}
 	counts := map[string]int{}
