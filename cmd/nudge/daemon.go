@@ -77,6 +77,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	if d.profiles, err = panes.LoadProfiles(cfg.ProfileDir); err != nil {
 		return nil, err
 	}
+	profileOverrides(cfg.ProfileDir, d.profiles).log(d.log)
 	d.acks = ack.NewTracker(ack.TrackerConfig{Signals: d.ackSignals})
 	if d.reg, err = panes.Open(ctx, d.registryConfig(), d.db); err != nil {
 		return nil, fmt.Errorf("open registry: %w", err)
@@ -228,6 +229,7 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 	if err != nil {
 		return nil, err
 	}
+	packOverrides(d.cfg.PackDir, packs).log(d.log)
 	mc := detector.DefaultMonitorConfig()
 	mc.QuietWindow, mc.Packs, mc.Registry = d.cfg.QuietWindow, packs, d.reg
 	mc.Tmux, mc.SocketName, mc.SocketPath = d.cfg.Tmux, d.cfg.TmuxSocket, d.cfg.TmuxPath

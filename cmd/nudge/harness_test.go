@@ -48,6 +48,7 @@ func newTestConfig(t *testing.T) serveConfig {
 	}
 	cfg.Roots = []string{root}
 	cfg.LogLevel = "debug"
+	cfg.ProfileDir, cfg.PackDir = "", "" // never the user's own overrides
 	server := cfg.TmuxSocket
 	t.Cleanup(func() { exec.Command("tmux", "-L", server, "kill-server").Run() })
 	return cfg
