@@ -188,8 +188,6 @@ type Deps struct {
 	Fallback Fallbacker // nil: failures stay failures
 	// OnChange is called after every receipt change (events, metrics). Must not block.
 	OnChange func(t nudge.Trigger)
-	// Redact masks secrets in pane text quoted in a receipt (nil: quoted as is).
-	Redact func(string) string
 }
 
 // Request is one trigger request (POST /v1/triggers).

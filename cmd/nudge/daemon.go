@@ -134,7 +134,7 @@ func (d *daemon) registryConfig() panes.Config {
 		SSHHost: c.SSHHost, SSH: c.SSH, SSHConfig: c.SSHConfig, Roots: c.Roots, Profiles: d.profiles,
 		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
 		StartTimeout: c.StartTimeout,
-		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy, Redact: cleanCapture,
+		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy,
 		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
 	}
 }
@@ -174,7 +174,7 @@ func (d *daemon) injectConfig() inject.Config {
 func (d *daemon) injectDeps() inject.Deps {
 	return inject.Deps{
 		Store: d.db, Runtimes: d.reg, Conn: d.sender, Gates: d.mon,
-		Acks: d.acks, Fallback: d.chain, OnChange: d.onTriggerChange, Redact: redact,
+		Acks: d.acks, Fallback: d.chain, OnChange: d.onTriggerChange,
 	}
 }
 
