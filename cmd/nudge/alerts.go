@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // alert is the detail of an Event{Type: "alert"}.
@@ -88,7 +87,7 @@ func (a *alerter) fire(key string, al alert) []alert {
 }
 
 // trigger looks at one receipt.
-func (a *alerter) trigger(t store.Trigger) []alert {
+func (a *alerter) trigger(t nudge.Trigger) []alert {
 	var out []alert
 	if t.Fallback != "" && !a.fellBack[t.TriggerID] {
 		a.fellBack[t.TriggerID] = true
@@ -109,7 +108,7 @@ func (a *alerter) trigger(t store.Trigger) []alert {
 	}
 	if t.Closed && !a.closed[t.TriggerID] {
 		a.closed[t.TriggerID] = true
-		a.outcomes = append(a.outcomes, nudge.Result(t.Result) == nudge.ResultTimeout)
+		a.outcomes = append(a.outcomes, t.Result == nudge.ResultTimeout)
 		if len(a.outcomes) > a.cfg.TimeoutWindow {
 			a.outcomes = a.outcomes[len(a.outcomes)-a.cfg.TimeoutWindow:]
 		}
@@ -134,11 +133,11 @@ func (a *alerter) trigger(t store.Trigger) []alert {
 }
 
 // heartbeats checks the runtimes whose profile expects heartbeats.
-func (a *alerter) heartbeats(rts []store.Runtime, expects func(store.Runtime) bool) []alert {
+func (a *alerter) heartbeats(rts []nudge.Runtime, expects func(nudge.Runtime) bool) []alert {
 	var out []alert
 	now := a.now()
 	for _, rt := range rts {
-		switch nudge.Status(rt.Status) {
+		switch rt.Status {
 		case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered, nudge.StatusPaused, nudge.StatusStarting,
 			nudge.StatusExited:
 			continue

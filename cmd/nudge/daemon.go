@@ -195,7 +195,7 @@ func (d *daemon) tmuxServerName() string {
 }
 
 // runtimeEnv is the environment a spawned runtime gets: where the daemon is.
-func (d *daemon) runtimeEnv(rt store.Runtime) []string {
+func (d *daemon) runtimeEnv(rt nudge.Runtime) []string {
 	return append([]string{"NUDGE_SOCKET=" + d.cfg.Socket, "NUDGE_RUNTIME_ID=" + rt.RuntimeID}, d.runtimeTokenEnv(rt)...)
 }
 
@@ -259,7 +259,7 @@ func (d *daemon) onReadiness(runtimeID string, c detector.Classification, busy b
 
 // onHumanDone sends the orchestrator a synchronisation trigger after a human intervened
 // in a worker's pane (seed 001 §4.1).
-func (d *daemon) onHumanDone(rt store.Runtime) {
+func (d *daemon) onHumanDone(rt nudge.Runtime) {
 	ws, role, ok := strings.Cut(d.cfg.Orchestrator, "/")
 	if !ok || !d.ready.Load() || (rt.WorkspaceID == ws && rt.Role == role) {
 		return
@@ -278,20 +278,20 @@ func (d *daemon) onHumanDone(rt store.Runtime) {
 	}()
 }
 
-func (d *daemon) onRuntimeChange(rt store.Runtime, prev nudge.Status) {
+func (d *daemon) onRuntimeChange(rt nudge.Runtime, prev nudge.Status) {
 	d.hub.Publish(Event{Type: "runtime", Workspace: rt.WorkspaceID, Runtime: rt})
-	if d.ready.Load() && (prev == "" || nudge.Status(rt.Status) == nudge.StatusStarting) {
+	if d.ready.Load() && (prev == "" || rt.Status == nudge.StatusStarting) {
 		d.mon.Refresh() // a new runtime, or a relaunch in a new pane: watch it now
 	}
-	if s := nudge.Status(rt.Status); d.ready.Load() && s != prev && (s == nudge.StatusStarting || s == nudge.StatusFallbackResume) {
+	if s := rt.Status; d.ready.Load() && s != prev && (s == nudge.StatusStarting || s == nudge.StatusFallbackResume) {
 		d.mon.Reclassify(rt.RuntimeID) // a new program: its screen is read afresh, even if it reads as the old one's did
 	}
-	if d.ready.Load() && nudge.Status(rt.Status) == nudge.StatusReady {
+	if d.ready.Load() && rt.Status == nudge.StatusReady {
 		d.pipe.Kick(rt.RuntimeID)
 	}
 }
 
-func (d *daemon) onTriggerChange(t store.Trigger) {
+func (d *daemon) onTriggerChange(t nudge.Trigger) {
 	d.hub.Publish(Event{Type: "trigger", Workspace: t.WorkspaceID, Trigger: t})
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // observer is the daemon's operator-facing side: Prometheus metrics derived from the
@@ -137,7 +136,7 @@ func (o *observer) consume(ctx context.Context, sub *subscriber) {
 	}
 }
 
-func (o *observer) expectsHeartbeat(rt store.Runtime) bool {
+func (o *observer) expectsHeartbeat(rt nudge.Runtime) bool {
 	for _, s := range o.d.profiles[rt.Agent].AckSignals {
 		if s == "heartbeat" {
 			return true
@@ -149,12 +148,12 @@ func (o *observer) expectsHeartbeat(rt store.Runtime) bool {
 func (o *observer) event(ev Event) {
 	switch ev.Type {
 	case "trigger":
-		if t, ok := ev.Trigger.(store.Trigger); ok {
+		if t, ok := ev.Trigger.(nudge.Trigger); ok {
 			o.trigger(t)
 			o.raise(o.alerts.trigger(t))
 		}
 	case "runtime":
-		if rt, ok := ev.Runtime.(store.Runtime); ok && o.status != nil {
+		if rt, ok := ev.Runtime.(nudge.Runtime); ok && o.status != nil {
 			o.status.mark(rt.WorkspaceID)
 		}
 	case "readiness":
@@ -185,7 +184,7 @@ func (o *observer) raise(as []alert) {
 }
 
 // trigger counts a receipt's transitions once each.
-func (o *observer) trigger(t store.Trigger) {
+func (o *observer) trigger(t nudge.Trigger) {
 	s := o.seen[t.TriggerID]
 	if s == nil {
 		s = &seenTrigger{}
@@ -218,7 +217,7 @@ func (o *observer) trigger(t store.Trigger) {
 			o.toAcked.Update(t.AckedAt.Sub(*t.SubmittedAt).Seconds())
 		}
 	}
-	if t.DeferredAt != nil && !s.deferEnded && t.State != string(nudge.StateDeferred) && t.State != string(nudge.StateQueued) {
+	if t.DeferredAt != nil && !s.deferEnded && t.State != nudge.StateDeferred && t.State != nudge.StateQueued {
 		s.deferEnded = true
 		end := t.UpdatedAt
 		if t.InjectedAt != nil {
@@ -226,7 +225,7 @@ func (o *observer) trigger(t store.Trigger) {
 		}
 		o.deferTime.Update(end.Sub(*t.DeferredAt).Seconds())
 	}
-	switch nudge.Result(t.Result) {
+	switch t.Result {
 	case nudge.ResultDelivered:
 		if !s.delivered {
 			s.delivered = true
@@ -290,8 +289,8 @@ func (o *observer) writeLive(w io.Writer) {
 	}
 	busy := 0
 	for _, rt := range rts {
-		byStatus[rt.Status]++
-		byReadiness[orDefault(rt.Readiness, string(nudge.Unknown))]++
+		byStatus[string(rt.Status)]++
+		byReadiness[orDefault(string(rt.Readiness), string(nudge.Unknown))]++
 		if rt.OperatorBusy {
 			busy++
 		}
@@ -377,7 +376,7 @@ func requestID(ctx context.Context) string {
 }
 
 // logTrigger writes the one info line per trigger request.
-func (d *daemon) logTrigger(r *http.Request, t store.Trigger, created bool) {
+func (d *daemon) logTrigger(r *http.Request, t nudge.Trigger, created bool) {
 	d.log.Info("trigger request", "request_id", requestID(r.Context()), "trigger_id", t.TriggerID,
 		"thread_id", t.ThreadID, "agent_id", t.Agent, "runtime_id", t.RuntimeID, "workspace", t.WorkspaceID,
 		"state", t.State, "result", t.Result, "error_code", t.ErrorCode, "fallback_used", t.Fallback != "",
