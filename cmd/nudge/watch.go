@@ -570,3 +570,10 @@ func (ui *watchUI) drawDetail(w, h int) {
 		y++
 	}
 }
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
