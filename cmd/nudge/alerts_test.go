@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // Alerts reach /v1/events subscribers and the log via the daemon's observer.
@@ -15,7 +15,7 @@ func TestAlertPublishedOnHub(t *testing.T) {
 	defer td.d.hub.unsubscribe(sub)
 	// Hand the observer five timed-out receipts, as the pipeline's hook does.
 	for i := range 5 {
-		td.d.obs.Trigger(store.Trigger{TriggerID: fmt.Sprintf("x%d", i), Closed: true, Result: "timeout"})
+		td.d.obs.Trigger(nudge.Trigger{TriggerID: fmt.Sprintf("x%d", i), Closed: true, Result: "timeout"})
 	}
 	deadline := time.After(20 * time.Second)
 	for {

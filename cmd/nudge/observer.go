@@ -1,8 +1,8 @@
 package main
 
 import (
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
-	"github.com/nudgehq/nudge/store"
 )
 
 // openObserver builds the metrics, alerts and status line (package observe) from the
@@ -25,7 +25,7 @@ func (d *daemon) openObserver() (*observe.Observer, error) {
 }
 
 // expectsHeartbeat says whether rt's profile sends heartbeats.
-func (d *daemon) expectsHeartbeat(rt store.Runtime) bool {
+func (d *daemon) expectsHeartbeat(rt nudge.Runtime) bool {
 	for _, s := range d.profiles[rt.Agent].AckSignals {
 		if s == "heartbeat" {
 			return true

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // handleMetrics serves the Prometheus text format (on the socket and on --metrics-addr).
@@ -56,7 +56,7 @@ func requestID(ctx context.Context) string {
 }
 
 // logTrigger writes the one info line per trigger request.
-func (d *daemon) logTrigger(r *http.Request, t store.Trigger, created bool) {
+func (d *daemon) logTrigger(r *http.Request, t nudge.Trigger, created bool) {
 	d.log.Info("trigger request", "request_id", requestID(r.Context()), "trigger_id", t.TriggerID,
 		"thread_id", t.ThreadID, "agent_id", t.Agent, "runtime_id", t.RuntimeID, "workspace", t.WorkspaceID,
 		"state", t.State, "result", t.Result, "error_code", t.ErrorCode, "fallback_used", t.Fallback != "",

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 func TestShortStatus(t *testing.T) {
 	rv := func(ws, role, status, readiness string, busy bool, depth int) runtimeView {
-		return runtimeView{Runtime: store.Runtime{WorkspaceID: ws, Role: role, Status: status, Readiness: readiness, OperatorBusy: busy}, QueueDepth: depth}
+		return runtimeView{Runtime: nudge.Runtime{WorkspaceID: ws, Role: role, Status: nudge.Status(status), Readiness: nudge.Readiness(readiness), OperatorBusy: busy}, QueueDepth: depth}
 	}
 	tests := []struct {
 		rts     []runtimeView

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // Alert is the detail of an alert event (seed 000 §16): a timeout ratio over its
@@ -102,7 +101,7 @@ func (a *Alerter) fire(key string, al Alert) []Alert {
 }
 
 // Trigger looks at one receipt (each trigger's fallback and close count once).
-func (a *Alerter) Trigger(t store.Trigger) []Alert {
+func (a *Alerter) Trigger(t nudge.Trigger) []Alert {
 	var out []Alert
 	if t.Fallback != "" && !a.fellBack[t.TriggerID] {
 		out = append(out, a.fallback(t)...)
@@ -113,7 +112,7 @@ func (a *Alerter) Trigger(t store.Trigger) []Alert {
 	return out
 }
 
-func (a *Alerter) fallback(t store.Trigger) []Alert {
+func (a *Alerter) fallback(t nudge.Trigger) []Alert {
 	a.fellBack[t.TriggerID] = true
 	now := a.now()
 	a.fallbacks = append(a.fallbacks, now)
@@ -133,9 +132,9 @@ func (a *Alerter) fallback(t store.Trigger) []Alert {
 		Message: fmt.Sprintf("%d fallbacks (resume/spawn) in the last %s", n, a.cfg.FallbackWindow)})
 }
 
-func (a *Alerter) close(t store.Trigger) []Alert {
+func (a *Alerter) close(t nudge.Trigger) []Alert {
 	a.closed[t.TriggerID] = true
-	a.outcomes = append(a.outcomes, nudge.Result(t.Result) == nudge.ResultTimeout)
+	a.outcomes = append(a.outcomes, t.Result == nudge.ResultTimeout)
 	if len(a.outcomes) > a.cfg.TimeoutWindow {
 		a.outcomes = a.outcomes[len(a.outcomes)-a.cfg.TimeoutWindow:]
 	}
@@ -162,11 +161,11 @@ func (a *Alerter) close(t store.Trigger) []Alert {
 }
 
 // Heartbeats checks the runtimes whose profile expects heartbeats (expects says which).
-func (a *Alerter) Heartbeats(rts []store.Runtime, expects func(store.Runtime) bool) []Alert {
+func (a *Alerter) Heartbeats(rts []nudge.Runtime, expects func(nudge.Runtime) bool) []Alert {
 	var out []Alert
 	now := a.now()
 	for _, rt := range rts {
-		switch nudge.Status(rt.Status) {
+		switch rt.Status {
 		case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered, nudge.StatusPaused, nudge.StatusStarting,
 			nudge.StatusExited:
 			continue

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 type fakeClock struct{ t time.Time }
@@ -13,8 +13,8 @@ type fakeClock struct{ t time.Time }
 func (c *fakeClock) now() time.Time          { return c.t }
 func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
-func closedTrigger(i int, result string) store.Trigger {
-	return store.Trigger{TriggerID: fmt.Sprintf("t%d", i), RuntimeID: "rt_w.a", Closed: true, Result: result}
+func closedTrigger(i int, result string) nudge.Trigger {
+	return nudge.Trigger{TriggerID: fmt.Sprintf("t%d", i), RuntimeID: "rt_w.a", Closed: true, Result: nudge.Result(result)}
 }
 
 func TestAlertTimeoutRatio(t *testing.T) {
@@ -61,7 +61,7 @@ func TestAlertFallbackSpike(t *testing.T) {
 	clk := &fakeClock{time.Unix(1e9, 0)}
 	a := NewAlerter(AlertConfig{}, clk.now)
 	fb := func(i int) []Alert {
-		return a.Trigger(store.Trigger{TriggerID: fmt.Sprintf("f%d", i), RuntimeID: "rt_w.a", Fallback: "resume"})
+		return a.Trigger(nudge.Trigger{TriggerID: fmt.Sprintf("f%d", i), RuntimeID: "rt_w.a", Fallback: "resume"})
 	}
 	fb(1)
 	clk.advance(3 * time.Minute)
@@ -80,12 +80,12 @@ func TestAlertFallbackSpike(t *testing.T) {
 func TestAlertStaleHeartbeat(t *testing.T) {
 	clk := &fakeClock{time.Unix(1e9, 0)}
 	a := NewAlerter(AlertConfig{HeartbeatStale: time.Minute}, clk.now)
-	rts := []store.Runtime{
+	rts := []nudge.Runtime{
 		{RuntimeID: "rt_w.hb", Agent: "codex", Status: "ready", LastHeartbeatAt: clk.t},
 		{RuntimeID: "rt_w.nohb", Agent: "shell", Status: "ready", CreatedAt: clk.t.Add(-time.Hour)},
 		{RuntimeID: "rt_w.off", Agent: "codex", Status: "offline", CreatedAt: clk.t.Add(-time.Hour)},
 	}
-	expects := func(rt store.Runtime) bool { return rt.Agent == "codex" }
+	expects := func(rt nudge.Runtime) bool { return rt.Agent == "codex" }
 	if got := a.Heartbeats(rts, expects); len(got) != 0 {
 		t.Fatalf("fresh: %+v", got)
 	}

@@ -131,7 +131,7 @@ func NewMetrics(start time.Time) *Metrics {
 func (m *Metrics) ObserveTyped(took time.Duration) { m.toTyped.Update(max(took.Seconds(), 0)) }
 
 // Count counts a receipt's transitions, each once per trigger however often it is seen.
-func (m *Metrics) Count(t store.Trigger) {
+func (m *Metrics) Count(t nudge.Trigger) {
 	s := m.seen[t.TriggerID]
 	if s == nil {
 		s = &seenTrigger{}
@@ -161,7 +161,7 @@ func (m *Metrics) Count(t store.Trigger) {
 }
 
 // stages records the stage latencies a receipt newly shows.
-func (m *Metrics) stages(t store.Trigger, s *seenTrigger) {
+func (m *Metrics) stages(t nudge.Trigger, s *seenTrigger) {
 	if t.InjectedAt != nil && !s.injected {
 		s.injected = true
 		observe(m.toInjected, t.CreatedAt, *t.InjectedAt)
@@ -178,7 +178,7 @@ func (m *Metrics) stages(t store.Trigger, s *seenTrigger) {
 			observe(m.toAcked, *t.SubmittedAt, *t.AckedAt)
 		}
 	}
-	if t.DeferredAt != nil && !s.deferEnded && t.State != string(nudge.StateDeferred) && t.State != string(nudge.StateQueued) {
+	if t.DeferredAt != nil && !s.deferEnded && t.State != nudge.StateDeferred && t.State != nudge.StateQueued {
 		s.deferEnded = true
 		end := t.UpdatedAt
 		if t.InjectedAt != nil {
@@ -190,8 +190,8 @@ func (m *Metrics) stages(t store.Trigger, s *seenTrigger) {
 
 // results counts a receipt's result once, and a delivered one's latency (request →
 // submitted: delivered is the seed's result for submitted and acked).
-func (m *Metrics) results(t store.Trigger, s *seenTrigger, tmux bool) {
-	switch nudge.Result(t.Result) {
+func (m *Metrics) results(t nudge.Trigger, s *seenTrigger, tmux bool) {
+	switch t.Result {
 	case nudge.ResultDelivered:
 		if !s.delivered {
 			s.delivered = true
@@ -226,7 +226,7 @@ func observe(h *Histogram, from, to time.Time) {
 
 // Live is what WritePrometheus reads at scrape time. Every field may be nil.
 type Live struct {
-	Runtimes   func() []store.Runtime
+	Runtimes   func() []nudge.Runtime
 	Stats      func() panes.StatsSnapshot
 	Store      StoreHealth
 	QueueDepth func(runtimeID string) int
@@ -307,7 +307,7 @@ var (
 
 // writeRuntimes writes the runtime gauges: by status and readiness (every value, zeros
 // included), operator-busy, and each runtime's queue depth.
-func writeRuntimes(w io.Writer, rts []store.Runtime, depth func(string) int) {
+func writeRuntimes(w io.Writer, rts []nudge.Runtime, depth func(string) int) {
 	byStatus := map[string]int{}
 	byReadiness := map[string]int{}
 	for _, s := range allStatuses {
@@ -318,8 +318,8 @@ func writeRuntimes(w io.Writer, rts []store.Runtime, depth func(string) int) {
 	}
 	busy := 0
 	for _, rt := range rts {
-		byStatus[rt.Status]++
-		readiness := rt.Readiness
+		byStatus[string(rt.Status)]++
+		readiness := string(rt.Readiness)
 		if readiness == "" {
 			readiness = string(nudge.Unknown)
 		}

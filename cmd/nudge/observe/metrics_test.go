@@ -12,8 +12,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/panes"
-	"github.com/nudgehq/nudge/store"
 )
 
 // parse reads a Prometheus text exposition the way a Prometheus server does.
@@ -51,16 +51,16 @@ func quantile(q float64, h *dto.Histogram) float64 {
 }
 
 // receipt is a delivered trigger whose stages took inject, submit and ack.
-func receipt(id string, created time.Time, inject, submit, ack time.Duration) store.Trigger {
+func receipt(id string, created time.Time, inject, submit, ack time.Duration) nudge.Trigger {
 	in, sub, acked := created.Add(inject), created.Add(inject+submit), created.Add(inject+submit+ack)
-	return store.Trigger{TriggerID: id, RuntimeID: "rt_w.a", CreatedAt: created, UpdatedAt: acked, Attempts: 1,
+	return nudge.Trigger{TriggerID: id, RuntimeID: "rt_w.a", CreatedAt: created, UpdatedAt: acked, Attempts: 1,
 		InjectedAt: &in, SubmittedAt: &sub, AckedAt: &acked, State: "acked", Result: "delivered", Closed: true}
 }
 
 func fakeLive() Live {
 	return Live{
-		Runtimes: func() []store.Runtime {
-			return []store.Runtime{{RuntimeID: "rt_w.a", WorkspaceID: "w", Status: "ready", Readiness: "READY"},
+		Runtimes: func() []nudge.Runtime {
+			return []nudge.Runtime{{RuntimeID: "rt_w.a", WorkspaceID: "w", Status: "ready", Readiness: "READY"},
 				{RuntimeID: "rt_w.b", WorkspaceID: "w", Status: "paused", OperatorBusy: true}}
 		},
 		Stats:      func() panes.StatsSnapshot { return panes.StatsSnapshot{Restarts: 2, Drifts: 1, Lag: time.Millisecond} },
@@ -199,13 +199,13 @@ func TestMetricsCountEachTransitionOnce(t *testing.T) {
 	start := time.Unix(1e9, 0)
 	m := NewMetrics(start)
 	r := receipt("t1", start, time.Millisecond, time.Millisecond, time.Second)
-	queued := store.Trigger{TriggerID: "t1", CreatedAt: start, State: "queued", Attempts: 0}
+	queued := nudge.Trigger{TriggerID: "t1", CreatedAt: start, State: "queued", Attempts: 0}
 	injected := r
 	injected.SubmittedAt, injected.AckedAt, injected.State, injected.Result, injected.Closed = nil, nil, "injected", "pending", false
 	retried := r
 	retried.Attempts = 3
 	old := receipt("t0", start.Add(-time.Hour), time.Millisecond, time.Millisecond, time.Second) // from before the start
-	for _, t := range []store.Trigger{queued, injected, injected, r, r, retried, old} {
+	for _, t := range []nudge.Trigger{queued, injected, injected, r, r, retried, old} {
 		m.Count(t)
 	}
 	for _, tt := range []struct {

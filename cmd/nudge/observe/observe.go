@@ -24,7 +24,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // Config is what an Observer reads and whom it tells. Every field may be left zero.
@@ -33,7 +33,7 @@ type Config struct {
 	// what heartbeats are checked on.
 	Live Live
 	// ExpectsHeartbeat says whether a runtime's profile sends heartbeats; nil: none does.
-	ExpectsHeartbeat func(store.Runtime) bool
+	ExpectsHeartbeat func(nudge.Runtime) bool
 	// OnAlert publishes an alert (it is logged and counted first); nil: logged only.
 	// Called from the Observer's goroutine; it must not block for long.
 	OnAlert func(Alert)
@@ -57,7 +57,7 @@ type Observer struct {
 	metrics *Metrics
 	alerts  *Alerter
 	status  *StatusLine
-	in      chan store.Trigger
+	in      chan nudge.Trigger
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -76,7 +76,7 @@ func New(cfg Config) (*Observer, error) {
 		cfg.Inbox = 1024
 	}
 	o := &Observer{cfg: cfg, metrics: NewMetrics(cfg.Now()), alerts: NewAlerter(cfg.Alerts, cfg.Now),
-		in: make(chan store.Trigger, cfg.Inbox), done: make(chan struct{})}
+		in: make(chan nudge.Trigger, cfg.Inbox), done: make(chan struct{})}
 	if cfg.Status != nil {
 		sc := *cfg.Status
 		if sc.Logger == nil {
@@ -109,7 +109,7 @@ func (o *Observer) Close() {
 // Trigger hands the observer a receipt (a trigger's new state). If the goroutine is too
 // far behind, the change is dropped and counted; a later change of the same trigger
 // still counts what it shows.
-func (o *Observer) Trigger(t store.Trigger) {
+func (o *Observer) Trigger(t nudge.Trigger) {
 	select {
 	case o.in <- t:
 	default:

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // The Observer counts what it is handed, hands alerts back, checks heartbeats on its
@@ -16,10 +16,10 @@ func TestObserverAlertsAndHeartbeats(t *testing.T) {
 	alerts := make(chan Alert, 16)
 	now := time.Now()
 	o, err := New(Config{
-		Live: Live{Runtimes: func() []store.Runtime {
-			return []store.Runtime{{RuntimeID: "rt_w.hb", Agent: "codex", Status: "ready", LastHeartbeatAt: now.Add(-time.Hour)}}
+		Live: Live{Runtimes: func() []nudge.Runtime {
+			return []nudge.Runtime{{RuntimeID: "rt_w.hb", Agent: "codex", Status: "ready", LastHeartbeatAt: now.Add(-time.Hour)}}
 		}},
-		ExpectsHeartbeat: func(rt store.Runtime) bool { return rt.Agent == "codex" },
+		ExpectsHeartbeat: func(rt nudge.Runtime) bool { return rt.Agent == "codex" },
 		OnAlert:          func(a Alert) { alerts <- a },
 		Alerts:           AlertConfig{HeartbeatCheck: 10 * time.Millisecond},
 	})
@@ -28,7 +28,7 @@ func TestObserverAlertsAndHeartbeats(t *testing.T) {
 	}
 	defer o.Close()
 	for i := range 5 {
-		o.Trigger(store.Trigger{TriggerID: fmt.Sprintf("x%d", i), CreatedAt: time.Now(), Closed: true, Result: "timeout"})
+		o.Trigger(nudge.Trigger{TriggerID: fmt.Sprintf("x%d", i), CreatedAt: time.Now(), Closed: true, Result: "timeout"})
 	}
 	kinds := map[string]bool{}
 	deadline := time.After(20 * time.Second)
@@ -53,7 +53,7 @@ func TestObserverAlertsAndHeartbeats(t *testing.T) {
 	}
 	o.Close()
 	o.Close() // idempotent
-	o.Trigger(store.Trigger{TriggerID: "late"})
+	o.Trigger(nudge.Trigger{TriggerID: "late"})
 	o.Workspace("w") // no status line: a no-op
 }
 
@@ -67,7 +67,7 @@ func TestObserverDropsWhenBehind(t *testing.T) {
 	defer o.Close()
 	defer close(block)
 	for i := range 50 { // the 5th timeout raises an alert, whose publisher blocks
-		o.Trigger(store.Trigger{TriggerID: fmt.Sprintf("x%d", i), Closed: true, Result: "timeout"})
+		o.Trigger(nudge.Trigger{TriggerID: fmt.Sprintf("x%d", i), Closed: true, Result: "timeout"})
 	}
 	var b bytes.Buffer
 	if err := o.WritePrometheus(&b); err != nil {
