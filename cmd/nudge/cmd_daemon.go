@@ -177,23 +177,36 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
+// doctorCmd checks what nudge needs (seed 001 §3) on every host in use (this machine, the
+// hosts of the daemon's workspaces, and each --host); doctor.go has the checks.
 func doctorCmd(env *cliEnv) *cobra.Command {
-	var opts doctorOpts
+	var hosts []string
+	var ssh, sshConfig string
 	cmd := &cobra.Command{
 		Use:   "doctor [--host USER@HOST]...",
-		Short: "check every host in use: ssh, tmux >= 3.2, the agent programs",
-		Args:  exactArgs(0, "no arguments"),
+		Short: "check tmux >= 3.2, the agent CLIs, permissions, ssh hosts and the daemon",
+		Long: "Check what nudge needs on every host in use (this machine, the hosts of the daemon's\n" +
+			"workspaces, and each --host): ssh reaches it, tmux there is new enough, and the programs its\n" +
+			"runtimes launch are on its PATH; and on this machine the agent CLIs of the known profiles,\n" +
+			"the state and socket permissions, the profile and pack override directories, and whether\n" +
+			"the daemon answers. Each line is ok, warn or FAIL with what to do; exits 1 if a check failed.",
+		Args: exactArgs(0, "no arguments"),
 	}
 	o := addClientFlags(cmd)
 	t := addTmuxFlags(cmd.Flags())
-	cmd.Flags().Var(listFlag{&opts.hosts}, "host", "also check this host (USER@HOST or an ssh config alias; repeatable)")
-	cmd.Flags().StringVar(&opts.ssh, "ssh", "ssh", "ssh binary")
-	cmd.Flags().StringVar(&opts.sshConfig, "ssh-config", "", "ssh config file (ssh -F); default: the user's own")
+	fs := cmd.Flags()
+	fs.Var(listFlag{&hosts}, "host", "also check this host (USER@HOST or an ssh config alias; repeatable)")
+	fs.StringVar(&ssh, "ssh", "ssh", "ssh binary")
+	fs.StringVar(&sshConfig, "ssh-config", "", "ssh config file (ssh -F); default: the user's own")
+	profileDir, packDir := defaultOverrideDirs()
+	fs.StringVar(&profileDir, "profile-dir", profileDir, "profile override directory to check (as serve --profile-dir)")
+	fs.StringVar(&packDir, "pack-dir", packDir, "pack override directory to check (as serve --pack-dir)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		c := o.client(env)
 		defer c.Close()
-		opts.tmux = t
-		return runDoctor(cmd.Context(), env, c, opts)
+		d := &doctor{ssh: ssh, config: sshConfig, tmux: t.tmux, out: env.stdout,
+			stateDir: o.stateDir, profileDir: profileDir, packDir: packDir, hosts: hosts}
+		return d.check(cmd.Context(), c)
 	}
 	return cmd
 }

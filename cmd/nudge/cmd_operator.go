@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
-	"github.com/nudgehq/nudge/store"
 )
 
 // fetchStatus reads the runtimes and each one's last trigger from the daemon. They are
@@ -27,7 +27,7 @@ func fetchStatus(ctx context.Context, c *api.Client, workspace string) ([]status
 	rows := make([]statusRow, 0, len(rts))
 	for _, rt := range rts {
 		row := statusRow{runtimeView: rt, State: stateWord(rt.Runtime)}
-		var ts []store.Trigger
+		var ts []nudge.Trigger
 		if err := c.Do(ctx, "GET", "/v1/triggers?newest=1&limit=1&runtime="+url.QueryEscape(rt.RuntimeID), nil, &ts); err != nil {
 			return nil, err
 		}
@@ -111,7 +111,7 @@ func printStatus(w io.Writer, rows []statusRow) error {
 			last = r.LastTrigger.TriggerID + " (" + ago(r.LastTrigger.UpdatedAt, now) + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.WorkspaceID, r.Role, orDash(r.PaneID), r.Agent,
-			state, r.Status, orDash(truncate(stripANSI(r.Summary), 40)), ago(r.StatusSince, now), r.QueueDepth,
+			state, r.Status, orDash(truncate(nudge.StripANSI(r.Summary), 40)), ago(r.StatusSince, now), r.QueueDepth,
 			truncate(last, 40), receiptWord(r.LastTrigger))
 	}
 	if err := tw.Flush(); err != nil {

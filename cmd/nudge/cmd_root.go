@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -260,25 +258,6 @@ func printJSON(w io.Writer, v any) error {
 // shortCtx bounds one request to the daemon.
 func shortCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, 30*time.Second)
-}
-
-// defaultStateDir is $XDG_STATE_HOME/nudge, else ~/.local/state/nudge.
-func defaultStateDir() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "nudge")
-	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(h, ".local", "state", "nudge")
-	}
-	return filepath.Join(os.TempDir(), "nudge-state")
-}
-
-// defaultSocket is $XDG_RUNTIME_DIR/nudge/nudge.sock, else under the state dir.
-func defaultSocket(stateDir string) string {
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "nudge", "nudge.sock")
-	}
-	return filepath.Join(stateDir, "nudge.sock")
 }
 
 func versionCmd(_ *cliEnv) *cobra.Command {

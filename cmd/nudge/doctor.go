@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+
 	"github.com/nudgehq/nudge/controlmode"
 )
 
@@ -22,19 +23,18 @@ import (
 // key pressed in the Any binding).
 var minTmux = [2]int{3, 2}
 
-// doctorOpts are doctor's flags.
-type doctorOpts struct {
-	hosts          []string
-	ssh, sshConfig string
-	tmux           *tmuxFlags
+type doctor struct {
+	ssh, config, tmux   string
+	out                 io.Writer
+	stateDir            string
+	profileDir, packDir string
+	hosts               []string // --host
+	failed, warned      int
 }
 
-// runDoctor checks every host in use (this machine, the hosts of the daemon's workspaces,
-// and each --host): ssh reaches it, tmux there is new enough, and the programs the
-// runtimes there launch are on its PATH. It exits 1 if any check fails.
-func runDoctor(ctx context.Context, env *cliEnv, c *api.Client, opts doctorOpts) error {
-	hosts, ssh, sshConfig, t := opts.hosts, &opts.ssh, &opts.sshConfig, opts.tmux
-	out := env.stdout
+// check runs every check and prints one line per check.
+func (d *doctor) check(ctx context.Context, c *api.Client) error {
+	health, rts := d.askDaemon(ctx, c)
 	programs := map[string][]string{"": nil} // host -> programs its runtimes launch
 	// A host with no program to check is still checked.
 	seen := func(h string) {
@@ -42,16 +42,12 @@ func runDoctor(ctx context.Context, env *cliEnv, c *api.Client, opts doctorOpts)
 			programs[h] = nil
 		}
 	}
-	for _, h := range hosts {
+	for _, h := range d.hosts {
 		seen(h)
-	}
-	rts, err := c.Runtimes(ctx, "")
-	if err != nil {
-		fmt.Fprintf(out, "note  daemon not reachable (%v): checking this machine and --host only\n", err)
 	}
 	for _, rt := range rts {
 		seen(rt.Host)
-		if len(rt.Argv) == 0 || rt.Status == nudge.StatusDeregistered {
+		if len(rt.Argv) == 0 || rt.Status == "deregistered" {
 			continue
 		}
 		if p := rt.Argv[0]; !slices.Contains(programs[rt.Host], p) {
@@ -63,30 +59,48 @@ func runDoctor(ctx context.Context, env *cliEnv, c *api.Client, opts doctorOpts)
 		names = append(names, h)
 	}
 	slices.Sort(names)
-	d := doctor{ssh: *ssh, config: *sshConfig, tmux: t.tmux, out: out}
 	for _, h := range names {
 		d.host(ctx, h, programs[h])
+		if h == "" {
+			d.agents(ctx, programs[h])
+		}
 	}
-	if d.failed > 0 {
-		return fmt.Errorf("doctor: %d check(s) failed", d.failed)
+	d.permissions(c.Socket())
+	d.overrides()
+	health()
+	switch {
+	case d.failed > 0:
+		return fmt.Errorf("%d check(s) failed", d.failed)
+	case d.warned > 0:
+		fmt.Fprintf(d.out, "no check failed (%d warning(s))\n", d.warned)
+	default:
+		fmt.Fprintln(d.out, "all checks passed")
 	}
-	fmt.Fprintln(out, "all checks passed")
 	return nil
 }
 
-type doctor struct {
-	ssh, config, tmux string
-	out               interface{ Write([]byte) (int, error) }
-	failed            int
+func (d *doctor) line(word, host, format string, args ...any) {
+	fmt.Fprintf(d.out, "%s  %s: %s\n", word, displayHostName(host), fmt.Sprintf(format, args...))
+}
+
+func (d *doctor) ok(host, format string, args ...any) { d.line("ok  ", host, format, args...) }
+
+func (d *doctor) warn(host, format string, args ...any) {
+	d.warned++
+	d.line("warn", host, format, args...)
+}
+
+func (d *doctor) fail(host, format string, args ...any) {
+	d.failed++
+	d.line("FAIL", host, format, args...)
 }
 
 func (d *doctor) report(ok bool, host, format string, args ...any) {
-	word := "ok  "
-	if !ok {
-		word = "FAIL"
-		d.failed++
+	if ok {
+		d.ok(host, format, args...)
+	} else {
+		d.fail(host, format, args...)
 	}
-	fmt.Fprintf(d.out, "%s  %s: %s\n", word, displayHostName(host), fmt.Sprintf(format, args...))
 }
 
 func displayHostName(h string) string {

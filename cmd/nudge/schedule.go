@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // scheduleBody is POST /v1/schedules.
@@ -21,7 +21,7 @@ func (d *daemon) handleListSchedules(w http.ResponseWriter, r *http.Request, c c
 		writeError(w, err)
 		return
 	}
-	out := []store.Schedule{}
+	out := []nudge.Schedule{}
 	for _, s := range all {
 		if c.allow(verbRead, s.WorkspaceID) == nil {
 			out = append(out, s)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+
 	"github.com/nudgehq/nudge/store"
 )
 
@@ -209,7 +211,7 @@ func TestHostileAPIInputs(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted")
 			}
-			if ae, ok := err.(*apiError); !ok || (tc.code != "" && string(ae.ErrorCode) != tc.code) {
+			if ae, ok := err.(*api.Error); !ok || (tc.code != "" && string(ae.ErrorCode) != tc.code) {
 				t.Fatalf("got %v, want %s", err, tc.code)
 			}
 		})

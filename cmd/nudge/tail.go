@@ -9,7 +9,6 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
-	"github.com/nudgehq/nudge/store"
 )
 
 // tailView is GET /v1/runtimes/{id}/tail: the pane's recent output, ANSI stripped and
@@ -28,7 +27,7 @@ const (
 
 // capturePane reads the last n lines of a runtime's pane over its workspace's control
 // connection (joined wrapped lines, trailing blank lines dropped), cleaned for display.
-func (d *daemon) capturePane(ctx context.Context, rt store.Runtime, n int) ([]string, error) {
+func (d *daemon) capturePane(ctx context.Context, rt nudge.Runtime, n int) ([]string, error) {
 	target := rt.PaneID
 	if target == "" {
 		target = rt.Target
@@ -61,7 +60,7 @@ func (d *daemon) capturePane(ctx context.Context, rt store.Runtime, n int) ([]st
 		lines = lines[len(lines)-n:]
 	}
 	// A secret split across lines (a PEM block) is masked as a whole too.
-	joined := redact(strings.Join(lines, "\n"))
+	joined := nudge.Redact(strings.Join(lines, "\n"))
 	return strings.Split(joined, "\n"), nil
 }
 
