@@ -18,6 +18,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -42,7 +43,7 @@ type daemon struct {
 	sched    *inject.Scheduler
 	hub      *hub
 	profiles map[string]panes.Profile
-	auth     *authority                        // token key, revocations, runtime tokens, policy (token.go)
+	auth     *auth.Authority                   // token key, revocations, runtime tokens, policy (token.go)
 	obs      *observer                         // metrics, alerts, status line (metrics.go)
 	typed    atomic.Pointer[metrics.Histogram] // the observer's toTyped, once it runs
 
@@ -100,7 +101,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	}
 	d.sched = inject.NewScheduler(d.pipe, inject.SchedulerConfig{MinGap: cfg.ScheduleGap, MinEvery: cfg.ScheduleMinEvery})
 	d.ready.Store(true)
-	d.auth.start(d)
+	d.auth.Start(tokenRuntimes{d.reg})
 	d.obs = startObserver(d)
 	d.typed.Store(d.obs.toTyped)
 	if err := d.listen(); err != nil {
@@ -134,7 +135,7 @@ func (d *daemon) registryConfig() panes.Config {
 		SSHHost: c.SSHHost, SSH: c.SSH, SSHConfig: c.SSHConfig, Roots: c.Roots, Profiles: d.profiles,
 		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
 		StartTimeout: c.StartTimeout,
-		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy, Redact: cleanCapture,
+		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.Policy().LaunchPolicy, Redact: cleanCapture,
 		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
 	}
 }
