@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/store"
 )
@@ -57,7 +58,7 @@ func openAuthority(cfg serveConfig, db *store.DB) (*auth.Authority, error) {
 	var audit func(event, reason string) error
 	if db != nil {
 		audit = func(event, reason string) error {
-			_, err := db.AppendAudit(store.AuditRecord{Event: event, Subject: "nudge", Reason: reason})
+			_, err := db.AppendAudit(nudge.AuditRecord{Event: event, Subject: "nudge", Reason: reason})
 			return err
 		}
 	}
@@ -90,7 +91,7 @@ func (d *daemon) auditRefusal(r *http.Request, c caller, err error) {
 	}
 	ae := toAPIError(err)
 	uid := c.UID
-	rec := store.AuditRecord{Event: "api_refused", Subject: c.Subject, PeerUID: &uid, Code: string(ae.ErrorCode),
+	rec := nudge.AuditRecord{Event: "api_refused", Subject: c.Subject, PeerUID: &uid, Code: ae.ErrorCode,
 		Reason: r.Method + " " + r.URL.EscapedPath() + ": " + ae.Message}
 	if _, err := d.db.AppendAudit(rec); err != nil {
 		d.log.Error("audit", "event", rec.Event, "err", err)

@@ -13,12 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -43,9 +43,8 @@ type daemon struct {
 	sched    *inject.Scheduler
 	hub      *hub
 	profiles map[string]panes.Profile
-	auth     *auth.Authority                   // token key, revocations, runtime tokens, policy (token.go)
-	obs      *observer                         // metrics, alerts, status line (metrics.go)
-	typed    atomic.Pointer[metrics.Histogram] // the observer's toTyped, once it runs
+	auth     *auth.Authority   // token key, revocations, runtime tokens, policy
+	obs      *observe.Observer // metrics, alerts, status line (observer.go)
 
 	ln      net.Listener
 	srv     *http.Server
@@ -100,10 +99,11 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	d.sched = inject.NewScheduler(d.pipe, inject.SchedulerConfig{MinGap: cfg.ScheduleGap, MinEvery: cfg.ScheduleMinEvery})
-	d.ready.Store(true)
+	if d.obs, err = d.openObserver(); err != nil {
+		return nil, err
+	}
+	d.ready.Store(true) // after d.obs: a hook that sees ready sees the observer
 	d.auth.Start(tokenRuntimes{d.reg})
-	d.obs = startObserver(d)
-	d.typed.Store(d.obs.toTyped)
 	if err := d.listen(); err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (d *daemon) registryConfig() panes.Config {
 		SSHHost: c.SSHHost, SSH: c.SSH, SSHConfig: c.SSHConfig, Roots: c.Roots, Profiles: d.profiles,
 		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
 		StartTimeout: c.StartTimeout,
-		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.Policy().LaunchPolicy, Redact: cleanCapture,
+		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.Policy().LaunchPolicy,
 		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
 	}
 }
@@ -165,8 +165,8 @@ func (d *daemon) injectConfig() inject.Config {
 	ic.AckTimeout, ic.AckRetries, ic.Backoff = c.AckTimeout, c.AckRetries, c.Backoff
 	ic.Logger = d.log
 	ic.OnTyped = func(took time.Duration) {
-		if h := d.typed.Load(); h != nil {
-			h.Update(took.Seconds())
+		if d.ready.Load() {
+			d.obs.ObserveTyped(took)
 		}
 	}
 	return ic
@@ -175,7 +175,7 @@ func (d *daemon) injectConfig() inject.Config {
 func (d *daemon) injectDeps() inject.Deps {
 	return inject.Deps{
 		Store: d.db, Runtimes: d.reg, Conn: d.sender, Gates: d.mon,
-		Acks: d.acks, Fallback: d.chain, OnChange: d.onTriggerChange, Redact: redact,
+		Acks: d.acks, Fallback: d.chain, OnChange: d.onTriggerChange,
 	}
 }
 
@@ -196,7 +196,7 @@ func (d *daemon) tmuxServerName() string {
 }
 
 // runtimeEnv is the environment a spawned runtime gets: where the daemon is.
-func (d *daemon) runtimeEnv(rt store.Runtime) []string {
+func (d *daemon) runtimeEnv(rt nudge.Runtime) []string {
 	return append([]string{"NUDGE_SOCKET=" + d.cfg.Socket, "NUDGE_RUNTIME_ID=" + rt.RuntimeID}, d.runtimeTokenEnv(rt)...)
 }
 
@@ -250,9 +250,13 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 }
 
 func (d *daemon) onReadiness(runtimeID string, c detector.Classification, busy bool) {
-	d.hub.Publish(Event{Type: "readiness", Workspace: d.eventWorkspace(runtimeID), Detail: mustJSON(map[string]any{
+	ws := d.eventWorkspace(runtimeID)
+	d.hub.Publish(Event{Type: "readiness", Workspace: ws, Detail: mustJSON(map[string]any{
 		"runtime_id": runtimeID, "readiness": c.State, "summary": c.Summary,
 		"actions_needed": c.ActionsNeeded, "operator_busy": busy})})
+	if d.ready.Load() {
+		d.obs.Workspace(ws)
+	}
 	if d.ready.Load() && !busy && c.State == nudge.Ready {
 		d.pipe.Kick(runtimeID)
 	}
@@ -260,7 +264,7 @@ func (d *daemon) onReadiness(runtimeID string, c detector.Classification, busy b
 
 // onHumanDone sends the orchestrator a synchronisation trigger after a human intervened
 // in a worker's pane (seed 001 §4.1).
-func (d *daemon) onHumanDone(rt store.Runtime) {
+func (d *daemon) onHumanDone(rt nudge.Runtime) {
 	ws, role, ok := strings.Cut(d.cfg.Orchestrator, "/")
 	if !ok || !d.ready.Load() || (rt.WorkspaceID == ws && rt.Role == role) {
 		return
@@ -279,21 +283,27 @@ func (d *daemon) onHumanDone(rt store.Runtime) {
 	}()
 }
 
-func (d *daemon) onRuntimeChange(rt store.Runtime, prev nudge.Status) {
+func (d *daemon) onRuntimeChange(rt nudge.Runtime, prev nudge.Status) {
 	d.hub.Publish(Event{Type: "runtime", Workspace: rt.WorkspaceID, Runtime: rt})
-	if d.ready.Load() && (prev == "" || nudge.Status(rt.Status) == nudge.StatusStarting) {
+	if d.ready.Load() {
+		d.obs.Workspace(rt.WorkspaceID)
+	}
+	if d.ready.Load() && (prev == "" || rt.Status == nudge.StatusStarting) {
 		d.mon.Refresh() // a new runtime, or a relaunch in a new pane: watch it now
 	}
-	if s := nudge.Status(rt.Status); d.ready.Load() && s != prev && (s == nudge.StatusStarting || s == nudge.StatusFallbackResume) {
+	if s := rt.Status; d.ready.Load() && s != prev && (s == nudge.StatusStarting || s == nudge.StatusFallbackResume) {
 		d.mon.Reclassify(rt.RuntimeID) // a new program: its screen is read afresh, even if it reads as the old one's did
 	}
-	if d.ready.Load() && nudge.Status(rt.Status) == nudge.StatusReady {
+	if d.ready.Load() && rt.Status == nudge.StatusReady {
 		d.pipe.Kick(rt.RuntimeID)
 	}
 }
 
-func (d *daemon) onTriggerChange(t store.Trigger) {
+func (d *daemon) onTriggerChange(t nudge.Trigger) {
 	d.hub.Publish(Event{Type: "trigger", Workspace: t.WorkspaceID, Trigger: t})
+	if d.ready.Load() {
+		d.obs.Trigger(t)
+	}
 }
 
 func (d *daemon) onFallbackStep(step ack.Step) {

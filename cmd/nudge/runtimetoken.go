@@ -15,11 +15,10 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/panes"
-	"github.com/nudgehq/nudge/store"
 )
 
 // runtimeTokenEnv is the NUDGE_RUNTIME_TOKEN entry of a spawned pane's environment.
-func (d *daemon) runtimeTokenEnv(rt store.Runtime) []string {
+func (d *daemon) runtimeTokenEnv(rt nudge.Runtime) []string {
 	if d.auth == nil {
 		return nil
 	}
@@ -38,7 +37,7 @@ type tokenRuntimes struct{ reg *panes.Registry }
 func (t tokenRuntimes) LiveRuntimes() []auth.LiveRuntime {
 	var out []auth.LiveRuntime
 	for _, rt := range t.reg.List() {
-		if rt.Managed && panes.Live(nudge.Status(rt.Status)) {
+		if rt.Managed && panes.Live(rt.Status) {
 			out = append(out, auth.LiveRuntime{ID: rt.RuntimeID, Workspace: rt.WorkspaceID, Role: rt.Role})
 		}
 	}

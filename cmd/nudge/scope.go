@@ -16,7 +16,7 @@ import (
 // auditWorkspace is the workspace an audit record belongs to, for the /v1/audit filter.
 // A record without a workspace belongs to the workspace of the runtime or trigger it
 // names (triggerWS looks a trigger up; it returns "" for an unknown one).
-func auditWorkspace(rec store.AuditRecord, triggerWS func(string) string) string {
+func auditWorkspace(rec nudge.AuditRecord, triggerWS func(string) string) string {
 	switch {
 	case rec.Workspace != "":
 		return rec.Workspace
@@ -40,13 +40,13 @@ func unknownRuntime(id string) error {
 }
 
 // readableTrigger looks a trigger up for c: one outside c's workspaces is unknown.
-func (d *daemon) readableTrigger(c caller, id string) (store.Trigger, error) {
+func (d *daemon) readableTrigger(c caller, id string) (nudge.Trigger, error) {
 	t, err := d.pipe.Get(id)
 	if err != nil {
 		return t, err
 	}
 	if !c.Sees(t.WorkspaceID) {
-		return store.Trigger{}, unknownTrigger(id)
+		return nudge.Trigger{}, unknownTrigger(id)
 	}
 	return t, nil
 }
