@@ -421,26 +421,10 @@ func withResult(t nudge.Trigger) nudge.Trigger {
 // waitTrigger blocks until the trigger is closed, wait passes, or ctx ends, and returns
 // its latest record.
 func (d *daemon) waitTrigger(ctx context.Context, id string, wait time.Duration) nudge.Trigger {
-	s := d.hub.subscribe()
-	defer d.hub.unsubscribe(s)
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	for {
-		t, err := d.pipe.Get(id)
-		if err != nil || t.Closed {
-			return t
-		}
-		select {
-		case <-ctx.Done():
-			return t
-		case <-s.dropped:
-			return t
-		case ev := <-s.ch:
-			if tr, ok := ev.Trigger.(nudge.Trigger); ok && tr.TriggerID == id && tr.Closed {
-				return tr
-			}
-		}
-	}
+	t, _ := d.pipe.Wait(ctx, id, func(t nudge.Trigger) bool { return t.Closed })
+	return t
 }
 
 func (d *daemon) handleListTriggers(w http.ResponseWriter, r *http.Request, c caller) {
@@ -479,39 +463,15 @@ func (d *daemon) handleAck(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, err)
 		return
 	}
-	switch {
-	case t.State == nudge.StateAcked:
-	case d.acks.APIAck(id):
-		t = d.waitAcked(r.Context(), id)
-	default:
-		got, ok, err := d.pipe.AckAfterFallback(id, "api")
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		if !ok {
-			writeError(w, &apiError{nudge.Conflict, "trigger " + id + " is " + string(t.State) + ": not awaiting an ack"})
-			return
-		}
-		t = got
+	if t, err = d.pipe.Ack(r.Context(), id); err != nil {
+		writeError(w, err)
+		return
 	}
 	d.auditCall(r, c, "api_ack", t.RuntimeID, t.WorkspaceID, "trigger "+id)
 	// The caller is told "acked" only once the record says so on disk: an ack lost to a
 	// kill -9 right after would have the restarted daemon retype an answered prompt.
 	d.db.Flush()
 	writeJSON(w, http.StatusOK, t)
-}
-
-// waitAcked gives the pipeline a moment to record an ack it was just handed.
-func (d *daemon) waitAcked(ctx context.Context, id string) nudge.Trigger {
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		t, _ := d.pipe.Get(id)
-		if t.State == nudge.StateAcked || time.Now().After(deadline) || ctx.Err() != nil {
-			return t
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // forceBody is POST /v1/triggers/{id}/force.
