@@ -61,7 +61,7 @@ func (p *Pipeline) awaitConn(l *lane, j *job, err error) {
 		p.startFallback(j, nudge.TargetNotFound, "no control connection: "+err.Error())
 		return
 	}
-	if st := j.record().State; host != "" && (st == string(nudge.StateQueued) || st == string(nudge.StateDeferred)) {
+	if st := j.record().State; host != "" && (st == nudge.StateQueued || st == nudge.StateDeferred) {
 		p.markDeferred(j, verdict{kind: hold, code: nudge.HostUnreachable,
 			why: "host unreachable: " + host + " (redialling)", until: j.connWait.Add(p.cfg.MaxDefer)}, now)
 	}

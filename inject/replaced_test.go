@@ -6,7 +6,6 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
-	"github.com/nudgehq/nudge/store"
 )
 
 // lineSender answers every command with one fixed reply line.
@@ -28,7 +27,7 @@ func (s lineSender) DoAll(ctx context.Context, cmds ...string) ([]*controlmode.R
 // an error; that, another pane's id, a dead pane and a new pid all mean the prompt's pane
 // is not the one that will get Enter.
 func TestPaneReplaced(t *testing.T) {
-	rt := store.Runtime{PID: 5}
+	rt := nudge.Runtime{PID: 5}
 	for _, tc := range []struct {
 		line string
 		gone bool

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // SchedulerConfig configures periodic prompts (seed 004).
@@ -54,24 +53,24 @@ func NewScheduler(p *Pipeline, cfg SchedulerConfig) *Scheduler {
 func (s *Scheduler) Wait() { s.wg.Wait() }
 
 // Add stores a new schedule and returns it.
-func (s *Scheduler) Add(ws, agent, prompt string, every time.Duration) (store.Schedule, error) {
+func (s *Scheduler) Add(ws, agent, prompt string, every time.Duration) (nudge.Schedule, error) {
 	if ws == "" || agent == "" {
-		return store.Schedule{}, nudge.NewError(nudge.BadRequest, "workspace and agent are required")
+		return nudge.Schedule{}, nudge.NewError(nudge.BadRequest, "workspace and agent are required")
 	}
 	if every < s.cfg.MinEvery {
-		return store.Schedule{}, nudge.NewError(nudge.BadRequest, fmt.Sprintf("every must be at least %s", s.cfg.MinEvery))
+		return nudge.Schedule{}, nudge.NewError(nudge.BadRequest, fmt.Sprintf("every must be at least %s", s.cfg.MinEvery))
 	}
 	text, err := Sanitize(prompt, s.p.cfg.MaxPrompt)
 	if err != nil {
-		return store.Schedule{}, err
+		return nudge.Schedule{}, err
 	}
 	now := s.p.cfg.Now()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	sc := store.Schedule{ScheduleID: "sch_" + hex.EncodeToString(b[:]), WorkspaceID: ws, Agent: agent,
+	sc := nudge.Schedule{ScheduleID: "sch_" + hex.EncodeToString(b[:]), WorkspaceID: ws, Agent: agent,
 		Prompt: text, Every: every, NextAt: now.Add(every), CreatedAt: now}
 	if err := s.p.deps.Store.PutSchedule(sc); err != nil {
-		return store.Schedule{}, err
+		return nudge.Schedule{}, err
 	}
 	s.audit("schedule_added", sc, "")
 	s.kick()
@@ -83,7 +82,7 @@ func (s *Scheduler) Remove(id string) error {
 	if err := s.p.deps.Store.DeleteSchedule(id); err != nil {
 		return err
 	}
-	s.audit("schedule_removed", store.Schedule{ScheduleID: id}, "")
+	s.audit("schedule_removed", nudge.Schedule{ScheduleID: id}, "")
 	s.kick()
 	return nil
 }
@@ -120,7 +119,7 @@ func (s *Scheduler) runDue() time.Duration {
 		return time.Minute
 	}
 	now := s.p.cfg.Now()
-	due := map[string][]store.Schedule{}
+	due := map[string][]nudge.Schedule{}
 	for _, sc := range all {
 		if !sc.NextAt.After(now) {
 			due[agentKey(sc)] = append(due[agentKey(sc)], sc)
@@ -143,14 +142,14 @@ func (s *Scheduler) runDue() time.Duration {
 	return max(next, time.Millisecond)
 }
 
-func agentKey(sc store.Schedule) string { return sc.WorkspaceID + "/" + sc.Agent }
+func agentKey(sc nudge.Schedule) string { return sc.WorkspaceID + "/" + sc.Agent }
 
 // batchWindow is how early a schedule may fire to join another of its agent's: half its
 // period, at most 30 s.
-func batchWindow(sc store.Schedule) time.Duration { return min(sc.Every/2, 30*time.Second) }
+func batchWindow(sc nudge.Schedule) time.Duration { return min(sc.Every/2, 30*time.Second) }
 
 // fire sends one batched trigger for an agent's due schedules, or skips the round.
-func (s *Scheduler) fire(batch []store.Schedule, now time.Time) {
+func (s *Scheduler) fire(batch []nudge.Schedule, now time.Time) {
 	sort.Slice(batch, func(i, j int) bool { return batch[i].ScheduleID < batch[j].ScheduleID })
 	first := batch[0]
 	key := agentKey(first)
@@ -182,7 +181,7 @@ func (s *Scheduler) fire(batch []store.Schedule, now time.Time) {
 }
 
 // skip says why this round is skipped, or "".
-func (s *Scheduler) skip(sc store.Schedule, key string, now time.Time) string {
+func (s *Scheduler) skip(sc nudge.Schedule, key string, now time.Time) string {
 	s.mu.Lock()
 	last := s.last[key]
 	s.mu.Unlock()
@@ -205,7 +204,7 @@ func (s *Scheduler) skip(sc store.Schedule, key string, now time.Time) string {
 	return ""
 }
 
-func (s *Scheduler) advance(sc store.Schedule, now time.Time, fired bool) {
+func (s *Scheduler) advance(sc nudge.Schedule, now time.Time, fired bool) {
 	for !sc.NextAt.After(now.Add(batchWindow(sc))) { // one joining early moves on too
 		sc.NextAt = sc.NextAt.Add(sc.Every)
 	}
@@ -217,8 +216,8 @@ func (s *Scheduler) advance(sc store.Schedule, now time.Time, fired bool) {
 	}
 }
 
-func (s *Scheduler) audit(event string, sc store.Schedule, reason string) {
-	rec := store.AuditRecord{Event: event, Workspace: sc.WorkspaceID, Reason: reason,
+func (s *Scheduler) audit(event string, sc nudge.Schedule, reason string) {
+	rec := nudge.AuditRecord{Event: event, Workspace: sc.WorkspaceID, Reason: reason,
 		Detail: mustJSON(map[string]any{"schedule_id": sc.ScheduleID, "agent": sc.Agent, "every": sc.Every.String()})}
 	if _, err := s.p.deps.Store.AppendAudit(rec); err != nil {
 		s.p.log.Error("audit schedule", "err", err)

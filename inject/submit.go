@@ -13,7 +13,7 @@ import (
 
 // Submitted is Submit's answer: the receipt and whether this request created it.
 type Submitted struct {
-	Trigger store.Trigger
+	Trigger nudge.Trigger
 	Created bool // false: the id was known; Trigger is the first request's record
 }
 
@@ -114,7 +114,7 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 }
 
 // Get returns a trigger's receipt: the in-flight copy if there is one, else the store's.
-func (p *Pipeline) Get(id string) (store.Trigger, error) {
+func (p *Pipeline) Get(id string) (nudge.Trigger, error) {
 	if j := p.inflight(id); j != nil {
 		return j.record(), nil
 	}
@@ -147,19 +147,19 @@ func (p *Pipeline) checkRequest(req *Request) error {
 // the maximum int64, overflowed the wait and timed out at once.)
 const MaxAckTimeoutMS = 24 * 60 * 60 * 1000
 
-func (p *Pipeline) newRecord(req Request, text string) store.Trigger {
+func (p *Pipeline) newRecord(req Request, text string) nudge.Trigger {
 	now := p.cfg.Now()
-	return store.Trigger{
+	return nudge.Trigger{
 		TriggerID: req.TriggerID, WorkspaceID: req.Workspace, Agent: req.Agent,
 		ThreadID: req.ThreadID, Prompt: text, Reason: req.Reason,
 		AckTimeoutMS: req.AckTimeoutMS, ForceOverride: req.ForceOverride,
 		OverrideIntent: req.OverrideIntent,
 		Caller:         req.Caller, CallerUID: req.CallerUID, ScheduleID: req.ScheduleID,
-		State: string(nudge.StateQueued), Result: string(nudge.ResultPending), CreatedAt: now, QueuedAt: now, UpdatedAt: now,
+		State: nudge.StateQueued, Result: nudge.ResultPending, CreatedAt: now, QueuedAt: now, UpdatedAt: now,
 	}
 }
 
-func (p *Pipeline) envelope(t store.Trigger, text string) string {
+func (p *Pipeline) envelope(t nudge.Trigger, text string) string {
 	reason := t.Reason
 	if reason == "" {
 		reason = "trigger"
@@ -181,7 +181,7 @@ func (p *Pipeline) create(j *job, known bool) error {
 		if err != nil {
 			return fmt.Errorf("store trigger: %w", err)
 		}
-		j.update(p.cfg.Now(), func(r *store.Trigger) { *r = got })
+		j.update(p.cfg.Now(), func(r *nudge.Trigger) { *r = got })
 		return errExisting
 	}
 	close(j.created)

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -216,7 +217,7 @@ func (db *DB) closeLater() {
 }
 
 // PutRuntimeLater queues PutRuntime.
-func (db *DB) PutRuntimeLater(r Runtime) {
+func (db *DB) PutRuntimeLater(r nudge.Runtime) {
 	if r.RuntimeID == "" {
 		db.later.report("put runtime", fmt.Errorf("put runtime: %w", ErrInvalid))
 		return
@@ -227,7 +228,7 @@ func (db *DB) PutRuntimeLater(r Runtime) {
 }
 
 // AppendAuditLater queues AppendAudit; the records keep their order in the chain.
-func (db *DB) AppendAuditLater(recs ...AuditRecord) {
+func (db *DB) AppendAuditLater(recs ...nudge.AuditRecord) {
 	db.enqueue(laterOp{name: "append audit", fn: func(tx *bolt.Tx) error {
 		_, err := db.appendAuditTx(tx, recs)
 		return err
@@ -235,7 +236,7 @@ func (db *DB) AppendAuditLater(recs ...AuditRecord) {
 }
 
 // UpdateTriggerLater queues UpdateTrigger.
-func (db *DB) UpdateTriggerLater(id string, fn func(*Trigger) error, audit ...AuditRecord) {
+func (db *DB) UpdateTriggerLater(id string, fn func(*nudge.Trigger) error, audit ...nudge.AuditRecord) {
 	db.enqueue(laterOp{name: "update trigger " + id, fn: func(tx *bolt.Tx) error {
 		_, err := db.updateTriggerTx(tx, id, fn, audit)
 		return err

@@ -82,11 +82,11 @@ func (d *daemon) handleHealth(w http.ResponseWriter, r *http.Request, c caller) 
 
 // runtimeView is a runtime as the API shows it.
 type runtimeView struct {
-	store.Runtime
+	nudge.Runtime
 	QueueDepth int `json:"queue_depth"`
 }
 
-func (d *daemon) view(rt store.Runtime) runtimeView {
+func (d *daemon) view(rt nudge.Runtime) runtimeView {
 	return runtimeView{Runtime: rt, QueueDepth: d.pipe.Depth(rt.RuntimeID)}
 }
 
@@ -101,11 +101,11 @@ func (d *daemon) handleListRuntimes(w http.ResponseWriter, r *http.Request, c ca
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (d *daemon) runtimeFor(w http.ResponseWriter, r *http.Request, c caller, verb string) (store.Runtime, bool) {
+func (d *daemon) runtimeFor(w http.ResponseWriter, r *http.Request, c caller, verb string) (nudge.Runtime, bool) {
 	rt, ok := d.reg.Get(r.PathValue("id"))
 	if !ok || !c.sees(rt.WorkspaceID) {
 		writeError(w, unknownRuntime(r.PathValue("id")))
-		return store.Runtime{}, false
+		return nudge.Runtime{}, false
 	}
 	if err := c.allowRuntime(verb, rt); err != nil {
 		writeError(w, err)
@@ -337,7 +337,7 @@ func (d *daemon) handleHeartbeat(w http.ResponseWriter, r *http.Request, c calle
 	if advanced {
 		d.pipe.Progress(rt.WorkspaceID, rt.AgentID, b.ThreadID)
 	}
-	rt, err := d.reg.Update(rt.RuntimeID, func(x *store.Runtime) {
+	rt, err := d.reg.Update(rt.RuntimeID, func(x *nudge.Runtime) {
 		x.LastHeartbeatAt = now
 		if b.Cursor != "" {
 			x.LastCursor = b.Cursor
@@ -384,7 +384,7 @@ func (d *daemon) handleTrigger(w http.ResponseWriter, r *http.Request, c caller)
 	if !res.Created {
 		status = http.StatusOK
 		if !t.Closed {
-			t.Result = string(nudge.ResultAlreadyActive)
+			t.Result = nudge.ResultAlreadyActive
 		}
 	}
 	writeJSON(w, status, t)
@@ -404,16 +404,16 @@ func (d *daemon) handleGetTrigger(w http.ResponseWriter, r *http.Request, c call
 
 // withResult fills a receipt's result word if it has none (a record written by an older
 // daemon): result is never empty.
-func withResult(t store.Trigger) store.Trigger {
+func withResult(t nudge.Trigger) nudge.Trigger {
 	if t.Result == "" {
-		t.Result = string(inject.ResultFor(t))
+		t.Result = inject.ResultFor(t)
 	}
 	return t
 }
 
 // waitTrigger blocks until the trigger is closed, wait passes, or ctx ends, and returns
 // its latest record.
-func (d *daemon) waitTrigger(ctx context.Context, id string, wait time.Duration) store.Trigger {
+func (d *daemon) waitTrigger(ctx context.Context, id string, wait time.Duration) nudge.Trigger {
 	s := d.hub.subscribe()
 	defer d.hub.unsubscribe(s)
 	ctx, cancel := context.WithTimeout(ctx, wait)
@@ -429,7 +429,7 @@ func (d *daemon) waitTrigger(ctx context.Context, id string, wait time.Duration)
 		case <-s.dropped:
 			return t
 		case ev := <-s.ch:
-			if tr, ok := ev.Trigger.(store.Trigger); ok && tr.TriggerID == id && tr.Closed {
+			if tr, ok := ev.Trigger.(nudge.Trigger); ok && tr.TriggerID == id && tr.Closed {
 				return tr
 			}
 		}
@@ -449,7 +449,7 @@ func (d *daemon) handleListTriggers(w http.ResponseWriter, r *http.Request, c ca
 		writeError(w, err)
 		return
 	}
-	out := []store.Trigger{}
+	out := []nudge.Trigger{}
 	for _, t := range ts {
 		if c.allow(verbRead, t.WorkspaceID) == nil {
 			if live, err := d.pipe.Get(t.TriggerID); err == nil {
@@ -473,7 +473,7 @@ func (d *daemon) handleAck(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	switch {
-	case t.State == string(nudge.StateAcked):
+	case t.State == nudge.StateAcked:
 	case d.acks.APIAck(id):
 		t = d.waitAcked(r.Context(), id)
 	default:
@@ -483,7 +483,7 @@ func (d *daemon) handleAck(w http.ResponseWriter, r *http.Request, c caller) {
 			return
 		}
 		if !ok {
-			writeError(w, &apiError{nudge.Conflict, "trigger " + id + " is " + t.State + ": not awaiting an ack"})
+			writeError(w, &apiError{nudge.Conflict, "trigger " + id + " is " + string(t.State) + ": not awaiting an ack"})
 			return
 		}
 		t = got
@@ -496,11 +496,11 @@ func (d *daemon) handleAck(w http.ResponseWriter, r *http.Request, c caller) {
 }
 
 // waitAcked gives the pipeline a moment to record an ack it was just handed.
-func (d *daemon) waitAcked(ctx context.Context, id string) store.Trigger {
+func (d *daemon) waitAcked(ctx context.Context, id string) nudge.Trigger {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
 		t, _ := d.pipe.Get(id)
-		if t.State == string(nudge.StateAcked) || time.Now().After(deadline) || ctx.Err() != nil {
+		if t.State == nudge.StateAcked || time.Now().After(deadline) || ctx.Err() != nil {
 			return t
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -565,7 +565,7 @@ func (d *daemon) handleUnblock(w http.ResponseWriter, r *http.Request, c caller)
 	uid := c.UID
 	for _, a := range agents {
 		ws, _, _ := strings.Cut(a, "/")
-		if _, err := d.db.AppendAudit(store.AuditRecord{Event: "thread_unblocked", ThreadID: thread,
+		if _, err := d.db.AppendAudit(nudge.AuditRecord{Event: "thread_unblocked", ThreadID: thread,
 			Workspace: ws, Subject: c.Subject, PeerUID: &uid, Reason: b.Reason, Detail: mustJSON(map[string]string{"agent": a})}); err != nil {
 			d.log.Error("audit", "event", "thread_unblocked", "err", err)
 		}
@@ -603,7 +603,7 @@ func (d *daemon) handleAudit(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, err)
 		return
 	}
-	out := []store.AuditRecord{}
+	out := []nudge.AuditRecord{}
 	triggerWS := map[string]string{}
 	lookup := func(id string) string {
 		ws, ok := triggerWS[id]
@@ -637,7 +637,7 @@ func parseTimeParam(s string) (time.Time, error) {
 // auditCall records an API call with the caller's identity.
 func (d *daemon) auditCall(r *http.Request, c caller, event, runtimeID, workspace, reason string) {
 	uid := c.UID
-	rec := store.AuditRecord{Event: event, RuntimeID: runtimeID, Workspace: workspace, Subject: c.Subject, PeerUID: &uid, Reason: reason}
+	rec := nudge.AuditRecord{Event: event, RuntimeID: runtimeID, Workspace: workspace, Subject: c.Subject, PeerUID: &uid, Reason: reason}
 	if _, err := d.db.AppendAudit(rec); err != nil {
 		d.log.Error("audit", "event", event, "err", err)
 	}

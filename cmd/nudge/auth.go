@@ -24,7 +24,6 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
-	"github.com/nudgehq/nudge/store"
 )
 
 // Verbs a caller may be allowed.
@@ -136,7 +135,7 @@ func (c caller) allow(verb, ws string) error {
 }
 
 // allowRuntime checks a verb on a runtime: a runtime token may act only on itself.
-func (c caller) allowRuntime(verb string, rt store.Runtime) error {
+func (c caller) allowRuntime(verb string, rt nudge.Runtime) error {
 	if c.RuntimeID != "" && c.RuntimeID != rt.RuntimeID && verb != verbRead {
 		return &apiError{nudge.Forbidden, c.Subject + " may not act on runtime " + rt.RuntimeID}
 	}
@@ -144,7 +143,7 @@ func (c caller) allowRuntime(verb string, rt store.Runtime) error {
 }
 
 // allowTrigger checks a verb on a trigger: a runtime token covers only its own triggers.
-func (c caller) allowTrigger(verb string, t store.Trigger) error {
+func (c caller) allowTrigger(verb string, t nudge.Trigger) error {
 	if c.RuntimeID != "" && c.RuntimeID != t.RuntimeID {
 		return &apiError{nudge.Forbidden, c.Subject + " may not act on trigger " + t.TriggerID + " (it belongs to another runtime)"}
 	}
@@ -202,7 +201,7 @@ func (d *daemon) auditRefusal(r *http.Request, c caller, err error) {
 	}
 	ae := toAPIError(err)
 	uid := c.UID
-	rec := store.AuditRecord{Event: "api_refused", Subject: c.Subject, PeerUID: &uid, Code: string(ae.ErrorCode),
+	rec := nudge.AuditRecord{Event: "api_refused", Subject: c.Subject, PeerUID: &uid, Code: ae.ErrorCode,
 		Reason: r.Method + " " + r.URL.EscapedPath() + ": " + ae.Message}
 	if _, err := d.db.AppendAudit(rec); err != nil {
 		d.log.Error("audit", "event", rec.Event, "err", err)

@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 func runSpawn(ctx context.Context, env *cliEnv, args []string) error {
@@ -116,7 +116,7 @@ func runTrigger(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	req.AckTimeoutMS = ackTimeout.Milliseconds()
 	c := o.client(env)
-	var t store.Trigger
+	var t nudge.Trigger
 	if err := c.do(ctx, "POST", "/v1/triggers", req, &t); err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func runLs(ctx context.Context, env *cliEnv, args []string) error {
 			status += "+probing"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
-			rt.PaneID, status, orDash(rt.Readiness), op, orDash(rt.InputLine), rt.QueueDepth)
+			rt.PaneID, status, orDash(string(rt.Readiness)), op, orDash(string(rt.InputLine)), rt.QueueDepth)
 		if hosts {
 			fmt.Fprintf(tw, "\t%s", orDash(rt.Host))
 		}
@@ -352,7 +352,7 @@ func runAudit(ctx context.Context, env *cliEnv, args []string) error {
 			q.Set(k, v)
 		}
 	}
-	var recs []store.AuditRecord
+	var recs []nudge.AuditRecord
 	if err := c.do(ctx, "GET", "/v1/audit?"+q.Encode(), nil, &recs); err != nil {
 		return err
 	}
@@ -365,7 +365,7 @@ func runAudit(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-func printAudit(w io.Writer, r store.AuditRecord) {
+func printAudit(w io.Writer, r nudge.AuditRecord) {
 	var parts []string
 	add := func(k, v string) {
 		if v != "" {
@@ -379,7 +379,7 @@ func printAudit(w io.Writer, r store.AuditRecord) {
 	if r.PeerUID != nil {
 		add("uid", itoa(*r.PeerUID))
 	}
-	add("code", r.Code)
+	add("code", string(r.Code))
 	add("reason", r.Reason)
 	if len(r.Detail) > 0 && string(r.Detail) != "null" {
 		add("detail", compactJSON(r.Detail))

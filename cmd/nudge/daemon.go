@@ -13,11 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -42,9 +42,8 @@ type daemon struct {
 	sched    *inject.Scheduler
 	hub      *hub
 	profiles map[string]panes.Profile
-	auth     *authority                        // token key, revocations, runtime tokens, policy (token.go)
-	obs      *observer                         // metrics, alerts, status line (metrics.go)
-	typed    atomic.Pointer[metrics.Histogram] // the observer's toTyped, once it runs
+	auth     *authority        // token key, revocations, runtime tokens, policy (token.go)
+	obs      *observe.Observer // metrics, alerts, status line (observer.go)
 
 	ln      net.Listener
 	srv     *http.Server
@@ -77,6 +76,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	if d.profiles, err = panes.LoadProfiles(cfg.ProfileDir); err != nil {
 		return nil, err
 	}
+	profileOverrides(cfg.ProfileDir, d.profiles).log(d.log)
 	d.acks = ack.NewTracker(ack.TrackerConfig{Signals: d.ackSignals})
 	if d.reg, err = panes.Open(ctx, d.registryConfig(), d.db); err != nil {
 		return nil, fmt.Errorf("open registry: %w", err)
@@ -98,10 +98,11 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	d.sched = inject.NewScheduler(d.pipe, inject.SchedulerConfig{MinGap: cfg.ScheduleGap, MinEvery: cfg.ScheduleMinEvery})
-	d.ready.Store(true)
+	if d.obs, err = d.openObserver(); err != nil {
+		return nil, err
+	}
+	d.ready.Store(true) // after d.obs: a hook that sees ready sees the observer
 	d.auth.start(d)
-	d.obs = startObserver(d)
-	d.typed.Store(d.obs.toTyped)
 	if err := d.listen(); err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func (d *daemon) registryConfig() panes.Config {
 		SSHHost: c.SSHHost, SSH: c.SSH, SSHConfig: c.SSHConfig, Roots: c.Roots, Profiles: d.profiles,
 		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
 		StartTimeout: c.StartTimeout,
-		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy, Redact: cleanCapture,
+		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy,
 		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
 	}
 }
@@ -163,8 +164,8 @@ func (d *daemon) injectConfig() inject.Config {
 	ic.AckTimeout, ic.AckRetries, ic.Backoff = c.AckTimeout, c.AckRetries, c.Backoff
 	ic.Logger = d.log
 	ic.OnTyped = func(took time.Duration) {
-		if h := d.typed.Load(); h != nil {
-			h.Update(took.Seconds())
+		if d.ready.Load() {
+			d.obs.ObserveTyped(took)
 		}
 	}
 	return ic
@@ -173,7 +174,7 @@ func (d *daemon) injectConfig() inject.Config {
 func (d *daemon) injectDeps() inject.Deps {
 	return inject.Deps{
 		Store: d.db, Runtimes: d.reg, Conn: d.sender, Gates: d.mon,
-		Acks: d.acks, Fallback: d.chain, OnChange: d.onTriggerChange, Redact: redact,
+		Acks: d.acks, Fallback: d.chain, OnChange: d.onTriggerChange,
 	}
 }
 
@@ -194,7 +195,7 @@ func (d *daemon) tmuxServerName() string {
 }
 
 // runtimeEnv is the environment a spawned runtime gets: where the daemon is.
-func (d *daemon) runtimeEnv(rt store.Runtime) []string {
+func (d *daemon) runtimeEnv(rt nudge.Runtime) []string {
 	return append([]string{"NUDGE_SOCKET=" + d.cfg.Socket, "NUDGE_RUNTIME_ID=" + rt.RuntimeID}, d.runtimeTokenEnv(rt)...)
 }
 
@@ -228,6 +229,7 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 	if err != nil {
 		return nil, err
 	}
+	packOverrides(d.cfg.PackDir, packs).log(d.log)
 	mc := detector.DefaultMonitorConfig()
 	mc.QuietWindow, mc.Packs, mc.Registry = d.cfg.QuietWindow, packs, d.reg
 	mc.Tmux, mc.SocketName, mc.SocketPath = d.cfg.Tmux, d.cfg.TmuxSocket, d.cfg.TmuxPath
@@ -247,9 +249,13 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 }
 
 func (d *daemon) onReadiness(runtimeID string, c detector.Classification, busy bool) {
-	d.hub.Publish(Event{Type: "readiness", Workspace: d.eventWorkspace(runtimeID), Detail: mustJSON(map[string]any{
+	ws := d.eventWorkspace(runtimeID)
+	d.hub.Publish(Event{Type: "readiness", Workspace: ws, Detail: mustJSON(map[string]any{
 		"runtime_id": runtimeID, "readiness": c.State, "summary": c.Summary,
 		"actions_needed": c.ActionsNeeded, "operator_busy": busy})})
+	if d.ready.Load() {
+		d.obs.Workspace(ws)
+	}
 	if d.ready.Load() && !busy && c.State == nudge.Ready {
 		d.pipe.Kick(runtimeID)
 	}
@@ -257,7 +263,7 @@ func (d *daemon) onReadiness(runtimeID string, c detector.Classification, busy b
 
 // onHumanDone sends the orchestrator a synchronisation trigger after a human intervened
 // in a worker's pane (seed 001 §4.1).
-func (d *daemon) onHumanDone(rt store.Runtime) {
+func (d *daemon) onHumanDone(rt nudge.Runtime) {
 	ws, role, ok := strings.Cut(d.cfg.Orchestrator, "/")
 	if !ok || !d.ready.Load() || (rt.WorkspaceID == ws && rt.Role == role) {
 		return
@@ -276,21 +282,27 @@ func (d *daemon) onHumanDone(rt store.Runtime) {
 	}()
 }
 
-func (d *daemon) onRuntimeChange(rt store.Runtime, prev nudge.Status) {
+func (d *daemon) onRuntimeChange(rt nudge.Runtime, prev nudge.Status) {
 	d.hub.Publish(Event{Type: "runtime", Workspace: rt.WorkspaceID, Runtime: rt})
-	if d.ready.Load() && (prev == "" || nudge.Status(rt.Status) == nudge.StatusStarting) {
+	if d.ready.Load() {
+		d.obs.Workspace(rt.WorkspaceID)
+	}
+	if d.ready.Load() && (prev == "" || rt.Status == nudge.StatusStarting) {
 		d.mon.Refresh() // a new runtime, or a relaunch in a new pane: watch it now
 	}
-	if s := nudge.Status(rt.Status); d.ready.Load() && s != prev && (s == nudge.StatusStarting || s == nudge.StatusFallbackResume) {
+	if s := rt.Status; d.ready.Load() && s != prev && (s == nudge.StatusStarting || s == nudge.StatusFallbackResume) {
 		d.mon.Reclassify(rt.RuntimeID) // a new program: its screen is read afresh, even if it reads as the old one's did
 	}
-	if d.ready.Load() && nudge.Status(rt.Status) == nudge.StatusReady {
+	if d.ready.Load() && rt.Status == nudge.StatusReady {
 		d.pipe.Kick(rt.RuntimeID)
 	}
 }
 
-func (d *daemon) onTriggerChange(t store.Trigger) {
+func (d *daemon) onTriggerChange(t nudge.Trigger) {
 	d.hub.Publish(Event{Type: "trigger", Workspace: t.WorkspaceID, Trigger: t})
+	if d.ready.Load() {
+		d.obs.Trigger(t)
+	}
 }
 
 func (d *daemon) onFallbackStep(step ack.Step) {

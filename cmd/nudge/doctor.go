@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +21,12 @@ import (
 // key pressed in the Any binding).
 var minTmux = [2]int{3, 2}
 
-// runDoctor checks every host in use (this machine, the hosts of the daemon's workspaces,
-// and each --host): ssh reaches it, tmux there is new enough, and the programs the
-// runtimes there launch are on its PATH. It exits 1 if any check fails.
+// runDoctor checks what nudge needs (seed 001 §3) on every host in use (this machine, the
+// hosts of the daemon's workspaces, and each --host): ssh reaches it, tmux there is new
+// enough, and the programs its runtimes launch are on its PATH; and on this machine the agent
+// CLIs of the known profiles, the state and socket permissions, the profile and pack override
+// directories, and whether the daemon answers. Each line is ok, warn or FAIL with what to do;
+// it exits 1 if any check failed.
 func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet("doctor", "", env)
 	o := addClientFlags(fs)
@@ -31,13 +35,32 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	fs.Var(listFlag{&hosts}, "host", "also check this host (USER@HOST or an ssh config alias; repeatable)")
 	ssh := fs.String("ssh", "ssh", "ssh binary")
 	sshConfig := fs.String("ssh-config", "", "ssh config file (ssh -F); default: the user's own")
+	profileDir, packDir := defaultOverrideDirs()
+	fs.StringVar(&profileDir, "profile-dir", profileDir, "profile override directory to check (as serve --profile-dir)")
+	fs.StringVar(&packDir, "pack-dir", packDir, "pack override directory to check (as serve --pack-dir)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return usagef("doctor takes no arguments")
 	}
-	out := env.stdout
+	d := &doctor{ssh: *ssh, config: *sshConfig, tmux: t.tmux, out: env.stdout,
+		stateDir: o.stateDir, profileDir: profileDir, packDir: packDir, hosts: hosts}
+	return d.check(ctx, o.client(env))
+}
+
+type doctor struct {
+	ssh, config, tmux   string
+	out                 io.Writer
+	stateDir            string
+	profileDir, packDir string
+	hosts               []string // --host
+	failed, warned      int
+}
+
+// check runs every check and prints one line per check.
+func (d *doctor) check(ctx context.Context, c *client) error {
+	health, rts := d.askDaemon(ctx, c)
 	programs := map[string][]string{"": nil} // host -> programs its runtimes launch
 	// A host with no program to check is still checked.
 	seen := func(h string) {
@@ -45,12 +68,8 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 			programs[h] = nil
 		}
 	}
-	for _, h := range hosts {
+	for _, h := range d.hosts {
 		seen(h)
-	}
-	var rts []runtimeView
-	if err := o.client(env).do(ctx, "GET", "/v1/runtimes", nil, &rts); err != nil {
-		fmt.Fprintf(out, "note  daemon not reachable (%v): checking this machine and --host only\n", err)
 	}
 	for _, rt := range rts {
 		seen(rt.Host)
@@ -66,30 +85,48 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 		names = append(names, h)
 	}
 	slices.Sort(names)
-	d := doctor{ssh: *ssh, config: *sshConfig, tmux: t.tmux, out: out}
 	for _, h := range names {
 		d.host(ctx, h, programs[h])
+		if h == "" {
+			d.agents(ctx, programs[h])
+		}
 	}
-	if d.failed > 0 {
-		return fmt.Errorf("doctor: %d check(s) failed", d.failed)
+	d.permissions(c.socket)
+	d.overrides()
+	health()
+	switch {
+	case d.failed > 0:
+		return fmt.Errorf("%d check(s) failed", d.failed)
+	case d.warned > 0:
+		fmt.Fprintf(d.out, "no check failed (%d warning(s))\n", d.warned)
+	default:
+		fmt.Fprintln(d.out, "all checks passed")
 	}
-	fmt.Fprintln(out, "all checks passed")
 	return nil
 }
 
-type doctor struct {
-	ssh, config, tmux string
-	out               interface{ Write([]byte) (int, error) }
-	failed            int
+func (d *doctor) line(word, host, format string, args ...any) {
+	fmt.Fprintf(d.out, "%s  %s: %s\n", word, displayHostName(host), fmt.Sprintf(format, args...))
+}
+
+func (d *doctor) ok(host, format string, args ...any) { d.line("ok  ", host, format, args...) }
+
+func (d *doctor) warn(host, format string, args ...any) {
+	d.warned++
+	d.line("warn", host, format, args...)
+}
+
+func (d *doctor) fail(host, format string, args ...any) {
+	d.failed++
+	d.line("FAIL", host, format, args...)
 }
 
 func (d *doctor) report(ok bool, host, format string, args ...any) {
-	word := "ok  "
-	if !ok {
-		word = "FAIL"
-		d.failed++
+	if ok {
+		d.ok(host, format, args...)
+	} else {
+		d.fail(host, format, args...)
 	}
-	fmt.Fprintf(d.out, "%s  %s: %s\n", word, displayHostName(host), fmt.Sprintf(format, args...))
 }
 
 func displayHostName(h string) string {

@@ -66,7 +66,7 @@ func commands() map[string]command {
 		{"attach", "attach your terminal to a workspace's tmux session", runAttach},
 		{"switch", "switch your tmux client to a runtime's pane", runSwitch},
 		{"mcp", "serve the API to an MCP host (Model Context Protocol on stdio)", runMCP},
-		{"doctor", "check every host in use: ssh, tmux >= 3.2, the agent programs", runDoctor},
+		{"doctor", "check tmux >= 3.2, the agent CLIs, state and socket permissions, overrides, the daemon", runDoctor},
 		{"version", "print the version", runVersion},
 	}
 	m := make(map[string]command, len(list))

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/inject"
-	"github.com/nudgehq/nudge/store"
 )
 
 // TestReceiptsComplete: result is never empty (pending while in flight), the caller's
@@ -42,7 +42,7 @@ func TestReceiptsComplete(t *testing.T) {
 		t.Fatalf("queued trigger has no result: %+v %v", second, err)
 	}
 	for _, id := range []string{"rc-1", "rc-2"} {
-		if got := td.waitTrigger(id, func(store.Trigger) bool { return true }); got.Result == "" {
+		if got := td.waitTrigger(id, func(nudge.Trigger) bool { return true }); got.Result == "" {
 			t.Fatalf("%s: empty result: %+v", id, got)
 		}
 	}
@@ -72,7 +72,7 @@ func TestAuditTriggerCausalOrder(t *testing.T) {
 		t.Fatalf("receipt: %+v", got)
 	}
 	out, errs, code := td.runCLI("audit", "--trigger", "co1", "--json")
-	var recs []store.AuditRecord
+	var recs []nudge.AuditRecord
 	if code != 0 || json.Unmarshal([]byte(out), &recs) != nil {
 		t.Fatalf("nudge audit: exit %d %s %s", code, out, errs)
 	}

@@ -43,7 +43,7 @@ func (a *authority) epoch(id string) (string, error) {
 }
 
 // mintRuntime returns a fresh token for rt.
-func (a *authority) mintRuntime(rt store.Runtime) (string, error) {
+func (a *authority) mintRuntime(rt nudge.Runtime) (string, error) {
 	epoch, err := a.epoch(rt.RuntimeID)
 	if err != nil {
 		return "", err
@@ -62,7 +62,7 @@ func (a *authority) mintRuntime(rt store.Runtime) (string, error) {
 }
 
 // runtimeTokenEnv is the NUDGE_RUNTIME_TOKEN entry of a spawned pane's environment.
-func (d *daemon) runtimeTokenEnv(rt store.Runtime) []string {
+func (d *daemon) runtimeTokenEnv(rt nudge.Runtime) []string {
 	if d.auth == nil {
 		return nil
 	}
@@ -108,7 +108,7 @@ func (a *authority) Close() {
 func (d *daemon) renewRuntimeTokens(ctx context.Context) {
 	now := d.auth.now()
 	for _, rt := range d.reg.List() {
-		if !rt.Managed || !panes.Live(nudge.Status(rt.Status)) || ctx.Err() != nil {
+		if !rt.Managed || !panes.Live(rt.Status) || ctx.Err() != nil {
 			continue
 		}
 		d.auth.rtMu.Lock()

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // scheduleBody is POST /v1/schedules.
@@ -25,7 +25,7 @@ func (d *daemon) handleListSchedules(w http.ResponseWriter, r *http.Request, c c
 		writeError(w, err)
 		return
 	}
-	out := []store.Schedule{}
+	out := []nudge.Schedule{}
 	for _, s := range all {
 		if c.allow(verbRead, s.WorkspaceID) == nil {
 			out = append(out, s)
@@ -110,7 +110,7 @@ func runSchedule(ctx context.Context, env *cliEnv, args []string) error {
 		if err := parseFlags(fs, args); err != nil {
 			return err
 		}
-		var all []store.Schedule
+		var all []nudge.Schedule
 		if err := o.client(env).do(ctx, "GET", "/v1/schedules", nil, &all); err != nil {
 			return err
 		}

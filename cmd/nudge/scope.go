@@ -29,11 +29,11 @@ func (c caller) seesEvent(ev Event) bool { return c.sees(ev.Workspace) }
 // seesAudit is the /v1/audit filter. A record without a workspace belongs to the
 // workspace of the runtime or trigger it names (triggerWS looks a trigger up; it
 // returns "" for an unknown one).
-func (c caller) seesAudit(rec store.AuditRecord, triggerWS func(string) string) bool {
+func (c caller) seesAudit(rec nudge.AuditRecord, triggerWS func(string) string) bool {
 	return c.sees(auditWorkspace(rec, triggerWS))
 }
 
-func auditWorkspace(rec store.AuditRecord, triggerWS func(string) string) string {
+func auditWorkspace(rec nudge.AuditRecord, triggerWS func(string) string) string {
 	switch {
 	case rec.Workspace != "":
 		return rec.Workspace
@@ -71,13 +71,13 @@ func unknownRuntime(id string) error {
 }
 
 // readableTrigger looks a trigger up for c: one outside c's workspaces is unknown.
-func (d *daemon) readableTrigger(c caller, id string) (store.Trigger, error) {
+func (d *daemon) readableTrigger(c caller, id string) (nudge.Trigger, error) {
 	t, err := d.pipe.Get(id)
 	if err != nil {
 		return t, err
 	}
 	if !c.sees(t.WorkspaceID) {
-		return store.Trigger{}, unknownTrigger(id)
+		return nudge.Trigger{}, unknownTrigger(id)
 	}
 	return t, nil
 }

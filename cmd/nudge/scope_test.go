@@ -11,7 +11,7 @@ import (
 	"testing/quick"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // eventTap collects an /v1/events stream.
@@ -83,8 +83,8 @@ func TestEventsAndLookupsScoped(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "w1-open", "workspace": "w1", "agent": "rev", "prompt": "PROMPT-OF-W1"}); err != nil {
 		t.Fatal(err)
 	}
-	td.waitTrigger("w2-secret", func(tr store.Trigger) bool { return tr.State == "submitted" || tr.Closed })
-	td.waitTrigger("w1-open", func(tr store.Trigger) bool { return tr.State == "submitted" || tr.Closed })
+	td.waitTrigger("w2-secret", func(tr nudge.Trigger) bool { return tr.State == "submitted" || tr.Closed })
+	td.waitTrigger("w1-open", func(tr nudge.Trigger) bool { return tr.State == "submitted" || tr.Closed })
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) && !(strings.Contains(one.text(), "PROMPT-OF-W1") && strings.Contains(own.text(), "PROMPT-OF-W1") &&
 		strings.Contains(all.text(), "PROMPT-OF-W2")) {
@@ -115,7 +115,7 @@ func TestEventsAndLookupsScoped(t *testing.T) {
 	}
 	// The audit: nothing of w2, whatever the record names.
 	scoped.do(bg(), "POST", "/v1/runtimes/rt_w2.rev/stop", nil, nil) //nolint:errcheck // refused: audited
-	var recs []store.AuditRecord
+	var recs []nudge.AuditRecord
 	if err := scoped.do(bg(), "GET", "/v1/audit", nil, &recs); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestScopeFilterProperty(t *testing.T) {
 		if runtimeTok {
 			c.RuntimeID = "rt_" + strings.Join(c.Workspaces, "") + ".r"
 		}
-		rec := store.AuditRecord{Workspace: pick(ws), TriggerID: "t1"}
+		rec := nudge.AuditRecord{Workspace: pick(ws), TriggerID: "t1"}
 		if pick(rtWS) != "" {
 			rec.RuntimeID = "rt_" + pick(rtWS) + ".role"
 		}

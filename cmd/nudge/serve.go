@@ -71,8 +71,9 @@ type serveConfig struct {
 
 func defaultServeConfig() serveConfig {
 	state := defaultStateDir()
+	profiles, packs := defaultOverrideDirs()
 	return serveConfig{
-		StateDir: state, Tmux: "tmux", TmuxSocket: "nudge",
+		StateDir: state, ProfileDir: profiles, PackDir: packs, Tmux: "tmux", TmuxSocket: "nudge",
 		QuietWindow: 20 * time.Second, DeferRecheck: 5 * time.Second, MaxDefer: 60 * time.Second,
 		MaxHold: 10 * time.Minute, BreakerFailures: 3, BreakerCooldown: 2 * time.Minute,
 		AckTimeout: 8 * time.Second, AckRetries: 2, Backoff: []time.Duration{2 * time.Second, 4 * time.Second},
@@ -176,8 +177,8 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.SSH, "ssh", "ssh", "ssh binary for workspaces on other hosts")
 	fs.StringVar(&c.SSHConfig, "ssh-config", "", "ssh config file (ssh -F) for workspaces on other hosts; default: the user's own (~/.ssh/config)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "also serve /metrics on this TCP address (e.g. 127.0.0.1:9464)")
-	fs.StringVar(&c.ProfileDir, "profile-dir", "", "directory of agent profile overrides (NAME.json)")
-	fs.StringVar(&c.PackDir, "pack-dir", "", "directory of readiness classifier pack overrides (NAME.json)")
+	fs.StringVar(&c.ProfileDir, "profile-dir", c.ProfileDir, "directory of agent profile overrides (NAME.json; default $XDG_CONFIG_HOME/nudge/profiles, else ~/.config/nudge/profiles; a missing one is fine)")
+	fs.StringVar(&c.PackDir, "pack-dir", c.PackDir, "directory of readiness classifier pack overrides (NAME.json; default $XDG_CONFIG_HOME/nudge/packs, else ~/.config/nudge/packs; a missing one is fine)")
 	fs.Var(listFlag{&c.Roots}, "root", "allowed workspace root for spawn --dir (repeatable; default: $HOME)")
 	fs.DurationVar(&c.QuietWindow, "quiet-window", c.QuietWindow, "quiet time after human input before injecting")
 	fs.DurationVar(&c.DeferRecheck, "defer-recheck", c.DeferRecheck, "re-check period of a deferred trigger")

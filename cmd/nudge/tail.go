@@ -11,7 +11,6 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
-	"github.com/nudgehq/nudge/store"
 )
 
 // tailView is GET /v1/runtimes/{id}/tail: the pane's recent output, ANSI stripped and
@@ -30,7 +29,7 @@ const (
 
 // capturePane reads the last n lines of a runtime's pane over its workspace's control
 // connection (joined wrapped lines, trailing blank lines dropped), cleaned for display.
-func (d *daemon) capturePane(ctx context.Context, rt store.Runtime, n int) ([]string, error) {
+func (d *daemon) capturePane(ctx context.Context, rt nudge.Runtime, n int) ([]string, error) {
 	target := rt.PaneID
 	if target == "" {
 		target = rt.Target
@@ -63,7 +62,7 @@ func (d *daemon) capturePane(ctx context.Context, rt store.Runtime, n int) ([]st
 		lines = lines[len(lines)-n:]
 	}
 	// A secret split across lines (a PEM block) is masked as a whole too.
-	joined := redact(strings.Join(lines, "\n"))
+	joined := nudge.Redact(strings.Join(lines, "\n"))
 	return strings.Split(joined, "\n"), nil
 }
 
@@ -112,7 +111,7 @@ func runTail(ctx context.Context, env *cliEnv, args []string) error {
 	if err := c.do(ctx, "GET", "/v1/runtimes/"+url.PathEscape(id)+"/tail?lines="+strconv.Itoa(*n), nil, &tv); err != nil {
 		return err
 	}
-	var recs []store.AuditRecord
+	var recs []nudge.AuditRecord
 	if *history > 0 {
 		q := url.Values{"runtime": {id}, "limit": {strconv.Itoa(*history)}, "newest": {"1"}}
 		if err := c.do(ctx, "GET", "/v1/audit?"+q.Encode(), nil, &recs); err != nil {

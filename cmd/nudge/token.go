@@ -176,7 +176,7 @@ func (a *authority) checkBinding(fresh bool) error {
 	if err := a.rotate(); err != nil {
 		return err
 	}
-	_, err = a.db.AppendAudit(store.AuditRecord{Event: "token_key_rotated", Subject: "nudge",
+	_, err = a.db.AppendAudit(nudge.AuditRecord{Event: "token_key_rotated", Subject: "nudge",
 		Reason: reason + "; every token signed with the previous key is invalid"})
 	return err
 }

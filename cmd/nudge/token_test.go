@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
-	"github.com/nudgehq/nudge/store"
 )
 
 // issue runs `nudge token issue` in-process as the daemon's uid and returns the token.
@@ -60,7 +60,7 @@ func TestTokenScopes(t *testing.T) {
 	tok := td.issue(t, "--subject", "orchestrator", "--workspace", "mobile_core", "--verbs", "trigger,spawn", "--ttl", "24h")
 	orch := td.as(tok)
 
-	var tr store.Trigger
+	var tr nudge.Trigger
 	if err := orch.do(bg(), "POST", "/v1/triggers", map[string]any{"trigger_id": "ok-1", "workspace": "mobile_core", "agent": "rev", "prompt": "hi"}, &tr); err != nil {
 		t.Fatalf("in-scope trigger: %v", err)
 	}

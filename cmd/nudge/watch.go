@@ -13,7 +13,6 @@ import (
 	"github.com/gdamore/tcell/v2"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // `nudge watch`: a full-screen live dashboard. One snapshot (runtimes, open and recent
@@ -28,7 +27,7 @@ type (
 	watchDetail    struct {
 		id      string
 		tail    []string
-		history []store.Trigger
+		history []nudge.Trigger
 		err     error
 	}
 	watchResult struct{ msg string }
@@ -146,12 +145,12 @@ func (ui *watchUI) snapshot(ctx context.Context) (watchSnapshot, error) {
 	if err := ui.c.do(ctx, "GET", "/v1/runtimes", nil, &s.runtimes); err != nil {
 		return s, err
 	}
-	var open []store.Trigger
+	var open []nudge.Trigger
 	if err := ui.c.do(ctx, "GET", "/v1/triggers?open=1", nil, &open); err != nil {
 		return s, err
 	}
 	for _, rt := range s.runtimes {
-		var ts []store.Trigger
+		var ts []nudge.Trigger
 		if err := ui.c.do(ctx, "GET", "/v1/triggers?newest=1&limit=1&runtime="+url.QueryEscape(rt.RuntimeID), nil, &ts); err != nil {
 			return s, err
 		}
@@ -235,7 +234,7 @@ func (ui *watchUI) key(ev *tcell.EventKey) bool {
 			}
 			m.forcing, m.forceReason = "", nil
 			ui.async(func(ctx context.Context) string {
-				var t store.Trigger
+				var t nudge.Trigger
 				err := ui.c.do(ctx, "POST", "/v1/triggers/"+url.PathEscape(id)+"/force",
 					forceBody{Reason: reason, Intent: "human_override"}, &t)
 				if err != nil {
@@ -545,7 +544,7 @@ func (ui *watchUI) drawDetail(w, h int) {
 	if rt.Paused {
 		busy += "  triggers paused"
 	}
-	ui.put(x, 1, "  "+rt.Status+busy+"  "+truncate(rt.Summary, 40), stDefault)
+	ui.put(x, 1, "  "+string(rt.Status)+busy+"  "+truncate(rt.Summary, 40), stDefault)
 	y := 2
 	ui.put(0, y, "Triggers (newest first):", stHeader)
 	y++
@@ -569,4 +568,11 @@ func (ui *watchUI) drawDetail(w, h int) {
 		ui.put(2, y, strings.ReplaceAll(l, "\t", "    "), stDefault)
 		y++
 	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

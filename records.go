@@ -1,4 +1,4 @@
-package store
+package nudge
 
 import (
 	"encoding/json"
@@ -6,7 +6,8 @@ import (
 )
 
 // Runtime is a managed agent runtime (seed 001 §5). The registry in package panes owns
-// the live copy; the store keeps the durable one. JSON field names are the API's.
+// the live copy; package store keeps the durable one. JSON field names are the API's and
+// the store's encoding: never change a tag.
 type Runtime struct {
 	RuntimeID       string    `json:"runtime_id"`
 	WorkspaceID     string    `json:"workspace_id"`
@@ -24,11 +25,11 @@ type Runtime struct {
 	Target          string    `json:"target"`    // session:window.pane
 	PaneID          string    `json:"pane_id"`   // %N, stable while the pane lives
 	PID             int       `json:"pid,omitempty"`
-	Status          string    `json:"status"`    // nudge.Status
-	Readiness       string    `json:"readiness"` // nudge.Readiness
+	Status          Status    `json:"status"`
+	Readiness       Readiness `json:"readiness"`
 	Summary         string    `json:"summary,omitempty"`
 	OperatorBusy    bool      `json:"operator_busy"`
-	InputLine       string    `json:"input_line,omitempty"` // nudge.InputLine: empty, draft, ours, unknown
+	InputLine       InputLine `json:"input_line,omitempty"` // empty, draft, ours, unknown
 	Paused          bool      `json:"paused"`
 	ExitStatus      *int      `json:"exit_status,omitempty"`
 	LastHeartbeatAt time.Time `json:"last_heartbeat_at,omitempty"`
@@ -46,7 +47,8 @@ type Runtime struct {
 	StatusSince   time.Time   `json:"status_since"`
 }
 
-// Trigger is one trigger request and its receipt. JSON field names are the API's.
+// Trigger is one trigger request and its receipt. JSON field names are the API's and the
+// store's encoding.
 type Trigger struct {
 	TriggerID      string `json:"trigger_id"`
 	WorkspaceID    string `json:"workspace"`
@@ -63,13 +65,13 @@ type Trigger struct {
 	CallerUID      int    `json:"caller_uid"`
 	ScheduleID     string `json:"schedule_id,omitempty"`
 
-	State           string `json:"state"`  // nudge.TriggerState
-	Result          string `json:"result"` // nudge.Result
-	ErrorCode       string `json:"error_code,omitempty"`
-	Message         string `json:"message,omitempty"`
-	DeliveryBackend string `json:"delivery_backend,omitempty"`
-	AckSignal       string `json:"ack_signal,omitempty"` // marker | api | heartbeat | cursor | submitted
-	Fallback        string `json:"fallback,omitempty"`   // "", resume, spawn
+	State           TriggerState `json:"state"`
+	Result          Result       `json:"result"`
+	ErrorCode       Code         `json:"error_code,omitempty"`
+	Message         string       `json:"message,omitempty"`
+	DeliveryBackend string       `json:"delivery_backend,omitempty"`
+	AckSignal       string       `json:"ack_signal,omitempty"` // marker | api | heartbeat | cursor | submitted
+	Fallback        string       `json:"fallback,omitempty"`   // "", resume, spawn
 	// Where a fallback put the prompt: the runtime it runs as (a fallback spawned beside
 	// a kept pane is a runtime of its own, ROLE-fb-SUFFIX) and its pane.
 	FallbackRuntimeID string `json:"fallback_runtime_id,omitempty"`
@@ -101,12 +103,12 @@ type Attempt struct {
 	StartedAt time.Time       `json:"started_at"`
 	EndedAt   time.Time       `json:"ended_at,omitempty"`
 	Outcome   string          `json:"outcome"`
-	ErrorCode string          `json:"error_code,omitempty"`
+	ErrorCode Code            `json:"error_code,omitempty"`
 	Detail    json.RawMessage `json:"detail,omitempty"`
 }
 
 // AuditRecord is one entry of the append-only, hash-chained audit log. Seq and Hash are
-// assigned by AppendAudit; PrevHash is the Hash of the record before (hex SHA-256).
+// assigned by store.DB.AppendAudit; PrevHash is the Hash of the record before (hex SHA-256).
 type AuditRecord struct {
 	Seq       uint64          `json:"seq"`
 	Time      time.Time       `json:"time"`
@@ -118,7 +120,7 @@ type AuditRecord struct {
 	Subject   string          `json:"subject,omitempty"` // authenticated caller
 	PeerUID   *int            `json:"peer_uid,omitempty"`
 	Reason    string          `json:"reason,omitempty"`
-	Code      string          `json:"error_code,omitempty"`
+	Code      Code            `json:"error_code,omitempty"`
 	Detail    json.RawMessage `json:"detail,omitempty"`
 	PrevHash  string          `json:"prev_hash"`
 	Hash      string          `json:"hash"`
