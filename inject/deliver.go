@@ -544,7 +544,7 @@ func (p *Pipeline) paneReplaced(ctx context.Context, conn Sender, target string,
 
 // goneVerdict is paneReplaced's verdict for an IfPane Enter that tmux refused: what it
 // found instead of the pane the envelope was typed into.
-func goneVerdict(target string, rt store.Runtime, gone *controlmode.PaneGoneError) verdict {
+func goneVerdict(target string, rt nudge.Runtime, gone *controlmode.PaneGoneError) verdict {
 	switch {
 	case gone.Pane == "":
 		return verdict{kind: fallback, code: nudge.TargetNotFound, why: "pane " + target + " is gone (replaced or closed) before it took the prompt"}

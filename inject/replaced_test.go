@@ -50,7 +50,7 @@ func TestPaneReplaced(t *testing.T) {
 // TestGoneVerdict: an Enter refused by its guard gives the verdicts the look before Enter
 // gave (it replaced that look): a missing pane, a dead one and a new pid.
 func TestGoneVerdict(t *testing.T) {
-	rt := store.Runtime{PID: 5}
+	rt := nudge.Runtime{PID: 5}
 	for _, tc := range []struct {
 		gone controlmode.PaneGoneError
 		code nudge.Code
