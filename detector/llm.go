@@ -9,11 +9,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
-	"github.com/acarl005/stripansi"
 	"github.com/nudgehq/nudge"
 )
 
@@ -172,7 +170,7 @@ func (l *LLM) request(p *Pack, screen string) chatRequest {
 		msgs = append(msgs, chatMessage{Role: "user", Content: screenPrompt(p.Name, ex.Screen)},
 			chatMessage{Role: "assistant", Content: string(answer)})
 	}
-	msgs = append(msgs, chatMessage{Role: "user", Content: screenPrompt(p.Name, Redact(stripansi.Strip(screen)))})
+	msgs = append(msgs, chatMessage{Role: "user", Content: screenPrompt(p.Name, nudge.Redact(nudge.StripANSI(screen)))})
 	return chatRequest{Model: l.cfg.Model, Messages: msgs, ResponseFormat: map[string]string{"type": "json_object"}}
 }
 
@@ -215,34 +213,4 @@ func parseLLMResponse(data []byte) (Classification, error) {
 		return Classification{}, fmt.Errorf("%w: unknown state %q", ErrLLMResponse, v.State)
 	}
 	return Classification{State: st, Summary: summarize(v.Summary), ActionsNeeded: v.ActionsNeeded, Confident: true}, nil
-}
-
-var secretPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)`),
-	regexp.MustCompile(`\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}`),
-	regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`),
-	regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`),
-	regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`),
-	regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`),
-	regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`),
-	regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}`),
-	regexp.MustCompile(`\bnudge1\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}`), // nudge's own tokens
-	regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}`),
-	regexp.MustCompile(`(?i)\b([A-Za-z0-9_]*(?:api[_-]?key|token|secret|passw(?:or)?d|credentials?))(["']?\s*[:=]\s*["']?)[^\s"']{4,}`),
-}
-
-// Redact replaces obvious secrets in s (API keys, tokens, private keys,
-// key=value pairs named like secrets) with "[REDACTED]".
-func Redact(s string) string {
-	for i, re := range secretPatterns {
-		switch {
-		case i == len(secretPatterns)-1:
-			s = re.ReplaceAllString(s, "${1}${2}[REDACTED]")
-		case i == len(secretPatterns)-2:
-			s = re.ReplaceAllString(s, "${1} [REDACTED]")
-		default:
-			s = re.ReplaceAllString(s, "[REDACTED]")
-		}
-	}
-	return s
 }

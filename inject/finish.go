@@ -383,6 +383,7 @@ func (p *Pipeline) changed(t nudge.Trigger) {
 	p.log.Debug("trigger", "trigger_id", t.TriggerID, "thread_id", t.ThreadID, "agent_id", t.Agent,
 		"runtime_id", t.RuntimeID, "state", t.State, "result", t.Result, "error_code", t.ErrorCode,
 		"fallback_used", t.Fallback != "")
+	p.waiters.notify(t.TriggerID)
 	if p.deps.OnChange != nil {
 		p.deps.OnChange(t)
 	}

@@ -94,10 +94,7 @@ func (p *Pipeline) evidence(rt nudge.Runtime) string {
 	for i, k := 0, len(keep)-1; i < k; i, k = i+1, k-1 {
 		keep[i], keep[k] = keep[k], keep[i]
 	}
-	s := strings.Join(keep, "\n")
-	if p.deps.Redact != nil {
-		s = p.deps.Redact(s)
-	}
+	s := nudge.Redact(strings.Join(keep, "\n"))
 	if len(s) > 1024 {
 		s = s[len(s)-1024:]
 	}

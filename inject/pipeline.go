@@ -166,6 +166,9 @@ type Acker interface {
 	Wait(ctx context.Context, triggerID string) (signal string, err error)
 	// Forget stops watching.
 	Forget(triggerID string)
+	// APIAck acks a trigger by an explicit call; false if nothing waits on it (or its
+	// runtime does not take API acks). Only Pipeline.Ack calls it.
+	APIAck(triggerID string) bool
 	// OnScreen reports whether lines, a capture of the runtime's pane (scrollback and
 	// screen), show the trigger's ack marker as the agent composed it (not its echo).
 	OnScreen(runtimeID, triggerID string, lines []string) bool
@@ -188,8 +191,6 @@ type Deps struct {
 	Fallback Fallbacker // nil: failures stay failures
 	// OnChange is called after every receipt change (events, metrics). Must not block.
 	OnChange func(t nudge.Trigger)
-	// Redact masks secrets in pane text quoted in a receipt (nil: quoted as is).
-	Redact func(string) string
 }
 
 // Request is one trigger request (POST /v1/triggers).
@@ -239,6 +240,7 @@ type Pipeline struct {
 	loops    *loopGuard
 	breakers *breakers
 	closed   bool
+	waiters  watchers // Wait's: woken by changed
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_.:@/-]{1,128}$`)
@@ -399,9 +401,9 @@ func (p *Pipeline) Force(id, subject, reason, intent string) (nudge.Trigger, err
 	return rec, nil
 }
 
-// AckAfterFallback records an ack for a trigger whose live path ended in a fallback
+// ackAfterFallback records an ack for a trigger whose live path ended in a fallback
 // launch (the resumed agent acknowledged it). Other triggers are acked through Acker.
-func (p *Pipeline) AckAfterFallback(id, signal string) (nudge.Trigger, bool, error) {
+func (p *Pipeline) ackAfterFallback(id, signal string) (nudge.Trigger, bool, error) {
 	p.deps.Store.Flush() // the fallback's own write-behind record first
 	t, err := p.deps.Store.UpdateTrigger(id, func(t *nudge.Trigger) error {
 		if t.Fallback == "" || t.State != nudge.StateSubmitted {

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/acarl005/stripansi"
-
 	"github.com/nudgehq/nudge"
 )
 
@@ -118,7 +116,7 @@ func (m *markerScan) feed(n paneKey, data []byte) {
 }
 
 func isMarkerLine(line, marker []byte) bool {
-	s := strings.TrimSpace(stripansi.Strip(string(line)))
+	s := strings.TrimSpace(nudge.StripANSI(string(line)))
 	return s == string(marker)
 }
 

@@ -70,9 +70,6 @@ type Config struct {
 	// StartTimeout bounds starting → ready for a profile that sets none; past it the
 	// runtime is failed with its screen as evidence. 0 means 2m.
 	StartTimeout time.Duration
-	// Redact masks secrets in a pane capture before it is kept as evidence (the audit);
-	// nil means captures are kept as they are.
-	Redact func(string) string
 	// LaunchPolicy returns a workspace's policy launchers (absolute paths among them are
 	// allowed even inside workspace directories) and directories (programs inside are
 	// refused); nil means none. See ResolveLauncher.

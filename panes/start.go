@@ -87,9 +87,7 @@ func (r *Registry) evidence(ctx context.Context, host, pane string) string {
 		return ""
 	}
 	out = strings.TrimRight(out, "\n ")
-	if r.cfg.Redact != nil {
-		out = r.cfg.Redact(out)
-	}
+	out = nudge.Redact(nudge.StripANSI(out))
 	const max = 8 << 10
 	if len(out) > max {
 		out = out[len(out)-max:]

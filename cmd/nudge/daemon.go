@@ -13,11 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -42,9 +43,8 @@ type daemon struct {
 	sched    *inject.Scheduler
 	hub      *hub
 	profiles map[string]panes.Profile
-	auth     *authority                        // token key, revocations, runtime tokens, policy (token.go)
-	obs      *observer                         // metrics, alerts, status line (metrics.go)
-	typed    atomic.Pointer[metrics.Histogram] // the observer's toTyped, once it runs
+	auth     *auth.Authority   // token key, revocations, runtime tokens, policy
+	obs      *observe.Observer // metrics, alerts, status line (observer.go)
 
 	ln      net.Listener
 	srv     *http.Server
@@ -99,10 +99,11 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	d.sched = inject.NewScheduler(d.pipe, inject.SchedulerConfig{MinGap: cfg.ScheduleGap, MinEvery: cfg.ScheduleMinEvery})
-	d.ready.Store(true)
-	d.auth.start(d)
-	d.obs = startObserver(d)
-	d.typed.Store(d.obs.toTyped)
+	if d.obs, err = d.openObserver(); err != nil {
+		return nil, err
+	}
+	d.ready.Store(true) // after d.obs: a hook that sees ready sees the observer
+	d.auth.Start(tokenRuntimes{d.reg})
 	if err := d.listen(); err != nil {
 		return nil, err
 	}
@@ -134,7 +135,7 @@ func (d *daemon) registryConfig() panes.Config {
 		SSHHost: c.SSHHost, SSH: c.SSH, SSHConfig: c.SSHConfig, Roots: c.Roots, Profiles: d.profiles,
 		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
 		StartTimeout: c.StartTimeout,
-		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy, Redact: cleanCapture,
+		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.Policy().LaunchPolicy,
 		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
 	}
 }
@@ -164,8 +165,8 @@ func (d *daemon) injectConfig() inject.Config {
 	ic.AckTimeout, ic.AckRetries, ic.Backoff = c.AckTimeout, c.AckRetries, c.Backoff
 	ic.Logger = d.log
 	ic.OnTyped = func(took time.Duration) {
-		if h := d.typed.Load(); h != nil {
-			h.Update(took.Seconds())
+		if d.ready.Load() {
+			d.obs.ObserveTyped(took)
 		}
 	}
 	return ic
@@ -174,7 +175,7 @@ func (d *daemon) injectConfig() inject.Config {
 func (d *daemon) injectDeps() inject.Deps {
 	return inject.Deps{
 		Store: d.db, Runtimes: d.reg, Conn: d.sender, Gates: d.mon,
-		Acks: d.acks, Fallback: d.chain, OnChange: d.onTriggerChange, Redact: redact,
+		Acks: d.acks, Fallback: d.chain, OnChange: d.onTriggerChange,
 	}
 }
 
@@ -255,9 +256,13 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 }
 
 func (d *daemon) onReadiness(runtimeID string, c detector.Classification, busy bool) {
-	d.hub.Publish(Event{Type: "readiness", Workspace: d.eventWorkspace(runtimeID), Detail: mustJSON(map[string]any{
+	ws := d.eventWorkspace(runtimeID)
+	d.hub.Publish(Event{Type: "readiness", Workspace: ws, Detail: mustJSON(map[string]any{
 		"runtime_id": runtimeID, "readiness": c.State, "summary": c.Summary,
 		"actions_needed": c.ActionsNeeded, "operator_busy": busy})})
+	if d.ready.Load() {
+		d.obs.Workspace(ws)
+	}
 	if d.ready.Load() && !busy && c.State == nudge.Ready {
 		d.pipe.Kick(runtimeID)
 	}
@@ -286,6 +291,9 @@ func (d *daemon) onHumanDone(rt nudge.Runtime) {
 
 func (d *daemon) onRuntimeChange(rt nudge.Runtime, prev nudge.Status) {
 	d.hub.Publish(Event{Type: "runtime", Workspace: rt.WorkspaceID, Runtime: rt})
+	if d.ready.Load() {
+		d.obs.Workspace(rt.WorkspaceID)
+	}
 	if d.ready.Load() && (prev == "" || rt.Status == nudge.StatusStarting) {
 		d.mon.Refresh() // a new runtime, or a relaunch in a new pane: watch it now
 	}
@@ -299,6 +307,9 @@ func (d *daemon) onRuntimeChange(rt nudge.Runtime, prev nudge.Status) {
 
 func (d *daemon) onTriggerChange(t nudge.Trigger) {
 	d.hub.Publish(Event{Type: "trigger", Workspace: t.WorkspaceID, Trigger: t})
+	if d.ready.Load() {
+		d.obs.Trigger(t)
+	}
 }
 
 func (d *daemon) onFallbackStep(step ack.Step) {

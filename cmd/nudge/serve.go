@@ -388,7 +388,8 @@ func serveHTTP(srv *http.Server, ln net.Listener, errc chan<- error) {
 	}
 }
 
-// startCPUProfile writes a CPU profile of the daemon to path until stop is called.
+// startCPUProfile writes a CPU profile of the daemon to path until stop is called, and
+// then its allocation profile to path.allocs.
 func startCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -398,7 +399,16 @@ func startCPUProfile(path string) (stop func(), err error) {
 		f.Close()
 		return nil, fmt.Errorf("cpuprofile: %w", err)
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		// The allocations beside it (go tool pprof -sample_index=alloc_space): the hot
+		// path's garbage is what the GC's share of a trigger's CPU comes from.
+		if af, err := os.Create(path + ".allocs"); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(af, 0)
+			af.Close()
+		}
+	}, nil
 }
 
 // startTrace writes an execution trace of the daemon to path until stop is called (go

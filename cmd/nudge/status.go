@@ -196,7 +196,7 @@ func runStatus(ctx context.Context, env *cliEnv, args []string) error {
 			last = r.LastTrigger.TriggerID + " (" + ago(r.LastTrigger.UpdatedAt, now) + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.WorkspaceID, r.Role, orDash(r.PaneID), r.Agent,
-			state, r.Status, orDash(truncate(stripANSI(r.Summary), 40)), ago(r.StatusSince, now), r.QueueDepth,
+			state, r.Status, orDash(truncate(nudge.StripANSI(r.Summary), 40)), ago(r.StatusSince, now), r.QueueDepth,
 			truncate(last, 40), receiptWord(r.LastTrigger))
 	}
 	if err := tw.Flush(); err != nil {

@@ -37,18 +37,6 @@ func TestShortStatus(t *testing.T) {
 	}
 }
 
-func TestTmuxLiteral(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{"[a: READY]", "[a: READY]"},
-		{"#{pane_id} #(rm -rf /) ##", "##{pane_id} ##(rm -rf /) ####"},
-		{"a\nb\rc\x00", "a b c "},
-	} {
-		if got := tmuxLiteral(tt.in); got != tt.want {
-			t.Errorf("tmuxLiteral(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 // runCLI runs a client subcommand in-process against td.
 func (td *testDaemon) runCLI(args ...string) (string, string, int) {
 	var out, errb bytes.Buffer

@@ -62,7 +62,7 @@ func (d *daemon) capturePane(ctx context.Context, rt nudge.Runtime, n int) ([]st
 		lines = lines[len(lines)-n:]
 	}
 	// A secret split across lines (a PEM block) is masked as a whole too.
-	joined := redact(strings.Join(lines, "\n"))
+	joined := nudge.Redact(strings.Join(lines, "\n"))
 	return strings.Split(joined, "\n"), nil
 }
 

@@ -569,3 +569,10 @@ func (ui *watchUI) drawDetail(w, h int) {
 		y++
 	}
 }
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

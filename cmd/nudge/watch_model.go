@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/panes"
 )
 
@@ -103,7 +104,7 @@ func (m *watchModel) applyEvent(ev wireEvent) (touched string) {
 			return t.RuntimeID
 		}
 	case "alert":
-		var a alert
+		var a observe.Alert
 		if json.Unmarshal(ev.Detail, &a) == nil {
 			m.alert = a.Message
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/observe"
 )
 
 func wire(t *testing.T, typ string, v any) wireEvent {
@@ -57,7 +58,7 @@ func TestWatchModelFollowsEvents(t *testing.T) {
 	if m.deferred["rt_w.b"] != "" || m.depth("rt_w.b") != 0 || m.last["rt_w.b"].State != "acked" {
 		t.Fatalf("after ack: deferred %v depth %d", m.deferred, m.depth("rt_w.b"))
 	}
-	m.applyEvent(wire(t, "alert", alert{Kind: "timeout_ratio", Message: "too many timeouts"}))
+	m.applyEvent(wire(t, "alert", observe.Alert{Kind: "timeout_ratio", Message: "too many timeouts"}))
 	if m.alert != "too many timeouts" {
 		t.Fatalf("alert %q", m.alert)
 	}

@@ -1,4 +1,4 @@
-package main
+package nudge
 
 import (
 	"strings"
@@ -30,18 +30,27 @@ func TestRedact(t *testing.T) {
 		{"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1r\n(cut)", "[REDACTED]"},
 		{"the word token alone, a password prompt", "the word token alone, a password prompt"},
 		{"sk-short", "sk-short"},
+		// From the detector's redactor, merged into this one.
+		{"export GITHUB_TOKEN=abcdef0123", "export GITHUB_TOKEN=[REDACTED]"},
+		{"DB_PASSWORD: 'hunter2hunter2'", "DB_PASSWORD: '[REDACTED]'"},
+		{"credentials=abcd1234", "credentials=[REDACTED]"},
+		{"rk-abcdefghijklmnop1234 pk-abcdefghijklmnop1234", "[REDACTED] [REDACTED]"},
+		{"gho_abcdefghijklmnopqrst0", "[REDACTED]"},
+		{"tok nudge1.eyJzdWIiOiJ4In0.c2lnbmF0dXJl", "tok [REDACTED]"},
+		{"eyJhbGciOiJIUzI1NiJ9.abcdefghijkl.mnopqrstuvwx", "[REDACTED]"},
+		{"$ go test ./...\nok  pkg 0.2s", "$ go test ./...\nok  pkg 0.2s"},
 	}
 	for i, tt := range tests {
-		if got := redact(tt.in); got != tt.want {
-			t.Errorf("#%d: redact(%q)\n got %q\nwant %q", i, tt.in, got, tt.want)
+		if got := Redact(tt.in); got != tt.want {
+			t.Errorf("#%d: Redact(%q)\n got %q\nwant %q", i, tt.in, got, tt.want)
 		}
 	}
 }
 
 func TestRedactIdempotent(t *testing.T) {
 	in := "Authorization: Bearer sk-abcdefghijklmnopqrstuvwx password=x ghp_abcdefghijklmnopqrstuvwxyz0123456789"
-	once := redact(in)
-	if twice := redact(once); twice != once {
+	once := Redact(in)
+	if twice := Redact(once); twice != once {
 		t.Fatalf("not idempotent:\n%q\n%q", once, twice)
 	}
 	for _, s := range []string{"sk-abc", "ghp_abc", "password=x"} {
@@ -59,10 +68,16 @@ func TestStripANSI(t *testing.T) {
 		{"a\tb\nc\rd\x00e\x7f", "a\tb\ncde"},
 		{"\x1b[?1049h\x1b[Hscreen", "screen"},
 		{"unicode ✓ stays", "unicode ✓ stays"},
+		{"\x1bP1$r0m\x1b\\dcs gone", "dcs gone"},
+		{"\x1b_apc\x07x", "x"},
+		{"\x1b(Bcharset", "charset"},
+		{"\x1b]unterminated", "unterminated"},
+		{"c1 \u009b31m", "c1 31m"},
+		{"", ""},
 	}
 	for i, tt := range tests {
-		if got := stripANSI(tt.in); got != tt.want {
-			t.Errorf("#%d: stripANSI(%q) = %q, want %q", i, tt.in, got, tt.want)
+		if got := StripANSI(tt.in); got != tt.want {
+			t.Errorf("#%d: StripANSI(%q) = %q, want %q", i, tt.in, got, tt.want)
 		}
 	}
 }
