@@ -244,6 +244,12 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 		}
 	}
 	mc.OnHumanDone = d.onHumanDone
+	if mc.LLM, err = d.cfg.classifier(); err != nil {
+		return nil, err
+	}
+	if mc.LLM != nil {
+		d.log.Info("llm classifier on", "url", d.cfg.llmEndpoint(), "model", d.cfg.LLMModel, "key_set", d.cfg.llmKey != "")
+	}
 	// A prompt queued in the agent is acked by heartbeats only after the agent took it up.
 	mc.OnDequeue = func(id string) { d.acks.Dequeued(id, time.Now()) }
 	return detector.NewMonitor(mc)
