@@ -428,18 +428,20 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt nudge.
 	ctx := p.ctx
 	tries := 2
 	for try := 0; try < tries; try++ {
-		if v, gone := p.paneReplaced(ctx, conn, target, rt); gone {
-			if v.kind == waitConn {
-				p.awaitConn(l, j, errors.New(v.why))
-				return
-			}
-			p.startFallback(j, v.code, v.why)
-			return
-		}
+		// No separate look at the pane before Enter: the Enter's own guard (IfPane: the
+		// pane id, its pid, not dead) decides in the same server step that presses it, and
+		// its answer says which of those failed (a round trip and a tmux command less per
+		// trigger, and no window between a look and the key).
 		seq := l.outSeq.Load()
 		enter, err := EnterCommand(target, rt.PID)
 		if err == nil {
 			_, err = conn.Do(ctx, enter)
+		}
+		var gone *controlmode.PaneGoneError
+		if errors.As(err, &gone) && p.ctx.Err() == nil {
+			v := goneVerdict(target, rt, gone)
+			p.startFallback(j, v.code, v.why)
+			return
 		}
 		if err != nil {
 			p.sendFailed(l, j, err)
@@ -553,6 +555,19 @@ func (p *Pipeline) paneReplaced(ctx context.Context, conn Sender, target string,
 			strconv.Itoa(rt.PID) + " -> " + f[2] + ") before it took the prompt"}, true
 	}
 	return verdict{}, false
+}
+
+// goneVerdict is paneReplaced's verdict for an IfPane Enter that tmux refused: what it
+// found instead of the pane the envelope was typed into.
+func goneVerdict(target string, rt nudge.Runtime, gone *controlmode.PaneGoneError) verdict {
+	switch {
+	case gone.Pane == "":
+		return verdict{kind: fallback, code: nudge.TargetNotFound, why: "pane " + target + " is gone (replaced or closed) before it took the prompt"}
+	case gone.Dead:
+		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process exited before it took the prompt"}
+	}
+	return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process was replaced (pid " +
+		strconv.Itoa(rt.PID) + " -> " + strconv.Itoa(gone.PID) + ") before it took the prompt"}
 }
 
 // leftComposer reports whether j's envelope has left the input: first the cheap look at
