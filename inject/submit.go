@@ -113,6 +113,28 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 	return Submitted{Trigger: j.record(), Created: true}, nil
 }
 
+// SubmitAsync submits req on a goroutine the pipeline owns (Close cancels and joins it),
+// for a trigger nudge sends itself from a goroutine that must not block: the
+// orchestrator's sync trigger after a human intervened. done, if not nil, gets Submit's
+// result on that goroutine. Once the pipeline is closed SubmitAsync reports false and
+// does not call done.
+func (p *Pipeline) SubmitAsync(req Request, done func(Submitted, error)) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		res, err := p.Submit(p.ctx, req)
+		if done != nil {
+			done(res, err)
+		}
+	}()
+	return true
+}
+
 // Get returns a trigger's receipt: the in-flight copy if there is one, else the store's.
 func (p *Pipeline) Get(id string) (nudge.Trigger, error) {
 	if j := p.inflight(id); j != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
 	"github.com/nudgehq/nudge/store"
@@ -65,7 +66,7 @@ func (d *daemon) guard(verb string, fn func(http.ResponseWriter, *http.Request, 
 		r = withRequestID(r, received)
 		c, err := d.authenticate(r)
 		if err == nil {
-			err = c.allow(verb, "")
+			err = c.Allow(verb, "")
 		}
 		if err != nil {
 			d.auditRefusal(r, c, err)
@@ -94,7 +95,7 @@ func (d *daemon) handleListRuntimes(w http.ResponseWriter, r *http.Request, c ca
 	out := []runtimeView{}
 	ws := r.URL.Query().Get("workspace")
 	for _, rt := range d.reg.List() {
-		if (ws == "" || rt.WorkspaceID == ws) && c.allow(verbRead, rt.WorkspaceID) == nil {
+		if (ws == "" || rt.WorkspaceID == ws) && c.Allow(verbRead, rt.WorkspaceID) == nil {
 			out = append(out, d.view(rt))
 		}
 	}
@@ -103,11 +104,11 @@ func (d *daemon) handleListRuntimes(w http.ResponseWriter, r *http.Request, c ca
 
 func (d *daemon) runtimeFor(w http.ResponseWriter, r *http.Request, c caller, verb string) (nudge.Runtime, bool) {
 	rt, ok := d.reg.Get(r.PathValue("id"))
-	if !ok || !c.sees(rt.WorkspaceID) {
+	if !ok || !c.Sees(rt.WorkspaceID) {
 		writeError(w, unknownRuntime(r.PathValue("id")))
 		return nudge.Runtime{}, false
 	}
-	if err := c.allowRuntime(verb, rt); err != nil {
+	if err := c.AllowRuntime(verb, rt.RuntimeID, rt.WorkspaceID); err != nil {
 		writeError(w, err)
 		return rt, false
 	}
@@ -139,10 +140,16 @@ func (d *daemon) handleSpawn(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, err)
 		return
 	}
-	if err := d.checkSpawn(c, &b); err != nil {
+	host := b.Host
+	if host == "" {
+		host = d.reg.HostOf(b.Workspace)
+	}
+	sp := auth.Spawn{Workspace: b.Workspace, Agent: b.Agent, Dir: b.Dir, Argv: b.Argv, Host: host}
+	if err := d.auth.Policy().CheckSpawn(c, &sp); err != nil {
 		writeError(w, err)
 		return
 	}
+	b.Dir = sp.Dir
 	rt, err := d.reg.Spawn(r.Context(), panes.SpawnRequest{
 		Workspace: b.Workspace, Role: b.Role, Agent: b.Agent, AgentID: b.AgentID, Dir: b.Dir,
 		SessionID: b.SessionID, PromptFile: b.PromptFile, Argv: b.Argv, Host: b.Host,
@@ -173,7 +180,7 @@ func (d *daemon) handleRegister(w http.ResponseWriter, r *http.Request, c caller
 		writeError(w, err)
 		return
 	}
-	if err := d.checkRegister(c, &b); err != nil {
+	if err := d.auth.Policy().CheckRegister(c, b.Workspace, b.Agent); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -361,7 +368,7 @@ func (d *daemon) handleTrigger(w http.ResponseWriter, r *http.Request, c caller)
 		writeError(w, err)
 		return
 	}
-	if err := d.checkTrigger(c, &req); err != nil {
+	if err := d.auth.Policy().CheckTrigger(c, req.Workspace, req.Agent); err != nil {
 		reg.End()
 		writeError(w, err)
 		return
@@ -370,7 +377,7 @@ func (d *daemon) handleTrigger(w http.ResponseWriter, r *http.Request, c caller)
 	req.Caller, req.CallerUID = c.Subject, c.UID
 	req.Received = requestReceived(r.Context())
 	res, err := d.pipe.Submit(r.Context(), req)
-	if err == nil && c.allow(verbRead, res.Trigger.WorkspaceID) != nil {
+	if err == nil && c.Allow(verbRead, res.Trigger.WorkspaceID) != nil {
 		err = &apiError{nudge.Conflict, "trigger_id " + req.TriggerID + " is already used"} // by another workspace: show nothing of it
 	}
 	if err != nil {
@@ -435,7 +442,7 @@ func (d *daemon) handleListTriggers(w http.ResponseWriter, r *http.Request, c ca
 	}
 	out := []nudge.Trigger{}
 	for _, t := range ts {
-		if c.allow(verbRead, t.WorkspaceID) == nil {
+		if c.Allow(verbRead, t.WorkspaceID) == nil {
 			if live, err := d.pipe.Get(t.TriggerID); err == nil {
 				t = live
 			}
@@ -452,7 +459,7 @@ func (d *daemon) handleAck(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, err)
 		return
 	}
-	if err := c.allowTrigger(verbAck, t); err != nil {
+	if err := c.AllowTrigger(verbAck, t.TriggerID, t.RuntimeID, t.WorkspaceID); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -481,7 +488,7 @@ func (d *daemon) handleForce(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	t, err := d.pipe.Get(r.PathValue("id"))
 	if err == nil {
-		err = c.allow(verbAdmin, t.WorkspaceID)
+		err = c.Allow(verbAdmin, t.WorkspaceID)
 	}
 	if err == nil {
 		t, err = d.pipe.Force(t.TriggerID, c.Subject, b.Reason, b.Intent)
@@ -511,12 +518,12 @@ func (d *daemon) handleUnblock(w http.ResponseWriter, r *http.Request, c caller)
 	switch {
 	case b.Workspace == "" && b.Agent == "":
 		// The thread, for every agent of a workspace the caller administers.
-		agents = d.pipe.Unblock(thread, func(ws string) bool { return c.allow(verbAdmin, ws) == nil })
+		agents = d.pipe.Unblock(thread, func(ws string) bool { return c.Allow(verbAdmin, ws) == nil })
 	case b.Workspace == "" || b.Agent == "":
 		writeError(w, badRequest("workspace and agent go together (or neither: the thread for every agent)"))
 		return
 	default:
-		if err := c.allow(verbAdmin, b.Workspace); err != nil {
+		if err := c.Allow(verbAdmin, b.Workspace); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -576,7 +583,7 @@ func (d *daemon) handleAudit(w http.ResponseWriter, r *http.Request, c caller) {
 		return ws
 	}
 	for _, rec := range recs {
-		if c.seesAudit(rec, lookup) {
+		if c.Sees(auditWorkspace(rec, lookup)) {
 			out = append(out, rec)
 		}
 	}

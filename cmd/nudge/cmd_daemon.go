@@ -38,7 +38,7 @@ func tokenIssueCmd(env *cliEnv) *cobra.Command {
 	cmd.Flags().StringVar(&b.Subject, "subject", "", "who the token is for (e.g. orchestrator)")
 	cmd.Flags().Var(listFlag{&b.Workspaces}, "workspace", "workspace it may touch (repeatable or comma-separated; * for all)")
 	cmd.Flags().Var(listFlag{&b.Verbs}, "verbs", "verbs: "+strings.Join(auth.Verbs, ","))
-	cmd.Flags().StringVar(&b.TTL, "ttl", defaultTokenTTL.String(), "lifetime")
+	cmd.Flags().StringVar(&b.TTL, "ttl", auth.DefaultTokenTTL.String(), "lifetime")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		asJSON, err := out.asJSON()
 		if err != nil {

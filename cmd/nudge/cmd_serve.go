@@ -27,6 +27,7 @@ func serveCmd(env *cliEnv) *cobra.Command {
 		if err := cfg.loadToken(env); err != nil {
 			return err
 		}
+		cfg.loadLLMKey()
 		if cfg.CPUProfile != "" {
 			stop, err := startCPUProfile(cfg.CPUProfile)
 			if err != nil {

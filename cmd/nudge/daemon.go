@@ -17,6 +17,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/detector"
@@ -42,7 +43,7 @@ type daemon struct {
 	sched    *inject.Scheduler
 	hub      *hub
 	profiles map[string]panes.Profile
-	auth     *authority        // token key, revocations, runtime tokens, policy (token.go)
+	auth     *auth.Authority   // token key, revocations, runtime tokens, policy
 	obs      *observe.Observer // metrics, alerts, status line (observer.go)
 
 	ln      net.Listener
@@ -102,7 +103,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	d.ready.Store(true) // after d.obs: a hook that sees ready sees the observer
-	d.auth.start(d)
+	d.auth.Start(tokenRuntimes{d.reg})
 	if err := d.listen(); err != nil {
 		return nil, err
 	}
@@ -134,7 +135,7 @@ func (d *daemon) registryConfig() panes.Config {
 		SSHHost: c.SSHHost, SSH: c.SSH, SSHConfig: c.SSHConfig, Roots: c.Roots, Profiles: d.profiles,
 		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
 		StartTimeout: c.StartTimeout,
-		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy,
+		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.Policy().LaunchPolicy,
 		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
 	}
 }
@@ -243,6 +244,12 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 		}
 	}
 	mc.OnHumanDone = d.onHumanDone
+	if mc.LLM, err = d.cfg.classifier(); err != nil {
+		return nil, err
+	}
+	if mc.LLM != nil {
+		d.log.Info("llm classifier on", "url", d.cfg.llmEndpoint(), "model", d.cfg.LLMModel, "key_set", d.cfg.llmKey != "")
+	}
 	// A prompt queued in the agent is acked by heartbeats only after the agent took it up.
 	mc.OnDequeue = func(id string) { d.acks.Dequeued(id, time.Now()) }
 	return detector.NewMonitor(mc)
@@ -269,17 +276,16 @@ func (d *daemon) onHumanDone(rt nudge.Runtime) {
 		return
 	}
 	id := fmt.Sprintf("sync_%s_%d", strings.ReplaceAll(rt.RuntimeID, ".", "_"), time.Now().UnixMilli())
-	go func() {
-		_, err := d.pipe.Submit(context.Background(), inject.Request{
-			TriggerID: id, Workspace: ws, Agent: role, ThreadID: "sync_" + rt.WorkspaceID,
-			Prompt: fmt.Sprintf("A human intervened directly in %s (%s, pane %s). Review its pane before continuing autonomous work.",
-				rt.Role, rt.WorkspaceID, rt.PaneID),
-			Reason: "human_intervention", Caller: "nudge",
-		})
+	d.pipe.SubmitAsync(inject.Request{
+		TriggerID: id, Workspace: ws, Agent: role, ThreadID: "sync_" + rt.WorkspaceID,
+		Prompt: fmt.Sprintf("A human intervened directly in %s (%s, pane %s). Review its pane before continuing autonomous work.",
+			rt.Role, rt.WorkspaceID, rt.PaneID),
+		Reason: "human_intervention", Caller: "nudge",
+	}, func(_ inject.Submitted, err error) {
 		if err != nil {
 			d.log.Warn("sync trigger", "runtime_id", rt.RuntimeID, "err", err)
 		}
-	}()
+	})
 }
 
 func (d *daemon) onRuntimeChange(rt nudge.Runtime, prev nudge.Status) {
@@ -368,11 +374,11 @@ func (d *daemon) Close() error {
 				os.Remove(d.cfg.Socket)
 			}
 		}
+		if d.sched != nil {
+			errs = append(errs, d.sched.Close()) // it submits into the pipeline: first
+		}
 		if d.pipe != nil {
 			errs = append(errs, d.pipe.Close())
-		}
-		if d.sched != nil {
-			d.sched.Wait()
 		}
 		if d.chain != nil {
 			errs = append(errs, d.chain.Close())

@@ -23,7 +23,7 @@ func (d *daemon) handleListSchedules(w http.ResponseWriter, r *http.Request, c c
 	}
 	out := []nudge.Schedule{}
 	for _, s := range all {
-		if c.allow(verbRead, s.WorkspaceID) == nil {
+		if c.Allow(verbRead, s.WorkspaceID) == nil {
 			out = append(out, s)
 		}
 	}
@@ -36,7 +36,7 @@ func (d *daemon) handleAddSchedule(w http.ResponseWriter, r *http.Request, c cal
 		writeError(w, err)
 		return
 	}
-	if err := c.allow(verbTrigger, b.Workspace); err != nil {
+	if err := c.Allow(verbTrigger, b.Workspace); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -65,7 +65,7 @@ func (d *daemon) handleDeleteSchedule(w http.ResponseWriter, r *http.Request, c 
 		if s.ScheduleID != id {
 			continue
 		}
-		if err := c.allow(verbTrigger, s.WorkspaceID); err != nil {
+		if err := c.Allow(verbTrigger, s.WorkspaceID); err != nil {
 			writeError(w, err)
 			return
 		}

@@ -171,7 +171,7 @@ func TestScopeFilterProperty(t *testing.T) {
 		default:
 			want = c.Workspaces[0] == eff
 		}
-		return c.seesAudit(rec, lookup) == want && c.seesEvent(Event{Workspace: eff}) == want
+		return c.Sees(auditWorkspace(rec, lookup)) == want && c.Sees(eff) == want
 	}
 	if err := quick.Check(f, &quick.Config{MaxCount: 5000}); err != nil {
 		t.Fatal(err)

@@ -20,9 +20,10 @@ import (
 // LatencyBuckets are the upper bounds (seconds) of the trigger latency histograms: from
 // nudge's own share of a delivery (a few hundred µs) through tmux's reply (ms) and the
 // submit check (tens of ms) to an agent's answer (seconds, up to a minute).
+// Below 1 ms, where nudge's own share lies, they are at most 50 % apart.
 var LatencyBuckets = []float64{
-	50e-6, 100e-6, 200e-6, 300e-6, 500e-6, 750e-6,
-	1e-3, 2e-3, 3e-3, 5e-3, 7.5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3,
+	50e-6, 100e-6, 150e-6, 200e-6, 250e-6, 300e-6, 400e-6, 500e-6, 750e-6,
+	1e-3, 1.5e-3, 2e-3, 3e-3, 5e-3, 7.5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3,
 	1, 2.5, 5, 10, 30, 60,
 }
 
@@ -34,13 +35,13 @@ var DeferBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 
 // text; writeHelp fills them in from here.
 var help = map[string]string{
 	"trigger_requests_total":                "Trigger requests accepted (seed 000 §16).",
-	"trigger_delivered_total":               "Triggers closed as delivered.",
-	"trigger_timeout_total":                 "Triggers closed as timed out.",
+	"trigger_delivered_total":               "Triggers whose result became delivered (submitted, or acked).",
+	"trigger_timeout_total":                 "Triggers whose result became timeout.",
 	"trigger_fallback_resume_total":         "Triggers that fell back to the agent's resume command.",
 	"tmux_trigger_attempt_total":            "Delivery attempts into tmux panes (seed 001 §13).",
-	"tmux_trigger_delivered_total":          "Triggers delivered through tmux.",
+	"tmux_trigger_delivered_total":          "Triggers delivered through tmux (trigger_delivered_total for the tmux backend).",
 	"tmux_trigger_retry_total":              "Delivery attempts after a trigger's first one.",
-	"tmux_trigger_timeout_total":            "Triggers through tmux closed as timed out.",
+	"tmux_trigger_timeout_total":            "Triggers through tmux whose result became timeout.",
 	"nudge_alerts_total":                    "Alerts raised (timeout ratio, fallback spike, stale heartbeat).",
 	"nudge_observer_dropped_total":          "Receipt updates the observer dropped for falling behind (not counted above).",
 	"trigger_latency_seconds":               "Request to delivery (the prompt submitted in the pane), per delivered trigger (seed 000 §16 trigger_latency_ms, in seconds).",

@@ -1,4 +1,4 @@
-package main
+package auth
 
 // Workspace policy (`serve --policy FILE`): per workspace, the directories it may spawn
 // in, the profiles and launchers it may run, and a trigger rate limit. The file:
@@ -13,17 +13,17 @@ package main
 // (--root, the profile's allowed_launchers, the per-thread --rate-limit).
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/cmd/nudge/auth"
-	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
 )
 
@@ -38,9 +38,11 @@ type workspacePolicy struct {
 	Rate      string   `json:"rate"`      // triggers per workspace, e.g. "60/min"; "": unlimited
 }
 
-// policy is the loaded file; a nil *policy allows everything.
-type policy struct {
+// Policy is the loaded policy file; a nil *Policy allows everything (beyond the caller's
+// own verbs and workspaces, which every Check method checks first).
+type Policy struct {
 	rules map[string]*wsRule
+	now   func() time.Time
 }
 
 type wsRule struct {
@@ -48,10 +50,14 @@ type wsRule struct {
 	limit                     *rateBucket
 }
 
-// loadPolicy reads and checks a policy file against the global roots.
-func loadPolicy(path string, roots []string) (*policy, error) {
+// LoadPolicy reads and checks a policy file against the global roots; path "" is no
+// policy (nil). now clocks the rate limits (nil: time.Now).
+func LoadPolicy(path string, roots []string, now func() time.Time) (*Policy, error) {
 	if path == "" {
 		return nil, nil
+	}
+	if now == nil {
+		now = time.Now
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -59,7 +65,7 @@ func loadPolicy(path string, roots []string) (*policy, error) {
 	}
 	defer f.Close()
 	var pf policyFile
-	if err := auth.DecodeJSON(f, &pf); err != nil {
+	if err := DecodeJSON(f, &pf); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", path, err)
 	}
 	var realRoots []string
@@ -68,7 +74,7 @@ func loadPolicy(path string, roots []string) (*policy, error) {
 			realRoots = append(realRoots, rr)
 		}
 	}
-	p := &policy{rules: map[string]*wsRule{}}
+	p := &Policy{rules: map[string]*wsRule{}, now: now}
 	for ws, wp := range pf.Workspaces {
 		rule, err := newRule(ws, wp, realRoots)
 		if err != nil {
@@ -77,6 +83,25 @@ func loadPolicy(path string, roots []string) (*policy, error) {
 		p.rules[ws] = rule
 	}
 	return p, nil
+}
+
+// ParseRate parses a rate: "10/min", "5/30s", "100/h".
+func ParseRate(s string) (n int, per time.Duration, err error) {
+	num, unit, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, 0, errors.New("want N/UNIT, e.g. 10/min")
+	}
+	n, err = strconv.Atoi(num)
+	if err != nil || n <= 0 {
+		return 0, 0, errors.New("want a positive count, e.g. 10/min")
+	}
+	per, ok = map[string]time.Duration{"s": time.Second, "sec": time.Second, "m": time.Minute, "min": time.Minute, "h": time.Hour, "hour": time.Hour}[unit]
+	if !ok {
+		if per, err = time.ParseDuration(unit); err != nil || per <= 0 {
+			return 0, 0, errors.New("unit must be s, min, h or a Go duration")
+		}
+	}
+	return n, per, nil
 }
 
 func newRule(ws string, wp workspacePolicy, roots []string) (*wsRule, error) {
@@ -97,14 +122,21 @@ func newRule(ws string, wp workspacePolicy, roots []string) (*wsRule, error) {
 		rule.dirs = append(rule.dirs, real)
 	}
 	if wp.Rate != "" {
-		var n int
-		var per time.Duration
-		if err := (rateFlag{&n, &per}).Set(wp.Rate); err != nil {
+		n, per, err := ParseRate(wp.Rate)
+		if err != nil {
 			return nil, fmt.Errorf("rate %q: %w", wp.Rate, err)
 		}
 		rule.limit = &rateBucket{n: n, per: per}
 	}
 	return rule, nil
+}
+
+func badRequest(format string, args ...any) error {
+	return nudge.NewError(nudge.BadRequest, fmt.Sprintf(format, args...))
+}
+
+func forbidden(format string, args ...any) error {
+	return nudge.NewError(nudge.Forbidden, fmt.Sprintf(format, args...))
 }
 
 // checkDir requires an absolute path without "..", and resolves its symlinks.
@@ -125,7 +157,7 @@ func within(root, path string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
-func (p *policy) rule(ws string) *wsRule {
+func (p *Policy) rule(ws string) *wsRule {
 	if p == nil {
 		return nil
 	}
@@ -135,64 +167,68 @@ func (p *policy) rule(ws string) *wsRule {
 	return p.rules["*"]
 }
 
-// checkSpawn authorizes a spawn: the verb and workspace, then the policy. It resolves
-// b.Dir so the registry spawns in the directory that was checked.
-func (d *daemon) checkSpawn(c caller, b *spawnBody) error {
-	if err := c.allow(verbSpawn, b.Workspace); err != nil {
+// Spawn is a spawn request as the policy checks it.
+type Spawn struct {
+	Workspace, Agent string
+	Dir              string   // resolved by CheckSpawn to the directory that was checked
+	Argv             []string // an explicit program, or none
+	Host             string   // where the workspace's tmux runs ("" this machine)
+}
+
+// CheckSpawn authorizes a spawn for c: the verb and workspace, then the policy. It
+// resolves s.Dir so the registry spawns in the directory that was checked.
+func (p *Policy) CheckSpawn(c Caller, s *Spawn) error {
+	if err := c.Allow(VerbSpawn, s.Workspace); err != nil {
 		return err
 	}
-	rule := d.auth.policy.rule(b.Workspace)
+	rule := p.rule(s.Workspace)
 	if rule == nil {
 		return nil
 	}
-	if err := rule.checkProfile(b.Workspace, b.Agent); err != nil {
+	if err := rule.checkProfile(s.Workspace, s.Agent); err != nil {
 		return err
 	}
-	if err := rule.checkDir(b); err != nil {
+	if err := rule.checkDir(s); err != nil {
 		return err
 	}
-	host := b.Host
-	if host == "" {
-		host = d.reg.HostOf(b.Workspace)
-	}
-	if len(b.Argv) > 0 && len(rule.launchers) > 0 && host != "" && !slices.Contains(rule.launchers, b.Argv[0]) {
+	if len(s.Argv) > 0 && len(rule.launchers) > 0 && s.Host != "" && !slices.Contains(rule.launchers, s.Argv[0]) {
 		// On another host the program cannot be resolved from here: it must be one of the
 		// policy's launchers exactly as written (found on that host's PATH).
-		return &apiError{nudge.Forbidden, fmt.Sprintf("workspace %s may not launch %q on host %s (policy launchers: %s)",
-			b.Workspace, b.Argv[0], host, strings.Join(rule.launchers, ", "))}
+		return forbidden("workspace %s may not launch %q on host %s (policy launchers: %s)",
+			s.Workspace, s.Argv[0], s.Host, strings.Join(rule.launchers, ", "))
 	}
-	if len(b.Argv) > 0 && len(rule.launchers) > 0 && host == "" {
-		lr := panes.LauncherRule{Allowed: rule.launchers, Named: rule.launchers, Dirs: append([]string{b.Dir}, rule.dirs...), Cwd: b.Dir}
-		if _, err := panes.ResolveLauncher(b.Argv[0], lr); err != nil {
-			return &apiError{nudge.Forbidden, fmt.Sprintf("workspace %s may not launch %q: %v (policy launchers: %s)",
-				b.Workspace, b.Argv[0], err, strings.Join(rule.launchers, ", "))}
+	if len(s.Argv) > 0 && len(rule.launchers) > 0 && s.Host == "" {
+		lr := panes.LauncherRule{Allowed: rule.launchers, Named: rule.launchers, Dirs: append([]string{s.Dir}, rule.dirs...), Cwd: s.Dir}
+		if _, err := panes.ResolveLauncher(s.Argv[0], lr); err != nil {
+			return forbidden("workspace %s may not launch %q: %v (policy launchers: %s)",
+				s.Workspace, s.Argv[0], err, strings.Join(rule.launchers, ", "))
 		}
 	}
 	return nil
 }
 
-// checkDir pins b.Dir to the workspace's allowed dirs (the first one if none is given).
-func (rule *wsRule) checkDir(b *spawnBody) error {
+// checkDir pins s.Dir to the workspace's allowed dirs (the first one if none is given).
+func (rule *wsRule) checkDir(s *Spawn) error {
 	if len(rule.dirs) == 0 {
 		return nil
 	}
-	if b.Dir == "" {
-		b.Dir = rule.dirs[0]
+	if s.Dir == "" {
+		s.Dir = rule.dirs[0]
 		return nil
 	}
-	real, err := checkDir(b.Dir)
+	real, err := checkDir(s.Dir)
 	if err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(rule.dirs, func(r string) bool { return within(r, real) }) {
-		return &apiError{nudge.Forbidden, fmt.Sprintf("directory %s (resolved %s) is outside workspace %s's allowed dirs", b.Dir, real, b.Workspace)}
+		return forbidden("directory %s (resolved %s) is outside workspace %s's allowed dirs", s.Dir, real, s.Workspace)
 	}
-	b.Dir = real
+	s.Dir = real
 	return nil
 }
 
-// launchPolicy is panes.Config.LaunchPolicy: the workspace's policy launchers and dirs.
-func (p *policy) launchPolicy(ws string) (launchers, dirs []string) {
+// LaunchPolicy is panes.Config.LaunchPolicy: the workspace's policy launchers and dirs.
+func (p *Policy) LaunchPolicy(ws string) (launchers, dirs []string) {
 	if r := p.rule(ws); r != nil {
 		return r.launchers, r.dirs
 	}
@@ -204,38 +240,38 @@ func (r *wsRule) checkProfile(ws, agent string) error {
 		agent = "codex"
 	}
 	if len(r.profiles) > 0 && !slices.Contains(r.profiles, agent) {
-		return &apiError{nudge.Forbidden, fmt.Sprintf("workspace %s may not run profile %q (policy profiles: %s)", ws, agent, strings.Join(r.profiles, ", "))}
+		return forbidden("workspace %s may not run profile %q (policy profiles: %s)", ws, agent, strings.Join(r.profiles, ", "))
 	}
 	return nil
 }
 
-// checkRegister authorizes adopting a pane: the verb and workspace, and the profile.
-func (d *daemon) checkRegister(c caller, b *registerBody) error {
-	if err := c.allow(verbSpawn, b.Workspace); err != nil {
+// CheckRegister authorizes adopting a pane for c: the verb and workspace, and the profile.
+func (p *Policy) CheckRegister(c Caller, workspace, agent string) error {
+	if err := c.Allow(VerbSpawn, workspace); err != nil {
 		return err
 	}
-	if rule := d.auth.policy.rule(b.Workspace); rule != nil {
-		return rule.checkProfile(b.Workspace, b.Agent)
+	if rule := p.rule(workspace); rule != nil {
+		return rule.checkProfile(workspace, agent)
 	}
 	return nil
 }
 
-// checkTrigger authorizes a trigger: the verb and workspace, then the workspace's rate
-// limit (a repeated trigger_id counts too: the limit is on requests).
-func (d *daemon) checkTrigger(c caller, req *inject.Request) error {
-	if err := c.allow(verbTrigger, req.Workspace); err != nil {
+// CheckTrigger authorizes a trigger for c: the verb and workspace, the names, then the
+// workspace's rate limit (a repeated trigger_id counts too: the limit is on requests).
+func (p *Policy) CheckTrigger(c Caller, workspace, agent string) error {
+	if err := c.Allow(VerbTrigger, workspace); err != nil {
 		return err
 	}
-	if req.Workspace != "" && req.Agent != "" { // missing ones are the pipeline's BAD_REQUEST
-		if err := panes.ValidWorkspace(req.Workspace); err != nil {
+	if workspace != "" && agent != "" { // missing ones are the pipeline's BAD_REQUEST
+		if err := panes.ValidWorkspace(workspace); err != nil {
 			return err
 		}
-		if err := panes.ValidRole(req.Agent); err != nil {
-			return badRequest("invalid agent %q: want 1-64 of [A-Za-z0-9_.-]", req.Agent)
+		if err := panes.ValidRole(agent); err != nil {
+			return badRequest("invalid agent %q: want 1-64 of [A-Za-z0-9_.-]", agent)
 		}
 	}
-	if rule := d.auth.policy.rule(req.Workspace); rule != nil && rule.limit != nil && !rule.limit.take(req.Workspace, d.auth.now()) {
-		return &apiError{nudge.TriggerRateLimited, fmt.Sprintf("workspace %s is over its policy rate of %d per %s", req.Workspace, rule.limit.n, rule.limit.per)}
+	if rule := p.rule(workspace); rule != nil && rule.limit != nil && !rule.limit.take(workspace, p.now()) {
+		return nudge.NewError(nudge.TriggerRateLimited, fmt.Sprintf("workspace %s is over its policy rate of %d per %s", workspace, rule.limit.n, rule.limit.per))
 	}
 	return nil
 }
