@@ -336,15 +336,11 @@ func containsID(s, needle string) bool {
 			return false
 		}
 		rest := s[i+len(needle):]
-		if rest == "" || !isIDByte(rest[0]) {
+		if rest == "" || !nudge.IsIDByte(rest[0]) {
 			return true
 		}
 		s = rest
 	}
-}
-
-func isIDByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_.:@/-", c) >= 0
 }
 
 func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target string, pid int) error {
@@ -352,7 +348,7 @@ func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target
 		return errors.New("nothing to type: the trigger has no envelope")
 	}
 	buf := "nudge-" + strings.Map(func(r rune) rune {
-		if r < 128 && isIDByte(byte(r)) && r != ':' && r != '/' && r != '@' {
+		if r < 128 && nudge.IsIDByte(byte(r)) && r != ':' && r != '/' && r != '@' {
 			return r
 		}
 		return '_'

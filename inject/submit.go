@@ -147,14 +147,16 @@ func (p *Pipeline) checkRequest(req *Request) error {
 	if req.TriggerID == "" {
 		req.TriggerID = newTriggerID(p.cfg.Now())
 	}
-	if !idRE.MatchString(req.TriggerID) {
-		return nudge.NewError(nudge.BadRequest, "trigger_id must match [A-Za-z0-9_.:@/-]{1,128}")
+	if err := nudge.CheckID("trigger_id", req.TriggerID); err != nil {
+		return err
 	}
 	if req.Workspace == "" || req.Agent == "" {
 		return nudge.NewError(nudge.BadRequest, "workspace and agent are required")
 	}
-	if req.ThreadID != "" && !idRE.MatchString(req.ThreadID) {
-		return nudge.NewError(nudge.BadRequest, "thread_id must match [A-Za-z0-9_.:@/-]{1,128}")
+	if req.ThreadID != "" {
+		if err := nudge.CheckID("thread_id", req.ThreadID); err != nil {
+			return err
+		}
 	}
 	if req.AckTimeoutMS < 0 || req.AckTimeoutMS > MaxAckTimeoutMS {
 		return nudge.NewError(nudge.BadRequest, fmt.Sprintf("ack_timeout_ms must be between 1 and %d (24h); 0 or absent means the daemon's ack timeout", MaxAckTimeoutMS))
