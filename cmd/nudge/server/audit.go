@@ -146,7 +146,6 @@ func (s *Server) handleDeleteSchedule(w http.ResponseWriter, r *http.Request, c 
 	s.fail(w, r, &api.Error{ErrorCode: nudge.NotFound, Message: "no schedule " + id})
 }
 
-
 // auditRefusal records a refused mutating call (reads are not audited): who was refused,
 // from which uid, and why.
 func (s *Server) auditRefusal(r *http.Request, c auth.Caller, err error) {
@@ -178,4 +177,3 @@ func auditWorkspace(rec nudge.AuditRecord, triggerWS func(string) string) string
 	}
 	return ""
 }
-

@@ -266,7 +266,6 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request, c auth.Calle
 	writeJSON(w, http.StatusOK, api.Tail{RuntimeID: rt.RuntimeID, PaneID: rt.PaneID, Lines: lines, CapturedAt: time.Now()})
 }
 
-
 // Tail lines: the default, and the most one request reads.
 const (
 	defaultTailLines = 200

@@ -203,7 +203,6 @@ func (s *Server) readableTrigger(c auth.Caller, id string) (nudge.Trigger, error
 	return t, nil
 }
 
-
 // agentDetail is a thread_unblocked record's detail: {"agent": "WS/ROLE"}.
 func agentDetail(agent string) json.RawMessage {
 	b, _ := json.Marshal(struct {
