@@ -30,8 +30,11 @@ type LLMConfig struct {
 	Endpoint string
 	// Model is the model name sent in the request. Required.
 	Model string
+	// APIKey is the API key itself, for a caller that read it already (and took it
+	// out of its environment); "" means read APIKeyEnv.
+	APIKey string
 	// APIKeyEnv names the environment variable holding the API key; "" means
-	// DefaultAPIKeyEnv. An unset variable sends no Authorization header.
+	// DefaultAPIKeyEnv. An unset variable (and no APIKey) sends no Authorization header.
 	APIKeyEnv string
 	// Timeout bounds one attempt; 0 means 20s.
 	Timeout time.Duration
@@ -53,7 +56,7 @@ type LLM struct {
 }
 
 // NewLLM returns the classifier for cfg, or nil and no error when cfg is nil
-// (off). The API key is read from the environment once, here.
+// (off). The API key is cfg.APIKey, else read from the environment once, here.
 func NewLLM(cfg *LLMConfig) (*LLM, error) {
 	if cfg == nil {
 		return nil, nil
@@ -78,7 +81,12 @@ func NewLLM(cfg *LLMConfig) (*LLM, error) {
 	if client == nil {
 		client = &http.Client{}
 	}
-	return &LLM{cfg: c, key: os.Getenv(c.APIKeyEnv), client: client}, nil
+	key := c.APIKey
+	if key == "" {
+		key = os.Getenv(c.APIKeyEnv)
+	}
+	c.APIKey = "" // kept in l.key only
+	return &LLM{cfg: c, key: key, client: client}, nil
 }
 
 // Classify asks the model for a verdict on screen (ANSI is stripped and

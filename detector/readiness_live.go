@@ -56,6 +56,7 @@ type paneState struct {
 	humanSeen bool      // a human typed here since the last OnHumanDone
 	opBusy    bool      // operator_busy as last persisted
 	confirmAt time.Time // last fallback list-clients query
+	llm       llmAsk    // the LLM classifier's last question and answer (llm_live.go)
 }
 
 func (m *Monitor) newPane(rt nudge.Runtime) *paneState {
@@ -213,15 +214,7 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	if pack == nil {
 		return nil
 	}
-	c := ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY})
-	if !c.Confident && m.cfg.LLM != nil {
-		if lc, err := m.cfg.LLM.Classify(ctx, pack, sc.text); err == nil && lc.State != "" {
-			lc.Draft = c.Draft // the LLM never decides what a human typed
-			c = lc
-		} else if err != nil {
-			m.cfg.Logger.Debug("llm classify failed", "runtime", ps.id, "error", err)
-		}
-	}
+	c, ask := m.llmVerdict(ps, sc.text, ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY}))
 	if ps.outSeq.Load() != seq {
 		return nil // stale: the quiet timer is armed again
 	}
@@ -241,6 +234,9 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 		m.cfg.OnDequeue(ps.id)
 	}
 	m.syncBusy(ps)
+	if ask {
+		m.askLLM(ps, pack, sc.text, seq)
+	}
 	return nil
 }
 

@@ -46,3 +46,22 @@ func TestPaneReplaced(t *testing.T) {
 		}
 	}
 }
+
+// TestGoneVerdict: an Enter refused by its guard gives the verdicts the look before Enter
+// gave (it replaced that look): a missing pane, a dead one and a new pid.
+func TestGoneVerdict(t *testing.T) {
+	rt := nudge.Runtime{PID: 5}
+	for _, tc := range []struct {
+		gone controlmode.PaneGoneError
+		code nudge.Code
+	}{
+		{controlmode.PaneGoneError{Target: "%4"}, nudge.TargetNotFound},
+		{controlmode.PaneGoneError{Target: "%4", Pane: "%4", Dead: true, PID: 5}, nudge.PaneDead},
+		{controlmode.PaneGoneError{Target: "%4", Pane: "%4", PID: 6}, nudge.PaneDead},
+	} {
+		v := goneVerdict("%4", rt, &tc.gone)
+		if v.kind != fallback || v.code != tc.code {
+			t.Errorf("%+v: kind=%d code=%s (%s), want fallback %s", tc.gone, v.kind, v.code, v.why, tc.code)
+		}
+	}
+}

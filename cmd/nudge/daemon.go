@@ -240,6 +240,12 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 		}
 	}
 	mc.OnHumanDone = d.onHumanDone
+	if mc.LLM, err = d.cfg.classifier(); err != nil {
+		return nil, err
+	}
+	if mc.LLM != nil {
+		d.log.Info("llm classifier on", "url", d.cfg.llmEndpoint(), "model", d.cfg.LLMModel, "key_set", d.cfg.llmKey != "")
+	}
 	// A prompt queued in the agent is acked by heartbeats only after the agent took it up.
 	mc.OnDequeue = func(id string) { d.acks.Dequeued(id, time.Now()) }
 	return detector.NewMonitor(mc)
@@ -266,17 +272,16 @@ func (d *daemon) onHumanDone(rt nudge.Runtime) {
 		return
 	}
 	id := fmt.Sprintf("sync_%s_%d", strings.ReplaceAll(rt.RuntimeID, ".", "_"), time.Now().UnixMilli())
-	go func() {
-		_, err := d.pipe.Submit(context.Background(), inject.Request{
-			TriggerID: id, Workspace: ws, Agent: role, ThreadID: "sync_" + rt.WorkspaceID,
-			Prompt: fmt.Sprintf("A human intervened directly in %s (%s, pane %s). Review its pane before continuing autonomous work.",
-				rt.Role, rt.WorkspaceID, rt.PaneID),
-			Reason: "human_intervention", Caller: "nudge",
-		})
+	d.pipe.SubmitAsync(inject.Request{
+		TriggerID: id, Workspace: ws, Agent: role, ThreadID: "sync_" + rt.WorkspaceID,
+		Prompt: fmt.Sprintf("A human intervened directly in %s (%s, pane %s). Review its pane before continuing autonomous work.",
+			rt.Role, rt.WorkspaceID, rt.PaneID),
+		Reason: "human_intervention", Caller: "nudge",
+	}, func(_ inject.Submitted, err error) {
 		if err != nil {
 			d.log.Warn("sync trigger", "runtime_id", rt.RuntimeID, "err", err)
 		}
-	}()
+	})
 }
 
 func (d *daemon) onRuntimeChange(rt nudge.Runtime, prev nudge.Status) {
@@ -347,11 +352,11 @@ func (d *daemon) Close() error {
 		if d.api != nil {
 			errs = append(errs, d.api.Close())
 		}
+		if d.sched != nil {
+			errs = append(errs, d.sched.Close()) // it submits into the pipeline: first
+		}
 		if d.pipe != nil {
 			errs = append(errs, d.pipe.Close())
-		}
-		if d.sched != nil {
-			d.sched.Wait()
 		}
 		if d.chain != nil {
 			errs = append(errs, d.chain.Close())

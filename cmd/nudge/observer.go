@@ -9,15 +9,12 @@ import (
 // parts of the daemon they read. Called once the pipeline is open; the daemon's hooks
 // feed it only after d.ready is set.
 func (d *daemon) openObserver() (*observe.Observer, error) {
-	cfg := observe.Config{
-		Live: observe.Live{
-			Runtimes: d.reg.List, Stats: d.reg.Stats, Store: d.db,
-			QueueDepth: d.pipe.Depth, Started: d.started,
-		},
-		ExpectsHeartbeat: d.expectsHeartbeat,
-		OnAlert:          d.publishAlert,
-		Logger:           d.log,
+	cfg := observe.DefaultConfig()
+	cfg.Live = observe.Live{
+		Runtimes: d.reg.List, Stats: d.reg.Stats, Store: d.db,
+		QueueDepth: d.pipe.Depth, Started: d.started,
 	}
+	cfg.ExpectsHeartbeat, cfg.OnAlert, cfg.Logger = d.expectsHeartbeat, d.publishAlert, d.log
 	if d.cfg.StatusLine {
 		cfg.Status = &observe.StatusConfig{Workspaces: d.workspaces, Line: d.shortStatus, Conn: d.statusConn}
 	}

@@ -56,6 +56,7 @@ type serveConfig struct {
 	TokenFile              string // ... read from this 0600 file
 	StoreCheckTimeout      time.Duration
 	authConfig             // tokens, policy (auth.go)
+	llmConfig              // the optional LLM classifier (llmconfig.go)
 	AllowUIDs              []int
 	ShutdownTimeout        time.Duration
 	ScheduleGap            time.Duration
@@ -82,7 +83,7 @@ func defaultServeConfig() serveConfig {
 		LogLevel: "info", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
 		ScheduleGap: 5 * time.Minute, ScheduleMinEvery: time.Minute,
 		EchoTimeout: 2 * time.Second, SubmitQuiet: 250 * time.Millisecond, SubmitTimeout: 3 * time.Second,
-		StoreCheckTimeout: store.DefaultCheckTimeout,
+		StoreCheckTimeout: store.DefaultCheckTimeout, llmConfig: defaultLLMConfig(),
 	}
 }
 
@@ -207,6 +208,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.TokenFile, "api-token-file", "", "read the --api-token secret from this file (mode 0600, owned by you)")
 	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
 	authFlags(fs, c)
+	llmFlags(fs, &c.llmConfig)
 	fs.DurationVar(&c.ScheduleMinEvery, "schedule-min-every", c.ScheduleMinEvery, "shortest period a schedule may have")
 	fs.DurationVar(&c.EchoTimeout, "echo-timeout", c.EchoTimeout, "longest wait for the typed text's echo before Enter")
 	fs.DurationVar(&c.SubmitQuiet, "submit-quiet", c.SubmitQuiet, "quiet after Enter before checking that the prompt left the composer")
@@ -233,6 +235,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := cfg.loadToken(env); err != nil {
 		return err
 	}
+	cfg.loadLLMKey()
 	if cfg.CPUProfile != "" {
 		stop, err := startCPUProfile(cfg.CPUProfile)
 		if err != nil {
@@ -287,6 +290,9 @@ func (c *serveConfig) complete() error {
 		return errors.New("durations must be positive")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return errors.New("--log-format must be text or json")
+	}
+	if err := c.llmConfig.validate(); err != nil {
+		return err
 	}
 	if hclog.LevelFromString(c.LogLevel) == hclog.NoLevel {
 		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", c.LogLevel)
@@ -345,7 +351,8 @@ func newLogger(cfg serveConfig, env *cliEnv) hclog.Logger {
 	})
 }
 
-// startCPUProfile writes a CPU profile of the daemon to path until stop is called.
+// startCPUProfile writes a CPU profile of the daemon to path until stop is called, and
+// then its allocation profile to path.allocs.
 func startCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -355,7 +362,16 @@ func startCPUProfile(path string) (stop func(), err error) {
 		f.Close()
 		return nil, fmt.Errorf("cpuprofile: %w", err)
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		// The allocations beside it (go tool pprof -sample_index=alloc_space): the hot
+		// path's garbage is what the GC's share of a trigger's CPU comes from.
+		if af, err := os.Create(path + ".allocs"); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(af, 0)
+			af.Close()
+		}
+	}, nil
 }
 
 // startTrace writes an execution trace of the daemon to path until stop is called (go

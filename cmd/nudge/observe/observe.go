@@ -18,6 +18,7 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 	"time"
@@ -27,7 +28,8 @@ import (
 	"github.com/nudgehq/nudge"
 )
 
-// Config is what an Observer reads and whom it tells. Every field may be left zero.
+// Config is what an Observer reads and whom it tells. Every field may be left zero
+// (DefaultConfig's values are then used where it has one).
 type Config struct {
 	// Live is read at scrape time (gauges, registry counters). Live.Runtimes is also
 	// what heartbeats are checked on.
@@ -50,6 +52,23 @@ type Config struct {
 	Inbox int
 }
 
+// DefaultConfig returns the defaults: the alert thresholds nudge runs with, a 1024-change
+// inbox and the wall clock. The daemon fills in the inputs.
+func DefaultConfig() Config {
+	return Config{Alerts: DefaultAlertConfig(), Now: time.Now, Inbox: 1024}
+}
+
+// Validate reports a config New cannot run.
+func (c Config) Validate() error {
+	if c.Status != nil && (c.Status.Workspaces == nil || c.Status.Line == nil || c.Status.Conn == nil) {
+		return errors.New("observe: status line needs Workspaces, Line and Conn")
+	}
+	if c.Inbox < 0 {
+		return errors.New("observe: negative Inbox")
+	}
+	return nil
+}
+
 // Observer counts receipts into Metrics, raises alerts and keeps the status line. Its
 // methods are safe for concurrent use and never block.
 type Observer struct {
@@ -66,14 +85,18 @@ type Observer struct {
 
 // New builds the metrics and starts the goroutines; the caller calls Close.
 func New(cfg Config) (*Observer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	def := DefaultConfig()
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = def.Now
 	}
-	if cfg.Inbox <= 0 {
-		cfg.Inbox = 1024
+	if cfg.Inbox == 0 {
+		cfg.Inbox = def.Inbox
 	}
 	o := &Observer{cfg: cfg, metrics: NewMetrics(cfg.Now()), alerts: NewAlerter(cfg.Alerts, cfg.Now),
 		in: make(chan nudge.Trigger, cfg.Inbox), done: make(chan struct{})}
@@ -128,9 +151,6 @@ func (o *Observer) ObserveTyped(took time.Duration) { o.metrics.ObserveTyped(too
 func (o *Observer) WritePrometheus(w io.Writer) error {
 	return o.metrics.WritePrometheus(w, o.cfg.Live)
 }
-
-// Metrics is the observer's registry.
-func (o *Observer) Metrics() *Metrics { return o.metrics }
 
 func (o *Observer) run(ctx context.Context) {
 	defer close(o.done)

@@ -2,7 +2,6 @@ package observe
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,8 +64,8 @@ const (
 
 // NewStatusLine starts the writer and marks every workspace once.
 func NewStatusLine(cfg StatusConfig) (*StatusLine, error) {
-	if cfg.Workspaces == nil || cfg.Line == nil || cfg.Conn == nil {
-		return nil, errors.New("observe: status line needs Workspaces, Line and Conn")
+	if err := (Config{Status: &cfg}).Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()

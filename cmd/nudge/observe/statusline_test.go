@@ -109,6 +109,9 @@ func TestStatusLineNeedsItsInputs(t *testing.T) {
 	if _, err := NewStatusLine(StatusConfig{}); err == nil {
 		t.Fatal("no error for an empty config")
 	}
+	if _, err := New(Config{Status: &StatusConfig{Line: func(string) string { return "" }}}); err == nil {
+		t.Fatal("New: no error for a status line without Workspaces and Conn")
+	}
 	var s *StatusLine
 	s.Mark("w") // nil: no status line
 	s.Close()
