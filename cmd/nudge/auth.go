@@ -3,9 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"strconv"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
@@ -32,7 +33,7 @@ type authConfig struct {
 	RuntimeTokenTTL time.Duration // lifetime of a runtime token; renewed at half-life
 }
 
-func authFlags(fs *flag.FlagSet, c *serveConfig) {
+func authFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.BoolVar(&c.RequireToken, "require-token", false, "refuse requests without a token, even from the daemon's own uid")
 	fs.StringVar(&c.PolicyFile, "policy", "", "workspace policy JSON file (spawn dirs, profiles, launchers, rate limits)")
 	fs.DurationVar(&c.RuntimeTokenTTL, "runtime-token-ttl", auth.DefaultConfig().RuntimeTokenTTL, "lifetime of the token put in a spawned runtime's environment (renewed at half-life)")

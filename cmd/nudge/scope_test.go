@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -137,8 +138,7 @@ func TestTriggerBodyFieldNames(t *testing.T) {
 		`{"trigger_id":"d1","workspace":"w","agent":"a","prompt":"safe","prompt":"other"}`: `\"prompt\" is given twice`,
 		`{"trigger_id":"d2","workspace":"w","agent":"a","Prompt":"x"}`:                     `\"Prompt\": field names are case-sensitive`,
 	} {
-		req, _ := http.NewRequest("POST", "http://nudge/v1/triggers", strings.NewReader(body))
-		resp, err := td.c.http.Do(req)
+		resp, err := td.c.send(bg(), "POST", "/v1/triggers", json.RawMessage(body)) // sent as it is: duplicates kept
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/pflag"
 
 	"github.com/nudgehq/nudge/store"
 )
@@ -97,6 +96,8 @@ func (l listFlag) String() string {
 	return strings.Join(*l.v, ",")
 }
 
+func (l listFlag) Type() string { return "list" }
+
 func (l listFlag) Set(s string) error {
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -118,6 +119,8 @@ func (r rateFlag) String() string {
 	}
 	return fmt.Sprintf("%d/%s", *r.n, *r.per)
 }
+
+func (r rateFlag) Type() string { return "rate" }
 
 func (r rateFlag) Set(s string) error {
 	num, unit, ok := strings.Cut(s, "/")
@@ -152,6 +155,8 @@ func (b backoffFlag) String() string {
 	return strings.Join(s, ",")
 }
 
+func (b backoffFlag) Type() string { return "durations" }
+
 func (b backoffFlag) Set(s string) error {
 	var out []time.Duration
 	for _, p := range strings.Split(s, ",") {
@@ -165,7 +170,7 @@ func (b backoffFlag) Set(s string) error {
 	return nil
 }
 
-func serveFlags(fs *flag.FlagSet, c *serveConfig) {
+func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "state directory (the bbolt store, the default socket)")
 	fs.StringVar(&c.Socket, "socket", "", "API socket (default $XDG_RUNTIME_DIR/nudge/nudge.sock, else under the state dir)")
 	fs.StringVar(&c.TmuxSocket, "tmux-socket", c.TmuxSocket, "tmux server socket name (tmux -L)")
@@ -215,48 +220,10 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.SubmitTimeout, "submit-timeout", c.SubmitTimeout, "longest wait for output after Enter before that check")
 	fs.DurationVar(&c.ScheduleGap, "schedule-gap", c.ScheduleGap, "least time between two scheduled prompts to one agent (seed 004)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for requests in flight")
-	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "") // hidden: for benchmarks/cmd/nudgebench
-	fs.StringVar(&c.Trace, "trace", "", "")           // hidden: for benchmarks/cmd/nudgebench
-}
-
-func runServe(ctx context.Context, env *cliEnv, args []string) error {
-	cfg := defaultServeConfig()
-	fs := newFlagSet("serve", "", env)
-	serveFlags(fs, &cfg)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected arguments: %v", fs.Args())
-	}
-	if err := cfg.complete(); err != nil {
-		return &usageError{err.Error()}
-	}
-	if err := cfg.loadToken(env); err != nil {
-		return err
-	}
-	cfg.loadLLMKey()
-	if cfg.CPUProfile != "" {
-		stop, err := startCPUProfile(cfg.CPUProfile)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	if cfg.Trace != "" {
-		stop, err := startTrace(cfg.Trace)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	d, err := openDaemon(ctx, cfg, env)
-	if err != nil {
-		return err
-	}
-	runErr := d.Run(ctx)
-	closeErr := d.Close()
-	return errors.Join(runErr, closeErr)
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile here (benchmarks)")
+	fs.StringVar(&c.Trace, "trace", "", "write an execution trace here (benchmarks)")
+	fs.MarkHidden("cpuprofile") //nolint:errcheck // defined just above
+	fs.MarkHidden("trace")      //nolint:errcheck // defined just above
 }
 
 // complete fills derived defaults and checks the config.

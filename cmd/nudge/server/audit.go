@@ -16,7 +16,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, c auth.Call
 	q := r.URL.Query()
 	if q.Get("verify") == "1" || q.Get("verify") == "true" {
 		n, err := s.deps.Store.VerifyAudit()
-		res := api.AuditVerify{OK: err == nil, Records: n}
+		res := api.AuditVerified{OK: err == nil, Records: n}
 		if err != nil {
 			res.Error = err.Error()
 		}
