@@ -1,6 +1,8 @@
 package ack
 
-import "github.com/nudgehq/nudge/detector"
+import (
+	"github.com/nudgehq/nudge"
+)
 
 // Marker is the ack marker's prefix; the trigger id follows it directly.
 const Marker = "ACK_TRIGGER:"
@@ -11,7 +13,7 @@ const Marker = "ACK_TRIGGER:"
 const MaxIDLen = 128
 
 // Matcher finds ACK_TRIGGER:<id> in one pane's output stream. It strips ANSI/VT
-// escapes inline (as detector.Plain does), so an escape sequence inside the marker
+// escapes inline (as nudge.Plain does), so an escape sequence inside the marker
 // or the id does not hide it, and it keeps its state across Feed calls, so a marker
 // split over any number of chunks is found. The match is exact (case-sensitive).
 //
@@ -23,7 +25,7 @@ const MaxIDLen = 128
 // The zero Matcher is ready to use. A Matcher is not safe for concurrent use; one
 // Matcher serves one pane. It does not allocate.
 type Matcher struct {
-	plain   detector.Plain
+	plain   nudge.Plain
 	matched int // bytes of Marker matched so far
 	inID    bool
 	tooLong bool
@@ -55,7 +57,7 @@ func (m *Matcher) Reset() { *m = Matcher{} }
 
 func (m *Matcher) text(c byte, found func(id []byte)) {
 	if m.inID {
-		if isIDByte(c) {
+		if nudge.IsIDByte(c) {
 			m.addID(c)
 			return
 		}
@@ -92,11 +94,4 @@ func (m *Matcher) endID(found func(id []byte)) {
 		found(m.id[:n])
 	}
 	m.inID, m.tooLong, m.n = false, false, 0
-}
-
-// isIDByte reports whether c is in the id charset [A-Za-z0-9_.:@/-], the same as
-// inject.IsIDByte.
-func isIDByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '_' || c == '.' || c == ':' || c == '@' || c == '/' || c == '-'
 }

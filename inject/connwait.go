@@ -9,10 +9,6 @@ import (
 	"github.com/nudgehq/nudge/controlmode"
 )
 
-// waitConn is a verdict kind: the workspace's control connection is down, which says
-// nothing about the pane; try again shortly.
-const waitConn = fallback + 1
-
 // connRetry is how soon a lane looks again for a control connection that was down.
 const connRetry = 100 * time.Millisecond
 

@@ -76,23 +76,25 @@ func (p *Pipeline) deliver(l *lane, j *job, rt nudge.Runtime) {
 		p.deps.Acks.Expect(j.record())
 	}
 	reg := trace.StartRegion(j.traceCtx(), "deliver.look")
-	typed, submitted, unrecorded, err := p.lookBeforeTyping(ctx, j, conn, target, rt)
+	f, err := p.lookBeforeTyping(ctx, j, conn, target, rt)
 	reg.End()
 	if err != nil {
 		p.awaitConn(l, j, err)
 		return
 	}
 	if pending == j.id() { // typed by an earlier attempt, only Enter is missing
-		typed, submitted, unrecorded = true, false, false
+		f = foundInComposer
 	}
 	j.connWait = time.Time{}
-	if submitted {
-		if unrecorded {
-			p.markInjected(j, d, true) // an earlier incarnation typed it and died before recording
-		}
+	switch f {
+	case foundUnrecorded:
+		p.markInjected(j, d, true) // an earlier incarnation typed it and died before recording
+		fallthrough
+	case foundSubmitted:
 		p.markSubmitted(j, d, "already in the pane's history")
 		return
 	}
+	typed := f == foundInComposer
 	p.takeTurn(j)
 	if p.deps.Gates != nil {
 		p.deps.Gates.Injecting(rt.RuntimeID, p.cfg.Now().Add(p.cfg.EchoTimeout+p.cfg.SubmitTimeout))
@@ -266,21 +268,21 @@ func (p *Pipeline) afterPaneCheck(l *lane, j *job, v verdict) {
 // already in the pane's history (then it was submitted). The history holds one echo of
 // the envelope per typing: more echoes than attempts whose typing was recorded before
 // this one means a typing that was never recorded (the daemon died between typing and
-// recording; unrecorded is then true). A retry after an ack timeout finds only the
+// recording: foundUnrecorded). A retry after an ack timeout finds only the
 // recorded echoes and types again on purpose. err is a control connection that went
 // down under the capture (the pane may be fine: try again later).
-func (p *Pipeline) lookBeforeTyping(ctx context.Context, j *job, conn Sender, target string, rt nudge.Runtime) (typed, submitted, unrecorded bool, err error) {
+func (p *Pipeline) lookBeforeTyping(ctx context.Context, j *job, conn Sender, target string, rt nudge.Runtime) (found, error) {
 	t := j.record()
 	if !j.maybeTyped && t.Attempts == 0 {
-		return false, false, false, nil
+		return notFound, nil
 	}
 	needle := "id=" + t.TriggerID
 	r, err := conn.Do(ctx, "capture-pane -p -J -S -500 -t "+quote(target))
 	if err != nil || r == nil {
 		if connDown(err) {
-			return false, false, false, err
+			return notFound, err
 		}
-		return false, false, false, nil
+		return notFound, nil
 	}
 	echoes := 0
 	for _, line := range r.Lines {
@@ -293,25 +295,38 @@ func (p *Pipeline) lookBeforeTyping(ctx context.Context, j *job, conn Sender, ta
 		// a paste placeholder, which the history does not show as the text.
 		if p.deps.Gates != nil {
 			if c, err := p.deps.Gates.Composer(ctx, rt); err == nil && p.holds(rt, c, j) {
-				return true, false, false, nil
+				return foundInComposer, nil
 			}
 		}
-		return false, false, false, nil
+		return notFound, nil
 	}
 	if p.deps.Gates != nil {
 		if c, err := p.deps.Gates.Composer(ctx, rt); err == nil && p.holds(rt, c, j) {
-			return true, false, false, nil
+			return foundInComposer, nil
 		}
 	}
 	done := t.Attempts // attempts whose typing was recorded and whose fate is known
 	if t.State == nudge.StateInjected {
 		done-- // the last one was typed; was it submitted? Not in the composer: yes
 	}
-	if echoes > done {
-		return false, true, t.State != nudge.StateInjected, nil
+	switch {
+	case echoes <= done:
+		return notFound, nil
+	case t.State != nudge.StateInjected:
+		return foundUnrecorded, nil
 	}
-	return false, false, false, nil
+	return foundSubmitted, nil
 }
+
+// found is what lookBeforeTyping found of a trigger in its pane.
+type found uint8
+
+const (
+	notFound        found = iota // not in the pane (or only its recorded typings): type it
+	foundInComposer              // typed and waiting in the composer: only Enter is missing
+	foundSubmitted               // in the pane's history: submitted, its typing recorded
+	foundUnrecorded              // in the history, typed by an incarnation that died before recording it
+)
 
 // containsID reports whether s holds needle ("id=X") followed by a non-id byte or the end.
 func containsID(s, needle string) bool {
@@ -321,15 +336,11 @@ func containsID(s, needle string) bool {
 			return false
 		}
 		rest := s[i+len(needle):]
-		if rest == "" || !isIDByte(rest[0]) {
+		if rest == "" || !nudge.IsIDByte(rest[0]) {
 			return true
 		}
 		s = rest
 	}
-}
-
-func isIDByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_.:@/-", c) >= 0
 }
 
 func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target string, pid int) error {
@@ -337,7 +348,7 @@ func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target
 		return errors.New("nothing to type: the trigger has no envelope")
 	}
 	buf := "nudge-" + strings.Map(func(r rune) rune {
-		if r < 128 && isIDByte(byte(r)) && r != ':' && r != '/' && r != '@' {
+		if r < 128 && nudge.IsIDByte(byte(r)) && r != ':' && r != '/' && r != '@' {
 			return r
 		}
 		return '_'

@@ -83,17 +83,23 @@ func (p *Pipeline) runLane(l *lane) {
 
 // verdict is a gate's decision for the job at the front of a lane.
 type verdict struct {
-	kind  int // proceed, hold, fail, fallback
+	kind  verdictKind
 	code  nudge.Code
 	why   string
 	until time.Time // hold: when to look again (zero: at the next recheck)
 }
 
+// verdictKind is what a verdict says to do with the job.
+type verdictKind uint8
+
 const (
-	proceed = iota
-	hold
-	fail
-	fallback
+	proceed  verdictKind = iota // deliver it now
+	hold                        // defer it (code says why; until when to look again)
+	fail                        // fail it with code
+	fallback                    // give up the live path: the fallback chain (resume, spawn)
+	// waitConn: the workspace's control connection is down, which says nothing about
+	// the pane; try again shortly (connRetry).
+	waitConn
 )
 
 // stepLane makes one decision for the lane and returns how long it should wait before

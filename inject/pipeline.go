@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -242,8 +241,6 @@ type Pipeline struct {
 	closed   bool
 	waiters  watchers // Wait's: woken by changed
 }
-
-var idRE = regexp.MustCompile(`^[A-Za-z0-9_.:@/-]{1,128}$`)
 
 // New returns a pipeline; call Open to start it.
 func New(cfg Config, deps Deps) (*Pipeline, error) {

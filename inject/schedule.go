@@ -24,18 +24,22 @@ type SchedulerConfig struct {
 
 // Scheduler turns schedules into triggers. Due schedules of one agent are batched into
 // one prompt; a round is skipped while the agent is busy or needs confirmation, or when
-// the agent got a scheduled prompt less than MinGap ago. It owns one goroutine.
+// the agent got a scheduled prompt less than MinGap ago. It owns one goroutine, started
+// by NewScheduler and stopped and joined by Close (or by the pipeline's Close).
 type Scheduler struct {
-	p    *Pipeline
-	cfg  SchedulerConfig
-	wake chan struct{}
-	wg   sync.WaitGroup
+	p      *Pipeline
+	cfg    SchedulerConfig
+	wake   chan struct{}
+	ctx    context.Context // ends on Close or the pipeline's Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	mu   sync.Mutex
 	last map[string]time.Time // agent key -> last scheduled trigger
 }
 
-// NewScheduler starts the scheduler of p; it stops when p closes.
+// NewScheduler starts the scheduler of p. The caller owns it and calls Close; it also
+// stops (without being joined) when p closes.
 func NewScheduler(p *Pipeline, cfg SchedulerConfig) *Scheduler {
 	if cfg.MinGap == 0 {
 		cfg.MinGap = 5 * time.Minute
@@ -44,13 +48,19 @@ func NewScheduler(p *Pipeline, cfg SchedulerConfig) *Scheduler {
 		cfg.MinEvery = time.Minute
 	}
 	s := &Scheduler{p: p, cfg: cfg, wake: make(chan struct{}, 1), last: map[string]time.Time{}}
+	s.ctx, s.cancel = context.WithCancel(p.ctx)
 	s.wg.Add(1)
 	go s.loop()
 	return s
 }
 
-// Wait blocks until the scheduler's goroutine has ended (after the pipeline closed).
-func (s *Scheduler) Wait() { s.wg.Wait() }
+// Close stops the scheduler's goroutine and waits for it (a trigger it is submitting is
+// given up). It is idempotent. Schedules stay in the store.
+func (s *Scheduler) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
 
 // Add stores a new schedule and returns it.
 func (s *Scheduler) Add(ws, agent, prompt string, every time.Duration) (nudge.Schedule, error) {
@@ -102,7 +112,7 @@ func (s *Scheduler) loop() {
 		next := s.runDue()
 		resetTimer(timer, next)
 		select {
-		case <-s.p.ctx.Done():
+		case <-s.ctx.Done():
 			return
 		case <-s.wake:
 		case <-timer.C:
@@ -175,7 +185,7 @@ func (s *Scheduler) fire(batch []nudge.Schedule, now time.Time) {
 		Prompt: strings.Join(prompts, "\n"), Reason: "scheduled", Caller: "scheduler",
 		ScheduleID: strings.Join(ids, ","),
 	}
-	if _, err := s.p.Submit(context.Background(), req); err != nil {
+	if _, err := s.p.Submit(s.ctx, req); err != nil {
 		s.p.log.Warn("scheduled trigger", "schedule_id", req.ScheduleID, "err", err)
 	}
 }

@@ -113,6 +113,28 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 	return Submitted{Trigger: j.record(), Created: true}, nil
 }
 
+// SubmitAsync submits req on a goroutine the pipeline owns (Close cancels and joins it),
+// for a trigger nudge sends itself from a goroutine that must not block: the
+// orchestrator's sync trigger after a human intervened. done, if not nil, gets Submit's
+// result on that goroutine. Once the pipeline is closed SubmitAsync reports false and
+// does not call done.
+func (p *Pipeline) SubmitAsync(req Request, done func(Submitted, error)) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		res, err := p.Submit(p.ctx, req)
+		if done != nil {
+			done(res, err)
+		}
+	}()
+	return true
+}
+
 // Get returns a trigger's receipt: the in-flight copy if there is one, else the store's.
 func (p *Pipeline) Get(id string) (nudge.Trigger, error) {
 	if j := p.inflight(id); j != nil {
@@ -125,14 +147,16 @@ func (p *Pipeline) checkRequest(req *Request) error {
 	if req.TriggerID == "" {
 		req.TriggerID = newTriggerID(p.cfg.Now())
 	}
-	if !idRE.MatchString(req.TriggerID) {
-		return nudge.NewError(nudge.BadRequest, "trigger_id must match [A-Za-z0-9_.:@/-]{1,128}")
+	if err := nudge.CheckID("trigger_id", req.TriggerID); err != nil {
+		return err
 	}
 	if req.Workspace == "" || req.Agent == "" {
 		return nudge.NewError(nudge.BadRequest, "workspace and agent are required")
 	}
-	if req.ThreadID != "" && !idRE.MatchString(req.ThreadID) {
-		return nudge.NewError(nudge.BadRequest, "thread_id must match [A-Za-z0-9_.:@/-]{1,128}")
+	if req.ThreadID != "" {
+		if err := nudge.CheckID("thread_id", req.ThreadID); err != nil {
+			return err
+		}
 	}
 	if req.AckTimeoutMS < 0 || req.AckTimeoutMS > MaxAckTimeoutMS {
 		return nudge.NewError(nudge.BadRequest, fmt.Sprintf("ack_timeout_ms must be between 1 and %d (24h); 0 or absent means the daemon's ack timeout", MaxAckTimeoutMS))

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nudgehq/nudge"
@@ -86,5 +88,30 @@ func TestSettleWaitsForQueuedWrites(t *testing.T) {
 	}
 	if _, err := db.GetRuntime("rt1"); err != nil {
 		t.Fatalf("runtime after Settle: %v", err)
+	}
+}
+
+// TestCloseJoinsDrain: Close waits for the write-behind goroutine, even while it backs
+// off from failing commits; nothing of it runs after Close returns.
+func TestCloseJoinsDrain(t *testing.T) {
+	var closed atomic.Bool
+	db, err := Open(filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true, OnLaterError: func(op string, err error) {
+		if closed.Load() {
+			t.Errorf("write-behind report after Close: %s: %v", op, err)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.failCommit = func() error { return errors.New("disk full") }
+	db.PutRuntimeLater(nudge.Runtime{RuntimeID: "rt1"})
+	waitUntil(t, "failing commits", func() bool { return db.Unavailable() != nil })
+	db.Close()
+	closed.Store(true)
+	db.later.mu.Lock()
+	running := db.later.running
+	db.later.mu.Unlock()
+	if running {
+		t.Fatal("the write-behind goroutine is still running after Close")
 	}
 }

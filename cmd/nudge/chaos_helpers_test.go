@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+
 	"github.com/nudgehq/nudge"
 )
 
@@ -278,7 +280,7 @@ func (cd *chaosDaemon) waitRuntime(id, want string, within time.Duration) runtim
 // retryable reports whether a trigger request should be sent again with the same id:
 // the daemon was not there, or the connection broke before an answer.
 func retryable(err error) bool {
-	var ae *apiError
+	var ae *api.Error
 	if errors.As(err, &ae) {
 		return ae.ErrorCode == nudge.Unavailable
 	}

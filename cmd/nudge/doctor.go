@@ -14,40 +14,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+
 	"github.com/nudgehq/nudge/controlmode"
 )
 
 // minTmux is the oldest tmux nudge supports (control-mode flags, send-keys re-sending the
 // key pressed in the Any binding).
 var minTmux = [2]int{3, 2}
-
-// runDoctor checks what nudge needs (seed 001 §3) on every host in use (this machine, the
-// hosts of the daemon's workspaces, and each --host): ssh reaches it, tmux there is new
-// enough, and the programs its runtimes launch are on its PATH; and on this machine the agent
-// CLIs of the known profiles, the state and socket permissions, the profile and pack override
-// directories, and whether the daemon answers. Each line is ok, warn or FAIL with what to do;
-// it exits 1 if any check failed.
-func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("doctor", "", env)
-	o := addClientFlags(fs)
-	t := addTmuxFlags(fs)
-	var hosts []string
-	fs.Var(listFlag{&hosts}, "host", "also check this host (USER@HOST or an ssh config alias; repeatable)")
-	ssh := fs.String("ssh", "ssh", "ssh binary")
-	sshConfig := fs.String("ssh-config", "", "ssh config file (ssh -F); default: the user's own")
-	profileDir, packDir := defaultOverrideDirs()
-	fs.StringVar(&profileDir, "profile-dir", profileDir, "profile override directory to check (as serve --profile-dir)")
-	fs.StringVar(&packDir, "pack-dir", packDir, "pack override directory to check (as serve --pack-dir)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usagef("doctor takes no arguments")
-	}
-	d := &doctor{ssh: *ssh, config: *sshConfig, tmux: t.tmux, out: env.stdout,
-		stateDir: o.stateDir, profileDir: profileDir, packDir: packDir, hosts: hosts}
-	return d.check(ctx, o.client(env))
-}
 
 type doctor struct {
 	ssh, config, tmux   string
@@ -59,7 +33,7 @@ type doctor struct {
 }
 
 // check runs every check and prints one line per check.
-func (d *doctor) check(ctx context.Context, c *client) error {
+func (d *doctor) check(ctx context.Context, c *api.Client) error {
 	health, rts := d.askDaemon(ctx, c)
 	programs := map[string][]string{"": nil} // host -> programs its runtimes launch
 	// A host with no program to check is still checked.
@@ -91,7 +65,7 @@ func (d *doctor) check(ctx context.Context, c *client) error {
 			d.agents(ctx, programs[h])
 		}
 	}
-	d.permissions(c.socket)
+	d.permissions(c.Socket())
 	d.overrides()
 	health()
 	switch {

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/detector"
@@ -27,10 +29,10 @@ const doctorTimeout = 5 * time.Second
 
 // askDaemon asks the daemon for its health and runtimes. It returns the runtimes and a
 // func that prints the daemon's line (printed last, after the checks that use the runtimes).
-func (d *doctor) askDaemon(ctx context.Context, c *client) (report func(), rts []runtimeView) {
-	if _, err := os.Stat(c.socket); errors.Is(err, fs.ErrNotExist) {
+func (d *doctor) askDaemon(ctx context.Context, c *api.Client) (report func(), rts []runtimeView) {
+	if _, err := os.Stat(c.Socket()); errors.Is(err, fs.ErrNotExist) {
 		return func() {
-			d.warn("", "daemon: not running (no socket at %s): start it with `nudge serve`", c.socket)
+			d.warn("", "daemon: not running (no socket at %s): start it with `nudge serve`", c.Socket())
 		}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
@@ -40,33 +42,33 @@ func (d *doctor) askDaemon(ctx context.Context, c *client) (report func(), rts [
 		StartedAt time.Time `json:"started_at"`
 		Runtimes  int       `json:"runtimes"`
 	}
-	err := c.do(ctx, "GET", "/v1/health", nil, &h)
-	var ae *apiError
+	err := c.Do(ctx, "GET", "/v1/health", nil, &h)
+	var ae *api.Error
 	switch {
 	case err == nil:
-		if err := c.do(ctx, "GET", "/v1/runtimes", nil, &rts); err != nil {
+		if err := c.Do(ctx, "GET", "/v1/runtimes", nil, &rts); err != nil {
 			return func() {
-				d.warn("", "daemon %s answers on %s but not with its runtimes: %v", h.Version, c.socket, err)
+				d.warn("", "daemon %s answers on %s but not with its runtimes: %v", h.Version, c.Socket(), err)
 			}, nil
 		}
 		return func() {
-			d.ok("", "daemon %s answers on %s: %d runtime(s), up since %s", h.Version, c.socket, h.Runtimes,
+			d.ok("", "daemon %s answers on %s: %d runtime(s), up since %s", h.Version, c.Socket(), h.Runtimes,
 				h.StartedAt.Local().Format(time.DateTime))
 		}, rts
 	case errors.As(err, &ae) && (ae.ErrorCode == nudge.Unauthorized || ae.ErrorCode == nudge.Forbidden):
 		return func() {
-			d.warn("", "daemon answers on %s but refused this caller (%s): pass --token or set NUDGE_TOKEN", c.socket, ae.Message)
+			d.warn("", "daemon answers on %s but refused this caller (%s): pass --token or set NUDGE_TOKEN", c.Socket(), ae.Message)
 		}, nil
 	case errors.As(err, &ae) && ae.ErrorCode == nudge.Unavailable:
 		return func() {
-			d.warn("", "daemon: nothing listens on %s (a stale socket from a daemon that stopped; `nudge serve` replaces it)", c.socket)
+			d.warn("", "daemon: nothing listens on %s (a stale socket from a daemon that stopped; `nudge serve` replaces it)", c.Socket())
 		}, nil
 	case errors.Is(err, context.DeadlineExceeded):
 		return func() {
-			d.fail("", "daemon on %s did not answer within %s: it is hung or overloaded; see its log, restart it", c.socket, doctorTimeout)
+			d.fail("", "daemon on %s did not answer within %s: it is hung or overloaded; see its log, restart it", c.Socket(), doctorTimeout)
 		}, nil
 	}
-	return func() { d.fail("", "daemon on %s: %v", c.socket, err) }, nil
+	return func() { d.fail("", "daemon on %s: %v", c.Socket(), err) }, nil
 }
 
 // overrides checks the profile and pack override directories (a file that does not parse

@@ -313,7 +313,7 @@ func TestFaultSlowAPIClients(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			c := newClient(cd.socket, "")
-			defer c.http.CloseIdleConnections()
+			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			var tr nudge.Trigger

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+
 	"github.com/nudgehq/nudge"
 )
 
@@ -51,7 +53,7 @@ func TestFullDiskLosesNoAcceptedTrigger(t *testing.T) {
 	for i := 0; i < 60 && refused < 3; i++ {
 		id := fmt.Sprintf("fd-%02d", i)
 		_, err := td.trigger(map[string]any{"trigger_id": id, "thread_id": id, "workspace": "w1", "agent": "rev", "prompt": prompt(i)})
-		var ae *apiError
+		var ae *api.Error
 		switch {
 		case err == nil:
 			accepted = append(accepted, id)

@@ -2,12 +2,13 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/nudgehq/nudge/detector"
 )
@@ -28,7 +29,7 @@ func defaultLLMConfig() llmConfig {
 	return llmConfig{LLMModel: "openai/gpt-4o-mini", LLMTimeout: 20 * time.Second, LLMRetries: 1}
 }
 
-func llmFlags(fs *flag.FlagSet, c *llmConfig) {
+func llmFlags(fs *pflag.FlagSet, c *llmConfig) {
 	fs.StringVar(&c.LLMURL, "llm-url", c.LLMURL, "chat-completions URL of an LLM that classifies the screens the packs cannot (seed 002), e.g. https://openrouter.ai/api/v1/chat/completions; off when empty. The API key is read from $"+detector.DefaultAPIKeyEnv+" (never a flag)")
 	fs.StringVar(&c.LLMModel, "llm-model", c.LLMModel, "model the LLM classifier asks")
 	fs.DurationVar(&c.LLMTimeout, "llm-timeout", c.LLMTimeout, "longest one LLM classifier request may take (the packs' verdict stands meanwhile)")

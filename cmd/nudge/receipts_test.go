@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/inject"
 )
@@ -19,12 +21,12 @@ func TestReceiptsComplete(t *testing.T) {
 	rt := td.spawnFake("rc", "one")
 	for _, ms := range []int64{math.MaxInt64, inject.MaxAckTimeoutMS + 1, -1} {
 		_, err := td.trigger2(map[string]any{"workspace": "w1", "agent": "rc", "prompt": "hi", "ack_timeout_ms": ms})
-		if ae, ok := err.(*apiError); !ok || ae.ErrorCode != "BAD_REQUEST" || !strings.Contains(ae.Message, "ack_timeout_ms") {
+		if ae, ok := err.(*api.Error); !ok || ae.ErrorCode != "BAD_REQUEST" || !strings.Contains(ae.Message, "ack_timeout_ms") {
 			t.Errorf("ack_timeout_ms %d: got %v, want BAD_REQUEST", ms, err)
 		}
 	}
 	err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/heartbeat", map[string]any{"status": "bogus"}, nil)
-	if ae, ok := err.(*apiError); !ok || ae.ErrorCode != "BAD_REQUEST" || !strings.Contains(ae.Message, "active, idle or offline") {
+	if ae, ok := err.(*api.Error); !ok || ae.ErrorCode != "BAD_REQUEST" || !strings.Contains(ae.Message, "active, idle or offline") {
 		t.Errorf("heartbeat status bogus: got %v, want BAD_REQUEST", err)
 	}
 	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/heartbeat", heartbeatBody{Status: "idle"}, nil); err != nil {

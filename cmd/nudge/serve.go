@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -16,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/pflag"
 
 	"github.com/nudgehq/nudge/store"
 )
@@ -99,6 +96,8 @@ func (l listFlag) String() string {
 	return strings.Join(*l.v, ",")
 }
 
+func (l listFlag) Type() string { return "list" }
+
 func (l listFlag) Set(s string) error {
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -120,6 +119,8 @@ func (r rateFlag) String() string {
 	}
 	return fmt.Sprintf("%d/%s", *r.n, *r.per)
 }
+
+func (r rateFlag) Type() string { return "rate" }
 
 func (r rateFlag) Set(s string) error {
 	num, unit, ok := strings.Cut(s, "/")
@@ -154,6 +155,8 @@ func (b backoffFlag) String() string {
 	return strings.Join(s, ",")
 }
 
+func (b backoffFlag) Type() string { return "durations" }
+
 func (b backoffFlag) Set(s string) error {
 	var out []time.Duration
 	for _, p := range strings.Split(s, ",") {
@@ -167,7 +170,7 @@ func (b backoffFlag) Set(s string) error {
 	return nil
 }
 
-func serveFlags(fs *flag.FlagSet, c *serveConfig) {
+func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "state directory (the bbolt store, the default socket)")
 	fs.StringVar(&c.Socket, "socket", "", "API socket (default $XDG_RUNTIME_DIR/nudge/nudge.sock, else under the state dir)")
 	fs.StringVar(&c.TmuxSocket, "tmux-socket", c.TmuxSocket, "tmux server socket name (tmux -L)")
@@ -217,48 +220,10 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.SubmitTimeout, "submit-timeout", c.SubmitTimeout, "longest wait for output after Enter before that check")
 	fs.DurationVar(&c.ScheduleGap, "schedule-gap", c.ScheduleGap, "least time between two scheduled prompts to one agent (seed 004)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for requests in flight")
-	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "") // hidden: for benchmarks/cmd/nudgebench
-	fs.StringVar(&c.Trace, "trace", "", "")           // hidden: for benchmarks/cmd/nudgebench
-}
-
-func runServe(ctx context.Context, env *cliEnv, args []string) error {
-	cfg := defaultServeConfig()
-	fs := newFlagSet("serve", "", env)
-	serveFlags(fs, &cfg)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected arguments: %v", fs.Args())
-	}
-	if err := cfg.complete(); err != nil {
-		return &usageError{err.Error()}
-	}
-	if err := cfg.loadToken(env); err != nil {
-		return err
-	}
-	cfg.loadLLMKey()
-	if cfg.CPUProfile != "" {
-		stop, err := startCPUProfile(cfg.CPUProfile)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	if cfg.Trace != "" {
-		stop, err := startTrace(cfg.Trace)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	d, err := openDaemon(ctx, cfg, env)
-	if err != nil {
-		return err
-	}
-	runErr := d.Run(ctx)
-	closeErr := d.Close()
-	return errors.Join(runErr, closeErr)
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile here (benchmarks)")
+	fs.StringVar(&c.Trace, "trace", "", "write an execution trace here (benchmarks)")
+	fs.MarkHidden("cpuprofile") //nolint:errcheck // defined just above
+	fs.MarkHidden("trace")      //nolint:errcheck // defined just above
 }
 
 // complete fills derived defaults and checks the config.
@@ -346,46 +311,11 @@ func readSecretFile(path string) (string, error) {
 	return tok, nil
 }
 
-// listenUnix creates the API socket: its directory 0700, a stale socket file (and only a
-// socket) removed, the socket itself 0600.
-func listenUnix(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("socket dir: %w", err)
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s exists and is not a socket: refusing to remove it", path)
-		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("another daemon is serving on %s", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove stale socket: %w", err)
-		}
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("chmod socket: %w", err)
-	}
-	return ln, nil
-}
-
 func newLogger(cfg serveConfig, env *cliEnv) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
 		Name: "nudge", Level: hclog.LevelFromString(cfg.LogLevel),
 		Output: env.stderr, JSONFormat: cfg.LogFormat == "json",
 	})
-}
-
-func serveHTTP(srv *http.Server, ln net.Listener, errc chan<- error) {
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		errc <- err
-	}
 }
 
 // startCPUProfile writes a CPU profile of the daemon to path until stop is called, and

@@ -2,34 +2,22 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/panes"
 )
 
-// tailView is GET /v1/runtimes/{id}/tail: the pane's recent output, ANSI stripped and
-// redacted.
-type tailView struct {
-	RuntimeID  string    `json:"runtime_id"`
-	PaneID     string    `json:"pane_id"`
-	Lines      []string  `json:"lines"`
-	CapturedAt time.Time `json:"captured_at"`
-}
+// paneReader reads runtimes' panes over their workspace's control connection
+// (server.Panes).
+type paneReader struct{ reg *panes.Registry }
 
-const (
-	defaultTailLines = 200
-	maxTailLines     = 5000
-)
-
-// capturePane reads the last n lines of a runtime's pane over its workspace's control
+// Capture reads the last n lines of a runtime's pane over its workspace's control
 // connection (joined wrapped lines, trailing blank lines dropped), cleaned for display.
-func (d *daemon) capturePane(ctx context.Context, rt nudge.Runtime, n int) ([]string, error) {
+func (p paneReader) Capture(ctx context.Context, rt nudge.Runtime, n int) ([]string, error) {
 	target := rt.PaneID
 	if target == "" {
 		target = rt.Target
@@ -37,7 +25,7 @@ func (d *daemon) capturePane(ctx context.Context, rt nudge.Runtime, n int) ([]st
 	if target == "" {
 		return nil, nudge.NewError(nudge.TargetNotFound, "runtime "+rt.RuntimeID+" has no pane")
 	}
-	c, err := d.reg.Conn(rt.WorkspaceID)
+	c, err := p.reg.Conn(rt.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
@@ -64,72 +52,4 @@ func (d *daemon) capturePane(ctx context.Context, rt nudge.Runtime, n int) ([]st
 	// A secret split across lines (a PEM block) is masked as a whole too.
 	joined := nudge.Redact(strings.Join(lines, "\n"))
 	return strings.Split(joined, "\n"), nil
-}
-
-func (d *daemon) handleTail(w http.ResponseWriter, r *http.Request, c caller) {
-	rt, ok := d.runtimeFor(w, r, c, verbRead)
-	if !ok {
-		return
-	}
-	n := defaultTailLines
-	if s := r.URL.Query().Get("lines"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v <= 0 {
-			writeError(w, badRequest("lines: want a positive number"))
-			return
-		}
-		n = min(v, maxTailLines)
-	}
-	lines, err := d.capturePane(r.Context(), rt, n)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, tailView{RuntimeID: rt.RuntimeID, PaneID: rt.PaneID, Lines: lines, CapturedAt: time.Now()})
-}
-
-func runTail(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("tail", "RUNTIME_ID", env)
-	o := addClientFlags(fs)
-	n := fs.Int("lines", 40, "output lines to show")
-	history := fs.Int("history", 20, "state-history (audit) records to show")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want one RUNTIME_ID")
-	}
-	if *n <= 0 {
-		return usagef("--lines must be positive")
-	}
-	ctx, cancel := shortCtx(ctx)
-	defer cancel()
-	c := o.client(env)
-	id := fs.Arg(0)
-	var tv tailView
-	if err := c.do(ctx, "GET", "/v1/runtimes/"+url.PathEscape(id)+"/tail?lines="+strconv.Itoa(*n), nil, &tv); err != nil {
-		return err
-	}
-	var recs []nudge.AuditRecord
-	if *history > 0 {
-		q := url.Values{"runtime": {id}, "limit": {strconv.Itoa(*history)}, "newest": {"1"}}
-		if err := c.do(ctx, "GET", "/v1/audit?"+q.Encode(), nil, &recs); err != nil {
-			return err
-		}
-	}
-	if *asJSON {
-		return printJSON(env.stdout, map[string]any{"tail": tv, "history": recs})
-	}
-	fmt.Fprintf(env.stdout, "── %s (%s) output, last %d lines ──\n", tv.RuntimeID, orDash(tv.PaneID), *n)
-	for _, l := range tv.Lines {
-		fmt.Fprintln(env.stdout, l)
-	}
-	if *history > 0 {
-		fmt.Fprintf(env.stdout, "── %s history (newest last) ──\n", tv.RuntimeID)
-		for _, r := range recs {
-			printAudit(env.stdout, r)
-		}
-	}
-	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 )
 
@@ -28,7 +29,7 @@ func (td *testDaemon) issue(t *testing.T, args ...string) string {
 // wantAPIError checks err is the JSON error code with a message holding msg.
 func wantAPIError(t *testing.T, what string, err error, code, msg string) {
 	t.Helper()
-	var ae *apiError
+	var ae *api.Error
 	if !errors.As(err, &ae) || string(ae.ErrorCode) != code || !strings.Contains(ae.Message, msg) {
 		t.Fatalf("%s: got %v, want %s containing %q", what, err, code, msg)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/inject"
 )
@@ -158,7 +160,7 @@ func TestTriggerBadInput(t *testing.T) {
 	}
 	for i, c := range cases {
 		_, err := td.trigger2(c.body)
-		ae, ok := err.(*apiError)
+		ae, ok := err.(*api.Error)
 		if !ok || string(ae.ErrorCode) != c.code {
 			t.Errorf("#%d: got %v, want %s", i, err, c.code)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/gdamore/tcell/v2"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 )
 
 // `nudge watch`: a full-screen live dashboard. One snapshot (runtimes, open and recent
@@ -37,7 +38,7 @@ const watchReconnect = time.Second
 
 type watchUI struct {
 	ctx    context.Context
-	c      *client
+	c      *api.Client
 	tmux   *tmuxFlags
 	getenv func(string) string
 	m      *watchModel
@@ -45,20 +46,11 @@ type watchUI struct {
 	msgs   chan any
 }
 
-func runWatch(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("watch", "", env)
-	o := addClientFlags(fs)
-	t := addTmuxFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usagef("no arguments expected")
-	}
-	c := o.client(env)
+// runWatch runs the dashboard on the terminal until q, Esc or ctx ends.
+func runWatch(ctx context.Context, env *cliEnv, c *api.Client, t *tmuxFlags) error {
 	// Fail fast, before taking over the terminal, if there is no daemon.
 	hctx, cancel := shortCtx(ctx)
-	err := c.do(hctx, "GET", "/v1/health", nil, nil)
+	_, err := c.Health(hctx)
 	cancel()
 	if err != nil {
 		return err
@@ -107,7 +99,7 @@ func (ui *watchUI) stream(ctx context.Context) {
 }
 
 func (ui *watchUI) streamOnce(ctx context.Context) error {
-	resp, err := ui.c.send(ctx, "GET", "/v1/events", nil)
+	resp, err := ui.c.Send(ctx, "GET", "/v1/events", nil)
 	if err != nil {
 		return err
 	}
@@ -142,16 +134,16 @@ func (ui *watchUI) snapshot(ctx context.Context) (watchSnapshot, error) {
 	ctx, cancel := shortCtx(ctx)
 	defer cancel()
 	var s watchSnapshot
-	if err := ui.c.do(ctx, "GET", "/v1/runtimes", nil, &s.runtimes); err != nil {
+	if err := ui.c.Do(ctx, "GET", "/v1/runtimes", nil, &s.runtimes); err != nil {
 		return s, err
 	}
 	var open []nudge.Trigger
-	if err := ui.c.do(ctx, "GET", "/v1/triggers?open=1", nil, &open); err != nil {
+	if err := ui.c.Do(ctx, "GET", "/v1/triggers?open=1", nil, &open); err != nil {
 		return s, err
 	}
 	for _, rt := range s.runtimes {
 		var ts []nudge.Trigger
-		if err := ui.c.do(ctx, "GET", "/v1/triggers?newest=1&limit=1&runtime="+url.QueryEscape(rt.RuntimeID), nil, &ts); err != nil {
+		if err := ui.c.Do(ctx, "GET", "/v1/triggers?newest=1&limit=1&runtime="+url.QueryEscape(rt.RuntimeID), nil, &ts); err != nil {
 			return s, err
 		}
 		s.triggers = append(s.triggers, ts...)
@@ -235,8 +227,8 @@ func (ui *watchUI) key(ev *tcell.EventKey) bool {
 			m.forcing, m.forceReason = "", nil
 			ui.async(func(ctx context.Context) string {
 				var t nudge.Trigger
-				err := ui.c.do(ctx, "POST", "/v1/triggers/"+url.PathEscape(id)+"/force",
-					forceBody{Reason: reason, Intent: "human_override"}, &t)
+				err := ui.c.Do(ctx, "POST", "/v1/triggers/"+url.PathEscape(id)+"/force",
+					api.ForceRequest{Reason: reason, Intent: "human_override"}, &t)
 				if err != nil {
 					return "force " + id + ": " + err.Error()
 				}
@@ -320,11 +312,11 @@ func (ui *watchUI) fetchDetail(id string) {
 		ctx, cancel := shortCtx(ui.ctx)
 		defer cancel()
 		d := watchDetail{id: id}
-		var tv tailView
-		if d.err = ui.c.do(ctx, "GET", "/v1/runtimes/"+url.PathEscape(id)+"/tail?lines=200", nil, &tv); d.err == nil {
+		var tv api.Tail
+		if tv, d.err = ui.c.Tail(ctx, id, 200); d.err == nil {
 			d.tail = tv.Lines
 		}
-		if err := ui.c.do(ctx, "GET", "/v1/triggers?newest=1&limit=20&runtime="+url.QueryEscape(id), nil, &d.history); err != nil && d.err == nil {
+		if err := ui.c.Do(ctx, "GET", "/v1/triggers?newest=1&limit=20&runtime="+url.QueryEscape(id), nil, &d.history); err != nil && d.err == nil {
 			d.err = err
 		}
 		ui.send(d)
@@ -361,9 +353,11 @@ func (ui *watchUI) togglePause() {
 		verb = "resume"
 	}
 	ui.async(func(ctx context.Context) string {
-		var got runtimeView
-		if err := ui.c.do(ctx, "POST", "/v1/runtimes/"+url.PathEscape(rt.RuntimeID)+"/"+verb,
-			reasonBody{Reason: "nudge watch"}, &got); err != nil {
+		act := ui.c.Pause
+		if verb == "resume" {
+			act = ui.c.Resume
+		}
+		if _, err := act(ctx, rt.RuntimeID, "nudge watch"); err != nil {
 			return verb + " " + rt.RuntimeID + ": " + err.Error()
 		}
 		return verb + "d " + rt.RuntimeID

@@ -152,9 +152,6 @@ func (o *Observer) WritePrometheus(w io.Writer) error {
 	return o.metrics.WritePrometheus(w, o.cfg.Live)
 }
 
-// Metrics is the observer's registry.
-func (o *Observer) Metrics() *Metrics { return o.metrics }
-
 func (o *Observer) run(ctx context.Context) {
 	defer close(o.done)
 	tick := time.NewTicker(o.alerts.cfg.HeartbeatCheck)

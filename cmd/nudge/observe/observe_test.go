@@ -3,6 +3,7 @@ package observe
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +76,29 @@ func TestObserverDropsWhenBehind(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "\nnudge_observer_dropped_total ") || o.metrics.dropped.Get() == 0 {
 		t.Fatalf("nothing dropped:\n%s", b.String())
+	}
+}
+
+// Close joins every goroutine the Observer started: none is left once it returns.
+func TestObserverCloseJoins(t *testing.T) {
+	conn := &fakeConn{sent: make(chan struct{}, 1)}
+	o, err := New(Config{Status: &StatusConfig{
+		Workspaces: func() []string { return []string{"w"} },
+		Line:       func(string) string { return "[a: READY]" },
+		Conn:       func(string) (Doer, error) { return conn, nil },
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Workspace("w")
+	o.Trigger(nudge.Trigger{TriggerID: "t1"})
+	<-conn.sent
+	o.Close()
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for _, fn := range []string{"observe.(*Observer).run", "observe.(*StatusLine).run"} {
+		if strings.Contains(stacks, fn) {
+			t.Errorf("%s still running after Close", fn)
+		}
 	}
 }
