@@ -95,8 +95,8 @@ func (c *Config) retryAfter(attempts int) (time.Duration, bool) {
 	return c.Backoff[min(attempts-1, len(c.Backoff)-1)], true
 }
 
-// Acked records an ack that arrived outside the live wait (an API ack of a trigger whose
-// live path already ended in a fallback launch).
+// finishAcked records j's ack (the Acker's signal, the marker found on screen, or an ack
+// found before a retry) and closes it.
 func (p *Pipeline) finishAcked(j *job, signal string) {
 	now := p.cfg.Now()
 	rec := j.update(now, func(t *nudge.Trigger) {
