@@ -108,12 +108,14 @@ func (p *Pipeline) finishAcked(j *job, signal string) {
 		t.Result = resultFor(t)
 	})
 	p.persist(j, p.audit("ack_received", rec, signal))
+	p.breakers.success(rec.RuntimeID)
+	// The runtime's transition is queued before the flush so that it goes in the same
+	// commit (one fsync per closed trigger, not two).
+	p.transition(rec.RuntimeID, nudge.StatusReady, "ack for "+rec.TriggerID)
 	// An ack is made durable at once, not with the next write-behind batch: a kill -9 in
 	// between would leave the restarted daemon an answered prompt in `submitted`, and its
 	// retry could type it again into an agent whose marker has left the pane (a relaunch).
 	p.deps.Store.Flush()
-	p.breakers.success(rec.RuntimeID)
-	p.transition(rec.RuntimeID, nudge.StatusReady, "ack for "+rec.TriggerID)
 	p.done(j)
 }
 
@@ -350,7 +352,7 @@ func (p *Pipeline) done(j *job) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		p.deps.Store.Flush()
+		p.deps.Store.Settle() // with the next batch: no commit of its own
 		p.mu.Lock()
 		if p.jobs[j.id()] == j {
 			delete(p.jobs, j.id())
