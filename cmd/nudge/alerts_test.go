@@ -102,8 +102,8 @@ func TestAlertStaleHeartbeat(t *testing.T) {
 // Alerts reach /v1/events subscribers and the log via the daemon's observer.
 func TestAlertPublishedOnHub(t *testing.T) {
 	td := startDaemon(t, newTestConfig(t))
-	sub := td.d.hub.subscribe()
-	defer td.d.hub.unsubscribe(sub)
+	sub := td.d.hub.Subscribe()
+	defer td.d.hub.Unsubscribe(sub)
 	// Feed the observer's hub consumer five timed-out receipts.
 	for i := range 5 {
 		td.d.hub.Publish(Event{Type: "trigger", Trigger: store.Trigger{TriggerID: fmt.Sprintf("x%d", i), Closed: true, Result: "timeout"}})
@@ -111,7 +111,7 @@ func TestAlertPublishedOnHub(t *testing.T) {
 	deadline := time.After(20 * time.Second)
 	for {
 		select {
-		case ev := <-sub.ch:
+		case ev := <-sub.C:
 			if ev.Type == "alert" {
 				return
 			}

@@ -414,8 +414,8 @@ func withResult(t store.Trigger) store.Trigger {
 // waitTrigger blocks until the trigger is closed, wait passes, or ctx ends, and returns
 // its latest record.
 func (d *daemon) waitTrigger(ctx context.Context, id string, wait time.Duration) store.Trigger {
-	s := d.hub.subscribe()
-	defer d.hub.unsubscribe(s)
+	s := d.hub.Subscribe()
+	defer d.hub.Unsubscribe(s)
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for {
@@ -426,9 +426,9 @@ func (d *daemon) waitTrigger(ctx context.Context, id string, wait time.Duration)
 		select {
 		case <-ctx.Done():
 			return t
-		case <-s.dropped:
+		case <-s.Dropped:
 			return t
-		case ev := <-s.ch:
+		case ev := <-s.C:
 			if tr, ok := ev.Trigger.(store.Trigger); ok && tr.TriggerID == id && tr.Closed {
 				return tr
 			}

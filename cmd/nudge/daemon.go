@@ -18,6 +18,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
+	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -40,7 +41,7 @@ type daemon struct {
 	chain    *ack.Chain
 	mon      *detector.Monitor
 	sched    *inject.Scheduler
-	hub      *hub
+	hub      *eventstream.Hub
 	profiles map[string]panes.Profile
 	auth     *authority                        // token key, revocations, runtime tokens, policy (token.go)
 	obs      *observer                         // metrics, alerts, status line (metrics.go)
@@ -58,7 +59,6 @@ type daemon struct {
 // openDaemon opens everything in dependency order; on error it closes what it opened.
 func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, err error) {
 	d := &daemon{cfg: cfg, log: newLogger(cfg, env), started: time.Now(), errc: make(chan error, 2)}
-	d.hub = newHub(time.Now)
 	defer func() {
 		// d, not the result: an early `return nil, err` must still close what was opened.
 		if err != nil {
@@ -69,6 +69,9 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		if errors.Is(err, store.ErrLocked) {
 			return nil, fmt.Errorf("another nudge daemon is using %s (stop it first, or give this one another --state-dir)", cfg.StateDir)
 		}
+		return nil, err
+	}
+	if d.hub, err = eventstream.Open(d.eventsConfig(), d.db); err != nil {
 		return nil, err
 	}
 	if d.auth, err = openAuthority(cfg, d.db); err != nil {
@@ -344,9 +347,11 @@ func (d *daemon) Close() error {
 	d.closeOnce.Do(func() {
 		d.auth.Close()
 		d.obs.Close()
+		if d.hub != nil {
+			d.hub.Close() // ends the event streams, so the server can shut down
+		}
 		if d.srv != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownTimeout)
-			d.hub.Close()
 			errs = append(errs, d.srv.Shutdown(ctx))
 			if d.metrics != nil {
 				errs = append(errs, d.metrics.Shutdown(ctx))

@@ -17,6 +17,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/nudgehq/nudge"
+	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/store"
 )
 
@@ -88,7 +89,7 @@ func startObserver(d *daemon) *observer {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	o.cancel = cancel
-	sub := d.hub.subscribe()
+	sub := d.hub.Subscribe()
 	o.wg.Add(1)
 	go o.consume(ctx, sub)
 	if o.status != nil {
@@ -112,24 +113,24 @@ func (o *observer) Close() {
 
 // consume reads the hub. A subscriber dropped for falling behind resubscribes (counts
 // missed in between are lost, never doubled).
-func (o *observer) consume(ctx context.Context, sub *subscriber) {
+func (o *observer) consume(ctx context.Context, sub *eventstream.Subscriber) {
 	defer o.wg.Done()
 	tick := time.NewTicker(o.alerts.cfg.HeartbeatCheck)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			o.d.hub.unsubscribe(sub)
+			o.d.hub.Unsubscribe(sub)
 			return
-		case <-sub.dropped:
+		case <-sub.Dropped:
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
 			o.d.log.Warn("observer fell behind the event hub; resubscribing")
-			sub = o.d.hub.subscribe()
-		case ev := <-sub.ch:
+			sub = o.d.hub.Subscribe()
+		case ev := <-sub.C:
 			o.event(ev)
 		case <-tick.C:
 			o.raise(o.alerts.heartbeats(o.d.reg.List(), o.expectsHeartbeat))

@@ -84,7 +84,9 @@ func (d *daemon) readableTrigger(c caller, id string) (store.Trigger, error) {
 
 // serveScopedEvents is /v1/events for c.
 func (d *daemon) serveScopedEvents(w http.ResponseWriter, r *http.Request, c caller) {
-	d.hub.serveEvents(w, r, c.seesEvent)
+	if err := d.hub.Serve(w, r, c.seesEvent); err != nil {
+		writeError(w, err)
+	}
 }
 
 // eventWorkspace is the workspace of the runtime an event is about ("" if unknown).
