@@ -1,5 +1,8 @@
 // Package nudge holds the vocabulary shared by nudge's packages: failure codes,
-// runtime states, trigger states and results, and readiness. It imports nothing.
+// runtime states, trigger states and results, and readiness; and the domain records
+// every package passes around (records.go): Runtime, Trigger, Attempt, AuditRecord and
+// Schedule, whose JSON is both the API's and the store's encoding. It imports only the
+// standard library.
 //
 // The packages are:
 //

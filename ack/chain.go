@@ -54,7 +54,7 @@ func (c *ChainConfig) fill() {
 
 // Launcher starts processes for the chain (*panes.Registry).
 type Launcher interface {
-	Get(id string) (store.Runtime, bool)
+	Get(id string) (nudge.Runtime, bool)
 	Profile(name string) (panes.Profile, bool)
 	// RelaunchWith runs argv once in the runtime's own pane, ending whatever ran there.
 	RelaunchWith(ctx context.Context, id string, argv []string, reason string) (paneID string, err error)
@@ -66,7 +66,7 @@ type Launcher interface {
 	HoldRestarts(id string) (release func())
 	// SpawnAside starts a fresh managed runtime beside from (a fallback that must not end
 	// from's process); given is false when the prompt could not go at launch.
-	SpawnAside(ctx context.Context, from store.Runtime, prompt string) (rt store.Runtime, given bool, err error)
+	SpawnAside(ctx context.Context, from nudge.Runtime, prompt string) (rt nudge.Runtime, given bool, err error)
 }
 
 // Step is one step of a fallback chain, as audited and published.
@@ -113,8 +113,8 @@ func (c *Chain) Close() error {
 
 // run is one chain's state.
 type run struct {
-	t     store.Trigger
-	rt    store.Runtime
+	t     nudge.Trigger
+	rt    nudge.Runtime
 	prof  panes.Profile
 	cause nudge.Code
 	keep  bool // the pane runs another trigger's fallback launch
@@ -135,7 +135,7 @@ func (r *run) keepPane() bool { return r.keep || keepPane(r.cause) }
 //
 // keep asks for the same care for another reason: the runtime's pane runs another
 // trigger's fallback launch, which must not be replaced.
-func (c *Chain) Fallback(ctx context.Context, t store.Trigger, cause nudge.Code, keep bool) (nudge.Launched, error) {
+func (c *Chain) Fallback(ctx context.Context, t nudge.Trigger, cause nudge.Code, keep bool) (nudge.Launched, error) {
 	rt, ok := c.l.Get(t.RuntimeID)
 	if !ok {
 		return nudge.Launched{}, nudge.NewError(nudge.SpawnFailed, "no runtime to fall back to for "+t.WorkspaceID+"/"+t.Agent)
@@ -183,7 +183,7 @@ func (c *Chain) skipResume(r *run) string {
 	return ""
 }
 
-func (c *Chain) crashLooping(rt store.Runtime, now time.Time) bool {
+func (c *Chain) crashLooping(rt nudge.Runtime, now time.Time) bool {
 	n := 0
 	for _, f := range rt.Failures {
 		if now.Sub(f) <= c.cfg.CrashLoopWindow {
@@ -326,8 +326,8 @@ func (c *Chain) step(r *run, event string, s Step) {
 	s.Time, s.Event = c.cfg.Now(), event
 	s.TriggerID, s.ThreadID, s.RuntimeID = r.t.TriggerID, r.t.ThreadID, r.rt.RuntimeID
 	s.Cause, s.Chain = string(r.cause), append([]string(nil), r.chain...)
-	rec := store.AuditRecord{Event: event, TriggerID: r.t.TriggerID, ThreadID: r.t.ThreadID,
-		RuntimeID: r.rt.RuntimeID, Workspace: r.rt.WorkspaceID, Code: s.Code, Reason: s.Error, Detail: jsonOf(s)}
+	rec := nudge.AuditRecord{Event: event, TriggerID: r.t.TriggerID, ThreadID: r.t.ThreadID,
+		RuntimeID: r.rt.RuntimeID, Workspace: r.rt.WorkspaceID, Code: nudge.Code(s.Code), Reason: s.Error, Detail: jsonOf(s)}
 	if _, err := c.db.AppendAudit(rec); err != nil {
 		c.log.Error("audit fallback step", "err", err)
 	}

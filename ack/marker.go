@@ -1,6 +1,9 @@
 package ack
 
-import "github.com/nudgehq/nudge/detector"
+import (
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/detector"
+)
 
 // Marker is the ack marker's prefix; the trigger id follows it directly.
 const Marker = "ACK_TRIGGER:"
@@ -55,7 +58,7 @@ func (m *Matcher) Reset() { *m = Matcher{} }
 
 func (m *Matcher) text(c byte, found func(id []byte)) {
 	if m.inID {
-		if isIDByte(c) {
+		if nudge.IsIDByte(c) {
 			m.addID(c)
 			return
 		}
@@ -92,11 +95,4 @@ func (m *Matcher) endID(found func(id []byte)) {
 		found(m.id[:n])
 	}
 	m.inID, m.tooLong, m.n = false, false, 0
-}
-
-// isIDByte reports whether c is in the id charset [A-Za-z0-9_.:@/-], the same as
-// inject.IsIDByte.
-func isIDByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '_' || c == '.' || c == ':' || c == '@' || c == '/' || c == '-'
 }

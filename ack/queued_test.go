@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // TestQueuedTriggerAckedOnlyByItsTurn: a prompt queued in the busy agent is not acked by
@@ -14,7 +14,7 @@ import (
 func TestQueuedTriggerAckedOnlyByItsTurn(t *testing.T) {
 	now := time.Unix(1000, 0)
 	k := NewTracker(TrackerConfig{Now: func() time.Time { return now }})
-	k.Expect(store.Trigger{TriggerID: "q1", RuntimeID: "rt"})
+	k.Expect(nudge.Trigger{TriggerID: "q1", RuntimeID: "rt"})
 	k.Queued("q1")
 	now = now.Add(time.Second)
 	k.Heartbeat("rt", now, "c1")

@@ -3,6 +3,8 @@ package ack
 import (
 	"strings"
 	"unicode"
+
+	"github.com/nudgehq/nudge"
 )
 
 // MaxJoin is how many following lines OnScreen joins to a line whose marker the agent's
@@ -68,7 +70,7 @@ func markerIn(s string, limit int, id string) bool {
 		}
 		start := off + k + len(Marker)
 		end := start
-		for end < len(s) && isIDByte(s[end]) {
+		for end < len(s) && nudge.IsIDByte(s[end]) {
 			end++
 		}
 		got := strings.TrimRight(s[start:end], ".:")

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // Signal names, as recorded in a receipt's ack_signal.
@@ -75,7 +75,7 @@ func NewTracker(cfg TrackerConfig) *Tracker {
 
 // Expect starts (or refreshes) the wait for t's ack. Each call moves the delivery time
 // that heartbeats must follow to now.
-func (k *Tracker) Expect(t store.Trigger) {
+func (k *Tracker) Expect(t nudge.Trigger) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	p := k.pending[t.TriggerID]

@@ -102,7 +102,7 @@ func newDetEnv(t *testing.T, quiet time.Duration) *detEnv {
 	return e
 }
 
-func (e *detEnv) spawn(role string, argv ...string) store.Runtime {
+func (e *detEnv) spawn(role string, argv ...string) nudge.Runtime {
 	rt, err := e.reg.Spawn(context.Background(), panes.SpawnRequest{Workspace: "bench", Role: role, Agent: "shell", Argv: argv})
 	if err != nil {
 		e.t.Fatal(err)
@@ -200,7 +200,7 @@ func TestDetectorFigures(t *testing.T) {
 	})
 	t.Run("IdleCPU50Panes", func(t *testing.T) {
 		e := newDetEnv(t, 20*time.Second)
-		var rts []store.Runtime
+		var rts []nudge.Runtime
 		for i := 0; i < 50; i++ {
 			rts = append(rts, e.spawn(fmt.Sprintf("idle%02d", i), "bash", "--norc", "--noprofile"))
 		}
@@ -209,7 +209,7 @@ func TestDetectorFigures(t *testing.T) {
 			var notReady []string
 			for _, rt := range rts {
 				if got := mustGet(t, e.reg, rt.RuntimeID); got.Readiness != "READY" {
-					notReady = append(notReady, got.PaneID+"="+got.Readiness+"/"+got.Status)
+					notReady = append(notReady, got.PaneID+"="+string(got.Readiness)+"/"+string(got.Status))
 				}
 			}
 			if len(notReady) == 0 {
@@ -230,7 +230,7 @@ func TestDetectorFigures(t *testing.T) {
 	})
 }
 
-func mustGet(t *testing.T, reg *panes.Registry, id string) store.Runtime {
+func mustGet(t *testing.T, reg *panes.Registry, id string) nudge.Runtime {
 	rt, ok := reg.Get(id)
 	if !ok {
 		t.Fatalf("runtime %s gone", id)

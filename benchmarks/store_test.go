@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/store"
 	bolt "go.etcd.io/bbolt"
 )
@@ -46,8 +47,8 @@ var storeModes = []struct {
 	{"nosync", true, false},
 }
 
-func storeTrigger(i int) store.Trigger {
-	return store.Trigger{
+func storeTrigger(i int) nudge.Trigger {
+	return nudge.Trigger{
 		TriggerID: fmt.Sprintf("bench-%08d", i), WorkspaceID: "ws", Agent: "reviewer",
 		ThreadID: "thread-1", Prompt: strings.Repeat("x", 200), State: "queued", Result: "queued",
 	}
@@ -55,7 +56,7 @@ func storeTrigger(i int) store.Trigger {
 
 // commitTrigger stores trigger i and its audit record the way the API does.
 func commitTrigger(db *store.DB, i int, twoTx bool) error {
-	audit := &store.AuditRecord{Event: "trigger_received", Subject: "uid:1000", Reason: "bench"}
+	audit := &nudge.AuditRecord{Event: "trigger_received", Subject: "uid:1000", Reason: "bench"}
 	if !twoTx {
 		_, _, err := db.CreateTrigger(storeTrigger(i), audit)
 		return err

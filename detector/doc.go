@@ -24,7 +24,8 @@
 //	Classify        Classify(pack, capture) = ClassifyScreen with no cursor.
 //	LLM, LLMConfig  the optional OpenAI-compatible chat-completions classifier,
 //	                used only when a pack is unsure; off when the config is nil.
-//	Redact          hides obvious secrets before a screen leaves the machine.
+//	                The screen it sends is stripped (nudge.StripANSI) and its
+//	                secrets masked (nudge.Redact) before it leaves the machine.
 //
 // # Input
 //

@@ -62,7 +62,7 @@ func (lp *livePane) waitFor(what string, p *Pack, ok func(Classification, string
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	lp.t.Fatalf("%s: not seen; last classification %+v; screen:\n%s", what, c, Redact(screen))
+	lp.t.Fatalf("%s: not seen; last classification %+v; screen:\n%s", what, c, nudge.Redact(screen))
 	return c
 }
 

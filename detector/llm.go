@@ -9,11 +9,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
-	"github.com/acarl005/stripansi"
 	"github.com/nudgehq/nudge"
 )
 
@@ -32,8 +30,11 @@ type LLMConfig struct {
 	Endpoint string
 	// Model is the model name sent in the request. Required.
 	Model string
+	// APIKey is the API key itself, for a caller that read it already (and took it
+	// out of its environment); "" means read APIKeyEnv.
+	APIKey string
 	// APIKeyEnv names the environment variable holding the API key; "" means
-	// DefaultAPIKeyEnv. An unset variable sends no Authorization header.
+	// DefaultAPIKeyEnv. An unset variable (and no APIKey) sends no Authorization header.
 	APIKeyEnv string
 	// Timeout bounds one attempt; 0 means 20s.
 	Timeout time.Duration
@@ -55,7 +56,7 @@ type LLM struct {
 }
 
 // NewLLM returns the classifier for cfg, or nil and no error when cfg is nil
-// (off). The API key is read from the environment once, here.
+// (off). The API key is cfg.APIKey, else read from the environment once, here.
 func NewLLM(cfg *LLMConfig) (*LLM, error) {
 	if cfg == nil {
 		return nil, nil
@@ -80,7 +81,12 @@ func NewLLM(cfg *LLMConfig) (*LLM, error) {
 	if client == nil {
 		client = &http.Client{}
 	}
-	return &LLM{cfg: c, key: os.Getenv(c.APIKeyEnv), client: client}, nil
+	key := c.APIKey
+	if key == "" {
+		key = os.Getenv(c.APIKeyEnv)
+	}
+	c.APIKey = "" // kept in l.key only
+	return &LLM{cfg: c, key: key, client: client}, nil
 }
 
 // Classify asks the model for a verdict on screen (ANSI is stripped and
@@ -164,7 +170,7 @@ func (l *LLM) request(p *Pack, screen string) chatRequest {
 		msgs = append(msgs, chatMessage{Role: "user", Content: screenPrompt(p.Name, ex.Screen)},
 			chatMessage{Role: "assistant", Content: string(answer)})
 	}
-	msgs = append(msgs, chatMessage{Role: "user", Content: screenPrompt(p.Name, Redact(stripansi.Strip(screen)))})
+	msgs = append(msgs, chatMessage{Role: "user", Content: screenPrompt(p.Name, nudge.Redact(nudge.StripANSI(screen)))})
 	return chatRequest{Model: l.cfg.Model, Messages: msgs, ResponseFormat: map[string]string{"type": "json_object"}}
 }
 
@@ -207,34 +213,4 @@ func parseLLMResponse(data []byte) (Classification, error) {
 		return Classification{}, fmt.Errorf("%w: unknown state %q", ErrLLMResponse, v.State)
 	}
 	return Classification{State: st, Summary: summarize(v.Summary), ActionsNeeded: v.ActionsNeeded, Confident: true}, nil
-}
-
-var secretPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)`),
-	regexp.MustCompile(`\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}`),
-	regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`),
-	regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`),
-	regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`),
-	regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`),
-	regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`),
-	regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}`),
-	regexp.MustCompile(`\bnudge1\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}`), // nudge's own tokens
-	regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}`),
-	regexp.MustCompile(`(?i)\b([A-Za-z0-9_]*(?:api[_-]?key|token|secret|passw(?:or)?d|credentials?))(["']?\s*[:=]\s*["']?)[^\s"']{4,}`),
-}
-
-// Redact replaces obvious secrets in s (API keys, tokens, private keys,
-// key=value pairs named like secrets) with "[REDACTED]".
-func Redact(s string) string {
-	for i, re := range secretPatterns {
-		switch {
-		case i == len(secretPatterns)-1:
-			s = re.ReplaceAllString(s, "${1}${2}[REDACTED]")
-		case i == len(secretPatterns)-2:
-			s = re.ReplaceAllString(s, "${1} [REDACTED]")
-		default:
-			s = re.ReplaceAllString(s, "[REDACTED]")
-		}
-	}
-	return s
 }

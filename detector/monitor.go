@@ -13,16 +13,15 @@ import (
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/panes"
-	"github.com/nudgehq/nudge/store"
 )
 
 // Registry is what the Monitor needs of the runtime registry; *panes.Registry satisfies
 // it. The Monitor reads runtimes, persists readiness, summary, operator_busy and session
 // id through Update, and sends its captures over the workspace's control connection.
 type Registry interface {
-	Get(id string) (store.Runtime, bool)
-	List() []store.Runtime
-	Update(id string, fn func(*store.Runtime)) (store.Runtime, error)
+	Get(id string) (nudge.Runtime, bool)
+	List() []nudge.Runtime
+	Update(id string, fn func(*nudge.Runtime)) (nudge.Runtime, error)
 	Conn(workspace string) (*controlmode.Conn, error)
 	Profile(name string) (panes.Profile, bool)
 }
@@ -73,7 +72,7 @@ type MonitorConfig struct {
 	// OnHumanDone is called when a human who typed into the pane has been quiet for the
 	// quiet window and left no draft: the orchestrator gets a synchronisation trigger
 	// (seed 001 §4.1). nil means none.
-	OnHumanDone func(rt store.Runtime)
+	OnHumanDone func(rt nudge.Runtime)
 	// OnDequeue is called when a pane's agent has emptied its own input queue (its queued
 	// prompts are being worked on now). nil means none.
 	OnDequeue func(runtimeID string)
@@ -262,7 +261,7 @@ func (m *Monitor) Injecting(runtimeID string, until time.Time) {
 
 // Collision reports whether a human is at the pane: keys within the quiet window (until is
 // the last key + QuietWindow), a draft in the composer or copy mode (until zero: unknown).
-func (m *Monitor) Collision(rt store.Runtime) (busy bool, until time.Time, why string) {
+func (m *Monitor) Collision(rt nudge.Runtime) (busy bool, until time.Time, why string) {
 	ps := m.get(rt.RuntimeID)
 	if ps == nil {
 		if rt.OperatorBusy {
@@ -287,7 +286,7 @@ func (m *Monitor) Collision(rt store.Runtime) (busy bool, until time.Time, why s
 }
 
 // Readiness is the pane's current readiness as last classified (BUSY while output flows).
-func (m *Monitor) Readiness(rt store.Runtime) nudge.Readiness {
+func (m *Monitor) Readiness(rt nudge.Runtime) nudge.Readiness {
 	if ps := m.get(rt.RuntimeID); ps != nil {
 		ps.mu.Lock()
 		r := ps.class.State
@@ -297,14 +296,14 @@ func (m *Monitor) Readiness(rt store.Runtime) nudge.Readiness {
 		}
 	}
 	if rt.Readiness != "" {
-		return nudge.Readiness(rt.Readiness)
+		return rt.Readiness
 	}
 	return nudge.Unknown
 }
 
 // Composer captures the pane now and returns the text in the agent's composer (a human's
 // draft), "" when it is empty. It also updates the draft the Collision gate sees.
-func (m *Monitor) Composer(ctx context.Context, rt store.Runtime) (string, error) {
+func (m *Monitor) Composer(ctx context.Context, rt nudge.Runtime) (string, error) {
 	sc, err := m.capture(ctx, rt)
 	if err != nil {
 		return "", err
@@ -355,14 +354,14 @@ func (m *Monitor) Typed(runtimeID, text string) {
 
 // Ours reports whether composer (as Composer returned it) holds text as the runtime's
 // agent shows it after folding a large paste into placeholders.
-func (m *Monitor) Ours(rt store.Runtime, composer, text string) bool {
+func (m *Monitor) Ours(rt nudge.Runtime, composer, text string) bool {
 	pack := m.packFor(rt)
 	return pack != nil && pack.Holds(composer, text)
 }
 
 // Queued reports whether the last capture of the runtime (Composer's or the quiet one)
 // showed input waiting in the agent's own queue.
-func (m *Monitor) Queued(rt store.Runtime) bool {
+func (m *Monitor) Queued(rt nudge.Runtime) bool {
 	if ps := m.get(rt.RuntimeID); ps != nil {
 		ps.mu.Lock()
 		defer ps.mu.Unlock()

@@ -74,7 +74,7 @@ func newLiveEnv(t *testing.T, mod func(*MonitorConfig)) *liveEnv {
 	cfg.Registry, cfg.SocketName = reg, e.sock
 	cfg.QuietWindow = 500 * time.Millisecond
 	cfg.OnQuiet = func(id string) { e.mu.Lock(); e.quiet = append(e.quiet, id); e.mu.Unlock() }
-	cfg.OnHumanDone = func(rt store.Runtime) {
+	cfg.OnHumanDone = func(rt nudge.Runtime) {
 		e.mu.Lock()
 		e.humanDone = append(e.humanDone, rt.RuntimeID)
 		e.mu.Unlock()
@@ -94,7 +94,7 @@ func newLiveEnv(t *testing.T, mod func(*MonitorConfig)) *liveEnv {
 }
 
 // spawnShell starts a bash pane with PS1='$ ' and waits for it to be READY.
-func (e *liveEnv) spawnShell(role string) store.Runtime {
+func (e *liveEnv) spawnShell(role string) nudge.Runtime {
 	e.t.Helper()
 	rt, err := e.reg.Spawn(context.Background(), panes.SpawnRequest{
 		Workspace: "ws", Role: role, Agent: "shell", Argv: []string{"bash", "--norc", "--noprofile"}})
@@ -127,7 +127,7 @@ func (e *liveEnv) waitFor(what string, cond func() bool) {
 	}
 }
 
-func (e *liveEnv) rt(id string) store.Runtime {
+func (e *liveEnv) rt(id string) nudge.Runtime {
 	rt, ok := e.reg.Get(id)
 	if !ok {
 		e.t.Fatalf("runtime %s gone", id)
@@ -140,7 +140,7 @@ func (e *liveEnv) waitReadiness(id string, want nudge.Readiness) {
 	e.t.Helper()
 	e.waitFor(fmt.Sprintf("%s %s", id, want), func() bool {
 		rt := e.rt(id)
-		return rt.Readiness == string(want) && e.mon.Readiness(rt) == want
+		return rt.Readiness == want && e.mon.Readiness(rt) == want
 	})
 }
 
@@ -163,7 +163,7 @@ type human struct {
 	cmd  *exec.Cmd
 }
 
-func (e *liveEnv) attach(rt store.Runtime) *human {
+func (e *liveEnv) attach(rt nudge.Runtime) *human {
 	e.t.Helper()
 	cmd := exec.Command("tmux", "-L", e.sock, "attach-session", "-t", rt.TmuxSession+":"+rt.TmuxWindow)
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color")

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/nudgehq/nudge"
@@ -63,6 +62,9 @@ type Pack struct {
 
 	Composer Composer  `json:"composer"`
 	Examples []Example `json:"examples,omitempty"`
+
+	// Source is the file the pack was read from; "" = the embedded default.
+	Source string `json:"-"`
 
 	ignore []*regexp.Regexp
 }
@@ -224,41 +226,60 @@ func (p *Pack) region() int {
 // LoadPacks returns the embedded default packs, each replaced by the file of
 // the same name in userDir (e.g. userDir/codex.json) when there is one; other
 // *.json files in userDir add packs. userDir "" or a missing directory means
-// defaults only. An error names the offending file.
+// defaults only. An error names the offending file or directory.
 func LoadPacks(userDir string) (map[string]*Pack, error) {
 	packs := map[string]*Pack{}
-	if err := loadFS(packs, embeddedPacks, "packs", "embedded "); err != nil {
+	if err := loadFS(packs, embeddedPacks, "packs", ""); err != nil {
 		return nil, err
 	}
 	if userDir == "" {
 		return packs, nil
 	}
-	if _, err := os.Stat(userDir); errors.Is(err, fs.ErrNotExist) {
+	fi, err := os.Stat(userDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return packs, nil
+	case err != nil:
+		return nil, fmt.Errorf("load packs: %w", err)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("load packs: %s is not a directory", userDir)
 	}
-	if err := loadFS(packs, os.DirFS(userDir), ".", userDir+string(filepath.Separator)); err != nil {
+	if err := loadFS(packs, os.DirFS(userDir), ".", userDir); err != nil {
 		return nil, err
 	}
 	return packs, nil
 }
 
-func loadFS(packs map[string]*Pack, fsys fs.FS, dir, label string) error {
-	names, err := fs.Glob(fsys, pathJoin(dir, "*.json"))
-	if err != nil {
-		return fmt.Errorf("load packs %s: %w", label, err)
+// loadFS reads dir/*.json of fsys into packs. src is the directory's path on
+// disk ("" for the embedded packs): it goes into errors and Pack.Source.
+func loadFS(packs map[string]*Pack, fsys fs.FS, dir, src string) error {
+	label := func(name string) string {
+		if src == "" {
+			return "embedded " + name
+		}
+		return filepath.Join(src, name)
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		base := strings.TrimSuffix(filepath.Base(n), ".json")
-		data, err := fs.ReadFile(fsys, n)
-		if err != nil {
-			return fmt.Errorf("load pack %s%s: %w", label, filepath.Base(n), err)
+	entries, err := fs.ReadDir(fsys, dir) // unlike fs.Glob, reports an unreadable directory
+	if err != nil {
+		return fmt.Errorf("load packs %s: %w", label(""), err)
+	}
+	for _, e := range entries { // ReadDir sorts by name
+		n := e.Name()
+		if e.IsDir() || filepath.Ext(n) != ".json" {
+			continue
 		}
-		p, err := ParsePack(base, data)
+		data, err := fs.ReadFile(fsys, pathJoin(dir, n))
 		if err != nil {
-			return fmt.Errorf("load pack %s%s: %w", label, filepath.Base(n), err)
+			return fmt.Errorf("load pack %s: %w", label(n), err)
 		}
-		packs[base] = p
+		p, err := ParsePack(strings.TrimSuffix(n, ".json"), data)
+		if err != nil {
+			return fmt.Errorf("load pack %s: %w", label(n), err)
+		}
+		if src != "" {
+			p.Source = label(n)
+		}
+		packs[strings.TrimSuffix(n, ".json")] = p
 	}
 	return nil
 }

@@ -47,6 +47,32 @@ func TestLoadPacksOverride(t *testing.T) {
 	if packs["codex"] == nil {
 		t.Error("defaults lost")
 	}
+	if want := filepath.Join(dir, "shell.json"); packs["shell"].Source != want || packs["codex"].Source != "" {
+		t.Errorf("sources: shell %q (want %q), codex %q (want the embedded default)", packs["shell"].Source, want, packs["codex"].Source)
+	}
+}
+
+func TestLoadPacksDirErrors(t *testing.T) {
+	t.Run("ErrNotADirectory", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "packs")
+		writePackFile(t, filepath.Dir(file), "packs", "")
+		if _, err := LoadPacks(file); err == nil || !strings.Contains(err.Error(), file+" is not a directory") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("ErrUnreadable", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("root reads any directory")
+		}
+		dir := filepath.Join(t.TempDir(), "packs")
+		if err := os.Mkdir(dir, 0o000); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o700) })
+		if _, err := LoadPacks(dir); err == nil || !strings.Contains(err.Error(), dir) {
+			t.Fatalf("got %v, want an error naming %s", err, dir)
+		}
+	})
 }
 
 func TestLoadPacksErrors(t *testing.T) {
@@ -66,7 +92,7 @@ func TestLoadPacksErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if !strings.Contains(err.Error(), tt.file) || !strings.Contains(err.Error(), tt.want) {
+			if !strings.Contains(err.Error(), filepath.Join(dir, tt.file)) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %q does not name %q and %q", err, tt.file, tt.want)
 			}
 		})

@@ -12,7 +12,6 @@ import (
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/panes"
-	"github.com/nudgehq/nudge/store"
 )
 
 // tailCap bounds the ANSI-stripped output kept for the session-id scan.
@@ -57,9 +56,10 @@ type paneState struct {
 	humanSeen bool      // a human typed here since the last OnHumanDone
 	opBusy    bool      // operator_busy as last persisted
 	confirmAt time.Time // last fallback list-clients query
+	llm       llmAsk    // the LLM classifier's last question and answer (llm_live.go)
 }
 
-func (m *Monitor) newPane(rt store.Runtime) *paneState {
+func (m *Monitor) newPane(rt nudge.Runtime) *paneState {
 	ctx, cancel := context.WithCancel(m.ctx)
 	ps := &paneState{
 		id: rt.RuntimeID, host: rt.Host, ctx: ctx, cancel: cancel,
@@ -214,15 +214,7 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	if pack == nil {
 		return nil
 	}
-	c := ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY})
-	if !c.Confident && m.cfg.LLM != nil {
-		if lc, err := m.cfg.LLM.Classify(ctx, pack, sc.text); err == nil && lc.State != "" {
-			lc.Draft = c.Draft // the LLM never decides what a human typed
-			c = lc
-		} else if err != nil {
-			m.cfg.Logger.Debug("llm classify failed", "runtime", ps.id, "error", err)
-		}
-	}
+	c, ask := m.llmVerdict(ps, sc.text, ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY}))
 	if ps.outSeq.Load() != seq {
 		return nil // stale: the quiet timer is armed again
 	}
@@ -242,6 +234,9 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 		m.cfg.OnDequeue(ps.id)
 	}
 	m.syncBusy(ps)
+	if ask {
+		m.askLLM(ps, pack, sc.text, seq)
+	}
 	return nil
 }
 
@@ -272,8 +267,8 @@ func (ps *paneState) readInput(pack *Pack, c Classification) (dequeued bool) {
 
 // publish persists a changed readiness and summary, then calls OnChange.
 func (m *Monitor) publish(ps *paneState, c Classification) {
-	_, err := m.cfg.Registry.Update(ps.id, func(rt *store.Runtime) {
-		rt.Readiness = string(c.State)
+	_, err := m.cfg.Registry.Update(ps.id, func(rt *nudge.Runtime) {
+		rt.Readiness = c.State
 		rt.Summary = c.Summary
 	})
 	if err != nil {
@@ -314,9 +309,9 @@ func (m *Monitor) syncBusy(ps *paneState) {
 	c := ps.class
 	ps.mu.Unlock()
 
-	rt, err := m.cfg.Registry.Update(ps.id, func(rt *store.Runtime) {
+	rt, err := m.cfg.Registry.Update(ps.id, func(rt *nudge.Runtime) {
 		rt.OperatorBusy = busy
-		rt.InputLine = string(input)
+		rt.InputLine = input
 	})
 	if err != nil {
 		m.cfg.Logger.Debug("persist operator_busy failed", "runtime", ps.id, "error", err)
@@ -339,10 +334,10 @@ func (m *Monitor) syncBusy(ps *paneState) {
 // syncInput persists the runtime's input_line when it changed. Called with persistMu held.
 func (m *Monitor) syncInput(ps *paneState, input nudge.InputLine) {
 	rt, ok := m.cfg.Registry.Get(ps.id)
-	if !ok || rt.InputLine == string(input) {
+	if !ok || rt.InputLine == input {
 		return
 	}
-	if _, err := m.cfg.Registry.Update(ps.id, func(rt *store.Runtime) { rt.InputLine = string(input) }); err != nil {
+	if _, err := m.cfg.Registry.Update(ps.id, func(rt *nudge.Runtime) { rt.InputLine = input }); err != nil {
 		m.cfg.Logger.Debug("persist input_line failed", "runtime", ps.id, "error", err)
 	}
 }
@@ -395,7 +390,7 @@ type screenCapture struct {
 
 // capture runs display-message (cursor row, mode) and capture-pane -p -e in one pipelined
 // write over the workspace's control connection.
-func (m *Monitor) capture(ctx context.Context, rt store.Runtime) (screenCapture, error) {
+func (m *Monitor) capture(ctx context.Context, rt nudge.Runtime) (screenCapture, error) {
 	conn, err := m.cfg.Registry.Conn(rt.WorkspaceID)
 	if err != nil {
 		return screenCapture{}, err
@@ -426,12 +421,12 @@ func (m *Monitor) capture(ctx context.Context, rt store.Runtime) (screenCapture,
 	return sc, nil
 }
 
-func (m *Monitor) profile(rt store.Runtime) (panes.Profile, bool) {
+func (m *Monitor) profile(rt nudge.Runtime) (panes.Profile, bool) {
 	return m.cfg.Registry.Profile(rt.Agent)
 }
 
 // packFor returns the runtime's pack: the profile's Pack, else the agent's name.
-func (m *Monitor) packFor(rt store.Runtime) *Pack {
+func (m *Monitor) packFor(rt nudge.Runtime) *Pack {
 	name := rt.Agent
 	if p, ok := m.profile(rt); ok && p.Pack != "" {
 		name = p.Pack
@@ -441,7 +436,7 @@ func (m *Monitor) packFor(rt store.Runtime) *Pack {
 
 // scanSessionID looks for the profile's session id in the kept output tail and the
 // capture while none is known, and stores the first one found.
-func (m *Monitor) scanSessionID(ps *paneState, rt store.Runtime, screen string) {
+func (m *Monitor) scanSessionID(ps *paneState, rt nudge.Runtime, screen string) {
 	if !ps.scanning.Load() {
 		return
 	}
@@ -465,7 +460,7 @@ func (m *Monitor) scanSessionID(ps *paneState, rt store.Runtime, screen string) 
 	ps.tailMu.Lock()
 	ps.tail = nil
 	ps.tailMu.Unlock()
-	if _, err := m.cfg.Registry.Update(ps.id, func(r *store.Runtime) {
+	if _, err := m.cfg.Registry.Update(ps.id, func(r *nudge.Runtime) {
 		if r.SessionID == "" {
 			r.SessionID = id
 		}

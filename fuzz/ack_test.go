@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -64,7 +65,7 @@ func naiveIDs(b []byte) []string {
 		}
 		text = text[i+len(ack.Marker):]
 		n := 0
-		for n < len(text) && inject.IsIDByte(text[n]) {
+		for n < len(text) && nudge.IsIDByte(text[n]) {
 			n++
 		}
 		id := bytes.TrimRight(text[:n], ".:")

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // An ack on screen is never missed. A TUI that redraws by diff (Ink, ratatui) need not
@@ -24,7 +24,7 @@ const ackScrollback = 1000
 
 // markerOnScreen reports whether t's ack marker is on its runtime's screen or in the
 // scrollback. With seen non-nil, it looks only if the pane drew since the last look.
-func (p *Pipeline) markerOnScreen(t store.Trigger, seen *uint64) bool {
+func (p *Pipeline) markerOnScreen(t nudge.Trigger, seen *uint64) bool {
 	if p.deps.Acks == nil || t.RuntimeID == "" {
 		return false
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // Breaker states as shown on the runtime record ("" is closed).
@@ -158,7 +157,7 @@ func (b *breakers) changed(runtimeID, state string, until time.Time) {
 // breakerChanged shows a breaker's state on its runtime's record and lets the runtime's
 // lane look again (a closed or half-open breaker lets triggers go).
 func (p *Pipeline) breakerChanged(runtimeID, state string, until time.Time) {
-	_, err := p.deps.Runtimes.Update(runtimeID, func(rt *store.Runtime) {
+	_, err := p.deps.Runtimes.Update(runtimeID, func(rt *nudge.Runtime) {
 		rt.Breaker, rt.CooldownUntil = state, nil
 		if state == BreakerOpen {
 			rt.CooldownUntil = tp(until)
@@ -191,7 +190,7 @@ func (p *Pipeline) breakerChanged(runtimeID, state string, until time.Time) {
 // cooldown survives the daemon. A half-open one is open again until now (its probe is
 // gone), so its next trigger probes.
 func (p *Pipeline) restoreBreakers() {
-	l, ok := p.deps.Runtimes.(interface{ List() []store.Runtime })
+	l, ok := p.deps.Runtimes.(interface{ List() []nudge.Runtime })
 	if !ok || p.breakers.failures < 0 {
 		return
 	}

@@ -9,10 +9,6 @@ import (
 	"github.com/nudgehq/nudge/controlmode"
 )
 
-// waitConn is a verdict kind: the workspace's control connection is down, which says
-// nothing about the pane; try again shortly.
-const waitConn = fallback + 1
-
 // connRetry is how soon a lane looks again for a control connection that was down.
 const connRetry = 100 * time.Millisecond
 
@@ -61,7 +57,7 @@ func (p *Pipeline) awaitConn(l *lane, j *job, err error) {
 		p.startFallback(j, nudge.TargetNotFound, "no control connection: "+err.Error())
 		return
 	}
-	if st := j.record().State; host != "" && (st == string(nudge.StateQueued) || st == string(nudge.StateDeferred)) {
+	if st := j.record().State; host != "" && (st == nudge.StateQueued || st == nudge.StateDeferred) {
 		p.markDeferred(j, verdict{kind: hold, code: nudge.HostUnreachable,
 			why: "host unreachable: " + host + " (redialling)", until: j.connWait.Add(p.cfg.MaxDefer)}, now)
 	}

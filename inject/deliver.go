@@ -13,7 +13,6 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
-	"github.com/nudgehq/nudge/store"
 )
 
 // attemptDetail is what an attempt's audit record says about it.
@@ -33,7 +32,7 @@ type attemptDetail struct {
 
 // deliver types j's envelope into the runtime's pane, presses Enter once the echo has
 // settled, and confirms that the prompt left the composer.
-func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
+func (p *Pipeline) deliver(l *lane, j *job, rt nudge.Runtime) {
 	ctx := p.ctx
 	conn, err := p.deps.Conn(rt.WorkspaceID)
 	if err != nil {
@@ -77,23 +76,25 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 		p.deps.Acks.Expect(j.record())
 	}
 	reg := trace.StartRegion(j.traceCtx(), "deliver.look")
-	typed, submitted, unrecorded, err := p.lookBeforeTyping(ctx, j, conn, target, rt)
+	f, err := p.lookBeforeTyping(ctx, j, conn, target, rt)
 	reg.End()
 	if err != nil {
 		p.awaitConn(l, j, err)
 		return
 	}
 	if pending == j.id() { // typed by an earlier attempt, only Enter is missing
-		typed, submitted, unrecorded = true, false, false
+		f = foundInComposer
 	}
 	j.connWait = time.Time{}
-	if submitted {
-		if unrecorded {
-			p.markInjected(j, d, true) // an earlier incarnation typed it and died before recording
-		}
+	switch f {
+	case foundUnrecorded:
+		p.markInjected(j, d, true) // an earlier incarnation typed it and died before recording
+		fallthrough
+	case foundSubmitted:
 		p.markSubmitted(j, d, "already in the pane's history")
 		return
 	}
+	typed := f == foundInComposer
 	p.takeTurn(j)
 	if p.deps.Gates != nil {
 		p.deps.Gates.Injecting(rt.RuntimeID, p.cfg.Now().Add(p.cfg.EchoTimeout+p.cfg.SubmitTimeout))
@@ -113,7 +114,7 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	d.Typed = !typed
 	// Only Enter is missing for an envelope found in the composer: it is one attempt with
 	// the typing that put it there, recorded already if the state says injected.
-	p.markInjected(j, d, !typed || j.record().State != string(nudge.StateInjected))
+	p.markInjected(j, d, !typed || j.record().State != nudge.StateInjected)
 	if typed {
 		d.EchoSeen = true // on screen already: nothing new will echo
 	} else {
@@ -123,14 +124,14 @@ func (p *Pipeline) deliver(l *lane, j *job, rt store.Runtime) {
 	p.submit(l, j, conn, target, rt, d)
 }
 
-func paneTarget(rt store.Runtime) string {
+func paneTarget(rt nudge.Runtime) string {
 	if rt.PaneID != "" {
 		return rt.PaneID
 	}
 	return rt.Target
 }
 
-func (p *Pipeline) detail(j *job, rt store.Runtime, target string) attemptDetail {
+func (p *Pipeline) detail(j *job, rt nudge.Runtime, target string) attemptDetail {
 	t := j.record()
 	d := attemptDetail{Attempt: t.Attempts + 1, Target: target, CollisionGate: "enforced"}
 	if p.deps.Gates == nil {
@@ -267,21 +268,21 @@ func (p *Pipeline) afterPaneCheck(l *lane, j *job, v verdict) {
 // already in the pane's history (then it was submitted). The history holds one echo of
 // the envelope per typing: more echoes than attempts whose typing was recorded before
 // this one means a typing that was never recorded (the daemon died between typing and
-// recording; unrecorded is then true). A retry after an ack timeout finds only the
+// recording: foundUnrecorded). A retry after an ack timeout finds only the
 // recorded echoes and types again on purpose. err is a control connection that went
 // down under the capture (the pane may be fine: try again later).
-func (p *Pipeline) lookBeforeTyping(ctx context.Context, j *job, conn Sender, target string, rt store.Runtime) (typed, submitted, unrecorded bool, err error) {
+func (p *Pipeline) lookBeforeTyping(ctx context.Context, j *job, conn Sender, target string, rt nudge.Runtime) (found, error) {
 	t := j.record()
 	if !j.maybeTyped && t.Attempts == 0 {
-		return false, false, false, nil
+		return notFound, nil
 	}
 	needle := "id=" + t.TriggerID
 	r, err := conn.Do(ctx, "capture-pane -p -J -S -500 -t "+quote(target))
 	if err != nil || r == nil {
 		if connDown(err) {
-			return false, false, false, err
+			return notFound, err
 		}
-		return false, false, false, nil
+		return notFound, nil
 	}
 	echoes := 0
 	for _, line := range r.Lines {
@@ -294,25 +295,38 @@ func (p *Pipeline) lookBeforeTyping(ctx context.Context, j *job, conn Sender, ta
 		// a paste placeholder, which the history does not show as the text.
 		if p.deps.Gates != nil {
 			if c, err := p.deps.Gates.Composer(ctx, rt); err == nil && p.holds(rt, c, j) {
-				return true, false, false, nil
+				return foundInComposer, nil
 			}
 		}
-		return false, false, false, nil
+		return notFound, nil
 	}
 	if p.deps.Gates != nil {
 		if c, err := p.deps.Gates.Composer(ctx, rt); err == nil && p.holds(rt, c, j) {
-			return true, false, false, nil
+			return foundInComposer, nil
 		}
 	}
 	done := t.Attempts // attempts whose typing was recorded and whose fate is known
-	if t.State == string(nudge.StateInjected) {
+	if t.State == nudge.StateInjected {
 		done-- // the last one was typed; was it submitted? Not in the composer: yes
 	}
-	if echoes > done {
-		return false, true, t.State != string(nudge.StateInjected), nil
+	switch {
+	case echoes <= done:
+		return notFound, nil
+	case t.State != nudge.StateInjected:
+		return foundUnrecorded, nil
 	}
-	return false, false, false, nil
+	return foundSubmitted, nil
 }
+
+// found is what lookBeforeTyping found of a trigger in its pane.
+type found uint8
+
+const (
+	notFound        found = iota // not in the pane (or only its recorded typings): type it
+	foundInComposer              // typed and waiting in the composer: only Enter is missing
+	foundSubmitted               // in the pane's history: submitted, its typing recorded
+	foundUnrecorded              // in the history, typed by an incarnation that died before recording it
+)
 
 // containsID reports whether s holds needle ("id=X") followed by a non-id byte or the end.
 func containsID(s, needle string) bool {
@@ -322,15 +336,11 @@ func containsID(s, needle string) bool {
 			return false
 		}
 		rest := s[i+len(needle):]
-		if rest == "" || !isIDByte(rest[0]) {
+		if rest == "" || !nudge.IsIDByte(rest[0]) {
 			return true
 		}
 		s = rest
 	}
-}
-
-func isIDByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_.:@/-", c) >= 0
 }
 
 func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target string, pid int) error {
@@ -338,7 +348,7 @@ func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target
 		return errors.New("nothing to type: the trigger has no envelope")
 	}
 	buf := "nudge-" + strings.Map(func(r rune) rune {
-		if r < 128 && isIDByte(byte(r)) && r != ':' && r != '/' && r != '@' {
+		if r < 128 && nudge.IsIDByte(byte(r)) && r != ':' && r != '/' && r != '@' {
 			return r
 		}
 		return '_'
@@ -379,8 +389,8 @@ func (p *Pipeline) takeTurn(j *job) {
 // (false: only the Enter of an attempt already recorded is still to come).
 func (p *Pipeline) markInjected(j *job, d attemptDetail, newAttempt bool) {
 	now := p.cfg.Now()
-	rec := j.update(now, func(t *store.Trigger) {
-		t.State = string(nudge.StateInjected)
+	rec := j.update(now, func(t *nudge.Trigger) {
+		t.State = nudge.StateInjected
 		t.InjectedAt = tp(now)
 		if newAttempt {
 			t.Attempts++
@@ -388,7 +398,7 @@ func (p *Pipeline) markInjected(j *job, d attemptDetail, newAttempt bool) {
 		t.DeliveryBackend = nudge.BackendTmux
 		t.ErrorCode, t.Message = "", ""
 		t.DeferredUntil = nil
-		t.Result = string(resultFor(t))
+		t.Result = resultFor(t)
 	})
 	j.maybeTyped = true
 	j.decide()
@@ -399,33 +409,35 @@ func (p *Pipeline) markInjected(j *job, d attemptDetail, newAttempt bool) {
 
 // lastTrigger records on the runtime the trigger last delivered to it (seed 001 §5
 // last_trigger_id).
-func (p *Pipeline) lastTrigger(t store.Trigger) {
+func (p *Pipeline) lastTrigger(t nudge.Trigger) {
 	if t.RuntimeID == "" {
 		return
 	}
-	if _, err := p.deps.Runtimes.Update(t.RuntimeID, func(rt *store.Runtime) { rt.LastTriggerID = t.TriggerID }); err != nil {
+	if _, err := p.deps.Runtimes.Update(t.RuntimeID, func(rt *nudge.Runtime) { rt.LastTriggerID = t.TriggerID }); err != nil {
 		p.log.Debug("last trigger id", "runtime_id", t.RuntimeID, "err", err)
 	}
 }
 
 // submit presses Enter and confirms that the prompt left the composer; one lone Enter
 // repairs a swallowed one.
-func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.Runtime, d attemptDetail) {
+func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, d attemptDetail) {
 	ctx := p.ctx
 	tries := 2
 	for try := 0; try < tries; try++ {
-		if v, gone := p.paneReplaced(ctx, conn, target, rt); gone {
-			if v.kind == waitConn {
-				p.awaitConn(l, j, errors.New(v.why))
-				return
-			}
-			p.startFallback(j, v.code, v.why)
-			return
-		}
+		// No separate look at the pane before Enter: the Enter's own guard (IfPane: the
+		// pane id, its pid, not dead) decides in the same server step that presses it, and
+		// its answer says which of those failed (a round trip and a tmux command less per
+		// trigger, and no window between a look and the key).
 		seq := l.outSeq.Load()
 		enter, err := EnterCommand(target, rt.PID)
 		if err == nil {
 			_, err = conn.Do(ctx, enter)
+		}
+		var gone *controlmode.PaneGoneError
+		if errors.As(err, &gone) && p.ctx.Err() == nil {
+			v := goneVerdict(target, rt, gone)
+			p.startFallback(j, v.code, v.why)
+			return
 		}
 		if err != nil {
 			p.sendFailed(l, j, err)
@@ -465,7 +477,7 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt store.
 	}
 	d.Composer = ""
 	if p.deps.Gates != nil && p.queuedInAgent(rt) {
-		j.update(p.cfg.Now(), func(t *store.Trigger) { t.QueuedInAgent = true })
+		j.update(p.cfg.Now(), func(t *nudge.Trigger) { t.QueuedInAgent = true })
 		if q, ok := p.deps.Acks.(interface{ Queued(triggerID string) }); ok {
 			q.Queued(j.id()) // only the turn that takes it acks it
 		}
@@ -492,7 +504,7 @@ const submitPoll = 500 * time.Millisecond
 // agent longer than SubmitQuiet before it reads the Enter (seen with Codex: a prompt
 // failed as not submitted 0.8 s after it was typed), so the last one waits the whole
 // SubmitTimeout before the trigger fails.
-func (p *Pipeline) awaitSubmit(l *lane, j *job, conn Sender, target string, rt store.Runtime, seq uint64, final bool) (string, bool, error) {
+func (p *Pipeline) awaitSubmit(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, seq uint64, final bool) (string, bool, error) {
 	deadline := p.cfg.Now().Add(p.cfg.SubmitTimeout)
 	for {
 		step := min(submitPoll, deadline.Sub(p.cfg.Now()))
@@ -511,7 +523,7 @@ func (p *Pipeline) awaitSubmit(l *lane, j *job, conn Sender, target string, rt s
 // into has died or been respawned since (its program killed mid-paste and restarted in the
 // same pane id): Enter would then submit a cut prompt, or none, to another process, and
 // the receipt would claim a delivery that did not happen. The attempt falls back instead.
-func (p *Pipeline) paneReplaced(ctx context.Context, conn Sender, target string, rt store.Runtime) (verdict, bool) {
+func (p *Pipeline) paneReplaced(ctx context.Context, conn Sender, target string, rt nudge.Runtime) (verdict, bool) {
 	// display-message does not fail on a missing target (tmux gives it CMD_FIND_CANFAIL):
 	// it expands the formats empty. The pane id in the answer tells a gone pane apart.
 	r, err := conn.Do(ctx, "display-message -p -t "+quote(target)+" '#{pane_id} #{pane_dead} #{pane_pid}'")
@@ -541,10 +553,23 @@ func (p *Pipeline) paneReplaced(ctx context.Context, conn Sender, target string,
 	return verdict{}, false
 }
 
+// goneVerdict is paneReplaced's verdict for an IfPane Enter that tmux refused: what it
+// found instead of the pane the envelope was typed into.
+func goneVerdict(target string, rt nudge.Runtime, gone *controlmode.PaneGoneError) verdict {
+	switch {
+	case gone.Pane == "":
+		return verdict{kind: fallback, code: nudge.TargetNotFound, why: "pane " + target + " is gone (replaced or closed) before it took the prompt"}
+	case gone.Dead:
+		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process exited before it took the prompt"}
+	}
+	return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process was replaced (pid " +
+		strconv.Itoa(rt.PID) + " -> " + strconv.Itoa(gone.PID) + ") before it took the prompt"}
+}
+
 // leftComposer reports whether j's envelope has left the input: first the cheap look at
 // the cursor's row (no envelope of j's ends there), then, for agents whose composer is a
 // TUI (any pack but the shell's), the pack's reading of the composer.
-func (p *Pipeline) leftComposer(ctx context.Context, conn Sender, target string, j *job, rt store.Runtime) (composer string, left bool, err error) {
+func (p *Pipeline) leftComposer(ctx context.Context, conn Sender, target string, j *job, rt nudge.Runtime) (composer string, left bool, err error) {
 	v, stop, pending := p.paneCheck(ctx, conn, target)
 	if stop && v.kind != hold { // the connection is down, or the pane died or is gone
 		return "", false, errors.New(v.why)
@@ -565,7 +590,7 @@ func (p *Pipeline) leftComposer(ctx context.Context, conn Sender, target string,
 // holds reports whether the composer text c is j's envelope: the text itself, or the
 // placeholder(s) the agent folded it into when it took it as a large paste ("[Pasted
 // Content 4096 chars][Pasted Content 1525 chars]"), whose sizes add up to it.
-func (p *Pipeline) holds(rt store.Runtime, c string, j *job) bool {
+func (p *Pipeline) holds(rt nudge.Runtime, c string, j *job) bool {
 	if containsID(c, "id="+j.id()) {
 		return true
 	}
@@ -575,7 +600,7 @@ func (p *Pipeline) holds(rt store.Runtime, c string, j *job) bool {
 
 // queuedInAgent reports whether the agent, busy when it took the prompt, holds it in its
 // own queue (the last composer look showed queued input).
-func (p *Pipeline) queuedInAgent(rt store.Runtime) bool {
+func (p *Pipeline) queuedInAgent(rt nudge.Runtime) bool {
 	il, ok := p.deps.Gates.(InputLine)
 	return ok && il.Queued(rt)
 }
@@ -608,11 +633,11 @@ func (p *Pipeline) markSubmitted(j *job, d attemptDetail, note string) {
 	now := p.cfg.Now()
 	rt, _ := p.deps.Runtimes.Get(j.record().RuntimeID)
 	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
-	rec := j.update(now, func(t *store.Trigger) {
-		t.State = string(nudge.StateSubmitted)
+	rec := j.update(now, func(t *nudge.Trigger) {
+		t.State = nudge.StateSubmitted
 		t.SubmittedAt, t.DeliveredAt = tp(now), tp(now)
 		t.ErrorCode, t.Message = "", note
-		t.Result = string(resultFor(t))
+		t.Result = resultFor(t)
 	})
 	p.persist(j, p.auditDetail("trigger_submitted", rec, note, d))
 	if p.deps.Acks == nil || prof.SubmittedIsAck {

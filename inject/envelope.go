@@ -1,6 +1,10 @@
 package inject
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/nudgehq/nudge"
+)
 
 // MaxFieldLen caps the length of an envelope field value (id, thread, reason).
 const MaxFieldLen = 128
@@ -17,7 +21,7 @@ type Envelope struct {
 	AckHint bool
 }
 
-// Field returns s as an envelope field value: bytes outside [A-Za-z0-9_.:@/-]
+// Field returns s as an envelope field value: bytes outside the id charset (nudge.IsIDByte)
 // become '_' (one per rune), the result is cut to MaxFieldLen bytes, the ack
 // marker word ACK_TRIGGER (any ASCII case) is broken as ACK-TRIGGER, and "" becomes
 // "-". The ack matcher reports ids in this form, so callers compare against Field(id).
@@ -36,7 +40,7 @@ func field(buf *[MaxFieldLen]byte, s string) []byte {
 		if len(b) == MaxFieldLen {
 			break
 		}
-		if r < 0x80 && IsIDByte(byte(r)) {
+		if r < 0x80 && nudge.IsIDByte(byte(r)) {
 			b = append(b, byte(r))
 		} else {
 			b = append(b, '_')
@@ -44,13 +48,6 @@ func field(buf *[MaxFieldLen]byte, s string) []byte {
 	}
 	breakAckWord(b)
 	return b
-}
-
-// IsIDByte reports whether c is in the envelope field and ack id charset
-// [A-Za-z0-9_.:@/-].
-func IsIDByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '_' || c == '.' || c == ':' || c == '@' || c == '/' || c == '-'
 }
 
 // breakAckWord replaces the '_' of every ACK_TRIGGER (any ASCII case) in b by '-'.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/panes"
-	"github.com/nudgehq/nudge/store"
 )
 
 // goAwaitAck waits for j's ack in its own goroutine; on timeout it schedules a retry or,
@@ -77,7 +76,7 @@ func (p *Pipeline) ackTimedOut(j *job) {
 	}
 	now := p.cfg.Now()
 	j.retryAt = now.Add(wait)
-	rec := j.update(now, func(t *store.Trigger) { t.NextAttemptAt = tp(j.retryAt); t.Message = "no ack yet: retrying" })
+	rec := j.update(now, func(t *nudge.Trigger) { t.NextAttemptAt = tp(j.retryAt); t.Message = "no ack yet: retrying" })
 	p.persist(j, p.auditDetail("trigger_retry", rec, "ack timeout", map[string]any{
 		"attempt": rec.Attempts + 1, "backoff_ms": wait.Milliseconds()}))
 	p.transition(rec.RuntimeID, nudge.StatusRetrying, "ack timeout for "+rec.TriggerID)
@@ -100,13 +99,13 @@ func (c *Config) retryAfter(attempts int) (time.Duration, bool) {
 // live path already ended in a fallback launch).
 func (p *Pipeline) finishAcked(j *job, signal string) {
 	now := p.cfg.Now()
-	rec := j.update(now, func(t *store.Trigger) {
-		t.State = string(nudge.StateAcked)
+	rec := j.update(now, func(t *nudge.Trigger) {
+		t.State = nudge.StateAcked
 		t.AckedAt = tp(now)
 		t.AckSignal = signal
 		t.NextAttemptAt = nil
 		t.Closed = true
-		t.Result = string(resultFor(t))
+		t.Result = resultFor(t)
 	})
 	p.persist(j, p.audit("ack_received", rec, signal))
 	// An ack is made durable at once, not with the next write-behind batch: a kill -9 in
@@ -121,12 +120,12 @@ func (p *Pipeline) finishAcked(j *job, signal string) {
 func (p *Pipeline) finishFailed(j *job, code nudge.Code, why string) {
 	p.countFailure(j, code)
 	now := p.cfg.Now()
-	rec := j.update(now, func(t *store.Trigger) {
-		t.State = string(nudge.StateFailed)
+	rec := j.update(now, func(t *nudge.Trigger) {
+		t.State = nudge.StateFailed
 		t.FailedAt = tp(now)
-		t.ErrorCode, t.Message = string(code), why
+		t.ErrorCode, t.Message = code, why
 		t.Closed = true
-		t.Result = string(resultFor(t))
+		t.Result = resultFor(t)
 	})
 	j.decide()
 	p.persist(j, p.audit("trigger_failed", rec, why))
@@ -164,7 +163,7 @@ func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 		p.laneFor(rt).push(j, true)
 		return
 	}
-	rec := j.update(now, func(t *store.Trigger) { t.ErrorCode, t.Message = string(code), why })
+	rec := j.update(now, func(t *nudge.Trigger) { t.ErrorCode, t.Message = code, why })
 	j.decide()
 	p.persist(j, p.audit("fallback_required", rec, why))
 	p.wg.Add(1)
@@ -261,13 +260,13 @@ func (p *Pipeline) runFallback(j *job, code nudge.Code, keep bool) {
 		return
 	}
 	now := p.cfg.Now()
-	rec := j.update(now, func(t *store.Trigger) {
-		t.State = string(nudge.StateSubmitted)
+	rec := j.update(now, func(t *nudge.Trigger) {
+		t.State = nudge.StateSubmitted
 		t.SubmittedAt, t.DeliveredAt = tp(now), tp(now)
 		t.DeliveryBackend, t.Fallback = l.Backend, l.Backend
 		t.FallbackRuntimeID, t.FallbackPane = l.RuntimeID, l.PaneID
 		t.Closed = true
-		t.Result = string(resultFor(t))
+		t.Result = resultFor(t)
 	})
 	p.lastTrigger(rec)
 	p.persist(j, p.auditDetail("trigger_fell_back", rec, l.Backend, map[string]any{
@@ -287,7 +286,7 @@ func (p *Pipeline) deliverTo(j *job, id, pane, backend, event, why string) {
 		}
 		p.breakers.settle(old, j.id())
 	}
-	rec := j.update(now, func(t *store.Trigger) {
+	rec := j.update(now, func(t *nudge.Trigger) {
 		t.Fallback, t.FallbackRuntimeID, t.FallbackPane = backend, id, pane
 		t.RuntimeID = id
 		t.Message = why
@@ -299,30 +298,30 @@ func (p *Pipeline) deliverTo(j *job, id, pane, backend, event, why string) {
 
 // asideFor returns the live runtime an earlier fallback spawned beside runtimeID, if the
 // cause is one that keeps runtimeID's pane (or keep says it must be kept).
-func (p *Pipeline) asideFor(runtimeID string, code nudge.Code, keep bool) (store.Runtime, bool) {
+func (p *Pipeline) asideFor(runtimeID string, code nudge.Code, keep bool) (nudge.Runtime, bool) {
 	switch code {
 	case nudge.DeferTimeout, nudge.OperatorBusy, nudge.UnmanagedRuntime:
 	default:
 		if !keep {
-			return store.Runtime{}, false
+			return nudge.Runtime{}, false
 		}
 	}
 	p.mu.Lock()
 	id := p.aside[runtimeID]
 	p.mu.Unlock()
-	if rt, ok := p.deps.Runtimes.Get(id); ok && id != "" && rt.Managed && panes.Live(nudge.Status(rt.Status)) {
+	if rt, ok := p.deps.Runtimes.Get(id); ok && id != "" && rt.Managed && panes.Live(rt.Status) {
 		return rt, true
 	}
 	// After a daemon restart: the newest live runtime named ROLE-fb-* in the workspace.
 	from, ok := p.deps.Runtimes.Get(runtimeID)
-	l, canList := p.deps.Runtimes.(interface{ List() []store.Runtime })
+	l, canList := p.deps.Runtimes.(interface{ List() []nudge.Runtime })
 	if !ok || !canList {
-		return store.Runtime{}, false
+		return nudge.Runtime{}, false
 	}
-	var best store.Runtime
+	var best nudge.Runtime
 	for _, rt := range l.List() {
 		if rt.WorkspaceID == from.WorkspaceID && strings.HasPrefix(rt.Role, from.Role+panes.AsideMarker) &&
-			rt.Managed && panes.Live(nudge.Status(rt.Status)) && rt.CreatedAt.After(best.CreatedAt) {
+			rt.Managed && panes.Live(rt.Status) && rt.CreatedAt.After(best.CreatedAt) {
 			best = rt
 		}
 	}
@@ -365,7 +364,7 @@ func (p *Pipeline) done(j *job) {
 // are write-behind (in order, many per fsync): a crash can lose the latest of them, and
 // recovery then looks in the pane before typing anything again. Writes are serialized
 // per job so the store never goes back to an older copy.
-func (p *Pipeline) persist(j *job, recs ...store.AuditRecord) {
+func (p *Pipeline) persist(j *job, recs ...nudge.AuditRecord) {
 	<-j.created
 	if j.lost {
 		return
@@ -373,31 +372,32 @@ func (p *Pipeline) persist(j *job, recs ...store.AuditRecord) {
 	j.pmu.Lock()
 	defer j.pmu.Unlock()
 	rec := j.record()
-	p.deps.Store.UpdateTriggerLater(rec.TriggerID, func(t *store.Trigger) error {
+	p.deps.Store.UpdateTriggerLater(rec.TriggerID, func(t *nudge.Trigger) error {
 		*t = rec
 		return nil
 	}, recs...)
 	p.changed(rec)
 }
 
-func (p *Pipeline) changed(t store.Trigger) {
+func (p *Pipeline) changed(t nudge.Trigger) {
 	p.log.Debug("trigger", "trigger_id", t.TriggerID, "thread_id", t.ThreadID, "agent_id", t.Agent,
 		"runtime_id", t.RuntimeID, "state", t.State, "result", t.Result, "error_code", t.ErrorCode,
 		"fallback_used", t.Fallback != "")
+	p.waiters.notify(t.TriggerID)
 	if p.deps.OnChange != nil {
 		p.deps.OnChange(t)
 	}
 }
 
-func (p *Pipeline) audit(event string, t store.Trigger, reason string) store.AuditRecord {
-	return store.AuditRecord{
+func (p *Pipeline) audit(event string, t nudge.Trigger, reason string) nudge.AuditRecord {
+	return nudge.AuditRecord{
 		Event: event, TriggerID: t.TriggerID, ThreadID: t.ThreadID, RuntimeID: t.RuntimeID,
 		Workspace: t.WorkspaceID, Subject: t.Caller, PeerUID: uidPtr(t.CallerUID),
 		Reason: reason, Code: t.ErrorCode,
 	}
 }
 
-func (p *Pipeline) auditDetail(event string, t store.Trigger, reason string, detail any) store.AuditRecord {
+func (p *Pipeline) auditDetail(event string, t nudge.Trigger, reason string, detail any) nudge.AuditRecord {
 	r := p.audit(event, t, reason)
 	r.Detail = mustJSON(detail)
 	return r

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // adopt registers a recovered job and queues it on its runtime's lane (or resumes its
@@ -17,7 +16,7 @@ func (p *Pipeline) adopt(j *job) {
 	p.mu.Unlock()
 	t := j.record()
 	switch {
-	case t.State == string(nudge.StateSubmitted) && t.Fallback == "":
+	case t.State == nudge.StateSubmitted && t.Fallback == "":
 		p.goAwaitAck(j)
 	case t.RuntimeID == "":
 		p.unroutable(j, false)
@@ -84,17 +83,23 @@ func (p *Pipeline) runLane(l *lane) {
 
 // verdict is a gate's decision for the job at the front of a lane.
 type verdict struct {
-	kind  int // proceed, hold, fail, fallback
+	kind  verdictKind
 	code  nudge.Code
 	why   string
 	until time.Time // hold: when to look again (zero: at the next recheck)
 }
 
+// verdictKind is what a verdict says to do with the job.
+type verdictKind uint8
+
 const (
-	proceed = iota
-	hold
-	fail
-	fallback
+	proceed  verdictKind = iota // deliver it now
+	hold                        // defer it (code says why; until when to look again)
+	fail                        // fail it with code
+	fallback                    // give up the live path: the fallback chain (resume, spawn)
+	// waitConn: the workspace's control connection is down, which says nothing about
+	// the pane; try again shortly (connRetry).
+	waitConn
 )
 
 // stepLane makes one decision for the lane and returns how long it should wait before
@@ -179,7 +184,7 @@ func (p *Pipeline) stepLane(l *lane) time.Duration {
 // gate applies the gates in order: runtime alive, loop guard, force, circuit breaker,
 // pause, rate limit, human collision, readiness. The hold clock runs only while an agent
 // or runtime state holds the trigger.
-func (p *Pipeline) gate(j *job, rt store.Runtime, now time.Time) verdict {
+func (p *Pipeline) gate(j *job, rt nudge.Runtime, now time.Time) verdict {
 	v := p.gates(j, rt, now)
 	if v.kind != hold || !agentHold(v.code) {
 		j.holdStart = time.Time{}
@@ -187,16 +192,16 @@ func (p *Pipeline) gate(j *job, rt store.Runtime, now time.Time) verdict {
 	return v
 }
 
-func (p *Pipeline) gates(j *job, rt store.Runtime, now time.Time) verdict {
+func (p *Pipeline) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 	t := j.record()
 	if !rt.Managed {
 		// Never typed into (seed 001 §4.2), also for a trigger that came back to the
 		// lane after waiting for another trigger's fallback.
 		return verdict{kind: fallback, code: nudge.UnmanagedRuntime, why: "runtime is not managed: live delivery skipped"}
 	}
-	switch nudge.Status(rt.Status) {
+	switch rt.Status {
 	case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered, nudge.StatusExited:
-		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + rt.Status}
+		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + string(rt.Status)}
 	case nudge.StatusStarting, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
 		return p.startingHold(j, rt, now)
 	}
@@ -231,12 +236,12 @@ func (p *Pipeline) gates(j *job, rt store.Runtime, now time.Time) verdict {
 // fails the start and the trigger takes the fallback path), or being relaunched by a
 // fallback (FALLBACK_IN_PROGRESS on the hold clock: a resume run in the runtime's pane
 // reads no input). Nothing is typed into it meanwhile.
-func (p *Pipeline) startingHold(j *job, rt store.Runtime, now time.Time) verdict {
+func (p *Pipeline) startingHold(j *job, rt nudge.Runtime, now time.Time) verdict {
 	why := "runtime is " + rt.Status + ": not ready for input yet"
-	if nudge.Status(rt.Status) != nudge.StatusStarting {
-		return p.holdFor(j, rt, now, nudge.FallbackInProgress, why, time.Time{})
+	if rt.Status != nudge.StatusStarting {
+		return p.holdFor(j, rt, now, nudge.FallbackInProgress, string(why), time.Time{})
 	}
-	v := verdict{kind: hold, code: nudge.RuntimeStarting, why: why}
+	v := verdict{kind: hold, code: nudge.RuntimeStarting, why: string(why)}
 	if sd, ok := p.deps.Runtimes.(interface{ StartDeadline(string) time.Time }); ok {
 		if until := sd.StartDeadline(rt.RuntimeID); until.After(now) {
 			v.until = until
@@ -245,7 +250,7 @@ func (p *Pipeline) startingHold(j *job, rt store.Runtime, now time.Time) verdict
 	return v
 }
 
-func (p *Pipeline) collision(j *job, t store.Trigger, rt store.Runtime, now time.Time) (verdict, bool) {
+func (p *Pipeline) collision(j *job, t nudge.Trigger, rt nudge.Runtime, now time.Time) (verdict, bool) {
 	if p.deps.Gates == nil {
 		return verdict{}, false
 	}
@@ -270,7 +275,7 @@ func (p *Pipeline) collision(j *job, t store.Trigger, rt store.Runtime, now time
 // readiness holds a trigger for an agent that cannot take it now: a confirmation dialog
 // (never typed into unless forced), or, for an agent that does not queue input, a busy
 // or not understood screen.
-func (p *Pipeline) readiness(j *job, rt store.Runtime, now time.Time) verdict {
+func (p *Pipeline) readiness(j *job, rt nudge.Runtime, now time.Time) verdict {
 	if p.deps.Gates == nil {
 		return verdict{kind: proceed}
 	}
@@ -290,26 +295,26 @@ func (p *Pipeline) readiness(j *job, rt store.Runtime, now time.Time) verdict {
 	return p.holdFor(j, rt, now, code, "agent is "+string(p.deps.Gates.Readiness(rt)), time.Time{})
 }
 
-func rateKey(t store.Trigger) string {
+func rateKey(t nudge.Trigger) string {
 	return t.WorkspaceID + "/" + t.Agent + "\x00" + t.ThreadID
 }
 
 // markDeferred records a hold; the store is written only when the reason changes.
 func (p *Pipeline) markDeferred(j *job, v verdict, now time.Time) {
 	prev := j.record()
-	changed := prev.State != string(nudge.StateDeferred) || prev.ErrorCode != string(v.code) || prev.Message != v.why
-	rec := j.update(now, func(t *store.Trigger) {
-		if t.State != string(nudge.StateDeferred) {
+	changed := prev.State != nudge.StateDeferred || prev.ErrorCode != v.code || prev.Message != v.why
+	rec := j.update(now, func(t *nudge.Trigger) {
+		if t.State != nudge.StateDeferred {
 			t.DeferredAt = tp(now)
 		}
-		t.State = string(nudge.StateDeferred)
-		t.ErrorCode, t.Message = string(v.code), v.why
+		t.State = nudge.StateDeferred
+		t.ErrorCode, t.Message = v.code, v.why
 		if v.until.IsZero() {
 			t.DeferredUntil = nil
 		} else {
 			t.DeferredUntil = tp(v.until)
 		}
-		t.Result = string(resultFor(t))
+		t.Result = resultFor(t)
 	})
 	j.decide()
 	if changed {

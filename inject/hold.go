@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // Every place a trigger can wait has an end (README, "Holds"):
@@ -46,7 +45,7 @@ func agentHold(code nudge.Code) bool {
 // holdFor holds j on the hold clock for an agent or runtime state. until is when the
 // state may end, if known. Once MaxHold has passed since the hold began, the verdict is
 // DEFER_TIMEOUT and the fallback chain, with the last screen lines as evidence.
-func (p *Pipeline) holdFor(j *job, rt store.Runtime, now time.Time, code nudge.Code, why string, until time.Time) verdict {
+func (p *Pipeline) holdFor(j *job, rt nudge.Runtime, now time.Time, code nudge.Code, why string, until time.Time) verdict {
 	if j.holdStart.IsZero() {
 		j.holdStart = now
 	}
@@ -72,7 +71,7 @@ const evidenceLines = 8
 // evidence returns the pane's last screen lines, redacted, for the receipt of a hold that
 // expired ("" if the pane cannot be read). It runs only at the end of a hold: one capture
 // through the control connection, no fork.
-func (p *Pipeline) evidence(rt store.Runtime) string {
+func (p *Pipeline) evidence(rt nudge.Runtime) string {
 	conn, err := p.deps.Conn(rt.WorkspaceID)
 	if err != nil {
 		return ""
@@ -95,10 +94,7 @@ func (p *Pipeline) evidence(rt store.Runtime) string {
 	for i, k := 0, len(keep)-1; i < k; i, k = i+1, k-1 {
 		keep[i], keep[k] = keep[k], keep[i]
 	}
-	s := strings.Join(keep, "\n")
-	if p.deps.Redact != nil {
-		s = p.deps.Redact(s)
-	}
+	s := nudge.Redact(strings.Join(keep, "\n"))
 	if len(s) > 1024 {
 		s = s[len(s)-1024:]
 	}

@@ -7,14 +7,13 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // job is a trigger in flight. Its record is the freshest copy of the receipt; the store
 // copy follows it (persist).
 type job struct {
 	mu         sync.Mutex
-	t          store.Trigger
+	t          nudge.Trigger
 	envelope   string        // sanitized prompt wrapped in its envelope: what is typed
 	created    chan struct{} // closed once the create commit is done (or failed: lost)
 	lost       bool          // the record was never committed: nothing may be persisted
@@ -53,13 +52,13 @@ func (j *job) endTask() {
 	}
 }
 
-func newJob(t store.Trigger, recovered bool) *job {
+func newJob(t nudge.Trigger, recovered bool) *job {
 	return &job{t: t, created: make(chan struct{}), decided: make(chan struct{}), maybeTyped: recovered}
 }
 
 func (j *job) decide() { j.decideOnce.Do(func() { close(j.decided) }) }
 
-func (j *job) record() store.Trigger {
+func (j *job) record() nudge.Trigger {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.t
@@ -68,7 +67,7 @@ func (j *job) record() store.Trigger {
 func (j *job) id() string { return j.t.TriggerID } // immutable
 
 // update applies fn to the in-memory record and returns a copy.
-func (j *job) update(now time.Time, fn func(*store.Trigger)) store.Trigger {
+func (j *job) update(now time.Time, fn func(*nudge.Trigger)) nudge.Trigger {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	fn(&j.t)
@@ -82,20 +81,20 @@ func tp(t time.Time) *time.Time { return &t }
 // injected are pending, deferred is deferred, submitted and acked are delivered (timeout
 // when an ack or defer timeout led there through a fallback), failed is failed or timeout.
 // already_active is the answer to a repeated trigger_id while the first is in flight.
-func ResultFor(t store.Trigger) nudge.Result { return resultFor(&t) }
+func ResultFor(t nudge.Trigger) nudge.Result { return resultFor(&t) }
 
 // resultFor derives the seed's result word from a receipt.
-func resultFor(t *store.Trigger) nudge.Result {
-	switch nudge.TriggerState(t.State) {
+func resultFor(t *nudge.Trigger) nudge.Result {
+	switch t.State {
 	case nudge.StateSubmitted, nudge.StateAcked:
-		if t.ErrorCode == string(nudge.AckTimeout) || t.ErrorCode == string(nudge.DeferTimeout) {
+		if t.ErrorCode == nudge.AckTimeout || t.ErrorCode == nudge.DeferTimeout {
 			return nudge.ResultTimeout
 		}
 		return nudge.ResultDelivered
 	case nudge.StateDeferred:
 		return nudge.ResultDeferred
 	case nudge.StateFailed:
-		if t.ErrorCode == string(nudge.AckTimeout) || t.ErrorCode == string(nudge.DeferTimeout) {
+		if t.ErrorCode == nudge.AckTimeout || t.ErrorCode == nudge.DeferTimeout {
 			return nudge.ResultTimeout
 		}
 		return nudge.ResultFailed

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -118,10 +117,10 @@ func (c *Config) fill() {
 
 // Runtimes is what the pipeline needs of the registry (*panes.Registry).
 type Runtimes interface {
-	Get(id string) (store.Runtime, bool)
-	Lookup(workspace, role string) (store.Runtime, bool)
-	Update(id string, fn func(*store.Runtime)) (store.Runtime, error)
-	Transition(id string, to nudge.Status, reason string) (store.Runtime, error)
+	Get(id string) (nudge.Runtime, bool)
+	Lookup(workspace, role string) (nudge.Runtime, bool)
+	Update(id string, fn func(*nudge.Runtime)) (nudge.Runtime, error)
+	Transition(id string, to nudge.Status, reason string) (nudge.Runtime, error)
 	Profile(name string) (panes.Profile, bool)
 }
 
@@ -135,11 +134,11 @@ type Sender interface {
 type Gates interface {
 	// Collision reports whether a human is at the pane (typing within the quiet window,
 	// a draft in the composer, a pane in copy mode) and when that may end (zero: unknown).
-	Collision(rt store.Runtime) (busy bool, until time.Time, why string)
+	Collision(rt nudge.Runtime) (busy bool, until time.Time, why string)
 	// Readiness is the agent's current readiness.
-	Readiness(rt store.Runtime) nudge.Readiness
+	Readiness(rt nudge.Runtime) nudge.Readiness
 	// Composer captures the pane now and returns the text in the agent's composer.
-	Composer(ctx context.Context, rt store.Runtime) (string, error)
+	Composer(ctx context.Context, rt nudge.Runtime) (string, error)
 	// Injecting tells the detector that output and input on the runtime's pane until
 	// `until` are nudge's own typing, not a human's.
 	Injecting(runtimeID string, until time.Time)
@@ -153,19 +152,22 @@ type InputLine interface {
 	// Typed records the text nudge just typed into the runtime's input line.
 	Typed(runtimeID, text string)
 	// Ours reports whether composer (as Composer returned it) holds text folded.
-	Ours(rt store.Runtime, composer, text string) bool
+	Ours(rt nudge.Runtime, composer, text string) bool
 	// Queued reports whether the last look at the pane showed input queued in the agent.
-	Queued(rt store.Runtime) bool
+	Queued(rt nudge.Runtime) bool
 }
 
 // Acker waits for acknowledgements (package ack).
 type Acker interface {
 	// Expect starts watching for t's ack signals on its runtime from now on.
-	Expect(t store.Trigger)
+	Expect(t nudge.Trigger)
 	// Wait blocks until t is acked (returning the signal's name) or ctx ends.
 	Wait(ctx context.Context, triggerID string) (signal string, err error)
 	// Forget stops watching.
 	Forget(triggerID string)
+	// APIAck acks a trigger by an explicit call; false if nothing waits on it (or its
+	// runtime does not take API acks). Only Pipeline.Ack calls it.
+	APIAck(triggerID string) bool
 	// OnScreen reports whether lines, a capture of the runtime's pane (scrollback and
 	// screen), show the trigger's ack marker as the agent composed it (not its echo).
 	OnScreen(runtimeID, triggerID string, lines []string) bool
@@ -175,7 +177,7 @@ type Acker interface {
 // failed with code. It returns where the prompt went.
 type Fallbacker interface {
 	// keep: the runtime's pane runs another trigger's fallback launch; do not replace it.
-	Fallback(ctx context.Context, t store.Trigger, code nudge.Code, keep bool) (nudge.Launched, error)
+	Fallback(ctx context.Context, t nudge.Trigger, code nudge.Code, keep bool) (nudge.Launched, error)
 }
 
 // Deps are the pipeline's collaborators.
@@ -187,9 +189,7 @@ type Deps struct {
 	Acks     Acker      // nil: submitted is the final state
 	Fallback Fallbacker // nil: failures stay failures
 	// OnChange is called after every receipt change (events, metrics). Must not block.
-	OnChange func(t store.Trigger)
-	// Redact masks secrets in pane text quoted in a receipt (nil: quoted as is).
-	Redact func(string) string
+	OnChange func(t nudge.Trigger)
 }
 
 // Request is one trigger request (POST /v1/triggers).
@@ -239,9 +239,8 @@ type Pipeline struct {
 	loops    *loopGuard
 	breakers *breakers
 	closed   bool
+	waiters  watchers // Wait's: woken by changed
 }
-
-var idRE = regexp.MustCompile(`^[A-Za-z0-9_.:@/-]{1,128}$`)
 
 // New returns a pipeline; call Open to start it.
 func New(cfg Config, deps Deps) (*Pipeline, error) {
@@ -373,21 +372,21 @@ func (p *Pipeline) Unblock(thread string, allow func(workspace string) bool) []s
 
 // Force delivers a deferred trigger now, bypassing the collision gate, with an operator
 // identity and reason that the audit keeps (seed 000 §13.2).
-func (p *Pipeline) Force(id, subject, reason, intent string) (store.Trigger, error) {
+func (p *Pipeline) Force(id, subject, reason, intent string) (nudge.Trigger, error) {
 	if reason == "" {
-		return store.Trigger{}, nudge.NewError(nudge.BadRequest, "a force override needs a reason")
+		return nudge.Trigger{}, nudge.NewError(nudge.BadRequest, "a force override needs a reason")
 	}
 	if intent == "" {
 		intent = "human_override"
 	}
 	if intent != "human_override" && intent != "coordinator_override" {
-		return store.Trigger{}, nudge.NewError(nudge.BadRequest, "override_intent must be human_override or coordinator_override")
+		return nudge.Trigger{}, nudge.NewError(nudge.BadRequest, "override_intent must be human_override or coordinator_override")
 	}
 	j := p.inflight(id)
 	if j == nil {
-		return store.Trigger{}, nudge.NewError(nudge.NotFound, "no trigger "+id+" in flight")
+		return nudge.Trigger{}, nudge.NewError(nudge.NotFound, "no trigger "+id+" in flight")
 	}
-	rec := j.update(p.cfg.Now(), func(t *store.Trigger) {
+	rec := j.update(p.cfg.Now(), func(t *nudge.Trigger) {
 		t.ForceOverride, t.OverrideIntent = true, intent
 		t.Reason = intent + ": " + reason
 		if subject != "" {
@@ -399,20 +398,20 @@ func (p *Pipeline) Force(id, subject, reason, intent string) (store.Trigger, err
 	return rec, nil
 }
 
-// AckAfterFallback records an ack for a trigger whose live path ended in a fallback
+// ackAfterFallback records an ack for a trigger whose live path ended in a fallback
 // launch (the resumed agent acknowledged it). Other triggers are acked through Acker.
-func (p *Pipeline) AckAfterFallback(id, signal string) (store.Trigger, bool, error) {
+func (p *Pipeline) ackAfterFallback(id, signal string) (nudge.Trigger, bool, error) {
 	p.deps.Store.Flush() // the fallback's own write-behind record first
-	t, err := p.deps.Store.UpdateTrigger(id, func(t *store.Trigger) error {
-		if t.Fallback == "" || t.State != string(nudge.StateSubmitted) {
+	t, err := p.deps.Store.UpdateTrigger(id, func(t *nudge.Trigger) error {
+		if t.Fallback == "" || t.State != nudge.StateSubmitted {
 			return errNotFallback
 		}
 		now := p.cfg.Now()
-		t.State, t.AckedAt, t.AckSignal, t.UpdatedAt = string(nudge.StateAcked), &now, signal, now
+		t.State, t.AckedAt, t.AckSignal, t.UpdatedAt = nudge.StateAcked, &now, signal, now
 		return nil
 	})
 	if errors.Is(err, errNotFallback) {
-		return store.Trigger{}, false, nil
+		return nudge.Trigger{}, false, nil
 	}
 	if err == nil {
 		p.changed(t)

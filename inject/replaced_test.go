@@ -6,7 +6,6 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
-	"github.com/nudgehq/nudge/store"
 )
 
 // lineSender answers every command with one fixed reply line.
@@ -28,7 +27,7 @@ func (s lineSender) DoAll(ctx context.Context, cmds ...string) ([]*controlmode.R
 // an error; that, another pane's id, a dead pane and a new pid all mean the prompt's pane
 // is not the one that will get Enter.
 func TestPaneReplaced(t *testing.T) {
-	rt := store.Runtime{PID: 5}
+	rt := nudge.Runtime{PID: 5}
 	for _, tc := range []struct {
 		line string
 		gone bool
@@ -44,6 +43,25 @@ func TestPaneReplaced(t *testing.T) {
 		v, gone := (&Pipeline{}).paneReplaced(context.Background(), lineSender{tc.line}, "%4", rt)
 		if gone != tc.gone || v.code != tc.code {
 			t.Errorf("%q: gone=%v code=%s (%s), want gone=%v code=%s", tc.line, gone, v.code, v.why, tc.gone, tc.code)
+		}
+	}
+}
+
+// TestGoneVerdict: an Enter refused by its guard gives the verdicts the look before Enter
+// gave (it replaced that look): a missing pane, a dead one and a new pid.
+func TestGoneVerdict(t *testing.T) {
+	rt := nudge.Runtime{PID: 5}
+	for _, tc := range []struct {
+		gone controlmode.PaneGoneError
+		code nudge.Code
+	}{
+		{controlmode.PaneGoneError{Target: "%4"}, nudge.TargetNotFound},
+		{controlmode.PaneGoneError{Target: "%4", Pane: "%4", Dead: true, PID: 5}, nudge.PaneDead},
+		{controlmode.PaneGoneError{Target: "%4", Pane: "%4", PID: 6}, nudge.PaneDead},
+	} {
+		v := goneVerdict("%4", rt, &tc.gone)
+		if v.kind != fallback || v.code != tc.code {
+			t.Errorf("%+v: kind=%d code=%s (%s), want fallback %s", tc.gone, v.kind, v.code, v.why, tc.code)
 		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // SchedulerConfig configures periodic prompts (seed 004).
@@ -25,18 +24,22 @@ type SchedulerConfig struct {
 
 // Scheduler turns schedules into triggers. Due schedules of one agent are batched into
 // one prompt; a round is skipped while the agent is busy or needs confirmation, or when
-// the agent got a scheduled prompt less than MinGap ago. It owns one goroutine.
+// the agent got a scheduled prompt less than MinGap ago. It owns one goroutine, started
+// by NewScheduler and stopped and joined by Close (or by the pipeline's Close).
 type Scheduler struct {
-	p    *Pipeline
-	cfg  SchedulerConfig
-	wake chan struct{}
-	wg   sync.WaitGroup
+	p      *Pipeline
+	cfg    SchedulerConfig
+	wake   chan struct{}
+	ctx    context.Context // ends on Close or the pipeline's Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	mu   sync.Mutex
 	last map[string]time.Time // agent key -> last scheduled trigger
 }
 
-// NewScheduler starts the scheduler of p; it stops when p closes.
+// NewScheduler starts the scheduler of p. The caller owns it and calls Close; it also
+// stops (without being joined) when p closes.
 func NewScheduler(p *Pipeline, cfg SchedulerConfig) *Scheduler {
 	if cfg.MinGap == 0 {
 		cfg.MinGap = 5 * time.Minute
@@ -45,33 +48,39 @@ func NewScheduler(p *Pipeline, cfg SchedulerConfig) *Scheduler {
 		cfg.MinEvery = time.Minute
 	}
 	s := &Scheduler{p: p, cfg: cfg, wake: make(chan struct{}, 1), last: map[string]time.Time{}}
+	s.ctx, s.cancel = context.WithCancel(p.ctx)
 	s.wg.Add(1)
 	go s.loop()
 	return s
 }
 
-// Wait blocks until the scheduler's goroutine has ended (after the pipeline closed).
-func (s *Scheduler) Wait() { s.wg.Wait() }
+// Close stops the scheduler's goroutine and waits for it (a trigger it is submitting is
+// given up). It is idempotent. Schedules stay in the store.
+func (s *Scheduler) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
 
 // Add stores a new schedule and returns it.
-func (s *Scheduler) Add(ws, agent, prompt string, every time.Duration) (store.Schedule, error) {
+func (s *Scheduler) Add(ws, agent, prompt string, every time.Duration) (nudge.Schedule, error) {
 	if ws == "" || agent == "" {
-		return store.Schedule{}, nudge.NewError(nudge.BadRequest, "workspace and agent are required")
+		return nudge.Schedule{}, nudge.NewError(nudge.BadRequest, "workspace and agent are required")
 	}
 	if every < s.cfg.MinEvery {
-		return store.Schedule{}, nudge.NewError(nudge.BadRequest, fmt.Sprintf("every must be at least %s", s.cfg.MinEvery))
+		return nudge.Schedule{}, nudge.NewError(nudge.BadRequest, fmt.Sprintf("every must be at least %s", s.cfg.MinEvery))
 	}
 	text, err := Sanitize(prompt, s.p.cfg.MaxPrompt)
 	if err != nil {
-		return store.Schedule{}, err
+		return nudge.Schedule{}, err
 	}
 	now := s.p.cfg.Now()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	sc := store.Schedule{ScheduleID: "sch_" + hex.EncodeToString(b[:]), WorkspaceID: ws, Agent: agent,
+	sc := nudge.Schedule{ScheduleID: "sch_" + hex.EncodeToString(b[:]), WorkspaceID: ws, Agent: agent,
 		Prompt: text, Every: every, NextAt: now.Add(every), CreatedAt: now}
 	if err := s.p.deps.Store.PutSchedule(sc); err != nil {
-		return store.Schedule{}, err
+		return nudge.Schedule{}, err
 	}
 	s.audit("schedule_added", sc, "")
 	s.kick()
@@ -83,7 +92,7 @@ func (s *Scheduler) Remove(id string) error {
 	if err := s.p.deps.Store.DeleteSchedule(id); err != nil {
 		return err
 	}
-	s.audit("schedule_removed", store.Schedule{ScheduleID: id}, "")
+	s.audit("schedule_removed", nudge.Schedule{ScheduleID: id}, "")
 	s.kick()
 	return nil
 }
@@ -103,7 +112,7 @@ func (s *Scheduler) loop() {
 		next := s.runDue()
 		resetTimer(timer, next)
 		select {
-		case <-s.p.ctx.Done():
+		case <-s.ctx.Done():
 			return
 		case <-s.wake:
 		case <-timer.C:
@@ -120,7 +129,7 @@ func (s *Scheduler) runDue() time.Duration {
 		return time.Minute
 	}
 	now := s.p.cfg.Now()
-	due := map[string][]store.Schedule{}
+	due := map[string][]nudge.Schedule{}
 	for _, sc := range all {
 		if !sc.NextAt.After(now) {
 			due[agentKey(sc)] = append(due[agentKey(sc)], sc)
@@ -143,14 +152,14 @@ func (s *Scheduler) runDue() time.Duration {
 	return max(next, time.Millisecond)
 }
 
-func agentKey(sc store.Schedule) string { return sc.WorkspaceID + "/" + sc.Agent }
+func agentKey(sc nudge.Schedule) string { return sc.WorkspaceID + "/" + sc.Agent }
 
 // batchWindow is how early a schedule may fire to join another of its agent's: half its
 // period, at most 30 s.
-func batchWindow(sc store.Schedule) time.Duration { return min(sc.Every/2, 30*time.Second) }
+func batchWindow(sc nudge.Schedule) time.Duration { return min(sc.Every/2, 30*time.Second) }
 
 // fire sends one batched trigger for an agent's due schedules, or skips the round.
-func (s *Scheduler) fire(batch []store.Schedule, now time.Time) {
+func (s *Scheduler) fire(batch []nudge.Schedule, now time.Time) {
 	sort.Slice(batch, func(i, j int) bool { return batch[i].ScheduleID < batch[j].ScheduleID })
 	first := batch[0]
 	key := agentKey(first)
@@ -176,13 +185,13 @@ func (s *Scheduler) fire(batch []store.Schedule, now time.Time) {
 		Prompt: strings.Join(prompts, "\n"), Reason: "scheduled", Caller: "scheduler",
 		ScheduleID: strings.Join(ids, ","),
 	}
-	if _, err := s.p.Submit(context.Background(), req); err != nil {
+	if _, err := s.p.Submit(s.ctx, req); err != nil {
 		s.p.log.Warn("scheduled trigger", "schedule_id", req.ScheduleID, "err", err)
 	}
 }
 
 // skip says why this round is skipped, or "".
-func (s *Scheduler) skip(sc store.Schedule, key string, now time.Time) string {
+func (s *Scheduler) skip(sc nudge.Schedule, key string, now time.Time) string {
 	s.mu.Lock()
 	last := s.last[key]
 	s.mu.Unlock()
@@ -205,7 +214,7 @@ func (s *Scheduler) skip(sc store.Schedule, key string, now time.Time) string {
 	return ""
 }
 
-func (s *Scheduler) advance(sc store.Schedule, now time.Time, fired bool) {
+func (s *Scheduler) advance(sc nudge.Schedule, now time.Time, fired bool) {
 	for !sc.NextAt.After(now.Add(batchWindow(sc))) { // one joining early moves on too
 		sc.NextAt = sc.NextAt.Add(sc.Every)
 	}
@@ -217,8 +226,8 @@ func (s *Scheduler) advance(sc store.Schedule, now time.Time, fired bool) {
 	}
 }
 
-func (s *Scheduler) audit(event string, sc store.Schedule, reason string) {
-	rec := store.AuditRecord{Event: event, Workspace: sc.WorkspaceID, Reason: reason,
+func (s *Scheduler) audit(event string, sc nudge.Schedule, reason string) {
+	rec := nudge.AuditRecord{Event: event, Workspace: sc.WorkspaceID, Reason: reason,
 		Detail: mustJSON(map[string]any{"schedule_id": sc.ScheduleID, "agent": sc.Agent, "every": sc.Every.String()})}
 	if _, err := s.p.deps.Store.AppendAudit(rec); err != nil {
 		s.p.log.Error("audit schedule", "err", err)

@@ -13,7 +13,7 @@ import (
 
 // Submitted is Submit's answer: the receipt and whether this request created it.
 type Submitted struct {
-	Trigger store.Trigger
+	Trigger nudge.Trigger
 	Created bool // false: the id was known; Trigger is the first request's record
 }
 
@@ -113,8 +113,30 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 	return Submitted{Trigger: j.record(), Created: true}, nil
 }
 
+// SubmitAsync submits req on a goroutine the pipeline owns (Close cancels and joins it),
+// for a trigger nudge sends itself from a goroutine that must not block: the
+// orchestrator's sync trigger after a human intervened. done, if not nil, gets Submit's
+// result on that goroutine. Once the pipeline is closed SubmitAsync reports false and
+// does not call done.
+func (p *Pipeline) SubmitAsync(req Request, done func(Submitted, error)) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		res, err := p.Submit(p.ctx, req)
+		if done != nil {
+			done(res, err)
+		}
+	}()
+	return true
+}
+
 // Get returns a trigger's receipt: the in-flight copy if there is one, else the store's.
-func (p *Pipeline) Get(id string) (store.Trigger, error) {
+func (p *Pipeline) Get(id string) (nudge.Trigger, error) {
 	if j := p.inflight(id); j != nil {
 		return j.record(), nil
 	}
@@ -125,14 +147,16 @@ func (p *Pipeline) checkRequest(req *Request) error {
 	if req.TriggerID == "" {
 		req.TriggerID = newTriggerID(p.cfg.Now())
 	}
-	if !idRE.MatchString(req.TriggerID) {
-		return nudge.NewError(nudge.BadRequest, "trigger_id must match [A-Za-z0-9_.:@/-]{1,128}")
+	if err := nudge.CheckID("trigger_id", req.TriggerID); err != nil {
+		return err
 	}
 	if req.Workspace == "" || req.Agent == "" {
 		return nudge.NewError(nudge.BadRequest, "workspace and agent are required")
 	}
-	if req.ThreadID != "" && !idRE.MatchString(req.ThreadID) {
-		return nudge.NewError(nudge.BadRequest, "thread_id must match [A-Za-z0-9_.:@/-]{1,128}")
+	if req.ThreadID != "" {
+		if err := nudge.CheckID("thread_id", req.ThreadID); err != nil {
+			return err
+		}
 	}
 	if req.AckTimeoutMS < 0 || req.AckTimeoutMS > MaxAckTimeoutMS {
 		return nudge.NewError(nudge.BadRequest, fmt.Sprintf("ack_timeout_ms must be between 1 and %d (24h); 0 or absent means the daemon's ack timeout", MaxAckTimeoutMS))
@@ -147,19 +171,19 @@ func (p *Pipeline) checkRequest(req *Request) error {
 // the maximum int64, overflowed the wait and timed out at once.)
 const MaxAckTimeoutMS = 24 * 60 * 60 * 1000
 
-func (p *Pipeline) newRecord(req Request, text string) store.Trigger {
+func (p *Pipeline) newRecord(req Request, text string) nudge.Trigger {
 	now := p.cfg.Now()
-	return store.Trigger{
+	return nudge.Trigger{
 		TriggerID: req.TriggerID, WorkspaceID: req.Workspace, Agent: req.Agent,
 		ThreadID: req.ThreadID, Prompt: text, Reason: req.Reason,
 		AckTimeoutMS: req.AckTimeoutMS, ForceOverride: req.ForceOverride,
 		OverrideIntent: req.OverrideIntent,
 		Caller:         req.Caller, CallerUID: req.CallerUID, ScheduleID: req.ScheduleID,
-		State: string(nudge.StateQueued), Result: string(nudge.ResultPending), CreatedAt: now, QueuedAt: now, UpdatedAt: now,
+		State: nudge.StateQueued, Result: nudge.ResultPending, CreatedAt: now, QueuedAt: now, UpdatedAt: now,
 	}
 }
 
-func (p *Pipeline) envelope(t store.Trigger, text string) string {
+func (p *Pipeline) envelope(t nudge.Trigger, text string) string {
 	reason := t.Reason
 	if reason == "" {
 		reason = "trigger"
@@ -181,7 +205,7 @@ func (p *Pipeline) create(j *job, known bool) error {
 		if err != nil {
 			return fmt.Errorf("store trigger: %w", err)
 		}
-		j.update(p.cfg.Now(), func(r *store.Trigger) { *r = got })
+		j.update(p.cfg.Now(), func(r *nudge.Trigger) { *r = got })
 		return errExisting
 	}
 	close(j.created)

@@ -5,10 +5,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/acarl005/stripansi"
-
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // Done is not a crash (seed 003). When a runtime's program ends, the registry decides:
@@ -41,7 +38,7 @@ func (k exitKind) String() string {
 }
 
 // classifyExitLocked decides what the end of rt's pane p means. r.mu is held.
-func (r *Registry) classifyExitLocked(rt *store.Runtime, paneID string, exit *int) exitKind {
+func (r *Registry) classifyExitLocked(rt *nudge.Runtime, paneID string, exit *int) exitKind {
 	if r.oneOff[rt.RuntimeID] == paneID && paneID != "" {
 		return exitOneOff
 	}
@@ -119,7 +116,7 @@ func (m *markerScan) feed(n paneKey, data []byte) {
 }
 
 func isMarkerLine(line, marker []byte) bool {
-	s := strings.TrimSpace(stripansi.Strip(string(line)))
+	s := strings.TrimSpace(nudge.StripANSI(string(line)))
 	return s == string(marker)
 }
 
@@ -138,7 +135,7 @@ func (m *markerScan) forget(n paneKey) {
 }
 
 // watchMarkerLocked arms the marker scan for rt's current pane. r.mu is held.
-func (r *Registry) watchMarkerLocked(rt *store.Runtime) {
+func (r *Registry) watchMarkerLocked(rt *nudge.Runtime) {
 	if k := keyOf(rt); k.n >= 0 {
 		r.markers.watch(k, r.cfg.Profiles[rt.Agent].DoneMarker)
 	}
@@ -146,7 +143,7 @@ func (r *Registry) watchMarkerLocked(rt *store.Runtime) {
 
 // exitedLocked records a clean end: exited (or, for a profile that restarts on exit,
 // offline and restarted without counting a crash). It reports whether to restart.
-func (r *Registry) exitedLocked(rt *store.Runtime, exit *int) ([]change, bool) {
+func (r *Registry) exitedLocked(rt *nudge.Runtime, exit *int) ([]change, bool) {
 	why := "program exited cleanly"
 	if exit == nil || *exit != 0 {
 		why = "program printed its completion marker and ended"
@@ -154,12 +151,12 @@ func (r *Registry) exitedLocked(rt *store.Runtime, exit *int) ([]change, bool) {
 	r.markers.forget(keyOf(rt))
 	if r.cfg.Profiles[rt.Agent].RestartOnExit && rt.Managed && !r.stopped[rt.RuntimeID] {
 		chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusOffline, why+" (profile restarts on exit)", "",
-			func(n *store.Runtime) { n.ExitStatus = exit; n.Readiness = string(nudge.Unknown) })
+			func(n *nudge.Runtime) { n.ExitStatus = exit; n.Readiness = nudge.Unknown })
 		r.logErr("reconcile", rt.RuntimeID, err)
 		return chs, err == nil && r.restartableLocked(r.rts[rt.RuntimeID])
 	}
 	chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusExited, why, "",
-		func(n *store.Runtime) { n.ExitStatus = exit; n.Readiness = string(nudge.Unknown) })
+		func(n *nudge.Runtime) { n.ExitStatus = exit; n.Readiness = nudge.Unknown })
 	r.logErr("reconcile", rt.RuntimeID, err)
 	if err == nil {
 		r.auditLocked(r.rts[rt.RuntimeID], "runtime_exited", why, "", map[string]any{"exit_status": exit, "pane_id": rt.PaneID})

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // AsideMarker is put between a runtime's role and a suffix to name the runtime that a
@@ -20,10 +19,10 @@ const AsideMarker = "-fb-"
 // fallback window is ever left unmanaged. The prompt is given at launch when the profile
 // takes one (given is true); otherwise the runtime starts without it and the caller
 // delivers it live to the new runtime, never to from's pane.
-func (r *Registry) SpawnAside(ctx context.Context, from store.Runtime, prompt string) (rt store.Runtime, given bool, err error) {
+func (r *Registry) SpawnAside(ctx context.Context, from nudge.Runtime, prompt string) (rt nudge.Runtime, given bool, err error) {
 	prof, ok := r.cfg.Profiles[from.Agent]
 	if !ok {
-		return store.Runtime{}, false, nudge.NewError(nudge.SpawnFailed, "unknown agent profile "+from.Agent)
+		return nudge.Runtime{}, false, nudge.NewError(nudge.SpawnFailed, "unknown agent profile "+from.Agent)
 	}
 	given = prompt != ""
 	if _, err := prof.LaunchArgv(nil, prompt); errors.Is(err, ErrNoPromptArg) {
@@ -43,9 +42,9 @@ func (r *Registry) SpawnAside(ctx context.Context, from store.Runtime, prompt st
 	if err != nil {
 		var ne *nudge.Error
 		if errors.As(err, &ne) && ne.Code == nudge.SpawnFailed {
-			return store.Runtime{}, false, err
+			return nudge.Runtime{}, false, err
 		}
-		return store.Runtime{}, false, nudge.NewError(nudge.SpawnFailed, err.Error())
+		return nudge.Runtime{}, false, nudge.NewError(nudge.SpawnFailed, err.Error())
 	}
 	return rt, given, nil
 }

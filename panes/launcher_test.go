@@ -31,7 +31,7 @@ func TestRelaunchRechecksLauncher(t *testing.T) {
 	}
 	e.waitFor("the restart refused", func() bool {
 		got, _ := e.reg.Get(rt.RuntimeID)
-		return got.Status == string(nudge.StatusFailed)
+		return got.Status == nudge.StatusFailed
 	})
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the planted launcher ran on restart")

@@ -2,22 +2,21 @@ package panes
 
 import (
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // SetPaused pauses or resumes triggers for a runtime (`nudge pause|resume`). The paused
 // flag is the trigger gate; the status shows it: a ready runtime goes to paused at once,
 // one in the middle of a trigger (or still starting) when it would next be ready, and
 // resuming a paused runtime makes it ready again. Pausing twice is a no-op.
-func (r *Registry) SetPaused(id string, paused bool, reason string) (store.Runtime, error) {
+func (r *Registry) SetPaused(id string, paused bool, reason string) (nudge.Runtime, error) {
 	r.mu.Lock()
 	cur, ok := r.rts[id]
 	if !ok {
 		r.mu.Unlock()
-		return store.Runtime{}, notFound(id)
+		return nudge.Runtime{}, notFound(id)
 	}
-	status := nudge.Status(cur.Status)
-	set := func(n *store.Runtime) { n.Paused = paused }
+	status := cur.Status
+	set := func(n *nudge.Runtime) { n.Paused = paused }
 	var chs []change
 	var err error
 	switch {
@@ -30,7 +29,7 @@ func (r *Registry) SetPaused(id string, paused bool, reason string) (store.Runti
 	}
 	r.mu.Unlock()
 	if err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	r.notify(chs)
 	got, _ := r.Get(id)

@@ -5,12 +5,11 @@ import (
 	"slices"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // change is one persisted change, reported to OnChange after the lock is released.
 type change struct {
-	rt   store.Runtime
+	rt   nudge.Runtime
 	prev nudge.Status
 }
 
@@ -23,7 +22,7 @@ func (r *Registry) notify(chs []change) {
 	}
 }
 
-func cloneRuntime(rt *store.Runtime) store.Runtime {
+func cloneRuntime(rt *nudge.Runtime) nudge.Runtime {
 	c := *rt
 	c.Argv = slices.Clone(rt.Argv)
 	c.Failures = slices.Clone(rt.Failures)
@@ -38,7 +37,7 @@ func cloneRuntime(rt *store.Runtime) store.Runtime {
 // registry's memory is the truth, the store follows in order, one fsync for many changes;
 // operations that must be durable when they return call r.db.Flush). r.mu is held, and
 // no fsync happens under it.
-func (r *Registry) putLocked(rt *store.Runtime) error {
+func (r *Registry) putLocked(rt *nudge.Runtime) error {
 	r.db.PutRuntimeLater(*rt)
 	old := r.rts[rt.RuntimeID]
 	if old != nil && old.PaneID != rt.PaneID {
@@ -54,7 +53,7 @@ func (r *Registry) putLocked(rt *store.Runtime) error {
 	return nil
 }
 
-func (r *Registry) indexPane(rt *store.Runtime) {
+func (r *Registry) indexPane(rt *nudge.Runtime) {
 	if k := keyOf(rt); k.n >= 0 {
 		r.panes.Store(k, rt.RuntimeID)
 	}
@@ -63,12 +62,12 @@ func (r *Registry) indexPane(rt *store.Runtime) {
 // transitionLocked validates and applies a status change (plus mutate, if any),
 // persists and audits it. r.mu is held. code is an optional failure code for the audit.
 func (r *Registry) transitionLocked(id string, to nudge.Status, reason string, code nudge.Code,
-	mutate func(*store.Runtime)) ([]change, error) {
+	mutate func(*nudge.Runtime)) ([]change, error) {
 	cur, ok := r.rts[id]
 	if !ok {
 		return nil, notFound(id)
 	}
-	from := nudge.Status(cur.Status)
+	from := cur.Status
 	next := cloneRuntime(cur)
 	if mutate != nil {
 		mutate(&next)
@@ -79,11 +78,11 @@ func (r *Registry) transitionLocked(id string, to nudge.Status, reason string, c
 		return nil, &wrapped{nudge.NewError(nudge.Conflict, err.Error()), err}
 	}
 	now := r.cfg.Now()
-	next.Status, next.StatusSince, next.UpdatedAt = string(to), now, now
+	next.Status, next.StatusSince, next.UpdatedAt = to, now, now
 	if !Live(to) || to == nudge.StatusStarting || to == nudge.StatusFallbackResume || to == nudge.StatusSpawnRecovery {
 		// No stale readiness: a dead pane reads nothing, and a new program (or one being
 		// relaunched) has shown nothing yet.
-		next.Readiness, next.Summary = string(nudge.Unknown), ""
+		next.Readiness, next.Summary = nudge.Unknown, ""
 	}
 	if err := r.putLocked(&next); err != nil {
 		return nil, err
@@ -95,9 +94,9 @@ func (r *Registry) transitionLocked(id string, to nudge.Status, reason string, c
 
 // auditLocked appends one audit record; a failure is logged, not returned (the state
 // change it describes is already persisted).
-func (r *Registry) auditLocked(rt *store.Runtime, event, reason string, code nudge.Code, detail any) {
-	rec := store.AuditRecord{Time: r.cfg.Now(), Event: event, RuntimeID: rt.RuntimeID,
-		Workspace: rt.WorkspaceID, Reason: reason, Code: string(code)}
+func (r *Registry) auditLocked(rt *nudge.Runtime, event, reason string, code nudge.Code, detail any) {
+	rec := nudge.AuditRecord{Time: r.cfg.Now(), Event: event, RuntimeID: rt.RuntimeID,
+		Workspace: rt.WorkspaceID, Reason: reason, Code: code}
 	if detail != nil {
 		rec.Detail, _ = json.Marshal(detail)
 	}
@@ -115,8 +114,8 @@ func (w *wrapped) Unwrap() []error { return []error{w.ne, w.cause} }
 
 // pausedTarget turns "back to ready" into paused for a runtime whose triggers are paused
 // (`nudge pause`): the state machine shows it.
-func pausedTarget(cur *store.Runtime, to nudge.Status) nudge.Status {
-	if to == nudge.StatusReady && cur.Paused && CanTransition(nudge.Status(cur.Status), nudge.StatusPaused) {
+func pausedTarget(cur *nudge.Runtime, to nudge.Status) nudge.Status {
+	if to == nudge.StatusReady && cur.Paused && CanTransition(cur.Status, nudge.StatusPaused) {
 		return nudge.StatusPaused
 	}
 	return to

@@ -73,6 +73,8 @@ type Profile struct {
 	// StartTimeout bounds starting → ready; past it the runtime is failed with its screen as
 	// evidence. 0 = the registry's default (Config.StartTimeout).
 	StartTimeout time.Duration
+	// Source is the file the profile was read from; "" = the embedded default.
+	Source string
 
 	sessionRE *regexp.Regexp
 	validRE   *regexp.Regexp
@@ -125,41 +127,71 @@ var ackSignalNames = []string{"marker", "api", "heartbeat", "cursor"}
 
 // LoadProfiles returns the embedded default profiles, each replaced by a file of the same
 // name in userDir if there is one; userDir may add new profiles. userDir "" or missing means
-// defaults only.
+// defaults only. A userDir that is not a readable directory, or a file in it that is not a
+// valid profile, is an error that names the path.
 func LoadProfiles(userDir string) (map[string]Profile, error) {
 	out := make(map[string]Profile)
-	if err := loadProfileDir(defaultProfiles, "profiles", out); err != nil {
+	if err := loadProfileDir(defaultProfiles, "profiles", "", out); err != nil {
 		return nil, fmt.Errorf("load default profiles: %w", err)
 	}
 	if userDir == "" {
 		return out, nil
 	}
-	if _, err := os.Stat(userDir); errors.Is(err, fs.ErrNotExist) {
+	fi, err := os.Stat(userDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return out, nil
+	case err != nil:
+		return nil, fmt.Errorf("load profiles: %w", err)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("load profiles: %s is not a directory", userDir)
 	}
-	if err := loadProfileDir(os.DirFS(userDir), ".", out); err != nil {
-		return nil, fmt.Errorf("load profiles from %s: %w", userDir, err)
+	if err := loadProfileDir(os.DirFS(userDir), ".", userDir, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-func loadProfileDir(fsys fs.FS, dir string, out map[string]Profile) error {
-	names, err := fs.Glob(fsys, path.Join(dir, "*.json"))
+// loadProfileDir reads dir/*.json of fsys into out. src is the directory's path on disk
+// ("" for the embedded defaults): it goes into errors and Profile.Source.
+func loadProfileDir(fsys fs.FS, dir, src string, out map[string]Profile) error {
+	entries, err := fs.ReadDir(fsys, dir) // unlike fs.Glob, reports an unreadable directory
 	if err != nil {
-		return err
+		return fmt.Errorf("load profiles: %w", pathErr(err, src))
 	}
-	for _, name := range names {
-		b, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return err
+	for _, e := range entries {
+		if e.IsDir() || path.Ext(e.Name()) != ".json" {
+			continue
 		}
-		p, err := ParseProfile(strings.TrimSuffix(path.Base(name), ".json"), b)
+		file := path.Join(dir, e.Name())
+		where := file
+		if src != "" {
+			where = filepath.Join(src, e.Name())
+		}
+		b, err := fs.ReadFile(fsys, file)
 		if err != nil {
-			return err
+			return fmt.Errorf("load profile %s: %w", where, pathErr(err, src))
+		}
+		p, err := ParseProfile(strings.TrimSuffix(e.Name(), ".json"), b)
+		if err != nil {
+			return fmt.Errorf("load profile %s: %w", where, err)
+		}
+		if src != "" {
+			p.Source = where
 		}
 		out[p.Name] = p
 	}
 	return nil
+}
+
+// pathErr puts the directory's real path into an os.DirFS error (which holds the path
+// relative to the directory).
+func pathErr(err error, dir string) error {
+	var pe *fs.PathError
+	if dir != "" && errors.As(err, &pe) {
+		return &fs.PathError{Op: pe.Op, Path: filepath.Join(dir, pe.Path), Err: pe.Err}
+	}
+	return err
 }
 
 // ParseProfile decodes and validates one profile file. name is the file's name without

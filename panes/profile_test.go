@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -74,6 +75,46 @@ func TestLoadProfiles_UserOverride(t *testing.T) {
 	if _, ok := ps["codex"]; !ok {
 		t.Error("codex default lost")
 	}
+	if want := filepath.Join(dir, "shell.json"); sh.Source != want || ps["codex"].Source != "" {
+		t.Errorf("sources: shell %q (want %q), codex %q (want the embedded default)", sh.Source, want, ps["codex"].Source)
+	}
+}
+
+// A broken override directory stops the load with an error that names the path: the
+// daemon must not start with a profile silently left at its default.
+func TestLoadProfiles_Errors(t *testing.T) {
+	t.Run("ErrMalformedFile", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "codex.json"), []byte(`{"launch":`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadProfiles(dir)
+		if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "codex.json")) {
+			t.Fatalf("got %v, want an error naming %s", err, filepath.Join(dir, "codex.json"))
+		}
+	})
+	t.Run("ErrNotADirectory", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "profiles")
+		if err := os.WriteFile(file, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadProfiles(file); err == nil || !strings.Contains(err.Error(), file+" is not a directory") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("ErrUnreadable", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("root reads any directory")
+		}
+		dir := filepath.Join(t.TempDir(), "profiles")
+		if err := os.Mkdir(dir, 0o000); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o700) })
+		if _, err := LoadProfiles(dir); err == nil || !strings.Contains(err.Error(), dir) {
+			t.Fatalf("got %v, want an error naming %s", err, dir)
+		}
+	})
 }
 
 func TestLoadProfiles_MissingDir(t *testing.T) {

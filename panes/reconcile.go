@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // reconcile compares the workspace's records with its panes (seed 001 §11): alive →
@@ -74,8 +73,8 @@ const (
 
 // statusPendingLocked reports whether p is dead with its exit status not known yet, and
 // first seen so less than statusGrace ago.
-func (r *Registry) statusPendingLocked(rt *store.Runtime, p paneInfo) bool {
-	if !p.Dead || p.ExitStatus != nil || !Live(nudge.Status(rt.Status)) {
+func (r *Registry) statusPendingLocked(rt *nudge.Runtime, p paneInfo) bool {
+	if !p.Dead || p.ExitStatus != nil || !Live(rt.Status) {
 		delete(r.deadSince, rt.RuntimeID)
 		return false
 	}
@@ -92,9 +91,9 @@ func (r *Registry) statusPendingLocked(rt *store.Runtime, p paneInfo) bool {
 	return false
 }
 
-func (r *Registry) reconcileOneLocked(rt *store.Runtime, byID map[string]paneInfo, panes []paneInfo) ([]change, bool) {
+func (r *Registry) reconcileOneLocked(rt *nudge.Runtime, byID map[string]paneInfo, panes []paneInfo) ([]change, bool) {
 	p, found := r.findPaneLocked(rt, byID, panes)
-	status := nudge.Status(rt.Status)
+	status := rt.Status
 	switch {
 	case found && !p.Dead:
 		return r.aliveLocked(rt, p), false
@@ -118,7 +117,7 @@ func (r *Registry) reconcileOneLocked(rt *store.Runtime, byID map[string]paneInf
 
 // findPaneLocked finds the runtime's pane by id (same session, and same pid or window
 // name, so a reused id on a new tmux server is not taken for ours), else by target.
-func (r *Registry) findPaneLocked(rt *store.Runtime, byID map[string]paneInfo, panes []paneInfo) (paneInfo, bool) {
+func (r *Registry) findPaneLocked(rt *nudge.Runtime, byID map[string]paneInfo, panes []paneInfo) (paneInfo, bool) {
 	if p, ok := byID[rt.PaneID]; ok && p.Session == rt.TmuxSession && (p.PID == rt.PID || p.Window == rt.TmuxWindow) {
 		return p, true
 	}
@@ -134,7 +133,7 @@ func (r *Registry) findPaneLocked(rt *store.Runtime, byID map[string]paneInfo, p
 	return paneInfo{}, false
 }
 
-func setPane(rt *store.Runtime, p paneInfo) {
+func setPane(rt *nudge.Runtime, p paneInfo) {
 	rt.PaneID, rt.PID, rt.TmuxPane, rt.TmuxWindow = p.ID, p.PID, p.Index, p.Window
 	rt.Target = TargetString(rt.WorkspaceID, p.Window, p.Index)
 }
@@ -143,16 +142,16 @@ func setPane(rt *store.Runtime, p paneInfo) {
 // profile's ReadyOn holds; offline → ready (a pane thought dead, found alive after a nudge
 // restart); failed → ready only for another process than the one that failed (a runtime
 // that failed its start keeps its pane as evidence, and stays failed).
-func (r *Registry) aliveLocked(rt *store.Runtime, p paneInfo) []change {
-	status := nudge.Status(rt.Status)
+func (r *Registry) aliveLocked(rt *nudge.Runtime, p paneInfo) []change {
+	status := rt.Status
 	waiting := (status == nudge.StatusStarting || status == nudge.StatusFallbackResume) &&
-		r.cfg.Profiles[rt.Agent].ReadyOn == ReadyOnReadiness && rt.Readiness != string(nudge.Ready)
+		r.cfg.Profiles[rt.Agent].ReadyOn == ReadyOnReadiness && rt.Readiness != nudge.Ready
 	if !waiting && (status == nudge.StatusStarting || status == nudge.StatusOffline ||
 		status == nudge.StatusFallbackResume && r.oneOff[rt.RuntimeID] == p.ID ||
 		status == nudge.StatusFailed && p.PID != rt.PID) {
 		delete(r.oneOff, rt.RuntimeID) // a resume run that is ready for input is the runtime's program now
 		chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusReady, "pane alive", "",
-			func(n *store.Runtime) { setPane(n, p); n.ExitStatus = nil })
+			func(n *nudge.Runtime) { setPane(n, p); n.ExitStatus = nil })
 		r.logErr("reconcile", rt.RuntimeID, err)
 		return chs
 	}
@@ -171,14 +170,14 @@ func (r *Registry) aliveLocked(rt *store.Runtime, p paneInfo) []change {
 
 // deathLocked records a dead or missing pane: offline with the exit status and the
 // failure time; a crash loop then goes on to failed. It reports whether to restart.
-func (r *Registry) deathLocked(rt *store.Runtime, reason string, code nudge.Code, exit *int) ([]change, bool) {
+func (r *Registry) deathLocked(rt *nudge.Runtime, reason string, code nudge.Code, exit *int) ([]change, bool) {
 	now := r.cfg.Now()
 	held := r.held[rt.RuntimeID] > 0
 	if r.resumed[rt.RuntimeID] {
 		delete(r.resumed, rt.RuntimeID)
 		r.noResume[rt.RuntimeID] = true // the resumed session crashed too: fresh next time
 	}
-	chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusOffline, reason, code, func(n *store.Runtime) {
+	chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusOffline, reason, code, func(n *nudge.Runtime) {
 		n.ExitStatus = exit
 		if !held { // a fallback launch that fails is the chain's failure, not the runtime's
 			n.Failures = append(recentFailures(n.Failures, now, r.cfg.CrashLoopWindow), now)
@@ -201,10 +200,10 @@ func (r *Registry) deathLocked(rt *store.Runtime, reason string, code nudge.Code
 
 // oneOffEndedLocked records the end of a fallback resume run: offline, not a crash; the
 // runtime's own program is started again once the fallback chain lets go.
-func (r *Registry) oneOffEndedLocked(rt *store.Runtime, exit *int) ([]change, bool) {
+func (r *Registry) oneOffEndedLocked(rt *nudge.Runtime, exit *int) ([]change, bool) {
 	delete(r.oneOff, rt.RuntimeID)
 	chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusOffline, "fallback resume run ended", "",
-		func(n *store.Runtime) { n.ExitStatus = exit })
+		func(n *nudge.Runtime) { n.ExitStatus = exit })
 	r.logErr("reconcile", rt.RuntimeID, err)
 	return chs, err == nil && r.restartableLocked(r.rts[rt.RuntimeID])
 }
@@ -221,9 +220,9 @@ func recentFailures(fs []time.Time, now time.Time, window time.Duration) []time.
 
 // restartableLocked: an offline managed runtime that was not stopped and whose restarts
 // are not held by a fallback chain.
-func (r *Registry) restartableLocked(rt *store.Runtime) bool {
+func (r *Registry) restartableLocked(rt *nudge.Runtime) bool {
 	return rt.Managed && !r.stopped[rt.RuntimeID] && r.held[rt.RuntimeID] == 0 &&
-		nudge.Status(rt.Status) == nudge.StatusOffline
+		rt.Status == nudge.StatusOffline
 }
 
 // scheduleRestart restarts id after RestartDelay on a registry-owned goroutine.

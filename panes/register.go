@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // RegisterRequest adopts an existing pane.
@@ -21,39 +20,39 @@ type RegisterRequest struct {
 
 // Register adopts an existing live pane of the workspace's session. A managed pane gets
 // remain-on-exit so its death is observed. Bad input changes nothing.
-func (r *Registry) Register(ctx context.Context, req RegisterRequest) (store.Runtime, error) {
+func (r *Registry) Register(ctx context.Context, req RegisterRequest) (nudge.Runtime, error) {
 	defer r.db.Flush() // durable when it returns
 	prof, err := r.checkNames(req.Workspace, req.Role, &req.Agent)
 	if err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	tgt, err := ParseTarget(req.Target)
 	if err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	if req.SessionID != "" && !prof.ValidSessionID(req.SessionID) {
-		return store.Runtime{}, badRequest("invalid session id %q", req.SessionID)
+		return nudge.Runtime{}, badRequest("invalid session id %q", req.SessionID)
 	}
 	host, err := r.bindHost(req.Workspace, req.Host)
 	if err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	p, err := r.findTarget(ctx, req.Workspace, host, tgt)
 	if err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	rt := r.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
 	rt.SessionID, rt.Managed, rt.Argv, rt.Host = req.SessionID, !req.Unmanaged, prof.Launch, host
 	if err := r.reserve(rt.RuntimeID, "registering"); err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	defer r.release(rt.RuntimeID)
 	if err := r.checkPaneFree(p.ID); err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	if rt.Managed {
 		if _, err := r.tmuxRun(ctx, rt.Host, "set-option", "-p", "-t", p.ID, "remain-on-exit", "on"); err != nil {
-			return store.Runtime{}, fmt.Errorf("register %s: %w", rt.RuntimeID, err)
+			return nudge.Runtime{}, fmt.Errorf("register %s: %w", rt.RuntimeID, err)
 		}
 	}
 	setPane(&rt, p)
@@ -86,7 +85,7 @@ func (r *Registry) checkPaneFree(paneID string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, rt := range r.rts {
-		if rt.PaneID == paneID && Live(nudge.Status(rt.Status)) {
+		if rt.PaneID == paneID && Live(rt.Status) {
 			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID)
 		}
 	}

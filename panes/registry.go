@@ -70,15 +70,12 @@ type Config struct {
 	// StartTimeout bounds starting → ready for a profile that sets none; past it the
 	// runtime is failed with its screen as evidence. 0 means 2m.
 	StartTimeout time.Duration
-	// Redact masks secrets in a pane capture before it is kept as evidence (the audit);
-	// nil means captures are kept as they are.
-	Redact func(string) string
 	// LaunchPolicy returns a workspace's policy launchers (absolute paths among them are
 	// allowed even inside workspace directories) and directories (programs inside are
 	// refused); nil means none. See ResolveLauncher.
 	LaunchPolicy func(workspace string) (launchers, dirs []string)
 	// Env returns extra KEY=VALUE pairs for a spawned pane; nil means none.
-	Env func(rt store.Runtime) []string
+	Env func(rt nudge.Runtime) []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger; nil means a null logger.
@@ -88,7 +85,7 @@ type Config struct {
 	// block. nil means none.
 	OnOutput func(runtimeID string, data []byte) // decoded output of a managed pane; data valid during the call
 	OnEvent  func(workspace string, ev controlmode.Event)
-	OnChange func(rt store.Runtime, prev nudge.Status) // after every persisted change
+	OnChange func(rt nudge.Runtime, prev nudge.Status) // after every persisted change
 }
 
 // DefaultConfig returns the seed defaults: server "nudge", sweep 5s, crash loop 3 in 15m,
@@ -171,7 +168,7 @@ type Registry struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
-	rts     map[string]*store.Runtime // by runtime id; never deregistered ones
+	rts     map[string]*nudge.Runtime // by runtime id; never deregistered ones
 	ws      map[string]*workspace
 	busy    map[string]string // runtime id -> spawning|restarting|stopping|restart-pending
 	stopped map[string]bool   // stopped by Stop: never restarted automatically
@@ -229,7 +226,7 @@ func Open(ctx context.Context, cfg Config, db *store.DB) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open registry: %w", err)
 	}
-	r := &Registry{cfg: cfg, db: db, rts: map[string]*store.Runtime{}, ws: map[string]*workspace{},
+	r := &Registry{cfg: cfg, db: db, rts: map[string]*nudge.Runtime{}, ws: map[string]*workspace{},
 		busy: map[string]string{}, stopped: map[string]bool{}, held: map[string]int{},
 		deadSince: map[string]time.Time{}, oneOff: map[string]string{}, resumed: map[string]bool{},
 		noResume: map[string]bool{}}
@@ -238,7 +235,7 @@ func Open(ctx context.Context, cfg Config, db *store.DB) (*Registry, error) {
 	defer r.mu.Unlock()
 	for i := range rts {
 		rt := rts[i]
-		if rt.Status == string(nudge.StatusDeregistered) {
+		if rt.Status == nudge.StatusDeregistered {
 			continue
 		}
 		if rt.Host == "" {
@@ -268,25 +265,25 @@ func (r *Registry) Close() error {
 }
 
 // Get returns a runtime by id.
-func (r *Registry) Get(id string) (store.Runtime, bool) {
+func (r *Registry) Get(id string) (nudge.Runtime, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rt, ok := r.rts[id]
 	if !ok {
-		return store.Runtime{}, false
+		return nudge.Runtime{}, false
 	}
 	return cloneRuntime(rt), true
 }
 
 // Lookup returns the runtime of a workspace's role.
-func (r *Registry) Lookup(workspace, role string) (store.Runtime, bool) {
+func (r *Registry) Lookup(workspace, role string) (nudge.Runtime, bool) {
 	return r.Get(RuntimeID(workspace, role))
 }
 
 // List returns every runtime, ordered by workspace then role.
-func (r *Registry) List() []store.Runtime {
+func (r *Registry) List() []nudge.Runtime {
 	r.mu.Lock()
-	out := make([]store.Runtime, 0, len(r.rts))
+	out := make([]nudge.Runtime, 0, len(r.rts))
 	for _, rt := range r.rts {
 		out = append(out, cloneRuntime(rt))
 	}
@@ -331,21 +328,21 @@ func notFound(id string) error {
 // persisted, audited (runtime_status_changed with from, to and reason), then OnChange. A
 // transition to the current status is a no-op. An illegal one returns a CONFLICT
 // *nudge.Error wrapping *TransitionError and changes nothing.
-func (r *Registry) Transition(id string, to nudge.Status, reason string) (store.Runtime, error) {
+func (r *Registry) Transition(id string, to nudge.Status, reason string) (nudge.Runtime, error) {
 	r.mu.Lock()
 	rt, ok := r.rts[id]
 	if !ok {
 		r.mu.Unlock()
-		return store.Runtime{}, notFound(id)
+		return nudge.Runtime{}, notFound(id)
 	}
-	if nudge.Status(rt.Status) == pausedTarget(rt, to) {
+	if rt.Status == pausedTarget(rt, to) {
 		defer r.mu.Unlock()
 		return cloneRuntime(rt), nil
 	}
 	ch, err := r.transitionLocked(id, to, reason, "", nil)
 	r.mu.Unlock()
 	if err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	r.notify(ch)
 	return ch[0].rt, nil
@@ -354,29 +351,29 @@ func (r *Registry) Transition(id string, to nudge.Status, reason string) (store.
 // Update changes a runtime's other fields (readiness, operator_busy, heartbeat, session
 // id, last trigger, ...) through fn, persists the result and calls OnChange. fn must not
 // change RuntimeID or Status (use Transition); such an Update is refused.
-func (r *Registry) Update(id string, fn func(*store.Runtime)) (store.Runtime, error) {
+func (r *Registry) Update(id string, fn func(*nudge.Runtime)) (nudge.Runtime, error) {
 	r.mu.Lock()
 	cur, ok := r.rts[id]
 	if !ok {
 		r.mu.Unlock()
-		return store.Runtime{}, notFound(id)
+		return nudge.Runtime{}, notFound(id)
 	}
 	next := cloneRuntime(cur)
 	fn(&next)
 	if next.RuntimeID != cur.RuntimeID || next.Status != cur.Status {
 		r.mu.Unlock()
-		return store.Runtime{}, nudge.NewError(nudge.BadRequest, "update may not change runtime_id or status")
+		return nudge.Runtime{}, nudge.NewError(nudge.BadRequest, "update may not change runtime_id or status")
 	}
-	if !Live(nudge.Status(next.Status)) {
-		next.Readiness = string(nudge.Unknown) // no stale readiness on a dead pane
+	if !Live(next.Status) {
+		next.Readiness = nudge.Unknown // no stale readiness on a dead pane
 	}
 	if r.shownReadyLocked(cur, &next) {
 		delete(r.oneOff, id) // an interactive resume (claude --resume) is the runtime's program now
 		chs, err := r.transitionLocked(id, nudge.StatusReady, "agent shows READY", "",
-			func(n *store.Runtime) { status := n.Status; *n = cloneRuntime(&next); n.Status = status })
+			func(n *nudge.Runtime) { status := n.Status; *n = cloneRuntime(&next); n.Status = status })
 		r.mu.Unlock()
 		if err != nil {
-			return store.Runtime{}, err
+			return nudge.Runtime{}, err
 		}
 		r.notify(chs)
 		return chs[len(chs)-1].rt, nil
@@ -385,9 +382,9 @@ func (r *Registry) Update(id string, fn func(*store.Runtime)) (store.Runtime, er
 	err := r.putLocked(&next)
 	r.mu.Unlock()
 	if err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
-	r.notify([]change{{rt: next, prev: nudge.Status(cur.Status)}})
+	r.notify([]change{{rt: next, prev: cur.Status}})
 	return next, nil
 }
 
@@ -395,9 +392,9 @@ func (r *Registry) Update(id string, fn func(*store.Runtime)) (store.Runtime, er
 // (starting → ready, seed 001 §9 "codex_detected"), or a resume run in its pane does
 // (fallback_resume → ready, "resume_ok": an interactive resume such as claude --resume). Not while a spawn or restart still
 // holds it: that operation records the runtime first.
-func (r *Registry) shownReadyLocked(cur, next *store.Runtime) bool {
-	status := nudge.Status(cur.Status)
+func (r *Registry) shownReadyLocked(cur, next *nudge.Runtime) bool {
+	status := cur.Status
 	return (status == nudge.StatusStarting || status == nudge.StatusFallbackResume && r.oneOff[cur.RuntimeID] == cur.PaneID) &&
 		r.busy[cur.RuntimeID] == "" &&
-		next.Readiness == string(nudge.Ready) && r.cfg.Profiles[cur.Agent].ReadyOn == ReadyOnReadiness
+		next.Readiness == nudge.Ready && r.cfg.Profiles[cur.Agent].ReadyOn == ReadyOnReadiness
 }

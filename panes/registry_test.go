@@ -29,7 +29,7 @@ type env struct {
 	root string
 
 	mu      sync.Mutex
-	changes []store.Runtime
+	changes []nudge.Runtime
 }
 
 func newEnv(t *testing.T, mod func(*Config)) *env {
@@ -41,7 +41,7 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 	sock := fmt.Sprintf("nudge-t-%d-%d", os.Getpid(), serverSeq.Add(1))
 	e.cfg = Config{SocketName: sock, ConfigFile: "/dev/null", Roots: []string{e.root},
 		SweepInterval: 200 * time.Millisecond, RestartDelay: 100 * time.Millisecond, StopTimeout: time.Second,
-		OnChange: func(rt store.Runtime, _ nudge.Status) { e.mu.Lock(); e.changes = append(e.changes, rt); e.mu.Unlock() }}
+		OnChange: func(rt nudge.Runtime, _ nudge.Status) { e.mu.Lock(); e.changes = append(e.changes, rt); e.mu.Unlock() }}
 	if mod != nil {
 		mod(&e.cfg)
 	}
@@ -93,10 +93,10 @@ func (e *env) waitFor(what string, cond func() bool) {
 
 func (e *env) status(id string) nudge.Status {
 	rt, _ := e.reg.Get(id)
-	return nudge.Status(rt.Status)
+	return rt.Status
 }
 
-func (e *env) spawn(ws, role string, argv ...string) store.Runtime {
+func (e *env) spawn(ws, role string, argv ...string) nudge.Runtime {
 	e.t.Helper()
 	rt, err := e.reg.Spawn(context.Background(), SpawnRequest{Workspace: ws, Role: role, Agent: "shell", Argv: argv})
 	if err != nil {
@@ -108,18 +108,18 @@ func (e *env) spawn(ws, role string, argv ...string) store.Runtime {
 }
 
 // sawStatus reports whether OnChange saw id in status s (and returns that record).
-func (e *env) sawStatus(id string, s nudge.Status) (store.Runtime, bool) {
+func (e *env) sawStatus(id string, s nudge.Status) (nudge.Runtime, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, rt := range e.changes {
-		if rt.RuntimeID == id && nudge.Status(rt.Status) == s {
+		if rt.RuntimeID == id && rt.Status == s {
 			return rt, true
 		}
 	}
-	return store.Runtime{}, false
+	return nudge.Runtime{}, false
 }
 
-func (e *env) audit(id, event string) []store.AuditRecord {
+func (e *env) audit(id, event string) []nudge.AuditRecord {
 	e.db.Flush() // the registry's writes are write-behind
 	recs, err := e.db.Audit(store.AuditFilter{RuntimeID: id, Event: event})
 	if err != nil {
@@ -150,7 +150,7 @@ func TestSpawnTwoRolesKillRestart(t *testing.T) {
 	})
 	e.waitFor("a restarted", func() bool {
 		rt, _ := e.reg.Get(a.RuntimeID)
-		return rt.Status == string(nudge.StatusReady) && rt.PID != a.PID && rt.PID != 0 && rt.Restarts == 1
+		return rt.Status == nudge.StatusReady && rt.PID != a.PID && rt.PID != 0 && rt.Restarts == 1
 	})
 	rt, _ := e.reg.Get(a.RuntimeID)
 	// In place: a new pane in the old one's slot (respawn-pane can crash tmux 3.3a).
@@ -186,12 +186,12 @@ func TestHumanClosesWindowNoticedByEvent(t *testing.T) {
 	}
 	e.waitFor("b offline", func() bool { _, ok := e.sawStatus(b.RuntimeID, nudge.StatusOffline); return ok })
 	recs := e.audit(b.RuntimeID, "runtime_drift")
-	if len(recs) != 1 || recs[0].Code != string(nudge.RegistryDrift) {
+	if len(recs) != 1 || recs[0].Code != nudge.RegistryDrift {
 		t.Fatalf("drift audit: got %+v", recs)
 	}
 	e.waitFor("b restarted in a new window", func() bool {
 		rt, _ := e.reg.Get(b.RuntimeID)
-		return rt.Status == string(nudge.StatusReady) && rt.PaneID != b.PaneID && len(e.windows("ws")) == 2
+		return rt.Status == nudge.StatusReady && rt.PaneID != b.PaneID && len(e.windows("ws")) == 2
 	})
 	if e.reg.Stats().Sweeps <= sweeps {
 		t.Error("no reconcile ran after the event")
@@ -214,7 +214,7 @@ func TestCrashLoopEndsFailed(t *testing.T) {
 	}
 	sweeps := e.reg.Stats().Sweeps
 	e.waitFor("more sweeps", func() bool { return e.reg.Stats().Sweeps >= sweeps+3 })
-	if got, _ := e.reg.Get(rt.RuntimeID); got.Restarts != 2 || got.Status != string(nudge.StatusFailed) {
+	if got, _ := e.reg.Get(rt.RuntimeID); got.Restarts != 2 || got.Status != nudge.StatusFailed {
 		t.Errorf("restarted after crash loop: %+v", got)
 	}
 	if e.reg.Stats().CrashLoops != 1 {
@@ -230,9 +230,9 @@ func TestReopenReadopts(t *testing.T) {
 	e.open()
 	sweeps := e.reg.Stats().Sweeps
 	e.waitFor("sweeps after reopen", func() bool { return e.reg.Stats().Sweeps >= sweeps+3 })
-	for _, want := range []store.Runtime{a, b} {
+	for _, want := range []nudge.Runtime{a, b} {
 		got, ok := e.reg.Get(want.RuntimeID)
-		if !ok || got.Status != string(nudge.StatusReady) || got.PaneID != want.PaneID || got.PID != want.PID {
+		if !ok || got.Status != nudge.StatusReady || got.PaneID != want.PaneID || got.PID != want.PID {
 			t.Errorf("re-adopt %s: got %+v", want.RuntimeID, got)
 		}
 	}
@@ -255,7 +255,7 @@ func TestReopenRestartsMissing(t *testing.T) {
 	e.open()
 	e.waitFor("b restarted", func() bool {
 		rt, _ := e.reg.Get(b.RuntimeID)
-		return rt.Status == string(nudge.StatusReady) && rt.PaneID != b.PaneID
+		return rt.Status == nudge.StatusReady && rt.PaneID != b.PaneID
 	})
 	if len(e.audit(b.RuntimeID, "runtime_drift")) != 1 || len(e.windows("ws")) != 2 {
 		t.Errorf("drift audit or windows wrong: %q", e.windows("ws"))
@@ -279,7 +279,7 @@ func TestStopIgnoringSIGINT(t *testing.T) {
 	}
 	sweeps := e.reg.Stats().Sweeps
 	e.waitFor("sweeps", func() bool { return e.reg.Stats().Sweeps >= sweeps+3 })
-	if got, _ := e.reg.Get(rt.RuntimeID); got.Status != string(nudge.StatusOffline) || got.Restarts != 0 {
+	if got, _ := e.reg.Get(rt.RuntimeID); got.Status != nudge.StatusOffline || got.Restarts != 0 {
 		t.Errorf("stopped runtime: %+v", got)
 	}
 	// A stop survives a daemon restart.
@@ -287,7 +287,7 @@ func TestStopIgnoringSIGINT(t *testing.T) {
 	e.open()
 	sweeps = e.reg.Stats().Sweeps
 	e.waitFor("sweeps", func() bool { return e.reg.Stats().Sweeps >= sweeps+3 })
-	if got, _ := e.reg.Get(rt.RuntimeID); got.Status != string(nudge.StatusOffline) || len(e.windows("ws")) != 1 {
+	if got, _ := e.reg.Get(rt.RuntimeID); got.Status != nudge.StatusOffline || len(e.windows("ws")) != 1 {
 		t.Errorf("stopped runtime after reopen: %+v", got)
 	}
 }
@@ -308,7 +308,7 @@ func TestStopGraceful(t *testing.T) {
 	}
 	// Restart brings a stopped runtime back.
 	got, err := e.reg.Restart(context.Background(), rt.RuntimeID, "again")
-	if err != nil || got.Status != string(nudge.StatusStarting) {
+	if err != nil || got.Status != nudge.StatusStarting {
 		t.Fatalf("restart: %+v %v", got, err)
 	}
 	e.waitFor("ready", func() bool { return e.status(rt.RuntimeID) == nudge.StatusReady })
@@ -419,7 +419,7 @@ func (e *env) assertUnchanged(t *testing.T) {
 
 func TestSpawnDirEnvAndPromptFile(t *testing.T) {
 	e := newEnv(t, func(c *Config) {
-		c.Env = func(rt store.Runtime) []string { return []string{"NUDGE_RUNTIME_ID=" + rt.RuntimeID} }
+		c.Env = func(rt nudge.Runtime) []string { return []string{"NUDGE_RUNTIME_ID=" + rt.RuntimeID} }
 	})
 	sub := filepath.Join(e.root, "proj")
 	if err := os.Mkdir(sub, 0o700); err != nil {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // Restart runs the runtime's argv again: in a new pane in its old pane's place if that
@@ -15,24 +14,24 @@ import (
 // window (and session).
 // It clears a Stop. The runtime goes to starting; a failure leaves it failed with
 // SPAWN_FAILED.
-func (r *Registry) Restart(ctx context.Context, id, reason string) (store.Runtime, error) {
+func (r *Registry) Restart(ctx context.Context, id, reason string) (nudge.Runtime, error) {
 	return r.restart(ctx, id, reason, false)
 }
 
 // restart does the work; auto restarts run only if the runtime is still pending one.
-func (r *Registry) restart(ctx context.Context, id, reason string, auto bool) (store.Runtime, error) {
+func (r *Registry) restart(ctx context.Context, id, reason string, auto bool) (nudge.Runtime, error) {
 	return r.relaunchAs(ctx, id, reason, auto, nil)
 }
 
 // restartWith runs once (not the runtime's own argv) in the runtime's pane.
-func (r *Registry) restartWith(ctx context.Context, id, reason string, once []string) (store.Runtime, error) {
+func (r *Registry) restartWith(ctx context.Context, id, reason string, once []string) (nudge.Runtime, error) {
 	return r.relaunchAs(ctx, id, reason, false, once)
 }
 
-func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool, once []string) (store.Runtime, error) {
+func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool, once []string) (nudge.Runtime, error) {
 	rt, err := r.beginRestart(id, auto)
 	if err != nil || rt == nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	defer r.release(id)
 	r.stats.Restarts.Add(1)
@@ -63,7 +62,7 @@ func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool,
 	r.notify(chs)
 	r.wake(rt.WorkspaceID)
 	if err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	got, _ := r.Get(id)
 	return got, nil
@@ -72,8 +71,8 @@ func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool,
 // crashResumeArgv is the argv that restarts a crashed runtime through its agent's
 // interactive resume (seed 003): when its profile has one, its session id is known and
 // valid, its last end was not clean, and the last resume did not crash too. nil = fresh.
-func (r *Registry) crashResumeArgv(rt *store.Runtime) []string {
-	switch nudge.Status(rt.Status) {
+func (r *Registry) crashResumeArgv(rt *nudge.Runtime) []string {
+	switch rt.Status {
 	case nudge.StatusOffline, nudge.StatusFailed:
 	default:
 		return nil
@@ -93,7 +92,7 @@ func (r *Registry) crashResumeArgv(rt *store.Runtime) []string {
 // onceKind names a one-off launch: "oneoff-resume" for the profile's resume command (a
 // run that ends), else "oneoff-spawn" (a fresh agent with a prompt, which becomes the
 // runtime's program).
-func (r *Registry) onceKind(rt *store.Runtime, argv []string) string {
+func (r *Registry) onceKind(rt *nudge.Runtime, argv []string) string {
 	if r.cfg.Profiles[rt.Agent].IsResume(argv) {
 		return "oneoff-resume"
 	}
@@ -104,14 +103,14 @@ func (r *Registry) onceKind(rt *store.Runtime, argv []string) string {
 // stage is fallback_resume or spawn_recovery (seed 001 §9). RelaunchWith enters them by
 // itself (its argv tells a resume from a spawn); a chain that recovers a runtime some other
 // way (a launch in a window of its own) calls this, and Transition to leave them.
-func (r *Registry) EnterRecovery(id string, stage nudge.Status, reason string) (store.Runtime, error) {
+func (r *Registry) EnterRecovery(id string, stage nudge.Status, reason string) (nudge.Runtime, error) {
 	if stage != nudge.StatusFallbackResume && stage != nudge.StatusSpawnRecovery {
-		return store.Runtime{}, badRequest("recovery stage %q: want fallback_resume or spawn_recovery", stage)
+		return nudge.Runtime{}, badRequest("recovery stage %q: want fallback_resume or spawn_recovery", stage)
 	}
 	r.mu.Lock()
 	if _, ok := r.rts[id]; !ok {
 		r.mu.Unlock()
-		return store.Runtime{}, notFound(id)
+		return nudge.Runtime{}, notFound(id)
 	}
 	var chs []change
 	var err error
@@ -120,7 +119,7 @@ func (r *Registry) EnterRecovery(id string, stage nudge.Status, reason string) (
 	}
 	r.mu.Unlock()
 	if err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	r.notify(chs)
 	got, _ := r.Get(id)
@@ -136,7 +135,7 @@ func (r *Registry) enterStage(id, how, reason string) {
 	}
 	r.mu.Lock()
 	var chs []change
-	if rt := r.rts[id]; rt != nil && nudge.Status(rt.Status) != to {
+	if rt := r.rts[id]; rt != nil && rt.Status != to {
 		var err error
 		chs, err = r.toStatusLocked(id, to, reason, "", nil)
 		r.logErr("fallback stage", id, err)
@@ -161,7 +160,7 @@ func (r *Registry) launchedLocked(id string, p paneInfo, how, reason string) ([]
 		}
 		if err == nil {
 			var more []change
-			more, err = r.updateLocked(id, func(n *store.Runtime) { setPane(n, p); n.ExitStatus = nil })
+			more, err = r.updateLocked(id, func(n *nudge.Runtime) { setPane(n, p); n.ExitStatus = nil })
 			chs = append(chs, more...)
 		}
 		return chs, err
@@ -170,7 +169,7 @@ func (r *Registry) launchedLocked(id string, p paneInfo, how, reason string) ([]
 	case "fresh":
 		delete(r.noResume, id)
 	}
-	return r.toStatusLocked(id, nudge.StatusStarting, reason, "", func(n *store.Runtime) {
+	return r.toStatusLocked(id, nudge.StatusStarting, reason, "", func(n *nudge.Runtime) {
 		setPane(n, p)
 		n.ExitStatus = nil
 		n.Restarts++
@@ -178,7 +177,7 @@ func (r *Registry) launchedLocked(id string, p paneInfo, how, reason string) ([]
 }
 
 // updateLocked persists fn's change to a runtime without a status change. r.mu is held.
-func (r *Registry) updateLocked(id string, fn func(*store.Runtime)) ([]change, error) {
+func (r *Registry) updateLocked(id string, fn func(*nudge.Runtime)) ([]change, error) {
 	cur := r.rts[id]
 	if cur == nil {
 		return nil, notFound(id)
@@ -189,12 +188,12 @@ func (r *Registry) updateLocked(id string, fn func(*store.Runtime)) ([]change, e
 	if err := r.putLocked(&next); err != nil {
 		return nil, err
 	}
-	return []change{{rt: next, prev: nudge.Status(cur.Status)}}, nil
+	return []change{{rt: next, prev: cur.Status}}, nil
 }
 
 // beginRestart marks the runtime restarting. For an auto restart it returns nil, nil
 // when the restart is no longer wanted (stopped, deregistered, already recovered).
-func (r *Registry) beginRestart(id string, auto bool) (*store.Runtime, error) {
+func (r *Registry) beginRestart(id string, auto bool) (*nudge.Runtime, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rt, ok := r.rts[id]
@@ -223,7 +222,7 @@ func (r *Registry) beginRestart(id string, auto bool) (*store.Runtime, error) {
 
 // toStatusLocked transitions to `to`, through offline first when the direct edge is not
 // allowed (a manual restart of a runtime in the middle of a trigger).
-func (r *Registry) toStatusLocked(id string, to nudge.Status, reason string, code nudge.Code, mutate func(*store.Runtime)) ([]change, error) {
+func (r *Registry) toStatusLocked(id string, to nudge.Status, reason string, code nudge.Code, mutate func(*nudge.Runtime)) ([]change, error) {
 	cur := nudge.Status(r.rts[id].Status)
 	var chs []change
 	if !CanTransition(cur, to) && CanTransition(cur, nudge.StatusOffline) {
@@ -238,7 +237,7 @@ func (r *Registry) toStatusLocked(id string, to nudge.Status, reason string, cod
 }
 
 // relaunch runs the runtime's argv in its existing pane, or in a new window.
-func (r *Registry) relaunch(ctx context.Context, rt *store.Runtime) (paneInfo, error) {
+func (r *Registry) relaunch(ctx context.Context, rt *nudge.Runtime) (paneInfo, error) {
 	argv := rt.Argv
 	if len(argv) == 0 {
 		argv = r.cfg.Profiles[rt.Agent].Launch
@@ -272,7 +271,7 @@ func (r *Registry) relaunch(ctx context.Context, rt *store.Runtime) (paneInfo, e
 // (fixed upstream in 2026, GitHub issue 5498), and when a control client (nudge itself)
 // had not consumed all of the old program's output, the new program's first read
 // underflows them and the server segfaults.
-func (r *Registry) replacePane(ctx context.Context, rt *store.Runtime, p paneInfo, launch []string) (paneInfo, error) {
+func (r *Registry) replacePane(ctx context.Context, rt *nudge.Runtime, p paneInfo, launch []string) (paneInfo, error) {
 	sess := "=" + SessionName(rt.WorkspaceID) + ":"
 	tmp := sess + "nudge-respawn-" + strconv.FormatInt(r.cfg.Now().UnixNano()%1e9, 36)
 	args := append([]string{"new-window", "-d", "-t", sess, "-n", tmp[len(sess):]}, launch...)

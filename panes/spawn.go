@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // SpawnRequest asks for a new managed runtime.
@@ -32,54 +31,54 @@ const MaxPromptFile = 1 << 20
 // Spawn starts a managed runtime: it creates agents_<ws> and the role's window if
 // missing, running the agent as the pane's command with remain-on-exit on, records it
 // (status starting) and audits runtime_spawned. Bad input changes nothing.
-func (r *Registry) Spawn(ctx context.Context, req SpawnRequest) (store.Runtime, error) {
+func (r *Registry) Spawn(ctx context.Context, req SpawnRequest) (nudge.Runtime, error) {
 	defer r.db.Flush() // durable when it returns
 	rt, argv, err := r.prepareSpawn(req)
 	if err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	if rt.Host, err = r.bindHost(req.Workspace, req.Host); err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	if err := r.reserve(rt.RuntimeID, "spawning"); err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	defer r.release(rt.RuntimeID)
 	p, err := r.newWindow(ctx, &rt, argv)
 	if err != nil {
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	setPane(&rt, p)
 	return r.record(rt, "runtime_spawned", map[string]any{"argv": rt.Argv, "dir": rt.Dir, "pid": rt.PID})
 }
 
 // prepareSpawn validates a request and builds the record and the launch argv.
-func (r *Registry) prepareSpawn(req SpawnRequest) (store.Runtime, []string, error) {
+func (r *Registry) prepareSpawn(req SpawnRequest) (nudge.Runtime, []string, error) {
 	prof, err := r.checkNames(req.Workspace, req.Role, &req.Agent)
 	if err != nil {
-		return store.Runtime{}, nil, err
+		return nudge.Runtime{}, nil, err
 	}
 	if req.SessionID != "" && !prof.ValidSessionID(req.SessionID) {
-		return store.Runtime{}, nil, badRequest("invalid session id %q", req.SessionID)
+		return nudge.Runtime{}, nil, badRequest("invalid session id %q", req.SessionID)
 	}
 	dir, err := r.resolveDir(req.Dir)
 	if err != nil {
-		return store.Runtime{}, nil, err
+		return nudge.Runtime{}, nil, err
 	}
 	prompt, err := readPromptFile(req.PromptFile)
 	if err != nil {
-		return store.Runtime{}, nil, err
+		return nudge.Runtime{}, nil, err
 	}
 	if prompt == "" {
 		prompt = req.Prompt
 	}
 	base, err := prof.LaunchArgv(req.Argv, "")
 	if err != nil {
-		return store.Runtime{}, nil, badRequest("%v", err)
+		return nudge.Runtime{}, nil, badRequest("%v", err)
 	}
 	argv, err := prof.LaunchArgv(req.Argv, prompt)
 	if err != nil {
-		return store.Runtime{}, nil, badRequest("%v", err)
+		return nudge.Runtime{}, nil, badRequest("%v", err)
 	}
 	rt := r.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
 	rt.SessionID, rt.Dir, rt.Argv, rt.Managed = req.SessionID, dir, base, true
@@ -104,14 +103,14 @@ func (r *Registry) checkNames(ws, role string, agent *string) (Profile, error) {
 	return prof, nil
 }
 
-func (r *Registry) newRecord(ws, role, agent, agentID string) store.Runtime {
+func (r *Registry) newRecord(ws, role, agent, agentID string) nudge.Runtime {
 	if agentID == "" {
 		agentID = role
 	}
 	now := r.cfg.Now()
-	return store.Runtime{RuntimeID: RuntimeID(ws, role), WorkspaceID: ws, Role: role, AgentID: agentID,
+	return nudge.Runtime{RuntimeID: RuntimeID(ws, role), WorkspaceID: ws, Role: role, AgentID: agentID,
 		Agent: agent, TmuxSession: SessionName(ws), TmuxWindow: role, Target: TargetString(ws, role, 0),
-		Status: string(nudge.StatusStarting), Readiness: string(nudge.Unknown),
+		Status: nudge.StatusStarting, Readiness: nudge.Unknown,
 		CreatedAt: now, UpdatedAt: now, StatusSince: now}
 }
 
@@ -137,7 +136,7 @@ func (r *Registry) reserve(id, what string) error {
 	if op := r.busy[id]; op != "" {
 		return nudge.NewError(nudge.Conflict, fmt.Sprintf("runtime %s is busy (%s)", id, op))
 	}
-	if rt := r.rts[id]; rt != nil && Live(nudge.Status(rt.Status)) {
+	if rt := r.rts[id]; rt != nil && Live(rt.Status) {
 		return nudge.NewError(nudge.Conflict, fmt.Sprintf("runtime %s already exists (%s, pane %s)", id, rt.Status, rt.PaneID))
 	}
 	r.busy[id] = what
@@ -151,15 +150,15 @@ func (r *Registry) release(id string) {
 }
 
 // record stores a new runtime record, audits it and wakes its workspace.
-func (r *Registry) record(rt store.Runtime, event string, detail map[string]any) (store.Runtime, error) {
+func (r *Registry) record(rt nudge.Runtime, event string, detail map[string]any) (nudge.Runtime, error) {
 	r.mu.Lock()
 	prev := nudge.Status("")
 	if old := r.rts[rt.RuntimeID]; old != nil {
-		prev = nudge.Status(old.Status)
+		prev = old.Status
 	}
 	if err := r.putLocked(&rt); err != nil {
 		r.mu.Unlock()
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	delete(r.stopped, rt.RuntimeID)
 	r.clearStoppedLocked(rt.RuntimeID)
@@ -177,7 +176,7 @@ func (r *Registry) clearStoppedLocked(id string) {
 }
 
 // envArgs returns -e KEY=VAL flags for the profile's and Config.Env's variables.
-func (r *Registry) envArgs(rt *store.Runtime) ([]string, error) {
+func (r *Registry) envArgs(rt *nudge.Runtime) ([]string, error) {
 	vars := slices.Clone(r.cfg.Profiles[rt.Agent].Env)
 	if r.cfg.Env != nil {
 		vars = append(vars, r.cfg.Env(*rt)...)
@@ -196,7 +195,7 @@ func (r *Registry) envArgs(rt *store.Runtime) ([]string, error) {
 // launchArgs are the flags and command shared by new-session, new-window and
 // respawn-pane: -c DIR, -e KEY=VAL..., then `-- env ARGV...`. The argv always has at
 // least two elements, so tmux execs it directly instead of through sh -c.
-func (r *Registry) launchArgs(rt *store.Runtime, argv []string) ([]string, error) {
+func (r *Registry) launchArgs(rt *nudge.Runtime, argv []string) ([]string, error) {
 	argv, err := r.resolveArgv(rt, argv) // every launch, relaunches included, re-checks
 	if err != nil {
 		return nil, err
@@ -220,7 +219,7 @@ const newPaneFormat = "#{pane_id} #{pane_pid} #{pane_index} #{window_index}"
 // missing), detached, with remain-on-exit set in the same tmux command list so even an
 // instant exit is kept. The window index is chosen explicitly so the option can target
 // it; a race with a human creating a window is retried.
-func (r *Registry) newWindow(ctx context.Context, rt *store.Runtime, argv []string) (paneInfo, error) {
+func (r *Registry) newWindow(ctx context.Context, rt *nudge.Runtime, argv []string) (paneInfo, error) {
 	launch, err := r.launchArgs(rt, argv)
 	if err != nil {
 		return paneInfo{}, nudge.NewError(nudge.SpawnFailed, err.Error())
@@ -236,7 +235,7 @@ func (r *Registry) newWindow(ctx context.Context, rt *store.Runtime, argv []stri
 	return paneInfo{}, spawnFailed(lastErr)
 }
 
-func (r *Registry) tryNewWindow(ctx context.Context, rt *store.Runtime, launch []string) (paneInfo, error) {
+func (r *Registry) tryNewWindow(ctx context.Context, rt *nudge.Runtime, launch []string) (paneInfo, error) {
 	sess := SessionName(rt.WorkspaceID)
 	out, err := r.tmuxRun(ctx, rt.Host, "list-windows", "-t", "="+sess, "-F", "#{window_index} #{window_name}")
 	if isMissing(err) {
@@ -263,7 +262,7 @@ func (r *Registry) tryNewWindow(ctx context.Context, rt *store.Runtime, launch [
 	return r.startPane(ctx, rt, args)
 }
 
-func (r *Registry) startPane(ctx context.Context, rt *store.Runtime, args []string) (paneInfo, error) {
+func (r *Registry) startPane(ctx context.Context, rt *nudge.Runtime, args []string) (paneInfo, error) {
 	out, err := r.launchRun(ctx, rt.Host, args...)
 	if err != nil {
 		return paneInfo{}, err

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // Starting → ready (seed 001 §9): a profile with ReadyOn "readiness" stays starting until
@@ -16,7 +15,7 @@ import (
 // is left as it is, for a human to look at; `nudge restart` starts it again.
 
 // startTimeout is the profile's start timeout, else Config.StartTimeout.
-func (r *Registry) startTimeout(rt *store.Runtime) time.Duration {
+func (r *Registry) startTimeout(rt *nudge.Runtime) time.Duration {
 	if d := r.cfg.Profiles[rt.Agent].StartTimeout; d > 0 {
 		return d
 	}
@@ -29,7 +28,7 @@ func (r *Registry) StartDeadline(id string) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rt := r.rts[id]
-	if rt == nil || nudge.Status(rt.Status) != nudge.StatusStarting {
+	if rt == nil || rt.Status != nudge.StatusStarting {
 		return time.Time{}
 	}
 	return rt.StatusSince.Add(r.startTimeout(rt))
@@ -43,8 +42,8 @@ type startOverdue struct {
 }
 
 // overdueLocked reports rt if it is starting past its timeout. r.mu is held.
-func (r *Registry) overdueLocked(rt *store.Runtime, now time.Time) (startOverdue, bool) {
-	if nudge.Status(rt.Status) != nudge.StatusStarting || !rt.Managed {
+func (r *Registry) overdueLocked(rt *nudge.Runtime, now time.Time) (startOverdue, bool) {
+	if rt.Status != nudge.StatusStarting || !rt.Managed {
 		return startOverdue{}, false // an unmanaged pane's start is not nudge's to judge
 	}
 	d := r.startTimeout(rt)
@@ -61,7 +60,7 @@ func (r *Registry) failStarts(ctx context.Context, due []startOverdue) {
 		r.mu.Lock()
 		rt := r.rts[o.id]
 		var chs []change
-		if rt != nil && r.busy[o.id] == "" && nudge.Status(rt.Status) == nudge.StatusStarting && rt.StatusSince.Equal(o.since) {
+		if rt != nil && r.busy[o.id] == "" && rt.Status == nudge.StatusStarting && rt.StatusSince.Equal(o.since) {
 			why := "start timeout: not READY within " + o.timeout.String()
 			var err error
 			chs, err = r.transitionLocked(o.id, nudge.StatusFailed, why, nudge.SpawnFailed, nil)
@@ -88,9 +87,7 @@ func (r *Registry) evidence(ctx context.Context, host, pane string) string {
 		return ""
 	}
 	out = strings.TrimRight(out, "\n ")
-	if r.cfg.Redact != nil {
-		out = r.cfg.Redact(out)
-	}
+	out = nudge.Redact(nudge.StripANSI(out))
 	const max = 8 << 10
 	if len(out) > max {
 		out = out[len(out)-max:]

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // Stop ends a runtime (seed 001 §6.9): C-c (again every 2 s), then kill-pane if the pane
@@ -23,7 +22,7 @@ func (r *Registry) Stop(ctx context.Context, id, reason string) error {
 	var chs []change
 	if Live(nudge.Status(r.rts[id].Status)) {
 		chs, err = r.transitionLocked(id, nudge.StatusOffline, "stopped: "+reason, "",
-			func(n *store.Runtime) { n.ExitStatus = exit })
+			func(n *nudge.Runtime) { n.ExitStatus = exit })
 	}
 	if err == nil {
 		r.auditLocked(&rt, "runtime_stopped", reason, "", map[string]any{"killed": forced, "exit_status": exit})
@@ -33,28 +32,28 @@ func (r *Registry) Stop(ctx context.Context, id, reason string) error {
 	return err
 }
 
-func (r *Registry) beginStop(id, reason string) (store.Runtime, error) {
+func (r *Registry) beginStop(id, reason string) (nudge.Runtime, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rt, ok := r.rts[id]
 	if !ok {
-		return store.Runtime{}, notFound(id)
+		return nudge.Runtime{}, notFound(id)
 	}
 	if op := r.busy[id]; op != "" && op != "restart-pending" {
-		return store.Runtime{}, nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+")")
+		return nudge.Runtime{}, nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+")")
 	}
 	r.busy[id] = "stopping"
 	r.stopped[id] = true
 	if err := r.db.PutMeta(stoppedKey(id), []byte(reason+" ")); err != nil {
 		delete(r.busy, id)
-		return store.Runtime{}, err
+		return nudge.Runtime{}, err
 	}
 	return cloneRuntime(rt), nil
 }
 
 // interrupt sends C-c, waits for the pane to die, then kills the pane. It returns the
 // exit status seen and whether the process had to be killed.
-func (r *Registry) interrupt(ctx context.Context, rt *store.Runtime) (*int, bool) {
+func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool) {
 	w := r.workspace(rt.WorkspaceID)
 	p, alive := r.paneState(ctx, w, rt)
 	if !alive && p.ID == "" {
@@ -74,7 +73,7 @@ func (r *Registry) interrupt(ctx context.Context, rt *store.Runtime) (*int, bool
 }
 
 // paneState finds the runtime's pane: (pane, alive); pane.ID is "" if it is gone.
-func (r *Registry) paneState(ctx context.Context, w *workspace, rt *store.Runtime) (paneInfo, bool) {
+func (r *Registry) paneState(ctx context.Context, w *workspace, rt *nudge.Runtime) (paneInfo, bool) {
 	panes, err := r.listPanes(ctx, w)
 	if err != nil {
 		return paneInfo{ID: rt.PaneID}, true
@@ -88,7 +87,7 @@ func (r *Registry) paneState(ctx context.Context, w *workspace, rt *store.Runtim
 // stopRepeat is how often Stop sends C-c again while the program lives.
 const stopRepeat = 2 * time.Second
 
-func (r *Registry) waitDead(ctx context.Context, w *workspace, rt *store.Runtime, again func()) (paneInfo, bool) {
+func (r *Registry) waitDead(ctx context.Context, w *workspace, rt *nudge.Runtime, again func()) (paneInfo, bool) {
 	deadline := time.NewTimer(r.cfg.StopTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
-	"github.com/nudgehq/nudge/store"
 )
 
 // tmuxRun runs one tmux invocation as a subprocess: argv, never a shell locally; over ssh
@@ -161,7 +160,7 @@ func validHost(h string) error {
 // live on another host is a CONFLICT; one with none left is rebound. r.mu is held.
 func (r *Registry) bindHostLocked(workspace, host string) error {
 	for _, rt := range r.rts {
-		if rt.WorkspaceID == workspace && rt.Host != host && nudge.Status(rt.Status) != nudge.StatusDeregistered {
+		if rt.WorkspaceID == workspace && rt.Host != host && rt.Status != nudge.StatusDeregistered {
 			return nudge.NewError(nudge.Conflict, fmt.Sprintf("workspace %s is bound to host %q (runtime %s)", workspace, displayHost(rt.Host), rt.RuntimeID))
 		}
 	}
@@ -186,7 +185,7 @@ func displayHost(h string) string {
 }
 
 // keyOf is the key of rt's current pane (n < 0 if it has none).
-func keyOf(rt *store.Runtime) paneKey { return paneKey{rt.Host, paneNum(rt.PaneID)} }
+func keyOf(rt *nudge.Runtime) paneKey { return paneKey{rt.Host, paneNum(rt.PaneID)} }
 
 // tmuxError is a failed tmux subprocess.
 type tmuxError struct {

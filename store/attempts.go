@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -21,7 +22,7 @@ func attemptKey(id string, n int) []byte {
 // same N (so an attempt can be stored when it starts and again when it ends). N 0 means
 // the next number after the last stored attempt. The trigger must exist (else
 // ErrNotFound); its Attempts count is raised to N if lower, in the same transaction.
-func (db *DB) AddAttempt(a Attempt) error {
+func (db *DB) AddAttempt(a nudge.Attempt) error {
 	if err := need("trigger id", a.TriggerID); err != nil {
 		return fmt.Errorf("add attempt: %w", err)
 	}
@@ -63,8 +64,8 @@ func lastAttempt(b *bolt.Bucket, id string) int {
 
 // Attempts returns the attempts of triggerID ordered by N (none: an empty slice and no
 // error, whether or not the trigger exists).
-func (db *DB) Attempts(triggerID string) ([]Attempt, error) {
-	var out []Attempt
+func (db *DB) Attempts(triggerID string) ([]nudge.Attempt, error) {
+	var out []nudge.Attempt
 	err := db.view("attempts "+triggerID, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketAttempts).Cursor()
 		prefix := []byte(triggerID)
@@ -72,7 +73,7 @@ func (db *DB) Attempts(triggerID string) ([]Attempt, error) {
 			if len(k) != len(prefix)+8 {
 				continue
 			}
-			var a Attempt
+			var a nudge.Attempt
 			if err := json.Unmarshal(v, &a); err != nil {
 				return fmt.Errorf("decode attempt %q: %w", k, err)
 			}

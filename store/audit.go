@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -40,7 +41,7 @@ type AuditFilter struct {
 	Newest    bool      // with Limit: the newest Limit matches instead of the oldest
 }
 
-func (f *AuditFilter) match(r *AuditRecord) bool {
+func (f *AuditFilter) match(r *nudge.AuditRecord) bool {
 	return (f.TriggerID == "" || r.TriggerID == f.TriggerID) &&
 		(f.RuntimeID == "" || r.RuntimeID == f.RuntimeID) &&
 		(f.ThreadID == "" || r.ThreadID == f.ThreadID) &&
@@ -54,9 +55,9 @@ func (f *AuditFilter) match(r *AuditRecord) bool {
 // Time set to now if zero (and made UTC), PrevHash and Hash filled in. Records queued
 // before the call (AppendAuditLater, UpdateTriggerLater, ...) are committed first, so the
 // log's order is causal: what happened before this call has a lower Seq.
-func (db *DB) AppendAudit(recs ...AuditRecord) ([]AuditRecord, error) {
+func (db *DB) AppendAudit(recs ...nudge.AuditRecord) ([]nudge.AuditRecord, error) {
 	db.Flush()
-	var out []AuditRecord
+	var out []nudge.AuditRecord
 	err := db.update("append audit", func(tx *bolt.Tx) error {
 		var err error
 		out, err = db.appendAuditTx(tx, recs)
@@ -68,10 +69,10 @@ func (db *DB) AppendAudit(recs ...AuditRecord) ([]AuditRecord, error) {
 	return out, nil
 }
 
-func (db *DB) appendAuditTx(tx *bolt.Tx, recs []AuditRecord) ([]AuditRecord, error) {
+func (db *DB) appendAuditTx(tx *bolt.Tx, recs []nudge.AuditRecord) ([]nudge.AuditRecord, error) {
 	b, meta := tx.Bucket(bucketAudit), tx.Bucket(bucketMeta)
 	_, prev := parseHead(meta.Get(auditHeadKey))
-	out := make([]AuditRecord, len(recs))
+	out := make([]nudge.AuditRecord, len(recs))
 	for i, r := range recs {
 		seq, err := b.NextSequence()
 		if err != nil {
@@ -97,7 +98,7 @@ func (db *DB) appendAuditTx(tx *bolt.Tx, recs []AuditRecord) ([]AuditRecord, err
 }
 
 // sealAudit sets r.Hash and returns r's canonical JSON.
-func sealAudit(r *AuditRecord) ([]byte, error) {
+func sealAudit(r *nudge.AuditRecord) ([]byte, error) {
 	r.Hash = ""
 	body, err := json.Marshal(r)
 	if err != nil {
@@ -140,8 +141,8 @@ func (db *DB) AuditHead() (seq uint64, hash string, err error) {
 }
 
 // Audit returns the records matching f in Seq order.
-func (db *DB) Audit(f AuditFilter) ([]AuditRecord, error) {
-	var out []AuditRecord
+func (db *DB) Audit(f AuditFilter) ([]nudge.AuditRecord, error) {
+	var out []nudge.AuditRecord
 	err := db.view("audit", func(tx *bolt.Tx) error {
 		var start []byte
 		if f.AfterSeq > 0 {
@@ -151,7 +152,7 @@ func (db *DB) Audit(f AuditFilter) ([]AuditRecord, error) {
 			if binary.BigEndian.Uint64(k) <= f.AfterSeq {
 				return true, nil
 			}
-			var r AuditRecord
+			var r nudge.AuditRecord
 			if err := json.Unmarshal(v, &r); err != nil {
 				return false, fmt.Errorf("decode audit record %x: %w", k, err)
 			}

@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
 func TestAppendAudit(t *testing.T) {
 	db := open(t)
 	uid := 1000
-	in := []AuditRecord{
+	in := []nudge.AuditRecord{
 		{Event: "runtime_registered", RuntimeID: "rt1", PeerUID: &uid, Reason: "spawn"},
 		{Event: "trigger_sent", TriggerID: "t1", Detail: json.RawMessage(`{"a":1}`)},
 	}
@@ -26,7 +27,7 @@ func TestAppendAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	more, err := db.AppendAudit(AuditRecord{Event: "ack_received", TriggerID: "t1",
+	more, err := db.AppendAudit(nudge.AuditRecord{Event: "ack_received", TriggerID: "t1",
 		Time: time.Date(2025, 1, 1, 0, 0, 0, 0, time.FixedZone("x", 3600))})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +67,7 @@ func TestAuditFilter(t *testing.T) {
 	db := open(t)
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 1; i <= 6; i++ {
-		_, err := db.AppendAudit(AuditRecord{
+		_, err := db.AppendAudit(nudge.AuditRecord{
 			Time: base.Add(time.Duration(i) * time.Minute), Event: fmt.Sprintf("e%d", i%2),
 			TriggerID: fmt.Sprintf("t%d", i%3), RuntimeID: fmt.Sprintf("rt%d", i%2),
 			ThreadID: "th", Workspace: fmt.Sprintf("ws%d", i/4),
@@ -113,13 +114,13 @@ func auditFile(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := func(i int) AuditRecord {
-		return AuditRecord{Event: "trigger_sent", TriggerID: fmt.Sprintf("t%d", i), Reason: fmt.Sprintf("needle-reason-%d", i)}
+	rec := func(i int) nudge.AuditRecord {
+		return nudge.AuditRecord{Event: "trigger_sent", TriggerID: fmt.Sprintf("t%d", i), Reason: fmt.Sprintf("needle-reason-%d", i)}
 	}
 	if _, err := db.AppendAudit(rec(1), rec(2)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.CreateTrigger(trig("t3"), &AuditRecord{Event: "trigger_received", Reason: "needle-reason-3"}); err != nil {
+	if _, _, err := db.CreateTrigger(trig("t3"), &nudge.AuditRecord{Event: "trigger_received", Reason: "needle-reason-3"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 4; i <= 5; i++ {
@@ -225,7 +226,7 @@ func TestVerifyAuditTampered(t *testing.T) {
 		{"DeletedAndRenumbered", 3, func(b *bolt.Bucket) error {
 			// Delete 3 and move 4 and 5 down, fixing their seq fields: the links break.
 			for i := uint64(3); i < 5; i++ {
-				var r AuditRecord
+				var r nudge.AuditRecord
 				json.Unmarshal(b.Get(u64(i+1)), &r)
 				r.Seq = i
 				v, _ := json.Marshal(r)
@@ -236,7 +237,7 @@ func TestVerifyAuditTampered(t *testing.T) {
 			return b.Delete(u64(5))
 		}},
 		{"Appended", 6, func(b *bolt.Bucket) error {
-			var r AuditRecord
+			var r nudge.AuditRecord
 			json.Unmarshal(b.Get(u64(5)), &r)
 			r.Seq, r.PrevHash = 6, r.Hash
 			v, _ := sealAudit(&r)

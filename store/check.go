@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -55,9 +56,9 @@ func openBolt(path string, o *bolt.Options) (bdb *bolt.DB, err error) {
 // recordTypes: the buckets holding one JSON document per key, and what check decodes
 // each into.
 var recordTypes = map[string]func() any{
-	string(bucketRuntimes): func() any { return new(Runtime) }, string(bucketTriggers): func() any { return new(Trigger) },
-	string(bucketAttempts): func() any { return new(Attempt) }, string(bucketAudit): func() any { return new(AuditRecord) },
-	string(bucketSchedules): func() any { return new(Schedule) },
+	string(bucketRuntimes): func() any { return new(nudge.Runtime) }, string(bucketTriggers): func() any { return new(nudge.Trigger) },
+	string(bucketAttempts): func() any { return new(nudge.Attempt) }, string(bucketAudit): func() any { return new(nudge.AuditRecord) },
+	string(bucketSchedules): func() any { return new(nudge.Schedule) },
 }
 
 // check runs bbolt's consistency check (every page reachable once, none both used and

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/nudgehq/nudge"
 )
 
 // TestConcurrent hammers one DB from many goroutines: creators racing on the same ids,
@@ -73,7 +75,7 @@ func TestConcurrent(t *testing.T) {
 func concurrentStep(db *DB, k int, created, updates *atomic.Int32) (int64, error) {
 	id := fmt.Sprintf("t%d", k)
 	n := int64(2) // the update's record and the tick
-	_, ok, err := db.CreateTrigger(trig(id), &AuditRecord{Event: "trigger_received"})
+	_, ok, err := db.CreateTrigger(trig(id), &nudge.AuditRecord{Event: "trigger_received"})
 	if err != nil {
 		return 0, err
 	}
@@ -81,12 +83,12 @@ func concurrentStep(db *DB, k int, created, updates *atomic.Int32) (int64, error
 		created.Add(1)
 		n++
 	}
-	_, err = db.UpdateTrigger(id, func(tr *Trigger) error { tr.Attempts++; return nil },
-		AuditRecord{Event: "attempt"})
+	_, err = db.UpdateTrigger(id, func(tr *nudge.Trigger) error { tr.Attempts++; return nil },
+		nudge.AuditRecord{Event: "attempt"})
 	if err != nil {
 		return 0, err
 	}
 	updates.Add(1)
-	_, err = db.AppendAudit(AuditRecord{Event: "tick", TriggerID: id})
+	_, err = db.AppendAudit(nudge.AuditRecord{Event: "tick", TriggerID: id})
 	return n, err
 }

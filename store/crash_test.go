@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 // Environment of the crash helper process.
@@ -53,7 +55,7 @@ func crashStep(db *DB, id string, i int) error {
 	if os.Getenv(envCrashQuick) != "" {
 		create = db.CreateTriggerQuick // the create log: replayed by the next Open
 	}
-	if _, _, err := create(tr, &AuditRecord{Event: "trigger_received"}); err != nil {
+	if _, _, err := create(tr, &nudge.AuditRecord{Event: "trigger_received"}); err != nil {
 		return err
 	}
 	fmt.Printf("C %s\n", id)
@@ -61,16 +63,16 @@ func crashStep(db *DB, id string, i int) error {
 		return nil
 	}
 	db.Flush()
-	if err := db.AddAttempt(Attempt{TriggerID: id, Backend: "tmux"}); err != nil {
+	if err := db.AddAttempt(nudge.Attempt{TriggerID: id, Backend: "tmux"}); err != nil {
 		return err
 	}
-	_, err := db.UpdateTrigger(id, func(t *Trigger) error { t.Closed, t.State = true, "acked"; return nil },
-		AuditRecord{Event: "ack_received"}, AuditRecord{Event: "trigger_closed"})
+	_, err := db.UpdateTrigger(id, func(t *nudge.Trigger) error { t.Closed, t.State = true, "acked"; return nil },
+		nudge.AuditRecord{Event: "ack_received"}, nudge.AuditRecord{Event: "trigger_closed"})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("X %s\n", id)
-	_, err = db.AppendAudit(AuditRecord{Event: "tick", Detail: []byte(fmt.Sprintf(`{"i":%d}`, i))})
+	_, err = db.AppendAudit(nudge.AuditRecord{Event: "tick", Detail: []byte(fmt.Sprintf(`{"i":%d}`, i))})
 	return err
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 // damageFixture writes a store with enough records to span many pages and returns its
@@ -22,12 +24,12 @@ func damageFixture(t *testing.T) []byte {
 	}
 	for i := range 150 {
 		id := fmt.Sprintf("t%03d", i)
-		if _, _, err := db.CreateTrigger(trig(id), &AuditRecord{Event: "trigger_created", TriggerID: id}); err != nil {
+		if _, _, err := db.CreateTrigger(trig(id), &nudge.AuditRecord{Event: "trigger_created", TriggerID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range 20 {
-		if err := db.PutRuntime(Runtime{RuntimeID: fmt.Sprintf("rt_ws.r%d", i), WorkspaceID: "ws"}); err != nil {
+		if err := db.PutRuntime(nudge.Runtime{RuntimeID: fmt.Sprintf("rt_ws.r%d", i), WorkspaceID: "ws"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 func TestOpen(t *testing.T) {
@@ -47,7 +49,7 @@ func TestOpen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := db.CreateTrigger(trig("t1"), &AuditRecord{Event: "trigger_received"}); err != nil {
+		if _, _, err := db.CreateTrigger(trig("t1"), &nudge.AuditRecord{Event: "trigger_received"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Close(); err != nil {
@@ -91,7 +93,7 @@ func TestClose(t *testing.T) {
 	if _, err := db.GetTrigger("x"); !errors.Is(err, ErrClosed) {
 		t.Errorf("GetTrigger after Close: %v, want ErrClosed", err)
 	}
-	if _, err := db.AppendAudit(AuditRecord{Event: "x"}); !errors.Is(err, ErrClosed) {
+	if _, err := db.AppendAudit(nudge.AuditRecord{Event: "x"}); !errors.Is(err, ErrClosed) {
 		t.Errorf("AppendAudit after Close: %v, want ErrClosed", err)
 	}
 }

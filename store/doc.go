@@ -5,13 +5,15 @@
 //
 //	DB           an open store; Open, Close; safe for concurrent use
 //	Options      lock timeout, NoSync, clock
-//	Runtime      a managed agent runtime (PutRuntime, GetRuntime, ListRuntimes, ...)
-//	Trigger      a trigger and its receipt (CreateTrigger is idempotent on TriggerID)
-//	Attempt      one delivery attempt of a trigger (AddAttempt, Attempts)
-//	AuditRecord  one entry of the append-only, hash-chained audit log
-//	             (AppendAudit, Audit, VerifyAudit)
-//	Schedule     a periodic trigger
+//	Gate         the durable state of one per-thread trigger gate (PutGate, ListGates)
 //	ChainError   where VerifyAudit found the chain broken
+//
+// The records it persists are the root package's and it defines none of them:
+// nudge.Runtime (PutRuntime, GetRuntime, ListRuntimes, ...), nudge.Trigger
+// (CreateTrigger is idempotent on TriggerID), nudge.Attempt (AddAttempt, Attempts),
+// nudge.AuditRecord, the append-only, hash-chained audit log (AppendAudit, Audit,
+// VerifyAudit) and nudge.Schedule. They are stored as their JSON, the API's encoding;
+// testdata/compat-v1.db, written before the records moved, pins it (TestCompatFile).
 //
 // Every method is one bbolt transaction, so a trigger and the audit records that
 // describe it (CreateTrigger, UpdateTrigger) commit together or not at all. Records are

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 // A write-behind commit that fails (ENOSPC, simulated) loses no trigger CreateTriggerQuick
@@ -41,10 +43,10 @@ func TestCommitFailureKeepsCreates(t *testing.T) {
 			}
 			ids := []string{"a", "b", "c"}
 			for _, id := range ids {
-				if _, created, err := db.CreateTriggerQuick(trig(id), &AuditRecord{Event: "trigger_received"}); err != nil || !created {
+				if _, created, err := db.CreateTriggerQuick(trig(id), &nudge.AuditRecord{Event: "trigger_received"}); err != nil || !created {
 					t.Fatalf("create %s: %v %v", id, created, err)
 				}
-				db.UpdateTriggerLater(id, func(tr *Trigger) error { tr.State = "injected"; return nil })
+				db.UpdateTriggerLater(id, func(tr *nudge.Trigger) error { tr.State = "injected"; return nil })
 			}
 			waitUntil(t, "unavailable", func() bool { return db.Unavailable() != nil })
 			if _, _, err := db.CreateTriggerQuick(trig("d"), nil); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no space left") {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -52,7 +53,7 @@ func TestOpenOldFileWithoutGates(t *testing.T) {
 				return err
 			}
 		}
-		b, _ := json.Marshal(Runtime{RuntimeID: "rt_w.a", Status: "ready"})
+		b, _ := json.Marshal(nudge.Runtime{RuntimeID: "rt_w.a", Status: "ready"})
 		return tx.Bucket(bucketRuntimes).Put([]byte("rt_w.a"), b)
 	})
 	old.Close()

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 // clock is a fake Options.Now that advances one millisecond per call.
@@ -39,6 +41,6 @@ func openAt(t testing.TB, path string, opts Options) *DB {
 	return db
 }
 
-func trig(id string) Trigger {
-	return Trigger{TriggerID: id, WorkspaceID: "ws", Agent: "reviewer", Prompt: "hello " + id, State: "queued"}
+func trig(id string) nudge.Trigger {
+	return nudge.Trigger{TriggerID: id, WorkspaceID: "ws", Agent: "reviewer", Prompt: "hello " + id, State: "queued"}
 }

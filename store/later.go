@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -27,10 +28,14 @@ type laterOp struct {
 	fn      func(tx *bolt.Tx) error
 }
 
-// later is the DB's write-behind queue.
+// later is the DB's write-behind queue. Its one goroutine (drain) is started by enqueue
+// when there is work and ends when the queue is empty; Close stops its waits and joins
+// it (wg), so no write or callback happens after Close returns.
 type later struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
+	stop     chan struct{} // closed by Close: drain's waits end at once
+	wg       sync.WaitGroup
 	ops      []laterOp
 	queued   uint64 // ops ever queued
 	applied  uint64 // ops ever applied (committed or failed)
@@ -56,6 +61,7 @@ func (db *DB) enqueue(op laterOp) {
 	defer l.mu.Unlock()
 	if l.cond == nil {
 		l.cond = sync.NewCond(&l.mu)
+		l.stop = make(chan struct{})
 	}
 	if l.closed {
 		l.report(op.name, ErrClosed)
@@ -65,6 +71,7 @@ func (db *DB) enqueue(op laterOp) {
 	l.queued++
 	if !l.running {
 		l.running = true
+		l.wg.Add(1)
 		go db.drain()
 	}
 }
@@ -77,12 +84,13 @@ const laterGather = 5 * time.Millisecond
 // drain applies queued ops until the queue is empty.
 func (db *DB) drain() {
 	l := &db.later
+	defer l.wg.Done()
 	backoff := retryMin
 	for {
 		l.mu.Lock()
-		if l.flushers == 0 && l.failing == nil {
+		if l.flushers == 0 && l.failing == nil && !l.closed {
 			l.mu.Unlock()
-			time.Sleep(laterGather)
+			l.sleep(laterGather)
 			l.mu.Lock()
 		}
 		ops := l.ops
@@ -114,7 +122,7 @@ func (db *DB) drain() {
 				}
 				l.health(err)
 			}
-			time.Sleep(backoff)
+			l.sleep(backoff)
 			backoff = min(2*backoff, retryMax)
 			continue
 		}
@@ -164,6 +172,16 @@ func (db *DB) applyLater(ops []laterOp) (done, retry []laterOp, err error) {
 	return dropped, nil, nil
 }
 
+// sleep waits for d, or until Close.
+func (l *later) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-l.stop:
+	}
+}
+
 func (l *later) health(err error) {
 	if l.onHealth != nil {
 		l.onHealth(err)
@@ -208,15 +226,22 @@ func (db *DB) Flush() {
 	l.flushers--
 }
 
+// closeLater flushes, refuses further writes and joins the drain goroutine: what was
+// queued is committed, or dropped if commits fail (its creates stay in the create log).
 func (db *DB) closeLater() {
 	db.Flush()
-	db.later.mu.Lock()
-	db.later.closed = true
-	db.later.mu.Unlock()
+	l := &db.later
+	l.mu.Lock()
+	if !l.closed && l.stop != nil {
+		close(l.stop)
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.wg.Wait()
 }
 
 // PutRuntimeLater queues PutRuntime.
-func (db *DB) PutRuntimeLater(r Runtime) {
+func (db *DB) PutRuntimeLater(r nudge.Runtime) {
 	if r.RuntimeID == "" {
 		db.later.report("put runtime", fmt.Errorf("put runtime: %w", ErrInvalid))
 		return
@@ -227,7 +252,7 @@ func (db *DB) PutRuntimeLater(r Runtime) {
 }
 
 // AppendAuditLater queues AppendAudit; the records keep their order in the chain.
-func (db *DB) AppendAuditLater(recs ...AuditRecord) {
+func (db *DB) AppendAuditLater(recs ...nudge.AuditRecord) {
 	db.enqueue(laterOp{name: "append audit", fn: func(tx *bolt.Tx) error {
 		_, err := db.appendAuditTx(tx, recs)
 		return err
@@ -235,7 +260,7 @@ func (db *DB) AppendAuditLater(recs ...AuditRecord) {
 }
 
 // UpdateTriggerLater queues UpdateTrigger.
-func (db *DB) UpdateTriggerLater(id string, fn func(*Trigger) error, audit ...AuditRecord) {
+func (db *DB) UpdateTriggerLater(id string, fn func(*nudge.Trigger) error, audit ...nudge.AuditRecord) {
 	db.enqueue(laterOp{name: "update trigger " + id, fn: func(tx *bolt.Tx) error {
 		_, err := db.updateTriggerTx(tx, id, fn, audit)
 		return err

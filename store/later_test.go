@@ -1,9 +1,13 @@
 package store
 
 import (
+	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/nudgehq/nudge"
 )
 
 func TestLaterWritesApplyInOrderAndFlush(t *testing.T) {
@@ -14,18 +18,18 @@ func TestLaterWritesApplyInOrderAndFlush(t *testing.T) {
 		failed = append(failed, op)
 		mu.Unlock()
 	}})
-	tr, _, err := db.CreateTrigger(Trigger{TriggerID: "t1", State: "queued"}, nil)
+	tr, _, err := db.CreateTrigger(nudge.Trigger{TriggerID: "t1", State: "queued"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, st := range []string{"injected", "submitted", "acked"} {
+	for _, st := range []nudge.TriggerState{"injected", "submitted", "acked"} {
 		st := st
-		db.UpdateTriggerLater(tr.TriggerID, func(t *Trigger) error { t.State = st; return nil },
-			AuditRecord{Event: "trigger_" + st})
+		db.UpdateTriggerLater(tr.TriggerID, func(t *nudge.Trigger) error { t.State = st; return nil },
+			nudge.AuditRecord{Event: "trigger_" + string(st)})
 	}
-	db.UpdateTriggerLater("missing", func(*Trigger) error { return nil })
-	db.PutRuntimeLater(Runtime{RuntimeID: "rt1", Status: "ready"})
-	db.AppendAuditLater(AuditRecord{Event: "last"})
+	db.UpdateTriggerLater("missing", func(*nudge.Trigger) error { return nil })
+	db.PutRuntimeLater(nudge.Runtime{RuntimeID: "rt1", Status: "ready"})
+	db.AppendAuditLater(nudge.AuditRecord{Event: "last"})
 	db.Flush()
 	got, err := db.GetTrigger("t1")
 	if err != nil || got.State != "acked" {
@@ -59,10 +63,35 @@ func TestLaterWritesApplyInOrderAndFlush(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db.PutRuntimeLater(Runtime{RuntimeID: "rt2"})
+	db.PutRuntimeLater(nudge.Runtime{RuntimeID: "rt2"})
 	mu.Lock()
 	if len(failed) != 2 {
 		t.Fatalf("a write after Close was not refused: %v", failed)
 	}
 	mu.Unlock()
+}
+
+// TestCloseJoinsDrain: Close waits for the write-behind goroutine, even while it backs
+// off from failing commits; nothing of it runs after Close returns.
+func TestCloseJoinsDrain(t *testing.T) {
+	var closed atomic.Bool
+	db, err := Open(filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true, OnLaterError: func(op string, err error) {
+		if closed.Load() {
+			t.Errorf("write-behind report after Close: %s: %v", op, err)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.failCommit = func() error { return errors.New("disk full") }
+	db.PutRuntimeLater(nudge.Runtime{RuntimeID: "rt1"})
+	waitUntil(t, "failing commits", func() bool { return db.Unavailable() != nil })
+	db.Close()
+	closed.Store(true)
+	db.later.mu.Lock()
+	running := db.later.running
+	db.later.mu.Unlock()
+	if running {
+		t.Fatal("the write-behind goroutine is still running after Close")
+	}
 }

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
 // PutRuntime creates or replaces the runtime r.RuntimeID. A zero CreatedAt keeps the
 // stored one (or is set to now for a new record).
-func (db *DB) PutRuntime(r Runtime) error {
+func (db *DB) PutRuntime(r nudge.Runtime) error {
 	if err := need("runtime id", r.RuntimeID); err != nil {
 		return fmt.Errorf("put runtime: %w", err)
 	}
@@ -20,7 +21,7 @@ func (db *DB) PutRuntime(r Runtime) error {
 }
 
 // CreateRuntime stores r only if no runtime with its id exists; otherwise ErrExists.
-func (db *DB) CreateRuntime(r Runtime) error {
+func (db *DB) CreateRuntime(r nudge.Runtime) error {
 	if err := need("runtime id", r.RuntimeID); err != nil {
 		return fmt.Errorf("create runtime: %w", err)
 	}
@@ -33,9 +34,9 @@ func (db *DB) CreateRuntime(r Runtime) error {
 	})
 }
 
-func (db *DB) putRuntimeTx(b *bolt.Bucket, r Runtime) error {
+func (db *DB) putRuntimeTx(b *bolt.Bucket, r nudge.Runtime) error {
 	if r.CreatedAt.IsZero() {
-		var old Runtime
+		var old nudge.Runtime
 		ok, err := getJSON(b, []byte(r.RuntimeID), &old)
 		if err != nil {
 			return err
@@ -49,8 +50,8 @@ func (db *DB) putRuntimeTx(b *bolt.Bucket, r Runtime) error {
 }
 
 // GetRuntime returns the runtime id, or ErrNotFound.
-func (db *DB) GetRuntime(id string) (Runtime, error) {
-	var r Runtime
+func (db *DB) GetRuntime(id string) (nudge.Runtime, error) {
+	var r nudge.Runtime
 	err := db.view("get runtime "+id, func(tx *bolt.Tx) error {
 		ok, err := getJSON(tx.Bucket(bucketRuntimes), []byte(id), &r)
 		if err == nil && !ok {
@@ -62,10 +63,10 @@ func (db *DB) GetRuntime(id string) (Runtime, error) {
 }
 
 // ListRuntimes returns every runtime ordered by CreatedAt (then RuntimeID).
-func (db *DB) ListRuntimes() ([]Runtime, error) {
-	var out []Runtime
+func (db *DB) ListRuntimes() ([]nudge.Runtime, error) {
+	var out []nudge.Runtime
 	err := db.view("list runtimes", func(tx *bolt.Tx) error {
-		return forEachJSON(tx.Bucket(bucketRuntimes), func(r Runtime) { out = append(out, r) })
+		return forEachJSON(tx.Bucket(bucketRuntimes), func(r nudge.Runtime) { out = append(out, r) })
 	})
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 func TestRuntimes(t *testing.T) {
 	db := open(t)
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	rs := []Runtime{
+	rs := []nudge.Runtime{
 		{RuntimeID: "rt-b", Role: "reviewer", CreatedAt: t0.Add(2 * time.Second), Argv: []string{"codex"}},
 		{RuntimeID: "rt-a", Role: "executioner", CreatedAt: t0.Add(time.Second)},
 		{RuntimeID: "rt-c", Role: "planner", CreatedAt: t0.Add(time.Second)},
@@ -38,16 +40,16 @@ func TestRuntimes(t *testing.T) {
 	}
 
 	// A put with zero CreatedAt keeps the stored one.
-	if err := db.PutRuntime(Runtime{RuntimeID: "rt-b", Role: "reviewer", Status: "ready"}); err != nil {
+	if err := db.PutRuntime(nudge.Runtime{RuntimeID: "rt-b", Role: "reviewer", Status: "ready"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := db.GetRuntime("rt-b"); !got.CreatedAt.Equal(t0.Add(2*time.Second)) || got.Status != "ready" {
 		t.Errorf("after re-put: CreatedAt %v status %q", got.CreatedAt, got.Status)
 	}
-	if err := db.CreateRuntime(Runtime{RuntimeID: "rt-a"}); !errors.Is(err, ErrExists) {
+	if err := db.CreateRuntime(nudge.Runtime{RuntimeID: "rt-a"}); !errors.Is(err, ErrExists) {
 		t.Errorf("CreateRuntime of existing id: %v, want ErrExists", err)
 	}
-	if err := db.CreateRuntime(Runtime{RuntimeID: "rt-new"}); err != nil {
+	if err := db.CreateRuntime(nudge.Runtime{RuntimeID: "rt-new"}); err != nil {
 		t.Errorf("CreateRuntime: %v", err)
 	}
 	if got, _ := db.GetRuntime("rt-new"); got.CreatedAt.IsZero() {
@@ -64,7 +66,7 @@ func TestRuntimes(t *testing.T) {
 	}{
 		{"GetDeleted", func() error { _, err := db.GetRuntime("rt-a"); return err }(), ErrNotFound},
 		{"DeleteAgain", db.DeleteRuntime("rt-a"), ErrNotFound},
-		{"PutEmptyID", db.PutRuntime(Runtime{}), ErrInvalid},
+		{"PutEmptyID", db.PutRuntime(nudge.Runtime{}), ErrInvalid},
 	} {
 		if !errors.Is(tc.err, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, tc.err, tc.want)
@@ -76,7 +78,7 @@ func TestSchedules(t *testing.T) {
 	db := open(t)
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, id := range []string{"s1", "s2", "s3"} {
-		s := Schedule{ScheduleID: id, Every: time.Minute, NextAt: t0.Add(time.Duration(3-i) * time.Hour)}
+		s := nudge.Schedule{ScheduleID: id, Every: time.Minute, NextAt: t0.Add(time.Duration(3-i) * time.Hour)}
 		if err := db.PutSchedule(s); err != nil {
 			t.Fatal(err)
 		}

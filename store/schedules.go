@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
 // PutSchedule creates or replaces the schedule s.ScheduleID. A zero CreatedAt is set to
 // now.
-func (db *DB) PutSchedule(s Schedule) error {
+func (db *DB) PutSchedule(s nudge.Schedule) error {
 	if err := need("schedule id", s.ScheduleID); err != nil {
 		return fmt.Errorf("put schedule: %w", err)
 	}
@@ -22,10 +23,10 @@ func (db *DB) PutSchedule(s Schedule) error {
 }
 
 // ListSchedules returns every schedule, the next due first (NextAt, then ScheduleID).
-func (db *DB) ListSchedules() ([]Schedule, error) {
-	var out []Schedule
+func (db *DB) ListSchedules() ([]nudge.Schedule, error) {
+	var out []nudge.Schedule
 	err := db.view("list schedules", func(tx *bolt.Tx) error {
-		return forEachJSON(tx.Bucket(bucketSchedules), func(s Schedule) { out = append(out, s) })
+		return forEachJSON(tx.Bucket(bucketSchedules), func(s nudge.Schedule) { out = append(out, s) })
 	})
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].NextAt.Equal(out[j].NextAt) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -21,7 +22,7 @@ type TriggerFilter struct {
 	Newest    bool      // with Limit: the newest Limit matches instead of the oldest
 }
 
-func (f *TriggerFilter) match(t *Trigger) bool {
+func (f *TriggerFilter) match(t *nudge.Trigger) bool {
 	return (f.RuntimeID == "" || t.RuntimeID == f.RuntimeID) &&
 		(f.ThreadID == "" || t.ThreadID == f.ThreadID) &&
 		(f.Workspace == "" || t.WorkspaceID == f.Workspace) &&
@@ -36,9 +37,9 @@ func (f *TriggerFilter) match(t *Trigger) bool {
 // audit if it is non-nil, and returns created=true. Of concurrent callers with the same
 // id exactly one gets created=true. Empty TriggerID, ThreadID, RuntimeID and Workspace
 // of the audit record are filled from t.
-func (db *DB) CreateTrigger(t Trigger, audit *AuditRecord) (got Trigger, created bool, err error) {
+func (db *DB) CreateTrigger(t nudge.Trigger, audit *nudge.AuditRecord) (got nudge.Trigger, created bool, err error) {
 	if err := need("trigger id", t.TriggerID); err != nil {
-		return Trigger{}, false, fmt.Errorf("create trigger: %w", err)
+		return nudge.Trigger{}, false, fmt.Errorf("create trigger: %w", err)
 	}
 	err = db.update("create trigger "+t.TriggerID, func(tx *bolt.Tx) error {
 		var txErr error
@@ -46,16 +47,16 @@ func (db *DB) CreateTrigger(t Trigger, audit *AuditRecord) (got Trigger, created
 		if txErr != nil || !created || audit == nil {
 			return txErr
 		}
-		_, txErr = db.appendAuditTx(tx, []AuditRecord{auditFor(*audit, &got)})
+		_, txErr = db.appendAuditTx(tx, []nudge.AuditRecord{auditFor(*audit, &got)})
 		return txErr
 	})
 	if err != nil {
-		return Trigger{}, false, err
+		return nudge.Trigger{}, false, err
 	}
 	return got, created, nil
 }
 
-func (db *DB) createTriggerTx(tx *bolt.Tx, t Trigger) (Trigger, bool, error) {
+func (db *DB) createTriggerTx(tx *bolt.Tx, t nudge.Trigger) (nudge.Trigger, bool, error) {
 	ids := tx.Bucket(bucketTriggerIDs)
 	if seqb := ids.Get([]byte(t.TriggerID)); seqb != nil {
 		old, err := getTriggerBySeq(tx, seqb)
@@ -71,20 +72,20 @@ func (db *DB) createTriggerTx(tx *bolt.Tx, t Trigger) (Trigger, bool, error) {
 	triggers := tx.Bucket(bucketTriggers)
 	seq, err := triggers.NextSequence()
 	if err != nil {
-		return Trigger{}, false, err
+		return nudge.Trigger{}, false, err
 	}
 	key := u64(seq)
 	if err := putJSON(triggers, key, t); err != nil {
-		return Trigger{}, false, err
+		return nudge.Trigger{}, false, err
 	}
 	if err := ids.Put([]byte(t.TriggerID), key); err != nil {
-		return Trigger{}, false, err
+		return nudge.Trigger{}, false, err
 	}
 	return t, true, setOpen(tx, key, t)
 }
 
 // setOpen keeps the open index in step with t.Closed.
-func setOpen(tx *bolt.Tx, key []byte, t Trigger) error {
+func setOpen(tx *bolt.Tx, key []byte, t nudge.Trigger) error {
 	open := tx.Bucket(bucketOpen)
 	if t.Closed {
 		return open.Delete(key)
@@ -92,8 +93,8 @@ func setOpen(tx *bolt.Tx, key []byte, t Trigger) error {
 	return open.Put(key, []byte(t.TriggerID))
 }
 
-func getTriggerBySeq(tx *bolt.Tx, seqb []byte) (Trigger, error) {
-	var t Trigger
+func getTriggerBySeq(tx *bolt.Tx, seqb []byte) (nudge.Trigger, error) {
+	var t nudge.Trigger
 	ok, err := getJSON(tx.Bucket(bucketTriggers), seqb, &t)
 	if err == nil && !ok {
 		err = fmt.Errorf("index points at missing trigger seq %d", binary.BigEndian.Uint64(seqb))
@@ -102,21 +103,21 @@ func getTriggerBySeq(tx *bolt.Tx, seqb []byte) (Trigger, error) {
 }
 
 // lookupTrigger returns the trigger id and its key, or ErrNotFound.
-func lookupTrigger(tx *bolt.Tx, id string) (Trigger, []byte, error) {
+func lookupTrigger(tx *bolt.Tx, id string) (nudge.Trigger, []byte, error) {
 	seqb := tx.Bucket(bucketTriggerIDs).Get([]byte(id))
 	if seqb == nil {
-		return Trigger{}, nil, ErrNotFound
+		return nudge.Trigger{}, nil, ErrNotFound
 	}
 	t, err := getTriggerBySeq(tx, seqb)
 	return t, append([]byte(nil), seqb...), err
 }
 
 // GetTrigger returns the trigger id, or ErrNotFound.
-func (db *DB) GetTrigger(id string) (Trigger, error) {
+func (db *DB) GetTrigger(id string) (nudge.Trigger, error) {
 	if t, ok := db.pendingTrigger(id); ok {
 		return t, nil
 	}
-	var t Trigger
+	var t nudge.Trigger
 	err := db.view("get trigger "+id, func(tx *bolt.Tx) (err error) {
 		t, _, err = lookupTrigger(tx, id)
 		return err
@@ -129,49 +130,49 @@ func (db *DB) GetTrigger(id string) (Trigger, error) {
 // returns that error (wrapped). fn must not change TriggerID. UpdatedAt is set to now.
 // Setting Closed removes the trigger from the open index. Audit records get empty
 // TriggerID, ThreadID, RuntimeID and Workspace filled from the updated trigger.
-func (db *DB) UpdateTrigger(id string, fn func(*Trigger) error, audit ...AuditRecord) (Trigger, error) {
-	var t Trigger
+func (db *DB) UpdateTrigger(id string, fn func(*nudge.Trigger) error, audit ...nudge.AuditRecord) (nudge.Trigger, error) {
+	var t nudge.Trigger
 	err := db.update("update trigger "+id, func(tx *bolt.Tx) (err error) {
 		t, err = db.updateTriggerTx(tx, id, fn, audit)
 		return err
 	})
 	if err != nil {
-		return Trigger{}, err
+		return nudge.Trigger{}, err
 	}
 	return t, nil
 }
 
 // updateTriggerTx is UpdateTrigger's body, shared with UpdateTriggerLater.
-func (db *DB) updateTriggerTx(tx *bolt.Tx, id string, fn func(*Trigger) error, audit []AuditRecord) (Trigger, error) {
+func (db *DB) updateTriggerTx(tx *bolt.Tx, id string, fn func(*nudge.Trigger) error, audit []nudge.AuditRecord) (nudge.Trigger, error) {
 	t, key, err := lookupTrigger(tx, id)
 	if err != nil {
-		return Trigger{}, err
+		return nudge.Trigger{}, err
 	}
 	if err := fn(&t); err != nil {
-		return Trigger{}, err
+		return nudge.Trigger{}, err
 	}
 	if t.TriggerID != id {
-		return Trigger{}, fmt.Errorf("trigger id changed to %q: %w", t.TriggerID, ErrInvalid)
+		return nudge.Trigger{}, fmt.Errorf("trigger id changed to %q: %w", t.TriggerID, ErrInvalid)
 	}
 	t.UpdatedAt = db.now()
 	if err := db.storeTriggerTx(tx, key, t); err != nil {
-		return Trigger{}, err
+		return nudge.Trigger{}, err
 	}
 	return t, db.appendTriggerAudit(tx, &t, audit)
 }
 
-func (db *DB) storeTriggerTx(tx *bolt.Tx, key []byte, t Trigger) error {
+func (db *DB) storeTriggerTx(tx *bolt.Tx, key []byte, t nudge.Trigger) error {
 	if err := putJSON(tx.Bucket(bucketTriggers), key, t); err != nil {
 		return err
 	}
 	return setOpen(tx, key, t)
 }
 
-func (db *DB) appendTriggerAudit(tx *bolt.Tx, t *Trigger, audit []AuditRecord) error {
+func (db *DB) appendTriggerAudit(tx *bolt.Tx, t *nudge.Trigger, audit []nudge.AuditRecord) error {
 	if len(audit) == 0 {
 		return nil
 	}
-	recs := make([]AuditRecord, len(audit))
+	recs := make([]nudge.AuditRecord, len(audit))
 	for i := range audit {
 		recs[i] = auditFor(audit[i], t)
 	}
@@ -180,7 +181,7 @@ func (db *DB) appendTriggerAudit(tx *bolt.Tx, t *Trigger, audit []AuditRecord) e
 }
 
 // auditFor fills a's empty trigger-related fields from t.
-func auditFor(a AuditRecord, t *Trigger) AuditRecord {
+func auditFor(a nudge.AuditRecord, t *nudge.Trigger) nudge.AuditRecord {
 	if a.TriggerID == "" {
 		a.TriggerID = t.TriggerID
 	}
@@ -198,8 +199,8 @@ func auditFor(a AuditRecord, t *Trigger) AuditRecord {
 
 // ListTriggers returns the triggers matching f in creation order. With OpenOnly it
 // walks only the open index, so restart recovery costs O(open triggers).
-func (db *DB) ListTriggers(f TriggerFilter) ([]Trigger, error) {
-	var out []Trigger
+func (db *DB) ListTriggers(f TriggerFilter) ([]nudge.Trigger, error) {
+	var out []nudge.Trigger
 	err := db.view("list triggers", func(tx *bolt.Tx) error {
 		var err error
 		out, err = listTriggersTx(tx, &f)
@@ -208,18 +209,18 @@ func (db *DB) ListTriggers(f TriggerFilter) ([]Trigger, error) {
 	return out, err
 }
 
-func listTriggersTx(tx *bolt.Tx, f *TriggerFilter) ([]Trigger, error) {
+func listTriggersTx(tx *bolt.Tx, f *TriggerFilter) ([]nudge.Trigger, error) {
 	triggers := tx.Bucket(bucketTriggers)
 	walk := triggers
 	if f.OpenOnly {
 		walk = tx.Bucket(bucketOpen)
 	}
-	var out []Trigger
+	var out []nudge.Trigger
 	err := scan(walk.Cursor(), nil, f.Newest, func(k, v []byte) (bool, error) {
 		if f.OpenOnly {
 			v = triggers.Get(k)
 		}
-		var t Trigger
+		var t nudge.Trigger
 		if err := json.Unmarshal(v, &t); err != nil {
 			return false, fmt.Errorf("decode trigger %x: %w", k, err)
 		}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 func TestCreateTrigger(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		db := open(t)
-		got, created, err := db.CreateTrigger(trig("t1"), &AuditRecord{Event: "trigger_received", Subject: "alice"})
+		got, created, err := db.CreateTrigger(trig("t1"), &nudge.AuditRecord{Event: "trigger_received", Subject: "alice"})
 		if err != nil || !created {
 			t.Fatalf("CreateTrigger = %v, %v; want created", created, err)
 		}
@@ -28,10 +30,10 @@ func TestCreateTrigger(t *testing.T) {
 	})
 	t.Run("Idempotent", func(t *testing.T) {
 		db := open(t)
-		first, _, _ := db.CreateTrigger(trig("t1"), &AuditRecord{Event: "trigger_received"})
+		first, _, _ := db.CreateTrigger(trig("t1"), &nudge.AuditRecord{Event: "trigger_received"})
 		second := trig("t1")
 		second.Prompt = "different"
-		got, created, err := db.CreateTrigger(second, &AuditRecord{Event: "trigger_received"})
+		got, created, err := db.CreateTrigger(second, &nudge.AuditRecord{Event: "trigger_received"})
 		if err != nil || created {
 			t.Fatalf("second CreateTrigger = created %v, %v; want false, nil", created, err)
 		}
@@ -44,13 +46,13 @@ func TestCreateTrigger(t *testing.T) {
 	})
 	t.Run("ErrInvalid", func(t *testing.T) {
 		db := open(t)
-		if _, _, err := db.CreateTrigger(Trigger{}, nil); !errors.Is(err, ErrInvalid) {
+		if _, _, err := db.CreateTrigger(nudge.Trigger{}, nil); !errors.Is(err, ErrInvalid) {
 			t.Errorf("got %v, want ErrInvalid", err)
 		}
 	})
 	t.Run("BadAuditRollsBack", func(t *testing.T) {
 		db := open(t)
-		_, _, err := db.CreateTrigger(trig("t1"), &AuditRecord{Event: "x", Detail: []byte("{not json")})
+		_, _, err := db.CreateTrigger(trig("t1"), &nudge.AuditRecord{Event: "x", Detail: []byte("{not json")})
 		if err == nil {
 			t.Fatal("CreateTrigger with an unencodable audit record succeeded")
 		}
@@ -64,10 +66,10 @@ func TestUpdateTrigger(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		db := open(t)
 		created, _, _ := db.CreateTrigger(trig("t1"), nil)
-		got, err := db.UpdateTrigger("t1", func(tr *Trigger) error {
+		got, err := db.UpdateTrigger("t1", func(tr *nudge.Trigger) error {
 			tr.State = "injected"
 			return nil
-		}, AuditRecord{Event: "trigger_injected"}, AuditRecord{Event: "trigger_submitted"})
+		}, nudge.AuditRecord{Event: "trigger_injected"}, nudge.AuditRecord{Event: "trigger_submitted"})
 		if err != nil || got.State != "injected" || !got.UpdatedAt.After(created.UpdatedAt) {
 			t.Fatalf("UpdateTrigger = %+v, %v", got, err)
 		}
@@ -83,10 +85,10 @@ func TestUpdateTrigger(t *testing.T) {
 		db := open(t)
 		db.CreateTrigger(trig("t1"), nil)
 		boom := errors.New("boom")
-		_, err := db.UpdateTrigger("t1", func(tr *Trigger) error {
+		_, err := db.UpdateTrigger("t1", func(tr *nudge.Trigger) error {
 			tr.State = "failed"
 			return boom
-		}, AuditRecord{Event: "x"})
+		}, nudge.AuditRecord{Event: "x"})
 		if !errors.Is(err, boom) {
 			t.Fatalf("got %v, want boom", err)
 		}
@@ -99,7 +101,7 @@ func TestUpdateTrigger(t *testing.T) {
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
 		db := open(t)
-		_, err := db.UpdateTrigger("nope", func(*Trigger) error { return nil })
+		_, err := db.UpdateTrigger("nope", func(*nudge.Trigger) error { return nil })
 		if !errors.Is(err, ErrNotFound) {
 			t.Errorf("got %v, want ErrNotFound", err)
 		}
@@ -107,14 +109,14 @@ func TestUpdateTrigger(t *testing.T) {
 	t.Run("ErrInvalidIDChange", func(t *testing.T) {
 		db := open(t)
 		db.CreateTrigger(trig("t1"), nil)
-		_, err := db.UpdateTrigger("t1", func(tr *Trigger) error { tr.TriggerID = "t2"; return nil })
+		_, err := db.UpdateTrigger("t1", func(tr *nudge.Trigger) error { tr.TriggerID = "t2"; return nil })
 		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("got %v, want ErrInvalid", err)
 		}
 	})
 }
 
-func ids(ts []Trigger) string {
+func ids(ts []nudge.Trigger) string {
 	s := ""
 	for _, t := range ts {
 		s += t.TriggerID + " "
@@ -136,7 +138,7 @@ func TestListTriggers(t *testing.T) {
 		}
 	}
 	close := func(id string, closed bool) {
-		if _, err := db.UpdateTrigger(id, func(tr *Trigger) error { tr.Closed = closed; return nil }); err != nil {
+		if _, err := db.UpdateTrigger(id, func(tr *nudge.Trigger) error { tr.Closed = closed; return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -176,7 +178,7 @@ func TestAttempts(t *testing.T) {
 	db.CreateTrigger(trig("a"), nil)
 	db.CreateTrigger(trig("ab"), nil)
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, a := range []Attempt{
+	for _, a := range []nudge.Attempt{
 		{TriggerID: "a", Backend: "tmux", StartedAt: start},             // n=1
 		{TriggerID: "ab", N: 1, Backend: "tmux"},                        // must not show under "a"
 		{TriggerID: "a", Backend: "tmux", Detail: []byte(`{"try":2}`)},  // n=2
@@ -210,7 +212,7 @@ func TestAttempts(t *testing.T) {
 	if got, err := db.Attempts("none"); err != nil || len(got) != 0 {
 		t.Errorf("Attempts(none) = %v, %v", got, err)
 	}
-	if err := db.AddAttempt(Attempt{TriggerID: "none"}); !errors.Is(err, ErrNotFound) {
+	if err := db.AddAttempt(nudge.Attempt{TriggerID: "none"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("AddAttempt for a missing trigger: %v, want ErrNotFound", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -51,7 +52,7 @@ func checkRecord(seq uint64, prevHash string, v []byte) (string, error) {
 	bad := func(format string, args ...any) (string, error) {
 		return "", &ChainError{Seq: seq, Reason: fmt.Sprintf(format, args...)}
 	}
-	var r AuditRecord
+	var r nudge.AuditRecord
 	if err := json.Unmarshal(v, &r); err != nil {
 		return bad("record undecodable: %v", err)
 	}

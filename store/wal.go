@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -18,8 +19,8 @@ import (
 // (the log is not fsynced); it cannot damage the bbolt file, whose commits stay synced.
 
 type walEntry struct {
-	Trigger Trigger      `json:"trigger"`
-	Audit   *AuditRecord `json:"audit,omitempty"`
+	Trigger nudge.Trigger      `json:"trigger"`
+	Audit   *nudge.AuditRecord `json:"audit,omitempty"`
 }
 
 // wal is the create log and the triggers it holds that bbolt does not yet.
@@ -27,7 +28,7 @@ type wal struct {
 	mu      sync.Mutex
 	f       *os.File
 	size    int64 // bytes of whole lines in the log
-	pending map[string]Trigger
+	pending map[string]nudge.Trigger
 }
 
 func walPath(dbPath string) string { return dbPath + ".creates" }
@@ -42,7 +43,7 @@ func (db *DB) openWAL() error {
 	if err != nil {
 		return fmt.Errorf("open create log: %w", err)
 	}
-	db.wal.f, db.wal.pending = f, map[string]Trigger{}
+	db.wal.f, db.wal.pending = f, map[string]nudge.Trigger{}
 	return nil
 }
 
@@ -73,18 +74,18 @@ func (db *DB) replayWAL(path string) error {
 // is in the create log (safe against kill -9), and commits it to bbolt in the background
 // (write-behind, in order with later writes). A known id returns the stored record and
 // created=false, as CreateTrigger does.
-func (db *DB) CreateTriggerQuick(t Trigger, audit *AuditRecord) (Trigger, bool, error) {
+func (db *DB) CreateTriggerQuick(t nudge.Trigger, audit *nudge.AuditRecord) (nudge.Trigger, bool, error) {
 	if err := need("trigger id", t.TriggerID); err != nil {
-		return Trigger{}, false, fmt.Errorf("create trigger: %w", err)
+		return nudge.Trigger{}, false, fmt.Errorf("create trigger: %w", err)
 	}
 	if got, err := db.GetTrigger(t.TriggerID); err == nil {
 		return got, false, nil
 	} else if !errors.Is(err, ErrNotFound) {
-		return Trigger{}, false, err
+		return nudge.Trigger{}, false, err
 	}
 	line, err := json.Marshal(walEntry{Trigger: t, Audit: audit})
 	if err != nil {
-		return Trigger{}, false, fmt.Errorf("create trigger: %w", err)
+		return nudge.Trigger{}, false, fmt.Errorf("create trigger: %w", err)
 	}
 	w := &db.wal
 	w.mu.Lock()
@@ -99,11 +100,11 @@ func (db *DB) CreateTriggerQuick(t Trigger, audit *AuditRecord) (Trigger, bool, 
 	}
 	if w.f == nil {
 		w.mu.Unlock()
-		return Trigger{}, false, fmt.Errorf("create trigger: %w", ErrClosed)
+		return nudge.Trigger{}, false, fmt.Errorf("create trigger: %w", ErrClosed)
 	}
 	if err := db.Unavailable(); err != nil {
 		w.mu.Unlock()
-		return Trigger{}, false, fmt.Errorf("create trigger: %w: %v", ErrUnavailable, err)
+		return nudge.Trigger{}, false, fmt.Errorf("create trigger: %w: %v", ErrUnavailable, err)
 	}
 	line = append(line, '\n')
 	if n, err := w.f.Write(line); err != nil || n != len(line) {
@@ -113,7 +114,7 @@ func (db *DB) CreateTriggerQuick(t Trigger, audit *AuditRecord) (Trigger, bool, 
 			err = errors.Join(err, terr)
 		}
 		w.mu.Unlock()
-		return Trigger{}, false, fmt.Errorf("create trigger: %w: write create log: %v", ErrUnavailable, err)
+		return nudge.Trigger{}, false, fmt.Errorf("create trigger: %w: write create log: %v", ErrUnavailable, err)
 	}
 	w.size += int64(len(line))
 	w.pending[t.TriggerID] = t
@@ -123,14 +124,14 @@ func (db *DB) CreateTriggerQuick(t Trigger, audit *AuditRecord) (Trigger, bool, 
 		if err != nil || !created || audit == nil {
 			return err
 		}
-		_, err = db.appendAuditTx(tx, []AuditRecord{auditFor(*audit, &got)})
+		_, err = db.appendAuditTx(tx, []nudge.AuditRecord{auditFor(*audit, &got)})
 		return err
 	}})
 	return t, true, nil
 }
 
-func (db *DB) committedTrigger(id string) (Trigger, error) {
-	var t Trigger
+func (db *DB) committedTrigger(id string) (nudge.Trigger, error) {
+	var t nudge.Trigger
 	err := db.view("get trigger "+id, func(tx *bolt.Tx) (err error) {
 		t, _, err = lookupTrigger(tx, id)
 		return err
@@ -139,7 +140,7 @@ func (db *DB) committedTrigger(id string) (Trigger, error) {
 }
 
 // pendingTrigger returns a trigger that is in the create log but not yet in bbolt.
-func (db *DB) pendingTrigger(id string) (Trigger, bool) {
+func (db *DB) pendingTrigger(id string) (nudge.Trigger, bool) {
 	db.wal.mu.Lock()
 	defer db.wal.mu.Unlock()
 	t, ok := db.wal.pending[id]

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // fakeAgent is a small agent: it reads lines from its tty and, by mode, acknowledges
@@ -72,15 +72,15 @@ func (td *testDaemon) spawnFake(role, mode string) runtimeView {
 	return td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
 }
 
-func (td *testDaemon) audit(trigger string) []store.AuditRecord {
-	var recs []store.AuditRecord
+func (td *testDaemon) audit(trigger string) []nudge.AuditRecord {
+	var recs []nudge.AuditRecord
 	if err := td.c.do(t0(), "GET", "/v1/audit?trigger="+trigger, nil, &recs); err != nil {
 		td.t.Fatal(err)
 	}
 	return recs
 }
 
-func events(recs []store.AuditRecord) string {
+func events(recs []nudge.AuditRecord) string {
 	var s []string
 	for _, r := range recs {
 		s = append(s, r.Event)
@@ -111,12 +111,12 @@ func TestAckEchoNeverAcksAPIAndHeartbeatDo(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "e1", "workspace": "w1", "agent": "quiet", "prompt": "ACK please"}); err != nil {
 		t.Fatal(err)
 	}
-	got := td.waitTrigger("e1", func(t store.Trigger) bool { return t.State == "submitted" })
+	got := td.waitTrigger("e1", func(t nudge.Trigger) bool { return t.State == "submitted" })
 	time.Sleep(500 * time.Millisecond)
-	if got = td.waitTrigger("e1", func(store.Trigger) bool { return true }); got.State != "submitted" {
+	if got = td.waitTrigger("e1", func(nudge.Trigger) bool { return true }); got.State != "submitted" {
 		t.Fatalf("echo acked it: %+v", got)
 	}
-	var acked store.Trigger
+	var acked nudge.Trigger
 	if err := td.c.do(t0(), "POST", "/v1/triggers/e1/ack", nil, &acked); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestAckEchoNeverAcksAPIAndHeartbeatDo(t *testing.T) {
 	}
 	// A heartbeat after delivery acks the next one; a cursor advance acks as cursor.
 	td.trigger(map[string]any{"trigger_id": "h1", "workspace": "w1", "agent": "quiet", "prompt": "next"})
-	td.waitTrigger("h1", func(t store.Trigger) bool { return t.State == "submitted" })
+	td.waitTrigger("h1", func(t nudge.Trigger) bool { return t.State == "submitted" })
 	time.Sleep(50 * time.Millisecond)
 	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/heartbeat", heartbeatBody{Status: "active"}, nil); err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestAckEchoNeverAcksAPIAndHeartbeatDo(t *testing.T) {
 		t.Fatalf("heartbeat ack: %+v", got)
 	}
 	td.trigger(map[string]any{"trigger_id": "c1", "workspace": "w1", "agent": "quiet", "prompt": "third"})
-	td.waitTrigger("c1", func(t store.Trigger) bool { return t.State == "submitted" })
+	td.waitTrigger("c1", func(t nudge.Trigger) bool { return t.State == "submitted" })
 	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/heartbeat", map[string]any{"cursor": "msg-42", "last_activity_at": time.Now().Add(-time.Hour)}, nil); err != nil {
 		t.Fatal(err)
 	}

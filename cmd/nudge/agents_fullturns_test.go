@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/standin"
-	"github.com/nudgehq/nudge/store"
 )
 
 // Full turns of Gemini CLI, OpenCode and Pi against their model stand-ins (see
@@ -101,7 +101,7 @@ func testApprovalDenied(t *testing.T, c agentCase, deny ...string) {
 	}
 	ft.send("held", "sent while the dialog is open")
 	time.Sleep(3 * time.Second)
-	var held store.Trigger
+	var held nudge.Trigger
 	ft.td.c.do(t0(), "GET", "/v1/triggers/held", nil, &held)
 	if held.InjectedAt != nil || held.State == "submitted" || strings.Contains(ft.screen(), "sent while the dialog") {
 		t.Fatalf("typed into the approval dialog: %+v\nscreen:\n%s", held, ft.screen())

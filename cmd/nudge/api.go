@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
 	"github.com/nudgehq/nudge/store"
@@ -65,7 +66,7 @@ func (d *daemon) guard(verb string, fn func(http.ResponseWriter, *http.Request, 
 		r = withRequestID(r, received)
 		c, err := d.authenticate(r)
 		if err == nil {
-			err = c.allow(verb, "")
+			err = c.Allow(verb, "")
 		}
 		if err != nil {
 			d.auditRefusal(r, c, err)
@@ -82,11 +83,11 @@ func (d *daemon) handleHealth(w http.ResponseWriter, r *http.Request, c caller) 
 
 // runtimeView is a runtime as the API shows it.
 type runtimeView struct {
-	store.Runtime
+	nudge.Runtime
 	QueueDepth int `json:"queue_depth"`
 }
 
-func (d *daemon) view(rt store.Runtime) runtimeView {
+func (d *daemon) view(rt nudge.Runtime) runtimeView {
 	return runtimeView{Runtime: rt, QueueDepth: d.pipe.Depth(rt.RuntimeID)}
 }
 
@@ -94,20 +95,20 @@ func (d *daemon) handleListRuntimes(w http.ResponseWriter, r *http.Request, c ca
 	out := []runtimeView{}
 	ws := r.URL.Query().Get("workspace")
 	for _, rt := range d.reg.List() {
-		if (ws == "" || rt.WorkspaceID == ws) && c.allow(verbRead, rt.WorkspaceID) == nil {
+		if (ws == "" || rt.WorkspaceID == ws) && c.Allow(verbRead, rt.WorkspaceID) == nil {
 			out = append(out, d.view(rt))
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (d *daemon) runtimeFor(w http.ResponseWriter, r *http.Request, c caller, verb string) (store.Runtime, bool) {
+func (d *daemon) runtimeFor(w http.ResponseWriter, r *http.Request, c caller, verb string) (nudge.Runtime, bool) {
 	rt, ok := d.reg.Get(r.PathValue("id"))
-	if !ok || !c.sees(rt.WorkspaceID) {
+	if !ok || !c.Sees(rt.WorkspaceID) {
 		writeError(w, unknownRuntime(r.PathValue("id")))
-		return store.Runtime{}, false
+		return nudge.Runtime{}, false
 	}
-	if err := c.allowRuntime(verb, rt); err != nil {
+	if err := c.AllowRuntime(verb, rt.RuntimeID, rt.WorkspaceID); err != nil {
 		writeError(w, err)
 		return rt, false
 	}
@@ -139,10 +140,16 @@ func (d *daemon) handleSpawn(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, err)
 		return
 	}
-	if err := d.checkSpawn(c, &b); err != nil {
+	host := b.Host
+	if host == "" {
+		host = d.reg.HostOf(b.Workspace)
+	}
+	sp := auth.Spawn{Workspace: b.Workspace, Agent: b.Agent, Dir: b.Dir, Argv: b.Argv, Host: host}
+	if err := d.auth.Policy().CheckSpawn(c, &sp); err != nil {
 		writeError(w, err)
 		return
 	}
+	b.Dir = sp.Dir
 	rt, err := d.reg.Spawn(r.Context(), panes.SpawnRequest{
 		Workspace: b.Workspace, Role: b.Role, Agent: b.Agent, AgentID: b.AgentID, Dir: b.Dir,
 		SessionID: b.SessionID, PromptFile: b.PromptFile, Argv: b.Argv, Host: b.Host,
@@ -173,7 +180,7 @@ func (d *daemon) handleRegister(w http.ResponseWriter, r *http.Request, c caller
 		writeError(w, err)
 		return
 	}
-	if err := d.checkRegister(c, &b); err != nil {
+	if err := d.auth.Policy().CheckRegister(c, b.Workspace, b.Agent); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -337,7 +344,7 @@ func (d *daemon) handleHeartbeat(w http.ResponseWriter, r *http.Request, c calle
 	if advanced {
 		d.pipe.Progress(rt.WorkspaceID, rt.AgentID, b.ThreadID)
 	}
-	rt, err := d.reg.Update(rt.RuntimeID, func(x *store.Runtime) {
+	rt, err := d.reg.Update(rt.RuntimeID, func(x *nudge.Runtime) {
 		x.LastHeartbeatAt = now
 		if b.Cursor != "" {
 			x.LastCursor = b.Cursor
@@ -361,7 +368,7 @@ func (d *daemon) handleTrigger(w http.ResponseWriter, r *http.Request, c caller)
 		writeError(w, err)
 		return
 	}
-	if err := d.checkTrigger(c, &req); err != nil {
+	if err := d.auth.Policy().CheckTrigger(c, req.Workspace, req.Agent); err != nil {
 		reg.End()
 		writeError(w, err)
 		return
@@ -370,7 +377,7 @@ func (d *daemon) handleTrigger(w http.ResponseWriter, r *http.Request, c caller)
 	req.Caller, req.CallerUID = c.Subject, c.UID
 	req.Received = requestReceived(r.Context())
 	res, err := d.pipe.Submit(r.Context(), req)
-	if err == nil && c.allow(verbRead, res.Trigger.WorkspaceID) != nil {
+	if err == nil && c.Allow(verbRead, res.Trigger.WorkspaceID) != nil {
 		err = &apiError{nudge.Conflict, "trigger_id " + req.TriggerID + " is already used"} // by another workspace: show nothing of it
 	}
 	if err != nil {
@@ -384,7 +391,7 @@ func (d *daemon) handleTrigger(w http.ResponseWriter, r *http.Request, c caller)
 	if !res.Created {
 		status = http.StatusOK
 		if !t.Closed {
-			t.Result = string(nudge.ResultAlreadyActive)
+			t.Result = nudge.ResultAlreadyActive
 		}
 	}
 	writeJSON(w, status, t)
@@ -404,36 +411,20 @@ func (d *daemon) handleGetTrigger(w http.ResponseWriter, r *http.Request, c call
 
 // withResult fills a receipt's result word if it has none (a record written by an older
 // daemon): result is never empty.
-func withResult(t store.Trigger) store.Trigger {
+func withResult(t nudge.Trigger) nudge.Trigger {
 	if t.Result == "" {
-		t.Result = string(inject.ResultFor(t))
+		t.Result = inject.ResultFor(t)
 	}
 	return t
 }
 
 // waitTrigger blocks until the trigger is closed, wait passes, or ctx ends, and returns
 // its latest record.
-func (d *daemon) waitTrigger(ctx context.Context, id string, wait time.Duration) store.Trigger {
-	s := d.hub.Subscribe()
-	defer d.hub.Unsubscribe(s)
+func (d *daemon) waitTrigger(ctx context.Context, id string, wait time.Duration) nudge.Trigger {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	for {
-		t, err := d.pipe.Get(id)
-		if err != nil || t.Closed {
-			return t
-		}
-		select {
-		case <-ctx.Done():
-			return t
-		case <-s.Dropped:
-			return t
-		case ev := <-s.C:
-			if tr, ok := ev.Trigger.(store.Trigger); ok && tr.TriggerID == id && tr.Closed {
-				return tr
-			}
-		}
-	}
+	t, _ := d.pipe.Wait(ctx, id, func(t nudge.Trigger) bool { return t.Closed })
+	return t
 }
 
 func (d *daemon) handleListTriggers(w http.ResponseWriter, r *http.Request, c caller) {
@@ -449,9 +440,9 @@ func (d *daemon) handleListTriggers(w http.ResponseWriter, r *http.Request, c ca
 		writeError(w, err)
 		return
 	}
-	out := []store.Trigger{}
+	out := []nudge.Trigger{}
 	for _, t := range ts {
-		if c.allow(verbRead, t.WorkspaceID) == nil {
+		if c.Allow(verbRead, t.WorkspaceID) == nil {
 			if live, err := d.pipe.Get(t.TriggerID); err == nil {
 				t = live
 			}
@@ -468,43 +459,19 @@ func (d *daemon) handleAck(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, err)
 		return
 	}
-	if err := c.allowTrigger(verbAck, t); err != nil {
+	if err := c.AllowTrigger(verbAck, t.TriggerID, t.RuntimeID, t.WorkspaceID); err != nil {
 		writeError(w, err)
 		return
 	}
-	switch {
-	case t.State == string(nudge.StateAcked):
-	case d.acks.APIAck(id):
-		t = d.waitAcked(r.Context(), id)
-	default:
-		got, ok, err := d.pipe.AckAfterFallback(id, "api")
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		if !ok {
-			writeError(w, &apiError{nudge.Conflict, "trigger " + id + " is " + t.State + ": not awaiting an ack"})
-			return
-		}
-		t = got
+	if t, err = d.pipe.Ack(r.Context(), id); err != nil {
+		writeError(w, err)
+		return
 	}
 	d.auditCall(r, c, "api_ack", t.RuntimeID, t.WorkspaceID, "trigger "+id)
 	// The caller is told "acked" only once the record says so on disk: an ack lost to a
 	// kill -9 right after would have the restarted daemon retype an answered prompt.
 	d.db.Flush()
 	writeJSON(w, http.StatusOK, t)
-}
-
-// waitAcked gives the pipeline a moment to record an ack it was just handed.
-func (d *daemon) waitAcked(ctx context.Context, id string) store.Trigger {
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		t, _ := d.pipe.Get(id)
-		if t.State == string(nudge.StateAcked) || time.Now().After(deadline) || ctx.Err() != nil {
-			return t
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // forceBody is POST /v1/triggers/{id}/force.
@@ -521,7 +488,7 @@ func (d *daemon) handleForce(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	t, err := d.pipe.Get(r.PathValue("id"))
 	if err == nil {
-		err = c.allow(verbAdmin, t.WorkspaceID)
+		err = c.Allow(verbAdmin, t.WorkspaceID)
 	}
 	if err == nil {
 		t, err = d.pipe.Force(t.TriggerID, c.Subject, b.Reason, b.Intent)
@@ -551,12 +518,12 @@ func (d *daemon) handleUnblock(w http.ResponseWriter, r *http.Request, c caller)
 	switch {
 	case b.Workspace == "" && b.Agent == "":
 		// The thread, for every agent of a workspace the caller administers.
-		agents = d.pipe.Unblock(thread, func(ws string) bool { return c.allow(verbAdmin, ws) == nil })
+		agents = d.pipe.Unblock(thread, func(ws string) bool { return c.Allow(verbAdmin, ws) == nil })
 	case b.Workspace == "" || b.Agent == "":
 		writeError(w, badRequest("workspace and agent go together (or neither: the thread for every agent)"))
 		return
 	default:
-		if err := c.allow(verbAdmin, b.Workspace); err != nil {
+		if err := c.Allow(verbAdmin, b.Workspace); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -565,7 +532,7 @@ func (d *daemon) handleUnblock(w http.ResponseWriter, r *http.Request, c caller)
 	uid := c.UID
 	for _, a := range agents {
 		ws, _, _ := strings.Cut(a, "/")
-		if _, err := d.db.AppendAudit(store.AuditRecord{Event: "thread_unblocked", ThreadID: thread,
+		if _, err := d.db.AppendAudit(nudge.AuditRecord{Event: "thread_unblocked", ThreadID: thread,
 			Workspace: ws, Subject: c.Subject, PeerUID: &uid, Reason: b.Reason, Detail: mustJSON(map[string]string{"agent": a})}); err != nil {
 			d.log.Error("audit", "event", "thread_unblocked", "err", err)
 		}
@@ -603,7 +570,7 @@ func (d *daemon) handleAudit(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, err)
 		return
 	}
-	out := []store.AuditRecord{}
+	out := []nudge.AuditRecord{}
 	triggerWS := map[string]string{}
 	lookup := func(id string) string {
 		ws, ok := triggerWS[id]
@@ -616,7 +583,7 @@ func (d *daemon) handleAudit(w http.ResponseWriter, r *http.Request, c caller) {
 		return ws
 	}
 	for _, rec := range recs {
-		if c.seesAudit(rec, lookup) {
+		if c.Sees(auditWorkspace(rec, lookup)) {
 			out = append(out, rec)
 		}
 	}
@@ -637,7 +604,7 @@ func parseTimeParam(s string) (time.Time, error) {
 // auditCall records an API call with the caller's identity.
 func (d *daemon) auditCall(r *http.Request, c caller, event, runtimeID, workspace, reason string) {
 	uid := c.UID
-	rec := store.AuditRecord{Event: event, RuntimeID: runtimeID, Workspace: workspace, Subject: c.Subject, PeerUID: &uid, Reason: reason}
+	rec := nudge.AuditRecord{Event: event, RuntimeID: runtimeID, Workspace: workspace, Subject: c.Subject, PeerUID: &uid, Reason: reason}
 	if _, err := d.db.AppendAudit(rec); err != nil {
 		d.log.Error("audit", "event", event, "err", err)
 	}

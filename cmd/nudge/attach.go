@@ -1,13 +1,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"slices"
 	"syscall"
+
+	"github.com/spf13/cobra"
 
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/panes"
@@ -54,56 +54,65 @@ func execProgram(argv []string) error {
 	return syscall.Exec(bin, argv, os.Environ())
 }
 
-func runAttach(_ context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("attach", "WORKSPACE", env)
-	t := addTmuxFlags(fs)
-	readOnly := fs.Bool("read-only", false, "attach read-only (watch without typing)")
-	host := fs.String("host", "", "the workspace is on USER@HOST: attach through ssh -t")
-	ssh := fs.String("ssh", "ssh", "ssh binary (with --host)")
-	sshConfig := fs.String("ssh-config", "", "ssh config file (ssh -F; with --host)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+func attachCmd(_ *cliEnv) *cobra.Command {
+	var readOnly bool
+	var host, ssh, sshConfig string
+	cmd := &cobra.Command{
+		Use:     "attach WORKSPACE [--read-only] [--host USER@HOST]",
+		Short:   "attach your terminal to a workspace's tmux session",
+		Example: "  nudge attach mobile_core\n  nudge attach mobile_core --read-only",
+		Args:    exactArgs(1, "one WORKSPACE"),
 	}
-	if fs.NArg() != 1 {
-		return usagef("want one WORKSPACE")
+	t := addTmuxFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&readOnly, "read-only", false, "attach read-only (watch without typing)")
+	cmd.Flags().StringVar(&host, "host", "", "the workspace is on USER@HOST: attach through ssh -t")
+	cmd.Flags().StringVar(&ssh, "ssh", "ssh", "ssh binary (with --host)")
+	cmd.Flags().StringVar(&sshConfig, "ssh-config", "", "ssh config file (ssh -F; with --host)")
+	cmd.RunE = func(_ *cobra.Command, args []string) error {
+		a := []string{"attach-session", "-t", "=" + panes.SessionName(args[0])}
+		if readOnly {
+			a = append(a, "-r")
+		}
+		if host != "" {
+			// ssh -t, not -T: the remote tmux client needs a terminal.
+			argv := controlmode.SSHArgv(ssh, sshConfig, host, t.argv(a...))
+			argv[slices.Index(argv, "-T")] = "-t"
+			return execProgram(argv)
+		}
+		return execTmux(t.argv(a...))
 	}
-	a := []string{"attach-session", "-t", "=" + panes.SessionName(fs.Arg(0))}
-	if *readOnly {
-		a = append(a, "-r")
-	}
-	if *host != "" {
-		// ssh -t, not -T: the remote tmux client needs a terminal.
-		argv := controlmode.SSHArgv(*ssh, *sshConfig, *host, t.argv(a...))
-		argv[slices.Index(argv, "-T")] = "-t"
-		return execProgram(argv)
-	}
-	return execTmux(t.argv(a...))
+	return cmd
 }
 
-func runSwitch(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("switch", "RUNTIME_ID", env)
-	o := addClientFlags(fs)
-	t := addTmuxFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
+func switchCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "switch RUNTIME_ID",
+		Short: "switch your tmux client to a runtime's pane",
+		Long:  "Switch your tmux client to a runtime's pane; outside tmux, attach to it.",
+		Args:  exactArgs(1, "one RUNTIME_ID"),
 	}
-	if fs.NArg() != 1 {
-		return usagef("want one RUNTIME_ID")
+	o := addClientFlags(cmd)
+	t := addTmuxFlags(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c := o.client(env)
+		defer c.Close()
+		rt, err := c.Runtime(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		target := rt.PaneID
+		if target == "" {
+			target = rt.Target
+		}
+		if env.getenv("TMUX") == "" {
+			return execTmux(t.argv("attach-session", "-t", target))
+		}
+		argv := t.argv("switch-client", "-t", target)
+		out, err := exec.CommandContext(cmd.Context(), argv[0], argv[1:]...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("switch-client: %v: %s", err, out)
+		}
+		return nil
 	}
-	var rt runtimeView
-	if err := o.client(env).do(ctx, "GET", "/v1/runtimes/"+url.PathEscape(fs.Arg(0)), nil, &rt); err != nil {
-		return err
-	}
-	target := rt.PaneID
-	if target == "" {
-		target = rt.Target
-	}
-	if env.getenv("TMUX") == "" {
-		return execTmux(t.argv("attach-session", "-t", target))
-	}
-	out, err := exec.CommandContext(ctx, t.argv("switch-client", "-t", target)[0], t.argv("switch-client", "-t", target)[1:]...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("switch-client: %v: %s", err, out)
-	}
-	return nil
+	return cmd
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // Issue 12 item 10 (seed 000 §14): a runtime whose triggers keep failing is cooled down,
@@ -27,7 +27,7 @@ func TestBreakerCoolsDownFailingRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
-	post := func(id string, ackMS int) store.Trigger {
+	post := func(id string, ackMS int) nudge.Trigger {
 		t.Helper()
 		tr, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "w1", "agent": "deaf",
 			"prompt": "prompt " + id, "ack_timeout_ms": ackMS})
@@ -47,23 +47,23 @@ func TestBreakerCoolsDownFailingRuntime(t *testing.T) {
 		t.Fatalf("open breaker without cooldown_until: %+v", open.Runtime)
 	}
 	post("b3", 30000)
-	held := td.waitTrigger("b3", func(t store.Trigger) bool { return t.State != "queued" })
+	held := td.waitTrigger("b3", func(t nudge.Trigger) bool { return t.State != "queued" })
 	if held.State != "deferred" || held.ErrorCode != "RUNTIME_COOLDOWN" || held.DeferredUntil == nil ||
 		held.DeferredUntil.Before(*open.CooldownUntil) || held.Attempts != 0 {
 		t.Fatalf("b3 not held by the cooldown: %+v", held)
 	}
 	// After the cooldown b3 probes the runtime; b4 waits for the probe's outcome.
-	td.waitTrigger("b3", func(t store.Trigger) bool { return t.State == "submitted" })
+	td.waitTrigger("b3", func(t nudge.Trigger) bool { return t.State == "submitted" })
 	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Breaker == "half_open" })
 	post("b4", 30000)
-	if got := td.waitTrigger("b4", func(t store.Trigger) bool { return t.State != "queued" }); got.ErrorCode != "RUNTIME_COOLDOWN" || got.Attempts != 0 {
+	if got := td.waitTrigger("b4", func(t nudge.Trigger) bool { return t.State != "queued" }); got.ErrorCode != "RUNTIME_COOLDOWN" || got.Attempts != 0 {
 		t.Fatalf("b4 went past a half-open breaker: %+v", got)
 	}
 	if err := td.c.do(t0(), "POST", "/v1/triggers/b3/ack", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Breaker == "" && r.CooldownUntil == nil })
-	td.waitTrigger("b4", func(t store.Trigger) bool { return t.State == "submitted" })
+	td.waitTrigger("b4", func(t nudge.Trigger) bool { return t.State == "submitted" })
 }
 
 // An open breaker survives a daemon restart: it is on the runtime's record.
@@ -90,7 +90,7 @@ func TestBreakerSurvivesRestart(t *testing.T) {
 	if _, err := td2.trigger(map[string]any{"trigger_id": "r2", "workspace": "w1", "agent": "deaf", "prompt": "again"}); err != nil {
 		t.Fatal(err)
 	}
-	got := td2.waitTrigger("r2", func(t store.Trigger) bool { return t.State != "queued" })
+	got := td2.waitTrigger("r2", func(t nudge.Trigger) bool { return t.State != "queued" })
 	if got.ErrorCode != "RUNTIME_COOLDOWN" || got.Attempts != 0 {
 		t.Fatalf("after a restart: %+v", got)
 	}

@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // chaosDaemon is `nudge serve` run as a subprocess on a private tmux server, so a test
@@ -267,7 +268,7 @@ func (cd *chaosDaemon) waitRuntime(id, want string, within time.Duration) runtim
 	var rt runtimeView
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		if err := cd.call("GET", "/v1/runtimes/"+id, nil, &rt); err == nil && rt.Status == want {
+		if err := cd.call("GET", "/v1/runtimes/"+id, nil, &rt); err == nil && string(rt.Status) == want {
 			return rt
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -279,7 +280,7 @@ func (cd *chaosDaemon) waitRuntime(id, want string, within time.Duration) runtim
 // retryable reports whether a trigger request should be sent again with the same id:
 // the daemon was not there, or the connection broke before an answer.
 func retryable(err error) bool {
-	var ae *apiError
+	var ae *api.Error
 	if errors.As(err, &ae) {
 		return ae.ErrorCode == nudge.Unavailable
 	}
@@ -289,11 +290,11 @@ func retryable(err error) bool {
 // submitRetry posts a trigger as an orchestrator does: on a connection error it sends the
 // same request (same trigger_id) again until it gets an answer. It returns the first 2xx
 // answer, or the first error answer that is not about the connection.
-func (cd *chaosDaemon) submitRetry(ctx context.Context, req map[string]any) (store.Trigger, int, error) {
+func (cd *chaosDaemon) submitRetry(ctx context.Context, req map[string]any) (nudge.Trigger, int, error) {
 	tries := 0
 	for {
 		tries++
-		var tr store.Trigger
+		var tr nudge.Trigger
 		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		err := cd.c.do(rctx, "POST", "/v1/triggers", req, &tr)
 		cancel()
@@ -309,16 +310,16 @@ func (cd *chaosDaemon) submitRetry(ctx context.Context, req map[string]any) (sto
 }
 
 // getTrigger reads a receipt, retrying across daemon restarts.
-func (cd *chaosDaemon) getTrigger(id string) (store.Trigger, error) {
-	var tr store.Trigger
+func (cd *chaosDaemon) getTrigger(id string) (nudge.Trigger, error) {
+	var tr nudge.Trigger
 	err := cd.call("GET", "/v1/triggers/"+id, nil, &tr)
 	return tr, err
 }
 
 // waitClosed polls every id until its receipt is closed, and returns the receipts.
-func (cd *chaosDaemon) waitClosed(ids []string, within time.Duration) map[string]store.Trigger {
+func (cd *chaosDaemon) waitClosed(ids []string, within time.Duration) map[string]nudge.Trigger {
 	cd.t.Helper()
-	got := map[string]store.Trigger{}
+	got := map[string]nudge.Trigger{}
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		open := 0
@@ -365,7 +366,7 @@ func (cd *chaosDaemon) auditVerify() (ok bool, records int, msg string) {
 
 // auditStory is the trigger's audit events, space separated.
 func (cd *chaosDaemon) auditStory(id string) string {
-	var recs []store.AuditRecord
+	var recs []nudge.AuditRecord
 	if err := cd.call("GET", "/v1/audit?trigger="+id, nil, &recs); err != nil {
 		return "audit: " + err.Error()
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/store"
 )
 
@@ -78,7 +79,7 @@ func TestChaosKill9DuringTriggers(t *testing.T) {
 	// Clients: 8 orchestrators, each retrying its trigger until it gets an answer.
 	type result struct {
 		id, role string
-		tr       store.Trigger
+		tr       nudge.Trigger
 		tries    int
 		err      error
 	}
@@ -180,7 +181,7 @@ func TestChaosKill9DuringTriggers(t *testing.T) {
 	states := map[string]int{}
 	for _, id := range all {
 		tr, role := got[id], accepted[id]
-		states[tr.State+"/"+tr.ErrorCode+"/"+tr.Fallback]++
+		states[string(tr.State)+"/"+string(tr.ErrorCode)+"/"+tr.Fallback]++
 		c := typed[id]
 		switch {
 		case c > tr.Attempts:

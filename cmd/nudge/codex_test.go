@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/standin"
 	"github.com/nudgehq/nudge/detector"
-	"github.com/nudgehq/nudge/store"
 )
 
 // codexBinary finds the real Codex CLI: $NUDGE_TEST_CODEX, else the npm cache that
@@ -150,7 +150,7 @@ func (td *testDaemon) submitInRow(rt runtimeView, prefix string, n int, prompt f
 		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": rt.WorkspaceID, "agent": rt.Role, "prompt": prompt(i)}); err != nil {
 			td.t.Fatalf("%s: %v", id, err)
 		}
-		got := td.waitTrigger(id, func(t store.Trigger) bool { return t.State == "submitted" || t.Closed })
+		got := td.waitTrigger(id, func(t nudge.Trigger) bool { return t.State == "submitted" || t.Closed })
 		if got.State != "submitted" {
 			td.t.Fatalf("%s: not submitted: %+v\nscreen:\n%s", id, got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
 		}
@@ -172,7 +172,7 @@ func TestCodexExecResumeIsAStartedLaunch(t *testing.T) {
 	// A first prompt makes Codex start a thread; its rollout file names the session id,
 	// which the agent side reports with a heartbeat.
 	td.trigger(map[string]any{"trigger_id": "first", "workspace": "cx", "agent": "dev", "prompt": "start a thread", "ack_timeout_ms": 60000})
-	td.waitTrigger("first", func(t store.Trigger) bool { return t.State == "submitted" })
+	td.waitTrigger("first", func(t nudge.Trigger) bool { return t.State == "submitted" })
 	var session string
 	deadline := time.Now().Add(30 * time.Second)
 	for session == "" && time.Now().Before(deadline) {

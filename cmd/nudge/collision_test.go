@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // operator is a human at a real tmux client, attached through a pseudo-terminal.
@@ -138,7 +137,7 @@ func TestForceOverrideIsAudited(t *testing.T) {
 	if got.State != "acked" {
 		t.Fatalf("receipt: %+v", got)
 	}
-	var sent store.AuditRecord
+	var sent nudge.AuditRecord
 	for _, r := range td.audit("f1") {
 		if r.Event == "trigger_sent" {
 			sent = r

@@ -13,12 +13,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -43,9 +44,8 @@ type daemon struct {
 	sched    *inject.Scheduler
 	hub      *eventstream.Hub
 	profiles map[string]panes.Profile
-	auth     *authority                        // token key, revocations, runtime tokens, policy (token.go)
-	obs      *observer                         // metrics, alerts, status line (metrics.go)
-	typed    atomic.Pointer[metrics.Histogram] // the observer's toTyped, once it runs
+	auth     *auth.Authority   // token key, revocations, runtime tokens, policy
+	obs      *observe.Observer // metrics, alerts, status line (observer.go)
 
 	ln      net.Listener
 	srv     *http.Server
@@ -80,6 +80,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	if d.profiles, err = panes.LoadProfiles(cfg.ProfileDir); err != nil {
 		return nil, err
 	}
+	profileOverrides(cfg.ProfileDir, d.profiles).log(d.log)
 	d.acks = ack.NewTracker(ack.TrackerConfig{Signals: d.ackSignals})
 	if d.reg, err = panes.Open(ctx, d.registryConfig(), d.db); err != nil {
 		return nil, fmt.Errorf("open registry: %w", err)
@@ -101,10 +102,11 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	d.sched = inject.NewScheduler(d.pipe, inject.SchedulerConfig{MinGap: cfg.ScheduleGap, MinEvery: cfg.ScheduleMinEvery})
-	d.ready.Store(true)
-	d.auth.start(d)
-	d.obs = startObserver(d)
-	d.typed.Store(d.obs.toTyped)
+	if d.obs, err = d.openObserver(); err != nil {
+		return nil, err
+	}
+	d.ready.Store(true) // after d.obs: a hook that sees ready sees the observer
+	d.auth.Start(tokenRuntimes{d.reg})
 	if err := d.listen(); err != nil {
 		return nil, err
 	}
@@ -136,7 +138,7 @@ func (d *daemon) registryConfig() panes.Config {
 		SSHHost: c.SSHHost, SSH: c.SSH, SSHConfig: c.SSHConfig, Roots: c.Roots, Profiles: d.profiles,
 		SweepInterval: c.Sweep, CrashLoopFailures: c.CrashLoop, CrashLoopWindow: c.CrashWindow,
 		StartTimeout: c.StartTimeout,
-		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.policy.launchPolicy, Redact: cleanCapture,
+		Env:          d.runtimeEnv, Logger: d.log, LaunchPolicy: d.auth.Policy().LaunchPolicy,
 		OnOutput: d.onOutput, OnEvent: d.onEvent, OnChange: d.onRuntimeChange,
 	}
 }
@@ -166,8 +168,8 @@ func (d *daemon) injectConfig() inject.Config {
 	ic.AckTimeout, ic.AckRetries, ic.Backoff = c.AckTimeout, c.AckRetries, c.Backoff
 	ic.Logger = d.log
 	ic.OnTyped = func(took time.Duration) {
-		if h := d.typed.Load(); h != nil {
-			h.Update(took.Seconds())
+		if d.ready.Load() {
+			d.obs.ObserveTyped(took)
 		}
 	}
 	return ic
@@ -176,7 +178,7 @@ func (d *daemon) injectConfig() inject.Config {
 func (d *daemon) injectDeps() inject.Deps {
 	return inject.Deps{
 		Store: d.db, Runtimes: d.reg, Conn: d.sender, Gates: d.mon,
-		Acks: d.acks, Fallback: d.chain, OnChange: d.onTriggerChange, Redact: redact,
+		Acks: d.acks, Fallback: d.chain, OnChange: d.onTriggerChange,
 	}
 }
 
@@ -197,7 +199,7 @@ func (d *daemon) tmuxServerName() string {
 }
 
 // runtimeEnv is the environment a spawned runtime gets: where the daemon is.
-func (d *daemon) runtimeEnv(rt store.Runtime) []string {
+func (d *daemon) runtimeEnv(rt nudge.Runtime) []string {
 	return append([]string{"NUDGE_SOCKET=" + d.cfg.Socket, "NUDGE_RUNTIME_ID=" + rt.RuntimeID}, d.runtimeTokenEnv(rt)...)
 }
 
@@ -231,6 +233,7 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 	if err != nil {
 		return nil, err
 	}
+	packOverrides(d.cfg.PackDir, packs).log(d.log)
 	mc := detector.DefaultMonitorConfig()
 	mc.QuietWindow, mc.Packs, mc.Registry = d.cfg.QuietWindow, packs, d.reg
 	mc.Tmux, mc.SocketName, mc.SocketPath = d.cfg.Tmux, d.cfg.TmuxSocket, d.cfg.TmuxPath
@@ -244,15 +247,25 @@ func (d *daemon) openMonitor() (*detector.Monitor, error) {
 		}
 	}
 	mc.OnHumanDone = d.onHumanDone
+	if mc.LLM, err = d.cfg.classifier(); err != nil {
+		return nil, err
+	}
+	if mc.LLM != nil {
+		d.log.Info("llm classifier on", "url", d.cfg.llmEndpoint(), "model", d.cfg.LLMModel, "key_set", d.cfg.llmKey != "")
+	}
 	// A prompt queued in the agent is acked by heartbeats only after the agent took it up.
 	mc.OnDequeue = func(id string) { d.acks.Dequeued(id, time.Now()) }
 	return detector.NewMonitor(mc)
 }
 
 func (d *daemon) onReadiness(runtimeID string, c detector.Classification, busy bool) {
-	d.hub.Publish(Event{Type: "readiness", Workspace: d.eventWorkspace(runtimeID), Detail: mustJSON(map[string]any{
+	ws := d.eventWorkspace(runtimeID)
+	d.hub.Publish(Event{Type: "readiness", Workspace: ws, Detail: mustJSON(map[string]any{
 		"runtime_id": runtimeID, "readiness": c.State, "summary": c.Summary,
 		"actions_needed": c.ActionsNeeded, "operator_busy": busy})})
+	if d.ready.Load() {
+		d.obs.Workspace(ws)
+	}
 	if d.ready.Load() && !busy && c.State == nudge.Ready {
 		d.pipe.Kick(runtimeID)
 	}
@@ -260,40 +273,45 @@ func (d *daemon) onReadiness(runtimeID string, c detector.Classification, busy b
 
 // onHumanDone sends the orchestrator a synchronisation trigger after a human intervened
 // in a worker's pane (seed 001 §4.1).
-func (d *daemon) onHumanDone(rt store.Runtime) {
+func (d *daemon) onHumanDone(rt nudge.Runtime) {
 	ws, role, ok := strings.Cut(d.cfg.Orchestrator, "/")
 	if !ok || !d.ready.Load() || (rt.WorkspaceID == ws && rt.Role == role) {
 		return
 	}
 	id := fmt.Sprintf("sync_%s_%d", strings.ReplaceAll(rt.RuntimeID, ".", "_"), time.Now().UnixMilli())
-	go func() {
-		_, err := d.pipe.Submit(context.Background(), inject.Request{
-			TriggerID: id, Workspace: ws, Agent: role, ThreadID: "sync_" + rt.WorkspaceID,
-			Prompt: fmt.Sprintf("A human intervened directly in %s (%s, pane %s). Review its pane before continuing autonomous work.",
-				rt.Role, rt.WorkspaceID, rt.PaneID),
-			Reason: "human_intervention", Caller: "nudge",
-		})
+	d.pipe.SubmitAsync(inject.Request{
+		TriggerID: id, Workspace: ws, Agent: role, ThreadID: "sync_" + rt.WorkspaceID,
+		Prompt: fmt.Sprintf("A human intervened directly in %s (%s, pane %s). Review its pane before continuing autonomous work.",
+			rt.Role, rt.WorkspaceID, rt.PaneID),
+		Reason: "human_intervention", Caller: "nudge",
+	}, func(_ inject.Submitted, err error) {
 		if err != nil {
 			d.log.Warn("sync trigger", "runtime_id", rt.RuntimeID, "err", err)
 		}
-	}()
+	})
 }
 
-func (d *daemon) onRuntimeChange(rt store.Runtime, prev nudge.Status) {
+func (d *daemon) onRuntimeChange(rt nudge.Runtime, prev nudge.Status) {
 	d.hub.Publish(Event{Type: "runtime", Workspace: rt.WorkspaceID, Runtime: rt})
-	if d.ready.Load() && (prev == "" || nudge.Status(rt.Status) == nudge.StatusStarting) {
+	if d.ready.Load() {
+		d.obs.Workspace(rt.WorkspaceID)
+	}
+	if d.ready.Load() && (prev == "" || rt.Status == nudge.StatusStarting) {
 		d.mon.Refresh() // a new runtime, or a relaunch in a new pane: watch it now
 	}
-	if s := nudge.Status(rt.Status); d.ready.Load() && s != prev && (s == nudge.StatusStarting || s == nudge.StatusFallbackResume) {
+	if s := rt.Status; d.ready.Load() && s != prev && (s == nudge.StatusStarting || s == nudge.StatusFallbackResume) {
 		d.mon.Reclassify(rt.RuntimeID) // a new program: its screen is read afresh, even if it reads as the old one's did
 	}
-	if d.ready.Load() && nudge.Status(rt.Status) == nudge.StatusReady {
+	if d.ready.Load() && rt.Status == nudge.StatusReady {
 		d.pipe.Kick(rt.RuntimeID)
 	}
 }
 
-func (d *daemon) onTriggerChange(t store.Trigger) {
+func (d *daemon) onTriggerChange(t nudge.Trigger) {
 	d.hub.Publish(Event{Type: "trigger", Workspace: t.WorkspaceID, Trigger: t})
+	if d.ready.Load() {
+		d.obs.Trigger(t)
+	}
 }
 
 func (d *daemon) onFallbackStep(step ack.Step) {
@@ -361,11 +379,11 @@ func (d *daemon) Close() error {
 				os.Remove(d.cfg.Socket)
 			}
 		}
+		if d.sched != nil {
+			errs = append(errs, d.sched.Close()) // it submits into the pipeline: first
+		}
 		if d.pipe != nil {
 			errs = append(errs, d.pipe.Close())
-		}
-		if d.sched != nil {
-			d.sched.Wait()
 		}
 		if d.chain != nil {
 			errs = append(errs, d.chain.Close())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+
 	"github.com/nudgehq/nudge/controlmode"
 )
 
@@ -20,24 +23,18 @@ import (
 // key pressed in the Any binding).
 var minTmux = [2]int{3, 2}
 
-// runDoctor checks every host in use (this machine, the hosts of the daemon's workspaces,
-// and each --host): ssh reaches it, tmux there is new enough, and the programs the
-// runtimes there launch are on its PATH. It exits 1 if any check fails.
-func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("doctor", "", env)
-	o := addClientFlags(fs)
-	t := addTmuxFlags(fs)
-	var hosts []string
-	fs.Var(listFlag{&hosts}, "host", "also check this host (USER@HOST or an ssh config alias; repeatable)")
-	ssh := fs.String("ssh", "ssh", "ssh binary")
-	sshConfig := fs.String("ssh-config", "", "ssh config file (ssh -F); default: the user's own")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usagef("doctor takes no arguments")
-	}
-	out := env.stdout
+type doctor struct {
+	ssh, config, tmux   string
+	out                 io.Writer
+	stateDir            string
+	profileDir, packDir string
+	hosts               []string // --host
+	failed, warned      int
+}
+
+// check runs every check and prints one line per check.
+func (d *doctor) check(ctx context.Context, c *api.Client) error {
+	health, rts := d.askDaemon(ctx, c)
 	programs := map[string][]string{"": nil} // host -> programs its runtimes launch
 	// A host with no program to check is still checked.
 	seen := func(h string) {
@@ -45,12 +42,8 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 			programs[h] = nil
 		}
 	}
-	for _, h := range hosts {
+	for _, h := range d.hosts {
 		seen(h)
-	}
-	var rts []runtimeView
-	if err := o.client(env).do(ctx, "GET", "/v1/runtimes", nil, &rts); err != nil {
-		fmt.Fprintf(out, "note  daemon not reachable (%v): checking this machine and --host only\n", err)
 	}
 	for _, rt := range rts {
 		seen(rt.Host)
@@ -66,30 +59,48 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 		names = append(names, h)
 	}
 	slices.Sort(names)
-	d := doctor{ssh: *ssh, config: *sshConfig, tmux: t.tmux, out: out}
 	for _, h := range names {
 		d.host(ctx, h, programs[h])
+		if h == "" {
+			d.agents(ctx, programs[h])
+		}
 	}
-	if d.failed > 0 {
-		return fmt.Errorf("doctor: %d check(s) failed", d.failed)
+	d.permissions(c.Socket())
+	d.overrides()
+	health()
+	switch {
+	case d.failed > 0:
+		return fmt.Errorf("%d check(s) failed", d.failed)
+	case d.warned > 0:
+		fmt.Fprintf(d.out, "no check failed (%d warning(s))\n", d.warned)
+	default:
+		fmt.Fprintln(d.out, "all checks passed")
 	}
-	fmt.Fprintln(out, "all checks passed")
 	return nil
 }
 
-type doctor struct {
-	ssh, config, tmux string
-	out               interface{ Write([]byte) (int, error) }
-	failed            int
+func (d *doctor) line(word, host, format string, args ...any) {
+	fmt.Fprintf(d.out, "%s  %s: %s\n", word, displayHostName(host), fmt.Sprintf(format, args...))
+}
+
+func (d *doctor) ok(host, format string, args ...any) { d.line("ok  ", host, format, args...) }
+
+func (d *doctor) warn(host, format string, args ...any) {
+	d.warned++
+	d.line("warn", host, format, args...)
+}
+
+func (d *doctor) fail(host, format string, args ...any) {
+	d.failed++
+	d.line("FAIL", host, format, args...)
 }
 
 func (d *doctor) report(ok bool, host, format string, args ...any) {
-	word := "ok  "
-	if !ok {
-		word = "FAIL"
-		d.failed++
+	if ok {
+		d.ok(host, format, args...)
+	} else {
+		d.fail(host, format, args...)
 	}
-	fmt.Fprintf(d.out, "%s  %s: %s\n", word, displayHostName(host), fmt.Sprintf(format, args...))
 }
 
 func displayHostName(h string) string {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/standin"
-	"github.com/nudgehq/nudge/store"
 )
 
 // agentBinary finds a real agent CLI: $env, else the npm cache that .ci/test fills, else
@@ -91,7 +91,7 @@ func testDraftHoldsTrigger(t *testing.T, agent, bin string) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "oc-1", "workspace": "oc", "agent": "dev", "prompt": "nudge's task"}); err != nil {
 		t.Fatal(err)
 	}
-	got := td.waitTrigger("oc-1", func(t store.Trigger) bool { return t.State != "queued" })
+	got := td.waitTrigger("oc-1", func(t nudge.Trigger) bool { return t.State != "queued" })
 	if got.State != "deferred" || got.ErrorCode != "OPERATOR_BUSY" || !strings.Contains(got.Message, "draft") {
 		t.Fatalf("oc-1 with a draft in the composer: %+v\nscreen:\n%s", got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
 	}
@@ -103,7 +103,7 @@ func testDraftHoldsTrigger(t *testing.T, agent, bin string) {
 	for range len(draft) {
 		td.tmux("send-keys", "-t", rt.PaneID, "BSpace")
 	}
-	got = td.waitTrigger("oc-1", func(t store.Trigger) bool { return t.State == "submitted" || t.Closed })
+	got = td.waitTrigger("oc-1", func(t nudge.Trigger) bool { return t.State == "submitted" || t.Closed })
 	if got.State != "submitted" {
 		t.Fatalf("oc-1 after the draft was cleared: %+v\nscreen:\n%s", got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
 	}

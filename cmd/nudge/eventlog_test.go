@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
-	"github.com/nudgehq/nudge/store"
 )
 
 // readEvents returns the kept events after since that c may see (no follow).
@@ -71,7 +71,7 @@ func TestEventsDurable(t *testing.T) {
 		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": ws, "agent": "rev", "prompt": prompt}); err != nil {
 			t.Fatal(err)
 		}
-		td.waitTrigger(id, func(tr store.Trigger) bool { return tr.State == "submitted" || tr.Closed })
+		td.waitTrigger(id, func(tr nudge.Trigger) bool { return tr.State == "submitted" || tr.Closed })
 	}
 	send(td, "w1", "b1", "BEFORE-W1")
 	send(td, "w2", "b2", "BEFORE-W2")

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // Issue 12 item 5: fallbacks never type into the wrong pane. A fallback that must keep
@@ -64,7 +64,7 @@ func (td *testDaemon) asideRuntimes(role string) []runtimeView {
 	return out
 }
 
-func checkAside(t *testing.T, td *testDaemon, got store.Trigger, role string) runtimeView {
+func checkAside(t *testing.T, td *testDaemon, got nudge.Trigger, role string) runtimeView {
 	t.Helper()
 	aside := td.asideRuntimes(role)
 	if len(aside) != 1 {

@@ -14,8 +14,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // faultConfig is a daemon config for the fault tests (issue 8): short waits so a trigger
@@ -68,9 +67,9 @@ func (td *testDaemon) fireTriggers(ws, prefix string, n int, agents ...string) [
 
 // waitAllClosed polls every trigger until it is closed (a final receipt) or a generous
 // deadline passes, and returns the receipts.
-func (td *testDaemon) waitAllClosed(ids []string, within time.Duration) map[string]store.Trigger {
+func (td *testDaemon) waitAllClosed(ids []string, within time.Duration) map[string]nudge.Trigger {
 	td.t.Helper()
-	got := map[string]store.Trigger{}
+	got := map[string]nudge.Trigger{}
 	deadline := time.Now().Add(within)
 	for {
 		var open []string
@@ -78,7 +77,7 @@ func (td *testDaemon) waitAllClosed(ids []string, within time.Duration) map[stri
 			if got[id].Closed {
 				continue
 			}
-			var tr store.Trigger
+			var tr nudge.Trigger
 			if err := td.c.do(t0(), "GET", "/v1/triggers/"+id, nil, &tr); err == nil {
 				got[id] = tr
 			}
@@ -99,7 +98,7 @@ func (td *testDaemon) waitAllClosed(ids []string, within time.Duration) map[stri
 // runtimeAudit is the runtime's audit events with their codes, space separated.
 func (td *testDaemon) runtimeAudit(id string) string {
 	td.t.Helper()
-	var recs []store.AuditRecord
+	var recs []nudge.AuditRecord
 	if err := td.c.do(t0(), "GET", "/v1/audit?runtime="+id, nil, &recs); err != nil {
 		td.t.Fatal(err)
 	}
@@ -107,12 +106,12 @@ func (td *testDaemon) runtimeAudit(id string) string {
 }
 
 // coded is the records' events, space separated, each failure code in brackets after it.
-func coded(recs []store.AuditRecord) string {
+func coded(recs []nudge.AuditRecord) string {
 	var s []string
 	for _, r := range recs {
 		ev := r.Event
 		if r.Code != "" {
-			ev += "(" + r.Code + ")"
+			ev += "(" + string(r.Code) + ")"
 		}
 		s = append(s, ev)
 	}
@@ -151,7 +150,7 @@ func tail(s string, n int) string {
 
 // final reports whether a closed receipt is one of the final outcomes a fault allows:
 // delivered (submitted or acked), or failed/fell back with a code.
-func final(tr store.Trigger) bool {
+func final(tr nudge.Trigger) bool {
 	switch {
 	case !tr.Closed:
 		return false
@@ -235,9 +234,9 @@ func (cd *chaosDaemon) metric(name string) float64 {
 }
 
 // waitCatLine triggers a chaos daemon's cat agent and waits for the prompt in its file.
-func (cd *chaosDaemon) triggerAndWait(id, agent, file string, within time.Duration) store.Trigger {
+func (cd *chaosDaemon) triggerAndWait(id, agent, file string, within time.Duration) nudge.Trigger {
 	cd.t.Helper()
-	var tr store.Trigger
+	var tr nudge.Trigger
 	if err := cd.call("POST", "/v1/triggers", map[string]any{"trigger_id": id, "workspace": "w1",
 		"agent": agent, "prompt": "wake " + id}, &tr); err != nil {
 		cd.t.Fatalf("trigger %s: %v", id, err)

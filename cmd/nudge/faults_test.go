@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/nudgehq/nudge/store"
 	"io"
 	"net"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 // Fault tests (issue 8): real tmux, real processes. Each recovers without losing a
@@ -46,7 +47,7 @@ func TestFaultTmuxServerKilled(t *testing.T) {
 		if !final(tr) {
 			t.Errorf("%s: closed without a final outcome: %+v", id, tr)
 		}
-		counts[tr.State+"/"+tr.ErrorCode+"/"+tr.Fallback]++
+		counts[string(tr.State)+"/"+string(tr.ErrorCode)+"/"+tr.Fallback]++
 		if strings.Contains(tr.Message, "busy (restarting)") {
 			conflicts++
 		}
@@ -166,7 +167,7 @@ func TestFaultPaneKilledMidInjection(t *testing.T) {
 		}
 		got := td.waitAllClosed([]string{tr.TriggerID}, 45*time.Second)[id]
 		story := events(td.audit(id))
-		outcomes[got.State+"/"+got.ErrorCode+"/"+got.Fallback]++
+		outcomes[string(got.State)+"/"+string(got.ErrorCode)+"/"+got.Fallback]++
 		switch {
 		case (got.State == "acked" || got.State == "submitted") && got.Fallback == "":
 			// It won the race: then the pane's program read all of it, Enter included.
@@ -175,7 +176,7 @@ func TestFaultPaneKilledMidInjection(t *testing.T) {
 				t.Fatalf("round %d: receipt %s but the program never read the whole prompt (pid %d, /proc: %v); panes:\n%s\naudit: %+v",
 					i, got.State, pid, alive, td.tmux("list-panes", "-a", "-F", "#{pane_id} #{pane_pid} #{pane_dead} #{pane_current_command}"), td.audit(id))
 			}
-		case paneGone(got.ErrorCode) || paneGone(causeOf(td.audit(id))):
+		case paneGone(string(got.ErrorCode)) || paneGone(causeOf(td.audit(id))):
 			// failed or fell back because the pane died
 		default:
 			t.Fatalf("round %d: receipt %s/%s/%s %q; audit: %s", i, got.State, got.ErrorCode, got.Fallback, got.Message, story)
@@ -193,10 +194,10 @@ func TestFaultPaneKilledMidInjection(t *testing.T) {
 func paneGone(code string) bool { return code == "PANE_DEAD" || code == "TARGET_NOT_FOUND" }
 
 // causeOf is the code of a trigger's first fallback_required record: why it fell back.
-func causeOf(recs []store.AuditRecord) string {
+func causeOf(recs []nudge.AuditRecord) string {
 	for _, r := range recs {
 		if r.Event == "fallback_required" {
-			return r.Code
+			return string(r.Code)
 		}
 	}
 	return ""
@@ -312,10 +313,10 @@ func TestFaultSlowAPIClients(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			c := newClient(cd.socket, "")
-			defer c.http.CloseIdleConnections()
+			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			var tr store.Trigger
+			var tr nudge.Trigger
 			if err := c.do(ctx, "POST", "/v1/triggers", map[string]any{"trigger_id": fmt.Sprintf("many-%d", i),
 				"workspace": "w1", "agent": fmt.Sprintf("a%d", i%4), "prompt": strings.Repeat("x", 2000)}, &tr); err == nil {
 				answered.Add(1)

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // TestFoldedPasteTUI is the helper process of TestFoldedPasteSubmittedOnce (it does
@@ -131,7 +131,7 @@ func TestFoldedPasteSubmittedOnce(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "fold-1", "workspace": "fold", "agent": "dev", "prompt": prompt}); err != nil {
 		t.Fatal(err)
 	}
-	got := td.waitTriggerFor("fold-1", 30*time.Second, func(t store.Trigger) bool {
+	got := td.waitTriggerFor("fold-1", 30*time.Second, func(t nudge.Trigger) bool {
 		return t.State != "queued" && t.State != "injected" && t.State != "deferred"
 	})
 	screen := td.tmux("capture-pane", "-p", "-t", rt.PaneID)

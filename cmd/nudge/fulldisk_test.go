@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+
+	"github.com/nudgehq/nudge"
 )
 
 // smallTmpfs mounts a tmpfs of size bytes on a new directory, unmounted when the test
@@ -51,7 +53,7 @@ func TestFullDiskLosesNoAcceptedTrigger(t *testing.T) {
 	for i := 0; i < 60 && refused < 3; i++ {
 		id := fmt.Sprintf("fd-%02d", i)
 		_, err := td.trigger(map[string]any{"trigger_id": id, "thread_id": id, "workspace": "w1", "agent": "rev", "prompt": prompt(i)})
-		var ae *apiError
+		var ae *api.Error
 		switch {
 		case err == nil:
 			accepted = append(accepted, id)
@@ -74,7 +76,7 @@ func TestFullDiskLosesNoAcceptedTrigger(t *testing.T) {
 		if _, err := td.trigger(map[string]any{"trigger_id": id, "thread_id": id, "workspace": "w1", "agent": "rev", "prompt": "again"}); err != nil {
 			t.Errorf("accepted trigger %s: repeat: %v", id, err)
 		}
-		var tr store.Trigger
+		var tr nudge.Trigger
 		if err := td.c.do(bg(), "GET", "/v1/triggers/"+id, nil, &tr); err != nil {
 			t.Errorf("accepted trigger %s: receipt while the disk is full: %v", id, err)
 		}
@@ -104,7 +106,7 @@ func TestFullDiskLosesNoAcceptedTrigger(t *testing.T) {
 
 	td.stop()
 	td = startDaemon(t, cfg)
-	var recs []store.AuditRecord
+	var recs []nudge.AuditRecord
 	if err := td.c.do(bg(), "GET", "/v1/audit?event=trigger_received", nil, &recs); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +115,7 @@ func TestFullDiskLosesNoAcceptedTrigger(t *testing.T) {
 		audited[r.TriggerID] = true
 	}
 	for _, id := range accepted {
-		var tr store.Trigger
+		var tr nudge.Trigger
 		if err := td.c.do(bg(), "GET", "/v1/triggers/"+id, nil, &tr); err != nil {
 			t.Errorf("accepted trigger %s: receipt after a restart: %v", id, err)
 		}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // TestGatesSurviveDaemonRestart: a loop-guard block and a rate-limit window outlive the
@@ -15,12 +15,12 @@ func TestGatesSurviveDaemonRestart(t *testing.T) {
 	cfg.LoopRepeats, cfg.RateLimit = 2, 3
 	td := startDaemon(t, cfg)
 	rt, file := rawCat(t, td, "w1", "rev")
-	send := func(td *testDaemon, id, thread, prompt string) store.Trigger {
+	send := func(td *testDaemon, id, thread, prompt string) nudge.Trigger {
 		t.Helper()
 		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "w1", "agent": "rev", "thread_id": thread, "prompt": prompt}); err != nil {
 			t.Fatal(err)
 		}
-		return td.waitTrigger(id, func(t store.Trigger) bool { return t.Closed || t.State == "deferred" })
+		return td.waitTrigger(id, func(t nudge.Trigger) bool { return t.Closed || t.State == "deferred" })
 	}
 	// The same prompt twice blocks the thread; three deliveries fill the rate window.
 	for i, id := range []string{"l1", "l2"} {
@@ -45,7 +45,7 @@ func TestGatesSurviveDaemonRestart(t *testing.T) {
 	}
 	// r4, held when the daemon stopped, is held again by the same window (not typed at once).
 	// (The lane has stepped past it: l3, queued after it, is already decided.)
-	r4 := td.waitTrigger("r4", func(store.Trigger) bool { return true })
+	r4 := td.waitTrigger("r4", func(nudge.Trigger) bool { return true })
 	if r4.State != "deferred" || r4.Attempts != 0 || r4.ErrorCode != "TRIGGER_RATE_LIMITED" || r4.DeferredUntil == nil {
 		t.Fatalf("rate window after a restart: %+v", r4)
 	}
@@ -56,7 +56,7 @@ func TestGatesSurviveDaemonRestart(t *testing.T) {
 		t.Fatalf("after unblock: %+v", got)
 	}
 	readUntil(t, file, func(s string) bool { return strings.Contains(s, "unblocked now") })
-	var recs []store.AuditRecord
+	var recs []nudge.AuditRecord
 	td.c.do(t0(), "GET", "/v1/audit?thread=th-loop", nil, &recs)
 	if !strings.Contains(events(recs), "thread_unblocked") {
 		t.Errorf("unblock not in the thread's audit: %s", events(recs))

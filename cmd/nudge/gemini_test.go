@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/standin"
 	"github.com/nudgehq/nudge/detector"
-	"github.com/nudgehq/nudge/store"
 )
 
 // geminiSetup gives the real Gemini CLI a private HOME pointed at a model stand-in
@@ -41,7 +41,7 @@ func TestGeminiTriggerSubmittedThenBusyDefers(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "gm-1", "workspace": "gm", "agent": "dev", "prompt": "say hello; it's \"quoted\" and $HOME"}); err != nil {
 		t.Fatal(err)
 	}
-	got := td.waitTrigger("gm-1", func(t store.Trigger) bool { return t.State == "submitted" || t.Closed })
+	got := td.waitTrigger("gm-1", func(t nudge.Trigger) bool { return t.State == "submitted" || t.Closed })
 	screen := td.tmux("capture-pane", "-p", "-e", "-t", rt.PaneID)
 	if got.State != "submitted" {
 		t.Fatalf("gm-1 not submitted: %+v\nscreen:\n%s", got, screen)
@@ -58,7 +58,7 @@ func TestGeminiTriggerSubmittedThenBusyDefers(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "gm-2", "workspace": "gm", "agent": "dev", "prompt": "second task"}); err != nil {
 		t.Fatal(err)
 	}
-	got = td.waitTrigger("gm-2", func(t store.Trigger) bool { return t.State != "queued" })
+	got = td.waitTrigger("gm-2", func(t nudge.Trigger) bool { return t.State != "queued" })
 	if got.State != "deferred" || !strings.Contains(got.Message, "BUSY") {
 		t.Fatalf("gm-2 while Gemini is busy: %+v\nscreen:\n%s", got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
 	}

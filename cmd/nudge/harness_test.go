@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 var testSeq atomic.Int64
@@ -48,6 +48,7 @@ func newTestConfig(t *testing.T) serveConfig {
 	}
 	cfg.Roots = []string{root}
 	cfg.LogLevel = "debug"
+	cfg.ProfileDir, cfg.PackDir = "", "" // never the user's own overrides
 	server := cfg.TmuxSocket
 	t.Cleanup(func() { exec.Command("tmux", "-L", server, "kill-server").Run() })
 	return cfg
@@ -117,16 +118,16 @@ func (td *testDaemon) waitRuntime(id string, ok func(runtimeView) bool) runtimeV
 }
 
 // trigger posts a trigger request.
-func (td *testDaemon) trigger(req map[string]any) (store.Trigger, error) {
-	var t store.Trigger
+func (td *testDaemon) trigger(req map[string]any) (nudge.Trigger, error) {
+	var t nudge.Trigger
 	err := td.c.do(context.Background(), "POST", "/v1/triggers", req, &t)
 	return t, err
 }
 
 // waitTrigger polls a trigger until ok or a generous deadline.
-func (td *testDaemon) waitTrigger(id string, ok func(store.Trigger) bool) store.Trigger {
+func (td *testDaemon) waitTrigger(id string, ok func(nudge.Trigger) bool) nudge.Trigger {
 	td.t.Helper()
-	var tr store.Trigger
+	var tr nudge.Trigger
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if err := td.c.do(context.Background(), "GET", "/v1/triggers/"+id, nil, &tr); err == nil && ok(tr) {
@@ -148,6 +149,6 @@ func (td *testDaemon) tmux(args ...string) string {
 	return string(out)
 }
 
-func closed(t store.Trigger) bool { return t.Closed }
+func closed(t nudge.Trigger) bool { return t.Closed }
 
 func t0() context.Context { return context.Background() }

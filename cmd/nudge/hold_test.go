@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // Issue 12 item 3: every hold ends. An agent that does not queue input and is busy, in a
@@ -76,7 +76,7 @@ func TestHoldEveryAgentStateEndsWithDeferTimeout(t *testing.T) {
 	}
 	for _, c := range cases {
 		rt := td.spawnStrict(c.role, c.argv...)
-		td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Readiness == c.readiness })
+		td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return string(r.Readiness) == c.readiness })
 	}
 	for _, c := range cases {
 		id := "h-" + c.role
@@ -86,9 +86,9 @@ func TestHoldEveryAgentStateEndsWithDeferTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		if held.State != "deferred" {
-			held = td.waitTrigger(id, func(t store.Trigger) bool { return t.State == "deferred" || t.Closed })
+			held = td.waitTrigger(id, func(t nudge.Trigger) bool { return t.State == "deferred" || t.Closed })
 		}
-		if held.State != "deferred" || held.ErrorCode != c.code || held.DeferredUntil == nil || held.Result != "deferred" {
+		if held.State != "deferred" || string(held.ErrorCode) != c.code || held.DeferredUntil == nil || held.Result != "deferred" {
 			t.Fatalf("%s: held without its code or deadline: %+v", c.role, held)
 		}
 		if d := held.DeferredUntil.Sub(*held.DeferredAt); d <= 0 || d > 3*time.Second+time.Second {
@@ -120,7 +120,7 @@ func TestHoldConfirmationTypedOnlyWhenForced(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "f1", "workspace": "w1", "agent": "confirm", "prompt": "yes"}); err != nil {
 		t.Fatal(err)
 	}
-	td.waitTrigger("f1", func(t store.Trigger) bool { return t.ErrorCode == "AGENT_NEEDS_CONFIRMATION" })
+	td.waitTrigger("f1", func(t nudge.Trigger) bool { return t.ErrorCode == "AGENT_NEEDS_CONFIRMATION" })
 	if _, err := os.Stat(answer); err == nil {
 		t.Fatal("typed into the dialog before the force")
 	}
@@ -144,7 +144,7 @@ func TestHoldPausedRuntimeEndsFailed(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "p1", "workspace": "w1", "agent": "idle", "prompt": "wait"}); err != nil {
 		t.Fatal(err)
 	}
-	held := td.waitTrigger("p1", func(t store.Trigger) bool { return t.State != "queued" })
+	held := td.waitTrigger("p1", func(t nudge.Trigger) bool { return t.State != "queued" })
 	if held.ErrorCode != "RUNTIME_PAUSED" || held.DeferredUntil == nil {
 		t.Fatalf("held: %+v", held)
 	}

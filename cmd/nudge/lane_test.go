@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // Issue 12 item 4: one runtime, two threads. A per-thread gate holds only its thread:
@@ -19,7 +19,7 @@ func laneConfig(t *testing.T) serveConfig {
 	return cfg
 }
 
-func submitted(t store.Trigger) bool {
+func submitted(t nudge.Trigger) bool {
 	return t.State == "submitted" || t.State == "acked"
 }
 
@@ -36,7 +36,7 @@ func TestLaneRateLimitedThreadDoesNotHoldOtherThread(t *testing.T) {
 	post("a1", "thA")
 	td.waitTrigger("a1", submitted)
 	post("a2", "thA") // thread A's one slot is spent: held by the rate limit
-	a2 := td.waitTrigger("a2", func(t store.Trigger) bool { return t.State == "deferred" })
+	a2 := td.waitTrigger("a2", func(t nudge.Trigger) bool { return t.State == "deferred" })
 	if a2.ErrorCode != "TRIGGER_RATE_LIMITED" || a2.DeferredUntil == nil {
 		t.Fatalf("a2 held without its code or deferred_until: %+v", a2)
 	}
@@ -45,19 +45,19 @@ func TestLaneRateLimitedThreadDoesNotHoldOtherThread(t *testing.T) {
 	td.waitTrigger("b1", submitted)
 	waitFile(t, file, "prompt b1", 20*time.Second)
 	for _, id := range []string{"a2", "a3"} {
-		if got := td.waitTrigger(id, func(store.Trigger) bool { return true }); submitted(got) {
+		if got := td.waitTrigger(id, func(nudge.Trigger) bool { return true }); submitted(got) {
 			t.Fatalf("%s went out past its thread's rate limit: %+v", id, got)
 		}
 	}
 	// Forcing a3 sends it next, although a2 is ahead of it in thread A and the window
 	// has minutes left.
-	var forced store.Trigger
+	var forced nudge.Trigger
 	if err := td.c.do(t0(), "POST", "/v1/triggers/a3/force", forceBody{Reason: "operator says now"}, &forced); err != nil {
 		t.Fatal(err)
 	}
 	td.waitTrigger("a3", submitted)
 	waitFile(t, file, "prompt a3", 20*time.Second)
-	if got := td.waitTrigger("a2", func(store.Trigger) bool { return true }); submitted(got) {
+	if got := td.waitTrigger("a2", func(nudge.Trigger) bool { return true }); submitted(got) {
 		t.Fatalf("a2 went out with the forced a3: %+v", got)
 	}
 	lines := readUntil(t, file, func(s string) bool { return strings.Contains(s, "prompt a3") })

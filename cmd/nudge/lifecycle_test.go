@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // lifecycleSetup starts a daemon that sweeps often; profiles(root) are extra profiles
@@ -46,9 +46,9 @@ func (td *testDaemon) spawnRaw(body spawnBody) runtimeView {
 }
 
 // runtimeRecords is the runtime's audit records, oldest first.
-func (td *testDaemon) runtimeRecords(id string) []store.AuditRecord {
+func (td *testDaemon) runtimeRecords(id string) []nudge.AuditRecord {
 	td.t.Helper()
-	var recs []store.AuditRecord
+	var recs []nudge.AuditRecord
 	if err := td.c.do(t0(), "GET", "/v1/audit?runtime="+id, nil, &recs); err != nil {
 		td.t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func (td *testDaemon) runtimeRecords(id string) []store.AuditRecord {
 }
 
 // statusPath is the runtime's status changes as "from>to" words.
-func statusPath(recs []store.AuditRecord) string {
+func statusPath(recs []nudge.AuditRecord) string {
 	var out []string
 	for _, r := range recs {
 		if r.Event != "runtime_status_changed" {
@@ -256,7 +256,7 @@ func TestStartingWaitsForReadyAndTimesOut(t *testing.T) {
 	if failed.Status != "failed" || failed.Readiness == "READY" {
 		t.Fatalf("stuck: %+v", failed.Runtime)
 	}
-	var ev store.AuditRecord
+	var ev nudge.AuditRecord
 	for _, r := range td.runtimeRecords(stuck.RuntimeID) {
 		if r.Event == "runtime_start_timeout" {
 			ev = r
@@ -313,11 +313,11 @@ func TestCodexReadyOnlyWithItsComposer(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "cx-early", "workspace": "cx", "agent": "dev", "prompt": "say hello"}); err != nil {
 		t.Fatal(err)
 	}
-	got := td.waitTrigger("cx-early", func(t store.Trigger) bool { return t.State == "submitted" || t.Closed })
+	got := td.waitTrigger("cx-early", func(t nudge.Trigger) bool { return t.State == "submitted" || t.Closed })
 	if got.State != "submitted" {
 		t.Fatalf("trigger: %+v\nscreen:\n%s", got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
 	}
-	var ready store.AuditRecord
+	var ready nudge.AuditRecord
 	for _, r := range td.runtimeRecords(rt.RuntimeID) {
 		var d struct{ To string }
 		json.Unmarshal(r.Detail, &d)

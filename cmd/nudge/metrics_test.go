@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"regexp"
@@ -12,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // promLine is the Prometheus text exposition format's sample line: name{labels} value.
@@ -60,6 +65,12 @@ func parseProm(t *testing.T, r io.Reader) map[string]float64 {
 
 func (td *testDaemon) metrics() map[string]float64 {
 	td.t.Helper()
+	return parseProm(td.t, bytes.NewReader(td.metricsText()))
+}
+
+// metricsText is the body of GET /metrics on the socket.
+func (td *testDaemon) metricsText() []byte {
+	td.t.Helper()
 	resp, err := td.c.send(context.Background(), "GET", "/metrics", nil)
 	if err != nil {
 		td.t.Fatal(err)
@@ -68,7 +79,29 @@ func (td *testDaemon) metrics() map[string]float64 {
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		td.t.Fatalf("GET /metrics: %s %q", resp.Status, resp.Header.Get("Content-Type"))
 	}
-	return parseProm(td.t, resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		td.t.Fatal(err)
+	}
+	return b
+}
+
+// histogramQuantile is PromQL's histogram_quantile over one histogram: the bucket that
+// holds the q-th rank, interpolated linearly inside it.
+func histogramQuantile(q float64, h *dto.Histogram) float64 {
+	total := float64(h.GetSampleCount())
+	rank, lower, below := q*total, 0.0, 0.0
+	for _, b := range h.GetBucket() {
+		upper, n := b.GetUpperBound(), float64(b.GetCumulativeCount())
+		if n >= rank && total > 0 {
+			if math.IsInf(upper, 1) {
+				return lower
+			}
+			return lower + (upper-lower)*(rank-below)/(n-below)
+		}
+		lower, below = upper, n
+	}
+	return math.NaN()
 }
 
 func TestParsePromRejectsGarbage(t *testing.T) {
@@ -140,6 +173,29 @@ func TestMetricsCountRealTriggers(t *testing.T) {
 		t.Errorf("queue depth after all triggers closed: %v", after[`trigger_queue_depth{runtime="`+rt.RuntimeID+`"}`])
 	}
 
+	// Stock Prometheus reads it: typed families, and a quantile from the cumulative le
+	// buckets of nudge's own share and of the seed's trigger latency.
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(td.metricsText()))
+	if err != nil {
+		t.Fatalf("expfmt: %v", err)
+	}
+	for _, name := range []string{"trigger_received_to_typed_seconds", "trigger_latency_seconds"} {
+		f := fams[name]
+		if f.GetType() != dto.MetricType_HISTOGRAM || len(f.GetMetric()) != 1 {
+			t.Fatalf("%s: %v, want one histogram", name, f)
+		}
+		h := f.GetMetric()[0].GetHistogram()
+		p50, p99 := histogramQuantile(0.5, h), histogramQuantile(0.99, h)
+		t.Logf("%s: n=%d p50=%.6fs p99=%.6fs", name, h.GetSampleCount(), p50, p99)
+		if h.GetSampleCount() != 3 || !(p50 > 0 && p50 <= p99 && p99 <= 60) {
+			t.Errorf("%s: n=%d p50=%v p99=%v", name, h.GetSampleCount(), p50, p99)
+		}
+	}
+	if f := fams["trigger_delivered_total"]; f.GetType() != dto.MetricType_COUNTER || f.GetHelp() == "" {
+		t.Errorf("trigger_delivered_total: %v", f)
+	}
+
 	// The same text on --metrics-addr.
 	resp, err := http.Get("http://" + cfg.MetricsAddr + "/metrics")
 	if err != nil {
@@ -149,16 +205,6 @@ func TestMetricsCountRealTriggers(t *testing.T) {
 	tcp := parseProm(t, resp.Body)
 	if tcp["trigger_delivered_total"] != after["trigger_delivered_total"] {
 		t.Errorf("tcp trigger_delivered_total %v, socket %v", tcp["trigger_delivered_total"], after["trigger_delivered_total"])
-	}
-}
-
-// Two daemons in one process keep separate counters (no global metrics set).
-func TestMetricsPerDaemon(t *testing.T) {
-	a := newObserver(&daemon{})
-	b := newObserver(&daemon{})
-	a.requests.Inc()
-	if b.requests.Get() != 0 {
-		t.Fatal("observers share counters")
 	}
 }
 

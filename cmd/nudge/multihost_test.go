@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
-	"github.com/nudgehq/nudge/store"
 )
 
 // multiHostSetup starts a real sshd on loopback and one daemon serving a local
@@ -151,7 +151,7 @@ func TestMultiHostTriggersSurviveSSHCut(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	send("wr", "b", "down1")
-	held := td.waitTrigger("down1", func(tr store.Trigger) bool { return tr.State == "deferred" })
+	held := td.waitTrigger("down1", func(tr nudge.Trigger) bool { return tr.State == "deferred" })
 	if held.ErrorCode != "HOST_UNREACHABLE" || held.DeferredUntil == nil || !strings.Contains(held.Message, "host unreachable") ||
 		held.Host != h.alias {
 		t.Fatalf("held trigger: %+v", held)

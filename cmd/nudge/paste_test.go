@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/detector"
-	"github.com/nudgehq/nudge/store"
 )
 
 // pasteSizes are the prompt sizes (KiB) of the large-prompt tests: 1, 16 and 64 in CI;
@@ -60,7 +60,7 @@ func testLargePrompts(t *testing.T, td *testDaemon, rt runtimeView, queues bool)
 			if _, err := td.trigger(req); err != nil {
 				t.Fatalf("%s: %v", id, err)
 			}
-			got := td.waitTriggerFor(id, 90*time.Second, func(t store.Trigger) bool { return t.State == "submitted" || t.Closed })
+			got := td.waitTriggerFor(id, 90*time.Second, func(t nudge.Trigger) bool { return t.State == "submitted" || t.Closed })
 			if got.State != "submitted" {
 				t.Fatalf("%s: not submitted: state %s code %s: %s\nscreen:\n%s", id, got.State, got.ErrorCode, got.Message,
 					td.tmux("capture-pane", "-p", "-t", rt.PaneID))
@@ -110,9 +110,9 @@ func (td *testDaemon) spawnSlow(ws, agent, role string) runtimeView {
 }
 
 // waitTriggerFor is waitTrigger with its own deadline.
-func (td *testDaemon) waitTriggerFor(id string, d time.Duration, ok func(store.Trigger) bool) store.Trigger {
+func (td *testDaemon) waitTriggerFor(id string, d time.Duration, ok func(nudge.Trigger) bool) nudge.Trigger {
 	td.t.Helper()
-	var tr store.Trigger
+	var tr nudge.Trigger
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if err := td.c.do(t0(), "GET", "/v1/triggers/"+id, nil, &tr); err == nil && ok(tr) {
 			return tr

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/standin"
 	"github.com/nudgehq/nudge/cmd/nudge/streamrec"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/detector"
-	"github.com/nudgehq/nudge/store"
 )
 
 // agentCase is one real agent CLI doing full turns against a model stand-in: the
@@ -116,9 +116,9 @@ func (ft *fullTurns) send(id, body string) {
 // waitAcked waits (generously: a 64 KiB paste into a loaded TUI is slow) until the
 // trigger is acked by the marker, and fails with its story and the screen if it ends
 // any other way.
-func (ft *fullTurns) waitAcked(id string) store.Trigger {
+func (ft *fullTurns) waitAcked(id string) nudge.Trigger {
 	ft.t.Helper()
-	var tr store.Trigger
+	var tr nudge.Trigger
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		if err := ft.td.c.do(t0(), "GET", "/v1/triggers/"+id, nil, &tr); err == nil && (tr.State == "acked" || tr.Closed) {
@@ -137,7 +137,7 @@ func (ft *fullTurns) waitAcked(id string) store.Trigger {
 // the screen if it ends otherwise.
 func (ft *fullTurns) waitSubmitted(id string) {
 	ft.t.Helper()
-	var tr store.Trigger
+	var tr nudge.Trigger
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if err := ft.td.c.do(t0(), "GET", "/v1/triggers/"+id, nil, &tr); err == nil && (tr.SubmittedAt != nil || tr.Closed) {
 			break
@@ -170,7 +170,7 @@ func (ft *fullTurns) waitReady(after string) {
 // waitReadiness waits until the runtime reads want.
 func (ft *fullTurns) waitReadiness(want string) {
 	ft.t.Helper()
-	ft.td.waitRuntime(ft.rt.RuntimeID, func(r runtimeView) bool { return r.Readiness == want })
+	ft.td.waitRuntime(ft.rt.RuntimeID, func(r runtimeView) bool { return string(r.Readiness) == want })
 }
 
 // screen is the runtime's pane now (it may have been replaced: its current pane).
@@ -278,7 +278,7 @@ func (ft *fullTurns) approval() {
 	ft.mark("NEEDS_CONFIRMATION", "approval dialog")
 	ft.send("held", "sent while the dialog is open")
 	time.Sleep(3 * time.Second)
-	var held store.Trigger
+	var held nudge.Trigger
 	ft.td.c.do(t0(), "GET", "/v1/triggers/held", nil, &held)
 	if held.InjectedAt != nil || held.State == "submitted" || strings.Contains(ft.screen(), "sent while the dialog") {
 		ft.t.Fatalf("typed into the approval dialog: %+v\nscreen:\n%s", held, ft.screen())
@@ -322,7 +322,7 @@ func first(reqs []standin.Request, id string) int {
 
 // story is the records one per line: time since the first, event, code, reason and
 // detail.
-func story(recs []store.AuditRecord) string {
+func story(recs []nudge.AuditRecord) string {
 	var b strings.Builder
 	for _, r := range recs {
 		fmt.Fprintf(&b, "\n  +%6.3fs %s", r.Time.Sub(recs[0].Time).Seconds(), r.Event)

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/inject"
-	"github.com/nudgehq/nudge/store"
 )
 
 // TestReceiptsComplete: result is never empty (pending while in flight), the caller's
@@ -19,12 +21,12 @@ func TestReceiptsComplete(t *testing.T) {
 	rt := td.spawnFake("rc", "one")
 	for _, ms := range []int64{math.MaxInt64, inject.MaxAckTimeoutMS + 1, -1} {
 		_, err := td.trigger2(map[string]any{"workspace": "w1", "agent": "rc", "prompt": "hi", "ack_timeout_ms": ms})
-		if ae, ok := err.(*apiError); !ok || ae.ErrorCode != "BAD_REQUEST" || !strings.Contains(ae.Message, "ack_timeout_ms") {
+		if ae, ok := err.(*api.Error); !ok || ae.ErrorCode != "BAD_REQUEST" || !strings.Contains(ae.Message, "ack_timeout_ms") {
 			t.Errorf("ack_timeout_ms %d: got %v, want BAD_REQUEST", ms, err)
 		}
 	}
 	err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/heartbeat", map[string]any{"status": "bogus"}, nil)
-	if ae, ok := err.(*apiError); !ok || ae.ErrorCode != "BAD_REQUEST" || !strings.Contains(ae.Message, "active, idle or offline") {
+	if ae, ok := err.(*api.Error); !ok || ae.ErrorCode != "BAD_REQUEST" || !strings.Contains(ae.Message, "active, idle or offline") {
 		t.Errorf("heartbeat status bogus: got %v, want BAD_REQUEST", err)
 	}
 	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/heartbeat", heartbeatBody{Status: "idle"}, nil); err != nil {
@@ -42,7 +44,7 @@ func TestReceiptsComplete(t *testing.T) {
 		t.Fatalf("queued trigger has no result: %+v %v", second, err)
 	}
 	for _, id := range []string{"rc-1", "rc-2"} {
-		if got := td.waitTrigger(id, func(store.Trigger) bool { return true }); got.Result == "" {
+		if got := td.waitTrigger(id, func(nudge.Trigger) bool { return true }); got.Result == "" {
 			t.Fatalf("%s: empty result: %+v", id, got)
 		}
 	}
@@ -72,7 +74,7 @@ func TestAuditTriggerCausalOrder(t *testing.T) {
 		t.Fatalf("receipt: %+v", got)
 	}
 	out, errs, code := td.runCLI("audit", "--trigger", "co1", "--json")
-	var recs []store.AuditRecord
+	var recs []nudge.AuditRecord
 	if code != 0 || json.Unmarshal([]byte(out), &recs) != nil {
 		t.Fatalf("nudge audit: exit %d %s %s", code, out, errs)
 	}

@@ -1,17 +1,11 @@
 package main
 
-// Runtime tokens: a spawned runtime gets a token for itself only (verbs ack, heartbeat,
-// read; its workspace; its runtime id and registration epoch) in NUDGE_RUNTIME_TOKEN.
-// Before it expires the daemon mints a new one and stores it in the workspace session's
-// environment, NUDGE_RUNTIME_TOKEN_<hex(role)>, through the control connection. A running
-// process never sees a changed environment, so `nudge ack`/`nudge heartbeat` read the
-// fresh token from tmux (show-environment) when the inherited one is about to expire.
-// Deregistering a runtime deletes its epoch: every token minted for it is refused at once.
+// The daemon's side of runtime tokens is auth.Authority's (minting, renewal, revocation);
+// here are the daemon's adapters to it, and the client's side: a process in a managed pane
+// reads its renewed token from the tmux session when the inherited one is about to expire.
 
 import (
 	"context"
-	"encoding/hex"
-	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -21,52 +15,14 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/panes"
-	"github.com/nudgehq/nudge/store"
 )
 
-// runtimeTokenVar is the session environment variable holding a role's renewed token.
-func runtimeTokenVar(role string) string {
-	return "NUDGE_RUNTIME_TOKEN_" + strings.ToUpper(hex.EncodeToString([]byte(role)))
-}
-
-// epoch returns a runtime's registration epoch, creating one if it has none.
-func (a *authority) epoch(id string) (string, error) {
-	b, err := a.db.GetMeta(metaRuntimeEpoch + id)
-	if err == nil {
-		return string(b), nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return "", err
-	}
-	e := auth.NewID()
-	return e, a.db.PutMeta(metaRuntimeEpoch+id, []byte(e))
-}
-
-// mintRuntime returns a fresh token for rt.
-func (a *authority) mintRuntime(rt store.Runtime) (string, error) {
-	epoch, err := a.epoch(rt.RuntimeID)
-	if err != nil {
-		return "", err
-	}
-	now := a.now()
-	tok, err := a.sign(auth.Claims{ID: auth.NewID(), Subject: "runtime:" + rt.RuntimeID, Workspaces: []string{rt.WorkspaceID},
-		Verbs: []string{verbAck, verbHeartbeat, verbRead}, RuntimeID: rt.RuntimeID, Epoch: epoch,
-		IssuedAt: now.Unix(), ExpiresAt: now.Add(a.ttl).Unix()})
-	if err != nil {
-		return "", err
-	}
-	a.rtMu.Lock()
-	a.rtTok[rt.RuntimeID] = now
-	a.rtMu.Unlock()
-	return tok, nil
-}
-
 // runtimeTokenEnv is the NUDGE_RUNTIME_TOKEN entry of a spawned pane's environment.
-func (d *daemon) runtimeTokenEnv(rt store.Runtime) []string {
+func (d *daemon) runtimeTokenEnv(rt nudge.Runtime) []string {
 	if d.auth == nil {
 		return nil
 	}
-	tok, err := d.auth.mintRuntime(rt)
+	tok, err := d.auth.MintRuntime(rt.RuntimeID, rt.WorkspaceID)
 	if err != nil {
 		d.log.Error("mint runtime token", "runtime_id", rt.RuntimeID, "err", err)
 		return nil
@@ -74,65 +30,23 @@ func (d *daemon) runtimeTokenEnv(rt store.Runtime) []string {
 	return []string{"NUDGE_RUNTIME_TOKEN=" + tok}
 }
 
-// start runs the renewal loop until Close.
-func (a *authority) start(d *daemon) {
-	ctx, cancel := context.WithCancel(context.Background())
-	a.cancel, a.done = cancel, make(chan struct{})
-	tick := min(max(a.ttl/8, 50*time.Millisecond), time.Minute)
-	go func() {
-		defer close(a.done)
-		t := time.NewTicker(tick)
-		defer t.Stop()
-		for {
-			d.renewRuntimeTokens(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-}
+// tokenRuntimes is the registry as the authority's renewal loop sees it (auth.Runtimes).
+type tokenRuntimes struct{ reg *panes.Registry }
 
-// Close stops the renewal loop and waits for it. It is idempotent and nil-safe.
-func (a *authority) Close() {
-	if a == nil || a.cancel == nil {
-		return
-	}
-	a.cancel()
-	<-a.done
-}
-
-// renewRuntimeTokens re-mints the token of every live managed runtime past half its
-// life (or never minted by this daemon) and stores it in its session's environment.
-func (d *daemon) renewRuntimeTokens(ctx context.Context) {
-	now := d.auth.now()
-	for _, rt := range d.reg.List() {
-		if !rt.Managed || !panes.Live(nudge.Status(rt.Status)) || ctx.Err() != nil {
-			continue
-		}
-		d.auth.rtMu.Lock()
-		at, ok := d.auth.rtTok[rt.RuntimeID]
-		d.auth.rtMu.Unlock()
-		if ok && now.Sub(at) < d.auth.ttl/2 {
-			continue
-		}
-		tok, err := d.auth.mintRuntime(rt)
-		if err == nil {
-			err = d.setSessionEnv(ctx, rt.WorkspaceID, runtimeTokenVar(rt.Role), tok)
-		}
-		if err != nil {
-			d.log.Warn("renew runtime token", "runtime_id", rt.RuntimeID, "err", err)
-			d.auth.rtMu.Lock()
-			delete(d.auth.rtTok, rt.RuntimeID) // try again next tick
-			d.auth.rtMu.Unlock()
+// LiveRuntimes lists the live managed runtimes.
+func (t tokenRuntimes) LiveRuntimes() []auth.LiveRuntime {
+	var out []auth.LiveRuntime
+	for _, rt := range t.reg.List() {
+		if rt.Managed && panes.Live(rt.Status) {
+			out = append(out, auth.LiveRuntime{ID: rt.RuntimeID, Workspace: rt.WorkspaceID, Role: rt.Role})
 		}
 	}
+	return out
 }
 
-// setSessionEnv sets (or with val "" unsets) a variable in agents_<ws>'s environment.
-func (d *daemon) setSessionEnv(ctx context.Context, ws, name, val string) error {
-	conn, err := d.reg.Conn(ws)
+// SetSessionEnv sets (or with val "" unsets) a variable in agents_<ws>'s environment.
+func (t tokenRuntimes) SetSessionEnv(ctx context.Context, ws, name, val string) error {
+	conn, err := t.reg.Conn(ws)
 	if err != nil {
 		return err
 	}
@@ -152,23 +66,6 @@ func (d *daemon) setSessionEnv(ctx context.Context, ws, name, val string) error 
 	defer cancel()
 	_, err = conn.Do(ctx, cmd)
 	return err
-}
-
-// revokeRuntime deletes the runtime's epoch (its tokens fail from the next request) and
-// removes the renewed token from its session.
-func (a *authority) revokeRuntime(d *daemon, id string) {
-	if err := a.db.DeleteMeta(metaRuntimeEpoch + id); err != nil && !errors.Is(err, store.ErrNotFound) {
-		d.log.Error("revoke runtime token", "runtime_id", id, "err", err)
-	}
-	a.rtMu.Lock()
-	delete(a.rtTok, id)
-	a.rtMu.Unlock()
-	ws, role, ok := strings.Cut(strings.TrimPrefix(id, "rt_"), ".")
-	if ok {
-		if err := d.setSessionEnv(context.Background(), ws, runtimeTokenVar(role), ""); err != nil {
-			d.log.Debug("unset runtime token", "runtime_id", id, "err", err)
-		}
-	}
 }
 
 // runtimeToken is the token a client inside a managed pane uses: $NUDGE_RUNTIME_TOKEN, or,
@@ -196,7 +93,7 @@ func renewedToken(env *cliEnv) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	name := runtimeTokenVar(role)
+	name := auth.RuntimeTokenVar(role)
 	cmd := exec.CommandContext(ctx, "tmux", "show-environment", "-t", pane, name)
 	cmd.Env = append(os.Environ(), "TMUX="+tmux)
 	out, err := cmd.Output()

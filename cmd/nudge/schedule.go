@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"net/http"
-	"net/url"
-	"text/tabwriter"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // scheduleBody is POST /v1/schedules.
@@ -25,9 +21,9 @@ func (d *daemon) handleListSchedules(w http.ResponseWriter, r *http.Request, c c
 		writeError(w, err)
 		return
 	}
-	out := []store.Schedule{}
+	out := []nudge.Schedule{}
 	for _, s := range all {
-		if c.allow(verbRead, s.WorkspaceID) == nil {
+		if c.Allow(verbRead, s.WorkspaceID) == nil {
 			out = append(out, s)
 		}
 	}
@@ -40,7 +36,7 @@ func (d *daemon) handleAddSchedule(w http.ResponseWriter, r *http.Request, c cal
 		writeError(w, err)
 		return
 	}
-	if err := c.allow(verbTrigger, b.Workspace); err != nil {
+	if err := c.Allow(verbTrigger, b.Workspace); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -69,7 +65,7 @@ func (d *daemon) handleDeleteSchedule(w http.ResponseWriter, r *http.Request, c 
 		if s.ScheduleID != id {
 			continue
 		}
-		if err := c.allow(verbTrigger, s.WorkspaceID); err != nil {
+		if err := c.Allow(verbTrigger, s.WorkspaceID); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -82,53 +78,4 @@ func (d *daemon) handleDeleteSchedule(w http.ResponseWriter, r *http.Request, c 
 		return
 	}
 	writeError(w, &apiError{"NOT_FOUND", "no schedule " + id})
-}
-
-// runSchedule is `nudge schedule add|ls|rm`.
-func runSchedule(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 {
-		return usagef("want a subcommand: add, ls or rm")
-	}
-	sub, args := args[0], args[1:]
-	fs := newFlagSet("schedule", sub+" ...", env)
-	o := addClientFlags(fs)
-	switch sub {
-	case "add":
-		var b scheduleBody
-		fs.StringVar(&b.Workspace, "workspace", "", "workspace id")
-		fs.StringVar(&b.Agent, "agent", "", "the agent's role")
-		fs.StringVar(&b.Every, "every", "10m", "period (Go duration)")
-		if err := parseFlags(fs, args); err != nil {
-			return err
-		}
-		if fs.NArg() != 1 || b.Workspace == "" || b.Agent == "" {
-			return usagef("schedule add --workspace WS --agent ROLE [--every 10m] PROMPT")
-		}
-		b.Prompt = fs.Arg(0)
-		return o.call(ctx, env, "POST", "/v1/schedules", b)
-	case "ls", "list":
-		if err := parseFlags(fs, args); err != nil {
-			return err
-		}
-		var all []store.Schedule
-		if err := o.client(env).do(ctx, "GET", "/v1/schedules", nil, &all); err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SCHEDULE\tWORKSPACE\tAGENT\tEVERY\tNEXT\tPROMPT")
-		for _, s := range all {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.40q\n", s.ScheduleID, s.WorkspaceID, s.Agent, s.Every, s.NextAt.Local().Format(time.TimeOnly), s.Prompt)
-		}
-		return tw.Flush()
-	case "rm", "remove":
-		if err := parseFlags(fs, args); err != nil {
-			return err
-		}
-		if fs.NArg() != 1 {
-			return usagef("schedule rm SCHEDULE_ID")
-		}
-		return o.call(ctx, env, "DELETE", "/v1/schedules/"+url.PathEscape(fs.Arg(0)), nil)
-	default:
-		return usagef("unknown schedule subcommand %q: want add, ls or rm", sub)
-	}
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 func scheduleConfig(t *testing.T) serveConfig {
@@ -14,17 +14,17 @@ func scheduleConfig(t *testing.T) serveConfig {
 	return cfg
 }
 
-func (td *testDaemon) addSchedule(agent, prompt, every string) store.Schedule {
+func (td *testDaemon) addSchedule(agent, prompt, every string) nudge.Schedule {
 	td.t.Helper()
-	var s store.Schedule
+	var s nudge.Schedule
 	if err := td.c.do(t0(), "POST", "/v1/schedules", scheduleBody{Workspace: "w1", Agent: agent, Prompt: prompt, Every: every}, &s); err != nil {
 		td.t.Fatal(err)
 	}
 	return s
 }
 
-func (td *testDaemon) triggersOf(agent string) []store.Trigger {
-	var ts []store.Trigger
+func (td *testDaemon) triggersOf(agent string) []nudge.Trigger {
+	var ts []nudge.Trigger
 	if err := td.c.do(t0(), "GET", "/v1/triggers?agent="+agent, nil, &ts); err != nil {
 		td.t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestScheduleBatchesDuePromptsForAnAgent(t *testing.T) {
 	td.addSchedule("ps", "report spawn status", "1s")
 	td.addSchedule("ps", "report context usage", "1s")
 	deadline := time.Now().Add(20 * time.Second)
-	var ts []store.Trigger
+	var ts []nudge.Trigger
 	for time.Now().Before(deadline) {
 		if ts = td.triggersOf("ps"); len(ts) > 0 {
 			break
@@ -64,7 +64,7 @@ func TestScheduleSkippedWhileBusy(t *testing.T) {
 	td.addSchedule("busy", "health check", "300ms")
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		var recs []store.AuditRecord
+		var recs []nudge.AuditRecord
 		td.c.do(t0(), "GET", "/v1/audit?event=schedule_skipped", nil, &recs)
 		if len(recs) >= 2 {
 			if !strings.Contains(recs[0].Reason, "BUSY") {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -11,7 +12,7 @@ import (
 	"testing/quick"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 // eventTap collects an /v1/events stream.
@@ -83,8 +84,8 @@ func TestEventsAndLookupsScoped(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "w1-open", "workspace": "w1", "agent": "rev", "prompt": "PROMPT-OF-W1"}); err != nil {
 		t.Fatal(err)
 	}
-	td.waitTrigger("w2-secret", func(tr store.Trigger) bool { return tr.State == "submitted" || tr.Closed })
-	td.waitTrigger("w1-open", func(tr store.Trigger) bool { return tr.State == "submitted" || tr.Closed })
+	td.waitTrigger("w2-secret", func(tr nudge.Trigger) bool { return tr.State == "submitted" || tr.Closed })
+	td.waitTrigger("w1-open", func(tr nudge.Trigger) bool { return tr.State == "submitted" || tr.Closed })
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) && !(strings.Contains(one.text(), "PROMPT-OF-W1") && strings.Contains(own.text(), "PROMPT-OF-W1") &&
 		strings.Contains(all.text(), "PROMPT-OF-W2")) {
@@ -115,7 +116,7 @@ func TestEventsAndLookupsScoped(t *testing.T) {
 	}
 	// The audit: nothing of w2, whatever the record names.
 	scoped.do(bg(), "POST", "/v1/runtimes/rt_w2.rev/stop", nil, nil) //nolint:errcheck // refused: audited
-	var recs []store.AuditRecord
+	var recs []nudge.AuditRecord
 	if err := scoped.do(bg(), "GET", "/v1/audit", nil, &recs); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestScopeFilterProperty(t *testing.T) {
 		if runtimeTok {
 			c.RuntimeID = "rt_" + strings.Join(c.Workspaces, "") + ".r"
 		}
-		rec := store.AuditRecord{Workspace: pick(ws), TriggerID: "t1"}
+		rec := nudge.AuditRecord{Workspace: pick(ws), TriggerID: "t1"}
 		if pick(rtWS) != "" {
 			rec.RuntimeID = "rt_" + pick(rtWS) + ".role"
 		}
@@ -170,7 +171,7 @@ func TestScopeFilterProperty(t *testing.T) {
 		default:
 			want = c.Workspaces[0] == eff
 		}
-		return c.seesAudit(rec, lookup) == want && c.seesEvent(Event{Workspace: eff}) == want
+		return c.Sees(auditWorkspace(rec, lookup)) == want && c.Sees(eff) == want
 	}
 	if err := quick.Check(f, &quick.Config{MaxCount: 5000}); err != nil {
 		t.Fatal(err)
@@ -184,8 +185,7 @@ func TestTriggerBodyFieldNames(t *testing.T) {
 		`{"trigger_id":"d1","workspace":"w","agent":"a","prompt":"safe","prompt":"other"}`: `\"prompt\" is given twice`,
 		`{"trigger_id":"d2","workspace":"w","agent":"a","Prompt":"x"}`:                     `\"Prompt\": field names are case-sensitive`,
 	} {
-		req, _ := http.NewRequest("POST", "http://nudge/v1/triggers", strings.NewReader(body))
-		resp, err := td.c.http.Do(req)
+		resp, err := td.c.send(bg(), "POST", "/v1/triggers", json.RawMessage(body)) // sent as it is: duplicates kept
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,13 +2,14 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // procEnv reads a process's environment.
@@ -124,9 +125,12 @@ func TestAPITokenFile(t *testing.T) {
 		cfg := defaultServeConfig()
 		var errb bytes.Buffer
 		env := &cliEnv{stdin: strings.NewReader(""), stdout: &errb, stderr: &errb, getenv: os.Getenv}
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-		serveFlags(fs, &cfg)
-		if err := parseFlags(fs, args); err != nil {
+		cmd := &cobra.Command{Use: "serve"}
+		serveFlags(cmd.Flags(), &cfg)
+		if err := cmd.ParseFlags(args); err != nil {
+			return cfg, errb.String(), err
+		}
+		if err := envFallback(cmd, env); err != nil {
 			return cfg, errb.String(), err
 		}
 		err := cfg.loadToken(env)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 
 	"github.com/nudgehq/nudge/store"
 )
@@ -210,7 +211,7 @@ func TestHostileAPIInputs(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted")
 			}
-			if ae, ok := err.(*apiError); !ok || (tc.code != "" && string(ae.ErrorCode) != tc.code) {
+			if ae, ok := err.(*api.Error); !ok || (tc.code != "" && string(ae.ErrorCode) != tc.code) {
 				t.Fatalf("got %v, want %s", err, tc.code)
 			}
 		})
@@ -262,8 +263,7 @@ func TestHostileAPIInputs(t *testing.T) {
 }
 
 func rawPost(td *testDaemon, path, body string) (int, error) {
-	req, _ := http.NewRequest("POST", "http://nudge"+path, bytes.NewBufferString(body))
-	resp, err := td.c.http.Do(req)
+	resp, err := td.c.postRaw(path, body)
 	if err != nil {
 		return 0, err
 	}

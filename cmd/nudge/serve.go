@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/pflag"
 
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/store"
@@ -59,6 +58,7 @@ type serveConfig struct {
 	TokenFile              string // ... read from this 0600 file
 	StoreCheckTimeout      time.Duration
 	authConfig             // tokens, policy (auth.go)
+	llmConfig              // the optional LLM classifier (llmconfig.go)
 	AllowUIDs              []int
 	ShutdownTimeout        time.Duration
 	Events                 eventstream.Config // the kept window of /v1/events (Keep, MaxAge)
@@ -73,8 +73,9 @@ type serveConfig struct {
 
 func defaultServeConfig() serveConfig {
 	state := defaultStateDir()
+	profiles, packs := defaultOverrideDirs()
 	return serveConfig{
-		StateDir: state, Tmux: "tmux", TmuxSocket: "nudge",
+		StateDir: state, ProfileDir: profiles, PackDir: packs, Tmux: "tmux", TmuxSocket: "nudge",
 		QuietWindow: 20 * time.Second, DeferRecheck: 5 * time.Second, MaxDefer: 60 * time.Second,
 		MaxHold: 10 * time.Minute, BreakerFailures: 3, BreakerCooldown: 2 * time.Minute,
 		AckTimeout: 8 * time.Second, AckRetries: 2, Backoff: []time.Duration{2 * time.Second, 4 * time.Second},
@@ -85,8 +86,8 @@ func defaultServeConfig() serveConfig {
 		LogLevel: "info", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
 		ScheduleGap: 5 * time.Minute, ScheduleMinEvery: time.Minute,
 		EchoTimeout: 2 * time.Second, SubmitQuiet: 250 * time.Millisecond, SubmitTimeout: 3 * time.Second,
-		StoreCheckTimeout: store.DefaultCheckTimeout,
-		Events:            eventstream.DefaultConfig(),
+		StoreCheckTimeout: store.DefaultCheckTimeout, llmConfig: defaultLLMConfig(),
+		Events: eventstream.DefaultConfig(),
 	}
 }
 
@@ -99,6 +100,8 @@ func (l listFlag) String() string {
 	}
 	return strings.Join(*l.v, ",")
 }
+
+func (l listFlag) Type() string { return "list" }
 
 func (l listFlag) Set(s string) error {
 	for _, p := range strings.Split(s, ",") {
@@ -121,6 +124,8 @@ func (r rateFlag) String() string {
 	}
 	return fmt.Sprintf("%d/%s", *r.n, *r.per)
 }
+
+func (r rateFlag) Type() string { return "rate" }
 
 func (r rateFlag) Set(s string) error {
 	num, unit, ok := strings.Cut(s, "/")
@@ -155,6 +160,8 @@ func (b backoffFlag) String() string {
 	return strings.Join(s, ",")
 }
 
+func (b backoffFlag) Type() string { return "durations" }
+
 func (b backoffFlag) Set(s string) error {
 	var out []time.Duration
 	for _, p := range strings.Split(s, ",") {
@@ -168,7 +175,7 @@ func (b backoffFlag) Set(s string) error {
 	return nil
 }
 
-func serveFlags(fs *flag.FlagSet, c *serveConfig) {
+func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "state directory (the bbolt store, the default socket)")
 	fs.StringVar(&c.Socket, "socket", "", "API socket (default $XDG_RUNTIME_DIR/nudge/nudge.sock, else under the state dir)")
 	fs.StringVar(&c.TmuxSocket, "tmux-socket", c.TmuxSocket, "tmux server socket name (tmux -L)")
@@ -179,8 +186,8 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.SSH, "ssh", "ssh", "ssh binary for workspaces on other hosts")
 	fs.StringVar(&c.SSHConfig, "ssh-config", "", "ssh config file (ssh -F) for workspaces on other hosts; default: the user's own (~/.ssh/config)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "also serve /metrics on this TCP address (e.g. 127.0.0.1:9464)")
-	fs.StringVar(&c.ProfileDir, "profile-dir", "", "directory of agent profile overrides (NAME.json)")
-	fs.StringVar(&c.PackDir, "pack-dir", "", "directory of readiness classifier pack overrides (NAME.json)")
+	fs.StringVar(&c.ProfileDir, "profile-dir", c.ProfileDir, "directory of agent profile overrides (NAME.json; default $XDG_CONFIG_HOME/nudge/profiles, else ~/.config/nudge/profiles; a missing one is fine)")
+	fs.StringVar(&c.PackDir, "pack-dir", c.PackDir, "directory of readiness classifier pack overrides (NAME.json; default $XDG_CONFIG_HOME/nudge/packs, else ~/.config/nudge/packs; a missing one is fine)")
 	fs.Var(listFlag{&c.Roots}, "root", "allowed workspace root for spawn --dir (repeatable; default: $HOME)")
 	fs.DurationVar(&c.QuietWindow, "quiet-window", c.QuietWindow, "quiet time after human input before injecting")
 	fs.DurationVar(&c.DeferRecheck, "defer-recheck", c.DeferRecheck, "re-check period of a deferred trigger")
@@ -211,6 +218,7 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.TokenFile, "api-token-file", "", "read the --api-token secret from this file (mode 0600, owned by you)")
 	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
 	authFlags(fs, c)
+	llmFlags(fs, &c.llmConfig)
 	fs.DurationVar(&c.ScheduleMinEvery, "schedule-min-every", c.ScheduleMinEvery, "shortest period a schedule may have")
 	fs.DurationVar(&c.EchoTimeout, "echo-timeout", c.EchoTimeout, "longest wait for the typed text's echo before Enter")
 	fs.DurationVar(&c.SubmitQuiet, "submit-quiet", c.SubmitQuiet, "quiet after Enter before checking that the prompt left the composer")
@@ -219,47 +227,10 @@ func serveFlags(fs *flag.FlagSet, c *serveConfig) {
 	fs.IntVar(&c.Events.Keep, "events-keep", c.Events.Keep, "events kept for /v1/events?since= replay (the newest)")
 	fs.DurationVar(&c.Events.MaxAge, "events-max-age", c.Events.MaxAge, "events older than this are dropped from the replay window")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for requests in flight")
-	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "") // hidden: for benchmarks/cmd/nudgebench
-	fs.StringVar(&c.Trace, "trace", "", "")           // hidden: for benchmarks/cmd/nudgebench
-}
-
-func runServe(ctx context.Context, env *cliEnv, args []string) error {
-	cfg := defaultServeConfig()
-	fs := newFlagSet("serve", "", env)
-	serveFlags(fs, &cfg)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected arguments: %v", fs.Args())
-	}
-	if err := cfg.complete(); err != nil {
-		return &usageError{err.Error()}
-	}
-	if err := cfg.loadToken(env); err != nil {
-		return err
-	}
-	if cfg.CPUProfile != "" {
-		stop, err := startCPUProfile(cfg.CPUProfile)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	if cfg.Trace != "" {
-		stop, err := startTrace(cfg.Trace)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	d, err := openDaemon(ctx, cfg, env)
-	if err != nil {
-		return err
-	}
-	runErr := d.Run(ctx)
-	closeErr := d.Close()
-	return errors.Join(runErr, closeErr)
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile here (benchmarks)")
+	fs.StringVar(&c.Trace, "trace", "", "write an execution trace here (benchmarks)")
+	fs.MarkHidden("cpuprofile") //nolint:errcheck // defined just above
+	fs.MarkHidden("trace")      //nolint:errcheck // defined just above
 }
 
 // complete fills derived defaults and checks the config.
@@ -293,6 +264,9 @@ func (c *serveConfig) complete() error {
 		return errors.New("durations must be positive")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return errors.New("--log-format must be text or json")
+	}
+	if err := c.llmConfig.validate(); err != nil {
+		return err
 	}
 	if hclog.LevelFromString(c.LogLevel) == hclog.NoLevel {
 		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", c.LogLevel)
@@ -386,7 +360,8 @@ func serveHTTP(srv *http.Server, ln net.Listener, errc chan<- error) {
 	}
 }
 
-// startCPUProfile writes a CPU profile of the daemon to path until stop is called.
+// startCPUProfile writes a CPU profile of the daemon to path until stop is called, and
+// then its allocation profile to path.allocs.
 func startCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -396,7 +371,16 @@ func startCPUProfile(path string) (stop func(), err error) {
 		f.Close()
 		return nil, fmt.Errorf("cpuprofile: %w", err)
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		// The allocations beside it (go tool pprof -sample_index=alloc_space): the hot
+		// path's garbage is what the GC's share of a trigger's CPU comes from.
+		if af, err := os.Create(path + ".allocs"); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(af, 0)
+			af.Close()
+		}
+	}, nil
 }
 
 // startTrace writes an execution trace of the daemon to path until stop is called (go

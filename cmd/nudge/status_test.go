@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 func TestShortStatus(t *testing.T) {
 	rv := func(ws, role, status, readiness string, busy bool, depth int) runtimeView {
-		return runtimeView{Runtime: store.Runtime{WorkspaceID: ws, Role: role, Status: status, Readiness: readiness, OperatorBusy: busy}, QueueDepth: depth}
+		return runtimeView{Runtime: nudge.Runtime{WorkspaceID: ws, Role: role, Status: nudge.Status(status), Readiness: nudge.Readiness(readiness), OperatorBusy: busy}, QueueDepth: depth}
 	}
 	tests := []struct {
 		rts     []runtimeView
@@ -33,18 +33,6 @@ func TestShortStatus(t *testing.T) {
 	for i, tt := range tests {
 		if got := shortStatus(tt.rts, tt.qualify); got != tt.want {
 			t.Errorf("#%d: got %q, want %q", i, got, tt.want)
-		}
-	}
-}
-
-func TestTmuxLiteral(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{"[a: READY]", "[a: READY]"},
-		{"#{pane_id} #(rm -rf /) ##", "##{pane_id} ##(rm -rf /) ####"},
-		{"a\nb\rc\x00", "a b c "},
-	} {
-		if got := tmuxLiteral(tt.in); got != tt.want {
-			t.Errorf("tmuxLiteral(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
-	"github.com/nudgehq/nudge/store"
 )
 
 // tailView is GET /v1/runtimes/{id}/tail: the pane's recent output, ANSI stripped and
@@ -30,7 +27,7 @@ const (
 
 // capturePane reads the last n lines of a runtime's pane over its workspace's control
 // connection (joined wrapped lines, trailing blank lines dropped), cleaned for display.
-func (d *daemon) capturePane(ctx context.Context, rt store.Runtime, n int) ([]string, error) {
+func (d *daemon) capturePane(ctx context.Context, rt nudge.Runtime, n int) ([]string, error) {
 	target := rt.PaneID
 	if target == "" {
 		target = rt.Target
@@ -63,7 +60,7 @@ func (d *daemon) capturePane(ctx context.Context, rt store.Runtime, n int) ([]st
 		lines = lines[len(lines)-n:]
 	}
 	// A secret split across lines (a PEM block) is masked as a whole too.
-	joined := redact(strings.Join(lines, "\n"))
+	joined := nudge.Redact(strings.Join(lines, "\n"))
 	return strings.Split(joined, "\n"), nil
 }
 
@@ -87,50 +84,4 @@ func (d *daemon) handleTail(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	writeJSON(w, http.StatusOK, tailView{RuntimeID: rt.RuntimeID, PaneID: rt.PaneID, Lines: lines, CapturedAt: time.Now()})
-}
-
-func runTail(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("tail", "RUNTIME_ID", env)
-	o := addClientFlags(fs)
-	n := fs.Int("lines", 40, "output lines to show")
-	history := fs.Int("history", 20, "state-history (audit) records to show")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want one RUNTIME_ID")
-	}
-	if *n <= 0 {
-		return usagef("--lines must be positive")
-	}
-	ctx, cancel := shortCtx(ctx)
-	defer cancel()
-	c := o.client(env)
-	id := fs.Arg(0)
-	var tv tailView
-	if err := c.do(ctx, "GET", "/v1/runtimes/"+url.PathEscape(id)+"/tail?lines="+strconv.Itoa(*n), nil, &tv); err != nil {
-		return err
-	}
-	var recs []store.AuditRecord
-	if *history > 0 {
-		q := url.Values{"runtime": {id}, "limit": {strconv.Itoa(*history)}, "newest": {"1"}}
-		if err := c.do(ctx, "GET", "/v1/audit?"+q.Encode(), nil, &recs); err != nil {
-			return err
-		}
-	}
-	if *asJSON {
-		return printJSON(env.stdout, map[string]any{"tail": tv, "history": recs})
-	}
-	fmt.Fprintf(env.stdout, "── %s (%s) output, last %d lines ──\n", tv.RuntimeID, orDash(tv.PaneID), *n)
-	for _, l := range tv.Lines {
-		fmt.Fprintln(env.stdout, l)
-	}
-	if *history > 0 {
-		fmt.Fprintf(env.stdout, "── %s history (newest last) ──\n", tv.RuntimeID)
-		for _, r := range recs {
-			printAudit(env.stdout, r)
-		}
-	}
-	return nil
 }

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
-	"github.com/nudgehq/nudge/store"
 )
 
 // issue runs `nudge token issue` in-process as the daemon's uid and returns the token.
@@ -27,7 +29,7 @@ func (td *testDaemon) issue(t *testing.T, args ...string) string {
 // wantAPIError checks err is the JSON error code with a message holding msg.
 func wantAPIError(t *testing.T, what string, err error, code, msg string) {
 	t.Helper()
-	var ae *apiError
+	var ae *api.Error
 	if !errors.As(err, &ae) || string(ae.ErrorCode) != code || !strings.Contains(ae.Message, msg) {
 		t.Fatalf("%s: got %v, want %s containing %q", what, err, code, msg)
 	}
@@ -40,12 +42,12 @@ func bg() context.Context { return context.Background() }
 func TestTokenKeyFile(t *testing.T) {
 	cfg := newTestConfig(t)
 	td := startDaemon(t, cfg)
-	fi, err := os.Stat(td.d.auth.keyPath)
+	fi, err := os.Stat(filepath.Join(cfg.StateDir, "token.key"))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v %v", fi.Mode(), err)
 	}
 	td.stop()
-	if err := os.Chmod(td.d.auth.keyPath, 0o644); err != nil {
+	if err := os.Chmod(filepath.Join(cfg.StateDir, "token.key"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := openAuthority(cfg, nil); err == nil || !strings.Contains(err.Error(), "0600") {
@@ -60,7 +62,7 @@ func TestTokenScopes(t *testing.T) {
 	tok := td.issue(t, "--subject", "orchestrator", "--workspace", "mobile_core", "--verbs", "trigger,spawn", "--ttl", "24h")
 	orch := td.as(tok)
 
-	var tr store.Trigger
+	var tr nudge.Trigger
 	if err := orch.do(bg(), "POST", "/v1/triggers", map[string]any{"trigger_id": "ok-1", "workspace": "mobile_core", "agent": "rev", "prompt": "hi"}, &tr); err != nil {
 		t.Fatalf("in-scope trigger: %v", err)
 	}
@@ -89,7 +91,7 @@ func TestTokenScopes(t *testing.T) {
 	b[12] ^= 2
 	wantAPIError(t, "tampered", td.as(string(b)).do(bg(), "GET", "/v1/runtimes", nil, nil), "UNAUTHORIZED", "token refused")
 	now := time.Now()
-	old, err := td.d.auth.sign(auth.Claims{ID: auth.NewID(), Subject: "orchestrator", Workspaces: []string{"*"}, Verbs: []string{"admin"},
+	old, err := td.d.auth.Sign(auth.Claims{ID: auth.NewID(), Subject: "orchestrator", Workspaces: []string{"*"}, Verbs: []string{"admin"},
 		IssuedAt: now.Add(-2 * time.Hour).Unix(), ExpiresAt: now.Add(-time.Hour).Unix()})
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +141,7 @@ func TestRequireToken(t *testing.T) {
 	wantAPIError(t, "tokenless", td.c.do(bg(), "GET", "/v1/runtimes", nil, nil), "UNAUTHORIZED", "a token is required")
 	// The operator mints one with the key (as `nudge token issue` would need a token here).
 	now := time.Now()
-	tok, err := td.d.auth.sign(auth.Claims{ID: auth.NewID(), Subject: "ops", Workspaces: []string{"*"}, Verbs: []string{"read"},
+	tok, err := td.d.auth.Sign(auth.Claims{ID: auth.NewID(), Subject: "ops", Workspaces: []string{"*"}, Verbs: []string{"read"},
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()})
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +230,7 @@ func TestRuntimeTokenRenewal(t *testing.T) {
 	td := startDaemon(t, cfg)
 	a, _ := rawCat(t, td, "w1", "alpha")
 	first := paneEnv(t, a.PID, "NUDGE_RUNTIME_TOKEN")
-	name := runtimeTokenVar("alpha")
+	name := auth.RuntimeTokenVar("alpha")
 	var renewed string
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {

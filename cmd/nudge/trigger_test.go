@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/inject"
-	"github.com/nudgehq/nudge/store"
 )
 
 // rawCat spawns a runtime whose program writes every byte it reads from its tty (raw mode,
@@ -98,7 +100,7 @@ func TestTriggerRepeatedIDDeliveredOnce(t *testing.T) {
 	td := startDaemon(t, newTestConfig(t))
 	_, file := rawCat(t, td, "w1", "rev")
 	var wg sync.WaitGroup
-	results := make([]store.Trigger, 50)
+	results := make([]nudge.Trigger, 50)
 	errs := make([]error, 50)
 	for i := range 50 {
 		wg.Add(1)
@@ -158,7 +160,7 @@ func TestTriggerBadInput(t *testing.T) {
 	}
 	for i, c := range cases {
 		_, err := td.trigger2(c.body)
-		ae, ok := err.(*apiError)
+		ae, ok := err.(*api.Error)
 		if !ok || string(ae.ErrorCode) != c.code {
 			t.Errorf("#%d: got %v, want %s", i, err, c.code)
 		}
@@ -166,8 +168,8 @@ func TestTriggerBadInput(t *testing.T) {
 }
 
 // trigger2 posts any body (a string is sent as a JSON string, which is malformed here).
-func (td *testDaemon) trigger2(body any) (store.Trigger, error) {
-	var t store.Trigger
+func (td *testDaemon) trigger2(body any) (nudge.Trigger, error) {
+	var t nudge.Trigger
 	err := td.c.do(t0(), "POST", "/v1/triggers", body, &t)
 	return t, err
 }

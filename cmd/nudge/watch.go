@@ -13,7 +13,7 @@ import (
 	"github.com/gdamore/tcell/v2"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 )
 
 // `nudge watch`: a full-screen live dashboard. One snapshot (runtimes, open and recent
@@ -28,7 +28,7 @@ type (
 	watchDetail    struct {
 		id      string
 		tail    []string
-		history []store.Trigger
+		history []nudge.Trigger
 		err     error
 	}
 	watchResult struct{ msg string }
@@ -38,7 +38,7 @@ const watchReconnect = time.Second
 
 type watchUI struct {
 	ctx    context.Context
-	c      *client
+	c      *api.Client
 	tmux   *tmuxFlags
 	getenv func(string) string
 	m      *watchModel
@@ -46,20 +46,11 @@ type watchUI struct {
 	msgs   chan any
 }
 
-func runWatch(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("watch", "", env)
-	o := addClientFlags(fs)
-	t := addTmuxFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usagef("no arguments expected")
-	}
-	c := o.client(env)
+// runWatch runs the dashboard on the terminal until q, Esc or ctx ends.
+func runWatch(ctx context.Context, env *cliEnv, c *api.Client, t *tmuxFlags) error {
 	// Fail fast, before taking over the terminal, if there is no daemon.
 	hctx, cancel := shortCtx(ctx)
-	err := c.do(hctx, "GET", "/v1/health", nil, nil)
+	_, err := c.Health(hctx)
 	cancel()
 	if err != nil {
 		return err
@@ -108,7 +99,7 @@ func (ui *watchUI) stream(ctx context.Context) {
 }
 
 func (ui *watchUI) streamOnce(ctx context.Context) error {
-	resp, err := ui.c.send(ctx, "GET", "/v1/events", nil)
+	resp, err := ui.c.Send(ctx, "GET", "/v1/events", nil)
 	if err != nil {
 		return err
 	}
@@ -143,16 +134,16 @@ func (ui *watchUI) snapshot(ctx context.Context) (watchSnapshot, error) {
 	ctx, cancel := shortCtx(ctx)
 	defer cancel()
 	var s watchSnapshot
-	if err := ui.c.do(ctx, "GET", "/v1/runtimes", nil, &s.runtimes); err != nil {
+	if err := ui.c.Do(ctx, "GET", "/v1/runtimes", nil, &s.runtimes); err != nil {
 		return s, err
 	}
-	var open []store.Trigger
-	if err := ui.c.do(ctx, "GET", "/v1/triggers?open=1", nil, &open); err != nil {
+	var open []nudge.Trigger
+	if err := ui.c.Do(ctx, "GET", "/v1/triggers?open=1", nil, &open); err != nil {
 		return s, err
 	}
 	for _, rt := range s.runtimes {
-		var ts []store.Trigger
-		if err := ui.c.do(ctx, "GET", "/v1/triggers?newest=1&limit=1&runtime="+url.QueryEscape(rt.RuntimeID), nil, &ts); err != nil {
+		var ts []nudge.Trigger
+		if err := ui.c.Do(ctx, "GET", "/v1/triggers?newest=1&limit=1&runtime="+url.QueryEscape(rt.RuntimeID), nil, &ts); err != nil {
 			return s, err
 		}
 		s.triggers = append(s.triggers, ts...)
@@ -235,9 +226,9 @@ func (ui *watchUI) key(ev *tcell.EventKey) bool {
 			}
 			m.forcing, m.forceReason = "", nil
 			ui.async(func(ctx context.Context) string {
-				var t store.Trigger
-				err := ui.c.do(ctx, "POST", "/v1/triggers/"+url.PathEscape(id)+"/force",
-					forceBody{Reason: reason, Intent: "human_override"}, &t)
+				var t nudge.Trigger
+				err := ui.c.Do(ctx, "POST", "/v1/triggers/"+url.PathEscape(id)+"/force",
+					api.ForceRequest{Reason: reason, Intent: "human_override"}, &t)
 				if err != nil {
 					return "force " + id + ": " + err.Error()
 				}
@@ -321,11 +312,11 @@ func (ui *watchUI) fetchDetail(id string) {
 		ctx, cancel := shortCtx(ui.ctx)
 		defer cancel()
 		d := watchDetail{id: id}
-		var tv tailView
-		if d.err = ui.c.do(ctx, "GET", "/v1/runtimes/"+url.PathEscape(id)+"/tail?lines=200", nil, &tv); d.err == nil {
+		var tv api.Tail
+		if tv, d.err = ui.c.Tail(ctx, id, 200); d.err == nil {
 			d.tail = tv.Lines
 		}
-		if err := ui.c.do(ctx, "GET", "/v1/triggers?newest=1&limit=20&runtime="+url.QueryEscape(id), nil, &d.history); err != nil && d.err == nil {
+		if err := ui.c.Do(ctx, "GET", "/v1/triggers?newest=1&limit=20&runtime="+url.QueryEscape(id), nil, &d.history); err != nil && d.err == nil {
 			d.err = err
 		}
 		ui.send(d)
@@ -362,9 +353,11 @@ func (ui *watchUI) togglePause() {
 		verb = "resume"
 	}
 	ui.async(func(ctx context.Context) string {
-		var got runtimeView
-		if err := ui.c.do(ctx, "POST", "/v1/runtimes/"+url.PathEscape(rt.RuntimeID)+"/"+verb,
-			reasonBody{Reason: "nudge watch"}, &got); err != nil {
+		act := ui.c.Pause
+		if verb == "resume" {
+			act = ui.c.Resume
+		}
+		if _, err := act(ctx, rt.RuntimeID, "nudge watch"); err != nil {
 			return verb + " " + rt.RuntimeID + ": " + err.Error()
 		}
 		return verb + "d " + rt.RuntimeID
@@ -545,7 +538,7 @@ func (ui *watchUI) drawDetail(w, h int) {
 	if rt.Paused {
 		busy += "  triggers paused"
 	}
-	ui.put(x, 1, "  "+rt.Status+busy+"  "+truncate(rt.Summary, 40), stDefault)
+	ui.put(x, 1, "  "+string(rt.Status)+busy+"  "+truncate(rt.Summary, 40), stDefault)
 	y := 2
 	ui.put(0, y, "Triggers (newest first):", stHeader)
 	y++
@@ -569,4 +562,11 @@ func (ui *watchUI) drawDetail(w, h int) {
 		ui.put(2, y, strings.ReplaceAll(l, "\t", "    "), stDefault)
 		y++
 	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -5,8 +5,8 @@ import (
 	"sort"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/panes"
-	"github.com/nudgehq/nudge/store"
 )
 
 // watchModel is the state `nudge watch` draws: the runtimes, each one's last trigger and
@@ -14,7 +14,7 @@ import (
 // UI goroutine.
 type watchModel struct {
 	rts      map[string]runtimeView
-	last     map[string]store.Trigger   // newest trigger per runtime
+	last     map[string]nudge.Trigger   // newest trigger per runtime
 	deferred map[string]string          // runtime -> an open deferred trigger id
 	open     map[string]map[string]bool // runtime -> its open (queued, in flight) triggers
 	alert    string                     // the latest alert's message
@@ -25,7 +25,7 @@ type watchModel struct {
 	// detail view
 	detail  bool
 	tail    []string
-	history []store.Trigger
+	history []nudge.Trigger
 
 	// force-delivery prompt
 	forcing     string // trigger id being forced ("" = no prompt)
@@ -35,19 +35,19 @@ type watchModel struct {
 }
 
 func newWatchModel() *watchModel {
-	return &watchModel{rts: map[string]runtimeView{}, last: map[string]store.Trigger{}, deferred: map[string]string{},
+	return &watchModel{rts: map[string]runtimeView{}, last: map[string]nudge.Trigger{}, deferred: map[string]string{},
 		open: map[string]map[string]bool{}}
 }
 
 // watchSnapshot is the initial (and on-reconnect) state.
 type watchSnapshot struct {
 	runtimes []runtimeView
-	triggers []store.Trigger // open triggers and each runtime's newest ones
+	triggers []nudge.Trigger // open triggers and each runtime's newest ones
 }
 
 func (m *watchModel) applySnapshot(s watchSnapshot) {
 	m.rts = map[string]runtimeView{}
-	m.last = map[string]store.Trigger{}
+	m.last = map[string]nudge.Trigger{}
 	m.deferred = map[string]string{}
 	m.open = map[string]map[string]bool{}
 	for _, rt := range s.runtimes {
@@ -73,11 +73,11 @@ type wireEvent struct {
 func (m *watchModel) applyEvent(ev wireEvent) (touched string) {
 	switch ev.Type {
 	case "runtime":
-		var rt store.Runtime
+		var rt nudge.Runtime
 		if json.Unmarshal(ev.Runtime, &rt) != nil || rt.RuntimeID == "" {
 			return ""
 		}
-		if rt.Status == string(nudge.StatusDeregistered) {
+		if rt.Status == nudge.StatusDeregistered {
 			delete(m.rts, rt.RuntimeID)
 		} else {
 			old := m.rts[rt.RuntimeID]
@@ -93,18 +93,18 @@ func (m *watchModel) applyEvent(ev wireEvent) (touched string) {
 		}
 		if json.Unmarshal(ev.Detail, &d) == nil {
 			if rt, ok := m.rts[d.RuntimeID]; ok {
-				rt.Readiness, rt.Summary, rt.OperatorBusy = d.Readiness, d.Summary, d.OperatorBusy
+				rt.Readiness, rt.Summary, rt.OperatorBusy = nudge.Readiness(d.Readiness), d.Summary, d.OperatorBusy
 				m.rts[d.RuntimeID] = rt
 			}
 		}
 	case "trigger":
-		var t store.Trigger
+		var t nudge.Trigger
 		if json.Unmarshal(ev.Trigger, &t) == nil && t.TriggerID != "" {
 			m.applyTrigger(t)
 			return t.RuntimeID
 		}
 	case "alert":
-		var a alert
+		var a observe.Alert
 		if json.Unmarshal(ev.Detail, &a) == nil {
 			m.alert = a.Message
 		}
@@ -112,7 +112,7 @@ func (m *watchModel) applyEvent(ev wireEvent) (touched string) {
 	return ""
 }
 
-func (m *watchModel) applyTrigger(t store.Trigger) {
+func (m *watchModel) applyTrigger(t nudge.Trigger) {
 	id := t.RuntimeID
 	if id == "" {
 		id = panes.RuntimeID(t.WorkspaceID, t.Agent)
@@ -120,7 +120,7 @@ func (m *watchModel) applyTrigger(t store.Trigger) {
 	if prev, ok := m.last[id]; !ok || !t.CreatedAt.Before(prev.CreatedAt) || prev.TriggerID == t.TriggerID {
 		m.last[id] = t
 	}
-	if t.State == string(nudge.StateDeferred) && !t.Closed {
+	if t.State == nudge.StateDeferred && !t.Closed {
 		m.deferred[id] = t.TriggerID
 	} else if m.deferred[id] == t.TriggerID {
 		delete(m.deferred, id)

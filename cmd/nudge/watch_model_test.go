@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/observe"
 )
 
 func wire(t *testing.T, typ string, v any) wireEvent {
@@ -31,8 +32,8 @@ func TestWatchModelFollowsEvents(t *testing.T) {
 	m := newWatchModel()
 	now := time.Now()
 	m.applySnapshot(watchSnapshot{runtimes: []runtimeView{
-		{Runtime: store.Runtime{RuntimeID: "rt_w.b", WorkspaceID: "w", Role: "b", Status: "ready", Readiness: "READY"}},
-		{Runtime: store.Runtime{RuntimeID: "rt_w.a", WorkspaceID: "w", Role: "a", Status: "ready", Readiness: "BUSY"}},
+		{Runtime: nudge.Runtime{RuntimeID: "rt_w.b", WorkspaceID: "w", Role: "b", Status: "ready", Readiness: "READY"}},
+		{Runtime: nudge.Runtime{RuntimeID: "rt_w.a", WorkspaceID: "w", Role: "a", Status: "ready", Readiness: "BUSY"}},
 	}})
 	if m.sel != "rt_w.a" || !m.connected {
 		t.Fatalf("selection %q connected %v", m.sel, m.connected)
@@ -41,7 +42,7 @@ func TestWatchModelFollowsEvents(t *testing.T) {
 	if rt := m.rts["rt_w.b"]; rt.Readiness != "NEEDS_CONFIRMATION" || !rt.OperatorBusy {
 		t.Fatalf("readiness not applied: %+v", rt)
 	}
-	tr := store.Trigger{TriggerID: "d1", WorkspaceID: "w", Agent: "b", RuntimeID: "rt_w.b", State: "deferred", CreatedAt: now}
+	tr := nudge.Trigger{TriggerID: "d1", WorkspaceID: "w", Agent: "b", RuntimeID: "rt_w.b", State: "deferred", CreatedAt: now}
 	if got := m.applyEvent(wire(t, "trigger", tr)); got != "rt_w.b" {
 		t.Fatalf("touched %q", got)
 	}
@@ -57,11 +58,11 @@ func TestWatchModelFollowsEvents(t *testing.T) {
 	if m.deferred["rt_w.b"] != "" || m.depth("rt_w.b") != 0 || m.last["rt_w.b"].State != "acked" {
 		t.Fatalf("after ack: deferred %v depth %d", m.deferred, m.depth("rt_w.b"))
 	}
-	m.applyEvent(wire(t, "alert", alert{Kind: "timeout_ratio", Message: "too many timeouts"}))
+	m.applyEvent(wire(t, "alert", observe.Alert{Kind: "timeout_ratio", Message: "too many timeouts"}))
 	if m.alert != "too many timeouts" {
 		t.Fatalf("alert %q", m.alert)
 	}
-	m.applyEvent(wire(t, "runtime", store.Runtime{RuntimeID: "rt_w.b", WorkspaceID: "w", Role: "b", Status: "deregistered"}))
+	m.applyEvent(wire(t, "runtime", nudge.Runtime{RuntimeID: "rt_w.b", WorkspaceID: "w", Role: "b", Status: "deregistered"}))
 	if _, ok := m.rts["rt_w.b"]; ok || m.sel != "rt_w.a" {
 		t.Fatalf("deregistered runtime kept; sel %q", m.sel)
 	}

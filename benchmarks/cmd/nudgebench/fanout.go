@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +25,12 @@ type fanoutResult struct {
 	nudgeSubmitted        []int64 // first request → last receipt submitted (event seen)
 	floorFirst, floorLast []int64 // floor: one control-mode write per pane, all at once
 	subFirst, subLast     []int64 // children: 100 send-keys pairs, one pane after another
+
+	// CPU (ns, from schedstat) from the start to the last pane's read, per round: the
+	// tmux server's for each path, and the daemon's for nudge's.
+	nudgeServerCPU, nudgeDaemonCPU, floorServerCPU []int64
+	// The same from the start to the last receipt submitted (nudge's whole delivery).
+	nudgeServerAll, nudgeDaemonAll []int64
 }
 
 // fanout runs rounds broadcasts over the first n panes (all quiet for the phase).
@@ -142,9 +151,12 @@ func (b *bench) fanNudge(targets []*bpane, conns []*rawClient, res *fanoutResult
 		}()
 	}
 	time.Sleep(20 * time.Millisecond) // every writer is parked on start
+	sp, dp := b.e.serverPID(), b.e.daemon.Process.Pid
+	s0, d0 := runNS(sp), runNS(dp)
 	t0 := panereader.Mono()
 	close(start)
 	first, last, err := awaitAll(targets, markers)
+	s1, d1 := runNS(sp), runNS(dp)
 	wg.Wait()
 	close(errs)
 	if e := <-errs; e != nil {
@@ -167,9 +179,14 @@ func (b *bench) fanNudge(targets []*bpane, conns []*rawClient, res *fanoutResult
 			return fmt.Errorf("nudge fan-out: %d of %d receipts submitted after 30s", len(seen), len(targets))
 		}
 	}
+	s2, d2 := runNS(sp), runNS(dp)
+	res.nudgeServerAll = append(res.nudgeServerAll, s2-s0)
+	res.nudgeDaemonAll = append(res.nudgeDaemonAll, d2-d0)
 	res.nudgeFirst = append(res.nudgeFirst, first-t0)
 	res.nudgeLast = append(res.nudgeLast, last-t0)
 	res.nudgeSubmitted = append(res.nudgeSubmitted, lastSub-t0)
+	res.nudgeServerCPU = append(res.nudgeServerCPU, s1-s0)
+	res.nudgeDaemonCPU = append(res.nudgeDaemonCPU, d1-d0)
 	return nil
 }
 
@@ -206,9 +223,12 @@ func (b *bench) fanFloor(targets []*bpane, _ []*rawClient, res *fanoutResult) er
 		}()
 	}
 	time.Sleep(20 * time.Millisecond)
+	sp := b.e.serverPID()
+	s0 := runNS(sp)
 	t0 := panereader.Mono()
 	close(start)
 	wg.Wait()
+	s1 := runNS(sp)
 	close(errs)
 	for e := range errs {
 		if e != nil {
@@ -222,6 +242,7 @@ func (b *bench) fanFloor(targets []*bpane, _ []*rawClient, res *fanoutResult) er
 	}
 	res.floorFirst = append(res.floorFirst, slices.Min(read)-t0)
 	res.floorLast = append(res.floorLast, slices.Max(read)-t0)
+	res.floorServerCPU = append(res.floorServerCPU, s1-s0)
 	return nil
 }
 
@@ -266,4 +287,29 @@ func (f *fanoutResult) print(w io.Writer) {
 	ms(fmt.Sprintf("send-keys children (%d pairs in turn)", n), "first pane read its prompt", f.subFirst)
 	ms(fmt.Sprintf("send-keys children (%d pairs in turn)", n), "every pane read its prompt", f.subLast)
 	fmt.Fprintln(w)
+	if len(f.nudgeServerCPU) > 0 {
+		fmt.Fprintf(w, "CPU until every pane read its prompt, ms per round (p50): nudge path: tmux server %.1f, daemon %.1f; floor path: tmux server %.1f\n\n",
+			pct(slices.Clone(f.nudgeServerCPU), .5)/1e3, pct(slices.Clone(f.nudgeDaemonCPU), .5)/1e3, pct(slices.Clone(f.floorServerCPU), .5)/1e3)
+		fmt.Fprintf(w, "CPU until every receipt submitted, ms per round (p50): tmux server %.1f, daemon %.1f (per trigger: %.0f and %.0f µs)\n\n",
+			pct(slices.Clone(f.nudgeServerAll), .5)/1e3, pct(slices.Clone(f.nudgeDaemonAll), .5)/1e3,
+			pct(slices.Clone(f.nudgeServerAll), .5)/float64(n), pct(slices.Clone(f.nudgeDaemonAll), .5)/float64(n))
+	}
+}
+
+// runNS is the CPU time pid's threads have run, in ns (/proc/PID/task/*/schedstat).
+func runNS(pid int) int64 {
+	dirs, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var t int64
+	for _, d := range dirs {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, d.Name()))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) > 0 {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			t += n
+		}
+	}
+	return t
 }

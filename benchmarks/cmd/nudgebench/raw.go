@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -51,69 +50,70 @@ func (c *rawClient) send(req []byte) (int, []byte, error) {
 
 func (c *rawClient) close() { c.c.Close() }
 
-// vmHistogram is a VictoriaMetrics histogram read from /metrics: bucket counts by
-// their vmrange ("1.000e-04...1.136e-04").
-type vmHistogram map[string]float64
+// promHistogram is a Prometheus histogram read from /metrics: cumulative counts by their
+// upper bound (le, seconds; +Inf included).
+type promHistogram map[float64]float64
 
 // readHistogram reads name's buckets from the daemon's /metrics.
-func (e *env) readHistogram(name string) (vmHistogram, error) {
+func (e *env) readHistogram(name string) (promHistogram, error) {
 	b, err := e.get("/metrics")
 	if err != nil {
 		return nil, err
 	}
-	h := vmHistogram{}
-	prefix := name + `_bucket{vmrange="`
-	for _, l := range strings.Split(string(b), "\n") {
+	return parseHistogram(string(b), name)
+}
+
+// parseHistogram reads name's buckets from a Prometheus text exposition.
+func parseHistogram(text, name string) (promHistogram, error) {
+	h := promHistogram{}
+	prefix := name + `_bucket{le="`
+	for _, l := range strings.Split(text, "\n") {
 		rest, ok := strings.CutPrefix(l, prefix)
 		if !ok {
 			continue
 		}
-		rng, val, ok := strings.Cut(rest, `"} `)
+		le, val, ok := strings.Cut(rest, `"} `)
 		if !ok {
 			continue
 		}
-		v, err := strconv.ParseFloat(val, 64)
-		if err == nil {
-			h[rng] = v
+		bound, err1 := strconv.ParseFloat(le, 64) // accepts "+Inf"
+		v, err2 := strconv.ParseFloat(val, 64)
+		if err1 == nil && err2 == nil {
+			h[bound] = v
 		}
+	}
+	if len(h) == 0 {
+		return nil, fmt.Errorf("/metrics has no histogram %s", name)
 	}
 	return h, nil
 }
 
 // since returns the counts h gained over before.
-func (h vmHistogram) since(before vmHistogram) vmHistogram {
-	d := vmHistogram{}
+func (h promHistogram) since(before promHistogram) promHistogram {
+	d := promHistogram{}
 	for k, v := range h {
-		if n := v - before[k]; n > 0 {
-			d[k] = n
-		}
+		d[k] = v - before[k]
 	}
 	return d
 }
 
 // quantiles returns the count and, for each p, the upper bound (µs) of the bucket that
-// holds the p-th quantile: "at most", to the bucket's width (about 14%).
-func (h vmHistogram) quantiles(ps ...float64) (float64, []float64) {
-	type bucket struct{ hi, n float64 }
-	var bs []bucket
-	total := 0.0
-	for rng, n := range h {
-		_, hi, ok := strings.Cut(rng, "...")
-		v, err := strconv.ParseFloat(hi, 64)
-		if !ok || err != nil {
-			continue
-		}
-		bs = append(bs, bucket{v, n})
-		total += n
+// holds the p-th quantile: "at most", to the bucket's width (+Inf past the last bound).
+func (h promHistogram) quantiles(ps ...float64) (float64, []float64) {
+	bounds := make([]float64, 0, len(h))
+	for le := range h {
+		bounds = append(bounds, le)
 	}
-	slices.SortFunc(bs, func(a, b bucket) int { return int(math.Copysign(1, a.hi-b.hi)) })
+	slices.Sort(bounds)
+	total := 0.0
+	if len(bounds) > 0 {
+		total = h[bounds[len(bounds)-1]] // +Inf: every sample
+	}
 	out := make([]float64, len(ps))
 	for i, p := range ps {
-		acc := 0.0
-		for _, b := range bs {
-			acc += b.n
-			if acc >= p*total {
-				out[i] = b.hi * 1e6
+		for _, le := range bounds {
+			if h[le] >= p*total {
+				out[i] = le * 1e6
 				break
 			}
 		}

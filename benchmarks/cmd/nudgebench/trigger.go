@@ -78,7 +78,7 @@ func (b *bench) triggerLatency(panes, n, warmup int) (*triggerResult, error) {
 		}
 		p.r.Drain()
 	}
-	var before vmHistogram
+	var before promHistogram
 	for k := 0; k < warmup+n; k++ {
 		p := targets[k%len(targets)]
 		keep := k >= warmup

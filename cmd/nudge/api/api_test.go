@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/store"
+	"github.com/nudgehq/nudge"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -88,25 +88,25 @@ func sameJSON(t *testing.T, name string, want, got []byte) {
 // TestRecordsMirrorTheStore: every field the daemon sends of a trigger or a runtime (its
 // store record, every optional field set) has the same name in package api.
 func TestRecordsMirrorTheStore(t *testing.T) {
-	var st store.Trigger
+	var st nudge.Trigger
 	fill(reflect.ValueOf(&st))
 	data, _ := json.Marshal(st)
 	sameJSON(t, "trigger", data, strictRoundTrip(t, data, &Trigger{}))
 
-	var sr store.Runtime
+	var sr nudge.Runtime
 	fill(reflect.ValueOf(&sr))
 	data, _ = json.Marshal(struct {
-		store.Runtime
+		nudge.Runtime
 		QueueDepth int `json:"queue_depth"`
 	}{sr, 7})
 	sameJSON(t, "runtime", data, strictRoundTrip(t, data, &Runtime{}))
 
-	var sa store.AuditRecord
+	var sa nudge.AuditRecord
 	fill(reflect.ValueOf(&sa))
 	data, _ = json.Marshal(sa)
 	sameJSON(t, "audit", data, strictRoundTrip(t, data, &AuditRecord{}))
 
-	var ss store.Schedule
+	var ss nudge.Schedule
 	fill(reflect.ValueOf(&ss))
 	data, _ = json.Marshal(ss)
 	sameJSON(t, "schedule", data, strictRoundTrip(t, data, &Schedule{}))

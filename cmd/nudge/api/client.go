@@ -50,27 +50,9 @@ func (c *Client) Close() { c.http.CloseIdleConnections() }
 // Do sends a request with body (JSON, if non-nil) and decodes a 2xx answer into out (if
 // non-nil). A non-2xx answer is returned as *Error.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://nudge"+path, rd)
+	resp, err := c.Send(ctx, method, path, body)
 	if err != nil {
 		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return c.explain(err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxReply))
@@ -90,13 +72,42 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	return json.Unmarshal(data, out)
 }
 
+// Send sends a request with body (JSON, if non-nil) and returns the answer unread, whatever
+// its status: for streams (/v1/events) and bodies that are not JSON (/metrics). The caller
+// closes its Body. A daemon that cannot be reached is an *Error that says what to do.
+func (c *Client) Send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://nudge"+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, c.explain(err)
+	}
+	return resp, nil
+}
+
 // explain turns a dial failure into an *Error that says what to do.
 func (c *Client) explain(err error) error {
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-		return &Error{nudge.Unavailable, fmt.Sprintf("no daemon on %s (start one with `nudge serve`)", c.socket)}
+		return &Error{nudge.Unavailable, fmt.Sprintf("cannot reach the daemon at %s: is `nudge serve` running? (--socket or NUDGE_SOCKET names another)", c.socket)}
 	}
 	if errors.Is(err, os.ErrPermission) {
-		return &Error{nudge.Forbidden, fmt.Sprintf("cannot connect to %s: permission denied", c.socket)}
+		return &Error{nudge.Forbidden, fmt.Sprintf("cannot connect to %s: permission denied (the daemon's socket is for its own user)", c.socket)}
 	}
 	return err
 }
@@ -139,14 +150,22 @@ func (c *Client) Restart(ctx context.Context, id, reason string) (Runtime, error
 	return c.runtimeAction(ctx, id, "restart", ReasonRequest{Reason: reason})
 }
 
-// Pause holds triggers for a runtime until Resume.
-func (c *Client) Pause(ctx context.Context, id string) (Runtime, error) {
-	return c.runtimeAction(ctx, id, "pause", nil)
+// Pause holds triggers for a runtime until Resume; reason may be "".
+func (c *Client) Pause(ctx context.Context, id, reason string) (Runtime, error) {
+	return c.runtimeAction(ctx, id, "pause", reasonBody(reason))
 }
 
-// Resume lets a paused runtime's triggers go.
-func (c *Client) Resume(ctx context.Context, id string) (Runtime, error) {
-	return c.runtimeAction(ctx, id, "resume", nil)
+// Resume lets a paused runtime's triggers go; reason may be "".
+func (c *Client) Resume(ctx context.Context, id, reason string) (Runtime, error) {
+	return c.runtimeAction(ctx, id, "resume", reasonBody(reason))
+}
+
+// reasonBody is the optional body of a runtime action: none without a reason.
+func reasonBody(reason string) any {
+	if reason == "" {
+		return nil
+	}
+	return ReasonRequest{Reason: reason}
 }
 
 func (c *Client) runtimeAction(ctx context.Context, id, action string, body any) (Runtime, error) {

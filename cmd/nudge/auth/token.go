@@ -22,6 +22,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 // Verbs a token may carry.
@@ -57,9 +59,8 @@ var (
 )
 
 var (
-	idRE      = regexp.MustCompile(`^[A-Za-z0-9_-]{8,64}$`)
-	subjectRE = regexp.MustCompile(`^[A-Za-z0-9_.:@/-]{1,128}$`)
-	wsRE      = regexp.MustCompile(`^(\*|[A-Za-z0-9_-]{1,64})$`)
+	idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{8,64}$`)
+	wsRE = regexp.MustCompile(`^(\*|[A-Za-z0-9_-]{1,64})$`)
 )
 
 // Claims is what a token says about its bearer.
@@ -79,7 +80,7 @@ func (c Claims) Validate() error {
 	switch {
 	case !idRE.MatchString(c.ID):
 		return fmt.Errorf("%w: bad id", ErrInvalid)
-	case !subjectRE.MatchString(c.Subject):
+	case !nudge.ValidID(c.Subject):
 		return fmt.Errorf("%w: bad subject %q", ErrInvalid, c.Subject)
 	case len(c.Workspaces) == 0 || len(c.Workspaces) > 256:
 		return fmt.Errorf("%w: no workspaces", ErrInvalid)

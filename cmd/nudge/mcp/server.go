@@ -167,13 +167,13 @@ func (t *tools) stop(ctx context.Context, in StopArgs) (api.Runtime, error) {
 func (t *tools) pause(ctx context.Context, in RuntimeArgs) (api.Runtime, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	return t.c.Pause(ctx, in.RuntimeID)
+	return t.c.Pause(ctx, in.RuntimeID, "")
 }
 
 func (t *tools) resume(ctx context.Context, in RuntimeArgs) (api.Runtime, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	return t.c.Resume(ctx, in.RuntimeID)
+	return t.c.Resume(ctx, in.RuntimeID, "")
 }
 
 // TailArgs are tail's arguments.

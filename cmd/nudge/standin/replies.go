@@ -6,13 +6,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 // AckMarker is the ack marker's prefix, as package ack matches it.
 const AckMarker = "ACK_TRIGGER:"
 
 // envelopeRE finds a trigger envelope's header and its id ([A-Za-z0-9_.:@/-]).
-var envelopeRE = regexp.MustCompile(`\[BRIDGE_TRIGGER id=([A-Za-z0-9_.:@/-]+)[ \]]`)
+var envelopeRE = regexp.MustCompile(`\[BRIDGE_TRIGGER id=([` + nudge.IDCharset + `]+)[ \]]`)
 
 // EnvelopeIDs returns the ids of the trigger envelopes in prompt, in order. The ack a
 // stand-in writes is composed from these, never copied from the prompt's own text.

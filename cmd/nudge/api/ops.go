@@ -1,0 +1,211 @@
+package api
+
+// The operations beyond runtimes and triggers: adopting a pane, heartbeats, forcing a held
+// trigger, unblocking a thread, the audit log, schedules and tokens. Their records mirror
+// what the daemon answers, field for field.
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// RegisterRequest is POST /v1/runtimes/register: adopt an existing tmux pane.
+type RegisterRequest struct {
+	Workspace string `json:"workspace"`
+	Role      string `json:"role"`
+	Agent     string `json:"agent"`
+	AgentID   string `json:"agent_id,omitempty"`
+	Target    string `json:"target"` // agents_<ws>:<role>.0 or %N
+	SessionID string `json:"session_id,omitempty"`
+	Unmanaged bool   `json:"unmanaged,omitempty"` // track only: never inject or restart
+	Host      string `json:"host,omitempty"`
+}
+
+// Deregistered is the answer of DELETE /v1/runtimes/{id}.
+type Deregistered struct {
+	RuntimeID    string `json:"runtime_id"`
+	Deregistered bool   `json:"deregistered"`
+}
+
+// HeartbeatRequest is POST /v1/runtimes/{id}/heartbeat (seed 000 §10.3).
+type HeartbeatRequest struct {
+	Status         string    `json:"status"` // active or idle
+	LastActivityAt time.Time `json:"last_activity_at"`
+	Cursor         string    `json:"cursor"` // read cursor; an advance acks pending triggers
+	ThreadID       string    `json:"thread_id"`
+	SessionID      string    `json:"session_id,omitempty"` // the agent's own session id, for resume
+}
+
+// HeartbeatReply is the answer to a heartbeat.
+type HeartbeatReply struct {
+	RuntimeID       string    `json:"runtime_id"`
+	LastHeartbeatAt time.Time `json:"last_heartbeat_at"`
+	CursorAdvanced  bool      `json:"cursor_advanced"`
+}
+
+// ForceRequest is POST /v1/triggers/{id}/force: deliver a held trigger now.
+type ForceRequest struct {
+	Reason string `json:"reason"`
+	Intent string `json:"override_intent"` // human_override or coordinator_override
+}
+
+// UnblockRequest is POST /v1/threads/{id}/unblock: lift a loop-guard block. Workspace and
+// Agent together name one agent's block; both "" lift every agent's block of the thread.
+type UnblockRequest struct {
+	Workspace string `json:"workspace"`
+	Agent     string `json:"agent"`
+	Reason    string `json:"reason"`
+}
+
+// Unblocked is the answer to an unblock.
+type Unblocked struct {
+	ThreadID  string   `json:"thread_id"`
+	Unblocked bool     `json:"unblocked"`
+	Agents    []string `json:"agents"`
+}
+
+// AuditFilter selects audit records for GET /v1/audit. Since and Until are RFC 3339 times
+// or durations ago ("1h").
+type AuditFilter struct {
+	TriggerID, RuntimeID, ThreadID, Workspace, Event string
+	Since, Until                                     string
+	Newest                                           bool // the newest Limit, not the oldest
+	Limit                                            int
+}
+
+// AuditVerified is the answer of GET /v1/audit?verify=1.
+type AuditVerified struct {
+	OK      bool   `json:"ok"`
+	Records int    `json:"records"`
+	Error   string `json:"error,omitempty"`
+}
+
+// ScheduleRemoved is the answer of DELETE /v1/schedules/{id}.
+type ScheduleRemoved struct {
+	ScheduleID string `json:"schedule_id"`
+	Removed    bool   `json:"removed"`
+}
+
+// TokenRequest is POST /v1/tokens.
+type TokenRequest struct {
+	Subject    string   `json:"subject"`
+	Workspaces []string `json:"workspaces"`
+	Verbs      []string `json:"verbs"`
+	TTL        string   `json:"ttl"` // a Go duration; "" the daemon's default
+}
+
+// TokenInfo is an issued token as GET /v1/tokens lists it: its claims, never the token.
+type TokenInfo struct {
+	ID         string    `json:"jti"`
+	Subject    string    `json:"sub"`
+	Workspaces []string  `json:"ws"`
+	Verbs      []string  `json:"verbs"`
+	RuntimeID  string    `json:"rt,omitempty"`
+	Epoch      string    `json:"rte,omitempty"`
+	IssuedAt   int64     `json:"iat"` // unix seconds
+	ExpiresAt  int64     `json:"exp"` // unix seconds
+	Revoked    bool      `json:"revoked,omitempty"`
+	RevokedAt  time.Time `json:"revoked_at,omitempty"`
+	IssuedBy   string    `json:"issued_by"`
+}
+
+// Expiry is when the token stops working.
+func (t TokenInfo) Expiry() time.Time { return time.Unix(t.ExpiresAt, 0) }
+
+// IssuedToken is the answer of POST /v1/tokens: the token, shown once and stored nowhere.
+type IssuedToken struct {
+	Token string `json:"token"`
+	TokenInfo
+}
+
+// KeyRotated is the answer of POST /v1/tokens/rotate-key.
+type KeyRotated struct {
+	Rotated bool `json:"rotated"`
+}
+
+// Register adopts an existing tmux pane as a runtime.
+func (c *Client) Register(ctx context.Context, req RegisterRequest) (Runtime, error) {
+	var rt Runtime
+	return rt, c.Do(ctx, "POST", "/v1/runtimes/register", req, &rt)
+}
+
+// Deregister stops tracking a runtime, leaving its pane; reason goes to the audit log.
+func (c *Client) Deregister(ctx context.Context, id, reason string) (Deregistered, error) {
+	var d Deregistered
+	return d, c.Do(ctx, "DELETE", "/v1/runtimes/"+url.PathEscape(id)+"?reason="+url.QueryEscape(reason), nil, &d)
+}
+
+// Heartbeat reports a runtime's activity (and read cursor).
+func (c *Client) Heartbeat(ctx context.Context, id string, req HeartbeatRequest) (HeartbeatReply, error) {
+	var h HeartbeatReply
+	return h, c.Do(ctx, "POST", "/v1/runtimes/"+url.PathEscape(id)+"/heartbeat", req, &h)
+}
+
+// Force delivers a held trigger now.
+func (c *Client) Force(ctx context.Context, id string, req ForceRequest) (Trigger, error) {
+	var t Trigger
+	return t, c.Do(ctx, "POST", "/v1/triggers/"+url.PathEscape(id)+"/force", req, &t)
+}
+
+// Unblock lifts a loop-guard block of a thread.
+func (c *Client) Unblock(ctx context.Context, thread string, req UnblockRequest) (Unblocked, error) {
+	var u Unblocked
+	return u, c.Do(ctx, "POST", "/v1/threads/"+url.PathEscape(thread)+"/unblock", req, &u)
+}
+
+// AuditLog returns the audit records f selects (all the caller may see for a zero f).
+func (c *Client) AuditLog(ctx context.Context, f AuditFilter) ([]AuditRecord, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"trigger": f.TriggerID, "runtime": f.RuntimeID, "thread": f.ThreadID,
+		"workspace": f.Workspace, "event": f.Event, "since": f.Since, "until": f.Until} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if f.Newest {
+		q.Set("newest", "1")
+	}
+	out := []AuditRecord{}
+	return out, c.Do(ctx, "GET", "/v1/audit?"+q.Encode(), nil, &out)
+}
+
+// VerifyAudit checks the hash chain of the whole audit log.
+func (c *Client) VerifyAudit(ctx context.Context) (AuditVerified, error) {
+	var v AuditVerified
+	return v, c.Do(ctx, "GET", "/v1/audit?verify=1", nil, &v)
+}
+
+// RemoveSchedule removes a periodic prompt.
+func (c *Client) RemoveSchedule(ctx context.Context, id string) (ScheduleRemoved, error) {
+	var r ScheduleRemoved
+	return r, c.Do(ctx, "DELETE", "/v1/schedules/"+url.PathEscape(id), nil, &r)
+}
+
+// IssueToken mints an orchestrator token (admin).
+func (c *Client) IssueToken(ctx context.Context, req TokenRequest) (IssuedToken, error) {
+	var t IssuedToken
+	return t, c.Do(ctx, "POST", "/v1/tokens", req, &t)
+}
+
+// Tokens lists the issued tokens the caller may see.
+func (c *Client) Tokens(ctx context.Context) ([]TokenInfo, error) {
+	out := []TokenInfo{}
+	return out, c.Do(ctx, "GET", "/v1/tokens", nil, &out)
+}
+
+// RevokeToken revokes an issued token.
+func (c *Client) RevokeToken(ctx context.Context, id string) (TokenInfo, error) {
+	var t TokenInfo
+	return t, c.Do(ctx, "DELETE", "/v1/tokens/"+url.PathEscape(id), nil, &t)
+}
+
+// RotateKey replaces the signing key: every token signed before stops working.
+func (c *Client) RotateKey(ctx context.Context) (KeyRotated, error) {
+	var k KeyRotated
+	return k, c.Do(ctx, "POST", "/v1/tokens/rotate-key", nil, &k)
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+)
+
+// commandPaths lists every command of the tree as its words after "nudge".
+func commandPaths(c *cobra.Command, prefix []string, out *[][]string) {
+	for _, sub := range c.Commands() {
+		p := append(slices.Clone(prefix), sub.Name())
+		*out = append(*out, p)
+		commandPaths(sub, p, out)
+	}
+}
+
+// TestHelpOnEveryCommand: --help, -h and `nudge help CMD` print the command's usage on
+// stdout and exit 0, for every command and subcommand of the tree.
+func TestHelpOnEveryCommand(t *testing.T) {
+	var paths [][]string
+	commandPaths(newRootCmd(&cliEnv{getenv: os.Getenv}), nil, &paths)
+	paths = append(paths, nil)
+	for _, want := range [][]string{{"schedule"}, {"schedule", "add"}, {"token"}, {"token", "issue"}, {"serve"},
+		{"trigger"}, {"tail"}, {"completion", "zsh"}} {
+		if !slices.ContainsFunc(paths, func(p []string) bool { return slices.Equal(p, want) }) {
+			t.Fatalf("no command %q in the tree", want)
+		}
+	}
+	env := map[string]string{}
+	for _, p := range paths {
+		for _, args := range [][]string{append(slices.Clone(p), "--help"), append(slices.Clone(p), "-h"), append([]string{"help"}, p...)} {
+			out, errOut, code := runWithEnv(env, args...)
+			if code != 0 || !strings.Contains(out, "Usage:") || errOut != "" {
+				t.Errorf("nudge %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, firstLine(out), errOut)
+			}
+		}
+	}
+	if out, _, _ := runWithEnv(env, "serve", "--help"); !strings.Contains(out, "--quiet-window") || strings.Contains(out, "cpuprofile") {
+		t.Errorf("serve --help lists its flags, not the hidden ones:\n%s", out)
+	}
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// TestUsageErrorsExit2: a wrong command line exits 2 and says where the usage is; a
+// command that ran and failed exits 1.
+func TestUsageErrorsExit2(t *testing.T) {
+	env := map[string]string{"NUDGE_SOCKET": filepath.Join(t.TempDir(), "absent.sock")}
+	for _, args := range [][]string{
+		{},
+		{"bogus"},
+		{"trgger", "x"},
+		{"trigger"},
+		{"trigger", "--workspace", "w", "--agent", "a"},
+		{"trigger", "--workspace", "w", "--agent", "a", "one", "two"},
+		{"trigger", "--bogus", "x"},
+		{"trigger", "--ack-timeout", "soon", "--workspace", "w", "--agent", "a", "x"},
+		{"tail"},
+		{"tail", "rt_w.a", "--lines", "0"},
+		{"pause"},
+		{"force", "t1"},
+		{"ls", "extra"},
+		{"ls", "-o", "yaml"},
+		{"schedule"},
+		{"schedule", "bogus"},
+		{"schedule", "add", "--workspace", "w", "--agent", "a"},
+		{"token"},
+		{"token", "issue"},
+		{"unblock", "th", "--workspace", "w"},
+		{"serve", "extra"},
+		{"serve", "--log-format", "xml"},
+	} {
+		out, errOut, code := runWithEnv(env, args...)
+		if len(args) == 0 && code == 2 && strings.Contains(out, "Usage:") {
+			continue // nudge alone prints its usage
+		}
+		if code != 2 || !strings.Contains(errOut, "--help' for usage") {
+			t.Errorf("nudge %s: exit %d, stderr %q; want 2 and a pointer to --help", strings.Join(args, " "), code, errOut)
+		}
+	}
+	if _, errOut, _ := runWithEnv(env, "trgger", "x"); !strings.Contains(errOut, "did you mean trigger") {
+		t.Errorf("a misspelt command gets no suggestion: %q", errOut)
+	}
+	_, errOut, code := runWithEnv(env, "tail", "rt_w.a", "--lines", "5")
+	if code != 1 || !strings.Contains(errOut, "cannot reach the daemon at "+env["NUDGE_SOCKET"]+": is `nudge serve` running?") {
+		t.Errorf("no daemon: exit %d, %q", code, errOut)
+	}
+}
+
+// TestFlagsFromEnvironmentAndGoStyle: a flag not given is read from NUDGE_<FLAG>, one
+// given wins over it, a bad value there is a usage error naming the variable, and -name
+// still means --name.
+func TestFlagsFromEnvironmentAndGoStyle(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	dir := t.TempDir()
+	env := map[string]string{"NUDGE_STATE_DIR": dir}
+	_, errOut, code := runWithEnv(env, "ls")
+	if code != 1 || !strings.Contains(errOut, filepath.Join(dir, "nudge.sock")) {
+		t.Fatalf("NUDGE_STATE_DIR: exit %d, %q", code, errOut)
+	}
+	other := t.TempDir()
+	if _, errOut, _ := runWithEnv(env, "ls", "--state-dir", other); !strings.Contains(errOut, filepath.Join(other, "nudge.sock")) {
+		t.Fatalf("--state-dir does not win over NUDGE_STATE_DIR: %q", errOut)
+	}
+	env["NUDGE_LINES"] = "many"
+	if _, errOut, code := runWithEnv(env, "tail", "rt_w.a"); code != 2 || !strings.Contains(errOut, "NUDGE_LINES") {
+		t.Fatalf("a bad NUDGE_LINES: exit %d, %q", code, errOut)
+	}
+	delete(env, "NUDGE_LINES")
+	if _, errOut, code := runWithEnv(env, "ls", "-json", "-workspace", "w"); code != 1 || !strings.Contains(errOut, "cannot reach the daemon") {
+		t.Fatalf("Go-style -json -workspace: exit %d, %q", code, errOut)
+	}
+}
+
+// TestCompletionScripts: `nudge completion SHELL` prints a script for that shell that
+// knows nudge's commands.
+func TestCompletionScripts(t *testing.T) {
+	for shell, marker := range map[string]string{"bash": "__start_nudge", "zsh": "#compdef nudge", "fish": "complete -c nudge"} {
+		out, errOut, code := runWithEnv(nil, "completion", shell)
+		if code != 0 || !strings.Contains(out, marker) || errOut != "" {
+			t.Errorf("completion %s: exit %d, %d bytes, stderr %q", shell, code, len(out), errOut)
+		}
+	}
+	// The script asks the binary; the binary answers with the subcommands and flags.
+	out, _, code := runWithEnv(nil, "__complete", "sched")
+	if code != 0 || !strings.Contains(out, "schedule") {
+		t.Errorf("__complete sched: %d %q", code, out)
+	}
+	out, _, _ = runWithEnv(nil, "__complete", "trigger", "--wa")
+	if !strings.Contains(out, "--wait") || !strings.Contains(out, "--wait-timeout") {
+		t.Errorf("__complete trigger --wa: %q", out)
+	}
+}
+
+// TestOutputFormats: -o json and --json print the records as package api defines them,
+// -o table a table, on every command that prints records.
+func TestOutputFormats(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	rt := td.spawnShell("w1", "sh")
+	decode := func(args []string, v any) {
+		t.Helper()
+		out, errOut, code := td.runCLI(args...)
+		if code != 0 {
+			t.Fatalf("nudge %s: %d %s", strings.Join(args, " "), code, errOut)
+		}
+		if err := json.Unmarshal([]byte(out), v); err != nil {
+			t.Fatalf("nudge %s: not JSON: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	var rts []api.Runtime
+	decode([]string{"ls", "-o", "json"}, &rts)
+	if len(rts) != 1 || rts[0].RuntimeID != rt.RuntimeID {
+		t.Fatalf("ls -o json: %+v", rts)
+	}
+	var again []api.Runtime
+	decode([]string{"ls", "--json"}, &again)
+	if len(again) != 1 || again[0].RuntimeID != rt.RuntimeID {
+		t.Fatalf("ls --json: %+v", again)
+	}
+	var tr api.Trigger
+	decode([]string{"trigger", "--workspace", "w1", "--agent", "sh", "echo formats", "--id", "fmt-1", "--wait"}, &tr)
+	if tr.TriggerID != "fmt-1" || !tr.Closed {
+		t.Fatalf("trigger --wait: %+v", tr)
+	}
+	var recs []api.AuditRecord
+	decode([]string{"audit", "--trigger", "fmt-1", "-o", "json"}, &recs)
+	if len(recs) == 0 {
+		t.Fatal("audit -o json: no records")
+	}
+	var paused api.Runtime
+	decode([]string{"pause", rt.RuntimeID, "--reason", "formats"}, &paused)
+	if !paused.Paused {
+		t.Fatalf("pause: %+v", paused)
+	}
+	var tail struct {
+		Tail    api.Tail          `json:"tail"`
+		History []api.AuditRecord `json:"history"`
+	}
+	decode([]string{"tail", rt.RuntimeID, "-o", "json", "--lines", "5"}, &tail)
+	if tail.Tail.RuntimeID != rt.RuntimeID {
+		t.Fatalf("tail -o json: %+v", tail)
+	}
+	for args, head := range map[string]string{
+		"ls -o table":                          "RUNTIME",
+		"status -o table":                      "WORKSPACE",
+		"receipt fmt-1 -o table":               "TRIGGER",
+		"resume " + rt.RuntimeID + " -o table": "RUNTIME",
+		"schedule ls -o table":                 "SCHEDULE",
+		"audit --trigger fmt-1":                "trigger_received",
+	} {
+		out, errOut, code := td.runCLI(strings.Fields(args)...)
+		if code != 0 || !strings.Contains(out, head) || strings.HasPrefix(out, "{") || strings.HasPrefix(out, "[") {
+			t.Errorf("nudge %s: exit %d, %q %q", args, code, out, errOut)
+		}
+	}
+	var rows []statusRow
+	decode([]string{"status", "-o", "json"}, &rows)
+	if len(rows) != 1 || rows[0].LastTrigger == nil || rows[0].LastTrigger.TriggerID != "fmt-1" {
+		t.Fatalf("status -o json: %+v", rows)
+	}
+}

@@ -1,0 +1,212 @@
+package main
+
+// Commands about the daemon and access to it: token, mcp, doctor (serve is in
+// cmd_serve.go).
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/mcp"
+)
+
+func tokenCmd(env *cliEnv) *cobra.Command {
+	return groupCmd("token", "issue, list or revoke API tokens", tokenIssueCmd(env), tokenListCmd(env),
+		tokenRevokeCmd(env), tokenRotateCmd(env))
+}
+
+func tokenIssueCmd(env *cliEnv) *cobra.Command {
+	var b api.TokenRequest
+	cmd := &cobra.Command{
+		Use:   "issue --subject S --workspace WS --verbs V[,V...] [--ttl 24h]",
+		Short: "issue an orchestrator token (printed once, stored nowhere)",
+		Long: "Issue a token for --subject that may use --verbs on --workspace. The token goes to stdout and\n" +
+			"what it allows to stderr; keep it out of command lines (export NUDGE_TOKEN=...).",
+		Example: "  export NUDGE_TOKEN=$(nudge token issue --subject orchestrator --workspace mobile_core --verbs trigger,read)",
+		Args:    exactArgs(0, "no arguments"),
+	}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "table")
+	cmd.Flags().StringVar(&b.Subject, "subject", "", "who the token is for (e.g. orchestrator)")
+	cmd.Flags().Var(listFlag{&b.Workspaces}, "workspace", "workspace it may touch (repeatable or comma-separated; * for all)")
+	cmd.Flags().Var(listFlag{&b.Verbs}, "verbs", "verbs: "+strings.Join(auth.Verbs, ","))
+	cmd.Flags().StringVar(&b.TTL, "ttl", auth.DefaultTokenTTL.String(), "lifetime")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		if b.Subject == "" || len(b.Workspaces) == 0 || len(b.Verbs) == 0 {
+			return usagef("issue needs --subject, --workspace and --verbs")
+		}
+		ctx, cancel := shortCtx(cmd.Context())
+		defer cancel()
+		c := o.client(env)
+		defer c.Close()
+		rep, err := c.IssueToken(ctx, b)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(env.stdout, rep)
+		}
+		fmt.Fprintln(env.stdout, rep.Token)
+		fmt.Fprintf(env.stderr, "token %s for %s: verbs %s, workspaces %s, expires %s\n", rep.ID, rep.Subject,
+			strings.Join(rep.Verbs, ","), strings.Join(rep.Workspaces, ","), rep.Expiry().Local().Format(time.RFC3339))
+		return nil
+	}
+	return cmd
+}
+
+func tokenListCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{Use: "list", Aliases: []string{"ls"}, Short: "list issued tokens (never the tokens themselves)", Args: exactArgs(0, "no arguments")}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "table")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := shortCtx(cmd.Context())
+		defer cancel()
+		c := o.client(env)
+		defer c.Close()
+		list, err := c.Tokens(ctx)
+		if err != nil {
+			return err
+		}
+		return printTokens(env.stdout, asJSON, list...)
+	}
+	return cmd
+}
+
+// printTokens prints one token record as JSON, or records as a table.
+func printTokens(w io.Writer, asJSON bool, list ...api.TokenInfo) error {
+	if asJSON && len(list) == 1 {
+		return printJSON(w, list[0])
+	}
+	if asJSON {
+		return printJSON(w, list)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSUBJECT\tWORKSPACES\tVERBS\tEXPIRES\tSTATE")
+	for _, t := range list {
+		state := "valid"
+		switch {
+		case t.Revoked:
+			state = "revoked"
+		case time.Now().After(t.Expiry()):
+			state = "expired"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Subject, strings.Join(t.Workspaces, ","),
+			strings.Join(t.Verbs, ","), t.Expiry().Local().Format(time.RFC3339), state)
+	}
+	return tw.Flush()
+}
+
+func tokenRevokeCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{Use: "revoke TOKEN_ID", Short: "revoke an issued token", Args: exactArgs(1, "one TOKEN_ID")}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := shortCtx(cmd.Context())
+		defer cancel()
+		c := o.client(env)
+		defer c.Close()
+		t, err := c.RevokeToken(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		return printTokens(env.stdout, asJSON, t)
+	}
+	return cmd
+}
+
+func tokenRotateCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{Use: "rotate-key", Short: "replace the signing key: every token issued so far stops working", Args: exactArgs(0, "no arguments")}
+	o := addClientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, cancel := shortCtx(cmd.Context())
+		defer cancel()
+		c := o.client(env)
+		defer c.Close()
+		k, err := c.RotateKey(ctx)
+		if err != nil {
+			return err
+		}
+		return printJSON(env.stdout, k)
+	}
+	return cmd
+}
+
+// mcpCmd serves the daemon's API as MCP tools on stdin/stdout (`nudge mcp`), with the
+// token the other client commands use.
+func mcpCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "serve the API to an MCP host (Model Context Protocol on stdio)",
+		Long:  "Serve the daemon's API as MCP tools on stdin/stdout. An MCP host starts it; it takes no arguments.",
+		Args:  exactArgs(0, "no arguments (an MCP host starts it and talks on stdin/stdout)"),
+	}
+	o := addClientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		c := o.client(env)
+		defer c.Close()
+		t := &sdk.IOTransport{Reader: io.NopCloser(env.stdin), Writer: nopWriteCloser{env.stdout}}
+		if err := mcp.Serve(cmd.Context(), c, version, t); err != nil && cmd.Context().Err() == nil {
+			return err
+		}
+		return nil // the host closed stdin, or stopped us with a signal: a normal end
+	}
+	return cmd
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// doctorCmd checks what nudge needs (seed 001 §3) on every host in use (this machine, the
+// hosts of the daemon's workspaces, and each --host); doctor.go has the checks.
+func doctorCmd(env *cliEnv) *cobra.Command {
+	var hosts []string
+	var ssh, sshConfig string
+	cmd := &cobra.Command{
+		Use:   "doctor [--host USER@HOST]...",
+		Short: "check tmux >= 3.2, the agent CLIs, permissions, ssh hosts and the daemon",
+		Long: "Check what nudge needs on every host in use (this machine, the hosts of the daemon's\n" +
+			"workspaces, and each --host): ssh reaches it, tmux there is new enough, and the programs its\n" +
+			"runtimes launch are on its PATH; and on this machine the agent CLIs of the known profiles,\n" +
+			"the state and socket permissions, the profile and pack override directories, and whether\n" +
+			"the daemon answers. Each line is ok, warn or FAIL with what to do; exits 1 if a check failed.",
+		Args: exactArgs(0, "no arguments"),
+	}
+	o := addClientFlags(cmd)
+	t := addTmuxFlags(cmd.Flags())
+	fs := cmd.Flags()
+	fs.Var(listFlag{&hosts}, "host", "also check this host (USER@HOST or an ssh config alias; repeatable)")
+	fs.StringVar(&ssh, "ssh", "ssh", "ssh binary")
+	fs.StringVar(&sshConfig, "ssh-config", "", "ssh config file (ssh -F); default: the user's own")
+	profileDir, packDir := defaultOverrideDirs()
+	fs.StringVar(&profileDir, "profile-dir", profileDir, "profile override directory to check (as serve --profile-dir)")
+	fs.StringVar(&packDir, "pack-dir", packDir, "pack override directory to check (as serve --pack-dir)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		c := o.client(env)
+		defer c.Close()
+		d := &doctor{ssh: ssh, config: sshConfig, tmux: t.tmux, out: env.stdout,
+			stateDir: o.stateDir, profileDir: profileDir, packDir: packDir, hosts: hosts}
+		return d.check(cmd.Context(), c)
+	}
+	return cmd
+}

@@ -1,0 +1,269 @@
+package main
+
+// The command tree (github.com/spf13/cobra, the convention of kubectl, docker and gh):
+// flags anywhere on the line, --help on every command, `nudge help CMD`, shell completion.
+// What nudge adds on top: every flag not given is read from NUDGE_<FLAG>; usage errors
+// exit 2 and failures 1; client commands share --socket/--token/--state-dir and, where
+// they print records, -o json|table.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+)
+
+// commandGroups are the sections of `nudge --help`, in order.
+var commandGroups = []*cobra.Group{
+	{ID: "agents", Title: "Runtimes (agents in tmux panes):"},
+	{ID: "triggers", Title: "Triggers (prompts and their receipts):"},
+	{ID: "operator", Title: "Operators:"},
+	{ID: "daemon", Title: "The daemon and its access:"},
+}
+
+// newRootCmd builds the whole command tree on env's streams.
+func newRootCmd(env *cliEnv) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "nudge",
+		Short: "wake live AI coding agents in tmux: fast, safe, with receipts",
+		Long: "nudge wakes live AI coding agents in tmux: fast, safe, with receipts.\n\n" +
+			"Every command but serve, attach and version talks to a running daemon (`nudge serve`)\n" +
+			"over its unix socket. Every flag is also read from NUDGE_<FLAG> (dashes become\n" +
+			"underscores) when it is not given. Exit codes: 0 ok, 1 failure, 2 usage.",
+		Version:           version,
+		Args:              noSubcommand,
+		RunE:              func(cmd *cobra.Command, _ []string) error { cmd.Help(); return &usageError{} }, //nolint:errcheck // help to a writer
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return envFallback(cmd, env) },
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		// Suggest commands a typo away (cobra's own default, which SuggestionsFor lacks).
+		SuggestionsMinimumDistance: 2,
+	}
+	root.SetVersionTemplate("nudge {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.AddGroup(commandGroups...)
+	add := func(group string, cmds ...*cobra.Command) {
+		for _, c := range cmds {
+			c.GroupID = group
+			root.AddCommand(c)
+		}
+	}
+	add("agents", spawnCmd(env), registerCmd(env), lsCmd(env), statusCmd(env), tailCmd(env), heartbeatCmd(env),
+		runtimeActionCmd(env, "pause", "hold triggers for a runtime until resume"),
+		runtimeActionCmd(env, "resume", "let a paused runtime's triggers go"),
+		runtimeActionCmd(env, "stop", "stop a runtime (C-c, then kill-pane)"),
+		runtimeActionCmd(env, "restart", "start a runtime's program again (after failed or exited)"),
+		deregisterCmd(env))
+	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), auditCmd(env))
+	// `nudge events` (the durable event stream) belongs in this group too.
+	add("operator", watchCmd(env), attachCmd(env), switchCmd(env))
+	add("daemon", serveCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
+	root.SetHelpCommandGroupID("daemon")
+	root.SetCompletionCommandGroupID("daemon")
+	root.SetIn(env.stdin)
+	root.SetOut(env.stdout)
+	root.SetErr(env.stderr)
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd() // after SetOut: its scripts go to the writer it sees now
+	return root
+}
+
+// run executes the CLI with args (without the program name) and returns the exit code.
+func run(ctx context.Context, env *cliEnv, args []string) int {
+	root := newRootCmd(env)
+	root.SetArgs(singleDashLong(root, args))
+	cmd, err := root.ExecuteContextC(ctx)
+	return exitCode(env.stderr, cmd, err)
+}
+
+// usageError makes the process exit 2 (a wrong command line); its message, if any, is
+// printed with a pointer to the command's --help.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// exitCode prints err for cmd and maps it to the exit code: 0 ok, 1 failure, 2 usage.
+func exitCode(stderr io.Writer, cmd *cobra.Command, err error) int {
+	name := "nudge"
+	if cmd != nil {
+		name = cmd.CommandPath()
+	}
+	var ue *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		if ue.msg != "" {
+			fmt.Fprintf(stderr, "%s: %s\nRun '%s --help' for usage.\n", name, ue.msg, name)
+		}
+		return 2
+	default:
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+}
+
+// noSubcommand is the Args of a command that only groups others: any argument is an
+// unknown subcommand.
+func noSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return &usageError{msg}
+}
+
+// groupCmd is a command that only holds subcommands: alone it is a usage error.
+func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{Use: use, Short: short, Args: noSubcommand, SuggestionsMinimumDistance: 2,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			names := []string{}
+			for _, s := range cmd.Commands() {
+				if s.IsAvailableCommand() {
+					names = append(names, s.Name())
+				}
+			}
+			return usagef("want a subcommand: %s", strings.Join(names, ", "))
+		}}
+	c.AddCommand(subs...)
+	return c
+}
+
+// exactArgs wants n arguments, named by what for the message.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("want %s, got %d argument(s)", what, len(args))
+		}
+		return nil
+	}
+}
+
+// envFallback sets every flag of cmd not given on the command line from NUDGE_<FLAG>
+// (dashes become underscores), so a wrapper or a pane can set them once.
+func envFallback(cmd *cobra.Command, env *cliEnv) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed || err != nil || f.Name == "help" || f.Name == "version" {
+			return
+		}
+		key := "NUDGE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := env.getenv(key); v != "" {
+			if e := cmd.Flags().Set(f.Name, v); e != nil {
+				err = usagef("%s=%q: %v", key, v, e)
+			}
+		}
+	})
+	return err
+}
+
+// singleDashLong rewrites -name to --name where name is a long flag of the command args
+// name, so command lines written for Go's flag package (`nudge ls -json`) keep working.
+func singleDashLong(root *cobra.Command, args []string) []string {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == nil {
+		return args
+	}
+	out := make([]string, len(args))
+	copy(out, args)
+	for i, a := range out {
+		if a == "--" {
+			break
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		name, _, _ := strings.Cut(a[1:], "=")
+		if cmd.LocalFlags().Lookup(name) != nil || cmd.InheritedFlags().Lookup(name) != nil {
+			out[i] = "-" + a
+		}
+	}
+	return out
+}
+
+// clientOpts are the flags every client command shares.
+type clientOpts struct {
+	socket, stateDir, token string
+}
+
+func addClientFlags(cmd *cobra.Command) *clientOpts {
+	o := &clientOpts{}
+	fs := cmd.Flags()
+	fs.StringVar(&o.stateDir, "state-dir", defaultStateDir(), "daemon state directory (used to find the default socket)")
+	fs.StringVar(&o.socket, "socket", "", "daemon socket (default $XDG_RUNTIME_DIR/nudge/nudge.sock, else under the state dir)")
+	fs.StringVar(&o.token, "token", "", "API token (default $NUDGE_TOKEN, else $NUDGE_RUNTIME_TOKEN inside a managed pane)")
+	return o
+}
+
+// client is the API client the flags and environment name. The caller closes it.
+func (o *clientOpts) client(env *cliEnv) *api.Client {
+	sock := o.socket
+	if sock == "" {
+		sock = env.getenv("NUDGE_SOCKET")
+	}
+	if sock == "" {
+		sock = defaultSocket(o.stateDir)
+	}
+	tok := o.token
+	if tok == "" {
+		tok = runtimeToken(env)
+	}
+	return api.NewClient(sock, tok)
+}
+
+// outputOpts is -o json|table (and --json, its synonym) of a command that prints records.
+type outputOpts struct {
+	format string
+	json   bool
+}
+
+func addOutputFlags(cmd *cobra.Command, def string) *outputOpts {
+	o := &outputOpts{}
+	cmd.Flags().StringVarP(&o.format, "output", "o", def, "output format: json or table")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON (same as -o json)")
+	return o
+}
+
+// asJSON reports whether to print JSON; an unknown format is a usage error.
+func (o *outputOpts) asJSON() (bool, error) {
+	switch {
+	case o.json || o.format == "json":
+		return true, nil
+	case o.format == "table":
+		return false, nil
+	}
+	return false, usagef("-o %q: want json or table", o.format)
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// shortCtx bounds one request to the daemon.
+func shortCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, 30*time.Second)
+}
+
+func versionCmd(_ *cliEnv) *cobra.Command {
+	return &cobra.Command{Use: "version", Short: "print the version", Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "nudge %s\n", version)
+			return err
+		}}
+}

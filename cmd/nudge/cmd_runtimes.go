@@ -1,0 +1,318 @@
+package main
+
+// Commands on runtimes: spawn, register, ls, tail, heartbeat, pause, resume, stop,
+// restart, deregister.
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+)
+
+func spawnCmd(env *cliEnv) *cobra.Command {
+	var b api.SpawnRequest
+	cmd := &cobra.Command{
+		Use:   "spawn --workspace WS --role ROLE [--agent PROFILE] [flags] [-- ARGV...]",
+		Short: "start a managed agent runtime in tmux",
+		Long: "Start an agent as the command of window ROLE in session agents_WS on nudge's tmux server.\n" +
+			"ARGV after -- replaces the profile's launch command (argv, never a shell string).",
+		Example: "  nudge spawn --workspace mobile_core --role reviewer --agent codex --dir ~/src/app",
+	}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
+	fs := cmd.Flags()
+	fs.StringVar(&b.Workspace, "workspace", "", "workspace id (session agents_<workspace>)")
+	fs.StringVar(&b.Role, "role", "", "role (window name), e.g. reviewer")
+	fs.StringVar(&b.Agent, "agent", "codex", "agent profile: codex, claude, opencode, gemini, pi, shell")
+	fs.StringVar(&b.AgentID, "agent-id", "", "agent id (default: the role)")
+	fs.StringVar(&b.Dir, "dir", "", "working directory (must lie under a --root of the daemon)")
+	fs.StringVar(&b.SessionID, "session-id", "", "the agent's session id, if known (for resume)")
+	fs.StringVar(&b.PromptFile, "prompt-file", "", "file holding a first task prompt (never passed through a shell)")
+	fs.StringVar(&b.Host, "host", "", "run a new workspace's tmux on USER@HOST (or an ssh config alias) through ssh -T; default: the workspace's host, this machine for a new one")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		if b.Workspace == "" || b.Role == "" {
+			return usagef("--workspace and --role are required")
+		}
+		b.Argv = args
+		for _, p := range []*string{&b.Dir, &b.PromptFile} {
+			if *p != "" {
+				if *p, err = filepath.Abs(*p); err != nil {
+					return err
+				}
+			}
+		}
+		c := o.client(env)
+		defer c.Close()
+		rt, err := c.Spawn(cmd.Context(), b)
+		if err != nil {
+			return err
+		}
+		return printRuntimes(env.stdout, asJSON, rt)
+	}
+	return cmd
+}
+
+func registerCmd(env *cliEnv) *cobra.Command {
+	var b api.RegisterRequest
+	cmd := &cobra.Command{
+		Use:   "register --workspace WS --role ROLE --target PANE [flags]",
+		Short: "adopt an existing tmux pane as a runtime",
+		Args:  exactArgs(0, "no arguments"),
+	}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
+	fs := cmd.Flags()
+	fs.StringVar(&b.Workspace, "workspace", "", "workspace id")
+	fs.StringVar(&b.Role, "role", "", "role")
+	fs.StringVar(&b.Agent, "agent", "codex", "agent profile")
+	fs.StringVar(&b.AgentID, "agent-id", "", "agent id (default: the role)")
+	fs.StringVar(&b.Target, "target", "", "the pane: agents_<ws>:<role>.0 or %N")
+	fs.StringVar(&b.SessionID, "session-id", "", "the agent's session id, if known")
+	fs.BoolVar(&b.Unmanaged, "unmanaged", false, "track only: never inject (UNMANAGED_RUNTIME) or restart")
+	fs.StringVar(&b.Host, "host", "", "the pane's tmux is on USER@HOST (through ssh -T); default: the workspace's host, this machine for a new one")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		if b.Workspace == "" || b.Role == "" || b.Target == "" {
+			return usagef("--workspace, --role and --target are required")
+		}
+		c := o.client(env)
+		defer c.Close()
+		rt, err := c.Register(cmd.Context(), b)
+		if err != nil {
+			return err
+		}
+		return printRuntimes(env.stdout, asJSON, rt)
+	}
+	return cmd
+}
+
+func lsCmd(env *cliEnv) *cobra.Command {
+	var ws string
+	cmd := &cobra.Command{Use: "ls [--workspace WS]", Short: "list runtimes", Aliases: []string{"list"}, Args: exactArgs(0, "no arguments")}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "table")
+	cmd.Flags().StringVar(&ws, "workspace", "", "only this workspace")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		c := o.client(env)
+		defer c.Close()
+		rts, err := c.Runtimes(cmd.Context(), ws)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(env.stdout, rts)
+		}
+		return printRuntimes(env.stdout, false, rts...)
+	}
+	return cmd
+}
+
+// printRuntimes prints one runtime as JSON, or runtimes as the table of `nudge ls`.
+func printRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
+	if asJSON && len(rts) == 1 {
+		return printJSON(w, rts[0])
+	}
+	if asJSON {
+		return printJSON(w, rts)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	hosts := slices.ContainsFunc(rts, func(rt api.Runtime) bool { return rt.Host != "" })
+	head := "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATUS\tREADINESS\tOPERATOR\tINPUT\tQUEUE"
+	if hosts {
+		head += "\tHOST"
+	}
+	fmt.Fprintln(tw, head)
+	for _, rt := range rts {
+		op := "-"
+		if rt.OperatorBusy {
+			op = "busy"
+		}
+		status := string(rt.Status)
+		switch rt.Breaker { // the circuit breaker after repeated failed triggers
+		case "open":
+			status += "+cooldown"
+		case "half_open":
+			status += "+probing"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
+			rt.PaneID, status, orDash(string(rt.Readiness)), op, orDash(rt.InputLine), rt.QueueDepth)
+		if hosts {
+			fmt.Fprintf(tw, "\t%s", orDash(rt.Host))
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func tailCmd(env *cliEnv) *cobra.Command {
+	var lines, history int
+	cmd := &cobra.Command{
+		Use:     "tail RUNTIME_ID [--lines N] [--history N]",
+		Short:   "show a runtime's recent output and history",
+		Long:    "Show a runtime's last lines of screen output (ANSI stripped, secrets redacted) and its newest state-history records.",
+		Example: "  nudge tail rt_mobile_core.reviewer --lines 20",
+		Args:    exactArgs(1, "one RUNTIME_ID"),
+	}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "table")
+	cmd.Flags().IntVar(&lines, "lines", 40, "output lines to show")
+	cmd.Flags().IntVar(&history, "history", 20, "state-history (audit) records to show")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		if lines <= 0 {
+			return usagef("--lines must be positive")
+		}
+		ctx, cancel := shortCtx(cmd.Context())
+		defer cancel()
+		c := o.client(env)
+		defer c.Close()
+		id := args[0]
+		tv, err := c.Tail(ctx, id, lines)
+		if err != nil {
+			return err
+		}
+		var recs []api.AuditRecord
+		if history > 0 {
+			if recs, err = c.AuditLog(ctx, api.AuditFilter{RuntimeID: id, Limit: history, Newest: true}); err != nil {
+				return err
+			}
+		}
+		if asJSON {
+			return printJSON(env.stdout, map[string]any{"tail": tv, "history": recs})
+		}
+		fmt.Fprintf(env.stdout, "── %s (%s) output, last %d lines ──\n", tv.RuntimeID, orDash(tv.PaneID), lines)
+		for _, l := range tv.Lines {
+			fmt.Fprintln(env.stdout, l)
+		}
+		if history > 0 {
+			fmt.Fprintf(env.stdout, "── %s history (newest last) ──\n", tv.RuntimeID)
+			for _, r := range recs {
+				printAudit(env.stdout, r)
+			}
+		}
+		return nil
+	}
+	return cmd
+}
+
+func heartbeatCmd(env *cliEnv) *cobra.Command {
+	var b api.HeartbeatRequest
+	cmd := &cobra.Command{
+		Use:   "heartbeat [RUNTIME_ID]",
+		Short: "report a runtime heartbeat",
+		Long:  "Report a runtime's activity. Inside a managed pane RUNTIME_ID defaults to $NUDGE_RUNTIME_ID.",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("want one RUNTIME_ID (or run inside a managed pane)")
+			}
+			return nil
+		},
+	}
+	o := addClientFlags(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&b.Status, "status", "active", "active or idle")
+	fs.StringVar(&b.Cursor, "cursor", "", "read cursor (an advance acks pending triggers)")
+	fs.StringVar(&b.ThreadID, "thread", "", "thread the cursor belongs to")
+	fs.StringVar(&b.SessionID, "session-id", "", "the agent's session id (used to resume it)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		id := env.getenv("NUDGE_RUNTIME_ID")
+		if len(args) == 1 {
+			id = args[0]
+		}
+		if id == "" {
+			return usagef("want one RUNTIME_ID (or run inside a managed pane)")
+		}
+		b.LastActivityAt = time.Now()
+		c := o.client(env)
+		defer c.Close()
+		rep, err := c.Heartbeat(cmd.Context(), id, b)
+		if err != nil {
+			return err
+		}
+		return printJSON(env.stdout, rep)
+	}
+	return cmd
+}
+
+// runtimeActionCmd is pause, resume, stop or restart: POST /v1/runtimes/{id}/{verb}.
+func runtimeActionCmd(env *cliEnv, verb, short string) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:     verb + " RUNTIME_ID [--reason TEXT]",
+		Short:   short,
+		Example: "  nudge " + verb + " rt_mobile_core.reviewer --reason \"reviewing by hand\"",
+		Args:    exactArgs(1, "one RUNTIME_ID"),
+	}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (kept in the audit log)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		c := o.client(env)
+		defer c.Close()
+		do := map[string]func() (api.Runtime, error){
+			"pause":   func() (api.Runtime, error) { return c.Pause(cmd.Context(), args[0], reason) },
+			"resume":  func() (api.Runtime, error) { return c.Resume(cmd.Context(), args[0], reason) },
+			"stop":    func() (api.Runtime, error) { return c.Stop(cmd.Context(), args[0], reason) },
+			"restart": func() (api.Runtime, error) { return c.Restart(cmd.Context(), args[0], reason) },
+		}[verb]
+		rt, err := do()
+		if err != nil {
+			return err
+		}
+		return printRuntimes(env.stdout, asJSON, rt)
+	}
+	return cmd
+}
+
+func deregisterCmd(env *cliEnv) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "deregister RUNTIME_ID [--reason TEXT]",
+		Short: "stop tracking a runtime, leaving its pane",
+		Args:  exactArgs(1, "one RUNTIME_ID"),
+	}
+	o := addClientFlags(cmd)
+	cmd.Flags().StringVar(&reason, "reason", "", "why (kept in the audit log)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c := o.client(env)
+		defer c.Close()
+		rep, err := c.Deregister(cmd.Context(), args[0], reason)
+		if err != nil {
+			return err
+		}
+		return printJSON(env.stdout, rep)
+	}
+	return cmd
+}

@@ -1,0 +1,394 @@
+package main
+
+// Commands on triggers and their story: trigger, receipt, ack, force, unblock, audit.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+)
+
+func triggerCmd(env *cliEnv) *cobra.Command {
+	var req api.TriggerRequest
+	var ackTimeout, waitFor time.Duration
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "trigger --workspace WS --agent ROLE [flags] PROMPT|-",
+		Short: "deliver a prompt to a live agent",
+		Long: "Deliver PROMPT (- reads it from stdin) to the agent ROLE of workspace WS and print its receipt.\n" +
+			"Exits 1 if the trigger failed (the receipt on stdout says why).",
+		Example: "  nudge trigger --workspace mobile_core --agent reviewer --thread th_42 \"Review th_42.\" --wait\n" +
+			"  git diff | nudge trigger --workspace mobile_core --agent reviewer -",
+		Args: exactArgs(1, "one PROMPT (or - for stdin)"),
+	}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
+	fs := cmd.Flags()
+	fs.StringVar(&req.Workspace, "workspace", "", "workspace id")
+	fs.StringVar(&req.Agent, "agent", "", "the agent's role")
+	fs.StringVar(&req.TriggerID, "id", "", "trigger id (idempotency key; default: generated)")
+	fs.StringVar(&req.ThreadID, "thread", "", "thread id")
+	fs.BoolVar(&req.ForceOverride, "force", false, "inject even if a human is at the pane (needs --reason)")
+	fs.StringVar(&req.Reason, "reason", "", "why (required with --force)")
+	fs.StringVar(&req.OverrideIntent, "intent", "", "with --force: human_override or coordinator_override")
+	fs.DurationVar(&ackTimeout, "ack-timeout", 0, "ack timeout for this trigger (default: the daemon's)")
+	fs.BoolVar(&wait, "wait", false, "wait for the final receipt")
+	fs.DurationVar(&waitFor, "wait-timeout", 2*time.Minute, "with --wait: give up after this long")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		if req.Workspace == "" || req.Agent == "" {
+			return usagef("want --workspace, --agent and one PROMPT (or - for stdin)")
+		}
+		req.Prompt = args[0]
+		if req.Prompt == "-" {
+			b, err := io.ReadAll(io.LimitReader(env.stdin, 16<<20))
+			if err != nil {
+				return fmt.Errorf("read prompt: %w", err)
+			}
+			req.Prompt = string(b)
+		}
+		req.AckTimeoutMS = ackTimeout.Milliseconds()
+		c := o.client(env)
+		defer c.Close()
+		t, err := c.Trigger(cmd.Context(), req)
+		if err != nil {
+			return err
+		}
+		if wait && !t.Closed {
+			if t, err = c.GetTrigger(cmd.Context(), t.TriggerID, waitFor); err != nil {
+				return err
+			}
+		}
+		return printReceipt(env.stdout, asJSON, t)
+	}
+	return cmd
+}
+
+// printReceipt prints a receipt, and makes a failed trigger exit 1.
+func printReceipt(w io.Writer, asJSON bool, t api.Trigger) error {
+	if err := printTriggers(w, asJSON, t); err != nil {
+		return err
+	}
+	if t.State == nudge.StateFailed {
+		return fmt.Errorf("trigger %s failed: %s %s", t.TriggerID, t.ErrorCode, t.Message)
+	}
+	return nil
+}
+
+// printTriggers prints one receipt as JSON, or receipts as a table.
+func printTriggers(w io.Writer, asJSON bool, ts ...api.Trigger) error {
+	if asJSON && len(ts) == 1 {
+		return printJSON(w, ts[0])
+	}
+	if asJSON {
+		return printJSON(w, ts)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TRIGGER\tWORKSPACE\tAGENT\tRUNTIME\tSTATE\tRESULT\tCODE\tUPDATED\tMESSAGE")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.TriggerID, t.WorkspaceID, t.Agent, orDash(t.RuntimeID),
+			t.State, orDash(string(t.Result)), orDash(string(t.ErrorCode)), t.UpdatedAt.Local().Format(time.TimeOnly),
+			orDash(truncate(printable(t.Message), 60)))
+	}
+	return tw.Flush()
+}
+
+func receiptCmd(env *cliEnv) *cobra.Command {
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:     "receipt TRIGGER_ID [--wait DURATION]",
+		Short:   "show a trigger's receipt",
+		Example: "  nudge receipt job-42 --wait 30s",
+		Args:    exactArgs(1, "one TRIGGER_ID"),
+	}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for the final receipt")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		c := o.client(env)
+		defer c.Close()
+		t, err := c.GetTrigger(cmd.Context(), args[0], wait)
+		if err != nil {
+			return err
+		}
+		return printTriggers(env.stdout, asJSON, t)
+	}
+	return cmd
+}
+
+func ackCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{Use: "ack TRIGGER_ID", Short: "acknowledge a trigger", Args: exactArgs(1, "one TRIGGER_ID")}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		c := o.client(env)
+		defer c.Close()
+		t, err := c.Ack(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		return printTriggers(env.stdout, asJSON, t)
+	}
+	return cmd
+}
+
+func forceCmd(env *cliEnv) *cobra.Command {
+	var b api.ForceRequest
+	cmd := &cobra.Command{
+		Use:   "force TRIGGER_ID --reason TEXT",
+		Short: "force-deliver a held trigger now (needs --reason)",
+		Args:  exactArgs(1, "one TRIGGER_ID and --reason"),
+	}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
+	cmd.Flags().StringVar(&b.Reason, "reason", "", "why the trigger must go now (required; kept in the audit log)")
+	cmd.Flags().StringVar(&b.Intent, "intent", "human_override", "human_override or coordinator_override")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		if b.Reason == "" {
+			return usagef("want one TRIGGER_ID and --reason")
+		}
+		c := o.client(env)
+		defer c.Close()
+		t, err := c.Force(cmd.Context(), args[0], b)
+		if err != nil {
+			return err
+		}
+		return printTriggers(env.stdout, asJSON, t)
+	}
+	return cmd
+}
+
+func unblockCmd(env *cliEnv) *cobra.Command {
+	var b api.UnblockRequest
+	cmd := &cobra.Command{
+		Use:   "unblock THREAD_ID [--workspace WS --agent ROLE] [--reason TEXT]",
+		Short: "lift a loop-guard block of a thread",
+		Args:  exactArgs(1, "one THREAD_ID"),
+	}
+	o := addClientFlags(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&b.Workspace, "workspace", "", "workspace id (with --agent; default: every agent's block of the thread)")
+	fs.StringVar(&b.Agent, "agent", "", "the agent's role (with --workspace)")
+	fs.StringVar(&b.Reason, "reason", "", "why the thread may go on (kept in the audit log)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if (b.Workspace == "") != (b.Agent == "") {
+			return usagef("want one THREAD_ID, and --workspace with --agent or neither")
+		}
+		c := o.client(env)
+		defer c.Close()
+		u, err := c.Unblock(cmd.Context(), args[0], b)
+		if err != nil {
+			return err
+		}
+		return printJSON(env.stdout, u)
+	}
+	return cmd
+}
+
+func auditCmd(env *cliEnv) *cobra.Command {
+	var f api.AuditFilter
+	var verify bool
+	cmd := &cobra.Command{
+		Use:     "audit [--trigger ID | --runtime ID | --thread ID | --workspace WS] [--since T] [--until T] | --verify",
+		Short:   "show or verify the audit log",
+		Example: "  nudge audit --trigger job-42\n  nudge audit --runtime rt_mobile_core.reviewer --since 1h -o json\n  nudge audit --verify",
+		Args:    exactArgs(0, "no arguments"),
+	}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "table")
+	fs := cmd.Flags()
+	fs.StringVar(&f.TriggerID, "trigger", "", "only this trigger")
+	fs.StringVar(&f.RuntimeID, "runtime", "", "only this runtime")
+	fs.StringVar(&f.ThreadID, "thread", "", "only this thread")
+	fs.StringVar(&f.Workspace, "workspace", "", "only this workspace")
+	fs.StringVar(&f.Since, "since", "", "from (RFC 3339 or a duration ago, e.g. 1h)")
+	fs.StringVar(&f.Until, "until", "", "to (RFC 3339 or a duration ago)")
+	fs.BoolVar(&verify, "verify", false, "verify the hash chain of the whole log")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		c := o.client(env)
+		defer c.Close()
+		if verify {
+			res, err := c.VerifyAudit(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if !res.OK {
+				return fmt.Errorf("audit log does NOT verify after %d records: %s", res.Records, res.Error)
+			}
+			fmt.Fprintf(env.stdout, "audit log verified: %d records, hash chain intact\n", res.Records)
+			return nil
+		}
+		recs, err := c.AuditLog(cmd.Context(), f)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(env.stdout, recs)
+		}
+		for _, r := range recs {
+			printAudit(env.stdout, r)
+		}
+		return nil
+	}
+	return cmd
+}
+
+// printAudit prints one audit record on one line, control characters escaped.
+func printAudit(w io.Writer, r api.AuditRecord) {
+	var parts []string
+	add := func(k, v string) {
+		if v != "" {
+			parts = append(parts, k+"="+printable(v))
+		}
+	}
+	add("trigger", r.TriggerID)
+	add("thread", r.ThreadID)
+	add("runtime", r.RuntimeID)
+	add("subject", r.Subject)
+	if r.PeerUID != nil {
+		add("uid", strconv.Itoa(*r.PeerUID))
+	}
+	add("code", string(r.Code))
+	add("reason", r.Reason)
+	if len(r.Detail) > 0 && string(r.Detail) != "null" {
+		add("detail", compactJSON(r.Detail))
+	}
+	fmt.Fprintf(w, "%6d %s %-26s %s\n", r.Seq, r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Event, strings.Join(parts, " "))
+}
+
+// printable escapes control characters so daemon text cannot drive the terminal.
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) < 0 {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
+func compactJSON(b []byte) string {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return string(b)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+func scheduleCmd(env *cliEnv) *cobra.Command {
+	return groupCmd("schedule", "manage periodic prompts", scheduleAddCmd(env), scheduleLsCmd(env), scheduleRmCmd(env))
+}
+
+func scheduleAddCmd(env *cliEnv) *cobra.Command {
+	var b api.ScheduleRequest
+	cmd := &cobra.Command{
+		Use:     "add --workspace WS --agent ROLE [--every 10m] PROMPT",
+		Short:   "add a periodic prompt",
+		Example: "  nudge schedule add --workspace mobile_core --agent reviewer --every 30m \"Check the open PRs.\"",
+		Args:    exactArgs(1, "one PROMPT"),
+	}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
+	cmd.Flags().StringVar(&b.Workspace, "workspace", "", "workspace id")
+	cmd.Flags().StringVar(&b.Agent, "agent", "", "the agent's role")
+	cmd.Flags().StringVar(&b.Every, "every", "10m", "period (Go duration)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		if b.Workspace == "" || b.Agent == "" {
+			return usagef("want --workspace, --agent and one PROMPT")
+		}
+		b.Prompt = args[0]
+		c := o.client(env)
+		defer c.Close()
+		s, err := c.AddSchedule(cmd.Context(), b)
+		if err != nil {
+			return err
+		}
+		return printSchedules(env.stdout, asJSON, s)
+	}
+	return cmd
+}
+
+func scheduleLsCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{Use: "ls", Aliases: []string{"list"}, Short: "list periodic prompts", Args: exactArgs(0, "no arguments")}
+	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "table")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
+		c := o.client(env)
+		defer c.Close()
+		all, err := c.Schedules(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(env.stdout, all)
+		}
+		return printSchedules(env.stdout, false, all...)
+	}
+	return cmd
+}
+
+// printSchedules prints one schedule as JSON, or schedules as a table.
+func printSchedules(w io.Writer, asJSON bool, all ...api.Schedule) error {
+	if asJSON && len(all) == 1 {
+		return printJSON(w, all[0])
+	}
+	if asJSON {
+		return printJSON(w, all)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCHEDULE\tWORKSPACE\tAGENT\tEVERY\tNEXT\tPROMPT")
+	for _, s := range all {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.40q\n", s.ScheduleID, s.WorkspaceID, s.Agent, s.Every, s.NextAt.Local().Format(time.TimeOnly), s.Prompt)
+	}
+	return tw.Flush()
+}
+
+func scheduleRmCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{Use: "rm SCHEDULE_ID", Aliases: []string{"remove"}, Short: "remove a periodic prompt", Args: exactArgs(1, "one SCHEDULE_ID")}
+	o := addClientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c := o.client(env)
+		defer c.Close()
+		r, err := c.RemoveSchedule(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		return printJSON(env.stdout, r)
+	}
+	return cmd
+}

@@ -1,0 +1,265 @@
+package main
+
+// The checks `nudge doctor` makes on this machine only: the daemon, the agent CLIs of the
+// known profiles, state and socket permissions, and the override directories.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/detector"
+	"github.com/nudgehq/nudge/panes"
+)
+
+// doctorTimeout bounds each question doctor asks the daemon or an agent CLI.
+const doctorTimeout = 5 * time.Second
+
+// askDaemon asks the daemon for its health and runtimes. It returns the runtimes and a
+// func that prints the daemon's line (printed last, after the checks that use the runtimes).
+func (d *doctor) askDaemon(ctx context.Context, c *api.Client) (report func(), rts []runtimeView) {
+	if _, err := os.Stat(c.Socket()); errors.Is(err, fs.ErrNotExist) {
+		return func() {
+			d.warn("", "daemon: not running (no socket at %s): start it with `nudge serve`", c.Socket())
+		}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	var h struct {
+		Version   string    `json:"version"`
+		StartedAt time.Time `json:"started_at"`
+		Runtimes  int       `json:"runtimes"`
+	}
+	err := c.Do(ctx, "GET", "/v1/health", nil, &h)
+	var ae *api.Error
+	switch {
+	case err == nil:
+		if err := c.Do(ctx, "GET", "/v1/runtimes", nil, &rts); err != nil {
+			return func() {
+				d.warn("", "daemon %s answers on %s but not with its runtimes: %v", h.Version, c.Socket(), err)
+			}, nil
+		}
+		return func() {
+			d.ok("", "daemon %s answers on %s: %d runtime(s), up since %s", h.Version, c.Socket(), h.Runtimes,
+				h.StartedAt.Local().Format(time.DateTime))
+		}, rts
+	case errors.As(err, &ae) && (ae.ErrorCode == nudge.Unauthorized || ae.ErrorCode == nudge.Forbidden):
+		return func() {
+			d.warn("", "daemon answers on %s but refused this caller (%s): pass --token or set NUDGE_TOKEN", c.Socket(), ae.Message)
+		}, nil
+	case errors.As(err, &ae) && ae.ErrorCode == nudge.Unavailable:
+		return func() {
+			d.warn("", "daemon: nothing listens on %s (a stale socket from a daemon that stopped; `nudge serve` replaces it)", c.Socket())
+		}, nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return func() {
+			d.fail("", "daemon on %s did not answer within %s: it is hung or overloaded; see its log, restart it", c.Socket(), doctorTimeout)
+		}, nil
+	}
+	return func() { d.fail("", "daemon on %s: %v", c.Socket(), err) }, nil
+}
+
+// overrides checks the profile and pack override directories (a file that does not parse
+// stops serve).
+func (d *doctor) overrides() {
+	if profiles, err := panes.LoadProfiles(d.profileDir); err != nil {
+		d.fail("", "profile overrides: %v: fix or remove it (serve will not start)", err)
+	} else {
+		d.ok("", "profile overrides: %s", profileOverrides(d.profileDir, profiles))
+	}
+	if packs, err := detector.LoadPacks(d.packDir); err != nil {
+		d.fail("", "pack overrides: %v: fix or remove it (serve will not start)", err)
+	} else {
+		d.ok("", "pack overrides: %s", packOverrides(d.packDir, packs))
+	}
+}
+
+// agents checks that the program each known profile launches is on PATH: a missing one is a
+// warning (nobody needs every agent) unless a runtime runs it (then host already failed it).
+func (d *doctor) agents(ctx context.Context, inUse []string) {
+	profiles, err := panes.LoadProfiles(d.profileDir)
+	if err != nil { // overrides says why
+		profiles, _ = panes.LoadProfiles("")
+	}
+	byProgram := map[string][]string{}
+	for name, p := range profiles {
+		if len(p.Launch) > 0 {
+			byProgram[p.Launch[0]] = append(byProgram[p.Launch[0]], name)
+		}
+	}
+	progs := make([]string, 0, len(byProgram))
+	for p := range byProgram {
+		progs = append(progs, p)
+	}
+	slices.Sort(progs)
+	for _, prog := range progs {
+		if slices.Contains(inUse, prog) {
+			continue
+		}
+		names := byProgram[prog]
+		slices.Sort(names)
+		which := "profile " + strings.Join(names, ", ")
+		path, err := exec.LookPath(prog)
+		if err != nil {
+			d.warn("", "agent %s (%s) is not on PATH: install it, or ignore this if you do not use it", prog, which)
+			continue
+		}
+		if v := programVersion(ctx, path); v != "" {
+			d.ok("", "agent %s (%s): %s, %s", prog, which, path, v)
+		} else {
+			d.ok("", "agent %s (%s): %s", prog, which, path)
+		}
+	}
+}
+
+// programVersion is the version of the program at path where it is cheap to learn: an npm
+// package's package.json, else the first line of `path --version` within a short deadline.
+// "" when neither says.
+func programVersion(ctx context.Context, path string) string {
+	if v := npmVersion(path); v != "" {
+		return v
+	}
+	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.Env = controlmode.ChildEnv(os.Environ())
+	cmd.WaitDelay = time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if len(first) > 80 {
+		first = first[:80]
+	}
+	return strings.TrimSpace(first)
+}
+
+// npmVersion reads the version of the npm package a bin link (node_modules/.bin/x, or a
+// global bin symlink into node_modules) belongs to.
+func npmVersion(path string) string {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return ""
+	}
+	parts := strings.Split(real, string(filepath.Separator))
+	i := slices.Index(parts, "node_modules")
+	for j := i + 1; i >= 0 && j < len(parts); j++ { // the last node_modules wins
+		if parts[j] == "node_modules" {
+			i = j
+		}
+	}
+	if i < 0 || i+1 >= len(parts) {
+		return ""
+	}
+	pkg := parts[:i+2]
+	if strings.HasPrefix(parts[i+1], "@") && i+2 < len(parts) {
+		pkg = parts[:i+3]
+	}
+	b, err := os.ReadFile(string(filepath.Separator) + filepath.Join(append(pkg, "package.json")...))
+	if err != nil {
+		return ""
+	}
+	var m struct {
+		Name, Version string
+	}
+	if json.Unmarshal(b, &m) != nil || m.Version == "" {
+		return ""
+	}
+	return m.Name + " " + m.Version
+}
+
+// permissions checks that the state directory, the files in it and the API socket are
+// private to this user: a store or key others can read leaks every prompt and every token.
+func (d *doctor) permissions(socket string) {
+	d.privateDir("state dir", d.stateDir)
+	var private []string
+	if entries, err := os.ReadDir(d.stateDir); err == nil {
+		for _, e := range entries {
+			if e.Type().IsRegular() && d.privateFile(filepath.Join(d.stateDir, e.Name())) {
+				private = append(private, e.Name())
+			}
+		}
+	}
+	if len(private) > 0 {
+		d.ok("", "state files mode 0600, yours: %s", strings.Join(private, ", "))
+	}
+	dir := filepath.Dir(socket)
+	if dir != filepath.Clean(d.stateDir) {
+		d.privateDir("socket dir", dir)
+	}
+	fi, err := os.Lstat(socket)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return // the daemon line says so
+	case err != nil:
+		d.fail("", "socket %s: %v", socket, err)
+	case fi.Mode()&fs.ModeSocket == 0:
+		d.fail("", "socket %s is not a socket (%s): remove it, or give serve another --socket", socket, fi.Mode().Type())
+	case d.privateFile(socket):
+		d.ok("", "socket %s: mode 0600, yours", socket)
+	}
+}
+
+// privateDir checks that dir is a directory of this user's that nobody else can enter.
+func (d *doctor) privateDir(what, dir string) {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		d.ok("", "%s %s does not exist yet (nudge serve creates it 0700)", what, dir)
+	case err != nil:
+		d.fail("", "%s %s: %v", what, dir, err)
+	case !fi.IsDir():
+		d.fail("", "%s %s is not a directory: move it away", what, dir)
+	case fi.Mode()&fs.ModeSticky != 0 && fi.Mode().Perm()&0o002 != 0:
+		// A shared directory such as /tmp: others see the socket's name, not more.
+		d.warn("", "%s %s is shared (mode %s): prefer a directory of your own (the default: $XDG_RUNTIME_DIR/nudge)", what, dir, fi.Mode().Perm())
+	case !ownedByMe(fi):
+		d.fail("", "%s %s is owned by uid %d, not you (uid %d): chown it, or use a directory of your own", what, dir, owner(fi), os.Getuid())
+	case fi.Mode().Perm()&0o077 != 0:
+		d.fail("", "%s %s has mode %04o, others can reach into it: chmod 700 %s", what, dir, fi.Mode().Perm(), dir)
+	default:
+		d.ok("", "%s %s: mode 0700, yours", what, dir)
+	}
+}
+
+// privateFile reports false (and fails the check) unless path is this user's and mode 0600
+// or stricter.
+func (d *doctor) privateFile(path string) bool {
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		d.fail("", "%s: %v", path, err)
+	case !ownedByMe(fi):
+		d.fail("", "%s is owned by uid %d, not you (uid %d): chown it", path, owner(fi), os.Getuid())
+	case fi.Mode().Perm()&0o077 != 0:
+		d.fail("", "%s has mode %04o, others can read or write it: chmod 600 %s", path, fi.Mode().Perm(), path)
+	default:
+		return true
+	}
+	return false
+}
+
+func owner(fi fs.FileInfo) int {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
+}
+
+func ownedByMe(fi fs.FileInfo) bool {
+	o := owner(fi)
+	return o == -1 || o == os.Getuid()
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nudgehq/nudge/detector"
+	"github.com/nudgehq/nudge/panes"
+)
+
+// overrideDir describes a profile or pack override directory after a load: the files
+// that replaced or added a profile (pack), or why none was read.
+type overrideDir struct {
+	Kind  string   // "profile" or "pack"
+	Dir   string   // "" = none configured
+	Files []string // base names of the files read, sorted
+	Found bool     // the directory exists
+}
+
+func profileOverrides(dir string, ps map[string]panes.Profile) overrideDir {
+	o := overrideDir{Kind: "profile", Dir: dir, Found: dirExists(dir)}
+	for _, p := range ps {
+		if p.Source != "" {
+			o.Files = append(o.Files, filepath.Base(p.Source))
+		}
+	}
+	slices.Sort(o.Files)
+	return o
+}
+
+func packOverrides(dir string, ps map[string]*detector.Pack) overrideDir {
+	o := overrideDir{Kind: "pack", Dir: dir, Found: dirExists(dir)}
+	for _, p := range ps {
+		if p.Source != "" {
+			o.Files = append(o.Files, filepath.Base(p.Source))
+		}
+	}
+	slices.Sort(o.Files)
+	return o
+}
+
+func dirExists(dir string) bool {
+	if dir == "" {
+		return false
+	}
+	_, err := os.Stat(dir)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// String says, for the log and doctor, which directory was read and what it held.
+func (o overrideDir) String() string {
+	switch {
+	case o.Dir == "":
+		return "no " + o.Kind + " override directory: built-in " + o.Kind + "s only"
+	case !o.Found:
+		return o.Dir + " does not exist: built-in " + o.Kind + "s only"
+	case len(o.Files) == 0:
+		return o.Dir + " read: no *.json files, built-in " + o.Kind + "s only"
+	}
+	s := o.Dir + " read: "
+	for i, f := range o.Files {
+		if i > 0 {
+			s += ", "
+		}
+		s += f
+	}
+	return s
+}
+
+func (o overrideDir) log(l hclog.Logger) {
+	l.Info(o.Kind+" overrides", "dir", o.Dir, "exists", o.Found, "files", o.Files)
+}

@@ -1,0 +1,103 @@
+package detector
+
+import (
+	"context"
+	"time"
+)
+
+// llmRetryAfter is how long a screen the LLM failed on waits before it is asked again.
+const llmRetryAfter = 30 * time.Second
+
+// llmAsk is a pane's question to the LLM classifier and its answer. Guarded by
+// paneState.mu.
+type llmAsk struct {
+	screen   string             // the screen last asked about
+	pending  bool               // its request is in flight
+	verdict  *Classification    // its answer; nil while pending or after a failure
+	failedAt time.Time          // when its request failed
+	cancel   context.CancelFunc // ends its request: one request per pane in flight
+}
+
+// llmVerdict returns the rules' verdict c on screen with the LLM's answer for that very
+// screen put in, if there is one, and whether the LLM should be asked (no answer yet, no
+// request in flight). The LLM never waits in the capture path: the rules' verdict is
+// applied at once and the answer, when it comes, replaces it (applyLLM).
+func (m *Monitor) llmVerdict(ps *paneState, screen string, c Classification) (Classification, bool) {
+	if c.Confident || m.cfg.LLM == nil {
+		return c, false
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	a := &ps.llm
+	switch {
+	case a.screen != screen:
+		return c, true
+	case a.verdict != nil:
+		return mergeLLM(c, *a.verdict), false
+	case a.pending:
+		return c, false
+	}
+	return c, m.cfg.Now().Sub(a.failedAt) >= llmRetryAfter
+}
+
+// mergeLLM takes the state, summary and actions from the LLM's verdict and what the
+// input line holds from the rules' (the LLM never decides what a human typed).
+func mergeLLM(rules, llm Classification) Classification {
+	rules.State, rules.Summary, rules.ActionsNeeded, rules.Confident = llm.State, llm.Summary, llm.ActionsNeeded, true
+	return rules
+}
+
+// askLLM sends screen to the LLM on a goroutine of its own (owned by the Monitor, ended by
+// the pane's context) and applies the answer if no output arrived since the capture (seq)
+// — the screen it describes is still the one shown. A failure or a timeout only leaves the
+// rules' verdict in place.
+func (m *Monitor) askLLM(ps *paneState, pack *Pack, screen string, seq uint64) {
+	ps.mu.Lock()
+	if ps.llm.pending && ps.llm.screen == screen {
+		ps.mu.Unlock()
+		return
+	}
+	if ps.llm.cancel != nil {
+		ps.llm.cancel() // the screen it asked about is gone
+	}
+	ctx, cancel := context.WithCancel(ps.ctx)
+	ps.llm = llmAsk{screen: screen, pending: true, cancel: cancel}
+	ps.mu.Unlock()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer cancel()
+		lc, err := m.cfg.LLM.Classify(ctx, pack, screen)
+		m.applyLLM(ps, screen, seq, lc, err)
+	}()
+}
+
+func (m *Monitor) applyLLM(ps *paneState, screen string, seq uint64, lc Classification, err error) {
+	ps.mu.Lock()
+	if ps.llm.screen != screen { // a newer screen was asked about meanwhile
+		ps.mu.Unlock()
+		return
+	}
+	ps.llm.pending, ps.llm.cancel = false, nil
+	if err != nil || lc.State == "" {
+		ps.llm.failedAt = m.cfg.Now()
+		ps.mu.Unlock()
+		if ps.ctx.Err() == nil {
+			m.cfg.Logger.Warn("llm classifier failed: the rules' verdict stands", "runtime", ps.id, "error", err)
+		}
+		return
+	}
+	ps.llm.verdict = &lc
+	if ps.outSeq.Load() != seq {
+		ps.mu.Unlock() // the screen moved on; its next capture classifies again
+		return
+	}
+	c := mergeLLM(ps.class, lc)
+	changed := c.State != ps.class.State || c.Summary != ps.class.Summary
+	ps.class = c
+	ps.mu.Unlock()
+	m.cfg.Logger.Debug("llm classified", "runtime", ps.id, "state", c.State, "summary", c.Summary)
+	if changed {
+		m.publish(ps, c)
+	}
+}

@@ -1,0 +1,139 @@
+package nudge
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Runtime is a managed agent runtime (seed 001 §5). The registry in package panes owns
+// the live copy; package store keeps the durable one. JSON field names are the API's and
+// the store's encoding: never change a tag.
+type Runtime struct {
+	RuntimeID       string    `json:"runtime_id"`
+	WorkspaceID     string    `json:"workspace_id"`
+	Host            string    `json:"host,omitempty"` // ssh destination of the workspace's tmux (bound when first created); "" local
+	Role            string    `json:"role"`
+	AgentID         string    `json:"agent_id"` // defaults to Role
+	Agent           string    `json:"agent"`    // profile name: codex, claude, shell, ...
+	SessionID       string    `json:"session_id,omitempty"`
+	Dir             string    `json:"dir,omitempty"`
+	Argv            []string  `json:"argv,omitempty"`
+	Managed         bool      `json:"managed"`
+	TmuxSession     string    `json:"tmux_session"`
+	TmuxWindow      string    `json:"tmux_window"`
+	TmuxPane        int       `json:"tmux_pane"` // pane index in the window
+	Target          string    `json:"target"`    // session:window.pane
+	PaneID          string    `json:"pane_id"`   // %N, stable while the pane lives
+	PID             int       `json:"pid,omitempty"`
+	Status          Status    `json:"status"`
+	Readiness       Readiness `json:"readiness"`
+	Summary         string    `json:"summary,omitempty"`
+	OperatorBusy    bool      `json:"operator_busy"`
+	InputLine       InputLine `json:"input_line,omitempty"` // empty, draft, ours, unknown
+	Paused          bool      `json:"paused"`
+	ExitStatus      *int      `json:"exit_status,omitempty"`
+	LastHeartbeatAt time.Time `json:"last_heartbeat_at,omitempty"`
+	LastCursor      string    `json:"last_cursor,omitempty"`
+	LastTriggerID   string    `json:"last_trigger_id,omitempty"`
+	// Breaker is the runtime's circuit breaker after repeated failed triggers: "" (closed),
+	// "open" (cooling down until CooldownUntil: triggers wait with RUNTIME_COOLDOWN) or
+	// "half_open" (one probe trigger goes; its ack closes it).
+	Breaker       string      `json:"breaker,omitempty"`
+	CooldownUntil *time.Time  `json:"cooldown_until,omitempty"`
+	Failures      []time.Time `json:"failures,omitempty"` // recent crash times, for crash-loop detection
+	Restarts      int         `json:"restarts"`
+	CreatedAt     time.Time   `json:"created_at"`
+	UpdatedAt     time.Time   `json:"updated_at"`
+	StatusSince   time.Time   `json:"status_since"`
+}
+
+// Trigger is one trigger request and its receipt. JSON field names are the API's and the
+// store's encoding.
+type Trigger struct {
+	TriggerID      string `json:"trigger_id"`
+	WorkspaceID    string `json:"workspace"`
+	Agent          string `json:"agent"` // the role (agent id) addressed
+	RuntimeID      string `json:"runtime_id,omitempty"`
+	Host           string `json:"host,omitempty"` // the runtime's host (ssh destination) when accepted; "" local
+	ThreadID       string `json:"thread_id,omitempty"`
+	Prompt         string `json:"prompt"`
+	Reason         string `json:"reason,omitempty"`
+	AckTimeoutMS   int64  `json:"ack_timeout_ms,omitempty"`
+	ForceOverride  bool   `json:"force_override,omitempty"`
+	OverrideIntent string `json:"override_intent,omitempty"` // human_override | coordinator_override
+	Caller         string `json:"caller,omitempty"`          // authenticated subject
+	CallerUID      int    `json:"caller_uid"`
+	ScheduleID     string `json:"schedule_id,omitempty"`
+
+	State           TriggerState `json:"state"`
+	Result          Result       `json:"result"`
+	ErrorCode       Code         `json:"error_code,omitempty"`
+	Message         string       `json:"message,omitempty"`
+	DeliveryBackend string       `json:"delivery_backend,omitempty"`
+	AckSignal       string       `json:"ack_signal,omitempty"` // marker | api | heartbeat | cursor | submitted
+	Fallback        string       `json:"fallback,omitempty"`   // "", resume, spawn
+	// Where a fallback put the prompt: the runtime it runs as (a fallback spawned beside
+	// a kept pane is a runtime of its own, ROLE-fb-SUFFIX) and its pane.
+	FallbackRuntimeID string `json:"fallback_runtime_id,omitempty"`
+	FallbackPane      string `json:"fallback_pane,omitempty"`
+	Attempts          int    `json:"attempts"`
+	Closed            bool   `json:"closed"` // no more work will be done for it
+	// QueuedInAgent: the agent took the prompt into its own queue (it was busy) instead
+	// of starting a turn with it; only the turn that takes it up acks it.
+	QueuedInAgent bool `json:"queued_in_agent,omitempty"`
+
+	CreatedAt     time.Time  `json:"created_at"`
+	QueuedAt      time.Time  `json:"queued_at"`
+	DeferredAt    *time.Time `json:"deferred_at,omitempty"`
+	DeferredUntil *time.Time `json:"deferred_until,omitempty"`
+	InjectedAt    *time.Time `json:"injected_at,omitempty"`
+	SubmittedAt   *time.Time `json:"submitted_at,omitempty"`
+	DeliveredAt   *time.Time `json:"delivered_at,omitempty"`
+	AckedAt       *time.Time `json:"acked_at,omitempty"`
+	FailedAt      *time.Time `json:"failed_at,omitempty"`
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+}
+
+// Attempt is one delivery attempt of a trigger (live, retry, resume or spawn).
+type Attempt struct {
+	TriggerID string          `json:"trigger_id"`
+	N         int             `json:"n"`
+	Backend   string          `json:"backend"` // tmux, resume, spawn
+	StartedAt time.Time       `json:"started_at"`
+	EndedAt   time.Time       `json:"ended_at,omitempty"`
+	Outcome   string          `json:"outcome"`
+	ErrorCode Code            `json:"error_code,omitempty"`
+	Detail    json.RawMessage `json:"detail,omitempty"`
+}
+
+// AuditRecord is one entry of the append-only, hash-chained audit log. Seq and Hash are
+// assigned by store.DB.AppendAudit; PrevHash is the Hash of the record before (hex SHA-256).
+type AuditRecord struct {
+	Seq       uint64          `json:"seq"`
+	Time      time.Time       `json:"time"`
+	Event     string          `json:"event"` // e.g. runtime_registered, trigger_sent, ack_received
+	TriggerID string          `json:"trigger_id,omitempty"`
+	ThreadID  string          `json:"thread_id,omitempty"`
+	RuntimeID string          `json:"runtime_id,omitempty"`
+	Workspace string          `json:"workspace,omitempty"`
+	Subject   string          `json:"subject,omitempty"` // authenticated caller
+	PeerUID   *int            `json:"peer_uid,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	Code      Code            `json:"error_code,omitempty"`
+	Detail    json.RawMessage `json:"detail,omitempty"`
+	PrevHash  string          `json:"prev_hash"`
+	Hash      string          `json:"hash"`
+}
+
+// Schedule is a periodic trigger (seed 004).
+type Schedule struct {
+	ScheduleID  string        `json:"schedule_id"`
+	WorkspaceID string        `json:"workspace"`
+	Agent       string        `json:"agent"`
+	Prompt      string        `json:"prompt"`
+	Every       time.Duration `json:"every"`
+	NextAt      time.Time     `json:"next_at"`
+	LastAt      time.Time     `json:"last_at,omitempty"`
+	CreatedAt   time.Time     `json:"created_at"`
+}
