@@ -59,25 +59,3 @@ func TestRedactIdempotent(t *testing.T) {
 		}
 	}
 }
-
-func TestStripANSI(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"\x1b[1;31mred\x1b[0m plain", "red plain"},
-		{"\x1b]0;title\x07after", "after"},
-		{"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link"},
-		{"a\tb\nc\rd\x00e\x7f", "a\tb\ncde"},
-		{"\x1b[?1049h\x1b[Hscreen", "screen"},
-		{"unicode ✓ stays", "unicode ✓ stays"},
-		{"\x1bP1$r0m\x1b\\dcs gone", "dcs gone"},
-		{"\x1b_apc\x07x", "x"},
-		{"\x1b(Bcharset", "charset"},
-		{"\x1b]unterminated", "unterminated"},
-		{"c1 \u009b31m", "c1 31m"},
-		{"", ""},
-	}
-	for i, tt := range tests {
-		if got := StripANSI(tt.in); got != tt.want {
-			t.Errorf("#%d: StripANSI(%q) = %q, want %q", i, tt.in, got, tt.want)
-		}
-	}
-}

@@ -2,7 +2,6 @@ package ack
 
 import (
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/detector"
 )
 
 // Marker is the ack marker's prefix; the trigger id follows it directly.
@@ -14,7 +13,7 @@ const Marker = "ACK_TRIGGER:"
 const MaxIDLen = 128
 
 // Matcher finds ACK_TRIGGER:<id> in one pane's output stream. It strips ANSI/VT
-// escapes inline (as detector.Plain does), so an escape sequence inside the marker
+// escapes inline (as nudge.Plain does), so an escape sequence inside the marker
 // or the id does not hide it, and it keeps its state across Feed calls, so a marker
 // split over any number of chunks is found. The match is exact (case-sensitive).
 //
@@ -26,7 +25,7 @@ const MaxIDLen = 128
 // The zero Matcher is ready to use. A Matcher is not safe for concurrent use; one
 // Matcher serves one pane. It does not allocate.
 type Matcher struct {
-	plain   detector.Plain
+	plain   nudge.Plain
 	matched int // bytes of Marker matched so far
 	inID    bool
 	tooLong bool

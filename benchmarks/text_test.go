@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
-	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
 )
 
@@ -57,7 +57,7 @@ func BenchmarkSanitize5KDirty(b *testing.B) {
 
 func BenchmarkPlain(b *testing.B) {
 	dst := make([]byte, 0, len(tuiChunk))
-	var p detector.Plain
+	var p nudge.Plain
 	b.ReportAllocs()
 	b.SetBytes(int64(len(tuiChunk)))
 	for b.Loop() {
@@ -97,7 +97,7 @@ func BenchmarkMatcherFeed(b *testing.B) {
 func BenchmarkMatcherNaive(b *testing.B) {
 	chunk := append(append([]byte{}, tuiChunk[:2700]...), "\x1b[1mACK_TRIGGER:trig-0001\x1b[0m\r\n"...)
 	dst := make([]byte, 0, len(chunk))
-	var p detector.Plain
+	var p nudge.Plain
 	b.ReportAllocs()
 	b.SetBytes(int64(len(chunk)))
 	for b.Loop() {

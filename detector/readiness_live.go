@@ -40,7 +40,7 @@ type paneState struct {
 
 	tailMu sync.Mutex
 	tail   []byte
-	plain  Plain
+	plain  nudge.Plain
 
 	persistMu sync.Mutex // serialises operator_busy decisions with their persistence
 
@@ -450,7 +450,7 @@ func (m *Monitor) scanSessionID(ps *paneState, rt nudge.Runtime, screen string) 
 	ps.tailMu.Unlock()
 	id := p.FindSessionID([]byte(tail))
 	if id == "" {
-		var pl Plain
+		var pl nudge.Plain
 		id = p.FindSessionID(pl.Write(nil, []byte(screen)))
 	}
 	if id == "" {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
-	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
 )
 
@@ -55,7 +54,7 @@ func matchIDs(b []byte, cuts uint64) []string {
 
 // naiveIDs is the reference Matcher: strip the whole input, then search it.
 func naiveIDs(b []byte) []string {
-	var p detector.Plain
+	var p nudge.Plain
 	text := p.Write(nil, b)
 	var ids []string
 	for {
@@ -81,14 +80,14 @@ func FuzzPlain(f *testing.F) {
 		f.Add([]byte(s), uint64(3))
 	}
 	f.Fuzz(func(t *testing.T, in []byte, cuts uint64) {
-		var p detector.Plain
+		var p nudge.Plain
 		whole := p.Write(nil, in)
 		for _, c := range whole {
 			if c == 0x1b || c == 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
 				t.Fatalf("control %#x in output %q", c, whole)
 			}
 		}
-		var q detector.Plain
+		var q nudge.Plain
 		var parts []byte
 		for _, c := range cutChunks(in, cuts) {
 			parts = q.Write(parts, c)

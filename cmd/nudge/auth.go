@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -70,32 +69,11 @@ func openAuthority(cfg serveConfig, db *store.DB) (*auth.Authority, error) {
 	return auth.Open(ac, db, audit)
 }
 
-// authenticate checks the peer's uid, then the bearer token if there is one.
-func (d *daemon) authenticate(r *http.Request) (caller, error) {
-	p := peerOf(r.Context())
-	return d.auth.Authenticate(auth.Peer{UID: p.UID, PID: p.PID, Known: p.Known}, r.Header.Get("Authorization"))
-}
-
 // revokeRuntime invalidates a runtime's tokens (deregistration): its epoch is deleted, so
 // every token minted for it fails on the next request.
 func (d *daemon) revokeRuntime(id string) {
 	if d.auth != nil {
 		d.auth.RevokeRuntime(context.Background(), id)
-	}
-}
-
-// auditRefusal records a refused mutating call (reads are not audited): who was refused,
-// from which uid, and why.
-func (d *daemon) auditRefusal(r *http.Request, c caller, err error) {
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		return
-	}
-	ae := toAPIError(err)
-	uid := c.UID
-	rec := nudge.AuditRecord{Event: "api_refused", Subject: c.Subject, PeerUID: &uid, Code: ae.ErrorCode,
-		Reason: r.Method + " " + r.URL.EscapedPath() + ": " + ae.Message}
-	if _, err := d.db.AppendAudit(rec); err != nil {
-		d.log.Error("audit", "event", rec.Event, "err", err)
 	}
 }
 

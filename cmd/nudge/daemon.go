@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +18,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
+	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -47,10 +46,7 @@ type daemon struct {
 	auth     *auth.Authority   // token key, revocations, runtime tokens, policy
 	obs      *observe.Observer // metrics, alerts, status line (observer.go)
 
-	ln      net.Listener
-	srv     *http.Server
-	metrics *http.Server
-	errc    chan error
+	api *server.Server
 
 	ready     atomic.Bool // hooks act only once everything is wired
 	closeOnce sync.Once
@@ -58,7 +54,7 @@ type daemon struct {
 
 // openDaemon opens everything in dependency order; on error it closes what it opened.
 func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, err error) {
-	d := &daemon{cfg: cfg, log: newLogger(cfg, env), started: time.Now(), errc: make(chan error, 2)}
+	d := &daemon{cfg: cfg, log: newLogger(cfg, env), started: time.Now()}
 	defer func() {
 		// d, not the result: an early `return nil, err` must still close what was opened.
 		if err != nil {
@@ -322,29 +318,17 @@ func (d *daemon) onFallbackStep(step ack.Step) {
 	d.hub.Publish(Event{Type: "fallback", Workspace: ws, Detail: mustJSON(step)})
 }
 
-func (d *daemon) listen() error {
-	ln, err := listenUnix(d.cfg.Socket)
-	if err != nil {
-		return err
-	}
-	d.ln = ln
-	d.srv = &http.Server{
-		Handler: d.routes(), ConnContext: connContext,
-		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 64 << 10, ErrorLog: d.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
-	}
-	go serveHTTP(d.srv, ln, d.errc)
-	if d.cfg.MetricsAddr != "" {
-		mln, err := net.Listen("tcp", d.cfg.MetricsAddr)
-		if err != nil {
-			return fmt.Errorf("metrics listen: %w", err)
-		}
-		mux := http.NewServeMux()
-		mux.HandleFunc("GET /metrics", d.handleMetrics)
-		d.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go serveHTTP(d.metrics, mln, d.errc)
-	}
-	return nil
+// listen opens the API server on the socket (and /metrics on --metrics-addr).
+func (d *daemon) listen() (err error) {
+	sc := server.DefaultConfig()
+	sc.Socket, sc.MetricsAddr, sc.ShutdownTimeout = d.cfg.Socket, d.cfg.MetricsAddr, d.cfg.ShutdownTimeout
+	sc.Version, sc.Logger = version, d.log
+	d.api, err = server.Open(sc, server.Deps{
+		Auth: d.auth, Tokens: d.auth, Policy: d.auth.Policy(),
+		Runtimes: d.reg, Panes: paneReader{d.reg}, Triggers: d.pipe, Acks: d.acks, Store: d.db, Schedules: d.sched,
+		Events: http.HandlerFunc(d.serveScopedEvents), Metrics: d.obs,
+	})
+	return err
 }
 
 // Run serves until ctx ends or a server fails.
@@ -353,7 +337,7 @@ func (d *daemon) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		d.log.Info("shutting down")
 		return nil
-	case err := <-d.errc:
+	case err := <-d.api.Err():
 		return err
 	}
 }
@@ -366,18 +350,10 @@ func (d *daemon) Close() error {
 		d.auth.Close()
 		d.obs.Close()
 		if d.hub != nil {
-			d.hub.Close() // ends the event streams, so the server can shut down
+			d.hub.Close() // event streams end, so the server's shutdown need not wait for them
 		}
-		if d.srv != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownTimeout)
-			errs = append(errs, d.srv.Shutdown(ctx))
-			if d.metrics != nil {
-				errs = append(errs, d.metrics.Shutdown(ctx))
-			}
-			cancel()
-			if fi, err := os.Lstat(d.cfg.Socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
-				os.Remove(d.cfg.Socket)
-			}
+		if d.api != nil {
+			errs = append(errs, d.api.Close())
 		}
 		if d.sched != nil {
 			errs = append(errs, d.sched.Close()) // it submits into the pipeline: first

@@ -58,7 +58,7 @@ func (d *daemon) shortStatus(ws string) string {
 	var rts []runtimeView
 	for _, rt := range d.reg.List() {
 		if rt.WorkspaceID == ws {
-			rts = append(rts, d.view(rt))
+			rts = append(rts, runtimeView{Runtime: rt, QueueDepth: d.pipe.Depth(rt.RuntimeID)})
 		}
 	}
 	return shortStatus(rts, false)

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -318,46 +316,11 @@ func readSecretFile(path string) (string, error) {
 	return tok, nil
 }
 
-// listenUnix creates the API socket: its directory 0700, a stale socket file (and only a
-// socket) removed, the socket itself 0600.
-func listenUnix(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("socket dir: %w", err)
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s exists and is not a socket: refusing to remove it", path)
-		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("another daemon is serving on %s", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove stale socket: %w", err)
-		}
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("chmod socket: %w", err)
-	}
-	return ln, nil
-}
-
 func newLogger(cfg serveConfig, env *cliEnv) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
 		Name: "nudge", Level: hclog.LevelFromString(cfg.LogLevel),
 		Output: env.stderr, JSONFormat: cfg.LogFormat == "json",
 	})
-}
-
-func serveHTTP(srv *http.Server, ln net.Listener, errc chan<- error) {
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		errc <- err
-	}
 }
 
 // startCPUProfile writes a CPU profile of the daemon to path until stop is called, and

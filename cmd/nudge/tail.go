@@ -2,32 +2,22 @@ package main
 
 import (
 	"context"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/panes"
 )
 
-// tailView is GET /v1/runtimes/{id}/tail: the pane's recent output, ANSI stripped and
-// redacted.
-type tailView struct {
-	RuntimeID  string    `json:"runtime_id"`
-	PaneID     string    `json:"pane_id"`
-	Lines      []string  `json:"lines"`
-	CapturedAt time.Time `json:"captured_at"`
-}
+// paneReader reads runtimes' panes over their workspace's control connection
+// (server.Panes).
+type paneReader struct{ reg *panes.Registry }
 
-const (
-	defaultTailLines = 200
-	maxTailLines     = 5000
-)
-
-// capturePane reads the last n lines of a runtime's pane over its workspace's control
+// Capture reads the last n lines of a runtime's pane over its workspace's control
 // connection (joined wrapped lines, trailing blank lines dropped), cleaned for display.
-func (d *daemon) capturePane(ctx context.Context, rt nudge.Runtime, n int) ([]string, error) {
+func (p paneReader) Capture(ctx context.Context, rt nudge.Runtime, n int) ([]string, error) {
 	target := rt.PaneID
 	if target == "" {
 		target = rt.Target
@@ -35,7 +25,7 @@ func (d *daemon) capturePane(ctx context.Context, rt nudge.Runtime, n int) ([]st
 	if target == "" {
 		return nil, nudge.NewError(nudge.TargetNotFound, "runtime "+rt.RuntimeID+" has no pane")
 	}
-	c, err := d.reg.Conn(rt.WorkspaceID)
+	c, err := p.reg.Conn(rt.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
@@ -62,26 +52,4 @@ func (d *daemon) capturePane(ctx context.Context, rt nudge.Runtime, n int) ([]st
 	// A secret split across lines (a PEM block) is masked as a whole too.
 	joined := nudge.Redact(strings.Join(lines, "\n"))
 	return strings.Split(joined, "\n"), nil
-}
-
-func (d *daemon) handleTail(w http.ResponseWriter, r *http.Request, c caller) {
-	rt, ok := d.runtimeFor(w, r, c, verbRead)
-	if !ok {
-		return
-	}
-	n := defaultTailLines
-	if s := r.URL.Query().Get("lines"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v <= 0 {
-			writeError(w, badRequest("lines: want a positive number"))
-			return
-		}
-		n = min(v, maxTailLines)
-	}
-	lines, err := d.capturePane(r.Context(), rt, n)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, tailView{RuntimeID: rt.RuntimeID, PaneID: rt.PaneID, Lines: lines, CapturedAt: time.Now()})
 }

@@ -2,7 +2,8 @@ package api
 
 // The operations beyond runtimes and triggers: adopting a pane, heartbeats, forcing a held
 // trigger, unblocking a thread, the audit log, schedules and tokens. Their records mirror
-// what the daemon answers, field for field.
+// what the daemon answers, field for field, in the order it sends them (the server
+// encodes these very types; the wire golden tests pin the bytes).
 
 import (
 	"context"
@@ -25,8 +26,8 @@ type RegisterRequest struct {
 
 // Deregistered is the answer of DELETE /v1/runtimes/{id}.
 type Deregistered struct {
-	RuntimeID    string `json:"runtime_id"`
 	Deregistered bool   `json:"deregistered"`
+	RuntimeID    string `json:"runtime_id"`
 }
 
 // HeartbeatRequest is POST /v1/runtimes/{id}/heartbeat (seed 000 §10.3).
@@ -40,9 +41,9 @@ type HeartbeatRequest struct {
 
 // HeartbeatReply is the answer to a heartbeat.
 type HeartbeatReply struct {
-	RuntimeID       string    `json:"runtime_id"`
-	LastHeartbeatAt time.Time `json:"last_heartbeat_at"`
 	CursorAdvanced  bool      `json:"cursor_advanced"`
+	LastHeartbeatAt time.Time `json:"last_heartbeat_at"`
+	RuntimeID       string    `json:"runtime_id"`
 }
 
 // ForceRequest is POST /v1/triggers/{id}/force: deliver a held trigger now.
@@ -61,9 +62,9 @@ type UnblockRequest struct {
 
 // Unblocked is the answer to an unblock.
 type Unblocked struct {
+	Agents    []string `json:"agents"`
 	ThreadID  string   `json:"thread_id"`
 	Unblocked bool     `json:"unblocked"`
-	Agents    []string `json:"agents"`
 }
 
 // AuditFilter selects audit records for GET /v1/audit. Since and Until are RFC 3339 times
@@ -77,15 +78,15 @@ type AuditFilter struct {
 
 // AuditVerified is the answer of GET /v1/audit?verify=1.
 type AuditVerified struct {
+	Error   string `json:"error,omitempty"`
 	OK      bool   `json:"ok"`
 	Records int    `json:"records"`
-	Error   string `json:"error,omitempty"`
 }
 
 // ScheduleRemoved is the answer of DELETE /v1/schedules/{id}.
 type ScheduleRemoved struct {
-	ScheduleID string `json:"schedule_id"`
 	Removed    bool   `json:"removed"`
+	ScheduleID string `json:"schedule_id"`
 }
 
 // TokenRequest is POST /v1/tokens.

@@ -21,9 +21,9 @@ func (e *Error) Error() string { return string(e.ErrorCode) + ": " + e.Message }
 // Health is GET /v1/health.
 type Health struct {
 	OK        bool      `json:"ok"`
-	Version   string    `json:"version"`
-	StartedAt time.Time `json:"started_at"`
 	Runtimes  int       `json:"runtimes"`
+	StartedAt time.Time `json:"started_at"`
+	Version   string    `json:"version"`
 }
 
 // Runtime is a managed or registered agent runtime as GET /v1/runtimes shows it.

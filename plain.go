@@ -1,4 +1,6 @@
-package detector
+package nudge
+
+import "strings"
 
 // Plain is a streaming ANSI/VT escape stripper for pane output (%output chunks).
 // It carries the escape-sequence state across Write calls, so stripping a
@@ -141,4 +143,28 @@ func (p *Plain) str(c byte) {
 	case 0x1b:
 		p.st = stStringEsc
 	}
+}
+
+// StripANSI returns the plain text of s: Plain's stripping (escape sequences removed, a
+// cursor move becomes one space) and then every control character left (C0 but tab and
+// newline, DEL, C1) removed, so captured text is safe to print in another terminal, to
+// match a line against, or to send to a classifier. Text without control characters is
+// returned as is, without allocating. StripANSI and Plain are the project's one ANSI
+// stripper (the detector's screen parser, which keeps styles, parses rather than strips).
+func StripANSI(s string) string {
+	if strings.IndexFunc(s, isControl) < 0 {
+		return s
+	}
+	var p Plain
+	b := p.Write(make([]byte, 0, len(s)), []byte(s))
+	return strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return -1
+		}
+		return r
+	}, string(b))
+}
+
+func isControl(r rune) bool {
+	return r != '\n' && r != '\t' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0))
 }

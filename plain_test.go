@@ -1,4 +1,4 @@
-package detector
+package nudge
 
 import (
 	"bytes"
@@ -57,5 +57,27 @@ func TestPlainNoAlloc(t *testing.T) {
 	var p Plain
 	if n := testing.AllocsPerRun(100, func() { dst = p.Write(dst[:0], src) }); n != 0 {
 		t.Errorf("Write: %v allocs, want 0", n)
+	}
+}
+
+func TestStripANSI(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"\x1b[1;31mred\x1b[0m plain", "red plain"},
+		{"\x1b]0;title\x07after", "after"},
+		{"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link"},
+		{"a\tb\nc\rd\x00e\x7f", "a\tb\ncde"},
+		{"\x1b[?1049h\x1b[Hscreen", " screen"}, // a cursor move keeps words apart
+		{"unicode ✓ stays", "unicode ✓ stays"},
+		{"\x1bP1$r0m\x1b\\dcs gone", "dcs gone"},
+		{"\x1b_apc\x07x", "x"},
+		{"\x1b(Bcharset", "charset"},
+		{"\x1b]unterminated", ""}, // an OSC string never ended: a terminal shows none of it
+		{"c1 \u009b31m", "c1 31m"},
+		{"", ""},
+	}
+	for i, tt := range tests {
+		if got := StripANSI(tt.in); got != tt.want {
+			t.Errorf("#%d: StripANSI(%q) = %q, want %q", i, tt.in, got, tt.want)
+		}
 	}
 }

@@ -1,0 +1,112 @@
+package server
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/inject"
+	"github.com/nudgehq/nudge/panes"
+	"github.com/nudgehq/nudge/store"
+)
+
+// Deps is what the server consumes. Every field is required except Events and Metrics
+// (nil: those endpoints answer 404 and an empty body).
+type Deps struct {
+	Auth      Authenticator
+	Tokens    Tokens
+	Policy    Policy
+	Runtimes  Runtimes
+	Panes     Panes
+	Triggers  Triggers
+	Acks      Acks
+	Store     Store
+	Schedules Schedules
+	Events    http.Handler // GET /v1/events; it reads the caller with auth.CallerFrom
+	Metrics   Metrics
+}
+
+// Authenticator turns a connection's peer and its Authorization header into a caller
+// (satisfied by *auth.Authority).
+type Authenticator interface {
+	Authenticate(p auth.Peer, authorization string) (auth.Caller, error)
+}
+
+// Tokens issues and revokes tokens (satisfied by *auth.Authority).
+type Tokens interface {
+	Issue(c auth.Caller, req auth.IssueRequest) (string, auth.Issued, error)
+	Revoke(c auth.Caller, id string) (auth.Issued, error)
+	List(c auth.Caller) ([]auth.Issued, error)
+	RotateKey(c auth.Caller) error
+	RevokeRuntime(ctx context.Context, id string)
+}
+
+// Policy is the workspace policy (satisfied by *auth.Policy, nil included).
+type Policy interface {
+	CheckSpawn(c auth.Caller, s *auth.Spawn) error
+	CheckRegister(c auth.Caller, workspace, agent string) error
+	CheckTrigger(c auth.Caller, workspace, agent string) error
+}
+
+// Runtimes is the registry of runtimes (satisfied by *panes.Registry).
+type Runtimes interface {
+	List() []nudge.Runtime
+	Get(id string) (nudge.Runtime, bool)
+	Spawn(ctx context.Context, req panes.SpawnRequest) (nudge.Runtime, error)
+	Register(ctx context.Context, req panes.RegisterRequest) (nudge.Runtime, error)
+	Deregister(ctx context.Context, id, reason string) error
+	Stop(ctx context.Context, id, reason string) error
+	Restart(ctx context.Context, id, reason string) (nudge.Runtime, error)
+	SetPaused(id string, paused bool, reason string) (nudge.Runtime, error)
+	Update(id string, fn func(*nudge.Runtime)) (nudge.Runtime, error)
+	Profile(name string) (panes.Profile, bool)
+	HostOf(workspace string) string
+}
+
+// Panes reads a runtime's pane: its last lines, cleaned for display and redacted.
+type Panes interface {
+	Capture(ctx context.Context, rt nudge.Runtime, lines int) ([]string, error)
+}
+
+// Triggers is the trigger pipeline (satisfied by *inject.Pipeline).
+type Triggers interface {
+	Submit(ctx context.Context, req inject.Request) (inject.Submitted, error)
+	Get(id string) (nudge.Trigger, error)
+	Wait(ctx context.Context, id string, cond func(nudge.Trigger) bool) (nudge.Trigger, error)
+	Ack(ctx context.Context, id string) (nudge.Trigger, error)
+	Depth(runtimeID string) int
+	Kick(runtimeID string)
+	Progress(workspace, agent, thread string)
+	Force(id, subject, reason, intent string) (nudge.Trigger, error)
+	Unblock(thread string, allow func(workspace string) bool) []string
+}
+
+// Acks takes heartbeats (satisfied by *ack.Tracker).
+type Acks interface {
+	Heartbeat(runtimeID string, at time.Time, cursor string) (advanced bool)
+}
+
+// Store is the part of the store the API reads and audits into (satisfied by *store.DB).
+type Store interface {
+	Flush()
+	GetTrigger(id string) (nudge.Trigger, error)
+	ListTriggers(f store.TriggerFilter) ([]nudge.Trigger, error)
+	AppendAudit(recs ...nudge.AuditRecord) ([]nudge.AuditRecord, error)
+	Audit(f store.AuditFilter) ([]nudge.AuditRecord, error)
+	VerifyAudit() (int, error)
+	ListSchedules() ([]nudge.Schedule, error)
+}
+
+// Schedules adds and removes periodic prompts (satisfied by *inject.Scheduler).
+type Schedules interface {
+	Add(ws, agent, prompt string, every time.Duration) (nudge.Schedule, error)
+	Remove(id string) error
+}
+
+// Metrics writes the Prometheus text format (satisfied by *observe.Observer).
+type Metrics interface {
+	WritePrometheus(w io.Writer) error
+}

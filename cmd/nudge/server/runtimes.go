@@ -1,0 +1,279 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/panes"
+)
+
+// runtimeView is a runtime as the API shows it.
+type runtimeView struct {
+	nudge.Runtime
+	QueueDepth int `json:"queue_depth"`
+}
+
+func (s *Server) view(rt nudge.Runtime) runtimeView {
+	return runtimeView{Runtime: rt, QueueDepth: s.deps.Triggers.Depth(rt.RuntimeID)}
+}
+
+func (s *Server) handleListRuntimes(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	out := []runtimeView{}
+	ws := r.URL.Query().Get("workspace")
+	for _, rt := range s.deps.Runtimes.List() {
+		if (ws == "" || rt.WorkspaceID == ws) && c.Allow(auth.VerbRead, rt.WorkspaceID) == nil {
+			out = append(out, s.view(rt))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) runtimeFor(w http.ResponseWriter, r *http.Request, c auth.Caller, verb string) (nudge.Runtime, bool) {
+	rt, ok := s.deps.Runtimes.Get(r.PathValue("id"))
+	if !ok || !c.Sees(rt.WorkspaceID) {
+		s.fail(w, r, unknownRuntime(r.PathValue("id")))
+		return nudge.Runtime{}, false
+	}
+	if err := c.AllowRuntime(verb, rt.RuntimeID, rt.WorkspaceID); err != nil {
+		s.fail(w, r, err)
+		return rt, false
+	}
+	return rt, true
+}
+
+func (s *Server) handleGetRuntime(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	if rt, ok := s.runtimeFor(w, r, c, auth.VerbRead); ok {
+		writeJSON(w, http.StatusOK, s.view(rt))
+	}
+}
+
+func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	var b api.SpawnRequest
+	if err := s.decode(w, r, &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	host := b.Host
+	if host == "" {
+		host = s.deps.Runtimes.HostOf(b.Workspace)
+	}
+	sp := auth.Spawn{Workspace: b.Workspace, Agent: b.Agent, Dir: b.Dir, Argv: b.Argv, Host: host}
+	if err := s.deps.Policy.CheckSpawn(c, &sp); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	b.Dir = sp.Dir
+	rt, err := s.deps.Runtimes.Spawn(r.Context(), panes.SpawnRequest{
+		Workspace: b.Workspace, Role: b.Role, Agent: b.Agent, AgentID: b.AgentID, Dir: b.Dir,
+		SessionID: b.SessionID, PromptFile: b.PromptFile, Argv: b.Argv, Host: b.Host,
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.auditCall(r, c, "api_spawn", rt.RuntimeID, rt.WorkspaceID, "")
+	writeJSON(w, http.StatusCreated, s.view(rt))
+}
+
+func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	var b api.RegisterRequest
+	if err := s.decode(w, r, &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := s.deps.Policy.CheckRegister(c, b.Workspace, b.Agent); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rt, err := s.deps.Runtimes.Register(r.Context(), panes.RegisterRequest{
+		Workspace: b.Workspace, Role: b.Role, Agent: b.Agent, AgentID: b.AgentID,
+		Target: b.Target, SessionID: b.SessionID, Unmanaged: b.Unmanaged, Host: b.Host,
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.auditCall(r, c, "api_register", rt.RuntimeID, rt.WorkspaceID, "")
+	writeJSON(w, http.StatusCreated, s.view(rt))
+}
+
+func (s *Server) handleDeregister(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	rt, ok := s.runtimeFor(w, r, c, auth.VerbSpawn)
+	if !ok {
+		return
+	}
+	reason := r.URL.Query().Get("reason")
+	if reason == "" {
+		reason = "deregistered by " + c.Subject
+	}
+	if err := s.deps.Runtimes.Deregister(r.Context(), rt.RuntimeID, reason); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.deps.Tokens.RevokeRuntime(context.WithoutCancel(r.Context()), rt.RuntimeID)
+	s.auditCall(r, c, "api_deregister", rt.RuntimeID, rt.WorkspaceID, reason)
+	writeJSON(w, http.StatusOK, api.Deregistered{Deregistered: true, RuntimeID: rt.RuntimeID})
+}
+
+func (s *Server) handleStop(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	rt, ok := s.runtimeFor(w, r, c, auth.VerbSpawn)
+	if !ok {
+		return
+	}
+	var b api.ReasonRequest
+	if err := s.decodeOptional(w, r, &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if b.Reason == "" {
+		b.Reason = "stopped by " + c.Subject
+	}
+	if err := s.deps.Runtimes.Stop(r.Context(), rt.RuntimeID, b.Reason); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.auditCall(r, c, "api_stop", rt.RuntimeID, rt.WorkspaceID, b.Reason)
+	rt, _ = s.deps.Runtimes.Get(rt.RuntimeID)
+	writeJSON(w, http.StatusOK, s.view(rt))
+}
+
+// handleRestart runs a runtime's program again (`nudge restart`): the way back from failed
+// (crash loop, start timeout) or exited, and a fresh start for a live one.
+func (s *Server) handleRestart(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	rt, ok := s.runtimeFor(w, r, c, auth.VerbSpawn)
+	if !ok {
+		return
+	}
+	var b api.ReasonRequest
+	if err := s.decodeOptional(w, r, &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if b.Reason == "" {
+		b.Reason = "restarted by " + c.Subject
+	}
+	if !rt.Managed {
+		s.fail(w, r, &api.Error{ErrorCode: nudge.UnmanagedRuntime, Message: "runtime " + rt.RuntimeID + " is not managed: nudge does not restart it"})
+		return
+	}
+	rt, err := s.deps.Runtimes.Restart(r.Context(), rt.RuntimeID, b.Reason)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.auditCall(r, c, "api_restart", rt.RuntimeID, rt.WorkspaceID, b.Reason)
+	writeJSON(w, http.StatusOK, s.view(rt))
+}
+
+func (s *Server) handlePause(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s.setPaused(w, r, c, true)
+}
+
+func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s.setPaused(w, r, c, false)
+}
+
+func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, c auth.Caller, paused bool) {
+	rt, ok := s.runtimeFor(w, r, c, auth.VerbAdmin)
+	if !ok {
+		return
+	}
+	ev := "triggers_resumed"
+	if paused {
+		ev = "triggers_paused"
+	}
+	rt, err := s.deps.Runtimes.SetPaused(rt.RuntimeID, paused, ev+" by "+c.Subject)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.auditCall(r, c, ev, rt.RuntimeID, rt.WorkspaceID, "")
+	s.deps.Triggers.Kick(rt.RuntimeID)
+	writeJSON(w, http.StatusOK, s.view(rt))
+}
+
+func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	rt, ok := s.runtimeFor(w, r, c, auth.VerbHeartbeat)
+	if !ok {
+		return
+	}
+	var b api.HeartbeatRequest
+	if err := s.decodeOptional(w, r, &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	switch b.Status {
+	case "", "active", "idle", "offline": // seed 000 §8.2; "" means active
+	default:
+		s.fail(w, r, badRequest("status %q: want active, idle or offline", b.Status))
+		return
+	}
+	now := time.Now()
+	at := b.LastActivityAt
+	if at.IsZero() || at.After(now) {
+		at = now // a clock in the future cannot ack triggers not yet delivered
+	}
+	if b.SessionID != "" { // bad input changes nothing: checked before the heartbeat acts
+		if prof, _ := s.deps.Runtimes.Profile(rt.Agent); !prof.ValidSessionID(b.SessionID) {
+			s.fail(w, r, badRequest("session_id %q is not valid for profile %s", b.SessionID, rt.Agent))
+			return
+		}
+	}
+	advanced := s.deps.Acks.Heartbeat(rt.RuntimeID, at, b.Cursor)
+	if advanced {
+		s.deps.Triggers.Progress(rt.WorkspaceID, rt.AgentID, b.ThreadID)
+	}
+	rt, err := s.deps.Runtimes.Update(rt.RuntimeID, func(x *nudge.Runtime) {
+		x.LastHeartbeatAt = now
+		if b.Cursor != "" {
+			x.LastCursor = b.Cursor
+		}
+		if b.SessionID != "" {
+			x.SessionID = b.SessionID
+		}
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.HeartbeatReply{CursorAdvanced: advanced, LastHeartbeatAt: now, RuntimeID: rt.RuntimeID})
+}
+
+func (s *Server) handleTail(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	rt, ok := s.runtimeFor(w, r, c, auth.VerbRead)
+	if !ok {
+		return
+	}
+	n := defaultTailLines
+	if q := r.URL.Query().Get("lines"); q != "" {
+		v, err := strconv.Atoi(q)
+		if err != nil || v <= 0 {
+			s.fail(w, r, badRequest("lines: want a positive number"))
+			return
+		}
+		n = min(v, maxTailLines)
+	}
+	lines, err := s.deps.Panes.Capture(r.Context(), rt, n)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Tail{RuntimeID: rt.RuntimeID, PaneID: rt.PaneID, Lines: lines, CapturedAt: time.Now()})
+}
+
+// Tail lines: the default, and the most one request reads.
+const (
+	defaultTailLines = 200
+	maxTailLines     = 5000
+)
+
+// unknownRuntime is the answer for a runtime id that does not exist, and for one the
+// caller may not see: the same status and body.
+func unknownRuntime(id string) error {
+	return &api.Error{ErrorCode: nudge.NotFound, Message: "no runtime " + id}
+}

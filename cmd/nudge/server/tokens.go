@@ -1,0 +1,64 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
+)
+
+func (s *Server) handleIssueToken(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	var b api.TokenRequest
+	if err := s.decode(w, r, &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	tok, it, err := s.deps.Tokens.Issue(c, auth.IssueRequest{Subject: b.Subject, Workspaces: b.Workspaces, Verbs: b.Verbs, TTL: b.TTL})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	cl := it.Claims
+	s.auditCall(r, c, "token_issued", "", auth.SingleWorkspace(cl.Workspaces), fmt.Sprintf("token %s for %s: verbs %s, workspaces %s, expires %s",
+		cl.ID, cl.Subject, strings.Join(cl.Verbs, ","), strings.Join(cl.Workspaces, ","), cl.Expiry().UTC().Format(time.RFC3339)))
+	writeJSON(w, http.StatusCreated, newToken{Token: tok, Issued: it})
+}
+
+func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	id := r.PathValue("id")
+	it, err := s.deps.Tokens.Revoke(c, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.auditCall(r, c, "token_revoked", "", auth.SingleWorkspace(it.Workspaces), "token "+id+" of "+it.Subject)
+	writeJSON(w, http.StatusOK, it)
+}
+
+func (s *Server) handleListTokens(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	out, err := s.deps.Tokens.List(c)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleRotateKey(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	if err := s.deps.Tokens.RotateKey(c); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.auditCall(r, c, "token_key_rotated", "", "", "every token signed with the previous key is invalid")
+	writeJSON(w, http.StatusOK, api.KeyRotated{Rotated: true})
+}
+
+// newToken is the answer to POST /v1/tokens: the token, shown once and stored nowhere,
+// and its index entry.
+type newToken struct {
+	Token string `json:"token"`
+	auth.Issued
+}

@@ -1,0 +1,220 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime/trace"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/inject"
+	"github.com/nudgehq/nudge/store"
+)
+
+func (s *Server) handleTrigger(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	var b api.TriggerRequest
+	reg := trace.StartRegion(r.Context(), "api.decode")
+	if err := s.decode(w, r, &b); err != nil {
+		reg.End()
+		s.fail(w, r, err)
+		return
+	}
+	if err := s.deps.Policy.CheckTrigger(c, b.Workspace, b.Agent); err != nil {
+		reg.End()
+		s.fail(w, r, err)
+		return
+	}
+	reg.End()
+	req := inject.Request{TriggerID: b.TriggerID, Workspace: b.Workspace, Agent: b.Agent, ThreadID: b.ThreadID,
+		Prompt: b.Prompt, AckTimeoutMS: b.AckTimeoutMS, ForceOverride: b.ForceOverride, Reason: b.Reason,
+		OverrideIntent: b.OverrideIntent, Caller: c.Subject, CallerUID: c.UID, Received: Received(r.Context())}
+	res, err := s.deps.Triggers.Submit(r.Context(), req)
+	if err == nil && c.Allow(auth.VerbRead, res.Trigger.WorkspaceID) != nil {
+		err = &api.Error{ErrorCode: nudge.Conflict, Message: "trigger_id " + req.TriggerID + " is already used"} // by another workspace: show nothing of it
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t := res.Trigger
+	defer trace.StartRegion(r.Context(), "api.answer").End()
+	s.logTrigger(r, t, res.Created)
+	status := http.StatusAccepted
+	if !res.Created {
+		status = http.StatusOK
+		if !t.Closed {
+			t.Result = nudge.ResultAlreadyActive
+		}
+	}
+	writeJSON(w, status, t)
+}
+
+func (s *Server) handleGetTrigger(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	t, err := s.readableTrigger(c, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if wait, _ := time.ParseDuration(r.URL.Query().Get("wait")); wait > 0 && !t.Closed {
+		t = s.waitTrigger(r.Context(), t.TriggerID, min(wait, 10*time.Minute))
+	}
+	writeJSON(w, http.StatusOK, withResult(t))
+}
+
+// withResult fills a receipt's result word if it has none (a record written by an older
+// daemon): result is never empty.
+func withResult(t nudge.Trigger) nudge.Trigger {
+	if t.Result == "" {
+		t.Result = inject.ResultFor(t)
+	}
+	return t
+}
+
+// waitTrigger blocks until the trigger is closed, wait passes, or ctx ends, and returns
+// its latest recors.
+func (s *Server) waitTrigger(ctx context.Context, id string, wait time.Duration) nudge.Trigger {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	t, _ := s.deps.Triggers.Wait(ctx, id, func(t nudge.Trigger) bool { return t.Closed })
+	return t
+}
+
+func (s *Server) handleListTriggers(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s.deps.Store.Flush() // write-behind records first
+	q := r.URL.Query()
+	f := store.TriggerFilter{RuntimeID: q.Get("runtime"), ThreadID: q.Get("thread"), Workspace: q.Get("workspace"),
+		Agent: q.Get("agent"), OpenOnly: q.Get("open") == "1" || q.Get("open") == "true", Newest: q.Get("newest") == "1"}
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 {
+		f.Limit = n
+	}
+	ts, err := s.deps.Store.ListTriggers(f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := []nudge.Trigger{}
+	for _, t := range ts {
+		if c.Allow(auth.VerbRead, t.WorkspaceID) == nil {
+			if live, err := s.deps.Triggers.Get(t.TriggerID); err == nil {
+				t = live
+			}
+			out = append(out, withResult(t))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleAck(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	id := r.PathValue("id")
+	t, err := s.readableTrigger(c, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := c.AllowTrigger(auth.VerbAck, t.TriggerID, t.RuntimeID, t.WorkspaceID); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if t, err = s.deps.Triggers.Ack(r.Context(), id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.auditCall(r, c, "api_ack", t.RuntimeID, t.WorkspaceID, "trigger "+id)
+	// The caller is told "acked" only once the record says so on disk: an ack lost to a
+	// kill -9 right after would have the restarted daemon retype an answered prompt.
+	s.deps.Store.Flush()
+	writeJSON(w, http.StatusOK, t)
+}
+
+func (s *Server) handleForce(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	var b api.ForceRequest
+	if err := s.decode(w, r, &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err := s.deps.Triggers.Get(r.PathValue("id"))
+	if err == nil {
+		err = c.Allow(auth.VerbAdmin, t.WorkspaceID)
+	}
+	if err == nil {
+		t, err = s.deps.Triggers.Force(t.TriggerID, c.Subject, b.Reason, b.Intent)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+func (s *Server) handleUnblock(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	var b api.UnblockRequest
+	if err := s.decode(w, r, &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	thread := r.PathValue("id")
+	agents := []string{b.Workspace + "/" + b.Agent}
+	switch {
+	case b.Workspace == "" && b.Agent == "":
+		// The thread, for every agent of a workspace the caller administers.
+		agents = s.deps.Triggers.Unblock(thread, func(ws string) bool { return c.Allow(auth.VerbAdmin, ws) == nil })
+	case b.Workspace == "" || b.Agent == "":
+		s.fail(w, r, badRequest("workspace and agent go together (or neither: the thread for every agent)"))
+		return
+	default:
+		if err := c.Allow(auth.VerbAdmin, b.Workspace); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.deps.Triggers.Progress(b.Workspace, b.Agent, thread)
+	}
+	uid := c.UID
+	for _, a := range agents {
+		ws, _, _ := strings.Cut(a, "/")
+		if _, err := s.deps.Store.AppendAudit(nudge.AuditRecord{Event: "thread_unblocked", ThreadID: thread,
+			Workspace: ws, Subject: c.Subject, PeerUID: &uid, Reason: b.Reason, Detail: agentDetail(a)}); err != nil {
+			s.log.Error("audit", "event", "thread_unblocked", "err", err)
+		}
+	}
+	writeJSON(w, http.StatusOK, api.Unblocked{Agents: agents, ThreadID: thread, Unblocked: true})
+}
+
+// unknownTrigger is the answer for a trigger id that does not exist — and for one the
+// caller may not read: the same status and body.
+func unknownTrigger(id string) error {
+	return fmt.Errorf("get trigger %s: %w", id, store.ErrNotFound)
+}
+
+// readableTrigger looks a trigger up for c: one outside c's workspaces is unknown.
+func (s *Server) readableTrigger(c auth.Caller, id string) (nudge.Trigger, error) {
+	t, err := s.deps.Triggers.Get(id)
+	if err != nil {
+		return t, err
+	}
+	if !c.Sees(t.WorkspaceID) {
+		return nudge.Trigger{}, unknownTrigger(id)
+	}
+	return t, nil
+}
+
+// agentDetail is a thread_unblocked record's detail: {"agent": "WS/ROLE"}.
+func agentDetail(agent string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Agent string `json:"agent"`
+	}{agent})
+	return b
+}
+
+// logTrigger writes the one info line per trigger request.
+func (s *Server) logTrigger(r *http.Request, t nudge.Trigger, created bool) {
+	s.log.Info("trigger request", "request_id", RequestID(r.Context()), "trigger_id", t.TriggerID,
+		"thread_id", t.ThreadID, "agent_id", t.Agent, "runtime_id", t.RuntimeID, "workspace", t.WorkspaceID,
+		"state", t.State, "result", t.Result, "error_code", t.ErrorCode, "fallback_used", t.Fallback != "",
+		"created", created)
+}
