@@ -53,6 +53,7 @@ type DB struct {
 	closeErr  error
 	later     later
 	wal       wal
+	bg        sync.WaitGroup // a consistency check that outlived Open; joined by Close
 
 	failCommit func() error // tests only: fail write-behind commits with this error
 }
@@ -142,9 +143,10 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.closeLater()
 		db.closeWAL()
-		if err := db.bolt.Close(); err != nil {
+		if err := db.bolt.Close(); err != nil { // waits for a check still reading
 			db.closeErr = fmt.Errorf("close store: %w", err)
 		}
+		db.bg.Wait()
 	})
 	return db.closeErr
 }
