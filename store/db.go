@@ -69,10 +69,11 @@ var (
 	bucketSchedules  = []byte("schedules")   // schedule_id -> Schedule JSON
 	bucketMeta       = []byte("meta")        // free-form small state; keys starting with 0x00 are reserved
 	bucketGates      = []byte("gates")       // kind 0x00 key -> Gate JSON (added later: created on open)
+	bucketEvents     = []byte("events")      // seq (8 bytes BE) -> time (8 bytes BE) + event JSON (added later)
 )
 
 var allBuckets = [][]byte{bucketRuntimes, bucketTriggers, bucketTriggerIDs, bucketOpen,
-	bucketAttempts, bucketAudit, bucketSchedules, bucketMeta, bucketGates}
+	bucketAttempts, bucketAudit, bucketSchedules, bucketMeta, bucketGates, bucketEvents}
 
 // Open opens (creating if needed) the store at path. The parent directory is created
 // with mode 0700 and the file with 0600. If another process holds the file, Open fails
