@@ -18,19 +18,22 @@ type statusRow struct {
 
 // stateWord is a runtime's state in one word: the lifecycle status when it says the agent
 // cannot take prompts (PAUSED, FAILED, OFFLINE, EXITED, STARTING, ...), else the detector's readiness.
-func stateWord(rt nudge.Runtime) string {
-	switch rt.Status {
+func stateWord(rt nudge.Runtime) string { return stateOf(rt.Status, rt.Readiness, rt.Paused) }
+
+// stateOf is stateWord from the three fields it reads (for a record of package api).
+func stateOf(status nudge.Status, readiness nudge.Readiness, paused bool) string {
+	switch status {
 	case nudge.StatusFailed, nudge.StatusOffline, nudge.StatusStarting, nudge.StatusDeregistered,
 		nudge.StatusFallbackResume, nudge.StatusSpawnRecovery, nudge.StatusExited:
-		return strings.ToUpper(string(rt.Status))
+		return strings.ToUpper(string(status))
 	}
-	if rt.Paused || rt.Status == nudge.StatusPaused {
+	if paused || status == nudge.StatusPaused {
 		return "PAUSED"
 	}
-	if rt.Readiness == "" {
+	if readiness == "" {
 		return string(nudge.Unknown)
 	}
-	return string(rt.Readiness)
+	return string(readiness)
 }
 
 // shortStatus is the one-line status for a tmux status bar: `[reviewer: READY] [executioner: BUSY]`.
@@ -73,15 +76,20 @@ func receiptWord(t *nudge.Trigger) string {
 	if t == nil {
 		return "-"
 	}
-	s := string(t.State)
-	if t.Result != "" && string(t.Result) != string(t.State) {
-		s += "/" + string(t.Result)
+	return receiptOf(t.State, t.Result, t.ErrorCode, t.Fallback)
+}
+
+// receiptOf is receiptWord from the fields it reads (for a record of package api).
+func receiptOf(state nudge.TriggerState, result nudge.Result, code nudge.Code, fallback string) string {
+	s := string(state)
+	if result != "" && string(result) != string(state) {
+		s += "/" + string(result)
 	}
-	if t.ErrorCode != "" {
-		s += " " + string(t.ErrorCode)
+	if code != "" {
+		s += " " + string(code)
 	}
-	if t.Fallback != "" {
-		s += " (" + t.Fallback + ")"
+	if fallback != "" {
+		s += " (" + fallback + ")"
 	}
 	return s
 }
