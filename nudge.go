@@ -53,6 +53,9 @@ const (
 	Conflict     Code = "CONFLICT"
 	Internal     Code = "INTERNAL"
 	Unavailable  Code = "UNAVAILABLE"
+	// EventsExpired: /v1/events?since=N asked to resume from a sequence whose successors
+	// are no longer all kept (HTTP 410, like a Kubernetes watch's "too old" answer).
+	EventsExpired Code = "EVENTS_EXPIRED"
 )
 
 // Error is an error carrying a failure code. Branch on it with errors.As.

@@ -1,10 +1,61 @@
-// Package inject is the trigger pipeline's delivery side. This part of it holds the pure,
-// hot-path text pieces:
+// Package inject is the trigger pipeline: it accepts trigger requests, passes each
+// through the gates, types it into its runtime's pane over the workspace's control
+// connection, confirms that the agent took it, and drives it to a final receipt
+// (queued → deferred → injected → submitted → acked, or failed with a code, or handed
+// to the fallback chain).
+//
+// The main types:
+//
+//	Pipeline   New, Open (resumes the store's open triggers), Close; Submit and
+//	           SubmitAsync accept a trigger, Get reads its receipt, Wait blocks until
+//	           a receipt meets a condition, Ack is the one decision for an explicit
+//	           ack, Force delivers a held trigger now; Kick, Observe, Progress and
+//	           Unblock are how the detector, the registry and the API nudge it
+//	Config     the trigger policy (DefaultConfig: the seed defaults; Validate)
+//	Deps       its collaborators, as interfaces it declares: Runtimes (*panes.Registry),
+//	           Sender (*controlmode.Conn), Gates and InputLine (*detector.Monitor),
+//	           Acker (*ack.Tracker), Fallbacker (*ack.Chain), and the store
+//	Request    one trigger request; Submitted, Submit's answer
+//	Scheduler  periodic prompts (seed 004) turned into triggers: Add, Remove, Close
+//
+// and the pure, hot-path text pieces, fuzzed in package fuzz, none allocating more
+// than its result:
 //
 //	Sanitize      prompt text -> safe text (no control characters but LF, size-limited)
 //	Envelope      the [BRIDGE_TRIGGER …] wrapper that reaches the agent as one message
+//	              (Wrap, Field: values in the id charset, nudge.IsIDByte)
 //	TypeCommands  the tmux control-mode command lines that type the text into a pane
 //	EnterCommand  the separate Enter key
 //
-// None of them allocate more than their result; all are fuzzed in package fuzz.
+// # Flow
+//
+// Submit validates the request, writes the new trigger to the store's create log (safe
+// against kill -9 before it returns; the bbolt commit follows, write-behind) and puts
+// it in its runtime's lane (a trigger for an unknown or unmanaged runtime goes to the
+// fallback chain). A lane is one runtime's queue: it takes the first trigger that may
+// go (forced ones first, order kept within a thread) and asks the gates in order — runtime alive, loop guard, force, circuit breaker, pause, rate limit, human
+// collision, readiness — whose verdict (a verdictKind: proceed, hold, fail, fallback,
+// waitConn) either delivers it, defers it with a code and a deadline (hold.go lists
+// every hold and its end), fails it, or starts the fallback chain. Delivery looks in the
+// pane first when an earlier attempt may have typed the envelope (never typing a prompt
+// twice), types it, waits for its echo, presses Enter and checks that it left the
+// composer; then the trigger waits for its ack (Acker), with retries and, when they are
+// spent, the fallback chain. Later receipt states are written behind; an ack is flushed
+// at once. Every change goes to Deps.OnChange and wakes Wait's waiters.
+//
+// # Goroutines
+//
+// The Pipeline owns every goroutine it starts, counts it in one WaitGroup and stops it
+// through one context: Close cancels and waits for all of them. They are one lane
+// goroutine per runtime (runLane, started on its first trigger), one per trigger
+// waiting for its ack (awaitAck), one per running fallback chain (runFallback), one
+// timer per open circuit breaker (to wake its lane when the cooldown ends), a short one
+// per closed trigger that forgets it once its last write is in the store, and one per
+// SubmitAsync. Submit also runs the store create beside the lane's first decision and
+// joins it before returning. The Scheduler owns one goroutine of its own, started by
+// NewScheduler and stopped and joined by its Close (the daemon closes it before the
+// pipeline, into which it submits).
+//
+// Observe runs on a control connection's read goroutine and neither blocks nor
+// allocates; Kick and the Deps callbacks never block either.
 package inject

@@ -95,8 +95,8 @@ func (c *Config) retryAfter(attempts int) (time.Duration, bool) {
 	return c.Backoff[min(attempts-1, len(c.Backoff)-1)], true
 }
 
-// Acked records an ack that arrived outside the live wait (an API ack of a trigger whose
-// live path already ended in a fallback launch).
+// finishAcked records j's ack (the Acker's signal, the marker found on screen, or an ack
+// found before a retry) and closes it.
 func (p *Pipeline) finishAcked(j *job, signal string) {
 	now := p.cfg.Now()
 	rec := j.update(now, func(t *nudge.Trigger) {
@@ -108,12 +108,14 @@ func (p *Pipeline) finishAcked(j *job, signal string) {
 		t.Result = resultFor(t)
 	})
 	p.persist(j, p.audit("ack_received", rec, signal))
+	p.breakers.success(rec.RuntimeID)
+	// The runtime's transition is queued before the flush so that it goes in the same
+	// commit (one fsync per closed trigger, not two).
+	p.transition(rec.RuntimeID, nudge.StatusReady, "ack for "+rec.TriggerID)
 	// An ack is made durable at once, not with the next write-behind batch: a kill -9 in
 	// between would leave the restarted daemon an answered prompt in `submitted`, and its
 	// retry could type it again into an agent whose marker has left the pane (a relaunch).
 	p.deps.Store.Flush()
-	p.breakers.success(rec.RuntimeID)
-	p.transition(rec.RuntimeID, nudge.StatusReady, "ack for "+rec.TriggerID)
 	p.done(j)
 }
 
@@ -350,7 +352,7 @@ func (p *Pipeline) done(j *job) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		p.deps.Store.Flush()
+		p.deps.Store.Settle() // with the next batch: no commit of its own
 		p.mu.Lock()
 		if p.jobs[j.id()] == j {
 			delete(p.jobs, j.id())

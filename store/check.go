@@ -85,7 +85,9 @@ func (db *DB) check(timeout time.Duration) error {
 		}
 		return nil
 	case <-t.C:
+		db.bg.Add(1)
 		go func() {
+			defer db.bg.Done()
 			if err := <-done; err != nil {
 				db.later.report("store check", damaged(db.path, err))
 			}

@@ -53,6 +53,7 @@ type DB struct {
 	closeErr  error
 	later     later
 	wal       wal
+	bg        sync.WaitGroup // a consistency check that outlived Open; joined by Close
 
 	failCommit func() error // tests only: fail write-behind commits with this error
 }
@@ -68,10 +69,11 @@ var (
 	bucketSchedules  = []byte("schedules")   // schedule_id -> Schedule JSON
 	bucketMeta       = []byte("meta")        // free-form small state; keys starting with 0x00 are reserved
 	bucketGates      = []byte("gates")       // kind 0x00 key -> Gate JSON (added later: created on open)
+	bucketEvents     = []byte("events")      // seq (8 bytes BE) -> time (8 bytes BE) + event JSON (added later)
 )
 
 var allBuckets = [][]byte{bucketRuntimes, bucketTriggers, bucketTriggerIDs, bucketOpen,
-	bucketAttempts, bucketAudit, bucketSchedules, bucketMeta, bucketGates}
+	bucketAttempts, bucketAudit, bucketSchedules, bucketMeta, bucketGates, bucketEvents}
 
 // Open opens (creating if needed) the store at path. The parent directory is created
 // with mode 0700 and the file with 0600. If another process holds the file, Open fails
@@ -141,9 +143,10 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.closeLater()
 		db.closeWAL()
-		if err := db.bolt.Close(); err != nil {
+		if err := db.bolt.Close(); err != nil { // waits for a check still reading
 			db.closeErr = fmt.Errorf("close store: %w", err)
 		}
+		db.bg.Wait()
 	})
 	return db.closeErr
 }

@@ -4,21 +4,44 @@
 // The main types:
 //
 //	DB           an open store; Open, Close; safe for concurrent use
-//	Options      lock timeout, NoSync, clock
+//	Options      lock timeout, NoSync, clock, consistency-check budget, and the
+//	             write-behind callbacks (OnLaterError, OnHealth)
 //	Gate         the durable state of one per-thread trigger gate (PutGate, ListGates)
+//	TriggerFilter, AuditFilter  what ListTriggers and Audit select
 //	ChainError   where VerifyAudit found the chain broken
+//
+// and the sentinel errors callers branch on (ErrNotFound, ErrLocked, ErrDamaged,
+// ErrUnavailable, ...).
 //
 // The records it persists are the root package's and it defines none of them:
 // nudge.Runtime (PutRuntime, GetRuntime, ListRuntimes, ...), nudge.Trigger
 // (CreateTrigger is idempotent on TriggerID), nudge.Attempt (AddAttempt, Attempts),
 // nudge.AuditRecord, the append-only, hash-chained audit log (AppendAudit, Audit,
-// VerifyAudit) and nudge.Schedule. They are stored as their JSON, the API's encoding;
+// VerifyAudit) and nudge.Schedule; besides them the gates and a small meta bucket
+// (PutMeta, GetMeta). They are stored as their JSON, the API's encoding;
 // testdata/compat-v1.db, written before the records moved, pins it (TestCompatFile).
 //
 // Every method is one bbolt transaction, so a trigger and the audit records that
 // describe it (CreateTrigger, UpdateTrigger) commit together or not at all. Records are
 // JSON and are decoded (copied) before the transaction ends. Only one process can hold
-// the file: a second Open fails with ErrLocked after Options.Timeout.
+// the file: a second Open fails with ErrLocked after Options.Timeout. Open refuses a
+// damaged file (ErrDamaged) after bbolt's page check and a decode of every record.
+//
+// Two paths write faster than one fsync per call. CreateTriggerQuick writes the new
+// trigger to the create log (nudge.db.creates: one write(2), safe against kill -9) and
+// commits it behind; Open replays the log. The *Later methods (PutRuntimeLater,
+// UpdateTriggerLater, AppendAuditLater, PutGateLater, ...) queue a write and return:
+// one goroutine commits the queue in order, many writes per fsync; Flush waits for
+// what was queued before it. While commits fail (a full disk) the queue is kept and
+// retried with backoff and Unavailable reports why.
+//
+// # Goroutines
+//
+// The DB owns two, both joined by Close: the write-behind goroutine (started when a
+// write is queued, ended when the queue is empty; Close flushes, cuts its waits short
+// and waits for it) and, for a store whose consistency check outlives
+// Options.CheckTimeout, the check that goes on in the background. No callback runs
+// after Close returns. The caller that opened the DB closes it.
 //
 // # Durability
 //

@@ -226,6 +226,23 @@ func (db *DB) Flush() {
 	l.flushers--
 }
 
+// Settle waits, like Flush, until every write queued before it has been applied (or
+// commits fail), but without cutting the writer's gather short: it rides the next batch
+// instead of forcing a commit of its own. For a caller that only needs to know when its
+// writes are in (to drop an in-memory copy), not to make them durable now.
+func (db *DB) Settle() {
+	l := &db.later
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cond == nil {
+		return
+	}
+	target := l.queued
+	for l.applied < target && l.failing == nil {
+		l.cond.Wait()
+	}
+}
+
 // closeLater flushes, refuses further writes and joins the drain goroutine: what was
 // queued is committed, or dropped if commits fail (its creates stay in the create log).
 func (db *DB) closeLater() {

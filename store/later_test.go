@@ -71,6 +71,26 @@ func TestLaterWritesApplyInOrderAndFlush(t *testing.T) {
 	mu.Unlock()
 }
 
+// TestSettleWaitsForQueuedWrites: Settle returns once the writes queued before it are in
+// the store (it rides the writer's next batch instead of forcing one).
+func TestSettleWaitsForQueuedWrites(t *testing.T) {
+	db := openAt(t, filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true})
+	db.Settle() // nothing queued yet: returns at once
+	tr, _, err := db.CreateTrigger(nudge.Trigger{TriggerID: "t1", State: "queued"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.UpdateTriggerLater(tr.TriggerID, func(t *nudge.Trigger) error { t.State = "acked"; return nil })
+	db.PutRuntimeLater(nudge.Runtime{RuntimeID: "rt1", Status: "ready"})
+	db.Settle()
+	if got, err := db.GetTrigger("t1"); err != nil || got.State != "acked" {
+		t.Fatalf("trigger after Settle: %+v %v", got, err)
+	}
+	if _, err := db.GetRuntime("rt1"); err != nil {
+		t.Fatalf("runtime after Settle: %v", err)
+	}
+}
+
 // TestCloseJoinsDrain: Close waits for the write-behind goroutine, even while it backs
 // off from failing commits; nothing of it runs after Close returns.
 func TestCloseJoinsDrain(t *testing.T) {

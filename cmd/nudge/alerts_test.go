@@ -11,8 +11,8 @@ import (
 // Alerts reach /v1/events subscribers and the log via the daemon's observer.
 func TestAlertPublishedOnHub(t *testing.T) {
 	td := startDaemon(t, newTestConfig(t))
-	sub := td.d.hub.subscribe()
-	defer td.d.hub.unsubscribe(sub)
+	sub := td.d.hub.Subscribe()
+	defer td.d.hub.Unsubscribe(sub)
 	// Hand the observer five timed-out receipts, as the pipeline's hook does.
 	for i := range 5 {
 		td.d.obs.Trigger(nudge.Trigger{TriggerID: fmt.Sprintf("x%d", i), Closed: true, Result: "timeout"})
@@ -20,7 +20,7 @@ func TestAlertPublishedOnHub(t *testing.T) {
 	deadline := time.After(20 * time.Second)
 	for {
 		select {
-		case ev := <-sub.ch:
+		case ev := <-sub.C:
 			if ev.Type == "alert" {
 				return
 			}

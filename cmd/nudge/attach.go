@@ -54,7 +54,7 @@ func execProgram(argv []string) error {
 	return syscall.Exec(bin, argv, os.Environ())
 }
 
-func attachCmd(_ *cliEnv) *cobra.Command {
+func attachCmd(env *cliEnv) *cobra.Command {
 	var readOnly bool
 	var host, ssh, sshConfig string
 	cmd := &cobra.Command{
@@ -62,6 +62,8 @@ func attachCmd(_ *cliEnv) *cobra.Command {
 		Short:   "attach your terminal to a workspace's tmux session",
 		Example: "  nudge attach mobile_core\n  nudge attach mobile_core --read-only",
 		Args:    exactArgs(1, "one WORKSPACE"),
+
+		ValidArgsFunction: firstArg(completeWorkspaces(env)),
 	}
 	t := addTmuxFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "attach read-only (watch without typing)")
@@ -90,6 +92,8 @@ func switchCmd(env *cliEnv) *cobra.Command {
 		Short: "switch your tmux client to a runtime's pane",
 		Long:  "Switch your tmux client to a runtime's pane; outside tmux, attach to it.",
 		Args:  exactArgs(1, "one RUNTIME_ID"),
+
+		ValidArgsFunction: firstArg(completeRuntimes(env)),
 	}
 	o := addClientFlags(cmd)
 	t := addTmuxFlags(cmd.Flags())

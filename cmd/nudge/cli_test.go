@@ -80,6 +80,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"unblock", "th", "--workspace", "w"},
 		{"serve", "extra"},
 		{"serve", "--log-format", "xml"},
+		{"help", "bogus"},
 	} {
 		out, errOut, code := runWithEnv(env, args...)
 		if len(args) == 0 && code == 2 && strings.Contains(out, "Usage:") {
@@ -173,6 +174,11 @@ func TestOutputFormats(t *testing.T) {
 	if tr.TriggerID != "fmt-1" || !tr.Closed {
 		t.Fatalf("trigger --wait: %+v", tr)
 	}
+	// -- ends the flags: a prompt may start with a dash.
+	decode([]string{"trigger", "--workspace", "w1", "--agent", "sh", "--id", "fmt-2", "--", "-n is a flag of echo"}, &tr)
+	if tr.TriggerID != "fmt-2" || tr.Prompt != "-n is a flag of echo" {
+		t.Fatalf("trigger -- PROMPT: %+v", tr)
+	}
 	var recs []api.AuditRecord
 	decode([]string{"audit", "--trigger", "fmt-1", "-o", "json"}, &recs)
 	if len(recs) == 0 {
@@ -206,7 +212,32 @@ func TestOutputFormats(t *testing.T) {
 	}
 	var rows []statusRow
 	decode([]string{"status", "-o", "json"}, &rows)
-	if len(rows) != 1 || rows[0].LastTrigger == nil || rows[0].LastTrigger.TriggerID != "fmt-1" {
+	if len(rows) != 1 || rows[0].LastTrigger == nil || rows[0].State == "" {
 		t.Fatalf("status -o json: %+v", rows)
+	}
+}
+
+// TestCompletionAsksTheDaemon: arguments and flag values complete from the daemon
+// (runtime ids, workspaces, roles, trigger ids) and from the embedded profiles.
+func TestCompletionAsksTheDaemon(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	rt := td.spawnShell("w1", "sh")
+	for args, want := range map[string]string{
+		"__complete tail ":                           rt.RuntimeID,
+		"__complete pause --reason x ":               rt.RuntimeID,
+		"__complete attach ":                         "w1",
+		"__complete trigger --workspace ":            "w1",
+		"__complete trigger --workspace w1 --agent ": "sh",
+		"__complete spawn --agent ":                  "codex",
+		"__complete ls -o ":                          "table",
+	} {
+		words := strings.Split(args, " ") // the last word is what is being completed
+		out, _, code := td.runCLI(words...)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("nudge %s: %d %q, want %q", args, code, out, want)
+		}
+	}
+	if out, _, _ := td.runCLI("__complete", "tail", rt.RuntimeID, ""); strings.Contains(out, rt.RuntimeID) {
+		t.Errorf("tail takes one RUNTIME_ID, yet a second is offered: %q", out)
 	}
 }

@@ -73,6 +73,8 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 	root.SetErr(env.stderr)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd() // after SetOut: its scripts go to the writer it sees now
+	strictHelp(root)
+	addCompletions(root, env)
 	return root
 }
 
@@ -82,6 +84,24 @@ func run(ctx context.Context, env *cliEnv, args []string) int {
 	root.SetArgs(singleDashLong(root, args))
 	cmd, err := root.ExecuteContextC(ctx)
 	return exitCode(env.stderr, cmd, err)
+}
+
+// strictHelp makes `nudge help TOPIC` a usage error (exit 2) when TOPIC is no command;
+// cobra's own prints the root's help and exits 0.
+func strictHelp(root *cobra.Command) {
+	for _, h := range root.Commands() {
+		if h.Name() != "help" {
+			continue
+		}
+		h.Run = nil
+		h.RunE = func(_ *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 {
+				return usagef("no help topic %q: see nudge --help", strings.Join(args, " "))
+			}
+			return cmd.Help()
+		}
+	}
 }
 
 // usageError makes the process exit 2 (a wrong command line); its message, if any, is

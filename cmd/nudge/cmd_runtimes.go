@@ -177,6 +177,8 @@ func tailCmd(env *cliEnv) *cobra.Command {
 		Long:    "Show a runtime's last lines of screen output (ANSI stripped, secrets redacted) and its newest state-history records.",
 		Example: "  nudge tail rt_mobile_core.reviewer --lines 20",
 		Args:    exactArgs(1, "one RUNTIME_ID"),
+
+		ValidArgsFunction: firstArg(completeRuntimes(env)),
 	}
 	o := addClientFlags(cmd)
 	out := addOutputFlags(cmd, "table")
@@ -229,6 +231,8 @@ func heartbeatCmd(env *cliEnv) *cobra.Command {
 		Use:   "heartbeat [RUNTIME_ID]",
 		Short: "report a runtime heartbeat",
 		Long:  "Report a runtime's activity. Inside a managed pane RUNTIME_ID defaults to $NUDGE_RUNTIME_ID.",
+
+		ValidArgsFunction: firstArg(completeRuntimes(env)),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("want one RUNTIME_ID (or run inside a managed pane)")
@@ -270,6 +274,8 @@ func runtimeActionCmd(env *cliEnv, verb, short string) *cobra.Command {
 		Short:   short,
 		Example: "  nudge " + verb + " rt_mobile_core.reviewer --reason \"reviewing by hand\"",
 		Args:    exactArgs(1, "one RUNTIME_ID"),
+
+		ValidArgsFunction: firstArg(completeRuntimes(env)),
 	}
 	o := addClientFlags(cmd)
 	out := addOutputFlags(cmd, "json")
@@ -302,6 +308,8 @@ func deregisterCmd(env *cliEnv) *cobra.Command {
 		Use:   "deregister RUNTIME_ID [--reason TEXT]",
 		Short: "stop tracking a runtime, leaving its pane",
 		Args:  exactArgs(1, "one RUNTIME_ID"),
+
+		ValidArgsFunction: firstArg(completeRuntimes(env)),
 	}
 	o := addClientFlags(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (kept in the audit log)")

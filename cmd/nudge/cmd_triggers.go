@@ -112,6 +112,8 @@ func receiptCmd(env *cliEnv) *cobra.Command {
 		Short:   "show a trigger's receipt",
 		Example: "  nudge receipt job-42 --wait 30s",
 		Args:    exactArgs(1, "one TRIGGER_ID"),
+
+		ValidArgsFunction: firstArg(completeTriggers(env)),
 	}
 	o := addClientFlags(cmd)
 	out := addOutputFlags(cmd, "json")
@@ -133,7 +135,8 @@ func receiptCmd(env *cliEnv) *cobra.Command {
 }
 
 func ackCmd(env *cliEnv) *cobra.Command {
-	cmd := &cobra.Command{Use: "ack TRIGGER_ID", Short: "acknowledge a trigger", Args: exactArgs(1, "one TRIGGER_ID")}
+	cmd := &cobra.Command{Use: "ack TRIGGER_ID", Short: "acknowledge a trigger", Args: exactArgs(1, "one TRIGGER_ID"),
+		ValidArgsFunction: firstArg(completeTriggers(env))}
 	o := addClientFlags(cmd)
 	out := addOutputFlags(cmd, "json")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -158,6 +161,8 @@ func forceCmd(env *cliEnv) *cobra.Command {
 		Use:   "force TRIGGER_ID --reason TEXT",
 		Short: "force-deliver a held trigger now (needs --reason)",
 		Args:  exactArgs(1, "one TRIGGER_ID and --reason"),
+
+		ValidArgsFunction: firstArg(completeTriggers(env)),
 	}
 	o := addClientFlags(cmd)
 	out := addOutputFlags(cmd, "json")

@@ -16,6 +16,7 @@ import (
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/controlmode"
@@ -40,7 +41,7 @@ type daemon struct {
 	chain    *ack.Chain
 	mon      *detector.Monitor
 	sched    *inject.Scheduler
-	hub      *hub
+	hub      *eventstream.Hub
 	profiles map[string]panes.Profile
 	auth     *auth.Authority   // token key, revocations, runtime tokens, policy
 	obs      *observe.Observer // metrics, alerts, status line (observer.go)
@@ -54,7 +55,6 @@ type daemon struct {
 // openDaemon opens everything in dependency order; on error it closes what it opened.
 func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, err error) {
 	d := &daemon{cfg: cfg, log: newLogger(cfg, env), started: time.Now()}
-	d.hub = newHub(time.Now)
 	defer func() {
 		// d, not the result: an early `return nil, err` must still close what was opened.
 		if err != nil {
@@ -65,6 +65,9 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		if errors.Is(err, store.ErrLocked) {
 			return nil, fmt.Errorf("another nudge daemon is using %s (stop it first, or give this one another --state-dir)", cfg.StateDir)
 		}
+		return nil, err
+	}
+	if d.hub, err = eventstream.Open(d.eventsConfig(), d.db); err != nil {
 		return nil, err
 	}
 	if d.auth, err = openAuthority(cfg, d.db); err != nil {

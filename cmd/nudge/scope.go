@@ -15,7 +15,9 @@ func (d *daemon) serveScopedEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, nudge.NewError(nudge.Forbidden, "unauthenticated"))
 		return
 	}
-	d.hub.serveEvents(w, r, func(ev Event) bool { return c.Sees(ev.Workspace) })
+	if err := d.hub.Serve(w, r, func(ev Event) bool { return c.Sees(ev.Workspace) }); err != nil {
+		writeError(w, err) // a bad or expired since (410 EVENTS_EXPIRED), before any event
+	}
 }
 
 // eventWorkspace is the workspace of the runtime an event is about ("" if unknown).

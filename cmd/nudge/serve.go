@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
 
+	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/store"
 )
 
@@ -58,6 +59,7 @@ type serveConfig struct {
 	llmConfig              // the optional LLM classifier (llmconfig.go)
 	AllowUIDs              []int
 	ShutdownTimeout        time.Duration
+	Events                 eventstream.Config // the kept window of /v1/events (Keep, MaxAge)
 	ScheduleGap            time.Duration
 	ScheduleMinEvery       time.Duration
 	EchoTimeout            time.Duration
@@ -83,6 +85,7 @@ func defaultServeConfig() serveConfig {
 		ScheduleGap: 5 * time.Minute, ScheduleMinEvery: time.Minute,
 		EchoTimeout: 2 * time.Second, SubmitQuiet: 250 * time.Millisecond, SubmitTimeout: 3 * time.Second,
 		StoreCheckTimeout: store.DefaultCheckTimeout, llmConfig: defaultLLMConfig(),
+		Events: eventstream.DefaultConfig(),
 	}
 }
 
@@ -219,6 +222,8 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.SubmitQuiet, "submit-quiet", c.SubmitQuiet, "quiet after Enter before checking that the prompt left the composer")
 	fs.DurationVar(&c.SubmitTimeout, "submit-timeout", c.SubmitTimeout, "longest wait for output after Enter before that check")
 	fs.DurationVar(&c.ScheduleGap, "schedule-gap", c.ScheduleGap, "least time between two scheduled prompts to one agent (seed 004)")
+	fs.IntVar(&c.Events.Keep, "events-keep", c.Events.Keep, "events kept for /v1/events?since= replay (the newest)")
+	fs.DurationVar(&c.Events.MaxAge, "events-max-age", c.Events.MaxAge, "events older than this are dropped from the replay window")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for requests in flight")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile here (benchmarks)")
 	fs.StringVar(&c.Trace, "trace", "", "write an execution trace here (benchmarks)")

@@ -26,6 +26,8 @@ func StatusFor(code nudge.Code) int {
 		return http.StatusNotFound
 	case nudge.Conflict:
 		return http.StatusConflict
+	case nudge.EventsExpired:
+		return http.StatusGone
 	case nudge.TriggerRateLimited:
 		return http.StatusTooManyRequests
 	case nudge.UnmanagedRuntime, nudge.PaneDead, nudge.RegistryDrift:

@@ -1,0 +1,353 @@
+// Package events is the daemon's event stream: every event gets a sequence number that
+// survives restarts, is kept in the store for a bounded window, and is served on
+// /v1/events as NDJSON or server-sent events, replayed from a sequence number and then
+// followed.
+//
+// The main types:
+//
+//	Event       one event (a runtime or trigger change, readiness, an alert, ...)
+//	Hub         numbers, persists and fans events out; Open, Publish, Subscribe, Close
+//	Subscriber  a live, bounded feed of a Hub's events
+//	Log         what the Hub needs of the store (satisfied by *store.DB)
+//	Config      the kept window and the clock; DefaultConfig
+//
+// Publish never blocks on a reader or on the disk: the event is numbered and marshalled
+// once, appended to the store's write-behind queue (in order) and offered to each
+// subscriber's bounded buffer; a subscriber that falls behind is dropped, and an HTTP
+// client then resumes with ?since= or Last-Event-ID.
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nudgehq/nudge/store"
+)
+
+// Event is one entry of the stream; its JSON form is one NDJSON line of /v1/events.
+type Event struct {
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	Type string    `json:"type"` // runtime, trigger, alert, readiness, fallback, ...
+	// Workspace the event belongs to; "" for a daemon-wide one. Streams are filtered by
+	// it (the caller's scope).
+	Workspace string          `json:"workspace,omitempty"`
+	Runtime   any             `json:"runtime,omitempty"`
+	Trigger   any             `json:"trigger,omitempty"`
+	Detail    json.RawMessage `json:"detail,omitempty"`
+
+	raw []byte // the JSON as published (with Seq); shared, never modified
+}
+
+// JSON returns the event's JSON as it is streamed (no trailing newline). The bytes are
+// shared: do not modify them. It is nil for an Event that was never published.
+func (e Event) JSON() []byte { return e.raw }
+
+// Log is what the Hub needs of the store: *store.DB.
+type Log interface {
+	EventLog() (store.EventLog, error)
+	ReserveEvents(through uint64) error
+	AppendEventsLater(evs ...store.Event)
+	EventsSince(after uint64, limit int) ([]store.Event, uint64, error)
+	TrimEventsLater(keep int, before time.Time)
+	Flush()
+}
+
+var _ Log = (*store.DB)(nil)
+
+// Config configures a Hub. Zero fields take DefaultConfig's values.
+type Config struct {
+	// Keep is how many events the store keeps (the newest). 0 means 10,000.
+	Keep int
+	// MaxAge drops events older than this. 0 means 24 h.
+	MaxAge time.Duration
+	// TrimEvery is how often the window is enforced (also after every Keep/10 events).
+	// 0 means one minute.
+	TrimEvery time.Duration
+	// Recent is how many of the newest events are also kept in memory, so that a client
+	// that reconnects after a blip resumes without reading the store. 0 means 1024.
+	Recent int
+	// Buffer is each subscriber's buffer; one that falls further behind is dropped.
+	// 0 means 1024.
+	Buffer int
+	// Now is the clock. nil means time.Now.
+	Now func() time.Time
+	// OnError is told about a failure of the Hub's background work (a reservation that
+	// did not commit). nil drops them.
+	OnError func(op string, err error)
+}
+
+// DefaultConfig returns the production settings.
+func DefaultConfig() Config {
+	return Config{Keep: 10_000, MaxAge: 24 * time.Hour, TrimEvery: time.Minute, Recent: 1024, Buffer: 1024, Now: time.Now}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Keep <= 0 {
+		c.Keep = d.Keep
+	}
+	if c.MaxAge <= 0 {
+		c.MaxAge = d.MaxAge
+	}
+	if c.TrimEvery <= 0 {
+		c.TrimEvery = d.TrimEvery
+	}
+	if c.Recent <= 0 {
+		c.Recent = d.Recent
+	}
+	if c.Buffer <= 0 {
+		c.Buffer = d.Buffer
+	}
+	if c.Now == nil {
+		c.Now = d.Now
+	}
+	return c
+}
+
+// reserveBlock is how far ahead sequence numbers are reserved in the store. After a
+// restart numbering continues above the reservation, so it may skip up to this many.
+const reserveBlock = 4096
+
+// Hub numbers, persists and fans out events. Open starts it; the daemon owns it and
+// calls Close. Safe for concurrent use.
+type Hub struct {
+	cfg Config
+	log Log
+
+	mu        sync.Mutex
+	seq       uint64 // the last number given out
+	reserved  uint64 // numbers up to this are reserved in the store
+	reserving bool
+	recent    []Event // ring of the newest events, oldest first once full
+	head      int     // next write position in recent when full
+	sinceTrim int
+	subs      map[*Subscriber]struct{}
+	closed    bool
+
+	wake chan struct{} // background work: reserve ahead, trim
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Open starts a Hub on log: numbering continues above everything the log has seen.
+func Open(cfg Config, log Log) (*Hub, error) {
+	cfg = cfg.withDefaults()
+	st, err := log.EventLog()
+	if err != nil {
+		return nil, fmt.Errorf("open events: %w", err)
+	}
+	start := max(st.Last, st.Reserved, st.Trimmed)
+	if err := log.ReserveEvents(start + reserveBlock); err != nil {
+		return nil, fmt.Errorf("open events: %w", err)
+	}
+	h := &Hub{cfg: cfg, log: log, seq: start, reserved: start + reserveBlock,
+		subs: map[*Subscriber]struct{}{}, wake: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go h.background()
+	h.poke()
+	return h, nil
+}
+
+// Last returns the number of the newest event (0 if none ever).
+func (h *Hub) Last() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seq
+}
+
+// Publish numbers ev, stamps its time if zero, queues it for the store and offers it to
+// every subscriber. It returns the event as published. It never blocks on a subscriber
+// or on the disk. ev's Runtime and Trigger must marshal to JSON.
+func (h *Hub) Publish(ev Event) Event {
+	if ev.Time.IsZero() {
+		ev.Time = h.cfg.Now()
+	}
+	ev.Seq = 0
+	body, err := json.Marshal(ev) // outside the lock; Seq is spliced in below
+	if err != nil {
+		body, _ = json.Marshal(Event{Time: ev.Time, Type: ev.Type, Workspace: ev.Workspace,
+			Detail: mustJSON(map[string]string{"error": "encode event: " + err.Error()})})
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seq++
+	ev.Seq = h.seq
+	ev.raw = withSeq(body, ev.Seq)
+	h.log.AppendEventsLater(store.Event{Seq: ev.Seq, Time: ev.Time, Data: ev.raw})
+	h.remember(ev)
+	h.sinceTrim++
+	if (h.seq+reserveBlock/2 > h.reserved && !h.reserving) || h.sinceTrim >= max(h.cfg.Keep/10, 1) {
+		h.poke()
+	}
+	for s := range h.subs {
+		select {
+		case s.ch <- ev:
+		default:
+			h.dropLocked(s)
+		}
+	}
+	return ev
+}
+
+// seqPrefix is how every marshalled Event begins while its Seq is 0.
+var seqPrefix = []byte(`{"seq":0,`)
+
+// withSeq returns body (an Event marshalled with Seq 0) with seq in its place.
+func withSeq(body []byte, seq uint64) []byte {
+	if !bytes.HasPrefix(body, seqPrefix) {
+		panic("events: unexpected encoding " + string(body[:min(len(body), 16)]))
+	}
+	out := make([]byte, 0, len(body)+20)
+	out = append(out, `{"seq":`...)
+	out = strconv.AppendUint(out, seq, 10)
+	return append(out, body[len(seqPrefix)-1:]...)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// remember puts ev in the ring of recent events.
+func (h *Hub) remember(ev Event) {
+	if len(h.recent) < h.cfg.Recent {
+		h.recent = append(h.recent, ev)
+		return
+	}
+	h.recent[h.head] = ev
+	h.head = (h.head + 1) % len(h.recent)
+}
+
+// recentAfter returns the remembered events with Seq > after, oldest first, and whether
+// they are all there are (the ring reaches back to after).
+func (h *Hub) recentAfter(after uint64) ([]Event, bool) {
+	n := len(h.recent)
+	if n == 0 {
+		return nil, after >= h.seq
+	}
+	oldest := h.recent[h.head%n]
+	var out []Event
+	for i := range n {
+		if ev := h.recent[(h.head+i)%n]; ev.Seq > after {
+			out = append(out, ev)
+		}
+	}
+	return out, after+1 >= oldest.Seq
+}
+
+func (h *Hub) poke() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// background reserves numbers ahead and enforces the kept window, off the publish path.
+func (h *Hub) background() {
+	defer close(h.done)
+	t := time.NewTicker(h.cfg.TrimEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		case <-h.wake:
+		}
+		h.reserveAhead()
+		h.trim()
+	}
+}
+
+func (h *Hub) reserveAhead() {
+	h.mu.Lock()
+	if h.seq+reserveBlock/2 <= h.reserved || h.reserving {
+		h.mu.Unlock()
+		return
+	}
+	h.reserving = true
+	want := h.seq + reserveBlock
+	h.mu.Unlock()
+	err := h.log.ReserveEvents(want)
+	h.mu.Lock()
+	h.reserving = false
+	if err == nil {
+		h.reserved = max(h.reserved, want)
+	}
+	h.mu.Unlock()
+	if err != nil && h.cfg.OnError != nil {
+		h.cfg.OnError("reserve event numbers", err)
+	}
+}
+
+func (h *Hub) trim() {
+	h.mu.Lock()
+	h.sinceTrim = 0
+	h.mu.Unlock()
+	h.log.TrimEventsLater(h.cfg.Keep, h.cfg.Now().Add(-h.cfg.MaxAge))
+}
+
+// Close ends every subscription and stops the background work. Events published after
+// Close are still numbered and stored, but reach no subscriber. Idempotent.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	for s := range h.subs {
+		h.dropLocked(s)
+	}
+	h.mu.Unlock()
+	close(h.stop)
+	<-h.done
+}
+
+// Subscriber is a live feed of a Hub's events from the moment it subscribed. C has a
+// bounded buffer; a subscriber that falls behind is dropped: Dropped is closed, and what
+// is left in C can still be drained. Unsubscribe when done.
+type Subscriber struct {
+	C       <-chan Event
+	Dropped <-chan struct{}
+
+	ch      chan Event
+	dropped chan struct{}
+}
+
+// Subscribe returns a new subscriber. After Close it is dropped at once.
+func (h *Hub) Subscribe() *Subscriber {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.subscribeLocked()
+}
+
+func (h *Hub) subscribeLocked() *Subscriber {
+	s := &Subscriber{ch: make(chan Event, h.cfg.Buffer), dropped: make(chan struct{})}
+	s.C, s.Dropped = s.ch, s.dropped
+	if h.closed {
+		close(s.dropped)
+		return s
+	}
+	h.subs[s] = struct{}{}
+	return s
+}
+
+// Unsubscribe ends s. Idempotent.
+func (h *Hub) Unsubscribe(s *Subscriber) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.subs[s]; ok {
+		h.dropLocked(s)
+	}
+}
+
+func (h *Hub) dropLocked(s *Subscriber) {
+	delete(h.subs, s)
+	close(s.dropped)
+}

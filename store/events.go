@@ -1,0 +1,191 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The event log keeps the daemon's recent /v1/events stream so that a client can resume
+// from a sequence number, across reconnects and restarts. Event n is stored under key n
+// (8 bytes big-endian; the caller assigns the numbers, increasing, possibly with gaps)
+// as 8 bytes of its time (Unix nanoseconds, big-endian) followed by its JSON. The log's
+// state (count, the highest sequence ever trimmed, the highest reserved) lives in the
+// meta bucket under a reserved key, updated in the same transaction as the events.
+
+// eventsStateKey holds count, trimmed and reserved (8 bytes BE each).
+var eventsStateKey = []byte(reservedMeta + "events")
+
+// Event is one entry of the event log. The store does not look inside Data.
+type Event struct {
+	Seq  uint64
+	Time time.Time
+	Data []byte // the event's JSON; a copy the caller owns
+}
+
+// EventLog describes the event log.
+type EventLog struct {
+	First, Last uint64 // the oldest and newest kept event's Seq (0 when empty)
+	Count       uint64 // events kept
+	// Trimmed is the highest Seq ever removed by TrimEventsLater (0 if none): a reader
+	// that has seen less than it has missed events.
+	Trimmed uint64
+	// Reserved is the highest Seq recorded by ReserveEvents: a writer that restarts
+	// continues above it, so no number is used twice even if a crash lost the newest
+	// events after readers saw them.
+	Reserved uint64
+}
+
+type eventsState struct{ count, trimmed, reserved uint64 }
+
+func readEventsState(meta *bolt.Bucket) eventsState {
+	v := meta.Get(eventsStateKey)
+	if len(v) < 24 {
+		return eventsState{}
+	}
+	be := binary.BigEndian
+	return eventsState{be.Uint64(v), be.Uint64(v[8:]), be.Uint64(v[16:])}
+}
+
+func (s eventsState) put(meta *bolt.Bucket) error {
+	v := make([]byte, 24)
+	be := binary.BigEndian
+	be.PutUint64(v, s.count)
+	be.PutUint64(v[8:], s.trimmed)
+	be.PutUint64(v[16:], s.reserved)
+	return meta.Put(eventsStateKey, v)
+}
+
+// EventLog returns the log's state.
+func (db *DB) EventLog() (EventLog, error) {
+	var out EventLog
+	err := db.view("event log", func(tx *bolt.Tx) error {
+		st := readEventsState(tx.Bucket(bucketMeta))
+		out.Count, out.Trimmed, out.Reserved = st.count, st.trimmed, st.reserved
+		c := tx.Bucket(bucketEvents).Cursor()
+		if k, _ := c.First(); k != nil {
+			out.First = binary.BigEndian.Uint64(k)
+		}
+		if k, _ := c.Last(); k != nil {
+			out.Last = binary.BigEndian.Uint64(k)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ReserveEvents records that sequence numbers up to through may be in use. It commits
+// before it returns (a writer reserves ahead, off its hot path). A lower value than the
+// one recorded is ignored.
+func (db *DB) ReserveEvents(through uint64) error {
+	return db.update("reserve events", func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		st := readEventsState(meta)
+		if through <= st.reserved {
+			return nil
+		}
+		st.reserved = through
+		return st.put(meta)
+	})
+}
+
+// AppendEventsLater queues evs for the write-behind writer (see PutRuntimeLater): it
+// returns at once, and the events commit in the order they were queued, together with
+// the other writes queued around them. Seq must increase across calls; an event whose Seq
+// is not above the newest stored one is dropped (reported to Options.OnLaterError).
+func (db *DB) AppendEventsLater(evs ...Event) {
+	if len(evs) == 0 {
+		return
+	}
+	db.enqueue(laterOp{name: "append events", fn: func(tx *bolt.Tx) error {
+		return appendEventsTx(tx, evs)
+	}})
+}
+
+// AppendEvents appends evs and returns once they are committed.
+func (db *DB) AppendEvents(evs ...Event) error {
+	db.Flush()
+	return db.update("append events", func(tx *bolt.Tx) error { return appendEventsTx(tx, evs) })
+}
+
+func appendEventsTx(tx *bolt.Tx, evs []Event) error {
+	b, meta := tx.Bucket(bucketEvents), tx.Bucket(bucketMeta)
+	st := readEventsState(meta)
+	var last uint64
+	if k, _ := b.Cursor().Last(); k != nil {
+		last = binary.BigEndian.Uint64(k)
+	}
+	for _, ev := range evs {
+		if ev.Seq <= last {
+			return fmt.Errorf("append event %d: not above the newest (%d): %w", ev.Seq, last, ErrInvalid)
+		}
+		val := make([]byte, 8, 8+len(ev.Data))
+		binary.BigEndian.PutUint64(val, uint64(ev.Time.UnixNano()))
+		if err := b.Put(u64(ev.Seq), append(val, ev.Data...)); err != nil {
+			return err
+		}
+		last = ev.Seq
+		st.count++
+	}
+	return st.put(meta)
+}
+
+// EventsSince returns the kept events with Seq > after, oldest first, at most limit of
+// them (0: no limit), and the log's Trimmed as of the same read: if after < trimmed, the
+// reader has missed events.
+func (db *DB) EventsSince(after uint64, limit int) (evs []Event, trimmed uint64, err error) {
+	var out []Event
+	err = db.view("events since", func(tx *bolt.Tx) error {
+		trimmed = readEventsState(tx.Bucket(bucketMeta)).trimmed
+		return scan(tx.Bucket(bucketEvents).Cursor(), u64(after+1), false, func(k, v []byte) (bool, error) {
+			if len(v) < 8 {
+				return false, fmt.Errorf("event %x: short value", k)
+			}
+			out = append(out, Event{
+				Seq:  binary.BigEndian.Uint64(k),
+				Time: time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(),
+				Data: bytes.Clone(v[8:]),
+			})
+			return limit > 0 && len(out) >= limit, nil
+		})
+	})
+	return out, trimmed, err
+}
+
+// TrimEventsLater queues the removal of the oldest events beyond the newest keep and of
+// those older than before (zero: no age limit). keep <= 0 means no count limit. It runs
+// in order with the queued appends.
+func (db *DB) TrimEventsLater(keep int, before time.Time) {
+	db.enqueue(laterOp{name: "trim events", fn: func(tx *bolt.Tx) error {
+		return trimEventsTx(tx, keep, before)
+	}})
+}
+
+func trimEventsTx(tx *bolt.Tx, keep int, before time.Time) error {
+	b, meta := tx.Bucket(bucketEvents), tx.Bucket(bucketMeta)
+	st := readEventsState(meta)
+	cut := before.UnixNano()
+	c := b.Cursor()
+	removed := false
+	for k, v := c.First(); k != nil; k, v = c.First() {
+		old := !before.IsZero() && len(v) >= 8 && int64(binary.BigEndian.Uint64(v)) < cut
+		if !old && (keep <= 0 || st.count <= uint64(keep)) {
+			break
+		}
+		st.trimmed = max(st.trimmed, binary.BigEndian.Uint64(k))
+		if err := c.Delete(); err != nil {
+			return err
+		}
+		if st.count > 0 {
+			st.count--
+		}
+		removed = true
+	}
+	if !removed {
+		return nil
+	}
+	return st.put(meta)
+}

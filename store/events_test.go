@@ -1,0 +1,87 @@
+package store
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func ev(seq uint64, at time.Time) Event {
+	return Event{Seq: seq, Time: at, Data: []byte(fmt.Sprintf(`{"seq":%d}`, seq))}
+}
+
+func seqs(evs []Event) []uint64 {
+	out := make([]uint64, len(evs))
+	for i, e := range evs {
+		out[i] = e.Seq
+	}
+	return out
+}
+
+// Appended events come back in order, from any point, and survive a reopen.
+func TestEventsAppendSinceReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nudge.db")
+	db, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	db.AppendEventsLater(ev(1, t0), ev(2, t0))
+	db.AppendEventsLater(ev(5, t0)) // a gap is fine
+	if err := db.ReserveEvents(100); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db = openAt(t, path, Options{NoSync: true})
+	got, _, err := db.EventsSince(1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(seqs(got)) != "[2 5]" || string(got[1].Data) != `{"seq":5}` || !got[1].Time.Equal(t0) {
+		t.Fatalf("EventsSince(1) = %+v", got)
+	}
+	if got, _, _ := db.EventsSince(0, 1); fmt.Sprint(seqs(got)) != "[1]" {
+		t.Fatalf("limit 1: %v", seqs(got))
+	}
+	log, err := db.EventLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log != (EventLog{First: 1, Last: 5, Count: 3, Reserved: 100}) {
+		t.Fatalf("EventLog = %+v", log)
+	}
+	// Out of order is refused (reported), the rest of the log is intact.
+	if err := db.AppendEvents(ev(4, t0)); err == nil {
+		t.Fatal("append below the newest: no error")
+	}
+}
+
+// Trim keeps the newest N and drops those older than the cut, and remembers the highest
+// sequence it removed.
+func TestEventsTrim(t *testing.T) {
+	db := open(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := uint64(1); i <= 10; i++ {
+		db.AppendEventsLater(ev(i, t0.Add(time.Duration(i)*time.Minute)))
+	}
+	db.TrimEventsLater(7, time.Time{})
+	db.Flush()
+	log, _ := db.EventLog()
+	if log.First != 4 || log.Count != 7 || log.Trimmed != 3 {
+		t.Fatalf("after keep 7: %+v", log)
+	}
+	db.TrimEventsLater(100, t0.Add(6*time.Minute)) // events 4 and 5 are older
+	db.Flush()
+	log, _ = db.EventLog()
+	if log.First != 6 || log.Count != 5 || log.Trimmed != 5 {
+		t.Fatalf("after age cut: %+v", log)
+	}
+	db.TrimEventsLater(0, t0.Add(time.Hour))
+	db.Flush()
+	log, _ = db.EventLog()
+	if log.Count != 0 || log.Trimmed != 10 || log.Last != 0 {
+		t.Fatalf("after trimming all: %+v", log)
+	}
+}
