@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
 	"github.com/nudgehq/nudge/store"
@@ -172,6 +174,16 @@ func (f *fakeSchedules) Add(ws, agent, prompt string, every time.Duration) (nudg
 	return f.add(ws, agent, prompt, every)
 }
 func (f *fakeSchedules) Remove(id string) error { return f.remove(id) }
+
+type fakeEvents struct {
+	serve func(w http.ResponseWriter, r *http.Request, show func(events.Event) bool) error
+}
+
+var _ Events = (*fakeEvents)(nil)
+
+func (f *fakeEvents) Serve(w http.ResponseWriter, r *http.Request, show func(events.Event) bool) error {
+	return f.serve(w, r, show)
+}
 
 type fakeMetrics struct{ text string }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
 	"github.com/nudgehq/nudge/store"
@@ -224,17 +225,29 @@ func TestAck(t *testing.T) {
 	wantBody(t, "unknown", st, body, 404, `"message": "get trigger nope: not found"`)
 }
 
-// The event stream is the hub's handler; it finds the caller in the request's context.
-func TestEventsGetCaller(t *testing.T) {
+// The event stream shows a caller the events of its workspaces only, and its error (a
+// bad since) is the JSON error body.
+func TestEventsScoped(t *testing.T) {
 	ts := newTestServer(t)
-	ts.deps.Events = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, ok := auth.CallerFrom(r.Context())
-		fmt.Fprintf(w, "%v %s", ok, c.Subject)
-	})
-	st, body := ts.do("GET", "/v1/events", "scoped", "")
-	if st != 200 || body != "true "+scoped.Subject {
-		t.Fatalf("events: %d %q", st, body)
+	ts.deps.Events = &fakeEvents{serve: func(w http.ResponseWriter, r *http.Request, show func(events.Event) bool) error {
+		if r.URL.Query().Get("since") == "x" {
+			return nudge.NewError(nudge.BadRequest, "since: want a sequence number")
+		}
+		for _, ws := range []string{"a", "b", ""} {
+			if show(events.Event{Workspace: ws}) {
+				fmt.Fprintf(w, "[%s]", ws)
+			}
+		}
+		return nil
+	}}
+	if st, body := ts.do("GET", "/v1/events", "scoped", ""); st != 200 || body != "[a]" {
+		t.Errorf("scoped: %d %q", st, body)
 	}
+	if st, body := ts.do("GET", "/v1/events", "", ""); st != 200 || body != "[a][b][]" {
+		t.Errorf("unrestricted: %d %q", st, body)
+	}
+	st, body := ts.do("GET", "/v1/events?since=x", "", "")
+	wantBody(t, "bad since", st, body, 400, `"error_code": "BAD_REQUEST"`)
 }
 
 // Open serves on the socket (0600) and on the metrics address; Close drains, joins both
