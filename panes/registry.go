@@ -1,19 +1,3 @@
-// Package panes keeps the registry of managed agent runtimes true: it spawns agents as
-// the command of a tmux pane (argv, never a shell string), adopts existing panes, stops
-// them, and reconciles the records against tmux on every control-mode event and on a
-// sweep. It also holds the agent profiles (launch, resume, submit timing) and the
-// runtime state machine.
-//
-// The main types are:
-//
-//	Registry  the live registry: Open, Spawn, Register, Stop, Deregister, Restart,
-//	          Transition, Update, Get/Lookup/List, Conn, Close
-//	Config    tmux server selection, workspace roots, profiles, reconciliation policy, hooks
-//	Profile   one agent CLI as data (LoadProfiles, LaunchArgv, ResumeArgv)
-//	Target    a parsed register target (ParseTarget)
-//
-// Topology (seed 001 §4): session agents_<ws>, one window per role, pane 0; runtime ids
-// are RuntimeID(ws, role), stable across restarts of the same role.
 package panes
 
 import (
