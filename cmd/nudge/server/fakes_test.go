@@ -23,7 +23,9 @@ type fakeAuth struct {
 
 var _ Authenticator = (*fakeAuth)(nil)
 
-func (f *fakeAuth) Authenticate(p auth.Peer, h string) (auth.Caller, error) { return f.authenticate(p, h) }
+func (f *fakeAuth) Authenticate(p auth.Peer, h string) (auth.Caller, error) {
+	return f.authenticate(p, h)
+}
 
 type fakeTokens struct {
 	issue         func(c auth.Caller, req auth.IssueRequest) (string, auth.Issued, error)
@@ -39,9 +41,9 @@ func (f *fakeTokens) Issue(c auth.Caller, req auth.IssueRequest) (string, auth.I
 	return f.issue(c, req)
 }
 func (f *fakeTokens) Revoke(c auth.Caller, id string) (auth.Issued, error) { return f.revoke(c, id) }
-func (f *fakeTokens) List(c auth.Caller) ([]auth.Issued, error)           { return f.list(c) }
-func (f *fakeTokens) RotateKey(c auth.Caller) error                       { return f.rotate(c) }
-func (f *fakeTokens) RevokeRuntime(ctx context.Context, id string)        { f.revokeRuntime(ctx, id) }
+func (f *fakeTokens) List(c auth.Caller) ([]auth.Issued, error)            { return f.list(c) }
+func (f *fakeTokens) RotateKey(c auth.Caller) error                        { return f.rotate(c) }
+func (f *fakeTokens) RevokeRuntime(ctx context.Context, id string)         { f.revokeRuntime(ctx, id) }
 
 type fakeRuntimes struct {
 	list       func() []nudge.Runtime
@@ -75,7 +77,9 @@ func (f *fakeRuntimes) Register(ctx context.Context, req panes.RegisterRequest) 
 func (f *fakeRuntimes) Deregister(ctx context.Context, id, reason string) error {
 	return f.deregister(ctx, id, reason)
 }
-func (f *fakeRuntimes) Stop(ctx context.Context, id, reason string) error { return f.stop(ctx, id, reason) }
+func (f *fakeRuntimes) Stop(ctx context.Context, id, reason string) error {
+	return f.stop(ctx, id, reason)
+}
 func (f *fakeRuntimes) Restart(ctx context.Context, id, reason string) (nudge.Runtime, error) {
 	return f.restart(ctx, id, reason)
 }
@@ -118,10 +122,12 @@ func (f *fakeTriggers) Get(id string) (nudge.Trigger, error) { return f.get(id) 
 func (f *fakeTriggers) Wait(ctx context.Context, id string, cond func(nudge.Trigger) bool) (nudge.Trigger, error) {
 	return f.wait(ctx, id, cond)
 }
-func (f *fakeTriggers) Ack(ctx context.Context, id string) (nudge.Trigger, error) { return f.ack(ctx, id) }
-func (f *fakeTriggers) Depth(string) int                                          { return 0 }
-func (f *fakeTriggers) Kick(id string)                                            { f.kicked = append(f.kicked, id) }
-func (f *fakeTriggers) Progress(ws, agent, thread string)                         { f.progress(ws, agent, thread) }
+func (f *fakeTriggers) Ack(ctx context.Context, id string) (nudge.Trigger, error) {
+	return f.ack(ctx, id)
+}
+func (f *fakeTriggers) Depth(string) int                  { return 0 }
+func (f *fakeTriggers) Kick(id string)                    { f.kicked = append(f.kicked, id) }
+func (f *fakeTriggers) Progress(ws, agent, thread string) { f.progress(ws, agent, thread) }
 func (f *fakeTriggers) Force(id, subject, reason, intent string) (nudge.Trigger, error) {
 	return f.force(id, subject, reason, intent)
 }
