@@ -17,6 +17,7 @@ import (
 	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/controlmode"
@@ -42,6 +43,7 @@ type daemon struct {
 	mon      *detector.Monitor
 	sched    *inject.Scheduler
 	hub      *eventstream.Hub
+	notify   *notify.Notifier // tmux messages and --notify-command (events.go)
 	profiles map[string]panes.Profile
 	auth     *auth.Authority   // token key, revocations, runtime tokens, policy
 	obs      *observe.Observer // metrics, alerts, status line (observer.go)
@@ -101,6 +103,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	if d.obs, err = d.openObserver(); err != nil {
 		return nil, err
 	}
+	d.notify = d.openNotifier()
 	d.ready.Store(true) // after d.obs: a hook that sees ready sees the observer
 	d.auth.Start(tokenRuntimes{d.reg})
 	if err := d.listen(); err != nil {
@@ -349,6 +352,9 @@ func (d *daemon) Close() error {
 	d.closeOnce.Do(func() {
 		d.auth.Close()
 		d.obs.Close()
+		if d.notify != nil {
+			d.notify.Close() // waits for commands in flight, each bounded by --notify-timeout
+		}
 		if d.hub != nil {
 			d.hub.Close() // event streams end, so the server's shutdown need not wait for them
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/store"
 )
 
@@ -60,6 +61,7 @@ type serveConfig struct {
 	AllowUIDs              []int
 	ShutdownTimeout        time.Duration
 	Events                 eventstream.Config // the kept window of /v1/events (Keep, MaxAge)
+	Notify                 notify.Config      // --notify-command, its timeout and pool; tmux messages
 	ScheduleGap            time.Duration
 	ScheduleMinEvery       time.Duration
 	EchoTimeout            time.Duration
@@ -85,7 +87,7 @@ func defaultServeConfig() serveConfig {
 		ScheduleGap: 5 * time.Minute, ScheduleMinEvery: time.Minute,
 		EchoTimeout: 2 * time.Second, SubmitQuiet: 250 * time.Millisecond, SubmitTimeout: 3 * time.Second,
 		StoreCheckTimeout: store.DefaultCheckTimeout, llmConfig: defaultLLMConfig(),
-		Events: eventstream.DefaultConfig(),
+		Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
 	}
 }
 
@@ -224,6 +226,10 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.ScheduleGap, "schedule-gap", c.ScheduleGap, "least time between two scheduled prompts to one agent (seed 004)")
 	fs.IntVar(&c.Events.Keep, "events-keep", c.Events.Keep, "events kept for /v1/events?since= replay (the newest)")
 	fs.DurationVar(&c.Events.MaxAge, "events-max-age", c.Events.MaxAge, "events older than this are dropped from the replay window")
+	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR; a trigger failed)")
+	fs.DurationVar(&c.Notify.Timeout, "notify-timeout", c.Notify.Timeout, "a --notify-command run longer than this is killed (its process group)")
+	fs.IntVar(&c.Notify.MaxRunning, "notify-max", c.Notify.MaxRunning, "--notify-command runs at once; a notification beyond them is dropped (counted, logged)")
+	fs.BoolVar(&c.Notify.NoDisplay, "no-notify-tmux", c.Notify.NoDisplay, "do not show notifications with tmux display-message to the clients attached to a workspace's session")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for requests in flight")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile here (benchmarks)")
 	fs.StringVar(&c.Trace, "trace", "", "write an execution trace here (benchmarks)")
