@@ -92,6 +92,15 @@ func TestEventsDurable(t *testing.T) {
 		t.Fatalf("after the restart: first seq %v (last before %d), AFTER-W1 at %d",
 			seqList(after), lastBefore, prompted(after, "AFTER-W1"))
 	}
+	// The CLI: `nudge events --since N -o json` prints the daemon's lines; the table one
+	// line per event.
+	out, errOut, code := td.runCLI("events", "--since", fmt.Sprint(lastBefore), "-o", "json")
+	if code != 0 || !strings.Contains(out, `"prompt":"AFTER-W1"`) || strings.Contains(out, "BEFORE-W1") {
+		t.Fatalf("nudge events --since %d -o json: exit %d\n%s%s", lastBefore, code, out, errOut)
+	}
+	if out, errOut, code := td.runCLI("events", "--since", fmt.Sprint(lastBefore)); code != 0 || !strings.Contains(out, "trigger=a1") {
+		t.Fatalf("nudge events: exit %d\n%s%s", code, out, errOut)
+	}
 	all := readEvents(t, admin, 0)
 	for i := 1; i < len(all); i++ {
 		if all[i].Seq <= all[i-1].Seq {
@@ -204,6 +213,9 @@ func TestEventsDurable(t *testing.T) {
 	}
 	if err := admin.Events(context.Background(), api.EventsOptions{Since: 1}, func(api.Event) error { return nil }); err == nil {
 		t.Fatal("client: no error for an expired since")
+	}
+	if _, errOut, code := td.runCLI("events", "--since", "1"); code != 1 || !strings.Contains(errOut, "EVENTS_EXPIRED") {
+		t.Fatalf("nudge events --since 1 (expired): exit %d: %s", code, errOut)
 	}
 }
 
