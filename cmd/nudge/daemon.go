@@ -13,6 +13,7 @@ import (
 	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/detector"
@@ -41,6 +42,7 @@ type daemon struct {
 	pipe     *inject.Pipeline
 	sched    *inject.Scheduler
 	obs      *observe.Observer
+	notify   *notify.Notifier // tmux messages and --notify-command
 	api      *server.Server
 	hooks    *hooks
 
@@ -91,7 +93,10 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	if d.obs, err = openObserver(d); err != nil {
 		return nil, err
 	}
-	h.ready.Store(true) // after d.obs: a hook that sees ready sees every room
+	nc := cfg.Notify
+	nc.Session, nc.Logger = panes.SessionName, d.log.Named("notify")
+	d.notify = notify.New(nc, d.hub, d.reg) // fed by the hub, shown through the registry's connections
+	h.ready.Store(true)                     // after d.obs: a hook that sees ready sees every room
 	d.auth.Start(tokenRuntimes{d.reg})
 	if d.api, err = openServer(cfg, d); err != nil {
 		return nil, err
@@ -121,6 +126,9 @@ func (d *daemon) Close() error {
 	d.closeOnce.Do(func() {
 		d.auth.Close()
 		d.obs.Close()
+		if d.notify != nil {
+			d.notify.Close() // waits for commands in flight, each bounded by --notify-timeout
+		}
 		if d.hub != nil {
 			d.hub.Close() // event streams end, so the server's shutdown need not wait for them
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -46,6 +47,7 @@ type serveConfig struct {
 	Auth      auth.Config            // the shared token, peer uids, --require-token, policy, runtime tokens
 	Server    server.Config          // the metrics address, the shutdown deadline
 	Events    eventstream.Config     // the kept window of /v1/events (Keep, MaxAge)
+	Notify    notify.Config          // --notify-command, its timeout and pool; tmux messages
 	llmConfig                        // the optional LLM classifier (llmconfig.go)
 }
 
@@ -56,7 +58,8 @@ func defaultServeConfig() serveConfig {
 		StatusLine: true, LogLevel: "info", LogFormat: "text", StoreCheckTimeout: store.DefaultCheckTimeout,
 		Panes: panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
 		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Auth: auth.DefaultConfig(),
-		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), llmConfig: defaultLLMConfig(),
+		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
+		llmConfig: defaultLLMConfig(),
 	}
 }
 
@@ -181,6 +184,10 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	llmFlags(fs, &c.llmConfig)
 	fs.IntVar(&c.Events.Keep, "events-keep", c.Events.Keep, "events kept for /v1/events?since= replay (the newest)")
 	fs.DurationVar(&c.Events.MaxAge, "events-max-age", c.Events.MaxAge, "events older than this are dropped from the replay window")
+	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR; a trigger failed)")
+	fs.DurationVar(&c.Notify.Timeout, "notify-timeout", c.Notify.Timeout, "a --notify-command run longer than this is killed (its process group)")
+	fs.IntVar(&c.Notify.MaxRunning, "notify-max", c.Notify.MaxRunning, "--notify-command runs at once; a notification beyond them is dropped (counted, logged)")
+	fs.BoolVar(&c.Notify.NoDisplay, "no-notify-tmux", c.Notify.NoDisplay, "do not show notifications with tmux display-message to the clients attached to a workspace's session")
 	fs.DurationVar(&c.Schedule.MinEvery, "schedule-min-every", c.Schedule.MinEvery, "shortest period a schedule may have")
 	fs.DurationVar(&in.EchoTimeout, "echo-timeout", in.EchoTimeout, "longest wait for the typed text's echo before Enter")
 	fs.DurationVar(&in.SubmitQuiet, "submit-quiet", in.SubmitQuiet, "quiet after Enter before checking that the prompt left the composer")
