@@ -52,9 +52,9 @@ func codexSetup(t *testing.T) (serveConfig, string, *standin.Server) {
 	t.Cleanup(func() { killProcessesUnder(t, home) })
 	t.Setenv("HOME", home)
 	t.Setenv("PATH", filepath.Dir(codex)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	srv := silentModel(t, home, cfg.Roots[0], "codex")
-	cfg.AckTimeout = time.Minute // the model never answers; the tests are about input
-	cfg.RateLimit = 1000         // 20 in a row is over the default 10/min
+	srv := silentModel(t, home, cfg.Panes.Roots[0], "codex")
+	cfg.Inject.AckTimeout = time.Minute // the model never answers; the tests are about input
+	cfg.Inject.RateLimit = 1000         // 20 in a row is over the default 10/min
 	return cfg, os.Getenv("CODEX_HOME"), srv
 }
 
@@ -79,9 +79,9 @@ func codexLoginSetup(t *testing.T) (serveConfig, string) {
 	if out, err := login.CombinedOutput(); err != nil {
 		t.Fatalf("codex login: %v: %s", err, out)
 	}
-	trust := fmt.Sprintf("[projects.%q]\ntrust_level = \"trusted\"\n", cfg.Roots[0])
+	trust := fmt.Sprintf("[projects.%q]\ntrust_level = \"trusted\"\n", cfg.Panes.Roots[0])
 	os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(trust), 0o600)
-	cfg.AckTimeout = time.Minute
+	cfg.Inject.AckTimeout = time.Minute
 	return cfg, codexHome
 }
 
@@ -141,7 +141,7 @@ func modelGotEachAtMostOnce(t *testing.T, srv *standin.Server) {
 func (td *testDaemon) spawnCodex(role string) runtimeView {
 	td.t.Helper()
 	var rt runtimeView
-	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "cx", Role: role, Agent: "codex", Dir: td.cfg.Roots[0]}, &rt); err != nil {
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "cx", Role: role, Agent: "codex", Dir: td.cfg.Panes.Roots[0]}, &rt); err != nil {
 		td.t.Fatal(err)
 	}
 	return td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
@@ -190,8 +190,8 @@ func (td *testDaemon) submitInRow(rt runtimeView, prefix string, n int, prompt f
 // retrying, which is a started launch.
 func TestCodexExecResumeIsAStartedLaunch(t *testing.T) {
 	cfg, codexHome := codexLoginSetup(t)
-	cfg.AckRetries = 0
-	cfg.LaunchGrace = 2 * time.Second
+	cfg.Inject.AckRetries = 0
+	cfg.Chain.LaunchGrace = 2 * time.Second
 	td := startDaemon(t, cfg)
 	rt := td.spawnCodex("dev")
 	// A first prompt makes Codex start a thread; its rollout file names the session id,

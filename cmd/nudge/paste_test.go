@@ -103,7 +103,7 @@ func testLargePrompts(t *testing.T, td *testDaemon, rt runtimeView, queues bool)
 func (td *testDaemon) spawnSlow(ws, agent, role string) runtimeView {
 	td.t.Helper()
 	var rt runtimeView
-	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: ws, Role: role, Agent: agent, Dir: td.cfg.Roots[0]}, &rt); err != nil {
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: ws, Role: role, Agent: agent, Dir: td.cfg.Panes.Roots[0]}, &rt); err != nil {
 		td.t.Fatal(err)
 	}
 	return td.waitRuntimeFor(rt.RuntimeID, 90*time.Second, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
@@ -178,7 +178,7 @@ func TestGeminiLargePromptsSubmitted(t *testing.T) {
 // lines]").
 func TestOpenCodeLargePromptsSubmitted(t *testing.T) {
 	cfg, home := agentEnv(t, agentBinary(t, "opencode", "NUDGE_TEST_OPENCODE", "opencode-ai"))
-	model := silentModel(t, home, cfg.Roots[0], "opencode")
+	model := silentModel(t, home, cfg.Panes.Roots[0], "opencode")
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("oc", "opencode", "dev"), false)
 	modelGotEachAtMostOnce(t, model)
@@ -187,7 +187,7 @@ func TestOpenCodeLargePromptsSubmitted(t *testing.T) {
 // TestPiLargePromptsSubmitted: the same with the real Pi ("[paste #N +M lines]").
 func TestPiLargePromptsSubmitted(t *testing.T) {
 	cfg, home := agentEnv(t, agentBinary(t, "pi", "NUDGE_TEST_PI", "@mariozechner/pi-coding-agent"))
-	model := silentModel(t, home, cfg.Roots[0], "pi")
+	model := silentModel(t, home, cfg.Panes.Roots[0], "pi")
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("pi", "pi", "dev"), true)
 	modelGotEachAtMostOnce(t, model)
