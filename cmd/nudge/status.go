@@ -9,13 +9,6 @@ import (
 	"github.com/nudgehq/nudge"
 )
 
-// statusRow is one line of `nudge status`: a runtime and its last trigger.
-type statusRow struct {
-	runtimeView
-	State       string         `json:"state"`
-	LastTrigger *nudge.Trigger `json:"last_trigger,omitempty"`
-}
-
 // stateWord is a runtime's state in one word: the lifecycle status when it says the agent
 // cannot take prompts (PAUSED, FAILED, OFFLINE, EXITED, STARTING, ...), else the detector's readiness.
 func stateWord(rt nudge.Runtime) string { return stateOf(rt.Status, rt.Readiness, rt.Paused) }
@@ -40,31 +33,49 @@ func stateOf(status nudge.Status, readiness nudge.Readiness, paused bool) string
 // With qualify, roles are shown as ws/role (several workspaces on one line). A human at
 // the keyboard is shown with a trailing `*`.
 func shortStatus(rts []runtimeView, qualify bool) string {
-	rts = append([]runtimeView(nil), rts...)
-	sort.Slice(rts, func(i, j int) bool {
-		if rts[i].WorkspaceID != rts[j].WorkspaceID {
-			return rts[i].WorkspaceID < rts[j].WorkspaceID
+	es := make([]statusEntry, 0, len(rts))
+	for _, rt := range rts {
+		es = append(es, statusEntry{rt.WorkspaceID, rt.Role, rt.Status, stateWord(rt.Runtime), rt.OperatorBusy, rt.QueueDepth})
+	}
+	return shortLine(es, qualify)
+}
+
+// statusEntry is what the status line shows of one runtime.
+type statusEntry struct {
+	workspace, role string
+	status          nudge.Status
+	state           string // stateWord
+	busy            bool   // a human at the keyboard
+	queue           int
+}
+
+// shortLine is shortStatus of entries, from whichever record they were read.
+func shortLine(es []statusEntry, qualify bool) string {
+	es = append([]statusEntry(nil), es...)
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].workspace != es[j].workspace {
+			return es[i].workspace < es[j].workspace
 		}
-		return rts[i].Role < rts[j].Role
+		return es[i].role < es[j].role
 	})
 	var b strings.Builder
-	for _, rt := range rts {
-		if rt.Status == nudge.StatusDeregistered {
+	for _, e := range es {
+		if e.status == nudge.StatusDeregistered {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		name := rt.Role
+		name := e.role
 		if qualify {
-			name = rt.WorkspaceID + "/" + rt.Role
+			name = e.workspace + "/" + e.role
 		}
-		b.WriteString("[" + name + ": " + stateWord(rt.Runtime))
-		if rt.OperatorBusy {
+		b.WriteString("[" + name + ": " + e.state)
+		if e.busy {
 			b.WriteByte('*')
 		}
-		if rt.QueueDepth > 0 {
-			fmt.Fprintf(&b, " +%d", rt.QueueDepth)
+		if e.queue > 0 {
+			fmt.Fprintf(&b, " +%d", e.queue)
 		}
 		b.WriteByte(']')
 	}
