@@ -2,7 +2,7 @@
 // typing into it, and whether the agent in it is READY, BUSY,
 // NEEDS_CONFIRMATION or in ERROR (seed 002, DESIGN.md "detector").
 //
-// This part of the package is pure: functions over one screen capture.
+// It has two halves. The pure half is functions over one screen capture:
 //
 //	Pack            per-CLI cues as data (regexes for each state, the composer,
 //	                the prompt region size, few-shot examples for the LLM).
@@ -61,7 +61,29 @@
 // style as its input (OpenCode), the prompt lines right above the line the pack
 // names as drawn under the input box (composer.above).
 //
-// Other files of the package: stream.go (owned separately) provides Plain, a
-// streaming ANSI stripper for %output; the live, event-driven detector
-// (human keys, quiet timers, capture scheduling) is built on top of this API.
+// # The live half
+//
+// Monitor (NewMonitor, MonitorConfig, Close) follows every managed pane: Feed takes its
+// %output (on the control connection's read goroutine, without allocating or blocking;
+// the text is stripped with nudge.Plain), Event its control-mode notifications. Output
+// marks a pane BUSY; once the pane has been quiet for its profile's ReadyQuiet the
+// Monitor captures it (capture-pane over the workspace's control connection) and
+// classifies it, asking the LLM only when the pack is unsure and never waiting for it
+// (its answer replaces the rules' verdict when it comes). Human input is known exactly
+// from a root-table Any binding on nudge's own tmux server (BindKeys), which signals a
+// wait-for channel watched on a control connection of its own; otherwise it is inferred
+// from output nudge did not cause, confirmed by list-clients. Readiness, summary,
+// operator_busy, the input line and a discovered session id are persisted through the
+// Registry and reported through the callbacks (OnChange, OnQuiet, OnHumanDone,
+// OnDequeue). The Monitor answers the inject pipeline's gates: Collision, Readiness,
+// Composer, Injecting, and the input-line questions Typed, Ours, Queued.
+//
+// # Goroutines
+//
+// The Monitor owns them all, counts them in one WaitGroup and stops them in Close: one
+// per runtime (runPane: its quiet, key and confirmation timers; started when the
+// runtime appears, cancelled when it goes), one that re-reads the registry (Refresh),
+// one key-event watcher per tmux server with BindKeys (it redials its connection and
+// removes the binding on Close), and one per LLM question in flight (cancelled when a
+// newer screen replaces it). The pure half starts none.
 package detector

@@ -1,19 +1,3 @@
-// Package panes keeps the registry of managed agent runtimes true: it spawns agents as
-// the command of a tmux pane (argv, never a shell string), adopts existing panes, stops
-// them, and reconciles the records against tmux on every control-mode event and on a
-// sweep. It also holds the agent profiles (launch, resume, submit timing) and the
-// runtime state machine.
-//
-// The main types are:
-//
-//	Registry  the live registry: Open, Spawn, Register, Stop, Deregister, Restart,
-//	          Transition, Update, Get/Lookup/List, Conn, Close
-//	Config    tmux server selection, workspace roots, profiles, reconciliation policy, hooks
-//	Profile   one agent CLI as data (LoadProfiles, LaunchArgv, ResumeArgv)
-//	Target    a parsed register target (ParseTarget)
-//
-// Topology (seed 001 §4): session agents_<ws>, one window per role, pane 0; runtime ids
-// are RuntimeID(ws, role), stable across restarts of the same role.
 package panes
 
 import (
@@ -199,6 +183,7 @@ type Stats struct {
 	Dials      atomic.Int64 // control connections established (reconnects = Dials - workspaces)
 	Pauses     atomic.Int64 // %pause notifications (the server paused a pane for a slow reader)
 	LagNanos   atomic.Int64 // the latest %extended-output age: how far behind the stream is
+	Reaps      atomic.Int64 // reap requests: a dead pane lacked its exit status (reap.go)
 }
 
 // StatsSnapshot is a copy of Stats.
@@ -206,13 +191,14 @@ type StatsSnapshot struct {
 	Restarts, PaneDeaths, Drifts, CrashLoops, Sweeps int64
 	Dials, Pauses                                    int64
 	Lag                                              time.Duration
+	Reaps                                            int64
 }
 
 // Stats returns the counters.
 func (r *Registry) Stats() StatsSnapshot {
 	return StatsSnapshot{r.stats.Restarts.Load(), r.stats.PaneDeaths.Load(), r.stats.Drifts.Load(),
 		r.stats.CrashLoops.Load(), r.stats.Sweeps.Load(), r.stats.Dials.Load(), r.stats.Pauses.Load(),
-		time.Duration(r.stats.LagNanos.Load())}
+		time.Duration(r.stats.LagNanos.Load()), r.stats.Reaps.Load()}
 }
 
 // Open loads the runtimes from db and starts watching every workspace that has any: live

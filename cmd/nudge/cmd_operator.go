@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"text/tabwriter"
 	"time"
 
@@ -17,18 +16,24 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 )
 
-// fetchStatus reads the runtimes and each one's last trigger from the daemon. They are
-// decoded into the daemon's own records, so the state words are the status line's.
+// statusRow is one line of `nudge status`: a runtime and its last trigger.
+type statusRow struct {
+	api.Runtime
+	State       string       `json:"state"`
+	LastTrigger *api.Trigger `json:"last_trigger,omitempty"`
+}
+
+// fetchStatus reads the runtimes and each one's last trigger from the daemon.
 func fetchStatus(ctx context.Context, c *api.Client, workspace string) ([]statusRow, error) {
-	rts, err := fetchRuntimes(ctx, c, workspace)
+	rts, err := c.Runtimes(ctx, workspace)
 	if err != nil {
 		return nil, err
 	}
 	rows := make([]statusRow, 0, len(rts))
 	for _, rt := range rts {
-		row := statusRow{runtimeView: rt, State: stateWord(rt.Runtime)}
-		var ts []nudge.Trigger
-		if err := c.Do(ctx, "GET", "/v1/triggers?newest=1&limit=1&runtime="+url.QueryEscape(rt.RuntimeID), nil, &ts); err != nil {
+		row := statusRow{Runtime: rt, State: apiStateWord(rt)}
+		ts, err := c.Triggers(ctx, api.TriggerFilter{RuntimeID: rt.RuntimeID, Newest: true, Limit: 1})
+		if err != nil {
 			return nil, err
 		}
 		if len(ts) > 0 {
@@ -39,14 +44,13 @@ func fetchStatus(ctx context.Context, c *api.Client, workspace string) ([]status
 	return rows, nil
 }
 
-// fetchRuntimes is GET /v1/runtimes into the daemon's own records.
-func fetchRuntimes(ctx context.Context, c *api.Client, workspace string) ([]runtimeView, error) {
-	var rts []runtimeView
-	path := "/v1/runtimes"
-	if workspace != "" {
-		path += "?workspace=" + url.QueryEscape(workspace)
+// apiShortStatus is shortStatus of runtimes as package api has them.
+func apiShortStatus(rts []api.Runtime, qualify bool) string {
+	es := make([]statusEntry, 0, len(rts))
+	for _, rt := range rts {
+		es = append(es, statusEntry{rt.WorkspaceID, rt.Role, rt.Status, apiStateWord(rt), rt.OperatorBusy, rt.QueueDepth})
 	}
-	return rts, c.Do(ctx, "GET", path, nil, &rts)
+	return shortLine(es, qualify)
 }
 
 func statusCmd(env *cliEnv) *cobra.Command {
@@ -73,7 +77,7 @@ func statusCmd(env *cliEnv) *cobra.Command {
 		c := o.client(env)
 		defer c.Close()
 		if short {
-			rts, err := fetchRuntimes(ctx, c, ws)
+			rts, err := c.Runtimes(ctx, ws)
 			if err != nil {
 				return err
 			}
@@ -81,7 +85,7 @@ func statusCmd(env *cliEnv) *cobra.Command {
 			for _, rt := range rts {
 				wss[rt.WorkspaceID] = true
 			}
-			_, err = fmt.Fprintln(env.stdout, shortStatus(rts, len(wss) > 1))
+			_, err = fmt.Fprintln(env.stdout, apiShortStatus(rts, len(wss) > 1))
 			return err
 		}
 		rows, err := fetchStatus(ctx, c, ws)
@@ -94,6 +98,14 @@ func statusCmd(env *cliEnv) *cobra.Command {
 		return printStatus(env.stdout, rows)
 	}
 	return cmd
+}
+
+// lastReceipt is the RECEIPT column: the last trigger's receipt word, "-" without one.
+func lastReceipt(t *api.Trigger) string {
+	if t == nil {
+		return "-"
+	}
+	return apiReceiptWord(*t)
 }
 
 // printStatus prints the table of `nudge status`.
@@ -112,7 +124,7 @@ func printStatus(w io.Writer, rows []statusRow) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.WorkspaceID, r.Role, orDash(r.PaneID), r.Agent,
 			state, r.Status, orDash(truncate(nudge.StripANSI(r.Summary), 40)), ago(r.StatusSince, now), r.QueueDepth,
-			truncate(last, 40), receiptWord(r.LastTrigger))
+			truncate(last, 40), lastReceipt(r.LastTrigger))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -62,8 +62,8 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		runtimeActionCmd(env, "stop", "stop a runtime (C-c, then kill-pane)"),
 		runtimeActionCmd(env, "restart", "start a runtime's program again (after failed or exited)"),
 		deregisterCmd(env))
-	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), auditCmd(env))
-	// `nudge events` (the durable event stream) belongs in this group too.
+	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), auditCmd(env),
+		eventsCmd(env))
 	add("operator", watchCmd(env), attachCmd(env), switchCmd(env))
 	add("daemon", serveCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
 	root.SetHelpCommandGroupID("daemon")

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -91,6 +93,15 @@ func TestEventsDurable(t *testing.T) {
 	if len(after) == 0 || after[0].Seq <= lastBefore || prompted(after, "AFTER-W1") == 0 {
 		t.Fatalf("after the restart: first seq %v (last before %d), AFTER-W1 at %d",
 			seqList(after), lastBefore, prompted(after, "AFTER-W1"))
+	}
+	// The CLI: `nudge events --since N -o json` prints the daemon's lines; the table one
+	// line per event.
+	out, errOut, code := td.runCLI("events", "--since", fmt.Sprint(lastBefore), "-o", "json")
+	if code != 0 || !strings.Contains(out, `"prompt":"AFTER-W1"`) || strings.Contains(out, "BEFORE-W1") {
+		t.Fatalf("nudge events --since %d -o json: exit %d\n%s%s", lastBefore, code, out, errOut)
+	}
+	if out, errOut, code := td.runCLI("events", "--since", fmt.Sprint(lastBefore)); code != 0 || !strings.Contains(out, "trigger=a1") {
+		t.Fatalf("nudge events: exit %d\n%s%s", code, out, errOut)
 	}
 	all := readEvents(t, admin, 0)
 	for i := 1; i < len(all); i++ {
@@ -205,6 +216,9 @@ func TestEventsDurable(t *testing.T) {
 	if err := admin.Events(context.Background(), api.EventsOptions{Since: 1}, func(api.Event) error { return nil }); err == nil {
 		t.Fatal("client: no error for an expired since")
 	}
+	if _, errOut, code := td.runCLI("events", "--since", "1"); code != 1 || !strings.Contains(errOut, "EVENTS_EXPIRED") {
+		t.Fatalf("nudge events --since 1 (expired): exit %d: %s", code, errOut)
+	}
 }
 
 func seqList(evs []api.Event) []uint64 {
@@ -213,4 +227,35 @@ func seqList(evs []api.Event) []uint64 {
 		out = append(out, ev.Seq)
 	}
 	return out
+}
+
+// TestNotifyCommandWired: serve --notify-command gets a failed trigger's event JSON on
+// stdin; while it hangs (until its timeout) triggers are still delivered.
+func TestNotifyCommandWired(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "notified.json")
+	t.Setenv("NOTIFY_TEST_OUT", out)
+	cfg := newTestConfig(t)
+	cfg.Notify.Command = `cat > "$NOTIFY_TEST_OUT.tmp"; mv "$NOTIFY_TEST_OUT.tmp" "$NOTIFY_TEST_OUT"; sleep 300`
+	cfg.Notify.Timeout, cfg.Notify.MaxRunning = 3*time.Second, 1
+	td := startDaemon(t, cfg)
+	rawCat(t, td, "w1", "rev")
+	td.d.hub.Publish(Event{Type: "trigger", Workspace: "w1",
+		Trigger: nudge.Trigger{TriggerID: "failed-one", WorkspaceID: "w1", Agent: "rev", State: nudge.StateFailed, ErrorCode: nudge.AckTimeout}})
+	var got []byte
+	deadline := time.Now().Add(30 * time.Second)
+	for len(got) == 0 && time.Now().Before(deadline) {
+		got, _ = os.ReadFile(out)
+		time.Sleep(20 * time.Millisecond)
+	}
+	var ev api.Event
+	if err := json.Unmarshal(got, &ev); err != nil || ev.Trigger == nil || ev.Trigger.TriggerID != "failed-one" || ev.Seq == 0 {
+		t.Fatalf("notify command stdin %q: %v", got, err)
+	}
+	// The command hangs; a trigger goes through all the same.
+	if _, err := td.trigger(map[string]any{"trigger_id": "while-notifying", "workspace": "w1", "agent": "rev", "prompt": "go on"}); err != nil {
+		t.Fatal(err)
+	}
+	if tr := td.waitTrigger("while-notifying", closed); tr.State != nudge.StateAcked {
+		t.Fatalf("trigger while the notify command hangs: %+v", tr)
+	}
 }

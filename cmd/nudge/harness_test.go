@@ -40,16 +40,16 @@ func newTestConfig(t *testing.T) serveConfig {
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	cfg.Socket = filepath.Join(sockDir, "n.sock")
-	cfg.TmuxSocket = fmt.Sprintf("nudge-t-%d-%d", os.Getpid(), testSeq.Add(1))
-	cfg.TmuxConfig = "/dev/null"
+	cfg.Panes.SocketName = fmt.Sprintf("nudge-t-%d-%d", os.Getpid(), testSeq.Add(1))
+	cfg.Panes.ConfigFile = "/dev/null"
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Roots = []string{root}
+	cfg.Panes.Roots = []string{root}
 	cfg.LogLevel = "debug"
 	cfg.ProfileDir, cfg.PackDir = "", "" // never the user's own overrides
-	server := cfg.TmuxSocket
+	server := cfg.Panes.SocketName
 	t.Cleanup(func() { exec.Command("tmux", "-L", server, "kill-server").Run() })
 	return cfg
 }
@@ -89,7 +89,7 @@ func (td *testDaemon) stop() {
 func (td *testDaemon) spawnShell(ws, role string, argv ...string) runtimeView {
 	td.t.Helper()
 	var rt runtimeView
-	body := spawnBody{Workspace: ws, Role: role, Agent: "shell", Dir: td.cfg.Roots[0], Argv: argv}
+	body := spawnBody{Workspace: ws, Role: role, Agent: "shell", Dir: td.cfg.Panes.Roots[0], Argv: argv}
 	if err := td.c.do(context.Background(), "POST", "/v1/runtimes", body, &rt); err != nil {
 		td.t.Fatalf("spawn: %v", err)
 	}
@@ -97,20 +97,26 @@ func (td *testDaemon) spawnShell(ws, role string, argv ...string) runtimeView {
 	return rt
 }
 
-// waitRuntime polls a runtime until ok or a generous deadline.
+// waitRuntime polls a runtime until ok or a generous deadline. Each answer is decoded
+// into a fresh value: JSON leaves a field whose key is absent (omitempty: a cleared
+// exit_status, cooldown_until, ...) as it was, so a reused one would carry an earlier
+// answer's value into a later one.
 func (td *testDaemon) waitRuntime(id string, ok func(runtimeView) bool) runtimeView {
 	td.t.Helper()
 	var rt runtimeView
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if err := td.c.do(context.Background(), "GET", "/v1/runtimes/"+id, nil, &rt); err == nil && ok(rt) {
-			return rt
+		var got runtimeView
+		if err := td.c.do(context.Background(), "GET", "/v1/runtimes/"+id, nil, &got); err == nil {
+			if rt = got; ok(rt) {
+				return rt
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	screen := "(no pane)"
 	if rt.PaneID != "" {
-		out, _ := exec.Command("tmux", "-L", td.cfg.TmuxSocket, "capture-pane", "-p", "-t", rt.PaneID).CombinedOutput()
+		out, _ := exec.Command("tmux", "-L", td.cfg.Panes.SocketName, "capture-pane", "-p", "-t", rt.PaneID).CombinedOutput()
 		screen = string(out)
 	}
 	td.t.Fatalf("runtime %s never reached the wanted state; last %+v\nits pane:\n%s", id, rt.Runtime, screen)
@@ -124,14 +130,18 @@ func (td *testDaemon) trigger(req map[string]any) (nudge.Trigger, error) {
 	return t, err
 }
 
-// waitTrigger polls a trigger until ok or a generous deadline.
+// waitTrigger polls a trigger until ok or a generous deadline (a fresh value per answer,
+// as in waitRuntime).
 func (td *testDaemon) waitTrigger(id string, ok func(nudge.Trigger) bool) nudge.Trigger {
 	td.t.Helper()
 	var tr nudge.Trigger
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if err := td.c.do(context.Background(), "GET", "/v1/triggers/"+id, nil, &tr); err == nil && ok(tr) {
-			return tr
+		var got nudge.Trigger
+		if err := td.c.do(context.Background(), "GET", "/v1/triggers/"+id, nil, &got); err == nil {
+			if tr = got; ok(tr) {
+				return tr
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -142,7 +152,7 @@ func (td *testDaemon) waitTrigger(id string, ok func(nudge.Trigger) bool) nudge.
 // tmux runs a tmux command on the daemon's private server.
 func (td *testDaemon) tmux(args ...string) string {
 	td.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", td.cfg.TmuxSocket}, args...)...).CombinedOutput()
+	out, err := exec.Command("tmux", append([]string{"-L", td.cfg.Panes.SocketName}, args...)...).CombinedOutput()
 	if err != nil {
 		td.t.Fatalf("tmux %v: %v: %s", args, err, out)
 	}

@@ -9,59 +9,73 @@ import (
 	"github.com/nudgehq/nudge"
 )
 
-// statusRow is one line of `nudge status`: a runtime and its last trigger.
-type statusRow struct {
-	runtimeView
-	State       string         `json:"state"`
-	LastTrigger *nudge.Trigger `json:"last_trigger,omitempty"`
-}
-
 // stateWord is a runtime's state in one word: the lifecycle status when it says the agent
 // cannot take prompts (PAUSED, FAILED, OFFLINE, EXITED, STARTING, ...), else the detector's readiness.
-func stateWord(rt nudge.Runtime) string {
-	switch rt.Status {
+func stateWord(rt nudge.Runtime) string { return stateOf(rt.Status, rt.Readiness, rt.Paused) }
+
+// stateOf is stateWord from the three fields it reads (for a record of package api).
+func stateOf(status nudge.Status, readiness nudge.Readiness, paused bool) string {
+	switch status {
 	case nudge.StatusFailed, nudge.StatusOffline, nudge.StatusStarting, nudge.StatusDeregistered,
 		nudge.StatusFallbackResume, nudge.StatusSpawnRecovery, nudge.StatusExited:
-		return strings.ToUpper(string(rt.Status))
+		return strings.ToUpper(string(status))
 	}
-	if rt.Paused || rt.Status == nudge.StatusPaused {
+	if paused || status == nudge.StatusPaused {
 		return "PAUSED"
 	}
-	if rt.Readiness == "" {
+	if readiness == "" {
 		return string(nudge.Unknown)
 	}
-	return string(rt.Readiness)
+	return string(readiness)
 }
 
 // shortStatus is the one-line status for a tmux status bar: `[reviewer: READY] [executioner: BUSY]`.
 // With qualify, roles are shown as ws/role (several workspaces on one line). A human at
 // the keyboard is shown with a trailing `*`.
 func shortStatus(rts []runtimeView, qualify bool) string {
-	rts = append([]runtimeView(nil), rts...)
-	sort.Slice(rts, func(i, j int) bool {
-		if rts[i].WorkspaceID != rts[j].WorkspaceID {
-			return rts[i].WorkspaceID < rts[j].WorkspaceID
+	es := make([]statusEntry, 0, len(rts))
+	for _, rt := range rts {
+		es = append(es, statusEntry{rt.WorkspaceID, rt.Role, rt.Status, stateWord(rt.Runtime), rt.OperatorBusy, rt.QueueDepth})
+	}
+	return shortLine(es, qualify)
+}
+
+// statusEntry is what the status line shows of one runtime.
+type statusEntry struct {
+	workspace, role string
+	status          nudge.Status
+	state           string // stateWord
+	busy            bool   // a human at the keyboard
+	queue           int
+}
+
+// shortLine is shortStatus of entries, from whichever record they were read.
+func shortLine(es []statusEntry, qualify bool) string {
+	es = append([]statusEntry(nil), es...)
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].workspace != es[j].workspace {
+			return es[i].workspace < es[j].workspace
 		}
-		return rts[i].Role < rts[j].Role
+		return es[i].role < es[j].role
 	})
 	var b strings.Builder
-	for _, rt := range rts {
-		if rt.Status == nudge.StatusDeregistered {
+	for _, e := range es {
+		if e.status == nudge.StatusDeregistered {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		name := rt.Role
+		name := e.role
 		if qualify {
-			name = rt.WorkspaceID + "/" + rt.Role
+			name = e.workspace + "/" + e.role
 		}
-		b.WriteString("[" + name + ": " + stateWord(rt.Runtime))
-		if rt.OperatorBusy {
+		b.WriteString("[" + name + ": " + e.state)
+		if e.busy {
 			b.WriteByte('*')
 		}
-		if rt.QueueDepth > 0 {
-			fmt.Fprintf(&b, " +%d", rt.QueueDepth)
+		if e.queue > 0 {
+			fmt.Fprintf(&b, " +%d", e.queue)
 		}
 		b.WriteByte(']')
 	}
@@ -73,15 +87,20 @@ func receiptWord(t *nudge.Trigger) string {
 	if t == nil {
 		return "-"
 	}
-	s := string(t.State)
-	if t.Result != "" && string(t.Result) != string(t.State) {
-		s += "/" + string(t.Result)
+	return receiptOf(t.State, t.Result, t.ErrorCode, t.Fallback)
+}
+
+// receiptOf is receiptWord from the fields it reads (for a record of package api).
+func receiptOf(state nudge.TriggerState, result nudge.Result, code nudge.Code, fallback string) string {
+	s := string(state)
+	if result != "" && string(result) != string(state) {
+		s += "/" + string(result)
 	}
-	if t.ErrorCode != "" {
-		s += " " + string(t.ErrorCode)
+	if code != "" {
+		s += " " + string(code)
 	}
-	if t.Fallback != "" {
-		s += " (" + t.Fallback + ")"
+	if fallback != "" {
+		s += " (" + fallback + ")"
 	}
 	return s
 }

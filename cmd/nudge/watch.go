@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os/exec"
 	"strings"
 	"time"
@@ -28,7 +27,7 @@ type (
 	watchDetail    struct {
 		id      string
 		tail    []string
-		history []nudge.Trigger
+		history []api.Trigger
 		err     error
 	}
 	watchResult struct{ msg string }
@@ -71,6 +70,14 @@ func runWatch(ctx context.Context, env *cliEnv, c *api.Client, t *tmuxFlags) err
 	s.Fini() // restores the terminal (leaves the alternate screen) before we wait
 	<-done
 	return err
+}
+
+// apiStateWord is stateWord for a runtime as package api has it.
+func apiStateWord(rt api.Runtime) string { return stateOf(rt.Status, rt.Readiness, rt.Paused) }
+
+// apiReceiptWord is receiptWord for a receipt as package api has it.
+func apiReceiptWord(t api.Trigger) string {
+	return receiptOf(t.State, t.Result, t.ErrorCode, t.Fallback)
 }
 
 // send hands a message to the UI goroutine unless the UI has gone.
@@ -134,16 +141,17 @@ func (ui *watchUI) snapshot(ctx context.Context) (watchSnapshot, error) {
 	ctx, cancel := shortCtx(ctx)
 	defer cancel()
 	var s watchSnapshot
-	if err := ui.c.Do(ctx, "GET", "/v1/runtimes", nil, &s.runtimes); err != nil {
+	var err error
+	if s.runtimes, err = ui.c.Runtimes(ctx, ""); err != nil {
 		return s, err
 	}
-	var open []nudge.Trigger
-	if err := ui.c.Do(ctx, "GET", "/v1/triggers?open=1", nil, &open); err != nil {
+	open, err := ui.c.Triggers(ctx, api.TriggerFilter{OpenOnly: true})
+	if err != nil {
 		return s, err
 	}
 	for _, rt := range s.runtimes {
-		var ts []nudge.Trigger
-		if err := ui.c.Do(ctx, "GET", "/v1/triggers?newest=1&limit=1&runtime="+url.QueryEscape(rt.RuntimeID), nil, &ts); err != nil {
+		ts, err := ui.c.Triggers(ctx, api.TriggerFilter{RuntimeID: rt.RuntimeID, Newest: true, Limit: 1})
+		if err != nil {
 			return s, err
 		}
 		s.triggers = append(s.triggers, ts...)
@@ -226,13 +234,11 @@ func (ui *watchUI) key(ev *tcell.EventKey) bool {
 			}
 			m.forcing, m.forceReason = "", nil
 			ui.async(func(ctx context.Context) string {
-				var t nudge.Trigger
-				err := ui.c.Do(ctx, "POST", "/v1/triggers/"+url.PathEscape(id)+"/force",
-					api.ForceRequest{Reason: reason, Intent: "human_override"}, &t)
+				t, err := ui.c.Force(ctx, id, api.ForceRequest{Reason: reason, Intent: "human_override"})
 				if err != nil {
 					return "force " + id + ": " + err.Error()
 				}
-				return "forced " + id + ": " + receiptWord(&t)
+				return "forced " + id + ": " + apiReceiptWord(t)
 			})
 		case tcell.KeyBackspace, tcell.KeyBackspace2:
 			if n := len(m.forceReason); n > 0 {
@@ -316,7 +322,8 @@ func (ui *watchUI) fetchDetail(id string) {
 		if tv, d.err = ui.c.Tail(ctx, id, 200); d.err == nil {
 			d.tail = tv.Lines
 		}
-		if err := ui.c.Do(ctx, "GET", "/v1/triggers?newest=1&limit=20&runtime="+url.QueryEscape(id), nil, &d.history); err != nil && d.err == nil {
+		var err error
+		if d.history, err = ui.c.Triggers(ctx, api.TriggerFilter{RuntimeID: id, Newest: true, Limit: 20}); err != nil && d.err == nil {
 			d.err = err
 		}
 		ui.send(d)
@@ -499,7 +506,7 @@ func (ui *watchUI) drawList(w, h int) {
 		if rt.RuntimeID == m.sel {
 			st, mark = stSel, "> "
 		}
-		word := stateWord(rt.Runtime)
+		word := apiStateWord(rt)
 		x := ui.put(0, y, mark+pad(rt.RuntimeID, cid)+" ", st)
 		state := word
 		if rt.OperatorBusy {
@@ -508,7 +515,7 @@ func (ui *watchUI) drawList(w, h int) {
 		x = ui.put(x, y, pad(state, cst), stateStyle(word))
 		receipt := "-"
 		if t, ok := m.last[rt.RuntimeID]; ok {
-			receipt = t.TriggerID + " " + receiptWord(&t) + " " + ago(t.UpdatedAt, time.Now())
+			receipt = t.TriggerID + " " + apiReceiptWord(t) + " " + ago(t.UpdatedAt, time.Now())
 		}
 		x = ui.put(x, y, " "+pad(fmt.Sprint(m.depth(rt.RuntimeID)), cq)+" "+receipt, st)
 		if rt.RuntimeID == m.sel {
@@ -528,7 +535,7 @@ func (ui *watchUI) drawDetail(w, h int) {
 		ui.put(0, 1, "runtime gone", stDim)
 		return
 	}
-	word := stateWord(rt.Runtime)
+	word := apiStateWord(rt)
 	x := ui.put(0, 1, rt.RuntimeID+"  "+rt.Agent+"  "+orDash(rt.PaneID)+"  ", stHeader)
 	x = ui.put(x, 1, word, stateStyle(word))
 	busy := ""
@@ -544,7 +551,7 @@ func (ui *watchUI) drawDetail(w, h int) {
 	y++
 	maxHist := min(len(m.history), max(2, (h-6)/3))
 	for _, t := range m.history[:maxHist] {
-		ui.put(2, y, t.TriggerID+"  "+receiptWord(&t)+"  "+ago(t.UpdatedAt, time.Now())+"  "+strings.ReplaceAll(t.Prompt, "\n", " "), stDefault)
+		ui.put(2, y, t.TriggerID+"  "+apiReceiptWord(t)+"  "+ago(t.UpdatedAt, time.Now())+"  "+strings.ReplaceAll(t.Prompt, "\n", " "), stDefault)
 		y++
 	}
 	if len(m.history) == 0 {

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/panes"
 )
@@ -13,8 +14,8 @@ import (
 // deferred trigger, fed by one initial snapshot and then /v1/events. It is owned by the
 // UI goroutine.
 type watchModel struct {
-	rts      map[string]runtimeView
-	last     map[string]nudge.Trigger   // newest trigger per runtime
+	rts      map[string]api.Runtime
+	last     map[string]api.Trigger     // newest trigger per runtime
 	deferred map[string]string          // runtime -> an open deferred trigger id
 	open     map[string]map[string]bool // runtime -> its open (queued, in flight) triggers
 	alert    string                     // the latest alert's message
@@ -25,7 +26,7 @@ type watchModel struct {
 	// detail view
 	detail  bool
 	tail    []string
-	history []nudge.Trigger
+	history []api.Trigger
 
 	// force-delivery prompt
 	forcing     string // trigger id being forced ("" = no prompt)
@@ -35,19 +36,19 @@ type watchModel struct {
 }
 
 func newWatchModel() *watchModel {
-	return &watchModel{rts: map[string]runtimeView{}, last: map[string]nudge.Trigger{}, deferred: map[string]string{},
+	return &watchModel{rts: map[string]api.Runtime{}, last: map[string]api.Trigger{}, deferred: map[string]string{},
 		open: map[string]map[string]bool{}}
 }
 
 // watchSnapshot is the initial (and on-reconnect) state.
 type watchSnapshot struct {
-	runtimes []runtimeView
-	triggers []nudge.Trigger // open triggers and each runtime's newest ones
+	runtimes []api.Runtime
+	triggers []api.Trigger // open triggers and each runtime's newest ones
 }
 
 func (m *watchModel) applySnapshot(s watchSnapshot) {
-	m.rts = map[string]runtimeView{}
-	m.last = map[string]nudge.Trigger{}
+	m.rts = map[string]api.Runtime{}
+	m.last = map[string]api.Trigger{}
 	m.deferred = map[string]string{}
 	m.open = map[string]map[string]bool{}
 	for _, rt := range s.runtimes {
@@ -73,15 +74,15 @@ type wireEvent struct {
 func (m *watchModel) applyEvent(ev wireEvent) (touched string) {
 	switch ev.Type {
 	case "runtime":
-		var rt nudge.Runtime
+		var rt api.Runtime
 		if json.Unmarshal(ev.Runtime, &rt) != nil || rt.RuntimeID == "" {
 			return ""
 		}
 		if rt.Status == nudge.StatusDeregistered {
 			delete(m.rts, rt.RuntimeID)
 		} else {
-			old := m.rts[rt.RuntimeID]
-			m.rts[rt.RuntimeID] = runtimeView{Runtime: rt, QueueDepth: old.QueueDepth}
+			rt.QueueDepth = m.rts[rt.RuntimeID].QueueDepth // the event's record has no queue
+			m.rts[rt.RuntimeID] = rt
 		}
 		m.fixSel()
 	case "readiness":
@@ -98,7 +99,7 @@ func (m *watchModel) applyEvent(ev wireEvent) (touched string) {
 			}
 		}
 	case "trigger":
-		var t nudge.Trigger
+		var t api.Trigger
 		if json.Unmarshal(ev.Trigger, &t) == nil && t.TriggerID != "" {
 			m.applyTrigger(t)
 			return t.RuntimeID
@@ -112,7 +113,7 @@ func (m *watchModel) applyEvent(ev wireEvent) (touched string) {
 	return ""
 }
 
-func (m *watchModel) applyTrigger(t nudge.Trigger) {
+func (m *watchModel) applyTrigger(t api.Trigger) {
 	id := t.RuntimeID
 	if id == "" {
 		id = panes.RuntimeID(t.WorkspaceID, t.Agent)
@@ -139,8 +140,8 @@ func (m *watchModel) applyTrigger(t nudge.Trigger) {
 func (m *watchModel) depth(id string) int { return len(m.open[id]) }
 
 // order is the runtimes sorted as shown.
-func (m *watchModel) order() []runtimeView {
-	out := make([]runtimeView, 0, len(m.rts))
+func (m *watchModel) order() []api.Runtime {
+	out := make([]api.Runtime, 0, len(m.rts))
 	for _, rt := range m.rts {
 		out = append(out, rt)
 	}
@@ -179,7 +180,7 @@ func (m *watchModel) move(delta int) {
 	m.sel = o[i].RuntimeID
 }
 
-func (m *watchModel) selected() (runtimeView, bool) {
+func (m *watchModel) selected() (api.Runtime, bool) {
 	rt, ok := m.rts[m.sel]
 	return rt, ok
 }

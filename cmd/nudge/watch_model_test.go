@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
 )
 
@@ -31,9 +32,9 @@ func wire(t *testing.T, typ string, v any) wireEvent {
 func TestWatchModelFollowsEvents(t *testing.T) {
 	m := newWatchModel()
 	now := time.Now()
-	m.applySnapshot(watchSnapshot{runtimes: []runtimeView{
-		{Runtime: nudge.Runtime{RuntimeID: "rt_w.b", WorkspaceID: "w", Role: "b", Status: "ready", Readiness: "READY"}},
-		{Runtime: nudge.Runtime{RuntimeID: "rt_w.a", WorkspaceID: "w", Role: "a", Status: "ready", Readiness: "BUSY"}},
+	m.applySnapshot(watchSnapshot{runtimes: []api.Runtime{
+		{RuntimeID: "rt_w.b", WorkspaceID: "w", Role: "b", Status: "ready", Readiness: "READY", QueueDepth: 2},
+		{RuntimeID: "rt_w.a", WorkspaceID: "w", Role: "a", Status: "ready", Readiness: "BUSY"},
 	}})
 	if m.sel != "rt_w.a" || !m.connected {
 		t.Fatalf("selection %q connected %v", m.sel, m.connected)
@@ -42,7 +43,7 @@ func TestWatchModelFollowsEvents(t *testing.T) {
 	if rt := m.rts["rt_w.b"]; rt.Readiness != "NEEDS_CONFIRMATION" || !rt.OperatorBusy {
 		t.Fatalf("readiness not applied: %+v", rt)
 	}
-	tr := nudge.Trigger{TriggerID: "d1", WorkspaceID: "w", Agent: "b", RuntimeID: "rt_w.b", State: "deferred", CreatedAt: now}
+	tr := api.Trigger{TriggerID: "d1", WorkspaceID: "w", Agent: "b", RuntimeID: "rt_w.b", State: "deferred", CreatedAt: now}
 	if got := m.applyEvent(wire(t, "trigger", tr)); got != "rt_w.b" {
 		t.Fatalf("touched %q", got)
 	}
@@ -61,6 +62,10 @@ func TestWatchModelFollowsEvents(t *testing.T) {
 	m.applyEvent(wire(t, "alert", observe.Alert{Kind: "timeout_ratio", Message: "too many timeouts"}))
 	if m.alert != "too many timeouts" {
 		t.Fatalf("alert %q", m.alert)
+	}
+	m.applyEvent(wire(t, "runtime", nudge.Runtime{RuntimeID: "rt_w.b", WorkspaceID: "w", Role: "b", Status: "paused", Paused: true}))
+	if rt := m.rts["rt_w.b"]; !rt.Paused || rt.QueueDepth != 2 || apiStateWord(rt) != "PAUSED" {
+		t.Fatalf("a runtime event: %+v", rt)
 	}
 	m.applyEvent(wire(t, "runtime", nudge.Runtime{RuntimeID: "rt_w.b", WorkspaceID: "w", Role: "b", Status: "deregistered"}))
 	if _, ok := m.rts["rt_w.b"]; ok || m.sel != "rt_w.a" {

@@ -22,6 +22,10 @@ type Event struct {
 	Runtime   *Runtime        `json:"runtime,omitempty"`
 	Trigger   *Trigger        `json:"trigger,omitempty"`
 	Detail    json.RawMessage `json:"detail,omitempty"`
+
+	// Raw is the event's line as the daemon sent it (without the newline), set by
+	// Client.Events; valid only during the callback.
+	Raw []byte `json:"-"`
 }
 
 // EventsOptions says which events Events reads.
@@ -119,6 +123,7 @@ func (c *Client) eventStream(ctx context.Context, since uint64, replay, follow b
 			if err := json.Unmarshal(line, &ev); err != nil {
 				return last, got, fmt.Errorf("decode event: %w", err)
 			}
+			ev.Raw = line[:len(line)-1]
 			if err := fn(ev); err != nil {
 				return last, got, callbackError{err}
 			}

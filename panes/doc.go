@@ -1,0 +1,42 @@
+// Package panes keeps the registry of managed agent runtimes true: it spawns agents as
+// the command of a tmux pane (argv, never a shell string), adopts existing panes, stops,
+// pauses and restarts them, and reconciles the records against tmux on every
+// control-mode event and on a sweep. It also holds the agent profiles (launch, resume,
+// submit timing, readiness) and the runtime state machine.
+//
+// The main types are:
+//
+//	Registry  the live registry: Open, Spawn, Register, Stop, Deregister, Restart,
+//	          SetPaused, Transition, Update, Get/Lookup/List, Conn, Close; and for the
+//	          fallback chain RelaunchWith, LaunchWindow, SpawnAside, EnterRecovery
+//	Config    tmux server selection, workspace roots, profiles, reconciliation policy,
+//	          launcher policy, hooks (OnOutput, OnEvent, OnChange)
+//	Profile   one agent CLI as data (LoadProfiles: built-ins from profiles/*.json,
+//	          overridable file by file; LaunchArgv, ResumeArgv)
+//	Target    a parsed register target (ParseTarget)
+//
+// and the state machine (state.go: CanTransition, Live; every edge and why) and the
+// name rules (ValidWorkspace, ValidRole, RuntimeID, SessionName).
+//
+// Topology (seed 001 §4): session agents_<ws>, one window per role, pane 0; runtime ids
+// are RuntimeID(ws, role), stable across restarts of the same role. The registry owns
+// the live records (nudge.Runtime) and writes every change behind to the store
+// (store.DB.PutRuntimeLater, in order); Spawn, Register and Stop flush before they
+// return, so what they did is durable.
+//
+// Done is not a crash (seed 003, exit.go): a program that exits 0 or prints its
+// profile's completion marker is exited, not restarted; a crash (non-zero status, a
+// signal, no status) is offline, counted toward the crash loop, and restarted after
+// RestartDelay unless it loops. A runtime still starting past its start timeout is
+// failed with its screen (redacted, nudge.Redact) as evidence.
+//
+// # Goroutines
+//
+// The Registry owns them all, counts them in one WaitGroup and stops them through one
+// context; Close cancels, waits, and flushes the store. Each workspace gets two when
+// first used: connLoop, which keeps one control connection (controlmode.Conn) to the
+// workspace's session attached, redialling with backoff, and owns and closes it; and
+// reconcileLoop, which reconciles on every event that can change the panes and on the
+// sweep. An automatic restart waits RestartDelay on a goroutine of its own. The hooks
+// OnOutput and OnEvent run on a connection's read goroutine and must not block.
+package panes
