@@ -16,8 +16,8 @@ import (
 func geminiSetup(t *testing.T) (serveConfig, *standin.Server) {
 	t.Helper()
 	cfg, home := agentEnv(t, agentBinary(t, "gemini", "NUDGE_TEST_GEMINI", "@google/gemini-cli"))
-	srv := silentModel(t, home, cfg.Roots[0], "gemini")
-	cfg.DeferRecheck = 500 * time.Millisecond
+	srv := silentModel(t, home, cfg.Panes.Roots[0], "gemini")
+	cfg.Inject.DeferRecheck = 500 * time.Millisecond
 	return cfg, srv
 }
 

@@ -116,7 +116,7 @@ func TestLLMClassifierServe(t *testing.T) {
 	cfg.LLMModel = "stand-in-model"
 	cfg.LLMTimeout = 10 * time.Minute // the hanging stand-in hangs for the whole test
 	cfg.LLMRetries = 0
-	cfg.DeferRecheck = 300 * time.Millisecond
+	cfg.Inject.DeferRecheck = 300 * time.Millisecond
 	t.Setenv(detector.DefaultAPIKeyEnv, "sk-standin-0123456789abcdef")
 	cfg.loadLLMKey()
 	if v, ok := os.LookupEnv(detector.DefaultAPIKeyEnv); ok {
@@ -130,7 +130,7 @@ func TestLLMClassifierServe(t *testing.T) {
 	spawn := func(agent, mode string) runtimeView {
 		var rt runtimeView
 		script := `printf 'MODE=` + mode + ` KEY=%s\n' "${` + detector.DefaultAPIKeyEnv + `:-none}"; exec cat`
-		body := spawnBody{Workspace: "llm", Role: mode, Agent: agent, Dir: td.cfg.Roots[0], Argv: []string{"sh", "-c", script}}
+		body := spawnBody{Workspace: "llm", Role: mode, Agent: agent, Dir: td.cfg.Panes.Roots[0], Argv: []string{"sh", "-c", script}}
 		if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
 			t.Fatalf("spawn %s: %v", mode, err)
 		}
