@@ -273,7 +273,7 @@ func TestNotifyRealTransitions(t *testing.T) {
 	cfg.Notify.Command = `cat >> "$NOTIFY_TEST_OUT"`
 	td := startDaemon(t, cfg)
 	rt := td.spawnShell("w1", "asker", "sh", "-c", `PS1='$ ' exec sh -i`)
-	screen := attachPTY(t, td.cfg.TmuxSocket, "=agents_w1")
+	screen := attachPTY(t, td.cfg.Panes.SocketName, "=agents_w1")
 	notified := func(s string) bool { b, _ := os.ReadFile(out); return strings.Contains(string(b), s) }
 	wait := func(what string, ok func() bool) {
 		t.Helper()
