@@ -15,11 +15,11 @@ import (
 func FuzzNotifyLiteral(f *testing.F) {
 	corpus := []string{
 		"plain",
-		"#(touch /tmp/x) #{pane_id} ##",         // formats and a shell command
-		"line\nbreak\r\x1b[31mred\x00nul",       // control characters
+		"#(touch /tmp/x) #{pane_id} ##",          // formats and a shell command
+		"line\nbreak\r\x1b[31mred\x00nul",        // control characters
 		"'quoted' \"double\" ; {brace} \\ $HOME", // tmux's lexer's specials
-		"\xff\xfe invalid utf-8 \xc3",           // not UTF-8
-		strings.Repeat("#", 300),                // long, all hashes
+		"\xff\xfe invalid utf-8 \xc3",            // not UTF-8
+		strings.Repeat("#", 300),                 // long, all hashes
 	}
 	for _, s := range corpus {
 		f.Add(s)
