@@ -341,3 +341,65 @@ func attachPTY(t *testing.T, socket, session string) *ptyScreen {
 	})
 	return s
 }
+
+// TestEventsFollowAcrossRestart: a followed stream (api.Client.Events, nudge events
+// --follow) outlives a daemon restart: it resumes after the last event it got and sees
+// what happened after the restart, nothing twice.
+func TestEventsFollowAcrossRestart(t *testing.T) {
+	cfg := newTestConfig(t)
+	td := startDaemon(t, cfg)
+	rt, _ := rawCat(t, td, "w1", "rev")
+	c := api.NewClient(cfg.Socket, "")
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var got []api.Event
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Events(ctx, api.EventsOptions{Follow: true}, func(ev api.Event) error {
+			mu.Lock()
+			got = append(got, ev)
+			mu.Unlock()
+			return nil
+		})
+	}()
+	seen := func(prompt string) bool { mu.Lock(); defer mu.Unlock(); return prompted(got, prompt) != 0 }
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(40 * time.Second)
+		for !ok() {
+			select {
+			case err := <-done:
+				t.Fatalf("the followed stream ended while waiting for %s: %v", what, err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("never: %s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if _, err := td.trigger(map[string]any{"trigger_id": "r1", "workspace": "w1", "agent": "rev", "prompt": "BEFORE"}); err != nil {
+		t.Fatal(err)
+	}
+	wait("the trigger before the restart", func() bool { return seen("BEFORE") })
+	td.stop()
+	td = startDaemon(t, cfg)
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	if _, err := td.trigger(map[string]any{"trigger_id": "r2", "workspace": "w1", "agent": "rev", "prompt": "AFTER"}); err != nil {
+		t.Fatal(err)
+	}
+	wait("the trigger after the restart", func() bool { return seen("AFTER") })
+	mu.Lock()
+	for i := 1; i < len(got); i++ {
+		if got[i].Seq <= got[i-1].Seq {
+			t.Fatalf("an event twice or out of order across the restart: %v", seqList(got))
+		}
+	}
+	mu.Unlock()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("follow ended with %v", err)
+	}
+}
