@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acarl005/stripansi"
+	"github.com/nudgehq/nudge"
 )
 
 // llmRetryAfter is how long a screen the LLM failed on waits before it is asked again.
@@ -30,7 +30,7 @@ type llmAsk struct {
 // request in flight). The LLM never waits in the capture path: the rules' verdict is
 // applied at once and the answer, when it comes, replaces it (applyLLM).
 func (m *Monitor) llmVerdict(ps *paneState, screen string, c Classification) (Classification, bool) {
-	if c.Confident || m.cfg.LLM == nil || strings.TrimSpace(stripansi.Strip(screen)) == "" {
+	if c.Confident || m.cfg.LLM == nil || strings.TrimSpace(nudge.StripANSI(screen)) == "" {
 		return c, false // a blank screen tells the LLM nothing either
 	}
 	ps.mu.Lock()
