@@ -108,10 +108,26 @@ func (p *Pipeline) deliver(l *lane, j *job, rt nudge.Runtime) {
 		p.deps.Gates.Injecting(rt.RuntimeID, p.cfg.Now().Add(p.cfg.EchoTimeout+p.cfg.SubmitTimeout))
 	}
 	seq := l.outSeq.Load()
+	var typeErr error
 	if !typed {
 		reg := trace.StartRegion(j.traceCtx(), "deliver.type")
-		err := p.typeEnvelope(ctx, conn, j, target, rt.PID)
+		typeErr = p.typeEnvelope(ctx, conn, j, target, rt.PID)
 		reg.End()
+		if l.inline {
+			// Typed from the request's goroutine (typeInline): the lane's goroutine
+			// does the rest (the echo wait, Enter, the confirmation).
+			l.cont = func() { p.afterTyping(l, j, conn, target, rt, d, seq, typed, typeErr) }
+			return
+		}
+	}
+	p.afterTyping(l, j, conn, target, rt, d, seq, typed, typeErr)
+}
+
+// afterTyping is deliver from the typing on: the typing's outcome (err), the echo wait,
+// Enter and the confirmation that the prompt left the composer.
+func (p *Pipeline) afterTyping(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, d attemptDetail, seq uint64, typed bool, err error) {
+	ctx := p.ctx
+	if !typed {
 		j.endTask()
 		j.submitSeq, j.unshownSince, j.ackFrom = 0, time.Time{}, time.Time{} // typed again: a new wait
 		if err != nil {

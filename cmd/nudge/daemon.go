@@ -127,7 +127,7 @@ func (d *daemon) Close() error {
 		d.auth.Close()
 		d.obs.Close()
 		if d.notify != nil {
-			d.notify.Close() // waits for commands in flight, each bounded by --notify-timeout
+			d.notify.Close() // kills the commands still running (their process groups) and waits
 		}
 		if d.hub != nil {
 			d.hub.Close() // event streams end, so the server's shutdown need not wait for them

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -97,6 +98,21 @@ func TestDoctor(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		sockDir := filepath.Join(e.runtime, "nudge")
+		if err := os.MkdirAll(sockDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(sockDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		failures := 3
+		if os.Geteuid() == 0 { // root can plant a file owned by someone else
+			writeFile(t, filepath.Join(state, "nudge.db.creates"), "")
+			if err := os.Chown(filepath.Join(state, "nudge.db.creates"), 12345, 12345); err != nil {
+				t.Fatal(err)
+			}
+			failures++
+		}
 		out, code := runDoctorCLI(t, "")
 		if code != 1 {
 			t.Fatalf("exit %d, want 1:\n%s", code, out)
@@ -105,7 +121,11 @@ func TestDoctor(t *testing.T) {
 			"FAIL  local: state dir "+state+" has mode 0755, others can reach into it: chmod 700 "+state,
 			"FAIL  local: "+filepath.Join(state, "nudge.db")+" has mode 0644, others can read or write it: chmod 600 "+filepath.Join(state, "nudge.db"),
 			"ok    local: state files mode 0600, yours: token.key",
-			"nudge doctor: 2 check(s) failed")
+			"FAIL  local: socket dir "+sockDir+" has mode 0755, others can reach into it: chmod 700 "+sockDir,
+			fmt.Sprintf("nudge doctor: %d check(s) failed", failures))
+		if os.Geteuid() == 0 {
+			wantLines(t, out, "FAIL  local: "+filepath.Join(state, "nudge.db.creates")+" is owned by uid 12345, not you (uid 0): chown it")
+		}
 	})
 	t.Run("ErrMalformedOverride", func(t *testing.T) {
 		e := newDoctorEnv(t)
