@@ -210,6 +210,9 @@ func TestOutputFormats(t *testing.T) {
 			t.Errorf("nudge %s: exit %d, %q %q", args, code, out, errOut)
 		}
 	}
+	if _, errOut, code := td.runCLI("ls", "--token", "hunter2"); code != 1 || !strings.Contains(errOut, "UNAUTHORIZED") || !strings.Contains(errOut, "NUDGE_TOKEN") {
+		t.Errorf("a bad token: exit %d, %q; want 1 and what to do", code, errOut)
+	}
 	var rows []statusRow
 	decode([]string{"status", "-o", "json"}, &rows)
 	if len(rows) != 1 || rows[0].LastTrigger == nil || rows[0].State == "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 )
 
@@ -128,9 +129,18 @@ func exitCode(stderr io.Writer, cmd *cobra.Command, err error) int {
 		}
 		return 2
 	default:
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: %v%s\n", name, err, hint(err))
 		return 1
 	}
+}
+
+// hint says what to do about an error the daemon answered, where its message does not.
+func hint(err error) string {
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.ErrorCode == nudge.Unauthorized {
+		return " (pass a valid token: --token or NUDGE_TOKEN; `nudge token issue` makes one)"
+	}
+	return ""
 }
 
 // noSubcommand is the Args of a command that only groups others: any argument is an
