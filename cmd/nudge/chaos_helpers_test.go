@@ -268,8 +268,11 @@ func (cd *chaosDaemon) waitRuntime(id, want string, within time.Duration) runtim
 	var rt runtimeView
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		if err := cd.call("GET", "/v1/runtimes/"+id, nil, &rt); err == nil && string(rt.Status) == want {
-			return rt
+		var got runtimeView // fresh per answer: an absent omitempty key leaves a reused field as it was
+		if err := cd.call("GET", "/v1/runtimes/"+id, nil, &got); err == nil {
+			if rt = got; string(rt.Status) == want {
+				return rt
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -97,14 +97,20 @@ func (td *testDaemon) spawnShell(ws, role string, argv ...string) runtimeView {
 	return rt
 }
 
-// waitRuntime polls a runtime until ok or a generous deadline.
+// waitRuntime polls a runtime until ok or a generous deadline. Each answer is decoded
+// into a fresh value: JSON leaves a field whose key is absent (omitempty: a cleared
+// exit_status, cooldown_until, ...) as it was, so a reused one would carry an earlier
+// answer's value into a later one.
 func (td *testDaemon) waitRuntime(id string, ok func(runtimeView) bool) runtimeView {
 	td.t.Helper()
 	var rt runtimeView
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if err := td.c.do(context.Background(), "GET", "/v1/runtimes/"+id, nil, &rt); err == nil && ok(rt) {
-			return rt
+		var got runtimeView
+		if err := td.c.do(context.Background(), "GET", "/v1/runtimes/"+id, nil, &got); err == nil {
+			if rt = got; ok(rt) {
+				return rt
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -124,14 +130,18 @@ func (td *testDaemon) trigger(req map[string]any) (nudge.Trigger, error) {
 	return t, err
 }
 
-// waitTrigger polls a trigger until ok or a generous deadline.
+// waitTrigger polls a trigger until ok or a generous deadline (a fresh value per answer,
+// as in waitRuntime).
 func (td *testDaemon) waitTrigger(id string, ok func(nudge.Trigger) bool) nudge.Trigger {
 	td.t.Helper()
 	var tr nudge.Trigger
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if err := td.c.do(context.Background(), "GET", "/v1/triggers/"+id, nil, &tr); err == nil && ok(tr) {
-			return tr
+		var got nudge.Trigger
+		if err := td.c.do(context.Background(), "GET", "/v1/triggers/"+id, nil, &got); err == nil {
+			if tr = got; ok(tr) {
+				return tr
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
