@@ -98,9 +98,14 @@ func (d *doctor) overrides() {
 // agents checks that the program each known profile launches is on PATH: a missing one is a
 // warning (nobody needs every agent) unless a runtime runs it (then host already failed it).
 func (d *doctor) agents(ctx context.Context, inUse []string) {
+	builtin, _ := panes.LoadProfiles("")
 	profiles, err := panes.LoadProfiles(d.profileDir)
 	if err != nil { // overrides says why
-		profiles, _ = panes.LoadProfiles("")
+		profiles = builtin
+	}
+	known := map[string]bool{} // programs doctor may run with --version: the built-in agents'
+	for _, p := range builtin {
+		known[p.Launch[0]] = true
 	}
 	byProgram := map[string][]string{}
 	for name, p := range profiles {
@@ -125,7 +130,7 @@ func (d *doctor) agents(ctx context.Context, inUse []string) {
 			d.warn("", "agent %s (%s) is not on PATH: install it, or ignore this if you do not use it", prog, which)
 			continue
 		}
-		if v := programVersion(ctx, path); v != "" {
+		if v := programVersion(ctx, path, known[prog]); v != "" {
 			d.ok("", "agent %s (%s): %s, %s", prog, which, path, v)
 		} else {
 			d.ok("", "agent %s (%s): %s", prog, which, path)
@@ -134,10 +139,10 @@ func (d *doctor) agents(ctx context.Context, inUse []string) {
 }
 
 // programVersion is the version of the program at path where it is cheap to learn: an npm
-// package's package.json, else the first line of `path --version` within a short deadline.
-// "" when neither says.
-func programVersion(ctx context.Context, path string) string {
-	if v := npmVersion(path); v != "" {
+// package's package.json, else, if run (a built-in agent's program: a user's own is never
+// run), the first line of `path --version` within a short deadline. "" when neither says.
+func programVersion(ctx context.Context, path string, run bool) string {
+	if v := npmVersion(path); v != "" || !run {
 		return v
 	}
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
