@@ -72,17 +72,26 @@ func (d *doctor) askDaemon(ctx context.Context, c *api.Client) (report func(), r
 }
 
 // overrides checks the profile and pack override directories (a file that does not parse
-// stops serve).
+// stops serve) and that every profile's pack exists.
 func (d *doctor) overrides() {
-	if profiles, err := panes.LoadProfiles(d.profileDir); err != nil {
-		d.fail("", "profile overrides: %v: fix or remove it (serve will not start)", err)
+	profiles, perr := panes.LoadProfiles(d.profileDir)
+	if perr != nil {
+		d.fail("", "profile overrides: %v: fix or remove it (serve will not start)", perr)
 	} else {
 		d.ok("", "profile overrides: %s", profileOverrides(d.profileDir, profiles))
 	}
-	if packs, err := detector.LoadPacks(d.packDir); err != nil {
+	packs, err := detector.LoadPacks(d.packDir)
+	if err != nil {
 		d.fail("", "pack overrides: %v: fix or remove it (serve will not start)", err)
-	} else {
-		d.ok("", "pack overrides: %s", packOverrides(d.packDir, packs))
+		return
+	}
+	d.ok("", "pack overrides: %s", packOverrides(d.packDir, packs))
+	if perr == nil {
+		for _, name := range missingPacks(profiles, packs) {
+			p := profiles[name]
+			d.warn("", "profile %s uses pack %q, which does not exist: its screen is never classified; add %s.json to %s or set \"pack\"",
+				name, p.Pack, p.Pack, d.packDir)
+		}
 	}
 }
 
