@@ -28,6 +28,15 @@ type ChainConfig struct {
 	Logger            hclog.Logger
 }
 
+// DefaultChainConfig returns the seed defaults: 2 resume attempts, a session stale after
+// 12h, a crash loop of 3 failures in 15m, a launch grace of 1.5s.
+func DefaultChainConfig() ChainConfig {
+	var c ChainConfig
+	c.fill()
+	c.Now, c.Logger = nil, nil
+	return c
+}
+
 func (c *ChainConfig) fill() {
 	if c.ResumeAttempts == 0 {
 		c.ResumeAttempts = 2

@@ -22,6 +22,12 @@ type SchedulerConfig struct {
 	MinEvery time.Duration
 }
 
+// DefaultSchedulerConfig returns the seed 004 defaults: 5m between two scheduled prompts
+// to one agent, schedules no more often than every minute.
+func DefaultSchedulerConfig() SchedulerConfig {
+	return SchedulerConfig{MinGap: 5 * time.Minute, MinEvery: time.Minute}
+}
+
 // Scheduler turns schedules into triggers. Due schedules of one agent are batched into
 // one prompt; a round is skipped while the agent is busy or needs confirmation, or when
 // the agent got a scheduled prompt less than MinGap ago. It owns one goroutine, started

@@ -168,24 +168,29 @@ func trimEventsTx(tx *bolt.Tx, keep int, before time.Time) error {
 	b, meta := tx.Bucket(bucketEvents), tx.Bucket(bucketMeta)
 	st := readEventsState(meta)
 	cut := before.UnixNano()
+	// Collect first, then delete: a cursor that deletes as it walks skips keys.
+	var doomed [][]byte
+	left := st.count
 	c := b.Cursor()
-	removed := false
-	for k, v := c.First(); k != nil; k, v = c.First() {
+	for k, v := c.First(); k != nil; k, v = c.Next() {
 		old := !before.IsZero() && len(v) >= 8 && int64(binary.BigEndian.Uint64(v)) < cut
-		if !old && (keep <= 0 || st.count <= uint64(keep)) {
+		if !old && (keep <= 0 || left <= uint64(keep)) {
 			break
 		}
-		st.trimmed = max(st.trimmed, binary.BigEndian.Uint64(k))
-		if err := c.Delete(); err != nil {
-			return err
+		doomed = append(doomed, bytes.Clone(k))
+		if left > 0 {
+			left--
 		}
-		if st.count > 0 {
-			st.count--
-		}
-		removed = true
 	}
-	if !removed {
+	if len(doomed) == 0 {
 		return nil
 	}
+	for _, k := range doomed {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	st.trimmed = max(st.trimmed, binary.BigEndian.Uint64(doomed[len(doomed)-1]))
+	st.count = left
 	return st.put(meta)
 }

@@ -38,7 +38,7 @@ exec sleep 600
 func ackSetup(t *testing.T, tweak func(*serveConfig)) (*testDaemon, string) {
 	t.Helper()
 	cfg := newTestConfig(t)
-	root := cfg.Roots[0]
+	root := cfg.Panes.Roots[0]
 	agent := filepath.Join(root, "agent.sh")
 	resume := filepath.Join(root, "resume.sh")
 	os.WriteFile(agent, []byte(fakeAgent), 0o755)
@@ -52,9 +52,9 @@ func ackSetup(t *testing.T, tweak func(*serveConfig)) (*testDaemon, string) {
 	cfg.ProfileDir = t.TempDir()
 	b, _ := json.Marshal(prof)
 	os.WriteFile(filepath.Join(cfg.ProfileDir, "fake.json"), b, 0o644)
-	cfg.AckTimeout, cfg.AckRetries = 1500*time.Millisecond, 2
-	cfg.Backoff = []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}
-	cfg.LaunchGrace = 300 * time.Millisecond
+	cfg.Inject.AckTimeout, cfg.Inject.AckRetries = 1500*time.Millisecond, 2
+	cfg.Inject.Backoff = []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}
+	cfg.Chain.LaunchGrace = 300 * time.Millisecond
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -64,8 +64,8 @@ func ackSetup(t *testing.T, tweak func(*serveConfig)) (*testDaemon, string) {
 func (td *testDaemon) spawnFake(role, mode string) runtimeView {
 	td.t.Helper()
 	var rt runtimeView
-	body := spawnBody{Workspace: "w1", Role: role, Agent: "fake", Dir: td.cfg.Roots[0], SessionID: "sess-" + role,
-		Argv: []string{"sh", filepath.Join(td.cfg.Roots[0], "agent.sh"), mode}}
+	body := spawnBody{Workspace: "w1", Role: role, Agent: "fake", Dir: td.cfg.Panes.Roots[0], SessionID: "sess-" + role,
+		Argv: []string{"sh", filepath.Join(td.cfg.Panes.Roots[0], "agent.sh"), mode}}
 	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
 		td.t.Fatalf("spawn: %v", err)
 	}
@@ -105,7 +105,7 @@ func TestAckMarkerOneChunkAndSplit(t *testing.T) {
 }
 
 func TestAckEchoNeverAcksAPIAndHeartbeatDo(t *testing.T) {
-	td, _ := ackSetup(t, func(c *serveConfig) { c.AckTimeout = 20 * time.Second })
+	td, _ := ackSetup(t, func(c *serveConfig) { c.Inject.AckTimeout = 20 * time.Second })
 	rt := td.spawnFake("quiet", "none")
 	// The echo of the envelope (it names the marker word) must not ack it.
 	if _, err := td.trigger(map[string]any{"trigger_id": "e1", "workspace": "w1", "agent": "quiet", "prompt": "ACK please"}); err != nil {
@@ -191,11 +191,11 @@ func TestResumeFailingTwiceSpawns(t *testing.T) {
 }
 
 func TestCrashLoopSpawnsDirectly(t *testing.T) {
-	td, resume := ackSetup(t, func(c *serveConfig) { c.CrashLoop = 3 })
+	td, resume := ackSetup(t, func(c *serveConfig) { c.Panes.CrashLoopFailures = 3 })
 	// An agent that dies at once: the registry restarts it until the crash loop marks it
 	// failed; a trigger then skips resume and spawns fresh.
 	var rt runtimeView
-	body := spawnBody{Workspace: "w1", Role: "crashy", Agent: "fake", Dir: td.cfg.Roots[0], SessionID: "sess-crashy",
+	body := spawnBody{Workspace: "w1", Role: "crashy", Agent: "fake", Dir: td.cfg.Panes.Roots[0], SessionID: "sess-crashy",
 		Argv: []string{"sh", "-c", "exit 7"}}
 	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
 		t.Fatal(err)
@@ -247,11 +247,11 @@ func TestUnmanagedRuntimeGoesStraightToFallback(t *testing.T) {
 // spawn delivered the prompt: the trigger is typed into the fresh runtime live instead.
 func TestSpawnWithoutPromptArgDeliversLive(t *testing.T) {
 	cfg := newTestConfig(t)
-	cfg.CrashLoop = 3
-	cfg.LaunchGrace = 300 * time.Millisecond
+	cfg.Panes.CrashLoopFailures = 3
+	cfg.Chain.LaunchGrace = 300 * time.Millisecond
 	td := startDaemon(t, cfg)
 	var rt runtimeView
-	body := spawnBody{Workspace: "w1", Role: "dies", Agent: "shell", Dir: td.cfg.Roots[0], Argv: []string{"sh", "-c", "exit 7"}}
+	body := spawnBody{Workspace: "w1", Role: "dies", Agent: "shell", Dir: td.cfg.Panes.Roots[0], Argv: []string{"sh", "-c", "exit 7"}}
 	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
 		t.Fatal(err)
 	}

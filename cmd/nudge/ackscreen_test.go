@@ -35,13 +35,13 @@ done
 // screen before any retry: acked by marker, one attempt, the prompt read once.
 func TestAckMarkerDrawnInPiecesIsFoundOnScreen(t *testing.T) {
 	td, _ := ackSetup(t, nil)
-	script := filepath.Join(td.cfg.Roots[0], "diff.sh")
-	log := filepath.Join(td.cfg.Roots[0], "diff.log")
+	script := filepath.Join(td.cfg.Panes.Roots[0], "diff.sh")
+	log := filepath.Join(td.cfg.Panes.Roots[0], "diff.log")
 	if err := os.WriteFile(script, []byte(diffAgent), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var rt runtimeView
-	body := spawnBody{Workspace: "w1", Role: "ink", Agent: "fake", Dir: td.cfg.Roots[0], SessionID: "sess-ink",
+	body := spawnBody{Workspace: "w1", Role: "ink", Agent: "fake", Dir: td.cfg.Panes.Roots[0], SessionID: "sess-ink",
 		Argv: []string{"sh", script, log}}
 	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
 		t.Fatal(err)

@@ -109,7 +109,7 @@ func testApprovalDenied(t *testing.T, c agentCase, deny ...string) {
 	ft.td.tmux(append([]string{"send-keys", "-t", ft.rt.PaneID}, deny...)...)
 	ft.waitAcked("held")
 	ft.waitReady("held")
-	if _, err := os.Stat(filepath.Join(ft.td.cfg.Roots[0], "denied.txt")); err == nil {
+	if _, err := os.Stat(filepath.Join(ft.td.cfg.Panes.Roots[0], "denied.txt")); err == nil {
 		t.Errorf("the denied command ran")
 	}
 	if n := standin.Count(ft.srv.Requests(), "held"); n != 1 {

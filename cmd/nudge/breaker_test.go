@@ -15,14 +15,14 @@ import (
 // wait; the probe's ack closes the breaker.
 func TestBreakerCoolsDownFailingRuntime(t *testing.T) {
 	td, _ := ackSetup(t, func(c *serveConfig) {
-		c.AckRetries = 0
-		c.BreakerFailures, c.BreakerCooldown = 2, 3*time.Second
+		c.Inject.AckRetries = 0
+		c.Inject.BreakerFailures, c.Inject.BreakerCooldown = 2, 3*time.Second
 	})
 	// No session id: the fallback after each ACK_TIMEOUT spawns afresh in the pane
 	// instead of running a resume there (which would hold the runtime while it runs).
 	var rt runtimeView
-	body := spawnBody{Workspace: "w1", Role: "deaf", Agent: "fake", Dir: td.cfg.Roots[0],
-		Argv: []string{"sh", filepath.Join(td.cfg.Roots[0], "agent.sh"), "none"}}
+	body := spawnBody{Workspace: "w1", Role: "deaf", Agent: "fake", Dir: td.cfg.Panes.Roots[0],
+		Argv: []string{"sh", filepath.Join(td.cfg.Panes.Roots[0], "agent.sh"), "none"}}
 	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
 		t.Fatal(err)
 	}
@@ -69,12 +69,12 @@ func TestBreakerCoolsDownFailingRuntime(t *testing.T) {
 // An open breaker survives a daemon restart: it is on the runtime's record.
 func TestBreakerSurvivesRestart(t *testing.T) {
 	td, _ := ackSetup(t, func(c *serveConfig) {
-		c.AckRetries = 0
-		c.BreakerFailures, c.BreakerCooldown = 1, 10*time.Minute
+		c.Inject.AckRetries = 0
+		c.Inject.BreakerFailures, c.Inject.BreakerCooldown = 1, 10*time.Minute
 	})
 	var rt runtimeView
-	body := spawnBody{Workspace: "w1", Role: "deaf", Agent: "fake", Dir: td.cfg.Roots[0],
-		Argv: []string{"sh", filepath.Join(td.cfg.Roots[0], "agent.sh"), "none"}}
+	body := spawnBody{Workspace: "w1", Role: "deaf", Agent: "fake", Dir: td.cfg.Panes.Roots[0],
+		Argv: []string{"sh", filepath.Join(td.cfg.Panes.Roots[0], "agent.sh"), "none"}}
 	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 func claudeSetup(t *testing.T) (serveConfig, *standin.Server) {
 	t.Helper()
 	cfg, home := agentEnv(t, agentBinary(t, "claude", "NUDGE_TEST_CLAUDE", "@anthropic-ai/claude-code"))
-	return cfg, silentModel(t, home, cfg.Roots[0], "claude")
+	return cfg, silentModel(t, home, cfg.Panes.Roots[0], "claude")
 }
 
 // TestClaudeTriggersSubmitted drives the real Claude Code TUI: five triggers in a row,

@@ -52,9 +52,9 @@ func codexSetup(t *testing.T) (serveConfig, string, *standin.Server) {
 	t.Cleanup(func() { killProcessesUnder(t, home) })
 	t.Setenv("HOME", home)
 	t.Setenv("PATH", filepath.Dir(codex)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	srv := silentModel(t, home, cfg.Roots[0], "codex")
-	cfg.AckTimeout = time.Minute // the model never answers; the tests are about input
-	cfg.RateLimit = 1000         // 20 in a row is over the default 10/min
+	srv := silentModel(t, home, cfg.Panes.Roots[0], "codex")
+	cfg.Inject.AckTimeout = time.Minute // the model never answers; the tests are about input
+	cfg.Inject.RateLimit = 1000         // 20 in a row is over the default 10/min
 	return cfg, os.Getenv("CODEX_HOME"), srv
 }
 
@@ -79,31 +79,56 @@ func codexLoginSetup(t *testing.T) (serveConfig, string) {
 	if out, err := login.CombinedOutput(); err != nil {
 		t.Fatalf("codex login: %v: %s", err, out)
 	}
-	trust := fmt.Sprintf("[projects.%q]\ntrust_level = \"trusted\"\n", cfg.Roots[0])
+	trust := fmt.Sprintf("[projects.%q]\ntrust_level = \"trusted\"\n", cfg.Panes.Roots[0])
 	os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(trust), 0o600)
-	cfg.AckTimeout = time.Minute
+	cfg.Inject.AckTimeout = time.Minute
 	return cfg, codexHome
 }
 
 // modelGotEachAtMostOnce fails the test if the model stand-in received any trigger's
 // prompt more than once, or received none of them (nudge gave a prompt twice, or none
 // reached the agent's turn).
+//
+// A submitted prompt reaches the model when the agent gets to it, not when its composer
+// empties: under load OpenCode sent its turn's call 26 s after the last receipt (and 10 s
+// after a title call, a side call that also carries the prompt). So it waits, generously,
+// for the first turn call that carries a trigger's prompt, and says what calls it saw if
+// none comes.
 func modelGotEachAtMostOnce(t *testing.T, srv *standin.Server) {
 	t.Helper()
-	reqs := srv.Requests()
+	wait := 2 * time.Minute
+	if t.Failed() {
+		wait = 0 // deferred after a failure: report what is there, do not wait for more
+	}
+	var reqs []standin.Request
 	seen := map[string]bool{}
-	for _, r := range reqs {
-		if r.Side {
-			continue
-		}
-		for _, h := range r.History {
-			for _, id := range standin.EnvelopeIDs(h) {
-				seen[id] = true
+	for deadline := time.Now().Add(wait); ; time.Sleep(100 * time.Millisecond) {
+		reqs = srv.Requests()
+		for _, r := range reqs {
+			if r.Side {
+				continue
 			}
+			for _, h := range r.History {
+				for _, id := range standin.EnvelopeIDs(h) {
+					seen[id] = true
+				}
+			}
+		}
+		if len(seen) > 0 || !time.Now().Before(deadline) {
+			break
 		}
 	}
 	if len(seen) == 0 {
-		t.Fatalf("the model received no trigger's prompt (%d calls)", len(reqs))
+		var calls []string
+		for _, r := range reqs {
+			var ids []string
+			for _, h := range r.History {
+				ids = append(ids, standin.EnvelopeIDs(h)...)
+			}
+			calls = append(calls, fmt.Sprintf("%s side=%v tool_result=%v triggers=%v",
+				r.At.Format("15:04:05.000"), r.Side, r.ToolResult, ids))
+		}
+		t.Fatalf("the model received no trigger's prompt in a turn within %s (%d calls):\n%s", wait, len(reqs), strings.Join(calls, "\n"))
 	}
 	for id := range seen {
 		if n := standin.Count(reqs, id); n > 1 {
@@ -116,7 +141,7 @@ func modelGotEachAtMostOnce(t *testing.T, srv *standin.Server) {
 func (td *testDaemon) spawnCodex(role string) runtimeView {
 	td.t.Helper()
 	var rt runtimeView
-	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "cx", Role: role, Agent: "codex", Dir: td.cfg.Roots[0]}, &rt); err != nil {
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "cx", Role: role, Agent: "codex", Dir: td.cfg.Panes.Roots[0]}, &rt); err != nil {
 		td.t.Fatal(err)
 	}
 	return td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
@@ -165,8 +190,8 @@ func (td *testDaemon) submitInRow(rt runtimeView, prefix string, n int, prompt f
 // retrying, which is a started launch.
 func TestCodexExecResumeIsAStartedLaunch(t *testing.T) {
 	cfg, codexHome := codexLoginSetup(t)
-	cfg.AckRetries = 0
-	cfg.LaunchGrace = 2 * time.Second
+	cfg.Inject.AckRetries = 0
+	cfg.Chain.LaunchGrace = 2 * time.Second
 	td := startDaemon(t, cfg)
 	rt := td.spawnCodex("dev")
 	// A first prompt makes Codex start a thread; its rollout file names the session id,

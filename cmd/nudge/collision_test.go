@@ -22,7 +22,7 @@ type operator struct {
 
 func (td *testDaemon) attachOperator(target string) *operator {
 	td.t.Helper()
-	cmd := exec.Command("tmux", "-L", td.cfg.TmuxSocket, "attach-session", "-t", target)
+	cmd := exec.Command("tmux", "-L", td.cfg.Panes.SocketName, "attach-session", "-t", target)
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
 	if err != nil {
@@ -60,9 +60,9 @@ func (op *operator) close() {
 
 func collisionConfig(t *testing.T) serveConfig {
 	cfg := newTestConfig(t)
-	cfg.QuietWindow = 1500 * time.Millisecond
-	cfg.DeferRecheck = 200 * time.Millisecond
-	cfg.MaxDefer = 6 * time.Second
+	cfg.Monitor.QuietWindow = 1500 * time.Millisecond
+	cfg.Inject.DeferRecheck = 200 * time.Millisecond
+	cfg.Inject.MaxDefer = 6 * time.Second
 	return cfg
 }
 

@@ -42,8 +42,8 @@ func agentEnv(t *testing.T, bin string) (serveConfig, string) {
 	t.Cleanup(func() { killProcessesUnder(t, home) })
 	t.Setenv("HOME", home)
 	t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	cfg.AckTimeout = time.Minute
-	cfg.RateLimit = 1000
+	cfg.Inject.AckTimeout = time.Minute
+	cfg.Inject.RateLimit = 1000
 	return cfg, home
 }
 
@@ -52,7 +52,7 @@ func agentEnv(t *testing.T, bin string) (serveConfig, string) {
 func (td *testDaemon) spawnAgent(ws, agent string, done func(runtimeView) bool) runtimeView {
 	td.t.Helper()
 	var rt runtimeView
-	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: ws, Role: "dev", Agent: agent, Dir: td.cfg.Roots[0]}, &rt); err != nil {
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: ws, Role: "dev", Agent: agent, Dir: td.cfg.Panes.Roots[0]}, &rt); err != nil {
 		td.t.Fatal(err)
 	}
 	if done == nil {
@@ -78,16 +78,16 @@ func TestPiHumanDraftHoldsTrigger(t *testing.T) {
 
 func testDraftHoldsTrigger(t *testing.T, agent, bin string) {
 	cfg, home := agentEnv(t, bin)
-	model := silentModel(t, home, cfg.Roots[0], agent)
-	cfg.QuietWindow = time.Second
-	cfg.DeferRecheck = 300 * time.Millisecond
+	model := silentModel(t, home, cfg.Panes.Roots[0], agent)
+	cfg.Monitor.QuietWindow = time.Second
+	cfg.Inject.DeferRecheck = 300 * time.Millisecond
 	td := startDaemon(t, cfg)
 	rt := td.spawnAgent("oc", agent, nil)
 
 	draft := "half written by a human"
 	td.tmux("send-keys", "-t", rt.PaneID, "-l", draft)
 	td.waitPane(rt.PaneID, "the human's draft", func(s string) bool { return strings.Contains(s, draft) })
-	time.Sleep(cfg.QuietWindow + 200*time.Millisecond) // their keys are quiet; the draft stays
+	time.Sleep(cfg.Monitor.QuietWindow + 200*time.Millisecond) // their keys are quiet; the draft stays
 	if _, err := td.trigger(map[string]any{"trigger_id": "oc-1", "workspace": "oc", "agent": "dev", "prompt": "nudge's task"}); err != nil {
 		t.Fatal(err)
 	}

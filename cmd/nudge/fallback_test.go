@@ -26,7 +26,7 @@ const lineReader = `while printf '$ '; IFS= read -r l; do printf '%s\n' "$l" >> 
 func readerSetup(t *testing.T, tweak func(*serveConfig)) (*testDaemon, string) {
 	t.Helper()
 	cfg := newTestConfig(t)
-	root := cfg.Roots[0]
+	root := cfg.Panes.Roots[0]
 	script := filepath.Join(root, "reader.sh")
 	if err := os.WriteFile(script, []byte(lineReader), 0o755); err != nil {
 		t.Fatal(err)
@@ -41,8 +41,8 @@ func readerSetup(t *testing.T, tweak func(*serveConfig)) (*testDaemon, string) {
 	if err := os.WriteFile(filepath.Join(cfg.ProfileDir, "reader.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg.LaunchGrace = 300 * time.Millisecond
-	cfg.DeferRecheck = 500 * time.Millisecond
+	cfg.Chain.LaunchGrace = 300 * time.Millisecond
+	cfg.Inject.DeferRecheck = 500 * time.Millisecond
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -80,7 +80,7 @@ func checkAside(t *testing.T, td *testDaemon, got nudge.Trigger, role string) ru
 
 func TestFallbackForUnmanagedPaneSpawnsManagedRuntime(t *testing.T) {
 	td, script := readerSetup(t, nil)
-	root := td.cfg.Roots[0]
+	root := td.cfg.Panes.Roots[0]
 	human := filepath.Join(root, "human.log")
 	fresh := filepath.Join(root, "fresh.log")
 	td.spawnStrictShell("w1", "other") // creates the session
@@ -123,11 +123,11 @@ func TestFallbackForUnmanagedPaneSpawnsManagedRuntime(t *testing.T) {
 }
 
 func TestFallbackAfterDeferTimeoutNeverTypesIntoHeldPane(t *testing.T) {
-	td, _ := readerSetup(t, func(c *serveConfig) { c.MaxHold = 2 * time.Second })
-	busy := filepath.Join(td.cfg.Roots[0], "busy.log")
-	fresh := filepath.Join(td.cfg.Roots[0], "fresh.log")
+	td, _ := readerSetup(t, func(c *serveConfig) { c.Inject.MaxHold = 2 * time.Second })
+	busy := filepath.Join(td.cfg.Panes.Roots[0], "busy.log")
+	fresh := filepath.Join(td.cfg.Panes.Roots[0], "fresh.log")
 	var rt runtimeView
-	body := spawnBody{Workspace: "w1", Role: "stuck", Agent: "reader", Dir: td.cfg.Roots[0],
+	body := spawnBody{Workspace: "w1", Role: "stuck", Agent: "reader", Dir: td.cfg.Panes.Roots[0],
 		Argv: []string{"sh", "-c", `sleep 1; printf '[#####.....] 48%% fetching\n'; exec cat >> ` + busy}}
 	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
 		t.Fatal(err)
@@ -157,8 +157,8 @@ func (td *testDaemon) spawnStrictShell(ws, role string) runtimeView {
 // while the resume runs, and at its deadline goes to a runtime spawned beside it).
 func TestFallbacksOfTwoTriggersKeepEachOthersPane(t *testing.T) {
 	td, resume := ackSetup(t, func(c *serveConfig) {
-		c.AckRetries, c.MaxHold = 0, 2*time.Second
-		c.BreakerFailures = 0
+		c.Inject.AckRetries, c.Inject.MaxHold = 0, 2*time.Second
+		c.Inject.BreakerFailures = 0
 	})
 	rt := td.spawnFake("deaf", "none")
 	for _, id := range []string{"two-1", "two-2"} {

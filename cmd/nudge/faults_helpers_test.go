@@ -21,13 +21,13 @@ import (
 // to a dead pane ends within seconds, and no rate limit in the way.
 func faultConfig(t *testing.T) serveConfig {
 	cfg := newTestConfig(t)
-	cfg.RateLimit = 100000
-	cfg.MaxDefer = 5 * time.Second
-	cfg.AckTimeout = 3 * time.Second
-	cfg.AckRetries = 1
-	cfg.Backoff = []time.Duration{200 * time.Millisecond}
-	cfg.Sweep = time.Second
-	cfg.LaunchGrace = 300 * time.Millisecond
+	cfg.Inject.RateLimit = 100000
+	cfg.Inject.MaxDefer = 5 * time.Second
+	cfg.Inject.AckTimeout = 3 * time.Second
+	cfg.Inject.AckRetries = 1
+	cfg.Inject.Backoff = []time.Duration{200 * time.Millisecond}
+	cfg.Panes.SweepInterval = time.Second
+	cfg.Chain.LaunchGrace = 300 * time.Millisecond
 	return cfg
 }
 
@@ -36,7 +36,7 @@ func faultConfig(t *testing.T) serveConfig {
 // and the file.
 func (td *testDaemon) catAgent(ws, role string) (runtimeView, string) {
 	td.t.Helper()
-	file := filepath.Join(td.cfg.Roots[0], ws+"-"+role+".lines")
+	file := filepath.Join(td.cfg.Panes.Roots[0], ws+"-"+role+".lines")
 	rt := td.spawnShell(ws, role, "sh", "-c", "exec cat >> "+file)
 	return rt, file
 }

@@ -181,7 +181,7 @@ func TestFaultPaneKilledMidInjection(t *testing.T) {
 		default:
 			t.Fatalf("round %d: receipt %s/%s/%s %q; audit: %s", i, got.State, got.ErrorCode, got.Fallback, got.Message, story)
 		}
-		if out, err := exec.Command("tmux", "-L", td.cfg.TmuxSocket, "has-session").CombinedOutput(); err != nil {
+		if out, err := exec.Command("tmux", "-L", td.cfg.Panes.SocketName, "has-session").CombinedOutput(); err != nil {
 			// tmux 3.3a segfaults on a paste into a dead pane; the paste is guarded.
 			t.Fatalf("round %d: the tmux server died under the fault: %v %s; audit: %s", i, err, out, story)
 		}
@@ -369,14 +369,14 @@ func TestFaultSlowAPIClients(t *testing.T) {
 // gate's clock, which the idle operator kept resetting).
 func TestForeignEnvelopeInInputLineTimesOut(t *testing.T) {
 	cfg := faultConfig(t)
-	cfg.MaxDefer = 2 * time.Second
-	cfg.QuietWindow = time.Second
-	cfg.DeferRecheck = 300 * time.Millisecond
+	cfg.Inject.MaxDefer = 2 * time.Second
+	cfg.Monitor.QuietWindow = time.Second
+	cfg.Inject.DeferRecheck = 300 * time.Millisecond
 	td := startDaemon(t, cfg)
 	rt, file := td.catAgent("w1", "a")
 	td.tmux("send-keys", "-t", rt.PaneID, "-l", "[BRIDGE_TRIGGER id=ghost thread=t reason=r] left over [/BRIDGE_TRIGGER]")
 	td.waitPane(rt.PaneID, "the ghost envelope", func(s string) bool { return strings.Contains(s, "left over [/BRIDGE_TRIGGER]") })
-	time.Sleep(cfg.QuietWindow + 200*time.Millisecond) // the operator gate sees the pane idle again
+	time.Sleep(cfg.Monitor.QuietWindow + 200*time.Millisecond) // the operator gate sees the pane idle again
 	if _, err := td.trigger(map[string]any{"trigger_id": "after-ghost", "workspace": "w1", "agent": "a", "prompt": "do not merge me"}); err != nil {
 		t.Fatal(err)
 	}

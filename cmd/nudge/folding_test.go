@@ -123,7 +123,7 @@ func TestFoldedPasteSubmittedOnce(t *testing.T) {
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	td := startDaemon(t, newTestConfig(t))
 	var rt runtimeView
-	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "fold", Role: "dev", Agent: "codex", Dir: td.cfg.Roots[0]}, &rt); err != nil {
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "fold", Role: "dev", Agent: "codex", Dir: td.cfg.Panes.Roots[0]}, &rt); err != nil {
 		t.Fatal(err)
 	}
 	rt = td.waitRuntimeFor(rt.RuntimeID, 30*time.Second, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })

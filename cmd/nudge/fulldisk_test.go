@@ -41,7 +41,7 @@ func smallTmpfs(t *testing.T, size string) string {
 func TestFullDiskLosesNoAcceptedTrigger(t *testing.T) {
 	cfg := newTestConfig(t)
 	cfg.StateDir = smallTmpfs(t, "400k")
-	cfg.AckTimeout = time.Hour // the cat pane never acks: keep the fallbacks out of it
+	cfg.Inject.AckTimeout = time.Hour // the cat pane never acks: keep the fallbacks out of it
 	td := startDaemon(t, cfg)
 	rawCat(t, td, "w1", "rev")
 

@@ -12,7 +12,7 @@ import (
 // block.
 func TestGatesSurviveDaemonRestart(t *testing.T) {
 	cfg := newTestConfig(t)
-	cfg.LoopRepeats, cfg.RateLimit = 2, 3
+	cfg.Inject.LoopRepeats, cfg.Inject.RateLimit = 2, 3
 	td := startDaemon(t, cfg)
 	rt, file := rawCat(t, td, "w1", "rev")
 	send := func(td *testDaemon, id, thread, prompt string) nudge.Trigger {

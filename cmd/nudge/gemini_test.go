@@ -16,8 +16,8 @@ import (
 func geminiSetup(t *testing.T) (serveConfig, *standin.Server) {
 	t.Helper()
 	cfg, home := agentEnv(t, agentBinary(t, "gemini", "NUDGE_TEST_GEMINI", "@google/gemini-cli"))
-	srv := silentModel(t, home, cfg.Roots[0], "gemini")
-	cfg.DeferRecheck = 500 * time.Millisecond
+	srv := silentModel(t, home, cfg.Panes.Roots[0], "gemini")
+	cfg.Inject.DeferRecheck = 500 * time.Millisecond
 	return cfg, srv
 }
 
@@ -71,4 +71,23 @@ func TestGeminiTriggerSubmittedThenBusyDefers(t *testing.T) {
 	if n := standin.Count(model.Requests(), "gm-1"); n != 1 {
 		t.Fatalf("the model got gm-1 %d times, want 1", n)
 	}
+}
+
+// TestGeminiLargePasteGivenOnce: Gemini CLI takes a 63 KiB one-line paste out of its
+// composer at Enter and then draws nothing (no prompt, no spinner) and calls no model for
+// seconds (14 s on a loaded 2-core machine, more than 30 s under heavier load) while it
+// takes the text in. An ack timeout shorter than that used to retype the prompt into the
+// silent pane, and Gemini, once it came back, ran it twice. The retry now waits for the
+// pane to draw, and the ack wait starts again from there: the model gets the prompt once.
+func TestGeminiLargePasteGivenOnce(t *testing.T) {
+	ft := startFullTurns(t, agentCase{agent: "gemini", env: "NUDGE_TEST_GEMINI", pkg: "@google/gemini-cli", api: standin.Gemini,
+		ackTimeout: time.Second}) // far shorter than Gemini's silence with 63 KiB
+	ft.send("big", standin.Filler(63<<10, false))
+	tr := ft.waitAcked("big")
+	ft.waitReady("big")
+	time.Sleep(3 * time.Second) // a second copy, queued in Gemini, would be sent by now
+	if n := standin.Count(ft.srv.Requests(), "big"); n != 1 || tr.Attempts != 1 {
+		t.Fatalf("the model got the prompt %d times (%d typings), want once\nstory: %s\nscreen:\n%s", n, tr.Attempts, story(ft.td.audit("big")), ft.screen())
+	}
+	t.Logf("63 KiB one-line prompt given once: %s", events(ft.td.audit("big")))
 }

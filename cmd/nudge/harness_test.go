@@ -40,16 +40,16 @@ func newTestConfig(t *testing.T) serveConfig {
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	cfg.Socket = filepath.Join(sockDir, "n.sock")
-	cfg.TmuxSocket = fmt.Sprintf("nudge-t-%d-%d", os.Getpid(), testSeq.Add(1))
-	cfg.TmuxConfig = "/dev/null"
+	cfg.Panes.SocketName = fmt.Sprintf("nudge-t-%d-%d", os.Getpid(), testSeq.Add(1))
+	cfg.Panes.ConfigFile = "/dev/null"
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Roots = []string{root}
+	cfg.Panes.Roots = []string{root}
 	cfg.LogLevel = "debug"
 	cfg.ProfileDir, cfg.PackDir = "", "" // never the user's own overrides
-	server := cfg.TmuxSocket
+	server := cfg.Panes.SocketName
 	t.Cleanup(func() { exec.Command("tmux", "-L", server, "kill-server").Run() })
 	return cfg
 }
@@ -89,7 +89,7 @@ func (td *testDaemon) stop() {
 func (td *testDaemon) spawnShell(ws, role string, argv ...string) runtimeView {
 	td.t.Helper()
 	var rt runtimeView
-	body := spawnBody{Workspace: ws, Role: role, Agent: "shell", Dir: td.cfg.Roots[0], Argv: argv}
+	body := spawnBody{Workspace: ws, Role: role, Agent: "shell", Dir: td.cfg.Panes.Roots[0], Argv: argv}
 	if err := td.c.do(context.Background(), "POST", "/v1/runtimes", body, &rt); err != nil {
 		td.t.Fatalf("spawn: %v", err)
 	}
@@ -116,7 +116,7 @@ func (td *testDaemon) waitRuntime(id string, ok func(runtimeView) bool) runtimeV
 	}
 	screen := "(no pane)"
 	if rt.PaneID != "" {
-		out, _ := exec.Command("tmux", "-L", td.cfg.TmuxSocket, "capture-pane", "-p", "-t", rt.PaneID).CombinedOutput()
+		out, _ := exec.Command("tmux", "-L", td.cfg.Panes.SocketName, "capture-pane", "-p", "-t", rt.PaneID).CombinedOutput()
 		screen = string(out)
 	}
 	td.t.Fatalf("runtime %s never reached the wanted state; last %+v\nits pane:\n%s", id, rt.Runtime, screen)
@@ -152,7 +152,7 @@ func (td *testDaemon) waitTrigger(id string, ok func(nudge.Trigger) bool) nudge.
 // tmux runs a tmux command on the daemon's private server.
 func (td *testDaemon) tmux(args ...string) string {
 	td.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", td.cfg.TmuxSocket}, args...)...).CombinedOutput()
+	out, err := exec.Command("tmux", append([]string{"-L", td.cfg.Panes.SocketName}, args...)...).CombinedOutput()
 	if err != nil {
 		td.t.Fatalf("tmux %v: %v: %s", args, err, out)
 	}

@@ -25,7 +25,7 @@ const strictLauncher = `printf '%s\n' "$@" >> "$0.calls"; exec sleep 600`
 func strictSetup(t *testing.T, tweak func(*serveConfig)) (*testDaemon, string) {
 	t.Helper()
 	cfg := newTestConfig(t)
-	root := cfg.Roots[0]
+	root := cfg.Panes.Roots[0]
 	launcher := filepath.Join(root, "strict.sh")
 	if err := os.WriteFile(launcher, []byte(strictLauncher), 0o755); err != nil {
 		t.Fatal(err)
@@ -41,9 +41,9 @@ func strictSetup(t *testing.T, tweak func(*serveConfig)) (*testDaemon, string) {
 	if err := os.WriteFile(filepath.Join(cfg.ProfileDir, "strict.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxHold = 3 * time.Second
-	cfg.DeferRecheck = 500 * time.Millisecond
-	cfg.LaunchGrace = 300 * time.Millisecond
+	cfg.Inject.MaxHold = 3 * time.Second
+	cfg.Inject.DeferRecheck = 500 * time.Millisecond
+	cfg.Chain.LaunchGrace = 300 * time.Millisecond
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -53,7 +53,7 @@ func strictSetup(t *testing.T, tweak func(*serveConfig)) (*testDaemon, string) {
 func (td *testDaemon) spawnStrict(role string, argv ...string) runtimeView {
 	td.t.Helper()
 	var rt runtimeView
-	body := spawnBody{Workspace: "w1", Role: role, Agent: "strict", Dir: td.cfg.Roots[0], Argv: argv}
+	body := spawnBody{Workspace: "w1", Role: role, Agent: "strict", Dir: td.cfg.Panes.Roots[0], Argv: argv}
 	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
 		td.t.Fatalf("spawn: %v", err)
 	}
@@ -62,7 +62,7 @@ func (td *testDaemon) spawnStrict(role string, argv ...string) runtimeView {
 
 func TestHoldEveryAgentStateEndsWithDeferTimeout(t *testing.T) {
 	td, _ := strictSetup(t, nil)
-	answer := filepath.Join(td.cfg.Roots[0], "dialog.answer")
+	answer := filepath.Join(td.cfg.Panes.Roots[0], "dialog.answer")
 	cases := []struct {
 		role, readiness, code, screen string
 		argv                          []string
@@ -113,8 +113,8 @@ func TestHoldEveryAgentStateEndsWithDeferTimeout(t *testing.T) {
 
 // A forced trigger is the one thing typed into a confirmation dialog.
 func TestHoldConfirmationTypedOnlyWhenForced(t *testing.T) {
-	td, _ := strictSetup(t, func(c *serveConfig) { c.MaxHold = 10 * time.Minute })
-	answer := filepath.Join(td.cfg.Roots[0], "dialog.answer")
+	td, _ := strictSetup(t, func(c *serveConfig) { c.Inject.MaxHold = 10 * time.Minute })
+	answer := filepath.Join(td.cfg.Panes.Roots[0], "dialog.answer")
 	rt := td.spawnStrict("confirm", "sh", "-c", `sleep 1; printf 'remove build? (y/N) '; read a; printf '%s' "$a" > `+answer+`; exec sleep 600`)
 	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Readiness == "NEEDS_CONFIRMATION" })
 	if _, err := td.trigger(map[string]any{"trigger_id": "f1", "workspace": "w1", "agent": "confirm", "prompt": "yes"}); err != nil {
@@ -136,7 +136,7 @@ func TestHoldConfirmationTypedOnlyWhenForced(t *testing.T) {
 // A paused runtime holds a trigger until the max hold, then fails it: no fallback
 // launches an agent in the paused one's stead.
 func TestHoldPausedRuntimeEndsFailed(t *testing.T) {
-	td, _ := strictSetup(t, func(c *serveConfig) { c.MaxHold = 2 * time.Second })
+	td, _ := strictSetup(t, func(c *serveConfig) { c.Inject.MaxHold = 2 * time.Second })
 	rt := td.spawnShell("w1", "idle", "sh", "-c", "exec cat")
 	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/pause", nil, nil); err != nil {
 		t.Fatal(err)

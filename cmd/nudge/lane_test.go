@@ -14,8 +14,8 @@ import (
 
 func laneConfig(t *testing.T) serveConfig {
 	cfg := newTestConfig(t)
-	cfg.RateLimit, cfg.RatePer = 1, 10*time.Minute // far longer than any wait below
-	cfg.MaxDefer = 15 * time.Minute
+	cfg.Inject.RateLimit, cfg.Inject.RatePer = 1, 10*time.Minute // far longer than any wait below
+	cfg.Inject.MaxDefer = 15 * time.Minute
 	return cfg
 }
 

@@ -13,8 +13,8 @@ import (
 // the daemon's PATH, by name or by path, still starts.
 func TestPlantedLauncherRefused(t *testing.T) {
 	td := startDaemon(t, newTestConfig(t))
-	ws := filepath.Join(td.cfg.Roots[0], "proj")
-	marker := filepath.Join(td.cfg.Roots[0], "planted-ran")
+	ws := filepath.Join(td.cfg.Panes.Roots[0], "proj")
+	marker := filepath.Join(td.cfg.Panes.Roots[0], "planted-ran")
 	for _, p := range []string{"tools/codex", "evil/bash", "evil/sh"} {
 		file := filepath.Join(ws, p)
 		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {

@@ -16,10 +16,10 @@ import (
 func lifecycleSetup(t *testing.T, profiles func(root string) map[string]map[string]any, tweak func(*serveConfig)) *testDaemon {
 	t.Helper()
 	cfg := newTestConfig(t)
-	cfg.Sweep = 200 * time.Millisecond
+	cfg.Panes.SweepInterval = 200 * time.Millisecond
 	cfg.ProfileDir = t.TempDir()
 	if profiles != nil {
-		for name, p := range profiles(cfg.Roots[0]) {
+		for name, p := range profiles(cfg.Panes.Roots[0]) {
 			b, _ := json.Marshal(p)
 			if err := os.WriteFile(filepath.Join(cfg.ProfileDir, name+".json"), b, 0o644); err != nil {
 				t.Fatal(err)
@@ -37,7 +37,7 @@ func (td *testDaemon) spawnRaw(body spawnBody) runtimeView {
 	td.t.Helper()
 	var rt runtimeView
 	if body.Dir == "" {
-		body.Dir = td.cfg.Roots[0]
+		body.Dir = td.cfg.Panes.Roots[0]
 	}
 	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
 		td.t.Fatalf("spawn: %v", err)
@@ -84,7 +84,7 @@ func (td *testDaemon) sweeps(n int64) {
 // loop — and it no longer reads READY. `nudge restart` brings it back.
 func TestExitZeroIsExitedNotRestarted(t *testing.T) {
 	td := lifecycleSetup(t, nil, nil)
-	flag := filepath.Join(td.cfg.Roots[0], "second-run")
+	flag := filepath.Join(td.cfg.Panes.Roots[0], "second-run")
 	rt := td.spawnShell("w1", "done", "bash", "--norc", "--noprofile", "-c",
 		`if [ -e `+flag+` ]; then exec cat; fi; touch `+flag+`; PS1='$ ' exec bash --norc --noprofile -i`)
 	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Readiness == "READY" })
@@ -93,13 +93,6 @@ func TestExitZeroIsExitedNotRestarted(t *testing.T) {
 	got := td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status != "ready" && r.Status != "triggering" })
 	td.sweeps(10) // RestartDelay is 1s: a restart would have happened by now
 	got = td.get(rt.RuntimeID)
-	if got.ExitStatus == nil && len(got.Failures) == 1 && strings.Contains(statusPath(td.runtimeRecords(rt.RuntimeID)), "ready>offline") {
-		// tmux 3.3a, on a loaded machine, sometimes never reports how a program that
-		// exits within a second of starting ended (pane_dead_status and pane_dead_signal
-		// stay empty past the 3 s grace): nudge cannot tell that exit 0 from a crash, and
-		// rightly treats it as one. Nothing here can be asserted about exit 0 then.
-		t.Skipf("tmux reported no exit status for the pane: %s", statusPath(td.runtimeRecords(rt.RuntimeID)))
-	}
 	if got.Status != "exited" || got.Restarts != 0 || got.ExitStatus == nil || *got.ExitStatus != 0 ||
 		len(got.Failures) != 0 || got.Readiness == "READY" {
 		t.Fatalf("after exit 0: %+v\nstatus path: %s", got.Runtime, statusPath(td.runtimeRecords(rt.RuntimeID)))
@@ -134,7 +127,7 @@ func TestCrashRestartsNativeResumeOrFresh(t *testing.T) {
 			"pack": "shell", "queues_input": true, "submitted_is_ack": true,
 			"resume_interactive": []string{"sh", resumer, "--resume", "{session_id}"}}}
 	}, nil)
-	root := td.cfg.Roots[0]
+	root := td.cfg.Panes.Roots[0]
 	withID := td.spawnRaw(spawnBody{Workspace: "w1", Role: "known", Agent: "resumable", SessionID: "sess-42",
 		Argv: []string{"sh", "-c", "sleep 0.5; exit 1"}})
 	flag := filepath.Join(root, "fresh-again")
@@ -164,7 +157,7 @@ func TestDoneMarkerIsExited(t *testing.T) {
 			"pack": "shell", "queues_input": true, "restart_on_exit": true}}
 	}, nil)
 	// A profile may opt into restart-on-exit: a clean exit is restarted, not counted.
-	flag := filepath.Join(td.cfg.Roots[0], "served")
+	flag := filepath.Join(td.cfg.Panes.Roots[0], "served")
 	svc := td.spawnRaw(spawnBody{Workspace: "w1", Role: "svc", Agent: "service",
 		Argv: []string{"sh", "-c", "if [ -e " + flag + " ]; then exec cat; fi; touch " + flag + "; sleep 0.3; exit 0"}})
 	done := td.spawnRaw(spawnBody{Workspace: "w1", Role: "marked", Agent: "shell",
@@ -192,8 +185,8 @@ func TestDoneMarkerIsExited(t *testing.T) {
 // TestCrashLoopFailedThenRestartRevives: three crashes in the window make the runtime
 // failed (no more restarts); `nudge restart` (the API endpoint) brings it back.
 func TestCrashLoopFailedThenRestartRevives(t *testing.T) {
-	td := lifecycleSetup(t, nil, func(c *serveConfig) { c.CrashLoop = 3 })
-	flag := filepath.Join(td.cfg.Roots[0], "fixed")
+	td := lifecycleSetup(t, nil, func(c *serveConfig) { c.Panes.CrashLoopFailures = 3 })
+	flag := filepath.Join(td.cfg.Panes.Roots[0], "fixed")
 	rt := td.spawnRaw(spawnBody{Workspace: "w1", Role: "loop", Agent: "shell",
 		Argv: []string{"sh", "-c", "if [ -e " + flag + " ]; then exec cat; fi; sleep 0.2; exit 9"}})
 	got := td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "failed" })
@@ -226,7 +219,7 @@ func TestStartingWaitsForReadyAndTimesOut(t *testing.T) {
 		}
 		return map[string]map[string]any{"slow": base("60s"), "stuck": base("2s")}
 	}, nil)
-	root := td.cfg.Roots[0]
+	root := td.cfg.Panes.Roots[0]
 	shown, typed := filepath.Join(root, "shown"), filepath.Join(root, "typed")
 	slow := td.spawnRaw(spawnBody{Workspace: "w1", Role: "slow", Agent: "slow",
 		Argv: []string{"sh", "-c", "sleep 2; touch " + shown + "; printf '$ '; exec cat > " + typed}})
@@ -307,7 +300,7 @@ func TestCodexReadyOnlyWithItsComposer(t *testing.T) {
 	cfg, _, _ := codexSetup(t)
 	td := startDaemon(t, cfg)
 	var rt runtimeView
-	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "cx", Role: "dev", Agent: "codex", Dir: cfg.Roots[0]}, &rt); err != nil {
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "cx", Role: "dev", Agent: "codex", Dir: cfg.Panes.Roots[0]}, &rt); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := td.trigger(map[string]any{"trigger_id": "cx-early", "workspace": "cx", "agent": "dev", "prompt": "say hello"}); err != nil {

@@ -116,7 +116,7 @@ func TestLLMClassifierServe(t *testing.T) {
 	cfg.LLMModel = "stand-in-model"
 	cfg.LLMTimeout = 10 * time.Minute // the hanging stand-in hangs for the whole test
 	cfg.LLMRetries = 0
-	cfg.DeferRecheck = 300 * time.Millisecond
+	cfg.Inject.DeferRecheck = 300 * time.Millisecond
 	t.Setenv(detector.DefaultAPIKeyEnv, "sk-standin-0123456789abcdef")
 	cfg.loadLLMKey()
 	if v, ok := os.LookupEnv(detector.DefaultAPIKeyEnv); ok {
@@ -130,7 +130,7 @@ func TestLLMClassifierServe(t *testing.T) {
 	spawn := func(agent, mode string) runtimeView {
 		var rt runtimeView
 		script := `printf 'MODE=` + mode + ` KEY=%s\n' "${` + detector.DefaultAPIKeyEnv + `:-none}"; exec cat`
-		body := spawnBody{Workspace: "llm", Role: mode, Agent: agent, Dir: td.cfg.Roots[0], Argv: []string{"sh", "-c", script}}
+		body := spawnBody{Workspace: "llm", Role: mode, Agent: agent, Dir: td.cfg.Panes.Roots[0], Argv: []string{"sh", "-c", script}}
 		if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
 			t.Fatalf("spawn %s: %v", mode, err)
 		}
@@ -138,6 +138,14 @@ func TestLLMClassifierServe(t *testing.T) {
 	}
 	ready, busy := spawn("odd", "ready"), spawn("odd", "busy")
 	hang, failing := spawn("oddq", "hang"), spawn("oddq", "error")
+	// A screen that keeps changing (pausing 300 ms at a time, longer than the profile's
+	// 200 ms ready_quiet: each pause is captured and not understood) never settles for
+	// --llm-settle (2s): it is never sent.
+	var stream runtimeView
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "llm", Role: "stream", Agent: "odd", Dir: td.cfg.Panes.Roots[0],
+		Argv: []string{"sh", "-c", `i=0; while :; do i=$((i+1)); echo "MODE=stream $i"; sleep 0.3; done`}}, &stream); err != nil {
+		t.Fatal(err)
+	}
 
 	td.waitRuntime(ready.RuntimeID, func(r runtimeView) bool { return r.Readiness == nudge.Ready && r.Summary == "stand-in: ready" })
 	td.waitRuntime(busy.RuntimeID, func(r runtimeView) bool { return r.Readiness == nudge.Busy && r.Summary == "stand-in: busy" })
@@ -177,6 +185,13 @@ func TestLLMClassifierServe(t *testing.T) {
 	held := td.waitTrigger("t-busy", func(tr nudge.Trigger) bool { return tr.State == nudge.StateDeferred || tr.Closed })
 	if held.State != nudge.StateDeferred || held.ErrorCode != nudge.AgentBusy {
 		t.Errorf("t-busy: %+v", held)
+	}
+
+	if n := standIn.count("stream"); n != 0 {
+		t.Errorf("a screen that never settled was sent %d times", n)
+	}
+	if r := td.get(stream.RuntimeID); r.Readiness != nudge.Busy {
+		t.Errorf("the streaming pane: %s %q", r.Readiness, r.Summary)
 	}
 
 	standIn.mu.Lock()

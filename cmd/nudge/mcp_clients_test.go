@@ -243,7 +243,7 @@ func TestOrchestratorGuideRuns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", blocks[0][1])
-	c.Dir = cfg.Roots[0] // spawn --dir "$PWD" must lie under a root
+	c.Dir = cfg.Panes.Roots[0] // spawn --dir "$PWD" must lie under a root
 	c.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"), "NUDGE_SOCKET="+cfg.Socket)
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("the guide's shell example failed: %v\n%s", err, out)

@@ -96,7 +96,7 @@ func TestMCPToolsDriveARealDaemon(t *testing.T) {
 	}
 
 	var rt api.Runtime
-	if res := callTool(t, cs, "spawn", map[string]any{"workspace": "mcpws", "role": "sh", "agent": "shell", "dir": td.cfg.Roots[0]}, &rt); res.IsError {
+	if res := callTool(t, cs, "spawn", map[string]any{"workspace": "mcpws", "role": "sh", "agent": "shell", "dir": td.cfg.Panes.Roots[0]}, &rt); res.IsError {
 		t.Fatalf("spawn: %s", toolText(res))
 	}
 	if rt.RuntimeID != "rt_mcpws.sh" {

@@ -114,7 +114,7 @@ func TestParsePromRejectsGarbage(t *testing.T) {
 
 func TestMetricsCountRealTriggers(t *testing.T) {
 	cfg := newTestConfig(t)
-	cfg.MetricsAddr = freeAddr(t)
+	cfg.Server.MetricsAddr = freeAddr(t)
 	td := startDaemon(t, cfg)
 	rt, file := rawCat(t, td, "m1", "cat")
 	before := td.metrics()
@@ -197,7 +197,7 @@ func TestMetricsCountRealTriggers(t *testing.T) {
 	}
 
 	// The same text on --metrics-addr.
-	resp, err := http.Get("http://" + cfg.MetricsAddr + "/metrics")
+	resp, err := http.Get("http://" + cfg.Server.MetricsAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

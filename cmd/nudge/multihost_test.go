@@ -20,15 +20,15 @@ func multiHostSetup(t *testing.T) (*testDaemon, *sshHost, runtimeView, runtimeVi
 	t.Helper()
 	h := startSSHHost(t)
 	cfg := collisionConfig(t)
-	cfg.MaxDefer = 45 * time.Second // the host-down phase waits for a redial (backoff up to 5s)
-	cfg.SSHConfig = h.config
-	sock := cfg.TmuxSocket
+	cfg.Inject.MaxDefer = 45 * time.Second // the host-down phase waits for a redial (backoff up to 5s)
+	cfg.Panes.SSHConfig = h.config
+	sock := cfg.Panes.SocketName
 	t.Cleanup(func() { h.killServer(sock) }) // runs after the daemon stops
 	td := startDaemon(t, cfg)
 
 	local := td.spawnShell("wl", "a", "bash", "--norc", "--noprofile")
 	var remote runtimeView
-	body := spawnBody{Workspace: "wr", Role: "b", Agent: "shell", Dir: cfg.Roots[0],
+	body := spawnBody{Workspace: "wr", Role: "b", Agent: "shell", Dir: cfg.Panes.Roots[0],
 		Argv: []string{"bash", "--norc", "--noprofile"}, Host: h.alias}
 	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &remote); err != nil {
 		t.Fatalf("spawn on the ssh host: %v", err)
@@ -82,7 +82,7 @@ func countEnvelopes(screen string, ids []string) map[string]int {
 // deadline and delivered once when it is back.
 func TestMultiHostTriggersSurviveSSHCut(t *testing.T) {
 	td, h, local, remote := multiHostSetup(t)
-	sock := td.cfg.TmuxSocket
+	sock := td.cfg.Panes.SocketName
 	firstPid := td.remoteConn("wr").Pid()
 	if out, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", firstPid)); strings.TrimSpace(string(out)) != "ssh" {
 		t.Fatalf("the remote control client (pid %d) is %q, not ssh", firstPid, out)
@@ -191,7 +191,7 @@ func TestMultiHostTriggersSurviveSSHCut(t *testing.T) {
 // pseudo-terminal) holds a trigger for that workspace as OPERATOR_BUSY.
 func TestMultiHostHumanKeyOnRemoteHolds(t *testing.T) {
 	td, h, _, remote := multiHostSetup(t)
-	sock := td.cfg.TmuxSocket
+	sock := td.cfg.Panes.SocketName
 	cmd := exec.Command("ssh", "-F", h.config, "-tt", "--", h.alias,
 		"tmux -L "+sock+" attach-session -t "+remote.PaneID)
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
@@ -252,10 +252,10 @@ func TestMultiHostHumanKeyOnRemoteHolds(t *testing.T) {
 	// A spawn on a host that cannot be reached says so; a workspace stays on its host.
 	var rt runtimeView
 	err = td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "wx", Role: "c", Agent: "shell",
-		Dir: td.cfg.Roots[0], Argv: []string{"bash"}, Host: h.alias}, &rt)
+		Dir: td.cfg.Panes.Roots[0], Argv: []string{"bash"}, Host: h.alias}, &rt)
 	wantAPIError(t, "spawn on a host that is down", err, "HOST_UNREACHABLE", h.alias)
 	err = td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "wr", Role: "c", Agent: "shell",
-		Dir: td.cfg.Roots[0], Argv: []string{"bash"}, Host: "other-box"}, &rt)
+		Dir: td.cfg.Panes.Roots[0], Argv: []string{"bash"}, Host: "other-box"}, &rt)
 	wantAPIError(t, "spawn into a workspace bound to another host", err, "CONFLICT", "bound to host")
 }
 
@@ -275,14 +275,14 @@ func TestTmuxVersion(t *testing.T) {
 func TestMultiHostUnreachablePastDeadlineFails(t *testing.T) {
 	h := startSSHHost(t)
 	cfg := newTestConfig(t)
-	cfg.MaxDefer = 3 * time.Second
-	cfg.SSHConfig = h.config
-	sock := cfg.TmuxSocket
+	cfg.Inject.MaxDefer = 3 * time.Second
+	cfg.Panes.SSHConfig = h.config
+	sock := cfg.Panes.SocketName
 	t.Cleanup(func() { h.killServer(sock) })
 	td := startDaemon(t, cfg)
 	var rt runtimeView
 	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "wr", Role: "b", Agent: "shell",
-		Dir: cfg.Roots[0], Argv: []string{"bash", "--norc", "--noprofile"}, Host: h.alias}, &rt); err != nil {
+		Dir: cfg.Panes.Roots[0], Argv: []string{"bash", "--norc", "--noprofile"}, Host: h.alias}, &rt); err != nil {
 		t.Fatal(err)
 	}
 	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
@@ -315,7 +315,7 @@ func TestSpawnRefusesABadHost(t *testing.T) {
 			Argv: []string{"bash"}, Host: host}, nil)
 		wantAPIError(t, fmt.Sprintf("host %q", host), err, "BAD_REQUEST", "invalid host")
 	}
-	if out, _ := exec.Command("tmux", "-L", td.cfg.TmuxSocket, "list-sessions").CombinedOutput(); strings.Contains(string(out), "agents_wx") {
+	if out, _ := exec.Command("tmux", "-L", td.cfg.Panes.SocketName, "list-sessions").CombinedOutput(); strings.Contains(string(out), "agents_wx") {
 		t.Fatalf("a refused spawn created a session: %s", out)
 	}
 }

@@ -103,7 +103,7 @@ func testLargePrompts(t *testing.T, td *testDaemon, rt runtimeView, queues bool)
 func (td *testDaemon) spawnSlow(ws, agent, role string) runtimeView {
 	td.t.Helper()
 	var rt runtimeView
-	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: ws, Role: role, Agent: agent, Dir: td.cfg.Roots[0]}, &rt); err != nil {
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: ws, Role: role, Agent: agent, Dir: td.cfg.Panes.Roots[0]}, &rt); err != nil {
 		td.t.Fatal(err)
 	}
 	return td.waitRuntimeFor(rt.RuntimeID, 90*time.Second, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
@@ -114,8 +114,11 @@ func (td *testDaemon) waitTriggerFor(id string, d time.Duration, ok func(nudge.T
 	td.t.Helper()
 	var tr nudge.Trigger
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if err := td.c.do(t0(), "GET", "/v1/triggers/"+id, nil, &tr); err == nil && ok(tr) {
-			return tr
+		var got nudge.Trigger // fresh per answer, as in waitTrigger
+		if err := td.c.do(t0(), "GET", "/v1/triggers/"+id, nil, &got); err == nil {
+			if tr = got; ok(tr) {
+				return tr
+			}
 		}
 	}
 	return tr
@@ -126,8 +129,11 @@ func (td *testDaemon) waitRuntimeFor(id string, d time.Duration, ok func(runtime
 	td.t.Helper()
 	var rt runtimeView
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if err := td.c.do(t0(), "GET", "/v1/runtimes/"+id, nil, &rt); err == nil && ok(rt) {
-			return rt
+		var got runtimeView // fresh per answer, as in waitRuntime
+		if err := td.c.do(t0(), "GET", "/v1/runtimes/"+id, nil, &got); err == nil {
+			if rt = got; ok(rt) {
+				return rt
+			}
 		}
 	}
 	td.t.Fatalf("runtime %s: never reached the wanted state: status %s readiness %s (%s) input_line %s operator_busy %v\nscreen:\n%s",
@@ -172,7 +178,7 @@ func TestGeminiLargePromptsSubmitted(t *testing.T) {
 // lines]").
 func TestOpenCodeLargePromptsSubmitted(t *testing.T) {
 	cfg, home := agentEnv(t, agentBinary(t, "opencode", "NUDGE_TEST_OPENCODE", "opencode-ai"))
-	model := silentModel(t, home, cfg.Roots[0], "opencode")
+	model := silentModel(t, home, cfg.Panes.Roots[0], "opencode")
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("oc", "opencode", "dev"), false)
 	modelGotEachAtMostOnce(t, model)
@@ -181,7 +187,7 @@ func TestOpenCodeLargePromptsSubmitted(t *testing.T) {
 // TestPiLargePromptsSubmitted: the same with the real Pi ("[paste #N +M lines]").
 func TestPiLargePromptsSubmitted(t *testing.T) {
 	cfg, home := agentEnv(t, agentBinary(t, "pi", "NUDGE_TEST_PI", "@mariozechner/pi-coding-agent"))
-	model := silentModel(t, home, cfg.Roots[0], "pi")
+	model := silentModel(t, home, cfg.Panes.Roots[0], "pi")
 	td := startDaemon(t, cfg)
 	testLargePrompts(t, td, td.spawnSlow("pi", "pi", "dev"), true)
 	modelGotEachAtMostOnce(t, model)

@@ -81,7 +81,7 @@ func shellWords(t *testing.T, line, home string) []string {
 // they are only parsed (--help).
 func TestQuickStartFromREADME(t *testing.T) {
 	cfg := newTestConfig(t)
-	home := cfg.Roots[0]
+	home := cfg.Panes.Roots[0]
 	if err := os.MkdirAll(filepath.Join(home, "src", "app"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -30,9 +30,11 @@ type agentCase struct {
 	// approve is the keys (tmux key names) that approve a tool call in the CLI's
 	// approval dialog; nil skips the approval part.
 	approve []string
-	prose   []string         // status words as prose; nil: standin.StatusProse
-	maxKB   int              // the largest prompt, in KiB, sent in the run
-	extra   []standin.Prompt // sent after standin.Prompts(maxKB)
+	prose   []string // status words as prose; nil: standin.StatusProse
+	maxKB   int      // the largest prompt, in KiB, sent in the run
+	// ackTimeout replaces the run's ack timeout (20 s) if not 0.
+	ackTimeout time.Duration
+	extra      []standin.Prompt // sent after standin.Prompts(maxKB)
 }
 
 func TestCodexFullTurns(t *testing.T) {
@@ -69,8 +71,11 @@ func startFullTurns(t *testing.T, c agentCase) *fullTurns {
 	}
 	t.Cleanup(func() { srv.Close() })
 	cfg, home := agentEnv(t, bin)
-	cfg.AckTimeout = 20 * time.Second // a missed ack shows as a retyped prompt within the run
-	root := cfg.Roots[0]
+	cfg.Inject.AckTimeout = 20 * time.Second // a missed ack shows as a retyped prompt within the run
+	if c.ackTimeout != 0 {
+		cfg.Inject.AckTimeout = c.ackTimeout
+	}
+	root := cfg.Panes.Roots[0]
 	os.MkdirAll(filepath.Join(root, "pkg"), 0o700)
 	os.WriteFile(filepath.Join(root, "pkg", "file.go"), []byte("package pkg\n\n// F does nothing.\nfunc F() {}\n"), 0o600)
 	setup := c.setup
@@ -179,7 +184,7 @@ func (ft *fullTurns) screen() string {
 	if err := ft.td.c.do(t0(), "GET", "/v1/runtimes/"+ft.rt.RuntimeID, nil, &rt); err != nil {
 		return fmt.Sprintf("(runtime: %v)", err)
 	}
-	out, err := exec.Command("tmux", "-L", ft.td.cfg.TmuxSocket, "capture-pane", "-p", "-t", rt.PaneID).CombinedOutput()
+	out, err := exec.Command("tmux", "-L", ft.td.cfg.Panes.SocketName, "capture-pane", "-p", "-t", rt.PaneID).CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("(runtime %s/%s, pane %q: %v: %s)", rt.Status, rt.Readiness, rt.PaneID, err, out)
 	}
@@ -285,7 +290,7 @@ func (ft *fullTurns) approval() {
 	}
 	ft.td.tmux(append([]string{"send-keys", "-t", ft.rt.PaneID}, ft.c.approve...)...)
 	ft.waitAcked("tool")
-	if _, err := os.Stat(filepath.Join(ft.td.cfg.Roots[0], "approved.txt")); err != nil {
+	if _, err := os.Stat(filepath.Join(ft.td.cfg.Panes.Roots[0], "approved.txt")); err != nil {
 		ft.t.Errorf("the approved command did not run: %v", err)
 	}
 	ft.waitAcked("held")
@@ -352,8 +357,8 @@ func (ft *fullTurns) record() {
 	ft.t.Cleanup(func() { f.Close() })
 	var cols, rows int
 	fmt.Sscanf(ft.td.tmux("display-message", "-p", "-t", ft.rt.PaneID, "#{pane_width} #{pane_height}"), "%d %d", &cols, &rows)
-	cfg := controlmode.Config{SocketName: ft.td.cfg.TmuxSocket, Session: "agents_" + ft.rt.WorkspaceID}
-	root := ft.td.cfg.Roots[0] // a temporary folder: shown as /src/demo/xxx…, same length
+	cfg := controlmode.Config{SocketName: ft.td.cfg.Panes.SocketName, Session: "agents_" + ft.rt.WorkspaceID}
+	root := ft.td.cfg.Panes.Roots[0] // a temporary folder: shown as /src/demo/xxx…, same length
 	o := streamrec.Options{Agent: ft.c.agent, Cols: cols, Rows: rows, Replace: []string{root, ("/src/demo/" + strings.Repeat("x", len(root)))[:len(root)]}}
 	if ft.rec, err = streamrec.Record(t0(), cfg, ft.rt.PaneID, o, f); err != nil {
 		ft.t.Fatal(err)

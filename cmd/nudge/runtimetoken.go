@@ -11,24 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/panes"
 )
-
-// runtimeTokenEnv is the NUDGE_RUNTIME_TOKEN entry of a spawned pane's environment.
-func (d *daemon) runtimeTokenEnv(rt nudge.Runtime) []string {
-	if d.auth == nil {
-		return nil
-	}
-	tok, err := d.auth.MintRuntime(rt.RuntimeID, rt.WorkspaceID)
-	if err != nil {
-		d.log.Error("mint runtime token", "runtime_id", rt.RuntimeID, "err", err)
-		return nil
-	}
-	return []string{"NUDGE_RUNTIME_TOKEN=" + tok}
-}
 
 // tokenRuntimes is the registry as the authority's renewal loop sees it (auth.Runtimes).
 type tokenRuntimes struct{ reg *panes.Registry }

@@ -10,7 +10,7 @@ import (
 
 func scheduleConfig(t *testing.T) serveConfig {
 	cfg := newTestConfig(t)
-	cfg.ScheduleGap, cfg.ScheduleMinEvery = time.Millisecond, time.Millisecond
+	cfg.Schedule.MinGap, cfg.Schedule.MinEvery = time.Millisecond, time.Millisecond
 	return cfg
 }
 

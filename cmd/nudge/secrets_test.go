@@ -58,7 +58,7 @@ func TestNoSecretInPaneEnvOrArgv(t *testing.T) {
 	t.Setenv("NUDGE_RATE_LIMIT", "10/min")
 	t.Setenv("MY_AGENT_API_KEY", "agent-key-stays")
 	cfg := newTestConfig(t)
-	cfg.Token = apiToken
+	cfg.Auth.SharedToken = apiToken
 	// Every tmux invocation of the daemon goes through a wrapper that logs its argv.
 	dir := t.TempDir()
 	argvLog := filepath.Join(dir, "argv.log")
@@ -71,7 +71,7 @@ func TestNoSecretInPaneEnvOrArgv(t *testing.T) {
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Tmux = wrapper
+	cfg.Panes.Tmux = wrapper
 	td := startDaemon(t, cfg)
 	td.c = newClient(cfg.Socket, apiToken)
 
@@ -140,8 +140,8 @@ func TestAPITokenFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte("from-a-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, out, err := parse("--api-token-file", file); err != nil || cfg.Token != "from-a-file" || out != "" {
-		t.Fatalf("--api-token-file: %q %q %v", cfg.Token, out, err)
+	if cfg, out, err := parse("--api-token-file", file); err != nil || cfg.Auth.SharedToken != "from-a-file" || out != "" {
+		t.Fatalf("--api-token-file: %q %q %v", cfg.Auth.SharedToken, out, err)
 	}
 	if err := os.Chmod(file, 0o644); err != nil {
 		t.Fatal(err)
@@ -149,12 +149,12 @@ func TestAPITokenFile(t *testing.T) {
 	if _, _, err := parse("--api-token-file", file); err == nil || !strings.Contains(err.Error(), "0600") {
 		t.Fatalf("a group-readable token file was accepted: %v", err)
 	}
-	if cfg, out, err := parse("--api-token", "on-the-cmdline"); err != nil || cfg.Token != "on-the-cmdline" || !strings.Contains(out, "readable by every local user") {
-		t.Fatalf("--api-token: %q %q %v", cfg.Token, out, err)
+	if cfg, out, err := parse("--api-token", "on-the-cmdline"); err != nil || cfg.Auth.SharedToken != "on-the-cmdline" || !strings.Contains(out, "readable by every local user") {
+		t.Fatalf("--api-token: %q %q %v", cfg.Auth.SharedToken, out, err)
 	}
 	t.Setenv("NUDGE_API_TOKEN", "from-env")
-	if cfg, out, err := parse(); err != nil || cfg.Token != "from-env" || out != "" {
-		t.Fatalf("NUDGE_API_TOKEN: %q %q %v", cfg.Token, out, err)
+	if cfg, out, err := parse(); err != nil || cfg.Auth.SharedToken != "from-env" || out != "" {
+		t.Fatalf("NUDGE_API_TOKEN: %q %q %v", cfg.Auth.SharedToken, out, err)
 	}
 	if _, ok := os.LookupEnv("NUDGE_API_TOKEN"); ok {
 		t.Fatalf("NUDGE_API_TOKEN is still in the daemon's environment after it was read")

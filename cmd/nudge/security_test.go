@@ -87,7 +87,7 @@ func TestOtherUIDRefused(t *testing.T) {
 	// --allow-uid admits the uid, but only with a token.
 	td.stop()
 	cfg2 := newTestConfig(t)
-	cfg2.AllowUIDs = []int{65534}
+	cfg2.Auth.AllowUIDs = []int{65534}
 	td2 := startDaemon(t, cfg2)
 	os.Chmod(filepath.Dir(cfg2.Socket), 0o711)
 	os.Chmod(cfg2.Socket, 0o666)
@@ -104,7 +104,7 @@ func TestOtherUIDRefused(t *testing.T) {
 
 func TestPolicy(t *testing.T) {
 	cfg := newTestConfig(t)
-	root := cfg.Roots[0]
+	root := cfg.Panes.Roots[0]
 	allowed, other := filepath.Join(root, "allowed"), filepath.Join(root, "other")
 	for _, d := range []string{allowed, other} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -122,7 +122,7 @@ func TestPolicy(t *testing.T) {
 		}
 	}
 	write(map[string]any{"workspaces": map[string]any{"w1": map[string]any{"dirs": []string{"/"}}}})
-	cfg.PolicyFile = pol
+	cfg.Auth.PolicyFile = pol
 	if _, err := openAuthority(cfg, nil); err == nil || !strings.Contains(err.Error(), "not under any --root") {
 		t.Fatalf("a policy dir outside the roots was accepted: %v", err)
 	}
@@ -199,7 +199,7 @@ var hostileBodies = []struct {
 
 func TestHostileAPIInputs(t *testing.T) {
 	td := startDaemon(t, newTestConfig(t))
-	root := td.cfg.Roots[0]
+	root := td.cfg.Panes.Roots[0]
 	rt := td.spawnShell("w1", "cat", "cat", "-v")
 	before := func() string {
 		return td.tmux("list-sessions", "-F", "#{session_name}") + td.tmux("list-windows", "-a", "-F", "#{window_id}") + td.tmux("list-buffers")

@@ -7,85 +7,59 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"runtime/trace"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
 
+	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/cmd/nudge/notify"
+	"github.com/nudgehq/nudge/cmd/nudge/server"
+	"github.com/nudgehq/nudge/detector"
+	"github.com/nudgehq/nudge/inject"
+	"github.com/nudgehq/nudge/panes"
 	"github.com/nudgehq/nudge/store"
 )
 
-// serveConfig is everything `nudge serve` is configured with.
+// serveConfig is everything `nudge serve` is configured with. Each room's part is its
+// package's Config, started from that package's DefaultConfig(): every default is
+// written once, there, and serveFlags binds the flags to those fields. The daemon fills
+// in the parts it wires (hooks, loggers, the registry) when it opens each room.
 type serveConfig struct {
-	StateDir, Socket       string
-	TmuxSocket, TmuxPath   string
-	TmuxConfig             string
-	Tmux                   string
-	SSHHost                string
-	SSH, SSHConfig         string
-	MetricsAddr            string
-	ProfileDir, PackDir    string
-	Roots                  []string
-	QuietWindow            time.Duration
-	DeferRecheck, MaxDefer time.Duration
-	MaxHold                time.Duration
-	BreakerFailures        int
-	BreakerCooldown        time.Duration
-	AckTimeout             time.Duration
-	AckRetries             int
-	Backoff                []time.Duration
-	RateLimit              int
-	RatePer                time.Duration
-	LoopTurns, LoopRepeats int
-	MaxPrompt              int
-	Sweep                  time.Duration
-	ResumeAttempts         int
-	StaleAfter             time.Duration
-	CrashLoop              int
-	CrashWindow            time.Duration
-	StartTimeout           time.Duration // starting → ready, for a profile that sets no start_timeout
-	LaunchGrace            time.Duration
-	Orchestrator           string // WS/ROLE that receives synchronisation triggers
-	StatusLine             bool
-	BindKeys               bool
-	LogLevel, LogFormat    string
-	Token                  string // optional shared secret
-	TokenFile              string // ... read from this 0600 file
-	StoreCheckTimeout      time.Duration
-	authConfig             // tokens, policy (auth.go)
-	llmConfig              // the optional LLM classifier (llmconfig.go)
-	AllowUIDs              []int
-	ShutdownTimeout        time.Duration
-	Events                 eventstream.Config // the kept window of /v1/events (Keep, MaxAge)
-	ScheduleGap            time.Duration
-	ScheduleMinEvery       time.Duration
-	EchoTimeout            time.Duration
-	SubmitQuiet            time.Duration
-	SubmitTimeout          time.Duration
-	CPUProfile             string // hidden: write a CPU profile here (benchmarks)
-	Trace                  string // hidden: write an execution trace here (benchmarks)
+	StateDir, Socket    string
+	ProfileDir, PackDir string
+	Orchestrator        string // WS/ROLE that receives synchronisation triggers
+	StatusLine          bool
+	LogLevel, LogFormat string
+	TokenFile           string // read Auth.SharedToken from this 0600 file
+	StoreCheckTimeout   time.Duration
+	CPUProfile          string // hidden: write a CPU profile here (benchmarks)
+	Trace               string // hidden: write an execution trace here (benchmarks)
+
+	Panes     panes.Config           // tmux and ssh, workspace roots, sweep, crash loop, start timeout
+	Monitor   detector.MonitorConfig // quiet window after human input, the Any key binding
+	Inject    inject.Config          // defer and hold, breaker, rate limit, loop guard, prompt size, typing, acks
+	Chain     ack.ChainConfig        // resume attempts, staleness, launch grace (the crash loop is Panes')
+	Schedule  inject.SchedulerConfig // seed 004's gaps
+	Auth      auth.Config            // the shared token, peer uids, --require-token, policy, runtime tokens
+	Server    server.Config          // the metrics address, the shutdown deadline
+	Events    eventstream.Config     // the kept window of /v1/events (Keep, MaxAge)
+	Notify    notify.Config          // --notify-command, its timeout and pool; tmux messages
+	llmConfig                        // the optional LLM classifier (llmconfig.go)
 }
 
 func defaultServeConfig() serveConfig {
-	state := defaultStateDir()
 	profiles, packs := defaultOverrideDirs()
 	return serveConfig{
-		StateDir: state, ProfileDir: profiles, PackDir: packs, Tmux: "tmux", TmuxSocket: "nudge",
-		QuietWindow: 20 * time.Second, DeferRecheck: 5 * time.Second, MaxDefer: 60 * time.Second,
-		MaxHold: 10 * time.Minute, BreakerFailures: 3, BreakerCooldown: 2 * time.Minute,
-		AckTimeout: 8 * time.Second, AckRetries: 2, Backoff: []time.Duration{2 * time.Second, 4 * time.Second},
-		RateLimit: 10, RatePer: time.Minute, LoopTurns: 20, LoopRepeats: 3, MaxPrompt: 64 << 10,
-		Sweep: 5 * time.Second, ResumeAttempts: 2, StaleAfter: 12 * time.Hour,
-		CrashLoop: 3, CrashWindow: 15 * time.Minute, LaunchGrace: 1500 * time.Millisecond, StartTimeout: 2 * time.Minute,
-		StatusLine: true, BindKeys: true,
-		LogLevel: "info", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
-		ScheduleGap: 5 * time.Minute, ScheduleMinEvery: time.Minute,
-		EchoTimeout: 2 * time.Second, SubmitQuiet: 250 * time.Millisecond, SubmitTimeout: 3 * time.Second,
-		StoreCheckTimeout: store.DefaultCheckTimeout, llmConfig: defaultLLMConfig(),
-		Events: eventstream.DefaultConfig(),
+		StateDir: defaultStateDir(), ProfileDir: profiles, PackDir: packs,
+		StatusLine: true, LogLevel: "info", LogFormat: "text", StoreCheckTimeout: store.DefaultCheckTimeout,
+		Panes: panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
+		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Auth: auth.DefaultConfig(),
+		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
+		llmConfig: defaultLLMConfig(),
 	}
 }
 
@@ -126,19 +100,9 @@ func (r rateFlag) String() string {
 func (r rateFlag) Type() string { return "rate" }
 
 func (r rateFlag) Set(s string) error {
-	num, unit, ok := strings.Cut(s, "/")
-	if !ok {
-		return errors.New("want N/UNIT, e.g. 10/min")
-	}
-	n, err := strconv.Atoi(num)
-	if err != nil || n <= 0 {
-		return errors.New("want a positive count, e.g. 10/min")
-	}
-	per, ok := map[string]time.Duration{"s": time.Second, "sec": time.Second, "m": time.Minute, "min": time.Minute, "h": time.Hour, "hour": time.Hour}[unit]
-	if !ok {
-		if per, err = time.ParseDuration(unit); err != nil || per <= 0 {
-			return errors.New("unit must be s, min, h or a Go duration")
-		}
+	n, per, err := auth.ParseRate(s)
+	if err != nil {
+		return err
 	}
 	*r.n, *r.per = n, per
 	return nil
@@ -174,57 +138,63 @@ func (b backoffFlag) Set(s string) error {
 }
 
 func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
+	p, in := &c.Panes, &c.Inject
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "state directory (the bbolt store, the default socket)")
 	fs.StringVar(&c.Socket, "socket", "", "API socket (default $XDG_RUNTIME_DIR/nudge/nudge.sock, else under the state dir)")
-	fs.StringVar(&c.TmuxSocket, "tmux-socket", c.TmuxSocket, "tmux server socket name (tmux -L)")
-	fs.StringVar(&c.TmuxPath, "tmux-socket-path", "", "tmux server socket path (tmux -S; wins over --tmux-socket)")
-	fs.StringVar(&c.TmuxConfig, "tmux-config", "", "tmux config file used when nudge starts its tmux server (tmux -f)")
-	fs.StringVar(&c.Tmux, "tmux", c.Tmux, "tmux binary")
-	fs.StringVar(&c.SSHHost, "host", "", "default host of a workspace spawned or registered without --host (user@host, through ssh -T); default: this machine")
-	fs.StringVar(&c.SSH, "ssh", "ssh", "ssh binary for workspaces on other hosts")
-	fs.StringVar(&c.SSHConfig, "ssh-config", "", "ssh config file (ssh -F) for workspaces on other hosts; default: the user's own (~/.ssh/config)")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "also serve /metrics on this TCP address (e.g. 127.0.0.1:9464)")
+	fs.StringVar(&p.SocketName, "tmux-socket", p.SocketName, "tmux server socket name (tmux -L)")
+	fs.StringVar(&p.SocketPath, "tmux-socket-path", "", "tmux server socket path (tmux -S; wins over --tmux-socket)")
+	fs.StringVar(&p.ConfigFile, "tmux-config", "", "tmux config file used when nudge starts its tmux server (tmux -f)")
+	fs.StringVar(&p.Tmux, "tmux", p.Tmux, "tmux binary")
+	fs.StringVar(&p.SSHHost, "host", "", "default host of a workspace spawned or registered without --host (user@host, through ssh -T); default: this machine")
+	fs.StringVar(&p.SSH, "ssh", p.SSH, "ssh binary for workspaces on other hosts")
+	fs.StringVar(&p.SSHConfig, "ssh-config", "", "ssh config file (ssh -F) for workspaces on other hosts; default: the user's own (~/.ssh/config)")
+	fs.StringVar(&c.Server.MetricsAddr, "metrics-addr", "", "also serve /metrics on this TCP address (e.g. 127.0.0.1:9464)")
 	fs.StringVar(&c.ProfileDir, "profile-dir", c.ProfileDir, "directory of agent profile overrides (NAME.json; default $XDG_CONFIG_HOME/nudge/profiles, else ~/.config/nudge/profiles; a missing one is fine)")
 	fs.StringVar(&c.PackDir, "pack-dir", c.PackDir, "directory of readiness classifier pack overrides (NAME.json; default $XDG_CONFIG_HOME/nudge/packs, else ~/.config/nudge/packs; a missing one is fine)")
-	fs.Var(listFlag{&c.Roots}, "root", "allowed workspace root for spawn --dir (repeatable; default: $HOME)")
-	fs.DurationVar(&c.QuietWindow, "quiet-window", c.QuietWindow, "quiet time after human input before injecting")
-	fs.DurationVar(&c.DeferRecheck, "defer-recheck", c.DeferRecheck, "re-check period of a deferred trigger")
-	fs.DurationVar(&c.MaxDefer, "max-defer", c.MaxDefer, "longest a trigger waits for a busy operator before DEFER_TIMEOUT and fallback")
-	fs.DurationVar(&c.MaxHold, "max-hold", c.MaxHold, "longest a trigger waits for a busy, confirming, unknown, paused or cooling-down runtime before DEFER_TIMEOUT and fallback")
-	fs.IntVar(&c.BreakerFailures, "breaker-failures", c.BreakerFailures, "consecutive failed triggers (no ack, send-keys error) that cool a runtime down (RUNTIME_COOLDOWN); 0 turns the breaker off")
-	fs.DurationVar(&c.BreakerCooldown, "breaker-cooldown", c.BreakerCooldown, "first cooldown of a runtime's breaker; doubles after a failed probe, up to 16x")
-	fs.DurationVar(&c.AckTimeout, "ack-timeout", c.AckTimeout, "ack timeout per attempt")
-	fs.IntVar(&c.AckRetries, "ack-retries", c.AckRetries, "retries after an ack timeout before the fallback chain")
-	fs.Var(backoffFlag{&c.Backoff}, "ack-backoff", "backoff before each retry (default 2s,4s)")
-	fs.Var(rateFlag{&c.RateLimit, &c.RatePer}, "rate-limit", "triggers per thread and agent (default 10/min)")
-	fs.IntVar(&c.LoopTurns, "loop-turns", c.LoopTurns, "triggers on a thread without progress before THREAD_AUTO_BLOCKED")
-	fs.IntVar(&c.LoopRepeats, "loop-repeats", c.LoopRepeats, "identical prompts on a thread without progress before THREAD_AUTO_BLOCKED")
-	fs.IntVar(&c.MaxPrompt, "max-prompt", c.MaxPrompt, "largest prompt in bytes after sanitizing")
-	fs.DurationVar(&c.Sweep, "sweep", c.Sweep, "reconciliation sweep period (events drive it too)")
-	fs.IntVar(&c.ResumeAttempts, "resume-attempts", c.ResumeAttempts, "resume attempts before spawning fresh")
-	fs.DurationVar(&c.StaleAfter, "stale-after", c.StaleAfter, "a session whose heartbeat is older is not resumed: spawn")
-	fs.IntVar(&c.CrashLoop, "crash-loop", c.CrashLoop, "failures within --crash-window that make a crash loop")
-	fs.DurationVar(&c.CrashWindow, "crash-window", c.CrashWindow, "crash loop window")
-	fs.DurationVar(&c.StartTimeout, "start-timeout", c.StartTimeout, "a starting agent that has not shown READY by then is failed (a profile's start_timeout wins)")
-	fs.DurationVar(&c.LaunchGrace, "launch-grace", c.LaunchGrace, "a resume or spawn launch must stay up this long to count as started")
+	fs.Var(listFlag{&p.Roots}, "root", "allowed workspace root for spawn --dir (repeatable; default: $HOME)")
+	fs.DurationVar(&c.Monitor.QuietWindow, "quiet-window", c.Monitor.QuietWindow, "quiet time after human input before injecting")
+	fs.DurationVar(&in.DeferRecheck, "defer-recheck", in.DeferRecheck, "re-check period of a deferred trigger")
+	fs.DurationVar(&in.MaxDefer, "max-defer", in.MaxDefer, "longest a trigger waits for a busy operator before DEFER_TIMEOUT and fallback")
+	fs.DurationVar(&in.MaxHold, "max-hold", in.MaxHold, "longest a trigger waits for a busy, confirming, unknown, paused or cooling-down runtime before DEFER_TIMEOUT and fallback")
+	fs.IntVar(&in.BreakerFailures, "breaker-failures", in.BreakerFailures, "consecutive failed triggers (no ack, send-keys error) that cool a runtime down (RUNTIME_COOLDOWN); 0 turns the breaker off")
+	fs.DurationVar(&in.BreakerCooldown, "breaker-cooldown", in.BreakerCooldown, "first cooldown of a runtime's breaker; doubles after a failed probe, up to 16x")
+	fs.DurationVar(&in.AckTimeout, "ack-timeout", in.AckTimeout, "ack timeout per attempt")
+	fs.IntVar(&in.AckRetries, "ack-retries", in.AckRetries, "retries after an ack timeout before the fallback chain")
+	fs.Var(backoffFlag{&in.Backoff}, "ack-backoff", "backoff before each retry")
+	fs.Var(rateFlag{&in.RateLimit, &in.RatePer}, "rate-limit", "triggers per thread and agent")
+	fs.IntVar(&in.LoopTurns, "loop-turns", in.LoopTurns, "triggers on a thread without progress before THREAD_AUTO_BLOCKED")
+	fs.IntVar(&in.LoopRepeats, "loop-repeats", in.LoopRepeats, "identical prompts on a thread without progress before THREAD_AUTO_BLOCKED")
+	fs.IntVar(&in.MaxPrompt, "max-prompt", in.MaxPrompt, "largest prompt in bytes after sanitizing")
+	fs.DurationVar(&p.SweepInterval, "sweep", p.SweepInterval, "reconciliation sweep period (events drive it too)")
+	fs.IntVar(&c.Chain.ResumeAttempts, "resume-attempts", c.Chain.ResumeAttempts, "resume attempts before spawning fresh")
+	fs.DurationVar(&c.Chain.StaleAfter, "stale-after", c.Chain.StaleAfter, "a session whose heartbeat is older is not resumed: spawn")
+	fs.IntVar(&p.CrashLoopFailures, "crash-loop", p.CrashLoopFailures, "failures within --crash-window that make a crash loop")
+	fs.DurationVar(&p.CrashLoopWindow, "crash-window", p.CrashLoopWindow, "crash loop window")
+	fs.DurationVar(&p.StartTimeout, "start-timeout", p.StartTimeout, "a starting agent that has not shown READY by then is failed (a profile's start_timeout wins)")
+	fs.DurationVar(&c.Chain.LaunchGrace, "launch-grace", c.Chain.LaunchGrace, "a resume or spawn launch must stay up this long to count as started")
 	fs.StringVar(&c.Orchestrator, "orchestrator", "", "WS/ROLE of the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane")
 	fs.BoolVar(&c.StatusLine, "status-line", c.StatusLine, "show [role: STATE] in the status line of nudge's tmux sessions")
-	fs.BoolVar(&c.BindKeys, "bind-keys", c.BindKeys, "install the root-table Any binding that reports human keys at once (nudge's own server)")
+	fs.BoolVar(&c.Monitor.BindKeys, "bind-keys", c.Monitor.BindKeys, "install the root-table Any binding that reports human keys at once (nudge's own server)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "trace, debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
-	fs.StringVar(&c.Token, "api-token", "", "shared secret callers must send as a Bearer token (optional; shows in ps: prefer --api-token-file or NUDGE_API_TOKEN)")
+	fs.StringVar(&c.Auth.SharedToken, "api-token", "", "shared secret callers must send as a Bearer token (optional; shows in ps: prefer --api-token-file or NUDGE_API_TOKEN)")
 	fs.StringVar(&c.TokenFile, "api-token-file", "", "read the --api-token secret from this file (mode 0600, owned by you)")
 	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
-	authFlags(fs, c)
+	authFlags(fs, &c.Auth)
 	llmFlags(fs, &c.llmConfig)
-	fs.DurationVar(&c.ScheduleMinEvery, "schedule-min-every", c.ScheduleMinEvery, "shortest period a schedule may have")
-	fs.DurationVar(&c.EchoTimeout, "echo-timeout", c.EchoTimeout, "longest wait for the typed text's echo before Enter")
-	fs.DurationVar(&c.SubmitQuiet, "submit-quiet", c.SubmitQuiet, "quiet after Enter before checking that the prompt left the composer")
-	fs.DurationVar(&c.SubmitTimeout, "submit-timeout", c.SubmitTimeout, "longest wait for output after Enter before that check")
-	fs.DurationVar(&c.ScheduleGap, "schedule-gap", c.ScheduleGap, "least time between two scheduled prompts to one agent (seed 004)")
+	fs.DurationVar(&c.Monitor.LLMSettle, "llm-settle", c.Monitor.LLMSettle, "how long a screen the packs cannot classify must stay unchanged before the LLM classifier is asked about it")
 	fs.IntVar(&c.Events.Keep, "events-keep", c.Events.Keep, "events kept for /v1/events?since= replay (the newest)")
 	fs.DurationVar(&c.Events.MaxAge, "events-max-age", c.Events.MaxAge, "events older than this are dropped from the replay window")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for requests in flight")
+	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR; a trigger failed)")
+	fs.DurationVar(&c.Notify.Timeout, "notify-timeout", c.Notify.Timeout, "a --notify-command run longer than this is killed (its process group)")
+	fs.IntVar(&c.Notify.MaxRunning, "notify-max", c.Notify.MaxRunning, "--notify-command runs at once; a notification beyond them is dropped (counted, logged)")
+	fs.BoolVar(&c.Notify.NoDisplay, "no-notify-tmux", c.Notify.NoDisplay, "do not show notifications with tmux display-message to the clients attached to a workspace's session")
+	fs.DurationVar(&c.Schedule.MinEvery, "schedule-min-every", c.Schedule.MinEvery, "shortest period a schedule may have")
+	fs.DurationVar(&in.EchoTimeout, "echo-timeout", in.EchoTimeout, "longest wait for the typed text's echo before Enter")
+	fs.DurationVar(&in.SubmitQuiet, "submit-quiet", in.SubmitQuiet, "quiet after Enter before checking that the prompt left the composer")
+	fs.DurationVar(&in.SubmitTimeout, "submit-timeout", in.SubmitTimeout, "longest wait for output after Enter before that check")
+	fs.DurationVar(&c.Schedule.MinGap, "schedule-gap", c.Schedule.MinGap, "least time between two scheduled prompts to one agent (seed 004)")
+	fs.DurationVar(&c.Server.ShutdownTimeout, "shutdown-timeout", c.Server.ShutdownTimeout, "how long shutdown waits for requests in flight")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile here (benchmarks)")
 	fs.StringVar(&c.Trace, "trace", "", "write an execution trace here (benchmarks)")
 	fs.MarkHidden("cpuprofile") //nolint:errcheck // defined just above
@@ -244,21 +214,23 @@ func (c *serveConfig) complete() error {
 	if c.Socket == "" {
 		c.Socket = defaultSocket(c.StateDir)
 	}
-	if len(c.Roots) == 0 {
+	roots := &c.Panes.Roots
+	if len(*roots) == 0 {
 		if h, err := os.UserHomeDir(); err == nil {
-			c.Roots = []string{h}
+			*roots = []string{h}
 		}
 	}
-	for i, r := range c.Roots {
-		if c.Roots[i], err = filepath.Abs(r); err != nil {
+	for i, r := range *roots {
+		if (*roots)[i], err = filepath.Abs(r); err != nil {
 			return err
 		}
 	}
+	in := &c.Inject
 	switch {
-	case c.AckRetries < 0 || c.ResumeAttempts < 0 || c.CrashLoop < 0 || c.BreakerFailures < 0:
+	case in.AckRetries < 0 || c.Chain.ResumeAttempts < 0 || c.Panes.CrashLoopFailures < 0 || in.BreakerFailures < 0:
 		return errors.New("counts must not be negative")
-	case c.QuietWindow < 0 || c.MaxDefer <= 0 || c.DeferRecheck <= 0 || c.AckTimeout <= 0 || c.MaxHold <= 0 || c.BreakerCooldown <= 0 ||
-		c.StartTimeout <= 0:
+	case c.Monitor.QuietWindow < 0 || in.MaxDefer <= 0 || in.DeferRecheck <= 0 || in.AckTimeout <= 0 || in.MaxHold <= 0 || in.BreakerCooldown <= 0 ||
+		c.Panes.StartTimeout <= 0:
 		return errors.New("durations must be positive")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return errors.New("--log-format must be text or json")
@@ -277,20 +249,20 @@ func (c *serveConfig) complete() error {
 // own environment once read.
 func (c *serveConfig) loadToken(env *cliEnv) error {
 	fromEnv, ok := os.LookupEnv("NUDGE_API_TOKEN")
-	onCmdline := c.Token != "" && (!ok || fromEnv != c.Token)
+	onCmdline := c.Auth.SharedToken != "" && (!ok || fromEnv != c.Auth.SharedToken)
 	os.Unsetenv("NUDGE_API_TOKEN") //nolint:errcheck // read already; never inherited
 	if c.TokenFile != "" {
-		if c.Token != "" {
+		if c.Auth.SharedToken != "" {
 			return usagef("--api-token and --api-token-file are exclusive")
 		}
 		tok, err := readSecretFile(c.TokenFile)
 		if err != nil {
 			return fmt.Errorf("--api-token-file: %w", err)
 		}
-		c.Token = tok
+		c.Auth.SharedToken = tok
 		return nil
 	}
-	if onCmdline && c.Token != "" {
+	if onCmdline && c.Auth.SharedToken != "" {
 		fmt.Fprintln(env.stderr, "nudge serve: warning: --api-token on the command line is readable by every local user (ps, /proc); use --api-token-file or NUDGE_API_TOKEN")
 	}
 	return nil

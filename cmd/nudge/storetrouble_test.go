@@ -27,7 +27,7 @@ func serveOnce(t *testing.T, cfg serveConfig) (int, string) {
 			}
 		}()
 		code = run(ctx, env, []string{"serve", "--state-dir", cfg.StateDir, "--socket", cfg.Socket,
-			"--tmux-socket", cfg.TmuxSocket, "--tmux-config", "/dev/null", "--root", cfg.Roots[0]})
+			"--tmux-socket", cfg.Panes.SocketName, "--tmux-config", "/dev/null", "--root", cfg.Panes.Roots[0]})
 	}()
 	return code, errb.String()
 }

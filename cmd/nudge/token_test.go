@@ -136,7 +136,7 @@ func TestTokenScopes(t *testing.T) {
 
 func TestRequireToken(t *testing.T) {
 	cfg := newTestConfig(t)
-	cfg.RequireToken = true
+	cfg.Auth.RequireToken = true
 	td := startDaemon(t, cfg)
 	wantAPIError(t, "tokenless", td.c.do(bg(), "GET", "/v1/runtimes", nil, nil), "UNAUTHORIZED", "a token is required")
 	// The operator mints one with the key (as `nudge token issue` would need a token here).
@@ -226,7 +226,7 @@ func runWithEnv(env map[string]string, args ...string) (string, string, int) {
 
 func TestRuntimeTokenRenewal(t *testing.T) {
 	cfg := newTestConfig(t)
-	cfg.RuntimeTokenTTL = 3 * time.Second
+	cfg.Auth.RuntimeTokenTTL = 3 * time.Second
 	td := startDaemon(t, cfg)
 	a, _ := rawCat(t, td, "w1", "alpha")
 	first := paneEnv(t, a.PID, "NUDGE_RUNTIME_TOKEN")
@@ -258,6 +258,6 @@ func TestRuntimeTokenRenewal(t *testing.T) {
 }
 
 func tmuxOut(td *testDaemon, args ...string) (string, error) {
-	out, err := exec.Command("tmux", append([]string{"-L", td.cfg.TmuxSocket}, args...)...).Output()
+	out, err := exec.Command("tmux", append([]string{"-L", td.cfg.Panes.SocketName}, args...)...).Output()
 	return string(out), err
 }

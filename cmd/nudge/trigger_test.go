@@ -19,7 +19,7 @@ import (
 // echo on so nudge sees the echo) to a file, and returns the file's path.
 func rawCat(t *testing.T, td *testDaemon, ws, role string) (runtimeView, string) {
 	t.Helper()
-	file := filepath.Join(td.cfg.Roots[0], role+".bytes")
+	file := filepath.Join(td.cfg.Panes.Roots[0], role+".bytes")
 	rt := td.spawnShell(ws, role, "sh", "-c", "stty raw; exec cat > "+file)
 	// The file appears when cat starts, after stty: a prompt typed before would meet a
 	// cooked tty.
@@ -88,7 +88,7 @@ func TestTriggerHostilePromptsArriveByteExact(t *testing.T) {
 			t.Fatalf("#%d: pane read\n%q\nwant\n%q", i, got, want.String())
 		}
 	}
-	if _, err := os.Stat(filepath.Join(td.cfg.Roots[0], "pwned")); err == nil {
+	if _, err := os.Stat(filepath.Join(td.cfg.Panes.Roots[0], "pwned")); err == nil {
 		t.Fatal("a payload ran a shell command")
 	}
 	if n := strings.Count(td.tmux("list-windows", "-a"), "\n"); n != 1 {

@@ -27,7 +27,7 @@ func buildWatchBinary(t *testing.T) string {
 // the given size, like an operator's terminal.
 func attachClient(t *testing.T, td *testDaemon, session string, cols, rows uint16) {
 	t.Helper()
-	cmd := exec.Command("tmux", "-L", td.cfg.TmuxSocket, "attach-session", "-t", session)
+	cmd := exec.Command("tmux", "-L", td.cfg.Panes.SocketName, "attach-session", "-t", session)
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color", "TMUX=")
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: rows, Cols: cols})
 	if err != nil {
@@ -89,7 +89,7 @@ func TestWatchInRealTmuxPane(t *testing.T) {
 	attachClient(t, td, "ops", 80, 24)
 	pane := "ops:0.0"
 	td.waitPane(pane, "the shell prompt", func(s string) bool { return strings.Contains(s, "OPS$") })
-	td.tmux("send-keys", "-t", pane, "-l", bin+" watch --socket "+td.cfg.Socket+" --tmux-socket "+td.cfg.TmuxSocket+"; echo WATCH-EXIT-$?")
+	td.tmux("send-keys", "-t", pane, "-l", bin+" watch --socket "+td.cfg.Socket+" --tmux-socket "+td.cfg.Panes.SocketName+"; echo WATCH-EXIT-$?")
 	td.tmux("send-keys", "-t", pane, "Enter")
 
 	ids := []string{alpha.RuntimeID, beta.RuntimeID, gamma.RuntimeID}

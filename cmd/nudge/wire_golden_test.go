@@ -90,9 +90,9 @@ func (n *wireNormaliser) apply(s string) string {
 
 func newWireNormaliser(cfg serveConfig) *wireNormaliser {
 	n := &wireNormaliser{}
-	n.literal(cfg.Roots[0], "<root>")
+	n.literal(cfg.Panes.Roots[0], "<root>")
 	n.literal(cfg.StateDir, "<state>")
-	n.literal(cfg.TmuxSocket, "<tmux>")
+	n.literal(cfg.Panes.SocketName, "<tmux>")
 	uid := strconv.Itoa(os.Geteuid())
 	n.re(`"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)"`, `"<time>"`)
 	n.re(`"(pid|seq)": \d+`, `"$1": <n>`)
@@ -143,7 +143,7 @@ func TestWireGolden(t *testing.T) {
 		}
 		t.Fatalf("%s never reached the wanted state", path)
 	}
-	root := cfg.Roots[0]
+	root := cfg.Panes.Roots[0]
 
 	// Errors first: nothing exists yet.
 	pin("error_no_endpoint", "GET", "/v1/nothing", "", "")

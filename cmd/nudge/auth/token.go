@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/panes"
 )
 
 // Verbs a token may carry.
@@ -58,10 +59,8 @@ var (
 	ErrInvalid   = errors.New("invalid token claims")
 )
 
-var (
-	idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{8,64}$`)
-	wsRE = regexp.MustCompile(`^(\*|[A-Za-z0-9_-]{1,64})$`)
-)
+// idRE is a token id's shape (ids nudge generates: not the id charset of triggers).
+var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{8,64}$`)
 
 // Claims is what a token says about its bearer.
 type Claims struct {
@@ -92,7 +91,7 @@ func (c Claims) Validate() error {
 		return fmt.Errorf("%w: a runtime token needs an epoch and exactly one workspace", ErrInvalid)
 	}
 	for _, w := range c.Workspaces {
-		if !wsRE.MatchString(w) {
+		if w != AllWorkspaces && panes.ValidWorkspace(w) != nil {
 			return fmt.Errorf("%w: bad workspace %q", ErrInvalid, w)
 		}
 	}

@@ -8,13 +8,14 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
 	"github.com/nudgehq/nudge/store"
 )
 
 // Deps is what the server consumes. Every field is required except Events and Metrics
-// (nil: those endpoints answer 404 and an empty body).
+// (nil: /v1/events answers 404, /metrics an empty body).
 type Deps struct {
 	Auth      Authenticator
 	Tokens    Tokens
@@ -25,7 +26,7 @@ type Deps struct {
 	Acks      Acks
 	Store     Store
 	Schedules Schedules
-	Events    http.Handler // GET /v1/events; it reads the caller with auth.CallerFrom
+	Events    Events
 	Metrics   Metrics
 }
 
@@ -104,6 +105,13 @@ type Store interface {
 type Schedules interface {
 	Add(ws, agent, prompt string, every time.Duration) (nudge.Schedule, error)
 	Remove(id string) error
+}
+
+// Events is the event hub (satisfied by *events.Hub): it serves GET /v1/events (a replay
+// and, asked for, a live stream), showing only the events show allows. An error is
+// answered before any event was written (a bad or expired since).
+type Events interface {
+	Serve(w http.ResponseWriter, r *http.Request, show func(events.Event) bool) error
 }
 
 // Metrics writes the Prometheus text format (satisfied by *observe.Observer).

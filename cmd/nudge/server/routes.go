@@ -7,6 +7,7 @@ import (
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/events"
 )
 
 // handlerFunc is a handler of an authenticated request.
@@ -80,14 +81,15 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request, c auth.Cal
 	writeJSON(w, http.StatusOK, api.Health{OK: true, Version: s.cfg.Version, StartedAt: s.started, Runtimes: len(s.deps.Runtimes.List())})
 }
 
-// handleEvents is /v1/events: the event hub's own handler, which reads the caller from
-// the request's context.
-func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ auth.Caller) {
+// handleEvents is /v1/events: the events of the workspaces the caller may read.
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, c auth.Caller) {
 	if s.deps.Events == nil {
 		s.fail(w, r, &api.Error{ErrorCode: nudge.NotFound, Message: "no such endpoint: " + r.Method + " " + r.URL.Path})
 		return
 	}
-	s.deps.Events.ServeHTTP(w, r)
+	if err := s.deps.Events.Serve(w, r, func(ev events.Event) bool { return c.Sees(ev.Workspace) }); err != nil {
+		s.fail(w, r, err) // a bad or expired since (410 EVENTS_EXPIRED), before any event
+	}
 }
 
 // handleMetrics serves the Prometheus text format (on the socket and on MetricsAddr).

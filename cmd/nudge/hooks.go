@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/detector"
+	"github.com/nudgehq/nudge/inject"
+)
+
+// hooks carries what one room reports to the rooms that react to it: the arrows of the
+// root package's map that run against the import order. The registry's connection read
+// goroutines report pane output and events; the monitor reports readiness; the registry,
+// the pipeline and the fallback chain report changes. hooks passes each on to the
+// pipeline, the ack tracker, the monitor, the event hub and the observer. It acts only
+// once ready is set, when every room is open; none of its methods blocks.
+type hooks struct {
+	d            *daemon // the rooms, set as openDaemon opens them
+	orchestrator string  // WS/ROLE that gets a sync trigger after a human intervened
+	socket       string
+	log          hclog.Logger
+	ready        atomic.Bool
+}
+
+// ackSignals is the ack signals of a runtime's profile (the ack tracker asks).
+func (h *hooks) ackSignals(runtimeID string) []string {
+	rt, ok := h.d.reg.Get(runtimeID)
+	if !ok {
+		return nil
+	}
+	return h.d.profiles[rt.Agent].AckSignals
+}
+
+// runtimeEnv is the environment a spawned runtime gets: where the daemon is, and a token
+// for itself only.
+func (h *hooks) runtimeEnv(rt nudge.Runtime) []string {
+	env := []string{"NUDGE_SOCKET=" + h.socket, "NUDGE_RUNTIME_ID=" + rt.RuntimeID}
+	tok, err := h.d.auth.MintRuntime(rt.RuntimeID, rt.WorkspaceID)
+	if err != nil {
+		h.log.Error("mint runtime token", "runtime_id", rt.RuntimeID, "err", err)
+		return env
+	}
+	return append(env, "NUDGE_RUNTIME_TOKEN="+tok)
+}
+
+// onOutput fans a managed pane's output out to the pipeline (echo and submit detection),
+// the ack tracker and the monitor. It runs on a control connection's read goroutine.
+func (h *hooks) onOutput(runtimeID string, data []byte) {
+	if !h.ready.Load() {
+		return
+	}
+	h.d.pipe.Observe(runtimeID)
+	h.d.acks.Feed(runtimeID, data)
+	h.d.mon.Feed(runtimeID, data)
+}
+
+func (h *hooks) onEvent(workspace string, ev controlmode.Event) {
+	if h.ready.Load() {
+		h.d.mon.Event(workspace, ev)
+	}
+}
+
+func (h *hooks) onReadiness(runtimeID string, c detector.Classification, busy bool) {
+	ws := eventWorkspace(h.d.reg, runtimeID)
+	h.d.hub.Publish(Event{Type: "readiness", Workspace: ws, Detail: mustJSON(map[string]any{
+		"runtime_id": runtimeID, "readiness": c.State, "summary": c.Summary,
+		"actions_needed": c.ActionsNeeded, "operator_busy": busy})})
+	if !h.ready.Load() {
+		return
+	}
+	h.d.obs.Workspace(ws)
+	if !busy && c.State == nudge.Ready {
+		h.d.pipe.Kick(runtimeID)
+	}
+}
+
+// onHumanDone sends the orchestrator a synchronisation trigger after a human intervened
+// in a worker's pane (seed 001 §4.1). The pipeline owns the submitting goroutine.
+func (h *hooks) onHumanDone(rt nudge.Runtime) {
+	ws, role, ok := strings.Cut(h.orchestrator, "/")
+	if !ok || !h.ready.Load() || (rt.WorkspaceID == ws && rt.Role == role) {
+		return
+	}
+	id := fmt.Sprintf("sync_%s_%d", strings.ReplaceAll(rt.RuntimeID, ".", "_"), time.Now().UnixMilli())
+	h.d.pipe.SubmitAsync(inject.Request{
+		TriggerID: id, Workspace: ws, Agent: role, ThreadID: "sync_" + rt.WorkspaceID,
+		Prompt: fmt.Sprintf("A human intervened directly in %s (%s, pane %s). Review its pane before continuing autonomous work.",
+			rt.Role, rt.WorkspaceID, rt.PaneID),
+		Reason: "human_intervention", Caller: "nudge",
+	}, func(_ inject.Submitted, err error) {
+		if err != nil {
+			h.log.Warn("sync trigger", "runtime_id", rt.RuntimeID, "err", err)
+		}
+	})
+}
+
+func (h *hooks) onRuntimeChange(rt nudge.Runtime, prev nudge.Status) {
+	h.d.hub.Publish(Event{Type: "runtime", Workspace: rt.WorkspaceID, Runtime: rt})
+	if !h.ready.Load() {
+		return
+	}
+	h.d.obs.Workspace(rt.WorkspaceID)
+	if prev == "" || rt.Status == nudge.StatusStarting {
+		h.d.mon.Refresh() // a new runtime, or a relaunch in a new pane: watch it now
+	}
+	if s := rt.Status; s != prev && (s == nudge.StatusStarting || s == nudge.StatusFallbackResume) {
+		h.d.mon.Reclassify(rt.RuntimeID) // a new program: its screen is read afresh, even if it reads as the old one's did
+	}
+	if rt.Status == nudge.StatusReady {
+		h.d.pipe.Kick(rt.RuntimeID)
+	}
+}
+
+func (h *hooks) onTriggerChange(t nudge.Trigger) {
+	h.d.hub.Publish(Event{Type: "trigger", Workspace: t.WorkspaceID, Trigger: t})
+	if h.ready.Load() {
+		h.d.obs.Trigger(t)
+	}
+}
+
+func (h *hooks) onFallbackStep(step ack.Step) {
+	ws := eventWorkspace(h.d.reg, step.RuntimeID)
+	if t, err := h.d.pipe.Get(step.TriggerID); err == nil {
+		ws = t.WorkspaceID
+	}
+	h.d.hub.Publish(Event{Type: "fallback", Workspace: ws, Detail: mustJSON(step)})
+}

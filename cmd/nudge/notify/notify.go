@@ -1,0 +1,260 @@
+// Package notify tells people when an agent wants them (seed 002's notifications): when a
+// runtime becomes READY, NEEDS_CONFIRMATION or ERROR, and when a trigger fails. Each such
+// event is shown with tmux display-message to the clients attached to the workspace's
+// session (through the daemon's control connection) and, if configured, given to a user
+// command as JSON on its stdin.
+//
+// The main types:
+//
+//	Notifier  reads a Hub's events and notifies; New starts it, Close stops it
+//	Config    the command, its timeout and concurrency; DefaultConfig
+//	Conns     a workspace's control connection (satisfied by *panes.Registry)
+//
+// Nothing here blocks the daemon: the Notifier reads its own bounded subscription, and
+// commands and displays run in small bounded pools; what does not fit is dropped and
+// counted (Dropped), with a warning.
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/controlmode"
+)
+
+// Config configures a Notifier. Zero fields take DefaultConfig's values.
+type Config struct {
+	// Command is a shell command line (run with /bin/sh -c) given each notification's
+	// event JSON on stdin. "" runs nothing.
+	Command string
+	// Timeout bounds one run of Command; then its process group is killed. 0 means 10 s.
+	Timeout time.Duration
+	// MaxRunning is how many Commands may run at once; a notification that finds them all
+	// busy is dropped (counted, logged). 0 means 4.
+	MaxRunning int
+	// Env is Command's environment. nil means the daemon's without nudge's own variables
+	// (controlmode.ChildEnv: no NUDGE_*, no TMUX).
+	Env []string
+	// NoDisplay turns the tmux display-message off.
+	NoDisplay bool
+	// Session is the tmux session of a workspace (panes.SessionName).
+	Session func(workspace string) string
+	// Logger; nil means a null logger.
+	Logger hclog.Logger
+}
+
+// DefaultConfig returns the defaults: no command, 10 s, 4 at once, tmux messages on.
+func DefaultConfig() Config {
+	return Config{Timeout: 10 * time.Second, MaxRunning: 4}
+}
+
+// Source is the event hub (*events.Hub).
+type Source interface {
+	Subscribe() *events.Subscriber
+	Unsubscribe(*events.Subscriber)
+}
+
+// Conns gives a workspace's control connection (*panes.Registry). The connection is
+// the caller's: the Notifier never closes it.
+type Conns interface {
+	Conn(workspace string) (*controlmode.Conn, error)
+}
+
+// Notifier reads events from a Source and notifies. New starts its goroutine; the
+// daemon owns it and calls Close, which waits for running commands too.
+type Notifier struct {
+	cfg   Config
+	src   Source
+	conns Conns
+	log   hclog.Logger
+
+	cmds     chan struct{} // command slots
+	displays chan struct{} // display slots
+	dropped  atomic.Uint64
+	sent     atomic.Uint64
+
+	stop   chan struct{}
+	ctx    context.Context // ended by Close: commands and displays in flight are cut short
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the reader and every command and display in flight
+	once   sync.Once
+
+	// Owned by the reader goroutine.
+	readiness map[string]string   // runtime id -> last readiness seen
+	failed    map[string]struct{} // trigger ids already notified as failed
+}
+
+// maxDisplays bounds display-message rounds in flight.
+const maxDisplays = 4
+
+// New starts a Notifier on src. conns may be nil (no tmux messages).
+func New(cfg Config, src Source, conns Conns) *Notifier {
+	d := DefaultConfig()
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = d.Timeout
+	}
+	if cfg.MaxRunning <= 0 {
+		cfg.MaxRunning = d.MaxRunning
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Session == nil {
+		cfg.Session = func(ws string) string { return ws }
+	}
+	n := &Notifier{cfg: cfg, src: src, conns: conns, log: cfg.Logger,
+		cmds: make(chan struct{}, cfg.MaxRunning), displays: make(chan struct{}, maxDisplays),
+		stop: make(chan struct{}), readiness: map[string]string{}, failed: map[string]struct{}{}}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	sub := src.Subscribe()
+	n.wg.Add(1)
+	go n.read(sub)
+	return n
+}
+
+// Close stops reading, kills the commands still running (their process groups) and waits
+// for them and the displays in flight. Idempotent.
+func (n *Notifier) Close() {
+	n.once.Do(func() {
+		close(n.stop)
+		n.cancel()
+		n.wg.Wait()
+	})
+}
+
+// Dropped is how many notifications were dropped because their pool was full.
+func (n *Notifier) Dropped() uint64 { return n.dropped.Load() }
+
+// Sent is how many notifications were handed to a command or a display.
+func (n *Notifier) Sent() uint64 { return n.sent.Load() }
+
+func (n *Notifier) read(sub *events.Subscriber) {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.stop:
+			n.src.Unsubscribe(sub)
+			return
+		case <-sub.Dropped:
+			select {
+			case ev := <-sub.C:
+				n.event(ev)
+				continue
+			default:
+			}
+			select {
+			case <-n.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			n.log.Warn("notifications fell behind the event hub; resubscribing")
+			sub = n.src.Subscribe()
+		case ev := <-sub.C:
+			n.event(ev)
+		}
+	}
+}
+
+// view is what a notification needs of an event.
+type view struct {
+	Type      string `json:"type"`
+	Workspace string `json:"workspace"`
+	Detail    struct {
+		RuntimeID string `json:"runtime_id"`
+		Readiness string `json:"readiness"`
+		Summary   string `json:"summary"`
+	} `json:"detail"`
+	Trigger *struct {
+		TriggerID string `json:"trigger_id"`
+		Agent     string `json:"agent"`
+		State     string `json:"state"`
+		ErrorCode string `json:"error_code"`
+		Error     string `json:"error"`
+	} `json:"trigger"`
+}
+
+// event notifies if ev is worth it.
+func (n *Notifier) event(ev events.Event) {
+	raw := ev.JSON()
+	if raw == nil {
+		return
+	}
+	var v view
+	if json.Unmarshal(raw, &v) != nil {
+		return
+	}
+	if msg := n.message(&v); msg != "" {
+		n.notify(v.Workspace, msg, raw)
+	}
+}
+
+// message is the one-line text for v, or "" if v is not a notification.
+func (n *Notifier) message(v *view) string {
+	switch {
+	case v.Type == "readiness" && v.Detail.RuntimeID != "":
+		id, state := v.Detail.RuntimeID, v.Detail.Readiness
+		prev, known := n.readiness[id]
+		n.readiness[id] = state
+		if state == prev || !(state == "NEEDS_CONFIRMATION" || state == "ERROR" || (state == "READY" && known)) {
+			return "" // READY is news only as a change from a state seen before
+		}
+		msg := "nudge: " + roleOf(id) + " (" + v.Workspace + ") is " + state
+		if state != "READY" && v.Detail.Summary != "" {
+			msg += ": " + v.Detail.Summary
+		}
+		return msg
+	case v.Type == "trigger" && v.Trigger != nil && v.Trigger.State == "failed":
+		t := v.Trigger
+		if _, done := n.failed[t.TriggerID]; done {
+			return ""
+		}
+		if len(n.failed) >= 4096 {
+			clear(n.failed) // bounded; a repeat after this is harmless
+		}
+		n.failed[t.TriggerID] = struct{}{}
+		return "nudge: trigger " + t.TriggerID + " to " + t.Agent + " (" + v.Workspace + ") failed: " + t.ErrorCode
+	}
+	return ""
+}
+
+// roleOf is the role in a runtime id rt_<ws>.<role>.
+func roleOf(id string) string {
+	if _, role, ok := strings.Cut(id, "."); ok {
+		return role
+	}
+	return id
+}
+
+// notify hands msg to the display and the command pools, dropping what does not fit.
+func (n *Notifier) notify(ws, msg string, raw []byte) {
+	if !n.cfg.NoDisplay && n.conns != nil && ws != "" {
+		n.spawn(n.displays, "display", func() { n.display(ws, msg) })
+	}
+	if n.cfg.Command != "" {
+		n.spawn(n.cmds, "command", func() { n.run(raw) })
+	}
+}
+
+func (n *Notifier) spawn(pool chan struct{}, what string, fn func()) {
+	select {
+	case pool <- struct{}{}:
+	default:
+		d := n.dropped.Add(1)
+		n.log.Warn("notification dropped: too many in flight", "kind", what, "limit", cap(pool), "dropped_total", d)
+		return
+	}
+	n.sent.Add(1)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer func() { <-pool }()
+		fn()
+	}()
+}

@@ -1,0 +1,250 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/store"
+)
+
+func openHub(t *testing.T) *events.Hub {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "nudge.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := events.Open(events.Config{}, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(); db.Close() })
+	return h
+}
+
+func readiness(ws, id, state, summary string) events.Event {
+	d, _ := json.Marshal(map[string]any{"runtime_id": id, "readiness": state, "summary": summary})
+	return events.Event{Type: "readiness", Workspace: ws, Detail: d}
+}
+
+func failedTrigger(ws, id string) events.Event {
+	return events.Event{Type: "trigger", Workspace: ws,
+		Trigger: map[string]any{"trigger_id": id, "agent": "rev", "state": "failed", "error_code": "ACK_TIMEOUT"}}
+}
+
+// waitFor polls cond until it holds or a generous deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The command gets the event's JSON on stdin, once per notification, and none of
+// nudge's own variables in its environment. Only READY/NEEDS_CONFIRMATION/ERROR
+// transitions and failed triggers notify.
+func TestCommandGetsEventJSON(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "events.ndjson")
+	t.Setenv("NOTIFY_OUT", out)
+	t.Setenv("NUDGE_API_TOKEN", "s3cret-token")
+	h := openHub(t)
+	// Each notification is published once the previous one's line is there, so the lines
+	// keep their order; the default pool (4) leaves room for a run still writing its env.
+	n := New(Config{Command: `cat >> "$NOTIFY_OUT"; env > "$NOTIFY_OUT.env"`}, h, nil)
+	defer n.Close()
+
+	var want []events.Event
+	h.Publish(readiness("w1", "rt_w1.rev", "BUSY", ""))  // not a notification
+	h.Publish(readiness("w1", "rt_w1.rev", "READY", "")) // READY after BUSY: one
+	want = append(want, lastOf(h))
+	waitFor(t, "the first notification", func() bool { b, _ := os.ReadFile(out); return len(b) > 0 })
+	h.Publish(readiness("w1", "rt_w1.rev", "READY", "")) // no change: none
+	h.Publish(failedTrigger("w1", "t1"))
+	want = append(want, lastOf(h))
+	waitFor(t, "the second notification", func() bool { b, _ := os.ReadFile(out); return bytes.Count(b, []byte("\n")) >= 2 })
+	h.Publish(failedTrigger("w1", "t1")) // the same failure again: none
+	h.Publish(readiness("w1", "rt_w1.rev", "NEEDS_CONFIRMATION", "Allow?"))
+	want = append(want, lastOf(h))
+	waitFor(t, "the third notification", func() bool { b, _ := os.ReadFile(out); return bytes.Count(b, []byte("\n")) >= 3 })
+	n.Close()
+
+	got, _ := os.ReadFile(out)
+	var wantText []byte
+	for _, ev := range want {
+		wantText = append(append(wantText, ev.JSON()...), '\n')
+	}
+	if !bytes.Equal(got, wantText) {
+		t.Fatalf("command stdin:\n%s\nwant:\n%s", got, wantText)
+	}
+	env, _ := os.ReadFile(out + ".env")
+	if bytes.Contains(env, []byte("NUDGE_")) || bytes.Contains(env, []byte("s3cret")) {
+		t.Fatalf("nudge's own variables reached the command:\n%s", env)
+	}
+}
+
+// lastOf returns the newest event of h as replayed (its JSON as published).
+func lastOf(h *events.Hub) events.Event {
+	evs, s, _ := h.Replay(h.Last() - 1)
+	h.Unsubscribe(s)
+	return evs[len(evs)-1]
+}
+
+// A command that hangs is killed with its process group at the timeout.
+func TestHangingCommandKilled(t *testing.T) {
+	h := openHub(t)
+	n := New(Config{Command: hangCommand(t), Timeout: time.Second, MaxRunning: 1}, h, nil)
+	defer n.Close()
+	h.Publish(failedTrigger("w1", "hang"))
+	pgid := waitPgid(t)
+	waitFor(t, "the process group to be killed at the timeout", func() bool {
+		return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+	})
+}
+
+// While the pool is full, more notifications are dropped and counted (publishing never
+// waits); Close kills a command still running.
+func TestFullPoolDropsAndCloseKills(t *testing.T) {
+	h := openHub(t)
+	n := New(Config{Command: hangCommand(t), Timeout: time.Hour, MaxRunning: 1}, h, nil)
+	defer n.Close()
+	h.Publish(failedTrigger("w1", "hang"))
+	pgid := waitPgid(t)
+	for i := range 3 {
+		h.Publish(failedTrigger("w1", fmt.Sprintf("more%d", i)))
+	}
+	waitFor(t, "drops to be counted", func() bool { return n.Dropped() == 3 })
+	n.Close()
+	// Killed by Close (an hour before its timeout); gone once its members are reaped.
+	waitFor(t, "the process group to be gone after Close", func() bool {
+		return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+	})
+}
+
+// hangCommand is a command that records its process group id and then hangs.
+func hangCommand(t *testing.T) string {
+	t.Setenv("NOTIFY_PID", filepath.Join(t.TempDir(), "pid"))
+	return `echo $$ > "$NOTIFY_PID.tmp"; mv "$NOTIFY_PID.tmp" "$NOTIFY_PID"; sleep 300; echo never`
+}
+
+// waitPgid waits for hangCommand to start and returns its process group.
+func waitPgid(t *testing.T) int {
+	t.Helper()
+	var pgid int
+	waitFor(t, "the command to start", func() bool {
+		b, err := os.ReadFile(os.Getenv("NOTIFY_PID"))
+		pgid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pgid > 0
+	})
+	return pgid
+}
+
+// display-message reaches a real client attached to the workspace's session (not the
+// control client), and the message is shown literally: a #() in an agent's summary is
+// not run by tmux.
+func TestDisplayReachesAttachedClient(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("no tmux")
+	}
+	sock := fmt.Sprintf("nudge-notify-%d", os.Getpid())
+	tmux := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("tmux", append([]string{"-L", sock, "-f", "/dev/null"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("tmux %v: %v %s", args, err, out)
+		}
+	}
+	tmux("new-session", "-d", "-s", "agents_w1", "-x", "150", "-y", "30")
+	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
+	tmux("set", "-g", "display-time", "30000")
+
+	attach := exec.Command("tmux", "-L", sock, "attach", "-t", "=agents_w1")
+	attach.Env = append(os.Environ(), "TERM=xterm")
+	ptmx, err := pty.StartWithSize(attach, &pty.Winsize{Rows: 30, Cols: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { ptmx.Close(); attach.Process.Kill(); attach.Wait() }()
+	var mu sync.Mutex
+	var screen bytes.Buffer
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			k, err := ptmx.Read(buf)
+			mu.Lock()
+			screen.Write(buf[:k])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	shown := func(s string) bool { mu.Lock(); defer mu.Unlock(); return bytes.Contains(screen.Bytes(), []byte(s)) }
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := controlmode.Dial(ctx, controlmode.Config{SocketName: sock, Session: "agents_w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	waitFor(t, "the client to attach", func() bool {
+		r, err := conn.Do(ctx, "list-clients -F '#{client_control_mode}'")
+		return err == nil && strings.Contains(strings.Join(r.Lines, ","), "0")
+	})
+
+	h := openHub(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	n := New(Config{Session: func(ws string) string { return "agents_" + ws }}, h, fakeConns{"w1": conn})
+	defer n.Close()
+	h.Publish(readiness("w1", "rt_w1.rev", "NEEDS_CONFIRMATION", "Allow #(touch "+marker+")?"))
+	waitFor(t, "the message on the attached client", func() bool { return shown("rev (w1) is NEEDS_CONFIRMATION") })
+	if !shown("#(touch") {
+		t.Errorf("the summary was not shown literally")
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("tmux ran the #() in the message")
+	}
+}
+
+type fakeConns map[string]*controlmode.Conn
+
+func (f fakeConns) Conn(ws string) (*controlmode.Conn, error) {
+	if c, ok := f[ws]; ok {
+		return c, nil
+	}
+	return nil, errors.New("no connection")
+}
+
+var _ Conns = fakeConns(nil)
+
+func TestLiteral(t *testing.T) {
+	for i, tt := range []struct{ in, want string }{
+		{"plain", "plain"},
+		{"a #{pane_id} #(id) ##", "a ##{pane_id} ##(id) ####"},
+		{"line\nbreak\x1b[31m", "line break [31m"},
+		{strings.Repeat("x", 300), strings.Repeat("x", 199) + "…"},
+	} {
+		if got := Literal(tt.in); got != tt.want {
+			t.Errorf("#%d: got %q, want %q", i, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,324 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/inject"
+	"github.com/nudgehq/nudge/panes"
+	"github.com/nudgehq/nudge/store"
+)
+
+// testServer is a Server on fakes, its handler called in-process.
+type testServer struct {
+	t    *testing.T
+	s    *Server
+	deps Deps
+	rts  *fakeRuntimes
+	trig *fakeTriggers
+	db   *fakeStore
+	log  *bytes.Buffer
+}
+
+// scoped is the caller the fake authenticator returns for "Bearer scoped": read and
+// trigger on workspace a only.
+var scoped = auth.Caller{Subject: "orch#12345678", UID: 1000, Workspaces: []string{"a"}, Verbs: []string{auth.VerbRead, auth.VerbTrigger}}
+
+func newTestServer(t *testing.T) *testServer {
+	ts := &testServer{t: t, log: &bytes.Buffer{}, db: &fakeStore{}}
+	ts.rts = &fakeRuntimes{list: func() []nudge.Runtime {
+		return []nudge.Runtime{{RuntimeID: "rt_a.x", WorkspaceID: "a", Role: "x", Status: nudge.StatusReady},
+			{RuntimeID: "rt_b.y", WorkspaceID: "b", Role: "y", Status: nudge.StatusReady}}
+	}}
+	ts.trig = &fakeTriggers{}
+	ts.deps = Deps{
+		Auth: &fakeAuth{authenticate: func(p auth.Peer, h string) (auth.Caller, error) {
+			switch h {
+			case "":
+				return auth.Caller{Subject: "uid:1000", UID: p.UID}, nil
+			case "Bearer scoped":
+				return scoped, nil
+			}
+			return auth.Caller{UID: p.UID, Subject: "uid:1000"}, nudge.NewError(nudge.Unauthorized, "token refused: malformed token")
+		}},
+		Tokens: &fakeTokens{}, Policy: (*auth.Policy)(nil), Runtimes: ts.rts, Panes: &fakePanes{},
+		Triggers: ts.trig, Acks: &fakeAcks{}, Store: ts.db, Schedules: &fakeSchedules{},
+		Metrics: fakeMetrics{"up 1\n"},
+	}
+	return ts
+}
+
+func (ts *testServer) server() *Server {
+	if ts.s == nil {
+		cfg := DefaultConfig()
+		cfg.Version = "test"
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: ts.log, Level: hclog.Debug})
+		ts.s = New(cfg, ts.deps)
+	}
+	return ts.s
+}
+
+// do sends a request through the handler as peer uid 1000 and returns the status and body.
+func (ts *testServer) do(method, path, token, body string) (int, string) {
+	ts.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, "http://nudge"+path, rd)
+	req = req.WithContext(WithPeer(req.Context(), auth.Peer{UID: 1000, PID: 1, Known: true}))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("X-Request-Id", "req_test")
+	w := httptest.NewRecorder()
+	ts.server().Handler().ServeHTTP(w, req)
+	return w.Code, w.Body.String()
+}
+
+func wantBody(t *testing.T, name string, status int, body string, wantStatus int, wantParts ...string) {
+	t.Helper()
+	if status != wantStatus {
+		t.Errorf("%s: status %d, want %d: %s", name, status, wantStatus, body)
+	}
+	for _, p := range wantParts {
+		if !strings.Contains(body, p) {
+			t.Errorf("%s: body lacks %q: %s", name, p, body)
+		}
+	}
+}
+
+func TestHealthAndNoEndpoint(t *testing.T) {
+	ts := newTestServer(t)
+	st, body := ts.do("GET", "/v1/health", "", "")
+	wantBody(t, "health", st, body, 200, `"ok": true`, `"runtimes": 2`, `"version": "test"`)
+	if i, j := strings.Index(body, `"ok"`), strings.Index(body, `"version"`); i > j {
+		t.Errorf("health's fields are not in the wire order: %s", body)
+	}
+	st, body = ts.do("GET", "/v1/nothing", "", "")
+	wantBody(t, "no endpoint", st, body, 404, `"error_code": "NOT_FOUND"`, `"message": "no such endpoint: GET /v1/nothing"`)
+	st, body = ts.do("GET", "/metrics", "", "")
+	wantBody(t, "metrics", st, body, 200, "up 1")
+}
+
+// An error without one of nudge's codes is answered "internal error" with the request
+// id; its text (which may hold paths or secrets) is only logged.
+func TestInternalErrorHidden(t *testing.T) {
+	ts := newTestServer(t)
+	ts.rts.spawn = func(context.Context, panes.SpawnRequest) (nudge.Runtime, error) {
+		return nudge.Runtime{}, errors.New("open /secret/state/nudge.db: input/output error")
+	}
+	st, body := ts.do("POST", "/v1/runtimes", "", `{"workspace":"a","role":"x","agent":"shell"}`)
+	wantBody(t, "spawn", st, body, 500, `"error_code": "INTERNAL"`, `"message": "internal error (request req_test)"`)
+	if strings.Contains(body, "/secret") {
+		t.Errorf("the answer leaks the internal error: %s", body)
+	}
+	if !strings.Contains(ts.log.String(), "/secret/state") || !strings.Contains(ts.log.String(), "req_test") {
+		t.Errorf("the log lacks the detail or the request id:\n%s", ts.log)
+	}
+}
+
+// A panicking handler answers 500 and the server keeps serving.
+func TestPanicIsInternalError(t *testing.T) {
+	ts := newTestServer(t)
+	ts.trig.get = func(string) (nudge.Trigger, error) { panic("boom") }
+	st, body := ts.do("GET", "/v1/triggers/t1", "", "")
+	wantBody(t, "panic", st, body, 500, `"message": "internal error (request req_test)"`)
+	st, _ = ts.do("GET", "/v1/health", "", "")
+	if st != 200 {
+		t.Fatalf("after a panic: %d", st)
+	}
+}
+
+// A refused mutating call is audited; a refused read is not.
+func TestRefusalAudited(t *testing.T) {
+	ts := newTestServer(t)
+	st, body := ts.do("GET", "/v1/runtimes", "garbage", "")
+	wantBody(t, "bad token read", st, body, 401, `"error_code": "UNAUTHORIZED"`)
+	if len(ts.db.audit) != 0 {
+		t.Fatalf("a refused read was audited: %+v", ts.db.audit)
+	}
+	st, body = ts.do("POST", "/v1/runtimes", "scoped", `{"workspace":"a","role":"x"}`)
+	wantBody(t, "scoped spawn", st, body, 403, `"error_code": "FORBIDDEN"`, "may not spawn")
+	if len(ts.db.audit) != 1 || ts.db.audit[0].Event != "api_refused" || ts.db.audit[0].Code != nudge.Forbidden ||
+		ts.db.audit[0].Subject != scoped.Subject || *ts.db.audit[0].PeerUID != 1000 {
+		t.Fatalf("audit: %+v", ts.db.audit)
+	}
+}
+
+// A scoped caller sees only its workspaces; another workspace's runtime is answered
+// exactly as one that does not exist.
+func TestScopedRuntimes(t *testing.T) {
+	ts := newTestServer(t)
+	st, body := ts.do("GET", "/v1/runtimes", "scoped", "")
+	wantBody(t, "list", st, body, 200, "rt_a.x")
+	if strings.Contains(body, "rt_b.y") {
+		t.Errorf("a scoped caller sees another workspace: %s", body)
+	}
+	_, other := ts.do("GET", "/v1/runtimes/rt_b.y", "scoped", "")
+	_, none := ts.do("GET", "/v1/runtimes/rt_b.nobody", "scoped", "")
+	if strings.ReplaceAll(other, "rt_b.y", "ID") != strings.ReplaceAll(none, "rt_b.nobody", "ID") {
+		t.Errorf("another workspace's runtime is told apart from a missing one:\n%s\n%s", other, none)
+	}
+}
+
+func TestTriggerAnswers(t *testing.T) {
+	ts := newTestServer(t)
+	var got inject.Request
+	res := inject.Submitted{Trigger: nudge.Trigger{TriggerID: "t1", WorkspaceID: "a", State: nudge.StateQueued}, Created: true}
+	ts.trig.submit = func(_ context.Context, req inject.Request) (inject.Submitted, error) { got = req; return res, nil }
+	st, body := ts.do("POST", "/v1/triggers", "scoped", `{"trigger_id":"t1","workspace":"a","agent":"x","prompt":"hi","override_intent":"human_override"}`)
+	wantBody(t, "created", st, body, 202, `"trigger_id": "t1"`)
+	if got.Caller != scoped.Subject || got.CallerUID != 1000 || got.Prompt != "hi" || got.OverrideIntent != "human_override" || got.Received.IsZero() {
+		t.Errorf("the pipeline got %+v", got)
+	}
+	res.Created = false
+	st, body = ts.do("POST", "/v1/triggers", "", `{"trigger_id":"t1","workspace":"a","agent":"x","prompt":"hi"}`)
+	wantBody(t, "repeated", st, body, 200, `"result": "already_active"`)
+	res.Trigger.WorkspaceID = "b" // the id is taken in a workspace the caller cannot see
+	st, body = ts.do("POST", "/v1/triggers", "scoped", `{"trigger_id":"t1","workspace":"a","agent":"x","prompt":"hi"}`)
+	wantBody(t, "another workspace's id", st, body, 409, `"message": "trigger_id t1 is already used"`)
+	st, body = ts.do("POST", "/v1/triggers", "", `{"prompt":"`+strings.Repeat("a", 2<<20)+`"}`)
+	wantBody(t, "oversize", st, body, 400, `"error_code": "PAYLOAD_REJECTED"`)
+	st, body = ts.do("POST", "/v1/triggers", "", `{"prompt":"x","bogus":1}`)
+	wantBody(t, "unknown field", st, body, 400, `unknown field \"bogus\"`)
+}
+
+// The ack handler checks the caller's scope, acks through the pipeline and audits.
+func TestAck(t *testing.T) {
+	ts := newTestServer(t)
+	tr := nudge.Trigger{TriggerID: "t1", WorkspaceID: "a", RuntimeID: "rt_a.x", State: nudge.StateSubmitted}
+	ts.trig.get = func(id string) (nudge.Trigger, error) {
+		if id != "t1" {
+			return nudge.Trigger{}, fmt.Errorf("get trigger %s: %w", id, store.ErrNotFound)
+		}
+		return tr, nil
+	}
+	ts.trig.ack = func(context.Context, string) (nudge.Trigger, error) {
+		tr.State = nudge.StateAcked
+		return tr, nil
+	}
+	st, body := ts.do("POST", "/v1/triggers/t1/ack", "", "")
+	wantBody(t, "ack", st, body, 200, `"state": "acked"`)
+	if n := len(ts.db.audit); n != 1 || ts.db.audit[0].Event != "api_ack" {
+		t.Errorf("audit: %+v", ts.db.audit)
+	}
+	st, body = ts.do("POST", "/v1/triggers/nope/ack", "", "")
+	wantBody(t, "unknown", st, body, 404, `"message": "get trigger nope: not found"`)
+}
+
+// The event stream shows a caller the events of its workspaces only, and its error (a
+// bad since) is the JSON error body.
+func TestEventsScoped(t *testing.T) {
+	ts := newTestServer(t)
+	ts.deps.Events = &fakeEvents{serve: func(w http.ResponseWriter, r *http.Request, show func(events.Event) bool) error {
+		if r.URL.Query().Get("since") == "x" {
+			return nudge.NewError(nudge.BadRequest, "since: want a sequence number")
+		}
+		for _, ws := range []string{"a", "b", ""} {
+			if show(events.Event{Workspace: ws}) {
+				fmt.Fprintf(w, "[%s]", ws)
+			}
+		}
+		return nil
+	}}
+	if st, body := ts.do("GET", "/v1/events", "scoped", ""); st != 200 || body != "[a]" {
+		t.Errorf("scoped: %d %q", st, body)
+	}
+	if st, body := ts.do("GET", "/v1/events", "", ""); st != 200 || body != "[a][b][]" {
+		t.Errorf("unrestricted: %d %q", st, body)
+	}
+	st, body := ts.do("GET", "/v1/events?since=x", "", "")
+	wantBody(t, "bad since", st, body, 400, `"error_code": "BAD_REQUEST"`)
+}
+
+// Open serves on the socket (0600) and on the metrics address; Close drains, joins both
+// serving goroutines, removes the socket, and is idempotent.
+func TestOpenClose(t *testing.T) {
+	ts := newTestServer(t)
+	dir, err := os.MkdirTemp("", "srv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cfg := DefaultConfig()
+	cfg.Socket = filepath.Join(dir, "api.sock")
+	cfg.MetricsAddr = "127.0.0.1:0"
+	own := os.Geteuid()
+	ts.deps.Auth = &fakeAuth{authenticate: func(p auth.Peer, _ string) (auth.Caller, error) {
+		if !p.Known || p.UID != own {
+			return auth.Caller{}, nudge.NewError(nudge.Forbidden, "peer")
+		}
+		return auth.Caller{Subject: "uid"}, nil
+	}}
+	s, err := Open(cfg, ts.deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(cfg.Socket); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket: %v %v", fi, err)
+	}
+	if _, err := Listen(cfg.Socket); err == nil || !strings.Contains(err.Error(), "another daemon") {
+		t.Fatalf("a second listener on a live socket: %v", err)
+	}
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", cfg.Socket)
+	}}}
+	resp, err := c.Get("http://nudge/v1/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		OK bool `json:"ok"`
+	}
+	json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !h.OK {
+		t.Fatalf("health over the socket (peer credentials): %d %+v", resp.StatusCode, h)
+	}
+	c.CloseIdleConnections()
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	if st := string(buf[:runtime.Stack(buf, true)]); strings.Contains(st, "(*Server).serve") {
+		t.Fatalf("a serving goroutine outlived Close:\n%s", st)
+	}
+	if _, err := os.Lstat(cfg.Socket); !os.IsNotExist(err) {
+		t.Fatalf("the socket is left behind: %v", err)
+	}
+	select {
+	case err := <-s.Err():
+		t.Fatalf("a listener failed: %v", err)
+	default:
+	}
+}
