@@ -140,6 +140,19 @@ func TestDoctor(t *testing.T) {
 			"FAIL  local: pack overrides: load pack "+bad+": ",
 			"ok    local: profile overrides: "+filepath.Join(e.config, "nudge", "profiles")+" read: mine.json",
 			"warn  local: agent mine (profile mine) is not on PATH")
+		if strings.Contains(out, "uses pack") {
+			t.Errorf("a pack was called missing while the pack directory does not load:\n%s", out)
+		}
+	})
+	t.Run("MissingPack", func(t *testing.T) {
+		e := newDoctorEnv(t)
+		writeFile(t, filepath.Join(e.config, "nudge", "profiles", "mine.json"), `{"launch": ["bash"]}`)
+		out, code := runDoctorCLI(t, "")
+		if code != 0 {
+			t.Fatalf("exit %d, want 0:\n%s", code, out)
+		}
+		wantLines(t, out, `warn  local: profile mine uses pack "mine", which does not exist: its screen is never classified; add mine.json to `+
+			filepath.Join(e.config, "nudge", "packs"))
 	})
 	t.Run("ErrOldTmux", func(t *testing.T) {
 		e := newDoctorEnv(t)
