@@ -79,6 +79,10 @@ type MonitorConfig struct {
 	// LLM classifies a screen the pack was unsure about (Confident false). nil means the
 	// packs decide alone.
 	LLM *LLM
+	// LLMSettle is how long such a screen must stay unchanged before the LLM is asked about
+	// it (seed 002: a screen stable for a few polls), so that a build or a stream pausing
+	// now and then does not cost a request per pause; 0 means DefaultLLMSettle (2s).
+	LLMSettle time.Duration
 
 	// CaptureTimeout bounds one capture (and one list-clients query); 0 means 5s.
 	CaptureTimeout time.Duration
@@ -91,7 +95,8 @@ type MonitorConfig struct {
 // DefaultMonitorConfig returns the seed defaults with the Any binding enabled; set
 // Registry (and the server selection) before use.
 func DefaultMonitorConfig() MonitorConfig {
-	return MonitorConfig{QuietWindow: DefaultQuietWindow, BindKeys: true, CaptureTimeout: DefaultCaptureTimeout}
+	return MonitorConfig{QuietWindow: DefaultQuietWindow, BindKeys: true, CaptureTimeout: DefaultCaptureTimeout,
+		LLMSettle: DefaultLLMSettle}
 }
 
 func (c *MonitorConfig) setDefaults() error {
@@ -103,6 +108,9 @@ func (c *MonitorConfig) setDefaults() error {
 	}
 	if c.CaptureTimeout <= 0 {
 		c.CaptureTimeout = DefaultCaptureTimeout
+	}
+	if c.LLMSettle <= 0 {
+		c.LLMSettle = DefaultLLMSettle
 	}
 	if c.Now == nil {
 		c.Now = time.Now

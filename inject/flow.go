@@ -34,6 +34,42 @@ func (p *Pipeline) enqueue(j *job) {
 	}
 }
 
+// typeInline types a new trigger from the request's goroutine when its lane is idle (no
+// delivery running, nothing queued): no goroutine hop between the request and the write
+// to tmux. It runs the lane's gates and deliver's steps up to the typing on this
+// goroutine and leaves the rest of the delivery to the lane's goroutine. It reports false,
+// having changed nothing, when the trigger must take the lane's usual path: the lane is
+// busy, the trigger needs a look at the pane first (a pane check, or a retry), or a gate
+// holds it (the lane's goroutine then decides, as for any queued trigger).
+func (p *Pipeline) typeInline(j *job) bool {
+	l := p.laneFor(j.t.RuntimeID)
+	if !l.turn.TryLock() {
+		return false
+	}
+	defer func() {
+		l.inline = false
+		l.turn.Unlock()
+		l.kick() // the rest of the delivery, or the next decision, is the lane's
+	}()
+	if l.cont != nil || l.depth() > 0 || j.maybeTyped || j.record().Attempts > 0 || p.needsPaneCheck(l, j) {
+		return false
+	}
+	rt, ok := p.deps.Runtimes.Get(l.id)
+	if !ok {
+		return false
+	}
+	reg := trace.StartRegion(j.traceCtx(), "lane.gate")
+	v := p.gate(j, rt, p.cfg.Now())
+	reg.End()
+	if v.kind != proceed {
+		return false
+	}
+	trace.Log(j.traceCtx(), "lane", "inline")
+	l.inline = true
+	p.deliver(l, j, rt)
+	return true
+}
+
 func (p *Pipeline) laneFor(id string) *lane {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -64,7 +100,13 @@ func (p *Pipeline) runLane(l *lane) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		l.turn.Lock()
+		if cont := l.cont; cont != nil {
+			l.cont = nil
+			cont()
+		}
 		wait := p.stepLane(l)
+		l.turn.Unlock()
 		if wait == 0 {
 			continue
 		}

@@ -15,6 +15,14 @@ type lane struct {
 	queue []*job
 	wake  chan struct{} // buffered 1: the queue changed or someone kicked the lane
 
+	// turn is held by whoever makes the lane's decisions and deliveries: its goroutine
+	// (runLane), or a request's goroutine typing a trigger into an idle lane
+	// (typeInline). Under turn: inline says a delivery runs on a request's goroutine,
+	// and cont is the rest of a delivery typed that way, for the lane's goroutine.
+	turn   sync.Mutex
+	inline bool
+	cont   func()
+
 	clean   atomic.Bool   // the last delivery here was confirmed: no envelope of ours is left unentered
 	lastOut atomic.Int64  // unix nanos of the latest output chunk
 	outSeq  atomic.Uint64 // output chunks seen

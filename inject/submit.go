@@ -84,8 +84,10 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 		errc <- p.create(j, known)
 	}()
 	if known && rt.Managed {
-		trace.Log(ctx, "lane", "enqueue")
-		p.enqueue(j)
+		if !p.typeInline(j) {
+			trace.Log(ctx, "lane", "enqueue")
+			p.enqueue(j)
+		}
 	} else {
 		j.endTask()
 	}

@@ -131,33 +131,50 @@ func serverLost(err error) bool {
 }
 
 // PaneExit reports whether the pane's process is running, or its exit status (128+signal
-// for a signal). A pane that no longer exists counts as exited with unknown status.
+// for a signal). A pane that no longer exists counts as exited with unknown status. A dead
+// pane whose status tmux lost (reap.go) is reaped and read again, for up to a second.
 func (r *Registry) PaneExit(ctx context.Context, workspace, paneID string) (bool, *int, error) {
+	for try := 1; ; try++ {
+		alive, dead, status, err := r.paneExit(ctx, workspace, paneID)
+		if err != nil || alive || !dead || status != nil || try*int(statusRecheck) >= int(time.Second) {
+			return alive, status, err
+		}
+		r.reap(ctx, r.workspace(workspace))
+		select {
+		case <-ctx.Done():
+			return false, nil, nil
+		case <-time.After(statusRecheck):
+		}
+	}
+}
+
+// paneExit reads the pane once: alive, or dead with its status if tmux knows it.
+func (r *Registry) paneExit(ctx context.Context, workspace, paneID string) (alive, dead bool, status *int, err error) {
 	// display-message expands its formats empty for a missing target instead of failing.
 	out, err := r.tmuxRun(ctx, r.HostOf(workspace), "display-message", "-p", "-t", paneID, "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
 	if isMissing(err) {
-		return false, nil, nil
+		return false, false, nil, nil
 	}
 	if err != nil {
-		return false, nil, err
+		return false, false, nil, err
 	}
 	f := strings.Fields(out)
 	if len(f) == 0 || f[0] != paneID {
-		return false, nil, nil
+		return false, false, nil, nil
 	}
 	f = f[1:]
 	if len(f) == 0 || f[0] != "1" {
-		return true, nil, nil
+		return true, false, nil, nil
 	}
-	var status, signal string
+	var st, signal string
 	if len(f) > 1 {
-		status = f[1]
+		st = f[1]
 	}
 	if len(f) > 2 {
 		signal = f[2]
 	}
-	if _, err := strconv.Atoi(status); err != nil && signal == "" {
-		return false, nil, nil
+	if _, err := strconv.Atoi(st); err != nil && signal == "" {
+		return false, true, nil, nil
 	}
-	return false, exitStatus(status, signal), nil
+	return false, true, exitStatus(st, signal), nil
 }

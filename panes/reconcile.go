@@ -49,6 +49,9 @@ func (r *Registry) reconcile(ctx context.Context, w *workspace) {
 		}
 	}
 	r.mu.Unlock()
+	if recheck {
+		r.reap(ctx, w) // a death without its status: make tmux reap it (reap.go)
+	}
 	r.notify(chs)
 	r.failStarts(ctx, overdue)
 	for _, id := range restarts {
@@ -63,9 +66,9 @@ func (r *Registry) reconcile(ctx context.Context, w *workspace) {
 // knows how it ended: pane_dead_status for an exit, pane_dead_signal for a signal (both
 // in tmux 3.3a). A death with neither is held back for up to statusGrace, rechecked every
 // statusRecheck, so the record carries the real end and a clean exit is never taken for a
-// crash. Reaping takes tmux one turn of its event loop; 300 ms was not enough on a loaded
-// machine (an exit 0 read as a crash and relaunched), so the grace is generous: it only
-// delays the rare death whose end tmux has not reaped yet.
+// crash. Reaping takes tmux one turn of its event loop, unless tmux lost the SIGCHLD
+// (reap.go): then it takes a reap request, which each recheck sends (at most every
+// reapEvery). The grace only delays the rare death whose end tmux has not reaped yet.
 const (
 	statusGrace   = 3 * time.Second
 	statusRecheck = 50 * time.Millisecond

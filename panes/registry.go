@@ -183,6 +183,7 @@ type Stats struct {
 	Dials      atomic.Int64 // control connections established (reconnects = Dials - workspaces)
 	Pauses     atomic.Int64 // %pause notifications (the server paused a pane for a slow reader)
 	LagNanos   atomic.Int64 // the latest %extended-output age: how far behind the stream is
+	Reaps      atomic.Int64 // reap requests: a dead pane lacked its exit status (reap.go)
 }
 
 // StatsSnapshot is a copy of Stats.
@@ -190,13 +191,14 @@ type StatsSnapshot struct {
 	Restarts, PaneDeaths, Drifts, CrashLoops, Sweeps int64
 	Dials, Pauses                                    int64
 	Lag                                              time.Duration
+	Reaps                                            int64
 }
 
 // Stats returns the counters.
 func (r *Registry) Stats() StatsSnapshot {
 	return StatsSnapshot{r.stats.Restarts.Load(), r.stats.PaneDeaths.Load(), r.stats.Drifts.Load(),
 		r.stats.CrashLoops.Load(), r.stats.Sweeps.Load(), r.stats.Dials.Load(), r.stats.Pauses.Load(),
-		time.Duration(r.stats.LagNanos.Load())}
+		time.Duration(r.stats.LagNanos.Load()), r.stats.Reaps.Load()}
 }
 
 // Open loads the runtimes from db and starts watching every workspace that has any: live

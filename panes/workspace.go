@@ -3,6 +3,7 @@ package panes
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nudgehq/nudge/controlmode"
@@ -14,6 +15,8 @@ type workspace struct {
 	host string        // ssh destination, "" local; guarded by mu (a workspace with no runtime may be rebound)
 	kick chan struct{} // reconcile now (buffered 1; a full channel already means "soon")
 	dial chan struct{} // dial now: a spawn has just created the session
+
+	lastReap atomic.Int64 // unix nanos of the last reap request (reap.go)
 
 	mu   sync.Mutex
 	conn *controlmode.Conn

@@ -88,22 +88,47 @@ func codexLoginSetup(t *testing.T) (serveConfig, string) {
 // modelGotEachAtMostOnce fails the test if the model stand-in received any trigger's
 // prompt more than once, or received none of them (nudge gave a prompt twice, or none
 // reached the agent's turn).
+//
+// A submitted prompt reaches the model when the agent gets to it, not when its composer
+// empties: under load OpenCode sent its turn's call 26 s after the last receipt (and 10 s
+// after a title call, a side call that also carries the prompt). So it waits, generously,
+// for the first turn call that carries a trigger's prompt, and says what calls it saw if
+// none comes.
 func modelGotEachAtMostOnce(t *testing.T, srv *standin.Server) {
 	t.Helper()
-	reqs := srv.Requests()
+	wait := 2 * time.Minute
+	if t.Failed() {
+		wait = 0 // deferred after a failure: report what is there, do not wait for more
+	}
+	var reqs []standin.Request
 	seen := map[string]bool{}
-	for _, r := range reqs {
-		if r.Side {
-			continue
-		}
-		for _, h := range r.History {
-			for _, id := range standin.EnvelopeIDs(h) {
-				seen[id] = true
+	for deadline := time.Now().Add(wait); ; time.Sleep(100 * time.Millisecond) {
+		reqs = srv.Requests()
+		for _, r := range reqs {
+			if r.Side {
+				continue
 			}
+			for _, h := range r.History {
+				for _, id := range standin.EnvelopeIDs(h) {
+					seen[id] = true
+				}
+			}
+		}
+		if len(seen) > 0 || !time.Now().Before(deadline) {
+			break
 		}
 	}
 	if len(seen) == 0 {
-		t.Fatalf("the model received no trigger's prompt (%d calls)", len(reqs))
+		var calls []string
+		for _, r := range reqs {
+			var ids []string
+			for _, h := range r.History {
+				ids = append(ids, standin.EnvelopeIDs(h)...)
+			}
+			calls = append(calls, fmt.Sprintf("%s side=%v tool_result=%v triggers=%v",
+				r.At.Format("15:04:05.000"), r.Side, r.ToolResult, ids))
+		}
+		t.Fatalf("the model received no trigger's prompt in a turn within %s (%d calls):\n%s", wait, len(reqs), strings.Join(calls, "\n"))
 	}
 	for id := range seen {
 		if n := standin.Count(reqs, id); n > 1 {

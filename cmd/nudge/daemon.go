@@ -127,7 +127,7 @@ func (d *daemon) Close() error {
 		d.auth.Close()
 		d.obs.Close()
 		if d.notify != nil {
-			d.notify.Close() // waits for commands in flight, each bounded by --notify-timeout
+			d.notify.Close() // kills the commands still running (their process groups) and waits
 		}
 		if d.hub != nil {
 			d.hub.Close() // event streams end, so the server's shutdown need not wait for them
@@ -192,6 +192,9 @@ func openMonitor(cfg serveConfig, d *daemon, h *hooks) (*detector.Monitor, error
 		return nil, err
 	}
 	packOverrides(cfg.PackDir, packs).log(d.log)
+	for _, name := range missingPacks(d.profiles, packs) {
+		d.log.Warn("profile has no readiness pack: its screen is never classified", "profile", name, "pack", d.profiles[name].Pack)
+	}
 	mc := cfg.Monitor
 	mc.Packs, mc.Registry, mc.Logger = packs, d.reg, d.log
 	p := cfg.Panes

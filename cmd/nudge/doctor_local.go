@@ -72,26 +72,40 @@ func (d *doctor) askDaemon(ctx context.Context, c *api.Client) (report func(), r
 }
 
 // overrides checks the profile and pack override directories (a file that does not parse
-// stops serve).
+// stops serve) and that every profile's pack exists.
 func (d *doctor) overrides() {
-	if profiles, err := panes.LoadProfiles(d.profileDir); err != nil {
-		d.say.fail("", "profile overrides: %v: fix or remove it (serve will not start)", err)
+	profiles, perr := panes.LoadProfiles(d.profileDir)
+	if perr != nil {
+		d.say.fail("", "profile overrides: %v: fix or remove it (serve will not start)", perr)
 	} else {
 		d.say.ok("", "profile overrides: %s", profileOverrides(d.profileDir, profiles))
 	}
-	if packs, err := detector.LoadPacks(d.packDir); err != nil {
+	packs, err := detector.LoadPacks(d.packDir)
+	if err != nil {
 		d.say.fail("", "pack overrides: %v: fix or remove it (serve will not start)", err)
-	} else {
-		d.say.ok("", "pack overrides: %s", packOverrides(d.packDir, packs))
+		return
+	}
+	d.say.ok("", "pack overrides: %s", packOverrides(d.packDir, packs))
+	if perr == nil {
+		for _, name := range missingPacks(profiles, packs) {
+			p := profiles[name]
+			d.say.warn("", "profile %s uses pack %q, which does not exist: its screen is never classified; add %s.json to %s or set \"pack\"",
+				name, p.Pack, p.Pack, d.packDir)
+		}
 	}
 }
 
 // agents checks that the program each known profile launches is on PATH: a missing one is a
 // warning (nobody needs every agent) unless a runtime runs it (then host already failed it).
 func (d *doctor) agents(ctx context.Context, inUse []string) {
+	builtin, _ := panes.LoadProfiles("")
 	profiles, err := panes.LoadProfiles(d.profileDir)
 	if err != nil { // overrides says why
-		profiles, _ = panes.LoadProfiles("")
+		profiles = builtin
+	}
+	known := map[string]bool{} // programs doctor may run with --version: the built-in agents'
+	for _, p := range builtin {
+		known[p.Launch[0]] = true
 	}
 	byProgram := map[string][]string{}
 	for name, p := range profiles {
@@ -116,7 +130,7 @@ func (d *doctor) agents(ctx context.Context, inUse []string) {
 			d.say.warn("", "agent %s (%s) is not on PATH: install it, or ignore this if you do not use it", prog, which)
 			continue
 		}
-		if v := programVersion(ctx, path); v != "" {
+		if v := programVersion(ctx, path, known[prog]); v != "" {
 			d.say.ok("", "agent %s (%s): %s, %s", prog, which, path, v)
 		} else {
 			d.say.ok("", "agent %s (%s): %s", prog, which, path)
@@ -125,10 +139,10 @@ func (d *doctor) agents(ctx context.Context, inUse []string) {
 }
 
 // programVersion is the version of the program at path where it is cheap to learn: an npm
-// package's package.json, else the first line of `path --version` within a short deadline.
-// "" when neither says.
-func programVersion(ctx context.Context, path string) string {
-	if v := npmVersion(path); v != "" {
+// package's package.json, else, if run (a built-in agent's program: a user's own is never
+// run), the first line of `path --version` within a short deadline. "" when neither says.
+func programVersion(ctx context.Context, path string, run bool) string {
+	if v := npmVersion(path); v != "" || !run {
 		return v
 	}
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)

@@ -10,11 +10,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
@@ -257,5 +260,146 @@ func TestNotifyCommandWired(t *testing.T) {
 	}
 	if tr := td.waitTrigger("while-notifying", closed); tr.State != nudge.StateAcked {
 		t.Fatalf("trigger while the notify command hangs: %+v", tr)
+	}
+}
+
+// TestNotifyRealTransitions: a real shell runtime that asks a question and is answered
+// notifies NEEDS_CONFIRMATION, then READY: a display-message on the operator's attached
+// tmux client (a real client on a pty) and the --notify-command's stdin.
+func TestNotifyRealTransitions(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "notified.ndjson")
+	t.Setenv("NOTIFY_TEST_OUT", out)
+	cfg := newTestConfig(t)
+	cfg.Notify.Command = `cat >> "$NOTIFY_TEST_OUT"`
+	td := startDaemon(t, cfg)
+	rt := td.spawnShell("w1", "asker", "sh", "-c", `PS1='$ ' exec sh -i`)
+	screen := attachPTY(t, td.cfg.Panes.SocketName, "=agents_w1")
+	notified := func(s string) bool { b, _ := os.ReadFile(out); return strings.Contains(string(b), s) }
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(40 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				b, _ := os.ReadFile(out)
+				t.Fatalf("never: %s\nnotify command got:\n%s", what, b)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	td.tmux("send-keys", "-t", rt.PaneID, "-l", `printf 'Do you want to continue? (y/N) '; read x`)
+	td.tmux("send-keys", "-t", rt.PaneID, "Enter")
+	wait("NEEDS_CONFIRMATION on the attached client", func() bool { return screen.has("asker (w1) is NEEDS_CONFIRMATION") })
+	wait("NEEDS_CONFIRMATION to the command", func() bool { return notified(`"readiness":"NEEDS_CONFIRMATION"`) })
+	td.tmux("send-keys", "-t", rt.PaneID, "-l", "y")
+	td.tmux("send-keys", "-t", rt.PaneID, "Enter")
+	wait("READY on the attached client", func() bool { return screen.has("asker (w1) is READY") })
+	wait("READY to the command", func() bool { return notified(`"readiness":"READY"`) })
+}
+
+// ptyScreen is what a tmux client attached through a pty has been sent.
+type ptyScreen struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (s *ptyScreen) has(text string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Contains(string(s.buf), text)
+}
+
+// attachPTY attaches a real tmux client to session through a pty, as an operator's
+// terminal, and records what it is sent.
+func attachPTY(t *testing.T, socket, session string) *ptyScreen {
+	t.Helper()
+	cmd := exec.Command("tmux", "-L", socket, "attach-session", "-t", session)
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color", "TMUX=")
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 160})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &ptyScreen{}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		b := make([]byte, 4096)
+		for {
+			n, err := f.Read(b)
+			s.mu.Lock()
+			s.buf = append(s.buf, b[:n]...)
+			s.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		f.Close()
+		<-copied
+	})
+	return s
+}
+
+// TestEventsFollowAcrossRestart: a followed stream (api.Client.Events, nudge events
+// --follow) outlives a daemon restart: it resumes after the last event it got and sees
+// what happened after the restart, nothing twice.
+func TestEventsFollowAcrossRestart(t *testing.T) {
+	cfg := newTestConfig(t)
+	td := startDaemon(t, cfg)
+	rt, _ := rawCat(t, td, "w1", "rev")
+	c := api.NewClient(cfg.Socket, "")
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var got []api.Event
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Events(ctx, api.EventsOptions{Follow: true}, func(ev api.Event) error {
+			mu.Lock()
+			got = append(got, ev)
+			mu.Unlock()
+			return nil
+		})
+	}()
+	seen := func(prompt string) bool { mu.Lock(); defer mu.Unlock(); return prompted(got, prompt) != 0 }
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(40 * time.Second)
+		for !ok() {
+			select {
+			case err := <-done:
+				t.Fatalf("the followed stream ended while waiting for %s: %v", what, err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("never: %s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if _, err := td.trigger(map[string]any{"trigger_id": "r1", "workspace": "w1", "agent": "rev", "prompt": "BEFORE"}); err != nil {
+		t.Fatal(err)
+	}
+	wait("the trigger before the restart", func() bool { return seen("BEFORE") })
+	td.stop()
+	td = startDaemon(t, cfg)
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	if _, err := td.trigger(map[string]any{"trigger_id": "r2", "workspace": "w1", "agent": "rev", "prompt": "AFTER"}); err != nil {
+		t.Fatal(err)
+	}
+	wait("the trigger after the restart", func() bool { return seen("AFTER") })
+	mu.Lock()
+	for i := 1; i < len(got); i++ {
+		if got[i].Seq <= got[i-1].Seq {
+			t.Fatalf("an event twice or out of order across the restart: %v", seqList(got))
+		}
+	}
+	mu.Unlock()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("follow ended with %v", err)
 	}
 }

@@ -138,6 +138,14 @@ func TestLLMClassifierServe(t *testing.T) {
 	}
 	ready, busy := spawn("odd", "ready"), spawn("odd", "busy")
 	hang, failing := spawn("oddq", "hang"), spawn("oddq", "error")
+	// A screen that keeps changing (pausing 300 ms at a time, longer than the profile's
+	// 200 ms ready_quiet: each pause is captured and not understood) never settles for
+	// --llm-settle (2s): it is never sent.
+	var stream runtimeView
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "llm", Role: "stream", Agent: "odd", Dir: td.cfg.Panes.Roots[0],
+		Argv: []string{"sh", "-c", `i=0; while :; do i=$((i+1)); echo "MODE=stream $i"; sleep 0.3; done`}}, &stream); err != nil {
+		t.Fatal(err)
+	}
 
 	td.waitRuntime(ready.RuntimeID, func(r runtimeView) bool { return r.Readiness == nudge.Ready && r.Summary == "stand-in: ready" })
 	td.waitRuntime(busy.RuntimeID, func(r runtimeView) bool { return r.Readiness == nudge.Busy && r.Summary == "stand-in: busy" })
@@ -177,6 +185,13 @@ func TestLLMClassifierServe(t *testing.T) {
 	held := td.waitTrigger("t-busy", func(tr nudge.Trigger) bool { return tr.State == nudge.StateDeferred || tr.Closed })
 	if held.State != nudge.StateDeferred || held.ErrorCode != nudge.AgentBusy {
 		t.Errorf("t-busy: %+v", held)
+	}
+
+	if n := standIn.count("stream"); n != 0 {
+		t.Errorf("a screen that never settled was sent %d times", n)
+	}
+	if r := td.get(stream.RuntimeID); r.Readiness != nudge.Busy {
+		t.Errorf("the streaming pane: %s %q", r.Readiness, r.Summary)
 	}
 
 	standIn.mu.Lock()

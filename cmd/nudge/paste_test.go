@@ -114,8 +114,11 @@ func (td *testDaemon) waitTriggerFor(id string, d time.Duration, ok func(nudge.T
 	td.t.Helper()
 	var tr nudge.Trigger
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if err := td.c.do(t0(), "GET", "/v1/triggers/"+id, nil, &tr); err == nil && ok(tr) {
-			return tr
+		var got nudge.Trigger // fresh per answer, as in waitTrigger
+		if err := td.c.do(t0(), "GET", "/v1/triggers/"+id, nil, &got); err == nil {
+			if tr = got; ok(tr) {
+				return tr
+			}
 		}
 	}
 	return tr
@@ -126,8 +129,11 @@ func (td *testDaemon) waitRuntimeFor(id string, d time.Duration, ok func(runtime
 	td.t.Helper()
 	var rt runtimeView
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if err := td.c.do(t0(), "GET", "/v1/runtimes/"+id, nil, &rt); err == nil && ok(rt) {
-			return rt
+		var got runtimeView // fresh per answer, as in waitRuntime
+		if err := td.c.do(t0(), "GET", "/v1/runtimes/"+id, nil, &got); err == nil {
+			if rt = got; ok(rt) {
+				return rt
+			}
 		}
 	}
 	td.t.Fatalf("runtime %s: never reached the wanted state: status %s readiness %s (%s) input_line %s operator_busy %v\nscreen:\n%s",

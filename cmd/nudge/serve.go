@@ -182,6 +182,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
 	authFlags(fs, &c.Auth)
 	llmFlags(fs, &c.llmConfig)
+	fs.DurationVar(&c.Monitor.LLMSettle, "llm-settle", c.Monitor.LLMSettle, "how long a screen the packs cannot classify must stay unchanged before the LLM classifier is asked about it")
 	fs.IntVar(&c.Events.Keep, "events-keep", c.Events.Keep, "events kept for /v1/events?since= replay (the newest)")
 	fs.DurationVar(&c.Events.MaxAge, "events-max-age", c.Events.MaxAge, "events older than this are dropped from the replay window")
 	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR; a trigger failed)")

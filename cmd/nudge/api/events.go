@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 // Event is one event of GET /v1/events (one NDJSON line).
@@ -53,27 +55,41 @@ func (c *Client) Events(ctx context.Context, o EventsOptions, fn func(Event) err
 		if got {
 			since, replay, failures = last, true, 0
 		}
+		var cb callbackError
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case errors.As(err, new(callbackError)):
-			return err.(callbackError).err
+		case errors.As(err, &cb):
+			return cb.err
 		case !follow && err == nil:
 			return nil
+		case err != nil && (!retryable(err) || failures >= maxResumeFailures):
+			return err
 		case err != nil:
-			var ae *Error
-			if errors.As(err, &ae) || failures >= 20 {
-				return err
-			}
 			failures++
 		}
 		// The stream ended or the daemon is restarting: resume after the last event.
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Duration(failures) * 250 * time.Millisecond):
+		case <-time.After(min(time.Duration(failures)*250*time.Millisecond, 2*time.Second)):
 		}
 	}
+}
+
+// maxResumeFailures is how many failed reconnections in a row end a followed stream
+// (about half a minute: a daemon restart takes seconds).
+const maxResumeFailures = 20
+
+// retryable reports whether a followed stream should try again after err: the daemon is
+// away (restarting) or the connection broke, but not an answer it gave (EVENTS_EXPIRED,
+// FORBIDDEN, ...).
+func retryable(err error) bool {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae.ErrorCode == nudge.Unavailable
+	}
+	return true
 }
 
 // callbackError carries fn's error out of eventStream.

@@ -69,7 +69,7 @@ type Config struct {
 	// 0 means one minute.
 	TrimEvery time.Duration
 	// Recent is how many of the newest events are also kept in memory, so that a client
-	// that reconnects after a blip resumes without reading the store. 0 means 1024.
+	// that reconnects after a blip resumes without reading the store. 0 means 256.
 	Recent int
 	// Buffer is each subscriber's buffer; one that falls further behind is dropped.
 	// 0 means 1024.
@@ -83,7 +83,7 @@ type Config struct {
 
 // DefaultConfig returns the production settings.
 func DefaultConfig() Config {
-	return Config{Keep: 10_000, MaxAge: 24 * time.Hour, TrimEvery: time.Minute, Recent: 1024, Buffer: 1024, Now: time.Now}
+	return Config{Keep: 10_000, MaxAge: 24 * time.Hour, TrimEvery: time.Minute, Recent: 256, Buffer: 1024, Now: time.Now}
 }
 
 func (c Config) withDefaults() Config {
@@ -213,8 +213,10 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// remember puts ev in the ring of recent events.
+// remember puts ev in the ring of recent events: what a replay needs (its JSON, Type,
+// Workspace), not the records it was made of.
 func (h *Hub) remember(ev Event) {
+	ev.Runtime, ev.Trigger, ev.Detail = nil, nil, nil
 	if len(h.recent) < h.cfg.Recent {
 		h.recent = append(h.recent, ev)
 		return

@@ -45,7 +45,9 @@ func (e *ExpiredError) Resume() uint64 {
 }
 
 // Replay subscribes and returns the events after since (oldest first) and the subscriber
-// that follows on from them: the backlog and the feed neither overlap nor leave a gap. It
+// that follows on from them: the backlog and the feed neither overlap nor leave a gap.
+// Backlog events carry Seq, Time, Type, Workspace and their JSON, not the records they were
+// made of (Runtime, Trigger, Detail are nil: decode JSON() for those). It
 // fails with an *ExpiredError if events after since are no longer kept. since 0 means
 // everything kept (never expired).
 func (h *Hub) Replay(since uint64) ([]Event, *Subscriber, error) {
