@@ -116,7 +116,14 @@ func TestLiveCodex(t *testing.T) {
 		return c.State == nudge.NeedsConfirmation && strings.Contains(s, "Trust this folder")
 	})
 	lp.tmux("send-keys", "-t", "t", "Enter")
+	// Under load Codex draws the dialog before it reads keys, and that Enter is lost: it
+	// is sent again (every 2 s) while the dialog stays.
+	sent := time.Now()
 	lp.waitFor("idle composer", pack, func(c Classification, s string) bool {
+		if strings.Contains(s, "Trust this folder") && time.Since(sent) > 2*time.Second {
+			lp.tmux("send-keys", "-t", "t", "Enter")
+			sent = time.Now()
+		}
 		return c.State == nudge.Ready && c.Draft == "" && c.Confident
 	})
 	const draft = "please refactor the retry loop"

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acarl005/stripansi"
+	"github.com/nudgehq/nudge"
 )
 
 // llmRetryAfter is how long a screen the LLM failed on waits before it is asked again.
@@ -22,6 +22,7 @@ type llmAsk struct {
 	verdict  *Classification    // its answer; nil while pending or after a failure
 	failedAt time.Time          // when its request failed
 	cancel   context.CancelFunc // ends its request: one request per pane in flight
+	gen      uint64             // which question this is: a superseded one's answer is dropped
 }
 
 // llmVerdict returns the rules' verdict c on screen with the LLM's answer for that very
@@ -29,7 +30,7 @@ type llmAsk struct {
 // request in flight). The LLM never waits in the capture path: the rules' verdict is
 // applied at once and the answer, when it comes, replaces it (applyLLM).
 func (m *Monitor) llmVerdict(ps *paneState, screen string, c Classification) (Classification, bool) {
-	if c.Confident || m.cfg.LLM == nil || strings.TrimSpace(stripansi.Strip(screen)) == "" {
+	if c.Confident || m.cfg.LLM == nil || strings.TrimSpace(nudge.StripANSI(screen)) == "" {
 		return c, false // a blank screen tells the LLM nothing either
 	}
 	ps.mu.Lock()
@@ -67,24 +68,25 @@ func (m *Monitor) askLLM(ps *paneState, pack *Pack, screen string, seq uint64) {
 		ps.llm.cancel() // the screen it asked about is gone
 	}
 	ctx, cancel := context.WithCancel(ps.ctx)
-	ps.llm = llmAsk{screen: screen, pending: true, cancel: cancel}
+	gen := ps.llm.gen + 1
+	ps.llm = llmAsk{screen: screen, pending: true, cancel: cancel, gen: gen}
 	ps.mu.Unlock()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		defer cancel()
 		if !m.settled(ctx, ps, seq) {
-			m.dropLLM(ps, screen)
+			m.dropLLM(ps, gen)
 			return
 		}
 		lc, err := m.cfg.LLM.Classify(ctx, pack, screen)
-		m.applyLLM(ps, screen, seq, lc, err)
+		m.applyLLM(ps, gen, seq, lc, err)
 	}()
 }
 
-func (m *Monitor) applyLLM(ps *paneState, screen string, seq uint64, lc Classification, err error) {
+func (m *Monitor) applyLLM(ps *paneState, gen, seq uint64, lc Classification, err error) {
 	ps.mu.Lock()
-	if ps.llm.screen != screen { // a newer screen was asked about meanwhile
+	if ps.llm.gen != gen { // a newer question was asked meanwhile
 		ps.mu.Unlock()
 		return
 	}
@@ -126,10 +128,10 @@ func (m *Monitor) settled(ctx context.Context, ps *paneState, seq uint64) bool {
 
 // dropLLM forgets a question that was never sent (the screen changed while it settled):
 // the next capture of that screen asks again.
-func (m *Monitor) dropLLM(ps *paneState, screen string) {
+func (m *Monitor) dropLLM(ps *paneState, gen uint64) {
 	ps.mu.Lock()
-	if ps.llm.screen == screen {
-		ps.llm = llmAsk{}
+	if ps.llm.gen == gen {
+		ps.llm = llmAsk{gen: gen}
 	}
 	ps.mu.Unlock()
 }

@@ -71,6 +71,14 @@ func (p *Pipeline) deliver(l *lane, j *job, rt nudge.Runtime) {
 			p.finishAcked(j, sig)
 			return
 		}
+		if j.submitSeq != 0 && l.outSeq.Load() == j.submitSeq {
+			p.holdUnshown(l, j)
+			return
+		}
+		if !j.unshownSince.IsZero() {
+			p.shownAtLast(j)
+			return
+		}
 	}
 	if p.deps.Acks != nil {
 		p.deps.Acks.Expect(j.record())
@@ -121,6 +129,7 @@ func (p *Pipeline) afterTyping(l *lane, j *job, conn Sender, target string, rt n
 	ctx := p.ctx
 	if !typed {
 		j.endTask()
+		j.submitSeq, j.unshownSince, j.ackFrom = 0, time.Time{}, time.Time{} // typed again: a new wait
 		if err != nil {
 			j.maybeTyped = true // some of it may have reached the pane
 			p.sendFailed(l, j, err)
@@ -544,6 +553,9 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt nudge.
 		return
 	}
 	d.Composer = ""
+	if prof, _ := p.deps.Runtimes.Profile(rt.Agent); p.deps.Gates != nil && prof.Pack != "shell" {
+		j.submitSeq = max(l.outSeq.Load(), 1) // what the TUI had drawn when it gave the prompt up
+	}
 	if p.deps.Gates != nil && p.queuedInAgent(rt) {
 		j.update(p.cfg.Now(), func(t *nudge.Trigger) { t.QueuedInAgent = true })
 		if q, ok := p.deps.Acks.(interface{ Queued(triggerID string) }); ok {
@@ -553,6 +565,48 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt nudge.
 		return
 	}
 	p.markSubmitted(j, d, "")
+}
+
+// holdUnshown holds a retry (after an ack timeout) of a prompt that a TUI took out of its
+// composer when the pane has drawn nothing at all since: the agent has not shown the
+// prompt yet, nor a busy sign, nor an answer; it is still taking it in (Gemini CLI spends
+// 10 to 30 s and more with a 63 KiB paste before it draws the prompt or a spinner, and
+// sends it to its model only then). Typing it again would give it twice: the agent would
+// take the second copy as its next prompt. The retry waits (deferred, AGENT_BUSY, the
+// receipt saying why) until the pane draws, then goes through the gates as any retry does
+// (busy: deferred; the marker or an ack meanwhile: acked); past MaxHold of silence it
+// (the hold clock) falls back with ACK_TIMEOUT, never retyped.
+func (p *Pipeline) holdUnshown(l *lane, j *job) {
+	now := p.cfg.Now()
+	if j.unshownSince.IsZero() {
+		j.unshownSince = now
+	}
+	if now.Sub(j.unshownSince) >= p.cfg.MaxHold {
+		j.submitSeq, j.unshownSince = 0, time.Time{}
+		p.startFallback(j, nudge.AckTimeout, "no ack, and the agent drew nothing after it took the prompt out of its composer: not typed again")
+		return
+	}
+	p.markDeferred(j, verdict{kind: hold, code: nudge.AgentBusy, until: j.unshownSince.Add(p.cfg.MaxHold),
+		why: "no ack yet, but the agent took the prompt out of its composer and has drawn nothing since (still reading it): not typed again"}, now)
+	j.retryAt = now.Add(p.cfg.DeferRecheck)
+	l.push(j, true)
+}
+
+// shownAtLast: the pane drew after holdUnshown held the retry; the agent is showing the
+// prompt it took only now, so the wait for its ack starts again from now (a retry comes
+// after a whole AckTimeout of that) instead of typing it again at once.
+func (p *Pipeline) shownAtLast(j *job) {
+	now := p.cfg.Now()
+	j.submitSeq, j.unshownSince, j.ackFrom = 0, time.Time{}, now
+	rec := j.update(now, func(t *nudge.Trigger) {
+		t.State = nudge.StateSubmitted
+		t.ErrorCode, t.Message = "", "the agent drew after it took the prompt: waiting for its ack again"
+		t.DeferredUntil, t.NextAttemptAt = nil, nil
+		t.Result = resultFor(t)
+	})
+	p.persist(j, p.audit("trigger_ack_wait", rec, rec.Message))
+	p.transition(rec.RuntimeID, nudge.StatusAwaitingAck, "trigger "+rec.TriggerID)
+	p.goAwaitAck(j)
 }
 
 // foldedPause is the wait before the last Enter for a prompt still folded in the composer.

@@ -26,7 +26,9 @@ func (p *Pipeline) awaitAck(j *job) {
 	if t.AckTimeoutMS > 0 {
 		timeout = time.Duration(t.AckTimeoutMS) * time.Millisecond
 	}
-	if t.SubmittedAt != nil { // resumed after a restart: only what is left
+	if !j.ackFrom.IsZero() { // the agent showed the prompt only then (shownAtLast)
+		timeout -= p.cfg.Now().Sub(j.ackFrom)
+	} else if t.SubmittedAt != nil { // resumed after a restart: only what is left
 		timeout -= p.cfg.Now().Sub(*t.SubmittedAt)
 	}
 	if p.deps.Acks == nil {

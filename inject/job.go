@@ -29,6 +29,13 @@ type job struct {
 	connWait   time.Time  // when it began waiting for a control connection (awaitConn)
 	received   time.Time  // when its request came in (zero once its first typing is timed)
 
+	// A TUI took its last typing out of the composer at output count submitSeq (0: not
+	// confirmed so, or typed again since); unshownSince is when a retry began waiting for
+	// the pane to draw anything after that (holdUnshown).
+	submitSeq    uint64
+	unshownSince time.Time
+	ackFrom      time.Time // the ack wait counts from then, not from the submit (zero: the submit)
+
 	tctx context.Context // the request's trace task (only while an execution trace runs)
 	task *trace.Task     // ended once the trigger is typed (or leaves the lane otherwise)
 }

@@ -16,7 +16,12 @@ import (
 // dead with no status, its process stays a zombie of the server, and the status appears
 // only when another child of the server exits (tmux issues #311 and #4559; fixed in 3.6 by
 // sending SIGCHLD after utempter_remove_record, as 3.3a already does after
-// utempter_add_record).
+// utempter_add_record). Seen on 3.3a: the server's -vv log has the pane's "%N error" (pty
+// closed) and no "%N exited" until a later child's SIGCHLD; an strace of the server shows
+// rt_sigaction(SIGCHLD, SIG_DFL), the helper's clone and wait4, the pane process exiting
+// and its SIGCHLD arriving in between, the handler restored, and no wait4(-1) after; the
+// process stays in state Z. With a program that sleeps a second and exits, one pane in
+// five to ten lost its status this way on an idle 2-core machine.
 //
 // reap does what that fix does from outside: `run-shell -b true` makes the server fork a
 // child that exits at once, whose SIGCHLD runs the handler, whose waitpid loop reaps every

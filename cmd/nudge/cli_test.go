@@ -122,6 +122,18 @@ func TestFlagsFromEnvironmentAndGoStyle(t *testing.T) {
 	if _, errOut, code := runWithEnv(env, "ls", "-json", "-workspace", "w"); code != 1 || !strings.Contains(errOut, "cannot reach the daemon") {
 		t.Fatalf("Go-style -json -workspace: exit %d, %q", code, errOut)
 	}
+	root := newRootCmd(&cliEnv{getenv: os.Getenv})
+	for _, tt := range []struct{ in, want string }{
+		{"ls -json -workspace w", "ls --json --workspace w"},
+		{"pause rt_w.a --reason -json", "pause rt_w.a --reason -json"},
+		{"pause rt_w.a -reason -json", "pause rt_w.a --reason -json"},
+		{"tail rt_w.a -lines=5 -o json", "tail rt_w.a --lines=5 -o json"},
+		{"trigger -workspace w -agent a -- -json", "trigger --workspace w --agent a -- -json"},
+	} {
+		if got := strings.Join(singleDashLong(root, strings.Fields(tt.in)), " "); got != tt.want {
+			t.Errorf("singleDashLong(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
 }
 
 // TestCompletionScripts: `nudge completion SHELL` prints a script for that shell that
@@ -209,6 +221,9 @@ func TestOutputFormats(t *testing.T) {
 		if code != 0 || !strings.Contains(out, head) || strings.HasPrefix(out, "{") || strings.HasPrefix(out, "[") {
 			t.Errorf("nudge %s: exit %d, %q %q", args, code, out, errOut)
 		}
+	}
+	if _, errOut, code := td.runCLI("ls", "--token", "hunter2"); code != 1 || !strings.Contains(errOut, "UNAUTHORIZED") || !strings.Contains(errOut, "NUDGE_TOKEN") {
+		t.Errorf("a bad token: exit %d, %q; want 1 and what to do", code, errOut)
 	}
 	var rows []statusRow
 	decode([]string{"status", "-o", "json"}, &rows)

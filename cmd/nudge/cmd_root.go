@@ -12,12 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 )
 
@@ -128,9 +130,18 @@ func exitCode(stderr io.Writer, cmd *cobra.Command, err error) int {
 		}
 		return 2
 	default:
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: %v%s\n", name, err, hint(err))
 		return 1
 	}
+}
+
+// hint says what to do about an error the daemon answered, where its message does not.
+func hint(err error) string {
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.ErrorCode == nudge.Unauthorized {
+		return " (pass a valid token: --token or NUDGE_TOKEN; `nudge token issue` makes one)"
+	}
+	return ""
 }
 
 // noSubcommand is the Args of a command that only groups others: any argument is an
@@ -192,23 +203,37 @@ func envFallback(cmd *cobra.Command, env *cliEnv) error {
 
 // singleDashLong rewrites -name to --name where name is a long flag of the command args
 // name, so command lines written for Go's flag package (`nudge ls -json`) keep working.
+// The value of a flag (`--reason -json`) is left as it is.
 func singleDashLong(root *cobra.Command, args []string) []string {
 	cmd, _, err := root.Find(args)
 	if err != nil || cmd == nil {
 		return args
 	}
-	out := make([]string, len(args))
-	copy(out, args)
-	for i, a := range out {
+	lookup := func(name string) *pflag.Flag {
+		if f := cmd.LocalFlags().Lookup(name); f != nil {
+			return f
+		}
+		return cmd.InheritedFlags().Lookup(name)
+	}
+	out := slices.Clone(args)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
 		if a == "--" {
 			break
 		}
-		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+		if len(a) < 3 || a[0] != '-' {
 			continue
 		}
-		name, _, _ := strings.Cut(a[1:], "=")
-		if cmd.LocalFlags().Lookup(name) != nil || cmd.InheritedFlags().Lookup(name) != nil {
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		f := lookup(name)
+		if f == nil {
+			continue
+		}
+		if a[1] != '-' {
 			out[i] = "-" + a
+		}
+		if !hasValue && f.NoOptDefVal == "" {
+			i++ // the next word is this flag's value
 		}
 	}
 	return out

@@ -192,6 +192,9 @@ func openMonitor(cfg serveConfig, d *daemon, h *hooks) (*detector.Monitor, error
 		return nil, err
 	}
 	packOverrides(cfg.PackDir, packs).log(d.log)
+	for _, name := range missingPacks(d.profiles, packs) {
+		d.log.Warn("profile has no readiness pack: its screen is never classified", "profile", name, "pack", d.profiles[name].Pack)
+	}
 	mc := cfg.Monitor
 	mc.Packs, mc.Registry, mc.Logger = packs, d.reg, d.log
 	p := cfg.Panes

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -97,6 +98,21 @@ func TestDoctor(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		sockDir := filepath.Join(e.runtime, "nudge")
+		if err := os.MkdirAll(sockDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(sockDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		failures := 3
+		if os.Geteuid() == 0 { // root can plant a file owned by someone else
+			writeFile(t, filepath.Join(state, "nudge.db.creates"), "")
+			if err := os.Chown(filepath.Join(state, "nudge.db.creates"), 12345, 12345); err != nil {
+				t.Fatal(err)
+			}
+			failures++
+		}
 		out, code := runDoctorCLI(t, "")
 		if code != 1 {
 			t.Fatalf("exit %d, want 1:\n%s", code, out)
@@ -105,7 +121,11 @@ func TestDoctor(t *testing.T) {
 			"FAIL  local: state dir "+state+" has mode 0755, others can reach into it: chmod 700 "+state,
 			"FAIL  local: "+filepath.Join(state, "nudge.db")+" has mode 0644, others can read or write it: chmod 600 "+filepath.Join(state, "nudge.db"),
 			"ok    local: state files mode 0600, yours: token.key",
-			"nudge doctor: 2 check(s) failed")
+			"FAIL  local: socket dir "+sockDir+" has mode 0755, others can reach into it: chmod 700 "+sockDir,
+			fmt.Sprintf("nudge doctor: %d check(s) failed", failures))
+		if os.Geteuid() == 0 {
+			wantLines(t, out, "FAIL  local: "+filepath.Join(state, "nudge.db.creates")+" is owned by uid 12345, not you (uid 0): chown it")
+		}
 	})
 	t.Run("ErrMalformedOverride", func(t *testing.T) {
 		e := newDoctorEnv(t)
@@ -120,6 +140,19 @@ func TestDoctor(t *testing.T) {
 			"FAIL  local: pack overrides: load pack "+bad+": ",
 			"ok    local: profile overrides: "+filepath.Join(e.config, "nudge", "profiles")+" read: mine.json",
 			"warn  local: agent mine (profile mine) is not on PATH")
+		if strings.Contains(out, "uses pack") {
+			t.Errorf("a pack was called missing while the pack directory does not load:\n%s", out)
+		}
+	})
+	t.Run("MissingPack", func(t *testing.T) {
+		e := newDoctorEnv(t)
+		writeFile(t, filepath.Join(e.config, "nudge", "profiles", "mine.json"), `{"launch": ["bash"]}`)
+		out, code := runDoctorCLI(t, "")
+		if code != 0 {
+			t.Fatalf("exit %d, want 0:\n%s", code, out)
+		}
+		wantLines(t, out, `warn  local: profile mine uses pack "mine", which does not exist: its screen is never classified; add mine.json to `+
+			filepath.Join(e.config, "nudge", "packs"))
 	})
 	t.Run("ErrOldTmux", func(t *testing.T) {
 		e := newDoctorEnv(t)

@@ -75,3 +75,16 @@ func (o overrideDir) String() string {
 func (o overrideDir) log(l hclog.Logger) {
 	l.Info(o.Kind+" overrides", "dir", o.Dir, "exists", o.Found, "files", o.Files)
 }
+
+// missingPacks lists, sorted, the profiles whose readiness pack does not exist: their
+// screens are never classified (and one that waits for READY never starts).
+func missingPacks(profiles map[string]panes.Profile, packs map[string]*detector.Pack) []string {
+	var out []string
+	for name, p := range profiles {
+		if packs[p.Pack] == nil {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

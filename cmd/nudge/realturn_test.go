@@ -30,9 +30,11 @@ type agentCase struct {
 	// approve is the keys (tmux key names) that approve a tool call in the CLI's
 	// approval dialog; nil skips the approval part.
 	approve []string
-	prose   []string         // status words as prose; nil: standin.StatusProse
-	maxKB   int              // the largest prompt, in KiB, sent in the run
-	extra   []standin.Prompt // sent after standin.Prompts(maxKB)
+	prose   []string // status words as prose; nil: standin.StatusProse
+	maxKB   int      // the largest prompt, in KiB, sent in the run
+	// ackTimeout replaces the run's ack timeout (20 s) if not 0.
+	ackTimeout time.Duration
+	extra      []standin.Prompt // sent after standin.Prompts(maxKB)
 }
 
 func TestCodexFullTurns(t *testing.T) {
@@ -70,6 +72,9 @@ func startFullTurns(t *testing.T, c agentCase) *fullTurns {
 	t.Cleanup(func() { srv.Close() })
 	cfg, home := agentEnv(t, bin)
 	cfg.Inject.AckTimeout = 20 * time.Second // a missed ack shows as a retyped prompt within the run
+	if c.ackTimeout != 0 {
+		cfg.Inject.AckTimeout = c.ackTimeout
+	}
 	root := cfg.Panes.Roots[0]
 	os.MkdirAll(filepath.Join(root, "pkg"), 0o700)
 	os.WriteFile(filepath.Join(root, "pkg", "file.go"), []byte("package pkg\n\n// F does nothing.\nfunc F() {}\n"), 0o600)

@@ -68,7 +68,9 @@ func TestCommandGetsEventJSON(t *testing.T) {
 	t.Setenv("NOTIFY_OUT", out)
 	t.Setenv("NUDGE_API_TOKEN", "s3cret-token")
 	h := openHub(t)
-	n := New(Config{Command: `cat >> "$NOTIFY_OUT"; env > "$NOTIFY_OUT.env"`, MaxRunning: 1}, h, nil)
+	// Each notification is published once the previous one's line is there, so the lines
+	// keep their order; the default pool (4) leaves room for a run still writing its env.
+	n := New(Config{Command: `cat >> "$NOTIFY_OUT"; env > "$NOTIFY_OUT.env"`}, h, nil)
 	defer n.Close()
 
 	var want []events.Event
@@ -107,30 +109,53 @@ func lastOf(h *events.Hub) events.Event {
 	return evs[len(evs)-1]
 }
 
-// A command that hangs is killed with its process group at the timeout; meanwhile more
-// notifications are dropped and counted, and publishing never waits.
+// A command that hangs is killed with its process group at the timeout.
 func TestHangingCommandKilled(t *testing.T) {
-	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "pid")
-	t.Setenv("NOTIFY_PID", pidFile)
 	h := openHub(t)
-	n := New(Config{Command: `echo $$ > "$NOTIFY_PID.tmp"; mv "$NOTIFY_PID.tmp" "$NOTIFY_PID"; sleep 300; echo never`,
-		Timeout: time.Second, MaxRunning: 1}, h, nil)
+	n := New(Config{Command: hangCommand(t), Timeout: time.Second, MaxRunning: 1}, h, nil)
 	defer n.Close()
 	h.Publish(failedTrigger("w1", "hang"))
+	pgid := waitPgid(t)
+	waitFor(t, "the process group to be killed at the timeout", func() bool {
+		return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+	})
+}
+
+// While the pool is full, more notifications are dropped and counted (publishing never
+// waits); Close kills a command still running.
+func TestFullPoolDropsAndCloseKills(t *testing.T) {
+	h := openHub(t)
+	n := New(Config{Command: hangCommand(t), Timeout: time.Hour, MaxRunning: 1}, h, nil)
+	defer n.Close()
+	h.Publish(failedTrigger("w1", "hang"))
+	pgid := waitPgid(t)
+	for i := range 3 {
+		h.Publish(failedTrigger("w1", fmt.Sprintf("more%d", i)))
+	}
+	waitFor(t, "drops to be counted", func() bool { return n.Dropped() == 3 })
+	n.Close()
+	// Killed by Close (an hour before its timeout); gone once its members are reaped.
+	waitFor(t, "the process group to be gone after Close", func() bool {
+		return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+	})
+}
+
+// hangCommand is a command that records its process group id and then hangs.
+func hangCommand(t *testing.T) string {
+	t.Setenv("NOTIFY_PID", filepath.Join(t.TempDir(), "pid"))
+	return `echo $$ > "$NOTIFY_PID.tmp"; mv "$NOTIFY_PID.tmp" "$NOTIFY_PID"; sleep 300; echo never`
+}
+
+// waitPgid waits for hangCommand to start and returns its process group.
+func waitPgid(t *testing.T) int {
+	t.Helper()
 	var pgid int
 	waitFor(t, "the command to start", func() bool {
-		b, err := os.ReadFile(pidFile)
+		b, err := os.ReadFile(os.Getenv("NOTIFY_PID"))
 		pgid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil && pgid > 0
 	})
-	for i := range 3 { // the pool (1) is busy: dropped, counted
-		h.Publish(failedTrigger("w1", fmt.Sprintf("more%d", i)))
-	}
-	waitFor(t, "drops to be counted", func() bool { return n.Dropped() >= 1 })
-	waitFor(t, "the process group to be killed", func() bool {
-		return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
-	})
+	return pgid
 }
 
 // display-message reaches a real client attached to the workspace's session (not the
