@@ -55,6 +55,11 @@ type Profile struct {
 	ReadyQuiet time.Duration
 	// Env holds extra KEY=VALUE pairs for the agent's pane, sorted by key.
 	Env []string
+	// UnsetEnv names variables removed from the agent's environment at launch (whatever
+	// the tmux server or session holds), sorted: Gemini CLI turns non-interactive, never
+	// opening its TUI, when CI or GITHUB_ACTIONS is "true", as it is where nudge itself
+	// runs inside a CI job.
+	UnsetEnv []string
 	// ResumeInteractive is the argv template (with {session_id}) that reopens the agent's
 	// session interactively in its pane; a crashed runtime whose session id is known is
 	// restarted with it (seed 003), else with its own argv. Empty = always fresh.
@@ -96,6 +101,7 @@ type profileFile struct {
 	SubmittedIsAck   bool              `json:"submitted_is_ack"`
 	ReadyQuiet       string            `json:"ready_quiet"`
 	Env              map[string]string `json:"env"`
+	UnsetEnv         []string          `json:"unset_env"`
 	ResumeInteract   []string          `json:"resume_interactive"`
 	DoneMarker       string            `json:"done_marker"`
 	RestartOnExit    bool              `json:"restart_on_exit"`
@@ -240,6 +246,15 @@ func (f profileFile) profile() (Profile, error) {
 	if err != nil {
 		return Profile{}, err
 	}
+	for _, k := range f.UnsetEnv {
+		if !envKeyRE.MatchString(k) {
+			return Profile{}, fmt.Errorf("unset_env: bad variable %q", k)
+		}
+		if _, set := f.Env[k]; set {
+			return Profile{}, fmt.Errorf("unset_env: %q is also in env", k)
+		}
+	}
+	p.UnsetEnv = slices.Sorted(slices.Values(f.UnsetEnv))
 	return p, p.finish()
 }
 

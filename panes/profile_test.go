@@ -136,6 +136,8 @@ func TestParseProfile_Errors(t *testing.T) {
 		{"ErrPromptArg", `{"launch":["x"],"prompt_arg":"sometimes"}`},
 		{"ErrAckSignal", `{"launch":["x"],"ack_signals":["telepathy"]}`},
 		{"ErrEnvKey", `{"launch":["x"],"env":{"A B":"c"}}`},
+		{"ErrUnsetEnvKey", `{"launch":["x"],"unset_env":["A=B"]}`},
+		{"ErrUnsetEnvAlsoSet", `{"launch":["x"],"env":{"CI":"1"},"unset_env":["CI"]}`},
 		{"ErrJSON", `{`},
 	}
 	for _, tt := range tests {

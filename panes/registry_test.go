@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -480,5 +481,34 @@ func TestPaneExit(t *testing.T) {
 	})
 	if alive, st, err := e.reg.PaneExit(ctx, "ws", "%999"); alive || st != nil || err != nil {
 		t.Errorf("missing pane: alive=%v status=%v err=%v, want not alive, unknown status", alive, st, err)
+	}
+}
+
+// TestUnsetEnv: a profile's unset_env removes variables from the agent's environment
+// whatever the tmux server holds (Gemini CLI runs headless when CI is "true", as it is
+// when nudge runs in a CI job); the gemini profile removes CI and GITHUB_ACTIONS.
+func TestUnsetEnv(t *testing.T) {
+	t.Setenv("CI", "true") // the tmux server, started by the registry, has it
+	t.Setenv("GITHUB_ACTIONS", "true")
+	t.Setenv("KEPT_VAR", "kept")
+	e := newEnv(t, func(c *Config) { c.SweepInterval = time.Hour })
+	profs, err := LoadProfiles("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := profs["gemini"].UnsetEnv; !slices.Equal(g, []string{"CI", "GITHUB_ACTIONS"}) {
+		t.Errorf("gemini profile unset_env %q", g)
+	}
+	p := profs["shell"]
+	p.UnsetEnv = profs["gemini"].UnsetEnv
+	e.reg.cfg.Profiles = map[string]Profile{"shell": p}
+	out := filepath.Join(e.root, "out")
+	script := `printf '%s|%s|%s' "${CI-unset}" "${GITHUB_ACTIONS-unset}" "$KEPT_VAR" > ` + shellQuote(out) + `; exec cat`
+	if _, err := e.reg.Spawn(context.Background(), SpawnRequest{Workspace: "ws", Role: "u", Agent: "shell", Argv: []string{"sh", "-c", script}}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("output file", func() bool { b, _ := os.ReadFile(out); return len(b) > 0 })
+	if b, _ := os.ReadFile(out); string(b) != "unset|unset|kept" {
+		t.Errorf("agent environment CI|GITHUB_ACTIONS|KEPT_VAR: got %q, want unset|unset|kept", b)
 	}
 }

@@ -193,8 +193,9 @@ func (r *Registry) envArgs(rt *nudge.Runtime) ([]string, error) {
 }
 
 // launchArgs are the flags and command shared by new-session, new-window and
-// respawn-pane: -c DIR, -e KEY=VAL..., then `-- env ARGV...`. The argv always has at
-// least two elements, so tmux execs it directly instead of through sh -c.
+// respawn-pane: -c DIR, -e KEY=VAL..., then `-- env [-u NAME]... ARGV...` (the profile's
+// UnsetEnv). The argv always has at least two elements, so tmux execs it directly instead
+// of through sh -c.
 func (r *Registry) launchArgs(rt *nudge.Runtime, argv []string) ([]string, error) {
 	argv, err := r.resolveArgv(rt, argv) // every launch, relaunches included, re-checks
 	if err != nil {
@@ -210,6 +211,9 @@ func (r *Registry) launchArgs(rt *nudge.Runtime, argv []string) ([]string, error
 	}
 	args = append(args, env...)
 	args = append(args, "--", "env")
+	for _, k := range r.cfg.Profiles[rt.Agent].UnsetEnv {
+		args = append(args, "-u", k)
+	}
 	return append(args, argv...), nil
 }
 

@@ -204,7 +204,7 @@ func doctorCmd(env *cliEnv) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		c := o.client(env)
 		defer c.Close()
-		d := &doctor{ssh: ssh, config: sshConfig, tmux: t.tmux, out: env.stdout,
+		d := &doctor{ssh: ssh, config: sshConfig, tmux: t.tmux, say: doctorLines{out: env.stdout},
 			stateDir: o.stateDir, profileDir: profileDir, packDir: packDir, hosts: hosts}
 		return d.check(cmd.Context(), c)
 	}

@@ -12,9 +12,12 @@ import (
 
 // geminiSetup gives the real Gemini CLI a private HOME pointed at a model stand-in
 // that never answers (silentModel): the test's root folder trusted, a dummy API key the
-// chosen sign-in, so it opens on its composer, and a prompt keeps it busy.
+// chosen sign-in, so it opens on its composer, and a prompt keeps it busy. The daemon
+// runs as in a CI job (CI and GITHUB_ACTIONS "true", which turn Gemini CLI headless):
+// the gemini profile's unset_env must keep them from Gemini.
 func geminiSetup(t *testing.T) (serveConfig, *standin.Server) {
 	t.Helper()
+	inCI(t)
 	cfg, home := agentEnv(t, agentBinary(t, "gemini", "NUDGE_TEST_GEMINI", "@google/gemini-cli"))
 	srv := silentModel(t, home, cfg.Panes.Roots[0], "gemini")
 	cfg.Inject.DeferRecheck = 500 * time.Millisecond
@@ -33,9 +36,13 @@ func TestGeminiTriggerSubmittedThenBusyDefers(t *testing.T) {
 		return r.Status == "failed" || r.Status == "ready" && r.Readiness == "READY"
 	})
 	if rt.Status == "failed" {
+		pane := td.tmux("capture-pane", "-p", "-t", rt.PaneID)
+		if strings.Contains(pane, "No input provided via stdin") {
+			t.Fatalf("Gemini CLI ran headless (CI reached it) instead of opening its TUI:\n%s", pane)
+		}
 		// Seen once in a loaded CI dry run and never again: the CLI itself kept exiting at
 		// start. That is Gemini's start, not what this test is about.
-		t.Skipf("the Gemini CLI did not start (crash loop); its pane:\n%s", td.tmux("capture-pane", "-p", "-t", rt.PaneID))
+		t.Skipf("the Gemini CLI did not start (crash loop); its pane:\n%s", pane)
 	}
 
 	if _, err := td.trigger(map[string]any{"trigger_id": "gm-1", "workspace": "gm", "agent": "dev", "prompt": "say hello; it's \"quoted\" and $HOME"}); err != nil {
@@ -80,6 +87,7 @@ func TestGeminiTriggerSubmittedThenBusyDefers(t *testing.T) {
 // silent pane, and Gemini, once it came back, ran it twice. The retry now waits for the
 // pane to draw, and the ack wait starts again from there: the model gets the prompt once.
 func TestGeminiLargePasteGivenOnce(t *testing.T) {
+	inCI(t)
 	ft := startFullTurns(t, agentCase{agent: "gemini", env: "NUDGE_TEST_GEMINI", pkg: "@google/gemini-cli", api: standin.Gemini,
 		ackTimeout: time.Second}) // far shorter than Gemini's silence with 63 KiB
 	ft.send("big", standin.Filler(63<<10, false))
@@ -90,4 +98,11 @@ func TestGeminiLargePasteGivenOnce(t *testing.T) {
 		t.Fatalf("the model got the prompt %d times (%d typings), want once\nstory: %s\nscreen:\n%s", n, tr.Attempts, story(ft.td.audit("big")), ft.screen())
 	}
 	t.Logf("63 KiB one-line prompt given once: %s", events(ft.td.audit("big")))
+}
+
+// inCI sets the variables of a CI job (GitHub Actions) for the test: the daemon, its tmux
+// server and every agent started there see them unless a profile removes them.
+func inCI(t *testing.T) {
+	t.Setenv("CI", "true")
+	t.Setenv("GITHUB_ACTIONS", "true")
 }

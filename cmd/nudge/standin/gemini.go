@@ -247,9 +247,9 @@ func setupGemini(home, root, url string) ([]string, error) {
 	if err := writeJSONFile(filepath.Join(dir, "trustedFolders.json"), map[string]any{root: "TRUST_FOLDER"}); err != nil {
 		return nil, err
 	}
-	// CI=false: Gemini CLI runs non-interactively ("No input provided via stdin") when
-	// it sees CI set, as it is in a CI job (and in this project's own CI run).
-	return []string{"GOOGLE_GEMINI_BASE_URL=" + url, "GEMINI_API_KEY=" + DummyKey, "CI=false"}, nil
+	// Not CI=false: Gemini CLI runs non-interactively when CI is "true", as it is in a
+	// CI job, and nudge's gemini profile removes CI from its environment at launch.
+	return []string{"GOOGLE_GEMINI_BASE_URL=" + url, "GEMINI_API_KEY=" + DummyKey}, nil
 }
 
 // writeJSONFile writes v as JSON to a file only its owner can read.
