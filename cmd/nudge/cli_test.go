@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -254,5 +256,48 @@ func TestCompletionAsksTheDaemon(t *testing.T) {
 	}
 	if out, _, _ := td.runCLI("__complete", "tail", rt.RuntimeID, ""); strings.Contains(out, rt.RuntimeID) {
 		t.Errorf("tail takes one RUNTIME_ID, yet a second is offered: %q", out)
+	}
+}
+
+// TestAPIRecordsDecodeTheWireGoldens: the records package api added for the CLI decode
+// the daemon's pinned answers (testdata/wire) with no field unknown and encode back to
+// the same keys, so a command printing one shows every field the daemon sent.
+func TestAPIRecordsDecodeTheWireGoldens(t *testing.T) {
+	placeholder := regexp.MustCompile(`<n>|"<time>"`)
+	for file, v := range map[string]any{
+		"27_heartbeat.txt":       &api.HeartbeatReply{},
+		"39_unblock.txt":         &api.Unblocked{},
+		"47_schedule_remove.txt": &api.ScheduleRemoved{},
+		"49_token_issue.txt":     &api.IssuedToken{},
+		"55_tokens.txt":          &[]api.TokenInfo{},
+		"56_token_revoke.txt":    &api.TokenInfo{},
+		"59_token_rotate.txt":    &api.KeyRotated{},
+		"61_deregister.txt":      &api.Deregistered{},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "wire", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, body, _ := strings.Cut(string(b), "\n") // the request line
+		_, body, _ = strings.Cut(body, "\n")       // the status line
+		body = placeholder.ReplaceAllStringFunc(body, func(p string) string {
+			if p == "<n>" {
+				return "1"
+			}
+			return `"2026-01-02T03:04:05Z"`
+		})
+		dec := json.NewDecoder(strings.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
+			t.Errorf("%s: %v\n%s", file, err, body)
+			continue
+		}
+		again, _ := json.Marshal(v)
+		var want, got any
+		json.Unmarshal([]byte(body), &want)
+		json.Unmarshal(again, &got)
+		if !reflect.DeepEqual(want, got) {
+			t.Errorf("%s: does not round-trip:\nwire %s\napi  %s", file, body, again)
+		}
 	}
 }
