@@ -121,6 +121,10 @@ func TestFlagsFromEnvironmentAndGoStyle(t *testing.T) {
 		t.Fatalf("a bad NUDGE_LINES: exit %d, %q", code, errOut)
 	}
 	delete(env, "NUDGE_LINES")
+	// serve too: NUDGE_LOG_FORMAT reaches --log-format (checked before anything starts).
+	if _, errOut, code := runWithEnv(map[string]string{"NUDGE_LOG_FORMAT": "xml"}, "serve"); code != 2 || !strings.Contains(errOut, "--log-format") {
+		t.Fatalf("serve with NUDGE_LOG_FORMAT=xml: exit %d, %q", code, errOut)
+	}
 	if _, errOut, code := runWithEnv(env, "ls", "-json", "-workspace", "w"); code != 1 || !strings.Contains(errOut, "cannot reach the daemon") {
 		t.Fatalf("Go-style -json -workspace: exit %d, %q", code, errOut)
 	}
