@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -303,5 +304,37 @@ func TestAPIRecordsDecodeTheWireGoldens(t *testing.T) {
 		if !reflect.DeepEqual(want, got) {
 			t.Errorf("%s: does not round-trip:\nwire %s\napi  %s", file, body, again)
 		}
+	}
+}
+
+// TestBashCompletionEndToEnd: the script `nudge completion bash` prints, sourced in a real
+// bash, completes commands, flags and flag values by asking the binary. (The script wants
+// the bash-completion package's _get_comp_words_by_ref; a minimal one stands in for it.)
+func TestBashCompletionEndToEnd(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	bin := buildWatchBinary(t)
+	script := `
+_get_comp_words_by_ref() { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
+source <(nudge completion bash)
+c() { COMP_WORDS=("$@"); COMP_CWORD=$(($#-1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; COMPREPLY=(); __start_nudge 2>/dev/null; echo "${COMPREPLY[*]}"; }
+c nudge sched
+c nudge trigger --wa
+c nudge spawn --agent ""
+c nudge ls -o ""
+`
+	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", script)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"NUDGE_SOCKET="+filepath.Join(t.TempDir(), "absent.sock"), "XDG_CONFIG_HOME="+t.TempDir()) // the embedded profiles only
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	want := []string{"schedule", "--wait --wait-timeout", "claude codex gemini opencode pi shell", "json table"}
+	got := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if !slices.Equal(got, want) {
+		t.Fatalf("bash completion:\ngot  %q\nwant %q", got, want)
 	}
 }
