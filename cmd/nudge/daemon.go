@@ -256,7 +256,7 @@ func openServer(cfg serveConfig, d *daemon) (*server.Server, error) {
 	sc.Socket, sc.Version, sc.Logger = cfg.Socket, version, d.log
 	return server.Open(sc, server.Deps{
 		Auth: d.auth, Tokens: d.auth, Policy: d.auth.Policy(),
-		Runtimes: d.reg, Panes: paneReader{d.reg}, Triggers: d.pipe, Acks: d.acks, Store: d.db, Schedules: d.sched,
+		Runtimes: d.reg, Panes: d.reg, Triggers: d.pipe, Acks: d.acks, Store: d.db, Schedules: d.sched,
 		Events: d.hub, Metrics: d.obs,
 	})
 }
