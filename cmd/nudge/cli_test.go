@@ -338,3 +338,65 @@ c nudge ls -o ""
 		t.Fatalf("bash completion:\ngot  %q\nwant %q", got, want)
 	}
 }
+
+// TestEveryOldFlagStays: each command keeps every flag the hand-written parser had (the
+// list is what `nudge CMD --help` showed before the move to cobra), and its defaults
+// (a few, spot-checked).
+func TestEveryOldFlagStays(t *testing.T) {
+	old := map[string]string{
+		"serve":            "ack-backoff ack-retries ack-timeout allow-uid api-token api-token-file bind-keys breaker-cooldown breaker-failures cpuprofile crash-loop crash-window defer-recheck echo-timeout host launch-grace log-format log-level loop-repeats loop-turns max-defer max-hold max-prompt metrics-addr orchestrator pack-dir policy profile-dir quiet-window rate-limit require-token resume-attempts root runtime-token-ttl schedule-gap schedule-min-every shutdown-timeout socket ssh ssh-config stale-after start-timeout state-dir status-line store-check-timeout submit-quiet submit-timeout sweep tmux tmux-config tmux-socket tmux-socket-path trace",
+		"spawn":            "agent agent-id dir host prompt-file role session-id socket state-dir token workspace",
+		"register":         "agent agent-id host role session-id socket state-dir target token unmanaged workspace",
+		"trigger":          "ack-timeout agent force id intent reason socket state-dir thread token wait wait-timeout workspace",
+		"receipt":          "socket state-dir token wait",
+		"ack":              "socket state-dir token",
+		"heartbeat":        "cursor session-id socket state-dir status thread token",
+		"ls":               "json socket state-dir token workspace",
+		"status":           "json short socket state-dir token workspace",
+		"tail":             "history json lines socket state-dir token",
+		"audit":            "json runtime since socket state-dir thread token trigger until verify workspace",
+		"pause":            "reason socket state-dir token",
+		"resume":           "reason socket state-dir token",
+		"stop":             "reason socket state-dir token",
+		"restart":          "reason socket state-dir token",
+		"force":            "intent reason socket state-dir token",
+		"unblock":          "agent reason socket state-dir token workspace",
+		"deregister":       "reason socket state-dir token",
+		"watch":            "socket state-dir tmux tmux-socket tmux-socket-path token",
+		"attach":           "host read-only ssh ssh-config tmux tmux-socket tmux-socket-path",
+		"switch":           "socket state-dir tmux tmux-socket tmux-socket-path token",
+		"mcp":              "socket state-dir token",
+		"doctor":           "host socket ssh ssh-config state-dir tmux tmux-socket tmux-socket-path token",
+		"schedule add":     "agent every socket state-dir token workspace",
+		"schedule ls":      "socket state-dir token",
+		"schedule rm":      "socket state-dir token",
+		"token issue":      "json socket state-dir subject token ttl verbs workspace",
+		"token list":       "json socket state-dir token",
+		"token revoke":     "json socket state-dir token",
+		"token rotate-key": "json socket state-dir token",
+	}
+	root := newRootCmd(&cliEnv{getenv: os.Getenv})
+	for path, flags := range old {
+		cmd, rest, err := root.Find(strings.Fields(path))
+		if err != nil || len(rest) > 0 {
+			t.Errorf("nudge %s: gone (%v)", path, err)
+			continue
+		}
+		for _, f := range strings.Fields(flags) {
+			if cmd.Flags().Lookup(f) == nil && cmd.InheritedFlags().Lookup(f) == nil {
+				t.Errorf("nudge %s: flag --%s is gone", path, f)
+			}
+		}
+	}
+	for _, tt := range []struct{ path, flag, want string }{
+		{"spawn", "agent", "codex"}, {"trigger", "wait-timeout", "2m0s"}, {"tail", "lines", "40"},
+		{"tail", "history", "20"}, {"heartbeat", "status", "active"}, {"force", "intent", "human_override"},
+		{"schedule add", "every", "10m"}, {"token issue", "ttl", "24h0m0s"}, {"serve", "rate-limit", "10/min"},
+		{"serve", "ack-backoff", "2s,4s"}, {"serve", "quiet-window", "20s"}, {"serve", "tmux-socket", "nudge"},
+	} {
+		cmd, _, _ := root.Find(strings.Fields(tt.path))
+		if f := cmd.Flags().Lookup(tt.flag); f == nil || f.DefValue != tt.want {
+			t.Errorf("nudge %s --%s: default %v, want %q", tt.path, tt.flag, f, tt.want)
+		}
+	}
+}

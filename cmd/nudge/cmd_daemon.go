@@ -138,13 +138,22 @@ func tokenRevokeCmd(env *cliEnv) *cobra.Command {
 func tokenRotateCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{Use: "rotate-key", Short: "replace the signing key: every token issued so far stops working", Args: exactArgs(0, "no arguments")}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		ctx, cancel := shortCtx(cmd.Context())
 		defer cancel()
 		c := o.client(env)
 		defer c.Close()
 		k, err := c.RotateKey(ctx)
 		if err != nil {
+			return err
+		}
+		if !asJSON {
+			_, err = fmt.Fprintln(env.stdout, "token key rotated: every token signed with the previous key is invalid")
 			return err
 		}
 		return printJSON(env.stdout, k)
