@@ -94,7 +94,11 @@ func (r rateFlag) String() string {
 	if r.n == nil {
 		return ""
 	}
-	return fmt.Sprintf("%d/%s", *r.n, *r.per)
+	unit := map[time.Duration]string{time.Second: "s", time.Minute: "min", time.Hour: "h"}[*r.per]
+	if unit == "" {
+		unit = r.per.String()
+	}
+	return fmt.Sprintf("%d/%s", *r.n, unit) // as it is written: 10/min
 }
 
 func (r rateFlag) Type() string { return "rate" }

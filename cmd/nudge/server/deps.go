@@ -67,9 +67,10 @@ type Runtimes interface {
 	HostOf(workspace string) string
 }
 
-// Panes reads a runtime's pane: its last lines, cleaned for display and redacted.
+// Panes reads a runtime's pane: its last lines, cleaned for display and redacted
+// (satisfied by *panes.Registry).
 type Panes interface {
-	Capture(ctx context.Context, rt nudge.Runtime, lines int) ([]string, error)
+	Tail(ctx context.Context, rt nudge.Runtime, lines int) ([]string, error)
 }
 
 // Triggers is the trigger pipeline (satisfied by *inject.Pipeline).
