@@ -19,9 +19,9 @@ type tmuxFlags struct{ tmux, socket, path string }
 func addTmuxFlags(fs interface {
 	StringVar(*string, string, string, string)
 }) *tmuxFlags {
-	t := &tmuxFlags{}
-	fs.StringVar(&t.tmux, "tmux", "tmux", "tmux binary")
-	fs.StringVar(&t.socket, "tmux-socket", "nudge", "tmux server socket name (tmux -L)")
+	t, def := &tmuxFlags{}, panes.DefaultConfig() // the daemon's defaults
+	fs.StringVar(&t.tmux, "tmux", def.Tmux, "tmux binary")
+	fs.StringVar(&t.socket, "tmux-socket", def.SocketName, "tmux server socket name (tmux -L)")
 	fs.StringVar(&t.path, "tmux-socket-path", "", "tmux server socket path (tmux -S)")
 	return t
 }
