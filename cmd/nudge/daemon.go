@@ -97,7 +97,8 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	nc := cfg.Notify
 	nc.Session, nc.Logger = panes.SessionName, d.log.Named("notify")
 	d.notify = notify.New(nc, d.hub, d.reg) // fed by the hub, shown through the registry's connections
-	h.ready.Store(true)                     // after d.obs: a hook that sees ready sees every room
+
+	h.ready.Store(true) // after every room above: a hook that sees ready sees them all
 	d.auth.Start(tokenRuntimes{d.reg})
 	if d.api, err = openServer(cfg, d); err != nil {
 		return nil, err
