@@ -1,20 +1,3 @@
-// Package nudge holds the vocabulary shared by nudge's packages: failure codes,
-// runtime states, trigger states and results, and readiness; and the domain records
-// every package passes around (records.go): Runtime, Trigger, Attempt, AuditRecord and
-// Schedule, whose JSON is both the API's and the store's encoding. Beside them, the
-// text rules every package shares, each in one place: the id charset and validator
-// (id.go: IsIDByte, ValidID, CheckID), the redactor (redact.go: Redact) and the ANSI
-// stripper (plain.go: Plain for a stream, StripANSI for a string). It imports only the
-// standard library.
-//
-// The packages are:
-//
-//	controlmode  one tmux -C connection (reader, command pipeline, flow control)
-//	panes        the registry of managed runtimes, spawn/adopt/stop, profiles
-//	detector     human-input detection and readiness classification
-//	inject       the trigger pipeline: queue, gates, sanitizing, delivery
-//	ack          receipts: ack markers, API acks, heartbeats, retries, fallback
-//	store        the bbolt store behind domain methods
 package nudge
 
 // Code is a failure code (seed 001 §10, DESIGN.md). The zero value means no error.

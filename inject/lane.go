@@ -24,6 +24,7 @@ type lane struct {
 	cont   func()
 
 	clean   atomic.Bool   // the last delivery here was confirmed: no envelope of ours is left unentered
+	cursorY atomic.Int32  // the cursor's row at the last pane check (-1: not known yet)
 	lastOut atomic.Int64  // unix nanos of the latest output chunk
 	outSeq  atomic.Uint64 // output chunks seen
 	nmu     sync.Mutex
@@ -32,7 +33,9 @@ type lane struct {
 }
 
 func newLane(id string) *lane {
-	return &lane{id: id, wake: make(chan struct{}, 1), notify: make(chan struct{})}
+	l := &lane{id: id, wake: make(chan struct{}, 1), notify: make(chan struct{})}
+	l.cursorY.Store(-1)
+	return l
 }
 
 func (l *lane) kick() {

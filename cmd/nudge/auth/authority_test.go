@@ -155,8 +155,15 @@ func TestIssueRevoke(t *testing.T) {
 // The renewal loop mints a runtime's token into its session, and Close joins it; a
 // revoked runtime's token is refused and unset from its session.
 func TestRuntimeRenewal(t *testing.T) {
+	var clock struct {
+		sync.Mutex
+		t time.Time
+	}
+	clock.t = time.Unix(1_000_000, 0)
+	now := func() time.Time { clock.Lock(); defer clock.Unlock(); return clock.t }
+	advance := func(d time.Duration) { clock.Lock(); clock.t = clock.t.Add(d); clock.Unlock() }
 	cfg := DefaultConfig()
-	cfg.RuntimeTokenTTL = 400 * time.Millisecond
+	cfg.RuntimeTokenTTL, cfg.Now = 2*time.Second, now // renewal ticks every 250ms of real time
 	a, _ := openTest(t, cfg)
 	var mu sync.Mutex
 	env := map[string]string{}
@@ -177,6 +184,10 @@ func TestRuntimeRenewal(t *testing.T) {
 		first = get()
 		time.Sleep(5 * time.Millisecond)
 	}
+	if first == "" {
+		t.Fatal("no runtime token was minted into the session")
+	}
+	advance(1500 * time.Millisecond) // past half its life
 	for get() == first && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -258,7 +258,7 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request, c auth.Calle
 		}
 		n = min(v, maxTailLines)
 	}
-	lines, err := s.deps.Panes.Capture(r.Context(), rt, n)
+	lines, err := s.deps.Panes.Tail(r.Context(), rt, n)
 	if err != nil {
 		s.fail(w, r, err)
 		return

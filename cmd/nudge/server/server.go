@@ -80,6 +80,9 @@ func New(cfg Config, deps Deps) *Server {
 
 // Open listens on cfg.Socket (and cfg.MetricsAddr) and serves until Close.
 func Open(cfg Config, deps Deps) (*Server, error) {
+	if err := deps.check(); err != nil {
+		return nil, err
+	}
 	s := New(cfg, deps)
 	ln, err := Listen(cfg.Socket)
 	if err != nil {

@@ -309,9 +309,16 @@ func TestOpenClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A joined goroutine may still be on its way out after wg.Done: give it a moment.
 	buf := make([]byte, 1<<20)
-	if st := string(buf[:runtime.Stack(buf, true)]); strings.Contains(st, "(*Server).serve") {
-		t.Fatalf("a serving goroutine outlived Close:\n%s", st)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st := string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(st, "(*Server).serve") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a serving goroutine outlived Close:\n%s", st)
+		}
 	}
 	if _, err := os.Lstat(cfg.Socket); !os.IsNotExist(err) {
 		t.Fatalf("the socket is left behind: %v", err)
@@ -321,4 +328,23 @@ func TestOpenClose(t *testing.T) {
 		t.Fatalf("a listener failed: %v", err)
 	default:
 	}
+}
+
+// The tail's line count is checked and capped before the pane is read.
+func TestTailLines(t *testing.T) {
+	ts := newTestServer(t)
+	var asked int
+	ts.deps.Panes = &fakePanes{tail: func(_ context.Context, rt nudge.Runtime, n int) ([]string, error) {
+		asked = n
+		return []string{"$ echo hi", "hi"}, nil
+	}}
+	st, body := ts.do("GET", "/v1/runtimes/rt_a.x/tail?lines=99999", "", "")
+	wantBody(t, "capped", st, body, 200, `"runtime_id": "rt_a.x"`, `"hi"`)
+	if asked != maxTailLines {
+		t.Errorf("asked the pane for %d lines, want the cap %d", asked, maxTailLines)
+	}
+	st, body = ts.do("GET", "/v1/runtimes/rt_a.x/tail?lines=-1", "", "")
+	wantBody(t, "negative", st, body, 400, `"message": "lines: want a positive number"`)
+	st, body = ts.do("GET", "/v1/runtimes/rt_b.y/tail", "scoped", "")
+	wantBody(t, "another workspace", st, body, 404, `"message": "no runtime rt_b.y"`)
 }

@@ -1,4 +1,13 @@
-package main
+// Package doctor is `nudge doctor`: it checks what nudge needs (seed 001 §3) on every
+// host in use (this machine, the hosts of the daemon's workspaces, and each --host): ssh
+// reaches it, tmux there is new enough, the programs its runtimes launch are on its PATH;
+// and on this machine the agent CLIs of the known profiles, the state and socket
+// permissions, the profile and pack override directories, and whether the daemon answers.
+// Each check prints one line, ok, warn or FAIL, with what to do.
+//
+// It also describes the override directories for serve's log (ProfileOverrides,
+// PackOverrides, MissingPacks), so the daemon and doctor say the same.
+package doctor
 
 import (
 	"bytes"
@@ -23,13 +32,37 @@ import (
 // key pressed in the Any binding).
 var minTmux = [2]int{3, 2}
 
+// Config is what Check checks and where it writes.
+type Config struct {
+	SSH, SSHConfig      string // the ssh binary and config file (ssh -F; "" the user's own)
+	Tmux                string // the tmux binary
+	Out                 io.Writer
+	StateDir            string // the daemon's state directory (its permissions are checked)
+	ProfileDir, PackDir string // the override directories serve reads
+	Hosts               []string
+}
+
+// Check runs every check, printing one line per check to cfg.Out, and fails if one
+// failed.
+func Check(ctx context.Context, c *api.Client, cfg Config) error {
+	d := &doctor{ssh: cfg.SSH, config: cfg.SSHConfig, tmux: cfg.Tmux, say: doctorLines{out: cfg.Out},
+		stateDir: cfg.StateDir, profileDir: cfg.ProfileDir, packDir: cfg.PackDir, hosts: cfg.Hosts}
+	return d.check(ctx, c)
+}
+
+// doctor checks this machine (and the hosts of its workspaces) for what nudge needs.
 type doctor struct {
 	ssh, config, tmux   string
-	out                 io.Writer
+	say                 doctorLines
 	stateDir            string
 	profileDir, packDir string
 	hosts               []string // --host
-	failed, warned      int
+}
+
+// doctorLines is doctor's output: one line per check, ok, warn or FAIL, and their tally.
+type doctorLines struct {
+	out            io.Writer
+	failed, warned int
 }
 
 // check runs every check and prints one line per check.
@@ -69,37 +102,37 @@ func (d *doctor) check(ctx context.Context, c *api.Client) error {
 	d.overrides()
 	health()
 	switch {
-	case d.failed > 0:
-		return fmt.Errorf("%d check(s) failed", d.failed)
-	case d.warned > 0:
-		fmt.Fprintf(d.out, "no check failed (%d warning(s))\n", d.warned)
+	case d.say.failed > 0:
+		return fmt.Errorf("%d check(s) failed", d.say.failed)
+	case d.say.warned > 0:
+		fmt.Fprintf(d.say.out, "no check failed (%d warning(s))\n", d.say.warned)
 	default:
-		fmt.Fprintln(d.out, "all checks passed")
+		fmt.Fprintln(d.say.out, "all checks passed")
 	}
 	return nil
 }
 
-func (d *doctor) line(word, host, format string, args ...any) {
-	fmt.Fprintf(d.out, "%s  %s: %s\n", word, displayHostName(host), fmt.Sprintf(format, args...))
+func (l *doctorLines) line(word, host, format string, args ...any) {
+	fmt.Fprintf(l.out, "%s  %s: %s\n", word, displayHostName(host), fmt.Sprintf(format, args...))
 }
 
-func (d *doctor) ok(host, format string, args ...any) { d.line("ok  ", host, format, args...) }
+func (l *doctorLines) ok(host, format string, args ...any) { l.line("ok  ", host, format, args...) }
 
-func (d *doctor) warn(host, format string, args ...any) {
-	d.warned++
-	d.line("warn", host, format, args...)
+func (l *doctorLines) warn(host, format string, args ...any) {
+	l.warned++
+	l.line("warn", host, format, args...)
 }
 
-func (d *doctor) fail(host, format string, args ...any) {
-	d.failed++
-	d.line("FAIL", host, format, args...)
+func (l *doctorLines) fail(host, format string, args ...any) {
+	l.failed++
+	l.line("FAIL", host, format, args...)
 }
 
-func (d *doctor) report(ok bool, host, format string, args ...any) {
+func (l *doctorLines) report(ok bool, host, format string, args ...any) {
 	if ok {
-		d.ok(host, format, args...)
+		l.ok(host, format, args...)
 	} else {
-		d.fail(host, format, args...)
+		l.fail(host, format, args...)
 	}
 }
 
@@ -130,21 +163,21 @@ func (d *doctor) host(ctx context.Context, host string, programs []string) {
 	if host != "" {
 		out, err := d.run(ctx, host, "true")
 		if err != nil {
-			d.report(false, host, "ssh cannot reach it: %v: %s", err, lastLine(out))
+			d.say.report(false, host, "ssh cannot reach it: %v: %s", err, lastLine(out))
 			return
 		}
-		d.report(true, host, "ssh reachable")
+		d.say.report(true, host, "ssh reachable")
 	}
 	out, err := d.run(ctx, host, d.tmux, "-V")
 	switch v, ok := tmuxVersion(out); {
 	case err != nil:
-		d.report(false, host, "no tmux: %v: %s", err, lastLine(out))
+		d.say.report(false, host, "no tmux: %v: %s", err, lastLine(out))
 	case !ok:
-		d.report(true, host, "%s (version not understood; nudge needs %d.%d or newer)", out, minTmux[0], minTmux[1])
+		d.say.report(true, host, "%s (version not understood; nudge needs %d.%d or newer)", out, minTmux[0], minTmux[1])
 	case v[0] < minTmux[0] || v[0] == minTmux[0] && v[1] < minTmux[1]:
-		d.report(false, host, "%s is too old: nudge needs tmux %d.%d or newer", out, minTmux[0], minTmux[1])
+		d.say.report(false, host, "%s is too old: nudge needs tmux %d.%d or newer", out, minTmux[0], minTmux[1])
 	default:
-		d.report(true, host, "%s", out)
+		d.say.report(true, host, "%s", out)
 	}
 	for _, p := range programs {
 		var path string
@@ -158,10 +191,10 @@ func (d *doctor) host(ctx context.Context, host string, programs []string) {
 			}
 		}
 		if err != nil {
-			d.report(false, host, "agent program %s is not on PATH", filepath.Base(p))
+			d.say.report(false, host, "agent program %s is not on PATH", filepath.Base(p))
 			continue
 		}
-		d.report(true, host, "agent program %s: %s", filepath.Base(p), lastLine(path))
+		d.say.report(true, host, "agent program %s: %s", filepath.Base(p), lastLine(path))
 	}
 }
 

@@ -1,10 +1,19 @@
-package main
+// Package tui is `nudge watch`: a full-screen live dashboard of every runtime on tcell,
+// reading the daemon through api.Client only (one snapshot, then /v1/events), and the
+// words a person reads a runtime's state and a receipt by (StateWord, ReceiptWord), which
+// the CLI's tables and the tmux status line share.
+//
+// Run owns two goroutines: the UI goroutine (keys, messages, drawing; the caller's) and
+// the feed goroutine (the snapshot and the event stream), which Run joins before it
+// returns.
+package tui
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -35,18 +44,47 @@ type (
 
 const watchReconnect = time.Second
 
+// watchUI is the dashboard's UI goroutine: keys and stream messages in, actions through
+// the API and tmux out. The feed reads the daemon; the view draws.
 type watchUI struct {
 	ctx    context.Context
 	c      *api.Client
-	tmux   *tmuxFlags
+	tmux   func(args ...string) []string // tmux argv on nudge's server
 	getenv func(string) string
 	m      *watchModel
 	s      tcell.Screen
 	msgs   chan any
+	feed   *watchFeed
+	view   *watchView
 }
 
-// runWatch runs the dashboard on the terminal until q, Esc or ctx ends.
-func runWatch(ctx context.Context, env *cliEnv, c *api.Client, t *tmuxFlags) error {
+// watchFeed is the I/O goroutine: a snapshot, then /v1/events, sent to the UI as messages.
+type watchFeed struct {
+	ctx  context.Context
+	c    *api.Client
+	msgs chan<- any
+}
+
+// watchView draws the model on the screen.
+type watchView struct {
+	s tcell.Screen
+	m *watchModel
+}
+
+// Config is what the dashboard needs: a client of the daemon, the environment (is it
+// inside tmux?) and how to run tmux on nudge's server.
+type Config struct {
+	Client   *api.Client
+	Getenv   func(string) string           // nil: os.Getenv
+	TmuxArgv func(args ...string) []string // the argv of a tmux command on nudge's server
+}
+
+// Run runs the dashboard on the terminal until q, Esc or ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	c, env := cfg.Client, cfg.Getenv
+	if env == nil {
+		env = os.Getenv
+	}
 	// Fail fast, before taking over the terminal, if there is no daemon.
 	hctx, cancel := shortCtx(ctx)
 	_, err := c.Health(hctx)
@@ -62,9 +100,11 @@ func runWatch(ctx context.Context, env *cliEnv, c *api.Client, t *tmuxFlags) err
 		return fmt.Errorf("terminal: %w", err)
 	}
 	ctx, stop := context.WithCancel(ctx)
-	ui := &watchUI{ctx: ctx, c: c, tmux: t, getenv: env.getenv, m: newWatchModel(), s: s, msgs: make(chan any, 256)}
+	ui := &watchUI{ctx: ctx, c: c, tmux: cfg.TmuxArgv, getenv: env, m: newWatchModel(), s: s, msgs: make(chan any, 256)}
+	ui.feed = &watchFeed{ctx: ctx, c: c, msgs: ui.msgs}
+	ui.view = &watchView{s: s, m: ui.m}
 	done := make(chan struct{})
-	go func() { defer close(done); ui.stream(ctx) }()
+	go func() { defer close(done); ui.feed.stream(ctx) }()
 	err = ui.loop()
 	stop()
 	s.Fini() // restores the terminal (leaves the alternate screen) before we wait
@@ -73,28 +113,28 @@ func runWatch(ctx context.Context, env *cliEnv, c *api.Client, t *tmuxFlags) err
 }
 
 // apiStateWord is stateWord for a runtime as package api has it.
-func apiStateWord(rt api.Runtime) string { return stateOf(rt.Status, rt.Readiness, rt.Paused) }
+func apiStateWord(rt api.Runtime) string { return StateWord(rt.Status, rt.Readiness, rt.Paused) }
 
 // apiReceiptWord is receiptWord for a receipt as package api has it.
 func apiReceiptWord(t api.Trigger) string {
-	return receiptOf(t.State, t.Result, t.ErrorCode, t.Fallback)
+	return ReceiptWord(t.State, t.Result, t.ErrorCode, t.Fallback)
 }
 
 // send hands a message to the UI goroutine unless the UI has gone.
-func (ui *watchUI) send(v any) bool {
+func (f *watchFeed) send(v any) bool {
 	select {
-	case ui.msgs <- v:
+	case f.msgs <- v:
 		return true
-	case <-ui.ctx.Done():
+	case <-f.ctx.Done():
 		return false
 	}
 }
 
 // stream keeps /v1/events open: snapshot, then events, reconnecting when it drops.
-func (ui *watchUI) stream(ctx context.Context) {
+func (f *watchFeed) stream(ctx context.Context) {
 	for ctx.Err() == nil {
-		err := ui.streamOnce(ctx)
-		if ctx.Err() != nil || !ui.send(watchDown{err}) {
+		err := f.streamOnce(ctx)
+		if ctx.Err() != nil || !f.send(watchDown{err}) {
 			return
 		}
 		select {
@@ -105,8 +145,8 @@ func (ui *watchUI) stream(ctx context.Context) {
 	}
 }
 
-func (ui *watchUI) streamOnce(ctx context.Context) error {
-	resp, err := ui.c.Send(ctx, "GET", "/v1/events", nil)
+func (f *watchFeed) streamOnce(ctx context.Context) error {
+	resp, err := f.c.Send(ctx, "GET", "/v1/events", nil)
 	if err != nil {
 		return err
 	}
@@ -115,11 +155,11 @@ func (ui *watchUI) streamOnce(ctx context.Context) error {
 		return fmt.Errorf("events: %s", resp.Status)
 	}
 	// Subscribed first, then the snapshot: nothing falls between the two.
-	snap, err := ui.snapshot(ctx)
+	snap, err := f.snapshot(ctx)
 	if err != nil {
 		return err
 	}
-	if !ui.send(watchConnected{snap}) {
+	if !f.send(watchConnected{snap}) {
 		return nil
 	}
 	r := bufio.NewReader(resp.Body)
@@ -127,7 +167,7 @@ func (ui *watchUI) streamOnce(ctx context.Context) error {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 {
 			var ev wireEvent
-			if json.Unmarshal(line, &ev) == nil && !ui.send(ev) {
+			if json.Unmarshal(line, &ev) == nil && !f.send(ev) {
 				return nil
 			}
 		}
@@ -137,20 +177,20 @@ func (ui *watchUI) streamOnce(ctx context.Context) error {
 	}
 }
 
-func (ui *watchUI) snapshot(ctx context.Context) (watchSnapshot, error) {
+func (f *watchFeed) snapshot(ctx context.Context) (watchSnapshot, error) {
 	ctx, cancel := shortCtx(ctx)
 	defer cancel()
 	var s watchSnapshot
 	var err error
-	if s.runtimes, err = ui.c.Runtimes(ctx, ""); err != nil {
+	if s.runtimes, err = f.c.Runtimes(ctx, ""); err != nil {
 		return s, err
 	}
-	open, err := ui.c.Triggers(ctx, api.TriggerFilter{OpenOnly: true})
+	open, err := f.c.Triggers(ctx, api.TriggerFilter{OpenOnly: true})
 	if err != nil {
 		return s, err
 	}
 	for _, rt := range s.runtimes {
-		ts, err := ui.c.Triggers(ctx, api.TriggerFilter{RuntimeID: rt.RuntimeID, Newest: true, Limit: 1})
+		ts, err := f.c.Triggers(ctx, api.TriggerFilter{RuntimeID: rt.RuntimeID, Newest: true, Limit: 1})
 		if err != nil {
 			return s, err
 		}
@@ -167,7 +207,7 @@ func (ui *watchUI) loop() error {
 	defer close(quit)
 	go ui.s.ChannelEvents(tev, quit)
 	ui.s.HideCursor()
-	ui.draw()
+	ui.view.draw()
 	for {
 		select {
 		case <-ui.ctx.Done():
@@ -187,7 +227,7 @@ func (ui *watchUI) loop() error {
 		case msg := <-ui.msgs:
 			ui.handle(msg)
 		}
-		ui.draw()
+		ui.view.draw()
 	}
 }
 
@@ -309,7 +349,7 @@ func (ui *watchUI) async(fn func(ctx context.Context) string) {
 	go func() {
 		ctx, cancel := shortCtx(ui.ctx)
 		defer cancel()
-		ui.send(watchResult{fn(ctx)})
+		ui.feed.send(watchResult{fn(ctx)})
 	}()
 }
 
@@ -326,7 +366,7 @@ func (ui *watchUI) fetchDetail(id string) {
 		if d.history, err = ui.c.Triggers(ctx, api.TriggerFilter{RuntimeID: id, Newest: true, Limit: 20}); err != nil && d.err == nil {
 			d.err = err
 		}
-		ui.send(d)
+		ui.feed.send(d)
 	}()
 }
 
@@ -340,7 +380,7 @@ func (ui *watchUI) switchTo() {
 		ui.m.msg = "not inside tmux: run `nudge switch " + rt.RuntimeID + "` or `nudge attach " + rt.WorkspaceID + "`"
 		return
 	}
-	argv := ui.tmux.argv("switch-client", "-t", target)
+	argv := ui.tmux("switch-client", "-t", target)
 	ui.async(func(ctx context.Context) string {
 		out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 		if err != nil {
@@ -415,8 +455,8 @@ func stateStyle(word string) tcell.Style {
 }
 
 // put writes s at (x, y), cut at the screen's right edge, and returns the next x.
-func (ui *watchUI) put(x, y int, s string, st tcell.Style) int {
-	w, _ := ui.s.Size()
+func (v *watchView) put(x, y int, s string, st tcell.Style) int {
+	w, _ := v.s.Size()
 	for _, r := range s {
 		if x >= w {
 			break
@@ -424,30 +464,30 @@ func (ui *watchUI) put(x, y int, s string, st tcell.Style) int {
 		if r < ' ' {
 			r = ' '
 		}
-		ui.s.SetContent(x, y, r, nil, st)
+		v.s.SetContent(x, y, r, nil, st)
 		x++
 	}
 	return x
 }
 
 // fill pads row y from x to the right edge with style st.
-func (ui *watchUI) fill(x, y int, st tcell.Style) {
-	w, _ := ui.s.Size()
+func (v *watchView) fill(x, y int, st tcell.Style) {
+	w, _ := v.s.Size()
 	for ; x < w; x++ {
-		ui.s.SetContent(x, y, ' ', nil, st)
+		v.s.SetContent(x, y, ' ', nil, st)
 	}
 }
 
 func pad(s string, n int) string {
-	s = truncate(s, n)
+	s = Truncate(s, n)
 	if k := len([]rune(s)); k < n {
 		s += strings.Repeat(" ", n-k)
 	}
 	return s
 }
 
-func (ui *watchUI) draw() {
-	s, m := ui.s, ui.m
+func (v *watchView) draw() {
+	s, m := v.s, v.m
 	s.Clear()
 	w, h := s.Size()
 	conn := "live"
@@ -455,20 +495,20 @@ func (ui *watchUI) draw() {
 		conn = "reconnecting"
 	}
 	title := fmt.Sprintf("nudge watch  %d runtimes  [%s]  %s", len(m.rts), conn, time.Now().Format("15:04:05"))
-	ui.put(0, 0, title, stHeader)
+	v.put(0, 0, title, stHeader)
 	if m.detail {
-		ui.drawDetail(w, h)
+		v.drawDetail(w, h)
 	} else {
-		ui.drawList(w, h)
+		v.drawList(w, h)
 	}
 	// Bottom: prompt or message, then the keys.
 	switch {
 	case m.forcing != "":
-		ui.put(0, h-2, "force "+m.forcing+" - reason: "+string(m.forceReason)+"_", stHeader)
+		v.put(0, h-2, "force "+m.forcing+" - reason: "+string(m.forceReason)+"_", stHeader)
 	case m.msg != "":
-		ui.put(0, h-2, m.msg, stDefault)
+		v.put(0, h-2, m.msg, stDefault)
 	case m.alert != "":
-		ui.put(0, h-2, "ALERT: "+m.alert, stDefault.Foreground(tcell.ColorRed))
+		v.put(0, h-2, "ALERT: "+m.alert, stDefault.Foreground(tcell.ColorRed))
 	}
 	keys := "↑↓ select  ⏎ detail  s switch  p pause/resume  f force  q quit"
 	if m.detail {
@@ -477,7 +517,7 @@ func (ui *watchUI) draw() {
 	if m.forcing != "" {
 		keys = "type a reason  ⏎ force-deliver  Esc cancel"
 	}
-	ui.put(0, h-1, keys, stDim)
+	v.put(0, h-1, keys, stDim)
 	s.Show()
 }
 
@@ -490,12 +530,12 @@ func watchColumns(w int) (id, state, q int) {
 	return
 }
 
-func (ui *watchUI) drawList(w, h int) {
-	m := ui.m
+func (v *watchView) drawList(w, h int) {
+	m := v.m
 	cid, cst, cq := watchColumns(w)
 	y := 1
 	hdr := "  " + pad("RUNTIME", cid) + " " + pad("STATE", cst) + " " + pad("Q", cq) + " LAST RECEIPT"
-	ui.put(0, y, hdr, stHeader)
+	v.put(0, y, hdr, stHeader)
 	y++
 	for _, rt := range m.order() {
 		if y >= h-2 {
@@ -507,37 +547,37 @@ func (ui *watchUI) drawList(w, h int) {
 			st, mark = stSel, "> "
 		}
 		word := apiStateWord(rt)
-		x := ui.put(0, y, mark+pad(rt.RuntimeID, cid)+" ", st)
+		x := v.put(0, y, mark+pad(rt.RuntimeID, cid)+" ", st)
 		state := word
 		if rt.OperatorBusy {
 			state += " +human"
 		}
-		x = ui.put(x, y, pad(state, cst), stateStyle(word))
+		x = v.put(x, y, pad(state, cst), stateStyle(word))
 		receipt := "-"
 		if t, ok := m.last[rt.RuntimeID]; ok {
-			receipt = t.TriggerID + " " + apiReceiptWord(t) + " " + ago(t.UpdatedAt, time.Now())
+			receipt = t.TriggerID + " " + apiReceiptWord(t) + " " + Ago(t.UpdatedAt, time.Now())
 		}
-		x = ui.put(x, y, " "+pad(fmt.Sprint(m.depth(rt.RuntimeID)), cq)+" "+receipt, st)
+		x = v.put(x, y, " "+pad(fmt.Sprint(m.depth(rt.RuntimeID)), cq)+" "+receipt, st)
 		if rt.RuntimeID == m.sel {
-			ui.fill(x, y, st)
+			v.fill(x, y, st)
 		}
 		y++
 	}
 	if len(m.rts) == 0 {
-		ui.put(2, y, "no runtimes (nudge spawn ...)", stDim)
+		v.put(2, y, "no runtimes (nudge spawn ...)", stDim)
 	}
 }
 
-func (ui *watchUI) drawDetail(w, h int) {
-	m := ui.m
+func (v *watchView) drawDetail(w, h int) {
+	m := v.m
 	rt, ok := m.selected()
 	if !ok {
-		ui.put(0, 1, "runtime gone", stDim)
+		v.put(0, 1, "runtime gone", stDim)
 		return
 	}
 	word := apiStateWord(rt)
-	x := ui.put(0, 1, rt.RuntimeID+"  "+rt.Agent+"  "+orDash(rt.PaneID)+"  ", stHeader)
-	x = ui.put(x, 1, word, stateStyle(word))
+	x := v.put(0, 1, rt.RuntimeID+"  "+rt.Agent+"  "+orDash(rt.PaneID)+"  ", stHeader)
+	x = v.put(x, 1, word, stateStyle(word))
 	busy := ""
 	if rt.OperatorBusy {
 		busy = "  human typing"
@@ -545,20 +585,20 @@ func (ui *watchUI) drawDetail(w, h int) {
 	if rt.Paused {
 		busy += "  triggers paused"
 	}
-	ui.put(x, 1, "  "+string(rt.Status)+busy+"  "+truncate(rt.Summary, 40), stDefault)
+	v.put(x, 1, "  "+string(rt.Status)+busy+"  "+Truncate(rt.Summary, 40), stDefault)
 	y := 2
-	ui.put(0, y, "Triggers (newest first):", stHeader)
+	v.put(0, y, "Triggers (newest first):", stHeader)
 	y++
 	maxHist := min(len(m.history), max(2, (h-6)/3))
 	for _, t := range m.history[:maxHist] {
-		ui.put(2, y, t.TriggerID+"  "+apiReceiptWord(t)+"  "+ago(t.UpdatedAt, time.Now())+"  "+strings.ReplaceAll(t.Prompt, "\n", " "), stDefault)
+		v.put(2, y, t.TriggerID+"  "+apiReceiptWord(t)+"  "+Ago(t.UpdatedAt, time.Now())+"  "+strings.ReplaceAll(t.Prompt, "\n", " "), stDefault)
 		y++
 	}
 	if len(m.history) == 0 {
-		ui.put(2, y, "none", stDim)
+		v.put(2, y, "none", stDim)
 		y++
 	}
-	ui.put(0, y, "Output:", stHeader)
+	v.put(0, y, "Output:", stHeader)
 	y++
 	room := h - 2 - y
 	lines := m.tail
@@ -566,7 +606,7 @@ func (ui *watchUI) drawDetail(w, h int) {
 		lines = lines[len(lines)-room:]
 	}
 	for _, l := range lines {
-		ui.put(2, y, strings.ReplaceAll(l, "\t", "    "), stDefault)
+		v.put(2, y, strings.ReplaceAll(l, "\t", "    "), stDefault)
 		y++
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 // The checks `nudge doctor` makes on this machine only: the daemon, the agent CLIs of the
 // known profiles, state and socket permissions, and the override directories.
@@ -29,10 +29,10 @@ const doctorTimeout = 5 * time.Second
 
 // askDaemon asks the daemon for its health and runtimes. It returns the runtimes and a
 // func that prints the daemon's line (printed last, after the checks that use the runtimes).
-func (d *doctor) askDaemon(ctx context.Context, c *api.Client) (report func(), rts []runtimeView) {
+func (d *doctor) askDaemon(ctx context.Context, c *api.Client) (report func(), rts []api.Runtime) {
 	if _, err := os.Stat(c.Socket()); errors.Is(err, fs.ErrNotExist) {
 		return func() {
-			d.warn("", "daemon: not running (no socket at %s): start it with `nudge serve`", c.Socket())
+			d.say.warn("", "daemon: not running (no socket at %s): start it with `nudge serve`", c.Socket())
 		}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
@@ -48,27 +48,27 @@ func (d *doctor) askDaemon(ctx context.Context, c *api.Client) (report func(), r
 	case err == nil:
 		if err := c.Do(ctx, "GET", "/v1/runtimes", nil, &rts); err != nil {
 			return func() {
-				d.warn("", "daemon %s answers on %s but not with its runtimes: %v", h.Version, c.Socket(), err)
+				d.say.warn("", "daemon %s answers on %s but not with its runtimes: %v", h.Version, c.Socket(), err)
 			}, nil
 		}
 		return func() {
-			d.ok("", "daemon %s answers on %s: %d runtime(s), up since %s", h.Version, c.Socket(), h.Runtimes,
+			d.say.ok("", "daemon %s answers on %s: %d runtime(s), up since %s", h.Version, c.Socket(), h.Runtimes,
 				h.StartedAt.Local().Format(time.DateTime))
 		}, rts
 	case errors.As(err, &ae) && (ae.ErrorCode == nudge.Unauthorized || ae.ErrorCode == nudge.Forbidden):
 		return func() {
-			d.warn("", "daemon answers on %s but refused this caller (%s): pass --token or set NUDGE_TOKEN", c.Socket(), ae.Message)
+			d.say.warn("", "daemon answers on %s but refused this caller (%s): pass --token or set NUDGE_TOKEN", c.Socket(), ae.Message)
 		}, nil
 	case errors.As(err, &ae) && ae.ErrorCode == nudge.Unavailable:
 		return func() {
-			d.warn("", "daemon: nothing listens on %s (a stale socket from a daemon that stopped; `nudge serve` replaces it)", c.Socket())
+			d.say.warn("", "daemon: nothing listens on %s (a stale socket from a daemon that stopped; `nudge serve` replaces it)", c.Socket())
 		}, nil
 	case errors.Is(err, context.DeadlineExceeded):
 		return func() {
-			d.fail("", "daemon on %s did not answer within %s: it is hung or overloaded; see its log, restart it", c.Socket(), doctorTimeout)
+			d.say.fail("", "daemon on %s did not answer within %s: it is hung or overloaded; see its log, restart it", c.Socket(), doctorTimeout)
 		}, nil
 	}
-	return func() { d.fail("", "daemon on %s: %v", c.Socket(), err) }, nil
+	return func() { d.say.fail("", "daemon on %s: %v", c.Socket(), err) }, nil
 }
 
 // overrides checks the profile and pack override directories (a file that does not parse
@@ -76,20 +76,20 @@ func (d *doctor) askDaemon(ctx context.Context, c *api.Client) (report func(), r
 func (d *doctor) overrides() {
 	profiles, perr := panes.LoadProfiles(d.profileDir)
 	if perr != nil {
-		d.fail("", "profile overrides: %v: fix or remove it (serve will not start)", perr)
+		d.say.fail("", "profile overrides: %v: fix or remove it (serve will not start)", perr)
 	} else {
-		d.ok("", "profile overrides: %s", profileOverrides(d.profileDir, profiles))
+		d.say.ok("", "profile overrides: %s", ProfileOverrides(d.profileDir, profiles))
 	}
 	packs, err := detector.LoadPacks(d.packDir)
 	if err != nil {
-		d.fail("", "pack overrides: %v: fix or remove it (serve will not start)", err)
+		d.say.fail("", "pack overrides: %v: fix or remove it (serve will not start)", err)
 		return
 	}
-	d.ok("", "pack overrides: %s", packOverrides(d.packDir, packs))
+	d.say.ok("", "pack overrides: %s", PackOverrides(d.packDir, packs))
 	if perr == nil {
-		for _, name := range missingPacks(profiles, packs) {
+		for _, name := range MissingPacks(profiles, packs) {
 			p := profiles[name]
-			d.warn("", "profile %s uses pack %q, which does not exist: its screen is never classified; add %s.json to %s or set \"pack\"",
+			d.say.warn("", "profile %s uses pack %q, which does not exist: its screen is never classified; add %s.json to %s or set \"pack\"",
 				name, p.Pack, p.Pack, d.packDir)
 		}
 	}
@@ -127,13 +127,13 @@ func (d *doctor) agents(ctx context.Context, inUse []string) {
 		which := "profile " + strings.Join(names, ", ")
 		path, err := exec.LookPath(prog)
 		if err != nil {
-			d.warn("", "agent %s (%s) is not on PATH: install it, or ignore this if you do not use it", prog, which)
+			d.say.warn("", "agent %s (%s) is not on PATH: install it, or ignore this if you do not use it", prog, which)
 			continue
 		}
 		if v := programVersion(ctx, path, known[prog]); v != "" {
-			d.ok("", "agent %s (%s): %s, %s", prog, which, path, v)
+			d.say.ok("", "agent %s (%s): %s, %s", prog, which, path, v)
 		} else {
-			d.ok("", "agent %s (%s): %s", prog, which, path)
+			d.say.ok("", "agent %s (%s): %s", prog, which, path)
 		}
 	}
 }
@@ -208,7 +208,7 @@ func (d *doctor) permissions(socket string) {
 		}
 	}
 	if len(private) > 0 {
-		d.ok("", "state files mode 0600, yours: %s", strings.Join(private, ", "))
+		d.say.ok("", "state files mode 0600, yours: %s", strings.Join(private, ", "))
 	}
 	dir := filepath.Dir(socket)
 	if dir != filepath.Clean(d.stateDir) {
@@ -219,11 +219,11 @@ func (d *doctor) permissions(socket string) {
 	case errors.Is(err, fs.ErrNotExist):
 		return // the daemon line says so
 	case err != nil:
-		d.fail("", "socket %s: %v", socket, err)
+		d.say.fail("", "socket %s: %v", socket, err)
 	case fi.Mode()&fs.ModeSocket == 0:
-		d.fail("", "socket %s is not a socket (%s): remove it, or give serve another --socket", socket, fi.Mode().Type())
+		d.say.fail("", "socket %s is not a socket (%s): remove it, or give serve another --socket", socket, fi.Mode().Type())
 	case d.privateFile(socket):
-		d.ok("", "socket %s: mode 0600, yours", socket)
+		d.say.ok("", "socket %s: mode 0600, yours", socket)
 	}
 }
 
@@ -232,20 +232,20 @@ func (d *doctor) privateDir(what, dir string) {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		d.ok("", "%s %s does not exist yet (nudge serve creates it 0700)", what, dir)
+		d.say.ok("", "%s %s does not exist yet (nudge serve creates it 0700)", what, dir)
 	case err != nil:
-		d.fail("", "%s %s: %v", what, dir, err)
+		d.say.fail("", "%s %s: %v", what, dir, err)
 	case !fi.IsDir():
-		d.fail("", "%s %s is not a directory: move it away", what, dir)
+		d.say.fail("", "%s %s is not a directory: move it away", what, dir)
 	case fi.Mode()&fs.ModeSticky != 0 && fi.Mode().Perm()&0o002 != 0:
 		// A shared directory such as /tmp: others see the socket's name, not more.
-		d.warn("", "%s %s is shared (mode %s): prefer a directory of your own (the default: $XDG_RUNTIME_DIR/nudge)", what, dir, fi.Mode().Perm())
+		d.say.warn("", "%s %s is shared (mode %s): prefer a directory of your own (the default: $XDG_RUNTIME_DIR/nudge)", what, dir, fi.Mode().Perm())
 	case !ownedByMe(fi):
-		d.fail("", "%s %s is owned by uid %d, not you (uid %d): chown it, or use a directory of your own", what, dir, owner(fi), os.Getuid())
+		d.say.fail("", "%s %s is owned by uid %d, not you (uid %d): chown it, or use a directory of your own", what, dir, owner(fi), os.Getuid())
 	case fi.Mode().Perm()&0o077 != 0:
-		d.fail("", "%s %s has mode %04o, others can reach into it: chmod 700 %s", what, dir, fi.Mode().Perm(), dir)
+		d.say.fail("", "%s %s has mode %04o, others can reach into it: chmod 700 %s", what, dir, fi.Mode().Perm(), dir)
 	default:
-		d.ok("", "%s %s: mode 0700, yours", what, dir)
+		d.say.ok("", "%s %s: mode 0700, yours", what, dir)
 	}
 }
 
@@ -255,11 +255,11 @@ func (d *doctor) privateFile(path string) bool {
 	fi, err := os.Lstat(path)
 	switch {
 	case err != nil:
-		d.fail("", "%s: %v", path, err)
+		d.say.fail("", "%s: %v", path, err)
 	case !ownedByMe(fi):
-		d.fail("", "%s is owned by uid %d, not you (uid %d): chown it", path, owner(fi), os.Getuid())
+		d.say.fail("", "%s is owned by uid %d, not you (uid %d): chown it", path, owner(fi), os.Getuid())
 	case fi.Mode().Perm()&0o077 != 0:
-		d.fail("", "%s has mode %04o, others can read or write it: chmod 600 %s", path, fi.Mode().Perm(), path)
+		d.say.fail("", "%s has mode %04o, others can read or write it: chmod 600 %s", path, fi.Mode().Perm(), path)
 	default:
 		return true
 	}
