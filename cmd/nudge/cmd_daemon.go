@@ -17,6 +17,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/doctor"
 	"github.com/nudgehq/nudge/cmd/nudge/mcp"
+	"github.com/nudgehq/nudge/panes"
 )
 
 func tokenCmd(env *cliEnv) *cobra.Command {
@@ -206,7 +207,7 @@ func doctorCmd(env *cliEnv) *cobra.Command {
 	t := addTmuxFlags(cmd.Flags())
 	fs := cmd.Flags()
 	fs.Var(listFlag{&hosts}, "host", "also check this host (USER@HOST or an ssh config alias; repeatable)")
-	fs.StringVar(&ssh, "ssh", "ssh", "ssh binary")
+	fs.StringVar(&ssh, "ssh", panes.DefaultConfig().SSH, "ssh binary")
 	fs.StringVar(&sshConfig, "ssh-config", "", "ssh config file (ssh -F); default: the user's own")
 	profileDir, packDir := defaultOverrideDirs()
 	fs.StringVar(&profileDir, "profile-dir", profileDir, "profile override directory to check (as serve --profile-dir)")
