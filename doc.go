@@ -30,13 +30,15 @@
 //	cmd/nudge/observe metrics, alerts, the tmux status line
 //	cmd/nudge/notify notifications (tmux messages, --notify-command)
 //	cmd/nudge/mcp    the MCP server on stdio, on api.Client
+//	cmd/nudge/tui    `nudge watch`, the live dashboard on tcell, on api.Client
+//	cmd/nudge/doctor `nudge doctor`: what nudge needs, on every host in use
 //
 // # Arrows
 //
 // Imports point one way, from the binary down to the connection:
 //
 //	cmd/nudge → server → api, auth, events, and the library rooms below
-//	cmd/nudge → observe, notify, mcp → (api | events | panes, controlmode)
+//	cmd/nudge → observe, notify, mcp, tui, doctor → (api | events | panes, controlmode)
 //	cmd/nudge → inject, ack, detector → panes → controlmode
 //	panes, inject, ack, auth, events → store (which imports none of them)
 //	every package → nudge (which imports only the standard library)

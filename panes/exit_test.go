@@ -61,7 +61,7 @@ func TestProfileLifecycleFields(t *testing.T) {
 		}
 	}
 	codex := defaults(t)["codex"]
-	if !codex.IsResume([]string{"codex", "exec", "resume", "--skip-git-repo-check", "id", "prompt"}) || codex.IsResume([]string{"codex", "prompt"}) {
+	if !codex.IsResume([]string{"codex", "resume", "id", "prompt"}) || codex.IsResume([]string{"codex", "prompt"}) {
 		t.Error("IsResume")
 	}
 }

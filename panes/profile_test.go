@@ -159,8 +159,8 @@ func TestResumeArgv(t *testing.T) {
 		want                []string
 		err                 error
 	}{
-		{"codex", "0199a-b_c", "go on; rm -rf / $(x)", []string{"codex", "exec", "resume", "--skip-git-repo-check", "0199a-b_c", "go on; rm -rf / $(x)"}, nil},
-		{"codex", "abc", "say {session_id}", []string{"codex", "exec", "resume", "--skip-git-repo-check", "abc", "say {session_id}"}, nil},
+		{"codex", "0199a-b_c", "go on; rm -rf / $(x)", []string{"codex", "resume", "0199a-b_c", "go on; rm -rf / $(x)"}, nil},
+		{"codex", "abc", "say {session_id}", []string{"codex", "resume", "abc", "say {session_id}"}, nil},
 		{"claude", "s1", "continue\nplease", []string{"claude", "--resume", "s1", "continue\nplease"}, nil},
 		{"opencode", "", "Continue", []string{"opencode", "run", "Continue"}, nil},
 		{"codex", "", "x", nil, ErrBadSessionID},

@@ -16,7 +16,7 @@ import (
 // state (count, the highest sequence ever trimmed, the highest reserved) lives in the
 // meta bucket under a reserved key, updated in the same transaction as the events.
 
-// eventsStateKey holds count, trimmed and reserved (8 bytes BE each).
+// eventsStateKey holds count, trimmed, reserved and bytes (8 bytes BE each).
 var eventsStateKey = []byte(reservedMeta + "events")
 
 // Event is one entry of the event log. The store does not look inside Data.
@@ -30,6 +30,7 @@ type Event struct {
 type EventLog struct {
 	First, Last uint64 // the oldest and newest kept event's Seq (0 when empty)
 	Count       uint64 // events kept
+	Bytes       uint64 // their size as stored (JSON plus 8 bytes each)
 	// Trimmed is the highest Seq ever removed by TrimEventsLater (0 if none): a reader
 	// that has seen less than it has missed events.
 	Trimmed uint64
@@ -39,23 +40,24 @@ type EventLog struct {
 	Reserved uint64
 }
 
-type eventsState struct{ count, trimmed, reserved uint64 }
+type eventsState struct{ count, trimmed, reserved, bytes uint64 }
 
 func readEventsState(meta *bolt.Bucket) eventsState {
 	v := meta.Get(eventsStateKey)
-	if len(v) < 24 {
+	if len(v) < 32 {
 		return eventsState{}
 	}
 	be := binary.BigEndian
-	return eventsState{be.Uint64(v), be.Uint64(v[8:]), be.Uint64(v[16:])}
+	return eventsState{be.Uint64(v), be.Uint64(v[8:]), be.Uint64(v[16:]), be.Uint64(v[24:])}
 }
 
 func (s eventsState) put(meta *bolt.Bucket) error {
-	v := make([]byte, 24)
+	v := make([]byte, 32)
 	be := binary.BigEndian
 	be.PutUint64(v, s.count)
 	be.PutUint64(v[8:], s.trimmed)
 	be.PutUint64(v[16:], s.reserved)
+	be.PutUint64(v[24:], s.bytes)
 	return meta.Put(eventsStateKey, v)
 }
 
@@ -64,7 +66,7 @@ func (db *DB) EventLog() (EventLog, error) {
 	var out EventLog
 	err := db.view("event log", func(tx *bolt.Tx) error {
 		st := readEventsState(tx.Bucket(bucketMeta))
-		out.Count, out.Trimmed, out.Reserved = st.count, st.trimmed, st.reserved
+		out.Count, out.Trimmed, out.Reserved, out.Bytes = st.count, st.trimmed, st.reserved, st.bytes
 		c := tx.Bucket(bucketEvents).Cursor()
 		if k, _ := c.First(); k != nil {
 			out.First = binary.BigEndian.Uint64(k)
@@ -124,11 +126,13 @@ func appendEventsTx(tx *bolt.Tx, evs []Event) error {
 		}
 		val := make([]byte, 8, 8+len(ev.Data))
 		binary.BigEndian.PutUint64(val, uint64(ev.Time.UnixNano()))
-		if err := b.Put(u64(ev.Seq), append(val, ev.Data...)); err != nil {
+		val = append(val, ev.Data...)
+		if err := b.Put(u64(ev.Seq), val); err != nil {
 			return err
 		}
 		last = ev.Seq
 		st.count++
+		st.bytes += uint64(len(val))
 	}
 	return st.put(meta)
 }
@@ -155,32 +159,40 @@ func (db *DB) EventsSince(after uint64, limit int) (evs []Event, trimmed uint64,
 	return out, trimmed, err
 }
 
-// TrimEventsLater queues the removal of the oldest events beyond the newest keep and of
-// those older than before (zero: no age limit). keep <= 0 means no count limit. It runs
-// in order with the queued appends.
-func (db *DB) TrimEventsLater(keep int, before time.Time) {
+// EventWindow is what the event log keeps. Zero fields do not limit.
+type EventWindow struct {
+	Keep     int       // the newest Keep events
+	MaxBytes int64     // whose stored size (JSON plus 8 bytes each) is at most MaxBytes
+	Before   time.Time // none older than Before
+}
+
+// TrimEventsLater queues the removal of the oldest events outside w. It runs in order
+// with the queued appends.
+func (db *DB) TrimEventsLater(w EventWindow) {
 	db.enqueue(laterOp{name: "trim events", fn: func(tx *bolt.Tx) error {
-		return trimEventsTx(tx, keep, before)
+		return trimEventsTx(tx, w)
 	}})
 }
 
-func trimEventsTx(tx *bolt.Tx, keep int, before time.Time) error {
+func trimEventsTx(tx *bolt.Tx, w EventWindow) error {
 	b, meta := tx.Bucket(bucketEvents), tx.Bucket(bucketMeta)
 	st := readEventsState(meta)
-	cut := before.UnixNano()
+	cut := w.Before.UnixNano()
+	over := func(st eventsState) bool {
+		return (w.Keep > 0 && st.count > uint64(w.Keep)) || (w.MaxBytes > 0 && st.bytes > uint64(w.MaxBytes))
+	}
 	// Collect first, then delete: a cursor that deletes as it walks skips keys.
 	var doomed [][]byte
-	left := st.count
+	left := st
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		old := !before.IsZero() && len(v) >= 8 && int64(binary.BigEndian.Uint64(v)) < cut
-		if !old && (keep <= 0 || left <= uint64(keep)) {
+		old := !w.Before.IsZero() && len(v) >= 8 && int64(binary.BigEndian.Uint64(v)) < cut
+		if !old && !over(left) {
 			break
 		}
 		doomed = append(doomed, bytes.Clone(k))
-		if left > 0 {
-			left--
-		}
+		left.count -= min(left.count, 1)
+		left.bytes -= min(left.bytes, uint64(len(v)))
 	}
 	if len(doomed) == 0 {
 		return nil
@@ -190,7 +202,6 @@ func trimEventsTx(tx *bolt.Tx, keep int, before time.Time) error {
 			return err
 		}
 	}
-	st.trimmed = max(st.trimmed, binary.BigEndian.Uint64(doomed[len(doomed)-1]))
-	st.count = left
-	return st.put(meta)
+	left.trimmed = max(st.trimmed, binary.BigEndian.Uint64(doomed[len(doomed)-1]))
+	return left.put(meta)
 }

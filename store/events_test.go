@@ -49,7 +49,7 @@ func TestEventsAppendSinceReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if log != (EventLog{First: 1, Last: 5, Count: 3, Reserved: 100}) {
+	if log != (EventLog{First: 1, Last: 5, Count: 3, Bytes: 3 * 17, Reserved: 100}) {
 		t.Fatalf("EventLog = %+v", log)
 	}
 	// Out of order is refused (reported), the rest of the log is intact.
@@ -66,22 +66,42 @@ func TestEventsTrim(t *testing.T) {
 	for i := uint64(1); i <= 10; i++ {
 		db.AppendEventsLater(ev(i, t0.Add(time.Duration(i)*time.Minute)))
 	}
-	db.TrimEventsLater(7, time.Time{})
+	db.TrimEventsLater(EventWindow{Keep: 7})
 	db.Flush()
 	log, _ := db.EventLog()
 	if log.First != 4 || log.Count != 7 || log.Trimmed != 3 {
 		t.Fatalf("after keep 7: %+v", log)
 	}
-	db.TrimEventsLater(100, t0.Add(6*time.Minute)) // events 4 and 5 are older
+	db.TrimEventsLater(EventWindow{Keep: 100, Before: t0.Add(6 * time.Minute)}) // events 4 and 5 are older
 	db.Flush()
 	log, _ = db.EventLog()
 	if log.First != 6 || log.Count != 5 || log.Trimmed != 5 {
 		t.Fatalf("after age cut: %+v", log)
 	}
-	db.TrimEventsLater(0, t0.Add(time.Hour))
+	db.TrimEventsLater(EventWindow{Before: t0.Add(time.Hour)})
 	db.Flush()
 	log, _ = db.EventLog()
-	if log.Count != 0 || log.Trimmed != 10 || log.Last != 0 {
+	if log.Count != 0 || log.Trimmed != 10 || log.Last != 0 || log.Bytes != 0 {
 		t.Fatalf("after trimming all: %+v", log)
+	}
+}
+
+// A byte budget keeps the newest events that fit in it.
+func TestEventsTrimBytes(t *testing.T) {
+	db := open(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := uint64(1); i <= 10; i++ { // {"seq":N} is 9 bytes (10 for 10), +8 each
+		db.AppendEventsLater(ev(i, t0))
+	}
+	db.Flush()
+	log, _ := db.EventLog()
+	if log.Bytes != 9*17+18 {
+		t.Fatalf("bytes of 10 events: %+v", log)
+	}
+	db.TrimEventsLater(EventWindow{MaxBytes: 2*17 + 18 + 16}) // room for 3 and a bit
+	db.Flush()
+	log, _ = db.EventLog()
+	if log.First != 8 || log.Count != 3 || log.Bytes != 2*17+18 || log.Trimmed != 7 {
+		t.Fatalf("after a 68-byte budget: %+v", log)
 	}
 }

@@ -123,16 +123,22 @@ func testApprovalDenied(t *testing.T, c agentCase, deny ...string) {
 // beyond loopback, and a prompt keeps it busy for good, for tests about input.
 func silentModel(t *testing.T, home, root, agent string) *standin.Server {
 	t.Helper()
-	setup, ok := standin.Agents[agent]
-	if !ok {
-		t.Fatalf("no stand-in setup for %s", agent)
-	}
-	srv, err := standin.Start(setup.API, func(req standin.Request) standin.Reply {
+	return scriptedModel(t, home, root, agent, func(req standin.Request) standin.Reply {
 		if req.Side {
 			return standin.Ack(req)
 		}
 		return standin.Reply{Delay: time.Hour}
 	})
+}
+
+// scriptedModel is silentModel with a stand-in that answers by script.
+func scriptedModel(t *testing.T, home, root, agent string, script standin.Script) *standin.Server {
+	t.Helper()
+	setup, ok := standin.Agents[agent]
+	if !ok {
+		t.Fatalf("no stand-in setup for %s", agent)
+	}
+	srv, err := standin.Start(setup.API, script)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,9 +19,9 @@ type tmuxFlags struct{ tmux, socket, path string }
 func addTmuxFlags(fs interface {
 	StringVar(*string, string, string, string)
 }) *tmuxFlags {
-	t := &tmuxFlags{}
-	fs.StringVar(&t.tmux, "tmux", "tmux", "tmux binary")
-	fs.StringVar(&t.socket, "tmux-socket", "nudge", "tmux server socket name (tmux -L)")
+	t, def := &tmuxFlags{}, panes.DefaultConfig() // the daemon's defaults
+	fs.StringVar(&t.tmux, "tmux", def.Tmux, "tmux binary")
+	fs.StringVar(&t.socket, "tmux-socket", def.SocketName, "tmux server socket name (tmux -L)")
 	fs.StringVar(&t.path, "tmux-socket-path", "", "tmux server socket path (tmux -S)")
 	return t
 }
@@ -68,7 +68,7 @@ func attachCmd(env *cliEnv) *cobra.Command {
 	t := addTmuxFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "attach read-only (watch without typing)")
 	cmd.Flags().StringVar(&host, "host", "", "the workspace is on USER@HOST: attach through ssh -t")
-	cmd.Flags().StringVar(&ssh, "ssh", "ssh", "ssh binary (with --host)")
+	cmd.Flags().StringVar(&ssh, "ssh", panes.DefaultConfig().SSH, "ssh binary (with --host)")
 	cmd.Flags().StringVar(&sshConfig, "ssh-config", "", "ssh config file (ssh -F; with --host)")
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
 		a := []string{"attach-session", "-t", "=" + panes.SessionName(args[0])}

@@ -11,19 +11,6 @@ import (
 	"github.com/nudgehq/nudge/store"
 )
 
-// Verbs a caller may be allowed.
-const (
-	verbRead      = auth.VerbRead
-	verbTrigger   = auth.VerbTrigger
-	verbAck       = auth.VerbAck
-	verbHeartbeat = auth.VerbHeartbeat
-	verbSpawn     = auth.VerbSpawn
-	verbAdmin     = auth.VerbAdmin
-)
-
-// caller is an authenticated API client (auth.Caller).
-type caller = auth.Caller
-
 // authFlags binds the security flags of serve to c.
 func authFlags(fs *pflag.FlagSet, c *auth.Config) {
 	fs.BoolVar(&c.RequireToken, "require-token", c.RequireToken, "refuse requests without a token, even from the daemon's own uid")

@@ -3,7 +3,10 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -119,6 +122,10 @@ func TestFlagsFromEnvironmentAndGoStyle(t *testing.T) {
 		t.Fatalf("a bad NUDGE_LINES: exit %d, %q", code, errOut)
 	}
 	delete(env, "NUDGE_LINES")
+	// serve too: NUDGE_LOG_FORMAT reaches --log-format (checked before anything starts).
+	if _, errOut, code := runWithEnv(map[string]string{"NUDGE_LOG_FORMAT": "xml"}, "serve"); code != 2 || !strings.Contains(errOut, "--log-format") {
+		t.Fatalf("serve with NUDGE_LOG_FORMAT=xml: exit %d, %q", code, errOut)
+	}
 	if _, errOut, code := runWithEnv(env, "ls", "-json", "-workspace", "w"); code != 1 || !strings.Contains(errOut, "cannot reach the daemon") {
 		t.Fatalf("Go-style -json -workspace: exit %d, %q", code, errOut)
 	}
@@ -254,5 +261,142 @@ func TestCompletionAsksTheDaemon(t *testing.T) {
 	}
 	if out, _, _ := td.runCLI("__complete", "tail", rt.RuntimeID, ""); strings.Contains(out, rt.RuntimeID) {
 		t.Errorf("tail takes one RUNTIME_ID, yet a second is offered: %q", out)
+	}
+}
+
+// TestAPIRecordsDecodeTheWireGoldens: the records package api added for the CLI decode
+// the daemon's pinned answers (testdata/wire) with no field unknown and encode back to
+// the same keys, so a command printing one shows every field the daemon sent.
+func TestAPIRecordsDecodeTheWireGoldens(t *testing.T) {
+	placeholder := regexp.MustCompile(`<n>|"<time>"`)
+	for file, v := range map[string]any{
+		"27_heartbeat.txt":       &api.HeartbeatReply{},
+		"39_unblock.txt":         &api.Unblocked{},
+		"47_schedule_remove.txt": &api.ScheduleRemoved{},
+		"49_token_issue.txt":     &api.IssuedToken{},
+		"55_tokens.txt":          &[]api.TokenInfo{},
+		"56_token_revoke.txt":    &api.TokenInfo{},
+		"59_token_rotate.txt":    &api.KeyRotated{},
+		"61_deregister.txt":      &api.Deregistered{},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "wire", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, body, _ := strings.Cut(string(b), "\n") // the request line
+		_, body, _ = strings.Cut(body, "\n")       // the status line
+		body = placeholder.ReplaceAllStringFunc(body, func(p string) string {
+			if p == "<n>" {
+				return "1"
+			}
+			return `"2026-01-02T03:04:05Z"`
+		})
+		dec := json.NewDecoder(strings.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
+			t.Errorf("%s: %v\n%s", file, err, body)
+			continue
+		}
+		again, _ := json.Marshal(v)
+		var want, got any
+		json.Unmarshal([]byte(body), &want)
+		json.Unmarshal(again, &got)
+		if !reflect.DeepEqual(want, got) {
+			t.Errorf("%s: does not round-trip:\nwire %s\napi  %s", file, body, again)
+		}
+	}
+}
+
+// TestBashCompletionEndToEnd: the script `nudge completion bash` prints, sourced in a real
+// bash, completes commands, flags and flag values by asking the binary. (The script wants
+// the bash-completion package's _get_comp_words_by_ref; a minimal one stands in for it.)
+func TestBashCompletionEndToEnd(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	bin := buildWatchBinary(t)
+	script := `
+_get_comp_words_by_ref() { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
+source <(nudge completion bash)
+c() { COMP_WORDS=("$@"); COMP_CWORD=$(($#-1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; COMPREPLY=(); __start_nudge 2>/dev/null; echo "${COMPREPLY[*]}"; }
+c nudge sched
+c nudge trigger --wa
+c nudge spawn --agent ""
+c nudge ls -o ""
+`
+	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", script)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"NUDGE_SOCKET="+filepath.Join(t.TempDir(), "absent.sock"), "XDG_CONFIG_HOME="+t.TempDir()) // the embedded profiles only
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	want := []string{"schedule", "--wait --wait-timeout", "claude codex gemini opencode pi shell", "json table"}
+	got := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if !slices.Equal(got, want) {
+		t.Fatalf("bash completion:\ngot  %q\nwant %q", got, want)
+	}
+}
+
+// TestEveryOldFlagStays: each command keeps every flag the hand-written parser had (the
+// list is what `nudge CMD --help` showed before the move to cobra), and its defaults
+// (a few, spot-checked).
+func TestEveryOldFlagStays(t *testing.T) {
+	old := map[string]string{
+		"serve":            "ack-backoff ack-retries ack-timeout allow-uid api-token api-token-file bind-keys breaker-cooldown breaker-failures cpuprofile crash-loop crash-window defer-recheck echo-timeout host launch-grace log-format log-level loop-repeats loop-turns max-defer max-hold max-prompt metrics-addr orchestrator pack-dir policy profile-dir quiet-window rate-limit require-token resume-attempts root runtime-token-ttl schedule-gap schedule-min-every shutdown-timeout socket ssh ssh-config stale-after start-timeout state-dir status-line store-check-timeout submit-quiet submit-timeout sweep tmux tmux-config tmux-socket tmux-socket-path trace",
+		"spawn":            "agent agent-id dir host prompt-file role session-id socket state-dir token workspace",
+		"register":         "agent agent-id host role session-id socket state-dir target token unmanaged workspace",
+		"trigger":          "ack-timeout agent force id intent reason socket state-dir thread token wait wait-timeout workspace",
+		"receipt":          "socket state-dir token wait",
+		"ack":              "socket state-dir token",
+		"heartbeat":        "cursor session-id socket state-dir status thread token",
+		"ls":               "json socket state-dir token workspace",
+		"status":           "json short socket state-dir token workspace",
+		"tail":             "history json lines socket state-dir token",
+		"audit":            "json runtime since socket state-dir thread token trigger until verify workspace",
+		"pause":            "reason socket state-dir token",
+		"resume":           "reason socket state-dir token",
+		"stop":             "reason socket state-dir token",
+		"restart":          "reason socket state-dir token",
+		"force":            "intent reason socket state-dir token",
+		"unblock":          "agent reason socket state-dir token workspace",
+		"deregister":       "reason socket state-dir token",
+		"watch":            "socket state-dir tmux tmux-socket tmux-socket-path token",
+		"attach":           "host read-only ssh ssh-config tmux tmux-socket tmux-socket-path",
+		"switch":           "socket state-dir tmux tmux-socket tmux-socket-path token",
+		"mcp":              "socket state-dir token",
+		"doctor":           "host socket ssh ssh-config state-dir tmux tmux-socket tmux-socket-path token",
+		"schedule add":     "agent every socket state-dir token workspace",
+		"schedule ls":      "socket state-dir token",
+		"schedule rm":      "socket state-dir token",
+		"token issue":      "json socket state-dir subject token ttl verbs workspace",
+		"token list":       "json socket state-dir token",
+		"token revoke":     "json socket state-dir token",
+		"token rotate-key": "json socket state-dir token",
+	}
+	root := newRootCmd(&cliEnv{getenv: os.Getenv})
+	for path, flags := range old {
+		cmd, rest, err := root.Find(strings.Fields(path))
+		if err != nil || len(rest) > 0 {
+			t.Errorf("nudge %s: gone (%v)", path, err)
+			continue
+		}
+		for _, f := range strings.Fields(flags) {
+			if cmd.Flags().Lookup(f) == nil && cmd.InheritedFlags().Lookup(f) == nil {
+				t.Errorf("nudge %s: flag --%s is gone", path, f)
+			}
+		}
+	}
+	for _, tt := range []struct{ path, flag, want string }{
+		{"spawn", "agent", "codex"}, {"trigger", "wait-timeout", "2m0s"}, {"tail", "lines", "40"},
+		{"tail", "history", "20"}, {"heartbeat", "status", "active"}, {"force", "intent", "human_override"},
+		{"schedule add", "every", "10m"}, {"token issue", "ttl", "24h0m0s"}, {"serve", "rate-limit", "10/min"},
+		{"serve", "ack-backoff", "2s,4s"}, {"serve", "quiet-window", "20s"}, {"serve", "tmux-socket", "nudge"},
+	} {
+		cmd, _, _ := root.Find(strings.Fields(tt.path))
+		if f := cmd.Flags().Lookup(tt.flag); f == nil || f.DefValue != tt.want {
+			t.Errorf("nudge %s --%s: default %v, want %q", tt.path, tt.flag, f, tt.want)
+		}
 	}
 }

@@ -15,7 +15,9 @@ import (
 
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/doctor"
 	"github.com/nudgehq/nudge/cmd/nudge/mcp"
+	"github.com/nudgehq/nudge/panes"
 )
 
 func tokenCmd(env *cliEnv) *cobra.Command {
@@ -137,13 +139,22 @@ func tokenRevokeCmd(env *cliEnv) *cobra.Command {
 func tokenRotateCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{Use: "rotate-key", Short: "replace the signing key: every token issued so far stops working", Args: exactArgs(0, "no arguments")}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		ctx, cancel := shortCtx(cmd.Context())
 		defer cancel()
 		c := o.client(env)
 		defer c.Close()
 		k, err := c.RotateKey(ctx)
 		if err != nil {
+			return err
+		}
+		if !asJSON {
+			_, err = fmt.Fprintln(env.stdout, "token key rotated: every token signed with the previous key is invalid")
 			return err
 		}
 		return printJSON(env.stdout, k)
@@ -178,7 +189,7 @@ type nopWriteCloser struct{ io.Writer }
 func (nopWriteCloser) Close() error { return nil }
 
 // doctorCmd checks what nudge needs (seed 001 §3) on every host in use (this machine, the
-// hosts of the daemon's workspaces, and each --host); doctor.go has the checks.
+// hosts of the daemon's workspaces, and each --host); package doctor has the checks.
 func doctorCmd(env *cliEnv) *cobra.Command {
 	var hosts []string
 	var ssh, sshConfig string
@@ -196,7 +207,7 @@ func doctorCmd(env *cliEnv) *cobra.Command {
 	t := addTmuxFlags(cmd.Flags())
 	fs := cmd.Flags()
 	fs.Var(listFlag{&hosts}, "host", "also check this host (USER@HOST or an ssh config alias; repeatable)")
-	fs.StringVar(&ssh, "ssh", "ssh", "ssh binary")
+	fs.StringVar(&ssh, "ssh", panes.DefaultConfig().SSH, "ssh binary")
 	fs.StringVar(&sshConfig, "ssh-config", "", "ssh config file (ssh -F); default: the user's own")
 	profileDir, packDir := defaultOverrideDirs()
 	fs.StringVar(&profileDir, "profile-dir", profileDir, "profile override directory to check (as serve --profile-dir)")
@@ -204,9 +215,8 @@ func doctorCmd(env *cliEnv) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		c := o.client(env)
 		defer c.Close()
-		d := &doctor{ssh: ssh, config: sshConfig, tmux: t.tmux, say: doctorLines{out: env.stdout},
-			stateDir: o.stateDir, profileDir: profileDir, packDir: packDir, hosts: hosts}
-		return d.check(cmd.Context(), c)
+		return doctor.Check(cmd.Context(), c, doctor.Config{SSH: ssh, SSHConfig: sshConfig, Tmux: t.tmux,
+			Out: env.stdout, StateDir: o.stateDir, ProfileDir: profileDir, PackDir: packDir, Hosts: hosts})
 	}
 	return cmd
 }

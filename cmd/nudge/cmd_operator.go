@@ -14,6 +14,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 // statusRow is one line of `nudge status`: a runtime and its last trigger.
@@ -148,7 +149,7 @@ func watchCmd(env *cliEnv) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		c := o.client(env)
 		defer c.Close()
-		return runWatch(cmd.Context(), env, c, t)
+		return tui.Run(cmd.Context(), tui.Config{Client: c, Getenv: env.getenv, TmuxArgv: t.argv})
 	}
 	return cmd
 }

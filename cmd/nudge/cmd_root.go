@@ -21,6 +21,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/auth"
 )
 
 // commandGroups are the sections of `nudge --help`, in order.
@@ -264,7 +265,7 @@ func (o *clientOpts) client(env *cliEnv) *api.Client {
 	}
 	tok := o.token
 	if tok == "" {
-		tok = runtimeToken(env)
+		tok = auth.RuntimeToken(env.getenv)
 	}
 	return api.NewClient(sock, tok)
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +44,12 @@ func codexBinary(t *testing.T) string {
 // daemon with, CODEX_HOME and the stand-in (what the model received).
 func codexSetup(t *testing.T) (serveConfig, string, *standin.Server) {
 	t.Helper()
+	return codexSetupWith(t, nil)
+}
+
+// codexSetupWith is codexSetup with the stand-in answering by script (nil: never).
+func codexSetupWith(t *testing.T, script standin.Script) (serveConfig, string, *standin.Server) {
+	t.Helper()
 	codex := codexBinary(t)
 	cfg := newTestConfig(t)
 	home := t.TempDir()
@@ -52,37 +59,15 @@ func codexSetup(t *testing.T) (serveConfig, string, *standin.Server) {
 	t.Cleanup(func() { killProcessesUnder(t, home) })
 	t.Setenv("HOME", home)
 	t.Setenv("PATH", filepath.Dir(codex)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	srv := silentModel(t, home, cfg.Panes.Roots[0], "codex")
+	var srv *standin.Server
+	if script == nil {
+		srv = silentModel(t, home, cfg.Panes.Roots[0], "codex")
+	} else {
+		srv = scriptedModel(t, home, cfg.Panes.Roots[0], "codex", script)
+	}
 	cfg.Inject.AckTimeout = time.Minute // the model never answers; the tests are about input
 	cfg.Inject.RateLimit = 1000         // 20 in a row is over the default 10/min
 	return cfg, os.Getenv("CODEX_HOME"), srv
-}
-
-// codexLoginSetup is the older setup, kept for the resume fallback's test: Codex logged
-// in with a dummy key and no model configured. Against the stand-in, `codex exec resume`
-// exits at once (status 1), which is not the started launch this test is about; without a
-// reachable model it keeps retrying, as it would in the field when the API is down.
-// (Follow-up: find which call of codex exec the stand-in does not answer.)
-func codexLoginSetup(t *testing.T) (serveConfig, string) {
-	t.Helper()
-	codex := codexBinary(t)
-	cfg := newTestConfig(t)
-	home := t.TempDir()
-	t.Cleanup(func() { killProcessesUnder(t, home) })
-	codexHome := filepath.Join(home, ".codex")
-	os.MkdirAll(codexHome, 0o700)
-	t.Setenv("HOME", home)
-	t.Setenv("CODEX_HOME", codexHome)
-	t.Setenv("PATH", filepath.Dir(codex)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	login := exec.Command(codex, "login", "--with-api-key")
-	login.Stdin = strings.NewReader("sk-nudge-test-dummy\n")
-	if out, err := login.CombinedOutput(); err != nil {
-		t.Fatalf("codex login: %v: %s", err, out)
-	}
-	trust := fmt.Sprintf("[projects.%q]\ntrust_level = \"trusted\"\n", cfg.Panes.Roots[0])
-	os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(trust), 0o600)
-	cfg.Inject.AckTimeout = time.Minute
-	return cfg, codexHome
 }
 
 // modelGotEachAtMostOnce fails the test if the model stand-in received any trigger's
@@ -185,19 +170,33 @@ func (td *testDaemon) submitInRow(rt runtimeView, prefix string, n int, prompt f
 // killProcessesUnder ends the processes whose command line mentions dir (the test's own
 // temp directory) or whose HOME is dir: SIGTERM, then SIGKILL after a grace period. (As in package detector's
 // live Codex test.)
-// TestCodexExecResumeIsAStartedLaunch: an unacked trigger falls back to the real
-// `codex exec resume <session> <prompt>`; without a reachable model it starts and keeps
-// retrying, which is a started launch.
-func TestCodexExecResumeIsAStartedLaunch(t *testing.T) {
-	cfg, codexHome := codexLoginSetup(t)
+// TestCodexResumeRunsARealTurn: an unacked trigger falls back to the real `codex resume
+// <session> <prompt>` in the runtime's pane, and that resume runs a real turn of the
+// session against the model stand-in: the model gets the prompt again with the session's
+// earlier turn in its history, Codex prints the ack marker, and the resumed TUI is the
+// runtime's program, READY. (The stand-in fails the live turn of the prompt with a
+// server error, so its ack times out.) The profile's resume was `codex exec resume`, which
+// exited 1 at once: Codex's app-server daemon keeps the session's writer lock after the
+// TUI is gone ("thread ... already has an active writer").
+func TestCodexResumeRunsARealTurn(t *testing.T) {
+	var live atomic.Bool // the live turn of "second" got its call (answered with an error)
+	script := standin.Scripted(nil)
+	cfg, codexHome, model := codexSetupWith(t, func(req standin.Request) standin.Reply {
+		if !req.Side && standin.Count([]standin.Request{req}, "second") > 0 && live.CompareAndSwap(false, true) {
+			return standin.Reply{Status: 500}
+		}
+		return script(req)
+	})
 	cfg.Inject.AckRetries = 0
 	cfg.Chain.LaunchGrace = 2 * time.Second
 	td := startDaemon(t, cfg)
 	rt := td.spawnCodex("dev")
 	// A first prompt makes Codex start a thread; its rollout file names the session id,
 	// which the agent side reports with a heartbeat.
-	td.trigger(map[string]any{"trigger_id": "first", "workspace": "cx", "agent": "dev", "prompt": "start a thread", "ack_timeout_ms": 60000})
-	td.waitTrigger("first", func(t nudge.Trigger) bool { return t.State == "submitted" })
+	td.trigger(map[string]any{"trigger_id": "first", "workspace": "cx", "agent": "dev", "prompt": "start a thread"})
+	if got := td.waitTriggerFor("first", 2*time.Minute, closed); got.State != "acked" {
+		t.Fatalf("first: %+v\nstory: %s\nscreen:\n%s", got, story(td.audit("first")), td.tmux("capture-pane", "-p", "-t", rt.PaneID))
+	}
 	var session string
 	deadline := time.Now().Add(30 * time.Second)
 	for session == "" && time.Now().Before(deadline) {
@@ -215,24 +214,70 @@ func TestCodexExecResumeIsAStartedLaunch(t *testing.T) {
 	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/heartbeat", map[string]any{"session_id": session}, nil); err != nil {
 		t.Fatal(err)
 	}
-	td.c.do(t0(), "POST", "/v1/triggers/first/ack", nil, nil)
-	td.trigger(map[string]any{"trigger_id": "second", "workspace": "cx", "agent": "dev", "prompt": "continue please", "ack_timeout_ms": 1500})
-	got := td.waitTrigger("second", closed)
-	story := td.audit("second")
+	td.trigger(map[string]any{"trigger_id": "second", "workspace": "cx", "agent": "dev", "prompt": "continue please", "ack_timeout_ms": 3000})
+	got := td.waitTriggerFor("second", 2*time.Minute, closed)
+	recs := td.audit("second")
 	if got.Fallback != "resume" || got.ErrorCode != "ACK_TIMEOUT" {
-		t.Fatalf("receipt %+v\nstory %s", got, events(story))
+		t.Fatalf("receipt %+v\nstory %s\nruntime story %s\nscreen:\n%s", got, story(recs), rtStory(td, rt.RuntimeID), paneText(td, got.FallbackPane))
 	}
 	var argv []string
-	for _, r := range story {
+	for _, r := range recs {
 		if r.Event == "fallback_resume_started" {
 			var s struct{ Argv []string }
 			json.Unmarshal(r.Detail, &s)
 			argv = s.Argv
 		}
 	}
-	if len(argv) < 5 || argv[0] != "codex" || argv[1] != "exec" || argv[2] != "resume" || argv[4] != session {
+	if len(argv) != 4 || argv[0] != "codex" || argv[1] != "resume" || argv[2] != session {
 		t.Fatalf("resume argv %q", argv)
 	}
+	for _, r := range recs {
+		if r.Event == "fallback_resume_failed" || r.Code == "RESUME_FAILED" {
+			t.Fatalf("a resume failed: %s\nruntime story %s", story(recs), rtStory(td, rt.RuntimeID))
+		}
+	}
+	// The resumed turn: the model gets the prompt a second time (the live turn's call
+	// failed), with the session's first turn before it, and Codex prints the
+	// marker the stand-in answered with into the pane.
+	var resumed *standin.Request
+	for deadline := time.Now().Add(time.Minute); resumed == nil && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		reqs := model.Requests()
+		for i := range reqs {
+			if !reqs[i].Side && standin.Count(reqs[i:i+1], "second") > 0 && standin.Count(reqs[i:i+1], "first") > 0 && first(reqs, "second") != i {
+				resumed = &reqs[i]
+			}
+		}
+	}
+	if resumed == nil {
+		t.Fatalf("the resume made no turn of the session: %d model calls\nstory %s\nruntime story %s\nscreen:\n%s", len(model.Requests()), story(td.audit("second")), rtStory(td, rt.RuntimeID), paneText(td, got.FallbackPane))
+	}
+	var screen string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if screen = paneText(td, got.FallbackPane); strings.Contains(screen, "ACK_TRIGGER:second") {
+			break
+		}
+	}
+	if !strings.Contains(screen, "ACK_TRIGGER:second") {
+		t.Fatalf("the resumed turn printed no ack marker:\n%s", screen)
+	}
+	td.waitRuntimeFor(rt.RuntimeID, time.Minute, func(r runtimeView) bool {
+		return r.Status == "ready" && r.Readiness == "READY" && r.PaneID == got.FallbackPane
+	})
+}
+
+// paneText is the pane's text with 200 lines of its history, or why there is none.
+func paneText(td *testDaemon, pane string) string {
+	out, err := exec.Command("tmux", "-L", td.cfg.Panes.SocketName, "capture-pane", "-p", "-S", "-200", "-t", pane).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("(pane %s: %v: %s)", pane, err, out)
+	}
+	return string(out)
+}
+
+func rtStory(td *testDaemon, id string) string {
+	var recs []nudge.AuditRecord
+	td.c.do(t0(), "GET", "/v1/audit?runtime_id="+id, nil, &recs)
+	return story(recs)
 }
 
 var rolloutRE = regexp.MustCompile(`^rollout-.*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$`)

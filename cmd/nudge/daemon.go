@@ -12,6 +12,7 @@ import (
 
 	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/doctor"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
@@ -74,7 +75,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	if d.profiles, err = panes.LoadProfiles(cfg.ProfileDir); err != nil {
 		return nil, err
 	}
-	profileOverrides(cfg.ProfileDir, d.profiles).log(d.log)
+	doctor.ProfileOverrides(cfg.ProfileDir, d.profiles).Log(d.log)
 	d.acks = ack.NewTracker(ack.TrackerConfig{Signals: h.ackSignals})
 	if d.reg, err = panes.Open(ctx, registryConfig(cfg, d, h), d.db); err != nil {
 		return nil, fmt.Errorf("open registry: %w", err)
@@ -96,7 +97,8 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	nc := cfg.Notify
 	nc.Session, nc.Logger = panes.SessionName, d.log.Named("notify")
 	d.notify = notify.New(nc, d.hub, d.reg) // fed by the hub, shown through the registry's connections
-	h.ready.Store(true)                     // after d.obs: a hook that sees ready sees every room
+
+	h.ready.Store(true) // after every room above: a hook that sees ready sees them all
 	d.auth.Start(tokenRuntimes{d.reg})
 	if d.api, err = openServer(cfg, d); err != nil {
 		return nil, err
@@ -191,8 +193,8 @@ func openMonitor(cfg serveConfig, d *daemon, h *hooks) (*detector.Monitor, error
 	if err != nil {
 		return nil, err
 	}
-	packOverrides(cfg.PackDir, packs).log(d.log)
-	for _, name := range missingPacks(d.profiles, packs) {
+	doctor.PackOverrides(cfg.PackDir, packs).Log(d.log)
+	for _, name := range doctor.MissingPacks(d.profiles, packs) {
 		d.log.Warn("profile has no readiness pack: its screen is never classified", "profile", name, "pack", d.profiles[name].Pack)
 	}
 	mc := cfg.Monitor
@@ -255,7 +257,7 @@ func openServer(cfg serveConfig, d *daemon) (*server.Server, error) {
 	sc.Socket, sc.Version, sc.Logger = cfg.Socket, version, d.log
 	return server.Open(sc, server.Deps{
 		Auth: d.auth, Tokens: d.auth, Policy: d.auth.Policy(),
-		Runtimes: d.reg, Panes: paneReader{d.reg}, Triggers: d.pipe, Acks: d.acks, Store: d.db, Schedules: d.sched,
+		Runtimes: d.reg, Panes: d.reg, Triggers: d.pipe, Acks: d.acks, Store: d.db, Schedules: d.sched,
 		Events: d.hub, Metrics: d.obs,
 	})
 }

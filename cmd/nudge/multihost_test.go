@@ -259,17 +259,6 @@ func TestMultiHostHumanKeyOnRemoteHolds(t *testing.T) {
 	wantAPIError(t, "spawn into a workspace bound to another host", err, "CONFLICT", "bound to host")
 }
 
-func TestTmuxVersion(t *testing.T) {
-	for in, want := range map[string][2]int{"tmux 3.2": {3, 2}, "tmux 3.3a": {3, 3}, "tmux next-3.5": {3, 5}, "tmux 10.12": {10, 12}} {
-		if got, ok := tmuxVersion(in); !ok || got != want {
-			t.Errorf("%q: got %v %v", in, got, ok)
-		}
-	}
-	if _, ok := tmuxVersion("tmux master"); ok {
-		t.Error("master parsed")
-	}
-}
-
 // Issue 17: a host that stays away past the deadline ends the hold: the trigger takes the
 // fallback chain, which cannot reach the host either, and fails with HOST_UNREACHABLE.
 func TestMultiHostUnreachablePastDeadlineFails(t *testing.T) {

@@ -14,7 +14,13 @@ func openObserver(d *daemon) (*observe.Observer, error) {
 	cfg := observe.DefaultConfig()
 	cfg.Live = observe.Live{
 		Runtimes: d.reg.List, Stats: d.reg.Stats, Store: d.db,
-		QueueDepth: d.pipe.Depth, Started: d.started,
+		QueueDepth: d.pipe.Depth, Started: d.started, EventSeq: d.hub.Last,
+		Notifications: func() (uint64, uint64) {
+			if d.notify == nil { // opened after the observer
+				return 0, 0
+			}
+			return d.notify.Sent(), d.notify.Dropped()
+		},
 	}
 	cfg.Logger = d.log
 	cfg.ExpectsHeartbeat = func(rt nudge.Runtime) bool {

@@ -94,7 +94,11 @@ func (r rateFlag) String() string {
 	if r.n == nil {
 		return ""
 	}
-	return fmt.Sprintf("%d/%s", *r.n, *r.per)
+	unit := map[time.Duration]string{time.Second: "s", time.Minute: "min", time.Hour: "h"}[*r.per]
+	if unit == "" {
+		unit = r.per.String()
+	}
+	return fmt.Sprintf("%d/%s", *r.n, unit) // as it is written: 10/min
 }
 
 func (r rateFlag) Type() string { return "rate" }
@@ -185,7 +189,8 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.Monitor.LLMSettle, "llm-settle", c.Monitor.LLMSettle, "how long a screen the packs cannot classify must stay unchanged before the LLM classifier is asked about it")
 	fs.IntVar(&c.Events.Keep, "events-keep", c.Events.Keep, "events kept for /v1/events?since= replay (the newest)")
 	fs.DurationVar(&c.Events.MaxAge, "events-max-age", c.Events.MaxAge, "events older than this are dropped from the replay window")
-	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR; a trigger failed)")
+	fs.Int64Var(&c.Events.MaxBytes, "events-max-bytes", c.Events.MaxBytes, "the kept events' size bound in bytes (a trigger's event holds its prompt)")
+	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR, or failed; a trigger failed)")
 	fs.DurationVar(&c.Notify.Timeout, "notify-timeout", c.Notify.Timeout, "a --notify-command run longer than this is killed (its process group)")
 	fs.IntVar(&c.Notify.MaxRunning, "notify-max", c.Notify.MaxRunning, "--notify-command runs at once; a notification beyond them is dropped (counted, logged)")
 	fs.BoolVar(&c.Notify.NoDisplay, "no-notify-tmux", c.Notify.NoDisplay, "do not show notifications with tmux display-message to the clients attached to a workspace's session")

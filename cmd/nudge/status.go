@@ -4,30 +4,15 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 // stateWord is a runtime's state in one word: the lifecycle status when it says the agent
 // cannot take prompts (PAUSED, FAILED, OFFLINE, EXITED, STARTING, ...), else the detector's readiness.
-func stateWord(rt nudge.Runtime) string { return stateOf(rt.Status, rt.Readiness, rt.Paused) }
-
-// stateOf is stateWord from the three fields it reads (for a record of package api).
-func stateOf(status nudge.Status, readiness nudge.Readiness, paused bool) string {
-	switch status {
-	case nudge.StatusFailed, nudge.StatusOffline, nudge.StatusStarting, nudge.StatusDeregistered,
-		nudge.StatusFallbackResume, nudge.StatusSpawnRecovery, nudge.StatusExited:
-		return strings.ToUpper(string(status))
-	}
-	if paused || status == nudge.StatusPaused {
-		return "PAUSED"
-	}
-	if readiness == "" {
-		return string(nudge.Unknown)
-	}
-	return string(readiness)
-}
+func stateWord(rt nudge.Runtime) string { return tui.StateWord(rt.Status, rt.Readiness, rt.Paused) }
 
 // shortStatus is the one-line status for a tmux status bar: `[reviewer: READY] [executioner: BUSY]`.
 // With qualify, roles are shown as ws/role (several workspaces on one line). A human at
@@ -87,51 +72,21 @@ func receiptWord(t *nudge.Trigger) string {
 	if t == nil {
 		return "-"
 	}
-	return receiptOf(t.State, t.Result, t.ErrorCode, t.Fallback)
+	return tui.ReceiptWord(t.State, t.Result, t.ErrorCode, t.Fallback)
 }
 
-// receiptOf is receiptWord from the fields it reads (for a record of package api).
-func receiptOf(state nudge.TriggerState, result nudge.Result, code nudge.Code, fallback string) string {
-	s := string(state)
-	if result != "" && string(result) != string(state) {
-		s += "/" + string(result)
-	}
-	if code != "" {
-		s += " " + string(code)
-	}
-	if fallback != "" {
-		s += " (" + fallback + ")"
-	}
-	return s
-}
+// The words of package tui, as the CLI's tables use them.
+var (
+	stateOf   = tui.StateWord
+	receiptOf = tui.ReceiptWord
+	ago       = tui.Ago
+	truncate  = tui.Truncate
+)
 
-// ago is a compact age: 5s, 3m, 2h, 4d.
-func ago(t time.Time, now time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t)
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%dd", int(d.Hours()/24))
-	}
-}
+// apiStateWord is stateWord for a runtime as package api has it.
+func apiStateWord(rt api.Runtime) string { return tui.StateWord(rt.Status, rt.Readiness, rt.Paused) }
 
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	if n <= 1 {
-		return string(r[:n])
-	}
-	return string(r[:n-1]) + "…"
+// apiReceiptWord is receiptWord for a receipt as package api has it.
+func apiReceiptWord(t api.Trigger) string {
+	return tui.ReceiptWord(t.State, t.Result, t.ErrorCode, t.Fallback)
 }

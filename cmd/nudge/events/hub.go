@@ -53,7 +53,7 @@ type Log interface {
 	ReserveEvents(through uint64) error
 	AppendEventsLater(evs ...store.Event)
 	EventsSince(after uint64, limit int) ([]store.Event, uint64, error)
-	TrimEventsLater(keep int, before time.Time)
+	TrimEventsLater(w store.EventWindow)
 	Flush()
 }
 
@@ -65,6 +65,9 @@ type Config struct {
 	Keep int
 	// MaxAge drops events older than this. 0 means 24 h.
 	MaxAge time.Duration
+	// MaxBytes bounds the kept events' stored size (their JSON: a trigger's event holds
+	// its prompt). 0 means 64 MiB.
+	MaxBytes int64
 	// TrimEvery is how often the window is enforced (also after every Keep/10 events).
 	// 0 means one minute.
 	TrimEvery time.Duration
@@ -83,7 +86,7 @@ type Config struct {
 
 // DefaultConfig returns the production settings.
 func DefaultConfig() Config {
-	return Config{Keep: 10_000, MaxAge: 24 * time.Hour, TrimEvery: time.Minute, Recent: 256, Buffer: 1024, Now: time.Now}
+	return Config{Keep: 10_000, MaxAge: 24 * time.Hour, MaxBytes: 64 << 20, TrimEvery: time.Minute, Recent: 256, Buffer: 1024, Now: time.Now}
 }
 
 func (c Config) withDefaults() Config {
@@ -93,6 +96,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxAge <= 0 {
 		c.MaxAge = d.MaxAge
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = d.MaxBytes
 	}
 	if c.TrimEvery <= 0 {
 		c.TrimEvery = d.TrimEvery
@@ -291,7 +297,7 @@ func (h *Hub) trim() {
 	h.mu.Lock()
 	h.sinceTrim = 0
 	h.mu.Unlock()
-	h.log.TrimEventsLater(h.cfg.Keep, h.cfg.Now().Add(-h.cfg.MaxAge))
+	h.log.TrimEventsLater(store.EventWindow{Keep: h.cfg.Keep, MaxBytes: h.cfg.MaxBytes, Before: h.cfg.Now().Add(-h.cfg.MaxAge)})
 }
 
 // Close ends every subscription and stops the background work. Events published after

@@ -249,7 +249,7 @@ func TestServeFormats(t *testing.T) {
 	}
 
 	// Too old / bad position: answered before any stream.
-	h.log.TrimEventsLater(1, time.Time{})
+	h.log.TrimEventsLater(store.EventWindow{Keep: 1})
 	db.Flush()
 	resp3 := get("/v1/events?since=1", nil)
 	body := new(bytes.Buffer)

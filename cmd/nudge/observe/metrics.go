@@ -65,6 +65,9 @@ var help = map[string]string{
 	"nudge_runtimes_operator_busy":          "Runtimes whose pane a human is typing in.",
 	"trigger_queue_depth":                   "Triggers waiting in a runtime's lane.",
 	"nudge_uptime_seconds":                  "Seconds since the daemon started.",
+	"nudge_events_last_seq":                 "Sequence number of the newest event on /v1/events (it survives restarts).",
+	"nudge_notifications_total":             "Notifications handed to a tmux message or --notify-command.",
+	"nudge_notifications_dropped_total":     "Notifications dropped because their pool (--notify-max) was full.",
 	"go_goroutines":                         "Goroutines in the daemon.",
 }
 
@@ -232,6 +235,11 @@ type Live struct {
 	Store      StoreHealth
 	QueueDepth func(runtimeID string) int
 	Started    time.Time
+	// EventSeq is the newest event's sequence number (events.Hub.Last).
+	EventSeq func() uint64
+	// Notifications are the notifications handed to a display or command, and those
+	// dropped for a full pool (notify.Notifier.Sent, Dropped).
+	Notifications func() (sent, dropped uint64)
 }
 
 // StoreHealth is the store's write health; *store.DB is one.
@@ -292,6 +300,14 @@ func writeLive(w io.Writer, l Live) {
 	}
 	if l.Runtimes != nil {
 		writeRuntimes(w, l.Runtimes(), l.QueueDepth)
+	}
+	if l.EventSeq != nil {
+		metrics.WriteGaugeUint64(w, "nudge_events_last_seq", l.EventSeq())
+	}
+	if l.Notifications != nil {
+		sent, dropped := l.Notifications()
+		metrics.WriteCounterUint64(w, "nudge_notifications_total", sent)
+		metrics.WriteCounterUint64(w, "nudge_notifications_dropped_total", dropped)
 	}
 	if !l.Started.IsZero() {
 		metrics.WriteGaugeFloat64(w, "nudge_uptime_seconds", time.Since(l.Started).Seconds())

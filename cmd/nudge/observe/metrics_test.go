@@ -63,10 +63,12 @@ func fakeLive() Live {
 			return []nudge.Runtime{{RuntimeID: "rt_w.a", WorkspaceID: "w", Status: "ready", Readiness: "READY"},
 				{RuntimeID: "rt_w.b", WorkspaceID: "w", Status: "paused", OperatorBusy: true}}
 		},
-		Stats:      func() panes.StatsSnapshot { return panes.StatsSnapshot{Restarts: 2, Drifts: 1, Lag: time.Millisecond} },
-		Store:      fakeStore{},
-		QueueDepth: func(id string) int { return len(id) % 3 },
-		Started:    time.Now().Add(-time.Minute),
+		Stats:         func() panes.StatsSnapshot { return panes.StatsSnapshot{Restarts: 2, Drifts: 1, Lag: time.Millisecond} },
+		Store:         fakeStore{},
+		QueueDepth:    func(id string) int { return len(id) % 3 },
+		Started:       time.Now().Add(-time.Minute),
+		EventSeq:      func() uint64 { return 4242 },
+		Notifications: func() (uint64, uint64) { return 7, 1 },
 	}
 }
 

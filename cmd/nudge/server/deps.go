@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -28,6 +29,18 @@ type Deps struct {
 	Schedules Schedules
 	Events    Events
 	Metrics   Metrics
+}
+
+// check reports a required dependency that is missing.
+func (d Deps) check() error {
+	for name, missing := range map[string]bool{"Auth": d.Auth == nil, "Tokens": d.Tokens == nil, "Policy": d.Policy == nil,
+		"Runtimes": d.Runtimes == nil, "Panes": d.Panes == nil, "Triggers": d.Triggers == nil, "Acks": d.Acks == nil,
+		"Store": d.Store == nil, "Schedules": d.Schedules == nil} {
+		if missing {
+			return errors.New("server: Deps." + name + " is required")
+		}
+	}
+	return nil
 }
 
 // Authenticator turns a connection's peer and its Authorization header into a caller
@@ -67,9 +80,10 @@ type Runtimes interface {
 	HostOf(workspace string) string
 }
 
-// Panes reads a runtime's pane: its last lines, cleaned for display and redacted.
+// Panes reads a runtime's pane: its last lines, cleaned for display and redacted
+// (satisfied by *panes.Registry).
 type Panes interface {
-	Capture(ctx context.Context, rt nudge.Runtime, lines int) ([]string, error)
+	Tail(ctx context.Context, rt nudge.Runtime, lines int) ([]string, error)
 }
 
 // Triggers is the trigger pipeline (satisfied by *inject.Pipeline).

@@ -93,13 +93,13 @@ func (f *fakeRuntimes) Profile(name string) (panes.Profile, bool) { return f.pro
 func (f *fakeRuntimes) HostOf(string) string                      { return "" }
 
 type fakePanes struct {
-	capture func(ctx context.Context, rt nudge.Runtime, n int) ([]string, error)
+	tail func(ctx context.Context, rt nudge.Runtime, n int) ([]string, error)
 }
 
 var _ Panes = (*fakePanes)(nil)
 
-func (f *fakePanes) Capture(ctx context.Context, rt nudge.Runtime, n int) ([]string, error) {
-	return f.capture(ctx, rt, n)
+func (f *fakePanes) Tail(ctx context.Context, rt nudge.Runtime, n int) ([]string, error) {
+	return f.tail(ctx, rt, n)
 }
 
 type fakeTriggers struct {

@@ -309,9 +309,16 @@ func TestOpenClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A joined goroutine may still be on its way out after wg.Done: give it a moment.
 	buf := make([]byte, 1<<20)
-	if st := string(buf[:runtime.Stack(buf, true)]); strings.Contains(st, "(*Server).serve") {
-		t.Fatalf("a serving goroutine outlived Close:\n%s", st)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st := string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(st, "(*Server).serve") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a serving goroutine outlived Close:\n%s", st)
+		}
 	}
 	if _, err := os.Lstat(cfg.Socket); !os.IsNotExist(err) {
 		t.Fatalf("the socket is left behind: %v", err)
@@ -320,5 +327,48 @@ func TestOpenClose(t *testing.T) {
 	case err := <-s.Err():
 		t.Fatalf("a listener failed: %v", err)
 	default:
+	}
+}
+
+// The tail's line count is checked and capped before the pane is read.
+func TestTailLines(t *testing.T) {
+	ts := newTestServer(t)
+	var asked int
+	ts.deps.Panes = &fakePanes{tail: func(_ context.Context, rt nudge.Runtime, n int) ([]string, error) {
+		asked = n
+		return []string{"$ echo hi", "hi"}, nil
+	}}
+	st, body := ts.do("GET", "/v1/runtimes/rt_a.x/tail?lines=99999", "", "")
+	wantBody(t, "capped", st, body, 200, `"runtime_id": "rt_a.x"`, `"hi"`)
+	if asked != maxTailLines {
+		t.Errorf("asked the pane for %d lines, want the cap %d", asked, maxTailLines)
+	}
+	st, body = ts.do("GET", "/v1/runtimes/rt_a.x/tail?lines=-1", "", "")
+	wantBody(t, "negative", st, body, 400, `"message": "lines: want a positive number"`)
+	st, body = ts.do("GET", "/v1/runtimes/rt_b.y/tail", "scoped", "")
+	wantBody(t, "another workspace", st, body, 404, `"message": "no runtime rt_b.y"`)
+}
+
+// Bad bodies on every endpoint that reads one: a 400 with the error body, never a 500,
+// and the dependencies behind are never called (their fakes would panic).
+func TestBadBodies(t *testing.T) {
+	ts := newTestServer(t)
+	ts.trig.get = func(id string) (nudge.Trigger, error) {
+		return nudge.Trigger{TriggerID: id, WorkspaceID: "a"}, nil
+	}
+	paths := []string{"/v1/runtimes", "/v1/runtimes/register", "/v1/runtimes/rt_a.x/stop", "/v1/runtimes/rt_a.x/restart",
+		"/v1/runtimes/rt_a.x/heartbeat", "/v1/triggers", "/v1/triggers/t1/force", "/v1/threads/t1/unblock",
+		"/v1/schedules", "/v1/tokens"}
+	bodies := map[string]string{
+		"truncated": `{"workspace":`, "array": `[1]`, "null": `null`, "unknown field": `{"bogus":1}`,
+		"trailing": `{} {}`, "twice": `{"reason":"a","reason":"b"}`, "oversize": `{"reason":"` + strings.Repeat("a", 2<<20) + `"}`,
+	}
+	for _, path := range paths {
+		for name, body := range bodies {
+			st, got := ts.do("POST", path, "", body)
+			if st != 400 || !strings.Contains(got, `"error_code": "BAD_REQUEST"`) && !strings.Contains(got, `"error_code": "PAYLOAD_REJECTED"`) {
+				t.Errorf("%s, %s: %d %s", path, name, st, got)
+			}
+		}
 	}
 }

@@ -1,4 +1,13 @@
-package main
+// Package doctor is `nudge doctor`: it checks what nudge needs (seed 001 §3) on every
+// host in use (this machine, the hosts of the daemon's workspaces, and each --host): ssh
+// reaches it, tmux there is new enough, the programs its runtimes launch are on its PATH;
+// and on this machine the agent CLIs of the known profiles, the state and socket
+// permissions, the profile and pack override directories, and whether the daemon answers.
+// Each check prints one line, ok, warn or FAIL, with what to do.
+//
+// It also describes the override directories for serve's log (ProfileOverrides,
+// PackOverrides, MissingPacks), so the daemon and doctor say the same.
+package doctor
 
 import (
 	"bytes"
@@ -22,6 +31,24 @@ import (
 // minTmux is the oldest tmux nudge supports (control-mode flags, send-keys re-sending the
 // key pressed in the Any binding).
 var minTmux = [2]int{3, 2}
+
+// Config is what Check checks and where it writes.
+type Config struct {
+	SSH, SSHConfig      string // the ssh binary and config file (ssh -F; "" the user's own)
+	Tmux                string // the tmux binary
+	Out                 io.Writer
+	StateDir            string // the daemon's state directory (its permissions are checked)
+	ProfileDir, PackDir string // the override directories serve reads
+	Hosts               []string
+}
+
+// Check runs every check, printing one line per check to cfg.Out, and fails if one
+// failed.
+func Check(ctx context.Context, c *api.Client, cfg Config) error {
+	d := &doctor{ssh: cfg.SSH, config: cfg.SSHConfig, tmux: cfg.Tmux, say: doctorLines{out: cfg.Out},
+		stateDir: cfg.StateDir, profileDir: cfg.ProfileDir, packDir: cfg.PackDir, hosts: cfg.Hosts}
+	return d.check(ctx, c)
+}
 
 // doctor checks this machine (and the hosts of its workspaces) for what nudge needs.
 type doctor struct {

@@ -1,10 +1,19 @@
-package main
+// Package tui is `nudge watch`: a full-screen live dashboard of every runtime on tcell,
+// reading the daemon through api.Client only (one snapshot, then /v1/events), and the
+// words a person reads a runtime's state and a receipt by (StateWord, ReceiptWord), which
+// the CLI's tables and the tmux status line share.
+//
+// Run owns two goroutines: the UI goroutine (keys, messages, drawing; the caller's) and
+// the feed goroutine (the snapshot and the event stream), which Run joins before it
+// returns.
+package tui
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -40,7 +49,7 @@ const watchReconnect = time.Second
 type watchUI struct {
 	ctx    context.Context
 	c      *api.Client
-	tmux   *tmuxFlags
+	tmux   func(args ...string) []string // tmux argv on nudge's server
 	getenv func(string) string
 	m      *watchModel
 	s      tcell.Screen
@@ -62,8 +71,20 @@ type watchView struct {
 	m *watchModel
 }
 
-// runWatch runs the dashboard on the terminal until q, Esc or ctx ends.
-func runWatch(ctx context.Context, env *cliEnv, c *api.Client, t *tmuxFlags) error {
+// Config is what the dashboard needs: a client of the daemon, the environment (is it
+// inside tmux?) and how to run tmux on nudge's server.
+type Config struct {
+	Client   *api.Client
+	Getenv   func(string) string           // nil: os.Getenv
+	TmuxArgv func(args ...string) []string // the argv of a tmux command on nudge's server
+}
+
+// Run runs the dashboard on the terminal until q, Esc or ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	c, env := cfg.Client, cfg.Getenv
+	if env == nil {
+		env = os.Getenv
+	}
 	// Fail fast, before taking over the terminal, if there is no daemon.
 	hctx, cancel := shortCtx(ctx)
 	_, err := c.Health(hctx)
@@ -79,7 +100,7 @@ func runWatch(ctx context.Context, env *cliEnv, c *api.Client, t *tmuxFlags) err
 		return fmt.Errorf("terminal: %w", err)
 	}
 	ctx, stop := context.WithCancel(ctx)
-	ui := &watchUI{ctx: ctx, c: c, tmux: t, getenv: env.getenv, m: newWatchModel(), s: s, msgs: make(chan any, 256)}
+	ui := &watchUI{ctx: ctx, c: c, tmux: cfg.TmuxArgv, getenv: env, m: newWatchModel(), s: s, msgs: make(chan any, 256)}
 	ui.feed = &watchFeed{ctx: ctx, c: c, msgs: ui.msgs}
 	ui.view = &watchView{s: s, m: ui.m}
 	done := make(chan struct{})
@@ -92,11 +113,11 @@ func runWatch(ctx context.Context, env *cliEnv, c *api.Client, t *tmuxFlags) err
 }
 
 // apiStateWord is stateWord for a runtime as package api has it.
-func apiStateWord(rt api.Runtime) string { return stateOf(rt.Status, rt.Readiness, rt.Paused) }
+func apiStateWord(rt api.Runtime) string { return StateWord(rt.Status, rt.Readiness, rt.Paused) }
 
 // apiReceiptWord is receiptWord for a receipt as package api has it.
 func apiReceiptWord(t api.Trigger) string {
-	return receiptOf(t.State, t.Result, t.ErrorCode, t.Fallback)
+	return ReceiptWord(t.State, t.Result, t.ErrorCode, t.Fallback)
 }
 
 // send hands a message to the UI goroutine unless the UI has gone.
@@ -359,7 +380,7 @@ func (ui *watchUI) switchTo() {
 		ui.m.msg = "not inside tmux: run `nudge switch " + rt.RuntimeID + "` or `nudge attach " + rt.WorkspaceID + "`"
 		return
 	}
-	argv := ui.tmux.argv("switch-client", "-t", target)
+	argv := ui.tmux("switch-client", "-t", target)
 	ui.async(func(ctx context.Context) string {
 		out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 		if err != nil {
@@ -458,7 +479,7 @@ func (v *watchView) fill(x, y int, st tcell.Style) {
 }
 
 func pad(s string, n int) string {
-	s = truncate(s, n)
+	s = Truncate(s, n)
 	if k := len([]rune(s)); k < n {
 		s += strings.Repeat(" ", n-k)
 	}
@@ -534,7 +555,7 @@ func (v *watchView) drawList(w, h int) {
 		x = v.put(x, y, pad(state, cst), stateStyle(word))
 		receipt := "-"
 		if t, ok := m.last[rt.RuntimeID]; ok {
-			receipt = t.TriggerID + " " + apiReceiptWord(t) + " " + ago(t.UpdatedAt, time.Now())
+			receipt = t.TriggerID + " " + apiReceiptWord(t) + " " + Ago(t.UpdatedAt, time.Now())
 		}
 		x = v.put(x, y, " "+pad(fmt.Sprint(m.depth(rt.RuntimeID)), cq)+" "+receipt, st)
 		if rt.RuntimeID == m.sel {
@@ -564,13 +585,13 @@ func (v *watchView) drawDetail(w, h int) {
 	if rt.Paused {
 		busy += "  triggers paused"
 	}
-	v.put(x, 1, "  "+string(rt.Status)+busy+"  "+truncate(rt.Summary, 40), stDefault)
+	v.put(x, 1, "  "+string(rt.Status)+busy+"  "+Truncate(rt.Summary, 40), stDefault)
 	y := 2
 	v.put(0, y, "Triggers (newest first):", stHeader)
 	y++
 	maxHist := min(len(m.history), max(2, (h-6)/3))
 	for _, t := range m.history[:maxHist] {
-		v.put(2, y, t.TriggerID+"  "+apiReceiptWord(t)+"  "+ago(t.UpdatedAt, time.Now())+"  "+strings.ReplaceAll(t.Prompt, "\n", " "), stDefault)
+		v.put(2, y, t.TriggerID+"  "+apiReceiptWord(t)+"  "+Ago(t.UpdatedAt, time.Now())+"  "+strings.ReplaceAll(t.Prompt, "\n", " "), stDefault)
 		y++
 	}
 	if len(m.history) == 0 {

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 // The checks `nudge doctor` makes on this machine only: the daemon, the agent CLIs of the
 // known profiles, state and socket permissions, and the override directories.
@@ -29,7 +29,7 @@ const doctorTimeout = 5 * time.Second
 
 // askDaemon asks the daemon for its health and runtimes. It returns the runtimes and a
 // func that prints the daemon's line (printed last, after the checks that use the runtimes).
-func (d *doctor) askDaemon(ctx context.Context, c *api.Client) (report func(), rts []runtimeView) {
+func (d *doctor) askDaemon(ctx context.Context, c *api.Client) (report func(), rts []api.Runtime) {
 	if _, err := os.Stat(c.Socket()); errors.Is(err, fs.ErrNotExist) {
 		return func() {
 			d.say.warn("", "daemon: not running (no socket at %s): start it with `nudge serve`", c.Socket())
@@ -78,16 +78,16 @@ func (d *doctor) overrides() {
 	if perr != nil {
 		d.say.fail("", "profile overrides: %v: fix or remove it (serve will not start)", perr)
 	} else {
-		d.say.ok("", "profile overrides: %s", profileOverrides(d.profileDir, profiles))
+		d.say.ok("", "profile overrides: %s", ProfileOverrides(d.profileDir, profiles))
 	}
 	packs, err := detector.LoadPacks(d.packDir)
 	if err != nil {
 		d.say.fail("", "pack overrides: %v: fix or remove it (serve will not start)", err)
 		return
 	}
-	d.say.ok("", "pack overrides: %s", packOverrides(d.packDir, packs))
+	d.say.ok("", "pack overrides: %s", PackOverrides(d.packDir, packs))
 	if perr == nil {
-		for _, name := range missingPacks(profiles, packs) {
+		for _, name := range MissingPacks(profiles, packs) {
 			p := profiles[name]
 			d.say.warn("", "profile %s uses pack %q, which does not exist: its screen is never classified; add %s.json to %s or set \"pack\"",
 				name, p.Pack, p.Pack, d.packDir)

@@ -1,4 +1,4 @@
-package main
+package tui
 
 import (
 	"encoding/json"
@@ -7,17 +7,18 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
 )
 
 func wire(t *testing.T, typ string, v any) wireEvent {
 	t.Helper()
-	b, err := json.Marshal(Event{Type: typ, Trigger: v})
+	b, err := json.Marshal(events.Event{Type: typ, Trigger: v})
 	if typ == "runtime" {
-		b, err = json.Marshal(Event{Type: typ, Runtime: v})
+		b, err = json.Marshal(events.Event{Type: typ, Runtime: v})
 	}
 	if typ == "readiness" || typ == "alert" {
-		b, err = json.Marshal(Event{Type: typ, Detail: mustJSON(v)})
+		b, err = json.Marshal(events.Event{Type: typ, Detail: rawJSON(t, v)})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -27,6 +28,15 @@ func wire(t *testing.T, typ string, v any) wireEvent {
 		t.Fatal(err)
 	}
 	return ev
+}
+
+func rawJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestWatchModelFollowsEvents(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package panes
 
 import (
 	"context"
@@ -8,16 +8,13 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
-	"github.com/nudgehq/nudge/panes"
 )
 
-// paneReader reads runtimes' panes over their workspace's control connection
-// (server.Panes).
-type paneReader struct{ reg *panes.Registry }
-
-// Capture reads the last n lines of a runtime's pane over its workspace's control
-// connection (joined wrapped lines, trailing blank lines dropped), cleaned for display.
-func (p paneReader) Capture(ctx context.Context, rt nudge.Runtime, n int) ([]string, error) {
+// Tail reads the last n lines of a runtime's pane over its workspace's control
+// connection (joined wrapped lines, trailing blank lines dropped), cleaned for display:
+// plain text (nudge.StripANSI) with its secrets masked (nudge.Redact), also a secret split
+// across lines.
+func (r *Registry) Tail(ctx context.Context, rt nudge.Runtime, n int) ([]string, error) {
 	target := rt.PaneID
 	if target == "" {
 		target = rt.Target
@@ -25,7 +22,7 @@ func (p paneReader) Capture(ctx context.Context, rt nudge.Runtime, n int) ([]str
 	if target == "" {
 		return nil, nudge.NewError(nudge.TargetNotFound, "runtime "+rt.RuntimeID+" has no pane")
 	}
-	c, err := p.reg.Conn(rt.WorkspaceID)
+	c, err := r.Conn(rt.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +38,7 @@ func (p paneReader) Capture(ctx context.Context, rt nudge.Runtime, n int) ([]str
 	}
 	lines := make([]string, 0, len(rep.Lines))
 	for _, l := range rep.Lines {
-		lines = append(lines, strings.TrimRight(cleanCapture(l), " "))
+		lines = append(lines, strings.TrimRight(nudge.Redact(nudge.StripANSI(l)), " "))
 	}
 	for len(lines) > 0 && lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"errors"
@@ -13,17 +13,18 @@ import (
 	"github.com/nudgehq/nudge/panes"
 )
 
-// overrideDir describes a profile or pack override directory after a load: the files
+// Overrides describes a profile or pack override directory after a load: the files
 // that replaced or added a profile (pack), or why none was read.
-type overrideDir struct {
+type Overrides struct {
 	Kind  string   // "profile" or "pack"
 	Dir   string   // "" = none configured
 	Files []string // base names of the files read, sorted
 	Found bool     // the directory exists
 }
 
-func profileOverrides(dir string, ps map[string]panes.Profile) overrideDir {
-	o := overrideDir{Kind: "profile", Dir: dir, Found: dirExists(dir)}
+// ProfileOverrides describes the profile override directory dir after ps were loaded.
+func ProfileOverrides(dir string, ps map[string]panes.Profile) Overrides {
+	o := Overrides{Kind: "profile", Dir: dir, Found: dirExists(dir)}
 	for _, p := range ps {
 		if p.Source != "" {
 			o.Files = append(o.Files, filepath.Base(p.Source))
@@ -33,8 +34,9 @@ func profileOverrides(dir string, ps map[string]panes.Profile) overrideDir {
 	return o
 }
 
-func packOverrides(dir string, ps map[string]*detector.Pack) overrideDir {
-	o := overrideDir{Kind: "pack", Dir: dir, Found: dirExists(dir)}
+// PackOverrides describes the pack override directory dir after ps were loaded.
+func PackOverrides(dir string, ps map[string]*detector.Pack) Overrides {
+	o := Overrides{Kind: "pack", Dir: dir, Found: dirExists(dir)}
 	for _, p := range ps {
 		if p.Source != "" {
 			o.Files = append(o.Files, filepath.Base(p.Source))
@@ -53,7 +55,7 @@ func dirExists(dir string) bool {
 }
 
 // String says, for the log and doctor, which directory was read and what it held.
-func (o overrideDir) String() string {
+func (o Overrides) String() string {
 	switch {
 	case o.Dir == "":
 		return "no " + o.Kind + " override directory: built-in " + o.Kind + "s only"
@@ -72,13 +74,14 @@ func (o overrideDir) String() string {
 	return s
 }
 
-func (o overrideDir) log(l hclog.Logger) {
+// Log writes o on serve's log.
+func (o Overrides) Log(l hclog.Logger) {
 	l.Info(o.Kind+" overrides", "dir", o.Dir, "exists", o.Found, "files", o.Files)
 }
 
-// missingPacks lists, sorted, the profiles whose readiness pack does not exist: their
+// MissingPacks lists, sorted, the profiles whose readiness pack does not exist: their
 // screens are never classified (and one that waits for READY never starts).
-func missingPacks(profiles map[string]panes.Profile, packs map[string]*detector.Pack) []string {
+func MissingPacks(profiles map[string]panes.Profile, packs map[string]*detector.Pack) []string {
 	var out []string
 	for name, p := range profiles {
 		if packs[p.Pack] == nil {
