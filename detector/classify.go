@@ -251,7 +251,7 @@ func (r *region) draft(i int) string {
 func (r *region) typed(l line, start int) string {
 	var b strings.Builder
 	for k := start; k < len(l.runes); k++ {
-		if isPlaceholderStyle(l.styles[k], r.p.Composer.PlaceholderStyle) && !unicode.IsSpace(l.runes[k]) {
+		if isPlaceholderStyle(l.style(k), r.p.Composer.PlaceholderStyle) && !unicode.IsSpace(l.runes[k]) {
 			continue
 		}
 		b.WriteRune(l.runes[k])

@@ -139,7 +139,7 @@ func (r *region) cueAt(c *Cue, i, comp int) bool {
 	for k < len(l.runes) && unicode.IsSpace(l.runes[k]) {
 		k++
 	}
-	return k < len(l.styles) && isPlaceholderStyle(l.styles[k], []string{c.Style})
+	return k < len(l.runes) && isPlaceholderStyle(l.style(k), []string{c.Style})
 }
 
 // nonBlankBetween counts the non-blank lines strictly between i and j (i < j).

@@ -33,10 +33,13 @@ type line struct {
 // of the next row, so attributes carry over line breaks).
 func parseScreen(s string) []line {
 	var (
-		out []line
+		out = make([]line, 0, strings.Count(s, "\n")+1)
 		cur line
 		st  style
 	)
+	if n := strings.IndexByte(s, '\n'); n > 0 {
+		cur.runes = make([]rune, 0, n)
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
@@ -44,6 +47,10 @@ func parseScreen(s string) []line {
 			out = append(out, finish(cur))
 			cur = line{}
 			i++
+			// A row has at most as many runes as bytes: one allocation for it.
+			if n := strings.IndexByte(s[i:], '\n'); n > 0 {
+				cur.runes = make([]rune, 0, n)
+			}
 		case c == '\r':
 			i++
 		case c == 0x1b:
@@ -56,9 +63,17 @@ func parseScreen(s string) []line {
 			} else if unicode.IsControl(r) {
 				continue
 			}
+			// Styles are kept only for a row that has a styled cell (most have none):
+			// a style per cell of a 400-column screen was most of what a readiness
+			// look allocated.
+			if st != (style{}) && !cur.styled {
+				cur.styles = make([]style, len(cur.runes), cap(cur.runes))
+				cur.styled = true
+			}
 			cur.runes = append(cur.runes, r)
-			cur.styles = append(cur.styles, st)
-			cur.styled = cur.styled || st != style{}
+			if cur.styled {
+				cur.styles = append(cur.styles, st)
+			}
 		}
 	}
 	if len(cur.runes) > 0 {
@@ -139,6 +154,14 @@ func applySGR(params string, st *style) {
 }
 
 // isPlaceholderStyle reports whether st is one of the pack's placeholder styles.
+// style is the style of cell k (the default for a row with no styled cell).
+func (l line) style(k int) style {
+	if k < len(l.styles) {
+		return l.styles[k]
+	}
+	return style{}
+}
+
 func isPlaceholderStyle(st style, styles []string) bool {
 	for _, s := range styles {
 		if (s == "dim" && st.dim) || (st.fg != "" && s == "fg:"+st.fg) {

@@ -3,6 +3,12 @@
 // Every subcommand other than serve, attach and version talks to a running daemon over its
 // unix socket (HTTP/1.1 + JSON) through package api's Client. The command tree is in
 // cmd_*.go; exit codes: 0 ok, 1 failure, 2 usage.
+//
+// `nudge serve` is wiring only: serve.go is its configuration (each package's Config from
+// its DefaultConfig, the flags bound to their fields), daemon.go opens the packages in
+// dependency order, runs, and closes them in reverse (openDaemon, Run, Close), and
+// hooks.go carries what one package reports to the others. The socket API is package
+// server; the root package's doc has the map.
 package main
 
 import (

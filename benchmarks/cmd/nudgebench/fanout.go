@@ -68,7 +68,11 @@ func (b *bench) fanout(n, rounds int) (*fanoutResult, error) {
 	return res, nil
 }
 
-// settle waits until every target's previous nudge trigger is final and drops old stamps.
+// settle waits until every target's previous nudge trigger is final, drops old stamps,
+// and lets the panes be quiet for longer than the bench profile's ready_quiet (300 ms),
+// so that the daemon's readiness look at each pane after the previous path's output (a
+// capture and its parse per pane, ~1 ms of CPU) is done before the next path starts:
+// the paths are measured from idle panes, not on top of each other's aftermath.
 func (b *bench) settle(targets []*bpane) error {
 	var scratch triggerResult
 	for _, p := range targets {
@@ -77,9 +81,13 @@ func (b *bench) settle(targets []*bpane) error {
 		}
 		p.r.Drain()
 	}
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(fanoutQuiet)
 	return nil
 }
+
+// fanoutQuiet is the idle time before each fan-out path: the bench profile's
+// ready_quiet (300 ms) and a margin.
+const fanoutQuiet = 450 * time.Millisecond
 
 // awaitAll waits for each pane's marker and Enter and returns the earliest and latest
 // marker stamps.

@@ -1,11 +1,21 @@
-// Package auth holds what the nudge API trusts from a caller: signed bearer tokens
-// (Claims, Sign, Parse) and the strict decoding of request bodies (DecodeJSON).
+// Package auth is what the nudge API trusts from a caller, and who grants it:
+//
+//   - the token format: signed bearer tokens (Claims, Sign, Parse, Peek) and the strict
+//     decoding of request bodies (DecodeJSON);
+//   - the Authority: the signing key in the state dir, verification against the revocation
+//     list, issuing, revoking and listing tokens, rotating the key, and runtime tokens
+//     (MintRuntime, RevokeRuntime) with their renewal loop (Start, Close);
+//   - Authenticate: a connection's peer uid and its Authorization header become a Caller;
+//   - the Caller's scope: the verbs and workspaces it may act on and read (Allow, Sees,
+//     Covers), carried in a request's context (WithCaller, CallerFrom);
+//   - the workspace Policy (spawn dirs, profiles, launchers, rate limits);
+//   - the client's side of runtime tokens (RuntimeToken).
 //
 // A token is "nudge1.<payload>.<signature>": the payload is the claims as JSON, both parts
 // base64url without padding, the signature HMAC-SHA256 over "nudge1.<payload>" with the
 // daemon's key. Parse checks the signature (in constant time) before it decodes anything,
-// so a tampered token is never parsed as JSON. The daemon owns the key (a file in its
-// state directory) and the revocation list; this package is only the format.
+// so a tampered token is never parsed as JSON. The daemon owns the Authority: Open, Start
+// once the registry runs, Close.
 package auth
 
 import (

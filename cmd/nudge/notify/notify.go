@@ -1,5 +1,6 @@
 // Package notify tells people when an agent wants them (seed 002's notifications): when a
-// runtime becomes READY, NEEDS_CONFIRMATION or ERROR, and when a trigger fails. Each such
+// runtime becomes READY, NEEDS_CONFIRMATION or ERROR (its screen says so, or its program
+// failed), and when a trigger fails. Each such
 // event is shown with tmux display-message to the clients attached to the workspace's
 // session (through the daemon's control connection) and, if configured, given to a user
 // command as JSON on its stdin.
@@ -18,6 +19,7 @@ package notify
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,6 +90,7 @@ type Notifier struct {
 
 	// Owned by the reader goroutine.
 	readiness map[string]string   // runtime id -> last readiness seen
+	status    map[string]string   // runtime id -> last lifecycle status seen
 	failed    map[string]struct{} // trigger ids already notified as failed
 }
 
@@ -111,7 +114,8 @@ func New(cfg Config, src Source, conns Conns) *Notifier {
 	}
 	n := &Notifier{cfg: cfg, src: src, conns: conns, log: cfg.Logger,
 		cmds: make(chan struct{}, cfg.MaxRunning), displays: make(chan struct{}, maxDisplays),
-		stop: make(chan struct{}), readiness: map[string]string{}, failed: map[string]struct{}{}}
+		stop: make(chan struct{}), readiness: map[string]string{}, status: map[string]string{},
+		failed: map[string]struct{}{}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	sub := src.Subscribe()
 	n.wg.Add(1)
@@ -171,6 +175,11 @@ type view struct {
 		Readiness string `json:"readiness"`
 		Summary   string `json:"summary"`
 	} `json:"detail"`
+	Runtime *struct {
+		RuntimeID  string `json:"runtime_id"`
+		Status     string `json:"status"`
+		ExitStatus *int   `json:"exit_status"`
+	} `json:"runtime"`
 	Trigger *struct {
 		TriggerID string `json:"trigger_id"`
 		Agent     string `json:"agent"`
@@ -208,6 +217,19 @@ func (n *Notifier) message(v *view) string {
 		msg := "nudge: " + roleOf(id) + " (" + v.Workspace + ") is " + state
 		if state != "READY" && v.Detail.Summary != "" {
 			msg += ": " + v.Detail.Summary
+		}
+		return msg
+	case v.Type == "runtime" && v.Runtime != nil && v.Runtime.RuntimeID != "":
+		// A runtime whose program crashed or crash-loops is in ERROR too, for its operator.
+		id, st := v.Runtime.RuntimeID, v.Runtime.Status
+		prev, known := n.status[id]
+		n.status[id] = st
+		if st != "failed" || prev == "failed" || !known {
+			return "" // a runtime failed before the daemon started is not news
+		}
+		msg := "nudge: " + roleOf(id) + " (" + v.Workspace + ") failed"
+		if e := v.Runtime.ExitStatus; e != nil {
+			msg += fmt.Sprintf(" (exit status %d)", *e)
 		}
 		return msg
 	case v.Type == "trigger" && v.Trigger != nil && v.Trigger.State == "failed":

@@ -248,3 +248,44 @@ func TestLiteral(t *testing.T) {
 		}
 	}
 }
+
+// Which events notify, and what the message says.
+func TestMessages(t *testing.T) {
+	n := &Notifier{readiness: map[string]string{}, status: map[string]string{}, failed: map[string]struct{}{}}
+	one := 1
+	rt := func(status string, exit *int) *view {
+		v := &view{Type: "runtime", Workspace: "w"}
+		v.Runtime = &struct {
+			RuntimeID  string `json:"runtime_id"`
+			Status     string `json:"status"`
+			ExitStatus *int   `json:"exit_status"`
+		}{"rt_w.rev", status, exit}
+		return v
+	}
+	rd := func(state, summary string) *view {
+		v := &view{Type: "readiness", Workspace: "w"}
+		v.Detail.RuntimeID, v.Detail.Readiness, v.Detail.Summary = "rt_w.rev", state, summary
+		return v
+	}
+	for i, tt := range []struct {
+		v    *view
+		want string
+	}{
+		{rd("READY", ""), ""}, // first sight: not news
+		{rd("BUSY", ""), ""},
+		{rd("READY", "idle"), "nudge: rev (w) is READY"},
+		{rd("READY", ""), ""},
+		{rd("NEEDS_CONFIRMATION", "Allow?"), "nudge: rev (w) is NEEDS_CONFIRMATION: Allow?"},
+		{rd("ERROR", "Traceback"), "nudge: rev (w) is ERROR: Traceback"},
+		{rt("failed", nil), ""}, // first sight (failed before the daemon started)
+		{rt("ready", nil), ""},
+		{rt("failed", &one), "nudge: rev (w) failed (exit status 1)"},
+		{rt("failed", &one), ""},
+		{rt("starting", nil), ""},
+		{rt("failed", nil), "nudge: rev (w) failed"},
+	} {
+		if got := n.message(tt.v); got != tt.want {
+			t.Errorf("#%d: got %q, want %q", i, got, tt.want)
+		}
+	}
+}

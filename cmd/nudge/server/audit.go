@@ -11,7 +11,8 @@ import (
 	"github.com/nudgehq/nudge/store"
 )
 
-func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a auditAPI) handleAudit(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	s.deps.Store.Flush() // write-behind records first
 	q := r.URL.Query()
 	if q.Get("verify") == "1" || q.Get("verify") == "true" {
@@ -81,7 +82,8 @@ func (s *Server) auditCall(r *http.Request, c auth.Caller, event, runtimeID, wor
 	}
 }
 
-func (s *Server) handleListSchedules(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a auditAPI) handleListSchedules(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	all, err := s.deps.Store.ListSchedules()
 	if err != nil {
 		s.fail(w, r, err)
@@ -96,7 +98,8 @@ func (s *Server) handleListSchedules(w http.ResponseWriter, r *http.Request, c a
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) handleAddSchedule(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a auditAPI) handleAddSchedule(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	var b api.ScheduleRequest
 	if err := s.decode(w, r, &b); err != nil {
 		s.fail(w, r, err)
@@ -120,7 +123,8 @@ func (s *Server) handleAddSchedule(w http.ResponseWriter, r *http.Request, c aut
 	writeJSON(w, http.StatusCreated, sc)
 }
 
-func (s *Server) handleDeleteSchedule(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a auditAPI) handleDeleteSchedule(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	id := r.PathValue("id")
 	all, err := s.deps.Store.ListSchedules()
 	if err != nil {

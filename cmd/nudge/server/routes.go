@@ -10,6 +10,15 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/events"
 )
 
+// The handlers, by the part of the API they serve; each holds the server.
+type (
+	runtimesAPI  struct{ s *Server } // /v1/health, /v1/runtimes: list, get, spawn, register, deregister
+	lifecycleAPI struct{ s *Server } // a runtime's stop, restart, pause, resume, heartbeat, tail
+	triggersAPI  struct{ s *Server } // /v1/triggers, acks, force, /v1/threads
+	auditAPI     struct{ s *Server } // /v1/audit, /v1/schedules
+	tokensAPI    struct{ s *Server } // /v1/tokens
+)
+
 // handlerFunc is a handler of an authenticated request.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, c auth.Caller)
 
@@ -17,34 +26,36 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, c auth.Caller)
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	h := func(pattern, verb string, fn handlerFunc) { mux.Handle(pattern, s.guard(verb, fn)) }
-	h("GET /v1/health", auth.VerbRead, s.handleHealth)
-	h("GET /v1/runtimes", auth.VerbRead, s.handleListRuntimes)
-	h("POST /v1/runtimes", auth.VerbSpawn, s.handleSpawn)
-	h("POST /v1/runtimes/register", auth.VerbSpawn, s.handleRegister)
-	h("GET /v1/runtimes/{id}", auth.VerbRead, s.handleGetRuntime)
-	h("DELETE /v1/runtimes/{id}", auth.VerbSpawn, s.handleDeregister)
-	h("POST /v1/runtimes/{id}/stop", auth.VerbSpawn, s.handleStop)
-	h("POST /v1/runtimes/{id}/restart", auth.VerbSpawn, s.handleRestart)
-	h("POST /v1/runtimes/{id}/pause", auth.VerbAdmin, s.handlePause)
-	h("POST /v1/runtimes/{id}/resume", auth.VerbAdmin, s.handleResume)
-	h("POST /v1/runtimes/{id}/heartbeat", auth.VerbHeartbeat, s.handleHeartbeat)
-	h("GET /v1/runtimes/{id}/tail", auth.VerbRead, s.handleTail)
-	h("POST /v1/triggers", auth.VerbTrigger, s.handleTrigger)
-	h("GET /v1/triggers", auth.VerbRead, s.handleListTriggers)
-	h("GET /v1/triggers/{id}", auth.VerbRead, s.handleGetTrigger)
-	h("POST /v1/triggers/{id}/ack", auth.VerbAck, s.handleAck)
-	h("POST /v1/triggers/{id}/force", auth.VerbAdmin, s.handleForce)
-	h("POST /v1/threads/{id}/unblock", auth.VerbAdmin, s.handleUnblock)
+	rts, life, trig := runtimesAPI{s}, lifecycleAPI{s}, triggersAPI{s}
+	audit, tokens := auditAPI{s}, tokensAPI{s}
+	h("GET /v1/health", auth.VerbRead, rts.handleHealth)
+	h("GET /v1/runtimes", auth.VerbRead, rts.handleListRuntimes)
+	h("POST /v1/runtimes", auth.VerbSpawn, rts.handleSpawn)
+	h("POST /v1/runtimes/register", auth.VerbSpawn, rts.handleRegister)
+	h("GET /v1/runtimes/{id}", auth.VerbRead, rts.handleGetRuntime)
+	h("DELETE /v1/runtimes/{id}", auth.VerbSpawn, rts.handleDeregister)
+	h("POST /v1/runtimes/{id}/stop", auth.VerbSpawn, life.handleStop)
+	h("POST /v1/runtimes/{id}/restart", auth.VerbSpawn, life.handleRestart)
+	h("POST /v1/runtimes/{id}/pause", auth.VerbAdmin, life.handlePause)
+	h("POST /v1/runtimes/{id}/resume", auth.VerbAdmin, life.handleResume)
+	h("POST /v1/runtimes/{id}/heartbeat", auth.VerbHeartbeat, life.handleHeartbeat)
+	h("GET /v1/runtimes/{id}/tail", auth.VerbRead, life.handleTail)
+	h("POST /v1/triggers", auth.VerbTrigger, trig.handleTrigger)
+	h("GET /v1/triggers", auth.VerbRead, trig.handleListTriggers)
+	h("GET /v1/triggers/{id}", auth.VerbRead, trig.handleGetTrigger)
+	h("POST /v1/triggers/{id}/ack", auth.VerbAck, trig.handleAck)
+	h("POST /v1/triggers/{id}/force", auth.VerbAdmin, trig.handleForce)
+	h("POST /v1/threads/{id}/unblock", auth.VerbAdmin, trig.handleUnblock)
 	h("GET /v1/events", auth.VerbRead, s.handleEvents)
-	h("GET /v1/audit", auth.VerbRead, s.handleAudit)
-	h("GET /v1/schedules", auth.VerbRead, s.handleListSchedules)
-	h("POST /v1/schedules", auth.VerbTrigger, s.handleAddSchedule)
-	h("DELETE /v1/schedules/{id}", auth.VerbTrigger, s.handleDeleteSchedule)
+	h("GET /v1/audit", auth.VerbRead, audit.handleAudit)
+	h("GET /v1/schedules", auth.VerbRead, audit.handleListSchedules)
+	h("POST /v1/schedules", auth.VerbTrigger, audit.handleAddSchedule)
+	h("DELETE /v1/schedules/{id}", auth.VerbTrigger, audit.handleDeleteSchedule)
 	h("GET /metrics", auth.VerbRead, func(w http.ResponseWriter, r *http.Request, _ auth.Caller) { s.handleMetrics(w, r) })
-	h("POST /v1/tokens", auth.VerbAdmin, s.handleIssueToken)
-	h("GET /v1/tokens", auth.VerbAdmin, s.handleListTokens)
-	h("DELETE /v1/tokens/{id}", auth.VerbAdmin, s.handleRevokeToken)
-	h("POST /v1/tokens/rotate-key", auth.VerbAdmin, s.handleRotateKey)
+	h("POST /v1/tokens", auth.VerbAdmin, tokens.handleIssueToken)
+	h("GET /v1/tokens", auth.VerbAdmin, tokens.handleListTokens)
+	h("DELETE /v1/tokens/{id}", auth.VerbAdmin, tokens.handleRevokeToken)
+	h("POST /v1/tokens/rotate-key", auth.VerbAdmin, tokens.handleRotateKey)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, &api.Error{ErrorCode: nudge.NotFound, Message: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
@@ -75,10 +86,6 @@ func (s *Server) guard(verb string, fn handlerFunc) http.Handler {
 		}
 		fn(w, r.WithContext(auth.WithCaller(r.Context(), c)), c)
 	})
-}
-
-func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request, c auth.Caller) {
-	writeJSON(w, http.StatusOK, api.Health{OK: true, Version: s.cfg.Version, StartedAt: s.started, Runtimes: len(s.deps.Runtimes.List())})
 }
 
 // handleEvents is /v1/events: the events of the workspaces the caller may read.

@@ -18,22 +18,23 @@ type runtimeView struct {
 	QueueDepth int `json:"queue_depth"`
 }
 
-func (s *Server) view(rt nudge.Runtime) runtimeView {
+func view(s *Server, rt nudge.Runtime) runtimeView {
 	return runtimeView{Runtime: rt, QueueDepth: s.deps.Triggers.Depth(rt.RuntimeID)}
 }
 
-func (s *Server) handleListRuntimes(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a runtimesAPI) handleListRuntimes(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	out := []runtimeView{}
 	ws := r.URL.Query().Get("workspace")
 	for _, rt := range s.deps.Runtimes.List() {
 		if (ws == "" || rt.WorkspaceID == ws) && c.Allow(auth.VerbRead, rt.WorkspaceID) == nil {
-			out = append(out, s.view(rt))
+			out = append(out, view(s, rt))
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) runtimeFor(w http.ResponseWriter, r *http.Request, c auth.Caller, verb string) (nudge.Runtime, bool) {
+func runtimeFor(s *Server, w http.ResponseWriter, r *http.Request, c auth.Caller, verb string) (nudge.Runtime, bool) {
 	rt, ok := s.deps.Runtimes.Get(r.PathValue("id"))
 	if !ok || !c.Sees(rt.WorkspaceID) {
 		s.fail(w, r, unknownRuntime(r.PathValue("id")))
@@ -46,13 +47,15 @@ func (s *Server) runtimeFor(w http.ResponseWriter, r *http.Request, c auth.Calle
 	return rt, true
 }
 
-func (s *Server) handleGetRuntime(w http.ResponseWriter, r *http.Request, c auth.Caller) {
-	if rt, ok := s.runtimeFor(w, r, c, auth.VerbRead); ok {
-		writeJSON(w, http.StatusOK, s.view(rt))
+func (a runtimesAPI) handleGetRuntime(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
+	if rt, ok := runtimeFor(s, w, r, c, auth.VerbRead); ok {
+		writeJSON(w, http.StatusOK, view(s, rt))
 	}
 }
 
-func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a runtimesAPI) handleSpawn(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	var b api.SpawnRequest
 	if err := s.decode(w, r, &b); err != nil {
 		s.fail(w, r, err)
@@ -77,10 +80,11 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request, c auth.Call
 		return
 	}
 	s.auditCall(r, c, "api_spawn", rt.RuntimeID, rt.WorkspaceID, "")
-	writeJSON(w, http.StatusCreated, s.view(rt))
+	writeJSON(w, http.StatusCreated, view(s, rt))
 }
 
-func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a runtimesAPI) handleRegister(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	var b api.RegisterRequest
 	if err := s.decode(w, r, &b); err != nil {
 		s.fail(w, r, err)
@@ -99,11 +103,12 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, c auth.C
 		return
 	}
 	s.auditCall(r, c, "api_register", rt.RuntimeID, rt.WorkspaceID, "")
-	writeJSON(w, http.StatusCreated, s.view(rt))
+	writeJSON(w, http.StatusCreated, view(s, rt))
 }
 
-func (s *Server) handleDeregister(w http.ResponseWriter, r *http.Request, c auth.Caller) {
-	rt, ok := s.runtimeFor(w, r, c, auth.VerbSpawn)
+func (a runtimesAPI) handleDeregister(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
+	rt, ok := runtimeFor(s, w, r, c, auth.VerbSpawn)
 	if !ok {
 		return
 	}
@@ -120,8 +125,9 @@ func (s *Server) handleDeregister(w http.ResponseWriter, r *http.Request, c auth
 	writeJSON(w, http.StatusOK, api.Deregistered{Deregistered: true, RuntimeID: rt.RuntimeID})
 }
 
-func (s *Server) handleStop(w http.ResponseWriter, r *http.Request, c auth.Caller) {
-	rt, ok := s.runtimeFor(w, r, c, auth.VerbSpawn)
+func (a lifecycleAPI) handleStop(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
+	rt, ok := runtimeFor(s, w, r, c, auth.VerbSpawn)
 	if !ok {
 		return
 	}
@@ -139,13 +145,14 @@ func (s *Server) handleStop(w http.ResponseWriter, r *http.Request, c auth.Calle
 	}
 	s.auditCall(r, c, "api_stop", rt.RuntimeID, rt.WorkspaceID, b.Reason)
 	rt, _ = s.deps.Runtimes.Get(rt.RuntimeID)
-	writeJSON(w, http.StatusOK, s.view(rt))
+	writeJSON(w, http.StatusOK, view(s, rt))
 }
 
 // handleRestart runs a runtime's program again (`nudge restart`): the way back from failed
 // (crash loop, start timeout) or exited, and a fresh start for a live one.
-func (s *Server) handleRestart(w http.ResponseWriter, r *http.Request, c auth.Caller) {
-	rt, ok := s.runtimeFor(w, r, c, auth.VerbSpawn)
+func (a lifecycleAPI) handleRestart(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
+	rt, ok := runtimeFor(s, w, r, c, auth.VerbSpawn)
 	if !ok {
 		return
 	}
@@ -167,19 +174,20 @@ func (s *Server) handleRestart(w http.ResponseWriter, r *http.Request, c auth.Ca
 		return
 	}
 	s.auditCall(r, c, "api_restart", rt.RuntimeID, rt.WorkspaceID, b.Reason)
-	writeJSON(w, http.StatusOK, s.view(rt))
+	writeJSON(w, http.StatusOK, view(s, rt))
 }
 
-func (s *Server) handlePause(w http.ResponseWriter, r *http.Request, c auth.Caller) {
-	s.setPaused(w, r, c, true)
+func (a lifecycleAPI) handlePause(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	a.setPaused(w, r, c, true)
 }
 
-func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, c auth.Caller) {
-	s.setPaused(w, r, c, false)
+func (a lifecycleAPI) handleResume(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	a.setPaused(w, r, c, false)
 }
 
-func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, c auth.Caller, paused bool) {
-	rt, ok := s.runtimeFor(w, r, c, auth.VerbAdmin)
+func (a lifecycleAPI) setPaused(w http.ResponseWriter, r *http.Request, c auth.Caller, paused bool) {
+	s := a.s
+	rt, ok := runtimeFor(s, w, r, c, auth.VerbAdmin)
 	if !ok {
 		return
 	}
@@ -194,11 +202,12 @@ func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, c auth.Caller
 	}
 	s.auditCall(r, c, ev, rt.RuntimeID, rt.WorkspaceID, "")
 	s.deps.Triggers.Kick(rt.RuntimeID)
-	writeJSON(w, http.StatusOK, s.view(rt))
+	writeJSON(w, http.StatusOK, view(s, rt))
 }
 
-func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, c auth.Caller) {
-	rt, ok := s.runtimeFor(w, r, c, auth.VerbHeartbeat)
+func (a lifecycleAPI) handleHeartbeat(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
+	rt, ok := runtimeFor(s, w, r, c, auth.VerbHeartbeat)
 	if !ok {
 		return
 	}
@@ -244,8 +253,9 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, c auth.
 	writeJSON(w, http.StatusOK, api.HeartbeatReply{CursorAdvanced: advanced, LastHeartbeatAt: now, RuntimeID: rt.RuntimeID})
 }
 
-func (s *Server) handleTail(w http.ResponseWriter, r *http.Request, c auth.Caller) {
-	rt, ok := s.runtimeFor(w, r, c, auth.VerbRead)
+func (a lifecycleAPI) handleTail(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
+	rt, ok := runtimeFor(s, w, r, c, auth.VerbRead)
 	if !ok {
 		return
 	}
@@ -276,4 +286,9 @@ const (
 // caller may not see: the same status and body.
 func unknownRuntime(id string) error {
 	return &api.Error{ErrorCode: nudge.NotFound, Message: "no runtime " + id}
+}
+
+func (a runtimesAPI) handleHealth(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
+	writeJSON(w, http.StatusOK, api.Health{OK: true, Version: s.cfg.Version, StartedAt: s.started, Runtimes: len(s.deps.Runtimes.List())})
 }

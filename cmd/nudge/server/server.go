@@ -5,7 +5,9 @@
 // trigger pipeline, the store, the scheduler, the token authority, the event hub and the
 // metrics through the small interfaces declared in deps.go, so it is tested on fakes.
 //
-// Main types: Server (Open, Err, Close), Config (DefaultConfig), Deps.
+// Main types: Server (Open, Err, Close), Config (DefaultConfig), Deps. The handlers are
+// grouped by the part of the API they serve (runtimesAPI, lifecycleAPI, triggersAPI,
+// auditAPI, tokensAPI), each a value holding the server.
 //
 // Errors are JSON {error_code, message} with a fitting status. An error that is not one
 // of nudge's codes is answered "internal error" with the request id; its text is only
@@ -93,7 +95,7 @@ func Open(cfg Config, deps Deps) (*Server, error) {
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout,
 		MaxHeaderBytes: cfg.MaxHeaderBytes, ErrorLog: s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
-	s.serve(s.srv, ln)
+	serve(s, s.srv, ln)
 	if cfg.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
@@ -103,12 +105,13 @@ func Open(cfg Config, deps Deps) (*Server, error) {
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /metrics", s.handleMetrics)
 		s.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: cfg.ReadHeaderTimeout}
-		s.serve(s.metrics, mln)
+		serve(s, s.metrics, mln)
 	}
 	return s, nil
 }
 
-func (s *Server) serve(srv *http.Server, ln net.Listener) {
+// serve runs srv on ln in a goroutine s.Close joins.
+func serve(s *Server, srv *http.Server, ln net.Listener) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

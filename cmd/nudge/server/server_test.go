@@ -348,3 +348,27 @@ func TestTailLines(t *testing.T) {
 	st, body = ts.do("GET", "/v1/runtimes/rt_b.y/tail", "scoped", "")
 	wantBody(t, "another workspace", st, body, 404, `"message": "no runtime rt_b.y"`)
 }
+
+// Bad bodies on every endpoint that reads one: a 400 with the error body, never a 500,
+// and the dependencies behind are never called (their fakes would panic).
+func TestBadBodies(t *testing.T) {
+	ts := newTestServer(t)
+	ts.trig.get = func(id string) (nudge.Trigger, error) {
+		return nudge.Trigger{TriggerID: id, WorkspaceID: "a"}, nil
+	}
+	paths := []string{"/v1/runtimes", "/v1/runtimes/register", "/v1/runtimes/rt_a.x/stop", "/v1/runtimes/rt_a.x/restart",
+		"/v1/runtimes/rt_a.x/heartbeat", "/v1/triggers", "/v1/triggers/t1/force", "/v1/threads/t1/unblock",
+		"/v1/schedules", "/v1/tokens"}
+	bodies := map[string]string{
+		"truncated": `{"workspace":`, "array": `[1]`, "null": `null`, "unknown field": `{"bogus":1}`,
+		"trailing": `{} {}`, "twice": `{"reason":"a","reason":"b"}`, "oversize": `{"reason":"` + strings.Repeat("a", 2<<20) + `"}`,
+	}
+	for _, path := range paths {
+		for name, body := range bodies {
+			st, got := ts.do("POST", path, "", body)
+			if st != 400 || !strings.Contains(got, `"error_code": "BAD_REQUEST"`) && !strings.Contains(got, `"error_code": "PAYLOAD_REJECTED"`) {
+				t.Errorf("%s, %s: %d %s", path, name, st, got)
+			}
+		}
+	}
+}

@@ -10,7 +10,8 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 )
 
-func (s *Server) handleIssueToken(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a tokensAPI) handleIssueToken(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	var b api.TokenRequest
 	if err := s.decode(w, r, &b); err != nil {
 		s.fail(w, r, err)
@@ -27,7 +28,8 @@ func (s *Server) handleIssueToken(w http.ResponseWriter, r *http.Request, c auth
 	writeJSON(w, http.StatusCreated, newToken{Token: tok, Issued: it})
 }
 
-func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a tokensAPI) handleRevokeToken(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	id := r.PathValue("id")
 	it, err := s.deps.Tokens.Revoke(c, id)
 	if err != nil {
@@ -38,7 +40,8 @@ func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request, c aut
 	writeJSON(w, http.StatusOK, it)
 }
 
-func (s *Server) handleListTokens(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a tokensAPI) handleListTokens(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	out, err := s.deps.Tokens.List(c)
 	if err != nil {
 		s.fail(w, r, err)
@@ -47,7 +50,8 @@ func (s *Server) handleListTokens(w http.ResponseWriter, r *http.Request, c auth
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) handleRotateKey(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a tokensAPI) handleRotateKey(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	if err := s.deps.Tokens.RotateKey(c); err != nil {
 		s.fail(w, r, err)
 		return

@@ -17,7 +17,8 @@ import (
 	"github.com/nudgehq/nudge/store"
 )
 
-func (s *Server) handleTrigger(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a triggersAPI) handleTrigger(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	var b api.TriggerRequest
 	reg := trace.StartRegion(r.Context(), "api.decode")
 	if err := s.decode(w, r, &b); err != nil {
@@ -44,7 +45,7 @@ func (s *Server) handleTrigger(w http.ResponseWriter, r *http.Request, c auth.Ca
 	}
 	t := res.Trigger
 	defer trace.StartRegion(r.Context(), "api.answer").End()
-	s.logTrigger(r, t, res.Created)
+	a.logTrigger(r, t, res.Created)
 	status := http.StatusAccepted
 	if !res.Created {
 		status = http.StatusOK
@@ -55,14 +56,15 @@ func (s *Server) handleTrigger(w http.ResponseWriter, r *http.Request, c auth.Ca
 	writeJSON(w, status, t)
 }
 
-func (s *Server) handleGetTrigger(w http.ResponseWriter, r *http.Request, c auth.Caller) {
-	t, err := s.readableTrigger(c, r.PathValue("id"))
+func (a triggersAPI) handleGetTrigger(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
+	t, err := a.readableTrigger(c, r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	if wait, _ := time.ParseDuration(r.URL.Query().Get("wait")); wait > 0 && !t.Closed {
-		t = s.waitTrigger(r.Context(), t.TriggerID, min(wait, 10*time.Minute))
+		t = a.waitTrigger(r.Context(), t.TriggerID, min(wait, 10*time.Minute))
 	}
 	writeJSON(w, http.StatusOK, withResult(t))
 }
@@ -78,14 +80,16 @@ func withResult(t nudge.Trigger) nudge.Trigger {
 
 // waitTrigger blocks until the trigger is closed, wait passes, or ctx ends, and returns
 // its latest recors.
-func (s *Server) waitTrigger(ctx context.Context, id string, wait time.Duration) nudge.Trigger {
+func (a triggersAPI) waitTrigger(ctx context.Context, id string, wait time.Duration) nudge.Trigger {
+	s := a.s
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	t, _ := s.deps.Triggers.Wait(ctx, id, func(t nudge.Trigger) bool { return t.Closed })
 	return t
 }
 
-func (s *Server) handleListTriggers(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a triggersAPI) handleListTriggers(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	s.deps.Store.Flush() // write-behind records first
 	q := r.URL.Query()
 	f := store.TriggerFilter{RuntimeID: q.Get("runtime"), ThreadID: q.Get("thread"), Workspace: q.Get("workspace"),
@@ -110,9 +114,10 @@ func (s *Server) handleListTriggers(w http.ResponseWriter, r *http.Request, c au
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) handleAck(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a triggersAPI) handleAck(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	id := r.PathValue("id")
-	t, err := s.readableTrigger(c, id)
+	t, err := a.readableTrigger(c, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -132,7 +137,8 @@ func (s *Server) handleAck(w http.ResponseWriter, r *http.Request, c auth.Caller
 	writeJSON(w, http.StatusOK, t)
 }
 
-func (s *Server) handleForce(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a triggersAPI) handleForce(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	var b api.ForceRequest
 	if err := s.decode(w, r, &b); err != nil {
 		s.fail(w, r, err)
@@ -152,7 +158,8 @@ func (s *Server) handleForce(w http.ResponseWriter, r *http.Request, c auth.Call
 	writeJSON(w, http.StatusOK, t)
 }
 
-func (s *Server) handleUnblock(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a triggersAPI) handleUnblock(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
 	var b api.UnblockRequest
 	if err := s.decode(w, r, &b); err != nil {
 		s.fail(w, r, err)
@@ -192,7 +199,8 @@ func unknownTrigger(id string) error {
 }
 
 // readableTrigger looks a trigger up for c: one outside c's workspaces is unknown.
-func (s *Server) readableTrigger(c auth.Caller, id string) (nudge.Trigger, error) {
+func (a triggersAPI) readableTrigger(c auth.Caller, id string) (nudge.Trigger, error) {
+	s := a.s
 	t, err := s.deps.Triggers.Get(id)
 	if err != nil {
 		return t, err
@@ -212,7 +220,8 @@ func agentDetail(agent string) json.RawMessage {
 }
 
 // logTrigger writes the one info line per trigger request.
-func (s *Server) logTrigger(r *http.Request, t nudge.Trigger, created bool) {
+func (a triggersAPI) logTrigger(r *http.Request, t nudge.Trigger, created bool) {
+	s := a.s
 	s.log.Info("trigger request", "request_id", RequestID(r.Context()), "trigger_id", t.TriggerID,
 		"thread_id", t.ThreadID, "agent_id", t.Agent, "runtime_id", t.RuntimeID, "workspace", t.WorkspaceID,
 		"state", t.State, "result", t.Result, "error_code", t.ErrorCode, "fallback_used", t.Fallback != "",

@@ -1,0 +1,37 @@
+package detector
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestParseScreenStylesOnlyForStyledRows: a row with no styled cell keeps no style per
+// cell (a 400x50 screen of them was most of what a readiness look allocated), and the
+// styles of a styled row are kept cell by cell, the cells before the first styled one
+// included.
+func TestParseScreenStylesOnlyForStyledRows(t *testing.T) {
+	plain := strings.Repeat("x", 400)
+	ls := parseScreen(plain + "\n" + "ab\x1b[2mcd\x1b[0me\n")
+	if len(ls) != 2 {
+		t.Fatalf("%d rows", len(ls))
+	}
+	if ls[0].styled || ls[0].styles != nil || ls[0].plain != plain {
+		t.Fatalf("plain row: styled=%v %d styles", ls[0].styled, len(ls[0].styles))
+	}
+	want := []bool{false, false, true, true, false}
+	if !ls[1].styled || ls[1].plain != "abcde" {
+		t.Fatalf("styled row: %+v", ls[1])
+	}
+	for k, dim := range want {
+		if ls[1].style(k).dim != dim {
+			t.Errorf("cell %d dim=%v, want %v", k, ls[1].style(k).dim, dim)
+		}
+	}
+	if ls[0].style(3) != (style{}) {
+		t.Error("a plain row's cell has a style")
+	}
+	screen := strings.Repeat(plain+"\n", 50)
+	if a := testing.AllocsPerRun(20, func() { parseScreen(screen) }); a > 110 {
+		t.Errorf("%.0f allocations for a 400x50 plain screen, want at most 2 per row", a)
+	}
+}
