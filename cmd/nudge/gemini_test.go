@@ -82,14 +82,17 @@ func TestGeminiTriggerSubmittedThenBusyDefers(t *testing.T) {
 
 // TestGeminiLargePasteGivenOnce: Gemini CLI takes a 63 KiB one-line paste out of its
 // composer at Enter and then draws nothing (no prompt, no spinner) and calls no model for
-// seconds (14 s on a loaded 2-core machine, more than 30 s under heavier load) while it
+// seconds (2 s on an idle 2-core machine, 14 s loaded, more than 30 s under heavier load) while it
 // takes the text in. An ack timeout shorter than that used to retype the prompt into the
 // silent pane, and Gemini, once it came back, ran it twice. The retry now waits for the
 // pane to draw, and the ack wait starts again from there: the model gets the prompt once.
 func TestGeminiLargePasteGivenOnce(t *testing.T) {
 	inCI(t)
 	ft := startFullTurns(t, agentCase{agent: "gemini", env: "NUDGE_TEST_GEMINI", pkg: "@google/gemini-cli", api: standin.Gemini,
-		ackTimeout: time.Second}) // far shorter than Gemini's silence with 63 KiB
+		config: func(c *serveConfig) {
+			// A retry well within Gemini's silence (2 s on an idle 2-core machine).
+			c.Inject.AckTimeout, c.Inject.Backoff = 500*time.Millisecond, []time.Duration{100 * time.Millisecond}
+		}})
 	ft.send("big", standin.Filler(63<<10, false))
 	tr := ft.waitAcked("big")
 	ft.waitReady("big")

@@ -32,9 +32,9 @@ type agentCase struct {
 	approve []string
 	prose   []string // status words as prose; nil: standin.StatusProse
 	maxKB   int      // the largest prompt, in KiB, sent in the run
-	// ackTimeout replaces the run's ack timeout (20 s) if not 0.
-	ackTimeout time.Duration
-	extra      []standin.Prompt // sent after standin.Prompts(maxKB)
+	// config, if not nil, changes the daemon's config after the run's own settings.
+	config func(*serveConfig)
+	extra  []standin.Prompt // sent after standin.Prompts(maxKB)
 }
 
 func TestCodexFullTurns(t *testing.T) {
@@ -72,8 +72,8 @@ func startFullTurns(t *testing.T, c agentCase) *fullTurns {
 	t.Cleanup(func() { srv.Close() })
 	cfg, home := agentEnv(t, bin)
 	cfg.Inject.AckTimeout = 20 * time.Second // a missed ack shows as a retyped prompt within the run
-	if c.ackTimeout != 0 {
-		cfg.Inject.AckTimeout = c.ackTimeout
+	if c.config != nil {
+		c.config(&cfg)
 	}
 	root := cfg.Panes.Roots[0]
 	os.MkdirAll(filepath.Join(root, "pkg"), 0o700)

@@ -2,9 +2,9 @@
 // tmux server and `nudge serve`, the CLI spawned as a managed runtime with a private HOME,
 // pointed at a loopback model stand-in (package standin) that acks each prompt from its
 // envelope id. It sends -n triggers one after the other, cycling through every kind of
-// prompt (standin.Prompts: a file mention, quotes, CJK, several lines, 1 to 63 KiB), and
-// prints per kind how many were submitted and acked, text→submitted and text→acked
-// p50/p95, and how many prompts the model received other than exactly once.
+// prompt (standin.Prompts: a file mention, quotes, CJK, several lines, 1 to 63 KiB; and 63
+// KiB on one line), and prints per kind how many were submitted and acked, text→submitted
+// and text→acked p50/p95, and how many prompts the model received other than exactly once.
 //
 //	go run ./benchmarks/cmd/agentturns -agent codex,claude -n 50
 //
@@ -265,7 +265,8 @@ func (r *run) startRecording(rt runtime) (*streamrec.Recorder, error) {
 
 // measure sends the triggers one after the other and prints the figures.
 func (r *run) measure(srv *standin.Server) error {
-	prompts := standin.Prompts(63)
+	// 63 KiB on one line too: Gemini CLI takes it in silently for seconds after Enter.
+	prompts := append(standin.Prompts(63), standin.Prompt{Kind: "63KiB", Body: standin.Filler(63<<10, false)})
 	type kindStat struct{ sent, submitted, acked int }
 	stats := map[string]*kindStat{}
 	var toSubmit, toAck []time.Duration
