@@ -41,6 +41,7 @@ func main() {
 	nudge := flag.String("nudge", "", "nudge binary (default: go build ./cmd/nudge)")
 	record := flag.String("record", "", "folder to record each pane's output stream into")
 	timeout := flag.Duration("turn-timeout", 3*time.Minute, "longest wait for one trigger's ack")
+	ackTimeout := flag.Duration("ack-timeout", 30*time.Second, "nudge serve's --ack-timeout (a short one exercises the retries)")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "agentturns")
 	if err != nil {
@@ -55,7 +56,7 @@ func main() {
 	}
 	failed := false
 	for _, a := range strings.Split(*agents, ",") {
-		r := &run{agent: a, n: *n, nudge: bin, record: *record, timeout: *timeout}
+		r := &run{agent: a, n: *n, nudge: bin, record: *record, timeout: *timeout, ackTimeout: *ackTimeout}
 		if err := r.do(filepath.Join(dir, a)); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", a, err)
 			failed = true
@@ -104,7 +105,7 @@ func cliBinary(agent string) (string, error) {
 type run struct {
 	agent, nudge, record string
 	n                    int
-	timeout              time.Duration
+	timeout, ackTimeout  time.Duration
 	dir, sock, tmuxSock  string
 	home                 string
 	http                 *http.Client
@@ -177,7 +178,7 @@ func (r *run) serve(root string, env []string) (stop func(), err error) {
 	}
 	cmd := exec.Command(r.nudge, "serve", "--tmux-socket", r.tmuxSock, "--tmux-config", os.DevNull,
 		"--state-dir", filepath.Join(r.dir, "state"), "--socket", r.sock, "--root", root,
-		"--ack-timeout", "30s", "--rate-limit", "1000000/min", "--loop-turns", "1000000", "--loop-repeats", "1000000")
+		"--ack-timeout", r.ackTimeout.String(), "--rate-limit", "1000000/min", "--loop-turns", "1000000", "--loop-repeats", "1000000")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
