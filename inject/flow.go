@@ -42,6 +42,14 @@ func (p *Pipeline) enqueue(j *job) {
 // busy, the trigger needs a look at the pane first (a pane check, or a retry), or a gate
 // holds it (the lane's goroutine then decides, as for any queued trigger).
 func (p *Pipeline) typeInline(j *job) bool {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return false
+	}
+	p.wg.Add(1) // Close waits for a typing in flight on a request's goroutine too
+	p.mu.Unlock()
+	defer p.wg.Done()
 	l := p.laneFor(j.t.RuntimeID)
 	if !l.turn.TryLock() {
 		return false
