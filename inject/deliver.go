@@ -473,7 +473,7 @@ func (p *Pipeline) markInjected(j *job, d attemptDetail, newAttempt bool) {
 			t.Attempts++
 		}
 		t.DeliveryBackend = nudge.BackendTmux
-		t.ErrorCode, t.Message = "", ""
+		j.settleCause(t, "")
 		t.DeferredUntil = nil
 		t.Result = resultFor(t)
 	})
@@ -600,7 +600,7 @@ func (p *Pipeline) shownAtLast(j *job) {
 	j.submitSeq, j.unshownSince, j.ackFrom = 0, time.Time{}, now
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.State = nudge.StateSubmitted
-		t.ErrorCode, t.Message = "", "the agent drew after it took the prompt: waiting for its ack again"
+		j.settleCause(t, "the agent drew after it took the prompt: waiting for its ack again")
 		t.DeferredUntil, t.NextAttemptAt = nil, nil
 		t.Result = resultFor(t)
 	})
@@ -758,7 +758,7 @@ func (p *Pipeline) markSubmitted(j *job, d attemptDetail, note string) {
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.State = nudge.StateSubmitted
 		t.SubmittedAt, t.DeliveredAt = tp(now), tp(now)
-		t.ErrorCode, t.Message = "", note
+		j.settleCause(t, note)
 		t.Result = resultFor(t)
 	})
 	p.persist(j, p.auditDetail("trigger_submitted", rec, note, d))
@@ -785,4 +785,19 @@ func mustJSON(v any) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf("%q", err.Error()))
 	}
 	return b
+}
+
+// settleCause clears a live delivery's hold or retry code once the prompt moves on, and
+// sets the receipt's message to note. A fallback's live delivery (into the runtime the
+// fallback started or redirected to) puts back the code and message that sent the prompt
+// there instead, with note added, so the receipt still says why. Called inside j.update.
+func (j *job) settleCause(t *nudge.Trigger, note string) {
+	if t.Fallback == "" || j.cause.code == "" {
+		t.ErrorCode, t.Message = "", note
+		return
+	}
+	t.ErrorCode, t.Message = j.cause.code, j.cause.why
+	if note != "" {
+		t.Message += "; " + note
+	}
 }

@@ -147,6 +147,7 @@ func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 	if rt, ok := p.asideFor(j.record().RuntimeID, code, keep); ok && j.record().Fallback == "" {
 		// An earlier fallback already spawned a runtime beside this one: deliver there
 		// instead of spawning one runtime per trigger.
+		j.update(p.cfg.Now(), func(*nudge.Trigger) { j.cause.code, j.cause.why = code, why })
 		p.deliverTo(j, rt.RuntimeID, rt.PaneID, nudge.BackendSpawn, "fallback_redirect",
 			string(code)+": "+why+"; delivering to "+rt.RuntimeID+", spawned beside it by an earlier fallback")
 		return
@@ -167,7 +168,10 @@ func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 		p.laneFor(rt).push(j, true)
 		return
 	}
-	rec := j.update(now, func(t *nudge.Trigger) { t.ErrorCode, t.Message = code, why })
+	rec := j.update(now, func(t *nudge.Trigger) {
+		t.ErrorCode, t.Message = code, why
+		j.cause.code, j.cause.why = code, why
+	})
 	j.decide()
 	p.persist(j, p.audit("fallback_required", rec, why))
 	p.wg.Add(1)

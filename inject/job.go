@@ -36,6 +36,14 @@ type job struct {
 	unshownSince time.Time
 	ackFrom      time.Time // the ack wait counts from then, not from the submit (zero: the submit)
 
+	// cause is the code and message that sent it to its fallback (read and written under
+	// mu, inside update): a live delivery into the runtime the fallback started keeps
+	// them on the receipt, so it still says why the prompt went there.
+	cause struct {
+		code nudge.Code
+		why  string
+	}
+
 	tctx context.Context // the request's trace task (only while an execution trace runs)
 	task *trace.Task     // ended once the trigger is typed (or leaves the lane otherwise)
 }
