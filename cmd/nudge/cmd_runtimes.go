@@ -153,7 +153,7 @@ func printRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
 			status += "+probing"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
-			rt.PaneID, status, orDash(string(rt.Readiness)), op, orDash(rt.InputLine), rt.QueueDepth)
+			rt.PaneID, status, orDash(string(rt.Readiness)), op, orDash(string(rt.InputLine)), rt.QueueDepth)
 		if hosts {
 			fmt.Fprintf(tw, "\t%s", orDash(rt.Host))
 		}

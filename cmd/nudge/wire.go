@@ -1,11 +1,6 @@
 package main
 
-import (
-	"github.com/nudgehq/nudge"
-)
+import "github.com/nudgehq/nudge/cmd/nudge/api"
 
 // runtimeView is a runtime as the API shows it: its record and its queue depth.
-type runtimeView struct {
-	nudge.Runtime
-	QueueDepth int `json:"queue_depth"`
-}
+type runtimeView = api.Runtime

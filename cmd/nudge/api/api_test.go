@@ -162,7 +162,7 @@ func TestReached(t *testing.T) {
 		{Trigger{State: "submitted"}, WaitClosed, false},
 		{Trigger{State: "failed", Closed: true}, WaitClosed, true},
 	} {
-		if got := tc.t.Reached(tc.w); got != tc.want {
+		if got := tc.w.ReachedBy(tc.t); got != tc.want {
 			t.Errorf("%s closed=%v reached %s: %v, want %v", tc.t.State, tc.t.Closed, tc.w, got, tc.want)
 		}
 	}

@@ -227,15 +227,15 @@ func (c *Client) WaitTrigger(ctx context.Context, id string, w WaitFor, wait tim
 				last, lcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 				defer lcancel()
 				t, err = c.GetTrigger(last, id, 0)
-				return t, t.Reached(w), err
+				return t, w.ReachedBy(t), err
 			}
 			return t, false, err
 		}
 		if seen != nil {
 			seen(t)
 		}
-		if t.Reached(w) || t.Closed {
-			return t, t.Reached(w), nil
+		if w.ReachedBy(t) || t.Closed {
+			return t, w.ReachedBy(t), nil
 		}
 		select {
 		case <-ctx.Done():

@@ -229,7 +229,7 @@ func (t *tools) trigger(ctx context.Context, in TriggerArgs) (TriggerResult, err
 }
 
 func (t *tools) wait(ctx context.Context, tr api.Trigger, w api.WaitFor, wait time.Duration) (TriggerResult, error) {
-	reached := tr.Reached(w)
+	reached := w.ReachedBy(tr)
 	if !reached && !tr.Closed {
 		var err error
 		if tr, reached, err = t.c.WaitTrigger(ctx, tr.TriggerID, w, wait, progress(ctx, tr)); err != nil {

@@ -12,19 +12,13 @@ import (
 	"github.com/nudgehq/nudge/panes"
 )
 
-// runtimeView is a runtime as the API shows it.
-type runtimeView struct {
-	nudge.Runtime
-	QueueDepth int `json:"queue_depth"`
-}
-
-func view(s *Server, rt nudge.Runtime) runtimeView {
-	return runtimeView{Runtime: rt, QueueDepth: s.deps.Triggers.Depth(rt.RuntimeID)}
+func view(s *Server, rt nudge.Runtime) api.Runtime {
+	return api.Runtime{Runtime: rt, QueueDepth: s.deps.Triggers.Depth(rt.RuntimeID)}
 }
 
 func (a runtimesAPI) handleListRuntimes(w http.ResponseWriter, r *http.Request, c auth.Caller) {
 	s := a.s
-	out := []runtimeView{}
+	out := []api.Runtime{}
 	ws := r.URL.Query().Get("workspace")
 	for _, rt := range s.deps.Runtimes.List() {
 		if (ws == "" || rt.WorkspaceID == ws) && c.Allow(auth.VerbRead, rt.WorkspaceID) == nil {

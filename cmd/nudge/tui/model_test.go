@@ -43,8 +43,8 @@ func TestWatchModelFollowsEvents(t *testing.T) {
 	m := newWatchModel()
 	now := time.Now()
 	m.applySnapshot(watchSnapshot{runtimes: []api.Runtime{
-		{RuntimeID: "rt_w.b", WorkspaceID: "w", Role: "b", Status: "ready", Readiness: "READY", QueueDepth: 2},
-		{RuntimeID: "rt_w.a", WorkspaceID: "w", Role: "a", Status: "ready", Readiness: "BUSY"},
+		{Runtime: nudge.Runtime{RuntimeID: "rt_w.b", WorkspaceID: "w", Role: "b", Status: "ready", Readiness: "READY"}, QueueDepth: 2},
+		{Runtime: nudge.Runtime{RuntimeID: "rt_w.a", WorkspaceID: "w", Role: "a", Status: "ready", Readiness: "BUSY"}},
 	}})
 	if m.sel != "rt_w.a" || !m.connected {
 		t.Fatalf("selection %q connected %v", m.sel, m.connected)
