@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -92,15 +91,7 @@ func tokenListCmd(env *cliEnv) *cobra.Command {
 
 // printTokens prints one token record as JSON, or records as a table.
 func printTokens(w io.Writer, asJSON bool, list ...api.TokenInfo) error {
-	if asJSON && len(list) == 1 {
-		return printJSON(w, list[0])
-	}
-	if asJSON {
-		return printJSON(w, list)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSUBJECT\tWORKSPACES\tVERBS\tEXPIRES\tSTATE")
-	for _, t := range list {
+	return printRecords(w, asJSON, list, "ID\tSUBJECT\tWORKSPACES\tVERBS\tEXPIRES\tSTATE", func(t api.TokenInfo) string {
 		state := "valid"
 		switch {
 		case t.Revoked:
@@ -108,10 +99,9 @@ func printTokens(w io.Writer, asJSON bool, list ...api.TokenInfo) error {
 		case time.Now().After(t.Expiry()):
 			state = "expired"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Subject, strings.Join(t.Workspaces, ","),
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", t.ID, t.Subject, strings.Join(t.Workspaces, ","),
 			strings.Join(t.Verbs, ","), t.Expiry().Local().Format(time.RFC3339), state)
-	}
-	return tw.Flush()
+	})
 }
 
 func tokenRevokeCmd(env *cliEnv) *cobra.Command {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -112,9 +111,7 @@ func lastReceipt(t *api.Trigger) string {
 // printStatus prints the table of `nudge status`.
 func printStatus(w io.Writer, rows []statusRow) error {
 	now := time.Now()
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKSPACE\tROLE\tPANE\tAGENT\tSTATE\tSTATUS\tSUMMARY\tSINCE\tQUEUE\tLAST TRIGGER\tRECEIPT")
-	for _, r := range rows {
+	err := printRecords(w, false, rows, "WORKSPACE\tROLE\tPANE\tAGENT\tSTATE\tSTATUS\tSUMMARY\tSINCE\tQUEUE\tLAST TRIGGER\tRECEIPT", func(r statusRow) string {
 		state := r.State
 		if r.OperatorBusy {
 			state += "*"
@@ -123,11 +120,11 @@ func printStatus(w io.Writer, rows []statusRow) error {
 		if r.LastTrigger != nil {
 			last = r.LastTrigger.TriggerID + " (" + ago(r.LastTrigger.UpdatedAt, now) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.WorkspaceID, r.Role, orDash(r.PaneID), r.Agent,
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s", r.WorkspaceID, r.Role, orDash(r.PaneID), r.Agent,
 			state, r.Status, orDash(truncate(nudge.StripANSI(r.Summary), 40)), ago(r.StatusSince, now), r.QueueDepth,
 			truncate(last, 40), lastReceipt(r.LastTrigger))
-	}
-	if err := tw.Flush(); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	if len(rows) > 0 {

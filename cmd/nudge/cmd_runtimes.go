@@ -8,7 +8,6 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -127,20 +126,12 @@ func lsCmd(env *cliEnv) *cobra.Command {
 
 // printRuntimes prints one runtime as JSON, or runtimes as the table of `nudge ls`.
 func printRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
-	if asJSON && len(rts) == 1 {
-		return printJSON(w, rts[0])
-	}
-	if asJSON {
-		return printJSON(w, rts)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	hosts := slices.ContainsFunc(rts, func(rt api.Runtime) bool { return rt.Host != "" })
 	head := "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATUS\tREADINESS\tOPERATOR\tINPUT\tQUEUE"
 	if hosts {
 		head += "\tHOST"
 	}
-	fmt.Fprintln(tw, head)
-	for _, rt := range rts {
+	return printRecords(w, asJSON, rts, head, func(rt api.Runtime) string {
 		op := "-"
 		if rt.OperatorBusy {
 			op = "busy"
@@ -152,14 +143,13 @@ func printRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
 		case "half_open":
 			status += "+probing"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
 			rt.PaneID, status, orDash(string(rt.Readiness)), op, orDash(string(rt.InputLine)), rt.QueueDepth)
 		if hosts {
-			fmt.Fprintf(tw, "\t%s", orDash(rt.Host))
+			line += "\t" + orDash(rt.Host)
 		}
-		fmt.Fprintln(tw)
-	}
-	return tw.Flush()
+		return line
+	})
 }
 
 func orDash(s string) string {

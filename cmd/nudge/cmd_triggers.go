@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -89,20 +88,11 @@ func printReceipt(w io.Writer, asJSON bool, t api.Trigger) error {
 
 // printTriggers prints one receipt as JSON, or receipts as a table.
 func printTriggers(w io.Writer, asJSON bool, ts ...api.Trigger) error {
-	if asJSON && len(ts) == 1 {
-		return printJSON(w, ts[0])
-	}
-	if asJSON {
-		return printJSON(w, ts)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TRIGGER\tWORKSPACE\tAGENT\tRUNTIME\tSTATE\tRESULT\tCODE\tUPDATED\tMESSAGE")
-	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.TriggerID, t.WorkspaceID, t.Agent, orDash(t.RuntimeID),
+	return printRecords(w, asJSON, ts, "TRIGGER\tWORKSPACE\tAGENT\tRUNTIME\tSTATE\tRESULT\tCODE\tUPDATED\tMESSAGE", func(t api.Trigger) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", t.TriggerID, t.WorkspaceID, t.Agent, orDash(t.RuntimeID),
 			t.State, orDash(string(t.Result)), orDash(string(t.ErrorCode)), t.UpdatedAt.Local().Format(time.TimeOnly),
 			orDash(truncate(printable(t.Message), 60)))
-	}
-	return tw.Flush()
+	})
 }
 
 func receiptCmd(env *cliEnv) *cobra.Command {
@@ -369,18 +359,9 @@ func scheduleLsCmd(env *cliEnv) *cobra.Command {
 
 // printSchedules prints one schedule as JSON, or schedules as a table.
 func printSchedules(w io.Writer, asJSON bool, all ...api.Schedule) error {
-	if asJSON && len(all) == 1 {
-		return printJSON(w, all[0])
-	}
-	if asJSON {
-		return printJSON(w, all)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCHEDULE\tWORKSPACE\tAGENT\tEVERY\tNEXT\tPROMPT")
-	for _, s := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.40q\n", s.ScheduleID, s.WorkspaceID, s.Agent, s.Every, s.NextAt.Local().Format(time.TimeOnly), s.Prompt)
-	}
-	return tw.Flush()
+	return printRecords(w, asJSON, all, "SCHEDULE\tWORKSPACE\tAGENT\tEVERY\tNEXT\tPROMPT", func(s api.Schedule) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%.40q", s.ScheduleID, s.WorkspaceID, s.Agent, s.Every, s.NextAt.Local().Format(time.TimeOnly), s.Prompt)
+	})
 }
 
 func scheduleRmCmd(env *cliEnv) *cobra.Command {
