@@ -185,16 +185,25 @@ func (a lifecycleAPI) setPaused(w http.ResponseWriter, r *http.Request, c auth.C
 	if !ok {
 		return
 	}
+	var b api.ReasonRequest
+	if err := s.decodeOptional(w, r, &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	ev := "triggers_resumed"
 	if paused {
 		ev = "triggers_paused"
 	}
-	rt, err := s.deps.Runtimes.SetPaused(rt.RuntimeID, paused, ev+" by "+c.Subject)
+	why := ev + " by " + c.Subject
+	if b.Reason != "" {
+		why += ": " + b.Reason
+	}
+	rt, err := s.deps.Runtimes.SetPaused(rt.RuntimeID, paused, why)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	s.auditCall(r, c, ev, rt.RuntimeID, rt.WorkspaceID, "")
+	s.auditCall(r, c, ev, rt.RuntimeID, rt.WorkspaceID, b.Reason)
 	s.deps.Triggers.Kick(rt.RuntimeID)
 	writeJSON(w, http.StatusOK, view(s, rt))
 }

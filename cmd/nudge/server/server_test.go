@@ -372,3 +372,27 @@ func TestBadBodies(t *testing.T) {
 		}
 	}
 }
+
+// The optional reason of pause and resume (`nudge pause ID --reason ...`) reaches the
+// registry's transition and the audit record; it was dropped before.
+func TestPauseReasonRecorded(t *testing.T) {
+	ts := newTestServer(t)
+	var got string
+	ts.rts.setPaused = func(id string, paused bool, reason string) (nudge.Runtime, error) {
+		got = reason
+		return nudge.Runtime{RuntimeID: id, WorkspaceID: "a", Role: "x", Status: nudge.StatusReady, Paused: paused}, nil
+	}
+	st, body := ts.do("POST", "/v1/runtimes/rt_a.x/pause", "", `{"reason":"deploy window"}`)
+	wantBody(t, "pause", st, body, 200, `"paused": true`)
+	if got != "triggers_paused by uid:1000: deploy window" {
+		t.Errorf("the registry got reason %q", got)
+	}
+	if n := len(ts.db.audit); n != 1 || ts.db.audit[0].Event != "triggers_paused" || ts.db.audit[0].Reason != "deploy window" {
+		t.Fatalf("audit: %+v", ts.db.audit)
+	}
+	st, body = ts.do("POST", "/v1/runtimes/rt_a.x/resume", "", "")
+	wantBody(t, "resume without a body", st, body, 200, `"paused": false`)
+	if got != "triggers_resumed by uid:1000" || ts.db.audit[len(ts.db.audit)-1].Reason != "" {
+		t.Errorf("resume: reason %q, audit %+v", got, ts.db.audit)
+	}
+}
