@@ -268,7 +268,8 @@ func (o *clientOpts) client(env *cliEnv) *api.Client {
 	if tok == "" {
 		tok = auth.RuntimeToken(env.getenv)
 	}
-	return api.NewClient(sock, tok)
+	// A token read from a file or pasted can carry a line break; the daemon refuses one.
+	return api.NewClient(sock, strings.TrimSpace(tok))
 }
 
 // outputOpts is -o json|table (and --json, its synonym) of a command that prints records.

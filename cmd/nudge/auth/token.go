@@ -153,12 +153,26 @@ func Sign(key []byte, c Claims) (string, error) {
 	return head + "." + base64.RawURLEncoding.EncodeToString(mac(key, head)), nil
 }
 
+// tokenAlphabet reports whether tok holds only base64url characters and dots. The
+// base64 decoder, even Strict, skips CR and LF, so without this check a signature with
+// line breaks inserted would verify: one token would have many spellings.
+func tokenAlphabet(tok string) bool {
+	for i := 0; i < len(tok); i++ {
+		switch c := tok[i]; {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // Parse verifies tok with key and returns its claims if the signature matches, the claims
 // are valid and they have not expired at now. The signature is checked before the payload
 // is decoded.
 func Parse(key []byte, tok string, now time.Time) (Claims, error) {
 	var c Claims
-	if len(tok) > MaxTokenLen || !strings.HasPrefix(tok, prefix) || len(key) < KeySize {
+	if len(tok) > MaxTokenLen || !strings.HasPrefix(tok, prefix) || len(key) < KeySize || !tokenAlphabet(tok) {
 		return c, ErrMalformed
 	}
 	i := strings.LastIndexByte(tok, '.')

@@ -59,6 +59,10 @@ func TestParseErrors(t *testing.T) {
 		{"SwappedPayload", prefix + forged[len(prefix):strings.LastIndexByte(forged, '.')] + "." + sig, ErrSignature, now},
 		{"Expired", tok, ErrExpired, now.Add(2 * time.Hour)},
 		{"Oversize", prefix + strings.Repeat("A", MaxTokenLen), ErrMalformed, now},
+		// The base64 decoder skips CR and LF: a line break inside the signature must not
+		// give the same token a second spelling.
+		{"SigLineBreak", prefix + head + "." + sig[:7] + "\r\n" + sig[7:], ErrMalformed, now},
+		{"TrailingNewline", tok + "\n", ErrMalformed, now},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := Parse(testKey, tc.tok, tc.now); !errors.Is(err, tc.want) {
