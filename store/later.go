@@ -100,6 +100,9 @@ func (db *DB) drain() {
 			// among it are still in the create log, replayed at the next Open.
 			l.running = false
 			l.applied += uint64(len(ops))
+			if !l.closed {
+				db.armIdle()
+			}
 			l.cond.Broadcast()
 			l.mu.Unlock()
 			return
@@ -253,6 +256,9 @@ func (db *DB) closeLater() {
 		close(l.stop)
 	}
 	l.closed = true
+	if db.idleTimer != nil {
+		db.idleTimer.Stop()
+	}
 	l.mu.Unlock()
 	l.wg.Wait()
 }

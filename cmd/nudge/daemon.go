@@ -161,7 +161,7 @@ func (d *daemon) Close() error {
 // openStore opens the bbolt store in the state dir.
 func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 	path := filepath.Join(cfg.StateDir, "nudge.db")
-	o := store.Options{Timeout: time.Second, CheckTimeout: cfg.StoreCheckTimeout,
+	o := store.Options{Timeout: time.Second, CheckTimeout: cfg.StoreCheckTimeout, OnIdle: releaseIdleHeap,
 		OnLaterError: func(op string, err error) { log.Error("store write failed", "op", op, "err", err) },
 		OnHealth: func(err error) {
 			if err != nil {
