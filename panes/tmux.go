@@ -34,6 +34,8 @@ func (r *Registry) tmuxRun(ctx context.Context, host string, args ...string) (st
 		}
 		stdin, argv = script, r.tmuxArgv(host, []string{"start-server", ";", "source-file", "-"})
 	}
+	ctx, cancel := r.boundCtx(ctx) // a tmux (or ssh) that never answers fails the command
+	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = controlmode.ChildEnv(os.Environ())
 	cmd.Stdin = strings.NewReader(stdin)
