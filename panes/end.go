@@ -3,6 +3,7 @@ package panes
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -143,21 +144,42 @@ func joinPIDs(pids []int) string {
 // endForRelaunch ends the program in p (a live pane, or a dead one whose children may
 // live on) before something is launched in its place: SIGHUP, SIGTERM, SIGKILL. ok false
 // means a remote workspace or an unknown pid: the caller kills the pane the old way.
-func (r *Registry) endForRelaunch(w *workspace, p paneInfo) (Ended, bool) {
+func (r *Registry) endForRelaunch(ctx context.Context, w *workspace, p paneInfo) (Ended, bool) {
 	if w.hostName() != "" || p.PID <= 0 {
 		return Ended{}, false
 	}
-	t := r.newProcTree(p)
+	t := r.paneProcs(ctx, w, p, !p.Dead)
 	return r.end(t, r.signalSteps(t)), true
 }
 
-// newProcTree is newProcTree with the registry's test hook.
-func (r *Registry) newProcTree(p paneInfo) *procTree {
-	t := newProcTree(p.PID, p.ID)
+// paneProcs starts the process set of pane p (see newProcTree; trusted: p comes from a
+// listing that shows it alive). For a pane not known alive it asks tmux for its server's
+// pid, so the children of a program that already died are still found.
+func (r *Registry) paneProcs(ctx context.Context, w *workspace, p paneInfo, trusted bool) *procTree {
+	server := 0
+	if !trusted {
+		server = r.serverPID(ctx, w)
+	}
+	return r.procTree(p, trusted, server)
+}
+
+// procTree is newProcTree with the registry's test hook.
+func (r *Registry) procTree(p paneInfo, trusted bool, server int) *procTree {
+	t := newProcTree(p.PID, p.ID, trusted, server)
 	if r.kill != nil {
 		t.kill = r.kill
 	}
 	return t
+}
+
+// serverPID asks the workspace's tmux server for its pid; 0 if it does not answer.
+func (r *Registry) serverPID(ctx context.Context, w *workspace) int {
+	out, err := r.tmuxRun(ctx, w.hostName(), "display-message", "-p", "#{pid}")
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(out))
+	return pid
 }
 
 // endFailed is the error of a relaunch whose old program did not end.

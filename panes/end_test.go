@@ -180,3 +180,48 @@ func TestEndFailsWithinBound(t *testing.T) {
 		t.Errorf("stop audit: %+v", d)
 	}
 }
+
+// A tmux server that stops answering (here: stopped with SIGSTOP) does not hold a stop:
+// each tmux command fails after CommandTimeout, and the recorded pid, which proves to be
+// the pane's process, is ended by signals. Before, the stop waited for tmux for good.
+func TestStopWhenTmuxDoesNotAnswer(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		c.SweepInterval = time.Hour
+		c.StopTimeout = 300 * time.Millisecond
+		c.KillGrace = 300 * time.Millisecond
+		c.CommandTimeout = 300 * time.Millisecond
+	})
+	dir := t.TempDir()
+	rt := e.spawn("ws", "stubborn", stubborn(dir)...)
+	pids := e.stubbornPIDs(dir)
+	out, err := e.tmux("display-message", "-p", "#{pid}")
+	server, _ := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil || server <= 0 {
+		t.Fatalf("server pid: %q %v", out, err)
+	}
+	if err := syscall.Kill(server, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(server, syscall.SIGCONT) })
+	done := make(chan error, 1)
+	began := time.Now()
+	go func() { done <- e.reg.Stop(context.Background(), rt.RuntimeID, "test") }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("stop still waiting for tmux after 30s")
+	}
+	_ = syscall.Kill(server, syscall.SIGCONT)
+	t.Logf("stop took %s", time.Since(began))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := running(pids); len(left) != 0 {
+		t.Fatalf("stop returned with pid %v of %v still running", left, pids)
+	}
+	got := e.endedDetail(e.audit(rt.RuntimeID, "runtime_stopped"))
+	if !strings.Contains(got.How, "tmux did not answer") || got.By != "SIGKILL" {
+		t.Errorf("audit: got %+v", got)
+	}
+	t.Logf("audit: %s", got.How)
+}

@@ -63,10 +63,14 @@ func parseStat(b []byte) (procStat, bool) {
 	return procStat{ppid: ppid, state: f[0][0], start: start}, true
 }
 
-// newProcTree starts the set for the pane whose process is root. It finds the tmux
-// server's pid as root's parent (while root lives, or lingers as a zombie).
-func newProcTree(root int, pane string) *procTree {
-	t := &procTree{root: root, pane: pane, procs: map[int]uint64{}, skip: map[int]bool{1: true}, kill: syscall.Kill}
+// newProcTree starts the set for the pane whose process is root, on the tmux server
+// whose pid is server (0: root's parent). A root from a listing of a live pane is
+// trusted (tmux has not reaped it, so its pid cannot have been reused); any other (a
+// dead pane's, or the record's when tmux does not answer) must prove it is the pane's
+// process: its environment names the pane and the server. A root that does not is
+// dropped, and with it (when the server was to come from it) the search by environment.
+func newProcTree(root int, pane string, trusted bool, server int) *procTree {
+	t := &procTree{root: root, pane: pane, server: server, procs: map[int]uint64{}, skip: map[int]bool{1: true}, kill: syscall.Kill}
 	for pid := os.Getpid(); pid > 1 && !t.skip[pid]; {
 		t.skip[pid] = true
 		st, ok := readStat(pid)
@@ -75,10 +79,20 @@ func newProcTree(root int, pane string) *procTree {
 		}
 		pid = st.ppid
 	}
-	if st, ok := readStat(root); ok {
-		t.server = st.ppid
-		t.skip[st.ppid] = true
+	if st, ok := readStat(root); ok && root > 0 {
+		if t.server == 0 {
+			t.server = st.ppid
+		}
+		if !trusted && !t.carriesPane(root) {
+			t.root = 0
+			if server == 0 {
+				t.server = 0
+			}
+		}
+	} else {
+		t.root = 0
 	}
+	t.skip[t.server] = true
 	return t
 }
 
@@ -93,7 +107,7 @@ func (t *procTree) collect() {
 			children[st.ppid] = append(children[st.ppid], pid)
 		}
 	}
-	if st, ok := stats[t.root]; ok && t.server != 0 && st.ppid == t.server {
+	if st, ok := stats[t.root]; ok && t.root > 0 && t.server != 0 && st.ppid == t.server {
 		t.add(t.root, st)
 	}
 	if t.server != 0 {

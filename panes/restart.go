@@ -10,8 +10,8 @@ import (
 )
 
 // Restart runs the runtime's argv again: in a new pane in its old pane's place if that
-// still exists (same window and layout slot; the old program is killed), else in a new
-// window (and session).
+// still exists (same window and layout slot; the old program is ended first: SIGHUP,
+// SIGTERM, SIGKILL by pid, end.go), else in a new window (and session).
 // It clears a Stop. The runtime goes to starting; a failure leaves it failed with
 // SPAWN_FAILED.
 func (r *Registry) Restart(ctx context.Context, id, reason string) (nudge.Runtime, error) {
@@ -20,18 +20,20 @@ func (r *Registry) Restart(ctx context.Context, id, reason string) (nudge.Runtim
 
 // restart does the work; auto restarts run only if the runtime is still pending one.
 func (r *Registry) restart(ctx context.Context, id, reason string, auto bool) (nudge.Runtime, error) {
-	return r.relaunchAs(ctx, id, reason, auto, nil)
+	rt, _, err := r.relaunchAs(ctx, id, reason, auto, nil)
+	return rt, err
 }
 
 // restartWith runs once (not the runtime's own argv) in the runtime's pane.
-func (r *Registry) restartWith(ctx context.Context, id, reason string, once []string) (nudge.Runtime, error) {
+func (r *Registry) restartWith(ctx context.Context, id, reason string, once []string) (nudge.Runtime, Ended, error) {
 	return r.relaunchAs(ctx, id, reason, false, once)
 }
 
-func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool, once []string) (nudge.Runtime, error) {
+// relaunchAs relaunches; Ended says how the old program ended (PIDs nil when none ran).
+func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool, once []string) (nudge.Runtime, Ended, error) {
 	rt, err := r.beginRestart(id, auto)
 	if err != nil || rt == nil {
-		return nudge.Runtime{}, err
+		return nudge.Runtime{}, Ended{}, err
 	}
 	defer r.release(id)
 	r.stats.Restarts.Add(1)
@@ -70,10 +72,10 @@ func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool,
 	r.notify(chs)
 	r.wake(rt.WorkspaceID)
 	if err != nil {
-		return nudge.Runtime{}, err
+		return nudge.Runtime{}, e, err
 	}
 	got, _ := r.Get(id)
-	return got, nil
+	return got, e, nil
 }
 
 // crashResumeArgv is the argv that restarts a crashed runtime through its agent's
@@ -268,7 +270,7 @@ func (r *Registry) relaunch(ctx context.Context, rt *nudge.Runtime) (paneInfo, E
 	if err != nil {
 		return paneInfo{}, Ended{}, spawnFailed(err)
 	}
-	e, local := r.endForRelaunch(w, p)
+	e, local := r.endForRelaunch(ctx, w, p)
 	if !e.OK() {
 		return paneInfo{}, e, endFailed(e)
 	}

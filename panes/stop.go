@@ -80,7 +80,17 @@ func (r *Registry) beginStop(id, reason string) (nudge.Runtime, error) {
 // how it ended (not OK: the pane is kept).
 func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool, Ended) {
 	w := r.workspace(rt.WorkspaceID)
-	p, alive := r.paneState(ctx, w, rt)
+	p, alive, err := r.paneLookup(ctx, w, rt)
+	if err != nil && w.hostName() == "" && rt.PID > 0 {
+		// tmux does not answer: end the recorded pid if it proves to be the pane's.
+		t := r.procTree(paneInfo{ID: rt.PaneID, PID: rt.PID}, false, 0)
+		e := r.end(t, r.signalSteps(t))
+		e.How = "tmux did not answer (" + err.Error() + "); " + e.How
+		if e.OK() {
+			r.logErr("stop: kill-pane", rt.RuntimeID, r.command(ctx, w, "kill-pane", "-t", rt.PaneID))
+		}
+		return nil, len(e.PIDs) > 0, e
+	}
 	if !alive && p.ID == "" {
 		return nil, false, Ended{How: "no pane"}
 	}
@@ -90,7 +100,7 @@ func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool
 	if w.hostName() != "" || p.PID <= 0 {
 		return r.interruptRemote(ctx, w, rt, p, alive, cc)
 	}
-	t := r.newProcTree(p)
+	t := r.paneProcs(ctx, w, p, alive)
 	steps := r.signalSteps(t)
 	if alive {
 		steps = append([]endStep{{name: "C-c", act: cc, wait: r.cfg.StopTimeout, repeat: stopRepeat}}, steps...)
@@ -143,16 +153,23 @@ func (r *Registry) deadPane(ctx context.Context, w *workspace, rt *nudge.Runtime
 	}
 }
 
-// paneState finds the runtime's pane: (pane, alive); pane.ID is "" if it is gone.
+// paneState finds the runtime's pane: (pane, alive); pane.ID is "" if it is gone. When
+// tmux cannot list the panes it reports the recorded pane as alive.
 func (r *Registry) paneState(ctx context.Context, w *workspace, rt *nudge.Runtime) (paneInfo, bool) {
+	p, alive, _ := r.paneLookup(ctx, w, rt)
+	return p, alive
+}
+
+// paneLookup is paneState with the listing's error.
+func (r *Registry) paneLookup(ctx context.Context, w *workspace, rt *nudge.Runtime) (paneInfo, bool, error) {
 	panes, err := r.listPanes(ctx, w)
 	if err != nil {
-		return paneInfo{ID: rt.PaneID}, true
+		return paneInfo{ID: rt.PaneID}, true, err
 	}
 	r.mu.Lock()
 	p, found := r.findPaneLocked(rt, indexPanes(panes), panes)
 	r.mu.Unlock()
-	return p, found && !p.Dead
+	return p, found && !p.Dead, nil
 }
 
 // stopRepeat is how often Stop sends C-c again while the program lives.
