@@ -175,6 +175,9 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.IntVar(&p.CrashLoopFailures, "crash-loop", p.CrashLoopFailures, "failures within --crash-window that make a crash loop")
 	fs.DurationVar(&p.CrashLoopWindow, "crash-window", p.CrashLoopWindow, "crash loop window")
 	fs.DurationVar(&p.StartTimeout, "start-timeout", p.StartTimeout, "a starting agent that has not shown READY by then is failed (a profile's start_timeout wins)")
+	fs.DurationVar(&p.StopTimeout, "stop-timeout", p.StopTimeout, "how long nudge stop sends C-c before it signals the pane's processes (SIGHUP, SIGTERM, SIGKILL)")
+	fs.DurationVar(&p.KillGrace, "kill-grace", p.KillGrace, "wait after each signal that ends a pane's program on a stop or relaunch; a program that outlives SIGKILL's fails it (STOP_FAILED, SPAWN_FAILED)")
+	fs.DurationVar(&p.CommandTimeout, "tmux-timeout", p.CommandTimeout, "a tmux command run by the daemon that has not answered by then fails")
 	fs.DurationVar(&c.Chain.LaunchGrace, "launch-grace", c.Chain.LaunchGrace, "a resume or spawn launch must stay up this long to count as started")
 	fs.StringVar(&c.Orchestrator, "orchestrator", "", "WS/ROLE of the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane")
 	fs.BoolVar(&c.StatusLine, "status-line", c.StatusLine, "show [role: STATE] in the status line of nudge's tmux sessions")
@@ -235,7 +238,7 @@ func (c *serveConfig) complete() error {
 	case in.AckRetries < 0 || c.Chain.ResumeAttempts < 0 || c.Panes.CrashLoopFailures < 0 || in.BreakerFailures < 0:
 		return errors.New("counts must not be negative")
 	case c.Monitor.QuietWindow < 0 || in.MaxDefer <= 0 || in.DeferRecheck <= 0 || in.AckTimeout <= 0 || in.MaxHold <= 0 || in.BreakerCooldown <= 0 ||
-		c.Panes.StartTimeout <= 0:
+		c.Panes.StartTimeout <= 0 || c.Panes.StopTimeout <= 0 || c.Panes.KillGrace <= 0 || c.Panes.CommandTimeout <= 0:
 		return errors.New("durations must be positive")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return errors.New("--log-format must be text or json")
