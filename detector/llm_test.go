@@ -223,3 +223,40 @@ func TestLLMOutcomeOf(t *testing.T) {
 		t.Errorf("429: %v, want ErrLLMRefused", err)
 	}
 }
+
+// The API key goes to the configured endpoint only. A redirect to another port of the same
+// host, where Go's client keeps the Authorization header (as it does from https to http),
+// is refused and the key never arrives there; a refusal that echoes the key does not put
+// it in the error, which is logged. Before, both leaked it.
+func TestLLMKeyStaysWithTheEndpoint(t *testing.T) {
+	pack := defaultPacks(t)["shell"]
+	const key = "plain-key-0123456789"
+	var leaked atomic.Value
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("Authorization"))
+		w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"{\"state\":\"READY\",\"summary\":\"x\",\"actions_needed\":[]}"}}]}`))
+	}))
+	defer other.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/v1/chat/completions", http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Incorrect API key provided: "+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), http.StatusUnauthorized)
+	}))
+	defer echo.Close()
+	llm := func(url string) *LLM {
+		l, err := NewLLM(&LLMConfig{Endpoint: url, Model: "m", APIKey: key, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	if _, err := llm(redirect.URL).Classify(context.Background(), pack, "screen"); err == nil || leaked.Load() != nil {
+		t.Errorf("redirected to another port: err %v, the other server got %v", err, leaked.Load())
+	}
+	_, err := llm(echo.URL).Classify(context.Background(), pack, "screen")
+	if !errors.Is(err, ErrLLMRefused) || strings.Contains(err.Error(), key) {
+		t.Errorf("a refusal echoing the key: %v", err)
+	}
+}
