@@ -34,14 +34,15 @@ type LLMOutcome string
 // The outcomes of a question, from Classify's error (LLMOutcomeOf).
 const (
 	LLMOK       LLMOutcome = "ok"       // a verdict
-	LLMError    LLMOutcome = "error"    // a connection error, a 5xx, an answer that is no verdict
+	LLMError    LLMOutcome = "error"    // a connection error, a 5xx
 	LLMTimeout  LLMOutcome = "timeout"  // the last attempt ran out of LLMConfig.Timeout
 	LLMRefused  LLMOutcome = "refused"  // a 4xx status (ErrLLMRefused)
+	LLMInvalid  LLMOutcome = "invalid"  // an answer that is not a verdict (ErrLLMResponse)
 	LLMCanceled LLMOutcome = "canceled" // the caller withdrew the question (its context ended)
 )
 
 // LLMOutcomes lists every outcome, in the order metrics show them.
-var LLMOutcomes = []LLMOutcome{LLMOK, LLMError, LLMTimeout, LLMRefused, LLMCanceled}
+var LLMOutcomes = []LLMOutcome{LLMOK, LLMError, LLMTimeout, LLMRefused, LLMInvalid, LLMCanceled}
 
 // LLMOutcomeOf says how a Classify call that returned err ended.
 func LLMOutcomeOf(err error) LLMOutcome {
@@ -51,6 +52,8 @@ func LLMOutcomeOf(err error) LLMOutcome {
 		return LLMOK
 	case errors.Is(err, ErrLLMRefused):
 		return LLMRefused
+	case errors.Is(err, ErrLLMResponse):
+		return LLMInvalid
 	case errors.Is(err, context.Canceled):
 		return LLMCanceled
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &te) && te.Timeout():

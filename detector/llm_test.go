@@ -174,8 +174,8 @@ func TestLLMClassify(t *testing.T) {
 	})
 }
 
-// LLMOutcomeOf names how each kind of question ended, for the metrics: a verdict, a 500
-// or an answer that is no verdict, an attempt out of time, a 4xx (a bad key, a rate
+// LLMOutcomeOf names how each kind of question ended, for the metrics: a verdict, a 500,
+// an answer that is no verdict, an attempt out of time, a 4xx (a bad key, a rate
 // limit) and a question its caller withdrew.
 func TestLLMOutcomeOf(t *testing.T) {
 	pack := defaultPacks(t)["shell"]
@@ -207,7 +207,7 @@ func TestLLMOutcomeOf(t *testing.T) {
 		want   LLMOutcome
 	}{
 		{context.Background(), "ok", LLMOK},
-		{context.Background(), "junk", LLMError},
+		{context.Background(), "junk", LLMInvalid},
 		{context.Background(), "boom", LLMError},
 		{context.Background(), "slow", LLMRefused},
 		{context.Background(), "unknown", LLMRefused},
