@@ -165,7 +165,7 @@ func storePath(cfg serveConfig) string { return filepath.Join(cfg.StateDir, "nud
 // openStore opens the bbolt store in the state dir.
 func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 	path := storePath(cfg)
-	o := store.Options{Timeout: time.Second, CheckTimeout: cfg.StoreCheckTimeout,
+	o := store.Options{Timeout: time.Second, CheckTimeout: cfg.StoreCheckTimeout, OnIdle: releaseIdleHeap,
 		OnLaterError: func(op string, err error) { log.Error("store write failed", "op", op, "err", err) },
 		OnHealth: func(err error) {
 			if err != nil {
