@@ -555,6 +555,9 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt nudge.
 	d.Composer = ""
 	if prof, _ := p.deps.Runtimes.Profile(rt.Agent); p.deps.Gates != nil && prof.Pack != "shell" {
 		j.submitSeq = max(l.outSeq.Load(), 1) // what the TUI had drawn when it gave the prompt up
+		if in, ok := p.deps.Gates.(Intake); ok {
+			in.Submitted(rt.RuntimeID, j.id()) // the next trigger waits until it shows it took it
+		}
 	}
 	if p.deps.Gates != nil && p.queuedInAgent(rt) {
 		j.update(p.cfg.Now(), func(t *nudge.Trigger) { t.QueuedInAgent = true })

@@ -352,6 +352,9 @@ func (p *Pipeline) unroutable(j *job, known bool) {
 // answering from memory, so a receipt never goes back to an older state).
 func (p *Pipeline) done(j *job) {
 	p.breakers.settle(j.record().RuntimeID, j.id())
+	if in, ok := p.deps.Gates.(Intake); ok {
+		in.Settled(j.record().RuntimeID, j.id())
+	}
 	if p.deps.Acks != nil {
 		p.deps.Acks.Forget(j.id())
 	}
