@@ -139,20 +139,22 @@ func hasID(s, needle string) bool {
 // intakeChanged runs on the pane's goroutine when an intake began or ended, or its window
 // is over: it sets the window's timer and, unless output flows (the quiet capture then
 // follows), takes a capture so that the published readiness says it (BUSY while the
-// agent takes the prompt in, its real state once that is over). The capture also sees a
-// prompt already in the transcript.
+// agent takes the prompt in, its real state once that is over). The capture also sees
+// what the agent drew before the prompt was known to have left the composer: its busy
+// sign, the prompt in its transcript (the intake is then over at once).
 func (m *Monitor) intakeChanged(ps *paneState, end *time.Timer, readyQuiet time.Duration) {
 	now := m.cfg.Now()
 	ps.mu.Lock()
 	in := ps.intake
-	ready := ps.class.State == nudge.Ready
 	ps.mu.Unlock()
 	end.Stop()
 	if in.trigger != "" && now.Before(in.until) {
 		end.Reset(in.until.Sub(now))
 	}
-	look := in.held || in.trigger != "" && (ready || !now.Before(in.until))
-	if !look || time.Duration(now.UnixNano()-ps.lastOut.Load()) < readyQuiet {
+	if !in.held && in.trigger == "" {
+		return
+	}
+	if time.Duration(now.UnixNano()-ps.lastOut.Load()) < readyQuiet {
 		return
 	}
 	if err := m.classifyNow(ps); err != nil {

@@ -567,6 +567,11 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt nudge.
 		p.markSubmitted(j, d, "queued in the agent: it was busy; the turn that takes the prompt acks it")
 		return
 	}
+	if j.typedBusy && !j.record().ForceOverride {
+		// Its screen shows no queue, but the agent was working when it was typed: say so.
+		p.markSubmitted(j, d, "typed while the agent was BUSY (its profile queues input): it waits for the agent's current turn")
+		return
+	}
 	p.markSubmitted(j, d, "")
 }
 

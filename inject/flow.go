@@ -347,7 +347,9 @@ func (p *Pipeline) readiness(j *job, rt nudge.Runtime, now time.Time) verdict {
 	}
 	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
 	var code nudge.Code
-	switch r := p.deps.Gates.Readiness(rt); {
+	r := p.deps.Gates.Readiness(rt)
+	j.typedBusy = r == nudge.Busy // let through only if the agent queues input
+	switch {
 	case r == nudge.NeedsConfirmation:
 		code = nudge.AgentNeedsConfirmation
 	case r == nudge.Busy && !prof.QueuesInput:
