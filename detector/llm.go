@@ -18,9 +18,46 @@ import (
 // DefaultAPIKeyEnv is the environment variable read for the LLM API key.
 const DefaultAPIKeyEnv = "NUDGE_LLM_API_KEY"
 
-// ErrLLMResponse is wrapped by every error about an answer that is not the
-// strict JSON verdict (malformed, extra fields or text, unknown state).
-var ErrLLMResponse = errors.New("llm: bad response")
+// Errors of Classify, for errors.Is.
+var (
+	// ErrLLMResponse is wrapped by every error about an answer that is not the
+	// strict JSON verdict (malformed, extra fields or text, unknown state).
+	ErrLLMResponse = errors.New("llm: bad response")
+	// ErrLLMRefused is wrapped by the error of a request the endpoint refused with a
+	// 4xx status: a bad or missing key, a rate limit (429), a request it will not take.
+	ErrLLMRefused = errors.New("llm: refused")
+)
+
+// LLMOutcome is how one question to the LLM classifier ended (LLMCall, for metrics).
+type LLMOutcome string
+
+// The outcomes of a question, from Classify's error (LLMOutcomeOf).
+const (
+	LLMOK       LLMOutcome = "ok"       // a verdict
+	LLMError    LLMOutcome = "error"    // a connection error, a 5xx, an answer that is no verdict
+	LLMTimeout  LLMOutcome = "timeout"  // the last attempt ran out of LLMConfig.Timeout
+	LLMRefused  LLMOutcome = "refused"  // a 4xx status (ErrLLMRefused)
+	LLMCanceled LLMOutcome = "canceled" // the caller withdrew the question (its context ended)
+)
+
+// LLMOutcomes lists every outcome, in the order metrics show them.
+var LLMOutcomes = []LLMOutcome{LLMOK, LLMError, LLMTimeout, LLMRefused, LLMCanceled}
+
+// LLMOutcomeOf says how a Classify call that returned err ended.
+func LLMOutcomeOf(err error) LLMOutcome {
+	var te interface{ Timeout() bool }
+	switch {
+	case err == nil:
+		return LLMOK
+	case errors.Is(err, ErrLLMRefused):
+		return LLMRefused
+	case errors.Is(err, context.Canceled):
+		return LLMCanceled
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &te) && te.Timeout():
+		return LLMTimeout
+	}
+	return LLMError
+}
 
 // LLMConfig configures the optional LLM classifier. A nil *LLMConfig means the
 // classifier is off (the default); the packs decide alone.
@@ -137,6 +174,9 @@ func (l *LLM) attempt(parent context.Context, body []byte) (Classification, bool
 	}
 	if resp.StatusCode != http.StatusOK {
 		retry := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+			return Classification{}, retry, fmt.Errorf("%w: status %d: %.200s", ErrLLMRefused, resp.StatusCode, data)
+		}
 		return Classification{}, retry, fmt.Errorf("llm: status %d: %.200s", resp.StatusCode, data)
 	}
 	c, err := parseLLMResponse(data)

@@ -173,3 +173,53 @@ func TestLLMClassify(t *testing.T) {
 		}
 	})
 }
+
+// LLMOutcomeOf names how each kind of question ended, for the metrics: a verdict, a 500
+// or an answer that is no verdict, an attempt out of time, a 4xx (a bad key, a rate
+// limit) and a question its caller withdrew.
+func TestLLMOutcomeOf(t *testing.T) {
+	pack := defaultPacks(t)["shell"]
+	release := make(chan struct{})
+	srv, _ := chatServer(t, func(_ int, req chatRequest) (int, string) {
+		screen := req.Messages[len(req.Messages)-1].Content
+		switch {
+		case strings.Contains(screen, "ok"):
+			return 200, `{"state":"READY","summary":"idle","actions_needed":[]}`
+		case strings.Contains(screen, "junk"):
+			return 200, `not json`
+		case strings.Contains(screen, "boom"):
+			return 500, "boom"
+		case strings.Contains(screen, "slow"):
+			return 429, "slow down"
+		case strings.Contains(screen, "unknown"):
+			return 404, "no such model"
+		}
+		<-release // hang
+		return 200, `{"state":"READY","summary":"idle","actions_needed":[]}`
+	})
+	t.Cleanup(func() { close(release) }) // runs before srv.Close
+	l := newTestLLM(t, srv.URL, 200*time.Millisecond, 0)
+	canceled, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	for _, tt := range []struct {
+		ctx    context.Context
+		screen string
+		want   LLMOutcome
+	}{
+		{context.Background(), "ok", LLMOK},
+		{context.Background(), "junk", LLMError},
+		{context.Background(), "boom", LLMError},
+		{context.Background(), "slow", LLMRefused},
+		{context.Background(), "unknown", LLMRefused},
+		{context.Background(), "hang", LLMTimeout},
+		{canceled, "hang", LLMCanceled},
+	} {
+		_, err := l.Classify(tt.ctx, pack, tt.screen)
+		if got := LLMOutcomeOf(err); got != tt.want {
+			t.Errorf("%s: got %s (%v), want %s", tt.screen, got, err, tt.want)
+		}
+	}
+	if _, err := newTestLLM(t, srv.URL, time.Second, 0).Classify(context.Background(), pack, "slow"); !errors.Is(err, ErrLLMRefused) {
+		t.Errorf("429: %v, want ErrLLMRefused", err)
+	}
+}

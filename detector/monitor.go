@@ -83,6 +83,9 @@ type MonitorConfig struct {
 	// it (seed 002: a screen stable for a few polls), so that a build or a stream pausing
 	// now and then does not cost a request per pause; 0 means DefaultLLMSettle (2s).
 	LLMSettle time.Duration
+	// OnLLM is called when a question to the LLM ends, however it ended (for metrics).
+	// nil means none. Called from the question's goroutine; it must not block.
+	OnLLM func(LLMCall)
 
 	// CaptureTimeout bounds one capture (and one list-clients query); 0 means 5s.
 	CaptureTimeout time.Duration

@@ -224,7 +224,8 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	if pack == nil {
 		return nil
 	}
-	c, ask := m.llmVerdict(ps, sc.text, ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY}))
+	rules := ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY})
+	c, ask := m.llmVerdict(ps, sc.text, rules)
 	if ps.outSeq.Load() != seq {
 		return nil // stale: the quiet timer is armed again
 	}
@@ -246,7 +247,7 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	}
 	m.syncBusy(ps)
 	if ask {
-		m.askLLM(ps, pack, sc.text, seq)
+		m.askLLM(ps, pack, sc.text, seq, rules.State)
 	}
 	return nil
 }

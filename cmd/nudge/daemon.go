@@ -209,6 +209,7 @@ func openMonitor(cfg serveConfig, d *daemon, h *hooks) (*detector.Monitor, error
 	}
 	// A prompt queued in the agent is acked by heartbeats only after the agent took it up.
 	mc.OnDequeue = func(id string) { d.acks.Dequeued(id, time.Now()) }
+	mc.OnLLM = h.onLLM
 	if mc.LLM, err = cfg.classifier(); err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 
 // llmStandIn is a loopback chat-completions endpoint that answers by the MODE=... line on
 // the screen it is sent: ready and busy give that verdict, hang never answers, error
-// answers 500. It records what it was sent.
+// answers 500, refused answers 401. It records what it was sent.
 type llmStandIn struct {
 	srv  *httptest.Server
 	stop chan struct{}
@@ -78,6 +78,9 @@ func (s *llmStandIn) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case "error":
 		http.Error(w, "stand-in failure", http.StatusInternalServerError)
+		return
+	case "refused":
+		http.Error(w, "stand-in: bad key", http.StatusUnauthorized)
 		return
 	}
 	verdict, _ := json.Marshal(map[string]any{"state": strings.ToUpper(mode), "summary": "stand-in: " + mode, "actions_needed": []string{}})
