@@ -121,6 +121,24 @@ func inCI(t *testing.T) {
 func TestGeminiNextTriggerWaitsForIntake(t *testing.T) {
 	inCI(t)
 	ft := startFullTurns(t, agentCase{agent: "gemini", env: "NUDGE_TEST_GEMINI", pkg: "@google/gemini-cli", api: standin.Gemini})
+	sub := ft.td.d.hub.Subscribe()
+	defer ft.td.d.hub.Unsubscribe(sub)
+	stop, seen := make(chan struct{}, 1), make(chan bool, 1)
+	defer close(stop)
+	go func() { // the readiness shown while Gemini reads the paste
+		taking := false
+		defer func() { seen <- taking }()
+		for {
+			select {
+			case ev := <-sub.C:
+				taking = taking || ev.Type == "readiness" && strings.Contains(string(ev.Detail), "taking in the prompt of trigger big")
+			case <-sub.Dropped:
+				return
+			case <-stop:
+				return
+			}
+		}
+	}()
 	ft.send("big", standin.Filler(63<<10, false))
 	ft.send("next", "the second task, sent right after the big one")
 	first := ft.waitAcked("big")
@@ -151,6 +169,10 @@ func TestGeminiNextTriggerWaitsForIntake(t *testing.T) {
 	}
 	if second.QueuedInAgent {
 		t.Errorf("next was queued in Gemini, not typed into an agent that had taken big: %+v", second)
+	}
+	stop <- struct{}{}
+	if !<-seen {
+		t.Errorf("no readiness event said Gemini was taking in big's prompt")
 	}
 	for _, tr := range []nudge.Trigger{first, second} {
 		if n := standin.Count(reqs, tr.TriggerID); n != 1 || tr.Attempts != 1 {
