@@ -72,6 +72,23 @@ func (m *Monitor) Settled(runtimeID, triggerID string) {
 	}
 }
 
+// outputSummary is the summary of the BUSY a pane reads while output flows, before a
+// capture has looked at its screen.
+const outputSummary = "output"
+
+// Working reports whether the runtime's screen, as last captured and with no output
+// since, shows the agent at work (its busy sign): BUSY read from the screen, not only
+// from output flowing, nor from an intake.
+func (m *Monitor) Working(rt nudge.Runtime) bool {
+	ps := m.get(rt.RuntimeID)
+	if ps == nil {
+		return false
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.class.State == nudge.Busy && ps.class.Summary != outputSummary && !ps.intake.held
+}
+
 // Intaking reports the trigger whose prompt the runtime's agent took out of its composer
 // and has not yet shown that it took (nothing drawn since, no ack, within its profile's
 // intake window), and when that window ends.

@@ -198,7 +198,7 @@ func (m *Monitor) markBusy(ps *paneState) {
 		ps.mu.Unlock()
 		return
 	}
-	ps.class = Classification{State: nudge.Busy, Summary: "output"}
+	ps.class = Classification{State: nudge.Busy, Summary: outputSummary}
 	c := ps.class
 	ps.mu.Unlock()
 	m.publish(ps, c)

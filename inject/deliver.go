@@ -568,8 +568,8 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt nudge.
 		return
 	}
 	if j.typedBusy && !j.record().ForceOverride {
-		// Its screen shows no queue, but the agent was working when it was typed: say so.
-		p.markSubmitted(j, d, "typed while the agent was BUSY (its profile queues input): it waits for the agent's current turn")
+		// Its screen shows no queue, but the agent was at work when it was typed: say so.
+		p.markSubmitted(j, d, "typed while the agent was BUSY with a turn (its profile queues input): it waits for that turn to end")
 		return
 	}
 	p.markSubmitted(j, d, "")

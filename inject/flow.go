@@ -348,7 +348,9 @@ func (p *Pipeline) readiness(j *job, rt nudge.Runtime, now time.Time) verdict {
 	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
 	var code nudge.Code
 	r := p.deps.Gates.Readiness(rt)
-	j.typedBusy = r == nudge.Busy // let through only if the agent queues input
+	if w, ok := p.deps.Gates.(Working); ok {
+		j.typedBusy = r == nudge.Busy && w.Working(rt) // let through only if the agent queues input
+	}
 	switch {
 	case r == nudge.NeedsConfirmation:
 		code = nudge.AgentNeedsConfirmation

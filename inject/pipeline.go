@@ -174,6 +174,12 @@ type Intake interface {
 	Intaking(rt nudge.Runtime) (triggerID string, until time.Time, ok bool)
 }
 
+// Working is implemented by Gates that tell a working agent from a pane whose output
+// merely flows (*detector.Monitor does): its screen shows its busy sign.
+type Working interface {
+	Working(rt nudge.Runtime) bool
+}
+
 // Acker waits for acknowledgements (package ack).
 type Acker interface {
 	// Expect starts watching for t's ack signals on its runtime from now on.
