@@ -388,10 +388,7 @@ func (p *Pipeline) persist(j *job, recs ...nudge.AuditRecord) {
 	j.pmu.Lock()
 	defer j.pmu.Unlock()
 	rec := j.record()
-	p.deps.Store.UpdateTriggerLater(rec.TriggerID, func(t *nudge.Trigger) error {
-		*t = rec
-		return nil
-	}, recs...)
+	p.deps.Store.PutTriggerLater(rec, recs...) // of several in one batch, only the last record is written
 	p.changed(rec)
 }
 

@@ -74,7 +74,7 @@ var help = map[string]string{
 	"nudge_notifications_total":             "Notifications handed to a tmux message or --notify-command.",
 	"nudge_notifications_dropped_total":     "Notifications dropped because their pool (--notify-max) was full.",
 	"go_goroutines":                         "Goroutines in the daemon.",
-	"nudge_llm_requests_total":              "Questions to the LLM classifier (--llm-url) by outcome: ok, error, timeout, refused (a 4xx), canceled (the screen changed or the pane went first).",
+	"nudge_llm_requests_total":              "Questions to the LLM classifier (--llm-url) by outcome: ok, error (connection, 5xx), timeout, refused (a 4xx), invalid (an answer that is no verdict), canceled (the screen changed or the pane went first).",
 	"nudge_llm_request_seconds":             "Time a question to the LLM classifier took, retries included (canceled ones not observed).",
 	"nudge_llm_overrides_total":             "LLM verdicts that named another readiness state than the rules' unsure verdict on the same screen.",
 }
