@@ -225,3 +225,34 @@ func TestStopWhenTmuxDoesNotAnswer(t *testing.T) {
 	}
 	t.Logf("audit: %s", got.How)
 }
+
+// A program that crashed leaves its daemonized child behind: the automatic restart ends
+// that child (found by the pane's environment on this tmux server) before it relaunches.
+func TestCrashRestartEndsEscapedChild(t *testing.T) {
+	e := endEnv(t)
+	dir := t.TempDir()
+	script := `[ -e ` + dir + `/child.pid ] && exec sleep 600; ` +
+		`setsid -f sh -c 'trap "" HUP INT TERM; echo $$ > ` + dir + `/child.pid; while :; do sleep 0.2; done'; sleep 0.5; exit 3`
+	rt, err := e.reg.Spawn(context.Background(), SpawnRequest{Workspace: "ws", Role: "crashy", Agent: "shell", Argv: []string{"sh", "-c", script}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	e.waitFor("child pid", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "child.pid"))
+		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return child > 0
+	})
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	e.waitFor("restarted", func() bool {
+		got, _ := e.reg.Get(rt.RuntimeID)
+		return got.Restarts == 1 && got.Status == nudge.StatusReady
+	})
+	if left := running([]int{child}); len(left) != 0 {
+		t.Fatalf("the crashed program's child %d still runs after the restart", child)
+	}
+	got := e.endedDetail(e.audit(rt.RuntimeID, "runtime_program_ended"))
+	if got.By != "SIGKILL" || !slices.Contains(got.PIDs, child) {
+		t.Errorf("audit: %+v", got)
+	}
+}
