@@ -28,15 +28,16 @@ func stubborn(dir string) []string {
 	return []string{"sh", "-c", script}
 }
 
-// endEnv is a registry with short waits: C-c for 300ms, then 300ms per signal.
-func endEnv(t *testing.T) *env {
+// endEnv is a registry with short waits: C-c for 300ms, then grace per signal (a
+// second where the program must end: a loaded machine may take a while to reap it).
+func endEnv(t *testing.T, grace time.Duration) *env {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}
 	return newEnv(t, func(c *Config) {
 		c.SweepInterval = time.Hour
 		c.StopTimeout = 300 * time.Millisecond
-		c.KillGrace = 300 * time.Millisecond
+		c.KillGrace = grace
 	})
 }
 
@@ -88,7 +89,7 @@ func (e *env) endedDetail(recs []nudge.AuditRecord) Ended {
 }
 
 func TestStopEndsProgramIgnoringSignals(t *testing.T) {
-	e := endEnv(t)
+	e := endEnv(t, time.Second)
 	dir := t.TempDir()
 	rt := e.spawn("ws", "stubborn", stubborn(dir)...)
 	pids := e.stubbornPIDs(dir)
@@ -113,7 +114,7 @@ func TestStopEndsProgramIgnoringSignals(t *testing.T) {
 }
 
 func TestRestartEndsProgramIgnoringSignals(t *testing.T) {
-	e := endEnv(t)
+	e := endEnv(t, time.Second)
 	dir := t.TempDir()
 	rt := e.spawn("ws", "stubborn", stubborn(dir)...)
 	pids := e.stubbornPIDs(dir)
@@ -144,7 +145,7 @@ func TestRestartEndsProgramIgnoringSignals(t *testing.T) {
 // kernel) fails the stop with STOP_FAILED and the restart with SPAWN_FAILED within the
 // bound; nothing is launched over it, its pane stays.
 func TestEndFailsWithinBound(t *testing.T) {
-	e := endEnv(t)
+	e := endEnv(t, 300*time.Millisecond)
 	e.reg.kill = func(pid int, sig syscall.Signal) error {
 		if sig == syscall.SIGKILL {
 			return nil
@@ -185,15 +186,15 @@ func TestEndFailsWithinBound(t *testing.T) {
 // each tmux command fails after CommandTimeout, and the recorded pid, which proves to be
 // the pane's process, is ended by signals. Before, the stop waited for tmux for good.
 func TestStopWhenTmuxDoesNotAnswer(t *testing.T) {
-	e := newEnv(t, func(c *Config) {
-		c.SweepInterval = time.Hour
-		c.StopTimeout = 300 * time.Millisecond
-		c.KillGrace = 300 * time.Millisecond
-		c.CommandTimeout = 300 * time.Millisecond
-	})
+	e := endEnv(t, time.Second)
 	dir := t.TempDir()
 	rt := e.spawn("ws", "stubborn", stubborn(dir)...)
 	pids := e.stubbornPIDs(dir)
+	// Spawned with the default tmux timeout (a loaded machine may be slow); the stop runs
+	// on a registry reopened with a short one.
+	e.reg.Close()
+	e.cfg.CommandTimeout = 300 * time.Millisecond
+	e.open()
 	out, err := e.tmux("display-message", "-p", "#{pid}")
 	server, _ := strconv.Atoi(strings.TrimSpace(out))
 	if err != nil || server <= 0 {
@@ -229,7 +230,7 @@ func TestStopWhenTmuxDoesNotAnswer(t *testing.T) {
 // A program that crashed leaves its daemonized child behind: the automatic restart ends
 // that child (found by the pane's environment on this tmux server) before it relaunches.
 func TestCrashRestartEndsEscapedChild(t *testing.T) {
-	e := endEnv(t)
+	e := endEnv(t, time.Second)
 	dir := t.TempDir()
 	script := `[ -e ` + dir + `/child.pid ] && exec sleep 600; ` +
 		`setsid -f sh -c 'trap "" HUP INT TERM; echo $$ > ` + dir + `/child.pid; while :; do sleep 0.2; done'; sleep 0.5; exit 3`

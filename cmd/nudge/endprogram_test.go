@@ -29,7 +29,7 @@ while :; do IFS= read -r line || sleep 0.2; done
 func TestFallbackRelaunchEndsStubbornProgram(t *testing.T) {
 	td, _ := ackSetup(t, func(c *serveConfig) {
 		c.Inject.AckTimeout, c.Inject.AckRetries = time.Second, 0
-		c.Panes.KillGrace = 300 * time.Millisecond
+		c.Panes.KillGrace = time.Second
 	})
 	root := td.cfg.Panes.Roots[0]
 	agent := filepath.Join(root, "stubborn.sh")
