@@ -98,6 +98,8 @@ func (r *Registry) end(t *procTree, steps []endStep) Ended {
 	case len(e.Left) > 0:
 		e.By, e.After = "", ""
 		e.How = fmt.Sprintf("did not end: pid %s still running %s after SIGKILL (%s in all)", joinPIDs(e.Left), r.cfg.KillGrace, after)
+	case len(e.PIDs) == 0:
+		e.How = "no process was running"
 	case e.By == "exited":
 		e.How = "ended before any signal (pid " + joinPIDs(e.PIDs) + ")"
 	default:
