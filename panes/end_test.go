@@ -256,3 +256,23 @@ func TestCrashRestartEndsEscapedChild(t *testing.T) {
 		t.Errorf("audit: %+v", got)
 	}
 }
+
+func TestParseStat(t *testing.T) {
+	tail := " 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 4242 0 0\n" // fields 7..24, the start time is 22
+	for i, tt := range []struct {
+		in   string
+		want procStat
+		ok   bool
+	}{
+		{"12 (sh) S 7 12 12" + tail, procStat{ppid: 7, state: 'S', start: 4242}, true},
+		{"12 (a b) c) (d) Z 1 12 12" + tail, procStat{ppid: 1, state: 'Z', start: 4242}, true},
+		{"12 (sh) S 7", procStat{}, false},
+		{"12 sh S 7 12 12" + tail, procStat{}, false},
+		{"", procStat{}, false},
+	} {
+		got, ok := parseStat([]byte(tt.in))
+		if ok != tt.ok || got != tt.want {
+			t.Errorf("#%d: got %+v %v, want %+v %v", i, got, ok, tt.want, tt.ok)
+		}
+	}
+}

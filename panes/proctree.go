@@ -2,10 +2,13 @@ package panes
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"slices"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // procTree is the set of processes a pane's program is made of, found by pid on this
@@ -24,8 +27,8 @@ type procTree struct {
 	pane   string // %N
 	server int    // the tmux server's pid (the pane process's parent); 0 if unknown
 	procs  map[int]uint64
-	skip   map[int]bool // this process and its ancestors
-	kill   func(pid int, sig syscall.Signal) error
+	skip   map[int]bool                            // this process and its ancestors
+	kill   func(pid int, sig syscall.Signal) error // nil: signalProc (tests drop signals)
 }
 
 // procStat is what nudge reads from /proc/PID/stat.
@@ -70,7 +73,7 @@ func parseStat(b []byte) (procStat, bool) {
 // process: its environment names the pane and the server. A root that does not is
 // dropped, and with it (when the server was to come from it) the search by environment.
 func newProcTree(root int, pane string, trusted bool, server int) *procTree {
-	t := &procTree{root: root, pane: pane, server: server, procs: map[int]uint64{}, skip: map[int]bool{1: true}, kill: syscall.Kill}
+	t := &procTree{root: root, pane: pane, server: server, procs: map[int]uint64{}, skip: map[int]bool{1: true}}
 	for pid := os.Getpid(); pid > 1 && !t.skip[pid]; {
 		t.skip[pid] = true
 		st, ok := readStat(pid)
@@ -179,16 +182,39 @@ func (t *procTree) pids() []int {
 	return out
 }
 
-// signal sends sig to every held process still running (checked by start time just
-// before), and SIGCONT after a SIGHUP or SIGTERM so a stopped process acts on it (as the
-// kernel does on a terminal hangup).
+// signal sends sig to every held process still running, and SIGCONT after a SIGHUP or
+// SIGTERM so a stopped process acts on it (as the kernel does on a terminal hangup).
 func (t *procTree) signal(sig syscall.Signal) {
 	for _, pid := range t.alive() {
-		_ = t.kill(pid, sig)
+		send := func(s syscall.Signal) { _ = signalProc(pid, t.procs[pid], s) }
+		if t.kill != nil {
+			send = func(s syscall.Signal) { _ = t.kill(pid, s) }
+		}
+		send(sig)
 		if sig != syscall.SIGKILL {
-			_ = t.kill(pid, syscall.SIGCONT)
+			send(syscall.SIGCONT)
 		}
 	}
+}
+
+// signalProc sends sig to pid only if it is still the process that started at start:
+// through a pidfd, which pins the process, so the check and the signal cannot race a
+// reuse of the pid; on a kernel without pidfds (before 5.3), kill(2) right after the
+// check.
+func signalProc(pid int, start uint64, sig syscall.Signal) error {
+	same := func() bool { st, ok := readStat(pid); return ok && st.start == start }
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) || !same() {
+			return unix.ESRCH
+		}
+		return syscall.Kill(pid, sig)
+	}
+	defer unix.Close(fd) //nolint:errcheck // a pidfd has nothing to flush
+	if !same() {
+		return unix.ESRCH
+	}
+	return unix.PidfdSendSignal(fd, sig, nil, 0)
 }
 
 // allPIDs lists the numeric entries of /proc.

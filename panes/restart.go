@@ -14,8 +14,10 @@ import (
 // SIGTERM, SIGKILL by pid, end.go), else in a new window (and session).
 // It clears a Stop. The runtime goes to starting; a failure leaves it failed with
 // SPAWN_FAILED.
+//
+// Like Stop it runs to its end once begun, even if ctx is cancelled: every step is bounded.
 func (r *Registry) Restart(ctx context.Context, id, reason string) (nudge.Runtime, error) {
-	return r.restart(ctx, id, reason, false)
+	return r.restart(context.WithoutCancel(ctx), id, reason, false)
 }
 
 // restart does the work; auto restarts run only if the runtime is still pending one.

@@ -14,7 +14,11 @@ import (
 // is persisted) until Restart or a new Spawn. The runtime_stopped audit record says
 // which step ended the program. A program that outlives SIGKILL's grace fails the stop
 // with STOP_FAILED: the runtime is failed, its pane kept, the pids left in the audit.
+//
+// A stop runs to its end once begun, even if ctx is cancelled (a caller that went away):
+// every step is bounded (StopTimeout, KillGrace, CommandTimeout per tmux command).
 func (r *Registry) Stop(ctx context.Context, id, reason string) error {
+	ctx = context.WithoutCancel(ctx)
 	defer r.db.Flush() // durable when it returns
 	rt, err := r.beginStop(id, reason)
 	if err != nil {
