@@ -154,6 +154,22 @@ func (r *Registry) endForRelaunch(ctx context.Context, w *workspace, p paneInfo)
 	return r.end(t, r.signalSteps(t)), true
 }
 
+// endLeftovers ends what still runs of a runtime whose pane is gone (a human closed its
+// window; a program that ignores SIGHUP outlived that): only when its recorded pid still
+// runs and proves to be that pane's process on this server (a pane id alone is not
+// enough: a restarted tmux server numbers its panes from %0 again), that process, its
+// descendants and whatever carries the pane's environment. Local only.
+func (r *Registry) endLeftovers(ctx context.Context, w *workspace, rt *nudge.Runtime) Ended {
+	if w.hostName() != "" || rt.PaneID == "" || rt.PID <= 0 {
+		return Ended{}
+	}
+	t := r.paneProcs(ctx, w, paneInfo{ID: rt.PaneID, PID: rt.PID}, false)
+	if t.root == 0 || t.server == 0 {
+		return Ended{}
+	}
+	return r.end(t, r.signalSteps(t))
+}
+
 // paneProcs starts the process set of pane p (see newProcTree; trusted: p comes from a
 // listing that shows it alive). For a pane not known alive it asks tmux for its server's
 // pid, so the children of a program that already died are still found.
