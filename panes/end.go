@@ -3,6 +3,8 @@ package panes
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -181,13 +183,30 @@ func (r *Registry) paneProcs(ctx context.Context, w *workspace, p paneInfo, trus
 	return r.procTree(p, trusted, server)
 }
 
-// procTree is newProcTree with the registry's test hook.
+// procTree is newProcTree with the registry's socket and test hook.
 func (r *Registry) procTree(p paneInfo, trusted bool, server int) *procTree {
-	t := newProcTree(p.PID, p.ID, trusted, server)
+	t := newProcTree(p.PID, p.ID, trusted, server, r.socketPath())
 	if r.kill != nil {
 		t.kill = r.kill
 	}
 	return t
+}
+
+// socketPath is the local tmux server's socket as tmux names it in a pane's TMUX: -S
+// PATH, else $TMUX_TMPDIR (or /tmp) resolved, then tmux-UID/NAME.
+func (r *Registry) socketPath() string {
+	if r.cfg.SocketPath != "" {
+		p, _ := filepath.Abs(r.cfg.SocketPath)
+		return p
+	}
+	base := os.Getenv("TMUX_TMPDIR")
+	if base == "" {
+		base = "/tmp"
+	}
+	if real, err := filepath.EvalSymlinks(base); err == nil {
+		base = real
+	}
+	return filepath.Join(base, "tmux-"+strconv.Itoa(os.Getuid()), r.cfg.SocketName)
 }
 
 // serverPID asks the workspace's tmux server for its pid; 0 if it does not answer.
