@@ -27,8 +27,8 @@ func TestEventsAppendSinceReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	db.AppendEventsLater(ev(1, t0), ev(2, t0))
-	db.AppendEventsLater(ev(5, t0)) // a gap is fine
+	db.AppendEventsLater(nil, ev(1, t0), ev(2, t0))
+	db.AppendEventsLater(nil, ev(5, t0)) // a gap is fine
 	if err := db.ReserveEvents(100); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestEventsTrim(t *testing.T) {
 	db := open(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := uint64(1); i <= 10; i++ {
-		db.AppendEventsLater(ev(i, t0.Add(time.Duration(i)*time.Minute)))
+		db.AppendEventsLater(nil, ev(i, t0.Add(time.Duration(i)*time.Minute)))
 	}
 	db.TrimEventsLater(EventWindow{Keep: 7})
 	db.Flush()
@@ -91,7 +91,7 @@ func TestEventsTrimBytes(t *testing.T) {
 	db := open(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := uint64(1); i <= 10; i++ { // {"seq":N} is 9 bytes (10 for 10), +8 each
-		db.AppendEventsLater(ev(i, t0))
+		db.AppendEventsLater(nil, ev(i, t0))
 	}
 	db.Flush()
 	log, _ := db.EventLog()
