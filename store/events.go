@@ -120,8 +120,8 @@ func (db *DB) ReserveEvents(through uint64) error {
 // is not above the newest stored one is dropped (reported to Options.OnLaterError).
 // after, if not nil, is told once what became of evs: nil once they are committed, the
 // error if they were dropped; never if a Close dropped them while commits failed (the
-// log is then Unclean at the next Open). It runs on the writer's goroutine: it must not
-// wait for the store (Flush).
+// log is then Unclean at the next Open) or they came after Close. It runs on the
+// writer's goroutine: it must not wait for the store (Flush).
 func (db *DB) AppendEventsLater(after func(err error), evs ...Event) {
 	if len(evs) == 0 {
 		return

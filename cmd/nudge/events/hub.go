@@ -380,8 +380,14 @@ func (h *Hub) Close() {
 	}
 	h.closed = true
 	h.endStreamsLocked()
-	h.handLostLocked()
-	h.handHeldLocked()
+	if h.w.unnumbered > 0 {
+		// The dropped events' place will get no number from this Hub: the next Open
+		// starts above the lost mark, so the number after the reservation is theirs.
+		h.loseLocked(max(h.seq, h.reserved) + 1)
+		h.w.unnumbered = 0
+	}
+	h.handHeldLocked() // the lost mark first
+
 	h.mu.Unlock()
 	close(h.stop)
 	<-h.done

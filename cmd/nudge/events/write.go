@@ -229,7 +229,11 @@ func (h *Hub) reservedLocked(want uint64, err error) {
 		"dropped", h.w.unnumbered, "gap_seq", h.seq)
 	h.w.unnumbered = 0
 	h.endStreamsLocked()
-	h.recoverLocked()
+	if h.log.Unavailable() == nil {
+		h.recoverLocked()
+	} else {
+		h.handLostLocked() // ahead of the events held meanwhile
+	}
 }
 
 // dropUnnumberedLocked drops an event that cannot be given a number (none is reserved on
