@@ -31,6 +31,10 @@ const (
 	RuntimeStarting        Code = "RUNTIME_STARTING"         // the runtime's agent has not shown READY yet (until its start timeout)
 	HostUnreachable        Code = "HOST_UNREACHABLE"         // the workspace's host cannot be reached over ssh (redialled with backoff)
 
+	// StopFailed: nudge stop could not end the pane's program (a process outlived SIGKILL
+	// and its grace); the runtime is failed, its pane kept.
+	StopFailed Code = "STOP_FAILED"
+
 	// API-level codes (not delivery failures).
 	BadRequest   Code = "BAD_REQUEST"
 	NotFound     Code = "NOT_FOUND"

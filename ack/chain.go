@@ -65,8 +65,9 @@ func (c *ChainConfig) fill() {
 type Launcher interface {
 	Get(id string) (nudge.Runtime, bool)
 	Profile(name string) (panes.Profile, bool)
-	// RelaunchWith runs argv once in the runtime's own pane, ending whatever ran there.
-	RelaunchWith(ctx context.Context, id string, argv []string, reason string) (paneID string, err error)
+	// RelaunchWith runs argv once in the runtime's own pane, ending whatever ran there
+	// first; ended says how that program ended ("" when none ran).
+	RelaunchWith(ctx context.Context, id string, argv []string, reason string) (paneID, ended string, err error)
 	// LaunchWindow runs argv in a new detached window of the workspace's session.
 	LaunchWindow(ctx context.Context, workspace, name string, argv []string) (paneID string, err error)
 	// PaneExit reports whether the pane's process runs, or how it exited.
@@ -89,6 +90,7 @@ type Step struct {
 	Chain     []string  `json:"chain"`           // steps taken so far, e.g. [resume resume spawn]
 	Argv      []string  `json:"argv,omitempty"`  // what was launched (the prompt elided)
 	Where     string    `json:"where,omitempty"` // pane or window
+	Ended     string    `json:"ended,omitempty"` // how the program the launch replaced ended: "ended by SIGTERM after 3s (pid 12)"
 	Error     string    `json:"error,omitempty"`
 	Code      string    `json:"error_code,omitempty"`
 }
@@ -278,7 +280,8 @@ func (c *Chain) launch(ctx context.Context, r *run, kind string, argv []string, 
 		s.Where = "window"
 	}
 	c.step(r, "fallback_"+kind+"_started", s)
-	pane, err := c.start(ctx, r, kind, argv, s.Where)
+	pane, ended, err := c.start(ctx, r, kind, argv, s.Where)
+	s.Ended = ended
 	if err == nil {
 		err = c.stayedUp(ctx, r.rt.WorkspaceID, pane)
 	}
@@ -290,9 +293,12 @@ func (c *Chain) launch(ctx context.Context, r *run, kind string, argv []string, 
 	return pane, nil
 }
 
-func (c *Chain) start(ctx context.Context, r *run, kind string, argv []string, where string) (string, error) {
+// start launches argv; ended says how the program it replaced in the runtime's pane
+// ended ("" for a window of its own).
+func (c *Chain) start(ctx context.Context, r *run, kind string, argv []string, where string) (pane, ended string, err error) {
 	if where == "window" {
-		return c.l.LaunchWindow(ctx, r.rt.WorkspaceID, r.rt.Role+"-"+kind, argv)
+		pane, err = c.l.LaunchWindow(ctx, r.rt.WorkspaceID, r.rt.Role+"-"+kind, argv)
+		return pane, "", err
 	}
 	return c.l.RelaunchWith(ctx, r.rt.RuntimeID, argv, "fallback "+kind+" for trigger "+r.t.TriggerID)
 }

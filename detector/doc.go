@@ -26,6 +26,10 @@
 //	                used only when a pack is unsure; off when the config is nil.
 //	                The screen it sends is stripped (nudge.StripANSI) and its
 //	                secrets masked (nudge.Redact) before it leaves the machine.
+//	LLMCall         one question the Monitor asked it, for metrics
+//	                (MonitorConfig.OnLLM): its LLMOutcome (LLMOutcomeOf: ok,
+//	                error, timeout, refused, invalid, canceled), time and
+//	                whether its verdict overrode the pack's.
 //
 // # Input
 //

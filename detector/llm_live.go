@@ -14,6 +14,18 @@ const llmRetryAfter = 30 * time.Second
 // DefaultLLMSettle is MonitorConfig.LLMSettle's default.
 const DefaultLLMSettle = 2 * time.Second
 
+// LLMCall is one question the Monitor asked the LLM classifier (MonitorConfig.OnLLM).
+type LLMCall struct {
+	RuntimeID string
+	Outcome   LLMOutcome
+	// Took is the question's time on the wire, retries and their backoff included (not
+	// the LLMSettle wait before it).
+	Took time.Duration
+	// Override is whether the LLM's verdict (Outcome ok) named another state than the
+	// rules' unsure verdict on the screen it was asked about.
+	Override bool
+}
+
 // llmAsk is a pane's question to the LLM classifier and its answer. Guarded by
 // paneState.mu.
 type llmAsk struct {
@@ -58,7 +70,7 @@ func mergeLLM(rules, llm Classification) Classification {
 // the pane's context), once no output has arrived for LLMSettle after the capture (seq),
 // and applies the answer if there is still none — the screen it describes is still the
 // one shown. A failure or a timeout only leaves the rules' verdict in place.
-func (m *Monitor) askLLM(ps *paneState, pack *Pack, screen string, seq uint64) {
+func (m *Monitor) askLLM(ps *paneState, pack *Pack, screen string, seq uint64, rules nudge.Readiness) {
 	ps.mu.Lock()
 	if ps.llm.pending && ps.llm.screen == screen {
 		ps.mu.Unlock()
@@ -79,7 +91,13 @@ func (m *Monitor) askLLM(ps *paneState, pack *Pack, screen string, seq uint64) {
 			m.dropLLM(ps, gen)
 			return
 		}
+		start := time.Now()
 		lc, err := m.cfg.LLM.Classify(ctx, pack, screen)
+		if m.cfg.OnLLM != nil {
+			out := LLMOutcomeOf(err)
+			m.cfg.OnLLM(LLMCall{RuntimeID: ps.id, Outcome: out, Took: time.Since(start),
+				Override: out == LLMOK && lc.State != rules})
+		}
 		m.applyLLM(ps, gen, seq, lc, err)
 	}()
 }

@@ -173,3 +173,90 @@ func TestLLMClassify(t *testing.T) {
 		}
 	})
 }
+
+// LLMOutcomeOf names how each kind of question ended, for the metrics: a verdict, a 500,
+// an answer that is no verdict, an attempt out of time, a 4xx (a bad key, a rate
+// limit) and a question its caller withdrew.
+func TestLLMOutcomeOf(t *testing.T) {
+	pack := defaultPacks(t)["shell"]
+	release := make(chan struct{})
+	srv, _ := chatServer(t, func(_ int, req chatRequest) (int, string) {
+		screen := req.Messages[len(req.Messages)-1].Content
+		switch {
+		case strings.Contains(screen, "ok"):
+			return 200, `{"state":"READY","summary":"idle","actions_needed":[]}`
+		case strings.Contains(screen, "junk"):
+			return 200, `not json`
+		case strings.Contains(screen, "boom"):
+			return 500, "boom"
+		case strings.Contains(screen, "slow"):
+			return 429, "slow down"
+		case strings.Contains(screen, "unknown"):
+			return 404, "no such model"
+		}
+		<-release // hang
+		return 200, `{"state":"READY","summary":"idle","actions_needed":[]}`
+	})
+	t.Cleanup(func() { close(release) }) // runs before srv.Close
+	l := newTestLLM(t, srv.URL, 200*time.Millisecond, 0)
+	canceled, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	for _, tt := range []struct {
+		ctx    context.Context
+		screen string
+		want   LLMOutcome
+	}{
+		{context.Background(), "ok", LLMOK},
+		{context.Background(), "junk", LLMInvalid},
+		{context.Background(), "boom", LLMError},
+		{context.Background(), "slow", LLMRefused},
+		{context.Background(), "unknown", LLMRefused},
+		{context.Background(), "hang", LLMTimeout},
+		{canceled, "hang", LLMCanceled},
+	} {
+		_, err := l.Classify(tt.ctx, pack, tt.screen)
+		if got := LLMOutcomeOf(err); got != tt.want {
+			t.Errorf("%s: got %s (%v), want %s", tt.screen, got, err, tt.want)
+		}
+	}
+	if _, err := newTestLLM(t, srv.URL, time.Second, 0).Classify(context.Background(), pack, "slow"); !errors.Is(err, ErrLLMRefused) {
+		t.Errorf("429: %v, want ErrLLMRefused", err)
+	}
+}
+
+// The API key goes to the configured endpoint only. A redirect to another port of the same
+// host, where Go's client keeps the Authorization header (as it does from https to http),
+// is refused and the key never arrives there; a refusal that echoes the key does not put
+// it in the error, which is logged. Before, both leaked it.
+func TestLLMKeyStaysWithTheEndpoint(t *testing.T) {
+	pack := defaultPacks(t)["shell"]
+	const key = "plain-key-0123456789"
+	var leaked atomic.Value
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("Authorization"))
+		w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"{\"state\":\"READY\",\"summary\":\"x\",\"actions_needed\":[]}"}}]}`))
+	}))
+	defer other.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/v1/chat/completions", http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Incorrect API key provided: "+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), http.StatusUnauthorized)
+	}))
+	defer echo.Close()
+	llm := func(url string) *LLM {
+		l, err := NewLLM(&LLMConfig{Endpoint: url, Model: "m", APIKey: key, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	if _, err := llm(redirect.URL).Classify(context.Background(), pack, "screen"); err == nil || leaked.Load() != nil {
+		t.Errorf("redirected to another port: err %v, the other server got %v", err, leaked.Load())
+	}
+	_, err := llm(echo.URL).Classify(context.Background(), pack, "screen")
+	if !errors.Is(err, ErrLLMRefused) || strings.Contains(err.Error(), key) {
+		t.Errorf("a refusal echoing the key: %v", err)
+	}
+}

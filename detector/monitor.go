@@ -83,6 +83,9 @@ type MonitorConfig struct {
 	// it (seed 002: a screen stable for a few polls), so that a build or a stream pausing
 	// now and then does not cost a request per pause; 0 means DefaultLLMSettle (2s).
 	LLMSettle time.Duration
+	// OnLLM is called when a question to the LLM ends, however it ended (for metrics).
+	// nil means none. Called from the question's goroutine; it must not block.
+	OnLLM func(LLMCall)
 
 	// CaptureTimeout bounds one capture (and one list-clients query); 0 means 5s.
 	CaptureTimeout time.Duration
@@ -293,11 +296,15 @@ func (m *Monitor) Collision(rt nudge.Runtime) (busy bool, until time.Time, why s
 	return false, time.Time{}, ""
 }
 
-// Readiness is the pane's current readiness as last classified (BUSY while output flows).
+// Readiness is the pane's current readiness as last classified (BUSY while output flows,
+// and while the agent takes in nudge's prompt: see Submitted).
 func (m *Monitor) Readiness(rt nudge.Runtime) nudge.Readiness {
 	if ps := m.get(rt.RuntimeID); ps != nil {
 		ps.mu.Lock()
 		r := ps.class.State
+		if r == nudge.Ready && ps.intake.pending(m.cfg.Now()) {
+			r = nudge.Busy // the quiet capture that says so may not have run yet
+		}
 		ps.mu.Unlock()
 		if r != "" {
 			return r

@@ -34,18 +34,21 @@ func (r *Registry) HoldRestarts(id string) (release func()) {
 }
 
 // RelaunchWith runs argv once in the runtime's place (a new pane in the old one's slot;
-// whatever ran there is killed, so a live agent no longer holds its session). The
-// runtime's own argv is unchanged: an automatic restart later runs that again. It returns
-// the new pane id.
-func (r *Registry) RelaunchWith(ctx context.Context, id string, argv []string, reason string) (string, error) {
+// whatever ran there is ended first, by pid, so a live agent no longer holds its
+// session). The runtime's own argv is unchanged: an automatic restart later runs that
+// again. It returns the new pane id and how the old program ended ("" when none ran).
+func (r *Registry) RelaunchWith(ctx context.Context, id string, argv []string, reason string) (paneID, ended string, err error) {
 	if len(argv) == 0 {
-		return "", nudge.NewError(nudge.SpawnFailed, "empty argv")
+		return "", "", nudge.NewError(nudge.SpawnFailed, "empty argv")
 	}
-	rt, err := r.restartWith(ctx, id, reason, argv)
+	rt, e, err := r.restartWith(ctx, id, reason, argv)
+	if len(e.PIDs) > 0 {
+		ended = e.How
+	}
 	if err != nil {
-		return "", err
+		return "", ended, err
 	}
-	return rt.PaneID, nil
+	return rt.PaneID, ended, nil
 }
 
 // LaunchWindow runs argv in a new detached window named name in the workspace's session,

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -49,8 +50,17 @@ type Config struct {
 	CrashLoopWindow   time.Duration
 	// RestartDelay is the wait before restarting a dead runtime; 0 means 1s.
 	RestartDelay time.Duration
-	// StopTimeout is the wait after C-c before kill-pane; 0 means 5s.
+	// StopTimeout is how long Stop sends C-c (every 2s) before it signals the pane's
+	// processes; 0 means 5s.
 	StopTimeout time.Duration
+	// KillGrace is the wait after each signal (SIGHUP, SIGTERM, SIGKILL) that ends a
+	// pane's program on a stop or a relaunch for all its processes to be gone (end.go);
+	// 0 means 3s.
+	KillGrace time.Duration
+	// CommandTimeout bounds one tmux command run as a subprocess (and those of a stop
+	// or a relaunch over the control connection): a tmux that stops answering fails it;
+	// 0 means 20s.
+	CommandTimeout time.Duration
 	// StartTimeout bounds starting → ready for a profile that sets none; past it the
 	// runtime is failed with its screen as evidence. 0 means 2m.
 	StartTimeout time.Duration
@@ -73,7 +83,8 @@ type Config struct {
 }
 
 // DefaultConfig returns the seed defaults: server "nudge", sweep 5s, crash loop 3 in 15m,
-// restart delay 1s, stop timeout 5s, the embedded profiles.
+// restart delay 1s, stop timeout 5s, kill grace 3s, tmux command timeout 20s, the
+// embedded profiles.
 func DefaultConfig() Config {
 	c := Config{}
 	c.setDefaults()
@@ -102,6 +113,8 @@ func (c *Config) setDefaults() {
 	def(&c.CrashLoopWindow, 15*time.Minute)
 	def(&c.RestartDelay, time.Second)
 	def(&c.StopTimeout, 5*time.Second)
+	def(&c.KillGrace, 3*time.Second)
+	def(&c.CommandTimeout, 20*time.Second)
 	def(&c.StartTimeout, 2*time.Minute)
 	if c.Now == nil {
 		c.Now = time.Now
@@ -115,7 +128,7 @@ func (c *Config) setDefaults() {
 // roots (each must exist).
 func (c *Config) Validate() error {
 	c.setDefaults()
-	if c.SweepInterval < 0 || c.CrashLoopWindow < 0 || c.RestartDelay < 0 || c.StopTimeout < 0 || c.StartTimeout < 0 || c.CrashLoopFailures < 0 {
+	if c.SweepInterval < 0 || c.CrashLoopWindow < 0 || c.RestartDelay < 0 || c.StopTimeout < 0 || c.KillGrace < 0 || c.CommandTimeout < 0 || c.StartTimeout < 0 || c.CrashLoopFailures < 0 {
 		return errors.New("panes config: negative duration or count")
 	}
 	if c.Profiles == nil {
@@ -171,6 +184,10 @@ type Registry struct {
 	panes    sync.Map // pane number (int) -> runtime id, for OnOutput
 
 	stats Stats
+
+	// kill sends signals to a pane's processes (end.go); nil means syscall.Kill. Tests
+	// set it to one that drops SIGKILL, for a program that cannot be ended.
+	kill func(pid int, sig syscall.Signal) error
 }
 
 // Stats are the registry's counters.

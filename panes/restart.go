@@ -10,28 +10,32 @@ import (
 )
 
 // Restart runs the runtime's argv again: in a new pane in its old pane's place if that
-// still exists (same window and layout slot; the old program is killed), else in a new
-// window (and session).
+// still exists (same window and layout slot; the old program is ended first: SIGHUP,
+// SIGTERM, SIGKILL by pid, end.go), else in a new window (and session).
 // It clears a Stop. The runtime goes to starting; a failure leaves it failed with
 // SPAWN_FAILED.
+//
+// Like Stop it runs to its end once begun, even if ctx is cancelled: every step is bounded.
 func (r *Registry) Restart(ctx context.Context, id, reason string) (nudge.Runtime, error) {
-	return r.restart(ctx, id, reason, false)
+	return r.restart(context.WithoutCancel(ctx), id, reason, false)
 }
 
 // restart does the work; auto restarts run only if the runtime is still pending one.
 func (r *Registry) restart(ctx context.Context, id, reason string, auto bool) (nudge.Runtime, error) {
-	return r.relaunchAs(ctx, id, reason, auto, nil)
+	rt, _, err := r.relaunchAs(ctx, id, reason, auto, nil)
+	return rt, err
 }
 
 // restartWith runs once (not the runtime's own argv) in the runtime's pane.
-func (r *Registry) restartWith(ctx context.Context, id, reason string, once []string) (nudge.Runtime, error) {
+func (r *Registry) restartWith(ctx context.Context, id, reason string, once []string) (nudge.Runtime, Ended, error) {
 	return r.relaunchAs(ctx, id, reason, false, once)
 }
 
-func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool, once []string) (nudge.Runtime, error) {
+// relaunchAs relaunches; Ended says how the old program ended (PIDs nil when none ran).
+func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool, once []string) (nudge.Runtime, Ended, error) {
 	rt, err := r.beginRestart(id, auto)
 	if err != nil || rt == nil {
-		return nudge.Runtime{}, err
+		return nudge.Runtime{}, Ended{}, err
 	}
 	defer r.release(id)
 	r.stats.Restarts.Add(1)
@@ -50,8 +54,16 @@ func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool,
 		}
 	}
 	r.enterStage(id, how, reason)
-	p, err := r.relaunch(ctx, launch)
+	p, e, err := r.relaunch(ctx, launch)
 	r.mu.Lock()
+	if len(e.PIDs) > 0 {
+		// What ended the old program (or, not OK, what it outlived).
+		ev, code := "runtime_program_ended", nudge.Code("")
+		if !e.OK() {
+			ev, code = "runtime_end_failed", nudge.SpawnFailed
+		}
+		r.auditLocked(rt, ev, reason, code, e)
+	}
 	var chs []change
 	if err != nil {
 		chs, _ = r.toStatusLocked(id, nudge.StatusFailed, "restart failed: "+err.Error(), nudge.SpawnFailed, nil)
@@ -62,10 +74,10 @@ func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool,
 	r.notify(chs)
 	r.wake(rt.WorkspaceID)
 	if err != nil {
-		return nudge.Runtime{}, err
+		return nudge.Runtime{}, e, err
 	}
 	got, _ := r.Get(id)
-	return got, nil
+	return got, e, nil
 }
 
 // crashResumeArgv is the argv that restarts a crashed runtime through its agent's
@@ -236,31 +248,57 @@ func (r *Registry) toStatusLocked(id string, to nudge.Status, reason string, cod
 	return append(chs, c...), err
 }
 
-// relaunch runs the runtime's argv in its existing pane, or in a new window.
-func (r *Registry) relaunch(ctx context.Context, rt *nudge.Runtime) (paneInfo, error) {
+// relaunch runs the runtime's argv in its existing pane, or in a new window. The old
+// program is ended first, by pid (end.go): nothing is launched over a program that is
+// still running.
+func (r *Registry) relaunch(ctx context.Context, rt *nudge.Runtime) (paneInfo, Ended, error) {
 	argv := rt.Argv
 	if len(argv) == 0 {
 		argv = r.cfg.Profiles[rt.Agent].Launch
 	}
 	if len(argv) == 0 {
-		return paneInfo{}, nudge.NewError(nudge.SpawnFailed, "no argv to restart "+rt.RuntimeID)
+		return paneInfo{}, Ended{}, nudge.NewError(nudge.SpawnFailed, "no argv to restart "+rt.RuntimeID)
 	}
 	w := r.workspace(rt.WorkspaceID)
-	panes, err := r.listPanes(ctx, w)
+	p, found, err := r.findPane(ctx, w, rt)
 	if err != nil {
-		return paneInfo{}, spawnFailed(err)
+		return paneInfo{}, Ended{}, spawnFailed(err)
 	}
-	r.mu.Lock()
-	p, found := r.findPaneLocked(rt, indexPanes(panes), panes)
-	r.mu.Unlock()
 	if !found {
-		return r.newWindow(ctx, rt, argv)
+		p, err := r.newWindow(ctx, rt, argv)
+		return p, Ended{}, err
 	}
 	launch, err := r.launchArgs(rt, argv)
 	if err != nil {
-		return paneInfo{}, spawnFailed(err)
+		return paneInfo{}, Ended{}, spawnFailed(err)
 	}
-	return r.replacePane(ctx, rt, p, launch)
+	e, local := r.endForRelaunch(ctx, w, p)
+	if !e.OK() {
+		return paneInfo{}, e, endFailed(e)
+	}
+	if local && len(e.PIDs) > 0 {
+		// A pane without remain-on-exit closed with its program.
+		if p, found, err = r.findPane(ctx, w, rt); err != nil {
+			return paneInfo{}, e, spawnFailed(err)
+		} else if !found {
+			p, err := r.newWindow(ctx, rt, argv)
+			return p, e, err
+		}
+	}
+	p, err = r.replacePane(ctx, rt, p, launch)
+	return p, e, err
+}
+
+// findPane lists the workspace's panes and finds the runtime's.
+func (r *Registry) findPane(ctx context.Context, w *workspace, rt *nudge.Runtime) (paneInfo, bool, error) {
+	panes, err := r.listPanes(ctx, w)
+	if err != nil {
+		return paneInfo{}, false, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, found := r.findPaneLocked(rt, indexPanes(panes), panes)
+	return p, found, nil
 }
 
 // replacePane starts launch in a new pane that takes p's place (same window, same slot in

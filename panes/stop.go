@@ -7,17 +7,28 @@ import (
 	"github.com/nudgehq/nudge"
 )
 
-// Stop ends a runtime (seed 001 §6.9): C-c (again every 2 s), then kill-pane if the pane
-// has not died within StopTimeout (a pane that exited is removed too). The runtime goes offline and is
-// never restarted automatically (the stop is persisted) until Restart or a new Spawn.
+// Stop ends a runtime (seed 001 §6.9): C-c (again every 2 s) for StopTimeout, then
+// SIGHUP, SIGTERM and SIGKILL by pid to every process of the pane's program, each given
+// KillGrace (end.go); once they are all gone the pane is killed (a pane that exited is
+// removed too). The runtime goes offline and is never restarted automatically (the stop
+// is persisted) until Restart or a new Spawn. The runtime_stopped audit record says
+// which step ended the program. A program that outlives SIGKILL's grace fails the stop
+// with STOP_FAILED: the runtime is failed, its pane kept, the pids left in the audit.
+//
+// A stop runs to its end once begun, even if ctx is cancelled (a caller that went away):
+// every step is bounded (StopTimeout, KillGrace, CommandTimeout per tmux command).
 func (r *Registry) Stop(ctx context.Context, id, reason string) error {
+	ctx = context.WithoutCancel(ctx)
 	defer r.db.Flush() // durable when it returns
 	rt, err := r.beginStop(id, reason)
 	if err != nil {
 		return err
 	}
 	defer r.release(id)
-	exit, forced := r.interrupt(ctx, &rt)
+	exit, forced, e := r.interrupt(ctx, &rt)
+	if !e.OK() {
+		return r.stopFailed(&rt, reason, e)
+	}
 	r.mu.Lock()
 	var chs []change
 	if Live(nudge.Status(r.rts[id].Status)) {
@@ -25,11 +36,28 @@ func (r *Registry) Stop(ctx context.Context, id, reason string) error {
 			func(n *nudge.Runtime) { n.ExitStatus = exit })
 	}
 	if err == nil {
-		r.auditLocked(&rt, "runtime_stopped", reason, "", map[string]any{"killed": forced, "exit_status": exit})
+		r.auditLocked(&rt, "runtime_stopped", reason, "", map[string]any{"killed": forced, "exit_status": exit,
+			"ended_by": e.By, "ended_after": e.After, "pids": e.PIDs, "how": e.How})
 	}
 	r.mu.Unlock()
 	r.notify(chs)
 	return err
+}
+
+// stopFailed records a stop that could not end the program: failed with STOP_FAILED.
+func (r *Registry) stopFailed(rt *nudge.Runtime, reason string, e Ended) error {
+	msg := "stop failed: the program " + e.How
+	r.mu.Lock()
+	var chs []change
+	if cur := r.rts[rt.RuntimeID]; cur != nil && cur.Status != nudge.StatusFailed {
+		var err error
+		chs, err = r.toStatusLocked(rt.RuntimeID, nudge.StatusFailed, msg, nudge.StopFailed, nil)
+		r.logErr("stop failed", rt.RuntimeID, err)
+	}
+	r.auditLocked(rt, "runtime_stop_failed", reason, nudge.StopFailed, e)
+	r.mu.Unlock()
+	r.notify(chs)
+	return nudge.NewError(nudge.StopFailed, "stop "+rt.RuntimeID+": the program "+e.How)
 }
 
 func (r *Registry) beginStop(id, reason string) (nudge.Runtime, error) {
@@ -51,37 +79,101 @@ func (r *Registry) beginStop(id, reason string) (nudge.Runtime, error) {
 	return cloneRuntime(rt), nil
 }
 
-// interrupt sends C-c, waits for the pane to die, then kills the pane. It returns the
-// exit status seen and whether the process had to be killed.
-func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool) {
+// interrupt ends the pane's program: C-c, then signals by pid (end.go), then kills the
+// pane. It returns the exit status seen, whether the program had to be signalled, and
+// how it ended (not OK: the pane is kept).
+func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool, Ended) {
 	w := r.workspace(rt.WorkspaceID)
-	p, alive := r.paneState(ctx, w, rt)
+	p, alive, err := r.paneLookup(ctx, w, rt)
+	if err != nil && w.hostName() == "" && rt.PID > 0 {
+		// tmux does not answer: end the recorded pid if it proves to be the pane's.
+		t := r.procTree(paneInfo{ID: rt.PaneID, PID: rt.PID}, false, 0)
+		e := r.end(t, r.signalSteps(t))
+		e.How = "tmux did not answer (" + err.Error() + "); " + e.How
+		if e.OK() {
+			r.logErr("stop: kill-pane", rt.RuntimeID, r.command(ctx, w, "kill-pane", "-t", rt.PaneID))
+		}
+		return nil, len(e.PIDs) > 0, e
+	}
 	if !alive && p.ID == "" {
-		return nil, false
+		return nil, false, Ended{How: "no pane"}
+	}
+	// C-c again every stopRepeat: a TUI agent may only quit on the second one, and one
+	// sent while the program was still starting can be lost.
+	cc := func() { r.logErr("stop: C-c", rt.RuntimeID, r.command(ctx, w, "send-keys", "-t", p.ID, "C-c")) }
+	if w.hostName() != "" || p.PID <= 0 {
+		return r.interruptRemote(ctx, w, rt, p, alive, cc)
+	}
+	t := r.paneProcs(ctx, w, p, alive)
+	steps := r.signalSteps(t)
+	if alive {
+		steps = append([]endStep{{name: "C-c", act: cc, wait: r.cfg.StopTimeout, repeat: stopRepeat}}, steps...)
+	}
+	e := r.end(t, steps)
+	if !e.OK() {
+		return nil, true, e
 	}
 	if alive {
-		// C-c again every stopRepeat: a TUI agent may only quit on the second one, and one
-		// sent while the program was still starting can be lost.
-		cc := func() { r.logErr("stop: C-c", rt.RuntimeID, r.command(ctx, w, "send-keys", "-t", p.ID, "C-c")) }
-		cc()
-		p, alive = r.waitDead(ctx, w, rt, cc)
+		p = r.deadPane(ctx, w, rt)
 	}
 	if p.ID != "" {
 		r.logErr("stop: kill-pane", rt.RuntimeID, r.command(ctx, w, "kill-pane", "-t", p.ID))
 	}
-	return p.ExitStatus, alive
+	return p.ExitStatus, e.By != "C-c" && e.By != "exited", e
 }
 
-// paneState finds the runtime's pane: (pane, alive); pane.ID is "" if it is gone.
+// interruptRemote is the stop of a pane whose processes are not this machine's (or whose
+// pid is unknown): C-c until StopTimeout, then kill-pane, whose SIGHUP a program may
+// ignore.
+func (r *Registry) interruptRemote(ctx context.Context, w *workspace, rt *nudge.Runtime, p paneInfo, alive bool, cc func()) (*int, bool, Ended) {
+	e := Ended{By: "exited", How: "ended before any signal"}
+	if alive {
+		cc()
+		p, alive = r.waitDead(ctx, w, rt, cc)
+		e = Ended{By: "C-c", How: "ended by C-c"}
+	}
+	if alive {
+		e = Ended{By: "kill-pane", How: "kill-pane (SIGHUP) after C-c for " + r.cfg.StopTimeout.String() + "; not checked by pid on a remote host"}
+	}
+	if p.ID != "" {
+		r.logErr("stop: kill-pane", rt.RuntimeID, r.command(ctx, w, "kill-pane", "-t", p.ID))
+	}
+	return p.ExitStatus, alive, e
+}
+
+// deadPane waits (up to statusGrace) for tmux to see the pane's program gone, for its
+// exit status: the pane then reads dead, or is gone.
+func (r *Registry) deadPane(ctx context.Context, w *workspace, rt *nudge.Runtime) paneInfo {
+	deadline := time.Now().Add(statusGrace)
+	for {
+		p, alive := r.paneState(ctx, w, rt)
+		if !alive && (p.ID == "" || p.ExitStatus != nil) || time.Now().After(deadline) || ctx.Err() != nil {
+			return p
+		}
+		if !alive {
+			r.reap(ctx, w) // dead without its status (reap.go)
+		}
+		time.Sleep(statusRecheck)
+	}
+}
+
+// paneState finds the runtime's pane: (pane, alive); pane.ID is "" if it is gone. When
+// tmux cannot list the panes it reports the recorded pane as alive.
 func (r *Registry) paneState(ctx context.Context, w *workspace, rt *nudge.Runtime) (paneInfo, bool) {
+	p, alive, _ := r.paneLookup(ctx, w, rt)
+	return p, alive
+}
+
+// paneLookup is paneState with the listing's error.
+func (r *Registry) paneLookup(ctx context.Context, w *workspace, rt *nudge.Runtime) (paneInfo, bool, error) {
 	panes, err := r.listPanes(ctx, w)
 	if err != nil {
-		return paneInfo{ID: rt.PaneID}, true
+		return paneInfo{ID: rt.PaneID}, true, err
 	}
 	r.mu.Lock()
 	p, found := r.findPaneLocked(rt, indexPanes(panes), panes)
 	r.mu.Unlock()
-	return p, found && !p.Dead
+	return p, found && !p.Dead, nil
 }
 
 // stopRepeat is how often Stop sends C-c again while the program lives.
@@ -116,7 +208,10 @@ func (r *Registry) command(ctx context.Context, w *workspace, args ...string) er
 	if c := w.current(); c != nil {
 		line, ok := quoteLine(args)
 		if ok {
-			if _, err := c.Do(ctx, line); err == nil {
+			bctx, cancel := r.boundCtx(ctx)
+			_, err := c.Do(bctx, line)
+			cancel()
+			if err == nil {
 				return nil
 			}
 		}

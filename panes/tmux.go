@@ -34,7 +34,9 @@ func (r *Registry) tmuxRun(ctx context.Context, host string, args ...string) (st
 		}
 		stdin, argv = script, r.tmuxArgv(host, []string{"start-server", ";", "source-file", "-"})
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	bctx, cancel := r.boundCtx(ctx) // a tmux (or ssh) that never answers fails the command
+	defer cancel()
+	cmd := exec.CommandContext(bctx, argv[0], argv[1:]...)
 	cmd.Env = controlmode.ChildEnv(os.Environ())
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.WaitDelay = 2 * time.Second
@@ -42,6 +44,9 @@ func (r *Registry) tmuxRun(ctx context.Context, host string, args ...string) (st
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		te := &tmuxError{Args: args, Stderr: strings.TrimSpace(stderr.String()), Err: err}
+		if bctx.Err() != nil && ctx.Err() == nil {
+			te.Err = fmt.Errorf("no answer within %s: %w", r.cfg.CommandTimeout, context.DeadlineExceeded)
+		}
 		var ee *exec.ExitError
 		if host != "" && errors.As(err, &ee) && ee.ExitCode() == 255 { // ssh's own failure, not tmux's
 			return stdout.String(), &wrapped{nudge.NewError(nudge.HostUnreachable, "host "+host+": "+te.Stderr), te}

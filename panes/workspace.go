@@ -185,7 +185,9 @@ func (r *Registry) listPanes(ctx context.Context, w *workspace) ([]paneInfo, err
 	if c := w.current(); c != nil {
 		q, err := controlmode.Quote(paneFormat)
 		if err == nil {
-			reply, err := c.Do(ctx, "list-panes -s -t "+"'="+SessionName(w.name)+"' -F "+q)
+			bctx, cancel := r.boundCtx(ctx)
+			reply, err := c.Do(bctx, "list-panes -s -t "+"'="+SessionName(w.name)+"' -F "+q)
+			cancel()
 			if err == nil {
 				return parsePanes(reply.Lines), nil
 			}

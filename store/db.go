@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -34,6 +35,13 @@ type Options struct {
 	// background and reports damage to OnLaterError. 0 means DefaultCheckTimeout; a
 	// negative value skips the check.
 	CheckTimeout time.Duration
+	// IdleAfter is how long the write-behind writer must be idle before the store drops
+	// its file pages from the process's resident set (see ReleaseMapped) and calls
+	// OnIdle. 0 means DefaultIdleAfter; a negative value never does.
+	IdleAfter time.Duration
+	// OnIdle, if set, is called (on a goroutine of the store's, never after Close
+	// returns) each time the writer has been idle for IdleAfter after writing.
+	OnIdle func()
 }
 
 // DefaultCheckTimeout is the consistency check's budget when Options.CheckTimeout is 0.
@@ -53,9 +61,14 @@ type DB struct {
 	closeErr  error
 	later     later
 	wal       wal
-	bg        sync.WaitGroup // a consistency check that outlived Open; joined by Close
+	bg        sync.WaitGroup // a consistency check that outlived Open, an idle release; joined by Close
 
-	failCommit func() error // tests only: fail write-behind commits with this error
+	idleAfter time.Duration
+	onIdle    func()
+	idleTimer *time.Timer // under later.mu
+
+	failCommit  func() error  // tests only: fail write-behind commits with this error
+	triggerPuts atomic.Uint64 // records written by PutTriggerLater (tests: superseded ones are not)
 }
 
 // Bucket names. The layout is private to this package.
@@ -102,7 +115,10 @@ func Open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db := &DB{bolt: bdb, path: path, now: opts.Now}
+	db := &DB{bolt: bdb, path: path, now: opts.Now, idleAfter: opts.IdleAfter, onIdle: opts.OnIdle}
+	if db.idleAfter == 0 {
+		db.idleAfter = DefaultIdleAfter
+	}
 	db.later.onErr, db.later.onHealth = opts.OnLaterError, opts.OnHealth
 	if db.now == nil {
 		db.now = time.Now

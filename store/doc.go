@@ -5,7 +5,7 @@
 //
 //	DB           an open store; Open, Close; safe for concurrent use
 //	Options      lock timeout, NoSync, clock, consistency-check budget, and the
-//	             write-behind callbacks (OnLaterError, OnHealth)
+//	             write-behind callbacks (OnLaterError, OnHealth, OnIdle)
 //	Gate         the durable state of one per-thread trigger gate (PutGate, ListGates)
 //	Event        one entry of the event log kept for /v1/events replay (AppendEventsLater,
 //	             EventsSince, TrimEventsLater, ReserveEvents, LoseEventsLater); EventLog
@@ -33,18 +33,23 @@
 // Two paths write faster than one fsync per call. CreateTriggerQuick writes the new
 // trigger to the create log (nudge.db.creates: one write(2), safe against kill -9) and
 // commits it behind; Open replays the log. The *Later methods (PutRuntimeLater,
-// UpdateTriggerLater, AppendAuditLater, PutGateLater, ...) queue a write and return:
+// PutTriggerLater, AppendAuditLater, PutGateLater, ...) queue a write and return:
 // one goroutine commits the queue in order, many writes per fsync; Flush waits for
 // what was queued before it. While commits fail (a full disk) the queue is kept and
-// retried with backoff and Unavailable reports why.
+// retried with backoff and Unavailable reports why. Of several whole-record writes of
+// one record in one batch (PutTriggerLater, PutRuntimeLater, PutGateLater) only the last
+// is written.
 //
 // # Goroutines
 //
 // The DB owns two, both joined by Close: the write-behind goroutine (started when a
 // write is queued, ended when the queue is empty; Close flushes, cuts its waits short
 // and waits for it) and, for a store whose consistency check outlives
-// Options.CheckTimeout, the check that goes on in the background. No callback runs
-// after Close returns. The caller that opened the DB closes it.
+// Options.CheckTimeout, the check that goes on in the background. Once the writer has
+// been idle for Options.IdleAfter, a timer's goroutine drops the file's pages from the
+// process's resident set (ReleaseMapped) and calls Options.OnIdle; Close stops the timer
+// and waits for a release under way. No callback runs after Close returns. The caller
+// that opened the DB closes it.
 //
 // # Durability
 //

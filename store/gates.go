@@ -38,7 +38,7 @@ func (db *DB) PutGateLater(g Gate) {
 		db.later.report("put gate", fmt.Errorf("put gate: %w", ErrInvalid))
 		return
 	}
-	db.enqueue(laterOp{name: "put gate " + g.Kind, fn: func(tx *bolt.Tx) error {
+	db.enqueue(laterOp{name: "put gate " + g.Kind, key: "gate\x00" + string(gateKey(g.Kind, g.Key)), fn: func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketGates), gateKey(g.Kind, g.Key), g)
 	}})
 }

@@ -30,6 +30,15 @@ type laterOp struct {
 	// error if it was dropped. It is not called for an op dropped by a Close while
 	// commits fail. It runs on the writer's goroutine, outside the queue's lock.
 	after func(err error)
+
+	// A write of a whole record (PutRuntimeLater, PutGateLater, PutTriggerLater) names
+	// it in key. In one batch only the last op of a key writes its record: an earlier one
+	// is superseded and runs light instead of fn (nil: nothing; a trigger's audit
+	// records are still appended, in order). A fan-out's trigger went through injected,
+	// submitted and acked within one batch, and its runtime through three states: each
+	// written once, not three times (a JSON encode and a B-tree put each).
+	key   string
+	light func(tx *bolt.Tx) error
 }
 
 // later is the DB's write-behind queue. Its one goroutine (drain) is started by enqueue
@@ -104,6 +113,9 @@ func (db *DB) drain() {
 			// among it are still in the create log, replayed at the next Open.
 			l.running = false
 			l.applied += uint64(len(ops))
+			if !l.closed {
+				db.armIdle()
+			}
 			l.cond.Broadcast()
 			l.mu.Unlock()
 			return
@@ -159,9 +171,16 @@ func (db *DB) applyLater(ops []laterOp) (done, retry []laterOp, err error) {
 		}
 		bad := -1
 		var badErr error
+		last := lastOfKey(ops)
 		err := db.bolt.Update(func(tx *bolt.Tx) error {
 			for i, op := range ops {
-				if err := op.fn(tx); err != nil {
+				fn := op.fn
+				if op.key != "" && last[op.key] != i {
+					if fn = op.light; fn == nil {
+						continue // superseded by a later write of the same record
+					}
+				}
+				if err := fn(tx); err != nil {
 					bad, badErr = i, err
 					return err
 				}
@@ -182,6 +201,21 @@ func (db *DB) applyLater(ops []laterOp) (done, retry []laterOp, err error) {
 		ops = append(ops[:bad:bad], ops[bad+1:]...)
 	}
 	return dropped, nil, nil
+}
+
+// lastOfKey maps each key of ops to the index of its last op (nil if no op has a key).
+func lastOfKey(ops []laterOp) map[string]int {
+	var last map[string]int
+	for i, op := range ops {
+		if op.key == "" {
+			continue
+		}
+		if last == nil {
+			last = make(map[string]int)
+		}
+		last[op.key] = i
+	}
+	return last
 }
 
 // sleep waits for d, or until Close.
@@ -265,6 +299,9 @@ func (db *DB) closeLater() {
 		close(l.stop)
 	}
 	l.closed = true
+	if db.idleTimer != nil {
+		db.idleTimer.Stop()
+	}
 	l.mu.Unlock()
 	l.wg.Wait()
 }
@@ -275,7 +312,7 @@ func (db *DB) PutRuntimeLater(r nudge.Runtime) {
 		db.later.report("put runtime", fmt.Errorf("put runtime: %w", ErrInvalid))
 		return
 	}
-	db.enqueue(laterOp{name: "put runtime " + r.RuntimeID, fn: func(tx *bolt.Tx) error {
+	db.enqueue(laterOp{name: "put runtime " + r.RuntimeID, key: "runtime\x00" + r.RuntimeID, fn: func(tx *bolt.Tx) error {
 		return db.putRuntimeTx(tx.Bucket(bucketRuntimes), r)
 	}})
 }
@@ -294,4 +331,46 @@ func (db *DB) UpdateTriggerLater(id string, fn func(*nudge.Trigger) error, audit
 		_, err := db.updateTriggerTx(tx, id, fn, audit)
 		return err
 	}})
+}
+
+// PutTriggerLater queues a write of the whole record t (stored as t with UpdatedAt set to
+// the store's now, as UpdateTrigger does) and its audit records, for a trigger that
+// exists (created, or in the create log ahead of this write): the write-behind copy of a
+// receipt kept in memory. When a later PutTriggerLater of the same trigger goes in the
+// same batch, only the last record is written; every one's audit records are appended,
+// in order, filled from its own record. A trigger that does not exist fails the write
+// (ErrNotFound, reported to Options.OnLaterError), as UpdateTriggerLater does.
+func (db *DB) PutTriggerLater(t nudge.Trigger, audit ...nudge.AuditRecord) {
+	id := t.TriggerID
+	if id == "" {
+		db.later.report("put trigger", fmt.Errorf("put trigger: %w", ErrInvalid))
+		return
+	}
+	exists := func(tx *bolt.Tx) ([]byte, error) {
+		seqb := tx.Bucket(bucketTriggerIDs).Get([]byte(id))
+		if seqb == nil {
+			return nil, ErrNotFound
+		}
+		return seqb, nil
+	}
+	db.enqueue(laterOp{name: "update trigger " + id, key: "trigger\x00" + id,
+		fn: func(tx *bolt.Tx) error {
+			key, err := exists(tx)
+			if err != nil {
+				return err
+			}
+			db.triggerPuts.Add(1)
+			t := t
+			t.UpdatedAt = db.now()
+			if err := db.storeTriggerTx(tx, append([]byte(nil), key...), t); err != nil {
+				return err
+			}
+			return db.appendTriggerAudit(tx, &t, audit)
+		},
+		light: func(tx *bolt.Tx) error {
+			if _, err := exists(tx); err != nil {
+				return err
+			}
+			return db.appendTriggerAudit(tx, &t, audit)
+		}})
 }

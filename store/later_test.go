@@ -3,11 +3,13 @@ package store
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/nudgehq/nudge"
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestLaterWritesApplyInOrderAndFlush(t *testing.T) {
@@ -113,5 +115,72 @@ func TestCloseJoinsDrain(t *testing.T) {
 	db.later.mu.Unlock()
 	if running {
 		t.Fatal("the write-behind goroutine is still running after Close")
+	}
+}
+
+// TestPutTriggerLaterWritesTheLastRecordOfABatch: a fan-out's trigger goes through
+// injected, submitted and acked within one write-behind batch; only the last record is
+// written, every state's audit record is appended in order (filled from its own record:
+// a fallback to another runtime shows in its runtime_id), and a put of a trigger that
+// does not exist fails alone.
+func TestPutTriggerLaterWritesTheLastRecordOfABatch(t *testing.T) {
+	var mu sync.Mutex
+	var failed []string
+	db := openAt(t, filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true, OnLaterError: func(op string, err error) {
+		mu.Lock()
+		failed = append(failed, op)
+		mu.Unlock()
+	}})
+	// Hold the writer so that everything below is queued before its next batch.
+	hold, held := make(chan struct{}), make(chan struct{})
+	go db.bolt.Update(func(*bolt.Tx) error { close(held); <-hold; return nil }) //nolint:errcheck // nothing written
+	<-held
+	tr := nudge.Trigger{TriggerID: "t1", RuntimeID: "rt1", WorkspaceID: "ws", State: "queued"}
+	if _, created, err := db.CreateTriggerQuick(tr, &nudge.AuditRecord{Event: "trigger_received"}); err != nil || !created {
+		t.Fatalf("create: %v %v", created, err)
+	}
+	for i, st := range []nudge.TriggerState{"injected", "submitted", "acked"} {
+		tr.State = st
+		if i == 2 {
+			tr.RuntimeID, tr.Closed = "rt2", true
+		}
+		db.PutTriggerLater(tr, nudge.AuditRecord{Event: "trigger_" + string(st)})
+		db.PutRuntimeLater(nudge.Runtime{RuntimeID: "rt1", Status: nudge.Status("s" + string(st))})
+	}
+	close(hold)
+	db.Flush()
+	if n := db.triggerPuts.Load(); n != 1 {
+		t.Errorf("%d trigger records written for one trigger in one batch, want 1", n)
+	}
+	db.PutTriggerLater(nudge.Trigger{TriggerID: "missing", State: "acked"}, nudge.AuditRecord{Event: "never"})
+	db.AppendAuditLater(nudge.AuditRecord{Event: "last"})
+	db.Flush()
+
+	got, err := db.GetTrigger("t1")
+	if err != nil || got.State != "acked" || !got.Closed || got.RuntimeID != "rt2" {
+		t.Fatalf("trigger: %+v %v", got, err)
+	}
+	if open, _ := db.ListTriggers(TriggerFilter{OpenOnly: true}); len(open) != 0 {
+		t.Fatalf("closed trigger still in the open index: %+v", open)
+	}
+	if rt, err := db.GetRuntime("rt1"); err != nil || rt.Status != "sacked" {
+		t.Fatalf("runtime: %+v %v", rt, err)
+	}
+	recs, _ := db.Audit(AuditFilter{})
+	var events []string
+	for _, r := range recs {
+		events = append(events, r.Event+"@"+r.RuntimeID)
+	}
+	want := []string{"trigger_received@rt1", "trigger_injected@rt1", "trigger_submitted@rt1", "trigger_acked@rt2", "last@"}
+	if strings.Join(events, " ") != strings.Join(want, " ") {
+		t.Fatalf("audit %v, want %v", events, want)
+	}
+	if n, err := db.VerifyAudit(); err != nil || n != len(want) {
+		t.Fatalf("verify: %d %v", n, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failed) != 1 || failed[0] != "update trigger missing" {
+		t.Fatalf("failed ops: %v", failed)
 	}
 }

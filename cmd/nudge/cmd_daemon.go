@@ -190,7 +190,9 @@ func doctorCmd(env *cliEnv) *cobra.Command {
 			"workspaces, and each --host): ssh reaches it, tmux there is new enough, and the programs its\n" +
 			"runtimes launch are on its PATH; and on this machine the agent CLIs of the known profiles,\n" +
 			"the state and socket permissions, the profile and pack override directories, and whether\n" +
-			"the daemon answers. Each line is ok, warn or FAIL with what to do; exits 1 if a check failed.",
+			"the daemon answers. When a daemon answers, the state dir and override directories checked\n" +
+			"are the ones it uses (those given with a flag are checked as given). Each line is ok, warn or\n" +
+			"FAIL with what to do; exits 1 if a check failed.",
 		Args: exactArgs(0, "no arguments"),
 	}
 	o := addClientFlags(cmd)
@@ -200,13 +202,15 @@ func doctorCmd(env *cliEnv) *cobra.Command {
 	fs.StringVar(&ssh, "ssh", panes.DefaultConfig().SSH, "ssh binary")
 	fs.StringVar(&sshConfig, "ssh-config", "", "ssh config file (ssh -F); default: the user's own")
 	profileDir, packDir := defaultOverrideDirs()
-	fs.StringVar(&profileDir, "profile-dir", profileDir, "profile override directory to check (as serve --profile-dir)")
-	fs.StringVar(&packDir, "pack-dir", packDir, "pack override directory to check (as serve --pack-dir)")
+	fs.StringVar(&profileDir, "profile-dir", profileDir, "profile override directory to check (as serve --profile-dir); without it, a running daemon's own")
+	fs.StringVar(&packDir, "pack-dir", packDir, "pack override directory to check (as serve --pack-dir); without it, a running daemon's own")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		c := o.client(env)
 		defer c.Close()
-		return doctor.Check(cmd.Context(), c, doctor.Config{SSH: ssh, SSHConfig: sshConfig, Tmux: t.tmux,
-			Out: env.stdout, StateDir: o.stateDir, ProfileDir: profileDir, PackDir: packDir, Hosts: hosts})
+		dc := doctor.Config{SSH: ssh, SSHConfig: sshConfig, Tmux: t.tmux,
+			Out: env.stdout, StateDir: o.stateDir, ProfileDir: profileDir, PackDir: packDir, Hosts: hosts}
+		dc.Given.StateDir, dc.Given.ProfileDir, dc.Given.PackDir = fs.Changed("state-dir"), fs.Changed("profile-dir"), fs.Changed("pack-dir")
+		return doctor.Check(cmd.Context(), c, dc)
 	}
 	return cmd
 }

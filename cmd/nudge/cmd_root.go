@@ -63,7 +63,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 	add("agents", spawnCmd(env), registerCmd(env), lsCmd(env), statusCmd(env), tailCmd(env), heartbeatCmd(env),
 		runtimeActionCmd(env, "pause", "hold triggers for a runtime until resume"),
 		runtimeActionCmd(env, "resume", "let a paused runtime's triggers go"),
-		runtimeActionCmd(env, "stop", "stop a runtime (C-c, then kill-pane)"),
+		runtimeActionCmd(env, "stop", "stop a runtime (C-c, then SIGHUP, SIGTERM, SIGKILL by pid)"),
 		runtimeActionCmd(env, "restart", "start a runtime's program again (after failed or exited)"),
 		deregisterCmd(env))
 	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), auditCmd(env),

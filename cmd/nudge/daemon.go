@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/doctor"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
@@ -158,10 +159,13 @@ func (d *daemon) Close() error {
 	return errors.Join(errs...)
 }
 
+// storePath is the bbolt file in the state dir.
+func storePath(cfg serveConfig) string { return filepath.Join(cfg.StateDir, "nudge.db") }
+
 // openStore opens the bbolt store in the state dir.
 func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
-	path := filepath.Join(cfg.StateDir, "nudge.db")
-	o := store.Options{Timeout: time.Second, CheckTimeout: cfg.StoreCheckTimeout,
+	path := storePath(cfg)
+	o := store.Options{Timeout: time.Second, CheckTimeout: cfg.StoreCheckTimeout, OnIdle: releaseIdleHeap,
 		OnLaterError: func(op string, err error) { log.Error("store write failed", "op", op, "err", err) },
 		OnHealth: func(err error) {
 			if err != nil {
@@ -209,6 +213,7 @@ func openMonitor(cfg serveConfig, d *daemon, h *hooks) (*detector.Monitor, error
 	}
 	// A prompt queued in the agent is acked by heartbeats only after the agent took it up.
 	mc.OnDequeue = func(id string) { d.acks.Dequeued(id, time.Now()) }
+	mc.OnLLM = h.onLLM
 	if mc.LLM, err = cfg.classifier(); err != nil {
 		return nil, err
 	}
@@ -254,12 +259,25 @@ func openPipeline(cfg serveConfig, d *daemon, h *hooks) (*inject.Pipeline, error
 // openServer opens the API server on the socket (and /metrics on --metrics-addr).
 func openServer(cfg serveConfig, d *daemon) (*server.Server, error) {
 	sc := cfg.Server
-	sc.Socket, sc.Version, sc.Logger = cfg.Socket, version, d.log
+	sc.Socket, sc.Version, sc.Logger, sc.Paths = cfg.Socket, version, d.log, daemonPaths(cfg)
 	return server.Open(sc, server.Deps{
 		Auth: d.auth, Tokens: d.auth, Policy: d.auth.Policy(),
 		Runtimes: d.reg, Panes: d.reg, Triggers: d.pipe, Acks: d.acks, Store: d.db, Schedules: d.sched,
 		Events: d.hub, Metrics: d.obs,
 	})
+}
+
+// daemonPaths are the paths /v1/health reports (doctor checks them), made absolute:
+// doctor runs in another directory.
+func daemonPaths(cfg serveConfig) api.Paths {
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil && p != "" {
+			return a
+		}
+		return p
+	}
+	return api.Paths{StateDir: abs(cfg.StateDir), Socket: abs(cfg.Socket), Store: abs(storePath(cfg)),
+		ProfileDir: abs(cfg.ProfileDir), PackDir: abs(cfg.PackDir)}
 }
 
 func tmuxServerName(p panes.Config) string {

@@ -242,3 +242,56 @@ func TestDoctorWithDaemon(t *testing.T) {
 		"ok    local: socket "+cfg.Socket+": mode 0600, yours",
 		"ok    local: daemon dev answers on "+cfg.Socket+": 1 runtime(s)")
 }
+
+// Doctor checks the directories the running daemon uses, not the defaults: a daemon on a
+// state dir, profile and pack directories of its own, doctor run with no flag but its
+// socket. Its state dir opened to others fails the check; before, doctor checked the
+// default state dir (which did not exist: ok) and the default override directories.
+// A directory given with a flag is checked as given, with a warning that the daemon
+// uses another.
+func TestDoctorChecksTheDaemonsOwnDirs(t *testing.T) {
+	cfg := newTestConfig(t)
+	base := t.TempDir()
+	cfg.StateDir = filepath.Join(base, "own-state") // created by serve, 0700
+	cfg.ProfileDir, cfg.PackDir = filepath.Join(base, "own-profiles"), filepath.Join(base, "own-packs")
+	writeFile(t, filepath.Join(cfg.ProfileDir, "mine.json"), `{"launch":["bash","--norc","--noprofile"],"allowed_launchers":["bash"],"pack":"shell"}`)
+	writeFile(t, filepath.Join(cfg.PackDir, "extra.json"), `{"busy":["crunching"],"composer":{"prompt":"^>> "}}`)
+	startDaemon(t, cfg)
+	env := newDoctorEnv(t) // defaults elsewhere: $XDG_STATE_HOME/nudge, $XDG_CONFIG_HOME/nudge/...
+
+	out, code := runDoctorCLI(t, cfg.Socket)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	wantLines(t, out,
+		"ok    local: state dir "+cfg.StateDir+": mode 0700, yours",
+		"ok    local: state files mode 0600, yours: nudge.db",
+		"ok    local: profile overrides: "+cfg.ProfileDir+" read: mine.json",
+		"ok    local: pack overrides: "+cfg.PackDir+" read: extra.json",
+		"its own state dir and override directories were checked")
+	if strings.Contains(out, env.state) || strings.Contains(out, env.config) {
+		t.Errorf("doctor checked a default directory, not the daemon's:\n%s", out)
+	}
+
+	if err := os.Chmod(cfg.StateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runDoctorCLI(t, cfg.Socket)
+	if code != 1 {
+		t.Fatalf("exit %d with the daemon's state dir open to others, want 1:\n%s", code, out)
+	}
+	wantLines(t, out, "FAIL  local: state dir "+cfg.StateDir+" has mode 0755")
+	if err := os.Chmod(cfg.StateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	other := t.TempDir()
+	out, code = runDoctorCLI(t, cfg.Socket, "--pack-dir", other)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	wantLines(t, out,
+		"ok    local: pack overrides: "+other+" read: no *.json files",
+		"warn  local: pack overrides: "+other+" was checked as given, but the daemon uses "+cfg.PackDir,
+		"ok    local: profile overrides: "+cfg.ProfileDir+" read: mine.json")
+}

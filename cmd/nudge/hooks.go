@@ -67,6 +67,14 @@ func (h *hooks) onEvent(workspace string, ev controlmode.Event) {
 	}
 }
 
+// onLLM counts a question to the LLM classifier in the metrics. It runs on the question's
+// goroutine; one that ends before the daemon is ready is not counted.
+func (h *hooks) onLLM(c detector.LLMCall) {
+	if h.ready.Load() {
+		h.d.obs.ObserveLLM(c)
+	}
+}
+
 func (h *hooks) onReadiness(runtimeID string, c detector.Classification, busy bool) {
 	ws := eventWorkspace(h.d.reg, runtimeID)
 	h.d.hub.Publish(Event{Type: "readiness", Workspace: ws, Detail: mustJSON(map[string]any{

@@ -24,6 +24,11 @@ func (t tokenRuntimes) LiveRuntimes() []auth.LiveRuntime {
 	return out
 }
 
+// SetPaneOption sets (or unsets) a user option of a runtime's pane.
+func (t tokenRuntimes) SetPaneOption(ctx context.Context, id, name, val string) error {
+	return t.reg.SetPaneOption(ctx, id, name, val)
+}
+
 // SetSessionEnv sets (or unsets) a variable of a workspace session's environment.
 func (t tokenRuntimes) SetSessionEnv(ctx context.Context, ws, name, val string) error {
 	return t.reg.SetSessionEnv(ctx, ws, name, val)

@@ -175,6 +175,9 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.IntVar(&p.CrashLoopFailures, "crash-loop", p.CrashLoopFailures, "failures within --crash-window that make a crash loop")
 	fs.DurationVar(&p.CrashLoopWindow, "crash-window", p.CrashLoopWindow, "crash loop window")
 	fs.DurationVar(&p.StartTimeout, "start-timeout", p.StartTimeout, "a starting agent that has not shown READY by then is failed (a profile's start_timeout wins)")
+	fs.DurationVar(&p.StopTimeout, "stop-timeout", p.StopTimeout, "how long nudge stop sends C-c before it signals the pane's processes (SIGHUP, SIGTERM, SIGKILL)")
+	fs.DurationVar(&p.KillGrace, "kill-grace", p.KillGrace, "wait after each signal that ends a pane's program on a stop or relaunch; a program that outlives SIGKILL's fails it (STOP_FAILED, SPAWN_FAILED)")
+	fs.DurationVar(&p.CommandTimeout, "tmux-timeout", p.CommandTimeout, "a tmux command run by the daemon that has not answered by then fails")
 	fs.DurationVar(&c.Chain.LaunchGrace, "launch-grace", c.Chain.LaunchGrace, "a resume or spawn launch must stay up this long to count as started")
 	fs.StringVar(&c.Orchestrator, "orchestrator", "", "WS/ROLE of the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane")
 	fs.BoolVar(&c.StatusLine, "status-line", c.StatusLine, "show [role: STATE] in the status line of nudge's tmux sessions")
@@ -193,6 +196,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR, or failed; a trigger failed)")
 	fs.DurationVar(&c.Notify.Timeout, "notify-timeout", c.Notify.Timeout, "a --notify-command run longer than this is killed (its process group)")
 	fs.IntVar(&c.Notify.MaxRunning, "notify-max", c.Notify.MaxRunning, "--notify-command runs at once; a notification beyond them is dropped (counted, logged)")
+	fs.Var(listFlag{&c.Notify.KeepEnv}, "notify-env", "pass this variable of the daemon's environment to --notify-command although its name looks like a credential's (*_API_KEY, *_TOKEN, *_SECRET, *_PASSWORD, ...: those are not passed); repeatable")
 	fs.BoolVar(&c.Notify.NoDisplay, "no-notify-tmux", c.Notify.NoDisplay, "do not show notifications with tmux display-message to the clients attached to a workspace's session")
 	fs.DurationVar(&c.Schedule.MinEvery, "schedule-min-every", c.Schedule.MinEvery, "shortest period a schedule may have")
 	fs.DurationVar(&in.EchoTimeout, "echo-timeout", in.EchoTimeout, "longest wait for the typed text's echo before Enter")
@@ -235,7 +239,7 @@ func (c *serveConfig) complete() error {
 	case in.AckRetries < 0 || c.Chain.ResumeAttempts < 0 || c.Panes.CrashLoopFailures < 0 || in.BreakerFailures < 0:
 		return errors.New("counts must not be negative")
 	case c.Monitor.QuietWindow < 0 || in.MaxDefer <= 0 || in.DeferRecheck <= 0 || in.AckTimeout <= 0 || in.MaxHold <= 0 || in.BreakerCooldown <= 0 ||
-		c.Panes.StartTimeout <= 0:
+		c.Panes.StartTimeout <= 0 || c.Panes.StopTimeout <= 0 || c.Panes.KillGrace <= 0 || c.Panes.CommandTimeout <= 0:
 		return errors.New("durations must be positive")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return errors.New("--log-format must be text or json")

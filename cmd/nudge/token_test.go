@@ -230,19 +230,18 @@ func TestRuntimeTokenRenewal(t *testing.T) {
 	td := startDaemon(t, cfg)
 	a, _ := rawCat(t, td, "w1", "alpha")
 	first := paneEnv(t, a.PID, "NUDGE_RUNTIME_TOKEN")
-	name := auth.RuntimeTokenVar("alpha")
 	var renewed string
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		out, err := tmuxOut(td, "show-environment", "-t", "=agents_w1", name)
-		if v, ok := strings.CutPrefix(strings.TrimSpace(out), name+"="); err == nil && ok && v != first {
+		out, err := tmuxOut(td, "show-options", "-p", "-q", "-v", "-t", a.PaneID, auth.RuntimeTokenOption)
+		if v := strings.TrimSpace(out); err == nil && v != "" && v != first {
 			renewed = v
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	if renewed == "" {
-		t.Fatal("the runtime token was never renewed into the session environment")
+		t.Fatal("the runtime token was never renewed into the pane's option")
 	}
 	// The pane's own copy expires; a client inside the pane finds the renewed one.
 	for time.Now().Before(deadline) && td.as(first).do(bg(), "GET", "/v1/runtimes", nil, nil) == nil {

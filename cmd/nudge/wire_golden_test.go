@@ -91,6 +91,7 @@ func (n *wireNormaliser) apply(s string) string {
 func newWireNormaliser(cfg serveConfig) *wireNormaliser {
 	n := &wireNormaliser{}
 	n.literal(cfg.Panes.Roots[0], "<root>")
+	n.literal(cfg.Socket, "<socket>") // /v1/health's paths
 	n.literal(cfg.StateDir, "<state>")
 	n.literal(cfg.Panes.SocketName, "<tmux>")
 	uid := strconv.Itoa(os.Geteuid())

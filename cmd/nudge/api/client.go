@@ -140,7 +140,7 @@ func (c *Client) Spawn(ctx context.Context, req SpawnRequest) (Runtime, error) {
 	return rt, c.Do(ctx, "POST", "/v1/runtimes", req, &rt)
 }
 
-// Stop stops a runtime (C-c, then kill-pane).
+// Stop stops a runtime (C-c, then SIGHUP, SIGTERM, SIGKILL by pid).
 func (c *Client) Stop(ctx context.Context, id, reason string) (Runtime, error) {
 	return c.runtimeAction(ctx, id, "stop", ReasonRequest{Reason: reason})
 }

@@ -23,6 +23,20 @@ type Health struct {
 	Runtimes  int       `json:"runtimes"`
 	StartedAt time.Time `json:"started_at"`
 	Version   string    `json:"version"`
+	// Paths are the files and directories the daemon uses (what `nudge doctor` checks),
+	// shown only to a caller that may do anything (the daemon's uid without a token, or
+	// the shared API token); nil for a token scoped to workspaces, verbs or a runtime.
+	Paths *Paths `json:"paths,omitempty"`
+}
+
+// Paths are where a running daemon keeps its state and reads its overrides (Health).
+// Every path is absolute.
+type Paths struct {
+	StateDir   string `json:"state_dir"`
+	Socket     string `json:"socket"`
+	Store      string `json:"store"`       // the bbolt file
+	ProfileDir string `json:"profile_dir"` // "": none, the built-in profiles only
+	PackDir    string `json:"pack_dir"`    // "": none, the built-in packs only
 }
 
 // Runtime is a managed or registered agent runtime as GET /v1/runtimes shows it: the

@@ -55,6 +55,7 @@ func (m *memStore) AuditHead() (uint64, string, error) { return m.head, "", nil 
 type fakeRuntimes struct {
 	live   func() []LiveRuntime
 	setEnv func(ctx context.Context, ws, name, val string) error
+	setOpt func(ctx context.Context, id, name, val string) error
 }
 
 var _ Runtimes = (*fakeRuntimes)(nil)
@@ -62,6 +63,9 @@ var _ Runtimes = (*fakeRuntimes)(nil)
 func (f *fakeRuntimes) LiveRuntimes() []LiveRuntime { return f.live() }
 func (f *fakeRuntimes) SetSessionEnv(ctx context.Context, ws, name, val string) error {
 	return f.setEnv(ctx, ws, name, val)
+}
+func (f *fakeRuntimes) SetPaneOption(ctx context.Context, id, name, val string) error {
+	return f.setOpt(ctx, id, name, val)
 }
 
 func openTest(t *testing.T, cfg Config) (*Authority, *memStore) {
@@ -175,9 +179,20 @@ func TestRuntimeRenewal(t *testing.T) {
 			env[ws+"/"+name] = val
 			return nil
 		},
+		setOpt: func(_ context.Context, id, name, val string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			env[id+"/"+name] = val
+			return nil
+		},
 	})
-	key := "w/" + RuntimeTokenVar("r")
+	key := "rt_w.r/" + RuntimeTokenOption // the pane's option, not the session's environment
 	get := func() string { mu.Lock(); defer mu.Unlock(); return env[key] }
+	defer func() {
+		if v := env["w/"+RuntimeTokenVar("r")]; v != "" {
+			t.Errorf("a token was put in the session environment: %q", v)
+		}
+	}()
 	var first string
 	deadline := time.Now().Add(10 * time.Second)
 	for first == "" && time.Now().Before(deadline) {
@@ -206,7 +221,7 @@ func TestRuntimeRenewal(t *testing.T) {
 		t.Error("a deregistered runtime's token still works")
 	}
 	if v := get(); v != "" {
-		t.Errorf("the session still holds a token after revocation: %q", v)
+		t.Errorf("the pane still holds a token after revocation: %q", v)
 	}
 }
 

@@ -6,11 +6,13 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/nudgehq/nudge/controlmode"
 )
 
 // RuntimeToken is the token a client inside a managed pane uses: $NUDGE_RUNTIME_TOKEN, or,
-// when that expires within a minute, the renewed one from the session's environment
-// (tmux show-environment on $TMUX_PANE's session). getenv reads the client's environment.
+// when that expires within a minute, the renewed one from tmux ($TMUX_PANE's option
+// RuntimeTokenOption). getenv reads the client's environment.
 func RuntimeToken(getenv func(string) string) string {
 	tok := getenv("NUDGE_RUNTIME_TOKEN")
 	if tok == "" {
@@ -25,7 +27,8 @@ func RuntimeToken(getenv func(string) string) string {
 	return tok
 }
 
-// renewedToken reads NUDGE_RUNTIME_TOKEN_<role> from the tmux session of $TMUX_PANE.
+// renewedToken reads the renewed token from $TMUX_PANE's option (RuntimeTokenOption), or,
+// from a daemon older than that, from the session's NUDGE_RUNTIME_TOKEN_<role>.
 func renewedToken(getenv func(string) string) string {
 	id, pane, tmux := getenv("NUDGE_RUNTIME_ID"), getenv("TMUX_PANE"), getenv("TMUX")
 	_, role, ok := strings.Cut(id, ".")
@@ -34,16 +37,24 @@ func renewedToken(getenv func(string) string) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	// tmux gets the environment without nudge's own variables (this client's token among
+	// them), as every tmux nudge runs does.
+	env := append(controlmode.ChildEnv(os.Environ()), "TMUX="+tmux)
+	tmuxOut := func(args ...string) string {
+		cmd := exec.CommandContext(ctx, "tmux", args...)
+		cmd.Env = env
+		out, err := cmd.Output()
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if v := tmuxOut("show-options", "-p", "-q", "-v", "-t", pane, RuntimeTokenOption); v != "" {
+		return v
+	}
 	name := RuntimeTokenVar(role)
-	cmd := exec.CommandContext(ctx, "tmux", "show-environment", "-t", pane, name)
-	cmd.Env = append(os.Environ(), "TMUX="+tmux)
-	out, err := cmd.Output()
-	if err != nil {
-		return ""
+	if v, ok := strings.CutPrefix(tmuxOut("show-environment", "-t", pane, name), name+"="); ok {
+		return v
 	}
-	v, ok := strings.CutPrefix(strings.TrimSpace(string(out)), name+"=")
-	if !ok {
-		return ""
-	}
-	return v
+	return ""
 }

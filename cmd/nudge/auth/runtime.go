@@ -2,12 +2,16 @@ package auth
 
 // Runtime tokens: a spawned runtime gets a token for itself only (verbs ack, heartbeat,
 // read; its workspace; its runtime id and registration epoch) in NUDGE_RUNTIME_TOKEN.
-// Before it expires the authority mints a new one and stores it in the workspace
-// session's environment, NUDGE_RUNTIME_TOKEN_<hex(role)>, through the control
-// connection. A running process never sees a changed environment, so `nudge ack` and
-// `nudge heartbeat` read the fresh token from tmux (show-environment) when the inherited
-// one is about to expire. Deregistering a runtime deletes its epoch: every token minted
-// for it is refused at once.
+// Before it expires the authority mints a new one and stores it in the pane's user
+// option RuntimeTokenOption, through the control connection. A running process never
+// sees a changed environment, so `nudge ack` and `nudge heartbeat` read the fresh token
+// from tmux (show-options) when the inherited one is about to expire. Deregistering a
+// runtime deletes its epoch: every token minted for it is refused at once.
+//
+// Not the session environment, where daemons before this one kept it
+// (RuntimeTokenVar): tmux hands that to every program started in the session later, so
+// a runtime spawned or restarted there got every other role's renewed token. A copy
+// left there is removed at the next renewal.
 
 import (
 	"context"
@@ -20,7 +24,11 @@ import (
 	"github.com/nudgehq/nudge/store"
 )
 
-// RuntimeTokenVar is the session environment variable holding a role's renewed token.
+// RuntimeTokenOption is the pane user option holding a runtime's renewed token.
+const RuntimeTokenOption = "@nudge_runtime_token"
+
+// RuntimeTokenVar is the session environment variable where daemons before this one kept a
+// role's renewed token: removed at renewal, still read by a client as a last resort.
 func RuntimeTokenVar(role string) string {
 	return "NUDGE_RUNTIME_TOKEN_" + strings.ToUpper(hex.EncodeToString([]byte(role)))
 }
@@ -30,10 +38,12 @@ type LiveRuntime struct {
 	ID, Workspace, Role string
 }
 
-// Runtimes is what the renewal loop consumes: the live managed runtimes, and a way to set
-// (or with value "" unset) a variable in a workspace session's environment.
+// Runtimes is what the renewal loop consumes: the live managed runtimes, a way to set (or
+// with value "" unset) a user option of a runtime's pane, and one to unset a variable of
+// a workspace session's environment.
 type Runtimes interface {
 	LiveRuntimes() []LiveRuntime
+	SetPaneOption(ctx context.Context, runtimeID, name, value string) error
 	SetSessionEnv(ctx context.Context, workspace, name, value string) error
 }
 
@@ -121,7 +131,8 @@ func (a *Authority) Close() {
 }
 
 // renew re-mints the token of every live managed runtime past half its life (or never
-// minted by this daemon) and stores it in its session's environment.
+// minted by this daemon) and stores it in its pane's option, removing a copy an older
+// daemon left in the session environment.
 func (a *Authority) renew(ctx context.Context) {
 	now := a.now()
 	for _, rt := range a.rt.rts.LiveRuntimes() {
@@ -136,17 +147,22 @@ func (a *Authority) renew(ctx context.Context) {
 		}
 		tok, err := a.MintRuntime(rt.ID, rt.Workspace)
 		if err == nil {
-			err = a.rt.rts.SetSessionEnv(ctx, rt.Workspace, RuntimeTokenVar(rt.Role), tok)
+			err = a.rt.rts.SetPaneOption(ctx, rt.ID, RuntimeTokenOption, tok)
 		}
 		if err != nil {
 			a.log.Warn("renew runtime token", "runtime_id", rt.ID, "err", err)
 			a.rt.forget(rt.ID) // try again next tick
+			continue
+		}
+		if err := a.rt.rts.SetSessionEnv(ctx, rt.Workspace, RuntimeTokenVar(rt.Role), ""); err != nil {
+			a.log.Debug("remove an older daemon's runtime token from the session", "runtime_id", rt.ID, "err", err)
 		}
 	}
 }
 
 // RevokeRuntime deletes the runtime's epoch (its tokens fail from the next request) and
-// removes the renewed token from its session. Nil-safe.
+// removes the renewed token from its pane (when the registry still knows the pane) and
+// from its session. Nil-safe.
 func (a *Authority) RevokeRuntime(ctx context.Context, id string) {
 	if a == nil {
 		return
@@ -156,6 +172,11 @@ func (a *Authority) RevokeRuntime(ctx context.Context, id string) {
 	}
 	a.rt.forget(id)
 	ws, role, ok := strings.Cut(strings.TrimPrefix(id, "rt_"), ".")
+	if a.rt.rts != nil {
+		if err := a.rt.rts.SetPaneOption(ctx, id, RuntimeTokenOption, ""); err != nil {
+			a.log.Debug("unset runtime token", "runtime_id", id, "err", err)
+		}
+	}
 	if ok && a.rt.rts != nil {
 		if err := a.rt.rts.SetSessionEnv(ctx, ws, RuntimeTokenVar(role), ""); err != nil {
 			a.log.Debug("unset runtime token", "runtime_id", id, "err", err)

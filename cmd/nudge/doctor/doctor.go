@@ -39,14 +39,18 @@ type Config struct {
 	Out                 io.Writer
 	StateDir            string // the daemon's state directory (its permissions are checked)
 	ProfileDir, PackDir string // the override directories serve reads
-	Hosts               []string
+	// Given says which of StateDir, ProfileDir and PackDir the user named: those are
+	// checked as named. The others are defaults, and a daemon that answers with its own
+	// paths (api.Health.Paths) has those checked instead.
+	Given struct{ StateDir, ProfileDir, PackDir bool }
+	Hosts []string
 }
 
 // Check runs every check, printing one line per check to cfg.Out, and fails if one
 // failed.
 func Check(ctx context.Context, c *api.Client, cfg Config) error {
 	d := &doctor{ssh: cfg.SSH, config: cfg.SSHConfig, tmux: cfg.Tmux, say: doctorLines{out: cfg.Out},
-		stateDir: cfg.StateDir, profileDir: cfg.ProfileDir, packDir: cfg.PackDir, hosts: cfg.Hosts}
+		stateDir: cfg.StateDir, profileDir: cfg.ProfileDir, packDir: cfg.PackDir, given: cfg.Given, hosts: cfg.Hosts}
 	return d.check(ctx, c)
 }
 
@@ -55,7 +59,9 @@ type doctor struct {
 	ssh, config, tmux   string
 	say                 doctorLines
 	stateDir            string
+	store               string // the daemon's store file, when it said; "" otherwise
 	profileDir, packDir string
+	given               struct{ StateDir, ProfileDir, PackDir bool }
 	hosts               []string // --host
 }
 

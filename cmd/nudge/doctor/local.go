@@ -27,8 +27,9 @@ import (
 // doctorTimeout bounds each question doctor asks the daemon or an agent CLI.
 const doctorTimeout = 5 * time.Second
 
-// askDaemon asks the daemon for its health and runtimes. It returns the runtimes and a
-// func that prints the daemon's line (printed last, after the checks that use the runtimes).
+// askDaemon asks the daemon for its health and runtimes, and takes the paths it uses in
+// place of the defaults (not of the paths the user named). It returns the runtimes and a
+// func that prints the daemon's line (printed last, after the checks that use them).
 func (d *doctor) askDaemon(ctx context.Context, c *api.Client) (report func(), rts []api.Runtime) {
 	if _, err := os.Stat(c.Socket()); errors.Is(err, fs.ErrNotExist) {
 		return func() {
@@ -37,23 +38,19 @@ func (d *doctor) askDaemon(ctx context.Context, c *api.Client) (report func(), r
 	}
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
-	var h struct {
-		Version   string    `json:"version"`
-		StartedAt time.Time `json:"started_at"`
-		Runtimes  int       `json:"runtimes"`
-	}
-	err := c.Do(ctx, "GET", "/v1/health", nil, &h)
+	h, err := c.Health(ctx)
 	var ae *api.Error
 	switch {
 	case err == nil:
+		paths := d.adopt(h.Paths)
 		if err := c.Do(ctx, "GET", "/v1/runtimes", nil, &rts); err != nil {
 			return func() {
 				d.say.warn("", "daemon %s answers on %s but not with its runtimes: %v", h.Version, c.Socket(), err)
 			}, nil
 		}
 		return func() {
-			d.say.ok("", "daemon %s answers on %s: %d runtime(s), up since %s", h.Version, c.Socket(), h.Runtimes,
-				h.StartedAt.Local().Format(time.DateTime))
+			d.say.ok("", "daemon %s answers on %s: %d runtime(s), up since %s; %s", h.Version, c.Socket(), h.Runtimes,
+				h.StartedAt.Local().Format(time.DateTime), paths)
 		}, rts
 	case errors.As(err, &ae) && (ae.ErrorCode == nudge.Unauthorized || ae.ErrorCode == nudge.Forbidden):
 		return func() {
@@ -69,6 +66,34 @@ func (d *doctor) askDaemon(ctx context.Context, c *api.Client) (report func(), r
 		}, nil
 	}
 	return func() { d.say.fail("", "daemon on %s: %v", c.Socket(), err) }, nil
+}
+
+// adopt takes the daemon's paths for every path the user did not name, warns about a
+// named one the daemon does not use, and says which paths were checked.
+func (d *doctor) adopt(p *api.Paths) string {
+	if p == nil {
+		return "it did not say which directories it uses (a scoped token, or an older daemon): the defaults and flags were checked"
+	}
+	d.store = p.Store
+	take := func(what string, mine *string, given bool, theirs string) {
+		switch {
+		case !given:
+			*mine = theirs
+		case filepath.Clean(*mine) != filepath.Clean(theirs):
+			d.say.warn("", "%s: %s was checked as given, but the daemon uses %s", what, orNone(*mine), orNone(theirs))
+		}
+	}
+	take("state dir", &d.stateDir, d.given.StateDir, p.StateDir)
+	take("profile overrides", &d.profileDir, d.given.ProfileDir, p.ProfileDir)
+	take("pack overrides", &d.packDir, d.given.PackDir, p.PackDir)
+	return "its own state dir and override directories were checked"
+}
+
+func orNone(dir string) string {
+	if dir == "" {
+		return "none"
+	}
+	return dir
 }
 
 // overrides checks the profile and pack override directories (a file that does not parse
@@ -209,6 +234,9 @@ func (d *doctor) permissions(socket string) {
 	}
 	if len(private) > 0 {
 		d.say.ok("", "state files mode 0600, yours: %s", strings.Join(private, ", "))
+	}
+	if d.store != "" && filepath.Dir(d.store) != filepath.Clean(d.stateDir) && d.privateFile(d.store) {
+		d.say.ok("", "store %s: mode 0600, yours", d.store)
 	}
 	dir := filepath.Dir(socket)
 	if dir != filepath.Clean(d.stateDir) {

@@ -13,6 +13,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/panes"
 	"github.com/nudgehq/nudge/store"
 )
@@ -30,6 +31,10 @@ var LatencyBuckets = []float64{
 // DeferBuckets are the upper bounds (seconds) of trigger_defer_seconds: a deferred
 // trigger waits for the pane to go quiet or its human to finish, up to --max-defer.
 var DeferBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
+// LLMBuckets are the upper bounds (seconds) of nudge_llm_request_seconds: a hosted
+// model answers in a fraction of a second to tens of seconds (--llm-timeout is 20s).
+var LLMBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 60}
 
 // help is each family's # HELP text. The metrics library writes HELP lines without
 // text; writeHelp fills them in from here.
@@ -71,6 +76,9 @@ var help = map[string]string{
 	"nudge_notifications_total":             "Notifications handed to a tmux message or --notify-command.",
 	"nudge_notifications_dropped_total":     "Notifications dropped because their pool (--notify-max) was full.",
 	"go_goroutines":                         "Goroutines in the daemon.",
+	"nudge_llm_requests_total":              "Questions to the LLM classifier (--llm-url) by outcome: ok, error (connection, 5xx), timeout, refused (a 4xx), invalid (an answer that is no verdict), canceled (the screen changed or the pane went first).",
+	"nudge_llm_request_seconds":             "Time a question to the LLM classifier took, retries included (canceled ones not observed).",
+	"nudge_llm_overrides_total":             "LLM verdicts that named another readiness state than the rules' unsure verdict on the same screen.",
 }
 
 // Metrics is the daemon's Prometheus registry: counters and histograms fed from trigger
@@ -84,8 +92,10 @@ type Metrics struct {
 	requests, delivered, timeouts, fallbackResume          *metrics.Counter
 	tmuxAttempts, tmuxDelivered, tmuxRetries, tmuxTimeouts *metrics.Counter
 	alerts, dropped                                        *metrics.Counter
+	llmCalls                                               map[detector.LLMOutcome]*metrics.Counter
+	llmOverrides                                           *metrics.Counter
 	latency, toInjected, toTyped, toSubmitted, toAcked     *Histogram
-	deferTime                                              *Histogram
+	deferTime, llmTime                                     *Histogram
 	histograms                                             []*Histogram // in the order written
 
 	// seen is what was counted per trigger; touched only by Count's goroutine.
@@ -129,7 +139,30 @@ func NewMetrics(start time.Time) *Metrics {
 	m.toTyped = hist("trigger_received_to_typed_seconds", LatencyBuckets)
 	m.toSubmitted = hist("trigger_injected_to_submitted_seconds", LatencyBuckets)
 	m.toAcked = hist("trigger_submitted_to_acked_seconds", LatencyBuckets)
+	m.llmCalls = map[detector.LLMOutcome]*metrics.Counter{}
+	for _, o := range detector.LLMOutcomes {
+		m.llmCalls[o] = s.NewCounter(`nudge_llm_requests_total{outcome="` + string(o) + `"}`)
+	}
+	m.llmOverrides = s.NewCounter("nudge_llm_overrides_total")
+	m.llmTime = hist("nudge_llm_request_seconds", LLMBuckets)
 	return m
+}
+
+// ObserveLLM records one question to the LLM classifier: its outcome, its time unless
+// it was canceled (nudge withdrew it: its time says nothing of the model), and whether
+// its verdict overrode the rules'.
+func (m *Metrics) ObserveLLM(c detector.LLMCall) {
+	ctr := m.llmCalls[c.Outcome]
+	if ctr == nil {
+		ctr = m.llmCalls[detector.LLMError]
+	}
+	ctr.Inc()
+	if c.Outcome != detector.LLMCanceled {
+		m.llmTime.Update(max(c.Took.Seconds(), 0))
+	}
+	if c.Override {
+		m.llmOverrides.Inc()
+	}
 }
 
 // ObserveTyped records nudge's own share of one delivery: the API began reading the

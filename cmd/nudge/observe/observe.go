@@ -26,6 +26,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/detector"
 )
 
 // Config is what an Observer reads and whom it tells. Every field may be left zero
@@ -146,6 +147,9 @@ func (o *Observer) Workspace(ws string) { o.status.Mark(ws) }
 
 // ObserveTyped records nudge's own share of one delivery (see Metrics.ObserveTyped).
 func (o *Observer) ObserveTyped(took time.Duration) { o.metrics.ObserveTyped(took) }
+
+// ObserveLLM records one question to the LLM classifier (see Metrics.ObserveLLM).
+func (o *Observer) ObserveLLM(c detector.LLMCall) { o.metrics.ObserveLLM(c) }
 
 // WritePrometheus writes every metric in the Prometheus text format.
 func (o *Observer) WritePrometheus(w io.Writer) error {

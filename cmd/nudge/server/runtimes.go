@@ -293,5 +293,10 @@ func unknownRuntime(id string) error {
 
 func (a runtimesAPI) handleHealth(w http.ResponseWriter, r *http.Request, c auth.Caller) {
 	s := a.s
-	writeJSON(w, http.StatusOK, api.Health{OK: true, Version: s.cfg.Version, StartedAt: s.started, Runtimes: len(s.deps.Runtimes.List())})
+	h := api.Health{OK: true, Version: s.cfg.Version, StartedAt: s.started, Runtimes: len(s.deps.Runtimes.List())}
+	if c.Unrestricted() {
+		paths := s.cfg.Paths
+		h.Paths = &paths
+	}
+	writeJSON(w, http.StatusOK, h)
 }

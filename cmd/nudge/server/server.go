@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 )
 
 // Config is the server's configuration. DefaultConfig gives the defaults.
@@ -40,6 +42,7 @@ type Config struct {
 	MaxBody           int64 // largest request body; a prompt is limited separately
 
 	Version string       // shown by /v1/health
+	Paths   api.Paths    // shown by /v1/health to an unrestricted caller
 	Logger  hclog.Logger // nil: no logging
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/inject"
@@ -70,6 +71,7 @@ func (ts *testServer) server() *Server {
 	if ts.s == nil {
 		cfg := DefaultConfig()
 		cfg.Version = "test"
+		cfg.Paths = api.Paths{StateDir: "/srv/nudge", Socket: "/run/nudge.sock", Store: "/srv/nudge/nudge.db"}
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: ts.log, Level: hclog.Debug})
 		ts.s = New(cfg, ts.deps)
 	}
@@ -161,6 +163,19 @@ func TestRefusalAudited(t *testing.T) {
 	if len(ts.db.audit) != 1 || ts.db.audit[0].Event != "api_refused" || ts.db.audit[0].Code != nudge.Forbidden ||
 		ts.db.audit[0].Subject != scoped.Subject || *ts.db.audit[0].PeerUID != 1000 {
 		t.Fatalf("audit: %+v", ts.db.audit)
+	}
+}
+
+// Health names the daemon's paths (doctor checks them) to an unrestricted caller only.
+func TestHealthPaths(t *testing.T) {
+	ts := newTestServer(t)
+	st, body := ts.do("GET", "/v1/health", "", "")
+	wantBody(t, "health", st, body, 200, `"paths": {`, `"state_dir": "/srv/nudge"`, `"socket": "/run/nudge.sock"`,
+		`"store": "/srv/nudge/nudge.db"`, `"profile_dir": ""`, `"pack_dir": ""`)
+	st, body = ts.do("GET", "/v1/health", "scoped", "")
+	wantBody(t, "scoped health", st, body, 200, `"ok": true`)
+	if strings.Contains(body, "paths") || strings.Contains(body, "/srv/nudge") {
+		t.Errorf("a scoped caller is told the daemon's paths: %s", body)
 	}
 }
 

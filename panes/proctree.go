@@ -1,0 +1,233 @@
+package panes
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// procTree is the set of processes a pane's program is made of, found by pid on this
+// machine's /proc: the pane's process and its descendants (every child, including one
+// that left the pane's session with setsid), plus every process whose environment names
+// the pane on this tmux server (TMUX_PANE=%N and TMUX=…,<server pid>,…): a child that
+// daemonized (forked twice, its parent gone) is no descendant any more but still carries
+// the environment tmux gave the pane. Not covered: a process that cleared that
+// environment after it left the tree (env -i), or one that runs as another user (its
+// environment cannot be read).
+//
+// Each process is held as its pid and its start time, so a pid reused by an unrelated
+// process is never signalled. The daemon itself and its ancestors are never in the set.
+type procTree struct {
+	root   int    // the pane's process
+	pane   string // %N
+	server int    // the tmux server's pid (the pane process's parent); 0 if unknown
+	procs  map[int]uint64
+	skip   map[int]bool                            // this process and its ancestors
+	kill   func(pid int, sig syscall.Signal) error // nil: signalProc (tests drop signals)
+}
+
+// procStat is what nudge reads from /proc/PID/stat.
+type procStat struct {
+	ppid  int
+	state byte   // R, S, D, Z, T, ...
+	start uint64 // clock ticks after boot
+}
+
+// readStat reads /proc/PID/stat; false if the process does not exist.
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	return parseStat(b)
+}
+
+// parseStat parses a /proc/PID/stat line. The command name (field 2) is in parentheses
+// and may hold spaces and parentheses: the fields after it start after the last ')'.
+func parseStat(b []byte) (procStat, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := bytes.Fields(b[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, false
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	start, err2 := strconv.ParseUint(string(f[19]), 10, 64) // field 22
+	if err1 != nil || err2 != nil {
+		return procStat{}, false
+	}
+	return procStat{ppid: ppid, state: f[0][0], start: start}, true
+}
+
+// newProcTree starts the set for the pane whose process is root, on the tmux server
+// whose pid is server (0: root's parent). A root from a listing of a live pane is
+// trusted (tmux has not reaped it, so its pid cannot have been reused); any other (a
+// dead pane's, or the record's when tmux does not answer) must prove it is the pane's
+// process: its environment names the pane and the server. A root that does not is
+// dropped, and with it (when the server was to come from it) the search by environment.
+func newProcTree(root int, pane string, trusted bool, server int) *procTree {
+	t := &procTree{root: root, pane: pane, server: server, procs: map[int]uint64{}, skip: map[int]bool{1: true}}
+	for pid := os.Getpid(); pid > 1 && !t.skip[pid]; {
+		t.skip[pid] = true
+		st, ok := readStat(pid)
+		if !ok {
+			break
+		}
+		pid = st.ppid
+	}
+	if st, ok := readStat(root); ok && root > 0 {
+		if t.server == 0 {
+			t.server = st.ppid
+		}
+		if !trusted && !t.carriesPane(root) {
+			t.root = 0
+			if server == 0 {
+				t.server = 0
+			}
+		}
+	} else {
+		t.root = 0
+	}
+	t.skip[t.server] = true
+	return t
+}
+
+// collect adds what belongs to the pane now: root and the descendants of every process
+// held, and the processes that carry the pane's environment. One pass over /proc.
+func (t *procTree) collect() {
+	stats := map[int]procStat{}
+	children := map[int][]int{}
+	for _, pid := range allPIDs() {
+		if st, ok := readStat(pid); ok {
+			stats[pid] = st
+			children[st.ppid] = append(children[st.ppid], pid)
+		}
+	}
+	if st, ok := stats[t.root]; ok && t.root > 0 && t.server != 0 && st.ppid == t.server {
+		t.add(t.root, st)
+	}
+	if t.server != 0 {
+		for pid, st := range stats {
+			if _, held := t.procs[pid]; !held && t.carriesPane(pid) {
+				t.add(pid, st)
+			}
+		}
+	}
+	queue := make([]int, 0, len(t.procs))
+	for pid := range t.procs {
+		queue = append(queue, pid)
+	}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		for _, c := range children[pid] {
+			if _, held := t.procs[c]; !held && t.add(c, stats[c]) {
+				queue = append(queue, c)
+			}
+		}
+	}
+}
+
+func (t *procTree) add(pid int, st procStat) bool {
+	if t.skip[pid] || pid <= 1 || st.state == 'Z' || st.state == 'X' {
+		return false
+	}
+	t.procs[pid] = st.start
+	return true
+}
+
+// carriesPane reports whether pid's environment has TMUX_PANE=<pane> and a TMUX naming
+// this tmux server's pid.
+func (t *procTree) carriesPane(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil || !bytes.Contains(b, []byte("TMUX_PANE="+t.pane+"\x00")) {
+		return false
+	}
+	for kv := range bytes.SplitSeq(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("TMUX=")); ok {
+			f := bytes.Split(v, []byte(","))
+			return len(f) >= 3 && string(f[len(f)-2]) == strconv.Itoa(t.server)
+		}
+	}
+	return false
+}
+
+// alive returns the held processes still running (a zombie has ended), sorted. The
+// ended ones stay held, so pids reports every process found.
+func (t *procTree) alive() []int {
+	var out []int
+	for pid, start := range t.procs {
+		if st, ok := readStat(pid); ok && st.start == start && st.state != 'Z' && st.state != 'X' {
+			out = append(out, pid)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// pids returns every process found, sorted.
+func (t *procTree) pids() []int {
+	out := make([]int, 0, len(t.procs))
+	for pid := range t.procs {
+		out = append(out, pid)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// signal sends sig to every held process still running, and SIGCONT after a SIGHUP or
+// SIGTERM so a stopped process acts on it (as the kernel does on a terminal hangup).
+func (t *procTree) signal(sig syscall.Signal) {
+	for _, pid := range t.alive() {
+		send := func(s syscall.Signal) { _ = signalProc(pid, t.procs[pid], s) }
+		if t.kill != nil {
+			send = func(s syscall.Signal) { _ = t.kill(pid, s) }
+		}
+		send(sig)
+		if sig != syscall.SIGKILL {
+			send(syscall.SIGCONT)
+		}
+	}
+}
+
+// signalProc sends sig to pid only if it is still the process that started at start:
+// through a pidfd, which pins the process, so the check and the signal cannot race a
+// reuse of the pid; on a kernel without pidfds (before 5.3), kill(2) right after the
+// check.
+func signalProc(pid int, start uint64, sig syscall.Signal) error {
+	same := func() bool { st, ok := readStat(pid); return ok && st.start == start }
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) || !same() {
+			return unix.ESRCH
+		}
+		return syscall.Kill(pid, sig)
+	}
+	defer unix.Close(fd) //nolint:errcheck // a pidfd has nothing to flush
+	if !same() {
+		return unix.ESRCH
+	}
+	return unix.PidfdSendSignal(fd, sig, nil, 0)
+}
+
+// allPIDs lists the numeric entries of /proc.
+func allPIDs() []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	out := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
