@@ -3,6 +3,8 @@ package panes
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -154,6 +156,22 @@ func (r *Registry) endForRelaunch(ctx context.Context, w *workspace, p paneInfo)
 	return r.end(t, r.signalSteps(t)), true
 }
 
+// endLeftovers ends what still runs of a runtime whose pane is gone (a human closed its
+// window; a program that ignores SIGHUP outlived that): only when its recorded pid still
+// runs and proves to be that pane's process on this server (a pane id alone is not
+// enough: a restarted tmux server numbers its panes from %0 again), that process, its
+// descendants and whatever carries the pane's environment. Local only.
+func (r *Registry) endLeftovers(ctx context.Context, w *workspace, rt *nudge.Runtime) Ended {
+	if w.hostName() != "" || rt.PaneID == "" || rt.PID <= 0 {
+		return Ended{}
+	}
+	t := r.paneProcs(ctx, w, paneInfo{ID: rt.PaneID, PID: rt.PID}, false)
+	if t.root == 0 || t.server == 0 {
+		return Ended{}
+	}
+	return r.end(t, r.signalSteps(t))
+}
+
 // paneProcs starts the process set of pane p (see newProcTree; trusted: p comes from a
 // listing that shows it alive). For a pane not known alive it asks tmux for its server's
 // pid, so the children of a program that already died are still found.
@@ -165,13 +183,30 @@ func (r *Registry) paneProcs(ctx context.Context, w *workspace, p paneInfo, trus
 	return r.procTree(p, trusted, server)
 }
 
-// procTree is newProcTree with the registry's test hook.
+// procTree is newProcTree with the registry's socket and test hook.
 func (r *Registry) procTree(p paneInfo, trusted bool, server int) *procTree {
-	t := newProcTree(p.PID, p.ID, trusted, server)
+	t := newProcTree(p.PID, p.ID, trusted, server, r.socketPath())
 	if r.kill != nil {
 		t.kill = r.kill
 	}
 	return t
+}
+
+// socketPath is the local tmux server's socket as tmux names it in a pane's TMUX: -S
+// PATH, else $TMUX_TMPDIR (or /tmp) resolved, then tmux-UID/NAME.
+func (r *Registry) socketPath() string {
+	if r.cfg.SocketPath != "" {
+		p, _ := filepath.Abs(r.cfg.SocketPath)
+		return p
+	}
+	base := os.Getenv("TMUX_TMPDIR")
+	if base == "" {
+		base = "/tmp"
+	}
+	if real, err := filepath.EvalSymlinks(base); err == nil {
+		base = real
+	}
+	return filepath.Join(base, "tmux-"+strconv.Itoa(os.Getuid()), r.cfg.SocketName)
 }
 
 // serverPID asks the workspace's tmux server for its pid; 0 if it does not answer.

@@ -22,8 +22,8 @@ import (
 
 // stubborn is the program: it writes its pid and its daemon child's to files in dir.
 func stubborn(dir string) []string {
-	loop := `trap '' HUP INT TERM; while :; do sleep 0.2; done`
-	script := `trap '' HUP INT TERM; echo $$ > ` + dir + `/main.pid; ` +
+	loop := `trap "" HUP INT TERM; while :; do sleep 0.2; done`
+	script := `trap "" HUP INT TERM; echo $$ > ` + dir + `/main.pid; ` +
 		`setsid -f sh -c 'echo $$ > ` + dir + `/child.pid; ` + loop + `'; ` + loop
 	return []string{"sh", "-c", script}
 }
@@ -275,5 +275,42 @@ func TestParseStat(t *testing.T) {
 		if ok != tt.ok || got != tt.want {
 			t.Errorf("#%d: got %+v %v, want %+v %v", i, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// A human closes the window of a program that ignores SIGHUP: the program outlives its
+// pane. The automatic restart ends it (its recorded pid proves to be the closed pane's
+// process) and its daemonized child before it starts the runtime again: with the tmux
+// server still up (another window), and when the closed window was the server's last
+// (the server exited; the program names it, and the restart starts a new one).
+func TestClosedWindowLeftoversEnded(t *testing.T) {
+	for _, lastWindow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ServerUp", true: "ServerGone"}[lastWindow], func(t *testing.T) {
+			e := endEnv(t, time.Second)
+			if !lastWindow {
+				e.spawn("ws", "keep", "cat")
+			}
+			dir := t.TempDir()
+			rt := e.spawn("ws", "stubborn", stubborn(dir)...)
+			pids := e.stubbornPIDs(dir)
+			for _, f := range []string{"main.pid", "child.pid"} {
+				_ = os.Remove(filepath.Join(dir, f))
+			}
+			if out, err := e.tmux("kill-window", "-t", "=agents_ws:stubborn"); err != nil {
+				t.Fatalf("kill-window: %v %s", err, out)
+			}
+			e.waitFor("restarted", func() bool {
+				got, _ := e.reg.Get(rt.RuntimeID)
+				return got.Restarts == 1 && got.Status == nudge.StatusReady
+			})
+			if left := running(pids); len(left) != 0 {
+				t.Fatalf("pid %v of the closed window's program still run after the restart", left)
+			}
+			e.stubbornPIDs(dir) // the new program's, killed at cleanup
+			got := e.endedDetail(e.audit(rt.RuntimeID, "runtime_program_ended"))
+			if got.By != "SIGKILL" || !slices.Contains(got.PIDs, pids[0]) || !slices.Contains(got.PIDs, pids[1]) {
+				t.Errorf("audit: %+v, want ended by SIGKILL, pids %v", got, pids)
+			}
+		})
 	}
 }

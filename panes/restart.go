@@ -265,8 +265,12 @@ func (r *Registry) relaunch(ctx context.Context, rt *nudge.Runtime) (paneInfo, E
 		return paneInfo{}, Ended{}, spawnFailed(err)
 	}
 	if !found {
+		e := r.endLeftovers(ctx, w, rt)
+		if !e.OK() {
+			return paneInfo{}, e, endFailed(e)
+		}
 		p, err := r.newWindow(ctx, rt, argv)
-		return p, Ended{}, err
+		return p, e, err
 	}
 	launch, err := r.launchArgs(rt, argv)
 	if err != nil {

@@ -96,6 +96,9 @@ func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool
 		return nil, len(e.PIDs) > 0, e
 	}
 	if !alive && p.ID == "" {
+		if e := r.endLeftovers(ctx, w, rt); len(e.PIDs) > 0 {
+			return nil, e.By != "exited", e
+		}
 		return nil, false, Ended{How: "no pane"}
 	}
 	// C-c again every stopRepeat: a TUI agent may only quit on the second one, and one
