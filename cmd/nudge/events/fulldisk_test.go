@@ -14,10 +14,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/store"
@@ -515,7 +518,9 @@ func TestNumbersStayAboveTheReservation(t *testing.T) {
 			db := openStore(t, filepath.Join(t.TempDir(), "nudge.db"))
 			defer db.Close()
 			disk := &refusingDisk{DB: db}
-			h, err := Open(Config{Recent: 16, Buffer: 3 * reserveBlock, Backlog: 3 * reserveBlock}, disk)
+			var logged syncBuffer
+			logger := hclog.New(&hclog.LoggerOptions{Output: &logged, Level: hclog.Info})
+			h, err := Open(Config{Recent: 16, Buffer: 3 * reserveBlock, Backlog: 3 * reserveBlock, Logger: logger}, disk)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -590,8 +595,33 @@ func TestNumbersStayAboveTheReservation(t *testing.T) {
 			if st := h.Stats(); st.Lost == 0 {
 				t.Fatalf("stats %+v", st)
 			}
+			// One warning per kind of trouble in the episode, not one per event.
+			for _, msg := range []string{"[WARN]  events cannot be written", "[WARN]  event numbers cannot be reserved",
+				"[WARN]  event numbers ran out", "[INFO]  event numbers are reserved again", "[INFO]  events are written again"} {
+				if n := strings.Count(logged.String(), msg); n != 1 {
+					t.Errorf("%q logged %d times, want once:\n%s", msg, n, logged.String())
+				}
+			}
 		})
 	}
+}
+
+// syncBuffer is a strings.Builder safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // A crash (SIGKILL) while the disk is full, after live readers got events the store

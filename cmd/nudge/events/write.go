@@ -24,10 +24,11 @@ import (
 
 // writes is what a Hub knows of its events' way to the store. Guarded by Hub.mu.
 type writes struct {
-	inflight  []Event // handed to the store, not yet known committed; oldest first
-	held      []Event // numbered while the store could not write; oldest first from heldOff
-	heldOff   int
-	heldBytes int64
+	inflight    []Event // handed to the store, not yet known committed; oldest first from inflightOff
+	inflightOff int
+	held        []Event // numbered while the store could not write; oldest first from heldOff
+	heldOff     int
+	heldBytes   int64
 
 	lost       uint64 // events up to here may be missing from the store
 	lostHanded uint64 // the highest lost handed to the store (LoseEventsLater)
@@ -53,7 +54,7 @@ type Stats struct {
 func (h *Hub) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return Stats{Unwritten: len(h.w.inflight) + len(h.w.held) - h.w.heldOff, Lost: h.w.lostTotal}
+	return Stats{Unwritten: len(h.w.inflight) - h.w.inflightOff + len(h.w.held) - h.w.heldOff, Lost: h.w.lostTotal}
 }
 
 // writeLocked sends a newly numbered ev on its way to the store: handed over, or held
@@ -97,13 +98,12 @@ func (h *Hub) handLocked(evs []Event) {
 func (h *Hub) written(through uint64, n int, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	i := 0
-	for i < len(h.w.inflight) && h.w.inflight[i].Seq <= through {
-		i++
+	w := &h.w
+	for w.inflightOff < len(w.inflight) && w.inflight[w.inflightOff].Seq <= through {
+		w.inflight[w.inflightOff] = Event{}
+		w.inflightOff++
 	}
-	rest := copy(h.w.inflight, h.w.inflight[i:])
-	clear(h.w.inflight[rest:])
-	h.w.inflight = h.w.inflight[:rest]
+	w.inflight, w.inflightOff = compact(w.inflight, w.inflightOff)
 	if err == nil {
 		return
 	}
@@ -151,11 +151,24 @@ func (h *Hub) boundHeldLocked() {
 				"dropped_seq", old.Seq, "backlog", h.cfg.Backlog, "backlog_bytes", h.cfg.BacklogBytes)
 		}
 	}
-	if w.heldOff > 64 && w.heldOff > len(w.held)/2 {
-		n := copy(w.held, w.held[w.heldOff:])
-		clear(w.held[n:])
-		w.held, w.heldOff = w.held[:n], 0
+	w.held, w.heldOff = compact(w.held, w.heldOff)
+}
+
+// compact returns q (a queue whose first off entries are spent) with the spent entries
+// removed once they are most of it: each entry is moved O(1) times on average.
+func compact(q []Event, off int) ([]Event, int) {
+	if off == len(q) {
+		if cap(q) > 1024 {
+			return nil, 0 // after an episode: do not keep its size
+		}
+		return q[:0], 0
 	}
+	if off < 64 || off < len(q)/2 {
+		return q, off
+	}
+	n := copy(q, q[off:])
+	clear(q[n:])
+	return q[:n], 0
 }
 
 // troubledLocked reports whether an episode is open: events held, a loss not handed to
@@ -253,7 +266,7 @@ func (h *Hub) dropUnnumberedLocked(storeErr error) {
 // Seq > after, oldest first.
 func (h *Hub) unwrittenAfter(after uint64) []Event {
 	var out []Event
-	for _, part := range [][]Event{h.w.inflight, h.w.held[h.w.heldOff:]} {
+	for _, part := range [][]Event{h.w.inflight[h.w.inflightOff:], h.w.held[h.w.heldOff:]} {
 		for _, ev := range part {
 			if ev.Seq > after {
 				out = append(out, ev)
