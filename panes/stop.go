@@ -33,7 +33,7 @@ func (r *Registry) Stop(ctx context.Context, id, reason string) error {
 	r.mu.Lock()
 	var chs []change
 	if Live(nudge.Status(r.rts[id].Status)) {
-		chs, err = r.transitionLocked(id, nudge.StatusOffline, "stopped: "+reason, "",
+		chs, err = r.transitionLocked(id, nudge.StatusOffline, "stopped: "+reason+" ("+e.How+")", "",
 			func(n *nudge.Runtime) { n.ExitStatus = exit })
 	}
 	if err == nil {
