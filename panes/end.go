@@ -146,11 +146,19 @@ func joinPIDs(pids []int) string {
 }
 
 // endForRelaunch ends the program in p (a live pane, or a dead one whose children may
-// live on) before something is launched in its place: SIGHUP, SIGTERM, SIGKILL. ok false
-// means a remote workspace or an unknown pid: the caller kills the pane the old way.
+// live on) before something is launched in its place: SIGHUP, SIGTERM, SIGKILL, on this
+// machine or over ssh on the workspace's host (endremote.go; a live pane only). ok false
+// means that could not run (no pid known, ssh failed, no /proc there): the old pane is
+// then killed the old way.
 func (r *Registry) endForRelaunch(ctx context.Context, w *workspace, p paneInfo) (Ended, bool) {
-	if w.hostName() != "" || p.PID <= 0 {
+	if p.PID <= 0 {
 		return Ended{}, false
+	}
+	if host := w.hostName(); host != "" {
+		if p.Dead {
+			return Ended{}, false
+		}
+		return r.endRemote(ctx, host, p.PID)
 	}
 	t := r.paneProcs(ctx, w, p, !p.Dead)
 	return r.end(t, r.signalSteps(t)), true

@@ -276,11 +276,11 @@ func (r *Registry) relaunch(ctx context.Context, rt *nudge.Runtime) (paneInfo, E
 	if err != nil {
 		return paneInfo{}, Ended{}, spawnFailed(err)
 	}
-	e, local := r.endForRelaunch(ctx, w, p)
+	e, ran := r.endForRelaunch(ctx, w, p)
 	if !e.OK() {
 		return paneInfo{}, e, endFailed(e)
 	}
-	if local && len(e.PIDs) > 0 {
+	if ran && len(e.PIDs) > 0 {
 		// A pane without remain-on-exit closed with its program.
 		if p, found, err = r.findPane(ctx, w, rt); err != nil {
 			return paneInfo{}, e, spawnFailed(err)

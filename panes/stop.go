@@ -133,8 +133,9 @@ func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool
 }
 
 // interruptRemote is the stop of a pane whose processes are not this machine's (or whose
-// pid is unknown): C-c until StopTimeout, then kill-pane, whose SIGHUP a program may
-// ignore.
+// pid is unknown): C-c until StopTimeout, then on a remote host the signals by pid there
+// (endremote.go), then kill-pane (alone, where that could not run: its SIGHUP a program
+// may ignore).
 func (r *Registry) interruptRemote(ctx context.Context, w *workspace, rt *nudge.Runtime, p paneInfo, alive bool, cc func()) (*int, bool, Ended) {
 	e := Ended{By: "exited", How: "ended before any signal"}
 	if alive {
@@ -142,13 +143,27 @@ func (r *Registry) interruptRemote(ctx context.Context, w *workspace, rt *nudge.
 		p, alive = r.waitDead(ctx, w, rt, cc)
 		e = Ended{By: "C-c", How: "ended by C-c"}
 	}
-	if alive {
-		e = Ended{By: "kill-pane", How: "kill-pane (SIGHUP) after C-c for " + r.cfg.StopTimeout.String() + "; not checked by pid (a remote host, or no pid known)"}
+	if alive && p.PID > 0 && w.hostName() != "" {
+		if re, ok := r.endRemote(ctx, w.hostName(), p.PID); ok {
+			if !re.OK() {
+				return nil, true, re
+			}
+			p = r.deadPane(ctx, w, rt)
+			return p.ExitStatus, true, r.killPane(ctx, w, rt, p, re)
+		}
 	}
+	if alive {
+		e = Ended{By: "kill-pane", How: "kill-pane (SIGHUP) after C-c for " + r.cfg.StopTimeout.String() + "; not checked by pid"}
+	}
+	return p.ExitStatus, alive, r.killPane(ctx, w, rt, p, e)
+}
+
+// killPane kills p if it still exists and passes e through.
+func (r *Registry) killPane(ctx context.Context, w *workspace, rt *nudge.Runtime, p paneInfo, e Ended) Ended {
 	if p.ID != "" {
 		r.logErr("stop: kill-pane", rt.RuntimeID, r.command(ctx, w, "kill-pane", "-t", p.ID))
 	}
-	return p.ExitStatus, alive, e
+	return e
 }
 
 // deadPane waits (up to statusGrace) for tmux to see the pane's program gone, for its
