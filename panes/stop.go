@@ -2,6 +2,7 @@ package panes
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -88,6 +89,12 @@ func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool
 	if err != nil && w.hostName() == "" && rt.PID > 0 {
 		// tmux does not answer: end the recorded pid if it proves to be the pane's.
 		t := r.procTree(paneInfo{ID: rt.PaneID, PID: rt.PID}, false, 0)
+		if _, exists := readStat(rt.PID); exists && t.root == 0 {
+			// Something runs as that pid but it cannot be shown to be the pane's: neither
+			// signalled nor claimed stopped.
+			return nil, false, Ended{Left: []int{rt.PID}, How: "could not be ended: tmux did not answer (" + err.Error() +
+				") and pid " + strconv.Itoa(rt.PID) + " does not prove to be the pane's process"}
+		}
 		e := r.end(t, r.signalSteps(t))
 		e.How = "tmux did not answer (" + err.Error() + "); " + e.How
 		if e.OK() {
@@ -136,7 +143,7 @@ func (r *Registry) interruptRemote(ctx context.Context, w *workspace, rt *nudge.
 		e = Ended{By: "C-c", How: "ended by C-c"}
 	}
 	if alive {
-		e = Ended{By: "kill-pane", How: "kill-pane (SIGHUP) after C-c for " + r.cfg.StopTimeout.String() + "; not checked by pid on a remote host"}
+		e = Ended{By: "kill-pane", How: "kill-pane (SIGHUP) after C-c for " + r.cfg.StopTimeout.String() + "; not checked by pid (a remote host, or no pid known)"}
 	}
 	if p.ID != "" {
 		r.logErr("stop: kill-pane", rt.RuntimeID, r.command(ctx, w, "kill-pane", "-t", p.ID))
