@@ -182,7 +182,7 @@ func Open(cfg Config, log Log) (*Hub, error) {
 	lost := st.Lost
 	if st.Unclean && st.Reserved > st.Last {
 		lost = max(lost, st.Reserved)
-		cfg.Logger.Warn("events: the last daemon stopped without writing all its events; a replay from before this answers EVENTS_EXPIRED",
+		cfg.Logger.Warn("the last daemon stopped without writing all its events (a crash?): a replay from before lost_through answers EVENTS_EXPIRED",
 			"written_through", st.Last, "lost_through", st.Reserved)
 	}
 	if err := log.ReserveEvents(start + reserveBlock); err != nil {
@@ -212,11 +212,11 @@ func (h *Hub) Last() uint64 {
 // or on a failing disk. ev's Runtime and Trigger must marshal to JSON.
 //
 // While the store cannot write, the event is held in memory (Config.Backlog) and
-// written once it can. If no number is reserved on disk for it (the store has not
-// taken a reservation for reserveBlock/2 events), it is dropped: it gets no number and
-// reaches no one (the returned event's Seq is 0); every stream ends, and once numbers
-// can be reserved again the dropped ones' place gets a number of its own, so a replay
-// from before it answers EVENTS_EXPIRED.
+// written once it can. If the numbers reserved on disk are used up (the store could not
+// take a new reservation in the last reserveBlock/2 events), it is dropped: it gets no
+// number and reaches no one (the returned event's Seq is 0); every stream ends, and once
+// numbers can be reserved again the dropped ones' place gets a number of its own, so a
+// replay from before it answers EVENTS_EXPIRED.
 func (h *Hub) Publish(ev Event) Event {
 	if ev.Time.IsZero() {
 		ev.Time = h.cfg.Now()

@@ -151,8 +151,10 @@ func WantsSSE(r *http.Request) bool {
 // (one Event per line); server-sent events (`id:` and `data:` lines) when the request
 // accepts text/event-stream. It returns an error, with nothing written, if the stream
 // cannot start (a bad position: *nudge.Error; an expired one: *ExpiredError); the caller
-// writes it. With ?follow=0 the stream ends after the replay. Otherwise it ends when the client goes away, the subscriber falls behind (the
-// client resumes from the last seq it got) or the Hub closes.
+// writes it. With ?follow=0 the stream ends after the replay. Otherwise it ends when the
+// client goes away, the subscriber falls behind (the client resumes from the last seq it
+// got), events are dropped unnumbered (see Publish: the resume answers UNAVAILABLE, then
+// EVENTS_EXPIRED) or the Hub closes.
 func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, show func(Event) bool) error {
 	fl, ok := w.(http.Flusher)
 	if !ok {
