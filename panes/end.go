@@ -30,9 +30,8 @@ import (
 // program that outlives SIGKILL's grace (a process stuck in the kernel) fails the stop
 // (STOP_FAILED) or the relaunch (SPAWN_FAILED), with the pids left, and nothing is launched
 // over it. The audit says which step ended the program and when ("ended by SIGKILL after
-// 3.1s"). A remote workspace's processes are not this machine's: there the old way stays
-// (C-c, then kill-pane; a relaunch kills the old pane), and a program that ignores
-// SIGHUP can outlive it.
+// 3.1s"). A remote workspace's processes are not this machine's: there one ssh command
+// runs the signal steps on the host (endremote.go).
 
 // Ended says how a pane's program ended; it is the audit's detail.
 type Ended struct {
