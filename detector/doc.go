@@ -28,8 +28,8 @@
 //	                secrets masked (nudge.Redact) before it leaves the machine.
 //	LLMCall         one question the Monitor asked it, for metrics
 //	                (MonitorConfig.OnLLM): its LLMOutcome (LLMOutcomeOf: ok,
-//	                error, timeout, refused, canceled), time and whether its
-//	                verdict overrode the pack's.
+//	                error, timeout, refused, invalid, canceled), time and
+//	                whether its verdict overrode the pack's.
 //
 // # Input
 //

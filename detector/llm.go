@@ -34,14 +34,15 @@ type LLMOutcome string
 // The outcomes of a question, from Classify's error (LLMOutcomeOf).
 const (
 	LLMOK       LLMOutcome = "ok"       // a verdict
-	LLMError    LLMOutcome = "error"    // a connection error, a 5xx, an answer that is no verdict
+	LLMError    LLMOutcome = "error"    // a connection error, a 5xx
 	LLMTimeout  LLMOutcome = "timeout"  // the last attempt ran out of LLMConfig.Timeout
 	LLMRefused  LLMOutcome = "refused"  // a 4xx status (ErrLLMRefused)
+	LLMInvalid  LLMOutcome = "invalid"  // an answer that is not a verdict (ErrLLMResponse)
 	LLMCanceled LLMOutcome = "canceled" // the caller withdrew the question (its context ended)
 )
 
 // LLMOutcomes lists every outcome, in the order metrics show them.
-var LLMOutcomes = []LLMOutcome{LLMOK, LLMError, LLMTimeout, LLMRefused, LLMCanceled}
+var LLMOutcomes = []LLMOutcome{LLMOK, LLMError, LLMTimeout, LLMRefused, LLMInvalid, LLMCanceled}
 
 // LLMOutcomeOf says how a Classify call that returned err ended.
 func LLMOutcomeOf(err error) LLMOutcome {
@@ -51,6 +52,8 @@ func LLMOutcomeOf(err error) LLMOutcome {
 		return LLMOK
 	case errors.Is(err, ErrLLMRefused):
 		return LLMRefused
+	case errors.Is(err, ErrLLMResponse):
+		return LLMInvalid
 	case errors.Is(err, context.Canceled):
 		return LLMCanceled
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &te) && te.Timeout():
@@ -81,7 +84,9 @@ type LLMConfig struct {
 	// Backoff is the wait before the first retry, doubled for each next one;
 	// 0 means 500ms.
 	Backoff time.Duration
-	// Client is the HTTP client; nil means a new http.Client.
+	// Client is the HTTP client; nil means a new http.Client. A copy is used, whose
+	// CheckRedirect, if nil, refuses a redirect to another scheme, host or port (the
+	// API key goes to Endpoint only).
 	Client *http.Client
 }
 
@@ -114,9 +119,13 @@ func NewLLM(cfg *LLMConfig) (*LLM, error) {
 	if c.Retries < 0 {
 		return nil, fmt.Errorf("llm config: retries %d is negative", c.Retries)
 	}
-	client := c.Client
-	if client == nil {
-		client = &http.Client{}
+	client := &http.Client{}
+	if c.Client != nil {
+		cp := *c.Client // the caller's stays as it is
+		client = &cp
+	}
+	if client.CheckRedirect == nil {
+		client.CheckRedirect = sameOrigin
 	}
 	key := c.APIKey
 	if key == "" {
@@ -124,6 +133,22 @@ func NewLLM(cfg *LLMConfig) (*LLM, error) {
 	}
 	c.APIKey = "" // kept in l.key only
 	return &LLM{cfg: c, key: key, client: client}, nil
+}
+
+// sameOrigin refuses a redirect away from the endpoint's scheme, host and port. Go's
+// client keeps the Authorization header on a redirect to the same host name whatever the
+// scheme and port (and to its subdomains): https to http would send the key in clear, and
+// another port is another service.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("llm: redirect from %s://%s to %s://%s refused: the API key goes to the configured endpoint only",
+			first.Scheme, first.Host, req.URL.Scheme, req.URL.Host)
+	}
+	if len(via) >= 10 {
+		return errors.New("llm: stopped after 10 redirects")
+	}
+	return nil
 }
 
 // Classify asks the model for a verdict on screen (ANSI is stripped and
@@ -174,10 +199,14 @@ func (l *LLM) attempt(parent context.Context, body []byte) (Classification, bool
 	}
 	if resp.StatusCode != http.StatusOK {
 		retry := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
-		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
-			return Classification{}, retry, fmt.Errorf("%w: status %d: %.200s", ErrLLMRefused, resp.StatusCode, data)
+		body := nudge.Redact(string(data)) // an endpoint may echo the key it refused
+		if l.key != "" {
+			body = strings.ReplaceAll(body, l.key, nudge.Redacted)
 		}
-		return Classification{}, retry, fmt.Errorf("llm: status %d: %.200s", resp.StatusCode, data)
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+			return Classification{}, retry, fmt.Errorf("%w: status %d: %.200s", ErrLLMRefused, resp.StatusCode, body)
+		}
+		return Classification{}, retry, fmt.Errorf("llm: status %d: %.200s", resp.StatusCode, body)
 	}
 	c, err := parseLLMResponse(data)
 	return c, false, err

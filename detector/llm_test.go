@@ -174,8 +174,8 @@ func TestLLMClassify(t *testing.T) {
 	})
 }
 
-// LLMOutcomeOf names how each kind of question ended, for the metrics: a verdict, a 500
-// or an answer that is no verdict, an attempt out of time, a 4xx (a bad key, a rate
+// LLMOutcomeOf names how each kind of question ended, for the metrics: a verdict, a 500,
+// an answer that is no verdict, an attempt out of time, a 4xx (a bad key, a rate
 // limit) and a question its caller withdrew.
 func TestLLMOutcomeOf(t *testing.T) {
 	pack := defaultPacks(t)["shell"]
@@ -207,7 +207,7 @@ func TestLLMOutcomeOf(t *testing.T) {
 		want   LLMOutcome
 	}{
 		{context.Background(), "ok", LLMOK},
-		{context.Background(), "junk", LLMError},
+		{context.Background(), "junk", LLMInvalid},
 		{context.Background(), "boom", LLMError},
 		{context.Background(), "slow", LLMRefused},
 		{context.Background(), "unknown", LLMRefused},
@@ -221,5 +221,42 @@ func TestLLMOutcomeOf(t *testing.T) {
 	}
 	if _, err := newTestLLM(t, srv.URL, time.Second, 0).Classify(context.Background(), pack, "slow"); !errors.Is(err, ErrLLMRefused) {
 		t.Errorf("429: %v, want ErrLLMRefused", err)
+	}
+}
+
+// The API key goes to the configured endpoint only. A redirect to another port of the same
+// host, where Go's client keeps the Authorization header (as it does from https to http),
+// is refused and the key never arrives there; a refusal that echoes the key does not put
+// it in the error, which is logged. Before, both leaked it.
+func TestLLMKeyStaysWithTheEndpoint(t *testing.T) {
+	pack := defaultPacks(t)["shell"]
+	const key = "plain-key-0123456789"
+	var leaked atomic.Value
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("Authorization"))
+		w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"{\"state\":\"READY\",\"summary\":\"x\",\"actions_needed\":[]}"}}]}`))
+	}))
+	defer other.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/v1/chat/completions", http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Incorrect API key provided: "+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), http.StatusUnauthorized)
+	}))
+	defer echo.Close()
+	llm := func(url string) *LLM {
+		l, err := NewLLM(&LLMConfig{Endpoint: url, Model: "m", APIKey: key, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	if _, err := llm(redirect.URL).Classify(context.Background(), pack, "screen"); err == nil || leaked.Load() != nil {
+		t.Errorf("redirected to another port: err %v, the other server got %v", err, leaked.Load())
+	}
+	_, err := llm(echo.URL).Classify(context.Background(), pack, "screen")
+	if !errors.Is(err, ErrLLMRefused) || strings.Contains(err.Error(), key) {
+		t.Errorf("a refusal echoing the key: %v", err)
 	}
 }

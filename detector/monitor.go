@@ -296,11 +296,15 @@ func (m *Monitor) Collision(rt nudge.Runtime) (busy bool, until time.Time, why s
 	return false, time.Time{}, ""
 }
 
-// Readiness is the pane's current readiness as last classified (BUSY while output flows).
+// Readiness is the pane's current readiness as last classified (BUSY while output flows,
+// and while the agent takes in nudge's prompt: see Submitted).
 func (m *Monitor) Readiness(rt nudge.Runtime) nudge.Readiness {
 	if ps := m.get(rt.RuntimeID); ps != nil {
 		ps.mu.Lock()
 		r := ps.class.State
+		if r == nudge.Ready && ps.intake.pending(m.cfg.Now()) {
+			r = nudge.Busy // the quiet capture that says so may not have run yet
+		}
 		ps.mu.Unlock()
 		if r != "" {
 			return r

@@ -37,6 +37,7 @@ type paneState struct {
 	outCh       chan struct{} // cap 1: output arrived
 	keyCh       chan struct{} // cap 1: a human key was seen
 	modeCh      chan struct{} // cap 1: %pane-mode-changed
+	intakeCh    chan struct{} // cap 1: an intake began or ended (Submitted, Settled)
 
 	tailMu sync.Mutex
 	tail   []byte
@@ -57,6 +58,7 @@ type paneState struct {
 	opBusy    bool      // operator_busy as last persisted
 	confirmAt time.Time // last fallback list-clients query
 	llm       llmAsk    // the LLM classifier's last question and answer (llm_live.go)
+	intake    intake    // nudge's prompt the agent has not shown it took yet (intake.go)
 }
 
 func (m *Monitor) newPane(rt nudge.Runtime) *paneState {
@@ -64,7 +66,8 @@ func (m *Monitor) newPane(rt nudge.Runtime) *paneState {
 	ps := &paneState{
 		id: rt.RuntimeID, host: rt.Host, ctx: ctx, cancel: cancel,
 		outCh: make(chan struct{}, 1), keyCh: make(chan struct{}, 1), modeCh: make(chan struct{}, 1),
-		opBusy: rt.OperatorBusy,
+		intakeCh: make(chan struct{}, 1),
+		opBusy:   rt.OperatorBusy,
 	}
 	ps.armed.Store(true) // the first output marks BUSY
 	if rt.SessionID == "" {
@@ -109,6 +112,9 @@ func (m *Monitor) runPane(ps *paneState) {
 	confirm.Stop()
 	confirmArmed := false
 	defer confirm.Stop()
+	intakeEnd := time.NewTimer(time.Hour) // the intake window of nudge's last prompt ends
+	intakeEnd.Stop()
+	defer intakeEnd.Stop()
 	defer quiet.Stop()
 	defer keys.Stop()
 	for {
@@ -139,6 +145,10 @@ func (m *Monitor) runPane(ps *paneState) {
 			keys.Reset(m.cfg.QuietWindow)
 		case <-ps.modeCh:
 			m.refreshMode(ps)
+		case <-ps.intakeCh:
+			m.intakeChanged(ps, intakeEnd, readyQuiet)
+		case <-intakeEnd.C:
+			m.intakeChanged(ps, intakeEnd, readyQuiet)
 		case <-quiet.C:
 			// Arm first, then look at lastOut: output after this point wakes the
 			// goroutine (Feed sees armed), output before it is seen here.
@@ -188,7 +198,7 @@ func (m *Monitor) markBusy(ps *paneState) {
 		ps.mu.Unlock()
 		return
 	}
-	ps.class = Classification{State: nudge.Busy, Summary: "output"}
+	ps.class = Classification{State: nudge.Busy, Summary: outputSummary}
 	c := ps.class
 	ps.mu.Unlock()
 	m.publish(ps, c)
@@ -220,6 +230,7 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 		return nil // stale: the quiet timer is armed again
 	}
 	ps.mu.Lock()
+	c = ps.intakeView(c, seq, sc.text, m.cfg.Now())
 	changed := c.State != ps.class.State || c.Summary != ps.class.Summary
 	ps.class = c
 	dequeued := ps.readInput(pack, c)

@@ -573,6 +573,9 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt nudge.
 	d.Composer = ""
 	if prof, _ := p.deps.Runtimes.Profile(rt.Agent); p.deps.Gates != nil && prof.Pack != "shell" {
 		j.submitSeq = max(l.outSeq.Load(), 1) // what the TUI had drawn when it gave the prompt up
+		if in, ok := p.deps.Gates.(Intake); ok {
+			in.Submitted(rt.RuntimeID, j.id()) // the next trigger waits until it shows it took it
+		}
 	}
 	if p.deps.Gates != nil && p.queuedInAgent(rt) {
 		j.update(p.cfg.Now(), func(t *nudge.Trigger) { t.QueuedInAgent = true })
@@ -580,6 +583,11 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt nudge.
 			q.Queued(j.id()) // only the turn that takes it acks it
 		}
 		p.markSubmitted(j, d, "queued in the agent: it was busy; the turn that takes the prompt acks it")
+		return
+	}
+	if j.typedBusy && !j.record().ForceOverride {
+		// Its screen shows no queue, but the agent was at work when it was typed: say so.
+		p.markSubmitted(j, d, "typed while the agent was BUSY with a turn (its profile queues input): it waits for that turn to end")
 		return
 	}
 	p.markSubmitted(j, d, "")

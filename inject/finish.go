@@ -100,6 +100,11 @@ func (c *Config) retryAfter(attempts int) (time.Duration, bool) {
 // finishAcked records j's ack (the Acker's signal, the marker found on screen, or an ack
 // found before a retry) and closes it.
 func (p *Pipeline) finishAcked(j *job, signal string) {
+	if in, ok := p.deps.Gates.(Intake); ok {
+		// Before the receipt says acked: a caller that sends the next trigger as soon as it
+		// reads acked must not find the agent still taking this one in.
+		in.Settled(j.record().RuntimeID, j.id())
+	}
 	now := p.cfg.Now()
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.State = nudge.StateAcked
@@ -352,6 +357,9 @@ func (p *Pipeline) unroutable(j *job, known bool) {
 // answering from memory, so a receipt never goes back to an older state).
 func (p *Pipeline) done(j *job) {
 	p.breakers.settle(j.record().RuntimeID, j.id())
+	if in, ok := p.deps.Gates.(Intake); ok {
+		in.Settled(j.record().RuntimeID, j.id())
+	}
 	if p.deps.Acks != nil {
 		p.deps.Acks.Forget(j.id())
 	}

@@ -137,6 +137,9 @@ type verdict struct {
 	code  nudge.Code
 	why   string
 	until time.Time // hold: when to look again (zero: at the next recheck)
+	// poll: a hold that may end without a wake-up (the agent draws after it took the
+	// previous prompt in) is looked at again this soon, before until.
+	poll time.Duration
 }
 
 // verdictKind is what a verdict says to do with the job.
@@ -206,6 +209,9 @@ func (p *Pipeline) stepLane(l *lane) time.Duration {
 				d := p.cfg.DeferRecheck
 				if !v.until.IsZero() && v.until.Sub(now) < d {
 					d = v.until.Sub(now)
+				}
+				if v.poll > 0 && v.poll < d {
+					d = v.poll
 				}
 				soon(d)
 				waiting = append(waiting, t.ThreadID)
@@ -329,9 +335,23 @@ func (p *Pipeline) readiness(j *job, rt nudge.Runtime, now time.Time) verdict {
 	if p.deps.Gates == nil {
 		return verdict{kind: proceed}
 	}
+	if in, ok := p.deps.Gates.(Intake); ok {
+		// Also for an agent that queues input: typed now, the prompt would wait behind the
+		// one it reads, and its receipt would not say so.
+		if id, until, ok := in.Intaking(rt); ok && id != j.id() {
+			v := p.holdFor(j, rt, now, nudge.AgentBusy, "agent is BUSY taking in trigger "+id+
+				"'s prompt: it left the composer and the agent has drawn nothing since", until)
+			v.poll = intakePoll
+			return v
+		}
+	}
 	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
 	var code nudge.Code
-	switch r := p.deps.Gates.Readiness(rt); {
+	r := p.deps.Gates.Readiness(rt)
+	if w, ok := p.deps.Gates.(Working); ok {
+		j.typedBusy = r == nudge.Busy && w.Working(rt) // let through only if the agent queues input
+	}
+	switch {
 	case r == nudge.NeedsConfirmation:
 		code = nudge.AgentNeedsConfirmation
 	case r == nudge.Busy && !prof.QueuesInput:
@@ -344,6 +364,10 @@ func (p *Pipeline) readiness(j *job, rt nudge.Runtime, now time.Time) verdict {
 	}
 	return p.holdFor(j, rt, now, code, "agent is "+string(p.deps.Gates.Readiness(rt)), time.Time{})
 }
+
+// intakePoll is how often a trigger held behind another's intake looks again: the agent's
+// first drawing ends the intake without waking the lane.
+const intakePoll = 100 * time.Millisecond
 
 func rateKey(t nudge.Trigger) string {
 	return t.WorkspaceID + "/" + t.Agent + "\x00" + t.ThreadID

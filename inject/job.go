@@ -28,6 +28,7 @@ type job struct {
 	retryAt    time.Time  // a retry waits until then
 	connWait   time.Time  // when it began waiting for a control connection (awaitConn)
 	received   time.Time  // when its request came in (zero once its first typing is timed)
+	typedBusy  bool       // the readiness gate last saw the agent at work on its screen (it let it through: the agent queues input)
 
 	// A TUI took its last typing out of the composer at output count submitSeq (0: not
 	// confirmed so, or typed again since); unshownSince is when a retry began waiting for

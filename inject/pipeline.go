@@ -157,6 +157,29 @@ type InputLine interface {
 	Queued(rt nudge.Runtime) bool
 }
 
+// Intake is implemented by Gates that follow an agent's intake of a prompt nudge
+// submitted (*detector.Monitor does). A TUI may take a prompt out of its composer and
+// then draw nothing while it reads it (Gemini CLI does for seconds with a large paste),
+// its screen READY all the while: a trigger typed then would wait in the agent's own
+// queue behind it, not reach an idle agent. Until the agent shows it took the prompt, or
+// its profile's intake window passes, the next trigger is held.
+type Intake interface {
+	// Submitted records that trigger triggerID's prompt has just left the runtime's
+	// composer (after the composer was seen without it).
+	Submitted(runtimeID, triggerID string)
+	// Settled stops waiting for trigger triggerID's intake: it is closed.
+	Settled(runtimeID, triggerID string)
+	// Intaking reports the trigger whose prompt the agent has not shown yet that it took,
+	// and when the wait for it ends.
+	Intaking(rt nudge.Runtime) (triggerID string, until time.Time, ok bool)
+}
+
+// Working is implemented by Gates that tell a working agent from a pane whose output
+// merely flows (*detector.Monitor does): its screen shows its busy sign.
+type Working interface {
+	Working(rt nudge.Runtime) bool
+}
+
 // Acker waits for acknowledgements (package ack).
 type Acker interface {
 	// Expect starts watching for t's ack signals on its runtime from now on.

@@ -53,6 +53,13 @@ type Profile struct {
 	SubmittedIsAck bool
 	// ReadyQuiet is the quiet window before a readiness capture.
 	ReadyQuiet time.Duration
+	// IntakeTimeout bounds the agent's intake of a prompt nudge submitted: the time it may
+	// take, after the prompt left its composer, before it shows that it took it (draws
+	// anything: its busy sign, the prompt in its transcript, an answer; or acks). Until then
+	// its pane does not count as READY for the next trigger. Gemini CLI reads a large paste
+	// for seconds (tens of seconds on a loaded machine) before it draws anything. 0 =
+	// DefaultIntakeTimeout.
+	IntakeTimeout time.Duration
 	// Env holds extra KEY=VALUE pairs for the agent's pane, sorted by key.
 	Env []string
 	// UnsetEnv names variables removed from the agent's environment at launch (whatever
@@ -100,6 +107,7 @@ type profileFile struct {
 	AckSignals       []string          `json:"ack_signals"`
 	SubmittedIsAck   bool              `json:"submitted_is_ack"`
 	ReadyQuiet       string            `json:"ready_quiet"`
+	IntakeTimeout    string            `json:"intake_timeout"`
 	Env              map[string]string `json:"env"`
 	UnsetEnv         []string          `json:"unset_env"`
 	ResumeInteract   []string          `json:"resume_interactive"`
@@ -126,6 +134,17 @@ var (
 	// ErrNoPromptArg: a first prompt was given but the profile cannot take one at launch.
 	ErrNoPromptArg = errors.New("profile cannot take a prompt at launch")
 )
+
+// DefaultIntakeTimeout is a profile's IntakeTimeout when it sets none.
+const DefaultIntakeTimeout = 15 * time.Second
+
+// Intake returns the profile's IntakeTimeout, or DefaultIntakeTimeout.
+func (p Profile) Intake() time.Duration {
+	if p.IntakeTimeout > 0 {
+		return p.IntakeTimeout
+	}
+	return DefaultIntakeTimeout
+}
 
 const defaultSessionIDValid = `^[A-Za-z0-9_-]+$`
 
@@ -238,6 +257,9 @@ func (f profileFile) profile() (Profile, error) {
 	}
 	if p.ReadyQuiet, err = parseDuration(f.ReadyQuiet); err != nil {
 		return Profile{}, fmt.Errorf("ready_quiet: %w", err)
+	}
+	if p.IntakeTimeout, err = parseDuration(f.IntakeTimeout); err != nil {
+		return Profile{}, fmt.Errorf("intake_timeout: %w", err)
 	}
 	if p.StartTimeout, err = parseDuration(f.StartTimeout); err != nil {
 		return Profile{}, fmt.Errorf("start_timeout: %w", err)

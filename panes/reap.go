@@ -40,7 +40,10 @@ func (r *Registry) reap(ctx context.Context, w *workspace) {
 	w.lastReap.Store(now)
 	r.stats.Reaps.Add(1)
 	if c := w.current(); c != nil {
-		if _, err := c.Do(ctx, "run-shell -b true"); err == nil {
+		bctx, cancel := r.boundCtx(ctx)
+		_, err := c.Do(bctx, "run-shell -b true")
+		cancel()
+		if err == nil {
 			return
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,4 +109,77 @@ func TestGeminiLargePasteGivenOnce(t *testing.T) {
 func inCI(t *testing.T) {
 	t.Setenv("CI", "true")
 	t.Setenv("GITHUB_ACTIONS", "true")
+}
+
+// TestGeminiNextTriggerWaitsForIntake: after Enter, Gemini CLI takes a 63 KiB paste out
+// of its composer and then draws nothing for seconds while it reads it; its screen reads
+// READY meanwhile. A second trigger sent at once to the same pane must not be typed in
+// that window (Gemini would queue it behind the paste and the receipt would call it
+// submitted to an idle agent): it waits, deferred, until Gemini has shown that it took
+// the first (here: until that turn reached the model), and then both are given once and
+// both acked.
+func TestGeminiNextTriggerWaitsForIntake(t *testing.T) {
+	inCI(t)
+	ft := startFullTurns(t, agentCase{agent: "gemini", env: "NUDGE_TEST_GEMINI", pkg: "@google/gemini-cli", api: standin.Gemini})
+	sub := ft.td.d.hub.Subscribe()
+	defer ft.td.d.hub.Unsubscribe(sub)
+	stop, seen := make(chan struct{}, 1), make(chan bool, 1)
+	defer close(stop)
+	go func() { // the readiness shown while Gemini reads the paste
+		taking := false
+		defer func() { seen <- taking }()
+		for {
+			select {
+			case ev := <-sub.C:
+				taking = taking || ev.Type == "readiness" && strings.Contains(string(ev.Detail), "taking in the prompt of trigger big")
+			case <-sub.Dropped:
+				return
+			case <-stop:
+				return
+			}
+		}
+	}()
+	ft.send("big", standin.Filler(63<<10, false))
+	ft.send("next", "the second task, sent right after the big one")
+	first := ft.waitAcked("big")
+	second := ft.waitAcked("next")
+	ft.waitReady("next")
+	reqs := ft.srv.Requests()
+	var bigAt time.Time // when the model first got the big prompt's turn
+	for _, r := range reqs {
+		if ids := standin.EnvelopeIDs(r.Prompt); !r.Side && slices.Contains(ids, "big") {
+			if slices.Contains(ids, "next") {
+				t.Fatalf("the model got both prompts in one turn (next typed while Gemini was taking in big)\nstory big: %s\nstory next: %s",
+					story(ft.td.audit("big")), story(ft.td.audit("next")))
+			}
+			bigAt = r.At
+			break
+		}
+	}
+	var typedAt time.Time // when next was first typed
+	for _, r := range ft.td.audit("next") {
+		if r.Event == "trigger_sent" {
+			typedAt = r.Time
+			break
+		}
+	}
+	if bigAt.IsZero() || typedAt.IsZero() || !typedAt.After(bigAt) {
+		t.Fatalf("next was typed (%v) before Gemini had taken big (its turn reached the model at %v)\nstory big: %s\nstory next: %s\nscreen:\n%s",
+			typedAt, bigAt, story(ft.td.audit("big")), story(ft.td.audit("next")), ft.screen())
+	}
+	if second.QueuedInAgent {
+		t.Errorf("next was queued in Gemini, not typed into an agent that had taken big: %+v", second)
+	}
+	stop <- struct{}{}
+	if !<-seen {
+		t.Errorf("no readiness event said Gemini was taking in big's prompt")
+	}
+	for _, tr := range []nudge.Trigger{first, second} {
+		if n := standin.Count(reqs, tr.TriggerID); n != 1 || tr.Attempts != 1 {
+			t.Errorf("%s: the model got the prompt %d times (%d typings), want once\nstory: %s", tr.TriggerID, n, tr.Attempts, story(ft.td.audit(tr.TriggerID)))
+		}
+	}
+	for _, r := range ft.td.audit("next") {
+		t.Logf("next: %s %s %s", r.Event, r.Code, r.Reason)
+	}
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // The LLM classifier shows in /metrics: its questions by outcome (ok, error for a 500,
-// timeout for one that never answers within --llm-timeout, refused for a 401), their time
+// timeout for one that never answers within --llm-timeout, refused for a 401, invalid for
+// prose instead of a verdict), their time
 // as a Prometheus histogram, and how many verdicts overrode the rules' (READY over the
 // shell pack's unsure BUSY does; BUSY over it does not). Before, none of it was counted.
 func TestLLMClassifierMetrics(t *testing.T) {
@@ -32,7 +33,7 @@ func TestLLMClassifierMetrics(t *testing.T) {
 	}
 	td := startDaemon(t, cfg)
 
-	modes := []string{"ready", "busy", "error", "hang", "refused"}
+	modes := []string{"ready", "busy", "error", "hang", "refused", "invalid"}
 	for _, mode := range modes {
 		var rt runtimeView
 		body := spawnBody{Workspace: "llmm", Role: mode, Agent: "odd", Dir: td.cfg.Panes.Roots[0],
@@ -55,7 +56,7 @@ func TestLLMClassifierMetrics(t *testing.T) {
 		}
 		return outcome(m, detector.LLMOK) == float64(standIn.count("ready")+standIn.count("busy")) &&
 			outcome(m, detector.LLMError) >= 1 && outcome(m, detector.LLMTimeout) >= 1 && outcome(m, detector.LLMRefused) >= 1 &&
-			m["nudge_llm_overrides_total"] == float64(standIn.count("ready"))
+			outcome(m, detector.LLMInvalid) >= 1 && m["nudge_llm_overrides_total"] == float64(standIn.count("ready"))
 	}
 	var m map[string]float64
 	deadline := time.Now().Add(60 * time.Second)
@@ -63,9 +64,9 @@ func TestLLMClassifierMetrics(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	m = td.metrics() // once more: nothing counted late (a BUSY verdict taken for an override)
-	summary := fmt.Sprintf("requests %v, metrics ok=%v error=%v timeout=%v refused=%v canceled=%v overrides=%v",
+	summary := fmt.Sprintf("requests %v, metrics ok=%v error=%v timeout=%v refused=%v invalid=%v canceled=%v overrides=%v",
 		standIn.requests, outcome(m, detector.LLMOK), outcome(m, detector.LLMError), outcome(m, detector.LLMTimeout),
-		outcome(m, detector.LLMRefused), outcome(m, detector.LLMCanceled), m["nudge_llm_overrides_total"])
+		outcome(m, detector.LLMRefused), outcome(m, detector.LLMInvalid), outcome(m, detector.LLMCanceled), m["nudge_llm_overrides_total"])
 	if !settled(m) {
 		t.Fatalf("the LLM classifier's metrics: %s", summary)
 	}
@@ -83,7 +84,8 @@ func TestLLMClassifierMetrics(t *testing.T) {
 		t.Fatalf("nudge_llm_request_seconds: %v, want one histogram", f)
 	}
 	h := f.GetMetric()[0].GetHistogram()
-	answered := outcome(m, detector.LLMOK) + outcome(m, detector.LLMError) + outcome(m, detector.LLMTimeout) + outcome(m, detector.LLMRefused)
+	answered := outcome(m, detector.LLMOK) + outcome(m, detector.LLMError) + outcome(m, detector.LLMTimeout) +
+		outcome(m, detector.LLMRefused) + outcome(m, detector.LLMInvalid)
 	if float64(h.GetSampleCount()) != answered || h.GetSampleSum() < cfg.LLMTimeout.Seconds() || len(h.GetBucket()) < 5 {
 		t.Errorf("nudge_llm_request_seconds: n=%d sum=%v buckets=%d, want n=%v and the timeout's %v s in the sum",
 			h.GetSampleCount(), h.GetSampleSum(), len(h.GetBucket()), answered, cfg.LLMTimeout.Seconds())

@@ -18,7 +18,8 @@ import (
 
 // llmStandIn is a loopback chat-completions endpoint that answers by the MODE=... line on
 // the screen it is sent: ready and busy give that verdict, hang never answers, error
-// answers 500, refused answers 401. It records what it was sent.
+// answers 500, refused answers 401, invalid answers prose instead of a verdict. It records
+// what it was sent.
 type llmStandIn struct {
 	srv  *httptest.Server
 	stop chan struct{}
@@ -84,6 +85,9 @@ func (s *llmStandIn) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	verdict, _ := json.Marshal(map[string]any{"state": strings.ToUpper(mode), "summary": "stand-in: " + mode, "actions_needed": []string{}})
+	if mode == "invalid" {
+		verdict = []byte("It looks ready to me.")
+	}
 	resp, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"message": map[string]string{"role": "assistant", "content": string(verdict)}}}})
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(resp)

@@ -196,6 +196,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR, or failed; a trigger failed)")
 	fs.DurationVar(&c.Notify.Timeout, "notify-timeout", c.Notify.Timeout, "a --notify-command run longer than this is killed (its process group)")
 	fs.IntVar(&c.Notify.MaxRunning, "notify-max", c.Notify.MaxRunning, "--notify-command runs at once; a notification beyond them is dropped (counted, logged)")
+	fs.Var(listFlag{&c.Notify.KeepEnv}, "notify-env", "pass this variable of the daemon's environment to --notify-command although its name looks like a credential's (*_API_KEY, *_TOKEN, *_SECRET, *_PASSWORD, ...: those are not passed); repeatable")
 	fs.BoolVar(&c.Notify.NoDisplay, "no-notify-tmux", c.Notify.NoDisplay, "do not show notifications with tmux display-message to the clients attached to a workspace's session")
 	fs.DurationVar(&c.Schedule.MinEvery, "schedule-min-every", c.Schedule.MinEvery, "shortest period a schedule may have")
 	fs.DurationVar(&in.EchoTimeout, "echo-timeout", in.EchoTimeout, "longest wait for the typed text's echo before Enter")

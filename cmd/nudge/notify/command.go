@@ -8,8 +8,6 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
-
-	"github.com/nudgehq/nudge/controlmode"
 )
 
 // run runs the command with raw (one event's JSON and a newline) on stdin, in its own
@@ -24,7 +22,7 @@ func (n *Notifier) run(raw []byte) {
 	cmd.Stderr = stderr
 	cmd.Env = n.cfg.Env
 	if cmd.Env == nil {
-		cmd.Env = controlmode.ChildEnv(os.Environ())
+		cmd.Env = CommandEnv(os.Environ(), n.cfg.KeepEnv)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {

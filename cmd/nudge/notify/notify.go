@@ -42,9 +42,11 @@ type Config struct {
 	// MaxRunning is how many Commands may run at once; a notification that finds them all
 	// busy is dropped (counted, logged). 0 means 4.
 	MaxRunning int
-	// Env is Command's environment. nil means the daemon's without nudge's own variables
-	// (controlmode.ChildEnv: no NUDGE_*, no TMUX).
+	// Env is Command's environment. nil means CommandEnv of the daemon's environment and
+	// KeepEnv: no NUDGE_*, no TMUX, no credential the agents' environment holds.
 	Env []string
+	// KeepEnv names credential-looking variables (CommandEnv) Command gets all the same.
+	KeepEnv []string
 	// NoDisplay turns the tmux display-message off.
 	NoDisplay bool
 	// Session is the tmux session of a workspace (panes.SessionName).

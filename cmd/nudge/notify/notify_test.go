@@ -297,3 +297,34 @@ func TestMessages(t *testing.T) {
 		}
 	}
 }
+
+// The command gets none of the credentials the daemon's environment holds for the agents
+// (a model provider's key, a forge's token), only those named in KeepEnv, and the rest of
+// the environment (a webhook URL, PATH). Before, it got them all.
+func TestCommandGetsNoCredentials(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "env")
+	t.Setenv("NOTIFY_OUT", out)
+	secrets := map[string]string{"OPENAI_API_KEY": "sk-openai-hook", "ANTHROPIC_AUTH_TOKEN": "anthropic-hook",
+		"GITHUB_TOKEN": "ghp_hook", "AWS_SECRET_ACCESS_KEY": "aws-hook", "Gemini_Api_Key": "gemini-hook"}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("NTFY_TOKEN", "ntfy-kept")
+	t.Setenv("SLACK_WEBHOOK_URL", "https://hooks.example/kept")
+	h := openHub(t)
+	n := New(Config{Command: `env > "$NOTIFY_OUT.tmp" && mv "$NOTIFY_OUT.tmp" "$NOTIFY_OUT"`, KeepEnv: []string{"NTFY_TOKEN"}}, h, nil)
+	defer n.Close()
+	h.Publish(failedTrigger("w1", "t1"))
+	waitFor(t, "the command's environment", func() bool { _, err := os.Stat(out); return err == nil })
+	env, _ := os.ReadFile(out)
+	for k, v := range secrets {
+		if bytes.Contains(env, []byte(v)) {
+			t.Errorf("%s reached the command", k)
+		}
+	}
+	for _, kv := range []string{"NTFY_TOKEN=ntfy-kept", "SLACK_WEBHOOK_URL=https://hooks.example/kept", "PATH="} {
+		if !bytes.Contains(env, []byte(kv)) {
+			t.Errorf("the command lacks %s:\n%s", kv, env)
+		}
+	}
+}
