@@ -63,7 +63,7 @@ func fanoutBatch(b *testing.B, db *store.DB, put bool, seq *int) {
 		for k := range evs {
 			evs[k] = store.Event{Seq: uint64(*seq*5 + k), Time: now, Data: event}
 		}
-		db.AppendEventsLater(evs...)
+		db.AppendEventsLater(nil, evs...)
 	}
 	db.Flush()
 }
