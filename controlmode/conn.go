@@ -30,11 +30,13 @@ type Conn struct {
 	stdinOnce sync.Once
 	closeOnce sync.Once
 
-	writeMu sync.Mutex // serializes writes; held while appending to pending
-	wbuf    []byte
+	writeMu sync.Mutex // serializes writes to stdin (send's flusher, Close)
+	wbuf    []byte     // the flusher's spare buffer
 
 	mu       sync.Mutex
 	pending  []*Call // FIFO of commands awaiting a flags-1 block
+	out      []byte  // their lines not yet written, in the same order
+	flushing bool    // a sender is writing out; it also writes what others queue meanwhile
 	err      error   // first fatal error; once set no command is accepted
 	attached bool
 

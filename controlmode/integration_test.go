@@ -3,11 +3,13 @@ package controlmode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -363,4 +365,36 @@ func TestPauseIsContinued(t *testing.T) {
 	// Output flows again after the automatic continue.
 	do(t, c, "send-keys -t %0 -l -- 'after-pause'")
 	waitFor(t, func() bool { return strings.Contains(col.paneOutput(0), "after-pause") })
+}
+
+// TestConcurrentCommandsGetTheirOwnReplies: many goroutines sending at once through one
+// connection (their lines combined into shared writes) each get the reply to their own
+// command, long lines included.
+func TestConcurrentCommandsGetTheirOwnReplies(t *testing.T) {
+	srv := newServer(t, "cat")
+	c := dial(t, srv.config())
+	pad := strings.Repeat("x", 3000)
+	var wg sync.WaitGroup
+	errs := make(chan error, 32*20)
+	for g := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				want := fmt.Sprintf("g%d-%d-%s", g, i, pad[:(g*97+i*31)%len(pad)])
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				r, err := c.Do(ctx, "display -p "+want)
+				cancel()
+				if err != nil || len(r.Lines) != 1 || r.Lines[0] != want {
+					errs <- fmt.Errorf("g%d #%d: %v %v", g, i, err, r)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

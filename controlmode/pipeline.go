@@ -113,11 +113,14 @@ func (c *Conn) wait(ctx context.Context, call *Call) (*Reply, error) {
 	}
 }
 
-// send queues calls and writes their lines in one write. Queue order equals write order
-// because both happen under writeMu.
+// send queues calls and writes their lines. Queue order equals write order: both are
+// appended under mu. Concurrent senders are combined: the first becomes the flusher and
+// writes, in one write, every line queued until its write starts, then again for lines
+// queued during that write, until none is left; the others return at once (their calls
+// wait for replies as before). A fan-out of 100 triggers thus reaches tmux in a few
+// writes instead of hundreds, as the bare client's pipelined commands do, and tmux reads
+// them in a few passes of its event loop.
 func (c *Conn) send(calls []*Call) {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
 	c.mu.Lock()
 	if err := c.err; err != nil {
 		c.mu.Unlock()
@@ -128,22 +131,44 @@ func (c *Conn) send(calls []*Call) {
 		return
 	}
 	c.pending = append(c.pending, calls...)
-	c.mu.Unlock()
-	buf := c.wbuf[:0]
 	for _, call := range calls {
-		buf = append(append(buf, call.Cmd...), '\n')
+		c.out = append(append(c.out, call.Cmd...), '\n')
 	}
 	c.stats.commands.Add(uint64(len(calls)))
-	_, err := c.stdin.Write(buf)
-	if cap(buf) <= 64<<10 {
-		c.wbuf = buf
+	if c.flushing {
+		c.mu.Unlock()
+		return
 	}
-	if err != nil {
-		// tmux is gone or going: end the connection and let the read loop report why
-		// (its %exit reason beats our EPIPE); it fails these calls with that error.
-		c.log.Debug("write to tmux failed", "error", err)
-		c.closeStdin()
-		c.stop()
+	c.flushing = true
+	c.mu.Unlock()
+
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	for {
+		c.mu.Lock()
+		buf := c.out
+		if len(buf) == 0 {
+			c.flushing = false
+			c.mu.Unlock()
+			return
+		}
+		c.out, c.wbuf = c.wbuf[:0], nil // the spare takes the lines queued from now on
+		c.mu.Unlock()
+		_, err := c.stdin.Write(buf)
+		if cap(buf) <= 64<<10 {
+			c.wbuf = buf[:0] // written: the next spare
+		}
+		if err != nil {
+			// tmux is gone or going: end the connection and let the read loop report why
+			// (its %exit reason beats our EPIPE); it fails the pending calls with that error.
+			c.log.Debug("write to tmux failed", "error", err)
+			c.mu.Lock()
+			c.out, c.flushing = nil, false
+			c.mu.Unlock()
+			c.closeStdin()
+			c.stop()
+			return
+		}
 	}
 }
 

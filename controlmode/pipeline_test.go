@@ -3,7 +3,10 @@ package controlmode
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -157,5 +160,62 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met before the deadline")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// gatedSink is a sink whose first Write blocks until open is closed.
+type gatedSink struct {
+	sink
+	once    sync.Once
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func (s *gatedSink) Write(p []byte) (int, error) {
+	s.once.Do(func() {
+		close(s.entered)
+		<-s.open
+	})
+	return s.sink.Write(p)
+}
+
+// TestConcurrentSendsCombineIntoOneWrite: commands sent while another sender is writing
+// are not written one by one behind it: that sender writes them all in its next write,
+// in the order they were queued, and every reply still reaches its own command.
+func TestConcurrentSendsCombineIntoOneWrite(t *testing.T) {
+	st := &gatedSink{entered: make(chan struct{}), open: make(chan struct{})}
+	r, w := io.Pipe()
+	c := newConn(Config{Session: "s"}, r, st)
+	go c.run()
+	t.Cleanup(func() { w.Close(); c.Close() })
+
+	firstc := make(chan *Call, 1)
+	go func() { firstc <- c.Go("display -p a") }() // this sender writes, and blocks in its write
+	<-st.entered
+	var calls []*Call
+	for _, x := range []string{"b", "c", "d"} {
+		calls = append(calls, c.Go("display -p "+x)) // returns at once: queued behind the write
+	}
+	close(st.open)
+	first := <-firstc
+	waitFor(t, func() bool { return st.all() == "display -p a\ndisplay -p b\ndisplay -p c\ndisplay -p d\n" })
+	st.mu.Lock()
+	writes := append([]string(nil), st.writes...)
+	st.mu.Unlock()
+	if len(writes) != 2 || writes[1] != "display -p b\ndisplay -p c\ndisplay -p d\n" {
+		t.Errorf("writes: got %q, want the three queued lines in one write", writes)
+	}
+	for i, x := range []string{"a", "b", "c", "d"} {
+		fmt.Fprintf(w, "%%begin 1 %d 1\n%s\n%%end 1 %d 1\n", i+1, x, i+1)
+	}
+	for i, call := range append([]*Call{first}, calls...) {
+		select {
+		case <-call.Done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("call %d: no reply", i)
+		}
+		if want := string(rune('a' + i)); call.Err != nil || len(call.Reply.Lines) != 1 || call.Reply.Lines[0] != want {
+			t.Errorf("call %d: %+v %v, want %q", i, call.Reply, call.Err, want)
+		}
 	}
 }

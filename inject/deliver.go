@@ -46,7 +46,7 @@ func (p *Pipeline) deliver(l *lane, j *job, rt nudge.Runtime) {
 	var pending string
 	if p.needsPaneCheck(l, j) {
 		reg := trace.StartRegion(j.traceCtx(), "deliver.pane-check")
-		v, stop, pending = p.paneCheck(ctx, conn, target, l)
+		v, stop, pending, _ = p.paneCheck(ctx, conn, target, l)
 		reg.End()
 	}
 	l.clean.Store(false) // until this delivery is confirmed
@@ -208,18 +208,21 @@ func (p *Pipeline) needsPaneCheck(l *lane, j *job) bool {
 // a 400x50 screen cost tmux ~150 µs of CPU against ~40 µs for a dozen rows, and the
 // daemon the parsing of every row: the largest share of tmux's work per trigger after
 // the typing itself.)
-func (p *Pipeline) paneCheck(ctx context.Context, conn Sender, target string, l *lane) (v verdict, stop bool, pending string) {
+//
+// seen is the pane's identity in the same server step (its id, dead or not, its pid):
+// the final check after Enter reads it instead of asking tmux again.
+func (p *Pipeline) paneCheck(ctx context.Context, conn Sender, target string, l *lane) (v verdict, stop bool, pending string, seen []string) {
 	from := -1 // the whole screen
 	if l != nil {
 		if y := int(l.cursorY.Load()); y >= 0 {
 			from = max(0, y-cursorMargin)
 		}
 	}
-	v, stop, pending, again := p.paneCheckFrom(ctx, conn, target, l, from)
+	v, stop, pending, seen, again := p.paneCheckFrom(ctx, conn, target, l, from)
 	if again {
-		v, stop, pending, _ = p.paneCheckFrom(ctx, conn, target, l, -1)
+		v, stop, pending, seen, _ = p.paneCheckFrom(ctx, conn, target, l, -1)
 	}
-	return v, stop, pending
+	return v, stop, pending, seen
 }
 
 // cursorMargin is how many rows above the cursor's last known row paneCheck captures: a
@@ -228,53 +231,56 @@ const cursorMargin = 8
 
 // paneCheckFrom is paneCheck with the capture starting at screen row from (-1: the whole
 // screen). again says that rows above from are needed to decide.
-func (p *Pipeline) paneCheckFrom(ctx context.Context, conn Sender, target string, l *lane, from int) (v verdict, stop bool, pending string, again bool) {
+func (p *Pipeline) paneCheckFrom(ctx context.Context, conn Sender, target string, l *lane, from int) (v verdict, stop bool, pending string, seen []string, again bool) {
 	capture := "capture-pane -p -t " + quote(target)
 	if from > 0 {
 		capture += " -S " + strconv.Itoa(from)
 	}
 	rs, err := conn.DoAll(ctx,
-		"display-message -p -t "+quote(target)+" '#{pane_dead} #{pane_in_mode} #{cursor_y} #{cursor_x}'",
+		"display-message -p -t "+quote(target)+" '#{pane_dead} #{pane_in_mode} #{cursor_y} #{cursor_x} #{pane_id} #{pane_pid}'",
 		capture)
 	if err != nil {
 		var ce *controlmode.CommandError
 		switch {
 		case errors.As(err, &ce):
-			return verdict{kind: fallback, code: nudge.TargetNotFound, why: ce.Error()}, true, "", false
+			return verdict{kind: fallback, code: nudge.TargetNotFound, why: ce.Error()}, true, "", nil, false
 		case connDown(err):
-			return verdict{kind: waitConn, why: err.Error()}, true, "", false
+			return verdict{kind: waitConn, why: err.Error()}, true, "", nil, false
 		}
-		return verdict{kind: fallback, code: nudge.SendKeysError, why: err.Error()}, true, "", false
+		return verdict{kind: fallback, code: nudge.SendKeysError, why: err.Error()}, true, "", nil, false
 	}
 	var f []string
 	if len(rs) == 2 && rs[0] != nil && len(rs[0].Lines) > 0 {
 		f = strings.Fields(rs[0].Lines[0])
 	}
+	if len(f) == 6 {
+		seen = []string{f[4], f[0], f[5]} // paneReplaced's fields: id, dead, pid
+	}
 	switch {
-	case len(f) == 4 && f[0] == "1":
-		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process has exited"}, true, "", false
-	case len(f) == 4 && f[1] == "1":
-		return verdict{kind: hold, code: nudge.OperatorBusy, why: "pane is in copy mode"}, true, "", false
-	case len(f) == 4 && rs[1] != nil:
+	case len(f) == 6 && f[0] == "1":
+		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process has exited"}, true, "", seen, false
+	case len(f) == 6 && f[1] == "1":
+		return verdict{kind: hold, code: nudge.OperatorBusy, why: "pane is in copy mode"}, true, "", seen, false
+	case len(f) == 6 && rs[1] != nil:
 		row, err1 := strconv.Atoi(f[2])
 		col, err2 := strconv.Atoi(f[3])
 		if l != nil && err1 == nil && err2 == nil {
 			l.cursorY.Store(int32(row))
 		}
 		if from <= 0 {
-			return verdict{}, false, pendingEnvelope(rs[1].Lines, row, col), false
+			return verdict{}, false, pendingEnvelope(rs[1].Lines, row, col), seen, false
 		}
 		rel := row - from
 		if rel < 0 || rel >= len(rs[1].Lines) {
-			return verdict{}, false, "", true // the cursor is outside the rows captured
+			return verdict{}, false, "", seen, true // the cursor is outside the rows captured
 		}
 		id := pendingEnvelope(rs[1].Lines, rel, col)
 		if id == "" && envelopeAtCursor(rs[1].Lines, rel, col) {
-			return verdict{}, false, "", true // an envelope ends here and starts above
+			return verdict{}, false, "", seen, true // an envelope ends here and starts above
 		}
-		return verdict{}, false, id, false
+		return verdict{}, false, id, seen, false
 	}
-	return verdict{}, false, "", false
+	return verdict{}, false, "", seen, false
 }
 
 // envelopeEnd is the last thing an envelope puts on the screen. A TUI may wrap it after
@@ -500,6 +506,7 @@ func (p *Pipeline) lastTrigger(t nudge.Trigger) {
 func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, d attemptDetail) {
 	ctx := p.ctx
 	tries := 2
+	var seen []string // the pane's identity in the confirmation's look, when that was the last look
 	for try := 0; try < tries; try++ {
 		// No separate look at the pane before Enter: the Enter's own guard (IfPane: the
 		// pane id, its pid, not dead) decides in the same server step that presses it, and
@@ -523,9 +530,12 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt nudge.
 		if p.deps.Gates == nil {
 			break
 		}
-		c, left, err := p.awaitSubmit(l, j, conn, target, rt, seq, try == tries-1)
+		c, left, s, err := p.awaitSubmit(l, j, conn, target, rt, seq, try == tries-1)
 		if left || err != nil {
 			l.clean.Store(err == nil) // seen to leave the composer
+			if err == nil {
+				seen = s
+			}
 			break
 		}
 		d.Composer = c
@@ -546,8 +556,16 @@ func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt nudge.
 		d.Repaired = true
 	}
 	// A program that died while the prompt was still being written to it (a large paste
-	// drains slowly) never took it, though its composer reads empty.
-	if v, gone := p.paneReplaced(ctx, conn, target, rt); gone && v.kind != waitConn {
+	// drains slowly) never took it, though its composer reads empty. The look that saw
+	// the composer empty asked tmux in the same step (seen); only when another look came
+	// after it (a TUI's composer) or none was made is tmux asked again.
+	v, gone := verdict{}, false
+	if seen != nil {
+		v, gone = replacedVerdict(target, rt, seen)
+	} else {
+		v, gone = p.paneReplaced(ctx, conn, target, rt)
+	}
+	if gone && v.kind != waitConn {
 		l.clean.Store(false)
 		p.startFallback(j, v.code, v.why)
 		return
@@ -634,17 +652,17 @@ const submitPoll = 500 * time.Millisecond
 // agent longer than SubmitQuiet before it reads the Enter (seen with Codex: a prompt
 // failed as not submitted 0.8 s after it was typed), so the last one waits the whole
 // SubmitTimeout before the trigger fails.
-func (p *Pipeline) awaitSubmit(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, seq uint64, final bool) (string, bool, error) {
+func (p *Pipeline) awaitSubmit(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, seq uint64, final bool) (string, bool, []string, error) {
 	deadline := p.cfg.Now().Add(p.cfg.SubmitTimeout)
 	for {
 		step := min(submitPoll, deadline.Sub(p.cfg.Now()))
 		quiet := l.settle(p.ctx.Done(), p.cfg.Now, seq, p.cfg.SubmitQuiet, step)
-		c, left, err := p.leftComposer(p.ctx, l, conn, target, j, rt)
+		c, left, seen, err := p.leftComposer(p.ctx, l, conn, target, j, rt)
 		if left || err != nil || p.ctx.Err() != nil || !p.cfg.Now().Before(deadline) {
-			return c, left, err
+			return c, left, seen, err
 		}
 		if !final && quiet && l.outSeq.Load() != seq && p.cfg.Now().Sub(time.Unix(0, l.lastOut.Load())) >= p.cfg.SubmitQuiet {
-			return c, left, err // quiet after output, and still in the composer: not taken
+			return c, left, seen, err // quiet after output, and still in the composer: not taken
 		}
 	}
 }
@@ -671,6 +689,12 @@ func (p *Pipeline) paneReplaced(ctx context.Context, conn Sender, target string,
 	if r != nil && len(r.Lines) > 0 {
 		f = strings.Fields(r.Lines[0])
 	}
+	return replacedVerdict(target, rt, f)
+}
+
+// replacedVerdict is paneReplaced's verdict on tmux's answer f: the pane's id, whether it
+// is dead, its pid (no fields: tmux found no such pane).
+func replacedVerdict(target string, rt nudge.Runtime, f []string) (verdict, bool) {
 	switch {
 	case len(f) != 3 || strings.HasPrefix(target, "%") && f[0] != target:
 		return verdict{kind: fallback, code: nudge.TargetNotFound, why: "pane " + target + " is gone (replaced or closed) before it took the prompt"}, true
@@ -699,22 +723,26 @@ func goneVerdict(target string, rt nudge.Runtime, gone *controlmode.PaneGoneErro
 // leftComposer reports whether j's envelope has left the input: first the cheap look at
 // the cursor's row (no envelope of j's ends there), then, for agents whose composer is a
 // TUI (any pack but the shell's), the pack's reading of the composer.
-func (p *Pipeline) leftComposer(ctx context.Context, l *lane, conn Sender, target string, j *job, rt nudge.Runtime) (composer string, left bool, err error) {
-	v, stop, pending := p.paneCheck(ctx, conn, target, l)
+//
+// seen is the pane's identity (paneCheck's) when that look was the last one, taken after
+// the composer was seen without the envelope: the final check after Enter reads it
+// instead of asking tmux again. For a TUI the composer is read after it, so seen is nil.
+func (p *Pipeline) leftComposer(ctx context.Context, l *lane, conn Sender, target string, j *job, rt nudge.Runtime) (composer string, left bool, seen []string, err error) {
+	v, stop, pending, seen := p.paneCheck(ctx, conn, target, l)
 	if stop && v.kind != hold { // the connection is down, or the pane died or is gone
-		return "", false, errors.New(v.why)
+		return "", false, nil, errors.New(v.why)
 	}
 	if pending == j.id() {
-		return "envelope " + j.id() + " at the cursor", false, nil
+		return "envelope " + j.id() + " at the cursor", false, nil, nil
 	}
 	if prof, _ := p.deps.Runtimes.Profile(rt.Agent); prof.Pack == "shell" || stop {
-		return "", true, nil
+		return "", true, seen, nil
 	}
 	c, err := p.deps.Gates.Composer(ctx, rt)
 	if err != nil {
-		return "", false, err
+		return "", false, nil, err
 	}
-	return c, !p.holds(rt, c, j), nil
+	return c, !p.holds(rt, c, j), nil, nil
 }
 
 // holds reports whether the composer text c is j's envelope: the text itself, or the

@@ -51,7 +51,7 @@ func (s *screenSender) DoAll(_ context.Context, cmds ...string) ([]*controlmode.
 	for i, c := range cmds {
 		switch {
 		case strings.HasPrefix(c, "display-message"):
-			rs[i] = &controlmode.Reply{Lines: []string{fmt.Sprintf("0 0 %d %d", s.y, s.x)}}
+			rs[i] = &controlmode.Reply{Lines: []string{fmt.Sprintf("0 0 %d %d %%1 42", s.y, s.x)}}
 		case strings.HasPrefix(c, "capture-pane"):
 			s.captures = append(s.captures, c)
 			from := 0
@@ -98,7 +98,7 @@ func TestPaneCheckCapturesNearTheCursor(t *testing.T) {
 		{screen, 2, 10, "", 0, 1},
 	} {
 		s := &screenSender{screen: c.screen, x: c.x, y: c.y}
-		v, stop, pending := p.paneCheck(context.Background(), s, "%1", l)
+		v, stop, pending, seen := p.paneCheck(context.Background(), s, "%1", l)
 		full := 0
 		for _, cmd := range s.captures {
 			if !strings.Contains(cmd, " -S ") {
@@ -107,6 +107,9 @@ func TestPaneCheckCapturesNearTheCursor(t *testing.T) {
 		}
 		if stop || v.kind != proceed || pending != c.want || full != c.full || len(s.captures) != c.all {
 			t.Errorf("#%d: stop=%v pending=%q captures %q, want pending %q, %d full of %d", i, stop, pending, s.captures, c.want, c.full, c.all)
+		}
+		if !slices.Equal(seen, []string{"%1", "0", "42"}) {
+			t.Errorf("#%d: the pane's identity read as %q", i, seen)
 		}
 		if whole := pendingEnvelope(c.screen, c.y, c.x); whole != pending {
 			t.Errorf("#%d: %q, the whole screen says %q", i, pending, whole)

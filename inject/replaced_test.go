@@ -65,3 +65,29 @@ func TestGoneVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestConfirmationReadsThePanesIdentity: the look that confirms a prompt left the
+// composer asks tmux for the pane's id and pid in the same step, and the final check after
+// Enter reads that answer instead of asking again (one round trip less per trigger): a
+// gone pane, a dead one and a new pid still fall back.
+func TestConfirmationReadsThePanesIdentity(t *testing.T) {
+	rt := nudge.Runtime{PID: 5}
+	for _, tc := range []struct {
+		line string
+		gone bool
+		code nudge.Code
+	}{
+		{"0 0 3 2 %4 5", false, ""},
+		{"0 0 3 2 %7 5", true, nudge.TargetNotFound},
+		{"0 0 3 2 %4 6", true, nudge.PaneDead},
+	} {
+		_, stop, _, seen := (&Pipeline{}).paneCheck(context.Background(), lineSender{tc.line}, "%4", newLane("rt"))
+		if stop || seen == nil {
+			t.Fatalf("%q: stop=%v seen=%q", tc.line, stop, seen)
+		}
+		v, gone := replacedVerdict("%4", rt, seen)
+		if gone != tc.gone || v.code != tc.code {
+			t.Errorf("%q: gone=%v code=%s (%s), want gone=%v code=%s", tc.line, gone, v.code, v.why, tc.gone, tc.code)
+		}
+	}
+}

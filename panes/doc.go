@@ -30,6 +30,12 @@
 // RestartDelay unless it loops. A runtime still starting past its start timeout is
 // failed with its screen (redacted, nudge.Redact) as evidence.
 //
+// Stop and every relaunch end the pane's program by pid before the pane is killed or
+// replaced (end.go, proctree.go): C-c (stop only), SIGHUP, SIGTERM, SIGKILL to the pane's
+// process, its descendants and any process carrying the pane's tmux environment, each
+// step bounded; a program that outlives them all fails the operation (STOP_FAILED,
+// SPAWN_FAILED), and the audit says which step ended it.
+//
 // # Goroutines
 //
 // The Registry owns them all, counts them in one WaitGroup and stops them through one

@@ -3,6 +3,8 @@ package panes
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,9 +30,8 @@ import (
 // program that outlives SIGKILL's grace (a process stuck in the kernel) fails the stop
 // (STOP_FAILED) or the relaunch (SPAWN_FAILED), with the pids left, and nothing is launched
 // over it. The audit says which step ended the program and when ("ended by SIGKILL after
-// 3.1s"). A remote workspace's processes are not this machine's: there the old way stays
-// (C-c, then kill-pane; a relaunch kills the old pane), and a program that ignores
-// SIGHUP can outlive it.
+// 3.1s"). A remote workspace's processes are not this machine's: there one ssh command
+// runs the signal steps on the host (endremote.go).
 
 // Ended says how a pane's program ended; it is the audit's detail.
 type Ended struct {
@@ -98,6 +99,8 @@ func (r *Registry) end(t *procTree, steps []endStep) Ended {
 	case len(e.Left) > 0:
 		e.By, e.After = "", ""
 		e.How = fmt.Sprintf("did not end: pid %s still running %s after SIGKILL (%s in all)", joinPIDs(e.Left), r.cfg.KillGrace, after)
+	case len(e.PIDs) == 0:
+		e.How = "no process was running"
 	case e.By == "exited":
 		e.How = "ended before any signal (pid " + joinPIDs(e.PIDs) + ")"
 	default:
@@ -142,14 +145,38 @@ func joinPIDs(pids []int) string {
 }
 
 // endForRelaunch ends the program in p (a live pane, or a dead one whose children may
-// live on) before something is launched in its place: SIGHUP, SIGTERM, SIGKILL. ok false
-// means a remote workspace or an unknown pid: the caller kills the pane the old way.
+// live on) before something is launched in its place: SIGHUP, SIGTERM, SIGKILL, on this
+// machine or over ssh on the workspace's host (endremote.go; a live pane only). ok false
+// means that could not run (no pid known, ssh failed, no /proc there): the old pane is
+// then killed the old way.
 func (r *Registry) endForRelaunch(ctx context.Context, w *workspace, p paneInfo) (Ended, bool) {
-	if w.hostName() != "" || p.PID <= 0 {
+	if p.PID <= 0 {
 		return Ended{}, false
+	}
+	if host := w.hostName(); host != "" {
+		if p.Dead {
+			return Ended{}, false
+		}
+		return r.endRemote(ctx, host, p.PID)
 	}
 	t := r.paneProcs(ctx, w, p, !p.Dead)
 	return r.end(t, r.signalSteps(t)), true
+}
+
+// endLeftovers ends what still runs of a runtime whose pane is gone (a human closed its
+// window; a program that ignores SIGHUP outlived that): only when its recorded pid still
+// runs and proves to be that pane's process on this server (a pane id alone is not
+// enough: a restarted tmux server numbers its panes from %0 again), that process, its
+// descendants and whatever carries the pane's environment. Local only.
+func (r *Registry) endLeftovers(ctx context.Context, w *workspace, rt *nudge.Runtime) Ended {
+	if w.hostName() != "" || rt.PaneID == "" || rt.PID <= 0 {
+		return Ended{}
+	}
+	t := r.paneProcs(ctx, w, paneInfo{ID: rt.PaneID, PID: rt.PID}, false)
+	if t.root == 0 || t.server == 0 {
+		return Ended{}
+	}
+	return r.end(t, r.signalSteps(t))
 }
 
 // paneProcs starts the process set of pane p (see newProcTree; trusted: p comes from a
@@ -163,13 +190,30 @@ func (r *Registry) paneProcs(ctx context.Context, w *workspace, p paneInfo, trus
 	return r.procTree(p, trusted, server)
 }
 
-// procTree is newProcTree with the registry's test hook.
+// procTree is newProcTree with the registry's socket and test hook.
 func (r *Registry) procTree(p paneInfo, trusted bool, server int) *procTree {
-	t := newProcTree(p.PID, p.ID, trusted, server)
+	t := newProcTree(p.PID, p.ID, trusted, server, r.socketPath())
 	if r.kill != nil {
 		t.kill = r.kill
 	}
 	return t
+}
+
+// socketPath is the local tmux server's socket as tmux names it in a pane's TMUX: -S
+// PATH, else $TMUX_TMPDIR (or /tmp) resolved, then tmux-UID/NAME.
+func (r *Registry) socketPath() string {
+	if r.cfg.SocketPath != "" {
+		p, _ := filepath.Abs(r.cfg.SocketPath)
+		return p
+	}
+	base := os.Getenv("TMUX_TMPDIR")
+	if base == "" {
+		base = "/tmp"
+	}
+	if real, err := filepath.EvalSymlinks(base); err == nil {
+		base = real
+	}
+	return filepath.Join(base, "tmux-"+strconv.Itoa(os.Getuid()), r.cfg.SocketName)
 }
 
 // serverPID asks the workspace's tmux server for its pid; 0 if it does not answer.

@@ -22,21 +22,22 @@ import (
 
 // stubborn is the program: it writes its pid and its daemon child's to files in dir.
 func stubborn(dir string) []string {
-	loop := `trap '' HUP INT TERM; while :; do sleep 0.2; done`
-	script := `trap '' HUP INT TERM; echo $$ > ` + dir + `/main.pid; ` +
+	loop := `trap "" HUP INT TERM; while :; do sleep 0.2; done`
+	script := `trap "" HUP INT TERM; echo $$ > ` + dir + `/main.pid; ` +
 		`setsid -f sh -c 'echo $$ > ` + dir + `/child.pid; ` + loop + `'; ` + loop
 	return []string{"sh", "-c", script}
 }
 
-// endEnv is a registry with short waits: C-c for 300ms, then 300ms per signal.
-func endEnv(t *testing.T) *env {
+// endEnv is a registry with short waits: C-c for 300ms, then grace per signal (a
+// second where the program must end: a loaded machine may take a while to reap it).
+func endEnv(t *testing.T, grace time.Duration) *env {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}
 	return newEnv(t, func(c *Config) {
 		c.SweepInterval = time.Hour
 		c.StopTimeout = 300 * time.Millisecond
-		c.KillGrace = 300 * time.Millisecond
+		c.KillGrace = grace
 	})
 }
 
@@ -88,7 +89,7 @@ func (e *env) endedDetail(recs []nudge.AuditRecord) Ended {
 }
 
 func TestStopEndsProgramIgnoringSignals(t *testing.T) {
-	e := endEnv(t)
+	e := endEnv(t, time.Second)
 	dir := t.TempDir()
 	rt := e.spawn("ws", "stubborn", stubborn(dir)...)
 	pids := e.stubbornPIDs(dir)
@@ -113,7 +114,7 @@ func TestStopEndsProgramIgnoringSignals(t *testing.T) {
 }
 
 func TestRestartEndsProgramIgnoringSignals(t *testing.T) {
-	e := endEnv(t)
+	e := endEnv(t, time.Second)
 	dir := t.TempDir()
 	rt := e.spawn("ws", "stubborn", stubborn(dir)...)
 	pids := e.stubbornPIDs(dir)
@@ -144,7 +145,7 @@ func TestRestartEndsProgramIgnoringSignals(t *testing.T) {
 // kernel) fails the stop with STOP_FAILED and the restart with SPAWN_FAILED within the
 // bound; nothing is launched over it, its pane stays.
 func TestEndFailsWithinBound(t *testing.T) {
-	e := endEnv(t)
+	e := endEnv(t, 300*time.Millisecond)
 	e.reg.kill = func(pid int, sig syscall.Signal) error {
 		if sig == syscall.SIGKILL {
 			return nil
@@ -185,15 +186,15 @@ func TestEndFailsWithinBound(t *testing.T) {
 // each tmux command fails after CommandTimeout, and the recorded pid, which proves to be
 // the pane's process, is ended by signals. Before, the stop waited for tmux for good.
 func TestStopWhenTmuxDoesNotAnswer(t *testing.T) {
-	e := newEnv(t, func(c *Config) {
-		c.SweepInterval = time.Hour
-		c.StopTimeout = 300 * time.Millisecond
-		c.KillGrace = 300 * time.Millisecond
-		c.CommandTimeout = 300 * time.Millisecond
-	})
+	e := endEnv(t, time.Second)
 	dir := t.TempDir()
 	rt := e.spawn("ws", "stubborn", stubborn(dir)...)
 	pids := e.stubbornPIDs(dir)
+	// Spawned with the default tmux timeout (a loaded machine may be slow); the stop runs
+	// on a registry reopened with a short one.
+	e.reg.Close()
+	e.cfg.CommandTimeout = 300 * time.Millisecond
+	e.open()
 	out, err := e.tmux("display-message", "-p", "#{pid}")
 	server, _ := strconv.Atoi(strings.TrimSpace(out))
 	if err != nil || server <= 0 {
@@ -229,7 +230,7 @@ func TestStopWhenTmuxDoesNotAnswer(t *testing.T) {
 // A program that crashed leaves its daemonized child behind: the automatic restart ends
 // that child (found by the pane's environment on this tmux server) before it relaunches.
 func TestCrashRestartEndsEscapedChild(t *testing.T) {
-	e := endEnv(t)
+	e := endEnv(t, time.Second)
 	dir := t.TempDir()
 	script := `[ -e ` + dir + `/child.pid ] && exec sleep 600; ` +
 		`setsid -f sh -c 'trap "" HUP INT TERM; echo $$ > ` + dir + `/child.pid; while :; do sleep 0.2; done'; sleep 0.5; exit 3`
@@ -254,5 +255,62 @@ func TestCrashRestartEndsEscapedChild(t *testing.T) {
 	got := e.endedDetail(e.audit(rt.RuntimeID, "runtime_program_ended"))
 	if got.By != "SIGKILL" || !slices.Contains(got.PIDs, child) {
 		t.Errorf("audit: %+v", got)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	tail := " 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 4242 0 0\n" // fields 7..24, the start time is 22
+	for i, tt := range []struct {
+		in   string
+		want procStat
+		ok   bool
+	}{
+		{"12 (sh) S 7 12 12" + tail, procStat{ppid: 7, state: 'S', start: 4242}, true},
+		{"12 (a b) c) (d) Z 1 12 12" + tail, procStat{ppid: 1, state: 'Z', start: 4242}, true},
+		{"12 (sh) S 7", procStat{}, false},
+		{"12 sh S 7 12 12" + tail, procStat{}, false},
+		{"", procStat{}, false},
+	} {
+		got, ok := parseStat([]byte(tt.in))
+		if ok != tt.ok || got != tt.want {
+			t.Errorf("#%d: got %+v %v, want %+v %v", i, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// A human closes the window of a program that ignores SIGHUP: the program outlives its
+// pane. The automatic restart ends it (its recorded pid proves to be the closed pane's
+// process) and its daemonized child before it starts the runtime again: with the tmux
+// server still up (another window), and when the closed window was the server's last
+// (the server exited; the program names it, and the restart starts a new one).
+func TestClosedWindowLeftoversEnded(t *testing.T) {
+	for _, lastWindow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ServerUp", true: "ServerGone"}[lastWindow], func(t *testing.T) {
+			e := endEnv(t, time.Second)
+			if !lastWindow {
+				e.spawn("ws", "keep", "cat")
+			}
+			dir := t.TempDir()
+			rt := e.spawn("ws", "stubborn", stubborn(dir)...)
+			pids := e.stubbornPIDs(dir)
+			for _, f := range []string{"main.pid", "child.pid"} {
+				_ = os.Remove(filepath.Join(dir, f))
+			}
+			if out, err := e.tmux("kill-window", "-t", "=agents_ws:stubborn"); err != nil {
+				t.Fatalf("kill-window: %v %s", err, out)
+			}
+			e.waitFor("restarted", func() bool {
+				got, _ := e.reg.Get(rt.RuntimeID)
+				return got.Restarts == 1 && got.Status == nudge.StatusReady
+			})
+			if left := running(pids); len(left) != 0 {
+				t.Fatalf("pid %v of the closed window's program still run after the restart", left)
+			}
+			e.stubbornPIDs(dir) // the new program's, killed at cleanup
+			got := e.endedDetail(e.audit(rt.RuntimeID, "runtime_program_ended"))
+			if got.By != "SIGKILL" || !slices.Contains(got.PIDs, pids[0]) || !slices.Contains(got.PIDs, pids[1]) {
+				t.Errorf("audit: %+v, want ended by SIGKILL, pids %v", got, pids)
+			}
+		})
 	}
 }

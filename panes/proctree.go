@@ -2,10 +2,14 @@ package panes
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // procTree is the set of processes a pane's program is made of, found by pid on this
@@ -24,8 +28,8 @@ type procTree struct {
 	pane   string // %N
 	server int    // the tmux server's pid (the pane process's parent); 0 if unknown
 	procs  map[int]uint64
-	skip   map[int]bool // this process and its ancestors
-	kill   func(pid int, sig syscall.Signal) error
+	skip   map[int]bool                            // this process and its ancestors
+	kill   func(pid int, sig syscall.Signal) error // nil: signalProc (tests drop signals)
 }
 
 // procStat is what nudge reads from /proc/PID/stat.
@@ -64,13 +68,16 @@ func parseStat(b []byte) (procStat, bool) {
 }
 
 // newProcTree starts the set for the pane whose process is root, on the tmux server
-// whose pid is server (0: root's parent). A root from a listing of a live pane is
-// trusted (tmux has not reaped it, so its pid cannot have been reused); any other (a
-// dead pane's, or the record's when tmux does not answer) must prove it is the pane's
-// process: its environment names the pane and the server. A root that does not is
-// dropped, and with it (when the server was to come from it) the search by environment.
-func newProcTree(root int, pane string, trusted bool, server int) *procTree {
-	t := &procTree{root: root, pane: pane, server: server, procs: map[int]uint64{}, skip: map[int]bool{1: true}, kill: syscall.Kill}
+// whose pid is server (0: root's parent) and whose socket is sock. A root from a listing
+// of a live pane is trusted (tmux has not reaped it, so its pid cannot have been reused);
+// any other (a dead pane's, the record's when tmux does not answer or the pane is gone)
+// must prove it is the pane's process: its environment names the pane and the server,
+// or the pane on a server of this socket that is gone (a server that exited numbers no
+// more panes; its pid is then the one looked for in environments). A root that proves
+// neither is dropped, and with it (when the server was to come from it) the search by
+// environment.
+func newProcTree(root int, pane string, trusted bool, server int, sock string) *procTree {
+	t := &procTree{root: root, pane: pane, server: server, procs: map[int]uint64{}, skip: map[int]bool{1: true}}
 	for pid := os.Getpid(); pid > 1 && !t.skip[pid]; {
 		t.skip[pid] = true
 		st, ok := readStat(pid)
@@ -84,9 +91,13 @@ func newProcTree(root int, pane string, trusted bool, server int) *procTree {
 			t.server = st.ppid
 		}
 		if !trusted && !t.carriesPane(root) {
-			t.root = 0
-			if server == 0 {
-				t.server = 0
+			if dead := deadServerOf(root, pane, sock); dead > 0 {
+				t.server = dead
+			} else {
+				t.root = 0
+				if server == 0 {
+					t.server = 0
+				}
 			}
 		}
 	} else {
@@ -94,6 +105,45 @@ func newProcTree(root int, pane string, trusted bool, server int) *procTree {
 	}
 	t.skip[t.server] = true
 	return t
+}
+
+// deadServerOf returns the server pid in pid's TMUX when pid's environment names pane
+// on a tmux server of socket sock that no longer runs; 0 otherwise.
+func deadServerOf(pid int, pane, sock string) int {
+	if sock == "" {
+		return 0
+	}
+	tmux, tpane := environ(pid, "TMUX"), environ(pid, "TMUX_PANE")
+	i := strings.LastIndexByte(tmux, ',')
+	if tpane != pane || i < 0 {
+		return 0
+	}
+	j := strings.LastIndexByte(tmux[:i], ',')
+	if j < 0 || tmux[:j] != sock {
+		return 0
+	}
+	server, err := strconv.Atoi(tmux[j+1 : i])
+	if err != nil || server <= 1 {
+		return 0
+	}
+	if st, ok := readStat(server); ok && st.state != 'Z' && st.state != 'X' {
+		return 0 // still running
+	}
+	return server
+}
+
+// environ returns the value of key in pid's environment ("" if unset or unreadable).
+func environ(pid int, key string) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return ""
+	}
+	for kv := range bytes.SplitSeq(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte(key+"=")); ok {
+			return string(v)
+		}
+	}
+	return ""
 }
 
 // collect adds what belongs to the pane now: root and the descendants of every process
@@ -179,16 +229,39 @@ func (t *procTree) pids() []int {
 	return out
 }
 
-// signal sends sig to every held process still running (checked by start time just
-// before), and SIGCONT after a SIGHUP or SIGTERM so a stopped process acts on it (as the
-// kernel does on a terminal hangup).
+// signal sends sig to every held process still running, and SIGCONT after a SIGHUP or
+// SIGTERM so a stopped process acts on it (as the kernel does on a terminal hangup).
 func (t *procTree) signal(sig syscall.Signal) {
 	for _, pid := range t.alive() {
-		_ = t.kill(pid, sig)
+		send := func(s syscall.Signal) { _ = signalProc(pid, t.procs[pid], s) }
+		if t.kill != nil {
+			send = func(s syscall.Signal) { _ = t.kill(pid, s) }
+		}
+		send(sig)
 		if sig != syscall.SIGKILL {
-			_ = t.kill(pid, syscall.SIGCONT)
+			send(syscall.SIGCONT)
 		}
 	}
+}
+
+// signalProc sends sig to pid only if it is still the process that started at start:
+// through a pidfd, which pins the process, so the check and the signal cannot race a
+// reuse of the pid; on a kernel without pidfds (before 5.3), kill(2) right after the
+// check.
+func signalProc(pid int, start uint64, sig syscall.Signal) error {
+	same := func() bool { st, ok := readStat(pid); return ok && st.start == start }
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) || !same() {
+			return unix.ESRCH
+		}
+		return syscall.Kill(pid, sig)
+	}
+	defer unix.Close(fd) //nolint:errcheck // a pidfd has nothing to flush
+	if !same() {
+		return unix.ESRCH
+	}
+	return unix.PidfdSendSignal(fd, sig, nil, 0)
 }
 
 // allPIDs lists the numeric entries of /proc.

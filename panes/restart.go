@@ -14,8 +14,10 @@ import (
 // SIGTERM, SIGKILL by pid, end.go), else in a new window (and session).
 // It clears a Stop. The runtime goes to starting; a failure leaves it failed with
 // SPAWN_FAILED.
+//
+// Like Stop it runs to its end once begun, even if ctx is cancelled: every step is bounded.
 func (r *Registry) Restart(ctx context.Context, id, reason string) (nudge.Runtime, error) {
-	return r.restart(ctx, id, reason, false)
+	return r.restart(context.WithoutCancel(ctx), id, reason, false)
 }
 
 // restart does the work; auto restarts run only if the runtime is still pending one.
@@ -263,18 +265,22 @@ func (r *Registry) relaunch(ctx context.Context, rt *nudge.Runtime) (paneInfo, E
 		return paneInfo{}, Ended{}, spawnFailed(err)
 	}
 	if !found {
+		e := r.endLeftovers(ctx, w, rt)
+		if !e.OK() {
+			return paneInfo{}, e, endFailed(e)
+		}
 		p, err := r.newWindow(ctx, rt, argv)
-		return p, Ended{}, err
+		return p, e, err
 	}
 	launch, err := r.launchArgs(rt, argv)
 	if err != nil {
 		return paneInfo{}, Ended{}, spawnFailed(err)
 	}
-	e, local := r.endForRelaunch(ctx, w, p)
+	e, ran := r.endForRelaunch(ctx, w, p)
 	if !e.OK() {
 		return paneInfo{}, e, endFailed(e)
 	}
-	if local && len(e.PIDs) > 0 {
+	if ran && len(e.PIDs) > 0 {
 		// A pane without remain-on-exit closed with its program.
 		if p, found, err = r.findPane(ctx, w, rt); err != nil {
 			return paneInfo{}, e, spawnFailed(err)

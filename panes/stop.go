@@ -2,6 +2,7 @@ package panes
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -14,7 +15,11 @@ import (
 // is persisted) until Restart or a new Spawn. The runtime_stopped audit record says
 // which step ended the program. A program that outlives SIGKILL's grace fails the stop
 // with STOP_FAILED: the runtime is failed, its pane kept, the pids left in the audit.
+//
+// A stop runs to its end once begun, even if ctx is cancelled (a caller that went away):
+// every step is bounded (StopTimeout, KillGrace, CommandTimeout per tmux command).
 func (r *Registry) Stop(ctx context.Context, id, reason string) error {
+	ctx = context.WithoutCancel(ctx)
 	defer r.db.Flush() // durable when it returns
 	rt, err := r.beginStop(id, reason)
 	if err != nil {
@@ -28,7 +33,7 @@ func (r *Registry) Stop(ctx context.Context, id, reason string) error {
 	r.mu.Lock()
 	var chs []change
 	if Live(nudge.Status(r.rts[id].Status)) {
-		chs, err = r.transitionLocked(id, nudge.StatusOffline, "stopped: "+reason, "",
+		chs, err = r.transitionLocked(id, nudge.StatusOffline, "stopped: "+reason+" ("+e.How+")", "",
 			func(n *nudge.Runtime) { n.ExitStatus = exit })
 	}
 	if err == nil {
@@ -84,6 +89,12 @@ func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool
 	if err != nil && w.hostName() == "" && rt.PID > 0 {
 		// tmux does not answer: end the recorded pid if it proves to be the pane's.
 		t := r.procTree(paneInfo{ID: rt.PaneID, PID: rt.PID}, false, 0)
+		if _, exists := readStat(rt.PID); exists && t.root == 0 {
+			// Something runs as that pid but it cannot be shown to be the pane's: neither
+			// signalled nor claimed stopped.
+			return nil, false, Ended{Left: []int{rt.PID}, How: "could not be ended: tmux did not answer (" + err.Error() +
+				") and pid " + strconv.Itoa(rt.PID) + " does not prove to be the pane's process"}
+		}
 		e := r.end(t, r.signalSteps(t))
 		e.How = "tmux did not answer (" + err.Error() + "); " + e.How
 		if e.OK() {
@@ -92,6 +103,9 @@ func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool
 		return nil, len(e.PIDs) > 0, e
 	}
 	if !alive && p.ID == "" {
+		if e := r.endLeftovers(ctx, w, rt); len(e.PIDs) > 0 {
+			return nil, e.By != "exited", e
+		}
 		return nil, false, Ended{How: "no pane"}
 	}
 	// C-c again every stopRepeat: a TUI agent may only quit on the second one, and one
@@ -119,8 +133,9 @@ func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool
 }
 
 // interruptRemote is the stop of a pane whose processes are not this machine's (or whose
-// pid is unknown): C-c until StopTimeout, then kill-pane, whose SIGHUP a program may
-// ignore.
+// pid is unknown): C-c until StopTimeout, then on a remote host the signals by pid there
+// (endremote.go), then kill-pane (alone, where that could not run: its SIGHUP a program
+// may ignore).
 func (r *Registry) interruptRemote(ctx context.Context, w *workspace, rt *nudge.Runtime, p paneInfo, alive bool, cc func()) (*int, bool, Ended) {
 	e := Ended{By: "exited", How: "ended before any signal"}
 	if alive {
@@ -128,13 +143,27 @@ func (r *Registry) interruptRemote(ctx context.Context, w *workspace, rt *nudge.
 		p, alive = r.waitDead(ctx, w, rt, cc)
 		e = Ended{By: "C-c", How: "ended by C-c"}
 	}
-	if alive {
-		e = Ended{By: "kill-pane", How: "kill-pane (SIGHUP) after C-c for " + r.cfg.StopTimeout.String() + "; not checked by pid on a remote host"}
+	if alive && p.PID > 0 && w.hostName() != "" {
+		if re, ok := r.endRemote(ctx, w.hostName(), p.PID); ok {
+			if !re.OK() {
+				return nil, true, re
+			}
+			p = r.deadPane(ctx, w, rt)
+			return p.ExitStatus, true, r.killPane(ctx, w, rt, p, re)
+		}
 	}
+	if alive {
+		e = Ended{By: "kill-pane", How: "kill-pane (SIGHUP) after C-c for " + r.cfg.StopTimeout.String() + "; not checked by pid"}
+	}
+	return p.ExitStatus, alive, r.killPane(ctx, w, rt, p, e)
+}
+
+// killPane kills p if it still exists and passes e through.
+func (r *Registry) killPane(ctx context.Context, w *workspace, rt *nudge.Runtime, p paneInfo, e Ended) Ended {
 	if p.ID != "" {
 		r.logErr("stop: kill-pane", rt.RuntimeID, r.command(ctx, w, "kill-pane", "-t", p.ID))
 	}
-	return p.ExitStatus, alive, e
+	return e
 }
 
 // deadPane waits (up to statusGrace) for tmux to see the pane's program gone, for its

@@ -158,9 +158,13 @@ func (db *DB) init() error {
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.closeLater()
+		if db.Unavailable() == nil {
+			// Everything queued was written: the event log was closed cleanly.
+			db.closeErr = db.closeEvents()
+		}
 		db.closeWAL()
 		if err := db.bolt.Close(); err != nil { // waits for a check still reading
-			db.closeErr = fmt.Errorf("close store: %w", err)
+			db.closeErr = errors.Join(db.closeErr, fmt.Errorf("close store: %w", err))
 		}
 		db.bg.Wait()
 	})

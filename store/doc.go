@@ -8,7 +8,8 @@
 //	             write-behind callbacks (OnLaterError, OnHealth, OnIdle)
 //	Gate         the durable state of one per-thread trigger gate (PutGate, ListGates)
 //	Event        one entry of the event log kept for /v1/events replay (AppendEventsLater,
-//	             EventsSince, TrimEventsLater, ReserveEvents); EventLog its state
+//	             EventsSince, TrimEventsLater, ReserveEvents, LoseEventsLater); EventLog
+//	             its state
 //	TriggerFilter, AuditFilter  what ListTriggers and Audit select
 //	ChainError   where VerifyAudit found the chain broken
 //

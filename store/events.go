@@ -13,11 +13,17 @@ import (
 // from a sequence number, across reconnects and restarts. Event n is stored under key n
 // (8 bytes big-endian; the caller assigns the numbers, increasing, possibly with gaps)
 // as 8 bytes of its time (Unix nanoseconds, big-endian) followed by its JSON. The log's
-// state (count, the highest sequence ever trimmed, the highest reserved) lives in the
-// meta bucket under a reserved key, updated in the same transaction as the events.
+// state (count, the highest sequence ever trimmed, the highest reserved, the highest
+// recorded lost, whether a writer has it open) lives in the meta bucket under a reserved
+// key, updated in the same transaction as the events.
 
-// eventsStateKey holds count, trimmed, reserved and bytes (8 bytes BE each).
+// eventsStateKey holds count, trimmed, reserved, bytes, lost and flags (8 bytes BE each;
+// stores written before lost and flags hold only the first four).
 var eventsStateKey = []byte(reservedMeta + "events")
+
+// eventsOpen is the flags bit set by ReserveEvents and cleared by a Close that wrote
+// everything queued: set at the next Open, the last writer did not close cleanly.
+const eventsOpen = 1
 
 // Event is one entry of the event log. The store does not look inside Data.
 type Event struct {
@@ -38,9 +44,17 @@ type EventLog struct {
 	// continues above it, so no number is used twice even if a crash lost the newest
 	// events after readers saw them.
 	Reserved uint64
+	// Lost is the highest Seq recorded by LoseEventsLater (0 if none): events up to it
+	// may be missing (they could not be written), so a reader that has seen less may
+	// have missed some.
+	Lost uint64
+	// Unclean is true when the last writer (ReserveEvents) did not close the store
+	// cleanly (a crash, or a Close while commits failed): events numbered above Last, up
+	// to Reserved, may have been given out and never written.
+	Unclean bool
 }
 
-type eventsState struct{ count, trimmed, reserved, bytes uint64 }
+type eventsState struct{ count, trimmed, reserved, bytes, lost, flags uint64 }
 
 func readEventsState(meta *bolt.Bucket) eventsState {
 	v := meta.Get(eventsStateKey)
@@ -48,16 +62,19 @@ func readEventsState(meta *bolt.Bucket) eventsState {
 		return eventsState{}
 	}
 	be := binary.BigEndian
-	return eventsState{be.Uint64(v), be.Uint64(v[8:]), be.Uint64(v[16:]), be.Uint64(v[24:])}
+	st := eventsState{count: be.Uint64(v), trimmed: be.Uint64(v[8:]), reserved: be.Uint64(v[16:]), bytes: be.Uint64(v[24:])}
+	if len(v) >= 48 {
+		st.lost, st.flags = be.Uint64(v[32:]), be.Uint64(v[40:])
+	}
+	return st
 }
 
 func (s eventsState) put(meta *bolt.Bucket) error {
-	v := make([]byte, 32)
+	v := make([]byte, 48)
 	be := binary.BigEndian
-	be.PutUint64(v, s.count)
-	be.PutUint64(v[8:], s.trimmed)
-	be.PutUint64(v[16:], s.reserved)
-	be.PutUint64(v[24:], s.bytes)
+	for i, n := range []uint64{s.count, s.trimmed, s.reserved, s.bytes, s.lost, s.flags} {
+		be.PutUint64(v[8*i:], n)
+	}
 	return meta.Put(eventsStateKey, v)
 }
 
@@ -67,6 +84,7 @@ func (db *DB) EventLog() (EventLog, error) {
 	err := db.view("event log", func(tx *bolt.Tx) error {
 		st := readEventsState(tx.Bucket(bucketMeta))
 		out.Count, out.Trimmed, out.Reserved, out.Bytes = st.count, st.trimmed, st.reserved, st.bytes
+		out.Lost, out.Unclean = st.lost, st.flags&eventsOpen != 0
 		c := tx.Bucket(bucketEvents).Cursor()
 		if k, _ := c.First(); k != nil {
 			out.First = binary.BigEndian.Uint64(k)
@@ -79,17 +97,19 @@ func (db *DB) EventLog() (EventLog, error) {
 	return out, err
 }
 
-// ReserveEvents records that sequence numbers up to through may be in use. It commits
-// before it returns (a writer reserves ahead, off its hot path). A lower value than the
-// one recorded is ignored.
+// ReserveEvents records that sequence numbers up to through may be in use, and that a
+// writer has the log open (EventLog.Unclean until a clean Close). It commits before it
+// returns (a writer reserves ahead, off its hot path). A lower value than the one
+// recorded is ignored.
 func (db *DB) ReserveEvents(through uint64) error {
 	return db.update("reserve events", func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		st := readEventsState(meta)
-		if through <= st.reserved {
+		if through <= st.reserved && st.flags&eventsOpen != 0 {
 			return nil
 		}
-		st.reserved = through
+		st.reserved = max(st.reserved, through)
+		st.flags |= eventsOpen
 		return st.put(meta)
 	})
 }
@@ -98,13 +118,50 @@ func (db *DB) ReserveEvents(through uint64) error {
 // returns at once, and the events commit in the order they were queued, together with
 // the other writes queued around them. Seq must increase across calls; an event whose Seq
 // is not above the newest stored one is dropped (reported to Options.OnLaterError).
-func (db *DB) AppendEventsLater(evs ...Event) {
+// after, if not nil, is told once what became of evs: nil once they are committed, the
+// error if they were dropped; never if a Close dropped them while commits failed (the
+// log is then Unclean at the next Open) or they came after Close. It runs on the
+// writer's goroutine: it must not wait for the store (Flush).
+func (db *DB) AppendEventsLater(after func(err error), evs ...Event) {
 	if len(evs) == 0 {
 		return
 	}
-	db.enqueue(laterOp{name: "append events", fn: func(tx *bolt.Tx) error {
+	db.enqueue(laterOp{name: "append events", after: after, fn: func(tx *bolt.Tx) error {
 		return appendEventsTx(tx, evs)
 	}})
+}
+
+// LoseEventsLater queues a record that events up to through may be missing from the log
+// (the writer could not write them): EventLog.Lost. It runs in order with the queued
+// appends. A lower value than the one recorded is ignored.
+func (db *DB) LoseEventsLater(through uint64) {
+	db.enqueue(laterOp{name: "record lost events", fn: func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		st := readEventsState(meta)
+		if through <= st.lost {
+			return nil
+		}
+		st.lost = through
+		return st.put(meta)
+	}})
+}
+
+// closeEvents clears the log's open flag once Close has written everything queued, so
+// that the next Open sees a clean log (EventLog.Unclean false).
+func (db *DB) closeEvents() error {
+	open := false
+	if err := db.view("close events", func(tx *bolt.Tx) error {
+		open = readEventsState(tx.Bucket(bucketMeta)).flags&eventsOpen != 0
+		return nil
+	}); err != nil || !open {
+		return err
+	}
+	return db.update("close events", func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		st := readEventsState(meta)
+		st.flags &^= eventsOpen
+		return st.put(meta)
+	})
 }
 
 // AppendEvents appends evs and returns once they are committed.

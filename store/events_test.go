@@ -1,8 +1,10 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -27,8 +29,8 @@ func TestEventsAppendSinceReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	db.AppendEventsLater(ev(1, t0), ev(2, t0))
-	db.AppendEventsLater(ev(5, t0)) // a gap is fine
+	db.AppendEventsLater(nil, ev(1, t0), ev(2, t0))
+	db.AppendEventsLater(nil, ev(5, t0)) // a gap is fine
 	if err := db.ReserveEvents(100); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func TestEventsTrim(t *testing.T) {
 	db := open(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := uint64(1); i <= 10; i++ {
-		db.AppendEventsLater(ev(i, t0.Add(time.Duration(i)*time.Minute)))
+		db.AppendEventsLater(nil, ev(i, t0.Add(time.Duration(i)*time.Minute)))
 	}
 	db.TrimEventsLater(EventWindow{Keep: 7})
 	db.Flush()
@@ -91,7 +93,7 @@ func TestEventsTrimBytes(t *testing.T) {
 	db := open(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := uint64(1); i <= 10; i++ { // {"seq":N} is 9 bytes (10 for 10), +8 each
-		db.AppendEventsLater(ev(i, t0))
+		db.AppendEventsLater(nil, ev(i, t0))
 	}
 	db.Flush()
 	log, _ := db.EventLog()
@@ -103,5 +105,60 @@ func TestEventsTrimBytes(t *testing.T) {
 	log, _ = db.EventLog()
 	if log.First != 8 || log.Count != 3 || log.Bytes != 2*17+18 || log.Trimmed != 7 {
 		t.Fatalf("after a 68-byte budget: %+v", log)
+	}
+}
+
+// AppendEventsLater tells its caller what became of the events; the log is Unclean from a
+// reservation until a Close that wrote everything, and Lost survives a reopen. A Close
+// while commits fail leaves the log Unclean: the next writer knows events may be gone.
+func TestEventsWrittenLostUnclean(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nudge.db")
+	db, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := db.ReserveEvents(100); err != nil {
+		t.Fatal(err)
+	}
+	first, second := make(chan error, 1), make(chan error, 1)
+	db.AppendEventsLater(func(err error) { first <- err }, ev(1, t0), ev(2, t0))
+	db.AppendEventsLater(func(err error) { second <- err }, ev(2, t0)) // not above the newest
+	if err := <-first; err != nil {
+		t.Fatalf("first append: %v", err)
+	}
+	if err := <-second; !errors.Is(err, ErrInvalid) {
+		t.Fatalf("second append: %v, want ErrInvalid", err)
+	}
+	db.LoseEventsLater(50)
+	db.LoseEventsLater(40) // lower: ignored
+	db.Flush()
+	if st, err := db.EventLog(); err != nil || !st.Unclean || st.Lost != 50 || st.Reserved != 100 {
+		t.Fatalf("open log: %+v %v", st, err)
+	}
+	db.Close()
+
+	db, err = Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := db.EventLog(); err != nil || st.Unclean || st.Lost != 50 || st.Last != 2 {
+		t.Fatalf("after a clean close: %+v %v", st, err)
+	}
+	if err := db.ReserveEvents(100); err != nil { // no higher, but the log is open again
+		t.Fatal(err)
+	}
+	db.failCommit = func() error { return fmt.Errorf("write: %w", syscall.ENOSPC) }
+	db.AppendEventsLater(func(err error) { t.Errorf("told %v about events a failing Close dropped", err) }, ev(3, t0))
+	waitUntil(t, "unavailable", func() bool { return db.Unavailable() != nil })
+	db.Close()
+
+	db, err = Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if st, err := db.EventLog(); err != nil || !st.Unclean || st.Last != 2 {
+		t.Fatalf("after a Close while commits failed: %+v %v", st, err)
 	}
 }

@@ -26,6 +26,10 @@ type laterOp struct {
 	name    string
 	created string // for a CreateTriggerQuick: the trigger id leaving the create log
 	fn      func(tx *bolt.Tx) error
+	// after, if set, is told once what became of the op: nil once it committed, fn's
+	// error if it was dropped. It is not called for an op dropped by a Close while
+	// commits fail. It runs on the writer's goroutine, outside the queue's lock.
+	after func(err error)
 
 	// A write of a whole record (PutRuntimeLater, PutGateLater, PutTriggerLater) names
 	// it in key. In one batch only the last op of a key writes its record: an earlier one
@@ -119,6 +123,11 @@ func (db *DB) drain() {
 		l.mu.Unlock()
 		committed, retry, err := db.applyLater(ops)
 		db.settleWAL(committed)
+		for _, op := range committed {
+			if op.after != nil {
+				op.after(nil)
+			}
+		}
 		l.mu.Lock()
 		l.applied += uint64(len(ops) - len(retry))
 		if retry != nil {
@@ -185,7 +194,10 @@ func (db *DB) applyLater(ops []laterOp) (done, retry []laterOp, err error) {
 			return dropped, ops, err
 		}
 		db.later.report(ops[bad].name, badErr)
-		dropped = append(dropped, ops[bad])
+		if op := ops[bad]; op.after != nil {
+			op.after(badErr)
+		}
+		dropped = append(dropped, laterOp{name: ops[bad].name, created: ops[bad].created})
 		ops = append(ops[:bad:bad], ops[bad+1:]...)
 	}
 	return dropped, nil, nil

@@ -53,7 +53,7 @@ func newChaosDaemon(t *testing.T, bin string, extra ...string) *chaosDaemon {
 		t.Fatal(err)
 	}
 	cd := &chaosDaemon{
-		t: t, bin: bin, args: extra, stateDir: t.TempDir(),
+		t: t, bin: bin, args: extra, stateDir: privateTempDir(t),
 		socket:     filepath.Join(sockDir, "n.sock"),
 		tmuxSocket: fmt.Sprintf("nudge-t-c%d-%d", os.Getpid(), testSeq.Add(1)),
 		root:       root,

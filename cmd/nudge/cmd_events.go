@@ -22,7 +22,8 @@ func eventsCmd(env *cliEnv) *cobra.Command {
 			"alerts) of the workspaces you may read, oldest first; --since SEQ starts after that\n" +
 			"sequence number, --follow keeps printing new ones (resuming by itself after a dropped\n" +
 			"stream or a daemon restart) until interrupted. -o json prints the daemon's NDJSON lines.\n" +
-			"A SEQ older than the kept window (serve --events-keep, --events-max-age) fails with\n" +
+			"A SEQ older than the kept window (serve --events-keep, --events-max-age), or from\n" +
+			"before events the daemon could not write (a full disk, a crash), fails with\n" +
 			"EVENTS_EXPIRED and says where to resume.",
 		Example: "  nudge events\n  nudge events --since 1200 --follow\n  nudge events --follow -o json | jq 'select(.type==\"trigger\")'",
 		Args:    exactArgs(0, "no arguments"),

@@ -66,7 +66,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	ec := cfg.Events
-	ec.OnError = func(op string, err error) { d.log.Error("events", "op", op, "err", err) }
+	ec.Logger = d.log.Named("events")
 	if d.hub, err = eventstream.Open(ec, d.db); err != nil {
 		return nil, err
 	}

@@ -26,10 +26,18 @@ setsid -f sh -c 'trap "" HUP INT TERM; echo $$ > "$1.child"; while :; do sleep 0
 while :; do IFS= read -r line || sleep 0.2; done
 `
 
+// stubbornSetsid is stubbornAgent whose child leaves the session with setsid but stays
+// its child (setsid forks only when it must: in a background job it need not).
+const stubbornSetsid = `trap '' HUP INT TERM
+echo $$ > "$0.main"
+setsid sh -c 'trap "" HUP INT TERM; echo $$ > "$1.child"; while :; do sleep 0.2; done' child "$0" &
+while :; do IFS= read -r line || sleep 0.2; done
+`
+
 func TestFallbackRelaunchEndsStubbornProgram(t *testing.T) {
 	td, _ := ackSetup(t, func(c *serveConfig) {
 		c.Inject.AckTimeout, c.Inject.AckRetries = time.Second, 0
-		c.Panes.KillGrace = 300 * time.Millisecond
+		c.Panes.KillGrace = time.Second
 	})
 	root := td.cfg.Panes.Roots[0]
 	agent := filepath.Join(root, "stubborn.sh")
@@ -102,4 +110,58 @@ func alive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || !strings.HasPrefix(s[i+1:], " Z")
+}
+
+// On a workspace bound to another host (a real loopback sshd; its processes are this
+// machine's, which lets the test check them), restart and stop end the program there by
+// pid over ssh: one that ignores SIGHUP, C-c and SIGTERM, and its child in a session of
+// its own (setsid; a child that daemonized is not searched for remotely). Before,
+// kill-window and kill-pane left both running.
+func TestRemoteRestartAndStopEndStubbornProgram(t *testing.T) {
+	h := startSSHHost(t)
+	cfg := newTestConfig(t)
+	cfg.Panes.SSHConfig = h.config
+	cfg.Panes.StopTimeout, cfg.Panes.KillGrace = 300*time.Millisecond, time.Second
+	sock := cfg.Panes.SocketName
+	t.Cleanup(func() { h.killServer(sock) }) // runs after the daemon stops
+	td := startDaemon(t, cfg)
+	root := cfg.Panes.Roots[0]
+	agent := filepath.Join(root, "stubborn.sh")
+	if err := os.WriteFile(agent, []byte(stubbornSetsid), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var rt runtimeView
+	body := spawnBody{Workspace: "wr", Role: "s", Agent: "shell", Dir: root, Argv: []string{"sh", agent}, Host: h.alias}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	for _, op := range []string{"restart", "stop"} {
+		pids := stubbornPIDs(t, agent+".main", agent+".child")
+		os.Remove(agent + ".main")
+		os.Remove(agent + ".child")
+		if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/"+op, nil, nil); err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		for _, pid := range pids {
+			if alive(pid) {
+				t.Errorf("%s: pid %d of the program still runs", op, pid)
+			}
+		}
+		event := map[string]string{"restart": "runtime_program_ended", "stop": "runtime_stopped"}[op]
+		var recs []nudge.AuditRecord
+		if err := td.c.do(t0(), "GET", "/v1/audit?runtime="+rt.RuntimeID+"&event="+event, nil, &recs); err != nil {
+			t.Fatal(err)
+		}
+		var how struct{ How string }
+		if len(recs) > 0 {
+			_ = json.Unmarshal(recs[len(recs)-1].Detail, &how)
+		}
+		if !strings.HasPrefix(how.How, "ended by SIGKILL after ") || !strings.Contains(how.How, "on host "+h.alias) {
+			t.Errorf("%s: %s audit says %q", op, event, how.How)
+		}
+		if op == "restart" {
+			td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+		}
+	}
 }

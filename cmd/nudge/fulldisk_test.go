@@ -103,9 +103,34 @@ func TestFullDiskLosesNoAcceptedTrigger(t *testing.T) {
 	if m := td.metrics(); m["nudge_store_unavailable"] != 0 {
 		t.Errorf("metrics after recovery: unavailable %v, commit errors %v", m["nudge_store_unavailable"], m["nudge_store_commit_errors_total"])
 	}
+	// The event stream went on through it: a replay from the start is complete (the
+	// events the store could not write were held and written once it could).
+	deadline = time.Now().Add(30 * time.Second)
+	for m := td.metrics(); m["nudge_events_unwritten"] != 0; m = td.metrics() {
+		if time.Now().After(deadline) {
+			t.Fatalf("events still unwritten after recovery: %v", m["nudge_events_unwritten"])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if m := td.metrics(); m["nudge_events_lost_total"] != 0 {
+		t.Errorf("events lost: %v", m["nudge_events_lost_total"])
+	}
+	ec := api.NewClient(cfg.Socket, "")
+	defer ec.Close()
+	evs := readEvents(t, ec, 1)
+	last := uint64(1)
+	for _, ev := range evs {
+		if ev.Seq != last+1 {
+			t.Fatalf("replay since 1 across the full disk jumps from %d to %d", last, ev.Seq)
+		}
+		last = ev.Seq
+	}
 
 	td.stop()
 	td = startDaemon(t, cfg)
+	if after := readEvents(t, ec, 1); len(after) < len(evs) || after[len(evs)-1].Seq != last {
+		t.Errorf("after a restart the replay since 1 lost events of before it (%d then %d)", len(evs), len(after))
+	}
 	var recs []nudge.AuditRecord
 	if err := td.c.do(bg(), "GET", "/v1/audit?event=trigger_received", nil, &recs); err != nil {
 		t.Fatal(err)

@@ -29,11 +29,22 @@ type testDaemon struct {
 	out    *bytes.Buffer
 }
 
+// privateTempDir is t.TempDir with mode 0700, as the daemon makes a state dir it creates
+// (t.TempDir's is 0755 under the usual umask, which nudge doctor rightly fails).
+func privateTempDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // newTestConfig returns a serve config on a private tmux server and temp dirs.
 func newTestConfig(t *testing.T) serveConfig {
 	t.Helper()
 	cfg := defaultServeConfig()
-	cfg.StateDir = t.TempDir()
+	cfg.StateDir = privateTempDir(t)
 	sockDir, err := os.MkdirTemp("", "nt")
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,10 @@ func openObserver(d *daemon) (*observe.Observer, error) {
 	cfg.Live = observe.Live{
 		Runtimes: d.reg.List, Stats: d.reg.Stats, Store: d.db,
 		QueueDepth: d.pipe.Depth, Started: d.started, EventSeq: d.hub.Last,
+		EventWrites: func() (uint64, uint64) {
+			st := d.hub.Stats()
+			return uint64(st.Unwritten), st.Lost
+		},
 		Notifications: func() (uint64, uint64) {
 			if d.notify == nil { // opened after the observer
 				return 0, 0

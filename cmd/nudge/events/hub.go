@@ -10,11 +10,18 @@
 //	Subscriber  a live, bounded feed of a Hub's events
 //	Log         what the Hub needs of the store (satisfied by *store.DB)
 //	Config      the kept window and the clock; DefaultConfig
+//	ExpiredError  a replay that cannot be complete (HTTP 410 EVENTS_EXPIRED)
 //
 // Publish never blocks on a reader or on the disk: the event is numbered and marshalled
 // once, appended to the store's write-behind queue (in order) and offered to each
 // subscriber's bounded buffer; a subscriber that falls behind is dropped, and an HTTP
 // client then resumes with ?since= or Last-Event-ID.
+//
+// Nothing goes missing from a replay without it saying so (see write.go): while the store
+// cannot write, events are held in memory (bounded) and written in order once it can; an
+// event that had to be dropped meanwhile, or that a crash kept from the disk, makes a
+// replay from before it fail with EVENTS_EXPIRED. Numbers are never given out above the
+// reservation on disk, so they keep increasing across a restart whatever failed.
 package events
 
 import (
@@ -24,6 +31,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/nudgehq/nudge/store"
 )
@@ -51,10 +60,12 @@ func (e Event) JSON() []byte { return e.raw }
 type Log interface {
 	EventLog() (store.EventLog, error)
 	ReserveEvents(through uint64) error
-	AppendEventsLater(evs ...store.Event)
+	AppendEventsLater(after func(error), evs ...store.Event)
+	LoseEventsLater(through uint64)
 	EventsSince(after uint64, limit int) ([]store.Event, uint64, error)
 	TrimEventsLater(w store.EventWindow)
-	Flush()
+	// Unavailable says why the store cannot write now (nil when it can).
+	Unavailable() error
 }
 
 var _ Log = (*store.DB)(nil)
@@ -77,16 +88,23 @@ type Config struct {
 	// Buffer is each subscriber's buffer; one that falls further behind is dropped.
 	// 0 means 1024.
 	Buffer int
+	// Backlog bounds the events held in memory while the store cannot write (a full
+	// disk); past it the oldest are dropped, and a replay from before them answers
+	// EVENTS_EXPIRED. 0 means 4096.
+	Backlog int
+	// BacklogBytes bounds the held events' JSON. 0 means 16 MiB.
+	BacklogBytes int64
 	// Now is the clock. nil means time.Now.
 	Now func() time.Time
-	// OnError is told about a failure of the Hub's background work (a reservation that
-	// did not commit). nil drops them.
-	OnError func(op string, err error)
+	// Logger is told, once per episode, when events cannot be written or numbered and
+	// when they can again. nil means no logging.
+	Logger hclog.Logger
 }
 
 // DefaultConfig returns the production settings.
 func DefaultConfig() Config {
-	return Config{Keep: 10_000, MaxAge: 24 * time.Hour, MaxBytes: 64 << 20, TrimEvery: time.Minute, Recent: 256, Buffer: 1024, Now: time.Now}
+	return Config{Keep: 10_000, MaxAge: 24 * time.Hour, MaxBytes: 64 << 20, TrimEvery: time.Minute, Recent: 256,
+		Buffer: 1024, Backlog: 4096, BacklogBytes: 16 << 20, Now: time.Now, Logger: hclog.NewNullLogger()}
 }
 
 func (c Config) withDefaults() Config {
@@ -109,14 +127,24 @@ func (c Config) withDefaults() Config {
 	if c.Buffer <= 0 {
 		c.Buffer = d.Buffer
 	}
+	if c.Backlog <= 0 {
+		c.Backlog = d.Backlog
+	}
+	if c.BacklogBytes <= 0 {
+		c.BacklogBytes = d.BacklogBytes
+	}
 	if c.Now == nil {
 		c.Now = d.Now
+	}
+	if c.Logger == nil {
+		c.Logger = d.Logger
 	}
 	return c
 }
 
 // reserveBlock is how far ahead sequence numbers are reserved in the store. After a
-// restart numbering continues above the reservation, so it may skip up to this many.
+// restart numbering continues above the reservation, so it may skip up to this many. No
+// number is given out above the reservation on disk.
 const reserveBlock = 4096
 
 // Hub numbers, persists and fans out events. Open starts it; the daemon owns it and
@@ -134,26 +162,39 @@ type Hub struct {
 	sinceTrim int
 	subs      map[*Subscriber]struct{}
 	closed    bool
+	w         writes // the events' way to the store (write.go)
 
 	wake chan struct{} // background work: reserve ahead, trim
 	stop chan struct{}
 	done chan struct{}
 }
 
-// Open starts a Hub on log: numbering continues above everything the log has seen.
+// Open starts a Hub on log: numbering continues above everything the log has seen. If
+// the last daemon did not close the log cleanly (a crash), the events it numbered but
+// had not written are lost: a replay from before its reservation answers EVENTS_EXPIRED.
 func Open(cfg Config, log Log) (*Hub, error) {
 	cfg = cfg.withDefaults()
 	st, err := log.EventLog()
 	if err != nil {
 		return nil, fmt.Errorf("open events: %w", err)
 	}
-	start := max(st.Last, st.Reserved, st.Trimmed)
+	start := max(st.Last, st.Reserved, st.Trimmed, st.Lost)
+	lost := st.Lost
+	if st.Unclean && st.Reserved > st.Last {
+		lost = max(lost, st.Reserved)
+		cfg.Logger.Warn("the last daemon stopped without writing all its events (a crash?): a replay from before lost_through answers EVENTS_EXPIRED",
+			"written_through", st.Last, "lost_through", st.Reserved)
+	}
 	if err := log.ReserveEvents(start + reserveBlock); err != nil {
 		return nil, fmt.Errorf("open events: %w", err)
 	}
 	h := &Hub{cfg: cfg, log: log, seq: start, reserved: start + reserveBlock,
 		subs: map[*Subscriber]struct{}{}, wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
+	h.w.lost, h.w.lostHanded = lost, st.Lost
+	h.mu.Lock()
+	h.handLostLocked() // the crash's loss is on disk before any new event
+	h.mu.Unlock()
 	go h.background()
 	h.poke()
 	return h, nil
@@ -168,7 +209,14 @@ func (h *Hub) Last() uint64 {
 
 // Publish numbers ev, stamps its time if zero, queues it for the store and offers it to
 // every subscriber. It returns the event as published. It never blocks on a subscriber
-// or on the disk. ev's Runtime and Trigger must marshal to JSON.
+// or on a failing disk. ev's Runtime and Trigger must marshal to JSON.
+//
+// While the store cannot write, the event is held in memory (Config.Backlog) and
+// written once it can. If the numbers reserved on disk are used up (the store could not
+// take a new reservation in the last reserveBlock/2 events), it is dropped: it gets no
+// number and reaches no one (the returned event's Seq is 0); every stream ends, and once
+// numbers can be reserved again the dropped ones' place gets a number of its own, so a
+// replay from before it answers EVENTS_EXPIRED.
 func (h *Hub) Publish(ev Event) Event {
 	if ev.Time.IsZero() {
 		ev.Time = h.cfg.Now()
@@ -179,12 +227,17 @@ func (h *Hub) Publish(ev Event) Event {
 		body, _ = json.Marshal(Event{Time: ev.Time, Type: ev.Type, Workspace: ev.Workspace,
 			Detail: mustJSON(map[string]string{"error": "encode event: " + err.Error()})})
 	}
+	storeErr := h.log.Unavailable() // outside the lock: it takes the store's
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.seq >= h.reserved && !h.reserveNowLocked(storeErr) {
+		h.dropUnnumberedLocked(storeErr)
+		return ev
+	}
 	h.seq++
 	ev.Seq = h.seq
 	ev.raw = withSeq(body, ev.Seq)
-	h.log.AppendEventsLater(store.Event{Seq: ev.Seq, Time: ev.Time, Data: ev.raw})
+	h.writeLocked(ev, storeErr)
 	h.remember(ev)
 	h.sinceTrim++
 	if (h.seq+reserveBlock/2 > h.reserved && !h.reserving) || h.sinceTrim >= max(h.cfg.Keep/10, 1) {
@@ -222,7 +275,7 @@ func mustJSON(v any) json.RawMessage {
 // remember puts ev in the ring of recent events: what a replay needs (its JSON, Type,
 // Workspace), not the records it was made of.
 func (h *Hub) remember(ev Event) {
-	ev.Runtime, ev.Trigger, ev.Detail = nil, nil, nil
+	ev = ev.bare()
 	if len(h.recent) < h.cfg.Recent {
 		h.recent = append(h.recent, ev)
 		return
@@ -248,6 +301,12 @@ func (h *Hub) recentAfter(after uint64) ([]Event, bool) {
 	return out, after+1 >= oldest.Seq
 }
 
+// bare returns ev without the records it was made of: what a replay needs.
+func (ev Event) bare() Event {
+	ev.Runtime, ev.Trigger, ev.Detail = nil, nil, nil
+	return ev
+}
+
 func (h *Hub) poke() {
 	select {
 	case h.wake <- struct{}{}:
@@ -255,26 +314,37 @@ func (h *Hub) poke() {
 	}
 }
 
-// background reserves numbers ahead and enforces the kept window, off the publish path.
+// background reserves numbers ahead, enforces the kept window and, while the store
+// cannot write, retries: it writes the held events once it can. Off the publish path.
 func (h *Hub) background() {
 	defer close(h.done)
 	t := time.NewTicker(h.cfg.TrimEvery)
 	defer t.Stop()
+	retry := time.NewTimer(retryEvery)
+	defer retry.Stop()
 	for {
 		select {
 		case <-h.stop:
 			return
 		case <-t.C:
 		case <-h.wake:
+		case <-retry.C:
 		}
 		h.reserveAhead()
+		h.resume()
 		h.trim()
+		if h.troubled() {
+			retry.Reset(retryEvery)
+		}
 	}
 }
 
+// retryEvery is how often a Hub whose events cannot be written checks the store again.
+const retryEvery = 250 * time.Millisecond
+
 func (h *Hub) reserveAhead() {
 	h.mu.Lock()
-	if h.seq+reserveBlock/2 <= h.reserved || h.reserving {
+	if h.seq+reserveBlock/2 <= h.reserved || h.reserving || time.Since(h.w.reserveFailed) < retryEvery {
 		h.mu.Unlock()
 		return
 	}
@@ -283,25 +353,25 @@ func (h *Hub) reserveAhead() {
 	h.mu.Unlock()
 	err := h.log.ReserveEvents(want)
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.reserving = false
-	if err == nil {
-		h.reserved = max(h.reserved, want)
-	}
-	h.mu.Unlock()
-	if err != nil && h.cfg.OnError != nil {
-		h.cfg.OnError("reserve event numbers", err)
-	}
+	h.reservedLocked(want, err)
 }
 
 func (h *Hub) trim() {
+	if h.log.Unavailable() != nil {
+		return // the store would only queue it behind the failing commit
+	}
 	h.mu.Lock()
 	h.sinceTrim = 0
 	h.mu.Unlock()
 	h.log.TrimEventsLater(store.EventWindow{Keep: h.cfg.Keep, MaxBytes: h.cfg.MaxBytes, Before: h.cfg.Now().Add(-h.cfg.MaxAge)})
 }
 
-// Close ends every subscription and stops the background work. Events published after
-// Close are still numbered and stored, but reach no subscriber. Idempotent.
+// Close ends every subscription and stops the background work; events held while the
+// store could not write are handed to it (the store writes them if it can before it
+// closes; if not, the next Open knows they are lost). Events published after Close are
+// still numbered and stored, but reach no subscriber. Idempotent.
 func (h *Hub) Close() {
 	h.mu.Lock()
 	if h.closed {
@@ -309,12 +379,25 @@ func (h *Hub) Close() {
 		return
 	}
 	h.closed = true
-	for s := range h.subs {
-		h.dropLocked(s)
+	h.endStreamsLocked()
+	if h.w.unnumbered > 0 {
+		// The dropped events' place will get no number from this Hub: the next Open
+		// starts above the lost mark, so the number after the reservation is theirs.
+		h.loseLocked(max(h.seq, h.reserved) + 1)
+		h.w.unnumbered = 0
 	}
+	h.handHeldLocked() // the lost mark first
+
 	h.mu.Unlock()
 	close(h.stop)
 	<-h.done
+}
+
+// endStreamsLocked drops every subscriber: each stream ends, and its reader resumes.
+func (h *Hub) endStreamsLocked() {
+	for s := range h.subs {
+		h.dropLocked(s)
+	}
 }
 
 // Subscriber is a live feed of a Hub's events from the moment it subscribed. C has a

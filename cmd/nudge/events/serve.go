@@ -1,9 +1,11 @@
 package events
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,13 +21,20 @@ import (
 type ExpiredError struct {
 	Since   uint64 // what the reader asked for
 	Trimmed uint64 // events up to here are gone (0 when Since was ahead of the log)
-	Last    uint64 // the newest event
+	// Lost: events up to here may be missing because they could not be written (the
+	// store could not write, or the daemon stopped before it wrote them). 0 if none.
+	Lost uint64
+	Last uint64 // the newest event
 }
 
 func (e *ExpiredError) Error() string {
 	if e.Since > e.Last {
 		return fmt.Sprintf("no event %d: the newest is %d (the event log was reset?): re-read the state you need and resume with since=%d",
 			e.Since, e.Last, e.Last)
+	}
+	if e.Lost > e.Trimmed {
+		return fmt.Sprintf("events after %d are not all kept: some up to %d could not be written (the store could not write, or the daemon stopped before it did); re-read the state you need and resume with since=%d",
+			e.Since, e.Lost, e.Lost)
 	}
 	return fmt.Sprintf("events after %d are no longer kept: %d to %d were dropped from the window; re-read the state you need and resume with since=%d",
 		e.Since, e.Since+1, e.Trimmed, e.Trimmed)
@@ -41,31 +50,44 @@ func (e *ExpiredError) Resume() uint64 {
 	if e.Since > e.Last {
 		return e.Last
 	}
-	return e.Trimmed
+	return max(e.Trimmed, e.Lost)
 }
 
 // Replay subscribes and returns the events after since (oldest first) and the subscriber
 // that follows on from them: the backlog and the feed neither overlap nor leave a gap.
 // Backlog events carry Seq, Time, Type, Workspace and their JSON, not the records they were
 // made of (Runtime, Trigger, Detail are nil: decode JSON() for those). It
-// fails with an *ExpiredError if events after since are no longer kept. since 0 means
-// everything kept (never expired).
+// fails with an *ExpiredError if events after since are no longer kept, or may be
+// missing because they could not be written; with a *nudge.Error (UNAVAILABLE) while
+// events are being dropped unnumbered (see Publish). since 0 means everything kept
+// (never expired).
 func (h *Hub) Replay(since uint64) ([]Event, *Subscriber, error) {
 	h.mu.Lock()
-	last := h.seq
-	if since > last {
+	last, lost := h.seq, h.w.lost
+	switch {
+	case since > last:
 		h.mu.Unlock()
 		return nil, nil, &ExpiredError{Since: since, Last: last}
+	case h.w.unnumbered > 0:
+		h.mu.Unlock()
+		return nil, nil, nudge.NewError(nudge.Unavailable, "events cannot be numbered now: the store cannot write; retry")
+	case since > 0 && since < lost:
+		h.mu.Unlock()
+		return nil, nil, &ExpiredError{Since: since, Lost: lost, Last: last}
 	}
 	s := h.subscribeLocked()
 	recent, complete := h.recentAfter(since)
+	var unwritten []Event
+	if !complete {
+		unwritten = h.unwrittenAfter(since)
+	}
 	h.mu.Unlock()
 	if complete {
 		return recent, s, nil
 	}
-	// Older than memory: read the store for (since, first recent). Flush first so that
-	// everything numbered before the subscription is there.
-	h.log.Flush()
+	// Older than memory: read the store. An event numbered before the subscription is
+	// there or (taken above, before the read) still in memory: it leaves memory only
+	// once it is committed.
 	stored, trimmed, err := h.log.EventsSince(since, 0)
 	if err != nil {
 		h.Unsubscribe(s)
@@ -73,20 +95,18 @@ func (h *Hub) Replay(since uint64) ([]Event, *Subscriber, error) {
 	}
 	if since > 0 && since < trimmed {
 		h.Unsubscribe(s)
-		return nil, nil, &ExpiredError{Since: since, Trimmed: trimmed, Last: last}
+		return nil, nil, &ExpiredError{Since: since, Trimmed: trimmed, Lost: lost, Last: last}
 	}
-	bound := last + 1
-	if len(recent) > 0 {
-		bound = recent[0].Seq
-	}
-	out := make([]Event, 0, len(stored)+len(recent))
+	out := make([]Event, 0, len(stored)+len(unwritten)+len(recent))
 	for _, se := range stored {
-		if se.Seq >= bound {
-			break
+		if se.Seq > last {
+			break // numbered after the subscription: it follows on s
 		}
 		out = append(out, decodeStored(se.Seq, se.Time, se.Data))
 	}
-	return append(out, recent...), s, nil
+	out = append(append(out, unwritten...), recent...)
+	slices.SortStableFunc(out, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	return slices.CompactFunc(out, func(a, b Event) bool { return a.Seq == b.Seq }), s, nil
 }
 
 // decodeStored makes an Event of a stored one: enough to filter it (Type, Workspace) and
@@ -131,8 +151,10 @@ func WantsSSE(r *http.Request) bool {
 // (one Event per line); server-sent events (`id:` and `data:` lines) when the request
 // accepts text/event-stream. It returns an error, with nothing written, if the stream
 // cannot start (a bad position: *nudge.Error; an expired one: *ExpiredError); the caller
-// writes it. With ?follow=0 the stream ends after the replay. Otherwise it ends when the client goes away, the subscriber falls behind (the
-// client resumes from the last seq it got) or the Hub closes.
+// writes it. With ?follow=0 the stream ends after the replay. Otherwise it ends when the
+// client goes away, the subscriber falls behind (the client resumes from the last seq it
+// got), events are dropped unnumbered (see Publish: the resume answers UNAVAILABLE, then
+// EVENTS_EXPIRED) or the Hub closes.
 func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, show func(Event) bool) error {
 	fl, ok := w.(http.Flusher)
 	if !ok {

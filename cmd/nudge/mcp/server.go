@@ -33,7 +33,7 @@ func NewServer(c *api.Client, version string) *sdk.Server {
 	add(s, "list_runtimes", "List the agent runtimes (tmux panes nudge watches) the caller may see, optionally of one workspace.", t.listRuntimes)
 	add(s, "get_runtime", "Show one runtime: its status, readiness, pane and queue depth.", t.getRuntime)
 	add(s, "spawn", "Start an agent (codex, claude, gemini, opencode, pi, shell) in a new tmux pane of a workspace.", t.spawn)
-	add(s, "stop", "Stop a runtime: C-c, then kill its pane.", t.stop)
+	add(s, "stop", "Stop a runtime: C-c, then SIGHUP, SIGTERM and SIGKILL to its processes; fails with STOP_FAILED if they outlive them.", t.stop)
 	add(s, "pause", "Pause triggers for a runtime: new triggers wait until resume.", t.pause)
 	add(s, "resume", "Resume triggers for a paused runtime.", t.resume)
 	add(s, "tail", "Show a runtime's last lines of screen output.", t.tail)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/store"
@@ -86,6 +87,17 @@ func TestCommandGetsEventJSON(t *testing.T) {
 	h.Publish(readiness("w1", "rt_w1.rev", "NEEDS_CONFIRMATION", "Allow?"))
 	want = append(want, lastOf(h))
 	waitFor(t, "the third notification", func() bool { b, _ := os.ReadFile(out); return bytes.Count(b, []byte("\n")) >= 3 })
+	// The daemon publishes its records typed: read without decoding the JSON, same verdicts.
+	h.Publish(events.Event{Type: "trigger", Workspace: "w1", Trigger: nudge.Trigger{TriggerID: "t2", Agent: "rev", State: nudge.StateAcked}})
+	h.Publish(events.Event{Type: "trigger", Workspace: "w1", Trigger: nudge.Trigger{TriggerID: "t2", Agent: "rev", State: nudge.StateFailed, ErrorCode: nudge.AckTimeout}})
+	want = append(want, lastOf(h))
+	waitFor(t, "the fourth notification", func() bool { b, _ := os.ReadFile(out); return bytes.Count(b, []byte("\n")) >= 4 })
+	exit := 3
+	h.Publish(events.Event{Type: "runtime", Workspace: "w1", Runtime: nudge.Runtime{RuntimeID: "rt_w1.rev", Status: nudge.StatusReady}})
+	h.Publish(events.Event{Type: "alert", Workspace: "w1", Detail: []byte(`{"kind":"x"}`)})
+	h.Publish(events.Event{Type: "runtime", Workspace: "w1", Runtime: nudge.Runtime{RuntimeID: "rt_w1.rev", Status: nudge.StatusFailed, ExitStatus: &exit}})
+	want = append(want, lastOf(h))
+	waitFor(t, "the fifth notification", func() bool { b, _ := os.ReadFile(out); return bytes.Count(b, []byte("\n")) >= 5 })
 	n.Close()
 
 	got, _ := os.ReadFile(out)
@@ -255,11 +267,7 @@ func TestMessages(t *testing.T) {
 	one := 1
 	rt := func(status string, exit *int) *view {
 		v := &view{Type: "runtime", Workspace: "w"}
-		v.Runtime = &struct {
-			RuntimeID  string `json:"runtime_id"`
-			Status     string `json:"status"`
-			ExitStatus *int   `json:"exit_status"`
-		}{"rt_w.rev", status, exit}
+		v.Runtime = &runtimeView{"rt_w.rev", status, exit}
 		return v
 	}
 	rd := func(state, summary string) *view {

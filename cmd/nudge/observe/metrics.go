@@ -71,6 +71,8 @@ var help = map[string]string{
 	"trigger_queue_depth":                   "Triggers waiting in a runtime's lane.",
 	"nudge_uptime_seconds":                  "Seconds since the daemon started.",
 	"nudge_events_last_seq":                 "Sequence number of the newest event on /v1/events (it survives restarts).",
+	"nudge_events_unwritten":                "Events numbered but not yet in the store (held in memory while it cannot write).",
+	"nudge_events_lost_total":               "Events dropped because the store could not write them: a replay from before them answers EVENTS_EXPIRED.",
 	"nudge_notifications_total":             "Notifications handed to a tmux message or --notify-command.",
 	"nudge_notifications_dropped_total":     "Notifications dropped because their pool (--notify-max) was full.",
 	"go_goroutines":                         "Goroutines in the daemon.",
@@ -270,6 +272,9 @@ type Live struct {
 	Started    time.Time
 	// EventSeq is the newest event's sequence number (events.Hub.Last).
 	EventSeq func() uint64
+	// EventWrites are the events not yet in the store and those dropped, ever, because
+	// it could not write them (events.Hub.Stats).
+	EventWrites func() (unwritten, lost uint64)
 	// Notifications are the notifications handed to a display or command, and those
 	// dropped for a full pool (notify.Notifier.Sent, Dropped).
 	Notifications func() (sent, dropped uint64)
@@ -336,6 +341,11 @@ func writeLive(w io.Writer, l Live) {
 	}
 	if l.EventSeq != nil {
 		metrics.WriteGaugeUint64(w, "nudge_events_last_seq", l.EventSeq())
+	}
+	if l.EventWrites != nil {
+		unwritten, lost := l.EventWrites()
+		metrics.WriteGaugeUint64(w, "nudge_events_unwritten", unwritten)
+		metrics.WriteCounterUint64(w, "nudge_events_lost_total", lost)
 	}
 	if l.Notifications != nil {
 		sent, dropped := l.Notifications()

@@ -68,6 +68,7 @@ func fakeLive() Live {
 		QueueDepth:    func(id string) int { return len(id) % 3 },
 		Started:       time.Now().Add(-time.Minute),
 		EventSeq:      func() uint64 { return 4242 },
+		EventWrites:   func() (uint64, uint64) { return 3, 7 },
 		Notifications: func() (uint64, uint64) { return 7, 1 },
 	}
 }
