@@ -40,11 +40,13 @@ func (m *Monitor) Submitted(runtimeID, triggerID string) {
 	if ps == nil {
 		return
 	}
+	rt, ok := m.cfg.Registry.Get(runtimeID)
+	if !ok || m.packFor(rt) == nil {
+		return // no pack reads its screen: its readiness says nothing either way
+	}
 	window := panes.DefaultIntakeTimeout
-	if rt, ok := m.cfg.Registry.Get(runtimeID); ok {
-		if p, ok := m.profile(rt); ok {
-			window = p.Intake()
-		}
+	if p, ok := m.profile(rt); ok {
+		window = p.Intake()
 	}
 	now := m.cfg.Now()
 	ps.mu.Lock()

@@ -122,7 +122,7 @@ func (m *Monitor) applyLLM(ps *paneState, gen, seq uint64, lc Classification, er
 		ps.mu.Unlock() // the screen moved on; its next capture classifies again
 		return
 	}
-	c := mergeLLM(ps.class, lc)
+	c := ps.intakeView(mergeLLM(ps.class, lc), seq, "", m.cfg.Now()) // READY reads BUSY while nudge's prompt is taken in
 	changed := c.State != ps.class.State || c.Summary != ps.class.Summary
 	ps.class = c
 	ps.mu.Unlock()

@@ -39,6 +39,13 @@ func TestLoadProfiles_Defaults(t *testing.T) {
 	if ps["pi"].CanResume() || ps["shell"].CanResume() || !ps["codex"].CanResume() {
 		t.Error("resume capability wrong")
 	}
+	// Gemini CLI reads a large paste silently for seconds, tens of seconds loaded.
+	if g, c := ps["gemini"].Intake(), ps["codex"].Intake(); g != 2*time.Minute || c != DefaultIntakeTimeout {
+		t.Errorf("intake windows: gemini %v, codex %v", g, c)
+	}
+	if _, err := ParseProfile("bad", []byte(`{"launch":["x"],"intake_timeout":"-1s"}`)); err == nil || !strings.Contains(err.Error(), "intake_timeout") {
+		t.Errorf("a negative intake_timeout: %v", err)
+	}
 }
 
 func TestLoadProfiles_UserOverride(t *testing.T) {

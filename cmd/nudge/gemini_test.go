@@ -157,7 +157,9 @@ func TestGeminiNextTriggerWaitsForIntake(t *testing.T) {
 		}
 	}
 	var typedAt time.Time // when next was first typed
+	held := false         // deferred because Gemini was still reading big
 	for _, r := range ft.td.audit("next") {
+		held = held || r.Event == "trigger_deferred" && r.Code == nudge.AgentBusy && strings.Contains(r.Reason, "taking in trigger big")
 		if r.Event == "trigger_sent" {
 			typedAt = r.Time
 			break
@@ -166,6 +168,9 @@ func TestGeminiNextTriggerWaitsForIntake(t *testing.T) {
 	if bigAt.IsZero() || typedAt.IsZero() || !typedAt.After(bigAt) {
 		t.Fatalf("next was typed (%v) before Gemini had taken big (its turn reached the model at %v)\nstory big: %s\nstory next: %s\nscreen:\n%s",
 			typedAt, bigAt, story(ft.td.audit("big")), story(ft.td.audit("next")), ft.screen())
+	}
+	if !held {
+		t.Errorf("next's receipt never said it waited for Gemini to take in big\nstory next: %s", story(ft.td.audit("next")))
 	}
 	if second.QueuedInAgent {
 		t.Errorf("next was queued in Gemini, not typed into an agent that had taken big: %+v", second)

@@ -19,7 +19,7 @@ import (
 // then nothing at all while it "reads" the prompt: until the file go-N appears in
 // $NUDGE_SLOW_TUI (N: the prompt's number). Then it draws the prompt, its busy line and
 // the prompt's ack marker, and is idle again. Its log ($NUDGE_SLOW_TUI/log) says what
-// it did, and any input that came while it was reading.
+// it did, and any text typed while it was reading.
 func TestSlowIntakeTUI(t *testing.T) {
 	dir := os.Getenv("NUDGE_SLOW_TUI")
 	if dir == "" {
@@ -105,7 +105,9 @@ func TestSlowIntakeTUI(t *testing.T) {
 					if !ok {
 						return
 					}
-					logf("input while reading %s: %q", id, more)
+					if strings.Trim(string(more), "\r\n") != "" { // not only a (repair) Enter
+						logf("typed while reading %s: %q", id, more)
+					}
 					pending = append(pending, more...)
 				case <-time.After(20 * time.Millisecond):
 				}
@@ -175,7 +177,9 @@ func TestSlowIntakeNextTriggerWaits(t *testing.T) {
 			t.Fatalf("%s: %+v\nstory: %s\nlog:\n%s", id, got, story(td.audit(id)), log())
 		}
 	}
-	if l := log(); strings.Contains(l, "input while reading") || !strings.HasPrefix(l, "submitted s1\ndrew s1\nsubmitted s2\n") {
+	// (A repair Enter of s1's, on a machine too loaded for the fake to draw its empty
+	// composer in time, may come while it reads: only text typed then counts.)
+	if l := log(); strings.Contains(l, "typed while reading") || !strings.HasPrefix(l, "submitted s1\ndrew s1\nsubmitted s2\n") {
 		t.Fatalf("the agent's log:\n%s", l)
 	}
 }
