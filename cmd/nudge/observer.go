@@ -64,11 +64,11 @@ func workspaces(rts []nudge.Runtime) []string {
 
 // statusLine is ws's line for its session's status bar.
 func statusLine(d *daemon, ws string) string {
-	var rts []runtimeView
+	var es []statusEntry
 	for _, rt := range d.reg.List() {
 		if rt.WorkspaceID == ws {
-			rts = append(rts, runtimeView{Runtime: rt, QueueDepth: d.pipe.Depth(rt.RuntimeID)})
+			es = append(es, statusEntry{rt.WorkspaceID, rt.Role, rt.Status, stateWord(rt), rt.OperatorBusy, d.pipe.Depth(rt.RuntimeID)})
 		}
 	}
-	return shortStatus(rts, false)
+	return shortLine(es, false)
 }

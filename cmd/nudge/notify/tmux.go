@@ -24,7 +24,11 @@ func (n *Notifier) display(ws, msg string) {
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, displayTimeout)
 	defer cancel()
-	if err := Display(ctx, conn, n.cfg.Session(ws), msg); err != nil {
+	names, err := n.clients.get(ctx, conn, n.cfg.Session(ws))
+	if err == nil && len(names) > 0 {
+		err = show(ctx, conn, names, msg)
+	}
+	if err != nil {
 		n.log.Debug("notify display", "workspace", ws, "err", err)
 	}
 }
@@ -34,25 +38,42 @@ func (n *Notifier) display(ws, msg string) {
 // is doubled (display-message expands formats, and #() would run a shell command), and it
 // is cut at 200 characters.
 func Display(ctx context.Context, conn *controlmode.Conn, session, msg string) error {
-	target, err := controlmode.Quote("=" + session)
+	names, err := listClients(ctx, conn, session)
 	if err != nil {
 		return err
+	}
+	return show(ctx, conn, names, msg)
+}
+
+// listClients returns the names of the ordinary clients attached to session.
+func listClients(ctx context.Context, conn *controlmode.Conn, session string) ([]string, error) {
+	target, err := controlmode.Quote("=" + session)
+	if err != nil {
+		return nil, err
 	}
 	format, _ := controlmode.Quote("#{client_control_mode} #{client_name}")
 	reply, err := conn.Do(ctx, "list-clients -t "+target+" -F "+format)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var names []string
+	for _, line := range reply.Lines {
+		control, name, ok := strings.Cut(line, " ")
+		if ok && control == "0" && name != "" {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// show displays msg on the clients named.
+func show(ctx context.Context, conn *controlmode.Conn, names []string, msg string) error {
 	text, err := controlmode.Quote(Literal(msg))
 	if err != nil {
 		return err
 	}
 	var cmds []string
-	for _, line := range reply.Lines {
-		control, name, ok := strings.Cut(line, " ")
-		if !ok || control != "0" || name == "" {
-			continue
-		}
+	for _, name := range names {
 		qn, err := controlmode.Quote(name)
 		if err != nil {
 			continue
