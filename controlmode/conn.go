@@ -44,6 +44,7 @@ type Conn struct {
 	attachedCh chan struct{} // closed on the first %session-changed
 
 	clientName string
+	caps       Caps // the server's version and what it supports (Dial; zero for NewConn)
 	session    SessionChanged
 	startErr   *CommandError // a flags-0 %error before attaching (can't find session)
 
@@ -104,13 +105,18 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		c.Close()
 		return nil, fmt.Errorf("dial %q: %w", cfg.Session, err)
 	}
-	reply, err := c.Do(ctx, "display-message -p '#{client_name}'")
+	reply, err := c.Do(ctx, "display-message -p '#{version} #{client_name}'")
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("dial %q: client name: %w", cfg.Session, err)
 	}
 	if len(reply.Lines) > 0 {
-		c.clientName = reply.Lines[0]
+		version, name, _ := strings.Cut(reply.Lines[0], " ")
+		c.caps, c.clientName = ParseVersion(version), name
+	}
+	if err := c.caps.Check(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("dial %q: %w", cfg.Session, err)
 	}
 	return c, nil
 }
@@ -292,6 +298,10 @@ func (c *Conn) Err() error {
 
 // ClientName is this control client's name in tmux, "client-<pid>".
 func (c *Conn) ClientName() string { return c.clientName }
+
+// Caps is what the server supports, learned from its version at Dial. A Conn made by
+// NewConn has the zero Caps (unknown version, assumed newest).
+func (c *Conn) Caps() Caps { return c.caps }
 
 // Session is the session this client attached to (from %session-changed).
 func (c *Conn) Session() SessionChanged {
