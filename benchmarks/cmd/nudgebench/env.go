@@ -176,6 +176,9 @@ func (e *env) startDaemon(o options) error {
 	e.daemon = exec.Command(e.nudge, e.serveArgs...)
 	e.daemon.Stdout, e.daemon.Stderr = logf, logf
 	e.daemon.Env = append(os.Environ(), "HOME="+e.dir)
+	if o.daemonProcs > 0 {
+		e.daemon.Env = append(e.daemon.Env, "GOMAXPROCS="+strconv.Itoa(o.daemonProcs))
+	}
 	e.daemon.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // never outlive the harness
 	if err := e.daemon.Start(); err != nil {
 		return err

@@ -118,23 +118,14 @@ func (b *bench) fleetWindow(name, desc string, ps []*bpane) (fleetWindow, error)
 	}
 	dp, sp := e.daemon.Process.Pid, e.serverPID()
 	ev0 := e.events.count()
-	if b.o.profileWindows != "" {
-		e.daemon.Process.Signal(syscall.SIGUSR1)
-	}
+	b.profileStart()
 	d0, s0, start := cpuTicks(dp, false), cpuTicks(sp, false), time.Now()
 	time.Sleep(b.o.fleetWindow)
 	d1, s1 := cpuTicks(dp, false), cpuTicks(sp, false)
 	w.dur = time.Since(start)
 	ev1 := e.events.count()
 	w.readiness, w.runtime = ev1["readiness"]-ev0["readiness"], ev1["runtime"]-ev0["runtime"]
-	if b.o.profileWindows != "" {
-		e.daemon.Process.Signal(syscall.SIGUSR2)
-		time.Sleep(500 * time.Millisecond) // the daemon writes the profiles
-		w.profile = filepath.Join(b.o.profileWindows, "fleet-"+name)
-		for _, f := range []string{"cpu.prof", "allocs.base", "allocs.prof"} {
-			os.Rename(filepath.Join(b.o.profileWindows, f), w.profile+"."+f)
-		}
-	}
+	w.profile = b.profileStop("fleet-" + name)
 	w1, by1, err := paneWrites(ps)
 	if err != nil {
 		return w, err
@@ -144,6 +135,27 @@ func (b *bench) fleetWindow(name, desc string, ps []*bpane) (fleetWindow, error)
 	w.rssKB = status(dp, "VmRSS")
 	w.load1 = loadavg()
 	return w, nil
+}
+
+// profileStart starts a profile window of the daemon (-profile-windows).
+func (b *bench) profileStart() {
+	if b.o.profileWindows != "" {
+		b.e.daemon.Process.Signal(syscall.SIGUSR1)
+	}
+}
+
+// profileStop ends it and renames its files to DIR/name.*; it returns DIR/name, or "".
+func (b *bench) profileStop(name string) string {
+	if b.o.profileWindows == "" {
+		return ""
+	}
+	b.e.daemon.Process.Signal(syscall.SIGUSR2)
+	time.Sleep(500 * time.Millisecond) // the daemon writes the profiles
+	base := filepath.Join(b.o.profileWindows, name)
+	for _, f := range []string{"cpu.prof", "allocs.base", "allocs.prof"} {
+		os.Rename(filepath.Join(b.o.profileWindows, f), base+"."+f)
+	}
+	return base
 }
 
 // paneWrites sums the writes and bytes the pane programs have written to their ttys.
