@@ -383,6 +383,9 @@ func (s *eventStream) dispatch(ev *event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counts[ev.Type]++
+	if ev.Type == "readiness" {
+		s.counts["readiness "+ev.rd.Readiness]++
+	}
 	if ev.Type == "trigger" && ev.tr.Closed {
 		if ch, ok := s.final[ev.tr.TriggerID]; ok {
 			close(ch)
