@@ -137,8 +137,11 @@ func watchCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "watch",
 		Short: "live dashboard",
-		Long: "A full-screen live dashboard of every runtime: one snapshot, then the event stream.\n" +
-			"Keys: ↑↓ select, ⏎ detail, s switch, p pause/resume, f force, q quit.",
+		Long: "A full-screen live dashboard of every runtime, grouped by workspace: one snapshot, then\n" +
+			"the event stream. Pages: the list, a runtime (its trigger timeline, readiness changes and\n" +
+			"live screen) and a trigger (its stamps and audit story).\n" +
+			"Keys: ↑↓ select, ⏎ open, / filter, o sort, a attach (switch your tmux client, else tmux\n" +
+			"attach until you detach), p pause/resume, f force, r refresh, q/Esc back or quit.",
 		Args: exactArgs(0, "no arguments"),
 	}
 	o := addClientFlags(cmd)
