@@ -102,7 +102,7 @@ func (c Caps) Degraded() []string {
 			"(printable ASCII, control and named keys, with Meta); other keys (non-ASCII, IME input, pastes) are seen from the pane's output a moment later")
 	}
 	if !c.DeadSignal() {
-		d = append(d, "dead panes: no #{pane_dead_signal} before tmux 3.3; a pane killed by a signal is recorded as a crash without its status, after a 3 s grace")
+		d = append(d, "dead panes: no #{pane_dead_signal} before tmux 3.3; a signal's number is read from the pane's \"Pane is dead (signal N\" line")
 	}
 	return d
 }
