@@ -30,10 +30,13 @@ func (n *Notifier) display(ws, msg string) {
 }
 
 // Display shows msg with display-message on each client attached to session that is not
-// a control-mode client. msg is shown literally: control characters become spaces, '#'
+// a control-mode client (none on tmux 3.2, whose display-message cannot name a client). msg is shown literally: control characters become spaces, '#'
 // is doubled (display-message expands formats, and #() would run a shell command), and it
 // is cut at 200 characters.
 func Display(ctx context.Context, conn *controlmode.Conn, session, msg string) error {
+	if !conn.Caps().DisplayToClient() {
+		return nil // tmux 3.2: display-message cannot name a client (Caps.Degraded says so)
+	}
 	target, err := controlmode.Quote("=" + session)
 	if err != nil {
 		return err
