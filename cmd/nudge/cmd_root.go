@@ -85,9 +85,34 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 // run executes the CLI with args (without the program name) and returns the exit code.
 func run(ctx context.Context, env *cliEnv, args []string) int {
 	root := newRootCmd(env)
+	if cmd, err := unknownCommand(root, args); err != nil {
+		return exitCode(env.stderr, cmd, err)
+	}
 	root.SetArgs(singleDashLong(root, args))
 	cmd, err := root.ExecuteContextC(ctx)
 	return exitCode(env.stderr, cmd, err)
+}
+
+// unknownCommand refuses a word that names no subcommand of a command that only groups
+// others, --help or not: cobra would print the group's help for `nudge bogus --help` and
+// exit 0, as if bogus existed.
+func unknownCommand(root *cobra.Command, args []string) (*cobra.Command, error) {
+	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+		return root, nil // added by cobra when it executes
+	}
+	cmd, rest, err := root.Find(args)
+	if err != nil || cmd == nil || !cmd.HasAvailableSubCommands() {
+		return cmd, nil
+	}
+	for _, a := range rest {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			return cmd, noSubcommand(cmd, []string{a})
+		}
+	}
+	return cmd, nil
 }
 
 // strictHelp makes `nudge help TOPIC` a usage error (exit 2) when TOPIC is no command;
@@ -140,8 +165,14 @@ func exitCode(stderr io.Writer, cmd *cobra.Command, err error) int {
 // hint says what to do about an error the daemon answered, where its message does not.
 func hint(err error) string {
 	var ae *api.Error
-	if errors.As(err, &ae) && ae.ErrorCode == nudge.Unauthorized {
+	switch {
+	case !errors.As(err, &ae):
+	case ae.ErrorCode == nudge.Unauthorized:
 		return " (pass a valid token: --token or NUDGE_TOKEN; `nudge token issue` makes one)"
+	case ae.ErrorCode == nudge.NotFound && strings.HasPrefix(ae.Message, "no runtime "):
+		return " (`nudge ls` lists the runtimes; an id is rt_WORKSPACE.ROLE)"
+	case ae.ErrorCode == nudge.NotFound && strings.HasPrefix(ae.Message, "no trigger "):
+		return " (`nudge audit` and `nudge status` show recent triggers)"
 	}
 	return ""
 }

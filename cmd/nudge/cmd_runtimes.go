@@ -4,6 +4,7 @@ package main
 // restart, deregister.
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 func spawnCmd(env *cliEnv) *cobra.Command {
@@ -101,7 +103,8 @@ func registerCmd(env *cliEnv) *cobra.Command {
 
 func lsCmd(env *cliEnv) *cobra.Command {
 	var ws string
-	cmd := &cobra.Command{Use: "ls [--workspace WS]", Short: "list runtimes", Aliases: []string{"list"}, Args: exactArgs(0, "no arguments")}
+	cmd := &cobra.Command{Use: "ls [--workspace WS]", Short: "list runtimes", Aliases: []string{"list"}, Args: exactArgs(0, "no arguments"),
+		Long: "List runtimes. With the daemon down it lists those its store last held (read-only), says\nsince when, and exits 1."}
 	o := addClientFlags(cmd)
 	out := addOutputFlags(cmd, "table")
 	cmd.Flags().StringVar(&ws, "workspace", "", "only this workspace")
@@ -113,13 +116,20 @@ func lsCmd(env *cliEnv) *cobra.Command {
 		c := o.client(env)
 		defer c.Close()
 		rts, err := c.Runtimes(cmd.Context(), ws)
+		var stale error
+		if snap, ok := lastKnown(o.stateDir, err); ok {
+			rts, err, stale = []api.Runtime{}, nil, staleError{snap.Written}
+			for _, r := range tui.LastKnown(snap.Runtimes, nil, ws) {
+				rts = append(rts, r.Runtime)
+			}
+		}
 		if err != nil {
 			return err
 		}
 		if asJSON {
-			return printJSON(env.stdout, rts)
+			return cmp.Or(printJSON(env.stdout, rts), stale)
 		}
-		return printRuntimes(env.stdout, false, rts...)
+		return cmp.Or(printRuntimes(env.stdout, false, rts...), stale)
 	}
 	return cmd
 }

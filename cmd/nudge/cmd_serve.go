@@ -35,6 +35,13 @@ func serveCmd(env *cliEnv) *cobra.Command {
 			}
 			defer stop()
 		}
+		if cfg.ProfileWindows != "" {
+			stop, err := startProfileWindows(cfg.ProfileWindows)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
 		if cfg.Trace != "" {
 			stop, err := startTrace(cfg.Trace)
 			if err != nil {

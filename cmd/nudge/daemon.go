@@ -164,7 +164,10 @@ func (d *daemon) Close() error {
 }
 
 // storePath is the bbolt file in the state dir.
-func storePath(cfg serveConfig) string { return filepath.Join(cfg.StateDir, "nudge.db") }
+func storePath(cfg serveConfig) string { return storeFile(cfg.StateDir) }
+
+// storeFile is the store in state dir dir.
+func storeFile(dir string) string { return filepath.Join(dir, "nudge.db") }
 
 // openStore opens the bbolt store in the state dir.
 func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {

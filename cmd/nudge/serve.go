@@ -38,6 +38,7 @@ type serveConfig struct {
 	StoreCheckTimeout   time.Duration
 	CPUProfile          string // hidden: write a CPU profile here (benchmarks)
 	Trace               string // hidden: write an execution trace here (benchmarks)
+	ProfileWindows      string // hidden: profile between SIGUSR1 and SIGUSR2 into this folder (benchmarks)
 
 	Panes     panes.Config           // tmux and ssh, workspace roots, sweep, crash loop, start timeout
 	Monitor   detector.MonitorConfig // quiet window after human input, the Any key binding
@@ -206,8 +207,10 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.Server.ShutdownTimeout, "shutdown-timeout", c.Server.ShutdownTimeout, "how long shutdown waits for requests in flight")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile here (benchmarks)")
 	fs.StringVar(&c.Trace, "trace", "", "write an execution trace here (benchmarks)")
-	fs.MarkHidden("cpuprofile") //nolint:errcheck // defined just above
-	fs.MarkHidden("trace")      //nolint:errcheck // defined just above
+	fs.StringVar(&c.ProfileWindows, "profile-windows", "", "profile between SIGUSR1 and SIGUSR2 into this folder (benchmarks)")
+	fs.MarkHidden("cpuprofile")      //nolint:errcheck // defined just above
+	fs.MarkHidden("profile-windows") //nolint:errcheck // defined just above
+	fs.MarkHidden("trace")           //nolint:errcheck // defined just above
 }
 
 // complete fills derived defaults and checks the config.
