@@ -69,7 +69,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), auditCmd(env),
 		eventsCmd(env))
 	add("operator", watchCmd(env), attachCmd(env), switchCmd(env))
-	add("daemon", serveCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
+	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
 	root.SetHelpCommandGroupID("daemon")
 	root.SetCompletionCommandGroupID("daemon")
 	root.SetIn(env.stdin)

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nudgehq/nudge/cmd/nudge/service"
+)
+
+func serviceCmd(env *cliEnv) *cobra.Command {
+	return groupCmd("service", "run the daemon as a user service (systemd on Linux, launchd on macOS)",
+		serviceInstallCmd(env), serviceUninstallCmd(env))
+}
+
+func serviceInstallCmd(env *cliEnv) *cobra.Command {
+	var print, noStart bool
+	var goos string
+	cmd := &cobra.Command{
+		Use:   "install [--print] [--no-start] [-- SERVE-FLAGS...]",
+		Short: "install the daemon as a user service: it starts at login and restarts on failure",
+		Long: "Write a systemd user unit (~/.config/systemd/user/" + service.Name + ") on Linux or a launchd agent\n" +
+			"(~/Library/LaunchAgents/" + service.Label + ".plist) on macOS running `nudge serve SERVE-FLAGS` with\n" +
+			"this binary and your PATH, then enable and start it. Secrets never go in it: put\n" +
+			"NUDGE_API_TOKEN and the LLM key in ~/.config/nudge/service.env (0600) on Linux.",
+		Example: "  nudge service install -- --root ~/src\n  nudge service install --print --os darwin",
+	}
+	cmd.Flags().BoolVar(&print, "print", false, "print the unit file instead of installing it")
+	cmd.Flags().BoolVar(&noStart, "no-start", false, "write the file only; do not ask systemctl or launchctl to start it")
+	cmd.Flags().StringVar(&goos, "os", runtime.GOOS, "the system to write for: linux or darwin")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		sc := serveCmd(env)
+		if err := sc.ParseFlags(args); err != nil || sc.Flags().NArg() > 0 {
+			return usagef("serve flags %q: %v (want flags of nudge serve after --)", args, err)
+		}
+		exe, err := os.Executable()
+		if err == nil {
+			exe, err = filepath.EvalSymlinks(exe)
+		}
+		if err != nil {
+			return fmt.Errorf("this binary's path: %w", err)
+		}
+		spec := service.Spec{Binary: exe, ServeArgs: args, Path: env.getenv("PATH")}
+		if home, err := os.UserHomeDir(); err == nil {
+			spec.LogDir = filepath.Join(home, "Library", "Logs")
+		}
+		unit, err := service.Unit(goos, spec)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		if print {
+			_, err := fmt.Fprint(env.stdout, unit)
+			return err
+		}
+		file, err := serviceFile(env, goos)
+		if err != nil {
+			return err
+		}
+		if err := service.Write(file, unit); err != nil {
+			return err
+		}
+		fmt.Fprintln(env.stdout, "wrote "+file)
+		if noStart {
+			return nil
+		}
+		if err := (service.Manager{GOOS: goos, UID: os.Getuid()}).Start(cmd.Context(), file); err != nil {
+			return fmt.Errorf("%w (the file is written: start it by hand, or run `nudge serve`)", err)
+		}
+		fmt.Fprintln(env.stdout, "started: it starts at login and restarts on failure (`nudge service uninstall` removes it)")
+		return nil
+	}
+	return cmd
+}
+
+func serviceUninstallCmd(env *cliEnv) *cobra.Command {
+	var noStop bool
+	var goos string
+	cmd := &cobra.Command{Use: "uninstall [--no-stop]", Short: "stop the user service and remove its file", Args: exactArgs(0, "no arguments")}
+	cmd.Flags().BoolVar(&noStop, "no-stop", false, "remove the file only")
+	cmd.Flags().StringVar(&goos, "os", runtime.GOOS, "the system: linux or darwin")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		file, err := serviceFile(env, goos)
+		if err != nil {
+			return err
+		}
+		if !noStop {
+			if err := (service.Manager{GOOS: goos, UID: os.Getuid()}).Stop(cmd.Context()); err != nil {
+				fmt.Fprintln(env.stderr, "nudge service uninstall: "+err.Error())
+			}
+		}
+		if err := os.Remove(file); err != nil {
+			return fmt.Errorf("%w (nothing installed?)", err)
+		}
+		fmt.Fprintln(env.stdout, "removed "+file)
+		return nil
+	}
+	return cmd
+}
+
+// serviceFile is where the service file goes on goos for this user.
+func serviceFile(env *cliEnv, goos string) (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil && goos != "linux" {
+		return "", err
+	}
+	return service.File(goos, home, env.getenv("XDG_CONFIG_HOME"))
+}
