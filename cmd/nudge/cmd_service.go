@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -32,20 +30,13 @@ func serviceInstallCmd(env *cliEnv) *cobra.Command {
 	cmd.Flags().BoolVar(&noStart, "no-start", false, "write the file only; do not ask systemctl or launchctl to start it")
 	cmd.Flags().StringVar(&goos, "os", runtime.GOOS, "the system to write for: linux or darwin")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		sc := serveCmd(env)
-		if err := sc.ParseFlags(args); err != nil || sc.Flags().NArg() > 0 {
-			return usagef("serve flags %q: %v (want flags of nudge serve after --)", args, err)
+		if sc := serveCmd(env); sc.ParseFlags(args) != nil || sc.Flags().NArg() > 0 {
+			return usagef("serve flags %q: %v (want flags of nudge serve after --)", args, sc.ParseFlags(args))
 		}
-		exe, err := os.Executable()
-		if err == nil {
-			exe, err = filepath.EvalSymlinks(exe)
-		}
+		in := service.NewInstaller(goos, env.getenv("XDG_CONFIG_HOME"), env.stdout)
+		spec, err := in.Spec(args, env.getenv("PATH"))
 		if err != nil {
-			return fmt.Errorf("this binary's path: %w", err)
-		}
-		spec := service.Spec{Binary: exe, ServeArgs: args, Path: env.getenv("PATH")}
-		if home, err := os.UserHomeDir(); err == nil {
-			spec.LogDir = filepath.Join(home, "Library", "Logs")
+			return err
 		}
 		unit, err := service.Unit(goos, spec)
 		if err != nil {
@@ -55,22 +46,7 @@ func serviceInstallCmd(env *cliEnv) *cobra.Command {
 			_, err := fmt.Fprint(env.stdout, unit)
 			return err
 		}
-		file, err := serviceFile(env, goos)
-		if err != nil {
-			return err
-		}
-		if err := service.Write(file, unit); err != nil {
-			return err
-		}
-		fmt.Fprintln(env.stdout, "wrote "+file)
-		if noStart {
-			return nil
-		}
-		if err := (service.Manager{GOOS: goos, UID: os.Getuid()}).Start(cmd.Context(), file); err != nil {
-			return fmt.Errorf("%w (the file is written: start it by hand, or run `nudge serve`)", err)
-		}
-		fmt.Fprintln(env.stdout, "started: it starts at login and restarts on failure (`nudge service uninstall` removes it)")
-		return nil
+		return in.Install(cmd.Context(), spec, !noStart)
 	}
 	return cmd
 }
@@ -82,29 +58,7 @@ func serviceUninstallCmd(env *cliEnv) *cobra.Command {
 	cmd.Flags().BoolVar(&noStop, "no-stop", false, "remove the file only")
 	cmd.Flags().StringVar(&goos, "os", runtime.GOOS, "the system: linux or darwin")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		file, err := serviceFile(env, goos)
-		if err != nil {
-			return err
-		}
-		if !noStop {
-			if err := (service.Manager{GOOS: goos, UID: os.Getuid()}).Stop(cmd.Context()); err != nil {
-				fmt.Fprintln(env.stderr, "nudge service uninstall: "+err.Error())
-			}
-		}
-		if err := os.Remove(file); err != nil {
-			return fmt.Errorf("%w (nothing installed?)", err)
-		}
-		fmt.Fprintln(env.stdout, "removed "+file)
-		return nil
+		return service.NewInstaller(goos, env.getenv("XDG_CONFIG_HOME"), env.stdout).Uninstall(cmd.Context(), !noStop)
 	}
 	return cmd
-}
-
-// serviceFile is where the service file goes on goos for this user.
-func serviceFile(env *cliEnv, goos string) (string, error) {
-	home, err := os.UserHomeDir()
-	if err != nil && goos != "linux" {
-		return "", err
-	}
-	return service.File(goos, home, env.getenv("XDG_CONFIG_HOME"))
 }

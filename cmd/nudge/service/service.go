@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,6 +56,9 @@ func (s Spec) Validate() error {
 // File is where the service's file goes for goos ("linux" or "darwin") under home and
 // the XDG config dir (xdgConfig "" means home/.config).
 func File(goos, home, xdgConfig string) (string, error) {
+	if home == "" && (goos == "darwin" || xdgConfig == "") {
+		return "", errors.New("no home directory to install the service under: set HOME")
+	}
 	switch goos {
 	case "linux":
 		if xdgConfig == "" {
@@ -78,7 +82,7 @@ func Unit(goos string, s Spec) (string, error) {
 	case "darwin":
 		return launchdPlist(s), nil
 	}
-	_, err := File(goos, "", "")
+	_, err := File(goos, "/", "")
 	return "", err
 }
 
@@ -210,5 +214,80 @@ func Write(file, content string) error {
 	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}
+	return nil
+}
+
+// Installer installs and removes the service of one user on one system, saying what it
+// did on Out.
+type Installer struct {
+	GOOS      string // linux or darwin
+	Home      string // the user's home
+	XDGConfig string // $XDG_CONFIG_HOME; "" Home/.config
+	Manager   Manager
+	Out       io.Writer
+}
+
+// NewInstaller is the installer for this user on goos.
+func NewInstaller(goos, xdgConfig string, out io.Writer) Installer {
+	home, _ := os.UserHomeDir()
+	return Installer{GOOS: goos, Home: home, XDGConfig: xdgConfig, Manager: Manager{GOOS: goos, UID: os.Getuid()}, Out: out}
+}
+
+// Spec is the service running this binary (symlinks resolved) with PATH path and serve's
+// args; launchd's log goes to ~/Library/Logs.
+func (in Installer) Spec(args []string, path string) (Spec, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return Spec{}, fmt.Errorf("this binary's path: %w", err)
+	}
+	s := Spec{Binary: exe, ServeArgs: args, Path: path}
+	if in.Home != "" {
+		s.LogDir = filepath.Join(in.Home, "Library", "Logs")
+	}
+	return s, nil
+}
+
+// Install writes the service file and, with start, has the service manager start it.
+func (in Installer) Install(ctx context.Context, s Spec, start bool) error {
+	unit, err := Unit(in.GOOS, s)
+	if err != nil {
+		return err
+	}
+	file, err := File(in.GOOS, in.Home, in.XDGConfig)
+	if err != nil {
+		return err
+	}
+	if err := Write(file, unit); err != nil {
+		return err
+	}
+	fmt.Fprintln(in.Out, "wrote "+file)
+	if !start {
+		return nil
+	}
+	if err := in.Manager.Start(ctx, file); err != nil {
+		return fmt.Errorf("%w (the file is written: start it by hand, or run `nudge serve`)", err)
+	}
+	fmt.Fprintln(in.Out, "started: it starts at login and restarts on failure (`nudge service uninstall` removes it)")
+	return nil
+}
+
+// Uninstall has the service manager stop the service (with stop) and removes its file.
+func (in Installer) Uninstall(ctx context.Context, stop bool) error {
+	file, err := File(in.GOOS, in.Home, in.XDGConfig)
+	if err != nil {
+		return err
+	}
+	if stop {
+		if err := in.Manager.Stop(ctx); err != nil {
+			fmt.Fprintln(in.Out, "stop: "+err.Error())
+		}
+	}
+	if err := os.Remove(file); err != nil {
+		return fmt.Errorf("%w (nothing installed?)", err)
+	}
+	fmt.Fprintln(in.Out, "removed "+file)
 	return nil
 }
