@@ -8,13 +8,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -69,7 +67,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), auditCmd(env),
 		eventsCmd(env))
 	add("operator", watchCmd(env), attachCmd(env), switchCmd(env))
-	add("daemon", serveCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
+	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
 	root.SetHelpCommandGroupID("daemon")
 	root.SetCompletionCommandGroupID("daemon")
 	root.SetIn(env.stdin)
@@ -325,30 +323,6 @@ func (o *outputOpts) asJSON() (bool, error) {
 		return false, nil
 	}
 	return false, usagef("-o %q: want json or table", o.format)
-}
-
-// printRecords prints one record as a JSON object or several as a JSON array (asJSON),
-// else them all as a table under head, a line each from row (columns split by tabs).
-func printRecords[T any](w io.Writer, asJSON bool, list []T, head string, row func(T) string) error {
-	switch {
-	case asJSON && len(list) == 1:
-		return printJSON(w, list[0])
-	case asJSON:
-		return printJSON(w, list)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, head)
-	for _, v := range list {
-		fmt.Fprintln(tw, row(v))
-	}
-	return tw.Flush()
-}
-
-// printJSON writes v as indented JSON.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // shortCtx bounds one request to the daemon.

@@ -6,9 +6,7 @@ package main
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -132,34 +130,6 @@ func lsCmd(env *cliEnv) *cobra.Command {
 		return cmp.Or(printRuntimes(env.stdout, false, rts...), stale)
 	}
 	return cmd
-}
-
-// printRuntimes prints one runtime as JSON, or runtimes as the table of `nudge ls`.
-func printRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
-	hosts := slices.ContainsFunc(rts, func(rt api.Runtime) bool { return rt.Host != "" })
-	head := "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATUS\tREADINESS\tOPERATOR\tINPUT\tQUEUE"
-	if hosts {
-		head += "\tHOST"
-	}
-	return printRecords(w, asJSON, rts, head, func(rt api.Runtime) string {
-		op := "-"
-		if rt.OperatorBusy {
-			op = "busy"
-		}
-		status := string(rt.Status)
-		switch rt.Breaker { // the circuit breaker after repeated failed triggers
-		case "open":
-			status += "+cooldown"
-		case "half_open":
-			status += "+probing"
-		}
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
-			rt.PaneID, status, orDash(string(rt.Readiness)), op, orDash(string(rt.InputLine)), rt.QueueDepth)
-		if hosts {
-			line += "\t" + orDash(rt.Host)
-		}
-		return line
-	})
 }
 
 func orDash(s string) string {
