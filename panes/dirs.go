@@ -34,7 +34,8 @@ func (r *Registry) resolveDir(dir string) (string, error) {
 			return real, nil
 		}
 	}
-	return "", nudge.NewError(nudge.Forbidden, "directory "+dir+" (resolved "+real+") is outside the allowed workspace roots")
+	return "", nudge.NewError(nudge.Forbidden, "directory "+dir+" (resolved "+real+") is outside the allowed workspace roots ("+
+		strings.Join(r.cfg.Roots, ", ")+"): spawn under one of them, or start the daemon with `nudge serve --root "+real+"` (repeatable) to allow it")
 }
 
 // within reports whether path is root or below it (both cleaned and resolved).

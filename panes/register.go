@@ -77,7 +77,7 @@ func (r *Registry) findTarget(ctx context.Context, ws, host string, tgt Target) 
 		}
 		return p, nil
 	}
-	return paneInfo{}, nudge.NewError(nudge.TargetNotFound, "no pane "+tgt.String())
+	return paneInfo{}, nudge.NewError(nudge.TargetNotFound, "no pane "+tgt.String()+" on this tmux server (`tmux list-panes -a` lists a server's panes; --host names another machine's)")
 }
 
 // checkPaneFree refuses a pane another live runtime already holds.

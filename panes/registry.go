@@ -324,7 +324,7 @@ func (r *Registry) Conn(workspace string) (*controlmode.Conn, error) {
 }
 
 func notFound(id string) error {
-	return nudge.NewError(nudge.NotFound, "unknown runtime "+id)
+	return nudge.NewError(nudge.NotFound, "unknown runtime "+id+" (`nudge ls` lists them; ids are rt_WORKSPACE.ROLE)")
 }
 
 // Transition moves a runtime to another status: validated against the state machine,

@@ -89,21 +89,6 @@ func tokenListCmd(env *cliEnv) *cobra.Command {
 	return cmd
 }
 
-// printTokens prints one token record as JSON, or records as a table.
-func printTokens(w io.Writer, asJSON bool, list ...api.TokenInfo) error {
-	return printRecords(w, asJSON, list, "ID\tSUBJECT\tWORKSPACES\tVERBS\tEXPIRES\tSTATE", func(t api.TokenInfo) string {
-		state := "valid"
-		switch {
-		case t.Revoked:
-			state = "revoked"
-		case time.Now().After(t.Expiry()):
-			state = "expired"
-		}
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", t.ID, t.Subject, strings.Join(t.Workspaces, ","),
-			strings.Join(t.Verbs, ","), t.Expiry().Local().Format(time.RFC3339), state)
-	})
-}
-
 func tokenRevokeCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{Use: "revoke TOKEN_ID", Short: "revoke an issued token", Args: exactArgs(1, "one TOKEN_ID")}
 	o := addClientFlags(cmd)

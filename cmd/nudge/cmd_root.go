@@ -8,13 +8,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -69,7 +67,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), auditCmd(env),
 		eventsCmd(env))
 	add("operator", watchCmd(env), attachCmd(env), switchCmd(env))
-	add("daemon", serveCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
+	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
 	root.SetHelpCommandGroupID("daemon")
 	root.SetCompletionCommandGroupID("daemon")
 	root.SetIn(env.stdin)
@@ -85,9 +83,34 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 // run executes the CLI with args (without the program name) and returns the exit code.
 func run(ctx context.Context, env *cliEnv, args []string) int {
 	root := newRootCmd(env)
+	if cmd, err := unknownCommand(root, args); err != nil {
+		return exitCode(env.stderr, cmd, err)
+	}
 	root.SetArgs(singleDashLong(root, args))
 	cmd, err := root.ExecuteContextC(ctx)
 	return exitCode(env.stderr, cmd, err)
+}
+
+// unknownCommand refuses a word that names no subcommand of a command that only groups
+// others, --help or not: cobra would print the group's help for `nudge bogus --help` and
+// exit 0, as if bogus existed.
+func unknownCommand(root *cobra.Command, args []string) (*cobra.Command, error) {
+	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+		return root, nil // added by cobra when it executes
+	}
+	cmd, rest, err := root.Find(args)
+	if err != nil || cmd == nil || !cmd.HasAvailableSubCommands() {
+		return cmd, nil
+	}
+	for _, a := range rest {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			return cmd, noSubcommand(cmd, []string{a})
+		}
+	}
+	return cmd, nil
 }
 
 // strictHelp makes `nudge help TOPIC` a usage error (exit 2) when TOPIC is no command;
@@ -140,8 +163,14 @@ func exitCode(stderr io.Writer, cmd *cobra.Command, err error) int {
 // hint says what to do about an error the daemon answered, where its message does not.
 func hint(err error) string {
 	var ae *api.Error
-	if errors.As(err, &ae) && ae.ErrorCode == nudge.Unauthorized {
+	switch {
+	case !errors.As(err, &ae):
+	case ae.ErrorCode == nudge.Unauthorized:
 		return " (pass a valid token: --token or NUDGE_TOKEN; `nudge token issue` makes one)"
+	case ae.ErrorCode == nudge.NotFound && strings.HasPrefix(ae.Message, "no runtime "):
+		return " (`nudge ls` lists the runtimes; an id is rt_WORKSPACE.ROLE)"
+	case ae.ErrorCode == nudge.NotFound && strings.HasPrefix(ae.Message, "no trigger "):
+		return " (`nudge audit` and `nudge status` show recent triggers)"
 	}
 	return ""
 }
@@ -294,30 +323,6 @@ func (o *outputOpts) asJSON() (bool, error) {
 		return false, nil
 	}
 	return false, usagef("-o %q: want json or table", o.format)
-}
-
-// printRecords prints one record as a JSON object or several as a JSON array (asJSON),
-// else them all as a table under head, a line each from row (columns split by tabs).
-func printRecords[T any](w io.Writer, asJSON bool, list []T, head string, row func(T) string) error {
-	switch {
-	case asJSON && len(list) == 1:
-		return printJSON(w, list[0])
-	case asJSON:
-		return printJSON(w, list)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, head)
-	for _, v := range list {
-		fmt.Fprintln(tw, row(v))
-	}
-	return tw.Flush()
-}
-
-// printJSON writes v as indented JSON.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // shortCtx bounds one request to the daemon.

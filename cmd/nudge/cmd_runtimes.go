@@ -4,15 +4,15 @@ package main
 // restart, deregister.
 
 import (
+	"cmp"
 	"fmt"
-	"io"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 func spawnCmd(env *cliEnv) *cobra.Command {
@@ -101,7 +101,8 @@ func registerCmd(env *cliEnv) *cobra.Command {
 
 func lsCmd(env *cliEnv) *cobra.Command {
 	var ws string
-	cmd := &cobra.Command{Use: "ls [--workspace WS]", Short: "list runtimes", Aliases: []string{"list"}, Args: exactArgs(0, "no arguments")}
+	cmd := &cobra.Command{Use: "ls [--workspace WS]", Short: "list runtimes", Aliases: []string{"list"}, Args: exactArgs(0, "no arguments"),
+		Long: "List runtimes. With the daemon down it lists those its store last held (read-only), says\nsince when, and exits 1."}
 	o := addClientFlags(cmd)
 	out := addOutputFlags(cmd, "table")
 	cmd.Flags().StringVar(&ws, "workspace", "", "only this workspace")
@@ -113,43 +114,22 @@ func lsCmd(env *cliEnv) *cobra.Command {
 		c := o.client(env)
 		defer c.Close()
 		rts, err := c.Runtimes(cmd.Context(), ws)
+		var stale error
+		if snap, ok := lastKnown(o.stateDir, err); ok {
+			rts, err, stale = []api.Runtime{}, nil, staleError{snap.Written}
+			for _, r := range tui.LastKnown(snap.Runtimes, nil, ws) {
+				rts = append(rts, r.Runtime)
+			}
+		}
 		if err != nil {
 			return err
 		}
 		if asJSON {
-			return printJSON(env.stdout, rts)
+			return cmp.Or(printJSON(env.stdout, rts), stale)
 		}
-		return printRuntimes(env.stdout, false, rts...)
+		return cmp.Or(printRuntimes(env.stdout, false, rts...), stale)
 	}
 	return cmd
-}
-
-// printRuntimes prints one runtime as JSON, or runtimes as the table of `nudge ls`.
-func printRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
-	hosts := slices.ContainsFunc(rts, func(rt api.Runtime) bool { return rt.Host != "" })
-	head := "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATUS\tREADINESS\tOPERATOR\tINPUT\tQUEUE"
-	if hosts {
-		head += "\tHOST"
-	}
-	return printRecords(w, asJSON, rts, head, func(rt api.Runtime) string {
-		op := "-"
-		if rt.OperatorBusy {
-			op = "busy"
-		}
-		status := string(rt.Status)
-		switch rt.Breaker { // the circuit breaker after repeated failed triggers
-		case "open":
-			status += "+cooldown"
-		case "half_open":
-			status += "+probing"
-		}
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
-			rt.PaneID, status, orDash(string(rt.Readiness)), op, orDash(string(rt.InputLine)), rt.QueueDepth)
-		if hosts {
-			line += "\t" + orDash(rt.Host)
-		}
-		return line
-	})
 }
 
 func orDash(s string) string {

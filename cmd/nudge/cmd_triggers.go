@@ -3,11 +3,8 @@ package main
 // Commands on triggers and their story: trigger, receipt, ack, force, unblock, audit.
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -84,15 +81,6 @@ func printReceipt(w io.Writer, asJSON bool, t api.Trigger) error {
 		return fmt.Errorf("trigger %s failed: %s %s", t.TriggerID, t.ErrorCode, t.Message)
 	}
 	return nil
-}
-
-// printTriggers prints one receipt as JSON, or receipts as a table.
-func printTriggers(w io.Writer, asJSON bool, ts ...api.Trigger) error {
-	return printRecords(w, asJSON, ts, "TRIGGER\tWORKSPACE\tAGENT\tRUNTIME\tSTATE\tRESULT\tCODE\tUPDATED\tMESSAGE", func(t api.Trigger) string {
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", t.TriggerID, t.WorkspaceID, t.Agent, orDash(t.RuntimeID),
-			t.State, orDash(string(t.Result)), orDash(string(t.ErrorCode)), t.UpdatedAt.Local().Format(time.TimeOnly),
-			orDash(truncate(printable(t.Message), 60)))
-	})
 }
 
 func receiptCmd(env *cliEnv) *cobra.Command {
@@ -256,47 +244,6 @@ func auditCmd(env *cliEnv) *cobra.Command {
 	return cmd
 }
 
-// printAudit prints one audit record on one line, control characters escaped.
-func printAudit(w io.Writer, r api.AuditRecord) {
-	var parts []string
-	add := func(k, v string) {
-		if v != "" {
-			parts = append(parts, k+"="+printable(v))
-		}
-	}
-	add("trigger", r.TriggerID)
-	add("thread", r.ThreadID)
-	add("runtime", r.RuntimeID)
-	add("subject", r.Subject)
-	if r.PeerUID != nil {
-		add("uid", strconv.Itoa(*r.PeerUID))
-	}
-	add("code", string(r.Code))
-	add("reason", r.Reason)
-	if len(r.Detail) > 0 && string(r.Detail) != "null" {
-		add("detail", compactJSON(r.Detail))
-	}
-	fmt.Fprintf(w, "%6d %s %-26s %s\n", r.Seq, r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Event, strings.Join(parts, " "))
-}
-
-// printable escapes control characters so daemon text cannot drive the terminal.
-func printable(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) < 0 {
-		return s
-	}
-	q := strconv.Quote(s)
-	return q[1 : len(q)-1]
-}
-
-func compactJSON(b []byte) string {
-	var v any
-	if json.Unmarshal(b, &v) != nil {
-		return string(b)
-	}
-	out, _ := json.Marshal(v)
-	return string(out)
-}
-
 func scheduleCmd(env *cliEnv) *cobra.Command {
 	return groupCmd("schedule", "manage periodic prompts", scheduleAddCmd(env), scheduleLsCmd(env), scheduleRmCmd(env))
 }
@@ -355,13 +302,6 @@ func scheduleLsCmd(env *cliEnv) *cobra.Command {
 		return printSchedules(env.stdout, false, all...)
 	}
 	return cmd
-}
-
-// printSchedules prints one schedule as JSON, or schedules as a table.
-func printSchedules(w io.Writer, asJSON bool, all ...api.Schedule) error {
-	return printRecords(w, asJSON, all, "SCHEDULE\tWORKSPACE\tAGENT\tEVERY\tNEXT\tPROMPT", func(s api.Schedule) string {
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%.40q", s.ScheduleID, s.WorkspaceID, s.Agent, s.Every, s.NextAt.Local().Format(time.TimeOnly), s.Prompt)
-	})
 }
 
 func scheduleRmCmd(env *cliEnv) *cobra.Command {

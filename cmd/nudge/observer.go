@@ -5,6 +5,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 // openObserver builds the metrics, alerts and status line (package observe) from the
@@ -64,11 +65,11 @@ func workspaces(rts []nudge.Runtime) []string {
 
 // statusLine is ws's line for its session's status bar.
 func statusLine(d *daemon, ws string) string {
-	var es []statusEntry
+	var es []tui.StatusEntry
 	for _, rt := range d.reg.List() {
 		if rt.WorkspaceID == ws {
-			es = append(es, statusEntry{rt.WorkspaceID, rt.Role, rt.Status, stateWord(rt), rt.OperatorBusy, d.pipe.Depth(rt.RuntimeID)})
+			es = append(es, tui.EntryOf(rt, d.pipe.Depth(rt.RuntimeID)))
 		}
 	}
-	return shortLine(es, false)
+	return tui.ShortLine(es, false)
 }

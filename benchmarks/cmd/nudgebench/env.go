@@ -179,7 +179,7 @@ func (e *env) startDaemon(o options) error {
 	if o.daemonProcs > 0 {
 		e.daemon.Env = append(e.daemon.Env, "GOMAXPROCS="+strconv.Itoa(o.daemonProcs))
 	}
-	e.daemon.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // never outlive the harness
+	e.daemon.SysProcAttr = dieWithHarness() // never outlive the harness
 	if err := e.daemon.Start(); err != nil {
 		return err
 	}

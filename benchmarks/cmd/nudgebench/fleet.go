@@ -158,7 +158,7 @@ func (b *bench) fleetBare() (cpu float64, lines int64, err error) {
 	e := b.e
 	cmd := exec.Command(e.self, "-bare-client", e.tmux, e.tmuxSock, "agents_"+fleetWorkspace, b.o.fleetWindow.String())
 	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = dieWithHarness()
 	out, err := cmd.Output()
 	if err != nil {
 		return 0, 0, fmt.Errorf("bare client: %w", err)

@@ -4,6 +4,7 @@
 package api
 
 import (
+	"errors"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -13,9 +14,17 @@ import (
 type Error struct {
 	ErrorCode nudge.Code `json:"error_code"`
 	Message   string     `json:"message"`
+	cause     error      // ErrUnreachable, for an error the client made itself
 }
 
 func (e *Error) Error() string { return string(e.ErrorCode) + ": " + e.Message }
+
+// Unwrap is the error's cause: ErrUnreachable when no daemon answered.
+func (e *Error) Unwrap() error { return e.cause }
+
+// ErrUnreachable is the cause of the *Error a call returns when no daemon listens on the
+// socket (there is none, or it is not serving): errors.Is(err, api.ErrUnreachable).
+var ErrUnreachable = errors.New("no daemon at the socket")
 
 // Health is GET /v1/health.
 type Health struct {
@@ -27,6 +36,15 @@ type Health struct {
 	// shown only to a caller that may do anything (the daemon's uid without a token, or
 	// the shared API token); nil for a token scoped to workspaces, verbs or a runtime.
 	Paths *Paths `json:"paths,omitempty"`
+	// Tmux is the daemon's tmux: its version and, if any, what nudge does less well on it
+	// (controlmode.Caps.Degraded); nil if its version could not be asked.
+	Tmux *Tmux `json:"tmux,omitempty"`
+}
+
+// Tmux is the version of the daemon's tmux and what is degraded on it (Health).
+type Tmux struct {
+	Version  string   `json:"version"`
+	Degraded []string `json:"degraded,omitempty"`
 }
 
 // Paths are where a running daemon keeps its state and reads its overrides (Health).
