@@ -91,8 +91,8 @@ func printReceipt(w io.Writer, asJSON bool, t api.Trigger, waited bool) error {
 func receiptCmd(env *cliEnv) *cobra.Command {
 	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:     "receipt TRIGGER_ID [--wait DURATION]",
-		Short:   "show a trigger's receipt",
+		Use:   "receipt TRIGGER_ID [--wait DURATION]",
+		Short: "show a trigger's receipt",
 		Long: "Print a trigger's receipt. Exits 1 if the trigger failed, 3 if --wait ended before the\n" +
 			"trigger was closed (the receipt so far is printed), else 0.",
 		Example: "  nudge receipt job-42 --wait 30s",
