@@ -86,6 +86,10 @@ func (c Caps) RepeatKey() bool { return c.AtLeast(3, 3) }
 // (signal N, …)" line tmux writes into a remain-on-exit pane.
 func (c Caps) DeadSignal() bool { return c.AtLeast(3, 3) }
 
+// DisplayToClient reports whether `display-message -c CLIENT` shows a message on that
+// client (3.3+). tmux 3.2 declares -c as a flag without a value, so the command fails.
+func (c Caps) DisplayToClient() bool { return c.AtLeast(3, 3) }
+
 // TabsInCapture reports whether capture-pane keeps a tab the program printed as one \t
 // (3.6+) instead of the blank cells it moved over.
 func (c Caps) TabsInCapture() bool { return c.AtLeast(3, 6) }
@@ -101,8 +105,12 @@ func (c Caps) Degraded() []string {
 		d = append(d, "human keys: a bare send-keys does not repeat its key before tmux 3.3, so each key is bound on its own "+
 			"(printable ASCII, control and named keys, with Meta); other keys (non-ASCII, IME input, pastes) are seen from the pane's output a moment later")
 	}
+	if !c.DisplayToClient() {
+		d = append(d, "notifications: display-message cannot name a client before tmux 3.3, so none is shown on attached clients; "+
+			"the status line (--status-line) and --notify-command still carry them")
+	}
 	if !c.DeadSignal() {
-		d = append(d, "dead panes: no #{pane_dead_signal} before tmux 3.3; a pane killed by a signal is recorded as a crash without its status, after a 3 s grace")
+		d = append(d, "dead panes: no #{pane_dead_signal} before tmux 3.3; a signal's number is read from the pane's \"Pane is dead (signal N\" line")
 	}
 	return d
 }

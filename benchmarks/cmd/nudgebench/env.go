@@ -176,7 +176,7 @@ func (e *env) startDaemon(o options) error {
 	e.daemon = exec.Command(e.nudge, e.serveArgs...)
 	e.daemon.Stdout, e.daemon.Stderr = logf, logf
 	e.daemon.Env = append(os.Environ(), "HOME="+e.dir)
-	e.daemon.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // never outlive the harness
+	e.daemon.SysProcAttr = dieWithHarness() // never outlive the harness
 	if err := e.daemon.Start(); err != nil {
 		return err
 	}

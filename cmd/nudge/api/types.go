@@ -36,6 +36,15 @@ type Health struct {
 	// shown only to a caller that may do anything (the daemon's uid without a token, or
 	// the shared API token); nil for a token scoped to workspaces, verbs or a runtime.
 	Paths *Paths `json:"paths,omitempty"`
+	// Tmux is the daemon's tmux: its version and, if any, what nudge does less well on it
+	// (controlmode.Caps.Degraded); nil if its version could not be asked.
+	Tmux *Tmux `json:"tmux,omitempty"`
+}
+
+// Tmux is the version of the daemon's tmux and what is degraded on it (Health).
+type Tmux struct {
+	Version  string   `json:"version"`
+	Degraded []string `json:"degraded,omitempty"`
 }
 
 // Paths are where a running daemon keeps its state and reads its overrides (Health).

@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -27,10 +26,6 @@ import (
 
 	"github.com/nudgehq/nudge/controlmode"
 )
-
-// minTmux is the oldest tmux nudge supports (control-mode flags, send-keys re-sending the
-// key pressed in the Any binding).
-var minTmux = [2]int{3, 2}
 
 // Config is what Check checks and where it writes.
 type Config struct {
@@ -175,15 +170,18 @@ func (d *doctor) host(ctx context.Context, host string, programs []string) {
 		d.say.report(true, host, "ssh reachable")
 	}
 	out, err := d.run(ctx, host, d.tmux, "-V")
-	switch v, ok := tmuxVersion(out); {
+	switch caps := controlmode.ParseVersion(out); {
 	case err != nil:
 		d.say.report(false, host, "no tmux: %v: %s", err, lastLine(out))
-	case !ok:
-		d.say.report(true, host, "%s (version not understood; nudge needs %d.%d or newer)", out, minTmux[0], minTmux[1])
-	case v[0] < minTmux[0] || v[0] == minTmux[0] && v[1] < minTmux[1]:
-		d.say.report(false, host, "%s is too old: nudge needs tmux %d.%d or newer", out, minTmux[0], minTmux[1])
+	case !caps.Known():
+		d.say.report(true, host, "%s (version not understood; nudge needs %s or newer and assumes the newest behaviour)", out, controlmode.MinVersion)
+	case caps.Check() != nil:
+		d.say.report(false, host, "%s is too old: nudge needs tmux %s or newer", out, controlmode.MinVersion)
 	default:
 		d.say.report(true, host, "%s", out)
+		for _, why := range caps.Degraded() {
+			d.say.warn(host, "tmux %s: %s", caps, why)
+		}
 	}
 	for _, p := range programs {
 		var path string
@@ -202,32 +200,6 @@ func (d *doctor) host(ctx context.Context, host string, programs []string) {
 		}
 		d.say.report(true, host, "agent program %s: %s", filepath.Base(p), lastLine(path))
 	}
-}
-
-// tmuxVersion parses `tmux -V` ("tmux 3.3a", "tmux next-3.5") into major and minor.
-func tmuxVersion(s string) ([2]int, bool) {
-	f := strings.Fields(s)
-	if len(f) < 2 {
-		return [2]int{}, false
-	}
-	v := f[len(f)-1]
-	if i := strings.LastIndex(v, "-"); i >= 0 {
-		v = v[i+1:]
-	}
-	major, rest, ok := strings.Cut(v, ".")
-	if !ok {
-		return [2]int{}, false
-	}
-	end := 0
-	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
-		end++
-	}
-	a, err1 := strconv.Atoi(major)
-	b, err2 := strconv.Atoi(rest[:end])
-	if err1 != nil || err2 != nil {
-		return [2]int{}, false
-	}
-	return [2]int{a, b}, true
 }
 
 func lastLine(s string) string {

@@ -22,6 +22,9 @@ func (n *Notifier) display(ws, msg string) {
 	if err != nil {
 		return // no connection (host unreachable, workspace gone): nothing attached to tell
 	}
+	if !conn.Caps().DisplayToClient() {
+		return // tmux 3.2 (see show): not even the clients are asked
+	}
 	ctx, cancel := context.WithTimeout(n.ctx, displayTimeout)
 	defer cancel()
 	names, err := n.clients.get(ctx, conn, n.cfg.Session(ws))
@@ -34,9 +37,9 @@ func (n *Notifier) display(ws, msg string) {
 }
 
 // Display shows msg with display-message on each client attached to session that is not
-// a control-mode client. msg is shown literally: control characters become spaces, '#'
-// is doubled (display-message expands formats, and #() would run a shell command), and it
-// is cut at 200 characters.
+// a control-mode client (none on tmux 3.2, see show). msg is shown literally: control
+// characters become spaces, '#' is doubled (display-message expands formats, and #() would
+// run a shell command), and it is cut at 200 characters.
 func Display(ctx context.Context, conn *controlmode.Conn, session, msg string) error {
 	names, err := listClients(ctx, conn, session)
 	if err != nil {
@@ -66,8 +69,12 @@ func listClients(ctx context.Context, conn *controlmode.Conn, session string) ([
 	return names, nil
 }
 
-// show displays msg on the clients named.
+// show displays msg on the clients named; on tmux 3.2, whose display-message cannot name a
+// client, on none (controlmode.Caps.Degraded says so).
 func show(ctx context.Context, conn *controlmode.Conn, names []string, msg string) error {
+	if !conn.Caps().DisplayToClient() {
+		return nil
+	}
 	text, err := controlmode.Quote(Literal(msg))
 	if err != nil {
 		return err

@@ -293,7 +293,7 @@ func unknownRuntime(id string) error {
 
 func (a runtimesAPI) handleHealth(w http.ResponseWriter, r *http.Request, c auth.Caller) {
 	s := a.s
-	h := api.Health{OK: true, Version: s.cfg.Version, StartedAt: s.started, Runtimes: len(s.deps.Runtimes.List())}
+	h := api.Health{OK: true, Version: s.cfg.Version, StartedAt: s.started, Runtimes: len(s.deps.Runtimes.List()), Tmux: s.cfg.Tmux}
 	if c.Unrestricted() {
 		paths := s.cfg.Paths
 		h.Paths = &paths
