@@ -146,6 +146,10 @@ func TestWatchPagesInRealTmuxPane(t *testing.T) {
 	td.waitPane(pane, "the whole list", func(s string) bool { return rowOf(s, alpha.RuntimeID) != "" && rowOf(s, delta.RuntimeID) != "" })
 	td.keys(pane, "o")
 	td.waitPane(pane, "sorted by state", func(s string) bool { return strings.Contains(s, "sort:state") })
+	td.keys(pane, "?")
+	td.waitPane(pane, "the help page", func(s string) bool { return strings.Contains(s, "Keys (any key closes this page)") })
+	td.keys(pane, "x")
+	td.waitPane(pane, "the list after help", func(s string) bool { return rowOf(s, alpha.RuntimeID) != "" && !strings.Contains(s, "Keys (any") })
 
 	// alpha's page: its triggers newest first, each with its timeline; readiness; screen.
 	td.filterTo(pane, "alpha")
