@@ -21,6 +21,8 @@ import (
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/buildinfo"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 // commandGroups are the sections of `nudge --help`, in order.
@@ -353,9 +355,19 @@ func shortCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 func versionCmd(_ *cliEnv) *cobra.Command {
-	return &cobra.Command{Use: "version", Short: "print the version", Args: exactArgs(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "nudge %s\n", version)
+	cmd := &cobra.Command{Use: "version", Short: "print the version, the commit and the Go it was built with", Args: exactArgs(0, "no arguments")}
+	out := addOutputFlags(cmd, "table")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
 			return err
-		}}
+		}
+		in := buildinfo.Read(version)
+		if asJSON {
+			return tui.PrintJSON(cmd.OutOrStdout(), in)
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), in)
+		return err
+	}
+	return cmd
 }
