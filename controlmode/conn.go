@@ -18,12 +18,13 @@ import (
 // running it) and one read goroutine, both stopped by Close. Its methods are safe for
 // concurrent use.
 type Conn struct {
-	cfg    Config
-	log    hclog.Logger
-	cmd    *exec.Cmd // nil for connections over a plain reader/writer (tests)
-	stdin  io.Writer
-	stdout io.Reader
-	stderr *tailBuffer
+	cfg     Config
+	log     hclog.Logger
+	cmd     *exec.Cmd // nil for connections over a plain reader/writer (tests)
+	unwatch func()    // ends the parent-death watch of cmd (deathwatch.go); after Wait
+	stdin   io.Writer
+	stdout  io.Reader
+	stderr  *tailBuffer
 
 	stopOnce  sync.Once
 	stopFn    func() // cancels the process context (its Cancel closes stdin)
@@ -139,7 +140,7 @@ func start(cfg Config) (*Conn, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, c.stderr
 	cmd.Cancel = func() error { c.closeStdin(); return nil }
 	cmd.WaitDelay = cfg.CloseTimeout
-	dieWithParent(cmd)
+	hostWatch.prepare(cmd)
 	err = cmd.Start()
 	inR.Close()
 	outW.Close()
@@ -149,7 +150,7 @@ func start(cfg Config) (*Conn, error) {
 		outR.Close()
 		return nil, err
 	}
-	c.cmd, c.stopFn = cmd, cancel
+	c.cmd, c.stopFn, c.unwatch = cmd, cancel, hostWatch.watch(cmd)
 	c.log.Debug("control client started", "pid", cmd.Process.Pid, "args", cmd.Args)
 	go c.run()
 	return c, nil
@@ -199,6 +200,7 @@ func (c *Conn) run() {
 		if err := c.cmd.Wait(); err != nil {
 			c.log.Debug("control client exited", "error", err, "stderr", c.stderr.String())
 		}
+		c.unwatch()
 	}
 	if cl, ok := c.stdout.(io.Closer); ok {
 		cl.Close()

@@ -73,7 +73,7 @@ func (r *Registry) findTarget(ctx context.Context, ws, host string, tgt Target) 
 		case p.Session != SessionName(ws):
 			return paneInfo{}, badRequest("target %s is in session %s, not %s", tgt, p.Session, SessionName(ws))
 		case p.Dead:
-			return paneInfo{}, nudge.NewError(nudge.PaneDead, "target "+tgt.String()+" is a dead pane")
+			return paneInfo{}, nudge.NewError(nudge.PaneDead, "target "+tgt.String()+" is a dead pane (its program ended: adopt a live pane, or start one with nudge spawn)")
 		}
 		return p, nil
 	}
@@ -86,7 +86,8 @@ func (r *Registry) checkPaneFree(paneID string) error {
 	defer r.mu.Unlock()
 	for _, rt := range r.rts {
 		if rt.PaneID == paneID && Live(rt.Status) {
-			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID)
+			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID+
+				" (`nudge deregister "+rt.RuntimeID+"` first to adopt it under another name)")
 		}
 	}
 	return nil

@@ -69,7 +69,7 @@ func (r *Registry) beginStop(id, reason string) (nudge.Runtime, error) {
 		return nudge.Runtime{}, notFound(id)
 	}
 	if op := r.busy[id]; op != "" && op != "restart-pending" {
-		return nudge.Runtime{}, nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+")")
+		return nudge.Runtime{}, nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+"): retry when that is done")
 	}
 	r.busy[id] = "stopping"
 	r.stopped[id] = true
@@ -252,7 +252,7 @@ func (r *Registry) Deregister(ctx context.Context, id, reason string) error {
 	r.mu.Lock()
 	if op := r.busy[id]; op != "" && op != "restart-pending" {
 		r.mu.Unlock()
-		return nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+")")
+		return nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+"): retry when that is done")
 	}
 	chs, err := r.transitionLocked(id, nudge.StatusDeregistered, "deregistered: "+reason, "", nil)
 	if err == nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nudgehq/nudge/cmd/nudge/profiling"
 )
 
 // serveCmd is `nudge serve`: the daemon, in the foreground until a signal. Its flags bind
@@ -36,7 +38,7 @@ func serveCmd(env *cliEnv) *cobra.Command {
 			defer stop()
 		}
 		if cfg.ProfileWindows != "" {
-			stop, err := startProfileWindows(cfg.ProfileWindows)
+			stop, err := profiling.Windows(cfg.ProfileWindows)
 			if err != nil {
 				return err
 			}

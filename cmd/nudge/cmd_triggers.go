@@ -21,7 +21,8 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 		Use:   "trigger --workspace WS --agent ROLE [flags] PROMPT|-",
 		Short: "deliver a prompt to a live agent",
 		Long: "Deliver PROMPT (- reads it from stdin) to the agent ROLE of workspace WS and print its receipt.\n" +
-			"Exits 1 if the trigger failed (the receipt on stdout says why).",
+			"Exits 1 if the trigger failed (the receipt on stdout says why), 3 if --wait ended before\n" +
+			"the trigger was closed (the receipt so far is on stdout).",
 		Example: "  nudge trigger --workspace mobile_core --agent reviewer --thread th_42 \"Review th_42.\" --wait\n" +
 			"  git diff | nudge trigger --workspace mobile_core --agent reviewer -",
 		Args: exactArgs(1, "one PROMPT (or - for stdin)"),
@@ -67,18 +68,22 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 				return err
 			}
 		}
-		return printReceipt(env.stdout, asJSON, t)
+		return printReceipt(env.stdout, asJSON, t, wait)
 	}
 	return cmd
 }
 
-// printReceipt prints a receipt, and makes a failed trigger exit 1.
-func printReceipt(w io.Writer, asJSON bool, t api.Trigger) error {
+// printReceipt prints a receipt and says how the command exits: 1 for a failed trigger;
+// 3 for one still open when the wait asked for (waited) ended.
+func printReceipt(w io.Writer, asJSON bool, t api.Trigger, waited bool) error {
 	if err := printTriggers(w, asJSON, t); err != nil {
 		return err
 	}
 	if t.State == nudge.StateFailed {
 		return fmt.Errorf("trigger %s failed: %s %s", t.TriggerID, t.ErrorCode, t.Message)
+	}
+	if waited && !t.Closed {
+		return &pendingError{fmt.Sprintf("trigger %s is still %s: the wait ended first (nudge receipt %s --wait DURATION waits again)", t.TriggerID, t.State, t.TriggerID)}
 	}
 	return nil
 }
@@ -86,8 +91,10 @@ func printReceipt(w io.Writer, asJSON bool, t api.Trigger) error {
 func receiptCmd(env *cliEnv) *cobra.Command {
 	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:     "receipt TRIGGER_ID [--wait DURATION]",
-		Short:   "show a trigger's receipt",
+		Use:   "receipt TRIGGER_ID [--wait DURATION]",
+		Short: "show a trigger's receipt",
+		Long: "Print a trigger's receipt. Exits 1 if the trigger failed, 3 if --wait ended before the\n" +
+			"trigger was closed (the receipt so far is printed), else 0.",
 		Example: "  nudge receipt job-42 --wait 30s",
 		Args:    exactArgs(1, "one TRIGGER_ID"),
 
@@ -107,7 +114,7 @@ func receiptCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printTriggers(env.stdout, asJSON, t)
+		return printReceipt(env.stdout, asJSON, t, wait > 0)
 	}
 	return cmd
 }

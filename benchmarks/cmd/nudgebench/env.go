@@ -176,7 +176,10 @@ func (e *env) startDaemon(o options) error {
 	e.daemon = exec.Command(e.nudge, e.serveArgs...)
 	e.daemon.Stdout, e.daemon.Stderr = logf, logf
 	e.daemon.Env = append(os.Environ(), "HOME="+e.dir)
-	e.daemon.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // never outlive the harness
+	if o.daemonProcs > 0 {
+		e.daemon.Env = append(e.daemon.Env, "GOMAXPROCS="+strconv.Itoa(o.daemonProcs))
+	}
+	e.daemon.SysProcAttr = dieWithHarness() // never outlive the harness
 	if err := e.daemon.Start(); err != nil {
 		return err
 	}
@@ -380,6 +383,9 @@ func (s *eventStream) dispatch(ev *event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counts[ev.Type]++
+	if ev.Type == "readiness" {
+		s.counts["readiness "+ev.rd.Readiness]++
+	}
 	if ev.Type == "trigger" && ev.tr.Closed {
 		if ch, ok := s.final[ev.tr.TriggerID]; ok {
 			close(ch)

@@ -40,6 +40,9 @@ type fleetWindow struct {
 	daemonCPU, serverCPU float64 // seconds
 	writes, bytes        int64   // the pane programs' writes to their ttys in the window
 	readiness, runtime   int64   // readiness and runtime events in the window
+	switches             int64   // the daemon's threads' context switches in the window
+	bareCPU              float64 // seconds: a bare control client counting the same stream, over an equal window
+	bareLines            int64
 	rssKB                int64
 	load0, load1         string // /proc/loadavg's 1-minute figure at the start and the end
 	profile              string // where the daemon's profiles of the window are, if any
@@ -99,6 +102,11 @@ func (b *bench) fleet() (*fleetResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		if wl.name != "idle" {
+			if w.bareCPU, w.bareLines, err = b.fleetBare(); err != nil {
+				return nil, err
+			}
+		}
 		res.windows = append(res.windows, w)
 		for _, p := range ps {
 			p.r.Send("quiet")
@@ -118,23 +126,21 @@ func (b *bench) fleetWindow(name, desc string, ps []*bpane) (fleetWindow, error)
 	}
 	dp, sp := e.daemon.Process.Pid, e.serverPID()
 	ev0 := e.events.count()
-	if b.o.profileWindows != "" {
-		e.daemon.Process.Signal(syscall.SIGUSR1)
-	}
+	b.profileStart()
+	c0 := ctxSwitches(dp)
 	d0, s0, start := cpuTicks(dp, false), cpuTicks(sp, false), time.Now()
 	time.Sleep(b.o.fleetWindow)
 	d1, s1 := cpuTicks(dp, false), cpuTicks(sp, false)
 	w.dur = time.Since(start)
+	w.switches = ctxSwitches(dp) - c0
 	ev1 := e.events.count()
 	w.readiness, w.runtime = ev1["readiness"]-ev0["readiness"], ev1["runtime"]-ev0["runtime"]
-	if b.o.profileWindows != "" {
-		e.daemon.Process.Signal(syscall.SIGUSR2)
-		time.Sleep(500 * time.Millisecond) // the daemon writes the profiles
-		w.profile = filepath.Join(b.o.profileWindows, "fleet-"+name)
-		for _, f := range []string{"cpu.prof", "allocs.base", "allocs.prof"} {
-			os.Rename(filepath.Join(b.o.profileWindows, f), w.profile+"."+f)
+	for k, n := range ev1 {
+		if strings.HasPrefix(k, "readiness ") && n > ev0[k] {
+			fmt.Fprintf(os.Stderr, "fleet %s: %s events: %d\n", name, k, n-ev0[k])
 		}
 	}
+	w.profile = b.profileStop("fleet-" + name)
 	w1, by1, err := paneWrites(ps)
 	if err != nil {
 		return w, err
@@ -144,6 +150,47 @@ func (b *bench) fleetWindow(name, desc string, ps []*bpane) (fleetWindow, error)
 	w.rssKB = status(dp, "VmRSS")
 	w.load1 = loadavg()
 	return w, nil
+}
+
+// fleetBare runs a bare control client (-bare-client) on the fleet's session for an
+// equal window: what decoding the same stream costs a Go client that does nothing else.
+func (b *bench) fleetBare() (cpu float64, lines int64, err error) {
+	e := b.e
+	cmd := exec.Command(e.self, "-bare-client", e.tmux, e.tmuxSock, "agents_"+fleetWorkspace, b.o.fleetWindow.String())
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = dieWithHarness()
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("bare client: %w", err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 3 {
+		return 0, 0, fmt.Errorf("bare client said %q", out)
+	}
+	lines, _ = strconv.ParseInt(f[0], 10, 64)
+	cpu, _ = strconv.ParseFloat(f[2], 64)
+	return cpu, lines, nil
+}
+
+// profileStart starts a profile window of the daemon (-profile-windows).
+func (b *bench) profileStart() {
+	if b.o.profileWindows != "" {
+		b.e.daemon.Process.Signal(syscall.SIGUSR1)
+	}
+}
+
+// profileStop ends it and renames its files to DIR/name.*; it returns DIR/name, or "".
+func (b *bench) profileStop(name string) string {
+	if b.o.profileWindows == "" {
+		return ""
+	}
+	b.e.daemon.Process.Signal(syscall.SIGUSR2)
+	time.Sleep(500 * time.Millisecond) // the daemon writes the profiles
+	base := filepath.Join(b.o.profileWindows, name)
+	for _, f := range []string{"cpu.prof", "allocs.base", "allocs.prof"} {
+		os.Rename(filepath.Join(b.o.profileWindows, f), base+"."+f)
+	}
+	return base
 }
 
 // paneWrites sums the writes and bytes the pane programs have written to their ttys.
@@ -162,6 +209,22 @@ func paneWrites(ps []*bpane) (writes, bytes int64, err error) {
 		bytes += s.TS
 	}
 	return writes, bytes, nil
+}
+
+// ctxSwitches sums the voluntary and involuntary context switches of pid's threads.
+func ctxSwitches(pid int) int64 {
+	dirs, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var n int64
+	for _, d := range dirs {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, d.Name()))
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c
+			}
+		}
+	}
+	return n
 }
 
 func loadavg() string {
@@ -189,20 +252,27 @@ func streamsDir() (string, error) {
 func (r *fleetResult) print(w io.Writer) {
 	fmt.Fprintln(w, "Busy fleet: 100 managed panes (20 per agent pack, 80x24), daemon and tmux server CPU (utime+stime) in the same window")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| workload | s | pane writes/s | KB/s | readiness changes/s | daemon CPU % | tmux server CPU % | daemon / tmux | daemon µs per write | daemon RSS MB | load avg |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| workload | s | pane writes/s | KB/s | readiness changes/s | daemon CPU % | tmux server CPU % | daemon / tmux | daemon µs per write | daemon context switches per write | bare client CPU % | bare client / tmux | daemon RSS MB | load avg |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, x := range r.windows {
 		secs := x.dur.Seconds()
-		ratio, per := "—", "—"
+		ratio, per, sw, bare, bareRatio := "—", "—", "—", "—", "—"
+		if x.bareLines > 0 {
+			bare = fmt.Sprintf("%.2f", x.bareCPU/secs*100)
+			if x.serverCPU > 0 {
+				bareRatio = fmt.Sprintf("%.2f", x.bareCPU/x.serverCPU)
+			}
+		}
 		if x.serverCPU > 0 {
 			ratio = fmt.Sprintf("%.2f", x.daemonCPU/x.serverCPU)
 		}
 		if x.writes > 0 {
 			per = fmt.Sprintf("%.1f", x.daemonCPU/float64(x.writes)*1e6)
+			sw = fmt.Sprintf("%.2f", float64(x.switches)/float64(x.writes))
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.1f | %.1f | %.2f | %.2f | %s | %s | %.1f | %s → %s |\n", x.desc, secs,
+		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.1f | %.1f | %.2f | %.2f | %s | %s | %s | %s | %s | %.1f | %s → %s |\n", x.desc, secs,
 			float64(x.writes)/secs, float64(x.bytes)/1e3/secs, float64(x.readiness)/secs, x.daemonCPU/secs*100, x.serverCPU/secs*100,
-			ratio, per, float64(x.rssKB)/1024, x.load0, x.load1)
+			ratio, per, sw, bare, bareRatio, float64(x.rssKB)/1024, x.load0, x.load1)
 	}
 	fmt.Fprintln(w)
 	for _, x := range r.windows {

@@ -45,6 +45,7 @@ type options struct {
 	fleetWindow    time.Duration
 	fleetWorkloads string
 	profileWindows string
+	daemonProcs    int
 	sshConfig      string // set by the host phase: its loopback sshd's client config
 }
 
@@ -92,6 +93,7 @@ func main() {
 	flag.DurationVar(&o.fleetWindow, "fleet-window", 30*time.Second, "fleet phase: measured window per workload")
 	flag.StringVar(&o.fleetWorkloads, "fleet-workloads", "", "fleet phase: workloads to run (idle,spinner,replay,lines; default all)")
 	flag.StringVar(&o.profileWindows, "profile-windows", "", "folder: profile the daemon (CPU, allocations) during each fleet window (nudge serve --profile-windows)")
+	flag.IntVar(&o.daemonProcs, "daemon-gomaxprocs", 0, "GOMAXPROCS of the daemon (0: the Go default)")
 	flag.IntVar(&o.hostN, "host-n", 200, "host phase (not in the default phases; needs sshd): triggers per path")
 	flag.Parse()
 	for _, s := range strings.Split(panes, ",") {
@@ -151,7 +153,9 @@ func run(o options) error {
 	if phase("trigger") {
 		for _, n := range o.paneCounts {
 			start := time.Now()
+			b.profileStart()
 			r, err := b.triggerLatency(n, o.n, o.warmup)
+			b.profileStop(fmt.Sprintf("trigger-%d", n))
 			if err != nil {
 				return fmt.Errorf("trigger latency at %d panes: %w", n, err)
 			}

@@ -14,6 +14,12 @@ import (
 func (ui *watchUI) key(ev *tcell.EventKey) bool {
 	m := ui.m
 	switch {
+	case m.help:
+		m.help = false
+		return false
+	case ev.Key() == tcell.KeyRune && ev.Rune() == '?' && m.forcing == "" && !m.filtering:
+		m.help = true
+		return false
 	case m.forcing != "":
 		ui.forceKey(ev)
 		return false

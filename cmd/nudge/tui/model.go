@@ -82,7 +82,8 @@ type watchModel struct {
 	forcing     string // trigger id being forced ("" = no prompt)
 	forceReason []rune
 
-	msg string // one-line feedback at the bottom
+	msg  string // one-line feedback at the bottom
+	help bool   // the ? page is shown over the others
 }
 
 func newWatchModel() *watchModel {

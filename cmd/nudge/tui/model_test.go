@@ -161,3 +161,13 @@ func TestWidthTruncatePad(t *testing.T) {
 		t.Errorf("pad %q", p)
 	}
 }
+
+func TestWrap(t *testing.T) {
+	got := wrap("abcdefghij日本", 4, 3)
+	if fmt.Sprint(got) != "[abcd efg hij 日 本]" {
+		t.Errorf("wrap: %q", got)
+	}
+	if got := wrap("", 4, 3); len(got) != 1 || got[0] != "" {
+		t.Errorf("wrap empty: %q", got)
+	}
+}

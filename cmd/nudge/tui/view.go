@@ -86,11 +86,13 @@ func (v *watchView) draw() {
 	w, h := s.Size()
 	now := time.Now()
 	v.drawTitle(w, now)
-	switch m.page {
-	case pageRuntime:
+	switch {
+	case m.help:
+		v.drawHelp()
+	case m.page == pageRuntime:
 		v.drawRuntime(h, now)
-	case pageTrigger:
-		v.drawTrigger(h)
+	case m.page == pageTrigger:
+		v.drawTrigger(w, h)
 	default:
 		v.drawList(w, h, now)
 	}
@@ -118,11 +120,39 @@ func (v *watchView) drawTitle(w int, now time.Time) {
 	}
 }
 
+// helpText is the ? page.
+var helpText = []string{
+	"Keys (any key closes this page)",
+	"",
+	"  ↑ ↓  j k  PgUp PgDn   move: runtimes, a runtime's triggers, a trigger's audit",
+	"  Enter                 open: a runtime's page, then a trigger's page",
+	"  q  Esc                back a page; on the list: quit (Esc first clears the filter)",
+	"  /                     filter the list: words matched against id, workspace, role,",
+	"                        agent and state; Enter keeps it, Esc clears it",
+	"  o                     sort within each workspace: name, state (needs a person",
+	"                        first), the newest trigger",
+	"  a  s                  attach your terminal to the runtime's pane (switch-client",
+	"                        inside nudge's tmux; else tmux attach until you detach)",
+	"  p                     pause or resume the runtime's triggers",
+	"  f                     force-deliver its deferred trigger (asks for a reason)",
+	"  r                     refresh the page now",
+	"  ?                     this page",
+	"",
+	"States: READY green, BUSY yellow, NEEDS_CONFIRMATION magenta, ERROR/FAILED red,",
+	"PAUSED blue, OFFLINE/EXITED grey; +human: a person is typing in the pane.",
+}
+
+func (v *watchView) drawHelp() {
+	for i, l := range helpText {
+		v.put(0, 1+i, l, orStyle(i == 0, stHeader, stDefault))
+	}
+}
+
 // pageKeys is the keys line of each page.
 var pageKeys = map[page]string{
-	pageList:    "↑↓ select ⏎ open / filter o sort a attach p pause f force q quit",
-	pageRuntime: "↑↓ trigger ⏎ its story a attach p pause f force r refresh q back",
-	pageTrigger: "↑↓ scroll f force a attach r refresh q back",
+	pageList:    "↑↓ select ⏎ open / filter o sort a attach p pause f force ? help q quit",
+	pageRuntime: "↑↓ trigger ⏎ its story a attach p pause f force r refresh ? help q back",
+	pageTrigger: "↑↓ scroll f force a attach r refresh ? help q back",
 }
 
 func (v *watchView) drawBottom(h int) {
@@ -335,7 +365,7 @@ func (v *watchView) drawScreen(y, end int, now time.Time) {
 	}
 }
 
-func (v *watchView) drawTrigger(h int) {
+func (v *watchView) drawTrigger(w, h int) {
 	m := v.m
 	t := m.trig
 	word := apiReceiptWord(t)
@@ -379,9 +409,39 @@ func (v *watchView) drawTrigger(h int) {
 		if len(a.Detail) > 0 && json.Compact(&detail, a.Detail) == nil && detail.String() != "null" {
 			line += "  " + detail.String()
 		}
-		v.put(2, y, line, stDefault)
-		y++
+		for k, part := range wrap(line, w-2, w-16) {
+			if y >= h-2 {
+				break
+			}
+			v.put(2+14*min(k, 1), y, part, orStyle(k == 0, stDefault, stDim))
+			y++
+		}
 	}
+}
+
+// wrap cuts s into lines of at most first cells, then rest cells (graphemes kept whole).
+func wrap(s string, first, rest int) []string {
+	var out []string
+	var b strings.Builder
+	n, limit := 0, max(first, 1)
+	g := uniseg.NewGraphemes(s)
+	for g.Next() {
+		if gw := g.Width(); n+gw > limit && n > 0 {
+			out = append(out, b.String())
+			b.Reset()
+			n, limit = 0, max(rest, 1)
+		}
+		b.WriteString(g.Str())
+		n += g.Width()
+	}
+	return append(out, b.String())
+}
+
+func orStyle(c bool, yes, no tcell.Style) tcell.Style {
+	if c {
+		return yes
+	}
+	return no
 }
 
 // receiptStyle colours a receipt: acked green, failed red, open yellow.

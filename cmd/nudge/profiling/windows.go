@@ -1,4 +1,6 @@
-package main
+// Package profiling profiles the daemon for the benchmarks: in windows a benchmark
+// chooses by signal (the hidden serve --profile-windows).
+package profiling
 
 import (
 	"fmt"
@@ -9,12 +11,12 @@ import (
 	"syscall"
 )
 
-// startProfileWindows profiles the daemon in windows a benchmark chooses (the hidden
+// Windows profiles the daemon in windows a benchmark chooses (the hidden
 // --profile-windows DIR): SIGUSR1 starts a CPU profile into DIR/cpu.prof and writes the
 // allocations so far to DIR/allocs.base; SIGUSR2 stops it and writes DIR/allocs.prof
 // (go tool pprof -diff_base DIR/allocs.base DIR/allocs.prof: the window's allocations).
 // Files are overwritten by the next window. stop ends the watch.
-func startProfileWindows(dir string) (stop func(), err error) {
+func Windows(dir string) (stop func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("profile-windows: %w", err)
 	}
