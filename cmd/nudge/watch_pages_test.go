@@ -12,6 +12,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
@@ -347,4 +348,40 @@ func TestSwitchAndAttachMoveTheOperatorsClient(t *testing.T) {
 		t.Errorf("nudge's control clients moved: before %v, after %v", control, got)
 	}
 	_ = alpha
+}
+
+// A trigger deferred by a person's draft: its runtime's page shows why and until when,
+// and f force-delivers it with a reason, audited.
+func TestWatchForceDeferred(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildWatchBinary(t)
+	cfg := collisionConfig(t)
+	cfg.Inject.MaxDefer = time.Minute
+	td := startDaemon(t, cfg)
+	rt := td.spawnBash("rev")
+	op := td.attachOperator(rt.PaneID)
+	op.typeKeys("half-typed")
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.OperatorBusy })
+	if _, err := td.trigger(map[string]any{"trigger_id": "fd-1", "workspace": "w1", "agent": "rev", "prompt": "wait for the person"}); err != nil {
+		t.Fatal(err)
+	}
+	td.waitTrigger("fd-1", func(tr nudge.Trigger) bool { return tr.State == "deferred" })
+	pane, _ := watchOps(t, td, bin, "", 80, 24)
+	td.waitPane(pane, "rev's deferred trigger", func(s string) bool { return strings.Contains(rowOf(s, rt.RuntimeID), "fd-1 deferred") })
+	td.keys(pane, "Enter")
+	screen := td.waitPane(pane, "why and until when", func(s string) bool {
+		l := rowOf(s, "fd-1")
+		return strings.Contains(l, "→ deferred") && strings.Contains(l, "OPERATOR_BUSY until ")
+	})
+	keepScreen("deferred", screen)
+	td.keys(pane, "f")
+	td.waitPane(pane, "the reason prompt", func(s string) bool { return strings.Contains(s, "force fd-1 - reason:") })
+	td.keys(pane, "-l", "the person left")
+	td.keys(pane, "Enter")
+	td.waitPane(pane, "the force's answer", func(s string) bool { return strings.Contains(s, "forced fd-1") })
+	if out, _, _ := td.runCLI("audit", "--trigger", "fd-1"); !strings.Contains(out, "the person left") {
+		t.Errorf("the force is not audited with its reason: %s", out)
+	}
 }
