@@ -283,10 +283,14 @@ func (r *Registry) startPane(ctx context.Context, rt *nudge.Runtime, args []stri
 }
 
 // retryable: the session appeared or the index was taken between our two commands.
+// "server exited unexpectedly" is a tmux client that started a server at the moment
+// another client did (nudge's restart of a runtime and a spawn, after the server died):
+// the losing server exits; the winner is there for the retry.
 func retryable(err error) bool {
 	var te *tmuxError
 	return errors.As(err, &te) && (strings.Contains(te.Stderr, "duplicate session") ||
-		strings.Contains(te.Stderr, "in use") || strings.Contains(te.Stderr, "can't find"))
+		strings.Contains(te.Stderr, "in use") || strings.Contains(te.Stderr, "can't find") ||
+		strings.Contains(te.Stderr, "server exited unexpectedly"))
 }
 
 func spawnFailed(err error) error {

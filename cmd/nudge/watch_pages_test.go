@@ -385,3 +385,25 @@ func TestWatchForceDeferred(t *testing.T) {
 		t.Errorf("the force is not audited with its reason: %s", out)
 	}
 }
+
+// The daemon going away leaves the dashboard up, its data marked stale with the time;
+// it reconnects by itself when the daemon is back.
+func TestWatchMarksStaleAndReconnects(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildWatchBinary(t)
+	cfg := newTestConfig(t)
+	td := startDaemon(t, cfg)
+	rt := td.spawnShell("w", "alpha", "cat")
+	pane, _ := watchOps(t, td, bin, "", 80, 24)
+	td.waitPane(pane, "alpha's row", func(s string) bool { return rowOf(s, rt.RuntimeID) != "" })
+	td.stop()
+	td.waitPane(pane, "the data marked stale", func(s string) bool {
+		return strings.Contains(s, "[stale since ") && rowOf(s, rt.RuntimeID) != "" && strings.Contains(s, "daemon unreachable")
+	})
+	td2 := startDaemon(t, cfg)
+	td2.waitPane(pane, "live again", func(s string) bool { return strings.Contains(s, "[live]") && rowOf(s, rt.RuntimeID) != "" })
+	td2.keys(pane, "q")
+	td2.waitPane(pane, "the shell again", func(s string) bool { return strings.Contains(s, "WATCH-EXIT-0") })
+}

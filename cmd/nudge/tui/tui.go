@@ -191,10 +191,10 @@ func (ui *watchUI) handle(msg any) {
 // gotDetail takes a runtime page's fetch: what failed keeps the older data, marked stale.
 func (ui *watchUI) gotDetail(d watchDetail, now time.Time) {
 	m := ui.m
+	m.fetching = false // (an answer for a runtime no longer shown ends a fetch too)
 	if d.id != m.sel {
 		return
 	}
-	m.fetching = false
 	if d.tailErr == nil {
 		m.tail, m.tailAt, m.tailErr = d.tail, d.capturedAt, ""
 		if m.tailAt.IsZero() {

@@ -90,7 +90,7 @@ func (v *watchView) draw() {
 	case m.help:
 		v.drawHelp()
 	case m.page == pageRuntime:
-		v.drawRuntime(h, now)
+		v.drawRuntime(w, h, now)
 	case m.page == pageTrigger:
 		v.drawTrigger(w, h)
 	default:
@@ -135,6 +135,8 @@ var helpText = []string{
 	"                        inside nudge's tmux; else tmux attach until you detach)",
 	"  p                     pause or resume the runtime's triggers",
 	"  f                     force-deliver its deferred trigger (asks for a reason)",
+	"  1-9                   on a runtime's page: answer its dialog with that option",
+	"                        (asks for a reason)",
 	"  r                     refresh the page now",
 	"  ?                     this page",
 	"",
@@ -160,6 +162,8 @@ func (v *watchView) drawBottom(h int) {
 	switch {
 	case m.forcing != "":
 		v.put(0, h-2, "force "+m.forcing+" - reason: "+string(m.forceReason)+"_", stHeader)
+	case m.answering != nil:
+		v.put(0, h-2, "answer "+m.answering.option.Label+" - reason: "+string(m.answerReason)+"_", stHeader)
 	case m.filtering:
 		v.put(0, h-2, "filter: "+m.filter+"_", stHeader)
 	case m.msg != "":
@@ -169,8 +173,12 @@ func (v *watchView) drawBottom(h int) {
 	}
 	keys := pageKeys[m.page]
 	switch {
+	case m.page == pageRuntime && m.dialogs[m.sel] != nil && m.answering == nil && m.forcing == "":
+		keys = "1-9 answer the dialog ↑↓ trigger ⏎ its story a attach p pause ? help q back"
 	case m.forcing != "":
 		keys = "type a reason  ⏎ force-deliver  Esc cancel"
+	case m.answering != nil:
+		keys = "type a reason  ⏎ answer the dialog  Esc cancel"
 	case m.filtering:
 		keys = "type words to keep (id, workspace, role, agent, state)  ⏎ done  Esc clear"
 	}
@@ -244,13 +252,16 @@ func (v *watchView) drawListRow(rt api.Runtime, y, cid, cst, cq int, now time.Ti
 	if t, ok := m.last[rt.RuntimeID]; ok {
 		receipt = t.TriggerID + " " + apiReceiptWord(t) + " " + Ago(t.UpdatedAt, now)
 	}
+	if d := m.dialogs[rt.RuntimeID]; d != nil {
+		receipt = "asks: " + d.Title
+	}
 	x = v.put(x, y, " "+pad(fmt.Sprint(m.depth(rt.RuntimeID)), cq)+" "+receipt, st)
 	if rt.RuntimeID == m.sel {
 		v.fill(x, y, st)
 	}
 }
 
-func (v *watchView) drawRuntime(h int, now time.Time) {
+func (v *watchView) drawRuntime(w, h int, now time.Time) {
 	m := v.m
 	rt, ok := m.selected()
 	if !ok {
@@ -269,6 +280,9 @@ func (v *watchView) drawRuntime(h int, now time.Time) {
 	}
 	v.put(x, 1, extra+"  "+nudge.StripANSI(rt.Summary), stDefault)
 	y := 2
+	if d := m.dialogs[rt.RuntimeID]; d != nil {
+		y = v.drawDialog(d, y, w)
+	}
 	avail := h - 2 - y // rows above the message line
 	y = v.drawTimeline(y, max(2, avail/3), now)
 	y = v.drawReadiness(rt.RuntimeID, y, 3)
