@@ -33,6 +33,7 @@ type Runtime struct {
 	Paused          bool      `json:"paused"`
 	ExitStatus      *int      `json:"exit_status,omitempty"`
 	LastHeartbeatAt time.Time `json:"last_heartbeat_at,omitempty"`
+	HeartbeatStatus string    `json:"heartbeat_status,omitempty"` // of the last heartbeat: active, idle or offline
 	LastCursor      string    `json:"last_cursor,omitempty"`
 	LastTriggerID   string    `json:"last_trigger_id,omitempty"`
 	// Breaker is the runtime's circuit breaker after repeated failed triggers: "" (closed),

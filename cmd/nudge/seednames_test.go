@@ -85,3 +85,36 @@ func TestSeedAPINames(t *testing.T) {
 		t.Fatalf("register by the seed's names: %+v %v", adopted, err)
 	}
 }
+
+// TestHeartbeatStatusKept: a heartbeat's status is kept on the runtime and shown
+// (heartbeat_status); an offline heartbeat advances no cursor, so it acks nothing, and
+// sending its cursor again later is no advance either.
+func TestHeartbeatStatusKept(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	rt := td.spawnShell("w1", "hb")
+	beat := func(body map[string]any) api.HeartbeatReply {
+		t.Helper()
+		var hb api.HeartbeatReply
+		if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/heartbeat", body, &hb); err != nil {
+			t.Fatalf("heartbeat %v: %v", body, err)
+		}
+		return hb
+	}
+	if hb := beat(map[string]any{"status": "offline", "cursor": "c1"}); hb.CursorAdvanced {
+		t.Fatal("an offline heartbeat advanced the cursor")
+	}
+	var got runtimeView
+	if err := td.c.do(t0(), "GET", "/v1/runtimes/"+rt.RuntimeID, nil, &got); err != nil || got.HeartbeatStatus != "offline" {
+		t.Fatalf("after an offline heartbeat: heartbeat_status %q, %v", got.HeartbeatStatus, err)
+	}
+	if hb := beat(map[string]any{"status": "idle", "cursor": "c1"}); hb.CursorAdvanced {
+		t.Fatal("the offline heartbeat's cursor, sent again, counted as an advance")
+	}
+	if hb := beat(map[string]any{"cursor": "c2"}); !hb.CursorAdvanced {
+		t.Fatal("an active heartbeat with a new cursor did not advance")
+	}
+	td.c.do(t0(), "GET", "/v1/runtimes/"+rt.RuntimeID, nil, &got)
+	if got.HeartbeatStatus != "active" {
+		t.Fatalf("heartbeat_status %q after a heartbeat without status, want active", got.HeartbeatStatus)
+	}
+}

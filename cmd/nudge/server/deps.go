@@ -102,6 +102,9 @@ type Triggers interface {
 // Acks takes heartbeats (satisfied by *ack.Tracker).
 type Acks interface {
 	Heartbeat(runtimeID string, at time.Time, cursor string) (advanced bool)
+	// Offline takes an offline heartbeat: it acks nothing; its cursor only becomes the
+	// one a later heartbeat must advance past.
+	Offline(runtimeID, cursor string)
 }
 
 // Store is the part of the store the API reads and audits into (satisfied by *store.DB).

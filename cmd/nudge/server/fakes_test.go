@@ -145,6 +145,8 @@ func (f *fakeAcks) Heartbeat(id string, at time.Time, cursor string) bool {
 	return f.heartbeat(id, at, cursor)
 }
 
+func (f *fakeAcks) Offline(string, string) {}
+
 // fakeStore records audit records; its lists come from function fields.
 type fakeStore struct {
 	audit        []nudge.AuditRecord

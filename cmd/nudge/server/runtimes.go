@@ -244,7 +244,16 @@ func (a lifecycleAPI) handleHeartbeat(w http.ResponseWriter, r *http.Request, c 
 			return
 		}
 	}
-	advanced := s.deps.Acks.Heartbeat(rt.RuntimeID, at, b.Cursor)
+	status := b.Status
+	if status == "" {
+		status = "active"
+	}
+	advanced := false
+	if status == "offline" {
+		s.deps.Acks.Offline(rt.RuntimeID, b.Cursor) // an offline agent acks nothing
+	} else {
+		advanced = s.deps.Acks.Heartbeat(rt.RuntimeID, at, b.Cursor)
+	}
 	if advanced {
 		// Triggers address the runtime by its role or its agent_id: the loop guard keeps
 		// their turns under the name they used, so progress lifts both.
@@ -254,7 +263,7 @@ func (a lifecycleAPI) handleHeartbeat(w http.ResponseWriter, r *http.Request, c 
 		}
 	}
 	rt, err := s.deps.Runtimes.Update(rt.RuntimeID, func(x *nudge.Runtime) {
-		x.LastHeartbeatAt = now
+		x.LastHeartbeatAt, x.HeartbeatStatus = now, status
 		if b.Cursor != "" {
 			x.LastCursor = b.Cursor
 		}
