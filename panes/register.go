@@ -16,6 +16,7 @@ type RegisterRequest struct {
 	SessionID       string
 	Unmanaged       bool   // tracked but never restarted, and refused for injection (UNMANAGED_RUNTIME)
 	Host            string // ssh destination of the workspace's tmux; "" means the workspace's host (local for a new one)
+	PID             int    // when not 0, the pane's process must be this one (the caller's view of it)
 }
 
 // Register adopts an existing live pane of the workspace's session. A managed pane gets
@@ -40,6 +41,9 @@ func (r *Registry) Register(ctx context.Context, req RegisterRequest) (nudge.Run
 	p, err := r.findTarget(ctx, req.Workspace, host, tgt)
 	if err != nil {
 		return nudge.Runtime{}, err
+	}
+	if req.PID != 0 && p.PID != req.PID {
+		return nudge.Runtime{}, nudge.NewError(nudge.RegistryDrift, fmt.Sprintf("target %s runs pid %d, not pid %d: check the pane (tmux display -p -t %s '#{pane_pid}') and register it again", tgt, p.PID, req.PID, p.ID))
 	}
 	rt := r.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
 	rt.SessionID, rt.Managed, rt.Argv, rt.Host = req.SessionID, !req.Unmanaged, prof.Launch, host

@@ -280,7 +280,30 @@ func (r *Registry) Get(id string) (nudge.Runtime, bool) {
 
 // Lookup returns the runtime of a workspace's role.
 func (r *Registry) Lookup(workspace, role string) (nudge.Runtime, bool) {
-	return r.Get(RuntimeID(workspace, role))
+	if rt, ok := r.Get(RuntimeID(workspace, role)); ok {
+		return rt, true
+	}
+	return r.byAgentID(workspace, role)
+}
+
+// byAgentID finds the runtime of workspace whose agent_id (seed 000 §10) is id, when it
+// differs from its role; two such runtimes are ambiguous and find none.
+func (r *Registry) byAgentID(workspace, id string) (nudge.Runtime, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var found *nudge.Runtime
+	for _, rt := range r.rts {
+		if rt.WorkspaceID == workspace && rt.AgentID == id && id != "" {
+			if found != nil {
+				return nudge.Runtime{}, false
+			}
+			found = rt
+		}
+	}
+	if found == nil {
+		return nudge.Runtime{}, false
+	}
+	return cloneRuntime(found), true
 }
 
 // List returns every runtime, ordered by workspace then role.

@@ -55,6 +55,10 @@ func (a runtimesAPI) handleSpawn(w http.ResponseWriter, r *http.Request, c auth.
 		s.fail(w, r, err)
 		return
 	}
+	if err := b.Normalize(); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	host := b.Host
 	if host == "" {
 		host = s.deps.Runtimes.HostOf(b.Workspace)
@@ -84,13 +88,17 @@ func (a runtimesAPI) handleRegister(w http.ResponseWriter, r *http.Request, c au
 		s.fail(w, r, err)
 		return
 	}
+	if err := b.Normalize(); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if err := s.deps.Policy.CheckRegister(c, b.Workspace, b.Agent); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	rt, err := s.deps.Runtimes.Register(r.Context(), panes.RegisterRequest{
 		Workspace: b.Workspace, Role: b.Role, Agent: b.Agent, AgentID: b.AgentID,
-		Target: b.Target, SessionID: b.SessionID, Unmanaged: b.Unmanaged, Host: b.Host,
+		Target: b.Target, SessionID: b.SessionID, Unmanaged: b.Unmanaged, Host: b.Host, PID: b.PID,
 	})
 	if err != nil {
 		s.fail(w, r, err)
@@ -238,7 +246,12 @@ func (a lifecycleAPI) handleHeartbeat(w http.ResponseWriter, r *http.Request, c 
 	}
 	advanced := s.deps.Acks.Heartbeat(rt.RuntimeID, at, b.Cursor)
 	if advanced {
-		s.deps.Triggers.Progress(rt.WorkspaceID, rt.AgentID, b.ThreadID)
+		// Triggers address the runtime by its role or its agent_id: the loop guard keeps
+		// their turns under the name they used, so progress lifts both.
+		s.deps.Triggers.Progress(rt.WorkspaceID, rt.Role, b.ThreadID)
+		if rt.AgentID != "" && rt.AgentID != rt.Role {
+			s.deps.Triggers.Progress(rt.WorkspaceID, rt.AgentID, b.ThreadID)
+		}
 	}
 	rt, err := s.deps.Runtimes.Update(rt.RuntimeID, func(x *nudge.Runtime) {
 		x.LastHeartbeatAt = now

@@ -26,6 +26,11 @@ func (a triggersAPI) handleTrigger(w http.ResponseWriter, r *http.Request, c aut
 		s.fail(w, r, err)
 		return
 	}
+	if err := b.Normalize(); err != nil {
+		reg.End()
+		s.fail(w, r, err)
+		return
+	}
 	if err := s.deps.Policy.CheckTrigger(c, b.Workspace, b.Agent); err != nil {
 		reg.End()
 		s.fail(w, r, err)
