@@ -39,7 +39,7 @@ func (ui *watchUI) attach() {
 		ui.attachHere(target, rt.RuntimeID)
 		return
 	}
-	go func() {
+	ui.calls.Go(func() {
 		ctx, cancel := shortCtx(ui.ctx)
 		defer cancel()
 		client, err := UserClient(ctx, ui.tmux, ui.getenv)
@@ -56,7 +56,7 @@ func (ui *watchUI) attach() {
 			return
 		}
 		ui.feed.send(watchResult{"switched to " + rt.RuntimeID + " (" + target + ")"})
-	}()
+	})
 }
 
 // runTmux runs a tmux command (tmux gives its argv) and returns its output.

@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/gdamore/tcell/v2"
@@ -63,6 +64,7 @@ type watchUI struct {
 	msgs   chan any
 	feed   *watchFeed
 	view   *watchView
+	calls  sync.WaitGroup // the calls to the daemon and tmux in flight; Run waits for them
 }
 
 // Config is what the dashboard needs: a client of the daemon, the environment (is it
@@ -103,6 +105,7 @@ func Run(ctx context.Context, cfg Config) error {
 	stop()
 	s.Fini() // restores the terminal (leaves the alternate screen) before we wait
 	<-done
+	ui.calls.Wait()
 	return err
 }
 
