@@ -211,8 +211,9 @@ func heartbeatCmd(env *cliEnv) *cobra.Command {
 		},
 	}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
 	fs := cmd.Flags()
-	fs.StringVar(&b.Status, "status", "active", "active or idle")
+	fs.StringVar(&b.Status, "status", "active", "active, idle or offline (an offline heartbeat acks nothing)")
 	fs.StringVar(&b.Cursor, "cursor", "", "read cursor (an advance acks pending triggers)")
 	fs.StringVar(&b.ThreadID, "thread", "", "thread the cursor belongs to")
 	fs.StringVar(&b.SessionID, "session-id", "", "the agent's session id (used to resume it)")
@@ -224,6 +225,10 @@ func heartbeatCmd(env *cliEnv) *cobra.Command {
 		if id == "" {
 			return usagef("want one RUNTIME_ID (or run inside a managed pane)")
 		}
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		b.LastActivityAt = time.Now()
 		c := o.client(env)
 		defer c.Close()
@@ -231,7 +236,7 @@ func heartbeatCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printJSON(env.stdout, rep)
+		return tui.PrintRecord(env.stdout, asJSON, rep)
 	}
 	return cmd
 }
@@ -282,15 +287,20 @@ func deregisterCmd(env *cliEnv) *cobra.Command {
 		ValidArgsFunction: firstArg(completeRuntimes(env)),
 	}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (kept in the audit log)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		c := o.client(env)
 		defer c.Close()
 		rep, err := c.Deregister(cmd.Context(), args[0], reason)
 		if err != nil {
 			return err
 		}
-		return printJSON(env.stdout, rep)
+		return tui.PrintRecord(env.stdout, asJSON, rep)
 	}
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 func triggerCmd(env *cliEnv) *cobra.Command {
@@ -180,6 +181,7 @@ func unblockCmd(env *cliEnv) *cobra.Command {
 		Args:  exactArgs(1, "one THREAD_ID"),
 	}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
 	fs := cmd.Flags()
 	fs.StringVar(&b.Workspace, "workspace", "", "workspace id (with --agent; default: every agent's block of the thread)")
 	fs.StringVar(&b.Agent, "agent", "", "the agent's role (with --workspace)")
@@ -188,13 +190,17 @@ func unblockCmd(env *cliEnv) *cobra.Command {
 		if (b.Workspace == "") != (b.Agent == "") {
 			return usagef("want one THREAD_ID, and --workspace with --agent or neither")
 		}
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		c := o.client(env)
 		defer c.Close()
 		u, err := c.Unblock(cmd.Context(), args[0], b)
 		if err != nil {
 			return err
 		}
-		return printJSON(env.stdout, u)
+		return tui.PrintRecord(env.stdout, asJSON, u)
 	}
 	return cmd
 }
@@ -314,14 +320,19 @@ func scheduleLsCmd(env *cliEnv) *cobra.Command {
 func scheduleRmCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{Use: "rm SCHEDULE_ID", Aliases: []string{"remove"}, Short: "remove a periodic prompt", Args: exactArgs(1, "one SCHEDULE_ID")}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		c := o.client(env)
 		defer c.Close()
 		r, err := c.RemoveSchedule(cmd.Context(), args[0])
 		if err != nil {
 			return err
 		}
-		return printJSON(env.stdout, r)
+		return tui.PrintRecord(env.stdout, asJSON, r)
 	}
 	return cmd
 }

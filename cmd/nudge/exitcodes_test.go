@@ -80,3 +80,46 @@ func TestPerCallFlagsNotFromEnvironment(t *testing.T) {
 		t.Fatalf("two triggers, ids %v", ids)
 	}
 }
+
+// TestEveryRecordCommandTakesOutput: the commands that print a record take -o json and
+// -o table like the others (before, deregister, heartbeat, unblock, schedule rm, doctor and
+// version refused -o as an unknown flag).
+func TestEveryRecordCommandTakesOutput(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	rt := td.spawnShell("w1", "sh")
+	asJSON := func(args ...string) map[string]any {
+		t.Helper()
+		out, errOut, code := td.runCLI(append(args, "-o", "json")...)
+		var v map[string]any
+		if err := json.Unmarshal([]byte(out), &v); err != nil || (code != 0 && args[0] != "doctor") {
+			t.Fatalf("nudge %s -o json: exit %d, %v\n%s%s", strings.Join(args, " "), code, err, out, errOut)
+		}
+		return v
+	}
+	table := func(args ...string) {
+		t.Helper()
+		if out, errOut, code := td.runCLI(append(args, "-o", "table")...); code != 0 || !strings.HasPrefix(out, "FIELD") {
+			t.Fatalf("nudge %s -o table: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	if v := asJSON("version"); v["version"] == "" || v["version"] == nil {
+		t.Fatalf("version -o json: %v", v)
+	}
+	if v := asJSON("doctor"); v["checks"] == nil {
+		t.Fatalf("doctor -o json: %v", v)
+	}
+	if v := asJSON("heartbeat", rt.RuntimeID, "--cursor", "c1"); v["runtime_id"] != rt.RuntimeID {
+		t.Fatalf("heartbeat -o json: %v", v)
+	}
+	table("heartbeat", rt.RuntimeID, "--cursor", "c2")
+	asJSON("unblock", "th-none")
+	var sc api.Schedule
+	out, errOut, code := td.runCLI("schedule", "add", "--workspace", "w1", "--agent", "sh", "--every", "10m", "echo tick")
+	if code != 0 || json.Unmarshal([]byte(out), &sc) != nil {
+		t.Fatalf("schedule add: exit %d %s %s", code, out, errOut)
+	}
+	asJSON("schedule", "rm", sc.ScheduleID)
+	if v := asJSON("deregister", rt.RuntimeID, "--reason", "done"); v["runtime_id"] != rt.RuntimeID {
+		t.Fatalf("deregister -o json: %v", v)
+	}
+}
