@@ -179,7 +179,8 @@ type Registry struct {
 	// a crash; if that crashes too, the next restart is fresh.
 	resumed  map[string]bool
 	noResume map[string]bool
-	markers  markerScan // completion markers in pane output
+	markers  markerScan   // completion markers in pane output
+	screens  screenKeeper // the last screen of panes a stop closed, for Tail
 	closed   bool
 	panes    sync.Map // pane number (int) -> runtime id, for OnOutput
 

@@ -127,6 +127,7 @@ func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool
 		p = r.deadPane(ctx, w, rt)
 	}
 	if p.ID != "" {
+		r.keepScreen(ctx, rt, p.ID) // how it ended, for nudge tail
 		r.logErr("stop: kill-pane", rt.RuntimeID, r.command(ctx, w, "kill-pane", "-t", p.ID))
 	}
 	return p.ExitStatus, e.By != "C-c" && e.By != "exited", e
@@ -259,6 +260,7 @@ func (r *Registry) Deregister(ctx context.Context, id, reason string) error {
 		rt := r.rts[id]
 		r.auditLocked(rt, "runtime_deregistered", reason, "", nil)
 		r.panes.Delete(keyOf(rt))
+		r.screens.drop(id)
 		delete(r.rts, id)
 		delete(r.busy, id)
 		delete(r.stopped, id)

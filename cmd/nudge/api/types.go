@@ -88,7 +88,11 @@ type Tail struct {
 	RuntimeID  string    `json:"runtime_id"`
 	PaneID     string    `json:"pane_id"`
 	Lines      []string  `json:"lines"`
-	CapturedAt time.Time `json:"captured_at"`
+	CapturedAt time.Time `json:"captured_at,omitzero"`
+	// PaneGone: the runtime's pane no longer exists (it was stopped, or its pane closed);
+	// Lines are the last screen nudge kept of it, captured at CapturedAt (none when the
+	// pane closed while no daemon ran).
+	PaneGone bool `json:"pane_gone,omitempty"`
 }
 
 // TriggerRequest is POST /v1/triggers.

@@ -83,7 +83,7 @@ type Runtimes interface {
 // Panes reads a runtime's pane: its last lines, cleaned for display and redacted
 // (satisfied by *panes.Registry).
 type Panes interface {
-	Tail(ctx context.Context, rt nudge.Runtime, lines int) ([]string, error)
+	Tail(ctx context.Context, rt nudge.Runtime, lines int) (panes.Screen, error)
 }
 
 // Triggers is the trigger pipeline (satisfied by *inject.Pipeline).

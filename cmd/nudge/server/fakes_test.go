@@ -98,8 +98,9 @@ type fakePanes struct {
 
 var _ Panes = (*fakePanes)(nil)
 
-func (f *fakePanes) Tail(ctx context.Context, rt nudge.Runtime, n int) ([]string, error) {
-	return f.tail(ctx, rt, n)
+func (f *fakePanes) Tail(ctx context.Context, rt nudge.Runtime, n int) (panes.Screen, error) {
+	lines, err := f.tail(ctx, rt, n)
+	return panes.Screen{Lines: lines}, err
 }
 
 type fakeTriggers struct {

@@ -293,12 +293,19 @@ func (a lifecycleAPI) handleTail(w http.ResponseWriter, r *http.Request, c auth.
 		}
 		n = min(v, maxTailLines)
 	}
-	lines, err := s.deps.Panes.Tail(r.Context(), rt, n)
+	sc, err := s.deps.Panes.Tail(r.Context(), rt, n)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.Tail{RuntimeID: rt.RuntimeID, PaneID: rt.PaneID, Lines: lines, CapturedAt: time.Now()})
+	tv := api.Tail{RuntimeID: rt.RuntimeID, PaneID: rt.PaneID, Lines: sc.Lines, CapturedAt: time.Now(), PaneGone: sc.Gone}
+	if sc.Gone {
+		tv.CapturedAt = sc.KeptAt
+	}
+	if tv.Lines == nil {
+		tv.Lines = []string{}
+	}
+	writeJSON(w, http.StatusOK, tv)
 }
 
 // Tail lines: the default, and the most one request reads.
