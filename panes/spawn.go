@@ -65,7 +65,7 @@ func (r *Registry) prepareSpawn(req SpawnRequest) (nudge.Runtime, []string, erro
 	if err != nil {
 		return nudge.Runtime{}, nil, err
 	}
-	prompt, err := readPromptFile(req.PromptFile)
+	prompt, err := r.readPromptFile(req.PromptFile)
 	if err != nil {
 		return nudge.Runtime{}, nil, err
 	}
@@ -114,9 +114,14 @@ func (r *Registry) newRecord(ws, role, agent, agentID string) nudge.Runtime {
 		CreatedAt: now, UpdatedAt: now, StatusSince: now}
 }
 
-func readPromptFile(path string) (string, error) {
+// readPromptFile reads a spawn's first prompt from a file under the allowed roots.
+func (r *Registry) readPromptFile(path string) (string, error) {
 	if path == "" {
 		return "", nil
+	}
+	path, err := r.resolvePromptFile(path)
+	if err != nil {
+		return "", err
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
