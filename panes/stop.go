@@ -73,6 +73,7 @@ func (r *Registry) beginStop(id, reason string) (nudge.Runtime, error) {
 	}
 	r.busy[id] = "stopping"
 	r.stopped[id] = true
+	r.recovery.forget(id)
 	if err := r.db.PutMeta(stoppedKey(id), []byte(reason+" ")); err != nil {
 		delete(r.busy, id)
 		return nudge.Runtime{}, err
@@ -261,6 +262,7 @@ func (r *Registry) Deregister(ctx context.Context, id, reason string) error {
 		r.auditLocked(rt, "runtime_deregistered", reason, "", nil)
 		r.panes.Delete(keyOf(rt))
 		r.screens.drop(id)
+		r.recovery.forget(id)
 		delete(r.rts, id)
 		delete(r.busy, id)
 		delete(r.stopped, id)
