@@ -135,7 +135,7 @@ type TokenInfo struct {
 	IssuedAt   int64     `json:"iat"` // unix seconds
 	ExpiresAt  int64     `json:"exp"` // unix seconds
 	Revoked    bool      `json:"revoked,omitempty"`
-	RevokedAt  time.Time `json:"revoked_at,omitempty"`
+	RevokedAt  time.Time `json:"revoked_at,omitzero"`
 	IssuedBy   string    `json:"issued_by"`
 }
 
