@@ -18,12 +18,13 @@ import (
 // running it) and one read goroutine, both stopped by Close. Its methods are safe for
 // concurrent use.
 type Conn struct {
-	cfg    Config
-	log    hclog.Logger
-	cmd    *exec.Cmd // nil for connections over a plain reader/writer (tests)
-	stdin  io.Writer
-	stdout io.Reader
-	stderr *tailBuffer
+	cfg     Config
+	log     hclog.Logger
+	cmd     *exec.Cmd // nil for connections over a plain reader/writer (tests)
+	unwatch func()    // ends the parent-death watch of cmd (deathwatch.go); after Wait
+	stdin   io.Writer
+	stdout  io.Reader
+	stderr  *tailBuffer
 
 	stopOnce  sync.Once
 	stopFn    func() // cancels the process context (its Cancel closes stdin)
@@ -44,6 +45,7 @@ type Conn struct {
 	attachedCh chan struct{} // closed on the first %session-changed
 
 	clientName string
+	caps       Caps // the server's version and what it supports (Dial; zero for NewConn)
 	session    SessionChanged
 	startErr   *CommandError // a flags-0 %error before attaching (can't find session)
 
@@ -104,13 +106,18 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		c.Close()
 		return nil, fmt.Errorf("dial %q: %w", cfg.Session, err)
 	}
-	reply, err := c.Do(ctx, "display-message -p '#{client_name}'")
+	reply, err := c.Do(ctx, "display-message -p '#{version} #{client_name}'")
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("dial %q: client name: %w", cfg.Session, err)
 	}
 	if len(reply.Lines) > 0 {
-		c.clientName = reply.Lines[0]
+		version, name, _ := strings.Cut(reply.Lines[0], " ")
+		c.caps, c.clientName = ParseVersion(version), name
+	}
+	if err := c.caps.Check(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("dial %q: %w", cfg.Session, err)
 	}
 	return c, nil
 }
@@ -133,7 +140,7 @@ func start(cfg Config) (*Conn, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, c.stderr
 	cmd.Cancel = func() error { c.closeStdin(); return nil }
 	cmd.WaitDelay = cfg.CloseTimeout
-	dieWithParent(cmd)
+	hostWatch.prepare(cmd)
 	err = cmd.Start()
 	inR.Close()
 	outW.Close()
@@ -143,7 +150,7 @@ func start(cfg Config) (*Conn, error) {
 		outR.Close()
 		return nil, err
 	}
-	c.cmd, c.stopFn = cmd, cancel
+	c.cmd, c.stopFn, c.unwatch = cmd, cancel, hostWatch.watch(cmd)
 	c.log.Debug("control client started", "pid", cmd.Process.Pid, "args", cmd.Args)
 	go c.run()
 	return c, nil
@@ -193,6 +200,7 @@ func (c *Conn) run() {
 		if err := c.cmd.Wait(); err != nil {
 			c.log.Debug("control client exited", "error", err, "stderr", c.stderr.String())
 		}
+		c.unwatch()
 	}
 	if cl, ok := c.stdout.(io.Closer); ok {
 		cl.Close()
@@ -292,6 +300,10 @@ func (c *Conn) Err() error {
 
 // ClientName is this control client's name in tmux, "client-<pid>".
 func (c *Conn) ClientName() string { return c.clientName }
+
+// Caps is what the server supports, learned from its version at Dial. A Conn made by
+// NewConn has the zero Caps (unknown version, assumed newest).
+func (c *Conn) Caps() Caps { return c.caps }
 
 // Session is the session this client attached to (from %session-changed).
 func (c *Conn) Session() SessionChanged {

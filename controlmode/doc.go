@@ -1,11 +1,14 @@
 // Package controlmode is a client for one persistent tmux control-mode connection
-// (`tmux -u -C attach -t SESSION -f pause-after=N`) as tmux 3.2–3.3a really behaves.
+// (`tmux -u -C attach -t SESSION -f pause-after=N`) as tmux 3.2a–3.7c really behave.
+// Dial reads the server's version into Caps (what differs between them) and refuses one
+// older than MinVersion.
 //
 // The main types are:
 //
 //	Conn      one control client: Dial (or NewConn over a stream), Do/DoAll/Go,
 //	          Subscribe, Close, Done/Err, Stats; Keep redials one with backoff
 //	Config    how to reach tmux (binary, -L/-S, ssh host) and the callbacks for the stream
+//	Caps      what the server supports, from its version: ParseVersion, Check, Degraded
 //	Reply     the body of a %begin…%end block answering one of our commands
 //	Event     a typed notification (*WindowAdd, *Pause, *SubscriptionChanged, …)
 //	Reader    the line reader underneath: bufio.Reader.ReadSlice, reused buffer, capped lines

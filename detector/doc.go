@@ -75,8 +75,10 @@
 // classifies it, asking the LLM only when the pack is unsure and never waiting for it
 // (its answer replaces the rules' verdict when it comes). Human input is known exactly
 // from a root-table Any binding on nudge's own tmux server (BindKeys), which signals a
-// wait-for channel watched on a control connection of its own; otherwise it is inferred
-// from output nudge did not cause, confirmed by list-clients. Readiness, summary,
+// wait-for channel watched on a control connection of its own (on tmux 3.2, whose bare
+// send-keys does not repeat its key, each common key is bound on its own: humankeys.go);
+// otherwise, and for the keys not bound on 3.2, it is inferred from output nudge did not
+// cause, confirmed by list-clients. Readiness, summary,
 // operator_busy, the input line and a discovered session id are persisted through the
 // Registry and reported through the callbacks (OnChange, OnQuiet, OnHumanDone,
 // OnDequeue). The Monitor answers the inject pipeline's gates: Collision, Readiness,

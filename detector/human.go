@@ -2,6 +2,7 @@ package detector
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,8 +16,10 @@ import (
 )
 
 // bindCommand is what the root-table Any binding runs: send-keys with no arguments
-// re-sends the key that was pressed unchanged (tmux 3.3+), then the channel is signalled.
-// nudge's own send-keys never enters root bindings, so every signal is a human key.
+// re-sends the key that was pressed unchanged (tmux 3.3+; controlmode.Caps.RepeatKey),
+// then the channel is signalled. nudge's own send-keys never enters root bindings, so
+// every signal is a human key. tmux 3.2 sends nothing for a bare send-keys: there each key
+// is bound on its own (eachKeys, eachCommand) and the Any key stays unbound.
 const bindCommand = "send-keys ; wait-for -S " + HumanChannel
 
 // clientFormat is the list-clients format parsed by parseClients.
@@ -29,11 +32,14 @@ type humanWatch struct {
 	m      *Monitor
 	host   string        // ssh destination of the tmux server watched; "" local
 	hint   chan struct{} // cap 1: a session may exist now
-	bindOK atomic.Bool   // the Any binding is installed and ours
+	bindOK atomic.Bool   // the Any binding is installed and ours: every key is reported
+	bound  atomic.Bool   // a binding of ours is installed (Any, or each key on tmux 3.2)
 
 	mu        sync.Mutex
-	installed bool // we installed the binding and must remove it
-	tried     bool // the binding decision was made on this server
+	installed bool     // we installed the binding and must remove it
+	tried     bool     // the binding decision was made on this server
+	server    string   // that server's pid: a new server (restarted) is decided again
+	each      []string // the keys bound one by one (tmux 3.2), nil with the Any binding
 }
 
 func newHumanWatch(m *Monitor, host string) *humanWatch {
@@ -62,7 +68,7 @@ func (h *humanWatch) run() {
 			Session: sess, NoOutput: true, Logger: h.m.cfg.Logger.Named("keys"),
 		})
 		if err == nil {
-			h.install(ctx)
+			h.install(ctx, conn.Caps(), serverPID(ctx, conn))
 			h.loop(ctx, conn)
 			conn.Close()
 		} else {
@@ -171,21 +177,50 @@ func (h *humanWatch) tmux(ctx context.Context, args ...string) (string, error) {
 	return string(out), err
 }
 
+// serverPID is the tmux server's pid as conn's server reports it ("" if it cannot say).
+func serverPID(ctx context.Context, conn *controlmode.Conn) string {
+	rep, err := conn.Do(ctx, "display-message -p '#{pid}'")
+	if err != nil || len(rep.Lines) == 0 {
+		return ""
+	}
+	return rep.Lines[0]
+}
+
 // install binds Any in the root table unless the user bound it already. A binding that
-// signals our channel is a leftover of an earlier nudge and is taken over.
-func (h *humanWatch) install(ctx context.Context) {
+// signals our channel is a leftover of an earlier nudge and is taken over. Where a bare
+// send-keys does not repeat its key (tmux 3.2), it binds each key of eachKeys instead.
+func (h *humanWatch) install(ctx context.Context, caps controlmode.Caps, server string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.tried && server != h.server {
+		// A new tmux server (the old one was killed and nudge started another): its key
+		// table is fresh, the decision is made again.
+		h.tried, h.installed, h.each = false, false, nil
+		h.bound.Store(false)
+		h.bindOK.Store(false)
+	}
+	h.server = server
 	if h.tried {
-		h.bindOK.Store(h.installed && h.ours(ctx))
+		ok := h.installed && h.ours(ctx)
+		h.bound.Store(ok)
+		h.bindOK.Store(ok && h.each == nil)
 		return
 	}
 	h.tried = true
 	ctx, cancel := context.WithTimeout(ctx, h.m.cfg.CaptureTimeout)
 	defer cancel()
-	out, err := h.tmux(ctx, "list-keys", "-T", "root", "Any")
-	if err == nil && !strings.Contains(out, HumanChannel) {
+	out, err := h.tmux(ctx, "list-keys", "-T", "root")
+	if err != nil {
+		h.m.cfg.Logger.Warn("cannot list the root key table; using the %output fallback for human input", "error", err)
+		return
+	}
+	root := rootKeys(out)
+	if mine, bound := root["Any"]; bound && !mine {
 		h.m.cfg.Logger.Info("root key Any is bound by the user; using the %output fallback for human input")
+		return
+	}
+	if !caps.RepeatKey() {
+		h.installEach(ctx, caps, root)
 		return
 	}
 	if _, err := h.tmux(ctx, "bind-key", "-n", "Any", bindCommand); err != nil {
@@ -193,26 +228,125 @@ func (h *humanWatch) install(ctx context.Context) {
 		return
 	}
 	h.installed = true
+	h.bound.Store(true)
 	h.bindOK.Store(true)
 }
 
-// ours reports whether the root Any binding is still the one we installed.
+// installEach binds every key of eachKeys the user has not bound in the root table, in one
+// tmux command. Keys it does not cover reach the pane unbound and are seen through the
+// %output fallback.
+func (h *humanWatch) installEach(ctx context.Context, caps controlmode.Caps, root map[string]bool) {
+	if root["Any"] { // a leftover of an earlier nudge on this server would swallow the keys not bound here
+		if _, err := h.tmux(ctx, "unbind-key", "-n", "Any"); err != nil {
+			h.m.cfg.Logger.Warn("cannot remove a leftover Any binding", "error", err)
+		}
+	}
+	user := map[string]bool{}
+	for k, mine := range root {
+		if !mine {
+			user[k] = true
+		}
+	}
+	var (
+		keys []string
+		cmds [][]string
+	)
+	for _, k := range eachKeys() {
+		if !user[k] {
+			keys = append(keys, k)
+			cmds = append(cmds, []string{"bind-key", "-n", argvKey(k), eachCommand(k)})
+		}
+	}
+	if len(keys) == 0 {
+		h.m.cfg.Logger.Info("every key nudge would bind is bound by the user; using the %output fallback for human input")
+		return
+	}
+	h.installed, h.each = true, keys // a partial failure is undone by unbind
+	if err := h.tmuxBatch(ctx, cmds); err != nil {
+		h.m.cfg.Logger.Warn("cannot bind keys; using the %output fallback for human input", "error", err)
+		h.unbindLocked()
+		return
+	}
+	h.m.cfg.Logger.Info("tmux "+caps.Version+": a bare send-keys does not repeat its key; each key is bound on its own, "+
+		"other keys (non-ASCII, pastes) are seen from the pane's output", "keys", len(keys), "user_bound", len(user))
+	h.bound.Store(true)
+}
+
+// tmuxBatch runs cmds as few tmux invocations (a client's message to the server is
+// bounded, about 16 KiB).
+func (h *humanWatch) tmuxBatch(ctx context.Context, cmds [][]string) error {
+	const perCall = 50
+	for len(cmds) > 0 {
+		n := min(perCall, len(cmds))
+		var argv []string
+		for i, c := range cmds[:n] {
+			if i > 0 {
+				argv = append(argv, ";")
+			}
+			argv = append(argv, c...)
+		}
+		if out, err := h.tmux(ctx, argv...); err != nil {
+			return fmt.Errorf("%w: %s", err, strings.TrimSpace(out))
+		}
+		cmds = cmds[n:]
+	}
+	return nil
+}
+
+// ours reports whether the binding is still the one we installed.
 func (h *humanWatch) ours(ctx context.Context) bool {
-	out, err := h.tmux(ctx, "list-keys", "-T", "root", "Any")
-	return err == nil && strings.Contains(out, "wait-for -S "+HumanChannel)
+	if h.each != nil {
+		out, err := h.tmux(ctx, "list-keys", "-T", "root")
+		if err != nil {
+			return false
+		}
+		keys := rootKeys(out)
+		for _, k := range h.each {
+			if keys[k] {
+				return true
+			}
+		}
+		return false
+	}
+	out, err := h.tmux(ctx, "list-keys", "-T", "root")
+	return err == nil && rootKeys(out)["Any"]
 }
 
 // unbind removes the binding if we installed it and it is still ours.
 func (h *humanWatch) unbind() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.unbindLocked()
+}
+
+func (h *humanWatch) unbindLocked() {
 	if !h.installed {
 		return
 	}
 	h.installed = false
+	h.bound.Store(false)
 	h.bindOK.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), h.m.cfg.CaptureTimeout)
 	defer cancel()
+	if h.each != nil {
+		each := h.each
+		h.each = nil
+		out, err := h.tmux(ctx, "list-keys", "-T", "root")
+		if err != nil {
+			return
+		}
+		keys := rootKeys(out)
+		var cmds [][]string
+		for _, k := range each {
+			if keys[k] {
+				cmds = append(cmds, []string{"unbind-key", "-n", argvKey(k)})
+			}
+		}
+		if err := h.tmuxBatch(ctx, cmds); err != nil {
+			h.m.cfg.Logger.Warn("cannot remove the key bindings", "error", err)
+		}
+		return
+	}
 	if h.ours(ctx) {
 		if _, err := h.tmux(ctx, "unbind-key", "-n", "Any"); err != nil {
 			h.m.cfg.Logger.Warn("cannot remove the Any binding", "error", err)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/creack/pty"
 
@@ -180,12 +181,15 @@ func (e *liveEnv) attach(rt nudge.Runtime) *human {
 	return h
 }
 
-// typeKeys writes keys into the client's terminal one byte at a time.
+// typeKeys writes keys into the client's terminal one character at a time, as a terminal
+// sends them (a UTF-8 character's bytes together: tmux 3.5a drops one split across reads).
 func (h *human) typeKeys(s string) {
-	for i := 0; i < len(s); i++ {
-		if _, err := h.ptmx.Write([]byte{s[i]}); err != nil {
+	for len(s) > 0 {
+		_, n := utf8.DecodeRuneInString(s)
+		if _, err := h.ptmx.Write([]byte(s[:n])); err != nil {
 			h.t.Fatal(err)
 		}
+		s = s[n:]
 		time.Sleep(15 * time.Millisecond)
 	}
 }
@@ -326,8 +330,8 @@ func TestHumanFallback(t *testing.T) {
 	e := newLiveEnv(t, func(c *MonitorConfig) { c.BindKeys = false })
 	rt := e.spawnShell("sh")
 	h := e.attach(rt)
-	if _, err := exec.Command("tmux", "-L", e.sock, "list-keys", "-T", "root", "Any").CombinedOutput(); err == nil {
-		t.Fatal("Any bound with BindKeys false")
+	if out := e.tmux("list-keys", "-T", "root"); strings.Contains(out, HumanChannel) {
+		t.Fatalf("keys bound with BindKeys false: %s", out)
 	}
 	h.typeKeys("echo fallback\r")
 	e.waitFor("operator_busy from %output + list-clients", func() bool { return e.rt(rt.RuntimeID).OperatorBusy })
@@ -349,18 +353,72 @@ func TestCopyModeIsHuman(t *testing.T) {
 	})
 }
 
+// rootBinding returns the root-table binding of key as list-keys prints it, "" if unbound
+// (list-keys -T root KEY cannot tell: tmux 3.7 prints nothing for a bound key).
+func (e *liveEnv) rootBinding(key string) string {
+	out := e.tmux("list-keys", "-T", "root")
+	for _, l := range strings.Split(out, "\n") {
+		if _, ok := rootKeys(l)[key]; ok {
+			return l
+		}
+	}
+	return ""
+}
+
+func (e *liveEnv) caps() controlmode.Caps {
+	return controlmode.ParseVersion(e.tmux("display-message", "-p", "#{version}"))
+}
+
 func TestAnyBindingLifecycle(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		e := newLiveEnv(t, nil)
 		e.spawnShell("sh")
-		e.waitFor("Any binding installed", func() bool { return e.mon.keysBound("") })
-		if out := e.tmux("list-keys", "-T", "root", "Any"); !strings.Contains(out, "wait-for -S "+HumanChannel) {
-			t.Fatalf("binding: %q", out)
+		e.tmux("bind-key", "-n", "M-a", "display-message user-m-a")
+		e.waitFor("key binding installed", func() bool { return e.mon.keysBound("") })
+		if e.caps().RepeatKey() {
+			if b := e.rootBinding("Any"); !strings.Contains(b, "wait-for -S "+HumanChannel) {
+				t.Fatalf("Any binding: %q", b)
+			}
+		} else {
+			// tmux 3.2: each key on its own, Any left unbound so other keys pass.
+			if b := e.rootBinding("a"); !strings.Contains(b, "send-keys a") || !strings.Contains(b, "wait-for -S "+HumanChannel) {
+				t.Fatalf("binding of a: %q", b)
+			}
+			if b := e.rootBinding("Any"); b != "" {
+				t.Fatalf("Any bound on tmux %s: %q", e.caps(), b)
+			}
+		}
+		if b := e.rootBinding("M-a"); !strings.Contains(b, "user-m-a") {
+			t.Fatalf("the user's M-a binding changed: %q", b)
 		}
 		e.mon.Close()
-		if out, err := exec.Command("tmux", "-L", e.sock, "list-keys", "-T", "root", "Any").CombinedOutput(); err == nil {
-			t.Fatalf("Any still bound after Close: %q", out)
+		if out := e.tmux("list-keys", "-T", "root"); strings.Contains(out, HumanChannel) {
+			t.Fatalf("still bound after Close: %s", out)
 		}
+		if b := e.rootBinding("M-a"); !strings.Contains(b, "user-m-a") {
+			t.Fatalf("the user's M-a binding changed by Close: %q", b)
+		}
+	})
+	t.Run("ServerRestarted", func(t *testing.T) {
+		// The tmux server is killed and a new one started: the binding is installed on it.
+		e := newLiveEnv(t, nil)
+		e.spawnShell("sh")
+		e.waitFor("key binding installed", func() bool { return e.mon.keysBound("") })
+		e.tmux("kill-server")
+		// A spawn while the old server is still exiting fails ("server exited
+		// unexpectedly"): wait until no server answers.
+		e.waitFor("old server gone", func() bool {
+			return exec.Command("tmux", "-L", e.sock, "list-sessions").Run() != nil
+		})
+		rt := e.spawnShell("sh2")
+		e.waitFor("key binding installed on the new server", func() bool {
+			return e.mon.keysBound("") && strings.Contains(e.tmux("list-keys", "-T", "root"), HumanChannel)
+		})
+		h := e.attach(rt)
+		h.typeKeys("echo again\r")
+		e.waitFor("the human's command ran", func() bool {
+			return strings.Contains(e.tmux("capture-pane", "-p", "-t", rt.PaneID), "\nagain")
+		})
 	})
 	t.Run("UserBinding", func(t *testing.T) {
 		e := newLiveEnv(t, func(c *MonitorConfig) { c.BindKeys = false })
@@ -384,8 +442,11 @@ func TestAnyBindingLifecycle(t *testing.T) {
 			t.Fatal("took over the user's Any binding")
 		}
 		m.Close()
-		if out := e.tmux("list-keys", "-T", "root", "Any"); !strings.Contains(out, "user-any") {
-			t.Fatalf("user binding changed: %q", out)
+		if b := e.rootBinding("Any"); !strings.Contains(b, "user-any") {
+			t.Fatalf("user binding changed: %q", b)
+		}
+		if out := e.tmux("list-keys", "-T", "root"); strings.Contains(out, HumanChannel) {
+			t.Fatalf("bound beside the user's Any: %s", out)
 		}
 	})
 }
@@ -460,10 +521,10 @@ func (m *Monitor) watch(host string) *humanWatch {
 	return m.human[host]
 }
 
-// keysBound reports whether host's Any binding is installed and ours.
+// keysBound reports whether host's binding (Any, or each key on tmux 3.2) is installed and ours.
 func (m *Monitor) keysBound(host string) bool {
 	h := m.watch(host)
-	return h != nil && h.bindOK.Load()
+	return h != nil && h.bound.Load()
 }
 
 // TestStreamingWakes: a pane that streams wakes its goroutine once per busy stretch, not

@@ -31,26 +31,40 @@ type line struct {
 // parseScreen splits a capture into rows, removing escape sequences and
 // tracking SGR dim/foreground across rows (tmux -e emits a reset at the start
 // of the next row, so attributes carry over line breaks).
+//
+// Every row's runes share one backing array and every row's plain text is a slice of one
+// string: a readiness look allocates a handful of times, not three times per row (it was
+// most of what a busy fleet's daemon allocated).
 func parseScreen(s string) []line {
 	var (
-		out = make([]line, 0, strings.Count(s, "\n")+1)
-		cur line
-		st  style
+		out   = make([]line, 0, strings.Count(s, "\n")+1)
+		runes = make([]rune, 0, visibleBytes(s)) // a row has at most as many runes as visible bytes
+		text  = make([]byte, 0, len(runes))      // the rows' plain text, one after the other
+		spans = make([][2]int, 0, cap(out))      // each row's plain text in text
+		cur   line
+		start int // where cur's runes begin in runes
+		st    style
 	)
-	if n := strings.IndexByte(s, '\n'); n > 0 {
-		cur.runes = make([]rune, 0, n)
+	end := func() {
+		cur.runes = runes[start:len(runes):len(runes)]
+		from := len(text)
+		for _, r := range cur.runes {
+			text = utf8.AppendRune(text, r)
+		}
+		to := len(text)
+		for to > from && text[to-1] == ' ' {
+			to--
+		}
+		spans = append(spans, [2]int{from, to})
+		out = append(out, cur)
+		cur, start = line{}, len(runes)
 	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
 		case c == '\n':
-			out = append(out, finish(cur))
-			cur = line{}
+			end()
 			i++
-			// A row has at most as many runes as bytes: one allocation for it.
-			if n := strings.IndexByte(s[i:], '\n'); n > 0 {
-				cur.runes = make([]rune, 0, n)
-			}
 		case c == '\r':
 			i++
 		case c == 0x1b:
@@ -67,28 +81,50 @@ func parseScreen(s string) []line {
 			// a style per cell of a 400-column screen was most of what a readiness
 			// look allocated.
 			if st != (style{}) && !cur.styled {
-				cur.styles = make([]style, len(cur.runes), cap(cur.runes))
+				row := len(runes) - start
+				rest := strings.IndexByte(s[i:], '\n')
+				if rest < 0 {
+					rest = len(s) - i
+				}
+				cur.styles = make([]style, row, row+1+rest)
 				cur.styled = true
 			}
-			cur.runes = append(cur.runes, r)
+			runes = append(runes, r)
 			if cur.styled {
 				cur.styles = append(cur.styles, st)
 			}
 		}
 	}
-	if len(cur.runes) > 0 {
-		out = append(out, finish(cur))
+	if len(runes) > start {
+		end()
+	}
+	all := string(text)
+	for k := range out {
+		out[k].plain = all[spans[k][0]:spans[k][1]]
 	}
 	return out
 }
 
-func finish(l line) line {
-	l.plain = strings.TrimRight(string(l.runes), " ")
-	return l
+// visibleBytes is how many bytes of s are outside escape sequences and line ends: enough
+// runes for every row.
+func visibleBytes(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		switch s[i] {
+		case 0x1b:
+			i = skipEscape(s, i, nil)
+		case '\n', '\r':
+			i++
+		default:
+			n++
+			i++
+		}
+	}
+	return n
 }
 
 // skipEscape consumes the escape sequence at s[i] (ESC) and returns the index
-// after it, applying SGR sequences to st.
+// after it, applying SGR sequences to st (unless st is nil).
 func skipEscape(s string, i int, st *style) int {
 	if i+1 >= len(s) {
 		return len(s)
@@ -99,7 +135,7 @@ func skipEscape(s string, i int, st *style) int {
 		for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
 			j++
 		}
-		if j < len(s) && s[j] == 'm' {
+		if j < len(s) && s[j] == 'm' && st != nil {
 			applySGR(s[i+2:j], st)
 		}
 		return min(j+1, len(s))
@@ -124,6 +160,60 @@ func applySGR(params string, st *style) {
 		*st = style{}
 		return
 	}
+	// The parameters' offsets in params, on the stack: no allocation per sequence (a
+	// styled screen has hundreds). A colour written with ':' is normalised to ';', which
+	// needs a new string; with ';' it is a slice of params.
+	var offs [32][2]int
+	ps := offs[:0]
+	from := 0
+	for i := 0; i <= len(params); i++ {
+		if i == len(params) || params[i] == ';' || params[i] == ':' {
+			if len(ps) == cap(ps) {
+				applySGRSplit(params, st)
+				return
+			}
+			ps = append(ps, [2]int{from, i})
+			from = i + 1
+		}
+	}
+	colon := strings.IndexByte(params, ':') >= 0
+	p := func(k int) string { return params[ps[k][0]:ps[k][1]] }
+	span := func(k, n int) string {
+		if colon {
+			return strings.ReplaceAll(params[ps[k][0]:ps[k+n][1]], ":", ";")
+		}
+		return params[ps[k][0]:ps[k+n][1]]
+	}
+	for k := 0; k < len(ps); k++ {
+		switch q := p(k); {
+		case q == "0" || q == "":
+			*st = style{}
+		case q == "2":
+			st.dim = true
+		case q == "22":
+			st.dim = false
+		case q == "39":
+			st.fg = ""
+		case len(q) == 2 && (q[0] == '3' || q[0] == '9') && q[1] >= '0' && q[1] <= '7':
+			st.fg = q
+		case q == "38" && k+2 < len(ps) && p(k+1) == "5":
+			st.fg = span(k, 2)
+			k += 2
+		case q == "38" && k+4 < len(ps) && p(k+1) == "2":
+			st.fg = span(k, 4)
+			k += 4
+		case (q == "48" || q == "58") && k+1 < len(ps):
+			if p(k+1) == "5" {
+				k += 2
+			} else if p(k+1) == "2" {
+				k += 4
+			}
+		}
+	}
+}
+
+// applySGRSplit is applySGR for a sequence of more than 32 parameters.
+func applySGRSplit(params string, st *style) {
 	ps := strings.Split(strings.ReplaceAll(params, ":", ";"), ";")
 	for k := 0; k < len(ps); k++ {
 		switch p := ps[k]; {

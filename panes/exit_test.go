@@ -65,3 +65,22 @@ func TestProfileLifecycleFields(t *testing.T) {
 		t.Error("IsResume")
 	}
 }
+
+func TestDeadSignalLine(t *testing.T) {
+	for _, tc := range []struct {
+		lines []string
+		n     int
+		ok    bool
+	}{
+		{[]string{"$ sleep 100", "", "Pane is dead (signal 9, Wed Nov 25 03:51:01 2026)", "", ""}, 9, true},
+		{[]string{"Pane is dead (signal 15, Wed Nov 25 03:51:01 2026)"}, 15, true},
+		{[]string{"Pane is dead (status 1, Wed Nov 25 03:51:01 2026)"}, 0, false},
+		{[]string{"Pane is dead (signal 9, x)", "output after it"}, 0, false},
+		{[]string{"Pane is dead (signal KILL, x)"}, 0, false},
+		{nil, 0, false},
+	} {
+		if n, ok := deadSignal(tc.lines); n != tc.n || ok != tc.ok {
+			t.Errorf("deadSignal(%q) = %d, %v; want %d, %v", tc.lines, n, ok, tc.n, tc.ok)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package panes
 import (
 	"encoding/json"
 	"slices"
+	"time"
 
 	"github.com/nudgehq/nudge"
 )
@@ -38,8 +39,12 @@ func cloneRuntime(rt *nudge.Runtime) nudge.Runtime {
 // operations that must be durable when they return call r.db.Flush). r.mu is held, and
 // no fsync happens under it.
 func (r *Registry) putLocked(rt *nudge.Runtime) error {
-	r.db.PutRuntimeLater(*rt)
 	old := r.rts[rt.RuntimeID]
+	if old != nil && volatileOnly(old, rt) {
+		r.db.PutRuntimeLazy(*rt) // readiness is recomputed at start: once a second is enough
+	} else {
+		r.db.PutRuntimeLater(*rt)
+	}
 	if old != nil && old.PaneID != rt.PaneID {
 		r.panes.Delete(keyOf(old))
 		r.markers.forget(keyOf(old))
@@ -52,6 +57,28 @@ func (r *Registry) putLocked(rt *nudge.Runtime) error {
 	r.indexPane(&c)
 	return nil
 }
+
+// volatileOnly reports whether next differs from old only in what the detector
+// recomputes from the screen (readiness, summary, input line) and the update time.
+// Every other field is compared (TestVolatileOnlyComparesEveryOtherField).
+func volatileOnly(old, next *nudge.Runtime) bool {
+	return old.RuntimeID == next.RuntimeID && old.WorkspaceID == next.WorkspaceID && old.Host == next.Host &&
+		old.Role == next.Role && old.AgentID == next.AgentID && old.Agent == next.Agent &&
+		old.SessionID == next.SessionID && old.Dir == next.Dir && slices.Equal(old.Argv, next.Argv) &&
+		old.Managed == next.Managed && old.TmuxSession == next.TmuxSession && old.TmuxWindow == next.TmuxWindow &&
+		old.TmuxPane == next.TmuxPane && old.Target == next.Target && old.PaneID == next.PaneID &&
+		old.PID == next.PID && old.Status == next.Status && old.OperatorBusy == next.OperatorBusy &&
+		old.Paused == next.Paused && equalPtr(old.ExitStatus, next.ExitStatus) &&
+		old.LastHeartbeatAt.Equal(next.LastHeartbeatAt) && old.HeartbeatStatus == next.HeartbeatStatus && old.LastCursor == next.LastCursor &&
+		old.LastTriggerID == next.LastTriggerID && old.Breaker == next.Breaker &&
+		equalTime(old.CooldownUntil, next.CooldownUntil) &&
+		slices.EqualFunc(old.Failures, next.Failures, time.Time.Equal) && old.Restarts == next.Restarts &&
+		old.CreatedAt.Equal(next.CreatedAt) && old.StatusSince.Equal(next.StatusSince)
+}
+
+func equalPtr(a, b *int) bool { return a == b || a != nil && b != nil && *a == *b }
+
+func equalTime(a, b *time.Time) bool { return a == b || a != nil && b != nil && a.Equal(*b) }
 
 func (r *Registry) indexPane(rt *nudge.Runtime) {
 	if k := keyOf(rt); k.n >= 0 {

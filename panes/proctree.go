@@ -2,18 +2,15 @@ package panes
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
-// procTree is the set of processes a pane's program is made of, found by pid on this
-// machine's /proc: the pane's process and its descendants (every child, including one
+// procTree is the set of processes a pane's program is made of, found by pid in this
+// machine's process table (procTable: /proc on Linux, sysctl on macOS and FreeBSD): the pane's process and its descendants (every child, including one
 // that left the pane's session with setsid), plus every process whose environment names
 // the pane on this tmux server (TMUX_PANE=%N and TMUX=…,<server pid>,…): a child that
 // daemonized (forked twice, its parent gone) is no descendant any more but still carries
@@ -30,41 +27,7 @@ type procTree struct {
 	procs  map[int]uint64
 	skip   map[int]bool                            // this process and its ancestors
 	kill   func(pid int, sig syscall.Signal) error // nil: signalProc (tests drop signals)
-}
-
-// procStat is what nudge reads from /proc/PID/stat.
-type procStat struct {
-	ppid  int
-	state byte   // R, S, D, Z, T, ...
-	start uint64 // clock ticks after boot
-}
-
-// readStat reads /proc/PID/stat; false if the process does not exist.
-func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStat{}, false
-	}
-	return parseStat(b)
-}
-
-// parseStat parses a /proc/PID/stat line. The command name (field 2) is in parentheses
-// and may hold spaces and parentheses: the fields after it start after the last ')'.
-func parseStat(b []byte) (procStat, bool) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, false
-	}
-	f := bytes.Fields(b[i+1:]) // f[0] is field 3 (state)
-	if len(f) < 20 || len(f[0]) != 1 {
-		return procStat{}, false
-	}
-	ppid, err1 := strconv.Atoi(string(f[1]))
-	start, err2 := strconv.ParseUint(string(f[19]), 10, 64) // field 22
-	if err1 != nil || err2 != nil {
-		return procStat{}, false
-	}
-	return procStat{ppid: ppid, state: f[0][0], start: start}, true
+	tab    procTable
 }
 
 // newProcTree starts the set for the pane whose process is root, on the tmux server
@@ -77,21 +40,26 @@ func parseStat(b []byte) (procStat, bool) {
 // neither is dropped, and with it (when the server was to come from it) the search by
 // environment.
 func newProcTree(root int, pane string, trusted bool, server int, sock string) *procTree {
-	t := &procTree{root: root, pane: pane, server: server, procs: map[int]uint64{}, skip: map[int]bool{1: true}}
+	return newProcTreeIn(hostProcs, root, pane, trusted, server, sock)
+}
+
+// newProcTreeIn is newProcTree over the process table tab.
+func newProcTreeIn(tab procTable, root int, pane string, trusted bool, server int, sock string) *procTree {
+	t := &procTree{root: root, pane: pane, server: server, procs: map[int]uint64{}, skip: map[int]bool{1: true}, tab: tab}
 	for pid := os.Getpid(); pid > 1 && !t.skip[pid]; {
 		t.skip[pid] = true
-		st, ok := readStat(pid)
+		st, ok := tab.stat(pid)
 		if !ok {
 			break
 		}
 		pid = st.ppid
 	}
-	if st, ok := readStat(root); ok && root > 0 {
+	if st, ok := tab.stat(root); ok && root > 0 {
 		if t.server == 0 {
 			t.server = st.ppid
 		}
 		if !trusted && !t.carriesPane(root) {
-			if dead := deadServerOf(root, pane, sock); dead > 0 {
+			if dead := deadServerOf(tab, root, pane, sock); dead > 0 {
 				t.server = dead
 			} else {
 				t.root = 0
@@ -109,11 +77,12 @@ func newProcTree(root int, pane string, trusted bool, server int, sock string) *
 
 // deadServerOf returns the server pid in pid's TMUX when pid's environment names pane
 // on a tmux server of socket sock that no longer runs; 0 otherwise.
-func deadServerOf(pid int, pane, sock string) int {
+func deadServerOf(tab procTable, pid int, pane, sock string) int {
 	if sock == "" {
 		return 0
 	}
-	tmux, tpane := environ(pid, "TMUX"), environ(pid, "TMUX_PANE")
+	env := tab.environ(pid)
+	tmux, tpane := envValue(env, "TMUX"), envValue(env, "TMUX_PANE")
 	i := strings.LastIndexByte(tmux, ',')
 	if tpane != pane || i < 0 {
 		return 0
@@ -126,18 +95,14 @@ func deadServerOf(pid int, pane, sock string) int {
 	if err != nil || server <= 1 {
 		return 0
 	}
-	if st, ok := readStat(server); ok && st.state != 'Z' && st.state != 'X' {
+	if st, ok := tab.stat(server); ok && st.state != 'Z' && st.state != 'X' {
 		return 0 // still running
 	}
 	return server
 }
 
-// environ returns the value of key in pid's environment ("" if unset or unreadable).
-func environ(pid int, key string) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return ""
-	}
+// envValue returns the value of key in env, a NUL-separated environment ("" if unset).
+func envValue(b []byte, key string) string {
 	for kv := range bytes.SplitSeq(b, []byte{0}) {
 		if v, ok := bytes.CutPrefix(kv, []byte(key+"=")); ok {
 			return string(v)
@@ -147,15 +112,12 @@ func environ(pid int, key string) string {
 }
 
 // collect adds what belongs to the pane now: root and the descendants of every process
-// held, and the processes that carry the pane's environment. One pass over /proc.
+// held, and the processes that carry the pane's environment. One pass over the table.
 func (t *procTree) collect() {
-	stats := map[int]procStat{}
+	stats := t.tab.list()
 	children := map[int][]int{}
-	for _, pid := range allPIDs() {
-		if st, ok := readStat(pid); ok {
-			stats[pid] = st
-			children[st.ppid] = append(children[st.ppid], pid)
-		}
+	for pid, st := range stats {
+		children[st.ppid] = append(children[st.ppid], pid)
 	}
 	if st, ok := stats[t.root]; ok && t.root > 0 && t.server != 0 && st.ppid == t.server {
 		t.add(t.root, st)
@@ -193,8 +155,8 @@ func (t *procTree) add(pid int, st procStat) bool {
 // carriesPane reports whether pid's environment has TMUX_PANE=<pane> and a TMUX naming
 // this tmux server's pid.
 func (t *procTree) carriesPane(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil || !bytes.Contains(b, []byte("TMUX_PANE="+t.pane+"\x00")) {
+	b := t.tab.environ(pid)
+	if !bytes.Contains(b, []byte("TMUX_PANE="+t.pane+"\x00")) {
 		return false
 	}
 	for kv := range bytes.SplitSeq(b, []byte{0}) {
@@ -211,7 +173,7 @@ func (t *procTree) carriesPane(pid int) bool {
 func (t *procTree) alive() []int {
 	var out []int
 	for pid, start := range t.procs {
-		if st, ok := readStat(pid); ok && st.start == start && st.state != 'Z' && st.state != 'X' {
+		if st, ok := t.tab.stat(pid); ok && st.start == start && st.state != 'Z' && st.state != 'X' {
 			out = append(out, pid)
 		}
 	}
@@ -233,7 +195,7 @@ func (t *procTree) pids() []int {
 // SIGTERM so a stopped process acts on it (as the kernel does on a terminal hangup).
 func (t *procTree) signal(sig syscall.Signal) {
 	for _, pid := range t.alive() {
-		send := func(s syscall.Signal) { _ = signalProc(pid, t.procs[pid], s) }
+		send := func(s syscall.Signal) { _ = signalProc(t.tab, pid, t.procs[pid], s) }
 		if t.kill != nil {
 			send = func(s syscall.Signal) { _ = t.kill(pid, s) }
 		}
@@ -242,39 +204,4 @@ func (t *procTree) signal(sig syscall.Signal) {
 			send(syscall.SIGCONT)
 		}
 	}
-}
-
-// signalProc sends sig to pid only if it is still the process that started at start:
-// through a pidfd, which pins the process, so the check and the signal cannot race a
-// reuse of the pid; on a kernel without pidfds (before 5.3), kill(2) right after the
-// check.
-func signalProc(pid int, start uint64, sig syscall.Signal) error {
-	same := func() bool { st, ok := readStat(pid); return ok && st.start == start }
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		if errors.Is(err, unix.ESRCH) || !same() {
-			return unix.ESRCH
-		}
-		return syscall.Kill(pid, sig)
-	}
-	defer unix.Close(fd) //nolint:errcheck // a pidfd has nothing to flush
-	if !same() {
-		return unix.ESRCH
-	}
-	return unix.PidfdSendSignal(fd, sig, nil, 0)
-}
-
-// allPIDs lists the numeric entries of /proc.
-func allPIDs() []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	out := make([]int, 0, len(ents))
-	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			out = append(out, pid)
-		}
-	}
-	return out
 }

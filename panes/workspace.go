@@ -189,7 +189,11 @@ func (r *Registry) listPanes(ctx context.Context, w *workspace) ([]paneInfo, err
 			reply, err := c.Do(bctx, "list-panes -s -t "+"'="+SessionName(w.name)+"' -F "+q)
 			cancel()
 			if err == nil {
-				return parsePanes(reply.Lines), nil
+				panes := parsePanes(reply.Lines)
+				bctx, cancel := r.boundCtx(ctx)
+				deadSignals(bctx, c, panes)
+				cancel()
+				return panes, nil
 			}
 		}
 	}

@@ -8,11 +8,7 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime/debug"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -145,49 +141,6 @@ func walkBucket(name []byte, b *bolt.Bucket, record func() any) error {
 		}
 		return nil
 	})
-}
-
-// closeLeaked releases what a panicking bolt.Open left behind for path: its descriptor
-// and its mapping, which hold the file's lock (every later Open in this process would
-// be refused as locked). The descriptor is replaced by /dev/null rather than closed:
-// bbolt's abandoned *os.File still owns the number and its finalizer will close it.
-// No other descriptor of the file can be open here: bbolt panics only after taking the
-// lock.
-func closeLeaked(path string) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return
-	}
-	if maps, err := os.ReadFile("/proc/self/maps"); err == nil {
-		for _, l := range strings.Split(string(maps), "\n") {
-			f := strings.Fields(l)
-			if len(f) < 6 || f[len(f)-1] != abs {
-				continue
-			}
-			lo, hi, ok := strings.Cut(f[0], "-")
-			start, err1 := strconv.ParseUint(lo, 16, 64)
-			end, err2 := strconv.ParseUint(hi, 16, 64)
-			if ok && err1 == nil && err2 == nil && end > start {
-				syscall.Syscall(syscall.SYS_MUNMAP, uintptr(start), uintptr(end-start), 0) //nolint:errcheck // best effort
-			}
-		}
-	}
-	null, err := syscall.Open(os.DevNull, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return
-	}
-	defer syscall.Close(null)
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == abs {
-			if fd, err := strconv.Atoi(e.Name()); err == nil {
-				syscall.Dup3(null, fd, syscall.O_CLOEXEC) //nolint:errcheck // best effort
-			}
-		}
-	}
 }
 
 // precheck reads bbolt's two meta pages and refuses a file bbolt would panic on or read

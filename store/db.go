@@ -64,6 +64,7 @@ type DB struct {
 	bg        sync.WaitGroup // a consistency check that outlived Open, an idle release; joined by Close
 
 	idleAfter time.Duration
+	releaser  pageReleaser // the OS's (idle_*.go); a test may set another
 	onIdle    func()
 	idleTimer *time.Timer // under later.mu
 
@@ -115,7 +116,7 @@ func Open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db := &DB{bolt: bdb, path: path, now: opts.Now, idleAfter: opts.IdleAfter, onIdle: opts.OnIdle}
+	db := &DB{bolt: bdb, path: path, now: opts.Now, idleAfter: opts.IdleAfter, onIdle: opts.OnIdle, releaser: releaser}
 	if db.idleAfter == 0 {
 		db.idleAfter = DefaultIdleAfter
 	}

@@ -114,9 +114,10 @@ func (db *DB) ReserveEvents(through uint64) error {
 	})
 }
 
-// AppendEventsLater queues evs for the write-behind writer (see PutRuntimeLater): it
-// returns at once, and the events commit in the order they were queued, together with
-// the other writes queued around them. Seq must increase across calls; an event whose Seq
+// AppendEventsLater queues evs for the write-behind writer (see PutRuntimeLater) as a
+// lazy write (PutRuntimeLazy): it returns at once, and the events commit in the order
+// they were queued, together with the other writes queued around them, at the latest
+// about a second later. Seq must increase across calls; an event whose Seq
 // is not above the newest stored one is dropped (reported to Options.OnLaterError).
 // after, if not nil, is told once what became of evs: nil once they are committed, the
 // error if they were dropped; never if a Close dropped them while commits failed (the
@@ -126,7 +127,7 @@ func (db *DB) AppendEventsLater(after func(err error), evs ...Event) {
 	if len(evs) == 0 {
 		return
 	}
-	db.enqueue(laterOp{name: "append events", after: after, fn: func(tx *bolt.Tx) error {
+	db.enqueue(laterOp{name: "append events", after: after, lazy: true, fn: func(tx *bolt.Tx) error {
 		return appendEventsTx(tx, evs)
 	}})
 }

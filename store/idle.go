@@ -13,9 +13,12 @@ import (
 // 28 MB of the daemon's RSS at idle, more than its heap and its binary together. The
 // pages are the kernel's page cache, clean and reclaimable, but they count against the
 // daemon. Once the write-behind writer has been idle for IdleAfter, the store drops the
-// mapping's page-table entries (madvise MADV_DONTNEED on a shared file mapping: nothing
-// is lost, a later read maps the page again from the cache) and then calls
-// Options.OnIdle, where the daemon can return its own idle heap.
+// mapping's page-table entries and then calls Options.OnIdle, where the daemon can return
+// its own idle heap. How the entries are dropped is the OS's (pageReleaser): on Linux
+// madvise MADV_DONTNEED on the shared file mapping; on macOS and the BSDs, where that
+// advice only ages the pages, the same range is mapped again from the file in place
+// (remapRelease). Either way nothing is lost: a later read maps the page again from the
+// page cache.
 
 // DefaultIdleAfter is how long the writer must be idle before the release, when
 // Options.IdleAfter is 0.
@@ -59,7 +62,13 @@ func (db *DB) ReleaseMapped() {
 	// Inside a read transaction: bbolt cannot remap (move the mapping) while one is open,
 	// so the range below is the live mapping for the whole call.
 	_ = db.bolt.View(func(tx *bolt.Tx) error {
-		releaseMapped(tx.DB().Info().Data, tx.Size())
+		db.releaser.release(db.path, tx.DB().Info().Data, tx.Size())
 		return nil
 	})
+}
+
+// pageReleaser drops the page-table entries of size bytes of bbolt's read-only shared
+// mapping of the file at path, which starts at data (best effort).
+type pageReleaser interface {
+	release(path string, data uintptr, size int64)
 }

@@ -14,7 +14,9 @@ import (
 // fsync for the lot). They are for state that may lag a moment behind memory —
 // runtime status, readiness, a trigger's later receipt states — never for a record
 // that must be durable before its caller answers (CreateTrigger, a spawn). Flush waits
-// for everything queued before it; Close flushes. A write that fails (its trigger is
+// for everything queued before it; Close flushes. Lazy writes (PutRuntimeLazy,
+// AppendEventsLater) may wait up to a second for a commit; any other write or a Flush
+// takes them along at once. A write that fails (its trigger is
 // gone, say) is reported to Options.OnLaterError and skipped; the others still commit.
 //
 // A commit that fails (a full disk, an I/O error) loses nothing: its writes stay first
@@ -39,6 +41,12 @@ type laterOp struct {
 	// written once, not three times (a JSON encode and a B-tree put each).
 	key   string
 	light func(tx *bolt.Tx) error
+
+	// lazy marks a write that may wait up to lazyGather for a commit: state that is
+	// recomputed at start (a runtime's readiness) and events (kept in memory until they
+	// commit). A batch of lazy writes alone commits once per lazyGather; the first eager
+	// write (or a Flush) cuts the wait short and they all ride its commit.
+	lazy bool
 }
 
 // later is the DB's write-behind queue. Its one goroutine (drain) is started by enqueue
@@ -54,7 +62,9 @@ type later struct {
 	applied  uint64 // ops ever applied (committed or failed)
 	running  bool
 	closed   bool
-	flushers int // Flushes waiting: commit without gathering
+	flushers int           // Flushes waiting: commit without gathering
+	eager    bool          // an op that is not lazy is queued
+	wake     chan struct{} // cap 1: an eager op or a Flush ends a lazy gather
 	onErr    func(op string, err error)
 	onHealth func(err error)
 
@@ -72,16 +82,17 @@ func (db *DB) enqueue(op laterOp) {
 	l := &db.later
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.cond == nil {
-		l.cond = sync.NewCond(&l.mu)
-		l.stop = make(chan struct{})
-	}
+	l.init()
 	if l.closed {
 		l.report(op.name, ErrClosed)
 		return
 	}
 	l.ops = append(l.ops, op)
 	l.queued++
+	if !op.lazy && !l.eager {
+		l.eager = true
+		l.poke()
+	}
 	if !l.running {
 		l.running = true
 		l.wg.Add(1)
@@ -89,10 +100,31 @@ func (db *DB) enqueue(op laterOp) {
 	}
 }
 
+// init makes the queue's channels and condition. l.mu is held.
+func (l *later) init() {
+	if l.cond == nil {
+		l.cond = sync.NewCond(&l.mu)
+		l.stop = make(chan struct{})
+		l.wake = make(chan struct{}, 1)
+	}
+}
+
+// poke ends a lazy gather. l.mu is held.
+func (l *later) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
 // laterGather is how long the writer lets writes gather before a commit: fewer fsyncs,
 // so a synchronous commit (a trigger's create) rarely queues behind one. A Flush does not
-// wait for it.
-const laterGather = 5 * time.Millisecond
+// wait for it. lazyGather is the same for a queue of lazy writes only: a busy fleet's
+// readiness changes and events commit about once a second, not once per change.
+const (
+	laterGather = 5 * time.Millisecond
+	lazyGather  = time.Second
+)
 
 // drain applies queued ops until the queue is empty.
 func (db *DB) drain() {
@@ -101,6 +133,11 @@ func (db *DB) drain() {
 	backoff := retryMin
 	for {
 		l.mu.Lock()
+		if l.flushers == 0 && l.failing == nil && !l.closed && !l.eager {
+			l.mu.Unlock()
+			l.sleepWake(lazyGather) // an eager write or a Flush ends it
+			l.mu.Lock()
+		}
 		if l.flushers == 0 && l.failing == nil && !l.closed {
 			l.mu.Unlock()
 			l.sleep(laterGather)
@@ -108,6 +145,11 @@ func (db *DB) drain() {
 		}
 		ops := l.ops
 		l.ops = nil
+		l.eager = false
+		select {
+		case <-l.wake: // a stale poke would cut the next lazy gather short
+		default:
+		}
 		if len(ops) == 0 || (l.closed && l.failing != nil) {
 			// Closed while commits fail: what is left is dropped here, but the creates
 			// among it are still in the create log, replayed at the next Open.
@@ -219,6 +261,17 @@ func lastOfKey(ops []laterOp) map[string]int {
 }
 
 // sleep waits for d, or until Close.
+// sleepWake is sleep that a poke also ends.
+func (l *later) sleepWake(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-l.stop:
+	case <-l.wake:
+	}
+}
+
 func (l *later) sleep(d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -266,6 +319,7 @@ func (db *DB) Flush() {
 	}
 	target := l.queued
 	l.flushers++
+	l.poke()
 	for l.applied < target && l.failing == nil {
 		l.cond.Wait()
 	}
@@ -313,6 +367,19 @@ func (db *DB) PutRuntimeLater(r nudge.Runtime) {
 		return
 	}
 	db.enqueue(laterOp{name: "put runtime " + r.RuntimeID, key: "runtime\x00" + r.RuntimeID, fn: func(tx *bolt.Tx) error {
+		return db.putRuntimeTx(tx.Bucket(bucketRuntimes), r)
+	}})
+}
+
+// PutRuntimeLazy queues PutRuntime as a lazy write: for a change of the fields a daemon
+// recomputes at start (readiness, summary, input line), which may reach the disk up to a
+// second later unless another write commits first.
+func (db *DB) PutRuntimeLazy(r nudge.Runtime) {
+	if r.RuntimeID == "" {
+		db.later.report("put runtime", fmt.Errorf("put runtime: %w", ErrInvalid))
+		return
+	}
+	db.enqueue(laterOp{name: "put runtime " + r.RuntimeID, key: "runtime\x00" + r.RuntimeID, lazy: true, fn: func(tx *bolt.Tx) error {
 		return db.putRuntimeTx(tx.Bucket(bucketRuntimes), r)
 	}})
 }

@@ -184,3 +184,31 @@ func TestPutTriggerLaterWritesTheLastRecordOfABatch(t *testing.T) {
 		t.Fatalf("failed ops: %v", failed)
 	}
 }
+
+// TestLazyWritesRideTheNextCommit: a lazy write is in the store after a Settle behind an
+// eager write, after a Flush of its own, and after Close.
+func TestLazyWritesRideTheNextCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nudge.db")
+	db := openAt(t, path, Options{NoSync: true})
+	db.PutRuntimeLazy(nudge.Runtime{RuntimeID: "rt1", Readiness: nudge.Ready})
+	db.PutRuntimeLater(nudge.Runtime{RuntimeID: "rt2", Status: "ready"})
+	db.Settle()
+	for _, id := range []string{"rt1", "rt2"} {
+		if _, err := db.GetRuntime(id); err != nil {
+			t.Fatalf("%s after Settle: %v", id, err)
+		}
+	}
+	db.PutRuntimeLazy(nudge.Runtime{RuntimeID: "rt1", Readiness: nudge.Busy})
+	db.Flush()
+	if rt, err := db.GetRuntime("rt1"); err != nil || rt.Readiness != nudge.Busy {
+		t.Fatalf("rt1 after Flush: %+v %v", rt, err)
+	}
+	db.PutRuntimeLazy(nudge.Runtime{RuntimeID: "rt3"})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db2 := openAt(t, path, Options{NoSync: true})
+	if _, err := db2.GetRuntime("rt3"); err != nil {
+		t.Fatalf("a lazy write before Close: %v", err)
+	}
+}

@@ -68,13 +68,18 @@ func (db *DB) ListRuntimes() ([]nudge.Runtime, error) {
 	err := db.view("list runtimes", func(tx *bolt.Tx) error {
 		return forEachJSON(tx.Bucket(bucketRuntimes), func(r nudge.Runtime) { out = append(out, r) })
 	})
+	sortRuntimes(out)
+	return out, err
+}
+
+// sortRuntimes orders runtimes by CreatedAt, then RuntimeID.
+func sortRuntimes(out []nudge.Runtime) {
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
 			return out[i].CreatedAt.Before(out[j].CreatedAt)
 		}
 		return out[i].RuntimeID < out[j].RuntimeID
 	})
-	return out, err
 }
 
 // DeleteRuntime removes the runtime id, or returns ErrNotFound. Its triggers and audit

@@ -84,6 +84,11 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"serve", "extra"},
 		{"serve", "--log-format", "xml"},
 		{"help", "bogus"},
+		{"bogus", "--help"},
+		{"--help", "bogus"},
+		{"bogus", "-h"},
+		{"schedule", "bogus", "--help"},
+		{"token", "bogus", "-h"},
 	} {
 		out, errOut, code := runWithEnv(env, args...)
 		if len(args) == 0 && code == 2 && strings.Contains(out, "Usage:") {

@@ -89,21 +89,6 @@ func tokenListCmd(env *cliEnv) *cobra.Command {
 	return cmd
 }
 
-// printTokens prints one token record as JSON, or records as a table.
-func printTokens(w io.Writer, asJSON bool, list ...api.TokenInfo) error {
-	return printRecords(w, asJSON, list, "ID\tSUBJECT\tWORKSPACES\tVERBS\tEXPIRES\tSTATE", func(t api.TokenInfo) string {
-		state := "valid"
-		switch {
-		case t.Revoked:
-			state = "revoked"
-		case time.Now().After(t.Expiry()):
-			state = "expired"
-		}
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", t.ID, t.Subject, strings.Join(t.Workspaces, ","),
-			strings.Join(t.Verbs, ","), t.Expiry().Local().Format(time.RFC3339), state)
-	})
-}
-
 func tokenRevokeCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{Use: "revoke TOKEN_ID", Short: "revoke an issued token", Args: exactArgs(1, "one TOKEN_ID")}
 	o := addClientFlags(cmd)
@@ -196,6 +181,7 @@ func doctorCmd(env *cliEnv) *cobra.Command {
 		Args: exactArgs(0, "no arguments"),
 	}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "table")
 	t := addTmuxFlags(cmd.Flags())
 	fs := cmd.Flags()
 	fs.Var(listFlag{&hosts}, "host", "also check this host (USER@HOST or an ssh config alias; repeatable)")
@@ -205,9 +191,13 @@ func doctorCmd(env *cliEnv) *cobra.Command {
 	fs.StringVar(&profileDir, "profile-dir", profileDir, "profile override directory to check (as serve --profile-dir); without it, a running daemon's own")
 	fs.StringVar(&packDir, "pack-dir", packDir, "pack override directory to check (as serve --pack-dir); without it, a running daemon's own")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		c := o.client(env)
 		defer c.Close()
-		dc := doctor.Config{SSH: ssh, SSHConfig: sshConfig, Tmux: t.tmux,
+		dc := doctor.Config{SSH: ssh, SSHConfig: sshConfig, Tmux: t.tmux, JSON: asJSON,
 			Out: env.stdout, StateDir: o.stateDir, ProfileDir: profileDir, PackDir: packDir, Hosts: hosts}
 		dc.Given.StateDir, dc.Given.ProfileDir, dc.Given.PackDir = fs.Changed("state-dir"), fs.Changed("profile-dir"), fs.Changed("pack-dir")
 		return doctor.Check(cmd.Context(), c, dc)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -52,36 +50,4 @@ func eventsCmd(env *cliEnv) *cobra.Command {
 		return err
 	}
 	return cmd
-}
-
-// printEvent prints one event on one line: seq, time, type, workspace, what it is about.
-func printEvent(w io.Writer, ev api.Event) error {
-	var about []string
-	add := func(k, v string) {
-		if v != "" {
-			about = append(about, k+"="+printable(v))
-		}
-	}
-	switch {
-	case ev.Trigger != nil:
-		t := ev.Trigger
-		add("trigger", t.TriggerID)
-		add("agent", t.Agent)
-		add("state", string(t.State))
-		add("result", string(t.Result))
-		add("error", string(t.ErrorCode))
-	case ev.Runtime != nil:
-		add("runtime", ev.Runtime.RuntimeID)
-		add("status", string(ev.Runtime.Status))
-	}
-	if len(ev.Detail) > 0 {
-		about = append(about, printable(compactJSON(ev.Detail)))
-	}
-	ws := ev.Workspace
-	if ws == "" {
-		ws = "-"
-	}
-	_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", ev.Seq, ev.Time.Local().Format("2006-01-02 15:04:05.000"),
-		ev.Type, ws, strings.Join(about, " "))
-	return err
 }

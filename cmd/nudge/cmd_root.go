@@ -8,13 +8,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +21,8 @@ import (
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/buildinfo"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 // commandGroups are the sections of `nudge --help`, in order.
@@ -40,8 +40,10 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		Short: "wake live AI coding agents in tmux: fast, safe, with receipts",
 		Long: "nudge wakes live AI coding agents in tmux: fast, safe, with receipts.\n\n" +
 			"Every command but serve, attach and version talks to a running daemon (`nudge serve`)\n" +
-			"over its unix socket. Every flag is also read from NUDGE_<FLAG> (dashes become\n" +
-			"underscores) when it is not given. Exit codes: 0 ok, 1 failure, 2 usage.",
+			"over its unix socket. Every setting flag is also read from NUDGE_<FLAG> (dashes become\n" +
+			"underscores) when it is not given; a call's own values (--id, --thread, --reason, ...) never\n" +
+			"are. Exit codes: 0 the state asked for was reached, 1 failed or refused, 2 usage,\n" +
+			"3 still pending when the wait ended.",
 		Version:           version,
 		Args:              noSubcommand,
 		RunE:              func(cmd *cobra.Command, _ []string) error { cmd.Help(); return &usageError{} }, //nolint:errcheck // help to a writer
@@ -69,7 +71,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), auditCmd(env),
 		eventsCmd(env))
 	add("operator", watchCmd(env), attachCmd(env), switchCmd(env))
-	add("daemon", serveCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
+	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
 	root.SetHelpCommandGroupID("daemon")
 	root.SetCompletionCommandGroupID("daemon")
 	root.SetIn(env.stdin)
@@ -85,9 +87,34 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 // run executes the CLI with args (without the program name) and returns the exit code.
 func run(ctx context.Context, env *cliEnv, args []string) int {
 	root := newRootCmd(env)
+	if cmd, err := unknownCommand(root, args); err != nil {
+		return exitCode(env.stderr, cmd, err)
+	}
 	root.SetArgs(singleDashLong(root, args))
 	cmd, err := root.ExecuteContextC(ctx)
 	return exitCode(env.stderr, cmd, err)
+}
+
+// unknownCommand refuses a word that names no subcommand of a command that only groups
+// others, --help or not: cobra would print the group's help for `nudge bogus --help` and
+// exit 0, as if bogus existed.
+func unknownCommand(root *cobra.Command, args []string) (*cobra.Command, error) {
+	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+		return root, nil // added by cobra when it executes
+	}
+	cmd, rest, err := root.Find(args)
+	if err != nil || cmd == nil || !cmd.HasAvailableSubCommands() {
+		return cmd, nil
+	}
+	for _, a := range rest {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			return cmd, noSubcommand(cmd, []string{a})
+		}
+	}
+	return cmd, nil
 }
 
 // strictHelp makes `nudge help TOPIC` a usage error (exit 2) when TOPIC is no command;
@@ -116,16 +143,26 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
-// exitCode prints err for cmd and maps it to the exit code: 0 ok, 1 failure, 2 usage.
+// pendingError: a wait ended before the state it waited for (exit 3); the record was printed.
+type pendingError struct{ msg string }
+
+func (e *pendingError) Error() string { return e.msg }
+
+// exitCode prints err for cmd and maps it to the exit code: 0 the state asked for was
+// reached, 1 failed or refused, 2 usage, 3 still pending when the wait ended.
 func exitCode(stderr io.Writer, cmd *cobra.Command, err error) int {
 	name := "nudge"
 	if cmd != nil {
 		name = cmd.CommandPath()
 	}
 	var ue *usageError
+	var pe *pendingError
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &pe):
+		fmt.Fprintf(stderr, "%s: %s\n", name, pe.msg)
+		return 3
 	case errors.As(err, &ue):
 		if ue.msg != "" {
 			fmt.Fprintf(stderr, "%s: %s\nRun '%s --help' for usage.\n", name, ue.msg, name)
@@ -140,8 +177,14 @@ func exitCode(stderr io.Writer, cmd *cobra.Command, err error) int {
 // hint says what to do about an error the daemon answered, where its message does not.
 func hint(err error) string {
 	var ae *api.Error
-	if errors.As(err, &ae) && ae.ErrorCode == nudge.Unauthorized {
+	switch {
+	case !errors.As(err, &ae):
+	case ae.ErrorCode == nudge.Unauthorized:
 		return " (pass a valid token: --token or NUDGE_TOKEN; `nudge token issue` makes one)"
+	case ae.ErrorCode == nudge.NotFound && strings.HasPrefix(ae.Message, "no runtime "):
+		return " (`nudge ls` lists the runtimes; an id is rt_WORKSPACE.ROLE)"
+	case ae.ErrorCode == nudge.NotFound && strings.HasPrefix(ae.Message, "no trigger "):
+		return " (`nudge audit` and `nudge status` show recent triggers)"
 	}
 	return ""
 }
@@ -185,12 +228,22 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
+// perCallFlags are the flags that name one call's own values (a trigger's id, thread,
+// reason, prompt file, a forced override, an answer's choice): envFallback never reads
+// them from the environment, where one stray `export NUDGE_ID=fixed` would make every
+// later trigger reuse that id.
+var perCallFlags = map[string]bool{
+	"id": true, "thread": true, "reason": true, "prompt-file": true, "force": true,
+	"intent": true, "session-id": true, "dialog": true, "choice": true,
+}
+
 // envFallback sets every flag of cmd not given on the command line from NUDGE_<FLAG>
-// (dashes become underscores), so a wrapper or a pane can set them once.
+// (dashes become underscores), so a wrapper or a pane can set them once; perCallFlags
+// are never read from there.
 func envFallback(cmd *cobra.Command, env *cliEnv) error {
 	var err error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Changed || err != nil || f.Name == "help" || f.Name == "version" {
+		if f.Changed || err != nil || f.Name == "help" || f.Name == "version" || perCallFlags[f.Name] {
 			return
 		}
 		key := "NUDGE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
@@ -296,39 +349,25 @@ func (o *outputOpts) asJSON() (bool, error) {
 	return false, usagef("-o %q: want json or table", o.format)
 }
 
-// printRecords prints one record as a JSON object or several as a JSON array (asJSON),
-// else them all as a table under head, a line each from row (columns split by tabs).
-func printRecords[T any](w io.Writer, asJSON bool, list []T, head string, row func(T) string) error {
-	switch {
-	case asJSON && len(list) == 1:
-		return printJSON(w, list[0])
-	case asJSON:
-		return printJSON(w, list)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, head)
-	for _, v := range list {
-		fmt.Fprintln(tw, row(v))
-	}
-	return tw.Flush()
-}
-
-// printJSON writes v as indented JSON.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // shortCtx bounds one request to the daemon.
 func shortCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, 30*time.Second)
 }
 
 func versionCmd(_ *cliEnv) *cobra.Command {
-	return &cobra.Command{Use: "version", Short: "print the version", Args: exactArgs(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "nudge %s\n", version)
+	cmd := &cobra.Command{Use: "version", Short: "print the version, the commit and the Go it was built with", Args: exactArgs(0, "no arguments")}
+	out := addOutputFlags(cmd, "table")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
 			return err
-		}}
+		}
+		in := buildinfo.Read(version)
+		if asJSON {
+			return tui.PrintJSON(cmd.OutOrStdout(), in)
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), in)
+		return err
+	}
+	return cmd
 }

@@ -4,15 +4,15 @@ package main
 // restart, deregister.
 
 import (
+	"cmp"
 	"fmt"
-	"io"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 func spawnCmd(env *cliEnv) *cobra.Command {
@@ -101,7 +101,8 @@ func registerCmd(env *cliEnv) *cobra.Command {
 
 func lsCmd(env *cliEnv) *cobra.Command {
 	var ws string
-	cmd := &cobra.Command{Use: "ls [--workspace WS]", Short: "list runtimes", Aliases: []string{"list"}, Args: exactArgs(0, "no arguments")}
+	cmd := &cobra.Command{Use: "ls [--workspace WS]", Short: "list runtimes", Aliases: []string{"list"}, Args: exactArgs(0, "no arguments"),
+		Long: "List runtimes. With the daemon down it lists those its store last held (read-only), says\nsince when, and exits 1."}
 	o := addClientFlags(cmd)
 	out := addOutputFlags(cmd, "table")
 	cmd.Flags().StringVar(&ws, "workspace", "", "only this workspace")
@@ -113,43 +114,22 @@ func lsCmd(env *cliEnv) *cobra.Command {
 		c := o.client(env)
 		defer c.Close()
 		rts, err := c.Runtimes(cmd.Context(), ws)
+		var stale error
+		if snap, ok := lastKnown(o.stateDir, err); ok {
+			rts, err, stale = []api.Runtime{}, nil, staleError{snap.Written}
+			for _, r := range tui.LastKnown(snap.Runtimes, nil, ws) {
+				rts = append(rts, r.Runtime)
+			}
+		}
 		if err != nil {
 			return err
 		}
 		if asJSON {
-			return printJSON(env.stdout, rts)
+			return cmp.Or(printJSON(env.stdout, rts), stale)
 		}
-		return printRuntimes(env.stdout, false, rts...)
+		return cmp.Or(printRuntimes(env.stdout, false, rts...), stale)
 	}
 	return cmd
-}
-
-// printRuntimes prints one runtime as JSON, or runtimes as the table of `nudge ls`.
-func printRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
-	hosts := slices.ContainsFunc(rts, func(rt api.Runtime) bool { return rt.Host != "" })
-	head := "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATUS\tREADINESS\tOPERATOR\tINPUT\tQUEUE"
-	if hosts {
-		head += "\tHOST"
-	}
-	return printRecords(w, asJSON, rts, head, func(rt api.Runtime) string {
-		op := "-"
-		if rt.OperatorBusy {
-			op = "busy"
-		}
-		status := string(rt.Status)
-		switch rt.Breaker { // the circuit breaker after repeated failed triggers
-		case "open":
-			status += "+cooldown"
-		case "half_open":
-			status += "+probing"
-		}
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
-			rt.PaneID, status, orDash(string(rt.Readiness)), op, orDash(string(rt.InputLine)), rt.QueueDepth)
-		if hosts {
-			line += "\t" + orDash(rt.Host)
-		}
-		return line
-	})
 }
 
 func orDash(s string) string {
@@ -200,7 +180,14 @@ func tailCmd(env *cliEnv) *cobra.Command {
 		if asJSON {
 			return printJSON(env.stdout, map[string]any{"tail": tv, "history": recs})
 		}
-		fmt.Fprintf(env.stdout, "── %s (%s) output, last %d lines ──\n", tv.RuntimeID, orDash(tv.PaneID), lines)
+		switch {
+		case tv.PaneGone && tv.CapturedAt.IsZero():
+			fmt.Fprintf(env.stdout, "── %s: its pane is gone, and no screen of it was kept ──\n", tv.RuntimeID)
+		case tv.PaneGone:
+			fmt.Fprintf(env.stdout, "── %s: its pane is gone; the last screen kept, at %s ──\n", tv.RuntimeID, tv.CapturedAt.Local().Format(time.TimeOnly))
+		default:
+			fmt.Fprintf(env.stdout, "── %s (%s) output, last %d lines ──\n", tv.RuntimeID, orDash(tv.PaneID), lines)
+		}
 		for _, l := range tv.Lines {
 			fmt.Fprintln(env.stdout, l)
 		}
@@ -231,8 +218,9 @@ func heartbeatCmd(env *cliEnv) *cobra.Command {
 		},
 	}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
 	fs := cmd.Flags()
-	fs.StringVar(&b.Status, "status", "active", "active or idle")
+	fs.StringVar(&b.Status, "status", "active", "active, idle or offline (an offline heartbeat acks nothing)")
 	fs.StringVar(&b.Cursor, "cursor", "", "read cursor (an advance acks pending triggers)")
 	fs.StringVar(&b.ThreadID, "thread", "", "thread the cursor belongs to")
 	fs.StringVar(&b.SessionID, "session-id", "", "the agent's session id (used to resume it)")
@@ -244,6 +232,10 @@ func heartbeatCmd(env *cliEnv) *cobra.Command {
 		if id == "" {
 			return usagef("want one RUNTIME_ID (or run inside a managed pane)")
 		}
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		b.LastActivityAt = time.Now()
 		c := o.client(env)
 		defer c.Close()
@@ -251,7 +243,7 @@ func heartbeatCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printJSON(env.stdout, rep)
+		return tui.PrintRecord(env.stdout, asJSON, rep)
 	}
 	return cmd
 }
@@ -283,9 +275,18 @@ func runtimeActionCmd(env *cliEnv, verb, short string) *cobra.Command {
 			"stop":    func() (api.Runtime, error) { return c.Stop(cmd.Context(), args[0], reason) },
 			"restart": func() (api.Runtime, error) { return c.Restart(cmd.Context(), args[0], reason) },
 		}[verb]
+		switch verb { // these can take seconds: say what is going on (stderr: stdout is the record)
+		case "stop":
+			fmt.Fprintf(env.stderr, "stopping %s: C-c to its program, then SIGHUP, SIGTERM and SIGKILL by pid if it has not ended (serve --stop-timeout, --kill-grace)...\n", args[0])
+		case "restart":
+			fmt.Fprintf(env.stderr, "restarting %s: ending its program (C-c, then signals by pid), then launching it again...\n", args[0])
+		}
 		rt, err := do()
 		if err != nil {
 			return err
+		}
+		if verb == "stop" {
+			fmt.Fprintf(env.stderr, "stopped %s: %s\n", rt.RuntimeID, rt.Status)
 		}
 		return printRuntimes(env.stdout, asJSON, rt)
 	}
@@ -302,15 +303,20 @@ func deregisterCmd(env *cliEnv) *cobra.Command {
 		ValidArgsFunction: firstArg(completeRuntimes(env)),
 	}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (kept in the audit log)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		c := o.client(env)
 		defer c.Close()
 		rep, err := c.Deregister(cmd.Context(), args[0], reason)
 		if err != nil {
 			return err
 		}
-		return printJSON(env.stdout, rep)
+		return tui.PrintRecord(env.stdout, asJSON, rep)
 	}
 	return cmd
 }

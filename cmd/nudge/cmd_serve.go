@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nudgehq/nudge/cmd/nudge/profiling"
 )
 
 // serveCmd is `nudge serve`: the daemon, in the foreground until a signal. Its flags bind
@@ -30,6 +32,13 @@ func serveCmd(env *cliEnv) *cobra.Command {
 		cfg.loadLLMKey()
 		if cfg.CPUProfile != "" {
 			stop, err := startCPUProfile(cfg.CPUProfile)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
+		if cfg.ProfileWindows != "" {
+			stop, err := profiling.Windows(cfg.ProfileWindows)
 			if err != nil {
 				return err
 			}

@@ -3,17 +3,15 @@ package main
 // Commands on triggers and their story: trigger, receipt, ack, force, unblock, audit.
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 func triggerCmd(env *cliEnv) *cobra.Command {
@@ -24,7 +22,8 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 		Use:   "trigger --workspace WS --agent ROLE [flags] PROMPT|-",
 		Short: "deliver a prompt to a live agent",
 		Long: "Deliver PROMPT (- reads it from stdin) to the agent ROLE of workspace WS and print its receipt.\n" +
-			"Exits 1 if the trigger failed (the receipt on stdout says why).",
+			"Exits 1 if the trigger failed (the receipt on stdout says why), 3 if --wait ended before\n" +
+			"the trigger was closed (the receipt so far is on stdout).",
 		Example: "  nudge trigger --workspace mobile_core --agent reviewer --thread th_42 \"Review th_42.\" --wait\n" +
 			"  git diff | nudge trigger --workspace mobile_core --agent reviewer -",
 		Args: exactArgs(1, "one PROMPT (or - for stdin)"),
@@ -70,36 +69,33 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 				return err
 			}
 		}
-		return printReceipt(env.stdout, asJSON, t)
+		return printReceipt(env.stdout, asJSON, t, wait)
 	}
 	return cmd
 }
 
-// printReceipt prints a receipt, and makes a failed trigger exit 1.
-func printReceipt(w io.Writer, asJSON bool, t api.Trigger) error {
+// printReceipt prints a receipt and says how the command exits: 1 for a failed trigger;
+// 3 for one still open when the wait asked for (waited) ended.
+func printReceipt(w io.Writer, asJSON bool, t api.Trigger, waited bool) error {
 	if err := printTriggers(w, asJSON, t); err != nil {
 		return err
 	}
 	if t.State == nudge.StateFailed {
 		return fmt.Errorf("trigger %s failed: %s %s", t.TriggerID, t.ErrorCode, t.Message)
 	}
+	if waited && !t.Closed {
+		return &pendingError{fmt.Sprintf("trigger %s is still %s: the wait ended first (nudge receipt %s --wait DURATION waits again)", t.TriggerID, t.State, t.TriggerID)}
+	}
 	return nil
-}
-
-// printTriggers prints one receipt as JSON, or receipts as a table.
-func printTriggers(w io.Writer, asJSON bool, ts ...api.Trigger) error {
-	return printRecords(w, asJSON, ts, "TRIGGER\tWORKSPACE\tAGENT\tRUNTIME\tSTATE\tRESULT\tCODE\tUPDATED\tMESSAGE", func(t api.Trigger) string {
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", t.TriggerID, t.WorkspaceID, t.Agent, orDash(t.RuntimeID),
-			t.State, orDash(string(t.Result)), orDash(string(t.ErrorCode)), t.UpdatedAt.Local().Format(time.TimeOnly),
-			orDash(truncate(printable(t.Message), 60)))
-	})
 }
 
 func receiptCmd(env *cliEnv) *cobra.Command {
 	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:     "receipt TRIGGER_ID [--wait DURATION]",
-		Short:   "show a trigger's receipt",
+		Use:   "receipt TRIGGER_ID [--wait DURATION]",
+		Short: "show a trigger's receipt",
+		Long: "Print a trigger's receipt. Exits 1 if the trigger failed, 3 if --wait ended before the\n" +
+			"trigger was closed (the receipt so far is printed), else 0.",
 		Example: "  nudge receipt job-42 --wait 30s",
 		Args:    exactArgs(1, "one TRIGGER_ID"),
 
@@ -119,7 +115,7 @@ func receiptCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printTriggers(env.stdout, asJSON, t)
+		return printReceipt(env.stdout, asJSON, t, wait > 0)
 	}
 	return cmd
 }
@@ -185,6 +181,7 @@ func unblockCmd(env *cliEnv) *cobra.Command {
 		Args:  exactArgs(1, "one THREAD_ID"),
 	}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
 	fs := cmd.Flags()
 	fs.StringVar(&b.Workspace, "workspace", "", "workspace id (with --agent; default: every agent's block of the thread)")
 	fs.StringVar(&b.Agent, "agent", "", "the agent's role (with --workspace)")
@@ -193,13 +190,17 @@ func unblockCmd(env *cliEnv) *cobra.Command {
 		if (b.Workspace == "") != (b.Agent == "") {
 			return usagef("want one THREAD_ID, and --workspace with --agent or neither")
 		}
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		c := o.client(env)
 		defer c.Close()
 		u, err := c.Unblock(cmd.Context(), args[0], b)
 		if err != nil {
 			return err
 		}
-		return printJSON(env.stdout, u)
+		return tui.PrintRecord(env.stdout, asJSON, u)
 	}
 	return cmd
 }
@@ -254,47 +255,6 @@ func auditCmd(env *cliEnv) *cobra.Command {
 		return nil
 	}
 	return cmd
-}
-
-// printAudit prints one audit record on one line, control characters escaped.
-func printAudit(w io.Writer, r api.AuditRecord) {
-	var parts []string
-	add := func(k, v string) {
-		if v != "" {
-			parts = append(parts, k+"="+printable(v))
-		}
-	}
-	add("trigger", r.TriggerID)
-	add("thread", r.ThreadID)
-	add("runtime", r.RuntimeID)
-	add("subject", r.Subject)
-	if r.PeerUID != nil {
-		add("uid", strconv.Itoa(*r.PeerUID))
-	}
-	add("code", string(r.Code))
-	add("reason", r.Reason)
-	if len(r.Detail) > 0 && string(r.Detail) != "null" {
-		add("detail", compactJSON(r.Detail))
-	}
-	fmt.Fprintf(w, "%6d %s %-26s %s\n", r.Seq, r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Event, strings.Join(parts, " "))
-}
-
-// printable escapes control characters so daemon text cannot drive the terminal.
-func printable(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) < 0 {
-		return s
-	}
-	q := strconv.Quote(s)
-	return q[1 : len(q)-1]
-}
-
-func compactJSON(b []byte) string {
-	var v any
-	if json.Unmarshal(b, &v) != nil {
-		return string(b)
-	}
-	out, _ := json.Marshal(v)
-	return string(out)
 }
 
 func scheduleCmd(env *cliEnv) *cobra.Command {
@@ -357,24 +317,22 @@ func scheduleLsCmd(env *cliEnv) *cobra.Command {
 	return cmd
 }
 
-// printSchedules prints one schedule as JSON, or schedules as a table.
-func printSchedules(w io.Writer, asJSON bool, all ...api.Schedule) error {
-	return printRecords(w, asJSON, all, "SCHEDULE\tWORKSPACE\tAGENT\tEVERY\tNEXT\tPROMPT", func(s api.Schedule) string {
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%.40q", s.ScheduleID, s.WorkspaceID, s.Agent, s.Every, s.NextAt.Local().Format(time.TimeOnly), s.Prompt)
-	})
-}
-
 func scheduleRmCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{Use: "rm SCHEDULE_ID", Aliases: []string{"remove"}, Short: "remove a periodic prompt", Args: exactArgs(1, "one SCHEDULE_ID")}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		c := o.client(env)
 		defer c.Close()
 		r, err := c.RemoveSchedule(cmd.Context(), args[0])
 		if err != nil {
 			return err
 		}
-		return printJSON(env.stdout, r)
+		return tui.PrintRecord(env.stdout, asJSON, r)
 	}
 	return cmd
 }

@@ -92,10 +92,15 @@ func TestHumanTypingDefersThenDelivers(t *testing.T) {
 		t.Fatalf("receipt: %+v", got)
 	}
 	screen := td.tmux("capture-pane", "-p", "-t", rt.PaneID)
+	ran := false // the human's line reached bash and ran (tmux 3.2's Any binding swallowed it)
 	for _, line := range strings.Split(screen, "\n") {
 		if strings.Contains(line, "human-was-here") && strings.Contains(line, "BRIDGE_TRIGGER") {
 			t.Fatalf("human text mixed with the prompt:\n%s", screen)
 		}
+		ran = ran || strings.TrimSpace(line) == "human-was-here"
+	}
+	if !ran {
+		t.Fatalf("the human's command did not run:\n%s", screen)
 	}
 	if !strings.Contains(screen, "[BRIDGE_TRIGGER id=d1") {
 		t.Fatalf("prompt not delivered:\n%s", screen)

@@ -32,6 +32,7 @@ type daemon struct {
 	cfg     serveConfig
 	log     hclog.Logger
 	started time.Time
+	tmux    *api.Tmux // the tmux version and what is degraded on it (checkTmux)
 
 	db       *store.DB
 	hub      *eventstream.Hub
@@ -78,6 +79,9 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	}
 	doctor.ProfileOverrides(cfg.ProfileDir, d.profiles).Log(d.log)
 	d.acks = ack.NewTracker(ack.TrackerConfig{Signals: h.ackSignals})
+	if d.tmux, err = checkTmux(ctx, cfg.Panes, d.log); err != nil {
+		return nil, err
+	}
 	if d.reg, err = panes.Open(ctx, registryConfig(cfg, d, h), d.db); err != nil {
 		return nil, fmt.Errorf("open registry: %w", err)
 	}
@@ -160,7 +164,10 @@ func (d *daemon) Close() error {
 }
 
 // storePath is the bbolt file in the state dir.
-func storePath(cfg serveConfig) string { return filepath.Join(cfg.StateDir, "nudge.db") }
+func storePath(cfg serveConfig) string { return storeFile(cfg.StateDir) }
+
+// storeFile is the store in state dir dir.
+func storeFile(dir string) string { return filepath.Join(dir, "nudge.db") }
 
 // openStore opens the bbolt store in the state dir.
 func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
@@ -259,7 +266,7 @@ func openPipeline(cfg serveConfig, d *daemon, h *hooks) (*inject.Pipeline, error
 // openServer opens the API server on the socket (and /metrics on --metrics-addr).
 func openServer(cfg serveConfig, d *daemon) (*server.Server, error) {
 	sc := cfg.Server
-	sc.Socket, sc.Version, sc.Logger, sc.Paths = cfg.Socket, version, d.log, daemonPaths(cfg)
+	sc.Socket, sc.Version, sc.Logger, sc.Paths, sc.Tmux = cfg.Socket, version, d.log, daemonPaths(cfg), d.tmux
 	return server.Open(sc, server.Deps{
 		Auth: d.auth, Tokens: d.auth, Policy: d.auth.Policy(),
 		Runtimes: d.reg, Panes: d.reg, Triggers: d.pipe, Acks: d.acks, Store: d.db, Schedules: d.sched,

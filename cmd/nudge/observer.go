@@ -5,6 +5,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 // openObserver builds the metrics, alerts and status line (package observe) from the
@@ -28,7 +29,7 @@ func openObserver(d *daemon) (*observe.Observer, error) {
 	}
 	cfg.Logger = d.log
 	cfg.ExpectsHeartbeat = func(rt nudge.Runtime) bool {
-		return slices.Contains(d.profiles[rt.Agent].AckSignals, "heartbeat")
+		return observe.WatchesHeartbeat(rt, d.profiles[rt.Agent].SendsHeartbeats)
 	}
 	cfg.OnAlert = func(a observe.Alert) { // on the event stream, in its runtime's workspace
 		ws := ""
@@ -64,11 +65,11 @@ func workspaces(rts []nudge.Runtime) []string {
 
 // statusLine is ws's line for its session's status bar.
 func statusLine(d *daemon, ws string) string {
-	var rts []runtimeView
+	var es []tui.StatusEntry
 	for _, rt := range d.reg.List() {
 		if rt.WorkspaceID == ws {
-			rts = append(rts, runtimeView{Runtime: rt, QueueDepth: d.pipe.Depth(rt.RuntimeID)})
+			es = append(es, tui.EntryOf(rt, d.pipe.Depth(rt.RuntimeID)))
 		}
 	}
-	return shortStatus(rts, false)
+	return tui.ShortLine(es, false)
 }

@@ -141,7 +141,7 @@ func TestPolicy(t *testing.T) {
 		}
 		return td.c.do(bg(), "POST", "/v1/runtimes", b, nil)
 	}
-	wantAPIError(t, "dir outside", spawn(spawnBody{Dir: other, Argv: []string{"cat"}}), "FORBIDDEN", "outside workspace w1's allowed dirs")
+	wantAPIError(t, "dir outside", spawn(spawnBody{Dir: other, Argv: []string{"cat"}}), "FORBIDDEN", "outside workspace w1's allowed dirs ("+allowed+"): add it to the workspace's \"dirs\" in the policy file")
 	wantAPIError(t, "dotdot", spawn(spawnBody{Dir: allowed + "/../other", Argv: []string{"cat"}}), "BAD_REQUEST", "'..'")
 	wantAPIError(t, "symlink out", spawn(spawnBody{Dir: filepath.Join(allowed, "escape"), Argv: []string{"cat"}}), "FORBIDDEN", "resolved "+other)
 	wantAPIError(t, "profile", spawn(spawnBody{Agent: "codex", Dir: allowed}), "FORBIDDEN", `may not run profile "codex"`)

@@ -38,6 +38,7 @@ type serveConfig struct {
 	StoreCheckTimeout   time.Duration
 	CPUProfile          string // hidden: write a CPU profile here (benchmarks)
 	Trace               string // hidden: write an execution trace here (benchmarks)
+	ProfileWindows      string // hidden: profile between SIGUSR1 and SIGUSR2 into this folder (benchmarks)
 
 	Panes     panes.Config           // tmux and ssh, workspace roots, sweep, crash loop, start timeout
 	Monitor   detector.MonitorConfig // quiet window after human input, the Any key binding
@@ -174,6 +175,8 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.Chain.StaleAfter, "stale-after", c.Chain.StaleAfter, "a session whose heartbeat is older is not resumed: spawn")
 	fs.IntVar(&p.CrashLoopFailures, "crash-loop", p.CrashLoopFailures, "failures within --crash-window that make a crash loop")
 	fs.DurationVar(&p.CrashLoopWindow, "crash-window", p.CrashLoopWindow, "crash loop window")
+	fs.DurationVar(&p.RestartMaxDelay, "restart-max-delay", p.RestartMaxDelay, "most time between a crash and its automatic restart (the wait doubles with each crash of a recovery)")
+	fs.DurationVar(&p.RecoveryDeadline, "recovery-deadline", p.RecoveryDeadline, "a runtime still crashing this long after its first crash is failed")
 	fs.DurationVar(&p.StartTimeout, "start-timeout", p.StartTimeout, "a starting agent that has not shown READY by then is failed (a profile's start_timeout wins)")
 	fs.DurationVar(&p.StopTimeout, "stop-timeout", p.StopTimeout, "how long nudge stop sends C-c before it signals the pane's processes (SIGHUP, SIGTERM, SIGKILL)")
 	fs.DurationVar(&p.KillGrace, "kill-grace", p.KillGrace, "wait after each signal that ends a pane's program on a stop or relaunch; a program that outlives SIGKILL's fails it (STOP_FAILED, SPAWN_FAILED)")
@@ -206,8 +209,10 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.Server.ShutdownTimeout, "shutdown-timeout", c.Server.ShutdownTimeout, "how long shutdown waits for requests in flight")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile here (benchmarks)")
 	fs.StringVar(&c.Trace, "trace", "", "write an execution trace here (benchmarks)")
-	fs.MarkHidden("cpuprofile") //nolint:errcheck // defined just above
-	fs.MarkHidden("trace")      //nolint:errcheck // defined just above
+	fs.StringVar(&c.ProfileWindows, "profile-windows", "", "profile between SIGUSR1 and SIGUSR2 into this folder (benchmarks)")
+	fs.MarkHidden("cpuprofile")      //nolint:errcheck // defined just above
+	fs.MarkHidden("profile-windows") //nolint:errcheck // defined just above
+	fs.MarkHidden("trace")           //nolint:errcheck // defined just above
 }
 
 // complete fills derived defaults and checks the config.

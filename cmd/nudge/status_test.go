@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 func TestShortStatus(t *testing.T) {
@@ -148,4 +149,13 @@ func TestStatusCommand(t *testing.T) {
 			t.Fatalf("rev last trigger %+v", r.LastTrigger)
 		}
 	}
+}
+
+// shortStatus is the status line of runtimes as the API answers them.
+func shortStatus(rts []runtimeView, qualify bool) string {
+	es := make([]tui.StatusEntry, 0, len(rts))
+	for _, rt := range rts {
+		es = append(es, tui.EntryOf(rt.Runtime, rt.QueueDepth))
+	}
+	return tui.ShortLine(es, qualify)
 }

@@ -24,8 +24,9 @@ func buildWatchBinary(t *testing.T) string {
 }
 
 // attachClient attaches a tmux client to session on the daemon's server through a PTY of
-// the given size, like an operator's terminal.
-func attachClient(t *testing.T, td *testDaemon, session string, cols, rows uint16) {
+// the given size, like an operator's terminal, and returns the terminal (pty.Setsize on it
+// resizes the client).
+func attachClient(t *testing.T, td *testDaemon, session string, cols, rows uint16) *os.File {
 	t.Helper()
 	cmd := exec.Command("tmux", "-L", td.cfg.Panes.SocketName, "attach-session", "-t", session)
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color", "TMUX=")
@@ -41,6 +42,7 @@ func attachClient(t *testing.T, td *testDaemon, session string, cols, rows uint1
 		f.Close()
 		<-copied
 	})
+	return f
 }
 
 // waitPane polls capture-pane until ok or a generous deadline, and returns the screen.
@@ -138,7 +140,7 @@ func TestWatchInRealTmuxPane(t *testing.T) {
 	// Enter opens the detail view of the selected runtime: its output and history.
 	td.tmux("send-keys", "-t", pane, "Up", "Enter")
 	td.waitPane(pane, "alpha's detail", func(s string) bool {
-		return strings.Contains(s, "Output:") && strings.Contains(s, "wt-1") && strings.Contains(s, "Triggers")
+		return strings.Contains(s, "Screen (") && strings.Contains(s, "wt-1") && strings.Contains(s, "Triggers")
 	})
 	td.tmux("send-keys", "-t", pane, "q")
 	td.waitPane(pane, "the list again", func(s string) bool { return strings.Contains(s, "LAST RECEIPT") })

@@ -105,6 +105,7 @@ func newWireNormaliser(cfg serveConfig) *wireNormaliser {
 	n.re(`idle: [#$]"`, `idle: <prompt>"`)
 	n.re(`"(hash|prev_hash)": "[0-9a-f]*"`, `"$1": "<hash>"`)
 	n.re(`"version": "[^"]*"`, `"version": "<version>"`)
+	n.re(`,\n\s*"degraded": \[[^\]]*\]`, ``) // health's tmux: what differs per tmux version
 	n.re(`nudge1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`, `<token>`)
 	n.re(`\b[0-9a-f]{24}\b`, `<id>`)
 	n.re(`#[0-9a-f]{8}\b`, `#<id8>`)

@@ -181,7 +181,7 @@ func (r *run) serve(root string, env []string) (stop func(), err error) {
 		"--ack-timeout", r.ackTimeout.String(), "--rate-limit", "1000000/min", "--loop-turns", "1000000", "--loop-repeats", "1000000")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = dieWithHarness()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func (b *bench) measureStreamCost(d time.Duration, alone window) (*streamCost, e
 	dp, sp := e.daemon.Process.Pid, e.serverPID()
 	cmd := exec.Command(e.self, "-bare-client", e.tmux, e.tmuxSock, "agents_"+workspace, d.String())
 	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = dieWithHarness()
 	var stdout strings.Builder
 	cmd.Stdout = &stdout
 	if err := cmd.Start(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -48,6 +49,13 @@ const workspace = "bench"
 var profiles = map[string]string{
 	"bench":    `{"name":"bench","launch":["sh"],"allowed_launchers":["*"],"pack":"shell","submit_settle":"0s","queues_input":true,"ack_signals":["marker","api"],"submitted_is_ack":true,"ready_quiet":"300ms"}`,
 	"benchack": `{"name":"benchack","launch":["sh"],"allowed_launchers":["*"],"pack":"shell","submit_settle":"0s","queues_input":true,"ack_signals":["marker","api"],"submitted_is_ack":false,"ready_quiet":"300ms"}`,
+}
+
+func init() {
+	// The fleet phase's profiles: each agent's readiness pack, a pane program of any name.
+	for _, a := range fleetAgents {
+		profiles["fleet"+a] = fmt.Sprintf(`{"name":"fleet%s","launch":["sh"],"allowed_launchers":["*"],"pack":%q,"submit_settle":"0s","queues_input":true,"ack_signals":["marker","api"],"ready_quiet":"300ms"}`, a, a)
+	}
 }
 
 func newEnv(o options) (e *env, err error) {
@@ -151,6 +159,9 @@ func (e *env) startDaemon(o options) error {
 	if o.cpuprofile != "" {
 		e.serveArgs = append(e.serveArgs, "--cpuprofile", o.cpuprofile)
 	}
+	if o.profileWindows != "" {
+		e.serveArgs = append(e.serveArgs, "--profile-windows", o.profileWindows)
+	}
 	if o.trace != "" {
 		e.serveArgs = append(e.serveArgs, "--trace", o.trace)
 	}
@@ -165,7 +176,10 @@ func (e *env) startDaemon(o options) error {
 	e.daemon = exec.Command(e.nudge, e.serveArgs...)
 	e.daemon.Stdout, e.daemon.Stderr = logf, logf
 	e.daemon.Env = append(os.Environ(), "HOME="+e.dir)
-	e.daemon.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // never outlive the harness
+	if o.daemonProcs > 0 {
+		e.daemon.Env = append(e.daemon.Env, "GOMAXPROCS="+strconv.Itoa(o.daemonProcs))
+	}
+	e.daemon.SysProcAttr = dieWithHarness() // never outlive the harness
 	if err := e.daemon.Start(); err != nil {
 		return err
 	}
@@ -321,6 +335,7 @@ type eventStream struct {
 	mu      sync.Mutex
 	waiters map[*waiter]struct{}
 	final   map[string]chan struct{} // trigger id → closed when it is closed
+	counts  map[string]int64         // events seen, by type
 }
 
 type waiter struct {
@@ -333,7 +348,7 @@ func openEvents(e *env) (*eventStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &eventStream{body: resp.Body, waiters: map[*waiter]struct{}{}, final: map[string]chan struct{}{}}
+	s := &eventStream{body: resp.Body, waiters: map[*waiter]struct{}{}, final: map[string]chan struct{}{}, counts: map[string]int64{}}
 	go s.read(resp.Body)
 	return s, nil
 }
@@ -367,6 +382,10 @@ func (s *eventStream) read(r io.Reader) {
 func (s *eventStream) dispatch(ev *event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.counts[ev.Type]++
+	if ev.Type == "readiness" {
+		s.counts["readiness "+ev.rd.Readiness]++
+	}
 	if ev.Type == "trigger" && ev.tr.Closed {
 		if ch, ok := s.final[ev.tr.TriggerID]; ok {
 			close(ch)
@@ -381,6 +400,13 @@ func (s *eventStream) dispatch(ev *event) {
 			}
 		}
 	}
+}
+
+// count returns how many events of each type have arrived.
+func (s *eventStream) count() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.counts)
 }
 
 // expectFinal registers a trigger id before it is sent; the channel closes when the

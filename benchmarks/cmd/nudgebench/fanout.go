@@ -56,9 +56,15 @@ func (b *bench) fanout(n, rounds int) (*fanoutResult, error) {
 	}
 	res := &fanoutResult{panes: n}
 	for r := 0; r < rounds; r++ {
-		for _, path := range []func([]*bpane, []*rawClient, *fanoutResult) error{b.fanNudge, b.fanFloor, b.fanChildren} {
+		for i, path := range []func([]*bpane, []*rawClient, *fanoutResult) error{b.fanNudge, b.fanFloor, b.fanChildren} {
 			if err := b.settle(targets); err != nil {
 				return nil, err
+			}
+			if i == 1 { // the nudge path's window: its delivery and the readiness look after it
+				b.profileStop(fmt.Sprintf("fanout-%d", r))
+			}
+			if i == 0 {
+				b.profileStart()
 			}
 			if err := path(targets, conns, res); err != nil {
 				return nil, err

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nudgehq/nudge/benchmarks/internal/panereader"
@@ -92,7 +91,7 @@ func startLoopSSHD() (s *loopSSHD, err error) {
 		return nil, err
 	}
 	s.cmd = exec.Command(sshd, "-D", "-e", "-f", p("sshd_config"))
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	s.cmd.SysProcAttr = dieWithHarness()
 	if err := s.cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -1,7 +1,7 @@
 // Command nudgebench measures nudge end to end against the subprocess tools it replaces
 // and prints one table. It is run by hand, never in CI:
 //
-//	go run ./benchmarks/cmd/nudgebench [-phases trigger,detect,scale,throughput,host] [-n 2000]
+//	go run ./benchmarks/cmd/nudgebench [-phases trigger,fanout,detect,scale,fleet,throughput,host] [-n 2000]
 //
 // It builds ./cmd/nudge (or uses -nudge), runs `nudge serve` on a private tmux server
 // (tmux -L nudgebench-PID, -f /dev/null) with a fresh state dir, and spawns managed runtimes
@@ -24,25 +24,29 @@ import (
 )
 
 type options struct {
-	phases        string
-	n, warmup     int
-	paneCounts    []int
-	gap           time.Duration
-	streamEvery   time.Duration
-	idle, stream  time.Duration
-	detectN       int
-	tmux, nudge   string
-	cpuprofile    string
-	trace         string
-	submitQuiet   time.Duration
-	echoTimeout   time.Duration
-	submitTimeout time.Duration
-	throughputMB  int
-	width         int
-	fanoutPanes   int
-	fanoutRounds  int
-	hostN         int
-	sshConfig     string // set by the host phase: its loopback sshd's client config
+	phases         string
+	n, warmup      int
+	paneCounts     []int
+	gap            time.Duration
+	streamEvery    time.Duration
+	idle, stream   time.Duration
+	detectN        int
+	tmux, nudge    string
+	cpuprofile     string
+	trace          string
+	submitQuiet    time.Duration
+	echoTimeout    time.Duration
+	submitTimeout  time.Duration
+	throughputMB   int
+	width          int
+	fanoutPanes    int
+	fanoutRounds   int
+	hostN          int
+	fleetWindow    time.Duration
+	fleetWorkloads string
+	profileWindows string
+	daemonProcs    int
+	sshConfig      string // set by the host phase: its loopback sshd's client config
 }
 
 func main() {
@@ -66,7 +70,7 @@ func main() {
 	}
 	var o options
 	var panes string
-	flag.StringVar(&o.phases, "phases", "trigger,fanout,detect,scale,throughput", "phases to run")
+	flag.StringVar(&o.phases, "phases", "trigger,fanout,detect,scale,fleet,throughput", "phases to run")
 	flag.IntVar(&o.n, "n", 2000, "triggers per pane count and path")
 	flag.IntVar(&o.warmup, "warmup", 20, "warm-up triggers per pane count, not counted")
 	flag.StringVar(&panes, "panes", "1,10,100", "managed pane counts for the trigger phase")
@@ -86,6 +90,10 @@ func main() {
 	flag.IntVar(&o.width, "width", 400, "tmux default-size width (80 = tmux's default)")
 	flag.IntVar(&o.fanoutPanes, "fanout-panes", 100, "fan-out phase: panes that each get one prompt at once")
 	flag.IntVar(&o.fanoutRounds, "fanout-rounds", 10, "fan-out phase: rounds per path")
+	flag.DurationVar(&o.fleetWindow, "fleet-window", 30*time.Second, "fleet phase: measured window per workload")
+	flag.StringVar(&o.fleetWorkloads, "fleet-workloads", "", "fleet phase: workloads to run (idle,spinner,replay,lines; default all)")
+	flag.StringVar(&o.profileWindows, "profile-windows", "", "folder: profile the daemon (CPU, allocations) during each fleet window (nudge serve --profile-windows)")
+	flag.IntVar(&o.daemonProcs, "daemon-gomaxprocs", 0, "GOMAXPROCS of the daemon (0: the Go default)")
 	flag.IntVar(&o.hostN, "host-n", 200, "host phase (not in the default phases; needs sshd): triggers per path")
 	flag.Parse()
 	for _, s := range strings.Split(panes, ",") {
@@ -145,7 +153,9 @@ func run(o options) error {
 	if phase("trigger") {
 		for _, n := range o.paneCounts {
 			start := time.Now()
+			b.profileStart()
 			r, err := b.triggerLatency(n, o.n, o.warmup)
+			b.profileStop(fmt.Sprintf("trigger-%d", n))
 			if err != nil {
 				return fmt.Errorf("trigger latency at %d panes: %w", n, err)
 			}
@@ -166,6 +176,11 @@ func run(o options) error {
 	if phase("scale") {
 		if rep.scale, err = b.scale(); err != nil {
 			return fmt.Errorf("scale: %w", err)
+		}
+	}
+	if phase("fleet") {
+		if rep.fleet, err = b.fleet(); err != nil {
+			return fmt.Errorf("fleet: %w", err)
 		}
 	}
 	if phase("host") {

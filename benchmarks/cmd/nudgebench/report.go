@@ -20,6 +20,7 @@ type report struct {
 	fanout     *fanoutResult
 	detect     []detectRow
 	scale      *scaleResult
+	fleet      *fleetResult
 	throughput *throughputResult
 	host       *hostResult
 }
@@ -103,6 +104,9 @@ func (r *report) print(w io.Writer) {
 	}
 	if r.scale != nil {
 		r.scale.print(w)
+	}
+	if r.fleet != nil {
+		r.fleet.print(w)
 	}
 	if r.throughput != nil {
 		r.throughput.print(w)

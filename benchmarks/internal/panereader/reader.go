@@ -11,8 +11,12 @@
 // on it writes the bytes back (a CR as CR LF and a "$ " prompt, so the cursor line looks
 // like an idle shell), which is what makes them appear as %output. The harness can ask it
 // to print a line ("print TAG TEXT", answered "w TAG TS" after the write), to stream a
-// line every interval ("stream 10ms" / "quiet"), or to print a burst of busy lines then a
-// prompt ("burst TAG N INTERVAL", answered with the stamp of the last write).
+// line every interval ("stream 10ms" / "quiet"), to redraw a spinner row every interval
+// ("spin 80ms"), to replay a recorded output stream at its recorded pace, in a loop, from a
+// fraction of its length on ("replay FILE 0.25"), to print a burst of busy lines then a
+// prompt ("burst TAG N INTERVAL", answered with the stamp of the last write), or to
+// report how many writes and bytes it has written to its tty ("count", answered "c N
+// BYTES").
 package panereader
 
 import (
@@ -23,9 +27,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nudgehq/nudge/cmd/nudge/streamrec"
 	"golang.org/x/term"
 )
 
@@ -53,9 +60,11 @@ type Options struct {
 type reader struct {
 	opt    Options
 	conn   net.Conn
-	cmu    sync.Mutex // conn writes
-	out    sync.Mutex // tty writes
-	stream chan time.Duration
+	cmu    sync.Mutex                      // conn writes
+	out    sync.Mutex                      // tty writes
+	job    chan func(stop <-chan struct{}) // the output job to run instead of the current one (nil: none)
+	writes atomic.Int64
+	bytes  atomic.Int64
 }
 
 // Run is the pane side. It returns when the tty or the harness connection ends.
@@ -68,13 +77,13 @@ func Run(sock string, opt Options) error {
 	if _, err := term.MakeRaw(0); err != nil {
 		return err
 	}
-	r := &reader{opt: opt, conn: conn, stream: make(chan time.Duration, 1)}
+	r := &reader{opt: opt, conn: conn, job: make(chan func(<-chan struct{}), 1)}
 	r.report("hello %s %d", opt.Name, os.Getpid())
 	if opt.Echo {
 		r.write([]byte("$ "))
 	}
 	go r.commands()
-	go r.streamer()
+	go r.jobs()
 	return r.readLoop()
 }
 
@@ -88,6 +97,8 @@ func (r *reader) report(format string, args ...any) {
 func (r *reader) write(b []byte) int64 {
 	r.out.Lock()
 	defer r.out.Unlock()
+	r.writes.Add(1)
+	r.bytes.Add(int64(len(b)))
 	for len(b) > 0 {
 		n, err := unix.Write(1, b)
 		if err == unix.EINTR || err == unix.EAGAIN {
@@ -164,9 +175,19 @@ func (r *reader) commands() {
 			}
 		case "stream":
 			d, _ := time.ParseDuration(f[1])
-			r.stream <- d
+			r.job <- r.streamer(d)
+		case "spin":
+			d, _ := time.ParseDuration(f[1])
+			r.job <- r.spinner(d)
+		case "replay":
+			if len(f) == 3 {
+				frac, _ := strconv.ParseFloat(f[2], 64)
+				r.job <- r.replay(f[1], frac)
+			}
 		case "quiet":
-			r.stream <- 0
+			r.job <- nil
+		case "count":
+			r.report("c %d %d", r.writes.Load(), r.bytes.Load())
 		case "burst":
 			if len(f) == 3 {
 				r.burst(f[1], f[2])
@@ -193,25 +214,100 @@ func (r *reader) burst(tag, spec string) {
 	r.report("w %s %d", tag, ts)
 }
 
-// streamer prints one line every interval while streaming is on.
-func (r *reader) streamer() {
-	var tick *time.Ticker
-	var c <-chan time.Time
-	line := 0
+// jobs runs one output job at a time: a new one (or quiet) stops the current one first.
+func (r *reader) jobs() {
+	var stop, done chan struct{}
+	for f := range r.job {
+		if stop != nil {
+			close(stop)
+			<-done
+			stop, done = nil, nil
+		}
+		if f != nil {
+			stop, done = make(chan struct{}), make(chan struct{})
+			go func(stop, done chan struct{}) {
+				defer close(done)
+				f(stop)
+			}(stop, done)
+		}
+	}
+}
+
+// every calls f every interval until stop.
+func every(d time.Duration, stop <-chan struct{}, f func()) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTicker(d)
+	defer t.Stop()
 	for {
 		select {
-		case d := <-r.stream:
-			if tick != nil {
-				tick.Stop()
-				tick, c = nil, nil
-			}
-			if d > 0 {
-				tick = time.NewTicker(d)
-				c = tick.C
-			}
-		case <-c:
+		case <-stop:
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}
+
+// streamer prints one line every interval.
+func (r *reader) streamer(d time.Duration) func(<-chan struct{}) {
+	return func(stop <-chan struct{}) {
+		line := 0
+		every(d, stop, func() {
 			line++
 			r.write([]byte(fmt.Sprintf("stream line %08d the quick brown fox jumps over the lazy dog\r\n", line)))
+		})
+	}
+}
+
+// spinner redraws one status row every interval, as a working agent's CLI does: a CR,
+// the next spinner frame, the elapsed seconds, and the rest of the row cleared.
+func (r *reader) spinner(d time.Duration) func(<-chan struct{}) {
+	frames := []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
+	return func(stop <-chan struct{}) {
+		start, n := time.Now(), 0
+		every(d, stop, func() {
+			r.write([]byte(fmt.Sprintf("\r%c Working (%ds • esc to interrupt)\033[K", frames[n%len(frames)], int(time.Since(start).Seconds()))))
+			n++
+		})
+	}
+}
+
+// replay writes a recorded output stream (package streamrec) at its recorded pace, in a
+// loop, starting frac of the way into it.
+func (r *reader) replay(path string, frac float64) func(<-chan struct{}) {
+	return func(stop <-chan struct{}) {
+		f, err := os.Open(path)
+		if err != nil {
+			r.report("e replay %d", 0)
+			return
+		}
+		rec, err := streamrec.Parse(f)
+		f.Close()
+		if err != nil || len(rec.Events) == 0 {
+			r.report("e replay %d", 0)
+			return
+		}
+		length := rec.Events[len(rec.Events)-1].At + time.Second // a second's pause before each repeat
+		offset := time.Duration(frac * float64(length))
+		t := time.NewTimer(time.Hour)
+		defer t.Stop()
+		start := time.Now().Add(-offset)
+		for {
+			for _, ev := range rec.Events {
+				if ev.Output == nil || ev.At < offset {
+					continue
+				}
+				t.Reset(time.Until(start.Add(ev.At)))
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+				}
+				r.write(ev.Output)
+			}
+			start, offset = start.Add(length), 0
 		}
 	}
 }

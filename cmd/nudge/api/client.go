@@ -104,10 +104,11 @@ func (c *Client) Send(ctx context.Context, method, path string, body any) (*http
 // explain turns a dial failure into an *Error that says what to do.
 func (c *Client) explain(err error) error {
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-		return &Error{nudge.Unavailable, fmt.Sprintf("cannot reach the daemon at %s: is `nudge serve` running? (--socket or NUDGE_SOCKET names another)", c.socket)}
+		return &Error{ErrorCode: nudge.Unavailable, cause: ErrUnreachable,
+			Message: fmt.Sprintf("cannot reach the daemon at %s: is `nudge serve` running? (--socket or NUDGE_SOCKET names another)", c.socket)}
 	}
 	if errors.Is(err, os.ErrPermission) {
-		return &Error{nudge.Forbidden, fmt.Sprintf("cannot connect to %s: permission denied (the daemon's socket is for its own user)", c.socket)}
+		return &Error{ErrorCode: nudge.Forbidden, Message: fmt.Sprintf("cannot connect to %s: permission denied (the daemon's socket is for its own user)", c.socket)}
 	}
 	return err
 }

@@ -4,6 +4,7 @@
 package api
 
 import (
+	"errors"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -13,9 +14,17 @@ import (
 type Error struct {
 	ErrorCode nudge.Code `json:"error_code"`
 	Message   string     `json:"message"`
+	cause     error      // ErrUnreachable, for an error the client made itself
 }
 
 func (e *Error) Error() string { return string(e.ErrorCode) + ": " + e.Message }
+
+// Unwrap is the error's cause: ErrUnreachable when no daemon answered.
+func (e *Error) Unwrap() error { return e.cause }
+
+// ErrUnreachable is the cause of the *Error a call returns when no daemon listens on the
+// socket (there is none, or it is not serving): errors.Is(err, api.ErrUnreachable).
+var ErrUnreachable = errors.New("no daemon at the socket")
 
 // Health is GET /v1/health.
 type Health struct {
@@ -27,6 +36,15 @@ type Health struct {
 	// shown only to a caller that may do anything (the daemon's uid without a token, or
 	// the shared API token); nil for a token scoped to workspaces, verbs or a runtime.
 	Paths *Paths `json:"paths,omitempty"`
+	// Tmux is the daemon's tmux: its version and, if any, what nudge does less well on it
+	// (controlmode.Caps.Degraded); nil if its version could not be asked.
+	Tmux *Tmux `json:"tmux,omitempty"`
+}
+
+// Tmux is the version of the daemon's tmux and what is degraded on it (Health).
+type Tmux struct {
+	Version  string   `json:"version"`
+	Degraded []string `json:"degraded,omitempty"`
 }
 
 // Paths are where a running daemon keeps its state and reads its overrides (Health).
@@ -48,15 +66,16 @@ type Runtime struct {
 
 // SpawnRequest is POST /v1/runtimes: start an agent in a new pane of a workspace.
 type SpawnRequest struct {
-	Workspace  string   `json:"workspace"`
-	Role       string   `json:"role"`
-	Agent      string   `json:"agent"`
-	AgentID    string   `json:"agent_id,omitempty"`
-	Dir        string   `json:"dir,omitempty"`
-	SessionID  string   `json:"session_id,omitempty"`
-	PromptFile string   `json:"prompt_file,omitempty"`
-	Argv       []string `json:"argv,omitempty"`
-	Host       string   `json:"host,omitempty"`
+	Workspace   string   `json:"workspace"`
+	WorkspaceID string   `json:"workspace_id,omitempty"` // the seeds' name for workspace
+	Role        string   `json:"role"`
+	Agent       string   `json:"agent"`
+	AgentID     string   `json:"agent_id,omitempty"`
+	Dir         string   `json:"dir,omitempty"`
+	SessionID   string   `json:"session_id,omitempty"`
+	PromptFile  string   `json:"prompt_file,omitempty"`
+	Argv        []string `json:"argv,omitempty"`
+	Host        string   `json:"host,omitempty"`
 }
 
 // ReasonRequest is the optional body of stop and restart.
@@ -69,7 +88,11 @@ type Tail struct {
 	RuntimeID  string    `json:"runtime_id"`
 	PaneID     string    `json:"pane_id"`
 	Lines      []string  `json:"lines"`
-	CapturedAt time.Time `json:"captured_at"`
+	CapturedAt time.Time `json:"captured_at,omitzero"`
+	// PaneGone: the runtime's pane no longer exists (it was stopped, or its pane closed);
+	// Lines are the last screen nudge kept of it, captured at CapturedAt (none when the
+	// pane closed while no daemon ran).
+	PaneGone bool `json:"pane_gone,omitempty"`
 }
 
 // TriggerRequest is POST /v1/triggers.
@@ -83,6 +106,36 @@ type TriggerRequest struct {
 	ForceOverride  bool   `json:"force_override,omitempty"`
 	Reason         string `json:"reason,omitempty"`
 	OverrideIntent string `json:"override_intent,omitempty"`
+	// The seeds' names (seed 000 §10.2): workspace_id for workspace, agent_id for agent
+	// (a runtime's role or its agent_id). Either spelling; both must agree.
+	WorkspaceID string `json:"workspace_id,omitempty"`
+	AgentID     string `json:"agent_id,omitempty"`
+}
+
+// Normalize takes the seeds' field names into the ones the daemon uses.
+func (b *TriggerRequest) Normalize() error {
+	if err := alias(&b.Workspace, b.WorkspaceID, "workspace", "workspace_id"); err != nil {
+		return err
+	}
+	return alias(&b.Agent, b.AgentID, "agent", "agent_id")
+}
+
+// Normalize takes the seeds' field names into the ones the daemon uses.
+func (b *SpawnRequest) Normalize() error {
+	return alias(&b.Workspace, b.WorkspaceID, "workspace", "workspace_id")
+}
+
+// alias sets *field from the same value under another name; both given and different is
+// an error naming them.
+func alias(field *string, other, name, otherName string) error {
+	switch {
+	case other == "" || other == *field:
+	case *field == "":
+		*field = other
+	default:
+		return &Error{ErrorCode: nudge.BadRequest, Message: name + " " + *field + " and " + otherName + " " + other + " differ: give one"}
+	}
+	return nil
 }
 
 // Trigger is a trigger and its receipt (POST /v1/triggers, GET /v1/triggers/{id}): the

@@ -45,10 +45,12 @@ func (c Caller) Unrestricted() bool {
 // Allow checks a verb, and a workspace when ws is not empty. Any verb implies read.
 func (c Caller) Allow(verb, ws string) error {
 	if c.Verbs != nil && !slices.Contains(c.Verbs, verb) && !(verb == VerbRead && len(c.Verbs) > 0) {
-		return nudge.NewError(nudge.Forbidden, c.Subject+" may not "+verb+" (token verbs: "+strings.Join(c.Verbs, ",")+")")
+		return nudge.NewError(nudge.Forbidden, c.Subject+" may not "+verb+" (token verbs: "+strings.Join(c.Verbs, ",")+
+			"; use a token that holds it: `nudge token issue --verbs "+verb+"` by an admin)")
 	}
 	if ws != "" && c.Workspaces != nil && !slices.Contains(c.Workspaces, ws) {
-		return nudge.NewError(nudge.Forbidden, c.Subject+" may not act on workspace "+strconv.Quote(ws))
+		return nudge.NewError(nudge.Forbidden, c.Subject+" may not act on workspace "+strconv.Quote(ws)+
+			" (token workspaces: "+strings.Join(c.Workspaces, ",")+"; use a token for it: `nudge token issue --workspace "+ws+"` by an admin)")
 	}
 	return nil
 }
@@ -57,7 +59,7 @@ func (c Caller) Allow(verb, ws string) error {
 // on itself.
 func (c Caller) AllowRuntime(verb, id, ws string) error {
 	if c.RuntimeID != "" && c.RuntimeID != id && verb != VerbRead {
-		return nudge.NewError(nudge.Forbidden, c.Subject+" may not act on runtime "+id)
+		return nudge.NewError(nudge.Forbidden, c.Subject+" may not act on runtime "+id+" (a runtime token acts only on its own runtime; use a workspace token)")
 	}
 	return c.Allow(verb, ws)
 }
@@ -66,7 +68,7 @@ func (c Caller) AllowRuntime(verb, id, ws string) error {
 // token covers only its own triggers.
 func (c Caller) AllowTrigger(verb, id, runtimeID, ws string) error {
 	if c.RuntimeID != "" && c.RuntimeID != runtimeID {
-		return nudge.NewError(nudge.Forbidden, c.Subject+" may not act on trigger "+id+" (it belongs to another runtime)")
+		return nudge.NewError(nudge.Forbidden, c.Subject+" may not act on trigger "+id+" (it belongs to another runtime; use a workspace token)")
 	}
 	return c.Allow(verb, ws)
 }
@@ -75,7 +77,7 @@ func (c Caller) AllowTrigger(verb, id, runtimeID, ws string) error {
 // may not issue a token broader than itself.
 func (c Caller) Covers(cl Claims) error {
 	if c.RuntimeID != "" {
-		return nudge.NewError(nudge.Forbidden, "a runtime token cannot issue tokens")
+		return nudge.NewError(nudge.Forbidden, "a runtime token cannot issue tokens (use an admin token, or the daemon's own user without one)")
 	}
 	for _, v := range cl.Verbs {
 		if c.Verbs != nil && !slices.Contains(c.Verbs, v) {

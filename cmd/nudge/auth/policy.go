@@ -194,13 +194,13 @@ func (p *Policy) CheckSpawn(c Caller, s *Spawn) error {
 	if len(s.Argv) > 0 && len(rule.launchers) > 0 && s.Host != "" && !slices.Contains(rule.launchers, s.Argv[0]) {
 		// On another host the program cannot be resolved from here: it must be one of the
 		// policy's launchers exactly as written (found on that host's PATH).
-		return forbidden("workspace %s may not launch %q on host %s (policy launchers: %s)",
+		return forbidden("workspace %s may not launch %q on host %s (policy launchers: %s; add it to the workspace's \"launchers\" in the policy file)",
 			s.Workspace, s.Argv[0], s.Host, strings.Join(rule.launchers, ", "))
 	}
 	if len(s.Argv) > 0 && len(rule.launchers) > 0 && s.Host == "" {
 		lr := panes.LauncherRule{Allowed: rule.launchers, Named: rule.launchers, Dirs: append([]string{s.Dir}, rule.dirs...), Cwd: s.Dir}
 		if _, err := panes.ResolveLauncher(s.Argv[0], lr); err != nil {
-			return forbidden("workspace %s may not launch %q: %v (policy launchers: %s)",
+			return forbidden("workspace %s may not launch %q: %v (policy launchers: %s; add it to the workspace's \"launchers\" in the policy file)",
 				s.Workspace, s.Argv[0], err, strings.Join(rule.launchers, ", "))
 		}
 	}
@@ -221,7 +221,8 @@ func (rule *wsRule) checkDir(s *Spawn) error {
 		return err
 	}
 	if !slices.ContainsFunc(rule.dirs, func(r string) bool { return within(r, real) }) {
-		return forbidden("directory %s (resolved %s) is outside workspace %s's allowed dirs", s.Dir, real, s.Workspace)
+		return forbidden("directory %s (resolved %s) is outside workspace %s's allowed dirs (%s): add it to the workspace's \"dirs\" in the policy file (serve --policy)",
+			s.Dir, real, s.Workspace, strings.Join(rule.dirs, ", "))
 	}
 	s.Dir = real
 	return nil
@@ -240,7 +241,7 @@ func (r *wsRule) checkProfile(ws, agent string) error {
 		agent = "codex"
 	}
 	if len(r.profiles) > 0 && !slices.Contains(r.profiles, agent) {
-		return forbidden("workspace %s may not run profile %q (policy profiles: %s)", ws, agent, strings.Join(r.profiles, ", "))
+		return forbidden("workspace %s may not run profile %q (policy profiles: %s; add it to the workspace's \"profiles\" in the policy file)", ws, agent, strings.Join(r.profiles, ", "))
 	}
 	return nil
 }

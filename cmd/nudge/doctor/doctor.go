@@ -12,6 +12,7 @@ package doctor
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -27,10 +27,6 @@ import (
 
 	"github.com/nudgehq/nudge/controlmode"
 )
-
-// minTmux is the oldest tmux nudge supports (control-mode flags, send-keys re-sending the
-// key pressed in the Any binding).
-var minTmux = [2]int{3, 2}
 
 // Config is what Check checks and where it writes.
 type Config struct {
@@ -44,12 +40,30 @@ type Config struct {
 	// paths (api.Health.Paths) has those checked instead.
 	Given struct{ StateDir, ProfileDir, PackDir bool }
 	Hosts []string
+	// JSON prints one Report as JSON at the end instead of a line per check.
+	JSON bool
+}
+
+// Report is doctor's answer as JSON (doctor -o json).
+type Report struct {
+	OK     bool          `json:"ok"` // no check failed
+	Failed int           `json:"failed"`
+	Warned int           `json:"warned"`
+	Checks []CheckResult `json:"checks"`
+}
+
+// CheckResult is one check: its level (ok, warn, fail), the host ("" this machine) and
+// what it found or what to do.
+type CheckResult struct {
+	Level   string `json:"level"`
+	Host    string `json:"host,omitempty"`
+	Message string `json:"message"`
 }
 
 // Check runs every check, printing one line per check to cfg.Out, and fails if one
 // failed.
 func Check(ctx context.Context, c *api.Client, cfg Config) error {
-	d := &doctor{ssh: cfg.SSH, config: cfg.SSHConfig, tmux: cfg.Tmux, say: doctorLines{out: cfg.Out},
+	d := &doctor{ssh: cfg.SSH, config: cfg.SSHConfig, tmux: cfg.Tmux, say: doctorLines{out: cfg.Out, json: cfg.JSON},
 		stateDir: cfg.StateDir, profileDir: cfg.ProfileDir, packDir: cfg.PackDir, given: cfg.Given, hosts: cfg.Hosts}
 	return d.check(ctx, c)
 }
@@ -69,6 +83,8 @@ type doctor struct {
 type doctorLines struct {
 	out            io.Writer
 	failed, warned int
+	json           bool          // collect the checks for one JSON report instead
+	checks         []CheckResult // with json
 }
 
 // check runs every check and prints one line per check.
@@ -107,6 +123,21 @@ func (d *doctor) check(ctx context.Context, c *api.Client) error {
 	d.permissions(c.Socket())
 	d.overrides()
 	health()
+	if d.say.json {
+		rep := Report{OK: d.say.failed == 0, Failed: d.say.failed, Warned: d.say.warned, Checks: d.say.checks}
+		if rep.Checks == nil {
+			rep.Checks = []CheckResult{}
+		}
+		enc := json.NewEncoder(d.say.out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+		if d.say.failed > 0 {
+			return fmt.Errorf("%d check(s) failed", d.say.failed)
+		}
+		return nil
+	}
 	switch {
 	case d.say.failed > 0:
 		return fmt.Errorf("%d check(s) failed", d.say.failed)
@@ -119,6 +150,10 @@ func (d *doctor) check(ctx context.Context, c *api.Client) error {
 }
 
 func (l *doctorLines) line(word, host, format string, args ...any) {
+	if l.json {
+		l.checks = append(l.checks, CheckResult{Level: strings.ToLower(strings.TrimSpace(word)), Host: host, Message: fmt.Sprintf(format, args...)})
+		return
+	}
 	fmt.Fprintf(l.out, "%s  %s: %s\n", word, displayHostName(host), fmt.Sprintf(format, args...))
 }
 
@@ -175,15 +210,18 @@ func (d *doctor) host(ctx context.Context, host string, programs []string) {
 		d.say.report(true, host, "ssh reachable")
 	}
 	out, err := d.run(ctx, host, d.tmux, "-V")
-	switch v, ok := tmuxVersion(out); {
+	switch caps := controlmode.ParseVersion(out); {
 	case err != nil:
 		d.say.report(false, host, "no tmux: %v: %s", err, lastLine(out))
-	case !ok:
-		d.say.report(true, host, "%s (version not understood; nudge needs %d.%d or newer)", out, minTmux[0], minTmux[1])
-	case v[0] < minTmux[0] || v[0] == minTmux[0] && v[1] < minTmux[1]:
-		d.say.report(false, host, "%s is too old: nudge needs tmux %d.%d or newer", out, minTmux[0], minTmux[1])
+	case !caps.Known():
+		d.say.report(true, host, "%s (version not understood; nudge needs %s or newer and assumes the newest behaviour)", out, controlmode.MinVersion)
+	case caps.Check() != nil:
+		d.say.report(false, host, "%s is too old: nudge needs tmux %s or newer", out, controlmode.MinVersion)
 	default:
 		d.say.report(true, host, "%s", out)
+		for _, why := range caps.Degraded() {
+			d.say.warn(host, "tmux %s: %s", caps, why)
+		}
 	}
 	for _, p := range programs {
 		var path string
@@ -202,32 +240,6 @@ func (d *doctor) host(ctx context.Context, host string, programs []string) {
 		}
 		d.say.report(true, host, "agent program %s: %s", filepath.Base(p), lastLine(path))
 	}
-}
-
-// tmuxVersion parses `tmux -V` ("tmux 3.3a", "tmux next-3.5") into major and minor.
-func tmuxVersion(s string) ([2]int, bool) {
-	f := strings.Fields(s)
-	if len(f) < 2 {
-		return [2]int{}, false
-	}
-	v := f[len(f)-1]
-	if i := strings.LastIndex(v, "-"); i >= 0 {
-		v = v[i+1:]
-	}
-	major, rest, ok := strings.Cut(v, ".")
-	if !ok {
-		return [2]int{}, false
-	}
-	end := 0
-	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
-		end++
-	}
-	a, err1 := strconv.Atoi(major)
-	b, err2 := strconv.Atoi(rest[:end])
-	if err1 != nil || err2 != nil {
-		return [2]int{}, false
-	}
-	return [2]int{a, b}, true
 }
 
 func lastLine(s string) string {

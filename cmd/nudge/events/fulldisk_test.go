@@ -94,10 +94,19 @@ func limitFileSize(t *testing.T, n uint64) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &rl); err != nil {
 		t.Fatal(err)
 	}
-	rl.Cur = min(n, rl.Max)
+	rl.Cur = capAt(n, rl.Max)
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &rl); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// capAt is min(n, limit) in the limit's type (uint64 on Linux and macOS, int64 on
+// FreeBSD, whose RLIM_INFINITY is the largest int64).
+func capAt[T int64 | uint64](n uint64, limit T) T {
+	if n < uint64(limit) {
+		return T(n)
+	}
+	return limit
 }
 
 // fillDisk lowers the file-size limit to the store file's size and publishes events

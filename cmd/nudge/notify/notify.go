@@ -82,6 +82,7 @@ type Notifier struct {
 
 	cmds     chan struct{} // command slots
 	displays chan struct{} // display slots
+	clients  clientCache   // the clients attached to each session, listed at most once a second
 	dropped  atomic.Uint64
 	sent     atomic.Uint64
 
@@ -232,8 +233,8 @@ func typedView(ev events.Event, v *view) bool {
 		}
 		v.Runtime = &runtimeView{RuntimeID: rt.RuntimeID, Status: string(rt.Status), ExitStatus: rt.ExitStatus}
 		return true
-	case "readiness":
-		return false // its detail is JSON already
+	case "readiness": // its detail is JSON already: decode only that
+		return json.Unmarshal(ev.Detail, &v.Detail) == nil
 	}
 	return true // alerts, fallback steps, ...: never a notification
 }

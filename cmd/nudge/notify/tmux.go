@@ -22,37 +22,65 @@ func (n *Notifier) display(ws, msg string) {
 	if err != nil {
 		return // no connection (host unreachable, workspace gone): nothing attached to tell
 	}
+	if !conn.Caps().DisplayToClient() {
+		return // tmux 3.2 (see show): not even the clients are asked
+	}
 	ctx, cancel := context.WithTimeout(n.ctx, displayTimeout)
 	defer cancel()
-	if err := Display(ctx, conn, n.cfg.Session(ws), msg); err != nil {
+	names, err := n.clients.get(ctx, conn, n.cfg.Session(ws))
+	if err == nil && len(names) > 0 {
+		err = show(ctx, conn, names, msg)
+	}
+	if err != nil {
 		n.log.Debug("notify display", "workspace", ws, "err", err)
 	}
 }
 
 // Display shows msg with display-message on each client attached to session that is not
-// a control-mode client. msg is shown literally: control characters become spaces, '#'
-// is doubled (display-message expands formats, and #() would run a shell command), and it
-// is cut at 200 characters.
+// a control-mode client (none on tmux 3.2, see show). msg is shown literally: control
+// characters become spaces, '#' is doubled (display-message expands formats, and #() would
+// run a shell command), and it is cut at 200 characters.
 func Display(ctx context.Context, conn *controlmode.Conn, session, msg string) error {
-	target, err := controlmode.Quote("=" + session)
+	names, err := listClients(ctx, conn, session)
 	if err != nil {
 		return err
+	}
+	return show(ctx, conn, names, msg)
+}
+
+// listClients returns the names of the ordinary clients attached to session.
+func listClients(ctx context.Context, conn *controlmode.Conn, session string) ([]string, error) {
+	target, err := controlmode.Quote("=" + session)
+	if err != nil {
+		return nil, err
 	}
 	format, _ := controlmode.Quote("#{client_control_mode} #{client_name}")
 	reply, err := conn.Do(ctx, "list-clients -t "+target+" -F "+format)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	var names []string
+	for _, line := range reply.Lines {
+		control, name, ok := strings.Cut(line, " ")
+		if ok && control == "0" && name != "" {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// show displays msg on the clients named; on tmux 3.2, whose display-message cannot name a
+// client, on none (controlmode.Caps.Degraded says so).
+func show(ctx context.Context, conn *controlmode.Conn, names []string, msg string) error {
+	if !conn.Caps().DisplayToClient() {
+		return nil
 	}
 	text, err := controlmode.Quote(Literal(msg))
 	if err != nil {
 		return err
 	}
 	var cmds []string
-	for _, line := range reply.Lines {
-		control, name, ok := strings.Cut(line, " ")
-		if !ok || control != "0" || name == "" {
-			continue
-		}
+	for _, name := range names {
 		qn, err := controlmode.Quote(name)
 		if err != nil {
 			continue

@@ -56,8 +56,9 @@ type StatusLine struct {
 }
 
 const (
-	statusCoalesce   = 25 * time.Millisecond // a burst of marks becomes one write
-	statusRetryDelay = time.Second           // a workspace with no control connection yet
+	statusCoalesce   = 25 * time.Millisecond  // a burst of marks becomes one write
+	statusMinGap     = 250 * time.Millisecond // a busy fleet's line is rebuilt at most 4 times a second
+	statusRetryDelay = time.Second            // a workspace with no control connection yet
 	statusRetries    = 30
 	statusTimeout    = 5 * time.Second // longest wait for tmux to set one line
 )
@@ -115,6 +116,7 @@ func (s *StatusLine) run(ctx context.Context) {
 	defer close(s.done)
 	retry := map[string]int{}
 	var retryC <-chan time.Time
+	var last time.Time // the last rebuild
 	for {
 		select {
 		case <-ctx.Done():
@@ -128,14 +130,16 @@ func (s *StatusLine) run(ctx context.Context) {
 			}
 			s.mu.Unlock()
 		}
-		// Coalesce: let the rest of the burst arrive, then write each dirty workspace once.
-		t := time.NewTimer(statusCoalesce)
+		// Coalesce: let the rest of the burst arrive, then write each dirty workspace once;
+		// in a stream of changes, no sooner than statusMinGap after the last rebuild.
+		t := time.NewTimer(max(statusCoalesce, statusMinGap-time.Since(last)))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
+		last = time.Now()
 		s.writeDirty(ctx, retry)
 		if len(retry) > 0 && retryC == nil {
 			retryC = time.After(statusRetryDelay)

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
@@ -53,14 +52,18 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 	if err != nil {
 		return ctx
 	}
-	var cred *syscall.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil || cerr != nil {
+	var p auth.Peer
+	var perr error
+	if err := raw.Control(func(fd uintptr) { p, perr = peerCreds.peer(int(fd)) }); err != nil || perr != nil {
 		return ctx
 	}
-	return WithPeer(ctx, auth.Peer{UID: int(cred.Uid), PID: int(cred.Pid), Known: true})
+	return WithPeer(ctx, p)
+}
+
+// peerReader reads who is on the other end of a connected unix socket: peer_linux.go
+// (SO_PEERCRED), peer_bsd.go (LOCAL_PEERCRED on macOS and FreeBSD).
+type peerReader interface {
+	peer(fd int) (auth.Peer, error)
 }
 
 // WithPeer returns ctx carrying the connection's peer (the server does this for every

@@ -43,6 +43,7 @@ type Config struct {
 
 	Version string       // shown by /v1/health
 	Paths   api.Paths    // shown by /v1/health to an unrestricted caller
+	Tmux    *api.Tmux    // shown by /v1/health: the tmux version and what it degrades; nil unknown
 	Logger  hclog.Logger // nil: no logging
 }
 

@@ -3,6 +3,8 @@ package tui
 import (
 	"encoding/json"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
@@ -10,73 +12,141 @@ import (
 	"github.com/nudgehq/nudge/panes"
 )
 
+// page is which of the dashboard's pages is shown.
+type page int
+
+const (
+	pageList    page = iota // every runtime, grouped by workspace
+	pageRuntime             // one runtime: dialog, trigger timeline, readiness, screen
+	pageTrigger             // one trigger: its stamps and its whole audit story
+)
+
+// sortMode orders the runtimes within a workspace.
+type sortMode int
+
+const (
+	sortName   sortMode = iota // by role
+	sortState                  // the ones that need a person first
+	sortRecent                 // the newest trigger first
+	sortModes
+)
+
+func (s sortMode) String() string { return [...]string{"name", "state", "recent"}[s] }
+
+// readinessChange is one readiness the stream reported for a runtime.
+type readinessChange struct {
+	at        time.Time
+	readiness string
+	summary   string
+	busy      bool
+}
+
+// readinessKept is how many readiness changes a runtime keeps for its page.
+const readinessKept = 16
+
 // watchModel is the state `nudge watch` draws: the runtimes, each one's last trigger and
-// deferred trigger, fed by one initial snapshot and then /v1/events. It is owned by the
-// UI goroutine.
+// deferred trigger, fed by one initial snapshot and then /v1/events, and what the open
+// page shows. It is owned by the UI goroutine.
 type watchModel struct {
-	rts      map[string]api.Runtime
-	last     map[string]api.Trigger     // newest trigger per runtime
-	deferred map[string]string          // runtime -> an open deferred trigger id
-	open     map[string]map[string]bool // runtime -> its open (queued, in flight) triggers
-	alert    string                     // the latest alert's message
+	rts       map[string]api.Runtime
+	last      map[string]api.Trigger     // newest trigger per runtime
+	deferred  map[string]string          // runtime -> an open deferred trigger id
+	open      map[string]map[string]bool // runtime -> its open (queued, in flight) triggers
+	readiness map[string][]readinessChange
+	dialogs   map[string]*dialogView // runtime -> its pending dialog
+	alert     string                 // the latest alert's message
 
 	connected bool
-	sel       string // selected runtime id
+	syncedAt  time.Time // when the snapshot or the last event arrived
+	sel       string    // selected runtime id
+	top       int       // first list row shown (scrolling)
 
-	// detail view
-	detail  bool
-	tail    []string
-	history []api.Trigger
+	filter    string // the / filter: runtimes whose words contain it
+	filtering bool   // typing the filter
+	sort      sortMode
+
+	page page
+	// runtime page
+	tail      []string
+	tailAt    time.Time // when the screen was captured
+	tailErr   string    // the last capture's error (the screen shown is older)
+	history   []api.Trigger
+	histSel   int
+	fetching  bool // a runtime page fetch is in flight
+	fetchedAt time.Time
+	// trigger page
+	trig   api.Trigger
+	audit  []api.AuditRecord
+	scroll int
 
 	// force-delivery prompt
 	forcing     string // trigger id being forced ("" = no prompt)
 	forceReason []rune
+	// dialog answer prompt
+	answering    *pendingAnswer
+	answerReason []rune
 
-	msg string // one-line feedback at the bottom
+	msg  string // one-line feedback at the bottom
+	help bool   // the ? page is shown over the others
 }
 
 func newWatchModel() *watchModel {
 	return &watchModel{rts: map[string]api.Runtime{}, last: map[string]api.Trigger{}, deferred: map[string]string{},
-		open: map[string]map[string]bool{}}
+		open: map[string]map[string]bool{}, readiness: map[string][]readinessChange{}, dialogs: map[string]*dialogView{}}
 }
 
 // watchSnapshot is the initial (and on-reconnect) state.
 type watchSnapshot struct {
 	runtimes []api.Runtime
+	dialogs  map[string]*dialogView
 	triggers []api.Trigger // open triggers and each runtime's newest ones
 }
 
-func (m *watchModel) applySnapshot(s watchSnapshot) {
+func (m *watchModel) applySnapshot(s watchSnapshot, now time.Time) {
 	m.rts = map[string]api.Runtime{}
 	m.last = map[string]api.Trigger{}
 	m.deferred = map[string]string{}
 	m.open = map[string]map[string]bool{}
+	m.dialogs = map[string]*dialogView{}
+	for id, d := range s.dialogs {
+		m.dialogs[id] = d
+	}
 	for _, rt := range s.runtimes {
 		m.rts[rt.RuntimeID] = rt
+		if rt.Readiness != "" {
+			m.noteReadiness(rt.RuntimeID, readinessChange{rt.UpdatedAt, string(rt.Readiness), rt.Summary, rt.OperatorBusy})
+		}
 	}
 	for _, t := range s.triggers {
 		m.applyTrigger(t)
 	}
-	m.connected = true
+	m.connected, m.syncedAt = true, now
 	m.fixSel()
 }
 
 // wireEvent is an Event as it arrives on the stream.
 type wireEvent struct {
 	Type    string          `json:"type"`
+	Time    time.Time       `json:"time"`
 	Runtime json.RawMessage `json:"runtime"`
 	Trigger json.RawMessage `json:"trigger"`
 	Detail  json.RawMessage `json:"detail"`
 }
 
-// applyEvent folds one stream event into the model. It reports whether the detail view's
-// runtime was touched by a trigger (so its history is worth refetching).
-func (m *watchModel) applyEvent(ev wireEvent) (touched string) {
+// applyEvent folds one stream event into the model. It reports the runtime a trigger or
+// readiness event touched (so its page is worth refetching).
+func (m *watchModel) applyEvent(ev wireEvent, now time.Time) (touched string) {
+	m.syncedAt = now
 	switch ev.Type {
 	case "runtime":
 		var rt api.Runtime
 		if json.Unmarshal(ev.Runtime, &rt) != nil || rt.RuntimeID == "" {
 			return ""
+		}
+		if d := dialogOf(ev.Runtime); d != nil {
+			m.dialogs[rt.RuntimeID] = d
+		} else {
+			delete(m.dialogs, rt.RuntimeID)
 		}
 		if rt.Status == nudge.StatusDeregistered {
 			delete(m.rts, rt.RuntimeID)
@@ -85,6 +155,7 @@ func (m *watchModel) applyEvent(ev wireEvent) (touched string) {
 			m.rts[rt.RuntimeID] = rt
 		}
 		m.fixSel()
+		return rt.RuntimeID
 	case "readiness":
 		var d struct {
 			RuntimeID    string `json:"runtime_id"`
@@ -97,12 +168,18 @@ func (m *watchModel) applyEvent(ev wireEvent) (touched string) {
 				rt.Readiness, rt.Summary, rt.OperatorBusy = nudge.Readiness(d.Readiness), d.Summary, d.OperatorBusy
 				m.rts[d.RuntimeID] = rt
 			}
+			at := ev.Time
+			if at.IsZero() {
+				at = now
+			}
+			m.noteReadiness(d.RuntimeID, readinessChange{at, d.Readiness, d.Summary, d.OperatorBusy})
+			return d.RuntimeID
 		}
 	case "trigger":
 		var t api.Trigger
 		if json.Unmarshal(ev.Trigger, &t) == nil && t.TriggerID != "" {
 			m.applyTrigger(t)
-			return t.RuntimeID
+			return m.triggerRuntime(t)
 		}
 	case "alert":
 		var a observe.Alert
@@ -113,11 +190,29 @@ func (m *watchModel) applyEvent(ev wireEvent) (touched string) {
 	return ""
 }
 
-func (m *watchModel) applyTrigger(t api.Trigger) {
-	id := t.RuntimeID
-	if id == "" {
-		id = panes.RuntimeID(t.WorkspaceID, t.Agent)
+// noteReadiness keeps a readiness change for the runtime's page (newest last), skipping
+// a repeat of the one before.
+func (m *watchModel) noteReadiness(id string, c readinessChange) {
+	h := m.readiness[id]
+	if n := len(h); n > 0 && h[n-1].readiness == c.readiness && h[n-1].busy == c.busy && h[n-1].summary == c.summary {
+		return
 	}
+	h = append(h, c)
+	if len(h) > readinessKept {
+		h = h[len(h)-readinessKept:]
+	}
+	m.readiness[id] = h
+}
+
+func (m *watchModel) triggerRuntime(t api.Trigger) string {
+	if t.RuntimeID != "" {
+		return t.RuntimeID
+	}
+	return panes.RuntimeID(t.WorkspaceID, t.Agent)
+}
+
+func (m *watchModel) applyTrigger(t api.Trigger) {
+	id := m.triggerRuntime(t)
 	if prev, ok := m.last[id]; !ok || !t.CreatedAt.Before(prev.CreatedAt) || prev.TriggerID == t.TriggerID {
 		m.last[id] = t
 	}
@@ -134,37 +229,128 @@ func (m *watchModel) applyTrigger(t api.Trigger) {
 	} else {
 		m.open[id][t.TriggerID] = true
 	}
+	if m.page == pageTrigger && m.trig.TriggerID == t.TriggerID {
+		m.trig = t
+	}
+}
+
+// setHistory keeps a runtime's triggers newest first, whatever order they came in.
+func (m *watchModel) setHistory(ts []api.Trigger) {
+	ts = append([]api.Trigger(nil), ts...)
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].CreatedAt.After(ts[j].CreatedAt) })
+	m.history = ts
+	m.histSel = min(m.histSel, max(len(ts)-1, 0))
 }
 
 // depth is the runtime's open triggers as seen on the stream.
 func (m *watchModel) depth(id string) int { return len(m.open[id]) }
 
-// order is the runtimes sorted as shown.
+// matches reports whether rt passes the / filter: every word of it is in the runtime's
+// id, workspace, role, agent or state (case-insensitive).
+func (m *watchModel) matches(rt api.Runtime) bool {
+	if m.filter == "" {
+		return true
+	}
+	hay := strings.ToLower(strings.Join([]string{rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent, apiStateWord(rt)}, " "))
+	for _, w := range strings.Fields(strings.ToLower(m.filter)) {
+		if !strings.Contains(hay, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// stateRank orders states for sortState: what needs a person first.
+func stateRank(word string) int {
+	switch word {
+	case string(nudge.NeedsConfirmation):
+		return 0
+	case string(nudge.ErrorState), "FAILED":
+		return 1
+	case string(nudge.Ready):
+		return 2
+	case string(nudge.Busy):
+		return 3
+	case "PAUSED":
+		return 4
+	}
+	return 5
+}
+
+// order is the runtimes shown, in the order shown: by workspace, then by the sort mode.
 func (m *watchModel) order() []api.Runtime {
 	out := make([]api.Runtime, 0, len(m.rts))
 	for _, rt := range m.rts {
-		out = append(out, rt)
+		if m.matches(rt) {
+			out = append(out, rt)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].WorkspaceID != out[j].WorkspaceID {
-			return out[i].WorkspaceID < out[j].WorkspaceID
+		a, b := out[i], out[j]
+		if a.WorkspaceID != b.WorkspaceID {
+			return a.WorkspaceID < b.WorkspaceID
 		}
-		return out[i].Role < out[j].Role
+		switch m.sort {
+		case sortState:
+			if ra, rb := stateRank(apiStateWord(a)), stateRank(apiStateWord(b)); ra != rb {
+				return ra < rb
+			}
+		case sortRecent:
+			ta, tb := m.last[a.RuntimeID].CreatedAt, m.last[b.RuntimeID].CreatedAt
+			if !ta.Equal(tb) {
+				return ta.After(tb)
+			}
+		}
+		return a.Role < b.Role
 	})
 	return out
 }
 
+// listRow is one row of the list page: a workspace heading or a runtime.
+type listRow struct {
+	workspace string // a heading when rt is nil
+	count     int    // runtimes under a heading
+	rt        *api.Runtime
+}
+
+// rows is the list page: each workspace's heading, then its runtimes.
+func (m *watchModel) rows() []listRow {
+	var out []listRow
+	o := m.order()
+	for i := range o {
+		if i == 0 || o[i].WorkspaceID != o[i-1].WorkspaceID {
+			out = append(out, listRow{workspace: o[i].WorkspaceID})
+		}
+		out = append(out, listRow{rt: &o[i]})
+	}
+	head := -1
+	for i, r := range out {
+		if r.rt == nil {
+			head = i
+		} else {
+			out[head].count++
+		}
+	}
+	return out
+}
+
 func (m *watchModel) fixSel() {
-	if _, ok := m.rts[m.sel]; ok {
-		return
+	o := m.order()
+	for _, rt := range o {
+		if rt.RuntimeID == m.sel {
+			return
+		}
+	}
+	if _, ok := m.rts[m.sel]; ok && m.page != pageList {
+		return // a page stays on its runtime while the filter hides it
 	}
 	m.sel = ""
-	if o := m.order(); len(o) > 0 {
+	if len(o) > 0 {
 		m.sel = o[0].RuntimeID
 	}
 }
 
-// move shifts the selection by delta rows.
+// move shifts the selection by delta runtimes.
 func (m *watchModel) move(delta int) {
 	o := m.order()
 	if len(o) == 0 {
@@ -183,4 +369,12 @@ func (m *watchModel) move(delta int) {
 func (m *watchModel) selected() (api.Runtime, bool) {
 	rt, ok := m.rts[m.sel]
 	return rt, ok
+}
+
+// selectedTrigger is the trigger selected on the runtime page.
+func (m *watchModel) selectedTrigger() (api.Trigger, bool) {
+	if m.histSel < 0 || m.histSel >= len(m.history) {
+		return api.Trigger{}, false
+	}
+	return m.history[m.histSel], true
 }

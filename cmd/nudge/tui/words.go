@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rivo/uniseg"
+
 	"github.com/nudgehq/nudge"
 )
 
@@ -62,16 +64,40 @@ func Ago(t time.Time, now time.Time) string {
 	}
 }
 
-// Truncate shortens s to n runes, ending in … when cut.
+// Width is how many terminal cells s takes as tcell draws it: a wide character (CJK, most
+// emoji) two, a combining mark none.
+func Width(s string) int { return uniseg.StringWidth(s) }
+
+// Truncate shortens s to at most n cells (see Width), ending in … when cut; a wide
+// character is never split.
 func Truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
+	if n <= 0 {
+		return ""
+	}
+	if uniseg.StringWidth(s) <= n {
 		return s
 	}
-	if n <= 1 {
-		return string(r[:n])
+	var b strings.Builder
+	w := 0
+	g := uniseg.NewGraphemes(s)
+	for g.Next() {
+		gw := g.Width()
+		if w+gw > n-1 {
+			break
+		}
+		b.WriteString(g.Str())
+		w += gw
 	}
-	return string(r[:n-1]) + "…"
+	return b.String() + "…"
+}
+
+// pad is s cut or padded with spaces to exactly n cells.
+func pad(s string, n int) string {
+	s = Truncate(s, n)
+	if k := Width(s); k < n {
+		s += strings.Repeat(" ", n-k)
+	}
+	return s
 }
 
 func orDash(s string) string {
@@ -81,7 +107,11 @@ func orDash(s string) string {
 	return s
 }
 
+// callTimeout bounds one call to the daemon or tmux: the dashboard shows what it has and
+// says it is stale rather than wait longer.
+const callTimeout = 5 * time.Second
+
 // shortCtx bounds one request to the daemon.
 func shortCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, 30*time.Second)
+	return context.WithTimeout(ctx, callTimeout)
 }

@@ -1,0 +1,174 @@
+package tui
+
+// The records the CLI prints: one as indented JSON (the API's field names), several as a
+// JSON array or a table, a line each. Text from the daemon is escaped (Printable) so it
+// cannot drive the terminal.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+)
+
+// PrintRecords prints one record as a JSON object or several as a JSON array (asJSON),
+// else them all as a table under head, a line each from row (columns split by tabs).
+func PrintRecords[T any](w io.Writer, asJSON bool, list []T, head string, row func(T) string) error {
+	switch {
+	case asJSON && len(list) == 1:
+		return PrintJSON(w, list[0])
+	case asJSON:
+		return PrintJSON(w, list)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, head)
+	for _, v := range list {
+		fmt.Fprintln(tw, row(v))
+	}
+	return tw.Flush()
+}
+
+// PrintJSON writes v as indented JSON.
+func PrintJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// PrintRuntimes prints one runtime as JSON, or runtimes as the table of `nudge ls`.
+func PrintRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
+	hosts := slices.ContainsFunc(rts, func(rt api.Runtime) bool { return rt.Host != "" })
+	head := "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATUS\tREADINESS\tOPERATOR\tINPUT\tQUEUE"
+	if hosts {
+		head += "\tHOST"
+	}
+	return PrintRecords(w, asJSON, rts, head, func(rt api.Runtime) string {
+		op := "-"
+		if rt.OperatorBusy {
+			op = "busy"
+		}
+		status := string(rt.Status)
+		switch rt.Breaker { // the circuit breaker after repeated failed triggers
+		case "open":
+			status += "+cooldown"
+		case "half_open":
+			status += "+probing"
+		}
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
+			rt.PaneID, status, orDash(string(rt.Readiness)), op, orDash(string(rt.InputLine)), rt.QueueDepth)
+		if hosts {
+			line += "\t" + orDash(rt.Host)
+		}
+		return line
+	})
+}
+
+// PrintTriggers prints one receipt as JSON, or receipts as a table.
+func PrintTriggers(w io.Writer, asJSON bool, ts ...api.Trigger) error {
+	return PrintRecords(w, asJSON, ts, "TRIGGER\tWORKSPACE\tAGENT\tRUNTIME\tSTATE\tRESULT\tCODE\tUPDATED\tMESSAGE", func(t api.Trigger) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", t.TriggerID, t.WorkspaceID, t.Agent, orDash(t.RuntimeID),
+			t.State, orDash(string(t.Result)), orDash(string(t.ErrorCode)), t.UpdatedAt.Local().Format(time.TimeOnly),
+			orDash(Truncate(Printable(t.Message), 60)))
+	})
+}
+
+// PrintAudit prints one audit record on one line, control characters escaped.
+func PrintAudit(w io.Writer, r api.AuditRecord) {
+	var parts []string
+	add := func(k, v string) {
+		if v != "" {
+			parts = append(parts, k+"="+Printable(v))
+		}
+	}
+	add("trigger", r.TriggerID)
+	add("thread", r.ThreadID)
+	add("runtime", r.RuntimeID)
+	add("subject", r.Subject)
+	if r.PeerUID != nil {
+		add("uid", strconv.Itoa(*r.PeerUID))
+	}
+	add("code", string(r.Code))
+	add("reason", r.Reason)
+	if len(r.Detail) > 0 && string(r.Detail) != "null" {
+		add("detail", CompactJSON(r.Detail))
+	}
+	fmt.Fprintf(w, "%6d %s %-26s %s\n", r.Seq, r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Event, strings.Join(parts, " "))
+}
+
+// Printable escapes control characters so daemon text cannot drive the terminal.
+func Printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) < 0 {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
+func CompactJSON(b []byte) string {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return string(b)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+// PrintSchedules prints one schedule as JSON, or schedules as a table.
+func PrintSchedules(w io.Writer, asJSON bool, all ...api.Schedule) error {
+	return PrintRecords(w, asJSON, all, "SCHEDULE\tWORKSPACE\tAGENT\tEVERY\tNEXT\tPROMPT", func(s api.Schedule) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%.40q", s.ScheduleID, s.WorkspaceID, s.Agent, s.Every, s.NextAt.Local().Format(time.TimeOnly), s.Prompt)
+	})
+}
+
+// PrintTokens prints one token record as JSON, or records as a table.
+func PrintTokens(w io.Writer, asJSON bool, list ...api.TokenInfo) error {
+	return PrintRecords(w, asJSON, list, "ID\tSUBJECT\tWORKSPACES\tVERBS\tEXPIRES\tSTATE", func(t api.TokenInfo) string {
+		state := "valid"
+		switch {
+		case t.Revoked:
+			state = "revoked"
+		case time.Now().After(t.Expiry()):
+			state = "expired"
+		}
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", t.ID, t.Subject, strings.Join(t.Workspaces, ","),
+			strings.Join(t.Verbs, ","), t.Expiry().Local().Format(time.RFC3339), state)
+	})
+}
+
+// PrintEvent prints one event on one line: seq, time, type, workspace, what it is about.
+func PrintEvent(w io.Writer, ev api.Event) error {
+	var about []string
+	add := func(k, v string) {
+		if v != "" {
+			about = append(about, k+"="+Printable(v))
+		}
+	}
+	switch {
+	case ev.Trigger != nil:
+		t := ev.Trigger
+		add("trigger", t.TriggerID)
+		add("agent", t.Agent)
+		add("state", string(t.State))
+		add("result", string(t.Result))
+		add("error", string(t.ErrorCode))
+	case ev.Runtime != nil:
+		add("runtime", ev.Runtime.RuntimeID)
+		add("status", string(ev.Runtime.Status))
+	}
+	if len(ev.Detail) > 0 {
+		about = append(about, Printable(CompactJSON(ev.Detail)))
+	}
+	ws := ev.Workspace
+	if ws == "" {
+		ws = "-"
+	}
+	_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", ev.Seq, ev.Time.Local().Format("2006-01-02 15:04:05.000"),
+		ev.Type, ws, strings.Join(about, " "))
+	return err
+}

@@ -1,0 +1,5 @@
+//go:build unix && !linux && !freebsd
+
+package controlmode
+
+var hostWatch parentWatch = pipeWatch{}

@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package store
+
+var releaser pageReleaser = remapRelease{}
