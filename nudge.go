@@ -41,8 +41,11 @@ const (
 	Unauthorized Code = "UNAUTHORIZED"
 	Forbidden    Code = "FORBIDDEN"
 	Conflict     Code = "CONFLICT"
-	Internal     Code = "INTERNAL"
-	Unavailable  Code = "UNAVAILABLE"
+	// IdempotencyConflict: a trigger_id already used by a request with other fields
+	// (HTTP 409); the message names them.
+	IdempotencyConflict Code = "IDEMPOTENCY_CONFLICT"
+	Internal            Code = "INTERNAL"
+	Unavailable         Code = "UNAVAILABLE"
 	// EventsExpired: /v1/events?since=N asked to resume from a sequence whose successors
 	// are no longer all kept (HTTP 410, like a Kubernetes watch's "too old" answer).
 	EventsExpired Code = "EVENTS_EXPIRED"

@@ -32,7 +32,8 @@ type Runtime struct {
 	InputLine       InputLine `json:"input_line,omitempty"` // empty, draft, ours, unknown
 	Paused          bool      `json:"paused"`
 	ExitStatus      *int      `json:"exit_status,omitempty"`
-	LastHeartbeatAt time.Time `json:"last_heartbeat_at,omitempty"`
+	LastHeartbeatAt time.Time `json:"last_heartbeat_at,omitzero"`
+	HeartbeatStatus string    `json:"heartbeat_status,omitempty"` // of the last heartbeat: active, idle or offline
 	LastCursor      string    `json:"last_cursor,omitempty"`
 	LastTriggerID   string    `json:"last_trigger_id,omitempty"`
 	// Breaker is the runtime's circuit breaker after repeated failed triggers: "" (closed),
@@ -101,7 +102,7 @@ type Attempt struct {
 	N         int             `json:"n"`
 	Backend   string          `json:"backend"` // tmux, resume, spawn
 	StartedAt time.Time       `json:"started_at"`
-	EndedAt   time.Time       `json:"ended_at,omitempty"`
+	EndedAt   time.Time       `json:"ended_at,omitzero"`
 	Outcome   string          `json:"outcome"`
 	ErrorCode Code            `json:"error_code,omitempty"`
 	Detail    json.RawMessage `json:"detail,omitempty"`
@@ -134,6 +135,56 @@ type Schedule struct {
 	Prompt      string        `json:"prompt"`
 	Every       time.Duration `json:"every"`
 	NextAt      time.Time     `json:"next_at"`
-	LastAt      time.Time     `json:"last_at,omitempty"`
+	LastAt      time.Time     `json:"last_at,omitzero"`
 	CreatedAt   time.Time     `json:"created_at"`
+}
+
+// scheduleJSON is a Schedule as JSON: every as a Go duration ("10m0s"), field for field
+// in the record's order.
+type scheduleJSON struct {
+	ScheduleID  string    `json:"schedule_id"`
+	WorkspaceID string    `json:"workspace"`
+	Agent       string    `json:"agent"`
+	Prompt      string    `json:"prompt"`
+	Every       string    `json:"every"`
+	NextAt      time.Time `json:"next_at"`
+	LastAt      time.Time `json:"last_at,omitzero"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// MarshalJSON writes every as a duration string, as every duration nudge prints.
+func (s Schedule) MarshalJSON() ([]byte, error) {
+	return json.Marshal(scheduleJSON{s.ScheduleID, s.WorkspaceID, s.Agent, s.Prompt, s.Every.String(), s.NextAt, s.LastAt, s.CreatedAt})
+}
+
+// UnmarshalJSON reads every as a duration string, or as nanoseconds (records written
+// before every was a string).
+func (s *Schedule) UnmarshalJSON(b []byte) error {
+	var v struct {
+		scheduleJSON
+		Every json.RawMessage `json:"every"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	var every time.Duration
+	if len(v.Every) > 0 && v.Every[0] == '"' {
+		var str string
+		if err := json.Unmarshal(v.Every, &str); err != nil {
+			return err
+		}
+		d, err := time.ParseDuration(str)
+		if err != nil {
+			return err
+		}
+		every = d
+	} else if len(v.Every) > 0 {
+		if err := json.Unmarshal(v.Every, &every); err != nil {
+			return err
+		}
+	}
+	j := v.scheduleJSON
+	*s = Schedule{ScheduleID: j.ScheduleID, WorkspaceID: j.WorkspaceID, Agent: j.Agent, Prompt: j.Prompt, Every: every,
+		NextAt: j.NextAt, LastAt: j.LastAt, CreatedAt: j.CreatedAt}
+	return nil
 }

@@ -18,7 +18,7 @@ import (
 // ChainConfig is the fallback policy (seed 000 §12, seed 001 §7.3). Zero values take the
 // seed defaults.
 type ChainConfig struct {
-	ResumeAttempts    int           // resume launches before spawning fresh (2)
+	ResumeAttempts    int           // resume launches before spawning fresh (2; 0: spawn at once)
 	StaleAfter        time.Duration // a session whose last heartbeat is older is not resumed (12h)
 	CrashLoopFailures int           // failures within CrashLoopWindow that skip resume (3)
 	CrashLoopWindow   time.Duration // (15m)
@@ -31,16 +31,13 @@ type ChainConfig struct {
 // DefaultChainConfig returns the seed defaults: 2 resume attempts, a session stale after
 // 12h, a crash loop of 3 failures in 15m, a launch grace of 1.5s.
 func DefaultChainConfig() ChainConfig {
-	var c ChainConfig
+	c := ChainConfig{ResumeAttempts: 2}
 	c.fill()
 	c.Now, c.Logger = nil, nil
 	return c
 }
 
 func (c *ChainConfig) fill() {
-	if c.ResumeAttempts == 0 {
-		c.ResumeAttempts = 2
-	}
 	if c.StaleAfter == 0 {
 		c.StaleAfter = 12 * time.Hour
 	}
@@ -175,6 +172,8 @@ func (c *Chain) Fallback(ctx context.Context, t nudge.Trigger, cause nudge.Code,
 func (c *Chain) skipResume(r *run) string {
 	now := c.cfg.Now()
 	switch {
+	case c.cfg.ResumeAttempts == 0:
+		return "resume attempts is 0 (serve --resume-attempts)"
 	case len(r.prof.Resume) == 0:
 		return "profile " + r.prof.Name + " has no resume command"
 	case r.rt.SessionID == "":

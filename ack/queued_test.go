@@ -31,3 +31,21 @@ func TestQueuedTriggerAckedOnlyByItsTurn(t *testing.T) {
 		t.Fatalf("after Dequeued: %q, %v", sig, err)
 	}
 }
+
+// TestOfflineHeartbeatAcksNothing: a heartbeat whose status is offline acks no trigger,
+// and its cursor is one a later heartbeat must advance past (seed 000 §10.3).
+func TestOfflineHeartbeatAcksNothing(t *testing.T) {
+	now := time.Unix(1000, 0)
+	k := NewTracker(TrackerConfig{Now: func() time.Time { return now }})
+	k.Expect(nudge.Trigger{TriggerID: "t1", RuntimeID: "rt"})
+	now = now.Add(time.Second)
+	k.Offline("rt", "c9")
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if sig, err := k.Wait(ctx, "t1"); err == nil {
+		t.Fatalf("an offline heartbeat acked the trigger by %s", sig)
+	}
+	if k.Heartbeat("rt", now, "c9") {
+		t.Fatal("the offline heartbeat's cursor, sent again, counted as an advance")
+	}
+}

@@ -197,6 +197,18 @@ func (k *Tracker) Heartbeat(runtimeID string, at time.Time, cursor string) (adva
 	return advanced
 }
 
+// Offline takes a heartbeat whose status is offline (seed 000 §10.3): the agent is not
+// working, so it acks no trigger; its cursor (if any) is kept, so a later heartbeat acks
+// only by advancing past it.
+func (k *Tracker) Offline(runtimeID, cursor string) {
+	if cursor == "" {
+		return
+	}
+	k.mu.Lock()
+	k.watch(runtimeID).cursor = cursor
+	k.mu.Unlock()
+}
+
 // Queued marks a trigger the agent took into its own input queue while busy: heartbeats
 // and cursor advances come from the turn still running, not from one that read the
 // prompt, so they do not ack it until the agent takes it up (Dequeued). Its marker and

@@ -38,6 +38,7 @@ type humanWatch struct {
 	mu        sync.Mutex
 	installed bool     // we installed the binding and must remove it
 	tried     bool     // the binding decision was made on this server
+	server    string   // that server's pid: a new server (restarted) is decided again
 	each      []string // the keys bound one by one (tmux 3.2), nil with the Any binding
 }
 
@@ -67,7 +68,7 @@ func (h *humanWatch) run() {
 			Session: sess, NoOutput: true, Logger: h.m.cfg.Logger.Named("keys"),
 		})
 		if err == nil {
-			h.install(ctx, conn.Caps())
+			h.install(ctx, conn.Caps(), serverPID(ctx, conn))
 			h.loop(ctx, conn)
 			conn.Close()
 		} else {
@@ -176,12 +177,29 @@ func (h *humanWatch) tmux(ctx context.Context, args ...string) (string, error) {
 	return string(out), err
 }
 
+// serverPID is the tmux server's pid as conn's server reports it ("" if it cannot say).
+func serverPID(ctx context.Context, conn *controlmode.Conn) string {
+	rep, err := conn.Do(ctx, "display-message -p '#{pid}'")
+	if err != nil || len(rep.Lines) == 0 {
+		return ""
+	}
+	return rep.Lines[0]
+}
+
 // install binds Any in the root table unless the user bound it already. A binding that
 // signals our channel is a leftover of an earlier nudge and is taken over. Where a bare
 // send-keys does not repeat its key (tmux 3.2), it binds each key of eachKeys instead.
-func (h *humanWatch) install(ctx context.Context, caps controlmode.Caps) {
+func (h *humanWatch) install(ctx context.Context, caps controlmode.Caps, server string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.tried && server != h.server {
+		// A new tmux server (the old one was killed and nudge started another): its key
+		// table is fresh, the decision is made again.
+		h.tried, h.installed, h.each = false, false, nil
+		h.bound.Store(false)
+		h.bindOK.Store(false)
+	}
+	h.server = server
 	if h.tried {
 		ok := h.installed && h.ours(ctx)
 		h.bound.Store(ok)

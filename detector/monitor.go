@@ -40,8 +40,9 @@ const (
 // MonitorConfig configures a Monitor. Only Registry is required; the zero value of every
 // other field is documented on it.
 type MonitorConfig struct {
-	// QuietWindow is how long a pane counts as operator_busy after a human key; 0 means
-	// DefaultQuietWindow (20s).
+	// QuietWindow is how long a pane counts as operator_busy after a human key
+	// (DefaultMonitorConfig: DefaultQuietWindow, 20s). 0 means none: a key holds triggers
+	// only while it is being typed; a draft in the composer still holds them.
 	QuietWindow time.Duration
 	// Packs are the readiness packs by name; nil means LoadPacks("").
 	Packs map[string]*Pack
@@ -106,8 +107,8 @@ func (c *MonitorConfig) setDefaults() error {
 	if c.Registry == nil {
 		return errors.New("detector: MonitorConfig.Registry is required")
 	}
-	if c.QuietWindow <= 0 {
-		c.QuietWindow = DefaultQuietWindow
+	if c.QuietWindow < 0 {
+		return errors.New("detector: MonitorConfig.QuietWindow must not be negative")
 	}
 	if c.CaptureTimeout <= 0 {
 		c.CaptureTimeout = DefaultCaptureTimeout

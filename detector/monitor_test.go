@@ -399,6 +399,27 @@ func TestAnyBindingLifecycle(t *testing.T) {
 			t.Fatalf("the user's M-a binding changed by Close: %q", b)
 		}
 	})
+	t.Run("ServerRestarted", func(t *testing.T) {
+		// The tmux server is killed and a new one started: the binding is installed on it.
+		e := newLiveEnv(t, nil)
+		e.spawnShell("sh")
+		e.waitFor("key binding installed", func() bool { return e.mon.keysBound("") })
+		e.tmux("kill-server")
+		// A spawn while the old server is still exiting fails ("server exited
+		// unexpectedly"): wait until no server answers.
+		e.waitFor("old server gone", func() bool {
+			return exec.Command("tmux", "-L", e.sock, "list-sessions").Run() != nil
+		})
+		rt := e.spawnShell("sh2")
+		e.waitFor("key binding installed on the new server", func() bool {
+			return e.mon.keysBound("") && strings.Contains(e.tmux("list-keys", "-T", "root"), HumanChannel)
+		})
+		h := e.attach(rt)
+		h.typeKeys("echo again\r")
+		e.waitFor("the human's command ran", func() bool {
+			return strings.Contains(e.tmux("capture-pane", "-p", "-t", rt.PaneID), "\nagain")
+		})
+	})
 	t.Run("UserBinding", func(t *testing.T) {
 		e := newLiveEnv(t, func(c *MonitorConfig) { c.BindKeys = false })
 		e.spawnShell("sh")

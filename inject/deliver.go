@@ -793,7 +793,7 @@ func (p *Pipeline) markSubmitted(j *job, d attemptDetail, note string) {
 	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.State = nudge.StateSubmitted
-		t.SubmittedAt, t.DeliveredAt = tp(now), tp(now)
+		t.SubmittedAt = tp(now)
 		j.settleCause(t, note)
 		t.Result = resultFor(t)
 	})

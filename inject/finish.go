@@ -108,7 +108,7 @@ func (p *Pipeline) finishAcked(j *job, signal string) {
 	now := p.cfg.Now()
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.State = nudge.StateAcked
-		t.AckedAt = tp(now)
+		t.AckedAt, t.DeliveredAt = tp(now), tp(now) // delivered means acknowledged
 		t.AckSignal = signal
 		t.NextAttemptAt = nil
 		t.Closed = true

@@ -93,28 +93,51 @@ func (j *job) update(now time.Time, fn func(*nudge.Trigger)) nudge.Trigger {
 
 func tp(t time.Time) *time.Time { return &t }
 
-// ResultFor is the seed's result word for a receipt (README, "Receipts"): queued and
-// injected are pending, deferred is deferred, submitted and acked are delivered (timeout
-// when an ack or defer timeout led there through a fallback), failed is failed or timeout.
+// ResultFor is the seed's result word for a receipt (README, "Receipts"): queued, injected
+// and submitted are pending, deferred is deferred, acked is delivered (timeout when an ack
+// or defer timeout led there through a fallback; a fallback launch closed at submitted
+// counts as acked), failed is failed or timeout; a final word once set stays.
 // already_active is the answer to a repeated trigger_id while the first is in flight.
 func ResultFor(t nudge.Trigger) nudge.Result { return resultFor(&t) }
 
-// resultFor derives the seed's result word from a receipt.
+// resultFor derives the seed's result word from a receipt. delivered means acknowledged
+// (seed 000 §9.1): a prompt the agent took but has not acked yet is still pending, unless
+// the trigger is closed there (a fallback launch that cannot ack). A final word
+// (delivered, timeout, failed) once set is kept: the result moves only forward, so a
+// retry never turns a receipt back to pending and no trigger counts in two outcomes.
 func resultFor(t *nudge.Trigger) nudge.Result {
+	if finalResult(t.Result) {
+		return t.Result
+	}
+	timedOut := t.ErrorCode == nudge.AckTimeout || t.ErrorCode == nudge.DeferTimeout
 	switch t.State {
-	case nudge.StateSubmitted, nudge.StateAcked:
-		if t.ErrorCode == nudge.AckTimeout || t.ErrorCode == nudge.DeferTimeout {
+	case nudge.StateAcked:
+		if timedOut {
 			return nudge.ResultTimeout
 		}
 		return nudge.ResultDelivered
+	case nudge.StateSubmitted:
+		switch {
+		case t.Closed && timedOut:
+			return nudge.ResultTimeout
+		case t.Closed:
+			return nudge.ResultDelivered
+		}
+		return nudge.ResultPending // taken, not acknowledged yet
 	case nudge.StateDeferred:
 		return nudge.ResultDeferred
 	case nudge.StateFailed:
-		if t.ErrorCode == nudge.AckTimeout || t.ErrorCode == nudge.DeferTimeout {
+		if timedOut {
 			return nudge.ResultTimeout
 		}
 		return nudge.ResultFailed
 	default:
 		return nudge.ResultPending // queued or injected: no outcome yet
 	}
+}
+
+// finalResult reports whether r is an outcome (delivered, timeout, failed), not a state
+// on the way.
+func finalResult(r nudge.Result) bool {
+	return r == nudge.ResultDelivered || r == nudge.ResultTimeout || r == nudge.ResultFailed
 }

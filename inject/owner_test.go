@@ -1,8 +1,12 @@
 package inject
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/store"
 )
 
 // returns reports whether fn returns within a generous deadline (a broken Close hangs).
@@ -60,4 +64,39 @@ func TestSubmitAsync(t *testing.T) {
 	if p.SubmitAsync(req, func(Submitted, error) { t.Error("done called after Close") }) {
 		t.Error("SubmitAsync on a closed pipeline reported true")
 	}
+}
+
+// TestScheduleGapSurvivesRestart: a scheduled prompt that went out a minute before the
+// daemon restarted still holds the next round back for MinGap (seed 004), counted from
+// the time the store kept; before, a restarted scheduler fired at once.
+func TestScheduleGapSurvivesRestart(t *testing.T) {
+	p := newWaitPipeline(t, nil)
+	now := time.Now()
+	sc := nudge.Schedule{ScheduleID: "sch_gap", WorkspaceID: "ws", Agent: "a", Prompt: "health check",
+		Every: 2 * time.Minute, NextAt: now.Add(-time.Second), LastAt: now.Add(-time.Minute), CreatedAt: now.Add(-time.Hour)}
+	if err := p.deps.Store.PutSchedule(sc); err != nil {
+		t.Fatal(err)
+	}
+	s := NewScheduler(p, SchedulerConfig{MinGap: 5 * time.Minute})
+	defer s.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		recs, err := p.deps.Store.Audit(store.AuditFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Event == "schedule_skipped" {
+				if !strings.Contains(r.Reason, "rate limited") {
+					t.Fatalf("skipped for another reason: %q", r.Reason)
+				}
+				return
+			}
+			if r.Event == "trigger_received" {
+				t.Fatalf("a scheduled prompt went out within the gap after a restart: %+v", r)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the due schedule was neither skipped nor fired")
 }

@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -41,9 +42,11 @@ func Sanitize(prompt string, maxBytes int) (string, error) {
 	case s == "":
 		return "", nudge.NewError(nudge.PayloadRejected, "prompt is empty after sanitizing")
 	case len(s) > maxBytes:
-		return "", nudge.NewError(nudge.PayloadRejected, "prompt exceeds the size limit")
+		return "", nudge.NewError(nudge.PayloadRejected, "prompt exceeds the size limit ("+strconv.Itoa(len(s))+" bytes, at most "+strconv.Itoa(maxBytes)+
+			"): shorten it, or put the text in a file in the workspace and ask the agent to read it")
 	case containsFold(s, ackWord):
-		return "", nudge.NewError(nudge.PayloadRejected, "prompt contains the ack marker "+ackWord)
+		return "", nudge.NewError(nudge.PayloadRejected, "prompt contains the ack marker "+ackWord+
+			" (the agent prints it to acknowledge a trigger; reword the prompt without it)")
 	}
 	return s, nil
 }

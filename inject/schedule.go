@@ -136,6 +136,15 @@ func (s *Scheduler) runDue() time.Duration {
 	}
 	now := s.p.cfg.Now()
 	due := map[string][]nudge.Schedule{}
+	s.mu.Lock()
+	for _, sc := range all {
+		// The gap counts from the last scheduled prompt the store knows of, so it holds
+		// across a restart of the daemon too.
+		if k := agentKey(sc); sc.LastAt.After(s.last[k]) {
+			s.last[k] = sc.LastAt
+		}
+	}
+	s.mu.Unlock()
 	for _, sc := range all {
 		if !sc.NextAt.After(now) {
 			due[agentKey(sc)] = append(due[agentKey(sc)], sc)

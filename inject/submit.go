@@ -42,17 +42,17 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if err := p.checkRequest(&req); err != nil {
 		return Submitted{}, err
 	}
-	if j := p.inflight(req.TriggerID); j != nil {
-		return Submitted{Trigger: j.record()}, nil
-	}
-	if t, err := p.deps.Store.GetTrigger(req.TriggerID); err == nil {
-		return Submitted{Trigger: t}, nil // finished before: never delivered twice
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return Submitted{}, fmt.Errorf("look up trigger: %w", err)
-	}
 	text, err := Sanitize(req.Prompt, p.cfg.MaxPrompt)
 	if err != nil {
 		return Submitted{}, err
+	}
+	if j := p.inflight(req.TriggerID); j != nil {
+		return repeated(j.record(), req, text)
+	}
+	if t, err := p.deps.Store.GetTrigger(req.TriggerID); err == nil {
+		return repeated(t, req, text) // finished before: never delivered twice
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return Submitted{}, fmt.Errorf("look up trigger: %w", err)
 	}
 	t := p.newRecord(req, text)
 	rt, known := p.deps.Runtimes.Lookup(req.Workspace, req.Agent)
@@ -70,7 +70,7 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 	handed = true
 	if prev, dup := p.claim(j); dup {
 		j.endTask()
-		return Submitted{Trigger: prev.record()}, nil
+		return repeated(prev.record(), req, text)
 	}
 	// Commit and deliver in parallel: the lane may type before the commit returns, and the
 	// answer waits for both. A crash between the two is covered by looking for the id in
@@ -97,7 +97,7 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if err != nil {
 		p.release(j)
 		if errors.Is(err, errExisting) {
-			return Submitted{Trigger: j.record()}, nil
+			return repeated(j.record(), req, text)
 		}
 		return Submitted{}, err
 	}

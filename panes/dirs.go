@@ -43,3 +43,27 @@ func within(root, path string) bool {
 	rel, err := filepath.Rel(root, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
+
+// resolvePromptFile checks a spawn's --prompt-file against Config.Roots as resolveDir does
+// a directory: absolute, no "..", a regular file that, with symlinks resolved, lies under
+// a root. The daemon reads it with its own rights for a caller that may have fewer, so a
+// file outside the workspaces (a key, a config holding a token) is never read.
+func (r *Registry) resolvePromptFile(path string) (string, error) {
+	if !filepath.IsAbs(path) || slices.Contains(strings.Split(path, string(filepath.Separator)), "..") {
+		return "", badRequest("prompt file %q must be absolute and hold no '..'", path)
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", badRequest("prompt file %q: %v", path, err)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() {
+		return "", badRequest("prompt file %q is not a regular file", path)
+	}
+	for _, root := range r.cfg.Roots {
+		if within(root, real) {
+			return real, nil
+		}
+	}
+	return "", nudge.NewError(nudge.Forbidden, "prompt file "+path+" (resolved "+real+") is outside the allowed workspace roots ("+
+		strings.Join(r.cfg.Roots, ", ")+"): put it under one of them, pass the prompt itself, or start the daemon with `nudge serve --root DIR` to allow DIR")
+}

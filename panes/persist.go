@@ -69,7 +69,7 @@ func volatileOnly(old, next *nudge.Runtime) bool {
 		old.TmuxPane == next.TmuxPane && old.Target == next.Target && old.PaneID == next.PaneID &&
 		old.PID == next.PID && old.Status == next.Status && old.OperatorBusy == next.OperatorBusy &&
 		old.Paused == next.Paused && equalPtr(old.ExitStatus, next.ExitStatus) &&
-		old.LastHeartbeatAt.Equal(next.LastHeartbeatAt) && old.LastCursor == next.LastCursor &&
+		old.LastHeartbeatAt.Equal(next.LastHeartbeatAt) && old.HeartbeatStatus == next.HeartbeatStatus && old.LastCursor == next.LastCursor &&
 		old.LastTriggerID == next.LastTriggerID && old.Breaker == next.Breaker &&
 		equalTime(old.CooldownUntil, next.CooldownUntil) &&
 		slices.EqualFunc(old.Failures, next.Failures, time.Time.Equal) && old.Restarts == next.Restarts &&

@@ -51,6 +51,9 @@ type Profile struct {
 	AckSignals []string
 	// SubmittedIsAck makes "submitted" count as the ack (for agents that cannot ack).
 	SubmittedIsAck bool
+	// SendsHeartbeats says the agent sends heartbeats by itself, so the stale-heartbeat
+	// alert watches it from its start; otherwise only once it has sent one.
+	SendsHeartbeats bool
 	// ReadyQuiet is the quiet window before a readiness capture.
 	ReadyQuiet time.Duration
 	// IntakeTimeout bounds the agent's intake of a prompt nudge submitted: the time it may
@@ -106,6 +109,7 @@ type profileFile struct {
 	QueuesInput      bool              `json:"queues_input"`
 	AckSignals       []string          `json:"ack_signals"`
 	SubmittedIsAck   bool              `json:"submitted_is_ack"`
+	SendsHeartbeats  bool              `json:"sends_heartbeats,omitempty"`
 	ReadyQuiet       string            `json:"ready_quiet"`
 	IntakeTimeout    string            `json:"intake_timeout"`
 	Env              map[string]string `json:"env"`
@@ -244,7 +248,7 @@ func (f profileFile) profile() (Profile, error) {
 		Name: f.Name, Launch: f.Launch, AllowedLaunchers: f.AllowedLaunchers,
 		PromptArg: f.PromptArg, Resume: f.Resume, SessionIDPattern: f.SessionIDPattern,
 		SessionIDValid: f.SessionIDValid, Pack: f.Pack, QueuesInput: f.QueuesInput,
-		AckSignals: f.AckSignals, SubmittedIsAck: f.SubmittedIsAck,
+		AckSignals: f.AckSignals, SubmittedIsAck: f.SubmittedIsAck, SendsHeartbeats: f.SendsHeartbeats,
 		ResumeInteractive: f.ResumeInteract, DoneMarker: strings.TrimSpace(f.DoneMarker),
 		RestartOnExit: f.RestartOnExit, ReadyOn: f.ReadyOn,
 	}

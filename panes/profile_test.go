@@ -169,7 +169,9 @@ func TestResumeArgv(t *testing.T) {
 		{"codex", "0199a-b_c", "go on; rm -rf / $(x)", []string{"codex", "resume", "0199a-b_c", "go on; rm -rf / $(x)"}, nil},
 		{"codex", "abc", "say {session_id}", []string{"codex", "resume", "abc", "say {session_id}"}, nil},
 		{"claude", "s1", "continue\nplease", []string{"claude", "--resume", "s1", "continue\nplease"}, nil},
-		{"opencode", "", "Continue", []string{"opencode", "run", "Continue"}, nil},
+		// OpenCode resumes that very session (opencode run started a new one).
+		{"opencode", "ses_01JAB", "Continue", []string{"opencode", "run", "--session", "ses_01JAB", "Continue"}, nil},
+		{"opencode", "", "Continue", nil, ErrBadSessionID},
 		{"codex", "", "x", nil, ErrBadSessionID},
 		{"codex", "a b", "x", nil, ErrBadSessionID},
 		{"codex", "--last", "x", nil, ErrBadSessionID},

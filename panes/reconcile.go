@@ -191,8 +191,22 @@ func (r *Registry) deathLocked(rt *nudge.Runtime, reason string, code nudge.Code
 		return nil, false
 	}
 	cur := r.rts[rt.RuntimeID]
-	if !cur.Managed || r.stopped[cur.RuntimeID] || len(cur.Failures) < r.cfg.CrashLoopFailures {
+	if !cur.Managed || r.stopped[cur.RuntimeID] || held {
 		return chs, r.restartableLocked(cur)
+	}
+	wait, expired := r.recovery.crashed(cur.RuntimeID, now, r.cfg.RestartDelay, r.cfg.RestartMaxDelay, r.cfg.RecoveryDeadline)
+	if expired {
+		why := fmt.Sprintf("recovery deadline: still crashing %s after its first crash", r.cfg.RecoveryDeadline)
+		more, err := r.transitionLocked(cur.RuntimeID, nudge.StatusFailed, why, "", nil)
+		r.logErr("reconcile", rt.RuntimeID, err)
+		return append(chs, more...), false
+	}
+	if len(cur.Failures) < r.cfg.CrashLoopFailures {
+		if r.restartableLocked(cur) {
+			r.cfg.Logger.Info("restart after a crash", "runtime", cur.RuntimeID, "wait", wait)
+			return chs, true
+		}
+		return chs, false
 	}
 	r.stats.CrashLoops.Add(1)
 	why := fmt.Sprintf("crash loop: %d failures within %s", len(cur.Failures), r.cfg.CrashLoopWindow)
@@ -228,7 +242,8 @@ func (r *Registry) restartableLocked(rt *nudge.Runtime) bool {
 		rt.Status == nudge.StatusOffline
 }
 
-// scheduleRestart restarts id after RestartDelay on a registry-owned goroutine.
+// scheduleRestart restarts id after its recovery's delay (RestartDelay, doubling with
+// each crash of the recovery) on a registry-owned goroutine.
 func (r *Registry) scheduleRestart(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -239,7 +254,7 @@ func (r *Registry) scheduleRestart(id string) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		t := time.NewTimer(r.cfg.RestartDelay)
+		t := time.NewTimer(r.recovery.delay(id, r.cfg.RestartDelay))
 		defer t.Stop()
 		select {
 		case <-r.ctx.Done():

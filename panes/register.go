@@ -16,6 +16,7 @@ type RegisterRequest struct {
 	SessionID       string
 	Unmanaged       bool   // tracked but never restarted, and refused for injection (UNMANAGED_RUNTIME)
 	Host            string // ssh destination of the workspace's tmux; "" means the workspace's host (local for a new one)
+	PID             int    // when not 0, the pane's process must be this one (the caller's view of it)
 }
 
 // Register adopts an existing live pane of the workspace's session. A managed pane gets
@@ -40,6 +41,9 @@ func (r *Registry) Register(ctx context.Context, req RegisterRequest) (nudge.Run
 	p, err := r.findTarget(ctx, req.Workspace, host, tgt)
 	if err != nil {
 		return nudge.Runtime{}, err
+	}
+	if req.PID != 0 && p.PID != req.PID {
+		return nudge.Runtime{}, nudge.NewError(nudge.RegistryDrift, fmt.Sprintf("target %s runs pid %d, not pid %d: check the pane (tmux display -p -t %s '#{pane_pid}') and register it again", tgt, p.PID, req.PID, p.ID))
 	}
 	rt := r.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
 	rt.SessionID, rt.Managed, rt.Argv, rt.Host = req.SessionID, !req.Unmanaged, prof.Launch, host
@@ -73,7 +77,7 @@ func (r *Registry) findTarget(ctx context.Context, ws, host string, tgt Target) 
 		case p.Session != SessionName(ws):
 			return paneInfo{}, badRequest("target %s is in session %s, not %s", tgt, p.Session, SessionName(ws))
 		case p.Dead:
-			return paneInfo{}, nudge.NewError(nudge.PaneDead, "target "+tgt.String()+" is a dead pane")
+			return paneInfo{}, nudge.NewError(nudge.PaneDead, "target "+tgt.String()+" is a dead pane (its program ended: adopt a live pane, or start one with nudge spawn)")
 		}
 		return p, nil
 	}
@@ -86,7 +90,8 @@ func (r *Registry) checkPaneFree(paneID string) error {
 	defer r.mu.Unlock()
 	for _, rt := range r.rts {
 		if rt.PaneID == paneID && Live(rt.Status) {
-			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID)
+			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID+
+				" (`nudge deregister "+rt.RuntimeID+"` first to adopt it under another name)")
 		}
 	}
 	return nil

@@ -48,8 +48,13 @@ type Config struct {
 	// and 15m.
 	CrashLoopFailures int
 	CrashLoopWindow   time.Duration
-	// RestartDelay is the wait before restarting a dead runtime; 0 means 1s.
-	RestartDelay time.Duration
+	// RestartDelay is the wait before restarting a dead runtime; 0 means 1s. Each further
+	// crash of one recovery doubles it, up to RestartMaxDelay (0 means 5m).
+	RestartDelay    time.Duration
+	RestartMaxDelay time.Duration
+	// RecoveryDeadline ends a recovery that goes on this long (crashes, each within the
+	// deadline of the one before) in failed (seed 003); 0 means 5h.
+	RecoveryDeadline time.Duration
 	// StopTimeout is how long Stop sends C-c (every 2s) before it signals the pane's
 	// processes; 0 means 5s.
 	StopTimeout time.Duration
@@ -112,6 +117,8 @@ func (c *Config) setDefaults() {
 	def(&c.SweepInterval, 5*time.Second)
 	def(&c.CrashLoopWindow, 15*time.Minute)
 	def(&c.RestartDelay, time.Second)
+	def(&c.RestartMaxDelay, 5*time.Minute)
+	def(&c.RecoveryDeadline, 5*time.Hour)
 	def(&c.StopTimeout, 5*time.Second)
 	def(&c.KillGrace, 3*time.Second)
 	def(&c.CommandTimeout, 20*time.Second)
@@ -128,7 +135,7 @@ func (c *Config) setDefaults() {
 // roots (each must exist).
 func (c *Config) Validate() error {
 	c.setDefaults()
-	if c.SweepInterval < 0 || c.CrashLoopWindow < 0 || c.RestartDelay < 0 || c.StopTimeout < 0 || c.KillGrace < 0 || c.CommandTimeout < 0 || c.StartTimeout < 0 || c.CrashLoopFailures < 0 {
+	if c.SweepInterval < 0 || c.CrashLoopWindow < 0 || c.RestartDelay < 0 || c.RestartMaxDelay < 0 || c.RecoveryDeadline < 0 || c.StopTimeout < 0 || c.KillGrace < 0 || c.CommandTimeout < 0 || c.StartTimeout < 0 || c.CrashLoopFailures < 0 {
 		return errors.New("panes config: negative duration or count")
 	}
 	if c.Profiles == nil {
@@ -179,7 +186,9 @@ type Registry struct {
 	// a crash; if that crashes too, the next restart is fresh.
 	resumed  map[string]bool
 	noResume map[string]bool
-	markers  markerScan // completion markers in pane output
+	markers  markerScan    // completion markers in pane output
+	screens  screenKeeper  // the last screen of panes a stop closed, for Tail
+	recovery recoveryClock // the pace and deadline of automatic restarts
 	closed   bool
 	panes    sync.Map // pane number (int) -> runtime id, for OnOutput
 
@@ -280,7 +289,30 @@ func (r *Registry) Get(id string) (nudge.Runtime, bool) {
 
 // Lookup returns the runtime of a workspace's role.
 func (r *Registry) Lookup(workspace, role string) (nudge.Runtime, bool) {
-	return r.Get(RuntimeID(workspace, role))
+	if rt, ok := r.Get(RuntimeID(workspace, role)); ok {
+		return rt, true
+	}
+	return r.byAgentID(workspace, role)
+}
+
+// byAgentID finds the runtime of workspace whose agent_id (seed 000 §10) is id, when it
+// differs from its role; two such runtimes are ambiguous and find none.
+func (r *Registry) byAgentID(workspace, id string) (nudge.Runtime, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var found *nudge.Runtime
+	for _, rt := range r.rts {
+		if rt.WorkspaceID == workspace && rt.AgentID == id && id != "" {
+			if found != nil {
+				return nudge.Runtime{}, false
+			}
+			found = rt
+		}
+	}
+	if found == nil {
+		return nudge.Runtime{}, false
+	}
+	return cloneRuntime(found), true
 }
 
 // List returns every runtime, ordered by workspace then role.

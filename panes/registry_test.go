@@ -363,6 +363,15 @@ func TestBadInputChangesNothing(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(e.root, "sub"), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// A prompt file outside the roots (as a key or a token file would be), and one
+	// reached through a link that leads out of them.
+	secret := filepath.Join(outside, "secret")
+	if err := os.WriteFile(secret, []byte("not for the agent"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(e.root, "prompt-link")); err != nil {
+		t.Fatal(err)
+	}
 	spawns := []struct {
 		name string
 		req  SpawnRequest
@@ -379,6 +388,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"ErrBadRole", SpawnRequest{Workspace: "ws", Role: "x y", Agent: "shell"}, nudge.BadRequest},
 		{"ErrLauncher", SpawnRequest{Workspace: "ws", Role: "x", Agent: "shell", Argv: []string{"python3"}}, nudge.BadRequest},
 		{"ErrPromptFile", SpawnRequest{Workspace: "ws", Role: "x", Agent: "codex", PromptFile: filepath.Join(e.root, "missing")}, nudge.BadRequest},
+		{"ErrPromptFileOutside", SpawnRequest{Workspace: "ws", Role: "x", Agent: "codex", PromptFile: secret}, nudge.Forbidden},
+		{"ErrPromptFileLinkOut", SpawnRequest{Workspace: "ws", Role: "x", Agent: "codex", PromptFile: filepath.Join(e.root, "prompt-link")}, nudge.Forbidden},
+		{"ErrPromptFileRelative", SpawnRequest{Workspace: "ws", Role: "x", Agent: "codex", PromptFile: "prompt"}, nudge.BadRequest},
 		{"ErrSessionID", SpawnRequest{Workspace: "ws", Role: "x", Agent: "codex", SessionID: "$(id)"}, nudge.BadRequest},
 	}
 	for _, tt := range spawns {

@@ -17,6 +17,7 @@ import (
 //
 // Like Stop it runs to its end once begun, even if ctx is cancelled: every step is bounded.
 func (r *Registry) Restart(ctx context.Context, id, reason string) (nudge.Runtime, error) {
+	r.recovery.forget(id) // restarted by hand: a new start, not a recovery
 	return r.restart(context.WithoutCancel(ctx), id, reason, false)
 }
 

@@ -65,7 +65,7 @@ func (r *Registry) prepareSpawn(req SpawnRequest) (nudge.Runtime, []string, erro
 	if err != nil {
 		return nudge.Runtime{}, nil, err
 	}
-	prompt, err := readPromptFile(req.PromptFile)
+	prompt, err := r.readPromptFile(req.PromptFile)
 	if err != nil {
 		return nudge.Runtime{}, nil, err
 	}
@@ -114,9 +114,14 @@ func (r *Registry) newRecord(ws, role, agent, agentID string) nudge.Runtime {
 		CreatedAt: now, UpdatedAt: now, StatusSince: now}
 }
 
-func readPromptFile(path string) (string, error) {
+// readPromptFile reads a spawn's first prompt from a file under the allowed roots.
+func (r *Registry) readPromptFile(path string) (string, error) {
 	if path == "" {
 		return "", nil
+	}
+	path, err := r.resolvePromptFile(path)
+	if err != nil {
+		return "", err
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -283,10 +288,14 @@ func (r *Registry) startPane(ctx context.Context, rt *nudge.Runtime, args []stri
 }
 
 // retryable: the session appeared or the index was taken between our two commands.
+// "server exited unexpectedly" is a tmux client that started a server at the moment
+// another client did (nudge's restart of a runtime and a spawn, after the server died):
+// the losing server exits; the winner is there for the retry.
 func retryable(err error) bool {
 	var te *tmuxError
 	return errors.As(err, &te) && (strings.Contains(te.Stderr, "duplicate session") ||
-		strings.Contains(te.Stderr, "in use") || strings.Contains(te.Stderr, "can't find"))
+		strings.Contains(te.Stderr, "in use") || strings.Contains(te.Stderr, "can't find") ||
+		strings.Contains(te.Stderr, "server exited unexpectedly"))
 }
 
 func spawnFailed(err error) error {

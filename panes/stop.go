@@ -69,10 +69,11 @@ func (r *Registry) beginStop(id, reason string) (nudge.Runtime, error) {
 		return nudge.Runtime{}, notFound(id)
 	}
 	if op := r.busy[id]; op != "" && op != "restart-pending" {
-		return nudge.Runtime{}, nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+")")
+		return nudge.Runtime{}, nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+"): retry when that is done")
 	}
 	r.busy[id] = "stopping"
 	r.stopped[id] = true
+	r.recovery.forget(id)
 	if err := r.db.PutMeta(stoppedKey(id), []byte(reason+" ")); err != nil {
 		delete(r.busy, id)
 		return nudge.Runtime{}, err
@@ -127,6 +128,7 @@ func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool
 		p = r.deadPane(ctx, w, rt)
 	}
 	if p.ID != "" {
+		r.keepScreen(ctx, rt, p.ID) // how it ended, for nudge tail
 		r.logErr("stop: kill-pane", rt.RuntimeID, r.command(ctx, w, "kill-pane", "-t", p.ID))
 	}
 	return p.ExitStatus, e.By != "C-c" && e.By != "exited", e
@@ -252,13 +254,15 @@ func (r *Registry) Deregister(ctx context.Context, id, reason string) error {
 	r.mu.Lock()
 	if op := r.busy[id]; op != "" && op != "restart-pending" {
 		r.mu.Unlock()
-		return nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+")")
+		return nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+"): retry when that is done")
 	}
 	chs, err := r.transitionLocked(id, nudge.StatusDeregistered, "deregistered: "+reason, "", nil)
 	if err == nil {
 		rt := r.rts[id]
 		r.auditLocked(rt, "runtime_deregistered", reason, "", nil)
 		r.panes.Delete(keyOf(rt))
+		r.screens.drop(id)
+		r.recovery.forget(id)
 		delete(r.rts, id)
 		delete(r.busy, id)
 		delete(r.stopped, id)

@@ -13,16 +13,44 @@ import (
 // Tail reads the last n lines of a runtime's pane over its workspace's control
 // connection (joined wrapped lines, trailing blank lines dropped), cleaned for display:
 // plain text (nudge.StripANSI) with its secrets masked (nudge.Redact), also a secret split
-// across lines.
-func (r *Registry) Tail(ctx context.Context, rt nudge.Runtime, n int) ([]string, error) {
+// across lines. A runtime whose pane is gone (stopped, or its pane closed) gets the last
+// screen kept of it, marked Gone, instead of an error.
+func (r *Registry) Tail(ctx context.Context, rt nudge.Runtime, n int) (Screen, error) {
 	target := rt.PaneID
 	if target == "" {
 		target = rt.Target
 	}
-	if target == "" {
-		return nil, nudge.NewError(nudge.TargetNotFound, "runtime "+rt.RuntimeID+" has no pane")
+	if target == "" || !Live(rt.Status) {
+		return r.screens.last(rt.RuntimeID, n), nil
 	}
-	c, err := r.Conn(rt.WorkspaceID)
+	lines, err := r.capture(ctx, rt.WorkspaceID, target, n)
+	if err != nil {
+		if isMissing(err) || strings.Contains(err.Error(), "can't find pane") {
+			return r.screens.last(rt.RuntimeID, n), nil
+		}
+		return Screen{}, err
+	}
+	return Screen{Lines: lines}, nil
+}
+
+// keepScreen captures the pane's last screen before nudge closes it, for Tail.
+func (r *Registry) keepScreen(ctx context.Context, rt *nudge.Runtime, paneID string) {
+	lines, err := r.capture(ctx, rt.WorkspaceID, paneID, keptScreenLines)
+	if err != nil {
+		r.cfg.Logger.Debug("keep the last screen", "runtime_id", rt.RuntimeID, "err", err)
+		return
+	}
+	// tmux's own "Pane is dead (...)" line under a dead pane's screen, and the blank rows
+	// between, are not the program's.
+	for len(lines) > 0 && (strings.TrimSpace(lines[len(lines)-1]) == "" || strings.HasPrefix(lines[len(lines)-1], "Pane is dead")) {
+		lines = lines[:len(lines)-1]
+	}
+	r.screens.keep(rt.RuntimeID, lines, time.Now())
+}
+
+// capture is capture-pane of target's last n lines, cleaned for display.
+func (r *Registry) capture(ctx context.Context, ws, target string, n int) ([]string, error) {
+	c, err := r.Conn(ws)
 	if err != nil {
 		return nil, err
 	}

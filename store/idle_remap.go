@@ -30,5 +30,8 @@ func (remapRelease) release(path string, data uintptr, size int64) {
 	defer unix.Close(fd) //nolint:errcheck // read-only
 	// The mapping outlives fd (it holds the file itself), as bbolt's own does.
 	addr := *(*unsafe.Pointer)(unsafe.Pointer(&data)) // bbolt's mapping, outside the Go heap
-	_, _ = unix.MmapPtr(fd, 0, addr, uintptr(size), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_FIXED)
+	if _, err := unix.MmapPtr(fd, 0, addr, uintptr(size), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_FIXED); err == nil {
+		// The advice bbolt gave its mapping (no read-ahead) goes with the old pages.
+		_ = unix.Madvise(unsafe.Slice((*byte)(addr), size), unix.MADV_RANDOM)
+	}
 }

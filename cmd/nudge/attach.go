@@ -1,6 +1,9 @@
 package main
 
 import (
+	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/panes"
 )
@@ -36,22 +40,35 @@ func (t *tmuxFlags) argv(args ...string) []string {
 	return append(argv, args...)
 }
 
-// execTmux replaces this process with tmux (the terminal is handed over untouched).
-func execTmux(argv []string) error {
-	bin, err := exec.LookPath(argv[0])
-	if err != nil {
-		return fmt.Errorf("tmux not found: %w", err)
-	}
-	return syscall.Exec(bin, argv, os.Environ())
-}
-
-// execProgram replaces this process with argv[0] (ssh, for a workspace on another host).
+// execProgram replaces this process with argv[0] (tmux, or ssh for a workspace on
+// another host): the terminal is handed over untouched. Without $TMUX, so that a tmux
+// client attaches inside another tmux too.
 func execProgram(argv []string) error {
 	bin, err := exec.LookPath(argv[0])
 	if err != nil {
 		return fmt.Errorf("%s not found: %w", argv[0], err)
 	}
-	return syscall.Exec(bin, argv, os.Environ())
+	return syscall.Exec(bin, argv, tui.OutsideTmux(os.Environ()))
+}
+
+// bringTerminal brings the person's terminal to target on nudge's tmux server: inside a
+// client of that server it switches that client (named: tmux's own choice may be one of
+// nudge's control clients), else it becomes `tmux attach-session -t target attach...`.
+func bringTerminal(ctx context.Context, env *cliEnv, t *tmuxFlags, target string, attach ...string) error {
+	if env.getenv("TMUX") != "" {
+		client, err := tui.UserClient(ctx, t.argv, env.getenv)
+		if err == nil {
+			argv := t.argv("switch-client", "-c", client, "-t", target)
+			if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
+				return fmt.Errorf("switch-client: %v: %s", err, out)
+			}
+			return nil
+		}
+		if !errors.Is(err, tui.ErrOtherServer) {
+			return err
+		}
+	}
+	return execProgram(t.argv(append([]string{"attach-session", "-t", target}, attach...)...))
 }
 
 func attachCmd(env *cliEnv) *cobra.Command {
@@ -70,10 +87,14 @@ func attachCmd(env *cliEnv) *cobra.Command {
 	cmd.Flags().StringVar(&host, "host", "", "the workspace is on USER@HOST: attach through ssh -t")
 	cmd.Flags().StringVar(&ssh, "ssh", panes.DefaultConfig().SSH, "ssh binary (with --host)")
 	cmd.Flags().StringVar(&sshConfig, "ssh-config", "", "ssh config file (ssh -F; with --host)")
-	cmd.RunE = func(_ *cobra.Command, args []string) error {
-		a := []string{"attach-session", "-t", "=" + panes.SessionName(args[0])}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		session := "=" + panes.SessionName(args[0])
+		a := []string{"attach-session", "-t", session}
 		if readOnly {
 			a = append(a, "-r")
+		}
+		if host == "" && !readOnly {
+			return bringTerminal(cmd.Context(), env, t, session)
 		}
 		if host != "" {
 			// ssh -t, not -T: the remote tmux client needs a terminal.
@@ -81,7 +102,7 @@ func attachCmd(env *cliEnv) *cobra.Command {
 			argv[slices.Index(argv, "-T")] = "-t"
 			return execProgram(argv)
 		}
-		return execTmux(t.argv(a...))
+		return execProgram(t.argv(a...))
 	}
 	return cmd
 }
@@ -90,8 +111,9 @@ func switchCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "switch RUNTIME_ID",
 		Short: "switch your tmux client to a runtime's pane",
-		Long:  "Switch your tmux client to a runtime's pane; outside tmux, attach to it.",
-		Args:  exactArgs(1, "one RUNTIME_ID"),
+		Long: "Switch your tmux client to a runtime's pane when you are in a client of nudge's tmux server;\n" +
+			"outside tmux, or inside another tmux server, attach to it (detach to come back).",
+		Args: exactArgs(1, "one RUNTIME_ID"),
 
 		ValidArgsFunction: firstArg(completeRuntimes(env)),
 	}
@@ -104,19 +126,10 @@ func switchCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		target := rt.PaneID
-		if target == "" {
-			target = rt.Target
+		if rt.Host != "" {
+			return fmt.Errorf("%s runs on %s: nudge attach %s --host %s", rt.RuntimeID, rt.Host, rt.WorkspaceID, rt.Host)
 		}
-		if env.getenv("TMUX") == "" {
-			return execTmux(t.argv("attach-session", "-t", target))
-		}
-		argv := t.argv("switch-client", "-t", target)
-		out, err := exec.CommandContext(cmd.Context(), argv[0], argv[1:]...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("switch-client: %v: %s", err, out)
-		}
-		return nil
+		return bringTerminal(cmd.Context(), env, t, cmp.Or(rt.PaneID, rt.Target))
 	}
 	return cmd
 }

@@ -181,6 +181,7 @@ func doctorCmd(env *cliEnv) *cobra.Command {
 		Args: exactArgs(0, "no arguments"),
 	}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "table")
 	t := addTmuxFlags(cmd.Flags())
 	fs := cmd.Flags()
 	fs.Var(listFlag{&hosts}, "host", "also check this host (USER@HOST or an ssh config alias; repeatable)")
@@ -190,9 +191,13 @@ func doctorCmd(env *cliEnv) *cobra.Command {
 	fs.StringVar(&profileDir, "profile-dir", profileDir, "profile override directory to check (as serve --profile-dir); without it, a running daemon's own")
 	fs.StringVar(&packDir, "pack-dir", packDir, "pack override directory to check (as serve --pack-dir); without it, a running daemon's own")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		c := o.client(env)
 		defer c.Close()
-		dc := doctor.Config{SSH: ssh, SSHConfig: sshConfig, Tmux: t.tmux,
+		dc := doctor.Config{SSH: ssh, SSHConfig: sshConfig, Tmux: t.tmux, JSON: asJSON,
 			Out: env.stdout, StateDir: o.stateDir, ProfileDir: profileDir, PackDir: packDir, Hosts: hosts}
 		dc.Given.StateDir, dc.Given.ProfileDir, dc.Given.PackDir = fs.Changed("state-dir"), fs.Changed("profile-dir"), fs.Changed("pack-dir")
 		return doctor.Check(cmd.Context(), c, dc)

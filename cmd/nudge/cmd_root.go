@@ -21,6 +21,8 @@ import (
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/buildinfo"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 // commandGroups are the sections of `nudge --help`, in order.
@@ -38,8 +40,10 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		Short: "wake live AI coding agents in tmux: fast, safe, with receipts",
 		Long: "nudge wakes live AI coding agents in tmux: fast, safe, with receipts.\n\n" +
 			"Every command but serve, attach and version talks to a running daemon (`nudge serve`)\n" +
-			"over its unix socket. Every flag is also read from NUDGE_<FLAG> (dashes become\n" +
-			"underscores) when it is not given. Exit codes: 0 ok, 1 failure, 2 usage.",
+			"over its unix socket. Every setting flag is also read from NUDGE_<FLAG> (dashes become\n" +
+			"underscores) when it is not given; a call's own values (--id, --thread, --reason, ...) never\n" +
+			"are. Exit codes: 0 the state asked for was reached, 1 failed or refused, 2 usage,\n" +
+			"3 still pending when the wait ended.",
 		Version:           version,
 		Args:              noSubcommand,
 		RunE:              func(cmd *cobra.Command, _ []string) error { cmd.Help(); return &usageError{} }, //nolint:errcheck // help to a writer
@@ -139,16 +143,26 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
-// exitCode prints err for cmd and maps it to the exit code: 0 ok, 1 failure, 2 usage.
+// pendingError: a wait ended before the state it waited for (exit 3); the record was printed.
+type pendingError struct{ msg string }
+
+func (e *pendingError) Error() string { return e.msg }
+
+// exitCode prints err for cmd and maps it to the exit code: 0 the state asked for was
+// reached, 1 failed or refused, 2 usage, 3 still pending when the wait ended.
 func exitCode(stderr io.Writer, cmd *cobra.Command, err error) int {
 	name := "nudge"
 	if cmd != nil {
 		name = cmd.CommandPath()
 	}
 	var ue *usageError
+	var pe *pendingError
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &pe):
+		fmt.Fprintf(stderr, "%s: %s\n", name, pe.msg)
+		return 3
 	case errors.As(err, &ue):
 		if ue.msg != "" {
 			fmt.Fprintf(stderr, "%s: %s\nRun '%s --help' for usage.\n", name, ue.msg, name)
@@ -214,12 +228,22 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
+// perCallFlags are the flags that name one call's own values (a trigger's id, thread,
+// reason, prompt file, a forced override, an answer's choice): envFallback never reads
+// them from the environment, where one stray `export NUDGE_ID=fixed` would make every
+// later trigger reuse that id.
+var perCallFlags = map[string]bool{
+	"id": true, "thread": true, "reason": true, "prompt-file": true, "force": true,
+	"intent": true, "session-id": true, "dialog": true, "choice": true,
+}
+
 // envFallback sets every flag of cmd not given on the command line from NUDGE_<FLAG>
-// (dashes become underscores), so a wrapper or a pane can set them once.
+// (dashes become underscores), so a wrapper or a pane can set them once; perCallFlags
+// are never read from there.
 func envFallback(cmd *cobra.Command, env *cliEnv) error {
 	var err error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Changed || err != nil || f.Name == "help" || f.Name == "version" {
+		if f.Changed || err != nil || f.Name == "help" || f.Name == "version" || perCallFlags[f.Name] {
 			return
 		}
 		key := "NUDGE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
@@ -331,9 +355,19 @@ func shortCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 func versionCmd(_ *cliEnv) *cobra.Command {
-	return &cobra.Command{Use: "version", Short: "print the version", Args: exactArgs(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "nudge %s\n", version)
+	cmd := &cobra.Command{Use: "version", Short: "print the version, the commit and the Go it was built with", Args: exactArgs(0, "no arguments")}
+	out := addOutputFlags(cmd, "table")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
 			return err
-		}}
+		}
+		in := buildinfo.Read(version)
+		if asJSON {
+			return tui.PrintJSON(cmd.OutOrStdout(), in)
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), in)
+		return err
+	}
+	return cmd
 }

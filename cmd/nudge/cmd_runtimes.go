@@ -180,7 +180,14 @@ func tailCmd(env *cliEnv) *cobra.Command {
 		if asJSON {
 			return printJSON(env.stdout, map[string]any{"tail": tv, "history": recs})
 		}
-		fmt.Fprintf(env.stdout, "── %s (%s) output, last %d lines ──\n", tv.RuntimeID, orDash(tv.PaneID), lines)
+		switch {
+		case tv.PaneGone && tv.CapturedAt.IsZero():
+			fmt.Fprintf(env.stdout, "── %s: its pane is gone, and no screen of it was kept ──\n", tv.RuntimeID)
+		case tv.PaneGone:
+			fmt.Fprintf(env.stdout, "── %s: its pane is gone; the last screen kept, at %s ──\n", tv.RuntimeID, tv.CapturedAt.Local().Format(time.TimeOnly))
+		default:
+			fmt.Fprintf(env.stdout, "── %s (%s) output, last %d lines ──\n", tv.RuntimeID, orDash(tv.PaneID), lines)
+		}
 		for _, l := range tv.Lines {
 			fmt.Fprintln(env.stdout, l)
 		}
@@ -211,8 +218,9 @@ func heartbeatCmd(env *cliEnv) *cobra.Command {
 		},
 	}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
 	fs := cmd.Flags()
-	fs.StringVar(&b.Status, "status", "active", "active or idle")
+	fs.StringVar(&b.Status, "status", "active", "active, idle or offline (an offline heartbeat acks nothing)")
 	fs.StringVar(&b.Cursor, "cursor", "", "read cursor (an advance acks pending triggers)")
 	fs.StringVar(&b.ThreadID, "thread", "", "thread the cursor belongs to")
 	fs.StringVar(&b.SessionID, "session-id", "", "the agent's session id (used to resume it)")
@@ -224,6 +232,10 @@ func heartbeatCmd(env *cliEnv) *cobra.Command {
 		if id == "" {
 			return usagef("want one RUNTIME_ID (or run inside a managed pane)")
 		}
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		b.LastActivityAt = time.Now()
 		c := o.client(env)
 		defer c.Close()
@@ -231,7 +243,7 @@ func heartbeatCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printJSON(env.stdout, rep)
+		return tui.PrintRecord(env.stdout, asJSON, rep)
 	}
 	return cmd
 }
@@ -263,9 +275,18 @@ func runtimeActionCmd(env *cliEnv, verb, short string) *cobra.Command {
 			"stop":    func() (api.Runtime, error) { return c.Stop(cmd.Context(), args[0], reason) },
 			"restart": func() (api.Runtime, error) { return c.Restart(cmd.Context(), args[0], reason) },
 		}[verb]
+		switch verb { // these can take seconds: say what is going on (stderr: stdout is the record)
+		case "stop":
+			fmt.Fprintf(env.stderr, "stopping %s: C-c to its program, then SIGHUP, SIGTERM and SIGKILL by pid if it has not ended (serve --stop-timeout, --kill-grace)...\n", args[0])
+		case "restart":
+			fmt.Fprintf(env.stderr, "restarting %s: ending its program (C-c, then signals by pid), then launching it again...\n", args[0])
+		}
 		rt, err := do()
 		if err != nil {
 			return err
+		}
+		if verb == "stop" {
+			fmt.Fprintf(env.stderr, "stopped %s: %s\n", rt.RuntimeID, rt.Status)
 		}
 		return printRuntimes(env.stdout, asJSON, rt)
 	}
@@ -282,15 +303,20 @@ func deregisterCmd(env *cliEnv) *cobra.Command {
 		ValidArgsFunction: firstArg(completeRuntimes(env)),
 	}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (kept in the audit log)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		c := o.client(env)
 		defer c.Close()
 		rep, err := c.Deregister(cmd.Context(), args[0], reason)
 		if err != nil {
 			return err
 		}
-		return printJSON(env.stdout, rep)
+		return tui.PrintRecord(env.stdout, asJSON, rep)
 	}
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 func triggerCmd(env *cliEnv) *cobra.Command {
@@ -21,7 +22,8 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 		Use:   "trigger --workspace WS --agent ROLE [flags] PROMPT|-",
 		Short: "deliver a prompt to a live agent",
 		Long: "Deliver PROMPT (- reads it from stdin) to the agent ROLE of workspace WS and print its receipt.\n" +
-			"Exits 1 if the trigger failed (the receipt on stdout says why).",
+			"Exits 1 if the trigger failed (the receipt on stdout says why), 3 if --wait ended before\n" +
+			"the trigger was closed (the receipt so far is on stdout).",
 		Example: "  nudge trigger --workspace mobile_core --agent reviewer --thread th_42 \"Review th_42.\" --wait\n" +
 			"  git diff | nudge trigger --workspace mobile_core --agent reviewer -",
 		Args: exactArgs(1, "one PROMPT (or - for stdin)"),
@@ -67,18 +69,22 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 				return err
 			}
 		}
-		return printReceipt(env.stdout, asJSON, t)
+		return printReceipt(env.stdout, asJSON, t, wait)
 	}
 	return cmd
 }
 
-// printReceipt prints a receipt, and makes a failed trigger exit 1.
-func printReceipt(w io.Writer, asJSON bool, t api.Trigger) error {
+// printReceipt prints a receipt and says how the command exits: 1 for a failed trigger;
+// 3 for one still open when the wait asked for (waited) ended.
+func printReceipt(w io.Writer, asJSON bool, t api.Trigger, waited bool) error {
 	if err := printTriggers(w, asJSON, t); err != nil {
 		return err
 	}
 	if t.State == nudge.StateFailed {
 		return fmt.Errorf("trigger %s failed: %s %s", t.TriggerID, t.ErrorCode, t.Message)
+	}
+	if waited && !t.Closed {
+		return &pendingError{fmt.Sprintf("trigger %s is still %s: the wait ended first (nudge receipt %s --wait DURATION waits again)", t.TriggerID, t.State, t.TriggerID)}
 	}
 	return nil
 }
@@ -86,8 +92,10 @@ func printReceipt(w io.Writer, asJSON bool, t api.Trigger) error {
 func receiptCmd(env *cliEnv) *cobra.Command {
 	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:     "receipt TRIGGER_ID [--wait DURATION]",
-		Short:   "show a trigger's receipt",
+		Use:   "receipt TRIGGER_ID [--wait DURATION]",
+		Short: "show a trigger's receipt",
+		Long: "Print a trigger's receipt. Exits 1 if the trigger failed, 3 if --wait ended before the\n" +
+			"trigger was closed (the receipt so far is printed), else 0.",
 		Example: "  nudge receipt job-42 --wait 30s",
 		Args:    exactArgs(1, "one TRIGGER_ID"),
 
@@ -107,7 +115,7 @@ func receiptCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printTriggers(env.stdout, asJSON, t)
+		return printReceipt(env.stdout, asJSON, t, wait > 0)
 	}
 	return cmd
 }
@@ -173,6 +181,7 @@ func unblockCmd(env *cliEnv) *cobra.Command {
 		Args:  exactArgs(1, "one THREAD_ID"),
 	}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
 	fs := cmd.Flags()
 	fs.StringVar(&b.Workspace, "workspace", "", "workspace id (with --agent; default: every agent's block of the thread)")
 	fs.StringVar(&b.Agent, "agent", "", "the agent's role (with --workspace)")
@@ -181,13 +190,17 @@ func unblockCmd(env *cliEnv) *cobra.Command {
 		if (b.Workspace == "") != (b.Agent == "") {
 			return usagef("want one THREAD_ID, and --workspace with --agent or neither")
 		}
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		c := o.client(env)
 		defer c.Close()
 		u, err := c.Unblock(cmd.Context(), args[0], b)
 		if err != nil {
 			return err
 		}
-		return printJSON(env.stdout, u)
+		return tui.PrintRecord(env.stdout, asJSON, u)
 	}
 	return cmd
 }
@@ -307,14 +320,19 @@ func scheduleLsCmd(env *cliEnv) *cobra.Command {
 func scheduleRmCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{Use: "rm SCHEDULE_ID", Aliases: []string{"remove"}, Short: "remove a periodic prompt", Args: exactArgs(1, "one SCHEDULE_ID")}
 	o := addClientFlags(cmd)
+	out := addOutputFlags(cmd, "json")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := out.asJSON()
+		if err != nil {
+			return err
+		}
 		c := o.client(env)
 		defer c.Close()
 		r, err := c.RemoveSchedule(cmd.Context(), args[0])
 		if err != nil {
 			return err
 		}
-		return printJSON(env.stdout, r)
+		return tui.PrintRecord(env.stdout, asJSON, r)
 	}
 	return cmd
 }

@@ -73,7 +73,9 @@ func TestFullDiskLosesNoAcceptedTrigger(t *testing.T) {
 	t.Logf("%d accepted, then refused; commit errors %v", len(accepted), td.metrics()["nudge_store_commit_errors_total"])
 	// Every accepted trigger has its receipt while the disk is full.
 	for _, id := range accepted {
-		if _, err := td.trigger(map[string]any{"trigger_id": id, "thread_id": id, "workspace": "w1", "agent": "rev", "prompt": "again"}); err != nil {
+		var i int
+		fmt.Sscanf(id, "fd-%d", &i)
+		if _, err := td.trigger(map[string]any{"trigger_id": id, "thread_id": id, "workspace": "w1", "agent": "rev", "prompt": prompt(i)}); err != nil {
 			t.Errorf("accepted trigger %s: repeat: %v", id, err)
 		}
 		var tr nudge.Trigger

@@ -17,10 +17,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/nudgehq/nudge/cmd/nudge/buildinfo"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version may be set at build time with -ldflags "-X main.version=..."; otherwise it is
+// the module version and commit Go embedded in the binary (buildinfo).
 var version = "dev"
+
+func init() { version = buildinfo.Read(version).Version }
 
 // cliEnv is what a command may use: its streams and environment, so tests run them
 // in-process.

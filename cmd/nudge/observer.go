@@ -29,7 +29,7 @@ func openObserver(d *daemon) (*observe.Observer, error) {
 	}
 	cfg.Logger = d.log
 	cfg.ExpectsHeartbeat = func(rt nudge.Runtime) bool {
-		return slices.Contains(d.profiles[rt.Agent].AckSignals, "heartbeat")
+		return observe.WatchesHeartbeat(rt, d.profiles[rt.Agent].SendsHeartbeats)
 	}
 	cfg.OnAlert = func(a observe.Alert) { // on the event stream, in its runtime's workspace
 		ws := ""

@@ -175,6 +175,8 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.Chain.StaleAfter, "stale-after", c.Chain.StaleAfter, "a session whose heartbeat is older is not resumed: spawn")
 	fs.IntVar(&p.CrashLoopFailures, "crash-loop", p.CrashLoopFailures, "failures within --crash-window that make a crash loop")
 	fs.DurationVar(&p.CrashLoopWindow, "crash-window", p.CrashLoopWindow, "crash loop window")
+	fs.DurationVar(&p.RestartMaxDelay, "restart-max-delay", p.RestartMaxDelay, "most time between a crash and its automatic restart (the wait doubles with each crash of a recovery)")
+	fs.DurationVar(&p.RecoveryDeadline, "recovery-deadline", p.RecoveryDeadline, "a runtime still crashing this long after its first crash is failed")
 	fs.DurationVar(&p.StartTimeout, "start-timeout", p.StartTimeout, "a starting agent that has not shown READY by then is failed (a profile's start_timeout wins)")
 	fs.DurationVar(&p.StopTimeout, "stop-timeout", p.StopTimeout, "how long nudge stop sends C-c before it signals the pane's processes (SIGHUP, SIGTERM, SIGKILL)")
 	fs.DurationVar(&p.KillGrace, "kill-grace", p.KillGrace, "wait after each signal that ends a pane's program on a stop or relaunch; a program that outlives SIGKILL's fails it (STOP_FAILED, SPAWN_FAILED)")

@@ -56,3 +56,27 @@ func TestServiceInstall(t *testing.T) {
 		t.Error("uninstall left the unit")
 	}
 }
+
+// Seed 002's helpers: a PTY in a directory with no agent (--agent shell, no argv), its
+// state on the status line, and switch (TestSwitchAndAttachMoveTheOperatorsClient).
+func TestShellPTYInADirectory(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	dir := filepath.Join(td.cfg.Panes.Roots[0], "proj")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := td.runCLI("spawn", "--workspace", "w", "--role", "pty", "--agent", "shell", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("spawn: exit %d %s %s", code, out, errOut)
+	}
+	rt := td.waitRuntime("rt_w.pty", func(r runtimeView) bool { return r.Status == "ready" })
+	if got := strings.TrimSpace(td.tmux("display-message", "-p", "-t", rt.PaneID, "#{pane_current_path}")); got != dir {
+		t.Errorf("the shell runs in %q, want %q", got, dir)
+	}
+	td.tmux("send-keys", "-t", rt.PaneID, "-l", "echo PTY-$((6*7))")
+	td.tmux("send-keys", "-t", rt.PaneID, "Enter")
+	td.waitPane(rt.PaneID, "the shell's answer", func(s string) bool { return strings.Contains(s, "PTY-42") })
+	if out, _, code := td.runCLI("status", "--short"); code != 0 || !strings.HasPrefix(out, "[pty: ") {
+		t.Errorf("status --short: exit %d %q", code, out)
+	}
+}

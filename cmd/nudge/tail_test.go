@@ -78,3 +78,30 @@ func TestTailRedactsNudgeTokens(t *testing.T) {
 		t.Fatalf("tail shows the token or never printed it:\n%s", out)
 	}
 }
+
+// TestTailOfStoppedRuntime: nudge tail of a stopped runtime shows the last screen kept
+// of its pane and says the pane is gone (before: 500 INTERNAL, capture-pane: can't find
+// pane); nudge stop says what it is doing while it waits.
+func TestTailOfStoppedRuntime(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	rt := td.spawnShell("tl", "st", "sh")
+	td.tmux("send-keys", "-t", rt.PaneID, "-l", "echo LAST-WORDS-$((6*7))")
+	td.tmux("send-keys", "-t", rt.PaneID, "Enter")
+	readUntil(t, "", func(string) bool {
+		var tv tailView
+		td.c.do(t0(), "GET", "/v1/runtimes/"+rt.RuntimeID+"/tail?lines=20", nil, &tv)
+		return strings.Contains(strings.Join(tv.Lines, "\n"), "LAST-WORDS-42")
+	})
+	_, stderr, code := td.runCLI("stop", rt.RuntimeID, "--reason", "done")
+	if code != 0 || !strings.Contains(stderr, "stopping "+rt.RuntimeID) {
+		t.Fatalf("stop: exit %d, stderr %q", code, stderr)
+	}
+	stdout, stderr, code := td.runCLI("tail", rt.RuntimeID, "--lines", "10")
+	if code != 0 || !strings.Contains(stdout, "pane is gone") || !strings.Contains(stdout, "LAST-WORDS-42") {
+		t.Fatalf("tail of a stopped runtime: exit %d\n%s%s", code, stdout, stderr)
+	}
+	var tv tailView
+	if err := td.c.do(t0(), "GET", "/v1/runtimes/"+rt.RuntimeID+"/tail", nil, &tv); err != nil || !tv.PaneGone {
+		t.Fatalf("GET tail of a stopped runtime: %+v %v", tv, err)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -123,6 +124,13 @@ func TestTriggerRepeatedIDDeliveredOnce(t *testing.T) {
 	again, err := td.trigger(map[string]any{"trigger_id": "same", "workspace": "w1", "agent": "rev", "prompt": "only once"})
 	if err != nil || again.State != "acked" {
 		t.Fatalf("repeat after close: %+v %v", again, err)
+	}
+	// The same id with another request is refused, naming what differs, and types nothing.
+	rawCat(t, td, "w1", "second")
+	_, err = td.trigger(map[string]any{"trigger_id": "same", "workspace": "w1", "agent": "second", "prompt": "to another agent"})
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.ErrorCode != nudge.IdempotencyConflict || !strings.Contains(ae.Message, "agent, prompt") {
+		t.Fatalf("same id, other agent and prompt: %v (want IDEMPOTENCY_CONFLICT naming agent, prompt)", err)
 	}
 	time.Sleep(300 * time.Millisecond)
 	b, _ := os.ReadFile(file)

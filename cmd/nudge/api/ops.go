@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 // RegisterRequest is POST /v1/runtimes/register: adopt an existing tmux pane.
@@ -22,6 +24,31 @@ type RegisterRequest struct {
 	SessionID string `json:"session_id,omitempty"`
 	Unmanaged bool   `json:"unmanaged,omitempty"` // track only: never inject or restart
 	Host      string `json:"host,omitempty"`
+	// The seeds' names (seed 000 §10.1): workspace_id for workspace, pty_target for
+	// target, pty_backend (only "tmux"), and pid, the pane's process id as the caller knows
+	// it (the register is refused if the pane runs another). A register with agent_id and
+	// no role takes the agent_id as the role.
+	WorkspaceID string `json:"workspace_id,omitempty"`
+	PTYBackend  string `json:"pty_backend,omitempty"`
+	PTYTarget   string `json:"pty_target,omitempty"`
+	PID         int    `json:"pid,omitempty"`
+}
+
+// Normalize takes the seeds' field names into the ones the daemon uses.
+func (b *RegisterRequest) Normalize() error {
+	if b.PTYBackend != "" && b.PTYBackend != "tmux" {
+		return &Error{ErrorCode: nudge.BadRequest, Message: "pty_backend " + b.PTYBackend + ": this daemon drives tmux only (pty_backend tmux, or leave it out)"}
+	}
+	if b.PID < 0 {
+		return &Error{ErrorCode: nudge.BadRequest, Message: "pid must be positive"}
+	}
+	if b.Role == "" {
+		b.Role = b.AgentID
+	}
+	if err := alias(&b.Workspace, b.WorkspaceID, "workspace", "workspace_id"); err != nil {
+		return err
+	}
+	return alias(&b.Target, b.PTYTarget, "target", "pty_target")
 }
 
 // Deregistered is the answer of DELETE /v1/runtimes/{id}.
@@ -108,7 +135,7 @@ type TokenInfo struct {
 	IssuedAt   int64     `json:"iat"` // unix seconds
 	ExpiresAt  int64     `json:"exp"` // unix seconds
 	Revoked    bool      `json:"revoked,omitempty"`
-	RevokedAt  time.Time `json:"revoked_at,omitempty"`
+	RevokedAt  time.Time `json:"revoked_at,omitzero"`
 	IssuedBy   string    `json:"issued_by"`
 }
 

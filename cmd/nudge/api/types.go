@@ -66,15 +66,16 @@ type Runtime struct {
 
 // SpawnRequest is POST /v1/runtimes: start an agent in a new pane of a workspace.
 type SpawnRequest struct {
-	Workspace  string   `json:"workspace"`
-	Role       string   `json:"role"`
-	Agent      string   `json:"agent"`
-	AgentID    string   `json:"agent_id,omitempty"`
-	Dir        string   `json:"dir,omitempty"`
-	SessionID  string   `json:"session_id,omitempty"`
-	PromptFile string   `json:"prompt_file,omitempty"`
-	Argv       []string `json:"argv,omitempty"`
-	Host       string   `json:"host,omitempty"`
+	Workspace   string   `json:"workspace"`
+	WorkspaceID string   `json:"workspace_id,omitempty"` // the seeds' name for workspace
+	Role        string   `json:"role"`
+	Agent       string   `json:"agent"`
+	AgentID     string   `json:"agent_id,omitempty"`
+	Dir         string   `json:"dir,omitempty"`
+	SessionID   string   `json:"session_id,omitempty"`
+	PromptFile  string   `json:"prompt_file,omitempty"`
+	Argv        []string `json:"argv,omitempty"`
+	Host        string   `json:"host,omitempty"`
 }
 
 // ReasonRequest is the optional body of stop and restart.
@@ -87,7 +88,11 @@ type Tail struct {
 	RuntimeID  string    `json:"runtime_id"`
 	PaneID     string    `json:"pane_id"`
 	Lines      []string  `json:"lines"`
-	CapturedAt time.Time `json:"captured_at"`
+	CapturedAt time.Time `json:"captured_at,omitzero"`
+	// PaneGone: the runtime's pane no longer exists (it was stopped, or its pane closed);
+	// Lines are the last screen nudge kept of it, captured at CapturedAt (none when the
+	// pane closed while no daemon ran).
+	PaneGone bool `json:"pane_gone,omitempty"`
 }
 
 // TriggerRequest is POST /v1/triggers.
@@ -101,6 +106,36 @@ type TriggerRequest struct {
 	ForceOverride  bool   `json:"force_override,omitempty"`
 	Reason         string `json:"reason,omitempty"`
 	OverrideIntent string `json:"override_intent,omitempty"`
+	// The seeds' names (seed 000 §10.2): workspace_id for workspace, agent_id for agent
+	// (a runtime's role or its agent_id). Either spelling; both must agree.
+	WorkspaceID string `json:"workspace_id,omitempty"`
+	AgentID     string `json:"agent_id,omitempty"`
+}
+
+// Normalize takes the seeds' field names into the ones the daemon uses.
+func (b *TriggerRequest) Normalize() error {
+	if err := alias(&b.Workspace, b.WorkspaceID, "workspace", "workspace_id"); err != nil {
+		return err
+	}
+	return alias(&b.Agent, b.AgentID, "agent", "agent_id")
+}
+
+// Normalize takes the seeds' field names into the ones the daemon uses.
+func (b *SpawnRequest) Normalize() error {
+	return alias(&b.Workspace, b.WorkspaceID, "workspace", "workspace_id")
+}
+
+// alias sets *field from the same value under another name; both given and different is
+// an error naming them.
+func alias(field *string, other, name, otherName string) error {
+	switch {
+	case other == "" || other == *field:
+	case *field == "":
+		*field = other
+	default:
+		return &Error{ErrorCode: nudge.BadRequest, Message: name + " " + *field + " and " + otherName + " " + other + " differ: give one"}
+	}
+	return nil
 }
 
 // Trigger is a trigger and its receipt (POST /v1/triggers, GET /v1/triggers/{id}): the

@@ -4,8 +4,9 @@ package auth
 //
 // 1. The kernel: the socket is 0600 in a 0700 directory, so only the daemon's uid (and
 //    root) can connect at all.
-// 2. Peer credentials (SO_PEERCRED): a peer uid other than the daemon's is refused unless
-//    Config.AllowUIDs names it; such a peer must also present a token.
+// 2. Peer credentials (SO_PEERCRED; LOCAL_PEERCRED on macOS and FreeBSD): a peer uid
+//    other than the daemon's is refused unless Config.AllowUIDs names it; such a peer
+//    must also present a token.
 // 3. Bearer tokens (Claims, HMAC-SHA256 with the key in the state dir): a subject,
 //    workspaces, verbs, an expiry and an id; revoked ids are refused on every request.
 //    Runtime tokens (put in a spawned pane's environment) carry one runtime id and its
@@ -278,7 +279,8 @@ func (a *Authority) Verify(tok string) (Claims, error) {
 	return cl, nil
 }
 
-// Peer is who is on the other end of a unix-socket connection (SO_PEERCRED).
+// Peer is who is on the other end of a unix-socket connection (SO_PEERCRED; on macOS
+// and FreeBSD LOCAL_PEERCRED, PID 0 where the kernel does not say it).
 type Peer struct {
 	UID, PID int
 	Known    bool

@@ -12,6 +12,7 @@ package doctor
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,12 +40,30 @@ type Config struct {
 	// paths (api.Health.Paths) has those checked instead.
 	Given struct{ StateDir, ProfileDir, PackDir bool }
 	Hosts []string
+	// JSON prints one Report as JSON at the end instead of a line per check.
+	JSON bool
+}
+
+// Report is doctor's answer as JSON (doctor -o json).
+type Report struct {
+	OK     bool          `json:"ok"` // no check failed
+	Failed int           `json:"failed"`
+	Warned int           `json:"warned"`
+	Checks []CheckResult `json:"checks"`
+}
+
+// CheckResult is one check: its level (ok, warn, fail), the host ("" this machine) and
+// what it found or what to do.
+type CheckResult struct {
+	Level   string `json:"level"`
+	Host    string `json:"host,omitempty"`
+	Message string `json:"message"`
 }
 
 // Check runs every check, printing one line per check to cfg.Out, and fails if one
 // failed.
 func Check(ctx context.Context, c *api.Client, cfg Config) error {
-	d := &doctor{ssh: cfg.SSH, config: cfg.SSHConfig, tmux: cfg.Tmux, say: doctorLines{out: cfg.Out},
+	d := &doctor{ssh: cfg.SSH, config: cfg.SSHConfig, tmux: cfg.Tmux, say: doctorLines{out: cfg.Out, json: cfg.JSON},
 		stateDir: cfg.StateDir, profileDir: cfg.ProfileDir, packDir: cfg.PackDir, given: cfg.Given, hosts: cfg.Hosts}
 	return d.check(ctx, c)
 }
@@ -64,6 +83,8 @@ type doctor struct {
 type doctorLines struct {
 	out            io.Writer
 	failed, warned int
+	json           bool          // collect the checks for one JSON report instead
+	checks         []CheckResult // with json
 }
 
 // check runs every check and prints one line per check.
@@ -102,6 +123,21 @@ func (d *doctor) check(ctx context.Context, c *api.Client) error {
 	d.permissions(c.Socket())
 	d.overrides()
 	health()
+	if d.say.json {
+		rep := Report{OK: d.say.failed == 0, Failed: d.say.failed, Warned: d.say.warned, Checks: d.say.checks}
+		if rep.Checks == nil {
+			rep.Checks = []CheckResult{}
+		}
+		enc := json.NewEncoder(d.say.out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+		if d.say.failed > 0 {
+			return fmt.Errorf("%d check(s) failed", d.say.failed)
+		}
+		return nil
+	}
 	switch {
 	case d.say.failed > 0:
 		return fmt.Errorf("%d check(s) failed", d.say.failed)
@@ -114,6 +150,10 @@ func (d *doctor) check(ctx context.Context, c *api.Client) error {
 }
 
 func (l *doctorLines) line(word, host, format string, args ...any) {
+	if l.json {
+		l.checks = append(l.checks, CheckResult{Level: strings.ToLower(strings.TrimSpace(word)), Host: host, Message: fmt.Sprintf(format, args...)})
+		return
+	}
 	fmt.Fprintf(l.out, "%s  %s: %s\n", word, displayHostName(host), fmt.Sprintf(format, args...))
 }
 

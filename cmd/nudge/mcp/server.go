@@ -149,7 +149,8 @@ type SpawnArgs struct {
 func (t *tools) spawn(ctx context.Context, in SpawnArgs) (api.Runtime, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*callTimeout)
 	defer cancel()
-	return t.c.Spawn(ctx, api.SpawnRequest(in))
+	return t.c.Spawn(ctx, api.SpawnRequest{Workspace: in.Workspace, Role: in.Role, Agent: in.Agent, AgentID: in.AgentID,
+		Dir: in.Dir, SessionID: in.SessionID, PromptFile: in.PromptFile, Argv: in.Argv, Host: in.Host})
 }
 
 // StopArgs are stop's arguments.

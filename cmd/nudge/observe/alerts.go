@@ -160,6 +160,13 @@ func (a *Alerter) close(t nudge.Trigger) []Alert {
 		Message: fmt.Sprintf("%d of the last %d triggers timed out (threshold %.0f%%)", timedOut, n, a.cfg.TimeoutRatio*100)})
 }
 
+// WatchesHeartbeat says whether the stale-heartbeat alert watches rt: once it has sent a
+// heartbeat, or from its start when its profile says its agent sends them
+// (sendsHeartbeats). A runtime that never beats is never stale.
+func WatchesHeartbeat(rt nudge.Runtime, sendsHeartbeats bool) bool {
+	return !rt.LastHeartbeatAt.IsZero() || sendsHeartbeats
+}
+
 // Heartbeats checks the runtimes whose profile expects heartbeats (expects says which).
 func (a *Alerter) Heartbeats(rts []nudge.Runtime, expects func(nudge.Runtime) bool) []Alert {
 	var out []Alert

@@ -98,3 +98,27 @@ func TestAlertStaleHeartbeat(t *testing.T) {
 		t.Fatalf("repeated within cooldown: %+v", got)
 	}
 }
+
+// TestStaleHeartbeatOnlyForBeatingRuntimes: a runtime whose agent never sent a heartbeat
+// raises no stale-heartbeat alert, whatever its profile accepts as an ack (before, every
+// runtime of every built-in profile raised it two minutes after it started); one that has
+// sent one, or whose profile says its agent sends them, does.
+func TestStaleHeartbeatOnlyForBeatingRuntimes(t *testing.T) {
+	clk := &fakeClock{time.Unix(1e9, 0)}
+	a := NewAlerter(AlertConfig{HeartbeatStale: time.Minute}, clk.now)
+	sends := map[string]bool{"beats": true}
+	rts := []nudge.Runtime{
+		{RuntimeID: "rt_w.quiet", Agent: "codex", Status: "ready", CreatedAt: clk.t},
+		{RuntimeID: "rt_w.sent", Agent: "codex", Status: "ready", CreatedAt: clk.t, LastHeartbeatAt: clk.t},
+		{RuntimeID: "rt_w.profile", Agent: "beats", Status: "ready", CreatedAt: clk.t},
+	}
+	clk.advance(2 * time.Minute)
+	got := a.Heartbeats(rts, func(rt nudge.Runtime) bool { return WatchesHeartbeat(rt, sends[rt.Agent]) })
+	stale := map[string]bool{}
+	for _, al := range got {
+		stale[al.RuntimeID] = true
+	}
+	if len(got) != 2 || !stale["rt_w.sent"] || !stale["rt_w.profile"] {
+		t.Fatalf("stale alerts: %+v (want rt_w.sent and rt_w.profile only)", got)
+	}
+}

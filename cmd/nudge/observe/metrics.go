@@ -40,7 +40,7 @@ var LLMBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30
 // text; writeHelp fills them in from here.
 var help = map[string]string{
 	"trigger_requests_total":                "Trigger requests accepted (seed 000 §16).",
-	"trigger_delivered_total":               "Triggers whose result became delivered (submitted, or acked).",
+	"trigger_delivered_total":               "Triggers whose result became delivered (acknowledged; each trigger counts once, in this or trigger_timeout_total).",
 	"trigger_timeout_total":                 "Triggers whose result became timeout.",
 	"trigger_fallback_resume_total":         "Triggers that fell back to the agent's resume command.",
 	"tmux_trigger_attempt_total":            "Delivery attempts into tmux panes (seed 001 §13).",

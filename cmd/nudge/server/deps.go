@@ -83,7 +83,7 @@ type Runtimes interface {
 // Panes reads a runtime's pane: its last lines, cleaned for display and redacted
 // (satisfied by *panes.Registry).
 type Panes interface {
-	Tail(ctx context.Context, rt nudge.Runtime, lines int) ([]string, error)
+	Tail(ctx context.Context, rt nudge.Runtime, lines int) (panes.Screen, error)
 }
 
 // Triggers is the trigger pipeline (satisfied by *inject.Pipeline).
@@ -102,6 +102,9 @@ type Triggers interface {
 // Acks takes heartbeats (satisfied by *ack.Tracker).
 type Acks interface {
 	Heartbeat(runtimeID string, at time.Time, cursor string) (advanced bool)
+	// Offline takes an offline heartbeat: it acks nothing; its cursor only becomes the
+	// one a later heartbeat must advance past.
+	Offline(runtimeID, cursor string)
 }
 
 // Store is the part of the store the API reads and audits into (satisfied by *store.DB).

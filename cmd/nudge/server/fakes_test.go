@@ -98,8 +98,9 @@ type fakePanes struct {
 
 var _ Panes = (*fakePanes)(nil)
 
-func (f *fakePanes) Tail(ctx context.Context, rt nudge.Runtime, n int) ([]string, error) {
-	return f.tail(ctx, rt, n)
+func (f *fakePanes) Tail(ctx context.Context, rt nudge.Runtime, n int) (panes.Screen, error) {
+	lines, err := f.tail(ctx, rt, n)
+	return panes.Screen{Lines: lines}, err
 }
 
 type fakeTriggers struct {
@@ -144,6 +145,8 @@ var _ Acks = (*fakeAcks)(nil)
 func (f *fakeAcks) Heartbeat(id string, at time.Time, cursor string) bool {
 	return f.heartbeat(id, at, cursor)
 }
+
+func (f *fakeAcks) Offline(string, string) {}
 
 // fakeStore records audit records; its lists come from function fields.
 type fakeStore struct {

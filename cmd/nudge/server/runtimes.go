@@ -55,6 +55,10 @@ func (a runtimesAPI) handleSpawn(w http.ResponseWriter, r *http.Request, c auth.
 		s.fail(w, r, err)
 		return
 	}
+	if err := b.Normalize(); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	host := b.Host
 	if host == "" {
 		host = s.deps.Runtimes.HostOf(b.Workspace)
@@ -84,13 +88,17 @@ func (a runtimesAPI) handleRegister(w http.ResponseWriter, r *http.Request, c au
 		s.fail(w, r, err)
 		return
 	}
+	if err := b.Normalize(); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if err := s.deps.Policy.CheckRegister(c, b.Workspace, b.Agent); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	rt, err := s.deps.Runtimes.Register(r.Context(), panes.RegisterRequest{
 		Workspace: b.Workspace, Role: b.Role, Agent: b.Agent, AgentID: b.AgentID,
-		Target: b.Target, SessionID: b.SessionID, Unmanaged: b.Unmanaged, Host: b.Host,
+		Target: b.Target, SessionID: b.SessionID, Unmanaged: b.Unmanaged, Host: b.Host, PID: b.PID,
 	})
 	if err != nil {
 		s.fail(w, r, err)
@@ -236,12 +244,26 @@ func (a lifecycleAPI) handleHeartbeat(w http.ResponseWriter, r *http.Request, c 
 			return
 		}
 	}
-	advanced := s.deps.Acks.Heartbeat(rt.RuntimeID, at, b.Cursor)
+	status := b.Status
+	if status == "" {
+		status = "active"
+	}
+	advanced := false
+	if status == "offline" {
+		s.deps.Acks.Offline(rt.RuntimeID, b.Cursor) // an offline agent acks nothing
+	} else {
+		advanced = s.deps.Acks.Heartbeat(rt.RuntimeID, at, b.Cursor)
+	}
 	if advanced {
-		s.deps.Triggers.Progress(rt.WorkspaceID, rt.AgentID, b.ThreadID)
+		// Triggers address the runtime by its role or its agent_id: the loop guard keeps
+		// their turns under the name they used, so progress lifts both.
+		s.deps.Triggers.Progress(rt.WorkspaceID, rt.Role, b.ThreadID)
+		if rt.AgentID != "" && rt.AgentID != rt.Role {
+			s.deps.Triggers.Progress(rt.WorkspaceID, rt.AgentID, b.ThreadID)
+		}
 	}
 	rt, err := s.deps.Runtimes.Update(rt.RuntimeID, func(x *nudge.Runtime) {
-		x.LastHeartbeatAt = now
+		x.LastHeartbeatAt, x.HeartbeatStatus = now, status
 		if b.Cursor != "" {
 			x.LastCursor = b.Cursor
 		}
@@ -271,12 +293,19 @@ func (a lifecycleAPI) handleTail(w http.ResponseWriter, r *http.Request, c auth.
 		}
 		n = min(v, maxTailLines)
 	}
-	lines, err := s.deps.Panes.Tail(r.Context(), rt, n)
+	sc, err := s.deps.Panes.Tail(r.Context(), rt, n)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.Tail{RuntimeID: rt.RuntimeID, PaneID: rt.PaneID, Lines: lines, CapturedAt: time.Now()})
+	tv := api.Tail{RuntimeID: rt.RuntimeID, PaneID: rt.PaneID, Lines: sc.Lines, CapturedAt: time.Now(), PaneGone: sc.Gone}
+	if sc.Gone {
+		tv.CapturedAt = sc.KeptAt
+	}
+	if tv.Lines == nil {
+		tv.Lines = []string{}
+	}
+	writeJSON(w, http.StatusOK, tv)
 }
 
 // Tail lines: the default, and the most one request reads.

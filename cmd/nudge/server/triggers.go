@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"runtime/trace"
@@ -26,6 +27,11 @@ func (a triggersAPI) handleTrigger(w http.ResponseWriter, r *http.Request, c aut
 		s.fail(w, r, err)
 		return
 	}
+	if err := b.Normalize(); err != nil {
+		reg.End()
+		s.fail(w, r, err)
+		return
+	}
 	if err := s.deps.Policy.CheckTrigger(c, b.Workspace, b.Agent); err != nil {
 		reg.End()
 		s.fail(w, r, err)
@@ -36,7 +42,14 @@ func (a triggersAPI) handleTrigger(w http.ResponseWriter, r *http.Request, c aut
 		Prompt: b.Prompt, AckTimeoutMS: b.AckTimeoutMS, ForceOverride: b.ForceOverride, Reason: b.Reason,
 		OverrideIntent: b.OverrideIntent, Caller: c.Subject, CallerUID: c.UID, Received: Received(r.Context())}
 	res, err := s.deps.Triggers.Submit(r.Context(), req)
-	if err == nil && c.Allow(auth.VerbRead, res.Trigger.WorkspaceID) != nil {
+	foreign := err == nil && c.Allow(auth.VerbRead, res.Trigger.WorkspaceID) != nil
+	var ne *nudge.Error
+	if errors.As(err, &ne) && ne.Code == nudge.IdempotencyConflict {
+		// The differing fields are shown only to a caller who may read the first trigger.
+		t, gerr := s.deps.Triggers.Get(req.TriggerID)
+		foreign = gerr != nil || c.Allow(auth.VerbRead, t.WorkspaceID) != nil
+	}
+	if foreign {
 		err = &api.Error{ErrorCode: nudge.Conflict, Message: "trigger_id " + req.TriggerID + " is already used"} // by another workspace: show nothing of it
 	}
 	if err != nil {

@@ -21,8 +21,9 @@ import (
 // watchAttachHere asks the UI goroutine to attach in place (it owns the terminal).
 type watchAttachHere struct{ target, runtime string }
 
-// errOtherServer says that the terminal is in a tmux of another server.
-var errOtherServer = errors.New("inside another tmux server")
+// ErrOtherServer says that the terminal is not in a client of nudge's tmux server (none,
+// or a tmux of another server): switch-client cannot reach it; attach instead.
+var ErrOtherServer = errors.New("not inside a client of nudge's tmux server")
 
 func (ui *watchUI) attach() {
 	rt, ok := ui.m.selected()
@@ -38,11 +39,11 @@ func (ui *watchUI) attach() {
 		ui.attachHere(target, rt.RuntimeID)
 		return
 	}
-	go func() {
+	ui.calls.Go(func() {
 		ctx, cancel := shortCtx(ui.ctx)
 		defer cancel()
-		client, err := ui.userClient(ctx)
-		if errors.Is(err, errOtherServer) {
+		client, err := UserClient(ctx, ui.tmux, ui.getenv)
+		if errors.Is(err, ErrOtherServer) {
 			ui.feed.send(watchAttachHere{target, rt.RuntimeID})
 			return
 		}
@@ -50,37 +51,38 @@ func (ui *watchUI) attach() {
 			ui.feed.send(watchResult{"attach: " + err.Error()})
 			return
 		}
-		if out, err := ui.run(ctx, "switch-client", "-c", client, "-t", target); err != nil {
+		if out, err := runTmux(ctx, ui.tmux, "switch-client", "-c", client, "-t", target); err != nil {
 			ui.feed.send(watchResult{"switch-client: " + err.Error() + ": " + out})
 			return
 		}
 		ui.feed.send(watchResult{"switched to " + rt.RuntimeID + " (" + target + ")"})
-	}()
+	})
 }
 
-// run runs a tmux command on nudge's server and returns its output.
-func (ui *watchUI) run(ctx context.Context, args ...string) (string, error) {
-	argv := ui.tmux(args...)
+// runTmux runs a tmux command (tmux gives its argv) and returns its output.
+func runTmux(ctx context.Context, tmux func(args ...string) []string, args ...string) (string, error) {
+	argv := tmux(args...)
 	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 	return strings.TrimSpace(string(out)), err
 }
 
-// userClient is the tmux client (its name, for -c) showing the pane this dashboard runs
-// in, on nudge's server; errOtherServer if $TMUX names another server.
-func (ui *watchUI) userClient(ctx context.Context) (string, error) {
-	parts := strings.Split(ui.getenv("TMUX"), ",") // socket path, server pid, session
-	pid, err := ui.run(ctx, "display-message", "-p", "#{pid}")
+// UserClient is the tmux client (its name, for switch-client -c) showing the pane this
+// process runs in ($TMUX_PANE), on the server tmux runs commands on; ErrOtherServer when
+// $TMUX names no client of that server. Control clients (nudge's own) are never chosen.
+func UserClient(ctx context.Context, tmux func(args ...string) []string, getenv func(string) string) (string, error) {
+	parts := strings.Split(getenv("TMUX"), ",") // socket path, server pid, session
+	pid, err := runTmux(ctx, tmux, "display-message", "-p", "#{pid}")
 	if err != nil || len(parts) < 2 || parts[1] != pid {
-		return "", errOtherServer
+		return "", ErrOtherServer
 	}
-	out, err := ui.run(ctx, "list-clients", "-F", "#{client_name}\t#{client_control_mode}\t#{client_flags}\t#{pane_id}\t#{session_name}")
+	out, err := runTmux(ctx, tmux, "list-clients", "-F", "#{client_name}\t#{client_control_mode}\t#{client_flags}\t#{pane_id}\t#{session_name}")
 	if err != nil {
 		return "", fmt.Errorf("list-clients: %v: %s", err, out)
 	}
-	pane := ui.getenv("TMUX_PANE")
+	pane := getenv("TMUX_PANE")
 	session := ""
 	if pane != "" {
-		session, _ = ui.run(ctx, "display-message", "-p", "-t", pane, "#{session_name}")
+		session, _ = runTmux(ctx, tmux, "display-message", "-p", "-t", pane, "#{session_name}")
 	}
 	var inSession string
 	for _, l := range strings.Split(out, "\n") {
@@ -101,6 +103,18 @@ func (ui *watchUI) userClient(ctx context.Context) (string, error) {
 	return inSession, nil
 }
 
+// OutsideTmux is env without TMUX and TMUX_PANE: a tmux client started with it attaches
+// even inside another tmux (nested on purpose).
+func OutsideTmux(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "TMUX=") && !strings.HasPrefix(kv, "TMUX_PANE=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // attachHere hands the terminal to `tmux attach` on nudge's server until the person
 // detaches, then draws the dashboard again. It runs on the UI goroutine.
 func (ui *watchUI) attachHere(target, runtime string) {
@@ -110,12 +124,7 @@ func (ui *watchUI) attachHere(target, runtime string) {
 		return
 	}
 	cmd := exec.CommandContext(ui.ctx, argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TMUX=") && !strings.HasPrefix(kv, "TMUX_PANE=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Env = os.Stdin, os.Stdout, os.Stderr, OutsideTmux(os.Environ())
 	err := cmd.Run()
 	if rerr := ui.s.Resume(); rerr != nil && err == nil {
 		err = rerr

@@ -81,7 +81,7 @@ func (f *watchFeed) snapshot(ctx context.Context) (watchSnapshot, error) {
 	defer cancel()
 	var s watchSnapshot
 	var err error
-	if s.runtimes, err = f.c.Runtimes(ctx, ""); err != nil {
+	if s.runtimes, s.dialogs, err = runtimesWithDialogs(ctx, f.c); err != nil {
 		return s, err
 	}
 	open, err := f.c.Triggers(ctx, api.TriggerFilter{OpenOnly: true})
@@ -108,7 +108,7 @@ func (ui *watchUI) fetchDetail(id string) {
 		return
 	}
 	ui.m.fetching = true
-	go func() {
+	ui.calls.Go(func() {
 		ctx, cancel := shortCtx(ui.ctx)
 		defer cancel()
 		d := watchDetail{id: id}
@@ -118,12 +118,12 @@ func (ui *watchUI) fetchDetail(id string) {
 		}
 		d.history, d.err = ui.c.Triggers(ctx, api.TriggerFilter{RuntimeID: id, Newest: true, Limit: historyShown})
 		ui.feed.send(d)
-	}()
+	})
 }
 
 // fetchTrigger reads a trigger and its audit records off the UI goroutine.
 func (ui *watchUI) fetchTrigger(id string) {
-	go func() {
+	ui.calls.Go(func() {
 		ctx, cancel := shortCtx(ui.ctx)
 		defer cancel()
 		d := watchTrigger{}
@@ -132,16 +132,16 @@ func (ui *watchUI) fetchTrigger(id string) {
 		}
 		d.t.TriggerID = id
 		ui.feed.send(d)
-	}()
+	})
 }
 
 // async runs fn off the UI goroutine and shows its answer.
 func (ui *watchUI) async(fn func(ctx context.Context) string) {
-	go func() {
+	ui.calls.Go(func() {
 		ctx, cancel := shortCtx(ui.ctx)
 		defer cancel()
 		ui.feed.send(watchResult{fn(ctx)})
-	}()
+	})
 }
 
 // refreshPage refetches what the open page shows.

@@ -14,8 +14,17 @@ import (
 func (ui *watchUI) key(ev *tcell.EventKey) bool {
 	m := ui.m
 	switch {
+	case m.help:
+		m.help = false
+		return false
+	case ev.Key() == tcell.KeyRune && ev.Rune() == '?' && m.forcing == "" && m.answering == nil && !m.filtering:
+		m.help = true
+		return false
 	case m.forcing != "":
 		ui.forceKey(ev)
+		return false
+	case m.answering != nil:
+		ui.answerKey(ev)
 		return false
 	case m.filtering:
 		ui.filterKey(ev)
@@ -119,6 +128,10 @@ func (ui *watchUI) runtimeKey(ev *tcell.EventKey) {
 		return
 	}
 	if ev.Key() == tcell.KeyRune {
+		if r := ev.Rune(); r >= '1' && r <= '9' {
+			ui.startAnswer(int(r - '0'))
+			return
+		}
 		ui.actionKey(ev.Rune())
 	}
 }

@@ -53,7 +53,8 @@ type watchModel struct {
 	deferred  map[string]string          // runtime -> an open deferred trigger id
 	open      map[string]map[string]bool // runtime -> its open (queued, in flight) triggers
 	readiness map[string][]readinessChange
-	alert     string // the latest alert's message
+	dialogs   map[string]*dialogView // runtime -> its pending dialog
+	alert     string                 // the latest alert's message
 
 	connected bool
 	syncedAt  time.Time // when the snapshot or the last event arrived
@@ -81,18 +82,23 @@ type watchModel struct {
 	// force-delivery prompt
 	forcing     string // trigger id being forced ("" = no prompt)
 	forceReason []rune
+	// dialog answer prompt
+	answering    *pendingAnswer
+	answerReason []rune
 
-	msg string // one-line feedback at the bottom
+	msg  string // one-line feedback at the bottom
+	help bool   // the ? page is shown over the others
 }
 
 func newWatchModel() *watchModel {
 	return &watchModel{rts: map[string]api.Runtime{}, last: map[string]api.Trigger{}, deferred: map[string]string{},
-		open: map[string]map[string]bool{}, readiness: map[string][]readinessChange{}}
+		open: map[string]map[string]bool{}, readiness: map[string][]readinessChange{}, dialogs: map[string]*dialogView{}}
 }
 
 // watchSnapshot is the initial (and on-reconnect) state.
 type watchSnapshot struct {
 	runtimes []api.Runtime
+	dialogs  map[string]*dialogView
 	triggers []api.Trigger // open triggers and each runtime's newest ones
 }
 
@@ -101,6 +107,10 @@ func (m *watchModel) applySnapshot(s watchSnapshot, now time.Time) {
 	m.last = map[string]api.Trigger{}
 	m.deferred = map[string]string{}
 	m.open = map[string]map[string]bool{}
+	m.dialogs = map[string]*dialogView{}
+	for id, d := range s.dialogs {
+		m.dialogs[id] = d
+	}
 	for _, rt := range s.runtimes {
 		m.rts[rt.RuntimeID] = rt
 		if rt.Readiness != "" {
@@ -132,6 +142,11 @@ func (m *watchModel) applyEvent(ev wireEvent, now time.Time) (touched string) {
 		var rt api.Runtime
 		if json.Unmarshal(ev.Runtime, &rt) != nil || rt.RuntimeID == "" {
 			return ""
+		}
+		if d := dialogOf(ev.Runtime); d != nil {
+			m.dialogs[rt.RuntimeID] = d
+		} else {
+			delete(m.dialogs, rt.RuntimeID)
 		}
 		if rt.Status == nudge.StatusDeregistered {
 			delete(m.rts, rt.RuntimeID)

@@ -161,3 +161,34 @@ func TestWidthTruncatePad(t *testing.T) {
 		t.Errorf("pad %q", p)
 	}
 }
+
+func TestWrap(t *testing.T) {
+	got := wrap("abcdefghij日本", 4, 3)
+	if fmt.Sprint(got) != "[abcd efg hij 日 本]" {
+		t.Errorf("wrap: %q", got)
+	}
+	if got := wrap("", 4, 3); len(got) != 1 || got[0] != "" {
+		t.Errorf("wrap empty: %q", got)
+	}
+}
+
+// A runtime record's dialog field is kept while it is there and dropped when it goes.
+func TestWatchDialogFromRuntimeRecords(t *testing.T) {
+	m := newWatchModel()
+	m.applySnapshot(watchSnapshot{runtimes: []api.Runtime{{Runtime: nudge.Runtime{RuntimeID: "rt_w.a", WorkspaceID: "w", Role: "a"}}}}, time.Now())
+	with := `{"type":"runtime","runtime":{"runtime_id":"rt_w.a","workspace_id":"w","role":"a","status":"ready","readiness":"NEEDS_CONFIRMATION",
+		"dialog":{"dialog_id":"d1","title":"Run command?","text":"rm -rf build","options":[{"key":"y","label":"Yes"},{"key":"n","label":"No"}],"shown_at":"2026-01-02T03:04:05Z"}}}`
+	var ev wireEvent
+	if err := json.Unmarshal([]byte(with), &ev); err != nil {
+		t.Fatal(err)
+	}
+	m.applyEvent(ev, time.Now())
+	d := m.dialogs["rt_w.a"]
+	if d == nil || d.DialogID != "d1" || len(d.Options) != 2 || d.Options[1].Label != "No" || d.ShownAt.IsZero() {
+		t.Fatalf("dialog: %+v", d)
+	}
+	m.applyEvent(wire(t, "runtime", nudge.Runtime{RuntimeID: "rt_w.a", WorkspaceID: "w", Role: "a", Status: "ready"}), time.Now())
+	if m.dialogs["rt_w.a"] != nil {
+		t.Fatal("the dialog outlived its record")
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/gdamore/tcell/v2"
@@ -63,6 +64,7 @@ type watchUI struct {
 	msgs   chan any
 	feed   *watchFeed
 	view   *watchView
+	calls  sync.WaitGroup // the calls to the daemon and tmux in flight; Run waits for them
 }
 
 // Config is what the dashboard needs: a client of the daemon, the environment (is it
@@ -103,6 +105,7 @@ func Run(ctx context.Context, cfg Config) error {
 	stop()
 	s.Fini() // restores the terminal (leaves the alternate screen) before we wait
 	<-done
+	ui.calls.Wait()
 	return err
 }
 
@@ -191,10 +194,10 @@ func (ui *watchUI) handle(msg any) {
 // gotDetail takes a runtime page's fetch: what failed keeps the older data, marked stale.
 func (ui *watchUI) gotDetail(d watchDetail, now time.Time) {
 	m := ui.m
+	m.fetching = false // (an answer for a runtime no longer shown ends a fetch too)
 	if d.id != m.sel {
 		return
 	}
-	m.fetching = false
 	if d.tailErr == nil {
 		m.tail, m.tailAt, m.tailErr = d.tail, d.capturedAt, ""
 		if m.tailAt.IsZero() {

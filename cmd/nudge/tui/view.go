@@ -86,11 +86,13 @@ func (v *watchView) draw() {
 	w, h := s.Size()
 	now := time.Now()
 	v.drawTitle(w, now)
-	switch m.page {
-	case pageRuntime:
-		v.drawRuntime(h, now)
-	case pageTrigger:
-		v.drawTrigger(h)
+	switch {
+	case m.help:
+		v.drawHelp()
+	case m.page == pageRuntime:
+		v.drawRuntime(w, h, now)
+	case m.page == pageTrigger:
+		v.drawTrigger(w, h)
 	default:
 		v.drawList(w, h, now)
 	}
@@ -118,11 +120,41 @@ func (v *watchView) drawTitle(w int, now time.Time) {
 	}
 }
 
+// helpText is the ? page.
+var helpText = []string{
+	"Keys (any key closes this page)",
+	"",
+	"  ↑ ↓  j k  PgUp PgDn   move: runtimes, a runtime's triggers, a trigger's audit",
+	"  Enter                 open: a runtime's page, then a trigger's page",
+	"  q  Esc                back a page; on the list: quit (Esc first clears the filter)",
+	"  /                     filter the list: words matched against id, workspace, role,",
+	"                        agent and state; Enter keeps it, Esc clears it",
+	"  o                     sort within each workspace: name, state (needs a person",
+	"                        first), the newest trigger",
+	"  a  s                  attach your terminal to the runtime's pane (switch-client",
+	"                        inside nudge's tmux; else tmux attach until you detach)",
+	"  p                     pause or resume the runtime's triggers",
+	"  f                     force-deliver its deferred trigger (asks for a reason)",
+	"  1-9                   on a runtime's page: answer its dialog with that option",
+	"                        (asks for a reason)",
+	"  r                     refresh the page now",
+	"  ?                     this page",
+	"",
+	"States: READY green, BUSY yellow, NEEDS_CONFIRMATION magenta, ERROR/FAILED red,",
+	"PAUSED blue, OFFLINE/EXITED grey; +human: a person is typing in the pane.",
+}
+
+func (v *watchView) drawHelp() {
+	for i, l := range helpText {
+		v.put(0, 1+i, l, orStyle(i == 0, stHeader, stDefault))
+	}
+}
+
 // pageKeys is the keys line of each page.
 var pageKeys = map[page]string{
-	pageList:    "↑↓ select ⏎ open / filter o sort a attach p pause f force q quit",
-	pageRuntime: "↑↓ trigger ⏎ its story a attach p pause f force r refresh q back",
-	pageTrigger: "↑↓ scroll f force a attach r refresh q back",
+	pageList:    "↑↓ select ⏎ open / filter o sort a attach p pause f force ? help q quit",
+	pageRuntime: "↑↓ trigger ⏎ its story a attach p pause f force r refresh ? help q back",
+	pageTrigger: "↑↓ scroll f force a attach r refresh ? help q back",
 }
 
 func (v *watchView) drawBottom(h int) {
@@ -130,6 +162,8 @@ func (v *watchView) drawBottom(h int) {
 	switch {
 	case m.forcing != "":
 		v.put(0, h-2, "force "+m.forcing+" - reason: "+string(m.forceReason)+"_", stHeader)
+	case m.answering != nil:
+		v.put(0, h-2, "answer "+m.answering.option.Label+" - reason: "+string(m.answerReason)+"_", stHeader)
 	case m.filtering:
 		v.put(0, h-2, "filter: "+m.filter+"_", stHeader)
 	case m.msg != "":
@@ -139,8 +173,12 @@ func (v *watchView) drawBottom(h int) {
 	}
 	keys := pageKeys[m.page]
 	switch {
+	case m.page == pageRuntime && m.dialogs[m.sel] != nil && m.answering == nil && m.forcing == "":
+		keys = "1-9 answer the dialog ↑↓ trigger ⏎ its story a attach p pause ? help q back"
 	case m.forcing != "":
 		keys = "type a reason  ⏎ force-deliver  Esc cancel"
+	case m.answering != nil:
+		keys = "type a reason  ⏎ answer the dialog  Esc cancel"
 	case m.filtering:
 		keys = "type words to keep (id, workspace, role, agent, state)  ⏎ done  Esc clear"
 	}
@@ -214,13 +252,16 @@ func (v *watchView) drawListRow(rt api.Runtime, y, cid, cst, cq int, now time.Ti
 	if t, ok := m.last[rt.RuntimeID]; ok {
 		receipt = t.TriggerID + " " + apiReceiptWord(t) + " " + Ago(t.UpdatedAt, now)
 	}
+	if d := m.dialogs[rt.RuntimeID]; d != nil {
+		receipt = "asks: " + d.Title
+	}
 	x = v.put(x, y, " "+pad(fmt.Sprint(m.depth(rt.RuntimeID)), cq)+" "+receipt, st)
 	if rt.RuntimeID == m.sel {
 		v.fill(x, y, st)
 	}
 }
 
-func (v *watchView) drawRuntime(h int, now time.Time) {
+func (v *watchView) drawRuntime(w, h int, now time.Time) {
 	m := v.m
 	rt, ok := m.selected()
 	if !ok {
@@ -239,6 +280,9 @@ func (v *watchView) drawRuntime(h int, now time.Time) {
 	}
 	v.put(x, 1, extra+"  "+nudge.StripANSI(rt.Summary), stDefault)
 	y := 2
+	if d := m.dialogs[rt.RuntimeID]; d != nil {
+		y = v.drawDialog(d, y, w)
+	}
 	avail := h - 2 - y // rows above the message line
 	y = v.drawTimeline(y, max(2, avail/3), now)
 	y = v.drawReadiness(rt.RuntimeID, y, 3)
@@ -335,7 +379,7 @@ func (v *watchView) drawScreen(y, end int, now time.Time) {
 	}
 }
 
-func (v *watchView) drawTrigger(h int) {
+func (v *watchView) drawTrigger(w, h int) {
 	m := v.m
 	t := m.trig
 	word := apiReceiptWord(t)
@@ -379,9 +423,39 @@ func (v *watchView) drawTrigger(h int) {
 		if len(a.Detail) > 0 && json.Compact(&detail, a.Detail) == nil && detail.String() != "null" {
 			line += "  " + detail.String()
 		}
-		v.put(2, y, line, stDefault)
-		y++
+		for k, part := range wrap(line, w-2, w-16) {
+			if y >= h-2 {
+				break
+			}
+			v.put(2+14*min(k, 1), y, part, orStyle(k == 0, stDefault, stDim))
+			y++
+		}
 	}
+}
+
+// wrap cuts s into lines of at most first cells, then rest cells (graphemes kept whole).
+func wrap(s string, first, rest int) []string {
+	var out []string
+	var b strings.Builder
+	n, limit := 0, max(first, 1)
+	g := uniseg.NewGraphemes(s)
+	for g.Next() {
+		if gw := g.Width(); n+gw > limit && n > 0 {
+			out = append(out, b.String())
+			b.Reset()
+			n, limit = 0, max(rest, 1)
+		}
+		b.WriteString(g.Str())
+		n += g.Width()
+	}
+	return append(out, b.String())
+}
+
+func orStyle(c bool, yes, no tcell.Style) tcell.Style {
+	if c {
+		return yes
+	}
+	return no
 }
 
 // receiptStyle colours a receipt: acked green, failed red, open yellow.
