@@ -1,7 +1,7 @@
 package fuzz
 
 import (
-	"strings"
+	"encoding/json"
 	"testing"
 
 	"github.com/nudgehq/nudge/ack/record"
@@ -30,7 +30,46 @@ func FuzzRecordClaude(f *testing.F) {
 			if len(e.Text) > record.MaxText {
 				t.Fatalf("text of %d bytes", len(e.Text))
 			}
-			if e.Kind == record.UserMessage && !strings.Contains(string(line), `"user"`) {
+			var l struct {
+				Type    string
+				Message struct{ Role string }
+			}
+			_ = json.Unmarshal(line, &l)
+			if e.Kind == record.UserMessage && (l.Type != "user" || l.Message.Role != "user") {
+				t.Fatalf("user message from %q", line)
+			}
+		}
+	})
+}
+
+// codexCorpus seeds FuzzRecordCodex: rollout lines of each kind.
+var codexCorpus = []string{
+	`{"type":"session_meta","payload":{"id":"s"}}`,
+	`{"type":"event_msg","payload":{"type":"task_started"}}`,
+	`{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"UserMessage","content":[{"type":"text","text":"hi"}]}}}`,
+	`{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"AgentMessage","content":[{"type":"Text","text":"[BRIDGE_TRIGGER id=t]"}]}}}`,
+	`{"type":"event_msg","payload":{"type":"task_complete"}}`,
+	`{"type":"event_msg","payload":{"ty`, // cut mid-line
+}
+
+// FuzzRecordCodex: Parse never panics, keeps Text within MaxText, and a user message
+// only ever comes from a UserMessage item.
+func FuzzRecordCodex(f *testing.F) {
+	for _, s := range codexCorpus {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		st := record.State{Line: 2}
+		evs, _ := record.Codex{}.Parse(nil, &st, line)
+		for _, e := range evs {
+			if len(e.Text) > record.MaxText {
+				t.Fatalf("text of %d bytes", len(e.Text))
+			}
+			var l struct {
+				Payload struct{ Item struct{ Type string } }
+			}
+			_ = json.Unmarshal(line, &l)
+			if e.Kind == record.UserMessage && l.Payload.Item.Type != "UserMessage" {
 				t.Fatalf("user message from %q", line)
 			}
 		}
