@@ -8,8 +8,9 @@
 // gives ([Register], [Lookup]). A [Reader] is the follower common to all formats: it
 // finds the file once it exists, follows it as it grows (file events, no polling),
 // feeds whole lines to Parse and emits [Event]s on a bounded channel; whoever opens a
-// Reader owns it and calls Close. Not yet on main: the follower itself and its wiring
-// into acks; the interface below is what readers are written against.
+// Reader owns it and calls Close. The Formats of Claude Code and Codex exist; no Reader
+// implementation does yet, and receipts do not read the record: they still rest on the
+// screen and the ack marker.
 //
 // The record is written by a process nudge does not trust: a user message counts only by
 // its structural role in the record, never because text looks like an envelope; lines
