@@ -55,18 +55,21 @@ func (td *testDaemon) statusRight(ws string) string {
 	return strings.TrimSpace(td.tmux("show-options", "-v", "-t", "=agents_"+ws+":", "status-right"))
 }
 
-// waitStatusRight polls the session option (the test polls; the daemon does not).
-func (td *testDaemon) waitStatusRight(ws, want string) time.Duration {
+// waitStatusRight polls the session option (the test polls; the daemon does not) until it
+// shows the line want computes from the runtimes as they are now: a pane's readiness may
+// move while the test waits, and the bar follows it.
+func (td *testDaemon) waitStatusRight(ws string, want func() string) time.Duration {
 	td.t.Helper()
 	start := time.Now()
-	var got string
+	var got, w string
 	for time.Since(start) < 15*time.Second {
-		if got = td.statusRight(ws); got == want {
+		w = want()
+		if got = td.statusRight(ws); got == w {
 			return time.Since(start)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	td.t.Fatalf("status-right of agents_%s = %q, want %q", ws, got, want)
+	td.t.Fatalf("status-right of agents_%s = %q, want %q", ws, got, w)
 	return 0
 }
 
@@ -74,27 +77,31 @@ func TestStatusLineFollowsStateChanges(t *testing.T) {
 	td := startDaemon(t, newTestConfig(t))
 	rev := td.spawnShell("sl", "reviewer", "cat")
 	exe := td.spawnShell("sl", "executioner", "cat")
-	readyLine := shortStatus([]runtimeView{td.get(rev.RuntimeID), td.get(exe.RuntimeID)}, false)
-	if !strings.Contains(readyLine, "[reviewer: ") || !strings.Contains(readyLine, "[executioner: ") {
-		t.Fatalf("short status %q", readyLine)
+	line := func() string {
+		return shortStatus([]runtimeView{td.get(rev.RuntimeID), td.get(exe.RuntimeID)}, false)
 	}
-	td.waitStatusRight("sl", readyLine)
+	if l := line(); !strings.Contains(l, "[reviewer: ") || !strings.Contains(l, "[executioner: ") {
+		t.Fatalf("short status %q", l)
+	}
+	td.waitStatusRight("sl", line)
 
 	// A state change: pausing the reviewer shows on the bar without anything polling.
 	if _, _, code := td.runCLI("pause", rev.RuntimeID); code != 0 {
 		t.Fatal("pause failed")
 	}
-	pausedLine := shortStatus([]runtimeView{td.get(rev.RuntimeID), td.get(exe.RuntimeID)}, false)
-	if !strings.Contains(pausedLine, "[reviewer: PAUSED]") {
-		t.Fatalf("short status after pause %q", pausedLine)
+	if l := line(); !strings.Contains(l, "[reviewer: PAUSED]") {
+		t.Fatalf("short status after pause %q", l)
 	}
-	took := td.waitStatusRight("sl", pausedLine)
+	took := td.waitStatusRight("sl", line)
+	if !strings.Contains(td.statusRight("sl"), "[reviewer: PAUSED]") {
+		t.Fatalf("bar after pause %q", td.statusRight("sl"))
+	}
 	t.Logf("status-right followed the pause in %v", took)
 
 	if _, _, code := td.runCLI("resume", rev.RuntimeID); code != 0 {
 		t.Fatal("resume failed")
 	}
-	td.waitStatusRight("sl", shortStatus([]runtimeView{td.get(rev.RuntimeID), td.get(exe.RuntimeID)}, false))
+	td.waitStatusRight("sl", line)
 }
 
 func (td *testDaemon) get(id string) runtimeView {
