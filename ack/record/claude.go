@@ -54,6 +54,11 @@ func (c Claude) Locate(s Spec) (string, error) {
 	return newestSince(dir, ".jsonl", s.Spawned)
 }
 
+// Dirs implements Dirser: the transcript appears in the project's folder.
+func (c Claude) Dirs(s Spec) []string {
+	return []string{filepath.Join(c.Root(s), "projects", claudeProject(s.Dir))}
+}
+
 // newestSince returns the newest regular file in dir ending in ext modified at or after t.
 func newestSince(dir, ext string, t time.Time) (string, error) {
 	ents, err := os.ReadDir(dir)

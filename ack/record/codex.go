@@ -50,6 +50,12 @@ func (c Codex) Locate(s Spec) (string, error) {
 	return "", ErrNotYet
 }
 
+// Dirs implements Dirser: the rollout appears in the folder of its day.
+func (c Codex) Dirs(s Spec) []string {
+	base := filepath.Join(c.Root(s), "sessions")
+	return []string{filepath.Join(base, time.Now().Format("2006/01/02")), filepath.Join(base, s.Spawned.Format("2006/01/02"))}
+}
+
 type codexLine struct {
 	Timestamp string `json:"timestamp"`
 	Type      string `json:"type"`

@@ -1,0 +1,357 @@
+package record
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Dirser is a Format that says in which directories the record of s will appear. The
+// follower watches the nearest existing ancestor of each (within Root) while the file
+// does not exist yet, so that its creation wakes it; a Format without it is watched at
+// its Root.
+type Dirser interface {
+	Dirs(s Spec) []string
+}
+
+// Options tune a follower; the zero value is the default.
+type Options struct {
+	// Buffer is the capacity of the Events channel (default 256). The follower waits
+	// while it is full: the record stays on disk, nothing is lost.
+	Buffer int
+	// Rescan bounds the wait between two looks for a record not found yet, in case a
+	// file event was missed (default 5s; the looks start at 250ms and double). Once the
+	// file is found it is followed by file events alone.
+	Rescan time.Duration
+}
+
+// follower is the Reader Open returns.
+type follower struct {
+	f    Format
+	spec Spec
+	opt  Options
+	ev   chan Event
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+
+	path    atomic.Pointer[string]
+	err     error // set before done is closed
+	skipped atomic.Int64
+}
+
+// Open starts following the record of s in format f and returns its Reader at once:
+// the record is looked for, then read from its start and followed as it grows, each
+// complete line parsed into Events. The Reader ends (Events closed) on Close, when the
+// record turns out to be in a format f does not know (Err: ErrUnknownFormat) or lies
+// outside f's directory (ErrOutside), or when the file system cannot be watched.
+func Open(f Format, s Spec, opt Options) Reader {
+	if opt.Buffer <= 0 {
+		opt.Buffer = 256
+	}
+	if opt.Rescan <= 0 {
+		opt.Rescan = 5 * time.Second
+	}
+	r := &follower{f: f, spec: s, opt: opt, ev: make(chan Event, opt.Buffer),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go r.run()
+	return r
+}
+
+func (r *follower) Events() <-chan Event { return r.ev }
+
+func (r *follower) Path() string {
+	if p := r.path.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Err says why the reader ended; nil while it runs and after Close.
+func (r *follower) Err() error {
+	select {
+	case <-r.done:
+		return r.err
+	default:
+		return nil
+	}
+}
+
+// Skipped counts the lines longer than MaxLine that were skipped.
+func (r *follower) Skipped() int64 { return r.skipped.Load() }
+
+func (r *follower) Close() error {
+	r.once.Do(func() { close(r.stop) })
+	<-r.done
+	return nil
+}
+
+func (r *follower) run() {
+	defer close(r.done)
+	defer close(r.ev)
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		r.err = err
+		return
+	}
+	defer w.Close()
+	path, err := r.locate(w)
+	if err == nil {
+		err = r.follow(w, path)
+	}
+	if !r.stopped() {
+		r.err = err
+	}
+}
+
+func (r *follower) stopped() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+var errStopped = errors.New("record: reader closed")
+
+// locate waits until the record exists and returns its path, checked to lie under the
+// format's Root.
+func (r *follower) locate(w *fsnotify.Watcher) (string, error) {
+	root := r.f.Root(r.spec)
+	watched := map[string]bool{}
+	wait := 250 * time.Millisecond
+	for {
+		if p, err := r.f.Locate(r.spec); err == nil {
+			return inside(root, p)
+		} else if !errors.Is(err, ErrNotYet) {
+			return "", err
+		}
+		dirs := []string{root}
+		if d, ok := r.f.(Dirser); ok {
+			dirs = d.Dirs(r.spec)
+		}
+		for _, d := range dirs {
+			if a := existingAncestor(root, d); a != "" && !watched[a] {
+				if w.Add(a) == nil {
+					watched[a] = true
+				}
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-r.stop:
+			t.Stop()
+			return "", errStopped
+		case <-w.Events:
+		case <-w.Errors:
+		case <-t.C:
+			wait = min(2*wait, r.opt.Rescan)
+		}
+		t.Stop()
+	}
+}
+
+// existingAncestor returns dir or its nearest existing ancestor, if that lies within
+// root (root itself included); "" otherwise.
+func existingAncestor(root, dir string) string {
+	root = filepath.Clean(root)
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if !within(root, d) {
+			return ""
+		}
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d
+		}
+		if d == root {
+			return ""
+		}
+	}
+}
+
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// inside resolves p's symlinks and returns it if it is a regular file under root (also
+// resolved), ErrOutside otherwise.
+func inside(root, p string) (string, error) {
+	rr, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", ErrOutside
+	}
+	rp, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", ErrNotYet
+	}
+	if !within(rr, rp) {
+		return "", ErrOutside
+	}
+	return rp, nil
+}
+
+// follow reads path from its start and then as file events say it grew. A file that
+// shrank (truncated, or replaced under the same name) is read again from its start.
+func (r *follower) follow(w *fsnotify.Watcher, path string) error {
+	r.path.Store(&path)
+	if err := w.Add(filepath.Dir(path)); err != nil {
+		return err
+	}
+	fl := &lineFeed{r: r, st: &State{}}
+	var f *os.File
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	for {
+		if f == nil {
+			var err error
+			if f, err = os.Open(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			fl.reset()
+		}
+		if f != nil {
+			if fi, err := f.Stat(); err == nil && fi.Size() < fl.off {
+				// Truncated in place: the CLI started the file anew.
+				fl.reset()
+				if _, err := f.Seek(0, io.SeekStart); err != nil {
+					return err
+				}
+			}
+			if err := fl.readFrom(f); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-r.stop:
+			return errStopped
+		case e, ok := <-w.Events:
+			if !ok {
+				return errStopped
+			}
+			if filepath.Clean(e.Name) != path {
+				continue
+			}
+			if e.Has(fsnotify.Remove) || e.Has(fsnotify.Rename) || e.Has(fsnotify.Create) {
+				// Replaced (written anew and renamed into place, or rotated): read the
+				// new file from its start once it exists.
+				if f != nil {
+					f.Close()
+					f = nil
+				}
+			}
+		case err, ok := <-w.Errors:
+			if !ok {
+				return errStopped
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				continue // events were lost: the read above catches up with the file
+			}
+			return err
+		}
+	}
+}
+
+// lineFeed cuts a file's bytes into lines and feeds whole ones to the Format.
+type lineFeed struct {
+	r    *follower
+	st   *State
+	off  int64 // bytes of the file consumed
+	buf  []byte
+	skip bool // inside a line longer than MaxLine: drop until its newline
+	dst  []Event
+	rd   [64 << 10]byte
+}
+
+func (fl *lineFeed) reset() {
+	fl.st = &State{}
+	fl.off, fl.buf, fl.skip = 0, fl.buf[:0], false
+}
+
+// readFrom reads f to its current end, parsing every complete line.
+func (fl *lineFeed) readFrom(f *os.File) error {
+	for {
+		n, err := f.Read(fl.rd[:])
+		if n > 0 {
+			fl.off += int64(n)
+			if perr := fl.feed(fl.rd[:n]); perr != nil {
+				return perr
+			}
+		}
+		if err == io.EOF || n == 0 {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (fl *lineFeed) feed(b []byte) error {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		part := b
+		if i >= 0 {
+			part = b[:i]
+		}
+		switch {
+		case fl.skip:
+		case len(fl.buf)+len(part) > MaxLine:
+			fl.skip, fl.buf = true, fl.buf[:0]
+			fl.r.skipped.Add(1)
+		default:
+			fl.buf = append(fl.buf, part...)
+		}
+		if i < 0 {
+			return nil
+		}
+		b = b[i+1:]
+		fl.st.Line++
+		if fl.skip {
+			fl.skip = false
+			continue
+		}
+		if err := fl.line(fl.buf); err != nil {
+			return err
+		}
+		fl.buf = fl.buf[:0]
+	}
+	return nil
+}
+
+// line parses one complete line and sends its events.
+func (fl *lineFeed) line(l []byte) error {
+	l = bytes.TrimSuffix(l, []byte{'\r'})
+	if len(bytes.TrimSpace(l)) == 0 {
+		return nil
+	}
+	var err error
+	fl.dst, err = fl.r.f.Parse(fl.dst[:0], fl.st, l)
+	if err != nil {
+		return err
+	}
+	path := fl.r.Path()
+	for _, e := range fl.dst {
+		e.File = path
+		if e.Line == 0 {
+			e.Line = fl.st.Line
+		}
+		select {
+		case fl.r.ev <- e:
+		case <-fl.r.stop:
+			return errStopped
+		}
+	}
+	return nil
+}

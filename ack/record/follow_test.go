@@ -1,0 +1,177 @@
+package record
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// claudeSpec is a Claude Code runtime in a temporary HOME and its transcript's path.
+func claudeSpec(t *testing.T) (Spec, string) {
+	t.Helper()
+	home := t.TempDir()
+	s := Spec{Home: home, Dir: "/home/user/work", Spawned: time.Now().Add(-time.Second), SessionID: "11111111-2222-4333-8444-555555555555"}
+	return s, filepath.Join(home, ".claude", "projects", claudeProject(s.Dir), s.SessionID+".jsonl")
+}
+
+// next returns the reader's next event or fails after a while.
+func next(t *testing.T, r Reader) Event {
+	t.Helper()
+	select {
+	case e, ok := <-r.Events():
+		if !ok {
+			t.Fatalf("reader ended: %v", r.Err())
+		}
+		return e
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event")
+	}
+	return Event{}
+}
+
+func kinds(t *testing.T, r Reader, n int) []Event {
+	t.Helper()
+	var out []Event
+	for range n {
+		out = append(out, next(t, r))
+	}
+	return out
+}
+
+// TestFollowFindsAndFollows: the reader is opened before the record or its folder
+// exists, finds the file when the CLI creates it, and reads lines written in pieces
+// (half a line, then the rest) as they come, with the file and line as evidence.
+func TestFollowFindsAndFollows(t *testing.T) {
+	s, path := claudeSpec(t)
+	lines, err := os.ReadFile(filepath.Join("testdata", "claude-2.1.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Open(Claude{}, s, Options{})
+	defer r.Close()
+	time.Sleep(100 * time.Millisecond) // the reader looks and watches before the folder exists
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	all := strings.SplitAfter(string(lines), "\n")
+	// The first three lines, the third in two writes: the prompt.
+	f.WriteString(all[0] + all[1])
+	half := len(all[2]) / 2
+	f.WriteString(all[2][:half])
+	time.Sleep(50 * time.Millisecond)
+	f.WriteString(all[2][half:])
+	evs := kinds(t, r, 3)
+	if evs[0].Kind != SessionKnown || evs[1].Kind != UserMessage || evs[1].Text != "say hi\nsecond line" || evs[2].Kind != TurnStarted {
+		t.Fatalf("events %+v", evs)
+	}
+	if evs[1].File == "" || filepath.Base(evs[1].File) != filepath.Base(path) || evs[1].Line != 3 {
+		t.Fatalf("evidence %s:%d", evs[1].File, evs[1].Line)
+	}
+	for _, l := range all[3:] {
+		f.WriteString(l)
+	}
+	evs = kinds(t, r, 2)
+	if evs[0].Kind != AssistantText || evs[0].Text != "Hello from the model stand-in." || evs[1].Kind != TurnEnded {
+		t.Fatalf("events %+v", evs)
+	}
+	if r.Path() == "" {
+		t.Fatal("no path")
+	}
+	if err := r.Close(); err != nil || r.Err() != nil {
+		t.Fatalf("close %v, err %v", err, r.Err())
+	}
+	if _, ok := <-r.Events(); ok {
+		t.Fatal("events open after Close")
+	}
+}
+
+// TestFollowLongLineAndTruncation: a line longer than MaxLine is skipped, the next one
+// read; a file truncated and written anew is read from its start.
+func TestFollowLongLineAndTruncation(t *testing.T) {
+	s, path := claudeSpec(t)
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	user := `{"type":"user","sessionId":"s1","message":{"role":"user","content":"one"}}` + "\n"
+	long := `{"type":"user","message":{"role":"user","content":"` + strings.Repeat("x", MaxLine) + `"}}` + "\n"
+	user2 := `{"type":"user","sessionId":"s1","message":{"role":"user","content":"two"}}` + "\n"
+	if err := os.WriteFile(path, []byte(user+long+user2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := Open(Claude{}, s, Options{})
+	defer r.Close()
+	evs := kinds(t, r, 4) // session, user one, turn started, user two
+	if evs[1].Text != "one" || evs[3].Kind != UserMessage || evs[3].Text != "two" || evs[3].Line != 3 {
+		t.Fatalf("events %+v", evs)
+	}
+	if n := r.(*follower).Skipped(); n != 1 {
+		t.Fatalf("skipped %d, want 1", n)
+	}
+	// Truncated and started anew: read again from the start.
+	if err := os.WriteFile(path, []byte(`{"type":"user","sessionId":"s2","message":{"role":"user","content":"three"}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	evs = kinds(t, r, 2)
+	if evs[0].Kind != SessionKnown || evs[0].SessionID != "s2" || evs[1].Text != "three" || evs[1].Line != 1 {
+		t.Fatalf("after truncation %+v", evs)
+	}
+}
+
+// TestFollowUnknownFormat: a record that is not the format's ends the reader with
+// ErrUnknownFormat (the caller degrades to the screen).
+func TestFollowUnknownFormat(t *testing.T) {
+	s, path := claudeSpec(t)
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	b, _ := os.ReadFile(filepath.Join("testdata", "unknown-format.jsonl"))
+	os.WriteFile(path, b, 0o600)
+	r := Open(Claude{}, s, Options{})
+	for range r.Events() {
+	}
+	if !errors.Is(r.Err(), ErrUnknownFormat) {
+		t.Fatalf("err %v, want ErrUnknownFormat", r.Err())
+	}
+	r.Close()
+}
+
+// TestFollowRefusesSymlinkOut: a record that is a symlink leading out of the CLI's
+// directory is not read.
+func TestFollowRefusesSymlinkOut(t *testing.T) {
+	s, path := claudeSpec(t)
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte(`{"type":"user","message":{"role":"user","content":"x"}}`+"\n"), 0o600)
+	if err := os.Symlink(secret, path); err != nil {
+		t.Fatal(err)
+	}
+	r := Open(Claude{}, s, Options{})
+	for range r.Events() {
+		t.Fatal("read a file outside the CLI's directory")
+	}
+	if !errors.Is(r.Err(), ErrOutside) {
+		t.Fatalf("err %v, want ErrOutside", r.Err())
+	}
+	r.Close()
+}
+
+// TestFollowCloseBeforeFound: Close ends a reader still waiting for its record.
+func TestFollowCloseBeforeFound(t *testing.T) {
+	s, _ := claudeSpec(t)
+	r := Open(Claude{}, s, Options{})
+	time.Sleep(50 * time.Millisecond)
+	done := make(chan struct{})
+	go func() { r.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hangs")
+	}
+	if r.Err() != nil || r.Path() != "" {
+		t.Fatalf("err %v path %q", r.Err(), r.Path())
+	}
+}
