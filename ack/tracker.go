@@ -16,6 +16,9 @@ const (
 	SignalAPI       = "api"
 	SignalHeartbeat = "heartbeat"
 	SignalCursor    = "cursor"
+	// SignalRecord: the prompt is in the agent's own session record as a user message
+	// (a turn took it); the receipt's evidence names the file and line.
+	SignalRecord = "record"
 )
 
 // Errors callers branch on.
@@ -32,7 +35,13 @@ type TrackerConfig struct {
 	// OnAck is called once per acked trigger, on the goroutine that saw the signal. It
 	// must not block.
 	OnAck func(triggerID, runtimeID, signal string)
-	Now   func() time.Time
+	// Working reports whether the runtime's own record shows its agent mid-turn (nil:
+	// never known): a prompt's ack wait is not over while the agent works on a turn
+	// (see Working).
+	Working func(runtimeID string) bool
+	// RecordLive reports whether the runtime's own record is being read (nil: never).
+	RecordLive func(runtimeID string) bool
+	Now        func() time.Time
 }
 
 // Tracker collects ack signals for triggers that wait for one: the ACK_TRIGGER:<id>
@@ -45,6 +54,11 @@ type Tracker struct {
 	mu       sync.Mutex
 	pending  map[string]*pending  // by trigger id
 	runtimes map[string]*watchset // by runtime id
+	// recorded: prompts seen in a record before their ack wait began (a record read
+	// again after a restart, or faster than the pipeline), by trigger id → evidence;
+	// recOrder bounds it.
+	recorded map[string]string
+	recOrder []string
 }
 
 type pending struct {
@@ -53,6 +67,7 @@ type pending struct {
 	queued               bool      // waiting in the agent's own queue (see Queued)
 	done                 chan struct{}
 	signal               string
+	evidence             string // where the ack was seen (SignalRecord: file:line)
 }
 
 // watchset is one runtime's stream state.
@@ -70,7 +85,7 @@ func NewTracker(cfg TrackerConfig) *Tracker {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Tracker{cfg: cfg, pending: map[string]*pending{}, runtimes: map[string]*watchset{}}
+	return &Tracker{cfg: cfg, pending: map[string]*pending{}, runtimes: map[string]*watchset{}, recorded: map[string]string{}}
 }
 
 // Expect starts (or refreshes) the wait for t's ack. Each call moves the delivery time
@@ -85,6 +100,10 @@ func (k *Tracker) Expect(t nudge.Trigger) {
 		k.watch(t.RuntimeID).pending[t.TriggerID] = p
 	}
 	p.since = k.cfg.Now()
+	if ev, ok := k.recorded[t.TriggerID]; ok {
+		p.evidence = ev
+		k.ackLocked(p, SignalRecord)
+	}
 }
 
 func (k *Tracker) watch(runtimeID string) *watchset {
@@ -167,6 +186,57 @@ func (k *Tracker) APIAck(triggerID string) bool {
 	}
 	k.ackLocked(p, SignalAPI)
 	return true
+}
+
+// maxRecorded bounds the prompts remembered as seen in a record before their wait.
+const maxRecorded = 4096
+
+// RecordAck acks a trigger whose prompt the agent's record shows as a user message, at
+// evidence (file:line), whatever else the screen shows: queued or not, the agent has
+// it. A trigger not waited for yet is remembered, and Expect acks it at once. It reports
+// whether a waiting trigger was acked.
+func (k *Tracker) RecordAck(triggerID, evidence string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	p := k.pending[triggerID]
+	if p == nil {
+		if _, ok := k.recorded[triggerID]; !ok {
+			k.recorded[triggerID] = evidence
+			k.recOrder = append(k.recOrder, triggerID)
+			if len(k.recOrder) > maxRecorded {
+				delete(k.recorded, k.recOrder[0])
+				k.recOrder = k.recOrder[1:]
+			}
+		}
+		return false
+	}
+	if p.evidence == "" {
+		p.evidence = evidence
+	}
+	k.ackLocked(p, SignalRecord)
+	return true
+}
+
+// Evidence returns where a trigger's ack was seen ("" when its signal carries none).
+func (k *Tracker) Evidence(triggerID string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := k.pending[triggerID]; p != nil {
+		return p.evidence
+	}
+	return k.recorded[triggerID]
+}
+
+// Working reports whether the runtime's record shows its agent mid-turn (see
+// TrackerConfig.Working).
+func (k *Tracker) Working(runtimeID string) bool {
+	return k.cfg.Working != nil && k.cfg.Working(runtimeID)
+}
+
+// RecordLive reports whether the runtime's record is being read: its acks come from it,
+// and the envelope need not ask the agent to print the marker.
+func (k *Tracker) RecordLive(runtimeID string) bool {
+	return k.cfg.RecordLive != nil && k.cfg.RecordLive(runtimeID)
 }
 
 // Heartbeat records a runtime heartbeat: activity at `at` acks every trigger delivered

@@ -77,6 +77,14 @@ func (p *Pipeline) ackedMeanwhile(j *job) (string, bool) {
 	return "", false
 }
 
+// ackedNow reports whether the Acker acked j already (without waiting), and how.
+func (p *Pipeline) ackedNow(j *job) (string, bool) {
+	ctx, cancel := context.WithCancel(p.ctx)
+	cancel()
+	sig, err := p.deps.Acks.Wait(ctx, j.id())
+	return sig, err == nil
+}
+
 // signalScreen is the ack signal of a marker found on the screen (ack.SignalMarker: the
 // same marker, read from the screen instead of the stream).
 const signalScreen = "marker"

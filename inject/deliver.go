@@ -82,6 +82,12 @@ func (p *Pipeline) deliver(l *lane, j *job, rt nudge.Runtime) {
 	}
 	if p.deps.Acks != nil {
 		p.deps.Acks.Expect(j.record())
+		// The agent's record may show it has the prompt already (a daemon restarted
+		// between typing and recording it): it is not typed again.
+		if sig, ok := p.ackedNow(j); ok {
+			p.finishAcked(j, sig)
+			return
+		}
 	}
 	reg := trace.StartRegion(j.traceCtx(), "deliver.look")
 	f, err := p.lookBeforeTyping(ctx, j, conn, target, rt)

@@ -35,6 +35,7 @@ func (p *Pipeline) awaitAck(j *job) {
 		return
 	}
 	p.deps.Acks.Expect(t)
+	began := p.cfg.Now()
 	// Wait in steps: while the pane draws, its screen is searched for the marker every
 	// screenPoll, and always once more at the deadline, before a retry or the fallback.
 	deadline := p.cfg.Now().Add(max(timeout, 0))
@@ -61,11 +62,37 @@ func (p *Pipeline) awaitAck(j *job) {
 		case p.markerOnScreen(t, since):
 			p.finishAcked(j, signalScreen)
 			return
+		case last && p.agentWorking(t, began):
+			// The agent's own record shows it mid-turn: the prompt waits in its queue
+			// (or the turn is this prompt's and its first entry is not written yet).
+			// Typing it again could only give it twice; the wait goes on.
+			deadline = p.cfg.Now().Add(max(timeout, p.cfg.AckTimeout))
 		case last:
 			p.ackTimedOut(j)
 			return
 		}
 	}
+}
+
+// recordBusyMax bounds how long an ack wait goes on because the agent's record shows it
+// mid-turn (a turn that never ends in the record is a hung agent).
+const recordBusyMax = 30 * time.Minute
+
+// working is an Acker that can tell, from the agent's own record, that it is mid-turn.
+type working interface {
+	Working(runtimeID string) bool
+}
+
+// agentWorking reports whether t's ack wait, begun at began, goes on because the
+// runtime's record shows its agent mid-turn.
+func (p *Pipeline) agentWorking(t nudge.Trigger, began time.Time) bool {
+	w, ok := p.deps.Acks.(working)
+	return ok && t.RuntimeID != "" && p.cfg.Now().Sub(began) < recordBusyMax && w.Working(t.RuntimeID)
+}
+
+// evidencer is an Acker that knows where it saw an ack (the record's file and line).
+type evidencer interface {
+	Evidence(triggerID string) string
 }
 
 // ackTimedOut retries the trigger after the next backoff, or falls back.
@@ -114,7 +141,13 @@ func (p *Pipeline) finishAcked(j *job, signal string) {
 		t.Closed = true
 		t.Result = resultFor(t)
 	})
-	p.persist(j, p.audit("ack_received", rec, signal))
+	ackRec := p.audit("ack_received", rec, signal)
+	if e, ok := p.deps.Acks.(evidencer); ok {
+		if ev := e.Evidence(rec.TriggerID); ev != "" {
+			ackRec.Detail = mustJSON(map[string]string{"evidence": ev})
+		}
+	}
+	p.persist(j, ackRec)
 	p.breakers.success(rec.RuntimeID)
 	// The runtime's transition is queued before the flush so that it goes in the same
 	// commit (one fsync per closed trigger, not two).

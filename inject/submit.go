@@ -190,7 +190,33 @@ func (p *Pipeline) envelope(t nudge.Trigger, text string) string {
 	if reason == "" {
 		reason = "trigger"
 	}
-	return Envelope{ID: t.TriggerID, Thread: t.ThreadID, Reason: reason, AckHint: p.cfg.AckHint}.Wrap(text)
+	return Envelope{ID: t.TriggerID, Thread: t.ThreadID, Reason: reason, AckHint: p.ackHint(t)}.Wrap(text)
+}
+
+// ackHint says whether t's envelope asks the agent to print the ack marker: when the
+// pipeline is configured to and the runtime's profile wants it (a profile whose agent's
+// own record shows its turns does not while that record is read, unless it says so).
+func (p *Pipeline) ackHint(t nudge.Trigger) bool {
+	if !p.cfg.AckHint || t.RuntimeID == "" {
+		return p.cfg.AckHint
+	}
+	rt, ok := p.deps.Runtimes.Get(t.RuntimeID)
+	if !ok {
+		return true
+	}
+	prof, ok := p.deps.Runtimes.Profile(rt.Agent)
+	if !ok || prof.AckHint {
+		return true
+	}
+	// The profile's agent keeps a record; while it is not being read (not written yet,
+	// or unreadable), the marker is the ack.
+	l, ok := p.deps.Acks.(recordLive)
+	return !ok || !l.RecordLive(rt.RuntimeID)
+}
+
+// recordLive is an Acker that knows whether a runtime's own record is being read.
+type recordLive interface {
+	RecordLive(runtimeID string) bool
 }
 
 // create commits the new record with its audit entry. If the store already had the id (a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nudgehq/nudge/ack/record"
 	"io/fs"
 	"os"
 	"path"
@@ -88,6 +89,13 @@ type Profile struct {
 	// StartTimeout bounds starting → ready; past it the runtime is failed with its screen as
 	// evidence. 0 = the registry's default (Config.StartTimeout).
 	StartTimeout time.Duration
+	// Record names the reader of the agent's own session record (ack/record: "claude",
+	// "codex", ...): its prompts and turns are read there, acks and replies come from it
+	// ("record" joins AckSignals). "" = none: acks rest on the screen and the marker.
+	Record string
+	// AckHint makes the envelope ask the agent to print the ack marker. It defaults to
+	// true without a Record and false with one (the record shows the turn).
+	AckHint bool
 	// Source is the file the profile was read from; "" = the embedded default.
 	Source string
 
@@ -119,6 +127,8 @@ type profileFile struct {
 	RestartOnExit    bool              `json:"restart_on_exit"`
 	ReadyOn          string            `json:"ready_on"`
 	StartTimeout     string            `json:"start_timeout"`
+	Record           string            `json:"record"`
+	AckHint          *bool             `json:"ack_hint"`
 }
 
 // Values of Profile.ReadyOn.
@@ -152,7 +162,7 @@ func (p Profile) Intake() time.Duration {
 
 const defaultSessionIDValid = `^[A-Za-z0-9_-]+$`
 
-var ackSignalNames = []string{"marker", "api", "heartbeat", "cursor"}
+var ackSignalNames = []string{"marker", "api", "heartbeat", "cursor", "record"}
 
 // LoadProfiles returns the embedded default profiles, each replaced by a file of the same
 // name in userDir if there is one; userDir may add new profiles. userDir "" or missing means
@@ -250,7 +260,11 @@ func (f profileFile) profile() (Profile, error) {
 		SessionIDValid: f.SessionIDValid, Pack: f.Pack, QueuesInput: f.QueuesInput,
 		AckSignals: f.AckSignals, SubmittedIsAck: f.SubmittedIsAck, SendsHeartbeats: f.SendsHeartbeats,
 		ResumeInteractive: f.ResumeInteract, DoneMarker: strings.TrimSpace(f.DoneMarker),
-		RestartOnExit: f.RestartOnExit, ReadyOn: f.ReadyOn,
+		RestartOnExit: f.RestartOnExit, ReadyOn: f.ReadyOn, Record: f.Record,
+		AckHint: f.Record == "",
+	}
+	if f.AckHint != nil {
+		p.AckHint = *f.AckHint
 	}
 	if err := validName(f.Name); err != nil {
 		return Profile{}, err
@@ -313,6 +327,14 @@ func (p *Profile) finish() error {
 	for _, s := range p.AckSignals {
 		if !slices.Contains(ackSignalNames, s) {
 			return fmt.Errorf("ack_signals: unknown signal %q", s)
+		}
+	}
+	if p.Record != "" {
+		if _, err := record.Lookup(p.Record); err != nil {
+			return fmt.Errorf("record %q: no such reader (known: %s)", p.Record, strings.Join(record.Names(), ", "))
+		}
+		if len(p.AckSignals) > 0 && !slices.Contains(p.AckSignals, "record") {
+			p.AckSignals = append(slices.Clone(p.AckSignals), "record")
 		}
 	}
 	return p.compile()

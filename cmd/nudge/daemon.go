@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge/cmd/nudge/agentrecord"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/doctor"
@@ -39,6 +40,7 @@ type daemon struct {
 	auth     *auth.Authority
 	profiles map[string]panes.Profile
 	acks     *ack.Tracker
+	rec      *agentrecord.Watcher // the agents' own records, where their profiles name one
 	reg      *panes.Registry
 	chain    *ack.Chain
 	mon      *detector.Monitor
@@ -78,7 +80,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	doctor.ProfileOverrides(cfg.ProfileDir, d.profiles).Log(d.log)
-	d.acks = ack.NewTracker(ack.TrackerConfig{Signals: h.ackSignals})
+	d.acks = ack.NewTracker(ack.TrackerConfig{Signals: h.ackSignals, Working: h.recordWorking, RecordLive: h.recordLive})
 	if d.tmux, err = checkTmux(ctx, cfg.Panes, d.log); err != nil {
 		return nil, err
 	}
@@ -95,6 +97,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	if d.pipe, err = openPipeline(cfg, d, h); err != nil {
 		return nil, err
 	}
+	d.rec = agentrecord.New(agentrecord.Config{Profiles: d.profiles, Acks: d.acks, Runtimes: d.reg, Logger: d.log.Named("record")})
 	d.sched = inject.NewScheduler(d.pipe, cfg.Schedule)
 	if d.obs, err = openObserver(d); err != nil {
 		return nil, err
@@ -104,6 +107,9 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	d.notify = notify.New(nc, d.hub, d.reg) // fed by the hub, shown through the registry's connections
 
 	h.ready.Store(true) // after every room above: a hook that sees ready sees them all
+	for _, rt := range d.reg.List() {
+		d.rec.Runtime(rt) // the records of the agents running already
+	}
 	d.auth.Start(tokenRuntimes{d.reg})
 	if d.api, err = openServer(cfg, d); err != nil {
 		return nil, err
@@ -146,6 +152,8 @@ func (d *daemon) Close() error {
 		}
 		closeIf(d.api != nil, func() error { return d.api.Close() })
 		closeIf(d.sched != nil, func() error { return d.sched.Close() }) // it submits into the pipeline: first
+		// The record watcher acks and replies into the pipeline: it stops before it.
+		d.rec.Close()
 		closeIf(d.pipe != nil, func() error { return d.pipe.Close() })
 		closeIf(d.chain != nil, func() error { return d.chain.Close() })
 		closeIf(d.mon != nil, func() error { return d.mon.Close() })

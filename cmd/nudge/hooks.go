@@ -38,6 +38,10 @@ func (h *hooks) ackSignals(runtimeID string) []string {
 	return h.d.profiles[rt.Agent].AckSignals
 }
 
+// recordWorking and recordLive tell the ack tracker what the agent's own record shows.
+func (h *hooks) recordWorking(id string) bool { return h.ready.Load() && h.d.rec.Working(id) }
+func (h *hooks) recordLive(id string) bool    { return h.ready.Load() && h.d.rec.Live(id) }
+
 // runtimeEnv is the environment a spawned runtime gets: where the daemon is, and a token
 // for itself only.
 func (h *hooks) runtimeEnv(rt nudge.Runtime) []string {
@@ -124,6 +128,7 @@ func (h *hooks) onRuntimeChange(rt nudge.Runtime, prev nudge.Status) {
 		return
 	}
 	h.d.obs.Workspace(rt.WorkspaceID)
+	h.d.rec.Runtime(rt)
 	if prev == "" || rt.Status == nudge.StatusStarting {
 		h.d.mon.Refresh() // a new runtime, or a relaunch in a new pane: watch it now
 	}

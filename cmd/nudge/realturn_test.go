@@ -35,6 +35,7 @@ type agentCase struct {
 	// config, if not nil, changes the daemon's config after the run's own settings.
 	config func(*serveConfig)
 	extra  []standin.Prompt // sent after standin.Prompts(maxKB)
+	script standin.Script   // the model's answers; nil: standin.Scripted(prose)
 }
 
 func TestCodexFullTurns(t *testing.T) {
@@ -65,7 +66,11 @@ type fullTurns struct {
 func startFullTurns(t *testing.T, c agentCase) *fullTurns {
 	t.Helper()
 	bin := agentBinary(t, c.agent, c.env, c.pkg)
-	srv, err := standin.Start(c.api, standin.Scripted(c.prose))
+	script := c.script
+	if script == nil {
+		script = standin.Scripted(c.prose)
+	}
+	srv, err := standin.Start(c.api, script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +136,20 @@ func (ft *fullTurns) waitAcked(id string) nudge.Trigger {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if tr.State != "acked" || tr.SubmittedAt == nil || tr.AckSignal != "marker" || tr.Fallback != "" {
+	if tr.State != "acked" || tr.SubmittedAt == nil || tr.AckSignal != ft.wantSignal() || tr.Fallback != "" {
 		ft.t.Fatalf("%s: not submitted and acked by the agent's reply: %+v\nstory: %s\nmodel got it %d times\nscreen:\n%s",
 			id, tr, story(ft.td.audit(id)), standin.Count(ft.srv.Requests(), id), ft.screen())
 	}
 	return tr
+}
+
+// wantSignal is the ack signal of the runtime's turns: the agent's own record where its
+// profile names one, else the marker.
+func (ft *fullTurns) wantSignal() string {
+	if ft.td.d.profiles[ft.c.agent].Record != "" {
+		return "record"
+	}
+	return "marker"
 }
 
 // waitSubmitted waits until the trigger left the composer, and fails with its story and

@@ -1,0 +1,304 @@
+package ack
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nudgehq/nudge/ack/record"
+)
+
+// Reply is the agent's answer in the turn that took a trigger's prompt, read from its
+// record.
+type Reply struct {
+	Text      string
+	Truncated bool      // Text was cut at record.MaxText
+	EndedAt   time.Time // when the turn ended (the record's time, else when it was read)
+	Evidence  string    // file:line of the turn's end in the record
+}
+
+// RecordsConfig says whom Records tell what the records show. Every callback runs on the
+// runtime's reader goroutine and must not block for long.
+type RecordsConfig struct {
+	// OnPrompt: a trigger's prompt is in the record as a user message (evidence:
+	// file:line). The agent has it: it is never to be given again.
+	OnPrompt func(runtimeID, triggerID, evidence string)
+	// OnReply: the turn that took the trigger's prompt ended.
+	OnReply func(runtimeID, triggerID string, r Reply)
+	// OnSession: the record names the agent's session id.
+	OnSession func(runtimeID, sessionID string)
+	// OnFound: the runtime's record file was found (the first event read from it).
+	OnFound func(runtimeID, path string)
+	// OnEnd: the runtime's reader ended on its own (err: why; record.ErrUnknownFormat
+	// means the CLI's format changed): acks rest on the screen again.
+	OnEnd func(runtimeID string, err error)
+	// Open opens a reader (record.Open by default; tests replace it).
+	Open func(f record.Format, s record.Spec) record.Reader
+	Now  func() time.Time
+}
+
+// Records follows the session records of the runtimes whose profile names one and turns
+// them into facts about triggers: which prompts the agent has (by the envelope ids of
+// its user messages: structural role only, never a reply's text), whether a turn is
+// open, and the reply of each turn that took a prompt. One goroutine a followed runtime;
+// Follow replaces a runtime's reader, Stop and Close end them and wait.
+type Records struct {
+	cfg RecordsConfig
+
+	mu  sync.Mutex
+	rts map[string]*follow
+}
+
+// follow is one runtime's reader and what it read.
+type follow struct {
+	r    record.Reader
+	done chan struct{}
+
+	mu      sync.Mutex
+	live    bool              // the record was found and is being read
+	inTurn  bool              // the record shows a turn open
+	seen    map[string]string // trigger id → evidence of its user message
+	order   []string          // seen's keys, oldest first (bounded)
+	open    []*turnReply      // the triggers the open turn took
+	turnEnd time.Time         // the last turn's end (zero: none yet)
+}
+
+type turnReply struct {
+	id        string
+	b         strings.Builder
+	truncated bool
+}
+
+// maxSeen bounds the trigger ids remembered per runtime.
+const maxSeen = 1024
+
+// NewRecords returns a Records with no runtime followed.
+func NewRecords(cfg RecordsConfig) *Records {
+	if cfg.Open == nil {
+		cfg.Open = func(f record.Format, s record.Spec) record.Reader { return record.Open(f, s, record.Options{}) }
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Records{cfg: cfg, rts: map[string]*follow{}}
+}
+
+// Follow starts following runtimeID's record in format f (replacing a reader it had).
+func (rs *Records) Follow(runtimeID string, f record.Format, s record.Spec) {
+	fl := &follow{r: rs.cfg.Open(f, s), done: make(chan struct{}), seen: map[string]string{}}
+	rs.mu.Lock()
+	old := rs.rts[runtimeID]
+	rs.rts[runtimeID] = fl
+	rs.mu.Unlock()
+	if old != nil {
+		old.r.Close()
+		<-old.done
+	}
+	go rs.run(runtimeID, fl)
+}
+
+// Following reports whether runtimeID's record is being followed.
+func (rs *Records) Following(runtimeID string) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.rts[runtimeID] != nil
+}
+
+// Stop ends runtimeID's reader, if any, and waits for it.
+func (rs *Records) Stop(runtimeID string) {
+	rs.mu.Lock()
+	fl := rs.rts[runtimeID]
+	delete(rs.rts, runtimeID)
+	rs.mu.Unlock()
+	if fl != nil {
+		fl.r.Close()
+		<-fl.done
+	}
+}
+
+// Close ends every reader and waits for them.
+func (rs *Records) Close() {
+	rs.mu.Lock()
+	ids := make([]string, 0, len(rs.rts))
+	for id := range rs.rts {
+		ids = append(ids, id)
+	}
+	rs.mu.Unlock()
+	for _, id := range ids {
+		rs.Stop(id)
+	}
+}
+
+func (rs *Records) get(runtimeID string) *follow {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.rts[runtimeID]
+}
+
+// Has reports whether the trigger's prompt is in runtimeID's record, and where.
+func (rs *Records) Has(runtimeID, triggerID string) (string, bool) {
+	fl := rs.get(runtimeID)
+	if fl == nil {
+		return "", false
+	}
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	ev, ok := fl.seen[triggerID]
+	return ev, ok
+}
+
+// Working reports whether runtimeID's record is being read and shows a turn open: the
+// agent is working, and a prompt typed meanwhile waits in its own queue.
+func (rs *Records) Working(runtimeID string) bool {
+	fl := rs.get(runtimeID)
+	if fl == nil {
+		return false
+	}
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.live && fl.inTurn
+}
+
+// Live reports whether runtimeID's record was found and is being read.
+func (rs *Records) Live(runtimeID string) bool {
+	fl := rs.get(runtimeID)
+	if fl == nil {
+		return false
+	}
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.live
+}
+
+func (rs *Records) run(runtimeID string, fl *follow) {
+	defer close(fl.done)
+	for ev := range fl.r.Events() {
+		if !fl.live {
+			fl.mu.Lock()
+			fl.live = true
+			fl.mu.Unlock()
+			if rs.cfg.OnFound != nil {
+				rs.cfg.OnFound(runtimeID, ev.File)
+			}
+		}
+		rs.event(runtimeID, fl, ev)
+	}
+	fl.mu.Lock()
+	fl.live, fl.inTurn = false, false
+	fl.mu.Unlock()
+	if err := fl.r.Err(); err != nil && rs.cfg.OnEnd != nil {
+		rs.cfg.OnEnd(runtimeID, err)
+	}
+}
+
+func evidence(ev record.Event) string { return ev.File + ":" + strconv.FormatInt(ev.Line, 10) }
+
+func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
+	switch ev.Kind {
+	case record.SessionKnown:
+		if rs.cfg.OnSession != nil && ev.SessionID != "" {
+			rs.cfg.OnSession(runtimeID, ev.SessionID)
+		}
+	case record.UserMessage:
+		ids := EnvelopeIDs(ev.Text)
+		var fresh []string
+		fl.mu.Lock()
+		for _, id := range ids {
+			if _, ok := fl.seen[id]; ok {
+				continue // the same prompt again (a file read anew): once is enough
+			}
+			fl.remember(id, evidence(ev))
+			fl.open = append(fl.open, &turnReply{id: id})
+			fresh = append(fresh, id)
+		}
+		fl.mu.Unlock()
+		for _, id := range fresh {
+			if rs.cfg.OnPrompt != nil {
+				rs.cfg.OnPrompt(runtimeID, id, evidence(ev))
+			}
+		}
+	case record.TurnStarted:
+		fl.mu.Lock()
+		fl.inTurn = true
+		fl.mu.Unlock()
+	case record.AssistantText:
+		fl.mu.Lock()
+		for _, tr := range fl.open {
+			tr.add(ev.Text, ev.Truncated)
+		}
+		fl.mu.Unlock()
+	case record.TurnEnded:
+		at := ev.At
+		if at.IsZero() {
+			at = rs.cfg.Now()
+		}
+		fl.mu.Lock()
+		open := fl.open
+		fl.open, fl.inTurn, fl.turnEnd = nil, false, at
+		fl.mu.Unlock()
+		for _, tr := range open {
+			if rs.cfg.OnReply != nil {
+				rs.cfg.OnReply(runtimeID, tr.id, Reply{Text: tr.b.String(), Truncated: tr.truncated, EndedAt: at, Evidence: evidence(ev)})
+			}
+		}
+	}
+}
+
+// remember records a trigger id as seen; fl.mu is held.
+func (fl *follow) remember(id, ev string) {
+	fl.seen[id] = ev
+	fl.order = append(fl.order, id)
+	if len(fl.order) > maxSeen {
+		delete(fl.seen, fl.order[0])
+		fl.order = fl.order[1:]
+	}
+}
+
+// add appends one piece of the answer, separated from the last by a blank line, within
+// record.MaxText.
+func (tr *turnReply) add(text string, truncated bool) {
+	if tr.truncated || text == "" {
+		tr.truncated = tr.truncated || truncated
+		return
+	}
+	if tr.b.Len() > 0 {
+		text = "\n\n" + text
+	}
+	if room := max(record.MaxText-tr.b.Len(), 0); len(text) > room {
+		for room > 0 && !utf8.RuneStart(text[room]) {
+			room-- // cut on a rune boundary
+		}
+		text, truncated = text[:room], true
+	}
+	tr.b.WriteString(text)
+	tr.truncated = truncated
+}
+
+// envelopeHead opens an envelope (inject.Envelope.Wrap): the id follows it.
+const envelopeHead = "[BRIDGE_TRIGGER id="
+
+// EnvelopeIDs returns the trigger ids of the envelopes that open a line of text (a
+// user message may hold several: a CLI joins the prompts it queued into one turn).
+func EnvelopeIDs(text string) []string {
+	var ids []string
+	for off := 0; ; {
+		i := strings.Index(text[off:], envelopeHead)
+		if i < 0 {
+			return ids
+		}
+		i += off
+		off = i + len(envelopeHead)
+		if i > 0 && text[i-1] != '\n' {
+			continue
+		}
+		end := off
+		for end < len(text) && end-off < 128 && text[end] != ' ' && text[end] != ']' && text[end] != '\n' {
+			end++
+		}
+		if end > off {
+			ids = append(ids, text[off:end])
+		}
+	}
+}

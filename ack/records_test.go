@@ -1,0 +1,143 @@
+package ack
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/ack/record"
+)
+
+// fakeReader is a Reader fed by the test.
+type fakeReader struct {
+	ch   chan record.Event
+	once sync.Once
+}
+
+func (f *fakeReader) Events() <-chan record.Event { return f.ch }
+func (f *fakeReader) Path() string                { return "/rec.jsonl" }
+func (f *fakeReader) Err() error                  { return nil }
+func (f *fakeReader) Close() error                { f.once.Do(func() { close(f.ch) }); return nil }
+
+func TestEnvelopeIDs(t *testing.T) {
+	tests := []struct {
+		text string
+		want []string
+	}{
+		{"[BRIDGE_TRIGGER id=a1 thread=- reason=trigger] hi [/BRIDGE_TRIGGER]", []string{"a1"}},
+		{"[BRIDGE_TRIGGER id=a1 thread=t reason=r]\nx\n[/BRIDGE_TRIGGER]\n[BRIDGE_TRIGGER id=b2 thread=- reason=r] y [/BRIDGE_TRIGGER]", []string{"a1", "b2"}},
+		{"quote: [BRIDGE_TRIGGER id=c3 thread=- reason=r]", nil}, // not at a line start
+		{"no envelope", nil},
+		{"[BRIDGE_TRIGGER id=", nil},
+	}
+	for _, tt := range tests {
+		if got := EnvelopeIDs(tt.text); !slices.Equal(got, tt.want) {
+			t.Errorf("EnvelopeIDs(%q) = %q, want %q", tt.text, got, tt.want)
+		}
+	}
+}
+
+// TestRecordsTurn: a user message with two envelopes (a CLI joined its queue) acks both
+// and names the evidence; the turn's answer comes back as the reply of both; a reply's
+// text that looks like an envelope acks nothing.
+func TestRecordsTurn(t *testing.T) {
+	fr := &fakeReader{ch: make(chan record.Event, 16)}
+	var mu sync.Mutex
+	prompts := map[string]string{}
+	replies := map[string]Reply{}
+	var session string
+	got := make(chan struct{}, 16)
+	rs := NewRecords(RecordsConfig{
+		Open: func(record.Format, record.Spec) record.Reader { return fr },
+		OnPrompt: func(rt, id, ev string) {
+			mu.Lock()
+			prompts[id] = ev
+			mu.Unlock()
+		},
+		OnReply: func(rt, id string, r Reply) {
+			mu.Lock()
+			replies[id] = r
+			mu.Unlock()
+			got <- struct{}{}
+		},
+		OnSession: func(rt, s string) { session = s },
+	})
+	defer rs.Close()
+	rs.Follow("w.a", nil, record.Spec{})
+	at := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	fr.ch <- record.Event{Kind: record.SessionKnown, SessionID: "s1", File: "/rec.jsonl", Line: 1}
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: "[BRIDGE_TRIGGER id=t1 thread=- reason=r] one [/BRIDGE_TRIGGER]\n[BRIDGE_TRIGGER id=t2 thread=- reason=r] two [/BRIDGE_TRIGGER]", File: "/rec.jsonl", Line: 2}
+	fr.ch <- record.Event{Kind: record.TurnStarted, File: "/rec.jsonl", Line: 2}
+	fr.ch <- record.Event{Kind: record.AssistantText, Text: "first part", File: "/rec.jsonl", Line: 3}
+	fr.ch <- record.Event{Kind: record.AssistantText, Text: "[BRIDGE_TRIGGER id=t9 thread=- reason=r] forged", File: "/rec.jsonl", Line: 4}
+	deadline := time.Now().Add(5 * time.Second)
+	for !rs.Working("w.a") && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if !rs.Working("w.a") || !rs.Live("w.a") {
+		t.Fatal("the open turn is not seen")
+	}
+	fr.ch <- record.Event{Kind: record.TurnEnded, At: at, File: "/rec.jsonl", Line: 5}
+	<-got
+	<-got
+	if rs.Working("w.a") {
+		t.Fatal("working after the turn ended")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if prompts["t1"] != "/rec.jsonl:2" || prompts["t2"] != "/rec.jsonl:2" || len(prompts) != 2 {
+		t.Fatalf("prompts %v", prompts)
+	}
+	for _, id := range []string{"t1", "t2"} {
+		r := replies[id]
+		if !strings.HasPrefix(r.Text, "first part\n\n") || !r.EndedAt.Equal(at) || r.Evidence != "/rec.jsonl:5" {
+			t.Fatalf("%s reply %+v", id, r)
+		}
+	}
+	if ev, ok := rs.Has("w.a", "t2"); !ok || ev != "/rec.jsonl:2" {
+		t.Fatalf("Has t2: %q %v", ev, ok)
+	}
+	if _, ok := rs.Has("w.a", "t9"); ok {
+		t.Fatal("a reply's text counted as a prompt")
+	}
+	if session != "s1" {
+		t.Fatalf("session %q", session)
+	}
+}
+
+// TestReplyBounded: a reply longer than record.MaxText is cut on a rune boundary and
+// marked truncated.
+func TestReplyBounded(t *testing.T) {
+	var tr turnReply
+	tr.add(strings.Repeat("é", record.MaxText/2-1), false)
+	tr.add("ééé", false)
+	if s := tr.b.String(); len(s) > record.MaxText || !tr.truncated || !strings.HasSuffix(s, "é") && !strings.HasSuffix(s, "\n") {
+		t.Fatalf("len %d truncated %v", len(s), tr.truncated)
+	}
+}
+
+// TestTrackerRecordAck: a prompt seen in the record before its wait began is acked when
+// the wait begins, with its evidence; one seen while it waits is acked then, queued or not.
+func TestTrackerRecordAck(t *testing.T) {
+	k := NewTracker(TrackerConfig{})
+	if k.RecordAck("early", "/r:1") {
+		t.Fatal("acked a trigger nobody waits for")
+	}
+	k.Expect(trig("early", "w.a"))
+	if sig, err := k.Wait(t.Context(), "early"); err != nil || sig != SignalRecord || k.Evidence("early") != "/r:1" {
+		t.Fatalf("early: %q %v %q", sig, err, k.Evidence("early"))
+	}
+	k.Expect(trig("late", "w.a"))
+	k.Queued("late")
+	if !k.RecordAck("late", "/r:7") {
+		t.Fatal("late not acked")
+	}
+	if sig, err := k.Wait(t.Context(), "late"); err != nil || sig != SignalRecord {
+		t.Fatalf("late: %q %v", sig, err)
+	}
+}
+
+func trig(id, rt string) nudge.Trigger { return nudge.Trigger{TriggerID: id, RuntimeID: rt} }

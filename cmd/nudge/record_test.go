@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/standin"
+)
+
+// busyReply is the model of the busy runs: every turn takes delay (longer than the
+// interval between triggers, so the agent is busy when the next prompt comes and queues
+// it) and answers "Answer to <ids>." without any ack marker: the receipts can rest only
+// on the agent's own record.
+func busyReply(delay time.Duration) standin.Script {
+	return func(req standin.Request) standin.Reply {
+		if req.Side {
+			return standin.Reply{Text: "Stand-in session"}
+		}
+		r := standin.Reply{Text: "Answer to " + strings.Join(standin.EnvelopeIDs(req.Prompt), ", ") + "."}
+		if !req.ToolResult {
+			r.Delay = delay
+		}
+		return r
+	}
+}
+
+// busyPrompts are the prompts of a busy run: one line, several lines, 5 KiB.
+func busyPrompts() []string {
+	return []string{
+		"first task: one line",
+		"second task\nover\nthree lines",
+		"third task: 5 KiB follows\n" + standin.Filler(5<<10, true),
+		"fourth task: one line again",
+		"fifth task\nwith two lines",
+		"sixth task: the last",
+	}
+}
+
+// testBusyOnce sends the busy prompts one second apart to an agent whose replies take
+// 1.5 s: each prompt reaches the model exactly once, each receipt is acked by the
+// agent's own record (not by a marker it was never asked to print).
+func testBusyOnce(t *testing.T, c agentCase) {
+	c.script = busyReply(1500 * time.Millisecond)
+	ft := startFullTurns(t, c)
+	for i, p := range busyPrompts() {
+		if i > 0 {
+			time.Sleep(time.Second)
+		}
+		ft.send(fmt.Sprintf("%s-busy-%d", c.agent, i), p)
+	}
+	for _, id := range ft.ids {
+		ft.waitAcked(id)
+	}
+	time.Sleep(3 * time.Second) // a late duplicate would show up here
+	reqs := ft.srv.Requests()
+	for _, id := range ft.ids {
+		var tr nudge.Trigger
+		ft.td.c.do(t0(), "GET", "/v1/triggers/"+id, nil, &tr)
+		if n := standin.Count(reqs, id); n != 1 {
+			t.Errorf("%s: the model got the prompt %d times, want 1\nstory: %s", id, n, story(ft.td.audit(id)))
+		}
+		t.Logf("%s: %s attempts=%d signal=%s", id, tr.State, tr.Attempts, tr.AckSignal)
+	}
+}
+
+// TestClaudeBusyEachPromptOnce: the real Claude Code, busy when each next prompt comes.
+func TestClaudeBusyEachPromptOnce(t *testing.T) {
+	testBusyOnce(t, agentCase{agent: "claude", env: "NUDGE_TEST_CLAUDE", pkg: "@anthropic-ai/claude-code", api: standin.Messages})
+}
+
+// TestCodexBusyEachPromptOnce: the real Codex, busy when each next prompt comes.
+func TestCodexBusyEachPromptOnce(t *testing.T) {
+	testBusyOnce(t, agentCase{agent: "codex", env: "NUDGE_TEST_CODEX", pkg: "@openai/codex", api: standin.Responses})
+}
