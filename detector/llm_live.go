@@ -125,6 +125,7 @@ func (m *Monitor) applyLLM(ps *paneState, gen, seq uint64, lc Classification, er
 	c := ps.intakeView(mergeLLM(ps.class, lc), seq, "", m.cfg.Now()) // READY reads BUSY while nudge's prompt is taken in
 	changed := c.State != ps.class.State || c.Summary != ps.class.Summary
 	ps.class = c
+	ps.dialog = c.State == nudge.NeedsConfirmation
 	ps.mu.Unlock()
 	m.cfg.Logger.Debug("llm classified", "runtime", ps.id, "state", c.State, "summary", c.Summary)
 	if changed {

@@ -47,6 +47,10 @@ type paneState struct {
 
 	mu        sync.Mutex
 	class     Classification // last verdict (State BUSY while output flows)
+	// dialog: the last capture's verdict was NEEDS_CONFIRMATION. Output that follows
+	// (a dialog that redraws, a status timer) marks the pane BUSY, but the gate (Readiness)
+	// keeps holding triggers until a capture shows the dialog gone.
+	dialog bool
 	draft     string
 	typed     [typedKept]string // the texts nudge typed last (Typed), newest first: ours in any form
 	input     nudge.InputLine   // what the input line holds, as last persisted
@@ -233,6 +237,7 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	c = ps.intakeView(c, seq, sc.text, m.cfg.Now())
 	changed := c.State != ps.class.State || c.Summary != ps.class.Summary
 	ps.class = c
+	ps.dialog = c.State == nudge.NeedsConfirmation
 	dequeued := ps.readInput(pack, c)
 	ps.inMode = sc.inMode
 	if ps.checking && !m.cfg.Now().Before(ps.lastKey.Add(m.cfg.QuietWindow)) {

@@ -12,6 +12,7 @@ func (m *Monitor) Reclassify(runtimeID string) {
 	}
 	ps.mu.Lock()
 	ps.class = Classification{}
+	ps.dialog = false
 	ps.mu.Unlock()
 	ps.outSeq.Add(1)
 	signal(ps.outCh)

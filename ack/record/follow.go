@@ -139,12 +139,16 @@ func (r *follower) locate(w *fsnotify.Watcher) (string, error) {
 		if d, ok := r.f.(Dirser); ok {
 			dirs = d.Dirs(r.spec)
 		}
+		added := false
 		for _, d := range dirs {
 			if a := existingAncestor(root, d); a != "" && !watched[a] {
 				if w.Add(a) == nil {
-					watched[a] = true
+					watched[a], added = true, true
 				}
 			}
+		}
+		if added {
+			continue // a file made before the watch began is found by looking again now
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -152,6 +156,7 @@ func (r *follower) locate(w *fsnotify.Watcher) (string, error) {
 			t.Stop()
 			return "", errStopped
 		case <-w.Events:
+			wait = 250 * time.Millisecond // things move: look soon again if this was not it
 		case <-w.Errors:
 		case <-t.C:
 			wait = min(2*wait, r.opt.Rescan)
