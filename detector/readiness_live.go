@@ -45,12 +45,12 @@ type paneState struct {
 
 	persistMu sync.Mutex // serialises operator_busy decisions with their persistence
 
-	mu        sync.Mutex
-	class     Classification // last verdict (State BUSY while output flows)
+	mu    sync.Mutex
+	class Classification // last verdict (State BUSY while output flows)
 	// dialog: the last capture's verdict was NEEDS_CONFIRMATION. Output that follows
 	// (a dialog that redraws, a status timer) marks the pane BUSY, but the gate (Readiness)
 	// keeps holding triggers until a capture shows the dialog gone.
-	dialog bool
+	dialog    bool
 	draft     string
 	typed     [typedKept]string // the texts nudge typed last (Typed), newest first: ours in any form
 	input     nudge.InputLine   // what the input line holds, as last persisted
