@@ -5,12 +5,11 @@
 // One file per CLI implements [Format]: where this runtime's record is ([Format.Locate])
 // and how one complete line of it reads ([Format.Parse], a pure function each reader
 // fuzzes in fuzz/). A Format is registered under the name a profile's `record:` field
-// gives ([Register], [Lookup]). A [Reader] is the follower common to all formats: it
-// finds the file once it exists, follows it as it grows (file events, no polling),
-// feeds whole lines to Parse and emits [Event]s on a bounded channel; whoever opens a
-// Reader owns it and calls Close. The Formats of Claude Code and Codex exist; no Reader
-// implementation does yet, and receipts do not read the record: they still rest on the
-// screen and the ack marker.
+// gives ([Register], [Lookup]). [Open] returns the [Reader] common to all formats: it
+// finds the file once it exists, follows it as it grows (file events, no polling once
+// found), feeds whole lines to Parse and emits [Event]s on a bounded channel; whoever
+// opens a Reader owns it and calls Close. Package ack turns the events into acks and
+// replies (ack.Records).
 //
 // The record is written by a process nudge does not trust: a user message counts only by
 // its structural role in the record, never because text looks like an envelope; lines
