@@ -54,6 +54,12 @@ func testBusyOnce(t *testing.T, c agentCase) {
 	for _, id := range ft.ids {
 		ft.waitAcked(id)
 	}
+	// The session id comes from the record (Claude Code prints none on its screen).
+	var rt runtimeView
+	ft.td.c.do(t0(), "GET", "/v1/runtimes/"+ft.rt.RuntimeID, nil, &rt)
+	if rt.SessionID == "" {
+		t.Errorf("no session id from the record: %+v", rt.Runtime)
+	}
 	time.Sleep(3 * time.Second) // a late duplicate would show up here
 	reqs := ft.srv.Requests()
 	for _, id := range ft.ids {

@@ -1,0 +1,117 @@
+package agentrecord
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge/panes"
+)
+
+type acks struct {
+	mu  sync.Mutex
+	got map[string]string
+}
+
+func (a *acks) RecordAck(id, ev string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.got[id] = ev
+	return true
+}
+
+func (a *acks) has(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.got[id]
+	return ok
+}
+
+type runtimes struct {
+	mu sync.Mutex
+	rt nudge.Runtime
+}
+
+func (r *runtimes) Get(string) (nudge.Runtime, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rt, true
+}
+
+func (r *runtimes) Update(_ string, fn func(*nudge.Runtime)) (nudge.Runtime, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fn(&r.rt)
+	return r.rt, nil
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if ok() {
+			return
+		}
+	}
+	t.Fatal("never: " + what)
+}
+
+// TestWatcher: a Claude Code runtime's transcript, written after its start, acks the
+// prompts in it, gives its session id and the turn's reply; a runtime that stops has its
+// reader stopped; a transcript in an unknown format is listed as degraded.
+func TestWatcher(t *testing.T) {
+	profiles, err := panes.LoadProfiles("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	a := &acks{got: map[string]string{}}
+	now := time.Now()
+	rt := nudge.Runtime{RuntimeID: "w.dev", Agent: "claude", Dir: "/src/app", Status: nudge.StatusStarting, StatusSince: now, CreatedAt: now}
+	rts := &runtimes{rt: rt}
+	var mu sync.Mutex
+	replies := map[string]ack.Reply{}
+	w := New(Config{Profiles: profiles, Acks: a, Runtimes: rts,
+		Getenv: func(k string) string {
+			if k == "HOME" {
+				return home
+			}
+			return ""
+		},
+		Reply: func(_, id string, r ack.Reply) { mu.Lock(); replies[id] = r; mu.Unlock() }})
+	defer w.Close()
+	w.Runtime(rt)
+	dir := filepath.Join(home, ".claude", "projects", "-src-app")
+	os.MkdirAll(dir, 0o700)
+	lines := []string{
+		`{"type":"user","sessionId":"abc-123","message":{"role":"user","content":"[BRIDGE_TRIGGER id=t1 thread=- reason=trigger] hi [/BRIDGE_TRIGGER]"}}`,
+		`{"type":"assistant","sessionId":"abc-123","message":{"role":"assistant","content":[{"type":"text","text":"Hello."}],"stop_reason":"end_turn"}}`,
+	}
+	if err := os.WriteFile(filepath.Join(dir, "abc-123.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "t1 acked", func() bool { return a.has("t1") })
+	waitFor(t, "reply", func() bool { mu.Lock(); defer mu.Unlock(); return replies["t1"].Text == "Hello." })
+	waitFor(t, "session id", func() bool { r, _ := rts.Get(""); return r.SessionID == "abc-123" })
+	if !w.Live("w.dev") {
+		t.Fatal("not live")
+	}
+
+	// The program ends: its reader stops.
+	rt.Status = nudge.StatusExited
+	w.Runtime(rt)
+	if w.Live("w.dev") {
+		t.Fatal("still following a runtime that exited")
+	}
+
+	// A relaunch whose record is in a format nudge does not know: degraded.
+	rt.Status, rt.StatusSince = nudge.StatusStarting, time.Now().Add(time.Second)
+	os.WriteFile(filepath.Join(dir, "zzz.jsonl"), []byte("not json at all\n"), 0o600)
+	os.Chtimes(filepath.Join(dir, "zzz.jsonl"), time.Now().Add(2*time.Second), time.Now().Add(2*time.Second))
+	w.Runtime(rt)
+	waitFor(t, "degraded", func() bool { return w.Degraded()["w.dev"] != "" })
+}
