@@ -275,6 +275,7 @@ func openPipeline(cfg serveConfig, d *daemon, h *hooks) (*inject.Pipeline, error
 func openServer(cfg serveConfig, d *daemon) (*server.Server, error) {
 	sc := cfg.Server
 	sc.Socket, sc.Version, sc.Logger, sc.Paths, sc.Tmux = cfg.Socket, version, d.log, daemonPaths(cfg), d.tmux
+	sc.RecordsUnread = d.rec.Degraded
 	return server.Open(sc, server.Deps{
 		Auth: d.auth, Tokens: d.auth, Policy: d.auth.Policy(),
 		Runtimes: d.reg, Panes: d.reg, Triggers: d.pipe, Acks: d.acks, Store: d.db, Schedules: d.sched,

@@ -39,6 +39,9 @@ type Health struct {
 	// Tmux is the daemon's tmux: its version and, if any, what nudge does less well on it
 	// (controlmode.Caps.Degraded); nil if its version could not be asked.
 	Tmux *Tmux `json:"tmux,omitempty"`
+	// RecordsUnread names the runtimes whose agent's own session record could not be
+	// read (their acks rest on the screen and the marker), and why.
+	RecordsUnread map[string]string `json:"records_unread,omitempty"`
 }
 
 // Tmux is the version of the daemon's tmux and what is degraded on it (Health).

@@ -326,6 +326,9 @@ func (a runtimesAPI) handleHealth(w http.ResponseWriter, r *http.Request, c auth
 	if c.Unrestricted() {
 		paths := s.cfg.Paths
 		h.Paths = &paths
+		if s.cfg.RecordsUnread != nil {
+			h.RecordsUnread = s.cfg.RecordsUnread()
+		}
 	}
 	writeJSON(w, http.StatusOK, h)
 }

@@ -41,10 +41,12 @@ type Config struct {
 	MaxHeaderBytes    int
 	MaxBody           int64 // largest request body; a prompt is limited separately
 
-	Version string       // shown by /v1/health
-	Paths   api.Paths    // shown by /v1/health to an unrestricted caller
-	Tmux    *api.Tmux    // shown by /v1/health: the tmux version and what it degrades; nil unknown
-	Logger  hclog.Logger // nil: no logging
+	Version string    // shown by /v1/health
+	Paths   api.Paths // shown by /v1/health to an unrestricted caller
+	Tmux    *api.Tmux // shown by /v1/health: the tmux version and what it degrades; nil unknown
+	// RecordsUnread lists, for /v1/health, the runtimes whose record is not read (nil: none).
+	RecordsUnread func() map[string]string
+	Logger        hclog.Logger // nil: no logging
 }
 
 // DefaultConfig is the configuration serve starts from.
