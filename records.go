@@ -46,6 +46,25 @@ type Runtime struct {
 	CreatedAt     time.Time   `json:"created_at"`
 	UpdatedAt     time.Time   `json:"updated_at"`
 	StatusSince   time.Time   `json:"status_since"`
+	// Dialog is the approval dialog the agent shows now (its readiness is
+	// NEEDS_CONFIRMATION); nil when none, or when its pack cannot read it.
+	Dialog *Dialog `json:"dialog,omitempty"`
+}
+
+// Dialog is an agent's approval dialog as data: what it asks and the options that answer
+// it. DialogID changes whenever what the dialog shows does.
+type Dialog struct {
+	DialogID string         `json:"dialog_id"`
+	Title    string         `json:"title"`
+	Text     string         `json:"text,omitempty"`
+	Options  []DialogOption `json:"options"`
+	ShownAt  time.Time      `json:"shown_at"`
+}
+
+// DialogOption is one answer of a Dialog: the tmux key that picks it and its label.
+type DialogOption struct {
+	Key   string `json:"key"`
+	Label string `json:"label"`
 }
 
 // Trigger is one trigger request and its receipt. JSON field names are the API's and the

@@ -19,6 +19,9 @@ type Classification struct {
 	// Draft is the text a human typed into the composer but did not submit;
 	// "" when the composer is empty or shows only its placeholder.
 	Draft string `json:"draft,omitempty"`
+	// Dialog is the approval dialog on screen as data, when State is
+	// NEEDS_CONFIRMATION and the pack reads it (Pack.Dialog); nil otherwise.
+	Dialog *nudge.Dialog `json:"dialog,omitempty"`
 	// Confident is false when no cue decided; the caller may ask the LLM.
 	Confident bool `json:"confident"`
 	// Composer is true when the screen shows the agent's input line (Draft is then

@@ -62,6 +62,8 @@ type Pack struct {
 
 	Composer Composer  `json:"composer"`
 	Examples []Example `json:"examples,omitempty"`
+	// Dialog reads the TUI's approval dialog as data (ParseDialog); nil: none known.
+	Dialog *DialogSpec `json:"dialog,omitempty"`
 
 	// Source is the file the pack was read from; "" = the embedded default.
 	Source string `json:"-"`
@@ -136,6 +138,11 @@ func ParsePack(name string, data []byte) (*Pack, error) {
 
 func (p *Pack) compile() error {
 	var err error
+	if p.Dialog != nil {
+		if err := p.Dialog.compile(); err != nil {
+			return fmt.Errorf("dialog: %w", err)
+		}
+	}
 	for _, l := range []struct {
 		field string
 		cues  []Cue

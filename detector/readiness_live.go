@@ -195,6 +195,14 @@ func (m *Monitor) readyQuiet(id string) time.Duration {
 	return DefaultReadyQuiet
 }
 
+// dialogID is d's id, "" for none.
+func dialogID(d *nudge.Dialog) string {
+	if d == nil {
+		return ""
+	}
+	return d.DialogID
+}
+
 // markBusy sets BUSY at the first output after a verdict.
 func (m *Monitor) markBusy(ps *paneState) {
 	ps.mu.Lock()
@@ -202,7 +210,7 @@ func (m *Monitor) markBusy(ps *paneState) {
 		ps.mu.Unlock()
 		return
 	}
-	ps.class = Classification{State: nudge.Busy, Summary: outputSummary}
+	ps.class = Classification{State: nudge.Busy, Summary: outputSummary, Dialog: ps.class.Dialog} // kept until a capture
 	c := ps.class
 	ps.mu.Unlock()
 	m.publish(ps, c)
@@ -233,9 +241,18 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	if ps.outSeq.Load() != seq {
 		return nil // stale: the quiet timer is armed again
 	}
+	if c.State == nudge.NeedsConfirmation {
+		if c.Dialog = ParseDialog(pack, nudge.StripANSI(sc.text)); c.Dialog != nil {
+			if prev := ps.class.Dialog; prev != nil && prev.DialogID == c.Dialog.DialogID {
+				c.Dialog = prev // the same dialog: shown since then
+			} else {
+				c.Dialog.ShownAt = m.cfg.Now()
+			}
+		}
+	}
 	ps.mu.Lock()
 	c = ps.intakeView(c, seq, sc.text, m.cfg.Now())
-	changed := c.State != ps.class.State || c.Summary != ps.class.Summary
+	changed := c.State != ps.class.State || c.Summary != ps.class.Summary || dialogID(c.Dialog) != dialogID(ps.class.Dialog)
 	ps.class = c
 	ps.dialog = c.State == nudge.NeedsConfirmation
 	dequeued := ps.readInput(pack, c)
@@ -287,6 +304,9 @@ func (m *Monitor) publish(ps *paneState, c Classification) {
 	_, err := m.cfg.Registry.Update(ps.id, func(rt *nudge.Runtime) {
 		rt.Readiness = c.State
 		rt.Summary = c.Summary
+		if c.State != nudge.Busy || c.Summary != outputSummary {
+			rt.Dialog = c.Dialog // output alone does not close a dialog: a capture does
+		}
 	})
 	if err != nil {
 		m.cfg.Logger.Debug("persist readiness failed", "runtime", ps.id, "error", err)

@@ -1,0 +1,184 @@
+package detector
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/nudgehq/nudge"
+)
+
+// DialogSpec says how a pack's approval dialog reads, so that it can be shown and answered
+// as data (nudge.Dialog): the question that opens its options, the option lines, and
+// which key answers each.
+type DialogSpec struct {
+	// Question matches the dialog's question line ("Do you want to proceed?"); the
+	// bottom-most match on the screen is the dialog's. Its options follow it.
+	Question []string `json:"question"`
+	// Option matches one option line; the groups "num" and "label" are required, "key"
+	// (a shortcut the line shows, e.g. "(y)") optional.
+	Option string `json:"option"`
+	// Keys says which key answers an option: "number" (the digit before it) or
+	// "shortcut" (the key in its parentheses, else its number).
+	Keys string `json:"keys"`
+	// Above is how many lines above the question belong to the dialog (Claude Code's
+	// tool name and command); they stop at a horizontal rule. The lines between the
+	// question and the first option (Codex's command and reason) always do.
+	Above int `json:"above,omitempty"`
+	// Yes and No match the labels of the options `nudge approve` and `nudge deny` pick
+	// (the first match from the top).
+	Yes string `json:"yes"`
+	No  string `json:"no"`
+
+	question []*regexp.Regexp
+	option   *regexp.Regexp
+	yes, no  *regexp.Regexp
+}
+
+func (d *DialogSpec) compile() error {
+	d.question = d.question[:0]
+	for _, q := range d.Question {
+		re, err := regexp.Compile(q)
+		if err != nil {
+			return err
+		}
+		d.question = append(d.question, re)
+	}
+	var err error
+	if d.option, err = regexp.Compile(d.Option); err != nil {
+		return err
+	}
+	if d.option.SubexpIndex("num") < 0 || d.option.SubexpIndex("label") < 0 {
+		return errString("dialog option: needs the groups num and label")
+	}
+	if d.yes, err = regexp.Compile(d.Yes); err != nil {
+		return err
+	}
+	if d.no, err = regexp.Compile(d.No); err != nil {
+		return err
+	}
+	if d.Keys != "number" && d.Keys != "shortcut" {
+		return errString(`dialog keys: want "number" or "shortcut"`)
+	}
+	return nil
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// rule matches a line drawn as a horizontal rule (a TUI's separator).
+var rule = regexp.MustCompile(`^\s*[─━═-]{8,}\s*$`)
+
+// ParseDialog reads the approval dialog on screen (plain text, no escapes) as pack p
+// describes it; nil when p describes none or none is shown. The dialog's id is a hash
+// of what it shows (question, context, options): it changes whenever the dialog does.
+func ParseDialog(p *Pack, screen string) *nudge.Dialog {
+	if p == nil || p.Dialog == nil || p.Dialog.option == nil {
+		return nil
+	}
+	d := p.Dialog
+	lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	q := -1
+	for i := len(lines) - 1; i >= 0 && q < 0; i-- {
+		for _, re := range d.question {
+			if re.MatchString(lines[i]) {
+				q = i
+				break
+			}
+		}
+	}
+	if q < 0 {
+		return nil
+	}
+	var opts []nudge.DialogOption
+	num, label, key := d.option.SubexpIndex("num"), d.option.SubexpIndex("label"), d.option.SubexpIndex("key")
+	shortcut := regexp.MustCompile(`\s*\(([^()\s]+)\)\s*$`)
+	var between []string
+	for _, l := range lines[q+1:] {
+		m := d.option.FindStringSubmatch(l)
+		if m == nil {
+			if len(opts) == 0 {
+				if t := strings.TrimSpace(strings.Trim(l, "│ ")); t != "" {
+					between = append(between, t) // the command, its reason
+				}
+				continue
+			}
+			t := strings.TrimSpace(l)
+			if t == "" || !strings.HasPrefix(l, "  ") {
+				break // the options are over (a blank line, the footer)
+			}
+			last := &opts[len(opts)-1]
+			if k := shortcut.FindStringSubmatch(t); k != nil && d.Keys == "shortcut" && last.Key == strconv.Itoa(len(opts)) {
+				// A wrapped label's shortcut on its own line: "(p)".
+				last.Key = shortcutKey(k[1])
+				t = strings.TrimSpace(t[:len(t)-len(k[0])])
+			}
+			if t != "" {
+				last.Label += " " + t
+			}
+			continue
+		}
+		o := nudge.DialogOption{Key: m[num], Label: strings.TrimSpace(m[label])}
+		if d.Keys == "shortcut" {
+			if key >= 0 && m[key] != "" {
+				o.Key = shortcutKey(m[key])
+			} else if k := shortcut.FindStringSubmatch(o.Label); k != nil {
+				o.Key, o.Label = shortcutKey(k[1]), strings.TrimSpace(o.Label[:len(o.Label)-len(k[0])])
+			}
+		}
+		opts = append(opts, o)
+	}
+	if len(opts) == 0 {
+		return nil
+	}
+	var above []string
+	for i := q - 1; i >= 0 && i >= q-d.Above; i-- {
+		if rule.MatchString(lines[i]) {
+			break
+		}
+		if t := strings.TrimSpace(strings.Trim(lines[i], "│ ")); t != "" {
+			above = append([]string{t}, above...)
+		}
+	}
+	above = append(above, between...)
+	text := strings.TrimSpace(strings.Join(above, "\n"))
+	title := strings.TrimSpace(strings.Trim(lines[q], "│ "))
+	h := sha256.New()
+	h.Write([]byte(title + "\x00" + text))
+	for _, o := range opts {
+		h.Write([]byte("\x00" + o.Key + "\x01" + o.Label))
+	}
+	return &nudge.Dialog{DialogID: hex.EncodeToString(h.Sum(nil))[:12], Title: title, Text: text, Options: opts}
+}
+
+// shortcutKey is the tmux key name of a shortcut a dialog shows ("esc" → Escape).
+func shortcutKey(k string) string {
+	switch strings.ToLower(k) {
+	case "esc":
+		return "Escape"
+	case "enter":
+		return "Enter"
+	}
+	return k
+}
+
+// DialogChoice returns the key of the option `approve` (yes) or `deny` (!yes) picks in d,
+// as pack p names them; "" when none matches.
+func DialogChoice(p *Pack, d *nudge.Dialog, yes bool) string {
+	if p == nil || p.Dialog == nil || d == nil {
+		return ""
+	}
+	re := p.Dialog.no
+	if yes {
+		re = p.Dialog.yes
+	}
+	for _, o := range d.Options {
+		if re.MatchString(o.Label) {
+			return o.Key
+		}
+	}
+	return ""
+}

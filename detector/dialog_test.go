@@ -1,0 +1,78 @@
+package detector
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nudgehq/nudge"
+)
+
+// TestParseDialog reads the approval dialogs of real Claude Code 2.1 and Codex 0.169
+// screens as data: question, what it is about, the options and their keys; the id is
+// stable for the same dialog and changes with it; approve and deny pick yes and no.
+func TestParseDialog(t *testing.T) {
+	packs, err := LoadPacks("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		pack, file, title, text string
+		keys, labels            []string
+		yes, no                 string
+	}{
+		{"claude", "claude_confirm_bash.ansi", "Do you want to proceed?", "Bash command\ntouch approved.txt\nRun a command",
+			[]string{"1", "2", "3"}, []string{"Yes", "Yes, and always allow access to 002/ from this project", "No"}, "1", "3"},
+		{"codex", "codex_confirm_exec.txt", "Would you like to run the following command?",
+			"Environment: local\nReason: The stand-in asks to run touch approved.txt\n$ touch approved.txt",
+			[]string{"y", "p", "Escape"}, []string{"Yes, proceed", "Yes, and don't ask again for commands that start with `touch approved.txt`", "No, and tell Codex what to do differently"}, "y", "Escape"},
+	}
+	for _, tt := range tests {
+		b, err := os.ReadFile(filepath.Join("testdata", "screens", tt.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := packs[tt.pack]
+		d := ParseDialog(p, nudge.StripANSI(string(b)))
+		if d == nil {
+			t.Fatalf("%s: no dialog", tt.file)
+		}
+		if d.Title != tt.title || d.Text != tt.text || len(d.Options) != len(tt.keys) {
+			t.Fatalf("%s: %q %q %+v", tt.file, d.Title, d.Text, d.Options)
+		}
+		for i, o := range d.Options {
+			if o.Key != tt.keys[i] || o.Label != tt.labels[i] {
+				t.Errorf("%s option %d: %+v, want %s %q", tt.file, i, o, tt.keys[i], tt.labels[i])
+			}
+		}
+		if y, n := DialogChoice(p, d, true), DialogChoice(p, d, false); y != tt.yes || n != tt.no {
+			t.Errorf("%s: approve %q deny %q", tt.file, y, n)
+		}
+		again := ParseDialog(p, nudge.StripANSI(string(b)))
+		if again.DialogID != d.DialogID || len(d.DialogID) != 12 {
+			t.Errorf("%s: id %q then %q", tt.file, d.DialogID, again.DialogID)
+		}
+		changed := ParseDialog(p, nudge.StripANSI(string(b))+"\n")
+		other := ParseDialog(p, replaceLast(nudge.StripANSI(string(b)), "touch approved.txt", "rm -rf /"))
+		if changed.DialogID != d.DialogID || other == nil || other.DialogID == d.DialogID {
+			t.Errorf("%s: a different dialog keeps its id", tt.file)
+		}
+	}
+	// No dialog on an idle screen, nor for a pack that reads none.
+	b, _ := os.ReadFile(filepath.Join("testdata", "screens", "claude_idle.txt"))
+	if d := ParseDialog(packs["claude"], string(b)); d != nil {
+		t.Errorf("dialog on an idle screen: %+v", d)
+	}
+	if d := ParseDialog(packs["shell"], "Do you want to proceed?\n 1. Yes"); d != nil {
+		t.Errorf("shell dialog: %+v", d)
+	}
+}
+
+// replaceLast replaces the last old in s (the dialog is at the bottom of the screen).
+func replaceLast(s, old, new string) string {
+	if i := strings.LastIndex(s, old); i >= 0 {
+		return s[:i] + new + s[i+len(old):]
+	}
+	return s
+}
