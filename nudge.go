@@ -44,8 +44,12 @@ const (
 	// IdempotencyConflict: a trigger_id already used by a request with other fields
 	// (HTTP 409); the message names them.
 	IdempotencyConflict Code = "IDEMPOTENCY_CONFLICT"
-	Internal            Code = "INTERNAL"
-	Unavailable         Code = "UNAVAILABLE"
+	// DialogChanged: an answer named a dialog that is no longer the one on screen.
+	DialogChanged Code = "DIALOG_CHANGED"
+	// NoDialog: an answer for a runtime that shows no dialog nudge can read.
+	NoDialog    Code = "NO_DIALOG"
+	Internal    Code = "INTERNAL"
+	Unavailable Code = "UNAVAILABLE"
 	// EventsExpired: /v1/events?since=N asked to resume from a sequence whose successors
 	// are no longer all kept (HTTP 410, like a Kubernetes watch's "too old" answer).
 	EventsExpired Code = "EVENTS_EXPIRED"

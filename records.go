@@ -58,7 +58,11 @@ type Dialog struct {
 	Title    string         `json:"title"`
 	Text     string         `json:"text,omitempty"`
 	Options  []DialogOption `json:"options"`
-	ShownAt  time.Time      `json:"shown_at"`
+	// ApproveKey and DenyKey are the keys of the options `nudge approve` and `nudge
+	// deny` pick ("" when none reads as yes or no).
+	ApproveKey string    `json:"approve_key,omitempty"`
+	DenyKey    string    `json:"deny_key,omitempty"`
+	ShownAt    time.Time `json:"shown_at"`
 }
 
 // DialogOption is one answer of a Dialog: the tmux key that picks it and its label.

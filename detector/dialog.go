@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
@@ -151,7 +152,9 @@ func ParseDialog(p *Pack, screen string) *nudge.Dialog {
 	for _, o := range opts {
 		h.Write([]byte("\x00" + o.Key + "\x01" + o.Label))
 	}
-	return &nudge.Dialog{DialogID: hex.EncodeToString(h.Sum(nil))[:12], Title: title, Text: text, Options: opts}
+	dl := &nudge.Dialog{DialogID: hex.EncodeToString(h.Sum(nil))[:12], Title: title, Text: text, Options: opts}
+	dl.ApproveKey, dl.DenyKey = DialogChoice(p, dl, true), DialogChoice(p, dl, false)
+	return dl
 }
 
 // shortcutKey is the tmux key name of a shortcut a dialog shows ("esc" → Escape).
@@ -181,4 +184,14 @@ func DialogChoice(p *Pack, d *nudge.Dialog, yes bool) string {
 		}
 	}
 	return ""
+}
+
+// DialogNow captures rt's pane now and reads the approval dialog on it (nil when none is
+// shown, or its pack reads none).
+func (m *Monitor) DialogNow(ctx context.Context, rt nudge.Runtime) (*nudge.Dialog, error) {
+	sc, err := m.capture(ctx, rt)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDialog(m.packFor(rt), nudge.StripANSI(sc.text)), nil
 }

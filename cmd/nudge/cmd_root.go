@@ -22,6 +22,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/buildinfo"
+	"github.com/nudgehq/nudge/cmd/nudge/dialogs"
 	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
@@ -70,7 +71,11 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		deregisterCmd(env))
 	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), auditCmd(env),
 		eventsCmd(env))
-	add("operator", watchCmd(env), attachCmd(env), switchCmd(env))
+	add("operator", append([]*cobra.Command{watchCmd(env), attachCmd(env), switchCmd(env)}, dialogs.Commands(dialogs.CLI{Usage: usagef, Stdout: env.stdout,
+		WithClient: func(c *cobra.Command) func() *api.Client {
+			o := addClientFlags(c)
+			return func() *api.Client { return o.client(env) }
+		}})...)...)
 	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
 	root.SetHelpCommandGroupID("daemon")
 	root.SetCompletionCommandGroupID("daemon")

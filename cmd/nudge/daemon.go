@@ -14,6 +14,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/agentrecord"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/dialogs"
 	"github.com/nudgehq/nudge/cmd/nudge/doctor"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
@@ -33,7 +34,7 @@ type daemon struct {
 	cfg     serveConfig
 	log     hclog.Logger
 	started time.Time
-	tmux    *api.Tmux // the tmux version and what is degraded on it (checkTmux)
+	tmux    *api.Tmux // the tmux version and what is degraded on it (doctor.CheckTmux)
 
 	db       *store.DB
 	hub      *eventstream.Hub
@@ -81,7 +82,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	}
 	doctor.ProfileOverrides(cfg.ProfileDir, d.profiles).Log(d.log)
 	d.acks = ack.NewTracker(ack.TrackerConfig{Signals: h.ackSignals, Working: h.recordWorking, RecordLive: h.recordLive})
-	if d.tmux, err = checkTmux(ctx, cfg.Panes, d.log); err != nil {
+	if d.tmux, err = doctor.CheckTmux(ctx, cfg.Panes, d.log); err != nil {
 		return nil, err
 	}
 	if d.reg, err = panes.Open(ctx, registryConfig(cfg, d, h), d.db); err != nil {
@@ -280,6 +281,9 @@ func openServer(cfg serveConfig, d *daemon) (*server.Server, error) {
 		Auth: d.auth, Tokens: d.auth, Policy: d.auth.Policy(),
 		Runtimes: d.reg, Panes: d.reg, Triggers: d.pipe, Acks: d.acks, Store: d.db, Schedules: d.sched,
 		Events: d.hub, Metrics: d.obs,
+		Dialogs: dialogs.New(dialogs.Config{Screen: d.mon.DialogNow, Busy: d.mon.Collision, Reclassify: d.mon.Reclassify,
+			Conn:     func(ws string) (dialogs.Doer, error) { return d.reg.Conn(ws) },
+			OnAnswer: d.hooks.onAnswer}),
 	})
 }
 

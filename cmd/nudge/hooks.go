@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,7 @@ type hooks struct {
 	socket       string
 	log          hclog.Logger
 	ready        atomic.Bool
+	shown        sync.Map // runtime id → the id of the last dialog put on the event stream
 }
 
 // ackSignals is the ack signals of a runtime's profile (the ack tracker asks).
@@ -97,9 +99,25 @@ func (h *hooks) onReadiness(runtimeID string, c detector.Classification, busy bo
 		return
 	}
 	h.d.obs.Workspace(ws)
+	if prev, _ := h.shown.Swap(runtimeID, dialogKey(c.Dialog)); c.Dialog != nil && prev != c.Dialog.DialogID {
+		h.d.hub.Publish(Event{Type: "dialog_shown", Workspace: ws, Detail: mustJSON(map[string]any{"runtime_id": runtimeID, "dialog": c.Dialog})})
+	}
 	if !busy && c.State == nudge.Ready {
 		h.d.pipe.Kick(runtimeID)
 	}
+}
+
+func dialogKey(d *nudge.Dialog) string {
+	if d == nil {
+		return ""
+	}
+	return d.DialogID
+}
+
+// onAnswer puts an answered dialog on the event stream (the audit record is the server's).
+func (h *hooks) onAnswer(rt nudge.Runtime, d nudge.Dialog, opt nudge.DialogOption, who, reason string) {
+	h.d.hub.Publish(Event{Type: "dialog_answered", Workspace: rt.WorkspaceID, Detail: mustJSON(map[string]any{
+		"runtime_id": rt.RuntimeID, "dialog_id": d.DialogID, "title": d.Title, "option": opt, "by": who, "reason": reason})})
 }
 
 // onHumanDone sends the orchestrator a synchronisation trigger after a human intervened

@@ -317,7 +317,11 @@ func (ft *fullTurns) approval() {
 	if held.InjectedAt != nil || held.State == "submitted" || strings.Contains(ft.screen(), "sent while the dialog") {
 		ft.t.Fatalf("typed into the approval dialog: %+v\nstory: %s\ntool: %s\nscreen:\n%s", held, story(ft.td.audit("held")), story(ft.td.audit("tool")), ft.screen())
 	}
-	ft.td.tmux(append([]string{"send-keys", "-t", ft.rt.PaneID}, ft.c.approve...)...)
+	if ft.pack.Dialog != nil {
+		ft.answerDialog("approve")
+	} else {
+		ft.td.tmux(append([]string{"send-keys", "-t", ft.rt.PaneID}, ft.c.approve...)...)
+	}
 	ft.waitAcked("tool")
 	// Acked (the prompt is in the agent's record) comes before the approved command ran.
 	approved := filepath.Join(ft.td.cfg.Panes.Roots[0], "approved.txt")
@@ -333,6 +337,42 @@ func (ft *fullTurns) approval() {
 	ft.waitReady("held")
 	ft.mark("READY", "approved, the held trigger's turn over")
 	ft.t.Logf("trigger held by the approval dialog: %s", events(ft.td.audit("held")))
+}
+
+// answerDialog answers the runtime's open dialog through nudge (POST .../answer) with
+// choice: first with a dialog id that is not the one on screen (409 DIALOG_CHANGED,
+// nothing typed), then with a token that may trigger but not answer (403), then as asked.
+func (ft *fullTurns) answerDialog(choice string) {
+	ft.t.Helper()
+	var rt runtimeView
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && rt.Dialog == nil; time.Sleep(50 * time.Millisecond) {
+		ft.td.c.do(t0(), "GET", "/v1/runtimes/"+ft.rt.RuntimeID, nil, &rt)
+	}
+	if rt.Dialog == nil || len(rt.Dialog.Options) < 2 || rt.Dialog.ApproveKey == "" || rt.Dialog.DenyKey == "" {
+		ft.t.Fatalf("no dialog read on the runtime: %+v\nscreen:\n%s", rt.Dialog, ft.screen())
+	}
+	ft.t.Logf("dialog %s %q: %+v", rt.Dialog.DialogID, rt.Dialog.Title, rt.Dialog.Options)
+	path := "/v1/runtimes/" + ft.rt.RuntimeID + "/answer"
+	err := ft.td.c.do(t0(), "POST", path, map[string]any{"dialog_id": "000000000000", "choice": choice, "reason": "test"}, nil)
+	wantAPIError(ft.t, "stale dialog id", err, "DIALOG_CHANGED", rt.Dialog.DialogID)
+	tok := ft.td.issue(ft.t, "--subject", "bot", "--workspace", ft.rt.WorkspaceID, "--verbs", "trigger", "--ttl", "1h")
+	err = ft.td.as(tok).do(t0(), "POST", path, map[string]any{"dialog_id": rt.Dialog.DialogID, "choice": choice, "reason": "no verb"}, nil)
+	wantAPIError(ft.t, "token without answer", err, "FORBIDDEN", "may not answer")
+	var refused []nudge.AuditRecord
+	ft.td.c.do(t0(), "GET", "/v1/audit?event=api_refused", nil, &refused)
+	if len(refused) == 0 || !strings.Contains(refused[len(refused)-1].Reason, "/answer") || !strings.HasPrefix(refused[len(refused)-1].Subject, "bot") {
+		ft.t.Errorf("the refused answer is not audited: %+v", refused)
+	}
+	out, errOut, code := ft.td.runCLI(choice, ft.rt.RuntimeID, "--dialog", rt.Dialog.DialogID, "--reason", "the test "+choice+"s")
+	if code != 0 || !strings.Contains(out, "answered "+ft.rt.RuntimeID) {
+		ft.t.Fatalf("nudge %s: %d %s %s\nscreen:\n%s", choice, code, out, errOut, ft.screen())
+	}
+	var answered []nudge.AuditRecord
+	ft.td.c.do(t0(), "GET", "/v1/audit?event=dialog_answered&runtime="+ft.rt.RuntimeID, nil, &answered)
+	if len(answered) == 0 || !strings.Contains(answered[len(answered)-1].Reason, "the test "+choice+"s") {
+		ft.t.Errorf("the answer is not audited with its reason: %+v", answered)
+	}
+	ft.t.Logf("nudge %s: %s", choice, strings.TrimSpace(out))
 }
 
 // waitModelGot waits until a model call holds the trigger's prompt.

@@ -86,6 +86,23 @@ type ReasonRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// AnswerRequest is POST /v1/runtimes/{id}/answer: the dialog (its dialog_id; "" = the one
+// on screen now), the choice (an option's key or 1-based number, or "approve"/"deny") and
+// the reason (required: it goes into the audit log).
+type AnswerRequest struct {
+	DialogID string `json:"dialog_id,omitempty"`
+	Choice   string `json:"choice"`
+	Reason   string `json:"reason"`
+}
+
+// Answered is the answer to POST /v1/runtimes/{id}/answer: the dialog as it was when the
+// key went, and the option picked.
+type Answered struct {
+	RuntimeID string             `json:"runtime_id"`
+	Dialog    nudge.Dialog       `json:"dialog"`
+	Option    nudge.DialogOption `json:"option"`
+}
+
 // Tail is GET /v1/runtimes/{id}/tail: the pane's last lines.
 type Tail struct {
 	RuntimeID  string    `json:"runtime_id"`

@@ -45,10 +45,12 @@ const (
 	VerbHeartbeat = "heartbeat"
 	VerbSpawn     = "spawn"
 	VerbAdmin     = "admin"
+	// VerbAnswer answers an agent's approval dialog (nudge answer, approve, deny).
+	VerbAnswer = "answer"
 )
 
 // Verbs lists every verb, in a stable order.
-var Verbs = []string{VerbRead, VerbTrigger, VerbAck, VerbHeartbeat, VerbSpawn, VerbAdmin}
+var Verbs = []string{VerbRead, VerbTrigger, VerbAck, VerbHeartbeat, VerbSpawn, VerbAdmin, VerbAnswer}
 
 // AllWorkspaces in Claims.Workspaces means every workspace.
 const AllWorkspaces = "*"

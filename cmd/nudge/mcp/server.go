@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -40,6 +41,7 @@ func NewServer(c *api.Client, version string) *sdk.Server {
 	addTrigger(s, t)
 	add(s, "get_trigger", "Get a trigger's receipt; with wait (e.g. \"30s\") hold the answer until it is closed.", t.getTrigger)
 	add(s, "ack", "Acknowledge a trigger (the agent took the prompt up).", t.ack)
+	add(s, "answer_dialog", "Answer the approval dialog a runtime's agent shows (get_runtime's dialog): choice is an option's key or number, or approve/deny. Typed only if that dialog_id is still on screen (else DIALOG_CHANGED with what is there now); the reason goes into the audit log.", t.answerDialog)
 	return s
 }
 
@@ -175,6 +177,23 @@ func (t *tools) resume(ctx context.Context, in RuntimeArgs) (api.Runtime, error)
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	return t.c.Resume(ctx, in.RuntimeID, "")
+}
+
+// AnswerArgs are answer_dialog's arguments (POST /v1/runtimes/{id}/answer).
+type AnswerArgs struct {
+	RuntimeID string `json:"runtime_id" jsonschema:"the runtime id (rt_WORKSPACE.ROLE), from list_runtimes"`
+	DialogID  string `json:"dialog_id,omitempty" jsonschema:"the dialog's id from get_runtime: answer only if it is still the one on screen"`
+	Choice    string `json:"choice" jsonschema:"an option's key or number, or approve or deny"`
+	Reason    string `json:"reason" jsonschema:"why (kept in the audit log)"`
+}
+
+func (t *tools) answerDialog(ctx context.Context, in AnswerArgs) (api.Answered, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var out api.Answered
+	err := t.c.Do(ctx, "POST", "/v1/runtimes/"+url.PathEscape(in.RuntimeID)+"/answer",
+		api.AnswerRequest{DialogID: in.DialogID, Choice: in.Choice, Reason: in.Reason}, &out)
+	return out, err
 }
 
 // TailArgs are tail's arguments.

@@ -29,6 +29,12 @@ type Deps struct {
 	Schedules Schedules
 	Events    Events
 	Metrics   Metrics
+	Dialogs   Dialogs // nil: POST /v1/runtimes/{id}/answer answers 503
+}
+
+// Dialogs answers an agent's approval dialog (satisfied by *dialogs.Answerer).
+type Dialogs interface {
+	Answer(ctx context.Context, rt nudge.Runtime, dialogID, choice, who, reason string) (nudge.Dialog, nudge.DialogOption, error)
 }
 
 // check reports a required dependency that is missing.

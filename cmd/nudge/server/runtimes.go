@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -214,6 +216,46 @@ func (a lifecycleAPI) setPaused(w http.ResponseWriter, r *http.Request, c auth.C
 	s.auditCall(r, c, ev, rt.RuntimeID, rt.WorkspaceID, b.Reason)
 	s.deps.Triggers.Kick(rt.RuntimeID)
 	writeJSON(w, http.StatusOK, view(s, rt))
+}
+
+// handleAnswer answers the runtime's approval dialog (nudge answer, approve, deny): the
+// caller's identity and reason go into the audit log, refused attempts too.
+func (a lifecycleAPI) handleAnswer(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
+	rt, ok := s.deps.Runtimes.Get(r.PathValue("id"))
+	if !ok || !c.Sees(rt.WorkspaceID) {
+		s.fail(w, r, unknownRuntime(r.PathValue("id")))
+		return
+	}
+	var b api.AnswerRequest
+	if err := s.decode(w, r, &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	why := b.Reason
+	if err := c.AllowRuntime(auth.VerbAnswer, rt.RuntimeID, rt.WorkspaceID); err != nil {
+		s.auditCall(r, c, "dialog_answer_refused", rt.RuntimeID, rt.WorkspaceID, err.Error()+"; reason given: "+why)
+		s.fail(w, r, err)
+		return
+	}
+	if strings.TrimSpace(b.Reason) == "" || b.Choice == "" {
+		s.fail(w, r, badRequest("choice and reason are required (the reason goes into the audit log)"))
+		return
+	}
+	if s.deps.Dialogs == nil {
+		s.fail(w, r, &api.Error{ErrorCode: nudge.Unavailable, Message: "this daemon cannot answer dialogs"})
+		return
+	}
+	d, opt, err := s.deps.Dialogs.Answer(r.Context(), rt, b.DialogID, b.Choice, c.Subject, b.Reason)
+	if err != nil {
+		s.auditCall(r, c, "dialog_answer_refused", rt.RuntimeID, rt.WorkspaceID, err.Error()+"; reason given: "+why)
+		s.fail(w, r, err)
+		return
+	}
+	s.auditCall(r, c, "dialog_answered", rt.RuntimeID, rt.WorkspaceID,
+		fmt.Sprintf("%s: %q → %s (%s); reason: %s", d.DialogID, d.Title, opt.Label, opt.Key, b.Reason))
+	s.deps.Triggers.Kick(rt.RuntimeID) // a trigger the dialog held goes once the agent is READY
+	writeJSON(w, http.StatusOK, api.Answered{RuntimeID: rt.RuntimeID, Dialog: d, Option: opt})
 }
 
 func (a lifecycleAPI) handleHeartbeat(w http.ResponseWriter, r *http.Request, c auth.Caller) {

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 	"github.com/nudgehq/nudge/panes"
 )
 
-// checkTmux asks the daemon's tmux binary for its version (`tmux -V`, through ssh when
+// CheckTmux asks the daemon's tmux binary for its version (`tmux -V`, through ssh when
 // --ssh-host is set), refuses a tmux older than controlmode.MinVersion and logs what is
 // degraded on it. A tmux that cannot be run is left to the connections to report (the
 // registry retries them); the result is then nil.
-func checkTmux(ctx context.Context, p panes.Config, log hclog.Logger) (*api.Tmux, error) {
+func CheckTmux(ctx context.Context, p panes.Config, log hclog.Logger) (*api.Tmux, error) {
 	bin := p.Tmux
 	if bin == "" {
 		bin = "tmux"
