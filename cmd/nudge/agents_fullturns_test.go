@@ -87,6 +87,15 @@ func TestOpenCodeApprovalDenied(t *testing.T) {
 		"Right", "Right", "Enter") // "Allow once  Allow always  [Reject]"
 }
 
+// TestClaudeDialogDenied and TestCodexDialogDenied deny the dialog with `nudge deny`.
+func TestClaudeDialogDenied(t *testing.T) {
+	testApprovalDenied(t, agentCase{agent: "claude", env: "NUDGE_TEST_CLAUDE", pkg: "@anthropic-ai/claude-code", api: standin.Messages})
+}
+
+func TestCodexDialogDenied(t *testing.T) {
+	testApprovalDenied(t, agentCase{agent: "codex", env: "NUDGE_TEST_CODEX", pkg: "@openai/codex", api: standin.Responses})
+}
+
 func testApprovalDenied(t *testing.T, c agentCase, deny ...string) {
 	ft := startFullTurns(t, c)
 	ft.send("tool", "create the file standin:tool=`touch denied.txt`")
@@ -106,7 +115,11 @@ func testApprovalDenied(t *testing.T, c agentCase, deny ...string) {
 	if held.InjectedAt != nil || held.State == "submitted" || strings.Contains(ft.screen(), "sent while the dialog") {
 		t.Fatalf("typed into the approval dialog: %+v\nscreen:\n%s", held, ft.screen())
 	}
-	ft.td.tmux(append([]string{"send-keys", "-t", ft.rt.PaneID}, deny...)...)
+	if deny == nil {
+		ft.answerDialog("deny") // through nudge: the pack reads the dialog
+	} else {
+		ft.td.tmux(append([]string{"send-keys", "-t", ft.rt.PaneID}, deny...)...)
+	}
 	ft.waitAcked("held")
 	ft.waitReady("held")
 	if _, err := os.Stat(filepath.Join(ft.td.cfg.Panes.Roots[0], "denied.txt")); err == nil {
