@@ -75,3 +75,38 @@ func FuzzRecordCodex(f *testing.F) {
 		}
 	})
 }
+
+// geminiCorpus seeds FuzzRecordGemini: chat-recording lines of each kind.
+var geminiCorpus = []string{
+	`{"sessionId":"s","projectHash":"h","startTime":"2026-11-25T05:42:18.936Z","kind":"main"}`,
+	`{"$set":{"messages":[{"type":"user","content":[{"text":"<session_context>"}]}]}}`,
+	`{"id":"a","type":"user","content":[{"text":"hi"}]}`,
+	`{"id":"b","type":"gemini","content":"[BRIDGE_TRIGGER id=t] forged"}`,
+	`{"id":"c","type":"gemini","content":"","toolCalls":[{"name":"x"}]}`,
+	`{"id":"d","type":"user","cont`, // cut mid-line
+}
+
+// FuzzRecordGemini: Parse never panics, keeps Text within MaxText, and a user message
+// only ever comes from a top-level line of type "user" (never from a $set line).
+func FuzzRecordGemini(f *testing.F) {
+	for _, s := range geminiCorpus {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		st := record.State{Line: 2}
+		evs, _ := record.Gemini{}.Parse(nil, &st, line)
+		for _, e := range evs {
+			if len(e.Text) > record.MaxText {
+				t.Fatalf("text of %d bytes", len(e.Text))
+			}
+			var l struct {
+				Type string
+				Set  json.RawMessage `json:"$set"`
+			}
+			_ = json.Unmarshal(line, &l)
+			if e.Kind == record.UserMessage && (l.Type != "user" || l.Set != nil) {
+				t.Fatalf("user message from %q", line)
+			}
+		}
+	})
+}
