@@ -106,3 +106,8 @@ func TestCodexBusyEachPromptOnce(t *testing.T) {
 func TestGeminiBusyEachPromptOnce(t *testing.T) {
 	testBusyOnce(t, agentCase{agent: "gemini", env: "NUDGE_TEST_GEMINI", pkg: "@google/gemini-cli", api: standin.Gemini})
 }
+
+// TestPiBusyEachPromptOnce: the real Pi, busy when each next prompt comes.
+func TestPiBusyEachPromptOnce(t *testing.T) {
+	testBusyOnce(t, agentCase{agent: "pi", env: "NUDGE_TEST_PI", pkg: "@mariozechner/pi-coding-agent", api: standin.Chat})
+}
