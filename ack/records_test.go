@@ -1,6 +1,7 @@
 package ack
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -123,7 +124,7 @@ func TestReplyBounded(t *testing.T) {
 // the wait begins, with its evidence; one seen while it waits is acked then, queued or not.
 func TestTrackerRecordAck(t *testing.T) {
 	k := NewTracker(TrackerConfig{})
-	if k.RecordAck("early", "/r:1") {
+	if k.RecordAck("w.a", "early", "/r:1") {
 		t.Fatal("acked a trigger nobody waits for")
 	}
 	k.Expect(trig("early", "w.a"))
@@ -132,11 +133,23 @@ func TestTrackerRecordAck(t *testing.T) {
 	}
 	k.Expect(trig("late", "w.a"))
 	k.Queued("late")
-	if !k.RecordAck("late", "/r:7") {
+	if !k.RecordAck("w.a", "late", "/r:7") {
 		t.Fatal("late not acked")
 	}
 	if sig, err := k.Wait(t.Context(), "late"); err != nil || sig != SignalRecord {
 		t.Fatalf("late: %q %v", sig, err)
+	}
+	// Another runtime's record (two agents in one directory) acks nothing of this one's.
+	k.Expect(trig("other", "w.a"))
+	if k.RecordAck("w.b", "other", "/r:9") {
+		t.Fatal("acked by another runtime's record")
+	}
+	k.RecordAck("w.b", "early2", "/r:10")
+	k.Expect(trig("early2", "w.a"))
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := k.Wait(ctx, "early2"); err == nil {
+		t.Fatal("acked at Expect by another runtime's record")
 	}
 }
 

@@ -55,8 +55,8 @@ type Tracker struct {
 	pending  map[string]*pending  // by trigger id
 	runtimes map[string]*watchset // by runtime id
 	// recorded: prompts seen in a record before their ack wait began (a record read
-	// again after a restart, or faster than the pipeline), by trigger id → evidence;
-	// recOrder bounds it.
+	// again after a restart, or faster than the pipeline), by runtime id NUL trigger id
+	// → evidence; recOrder bounds it.
 	recorded map[string]string
 	recOrder []string
 }
@@ -100,7 +100,7 @@ func (k *Tracker) Expect(t nudge.Trigger) {
 		k.watch(t.RuntimeID).pending[t.TriggerID] = p
 	}
 	p.since = k.cfg.Now()
-	if ev, ok := k.recorded[t.TriggerID]; ok {
+	if ev := k.recorded[t.RuntimeID+"\x00"+t.TriggerID]; ev != "" {
 		p.evidence = ev
 		k.ackLocked(p, SignalRecord)
 	}
@@ -191,18 +191,21 @@ func (k *Tracker) APIAck(triggerID string) bool {
 // maxRecorded bounds the prompts remembered as seen in a record before their wait.
 const maxRecorded = 4096
 
-// RecordAck acks a trigger whose prompt the agent's record shows as a user message, at
+// RecordAck acks a trigger whose prompt runtimeID's record shows as a user message, at
 // evidence (file:line), whatever else the screen shows: queued or not, the agent has
-// it. A trigger not waited for yet is remembered, and Expect acks it at once. It reports
+// it. A trigger sent to another runtime is not acked by this one's record. A trigger not waited for yet is remembered, and Expect acks it at once. It reports
 // whether a waiting trigger was acked.
-func (k *Tracker) RecordAck(triggerID, evidence string) bool {
+func (k *Tracker) RecordAck(runtimeID, triggerID, evidence string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	p := k.pending[triggerID]
+	if p != nil && p.runtimeID != runtimeID {
+		return false // another runtime's record (two agents in one directory): not this one's prompt
+	}
 	if p == nil {
-		if _, ok := k.recorded[triggerID]; !ok {
-			k.recorded[triggerID] = evidence
-			k.recOrder = append(k.recOrder, triggerID)
+		if key := runtimeID + "\x00" + triggerID; k.recorded[key] == "" {
+			k.recorded[key] = evidence
+			k.recOrder = append(k.recOrder, key)
 			if len(k.recOrder) > maxRecorded {
 				delete(k.recorded, k.recOrder[0])
 				k.recOrder = k.recOrder[1:]
@@ -224,7 +227,7 @@ func (k *Tracker) Evidence(triggerID string) string {
 	if p := k.pending[triggerID]; p != nil {
 		return p.evidence
 	}
-	return k.recorded[triggerID]
+	return ""
 }
 
 // Working reports whether the runtime's record shows its agent mid-turn (see

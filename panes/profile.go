@@ -89,6 +89,10 @@ type Profile struct {
 	// StartTimeout bounds starting → ready; past it the runtime is failed with its screen as
 	// evidence. 0 = the registry's default (Config.StartTimeout).
 	StartTimeout time.Duration
+	// SessionIDFlag is the flag that names a new session at launch (Claude Code's and
+	// Gemini CLI's "--session-id"): a spawn gives the agent a fresh UUID with it, so that
+	// its session id, and the file of its record, are known from the start. "" = none.
+	SessionIDFlag string
 	// Record names the reader of the agent's own session record (ack/record: "claude",
 	// "codex", ...): its prompts and turns are read there, acks and replies come from it
 	// ("record" joins AckSignals). "" = none: acks rest on the screen and the marker.
@@ -128,6 +132,7 @@ type profileFile struct {
 	ReadyOn          string            `json:"ready_on"`
 	StartTimeout     string            `json:"start_timeout"`
 	Record           string            `json:"record"`
+	SessionIDFlag    string            `json:"session_id_flag"`
 	AckHint          *bool             `json:"ack_hint"`
 }
 
@@ -260,7 +265,7 @@ func (f profileFile) profile() (Profile, error) {
 		SessionIDValid: f.SessionIDValid, Pack: f.Pack, QueuesInput: f.QueuesInput,
 		AckSignals: f.AckSignals, SubmittedIsAck: f.SubmittedIsAck, SendsHeartbeats: f.SendsHeartbeats,
 		ResumeInteractive: f.ResumeInteract, DoneMarker: strings.TrimSpace(f.DoneMarker),
-		RestartOnExit: f.RestartOnExit, ReadyOn: f.ReadyOn, Record: f.Record,
+		RestartOnExit: f.RestartOnExit, ReadyOn: f.ReadyOn, Record: f.Record, SessionIDFlag: f.SessionIDFlag,
 		AckHint: f.Record == "",
 	}
 	if f.AckHint != nil {
@@ -328,6 +333,9 @@ func (p *Profile) finish() error {
 		if !slices.Contains(ackSignalNames, s) {
 			return fmt.Errorf("ack_signals: unknown signal %q", s)
 		}
+	}
+	if p.SessionIDFlag != "" && !strings.HasPrefix(p.SessionIDFlag, "-") {
+		return fmt.Errorf("session_id_flag %q: want a flag such as --session-id", p.SessionIDFlag)
 	}
 	if p.Record != "" {
 		if _, err := record.Lookup(p.Record); err != nil {

@@ -2,6 +2,8 @@ package panes
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -82,7 +84,21 @@ func (r *Registry) prepareSpawn(req SpawnRequest) (nudge.Runtime, []string, erro
 	}
 	rt := r.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
 	rt.SessionID, rt.Dir, rt.Argv, rt.Managed = req.SessionID, dir, base, true
+	if prof.SessionIDFlag != "" && req.SessionID == "" && len(req.Argv) == 0 {
+		// A new session named at launch (the base argv, for a later fresh start, keeps none).
+		rt.SessionID = newSessionID()
+		argv = slices.Insert(argv, 1, prof.SessionIDFlag, rt.SessionID)
+	}
 	return rt, argv, nil
+}
+
+// newSessionID is a random (version 4) UUID.
+func newSessionID() string {
+	var b [16]byte
+	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // checkNames validates workspace, role and profile ("" means codex).

@@ -26,8 +26,8 @@ func next(t *testing.T, r Reader) Event {
 			t.Fatalf("reader ended: %v", r.Err())
 		}
 		return e
-	case <-time.After(10 * time.Second):
-		t.Fatal("no event")
+	case <-time.After(30 * time.Second): // generous: a loaded CI machine under -race
+		t.Fatalf("no event (path %q)", r.Path())
 	}
 	return Event{}
 }

@@ -34,7 +34,7 @@ type Config struct {
 	Profiles map[string]panes.Profile
 	// Acks takes a prompt seen in a record as its trigger's ack.
 	Acks interface {
-		RecordAck(triggerID, evidence string) bool
+		RecordAck(runtimeID, triggerID, evidence string) bool
 	}
 	// Runtimes: the session id read from a record is written to its runtime.
 	Runtimes interface {
@@ -116,6 +116,12 @@ func (w *Watcher) Runtime(rt nudge.Runtime) {
 	delete(w.degraded, rt.RuntimeID)
 	w.mu.Unlock()
 	s := record.Spec{Spawned: start.Add(-time.Second), Dir: rt.Dir, Home: w.cfg.Getenv("HOME"), Env: map[string]string{}}
+	if !start.After(rt.CreatedAt.Add(time.Second)) {
+		// The runtime's first program (or one running before the daemon started): its
+		// session id names its record (given at launch, or read before). A relaunch may
+		// start another session: its record is the newest since.
+		s.SessionID = rt.SessionID
+	}
 	for _, k := range envVars {
 		if v := w.cfg.Getenv(k); v != "" {
 			s.Env[k] = v
@@ -160,7 +166,7 @@ func (w *Watcher) Close() {
 
 func (w *Watcher) onPrompt(runtimeID, triggerID, evidence string) {
 	if w.cfg.Acks != nil {
-		w.cfg.Acks.RecordAck(triggerID, evidence)
+		w.cfg.Acks.RecordAck(runtimeID, triggerID, evidence)
 	}
 }
 

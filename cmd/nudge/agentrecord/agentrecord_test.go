@@ -18,7 +18,7 @@ type acks struct {
 	got map[string]string
 }
 
-func (a *acks) RecordAck(id, ev string) bool {
+func (a *acks) RecordAck(_, id, ev string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.got[id] = ev
