@@ -23,8 +23,14 @@ type Reply struct {
 // runtime's reader goroutine and must not block for long.
 type RecordsConfig struct {
 	// OnPrompt: a trigger's prompt is in the record as a user message (evidence:
-	// file:line). The agent has it: it is never to be given again.
-	OnPrompt func(runtimeID, triggerID, evidence string)
+	// file:line). The agent has it: it is never to be given again. It answers whose
+	// trigger it was (Tracker.RecordAck): the first of this runtime's own proves the
+	// record is this runtime's (Live); one of another runtime's proves it is not, and the
+	// reader ends with OnForeign.
+	OnPrompt func(runtimeID, triggerID, evidence string) RecordOwner
+	// OnForeign: the record at path is another runtime's (two agents in one directory);
+	// the caller follows again, passing path over (record.Spec.Exclude).
+	OnForeign func(runtimeID, path string)
 	// OnReply: the turn that took the trigger's prompt ended.
 	OnReply func(runtimeID, triggerID string, r Reply)
 	// OnSession: the record names the agent's session id.
@@ -58,6 +64,7 @@ type follow struct {
 
 	mu      sync.Mutex
 	live    bool              // the record was found and is being read
+	mine    bool              // it showed a prompt of this runtime's: it is this runtime's record
 	inTurn  bool              // the record shows a turn open
 	seen    map[string]string // trigger id → evidence of its user message
 	order   []string          // seen's keys, oldest first (bounded)
@@ -158,10 +165,11 @@ func (rs *Records) Working(runtimeID string) bool {
 	}
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
-	return fl.live && fl.inTurn
+	return fl.live && fl.mine && fl.inTurn
 }
 
-// Live reports whether runtimeID's record was found and is being read.
+// Live reports whether runtimeID's record is being read and has shown a prompt sent to
+// this runtime (so it is this runtime's, not a neighbour's in the same directory).
 func (rs *Records) Live(runtimeID string) bool {
 	fl := rs.get(runtimeID)
 	if fl == nil {
@@ -169,7 +177,7 @@ func (rs *Records) Live(runtimeID string) bool {
 	}
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
-	return fl.live
+	return fl.live && fl.mine
 }
 
 func (rs *Records) run(runtimeID string, fl *follow) {
@@ -215,8 +223,21 @@ func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 		}
 		fl.mu.Unlock()
 		for _, id := range fresh {
-			if rs.cfg.OnPrompt != nil {
-				rs.cfg.OnPrompt(runtimeID, id, evidence(ev))
+			if rs.cfg.OnPrompt == nil {
+				continue
+			}
+			switch rs.cfg.OnPrompt(runtimeID, id, evidence(ev)) {
+			case RecordMine:
+				fl.mu.Lock()
+				fl.mine = true
+				fl.mu.Unlock()
+			case RecordForeign:
+				fl.mu.Lock()
+				mine := fl.mine
+				fl.mu.Unlock()
+				if !mine && rs.cfg.OnForeign != nil {
+					go rs.cfg.OnForeign(runtimeID, ev.File) // it replaces this reader: not on its goroutine
+				}
 			}
 		}
 	case record.TurnStarted:

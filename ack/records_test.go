@@ -53,10 +53,11 @@ func TestRecordsTurn(t *testing.T) {
 	got := make(chan struct{}, 16)
 	rs := NewRecords(RecordsConfig{
 		Open: func(record.Format, record.Spec) record.Reader { return fr },
-		OnPrompt: func(rt, id, ev string) {
+		OnPrompt: func(rt, id, ev string) RecordOwner {
 			mu.Lock()
 			prompts[id] = ev
 			mu.Unlock()
+			return RecordMine
 		},
 		OnReply: func(rt, id string, r Reply) {
 			mu.Lock()
@@ -124,7 +125,7 @@ func TestReplyBounded(t *testing.T) {
 // the wait begins, with its evidence; one seen while it waits is acked then, queued or not.
 func TestTrackerRecordAck(t *testing.T) {
 	k := NewTracker(TrackerConfig{})
-	if k.RecordAck("w.a", "early", "/r:1") {
+	if k.RecordAck("w.a", "early", "/r:1") != RecordUnknown {
 		t.Fatal("acked a trigger nobody waits for")
 	}
 	k.Expect(trig("early", "w.a"))
@@ -133,7 +134,7 @@ func TestTrackerRecordAck(t *testing.T) {
 	}
 	k.Expect(trig("late", "w.a"))
 	k.Queued("late")
-	if !k.RecordAck("w.a", "late", "/r:7") {
+	if k.RecordAck("w.a", "late", "/r:7") != RecordMine {
 		t.Fatal("late not acked")
 	}
 	if sig, err := k.Wait(t.Context(), "late"); err != nil || sig != SignalRecord {
@@ -141,7 +142,7 @@ func TestTrackerRecordAck(t *testing.T) {
 	}
 	// Another runtime's record (two agents in one directory) acks nothing of this one's.
 	k.Expect(trig("other", "w.a"))
-	if k.RecordAck("w.b", "other", "/r:9") {
+	if k.RecordAck("w.b", "other", "/r:9") != RecordForeign {
 		t.Fatal("acked by another runtime's record")
 	}
 	k.RecordAck("w.b", "early2", "/r:10")

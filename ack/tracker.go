@@ -193,14 +193,14 @@ const maxRecorded = 4096
 
 // RecordAck acks a trigger whose prompt runtimeID's record shows as a user message, at
 // evidence (file:line), whatever else the screen shows: queued or not, the agent has
-// it. A trigger sent to another runtime is not acked by this one's record. A trigger not waited for yet is remembered, and Expect acks it at once. It reports
-// whether a waiting trigger was acked.
-func (k *Tracker) RecordAck(runtimeID, triggerID, evidence string) bool {
+// it. A trigger sent to another runtime is not acked by this one's record; one not waited
+// for yet is remembered, and Expect acks it at once. It says whose prompt it was.
+func (k *Tracker) RecordAck(runtimeID, triggerID, evidence string) RecordOwner {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	p := k.pending[triggerID]
 	if p != nil && p.runtimeID != runtimeID {
-		return false // another runtime's record (two agents in one directory): not this one's prompt
+		return RecordForeign // another runtime's record (two agents in one directory)
 	}
 	if p == nil {
 		if key := runtimeID + "\x00" + triggerID; k.recorded[key] == "" {
@@ -211,14 +211,26 @@ func (k *Tracker) RecordAck(runtimeID, triggerID, evidence string) bool {
 				k.recOrder = k.recOrder[1:]
 			}
 		}
-		return false
+		return RecordUnknown
 	}
 	if p.evidence == "" {
 		p.evidence = evidence
 	}
 	k.ackLocked(p, SignalRecord)
-	return true
+	return RecordMine
 }
+
+// RecordOwner says whose prompt a record showed (RecordAck).
+type RecordOwner uint8
+
+const (
+	// RecordUnknown: no trigger waits on that id (typed by hand, or not waited for yet).
+	RecordUnknown RecordOwner = iota
+	// RecordMine: a trigger sent to this runtime; it is acked.
+	RecordMine
+	// RecordForeign: a trigger sent to another runtime: the record is not this one's.
+	RecordForeign
+)
 
 // Evidence returns where a trigger's ack was seen ("" when its signal carries none).
 func (k *Tracker) Evidence(triggerID string) string {

@@ -51,7 +51,7 @@ func (c Claude) Locate(s Spec) (string, error) {
 		}
 		return p, nil
 	}
-	return newestSince(dir, ".jsonl", s.Spawned)
+	return newestSince(dir, ".jsonl", s)
 }
 
 // Dirs implements Dirser: the transcript appears in the project's folder.
@@ -59,8 +59,10 @@ func (c Claude) Dirs(s Spec) []string {
 	return []string{filepath.Join(c.Root(s), "projects", claudeProject(s.Dir))}
 }
 
-// newestSince returns the newest regular file in dir ending in ext modified at or after t.
-func newestSince(dir, ext string, t time.Time) (string, error) {
+// newestSince returns the newest regular file in dir ending in ext modified at or after
+// s.Spawned and not in s.Exclude.
+func newestSince(dir, ext string, s Spec) (string, error) {
+	t := s.Spawned
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return "", ErrNotYet
@@ -68,7 +70,7 @@ func newestSince(dir, ext string, t time.Time) (string, error) {
 	var best string
 	var bestT time.Time
 	for _, e := range ents {
-		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ext) {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ext) || excluded(s, filepath.Join(dir, e.Name())) {
 			continue
 		}
 		fi, err := e.Info()
@@ -81,6 +83,18 @@ func newestSince(dir, ext string, t time.Time) (string, error) {
 		return "", ErrNotYet
 	}
 	return best, nil
+}
+
+// excluded reports whether p (or the file it resolves to) is in s.Exclude.
+func excluded(s Spec, p string) bool {
+	if len(s.Exclude) == 0 {
+		return false
+	}
+	if s.Exclude[p] {
+		return true
+	}
+	r, err := filepath.EvalSymlinks(p)
+	return err == nil && s.Exclude[r]
 }
 
 type claudeLine struct {

@@ -43,7 +43,7 @@ func (c Codex) Locate(s Spec) (string, error) {
 		return "", ErrNotYet
 	}
 	for _, d := range days {
-		if p, err := newestSince(filepath.Join(base, d.Format("2006/01/02")), ".jsonl", s.Spawned); err == nil {
+		if p, err := newestSince(filepath.Join(base, d.Format("2006/01/02")), ".jsonl", s); err == nil {
 			return p, nil
 		}
 	}

@@ -76,7 +76,7 @@ func (g Gemini) Locate(s Spec) (string, error) {
 		}
 		return m[len(m)-1], nil
 	}
-	return newestSince(dir, ".jsonl", s.Spawned)
+	return newestSince(dir, ".jsonl", s)
 }
 
 type geminiLine struct {

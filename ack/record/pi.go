@@ -57,7 +57,7 @@ func (p Pi) Locate(s Spec) (string, error) {
 		}
 		return m[len(m)-1], nil
 	}
-	return newestSince(dir, ".jsonl", s.Spawned)
+	return newestSince(dir, ".jsonl", s)
 }
 
 type piLine struct {

@@ -89,6 +89,9 @@ type Spec struct {
 	Home      string            // HOME of the CLI process
 	Env       map[string]string // the CLI's own directory variables: CODEX_HOME, CLAUDE_CONFIG_DIR, ...
 	SessionID string            // the session id named at launch or resumed; "" when unknown
+	// Exclude holds records found to be another runtime's (two agents in one directory):
+	// a search for the newest record passes them over.
+	Exclude map[string]bool
 }
 
 // Format is one CLI's record: where it lives and how a line reads. Implementations are

@@ -111,3 +111,51 @@ func TestGeminiBusyEachPromptOnce(t *testing.T) {
 func TestPiBusyEachPromptOnce(t *testing.T) {
 	testBusyOnce(t, agentCase{agent: "pi", env: "NUDGE_TEST_PI", pkg: "@mariozechner/pi-coding-agent", api: standin.Chat})
 }
+
+// testTwoInOneDir runs two runtimes of one CLI in the same directory, prompts to each in
+// turn: each prompt reaches the model once, each receipt is acked by its own runtime's
+// record and carries its own reply (a record is told apart by the prompts in it).
+func testTwoInOneDir(t *testing.T, c agentCase) {
+	c.script = busyReply(500 * time.Millisecond)
+	ft := startFullTurns(t, c)
+	var other runtimeView
+	if err := ft.td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: ft.rt.WorkspaceID, Role: "dev2", Agent: c.agent, Dir: ft.td.cfg.Panes.Roots[0]}, &other); err != nil {
+		t.Fatal(err)
+	}
+	ft.td.waitRuntime(other.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
+	var ids []string
+	for i := range 3 {
+		for _, role := range []string{ft.rt.Role, "dev2"} {
+			id := fmt.Sprintf("%s-%s-%d", c.agent, role, i)
+			if _, err := ft.td.trigger(map[string]any{"trigger_id": id, "workspace": ft.rt.WorkspaceID, "agent": role, "prompt": "task " + id}); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		time.Sleep(700 * time.Millisecond)
+	}
+	for _, id := range ids {
+		var tr nudge.Trigger
+		if err := ft.td.c.do(t0(), "GET", "/v1/triggers/"+id+"?wait=2m&for=reply", nil, &tr); err != nil || tr.State != "acked" ||
+			!strings.Contains(tr.Reply, id) || tr.Attempts != 1 {
+			t.Errorf("%s: %s signal=%s attempts=%d reply=%q %v\nstory: %s", id, tr.State, tr.AckSignal, tr.Attempts, tr.Reply, err, story(ft.td.audit(id)))
+			continue
+		}
+		t.Logf("%s: %s signal=%s reply=%q", id, tr.State, tr.AckSignal, tr.Reply)
+	}
+	time.Sleep(2 * time.Second)
+	reqs := ft.srv.Requests()
+	for _, id := range ids {
+		if n := standin.Count(reqs, id); n != 1 {
+			t.Errorf("%s: the model got the prompt %d times, want 1", id, n)
+		}
+	}
+}
+
+func TestClaudeTwoInOneDirectory(t *testing.T) {
+	testTwoInOneDir(t, agentCase{agent: "claude", env: "NUDGE_TEST_CLAUDE", pkg: "@anthropic-ai/claude-code", api: standin.Messages})
+}
+
+func TestCodexTwoInOneDirectory(t *testing.T) {
+	testTwoInOneDir(t, agentCase{agent: "codex", env: "NUDGE_TEST_CODEX", pkg: "@openai/codex", api: standin.Responses})
+}

@@ -34,7 +34,7 @@ type Config struct {
 	Profiles map[string]panes.Profile
 	// Acks takes a prompt seen in a record as its trigger's ack.
 	Acks interface {
-		RecordAck(runtimeID, triggerID, evidence string) bool
+		RecordAck(runtimeID, triggerID, evidence string) ack.RecordOwner
 	}
 	// Runtimes: the session id read from a record is written to its runtime.
 	Runtimes interface {
@@ -52,6 +52,12 @@ type Config struct {
 // envVars are the variables by which the CLIs move their own directories.
 var envVars = []string{"CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "XDG_DATA_HOME"}
 
+// following is what a runtime's reader follows.
+type following struct {
+	f    record.Format
+	spec record.Spec
+}
+
 // Watcher decides which runtimes' records are followed.
 type Watcher struct {
 	cfg Config
@@ -59,6 +65,7 @@ type Watcher struct {
 
 	mu       sync.Mutex
 	program  map[string]time.Time // runtime id → start of the program whose record is followed
+	follows  map[string]following // runtime id → what its reader follows
 	degraded map[string]string    // runtime id → why its record is not read
 }
 
@@ -70,9 +77,10 @@ func New(cfg Config) *Watcher {
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv
 	}
-	w := &Watcher{cfg: cfg, program: map[string]time.Time{}, degraded: map[string]string{}}
+	w := &Watcher{cfg: cfg, program: map[string]time.Time{}, follows: map[string]following{}, degraded: map[string]string{}}
 	w.rs = ack.NewRecords(ack.RecordsConfig{
 		OnPrompt:  w.onPrompt,
+		OnForeign: w.onForeign,
 		OnReply:   w.onReply,
 		OnSession: w.onSession,
 		OnFound:   w.onFound,
@@ -90,6 +98,7 @@ func (w *Watcher) Runtime(rt nudge.Runtime) {
 		w.mu.Lock()
 		_, had := w.program[rt.RuntimeID]
 		delete(w.program, rt.RuntimeID)
+		delete(w.follows, rt.RuntimeID)
 		w.mu.Unlock()
 		if had {
 			w.rs.Stop(rt.RuntimeID)
@@ -137,6 +146,9 @@ func (w *Watcher) Runtime(rt nudge.Runtime) {
 			s.Home = kv[5:]
 		}
 	}
+	w.mu.Lock()
+	w.follows[rt.RuntimeID] = following{f: f, spec: s}
+	w.mu.Unlock()
 	w.rs.Follow(rt.RuntimeID, f, s)
 }
 
@@ -164,11 +176,39 @@ func (w *Watcher) Close() {
 	}
 }
 
-func (w *Watcher) onPrompt(runtimeID, triggerID, evidence string) {
-	if w.cfg.Acks != nil {
-		w.cfg.Acks.RecordAck(runtimeID, triggerID, evidence)
+func (w *Watcher) onPrompt(runtimeID, triggerID, evidence string) ack.RecordOwner {
+	if w.cfg.Acks == nil {
+		return ack.RecordUnknown
+	}
+	return w.cfg.Acks.RecordAck(runtimeID, triggerID, evidence)
+}
+
+// onForeign follows the runtime's record again, passing over path: it showed a prompt
+// sent to another runtime (two agents in one directory, told apart by their prompts).
+func (w *Watcher) onForeign(runtimeID, path string) {
+	w.mu.Lock()
+	f, s, ok := w.follows[runtimeID].f, w.follows[runtimeID].spec, w.follows[runtimeID].f != nil
+	if ok {
+		if s.Exclude == nil || len(s.Exclude) >= maxExclude {
+			s.Exclude = map[string]bool{}
+		}
+		ex := make(map[string]bool, len(s.Exclude)+1)
+		for k := range s.Exclude {
+			ex[k] = true
+		}
+		ex[path] = true
+		s.Exclude = ex
+		w.follows[runtimeID] = following{f: f, spec: s}
+	}
+	w.mu.Unlock()
+	if ok {
+		w.cfg.Logger.Info("the record found is another runtime's: looking again", "runtime_id", runtimeID, "path", path)
+		w.rs.Follow(runtimeID, f, s)
 	}
 }
+
+// maxExclude bounds the records a runtime passes over.
+const maxExclude = 64
 
 func (w *Watcher) onReply(runtimeID, triggerID string, r ack.Reply) {
 	if w.cfg.Reply != nil {

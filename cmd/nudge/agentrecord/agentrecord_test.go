@@ -18,11 +18,11 @@ type acks struct {
 	got map[string]string
 }
 
-func (a *acks) RecordAck(_, id, ev string) bool {
+func (a *acks) RecordAck(_, id, ev string) ack.RecordOwner {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.got[id] = ev
-	return true
+	return ack.RecordMine
 }
 
 func (a *acks) has(id string) bool {
