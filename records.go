@@ -105,6 +105,12 @@ type Trigger struct {
 	// QueuedInAgent: the agent took the prompt into its own queue (it was busy) instead
 	// of starting a turn with it; only the turn that takes it up acks it.
 	QueuedInAgent bool `json:"queued_in_agent,omitempty"`
+	// Reply is the agent's answer in the turn that took the prompt, read from its own
+	// session record (redacted, at most 64 KiB: ReplyTruncated when cut); TurnEndedAt is
+	// when that turn ended. Both stay empty for an agent whose record is not read.
+	Reply          string     `json:"reply,omitempty"`
+	ReplyTruncated bool       `json:"reply_truncated,omitempty"`
+	TurnEndedAt    *time.Time `json:"turn_ended_at,omitempty"`
 
 	CreatedAt     time.Time  `json:"created_at"`
 	QueuedAt      time.Time  `json:"queued_at"`

@@ -3,6 +3,7 @@ package main
 // Commands on triggers and their story: trigger, receipt, ack, force, unblock, audit.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -40,7 +41,8 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 	fs.StringVar(&req.OverrideIntent, "intent", "", "with --force: human_override or coordinator_override")
 	fs.DurationVar(&ackTimeout, "ack-timeout", 0, "ack timeout for this trigger (default: the daemon's)")
 	fs.BoolVar(&wait, "wait", false, "wait for the final receipt")
-	fs.DurationVar(&waitFor, "wait-timeout", 2*time.Minute, "with --wait: give up after this long")
+	fs.DurationVar(&waitFor, "wait-timeout", 2*time.Minute, "with --wait or --wait-for: give up after this long")
+	until := fs.String("wait-for", "", "wait until the receipt is submitted, acked, closed, or has the agent's reply (reply)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		asJSON, err := out.asJSON()
 		if err != nil {
@@ -63,6 +65,9 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 		t, err := c.Trigger(cmd.Context(), req)
 		if err != nil {
 			return err
+		}
+		if *until != "" {
+			return waitReceipt(cmd.Context(), env, c, asJSON, t.TriggerID, api.WaitFor(*until), waitFor, false)
 		}
 		if wait && !t.Closed {
 			if t, err = c.GetTrigger(cmd.Context(), t.TriggerID, waitFor); err != nil {
@@ -89,10 +94,38 @@ func printReceipt(w io.Writer, asJSON bool, t api.Trigger, waited bool) error {
 	return nil
 }
 
+// waitReceipt waits up to d until trigger id's receipt reaches w, prints it (replyOnly:
+// the reply's text alone) and exits 0, 1 (failed) or 3 (not reached in time).
+func waitReceipt(ctx context.Context, env *cliEnv, c *api.Client, asJSON bool, id string, w api.WaitFor, d time.Duration, replyOnly bool) error {
+	if w != api.WaitSubmitted && w != api.WaitAcked && w != api.WaitClosed && w != api.WaitReply {
+		return usagef("--wait-for %q: want submitted, acked, closed or reply", w)
+	}
+	t, reached, err := c.WaitTrigger(ctx, id, w, max(d, time.Millisecond), nil)
+	switch {
+	case err != nil:
+		return err
+	case replyOnly && reached:
+		_, err = fmt.Fprintln(env.stdout, t.Reply)
+	case !replyOnly:
+		err = printTriggers(env.stdout, asJSON, t)
+	}
+	if err == nil && !reached {
+		if t.State == nudge.StateFailed {
+			return fmt.Errorf("trigger %s failed: %s %s", t.TriggerID, t.ErrorCode, t.Message)
+		}
+		again := "--wait DURATION"
+		if w == api.WaitReply {
+			again = "--reply " + again
+		}
+		return &pendingError{fmt.Sprintf("trigger %s is %s, not %s yet (nudge receipt %s %s waits again)", id, t.State, w, id, again)}
+	}
+	return err
+}
+
 func receiptCmd(env *cliEnv) *cobra.Command {
 	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:   "receipt TRIGGER_ID [--wait DURATION]",
+		Use:   "receipt TRIGGER_ID [--wait DURATION] [--reply]",
 		Short: "show a trigger's receipt",
 		Long: "Print a trigger's receipt. Exits 1 if the trigger failed, 3 if --wait ended before the\n" +
 			"trigger was closed (the receipt so far is printed), else 0.",
@@ -103,7 +136,8 @@ func receiptCmd(env *cliEnv) *cobra.Command {
 	}
 	o := addClientFlags(cmd)
 	out := addOutputFlags(cmd, "json")
-	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for the final receipt")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for the final receipt (with --reply: for the reply)")
+	reply := cmd.Flags().Bool("reply", false, "print the agent's reply alone (exit 3 while it has none)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		asJSON, err := out.asJSON()
 		if err != nil {
@@ -111,6 +145,9 @@ func receiptCmd(env *cliEnv) *cobra.Command {
 		}
 		c := o.client(env)
 		defer c.Close()
+		if *reply {
+			return waitReceipt(cmd.Context(), env, c, asJSON, args[0], api.WaitReply, wait, true)
+		}
 		t, err := c.GetTrigger(cmd.Context(), args[0], wait)
 		if err != nil {
 			return err

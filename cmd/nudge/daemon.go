@@ -19,6 +19,7 @@ import (
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
+	"github.com/nudgehq/nudge/cmd/nudge/profiling"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -98,7 +99,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	if d.pipe, err = openPipeline(cfg, d, h); err != nil {
 		return nil, err
 	}
-	d.rec = agentrecord.New(agentrecord.Config{Profiles: d.profiles, Acks: d.acks, Runtimes: d.reg, Logger: d.log.Named("record")})
+	d.rec = agentrecord.New(agentrecord.Config{Profiles: d.profiles, Acks: d.acks, Runtimes: d.reg, Logger: d.log.Named("record"), Reply: h.onReply})
 	d.sched = inject.NewScheduler(d.pipe, cfg.Schedule)
 	if d.obs, err = openObserver(d); err != nil {
 		return nil, err
@@ -181,7 +182,7 @@ func storeFile(dir string) string { return filepath.Join(dir, "nudge.db") }
 // openStore opens the bbolt store in the state dir.
 func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 	path := storePath(cfg)
-	o := store.Options{Timeout: time.Second, CheckTimeout: cfg.StoreCheckTimeout, OnIdle: releaseIdleHeap,
+	o := store.Options{Timeout: time.Second, CheckTimeout: cfg.StoreCheckTimeout, OnIdle: profiling.ReleaseIdleHeap,
 		OnLaterError: func(op string, err error) { log.Error("store write failed", "op", op, "err", err) },
 		OnHealth: func(err error) {
 			if err != nil {

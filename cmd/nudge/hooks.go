@@ -114,6 +114,16 @@ func dialogKey(d *nudge.Dialog) string {
 	return d.DialogID
 }
 
+// onReply records the reply of the turn that took a trigger (read from the agent's
+// record) on its receipt, and puts it on the event stream.
+func (h *hooks) onReply(runtimeID, triggerID string, r ack.Reply) {
+	if ok, err := h.d.pipe.Reply(triggerID, inject.Reply{Text: r.Text, Truncated: r.Truncated, EndedAt: r.EndedAt, Evidence: r.Evidence}); !ok || err != nil {
+		return // known already, or not a trigger of this daemon's (typed by hand, an old record)
+	}
+	h.d.hub.Publish(Event{Type: "reply", Workspace: eventWorkspace(h.d.reg, runtimeID), Detail: mustJSON(map[string]any{
+		"trigger_id": triggerID, "runtime_id": runtimeID, "turn_ended_at": r.EndedAt, "truncated": r.Truncated, "evidence": r.Evidence})})
+}
+
 // onAnswer puts an answered dialog on the event stream (the audit record is the server's).
 func (h *hooks) onAnswer(rt nudge.Runtime, d nudge.Dialog, opt nudge.DialogOption, who, reason string) {
 	h.d.hub.Publish(Event{Type: "dialog_answered", Workspace: rt.WorkspaceID, Detail: mustJSON(map[string]any{

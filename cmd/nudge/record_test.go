@@ -54,6 +54,26 @@ func testBusyOnce(t *testing.T, c agentCase) {
 	for _, id := range ft.ids {
 		ft.waitAcked(id)
 	}
+	// Each receipt gets the reply of the turn that took its prompt, from the record: the
+	// stand-in's "Answer to <ids>." (a turn that took several queued prompts names them all).
+	out, errOut, code := ft.td.runCLI("receipt", ft.ids[len(ft.ids)-1], "--reply", "--wait", "1m")
+	if code != 0 || !strings.HasPrefix(out, "Answer to ") {
+		t.Errorf("nudge receipt --reply: %d %q %s", code, out, errOut)
+	}
+	for _, id := range ft.ids {
+		var tr nudge.Trigger
+		if err := ft.td.c.do(t0(), "GET", "/v1/triggers/"+id+"?wait=1m&for=reply", nil, &tr); err != nil || tr.TurnEndedAt == nil ||
+			!strings.HasPrefix(tr.Reply, "Answer to ") || !strings.Contains(tr.Reply, id) {
+			t.Errorf("%s: reply %q (turn ended %v): %v\nstory: %s", id, tr.Reply, tr.TurnEndedAt, err, story(ft.td.audit(id)))
+		}
+	}
+	// And a question asked with --wait-for reply prints the receipt with its answer.
+	out, errOut, code = ft.td.runCLI("trigger", "--workspace", ft.rt.WorkspaceID, "--agent", ft.rt.Role, "--id", c.agent+"-question",
+		"--wait-for", "reply", "--wait-timeout", "1m", "what is the answer?")
+	ft.ids = append(ft.ids, c.agent+"-question")
+	if code != 0 || !strings.Contains(out, `"reply": "Answer to `+c.agent+`-question."`) {
+		t.Errorf("nudge trigger --wait-for reply: %d %s %s", code, out, errOut)
+	}
 	// The session id comes from the record (Claude Code prints none on its screen).
 	var rt runtimeView
 	ft.td.c.do(t0(), "GET", "/v1/runtimes/"+ft.rt.RuntimeID, nil, &rt)
@@ -68,7 +88,7 @@ func testBusyOnce(t *testing.T, c agentCase) {
 		if n := standin.Count(reqs, id); n != 1 {
 			t.Errorf("%s: the model got the prompt %d times, want 1\nstory: %s", id, n, story(ft.td.audit(id)))
 		}
-		t.Logf("%s: %s attempts=%d signal=%s", id, tr.State, tr.Attempts, tr.AckSignal)
+		t.Logf("%s: %s attempts=%d signal=%s reply=%q", id, tr.State, tr.Attempts, tr.AckSignal, tr.Reply)
 	}
 }
 

@@ -161,9 +161,15 @@ func TestReached(t *testing.T) {
 		{Trigger{State: "failed", Closed: true}, WaitAcked, false},
 		{Trigger{State: "submitted"}, WaitClosed, false},
 		{Trigger{State: "failed", Closed: true}, WaitClosed, true},
+		{Trigger{State: "acked", Closed: true}, WaitReply, false},
+		{Trigger{State: "acked", Closed: true, TurnEndedAt: &now}, WaitReply, true},
 	} {
 		if got := tc.w.ReachedBy(tc.t); got != tc.want {
 			t.Errorf("%s closed=%v reached %s: %v, want %v", tc.t.State, tc.t.Closed, tc.w, got, tc.want)
 		}
+	}
+	// An acked trigger's reply is still to come; a failed one's never is.
+	if WaitReply.Over(Trigger{State: "acked", Closed: true}) || !WaitReply.Over(Trigger{State: "failed", Closed: true}) || !WaitAcked.Over(Trigger{State: "acked", Closed: true}) {
+		t.Error("Over")
 	}
 }

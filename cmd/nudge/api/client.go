@@ -193,9 +193,18 @@ func (c *Client) Trigger(ctx context.Context, req TriggerRequest) (Trigger, erro
 // GetTrigger returns a trigger's receipt; with wait > 0 the daemon holds the answer until
 // the trigger is closed or wait passes.
 func (c *Client) GetTrigger(ctx context.Context, id string, wait time.Duration) (Trigger, error) {
+	return c.getTrigger(ctx, id, wait, WaitClosed)
+}
+
+// getTrigger is GET /v1/triggers/{id}, held by the daemon up to wait until the receipt
+// is closed (w: WaitReply, until its reply is on it or it failed).
+func (c *Client) getTrigger(ctx context.Context, id string, wait time.Duration, w WaitFor) (Trigger, error) {
 	p := "/v1/triggers/" + url.PathEscape(id)
 	if wait > 0 {
 		p += "?wait=" + wait.String()
+		if w == WaitReply {
+			p += "&for=reply"
+		}
 	}
 	var t Trigger
 	return t, c.Do(ctx, "GET", p, nil, &t)
@@ -215,14 +224,14 @@ func (c *Client) WaitTrigger(ctx context.Context, id string, w WaitFor, wait tim
 	poll := 20 * time.Millisecond
 	for {
 		hold := time.Duration(0)
-		if w == WaitClosed || w == WaitAcked {
+		if w == WaitClosed || w == WaitAcked || w == WaitReply {
 			// The daemon holds the answer until the trigger closes: no polling needed.
 			// It answers a little before our deadline so the answer is not cut off.
 			if dl, ok := ctx.Deadline(); ok {
 				hold = (time.Until(dl) - 250*time.Millisecond).Truncate(time.Millisecond)
 			}
 		}
-		t, err := c.GetTrigger(ctx, id, hold)
+		t, err := c.getTrigger(ctx, id, hold, w)
 		if err != nil {
 			if ctx.Err() != nil && t.TriggerID == "" {
 				last, lcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -235,7 +244,7 @@ func (c *Client) WaitTrigger(ctx context.Context, id string, w WaitFor, wait tim
 		if seen != nil {
 			seen(t)
 		}
-		if w.ReachedBy(t) || t.Closed {
+		if w.ReachedBy(t) || w.Over(t) {
 			return t, w.ReachedBy(t), nil
 		}
 		select {

@@ -169,6 +169,9 @@ const (
 	WaitSubmitted WaitFor = "submitted" // the prompt was submitted to the agent (or acked)
 	WaitAcked     WaitFor = "acked"     // the agent acknowledged it
 	WaitClosed    WaitFor = "closed"    // no more work will be done for it (acked or failed)
+	// WaitReply: the agent's turn that took the prompt ended and its reply is on the
+	// receipt (agents whose own record nudge reads), or it failed.
+	WaitReply WaitFor = "reply"
 )
 
 // ReachedBy reports whether t has reached w. A closed trigger reaches nothing more.
@@ -180,8 +183,19 @@ func (w WaitFor) ReachedBy(t Trigger) bool {
 		return t.State == nudge.StateAcked
 	case WaitClosed:
 		return t.Closed
+	case WaitReply:
+		return t.TurnEndedAt != nil
 	}
 	return false
+}
+
+// Over reports whether t can reach w no more: closed, and for a reply, closed without
+// an ack (an acked trigger's reply comes after it closed).
+func (w WaitFor) Over(t Trigger) bool {
+	if w == WaitReply {
+		return t.Closed && t.State != nudge.StateAcked
+	}
+	return t.Closed
 }
 
 // AuditRecord is one entry of the hash-chained audit log (GET /v1/audit).

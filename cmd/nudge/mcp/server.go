@@ -50,7 +50,7 @@ func Serve(ctx context.Context, c *api.Client, version string, transport sdk.Tra
 	return NewServer(c, version).Run(ctx, transport)
 }
 
-const instructions = `nudge types prompts ("triggers") into AI coding agents running in tmux panes and keeps a receipt for each: queued -> deferred -> injected -> submitted -> acked, or failed with an error_code. Find a runtime with list_runtimes, send with trigger (wait_for "submitted" or "acked" to wait for the receipt), follow with get_trigger, look at the pane with tail.`
+const instructions = `nudge types prompts ("triggers") into AI coding agents running in tmux panes and keeps a receipt for each: queued -> deferred -> injected -> submitted -> acked, or failed with an error_code. Find a runtime with list_runtimes, send with trigger (wait_for "submitted" or "acked" to wait for the receipt, "reply" for the agent's answer), follow with get_trigger, look at the pane with tail.`
 
 func add[In, Out any](s *sdk.Server, name, desc string, fn func(context.Context, In) (Out, error)) {
 	sdk.AddTool(s, &sdk.Tool{Name: name, Description: desc}, handler(fn))
@@ -72,9 +72,9 @@ func addTrigger(s *sdk.Server, t *tools) {
 	if err != nil {
 		panic(err) // a static type: fails in every test run, never in production alone
 	}
-	in.Properties["wait_for"].Enum = []any{string(api.WaitSubmitted), string(api.WaitAcked), string(api.WaitClosed)}
+	in.Properties["wait_for"].Enum = []any{string(api.WaitSubmitted), string(api.WaitAcked), string(api.WaitClosed), string(api.WaitReply)}
 	sdk.AddTool(s, &sdk.Tool{Name: "trigger", InputSchema: in,
-		Description: "Send a prompt to an agent (workspace + agent role) and return its receipt. With wait_for, wait (bounded by wait, default 30s) until the receipt is submitted, acked or closed."},
+		Description: "Send a prompt to an agent (workspace + agent role) and return its receipt. With wait_for, wait (bounded by wait, default 30s) until the receipt is submitted, acked or closed, or carries the agent's reply (reply: agents whose own session record nudge reads)."},
 		handler(t.trigger))
 }
 
@@ -222,7 +222,7 @@ type TriggerArgs struct {
 	Reason         string `json:"reason,omitempty" jsonschema:"why (kept in the audit log)"`
 	ForceOverride  bool   `json:"force_override,omitempty" jsonschema:"type even when the agent is busy or the operator is typing (needs reason and override_intent)"`
 	OverrideIntent string `json:"override_intent,omitempty" jsonschema:"human_override or coordinator_override, with force_override"`
-	WaitFor        string `json:"wait_for,omitempty" jsonschema:"wait until the receipt is submitted, acked or closed before answering"`
+	WaitFor        string `json:"wait_for,omitempty" jsonschema:"wait until the receipt is submitted, acked or closed, or has the agent's reply, before answering"`
 	Wait           string `json:"wait,omitempty" jsonschema:"how long wait_for may wait, a Go duration such as 30s (default 30s, at most 10m)"`
 }
 
@@ -250,7 +250,7 @@ func (t *tools) trigger(ctx context.Context, in TriggerArgs) (TriggerResult, err
 
 func (t *tools) wait(ctx context.Context, tr api.Trigger, w api.WaitFor, wait time.Duration) (TriggerResult, error) {
 	reached := w.ReachedBy(tr)
-	if !reached && !tr.Closed {
+	if !reached && !w.Over(tr) {
 		var err error
 		if tr, reached, err = t.c.WaitTrigger(ctx, tr.TriggerID, w, wait, progress(ctx, tr)); err != nil {
 			return TriggerResult{Trigger: tr}, err
@@ -263,9 +263,9 @@ func (t *tools) wait(ctx context.Context, tr api.Trigger, w api.WaitFor, wait ti
 func waitArgs(waitFor, wait string) (api.WaitFor, time.Duration, error) {
 	w := api.WaitFor(waitFor)
 	switch w {
-	case "", api.WaitSubmitted, api.WaitAcked, api.WaitClosed:
+	case "", api.WaitSubmitted, api.WaitAcked, api.WaitClosed, api.WaitReply:
 	default:
-		return "", 0, badRequest("wait_for %q: want submitted, acked or closed", waitFor)
+		return "", 0, badRequest("wait_for %q: want submitted, acked, closed or reply", waitFor)
 	}
 	d := DefaultWait
 	if wait != "" {

@@ -208,7 +208,7 @@ func TestToolSchemas(t *testing.T) {
 				t.Errorf("%s: argument %q is not an API JSON name", tool.Name, name)
 			}
 		}
-		if tool.Name == "trigger" && strings.Join(in.Properties["wait_for"].Enum, ",") != "submitted,acked,closed" {
+		if tool.Name == "trigger" && strings.Join(in.Properties["wait_for"].Enum, ",") != "submitted,acked,closed,reply" {
 			t.Errorf("trigger: wait_for enum %v", in.Properties["wait_for"].Enum)
 		}
 	}

@@ -1,5 +1,6 @@
-// Package profiling profiles the daemon for the benchmarks: in windows a benchmark
-// chooses by signal (the hidden serve --profile-windows).
+// Package profiling profiles the daemon for the benchmarks (in windows a benchmark
+// chooses by signal: the hidden serve --profile-windows) and gives the heap of a burst
+// back to the OS once the daemon is idle (ReleaseIdleHeap).
 package profiling
 
 import (

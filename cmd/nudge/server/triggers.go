@@ -69,17 +69,26 @@ func (a triggersAPI) handleTrigger(w http.ResponseWriter, r *http.Request, c aut
 	writeJSON(w, status, t)
 }
 
-func (a triggersAPI) handleGetTrigger(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+func (a triggersAPI) handleGetTrigger(rw http.ResponseWriter, r *http.Request, c auth.Caller) {
 	s := a.s
 	t, err := a.readableTrigger(c, r.PathValue("id"))
 	if err != nil {
-		s.fail(w, r, err)
+		s.fail(rw, r, err)
 		return
 	}
-	if wait, _ := time.ParseDuration(r.URL.Query().Get("wait")); wait > 0 && !t.Closed {
-		t = a.waitTrigger(r.Context(), t.TriggerID, min(wait, 10*time.Minute))
+	w := api.WaitClosed
+	switch f := r.URL.Query().Get("for"); f {
+	case "", "closed":
+	case "reply":
+		w = api.WaitReply
+	default:
+		s.fail(rw, r, badRequest("for=%q: want closed or reply", f))
+		return
 	}
-	writeJSON(w, http.StatusOK, withResult(t))
+	if wait, _ := time.ParseDuration(r.URL.Query().Get("wait")); wait > 0 && !w.ReachedBy(t) && !w.Over(t) {
+		t = a.waitTrigger(r.Context(), t.TriggerID, min(wait, 10*time.Minute), w)
+	}
+	writeJSON(rw, http.StatusOK, withResult(t))
 }
 
 // withResult fills a receipt's result word if it has none (a record written by an older
@@ -91,13 +100,13 @@ func withResult(t nudge.Trigger) nudge.Trigger {
 	return t
 }
 
-// waitTrigger blocks until the trigger is closed, wait passes, or ctx ends, and returns
-// its latest recors.
-func (a triggersAPI) waitTrigger(ctx context.Context, id string, wait time.Duration) nudge.Trigger {
+// waitTrigger blocks until the trigger reaches w (closed, or its reply) or can no more,
+// wait passes, or ctx ends, and returns its latest record.
+func (a triggersAPI) waitTrigger(ctx context.Context, id string, wait time.Duration, w api.WaitFor) nudge.Trigger {
 	s := a.s
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	t, _ := s.deps.Triggers.Wait(ctx, id, func(t nudge.Trigger) bool { return t.Closed })
+	t, _ := s.deps.Triggers.Wait(ctx, id, func(t nudge.Trigger) bool { return w.ReachedBy(t) || w.Over(t) })
 	return t
 }
 

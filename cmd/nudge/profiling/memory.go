@@ -1,17 +1,17 @@
-package main
+package profiling
 
 import (
 	"runtime/debug"
 	"runtime/metrics"
 )
 
-// releaseIdleHeap returns the heap the runtime keeps after a burst to the OS, once the
+// ReleaseIdleHeap returns the heap the runtime keeps after a burst to the OS, once the
 // store's writer has been idle (store.Options.OnIdle): the runtime's background scavenger
 // keeps about 10 % over the last heap goal, which after a fan-out was several MB of a
 // daemon whose live heap is ~7 MB. A forced GC plus scavenge costs a few milliseconds of
 // CPU once per burst, and nothing while idle; below freeHeapFloor of free heap it is not
 // worth a GC.
-func releaseIdleHeap() {
+func ReleaseIdleHeap() {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
 	metrics.Read(s)
 	if s[0].Value.Kind() == metrics.KindUint64 && s[0].Value.Uint64() < freeHeapFloor {
@@ -20,5 +20,5 @@ func releaseIdleHeap() {
 	debug.FreeOSMemory()
 }
 
-// freeHeapFloor is the free (unreleased) heap below which releaseIdleHeap does nothing.
+// freeHeapFloor is the free (unreleased) heap below which ReleaseIdleHeap does nothing.
 const freeHeapFloor = 1 << 20
