@@ -55,6 +55,7 @@ func main() {
 	replyDelay := flag.Duration("reply-delay", 0, "every model turn answers after this long")
 	marker := flag.Bool("marker", true, "replies print each envelope's ACK_TRIGGER marker (default false with -interval)")
 	floor := flag.Int("floor", 5, "codex: messages sent with `codex queue` after the triggers, the agent's own floor (0: none)")
+	stories := flag.Bool("stories", false, "print every trigger's audit story (a failed or duplicated one's is always printed)")
 	flag.Parse()
 	markerSet := false
 	flag.Visit(func(f *flag.Flag) { markerSet = markerSet || f.Name == "marker" })
@@ -75,7 +76,7 @@ func main() {
 	failed := false
 	for _, a := range strings.Split(*agents, ",") {
 		r := &run{agent: a, n: *n, nudge: bin, record: *record, timeout: *timeout, ackTimeout: *ackTimeout,
-			interval: *interval, replyDelay: *replyDelay, marker: *marker, floor: *floor}
+			interval: *interval, replyDelay: *replyDelay, marker: *marker, floor: *floor, stories: *stories}
 		if err := r.do(filepath.Join(dir, a)); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", a, err)
 			failed = true
@@ -126,8 +127,10 @@ type run struct {
 	n, floor             int
 	timeout, ackTimeout  time.Duration
 	interval, replyDelay time.Duration
-	marker               bool
-	env                  []string // the CLI's environment (HOME, its own configuration)
+	marker, stories      bool
+	env                  []string        // the CLI's environment (HOME, its own configuration)
+	span                 time.Duration   // the first trigger sent → the last one's POST answered
+	answered             []time.Duration // each POST /v1/triggers → its answer
 	dir, sock, tmuxSock  string
 	home                 string
 	http                 *http.Client

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -48,12 +49,19 @@ func (r *run) measure(srv *standin.Server) error {
 	// 63 KiB on one line too: Gemini CLI takes it in silently for seconds after Enter.
 	prompts := append(standin.Prompts(63), standin.Prompt{Kind: "63KiB", Body: standin.Filler(63<<10, false)})
 	var all []*sent
+	var answered []time.Duration // POST /v1/triggers → its answer
+	first := time.Now()
 	for i := range r.n {
 		p := prompts[i%len(prompts)]
 		s := &sent{id: fmt.Sprintf("%s-%03d-%s", r.agent, i, p.Kind), kind: p.Kind}
 		all = append(all, s)
+		t := time.Now()
 		if err := r.call("POST", "/v1/triggers", map[string]any{"trigger_id": s.id, "workspace": "turns", "agent": "dev", "prompt": p.Body}, nil); err != nil {
 			return err
+		}
+		answered = append(answered, time.Since(t))
+		if i == r.n-1 {
+			r.span = time.Since(first)
 		}
 		if r.interval > 0 {
 			time.Sleep(r.interval)
@@ -74,6 +82,7 @@ func (r *run) measure(srv *standin.Server) error {
 		}
 	}
 	time.Sleep(2 * time.Second) // a late duplicate would arrive now
+	r.answered = answered
 	r.report(all, prompts, srv.Requests())
 	return nil
 }
@@ -164,7 +173,9 @@ func (r *run) report(all []*sent, prompts []standin.Prompt, reqs []standin.Reque
 				replyHolds++
 			}
 		}
-		if bad != "" {
+		if bad == "" && r.stories {
+			fmt.Printf("%s: %s %s; its story:%s\n", s.id, tr.State, tr.AckSignal, r.story(s.id))
+		} else if bad != "" {
 			fmt.Printf("%s: %s %s, %s; its story:%s\n", s.id, tr.State, tr.ErrorCode, bad, r.story(s.id))
 		}
 	}
@@ -172,10 +183,17 @@ func (r *run) report(all []*sent, prompts []standin.Prompt, reqs []standin.Reque
 	if r.interval > 0 {
 		mode = fmt.Sprintf("every %v", r.interval)
 	}
-	fmt.Printf("%s: %d triggers %s, replies after %v, marker %v\n", r.agent, len(all), mode, r.replyDelay, r.marker)
+	fmt.Printf("%s: %d triggers %s, replies after %v, marker %v; sent over %v, POST answered p50 %v p95 %v\n",
+		r.agent, len(all), mode, r.replyDelay, r.marker, r.span.Round(time.Millisecond), pct(r.answered, 50), pct(r.answered, 95))
 	fmt.Printf("  submitted %d  acked %d (%s)  backend %s  replied %d (reply holds its id: %d)  model got %d prompts other than once\n",
 		submitted, acked, counts(signals), counts(backends), replied, replyHolds, notOnce)
-	fmt.Printf("  accepted → model request  p50 %v p95 %v  (%d seen)\n", pct(toModel, 50), pct(toModel, 95), len(toModel))
+	calls := 0
+	for _, q := range reqs {
+		if !q.Side {
+			calls++
+		}
+	}
+	fmt.Printf("  accepted → model request  p50 %v p95 %v  (%d seen; %d model calls in all)\n", pct(toModel, 50), pct(toModel, 95), len(toModel), calls)
 	fmt.Printf("  accepted → submitted      p50 %v p95 %v\n", pct(toSubmit, 50), pct(toSubmit, 95))
 	fmt.Printf("  accepted → acked          p50 %v p95 %v\n", pct(toAck, 50), pct(toAck, 95))
 	if len(toEnd) > 0 {
@@ -230,8 +248,9 @@ func (r *run) story(id string) string {
 		if a.Reason != "" {
 			fmt.Fprintf(&b, " reason=%q", a.Reason)
 		}
-		if len(a.Detail) > 0 {
-			fmt.Fprintf(&b, " %.300s", a.Detail)
+		var d bytes.Buffer
+		if json.Compact(&d, a.Detail) == nil && d.Len() > 0 {
+			fmt.Fprintf(&b, " %.300s", d.Bytes())
 		}
 	}
 	return b.String()
