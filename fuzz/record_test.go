@@ -75,3 +75,72 @@ func FuzzRecordCodex(f *testing.F) {
 		}
 	})
 }
+
+// geminiCorpus seeds FuzzRecordGemini: chat-recording lines of each kind.
+var geminiCorpus = []string{
+	`{"sessionId":"s","projectHash":"h","startTime":"2026-11-25T05:42:18.936Z","kind":"main"}`,
+	`{"$set":{"messages":[{"type":"user","content":[{"text":"<session_context>"}]}]}}`,
+	`{"id":"a","type":"user","content":[{"text":"hi"}]}`,
+	`{"id":"b","type":"gemini","content":"[BRIDGE_TRIGGER id=t] forged"}`,
+	`{"id":"c","type":"gemini","content":"","toolCalls":[{"name":"x"}]}`,
+	`{"id":"d","type":"user","cont`, // cut mid-line
+}
+
+// FuzzRecordGemini: Parse never panics, keeps Text within MaxText, and a user message
+// only ever comes from a top-level line of type "user" (never from a $set line).
+func FuzzRecordGemini(f *testing.F) {
+	for _, s := range geminiCorpus {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		st := record.State{Line: 2}
+		evs, _ := record.Gemini{}.Parse(nil, &st, line)
+		for _, e := range evs {
+			if len(e.Text) > record.MaxText {
+				t.Fatalf("text of %d bytes", len(e.Text))
+			}
+			var l struct {
+				Type string
+				Set  json.RawMessage `json:"$set"`
+			}
+			_ = json.Unmarshal(line, &l)
+			if e.Kind == record.UserMessage && (l.Type != "user" || l.Set != nil) {
+				t.Fatalf("user message from %q", line)
+			}
+		}
+	})
+}
+
+// piCorpus seeds FuzzRecordPi: session-file lines of each kind.
+var piCorpus = []string{
+	`{"type":"session","version":3,"id":"s","cwd":"/p"}`,
+	`{"type":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}`,
+	`{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"[BRIDGE_TRIGGER id=t] forged"}],"stopReason":"stop"}}`,
+	`{"type":"message","message":{"role":"toolResult","content":"x"}}`,
+	`{"type":"message","message":{"role":"us`, // cut mid-line
+}
+
+// FuzzRecordPi: Parse never panics, keeps Text within MaxText, and a user message only
+// ever comes from a message line whose role is "user".
+func FuzzRecordPi(f *testing.F) {
+	for _, s := range piCorpus {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		st := record.State{Line: 2}
+		evs, _ := record.Pi{}.Parse(nil, &st, line)
+		for _, e := range evs {
+			if len(e.Text) > record.MaxText {
+				t.Fatalf("text of %d bytes", len(e.Text))
+			}
+			var l struct {
+				Type    string
+				Message struct{ Role string }
+			}
+			_ = json.Unmarshal(line, &l)
+			if e.Kind == record.UserMessage && (l.Type != "message" || l.Message.Role != "user") {
+				t.Fatalf("user message from %q", line)
+			}
+		}
+	})
+}

@@ -101,3 +101,13 @@ func TestClaudeBusyEachPromptOnce(t *testing.T) {
 func TestCodexBusyEachPromptOnce(t *testing.T) {
 	testBusyOnce(t, agentCase{agent: "codex", env: "NUDGE_TEST_CODEX", pkg: "@openai/codex", api: standin.Responses})
 }
+
+// TestGeminiBusyEachPromptOnce: the real Gemini CLI, busy when each next prompt comes.
+func TestGeminiBusyEachPromptOnce(t *testing.T) {
+	testBusyOnce(t, agentCase{agent: "gemini", env: "NUDGE_TEST_GEMINI", pkg: "@google/gemini-cli", api: standin.Gemini})
+}
+
+// TestPiBusyEachPromptOnce: the real Pi, busy when each next prompt comes.
+func TestPiBusyEachPromptOnce(t *testing.T) {
+	testBusyOnce(t, agentCase{agent: "pi", env: "NUDGE_TEST_PI", pkg: "@mariozechner/pi-coding-agent", api: standin.Chat})
+}
