@@ -1,12 +1,21 @@
 // Command agentturns measures real agent CLIs doing full turns through nudge: a private
 // tmux server and `nudge serve`, the CLI spawned as a managed runtime with a private HOME,
-// pointed at a loopback model stand-in (package standin) that acks each prompt from its
-// envelope id. It sends -n triggers one after the other, cycling through every kind of
-// prompt (standin.Prompts: a file mention, quotes, CJK, several lines, 1 to 63 KiB; and 63
-// KiB on one line), and prints per kind how many were submitted and acked, text→submitted
-// and text→acked p50/p95, and how many prompts the model received other than exactly once.
+// pointed at a loopback model stand-in (package standin). It sends -n triggers, cycling
+// through every kind of prompt (standin.Prompts: a file mention, quotes, CJK, several
+// lines, 1 to 63 KiB; and 63 KiB on one line), and prints per CLI how many were
+// submitted, acked (and by which signal) and replied, how many prompts the model received
+// other than exactly once, and p50/p95 from each trigger's acceptance to the model's
+// first call holding its envelope, to submitted, to acked and to its turn's end.
 //
 //	go run ./benchmarks/cmd/agentturns -agent codex,claude -n 50
+//	go run ./benchmarks/cmd/agentturns -agent claude,codex -n 12 -interval 1s -reply-delay 1.5s
+//
+// Without -interval each trigger is waited for until acked before the next is sent; with
+// it the next goes -interval after the previous was accepted, so that with replies
+// slower than the interval (-reply-delay) the agent is mid-turn and queues prompts.
+// Replies print the ACK_TRIGGER marker unless -marker=false (the default with
+// -interval: the receipts then rest on the agent's own session record). For Codex,
+// -floor messages then go through its own channel (`codex queue`) for comparison.
 //
 // The CLIs are found as NUDGE_TEST_<AGENT>, else .cache/npm/node_modules/.bin, else PATH.
 // -record DIR saves each pane's %output stream (package streamrec) into DIR.
@@ -42,7 +51,17 @@ func main() {
 	record := flag.String("record", "", "folder to record each pane's output stream into")
 	timeout := flag.Duration("turn-timeout", 3*time.Minute, "longest wait for one trigger's ack")
 	ackTimeout := flag.Duration("ack-timeout", 30*time.Second, "nudge serve's --ack-timeout (a short one exercises the retries)")
+	interval := flag.Duration("interval", 0, "send the next trigger this long after the previous was accepted (0: after it was acked)")
+	replyDelay := flag.Duration("reply-delay", 0, "every model turn answers after this long")
+	marker := flag.Bool("marker", true, "replies print each envelope's ACK_TRIGGER marker (default false with -interval)")
+	floor := flag.Int("floor", 5, "codex: messages sent with `codex queue` after the triggers, the agent's own floor (0: none)")
+	stories := flag.Bool("stories", false, "print every trigger's audit story (a failed or duplicated one's is always printed)")
 	flag.Parse()
+	markerSet := false
+	flag.Visit(func(f *flag.Flag) { markerSet = markerSet || f.Name == "marker" })
+	if *interval > 0 && !markerSet {
+		*marker = false
+	}
 	dir, err := os.MkdirTemp("", "agentturns")
 	if err != nil {
 		fatal(err)
@@ -56,7 +75,8 @@ func main() {
 	}
 	failed := false
 	for _, a := range strings.Split(*agents, ",") {
-		r := &run{agent: a, n: *n, nudge: bin, record: *record, timeout: *timeout, ackTimeout: *ackTimeout}
+		r := &run{agent: a, n: *n, nudge: bin, record: *record, timeout: *timeout, ackTimeout: *ackTimeout,
+			interval: *interval, replyDelay: *replyDelay, marker: *marker, floor: *floor, stories: *stories}
 		if err := r.do(filepath.Join(dir, a)); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", a, err)
 			failed = true
@@ -104,8 +124,13 @@ func cliBinary(agent string) (string, error) {
 // run is one agent's measurement.
 type run struct {
 	agent, nudge, record string
-	n                    int
+	n, floor             int
 	timeout, ackTimeout  time.Duration
+	interval, replyDelay time.Duration
+	marker, stories      bool
+	env                  []string        // the CLI's environment (HOME, its own configuration)
+	span                 time.Duration   // the first trigger sent → the last one's POST answered
+	answered             []time.Duration // each POST /v1/triggers → its answer
 	dir, sock, tmuxSock  string
 	home                 string
 	http                 *http.Client
@@ -113,13 +138,17 @@ type run struct {
 
 // trigger is the part of a receipt the run reads.
 type trigger struct {
-	State       string     `json:"state"`
-	ErrorCode   string     `json:"error_code"`
-	Closed      bool       `json:"closed"`
-	AckSignal   string     `json:"ack_signal"`
-	CreatedAt   time.Time  `json:"created_at"`
-	SubmittedAt *time.Time `json:"submitted_at"`
-	AckedAt     *time.Time `json:"acked_at"`
+	State           string     `json:"state"`
+	ErrorCode       string     `json:"error_code"`
+	Closed          bool       `json:"closed"`
+	AckSignal       string     `json:"ack_signal"`
+	DeliveryBackend string     `json:"delivery_backend"`
+	CreatedAt       time.Time  `json:"created_at"`
+	SubmittedAt     *time.Time `json:"submitted_at"`
+	AckedAt         *time.Time `json:"acked_at"`
+	// Reply and TurnEndedAt stay empty from a daemon that does not report them.
+	Reply       string     `json:"reply"`
+	TurnEndedAt *time.Time `json:"turn_ended_at"`
 }
 
 func (r *run) do(dir string) error {
@@ -131,7 +160,7 @@ func (r *run) do(dir string) error {
 	if err != nil {
 		return fmt.Errorf("%s not installed: %v", r.agent, err)
 	}
-	srv, err := standin.Start(setup.API, standin.Scripted(nil))
+	srv, err := standin.Start(setup.API, replyScript(r.replyDelay, r.marker))
 	if err != nil {
 		return err
 	}
@@ -149,6 +178,7 @@ func (r *run) do(dir string) error {
 		return err
 	}
 	env = append(env, "HOME="+r.home, "PATH="+filepath.Dir(cli)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	r.env = env
 	stop, err := r.serve(root, env)
 	if err != nil {
 		return err
@@ -165,7 +195,13 @@ func (r *run) do(dir string) error {
 		}
 		defer rec.Close()
 	}
-	return r.measure(srv)
+	if err := r.measure(srv); err != nil {
+		return err
+	}
+	if r.agent == "codex" && r.floor > 0 {
+		return r.codexFloor(srv, cli, rt)
+	}
+	return nil
 }
 
 // serve starts tmux and `nudge serve`; stop ends both and every process of the HOME.
@@ -262,62 +298,6 @@ func (r *run) startRecording(rt runtime) (*streamrec.Recorder, error) {
 	fmt.Sscanf(string(out), "%d %d", &cols, &rows)
 	cfg := controlmode.Config{SocketName: r.tmuxSock, Session: "agents_turns"}
 	return streamrec.Record(context.Background(), cfg, rt.PaneID, streamrec.Options{Agent: r.agent, Cols: cols, Rows: rows}, f)
-}
-
-// measure sends the triggers one after the other and prints the figures.
-func (r *run) measure(srv *standin.Server) error {
-	// 63 KiB on one line too: Gemini CLI takes it in silently for seconds after Enter.
-	prompts := append(standin.Prompts(63), standin.Prompt{Kind: "63KiB", Body: standin.Filler(63<<10, false)})
-	type kindStat struct{ sent, submitted, acked int }
-	stats := map[string]*kindStat{}
-	var toSubmit, toAck []time.Duration
-	var ids []string
-	for i := range r.n {
-		p := prompts[i%len(prompts)]
-		id := fmt.Sprintf("%s-%03d-%s", r.agent, i, p.Kind)
-		ids = append(ids, id)
-		st := stats[p.Kind]
-		if st == nil {
-			st = &kindStat{}
-			stats[p.Kind] = st
-		}
-		st.sent++
-		if err := r.call("POST", "/v1/triggers", map[string]any{"trigger_id": id, "workspace": "turns", "agent": "dev", "prompt": p.Body}, nil); err != nil {
-			return err
-		}
-		var tr trigger
-		for deadline := time.Now().Add(r.timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if err := r.call("GET", "/v1/triggers/"+id, nil, &tr); err == nil && (tr.State == "acked" || tr.Closed) {
-				break
-			}
-		}
-		if tr.SubmittedAt != nil {
-			st.submitted++
-			toSubmit = append(toSubmit, tr.SubmittedAt.Sub(tr.CreatedAt))
-		}
-		if tr.State == "acked" && tr.AckedAt != nil {
-			st.acked++
-			toAck = append(toAck, tr.AckedAt.Sub(tr.CreatedAt))
-		} else {
-			fmt.Printf("%s: %s %s (not acked)\n", id, tr.State, tr.ErrorCode)
-		}
-	}
-	time.Sleep(2 * time.Second) // a late duplicate would arrive now
-	reqs := srv.Requests()
-	notOnce := 0
-	for _, id := range ids {
-		if standin.Count(reqs, id) != 1 {
-			notOnce++
-		}
-	}
-	fmt.Printf("%s: %d triggers, text→submitted p50 %v p95 %v, text→acked p50 %v p95 %v, model got %d prompts other than once\n",
-		r.agent, r.n, pct(toSubmit, 50), pct(toSubmit, 95), pct(toAck, 50), pct(toAck, 95), notOnce)
-	for _, p := range prompts {
-		if st := stats[p.Kind]; st != nil {
-			fmt.Printf("  %-12s sent %2d  submitted %2d  acked %2d\n", p.Kind, st.sent, st.submitted, st.acked)
-		}
-	}
-	return nil
 }
 
 func pct(d []time.Duration, p int) time.Duration {
