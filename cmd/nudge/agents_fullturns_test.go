@@ -166,3 +166,44 @@ func scriptedModel(t *testing.T, home, root, agent string, script standin.Script
 	}
 	return srv
 }
+
+// TestClaudeDialogAutoAnswered: a workspace policy's auto_answer rule approves a tool
+// call's dialog with no one at the pane; the approved command runs, the answer is audited
+// as the policy's with its reason, and a dialog the rule does not match waits for a human.
+func TestClaudeDialogAutoAnswered(t *testing.T) {
+	c := agentCase{agent: "claude", env: "NUDGE_TEST_CLAUDE", pkg: "@anthropic-ai/claude-code", api: standin.Messages}
+	c.config = func(cfg *serveConfig) {
+		pol := filepath.Join(t.TempDir(), "policy.json")
+		os.WriteFile(pol, []byte(`{"workspaces": {"ft": {"auto_answer": [
+			{"match": "touch auto\\.txt", "agents": ["claude"], "choice": "approve", "reason": "creating auto.txt is routine"}]}}}`), 0o600)
+		cfg.Auth.PolicyFile = pol
+	}
+	ft := startFullTurns(t, c)
+	ft.send("auto", "create the file standin:tool=`touch auto.txt`")
+	auto := filepath.Join(ft.td.cfg.Panes.Roots[0], "auto.txt")
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(auto); err == nil {
+			break
+		}
+	}
+	if _, err := os.Stat(auto); err != nil {
+		t.Fatalf("the policy did not approve: %v\nscreen:\n%s", err, ft.screen())
+	}
+	var recs []nudge.AuditRecord
+	ft.td.c.do(t0(), "GET", "/v1/audit?event=dialog_answered&runtime="+ft.rt.RuntimeID, nil, &recs)
+	if len(recs) != 1 || recs[0].Subject != "policy:auto_answer" || !strings.Contains(recs[0].Reason, "creating auto.txt is routine") {
+		t.Fatalf("audit %+v", recs)
+	}
+	t.Logf("auto answer: %s", recs[0].Reason)
+	ft.waitAcked("auto")
+	ft.waitReady("auto")
+	// Another command: no rule matches, the dialog waits.
+	ft.send("manual", "create the file standin:tool=`touch manual.txt`")
+	ft.waitReadiness("NEEDS_CONFIRMATION")
+	time.Sleep(2 * time.Second)
+	if _, err := os.Stat(filepath.Join(ft.td.cfg.Panes.Roots[0], "manual.txt")); err == nil {
+		t.Fatal("a dialog no rule matches was answered")
+	}
+	ft.answerDialog("approve")
+	ft.waitAcked("manual")
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/cmd/nudge/agentrecord"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
@@ -42,6 +43,7 @@ type daemon struct {
 	auth     *auth.Authority
 	profiles map[string]panes.Profile
 	acks     *ack.Tracker
+	dlg      *dialogs.Answerer    // answers agents' dialogs (API, CLI, MCP, workspace policy)
 	rec      *agentrecord.Watcher // the agents' own records, where their profiles name one
 	reg      *panes.Registry
 	chain    *ack.Chain
@@ -100,6 +102,14 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	d.rec = agentrecord.New(agentrecord.Config{Profiles: d.profiles, Acks: d.acks, Runtimes: d.reg, Logger: d.log.Named("record"), Reply: h.onReply})
+	d.dlg = dialogs.New(dialogs.Config{Screen: d.mon.DialogNow, Busy: d.mon.Collision, Reclassify: d.mon.Reclassify,
+		Conn: func(ws string) (dialogs.Doer, error) { return d.reg.Conn(ws) }, Runtimes: d.reg, Rule: d.auth.Policy().AutoAnswer,
+		Publish: func(typ, ws string, v any) { d.hub.Publish(Event{Type: typ, Workspace: ws, Detail: mustJSON(v)}) },
+		Audit: func(r nudge.AuditRecord) {
+			if _, err := d.db.AppendAudit(r); err != nil {
+				d.log.Error("audit", "event", r.Event, "err", err)
+			}
+		}})
 	d.sched = inject.NewScheduler(d.pipe, cfg.Schedule)
 	if d.obs, err = openObserver(d); err != nil {
 		return nil, err
@@ -154,8 +164,9 @@ func (d *daemon) Close() error {
 		}
 		closeIf(d.api != nil, func() error { return d.api.Close() })
 		closeIf(d.sched != nil, func() error { return d.sched.Close() }) // it submits into the pipeline: first
-		// The record watcher acks and replies into the pipeline: it stops before it.
+		// The record watcher and the dialogs answer into the pipeline and tmux: they stop first.
 		d.rec.Close()
+		d.dlg.Close()
 		closeIf(d.pipe != nil, func() error { return d.pipe.Close() })
 		closeIf(d.chain != nil, func() error { return d.chain.Close() })
 		closeIf(d.mon != nil, func() error { return d.mon.Close() })
@@ -282,9 +293,7 @@ func openServer(cfg serveConfig, d *daemon) (*server.Server, error) {
 		Auth: d.auth, Tokens: d.auth, Policy: d.auth.Policy(),
 		Runtimes: d.reg, Panes: d.reg, Triggers: d.pipe, Acks: d.acks, Store: d.db, Schedules: d.sched,
 		Events: d.hub, Metrics: d.obs,
-		Dialogs: dialogs.New(dialogs.Config{Screen: d.mon.DialogNow, Busy: d.mon.Collision, Reclassify: d.mon.Reclassify,
-			Conn:     func(ws string) (dialogs.Doer, error) { return d.reg.Conn(ws) },
-			OnAnswer: d.hooks.onAnswer}),
+		Dialogs: d.dlg,
 	})
 }
 

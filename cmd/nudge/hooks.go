@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,7 +27,6 @@ type hooks struct {
 	socket       string
 	log          hclog.Logger
 	ready        atomic.Bool
-	shown        sync.Map // runtime id → the id of the last dialog put on the event stream
 }
 
 // ackSignals is the ack signals of a runtime's profile (the ack tracker asks).
@@ -99,19 +97,10 @@ func (h *hooks) onReadiness(runtimeID string, c detector.Classification, busy bo
 		return
 	}
 	h.d.obs.Workspace(ws)
-	if prev, _ := h.shown.Swap(runtimeID, dialogKey(c.Dialog)); c.Dialog != nil && prev != c.Dialog.DialogID {
-		h.d.hub.Publish(Event{Type: "dialog_shown", Workspace: ws, Detail: mustJSON(map[string]any{"runtime_id": runtimeID, "dialog": c.Dialog})})
-	}
+	h.d.dlg.Shown(runtimeID, c.Dialog)
 	if !busy && c.State == nudge.Ready {
 		h.d.pipe.Kick(runtimeID)
 	}
-}
-
-func dialogKey(d *nudge.Dialog) string {
-	if d == nil {
-		return ""
-	}
-	return d.DialogID
 }
 
 // onReply records the reply of the turn that took a trigger (read from the agent's
@@ -122,12 +111,6 @@ func (h *hooks) onReply(runtimeID, triggerID string, r ack.Reply) {
 	}
 	h.d.hub.Publish(Event{Type: "reply", Workspace: eventWorkspace(h.d.reg, runtimeID), Detail: mustJSON(map[string]any{
 		"trigger_id": triggerID, "runtime_id": runtimeID, "turn_ended_at": r.EndedAt, "truncated": r.Truncated, "evidence": r.Evidence})})
-}
-
-// onAnswer puts an answered dialog on the event stream (the audit record is the server's).
-func (h *hooks) onAnswer(rt nudge.Runtime, d nudge.Dialog, opt nudge.DialogOption, who, reason string) {
-	h.d.hub.Publish(Event{Type: "dialog_answered", Workspace: rt.WorkspaceID, Detail: mustJSON(map[string]any{
-		"runtime_id": rt.RuntimeID, "dialog_id": d.DialogID, "title": d.Title, "option": opt, "by": who, "reason": reason})})
 }
 
 // onHumanDone sends the orchestrator a synchronisation trigger after a human intervened

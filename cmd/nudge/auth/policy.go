@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +37,19 @@ type workspacePolicy struct {
 	Profiles  []string `json:"profiles"`  // agent profiles it may run; empty: all
 	Launchers []string `json:"launchers"` // argv[0] basenames an explicit argv may use; empty: the profile's
 	Rate      string   `json:"rate"`      // triggers per workspace, e.g. "60/min"; "": unlimited
+	// AutoAnswer: dialogs the daemon answers by itself (off when empty).
+	AutoAnswer []autoAnswer `json:"auto_answer"`
+}
+
+// autoAnswer is one rule of a workspace's auto_answer list: a dialog whose question, text
+// and options match Match (a Go regexp), shown by an agent of one of Agents (empty: any),
+// is answered with Choice (approve, deny, or an option's key), audited with Reason.
+type autoAnswer struct {
+	Match  string   `json:"match"`
+	Agents []string `json:"agents"`
+	Choice string   `json:"choice"`
+	Reason string   `json:"reason"`
+	re     *regexp.Regexp
 }
 
 // Policy is the loaded policy file; a nil *Policy allows everything (beyond the caller's
@@ -48,6 +62,7 @@ type Policy struct {
 type wsRule struct {
 	dirs, profiles, launchers []string
 	limit                     *rateBucket
+	auto                      []autoAnswer
 }
 
 // LoadPolicy reads and checks a policy file against the global roots; path "" is no
@@ -121,6 +136,16 @@ func newRule(ws string, wp workspacePolicy, roots []string) (*wsRule, error) {
 		}
 		rule.dirs = append(rule.dirs, real)
 	}
+	for i, a := range wp.AutoAnswer {
+		var err error
+		if a.re, err = regexp.Compile(a.Match); err != nil || a.Match == "" {
+			return nil, fmt.Errorf("auto_answer[%d].match %q: want a regexp (%v)", i, a.Match, err)
+		}
+		if a.Choice == "" || strings.TrimSpace(a.Reason) == "" {
+			return nil, fmt.Errorf("auto_answer[%d]: choice (approve, deny or an option key) and reason are required", i)
+		}
+		rule.auto = append(rule.auto, a)
+	}
 	if wp.Rate != "" {
 		n, per, err := ParseRate(wp.Rate)
 		if err != nil {
@@ -165,6 +190,26 @@ func (p *Policy) rule(ws string) *wsRule {
 		return r
 	}
 	return p.rules["*"]
+}
+
+// AutoAnswer is the workspace's automatic answer to dialog d of an agent of profile
+// agent: the first auto_answer rule whose match finds the dialog's question, text or an
+// option's label. ok is false when none does (or there is no policy).
+func (p *Policy) AutoAnswer(ws, agent string, d nudge.Dialog) (choice, reason string, ok bool) {
+	r := p.rule(ws)
+	if r == nil {
+		return "", "", false
+	}
+	text := d.Title + "\n" + d.Text
+	for _, o := range d.Options {
+		text += "\n" + o.Label
+	}
+	for _, a := range r.auto {
+		if (len(a.Agents) == 0 || slices.Contains(a.Agents, agent)) && a.re.MatchString(text) {
+			return a.Choice, a.Reason, true
+		}
+	}
+	return "", "", false
 }
 
 // Spawn is a spawn request as the policy checks it.

@@ -6,7 +6,11 @@
 // (the same if-shell guard as a prompt's keys). The caller records the answer in the
 // audit log and on the event stream.
 //
-// Ownership: an Answerer holds no goroutine; Answer runs on the caller's.
+// Shown puts each new dialog on the event stream and answers it when the workspace
+// policy's auto_answer rules say so (off by default).
+//
+// Ownership: Answer runs on the caller's goroutine; an automatic answer on one of its own,
+// which Close waits for.
 package dialogs
 
 import (
@@ -14,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -31,8 +36,16 @@ type Config struct {
 	Conn func(workspace string) (Doer, error)
 	// Reclassify asks for rt's screen to be read again after the answer (may be nil).
 	Reclassify func(runtimeID string)
-	// OnAnswer is told of each answer typed (the event stream); may be nil.
-	OnAnswer func(rt nudge.Runtime, d nudge.Dialog, opt nudge.DialogOption, who, reason string)
+	// Publish puts an event on the stream (dialog_shown, dialog_answered); may be nil.
+	Publish func(typ, workspace string, detail any)
+	// Rule is the workspace policy's automatic answer to a dialog (off: nil, or ok false).
+	Rule func(workspace, agent string, d nudge.Dialog) (choice, reason string, ok bool)
+	// Runtimes finds a runtime (for Shown).
+	Runtimes interface {
+		Get(id string) (nudge.Runtime, bool)
+	}
+	// Audit records an automatic answer (a caller's answer is audited by the API).
+	Audit func(rec nudge.AuditRecord)
 }
 
 // Doer runs one tmux command (*controlmode.Conn).
@@ -41,10 +54,70 @@ type Doer interface {
 }
 
 // Answerer types answers into dialogs.
-type Answerer struct{ cfg Config }
+type Answerer struct {
+	cfg   Config
+	shown sync.Map // runtime id → the id of the last dialog put on the event stream
+	wg    sync.WaitGroup
+}
 
 // New returns an Answerer.
 func New(cfg Config) *Answerer { return &Answerer{cfg: cfg} }
+
+// Close waits for the automatic answers under way.
+func (a *Answerer) Close() {
+	if a != nil {
+		a.wg.Wait()
+	}
+}
+
+// Shown takes the dialog a runtime's screen shows now (nil: none): a new one goes on the
+// event stream (dialog_shown) and, if the workspace policy answers it, is answered in the
+// background (audited as the policy's, with its reason). It never blocks.
+func (a *Answerer) Shown(runtimeID string, d *nudge.Dialog) {
+	id := ""
+	if d != nil {
+		id = d.DialogID
+	}
+	if prev, _ := a.shown.Swap(runtimeID, id); d == nil || prev == id {
+		return
+	}
+	rt, ok := a.cfg.Runtimes.Get(runtimeID)
+	if !ok {
+		return
+	}
+	a.publish("dialog_shown", rt.WorkspaceID, map[string]any{"runtime_id": runtimeID, "dialog": d})
+	if a.cfg.Rule == nil {
+		return
+	}
+	choice, reason, ok := a.cfg.Rule(rt.WorkspaceID, rt.Agent, *d)
+	if !ok {
+		return
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		got, opt, err := a.Answer(ctx, rt, d.DialogID, choice, autoSubject, reason)
+		rec := nudge.AuditRecord{Event: "dialog_answered", RuntimeID: rt.RuntimeID, Workspace: rt.WorkspaceID, Subject: autoSubject,
+			Reason: fmt.Sprintf("%s: %q → %s (%s); reason: %s", got.DialogID, got.Title, opt.Label, opt.Key, reason)}
+		if err != nil {
+			rec.Event, rec.Reason = "dialog_answer_refused", err.Error()+"; policy reason: "+reason
+		}
+		if a.cfg.Audit != nil {
+			a.cfg.Audit(rec)
+		}
+	}()
+}
+
+// autoSubject is who answered when the workspace policy did.
+const autoSubject = "policy:auto_answer"
+
+func (a *Answerer) publish(typ, ws string, detail any) {
+	if a.cfg.Publish != nil {
+		a.cfg.Publish(typ, ws, detail)
+	}
+}
 
 // Answer reads rt's dialog now and, if it is the one dialogID names ("" = whatever dialog
 // is on screen), presses the key of the chosen option: its key, its 1-based number, or
@@ -98,9 +171,8 @@ func (a *Answerer) Answer(ctx context.Context, rt nudge.Runtime, dialogID, choic
 	if a.cfg.Reclassify != nil {
 		a.cfg.Reclassify(rt.RuntimeID)
 	}
-	if a.cfg.OnAnswer != nil {
-		a.cfg.OnAnswer(rt, *d, opt, who, reason)
-	}
+	a.publish("dialog_answered", rt.WorkspaceID, map[string]any{"runtime_id": rt.RuntimeID, "dialog_id": d.DialogID,
+		"title": d.Title, "option": opt, "by": who, "reason": reason})
 	return *d, opt, nil
 }
 
