@@ -97,12 +97,13 @@ func (r *follower) Close() error {
 func (r *follower) run() {
 	defer close(r.done)
 	defer close(r.ev)
-	w, err := fsnotify.NewWatcher()
+	h, err := watcher()
 	if err != nil {
 		r.err = err
 		return
 	}
-	defer w.Close()
+	w := h.subscribe()
+	defer w.close()
 	path, err := r.locate(w)
 	if err == nil {
 		err = r.follow(w, path)
@@ -125,7 +126,7 @@ var errStopped = errors.New("record: reader closed")
 
 // locate waits until the record exists and returns its path, checked to lie under the
 // format's Root.
-func (r *follower) locate(w *fsnotify.Watcher) (string, error) {
+func (r *follower) locate(w *sub) (string, error) {
 	root := r.f.Root(r.spec)
 	watched := map[string]bool{}
 	wait := 250 * time.Millisecond
@@ -142,7 +143,7 @@ func (r *follower) locate(w *fsnotify.Watcher) (string, error) {
 		added := false
 		for _, d := range dirs {
 			if a := existingAncestor(root, d); a != "" && !watched[a] {
-				if w.Add(a) == nil {
+				if w.add(a) == nil {
 					watched[a], added = true, true
 				}
 			}
@@ -155,9 +156,9 @@ func (r *follower) locate(w *fsnotify.Watcher) (string, error) {
 		case <-r.stop:
 			t.Stop()
 			return "", errStopped
-		case <-w.Events:
+		case <-w.ev:
 			wait = 250 * time.Millisecond // things move: look soon again if this was not it
-		case <-w.Errors:
+		case <-w.missed:
 		case <-t.C:
 			wait = min(2*wait, r.opt.Rescan)
 		}
@@ -206,9 +207,9 @@ func inside(root, p string) (string, error) {
 
 // follow reads path from its start and then as file events say it grew. A file that
 // shrank (truncated, or replaced under the same name) is read again from its start.
-func (r *follower) follow(w *fsnotify.Watcher, path string) error {
+func (r *follower) follow(w *sub, path string) error {
 	r.path.Store(&path)
-	if err := w.Add(filepath.Dir(path)); err != nil {
+	if err := w.add(filepath.Dir(path)); err != nil {
 		return err
 	}
 	fl := &lineFeed{r: r, st: &State{}}
@@ -241,10 +242,7 @@ func (r *follower) follow(w *fsnotify.Watcher, path string) error {
 		select {
 		case <-r.stop:
 			return errStopped
-		case e, ok := <-w.Events:
-			if !ok {
-				return errStopped
-			}
+		case e := <-w.ev:
 			if filepath.Clean(e.Name) != path {
 				continue
 			}
@@ -256,14 +254,18 @@ func (r *follower) follow(w *fsnotify.Watcher, path string) error {
 					f = nil
 				}
 			}
-		case err, ok := <-w.Errors:
-			if !ok {
-				return errStopped
+		case <-w.missed:
+			// Events were lost (a full buffer, the watcher's overflow): the read above
+			// catches up with the file, checked for truncation first, and a file replaced
+			// meanwhile is opened anew.
+			if f != nil {
+				now, err1 := os.Stat(path)
+				open, err2 := f.Stat()
+				if err1 == nil && err2 == nil && !os.SameFile(now, open) {
+					f.Close()
+					f = nil
+				}
 			}
-			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				continue // events were lost: the read above catches up with the file
-			}
-			return err
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +174,30 @@ func TestFollowCloseBeforeFound(t *testing.T) {
 	}
 	if r.Err() != nil || r.Path() != "" {
 		t.Fatalf("err %v path %q", r.Err(), r.Path())
+	}
+}
+
+// TestFollowManyShareOneWatcher: 300 readers (more than the 128 inotify instances a user
+// has by default) each find and read their own record: they share one watcher.
+func TestFollowManyShareOneWatcher(t *testing.T) {
+	home := t.TempDir()
+	const n = 300
+	readers := make([]Reader, n)
+	for i := range n {
+		s := Spec{Home: home, Dir: "/w/" + strconv.Itoa(i), Spawned: time.Now().Add(-time.Second), SessionID: "s" + strconv.Itoa(i)}
+		readers[i] = Open(Claude{}, s, Options{})
+		defer readers[i].Close()
+	}
+	for i := range n {
+		dir := filepath.Join(home, ".claude", "projects", claudeProject("/w/"+strconv.Itoa(i)))
+		os.MkdirAll(dir, 0o700)
+		line := `{"type":"user","sessionId":"s` + strconv.Itoa(i) + `","message":{"role":"user","content":"hello ` + strconv.Itoa(i) + `"}}` + "\n"
+		os.WriteFile(filepath.Join(dir, "s"+strconv.Itoa(i)+".jsonl"), []byte(line), 0o600)
+	}
+	for i, r := range readers {
+		evs := kinds(t, r, 2)
+		if evs[1].Kind != UserMessage || evs[1].Text != "hello "+strconv.Itoa(i) {
+			t.Fatalf("reader %d: %+v", i, evs)
+		}
 	}
 }
