@@ -660,9 +660,16 @@ const submitPoll = 500 * time.Millisecond
 // SubmitTimeout before the trigger fails.
 func (p *Pipeline) awaitSubmit(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, seq uint64, final bool) (string, bool, []string, error) {
 	deadline := p.cfg.Now().Add(p.cfg.SubmitTimeout)
+	woke, stop := p.ackedOrDone(j)
+	defer stop()
 	for {
 		step := min(submitPoll, deadline.Sub(p.cfg.Now()))
-		quiet := l.settle(p.ctx.Done(), p.cfg.Now, seq, p.cfg.SubmitQuiet, step)
+		quiet := l.settle(woke, p.cfg.Now, seq, p.cfg.SubmitQuiet, step)
+		if p.ackedYet(j) {
+			// Acked while the pane settles (the agent's record shows the prompt as its
+			// user message): it has left the composer; no need to wait for quiet.
+			return "", true, nil, nil
+		}
 		c, left, seen, err := p.leftComposer(p.ctx, l, conn, target, j, rt)
 		if left || err != nil || p.ctx.Err() != nil || !p.cfg.Now().Before(deadline) {
 			return c, left, seen, err
@@ -671,6 +678,32 @@ func (p *Pipeline) awaitSubmit(l *lane, j *job, conn Sender, target string, rt n
 			return c, left, seen, err // quiet after output, and still in the composer: not taken
 		}
 	}
+}
+
+// ackedYet reports whether j is acked already (by any signal).
+func (p *Pipeline) ackedYet(j *job) bool {
+	if p.deps.Acks == nil {
+		return false
+	}
+	_, ok := p.ackedNow(j)
+	return ok
+}
+
+// ackedOrDone returns a channel closed when j is acked (by any signal) or the pipeline
+// stops, and the function that releases it.
+func (p *Pipeline) ackedOrDone(j *job) (<-chan struct{}, func()) {
+	if p.deps.Acks == nil {
+		return p.ctx.Done(), func() {}
+	}
+	ch := make(chan struct{})
+	ctx, cancel := context.WithCancel(p.ctx)
+	go func() {
+		defer close(ch)
+		if _, err := p.deps.Acks.Wait(ctx, j.id()); err != nil {
+			<-ctx.Done() // not acked: only the end closes it
+		}
+	}()
+	return ch, cancel
 }
 
 // paneReplaced reports, before Enter and after it, whether the pane the envelope was typed
