@@ -97,12 +97,11 @@ func (r *follower) Close() error {
 func (r *follower) run() {
 	defer close(r.done)
 	defer close(r.ev)
-	h, err := watcher()
+	w, err := watcher()
 	if err != nil {
 		r.err = err
 		return
 	}
-	w := h.subscribe()
 	defer w.close()
 	path, err := r.locate(w)
 	if err == nil {

@@ -200,4 +200,13 @@ func TestFollowManyShareOneWatcher(t *testing.T) {
 			t.Fatalf("reader %d: %+v", i, evs)
 		}
 	}
+	// The last reader closed ends the shared watcher (its goroutine joined).
+	for _, r := range readers {
+		r.Close()
+	}
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if shared != nil {
+		t.Fatalf("the shared watcher outlived its followers (%d holds)", shared.refs)
+	}
 }

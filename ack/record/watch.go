@@ -19,6 +19,8 @@ type hub struct {
 	w    *fsnotify.Watcher
 	subs map[string]map[*sub]struct{} // directory → its subscribers
 	err  error                        // the watcher's last error, for subscribers that ask
+	refs int                          // followers holding it (sharedMu)
+	done chan struct{}                // closed when run returns
 }
 
 // sub is one follower's subscription: events of its directories, and an overflow flag
@@ -31,26 +33,43 @@ type sub struct {
 }
 
 var (
-	sharedOnce sync.Once
-	shared     *hub
-	sharedErr  error
+	sharedMu sync.Mutex
+	shared   *hub
 )
 
-// watcher returns the process's hub, starting it once.
-func watcher() (*hub, error) {
-	sharedOnce.Do(func() {
+// watcher returns the process's hub, started by the first follower that needs it and
+// ended (its watcher closed, its goroutine joined) when the last one closes.
+func watcher() (*sub, error) {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if shared == nil {
 		w, err := fsnotify.NewWatcher()
 		if err != nil {
-			sharedErr = err
-			return
+			return nil, err
 		}
-		shared = &hub{w: w, subs: map[string]map[*sub]struct{}{}}
+		shared = &hub{w: w, subs: map[string]map[*sub]struct{}{}, done: make(chan struct{})}
 		go shared.run()
-	})
-	return shared, sharedErr
+	}
+	shared.refs++
+	return shared.subscribe(), nil
+}
+
+// release drops one follower's hold on h; the last one ends it.
+func (h *hub) release() {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if h.refs--; h.refs > 0 {
+		return
+	}
+	if shared == h {
+		shared = nil
+	}
+	h.w.Close()
+	<-h.done
 }
 
 func (h *hub) run() {
+	defer close(h.done)
 	for {
 		select {
 		case e, ok := <-h.w.Events:
@@ -121,8 +140,14 @@ func (s *sub) add(dir string) error {
 	return nil
 }
 
-// close ends s: its directories are no longer watched for it.
+// close ends s: its directories are no longer watched for it, and its hold on the hub
+// is released.
 func (s *sub) close() {
+	s.unwatch()
+	s.h.release()
+}
+
+func (s *sub) unwatch() {
 	h := s.h
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -9,7 +11,7 @@ import (
 )
 
 // roomFrame is a stack frame in one of the daemon's rooms.
-var roomFrame = regexp.MustCompile(`github\.com/nudgehq/nudge/(controlmode|panes|detector|inject|ack|store|cmd/nudge/(server|auth|events|observe|notify))\.`)
+var roomFrame = regexp.MustCompile(`github\.com/nudgehq/nudge/(controlmode|panes|detector|inject|ack|ack/record|store|cmd/nudge/(server|auth|events|observe|notify|agentrecord|dialogs))\.`)
 
 // goroutines returns the stacks of the running goroutines by id.
 func goroutines() map[string]string {
@@ -27,8 +29,17 @@ func goroutines() map[string]string {
 // that joins it.
 func TestDaemonCloseJoinsItsGoroutines(t *testing.T) {
 	before := goroutines()
-	td := startDaemon(t, newTestConfig(t))
+	cfg := newTestConfig(t)
+	// A program whose profile names a record: its reader (and the shared file watcher) run.
+	cfg.ProfileDir = t.TempDir()
+	os.WriteFile(filepath.Join(cfg.ProfileDir, "rec.json"), []byte(`{"name": "rec", "launch": ["cat"], "pack": "shell", "record": "claude"}`), 0o644)
+	td := startDaemon(t, cfg)
 	td.spawnShell("gr", "sh")
+	var rec runtimeView
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", spawnBody{Workspace: "gr", Role: "rec", Agent: "rec", Dir: cfg.Panes.Roots[0]}, &rec); err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rec.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
 	if _, err := td.trigger(map[string]any{"trigger_id": "gr1", "workspace": "gr", "agent": "sh", "prompt": "echo joined"}); err != nil {
 		t.Fatal(err)
 	}
