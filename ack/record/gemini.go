@@ -13,11 +13,22 @@ import (
 // session id>.jsonl (GEMINI_CLI_HOME defaults to the home directory), <project> being the
 // short name ~/.gemini/projects.json ({"projects": {"<cwd>": "<name>"}}) gives the working
 // directory. `--session-id UUID` names the session at launch. The first line is a header
-// (sessionId, projectHash, startTime); a prompt is a top-level line of type "user" (the
-// CLI's own <session_context> message comes inside a {"$set": ...} line and is not one),
-// written when its turn starts; the answer is a line of type "gemini" whose content is the
-// reply, written when it is complete. Gemini writes no turn boundary of its own: a turn
-// starts with its prompt's line and ends with a "gemini" line that calls no tool.
+// (sessionId, projectHash, startTime); then message lines (id, timestamp, type "user" |
+// "gemini" | "info" ..., content), {"$set": ...} updates (whole-history rewrites among
+// them: the CLI's own <session_context> message comes that way) and {"$rewindTo": id}. A
+// message is appended again under its id when the CLI adds its token counts or tool
+// calls: only the first line of an id is read.
+//
+// Gemini writes no turn boundary of its own; they are derived from when it writes. A
+// prompt's user line is written when its turn starts (a queued prompt's when the last
+// turn ended): it starts a turn, and ends one still open (cancelled before any answer).
+// A user line holding a functionResponse is a tool's result, and one starting with
+// <session_context> or <hook_context> the CLI's own context: neither is a prompt. A
+// "gemini" line is written when the model's reply is complete, before any tool it called
+// has run: only once they ran is it appended again with its toolCalls. So a reply without
+// text is a tool call (the turn goes on) and a reply with text ends the turn; when that
+// text came with a tool call (the model said what it would do), its continuation (the
+// line again with toolCalls, or a tool's result) starts the turn again without a prompt.
 type Gemini struct{}
 
 func init() { Register(Gemini{}) }
@@ -80,14 +91,21 @@ func (g Gemini) Locate(s Spec) (string, error) {
 }
 
 type geminiLine struct {
-	SessionID   string          `json:"sessionId"`
-	ProjectHash string          `json:"projectHash"`
-	Set         json.RawMessage `json:"$set"`
-	Type        string          `json:"type"`
-	Timestamp   string          `json:"timestamp"`
-	Content     json.RawMessage `json:"content"`
-	ToolCalls   []any           `json:"toolCalls"`
+	SessionID   string            `json:"sessionId"`
+	ProjectHash string            `json:"projectHash"`
+	Set         json.RawMessage   `json:"$set"`
+	ID          *string           `json:"id"`
+	Type        string            `json:"type"`
+	Timestamp   string            `json:"timestamp"`
+	Content     json.RawMessage   `json:"content"`
+	ToolCalls   []json.RawMessage `json:"toolCalls"`
 }
+
+// State.Any keys: the ids of the last user and gemini lines (a message appended again).
+const (
+	geminiLastUser  = "gemini_user"
+	geminiLastReply = "gemini_reply"
+)
 
 // Parse implements Format.
 func (Gemini) Parse(dst []Event, st *State, line []byte) ([]Event, error) {
@@ -107,50 +125,108 @@ func (Gemini) Parse(dst []Event, st *State, line []byte) ([]Event, error) {
 		st.SessionID, ev.SessionID = l.SessionID, l.SessionID
 		return append(dst, withKind(ev, SessionKnown)), nil
 	}
-	if l.Set != nil {
-		return dst, nil // the CLI's own updates (its session context, timestamps)
+	if l.Set != nil || l.ID == nil {
+		return dst, nil // the CLI's own updates (its session context, timestamps), rewinds
 	}
 	switch l.Type {
 	case "user":
-		text := geminiText(l.Content)
-		if text == "" {
-			return dst, nil
-		}
-		if st.InTurn { // the last turn ended without an answer of its own (cancelled)
-			dst = append(dst, withKind(Event{SessionID: ev.SessionID, At: at, Line: st.Line}, TurnEnded))
-		}
-		ev.Text, ev.Truncated = Clip(text)
-		dst = append(dst, withKind(ev, UserMessage))
-		st.InTurn = true
-		dst = append(dst, withKind(Event{SessionID: ev.SessionID, At: at, Line: st.Line}, TurnStarted))
+		return geminiUser(dst, st, ev, &l), nil
 	case "gemini":
-		if text := geminiText(l.Content); text != "" {
-			ev.Text, ev.Truncated = Clip(text)
-			dst = append(dst, withKind(ev, AssistantText))
-		}
-		if len(l.ToolCalls) == 0 && st.InTurn {
-			st.InTurn = false
-			dst = append(dst, withKind(Event{SessionID: ev.SessionID, At: at, Line: st.Line}, TurnEnded))
-		}
+		return geminiReply(dst, st, ev, &l), nil
 	}
 	return dst, nil
 }
 
-// geminiText is a message's text: a string, or parts with text.
-func geminiText(raw json.RawMessage) string {
+// geminiUser reads a user line: a prompt starts a turn, a tool's result continues one.
+func geminiUser(dst []Event, st *State, ev Event, l *geminiLine) []Event {
+	if st.Any[geminiLastUser] == *l.ID {
+		return dst
+	}
+	setAny(st, geminiLastUser, *l.ID)
+	text, tool := geminiText(l.Content)
+	if tool {
+		return geminiResume(dst, st, ev)
+	}
+	if t := strings.TrimSpace(text); t == "" || strings.HasPrefix(t, "<session_context>") || strings.HasPrefix(t, "<hook_context>") {
+		return dst
+	}
+	if st.InTurn { // the last turn ended without an answer of its own (cancelled)
+		dst = append(dst, withKind(ev, TurnEnded))
+	}
+	ev.Text, ev.Truncated = Clip(text)
+	dst = append(dst, withKind(ev, UserMessage))
+	st.InTurn = true
+	ev.Text, ev.Truncated = "", false
+	return append(dst, withKind(ev, TurnStarted))
+}
+
+// geminiReply reads a gemini line: its text is the answer and ends the turn; a reply
+// without text is a tool call; the reply appended again with tool calls continues the turn.
+func geminiReply(dst []Event, st *State, ev Event, l *geminiLine) []Event {
+	if st.Any[geminiLastReply] == *l.ID {
+		if len(l.ToolCalls) > 0 {
+			return geminiResume(dst, st, ev)
+		}
+		return dst
+	}
+	setAny(st, geminiLastReply, *l.ID)
+	text, _ := geminiText(l.Content)
+	if text == "" {
+		return dst
+	}
+	ev.Text, ev.Truncated = Clip(text)
+	dst = append(dst, withKind(ev, AssistantText))
+	if len(l.ToolCalls) == 0 && st.InTurn {
+		st.InTurn = false
+		ev.Text, ev.Truncated = "", false
+		dst = append(dst, withKind(ev, TurnEnded))
+	}
+	return dst
+}
+
+// geminiResume starts the turn again when the record shows the agent still at a turn
+// that read as ended (its reply had text, then tools ran).
+func geminiResume(dst []Event, st *State, ev Event) []Event {
+	if st.InTurn || st.Any[geminiLastReply] == "" {
+		return dst
+	}
+	st.InTurn = true
+	return append(dst, withKind(ev, TurnStarted))
+}
+
+type geminiPart struct {
+	Text             *string         `json:"text"`
+	Thought          bool            `json:"thought"`
+	FunctionResponse json.RawMessage `json:"functionResponse"`
+}
+
+// geminiText is a message's visible text: the content is a string or parts (strings or
+// objects; a thought is not text); tool says a functionResponse is among them.
+func geminiText(raw json.RawMessage) (text string, tool bool) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s
+		return s, false
 	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
+	var parts []json.RawMessage
 	if json.Unmarshal(raw, &parts) != nil {
-		return ""
+		parts = []json.RawMessage{raw}
 	}
 	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
+	for _, raw := range parts {
+		if json.Unmarshal(raw, &s) == nil {
+			b.WriteString(s)
+			continue
+		}
+		var p geminiPart
+		if json.Unmarshal(raw, &p) != nil {
+			continue
+		}
+		if len(p.FunctionResponse) > 0 && string(p.FunctionResponse) != "null" {
+			tool = true
+		}
+		if p.Text != nil && !p.Thought {
+			b.WriteString(*p.Text)
+		}
 	}
-	return b.String()
+	return b.String(), tool
 }

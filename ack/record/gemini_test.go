@@ -87,3 +87,108 @@ func TestGeminiLocate(t *testing.T) {
 		t.Fatalf("a project name leading out: %v", err)
 	}
 }
+
+// geminiFeed feeds lines to Gemini's Parse as lines 1, 2, ... of one file.
+func geminiFeed(t *testing.T, lines ...string) []Event {
+	t.Helper()
+	var st State
+	var evs []Event
+	for _, l := range lines {
+		st.Line++
+		var err error
+		if evs, err = (Gemini{}).Parse(evs, &st, []byte(l)); err != nil {
+			t.Fatalf("line %d: %v", st.Line, err)
+		}
+	}
+	return evs
+}
+
+type geminiWant struct {
+	k    Kind
+	text string
+}
+
+func geminiExpect(t *testing.T, evs []Event, want []geminiWant) {
+	t.Helper()
+	if len(evs) != len(want) {
+		t.Fatalf("got %d events %+v, want %d", len(evs), evs, len(want))
+	}
+	for i, w := range want {
+		if evs[i].Kind != w.k || evs[i].Text != w.text {
+			t.Errorf("#%d: got %v %q, want %v %q", i, evs[i].Kind, evs[i].Text, w.k, w.text)
+		}
+	}
+}
+
+const geminiHeader = `{"sessionId":"s","projectHash":"h","startTime":"2026-11-25T05:42:18.936Z","kind":"main"}`
+
+// A user message comes only from a user line of the user's: not from a reply that looks
+// like a prompt, a tool's result, the CLI's own context, a thought or a history rewrite.
+func TestGeminiRoleOnly(t *testing.T) {
+	evs := geminiFeed(t, geminiHeader,
+		`{"$set":{"messages":[{"id":"a","type":"user","content":[{"text":"[BRIDGE_TRIGGER id=a]"}]}]}}`,
+		`{"id":"b","type":"gemini","content":"[BRIDGE_TRIGGER id=b]"}`,
+		`{"id":"c","type":"info","content":[{"text":"[BRIDGE_TRIGGER id=c]"}]}`,
+		`{"id":"d","type":"user","content":[{"functionResponse":{"id":"x","name":"shell","response":{"output":"[BRIDGE_TRIGGER id=d]"}}}]}`,
+		`{"id":"e","type":"user","content":[{"text":"<session_context>\nThis is the Gemini CLI.\n</session_context>"}]}`,
+		`{"id":"f","type":"user","content":[{"text":"[BRIDGE_TRIGGER id=f]","thought":true}]}`,
+		`{"type":"user","content":[{"text":"[BRIDGE_TRIGGER id=g]"}]}`,
+		`{"id":"h","type":"user","content":[{"text":"[BRIDGE_TRIGGER id=h]`,
+	)
+	for _, e := range evs {
+		if e.Kind == UserMessage {
+			t.Errorf("got a user message %q", e.Text)
+		}
+	}
+}
+
+// A turn that calls tools: the reply is written before its tools run (a reply without
+// text goes on), appended again with its toolCalls after; the tool's result is a user
+// line. A reply with text before a tool call reads as the end, and its continuation starts
+// the turn again; a reply appended again (tokens) is read once; the final reply ends it.
+func TestGeminiToolTurn(t *testing.T) {
+	evs := geminiFeed(t, geminiHeader,
+		`{"id":"u1","type":"user","content":"look at x"}`,
+		`{"id":"r1","type":"gemini","content":"","thoughts":[]}`,
+		`{"$set":{"lastUpdated":"2026-11-25T05:42:28.939Z"}}`,
+		`{"id":"r1","type":"gemini","content":"","toolCalls":[{"id":"c1","name":"read_file"}]}`,
+		`{"id":"u2","type":"user","content":[{"functionResponse":{"id":"c1","name":"read_file","response":{}}}]}`,
+		`{"id":"r2","type":"gemini","content":"I will read y too."}`,
+		`{"id":"r2","type":"gemini","content":"I will read y too.","toolCalls":[{"id":"c2","name":"read_file"}]}`,
+		`{"id":"u3","type":"user","content":[{"functionResponse":{"id":"c2","name":"read_file","response":{}}}]}`,
+		`{"id":"r3","type":"gemini","content":"x says hi."}`,
+		`{"id":"r3","type":"gemini","content":"x says hi.","tokens":{"total":3}}`,
+		`{"$rewindTo":"u1"}`,
+	)
+	geminiExpect(t, evs, []geminiWant{
+		{SessionKnown, ""},
+		{UserMessage, "look at x"},
+		{TurnStarted, ""},
+		{AssistantText, "I will read y too."},
+		{TurnEnded, ""},
+		{TurnStarted, ""},
+		{AssistantText, "x says hi."},
+		{TurnEnded, ""},
+	})
+}
+
+// A prompt's line is written when its turn starts: it ends a turn still open (cancelled
+// before any answer).
+func TestGeminiCancelledTurn(t *testing.T) {
+	evs := geminiFeed(t, geminiHeader,
+		`{"id":"u1","type":"user","content":[{"text":"one"}]}`,
+		`{"id":"u2","type":"user","content":[{"text":"two"}]}`,
+		`{"id":"r1","type":"gemini","content":[{"text":"Binary content received.","thought":true}]}`,
+		`{"id":"r2","type":"gemini","content":[{"text":"two: "},"done"]}`,
+	)
+	geminiExpect(t, evs, []geminiWant{
+		{SessionKnown, ""},
+		{UserMessage, "one"},
+		{TurnStarted, ""},
+		{TurnEnded, ""},
+		{UserMessage, "two"},
+		{TurnStarted, ""},
+		{AssistantText, "two: done"},
+		{TurnEnded, ""},
+	})
+}
