@@ -70,8 +70,12 @@ type errString string
 
 func (e errString) Error() string { return string(e) }
 
-// rule matches a line drawn as a horizontal rule (a TUI's separator).
-var rule = regexp.MustCompile(`^\s*[─━═-]{8,}\s*$`)
+// rule matches a line drawn as a horizontal rule (a TUI's separator); boxOnly a line of
+// box drawing alone (a frame inside the dialog), which is not part of its text.
+var (
+	rule    = regexp.MustCompile(`^\s*[─━═-]{8,}\s*$`)
+	boxOnly = regexp.MustCompile(`^[─━═│┃╭╮╰╯┌┐└┘├┤ ]+$`)
+)
 
 // ParseDialog reads the approval dialog on screen (plain text, no escapes) as pack p
 // describes it; nil when p describes none or none is shown. The dialog's id is a hash
@@ -102,7 +106,7 @@ func ParseDialog(p *Pack, screen string) *nudge.Dialog {
 		m := d.option.FindStringSubmatch(l)
 		if m == nil {
 			if len(opts) == 0 {
-				if t := strings.TrimSpace(strings.Trim(l, "│ ")); t != "" {
+				if t := strings.TrimSpace(strings.Trim(l, "│┃ ")); t != "" && !boxOnly.MatchString(t) {
 					between = append(between, t) // the command, its reason
 				}
 				continue
@@ -140,13 +144,13 @@ func ParseDialog(p *Pack, screen string) *nudge.Dialog {
 		if rule.MatchString(lines[i]) {
 			break
 		}
-		if t := strings.TrimSpace(strings.Trim(lines[i], "│ ")); t != "" {
+		if t := strings.TrimSpace(strings.Trim(lines[i], "│┃ ")); t != "" && !boxOnly.MatchString(t) {
 			above = append([]string{t}, above...)
 		}
 	}
 	above = append(above, between...)
 	text := strings.TrimSpace(strings.Join(above, "\n"))
-	title := strings.TrimSpace(strings.Trim(lines[q], "│ "))
+	title := strings.TrimSpace(strings.Trim(lines[q], "│┃ "))
 	h := sha256.New()
 	h.Write([]byte(title + "\x00" + text))
 	for _, o := range opts {

@@ -27,6 +27,8 @@ func TestParseDialog(t *testing.T) {
 		{"codex", "codex_confirm_exec.txt", "Would you like to run the following command?",
 			"Environment: local\nReason: The stand-in asks to run touch approved.txt\n$ touch approved.txt",
 			[]string{"y", "p", "Escape"}, []string{"Yes, proceed", "Yes, and don't ask again for commands that start with `touch approved.txt`", "No, and tell Codex what to do differently"}, "y", "Escape"},
+		{"gemini", "gemini_confirm_shell.txt", "Allow execution of [Shell]?", "? Shell  touch denied.txt\ntouch denied.txt",
+			[]string{"1", "2", "Escape"}, []string{"Allow once", "Allow for this session", "No, suggest changes"}, "1", "Escape"},
 	}
 	for _, tt := range tests {
 		b, err := os.ReadFile(filepath.Join("testdata", "screens", tt.file))
@@ -54,7 +56,7 @@ func TestParseDialog(t *testing.T) {
 			t.Errorf("%s: id %q then %q", tt.file, d.DialogID, again.DialogID)
 		}
 		changed := ParseDialog(p, nudge.StripANSI(string(b))+"\n")
-		other := ParseDialog(p, replaceLast(nudge.StripANSI(string(b)), "touch approved.txt", "rm -rf /"))
+		other := ParseDialog(p, replaceLast(nudge.StripANSI(string(b)), "touch ", "rm -rf /; touch "))
 		if changed.DialogID != d.DialogID || other == nil || other.DialogID == d.DialogID {
 			t.Errorf("%s: a different dialog keeps its id", tt.file)
 		}

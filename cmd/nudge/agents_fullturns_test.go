@@ -78,8 +78,7 @@ func TestPiFullTurns(t *testing.T) {
 // operator denies the tool call through the pane, the command does not run, and the
 // held trigger is then delivered, acked, and given to the model once.
 func TestGeminiApprovalDenied(t *testing.T) {
-	testApprovalDenied(t, agentCase{agent: "gemini", env: "NUDGE_TEST_GEMINI", pkg: "@google/gemini-cli", api: standin.Gemini},
-		"Escape") // "3. No, suggest changes (esc)"
+	testApprovalDenied(t, agentCase{agent: "gemini", env: "NUDGE_TEST_GEMINI", pkg: "@google/gemini-cli", api: standin.Gemini}) // nudge deny: "3. No, suggest changes (esc)"
 }
 
 func TestOpenCodeApprovalDenied(t *testing.T) {
