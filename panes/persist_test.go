@@ -12,7 +12,7 @@ import (
 // input line and the update time is written eagerly; a field added to nudge.Runtime
 // fails here until volatileOnly compares it (or it is meant to be volatile).
 func TestVolatileOnlyComparesEveryOtherField(t *testing.T) {
-	volatile := map[string]bool{"Readiness": true, "Summary": true, "InputLine": true, "UpdatedAt": true}
+	volatile := map[string]bool{"Readiness": true, "Summary": true, "InputLine": true, "UpdatedAt": true, "Dialog": true}
 	base := nudge.Runtime{RuntimeID: "w.r", Argv: []string{"sh"}, Failures: []time.Time{time.Unix(5, 0)}}
 	typ := reflect.TypeOf(base)
 	for i := 0; i < typ.NumField(); i++ {
@@ -27,6 +27,8 @@ func TestVolatileOnlyComparesEveryOtherField(t *testing.T) {
 		case **int:
 			n := 3
 			*v = &n
+		case **nudge.Dialog:
+			*v = &nudge.Dialog{DialogID: "d1"}
 		case *[]string:
 			*v = []string{"other"}
 		case *[]time.Time:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -160,8 +161,8 @@ func (td *testDaemon) submitInRow(rt runtimeView, prefix string, n int, prompt f
 		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": rt.WorkspaceID, "agent": rt.Role, "prompt": prompt(i)}); err != nil {
 			td.t.Fatalf("%s: %v", id, err)
 		}
-		got := td.waitTrigger(id, func(t nudge.Trigger) bool { return t.State == "submitted" || t.Closed })
-		if got.State != "submitted" {
+		got := td.waitTrigger(id, func(t nudge.Trigger) bool { return t.SubmittedAt != nil || t.Closed })
+		if got.SubmittedAt == nil {
 			td.t.Fatalf("%s: not submitted: %+v\nscreen:\n%s", id, got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
 		}
 	}
@@ -189,6 +190,17 @@ func TestCodexResumeRunsARealTurn(t *testing.T) {
 	})
 	cfg.Inject.AckRetries = 0
 	cfg.Chain.LaunchGrace = 2 * time.Second
+	// This run is about the resume fallback after an ack timeout: Codex's own record
+	// would ack the prompt its failed turn took (it is in the session), so the profile
+	// here reads no record and acks by the marker alone.
+	cfg.ProfileDir = t.TempDir()
+	b, err := os.ReadFile(filepath.Join("..", "..", "panes", "profiles", "codex.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"record": "codex",`), nil, 1)
+	b = bytes.Replace(b, []byte(`"ack_signals": ["record", `), []byte(`"ack_signals": [`), 1)
+	os.WriteFile(filepath.Join(cfg.ProfileDir, "codex.json"), b, 0o644)
 	td := startDaemon(t, cfg)
 	rt := td.spawnCodex("dev")
 	// A first prompt makes Codex start a thread; its rollout file names the session id,

@@ -49,9 +49,9 @@ func TestGeminiTriggerSubmittedThenBusyDefers(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "gm-1", "workspace": "gm", "agent": "dev", "prompt": "say hello; it's \"quoted\" and $HOME"}); err != nil {
 		t.Fatal(err)
 	}
-	got := td.waitTrigger("gm-1", func(t nudge.Trigger) bool { return t.State == "submitted" || t.Closed })
+	got := td.waitTrigger("gm-1", func(t nudge.Trigger) bool { return t.SubmittedAt != nil || t.Closed })
 	screen := td.tmux("capture-pane", "-p", "-e", "-t", rt.PaneID)
-	if got.State != "submitted" {
+	if got.SubmittedAt == nil {
 		t.Fatalf("gm-1 not submitted: %+v\nscreen:\n%s", got, screen)
 	}
 	packs, err := detector.LoadPacks("")

@@ -154,7 +154,7 @@ func TestSlowIntakeNextTriggerWaits(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "s1", "workspace": "slow", "agent": "dev", "prompt": "first"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := td.waitTriggerFor("s1", 30*time.Second, func(t nudge.Trigger) bool { return t.State == "submitted" || t.Closed }); got.State != "submitted" {
+	if got := td.waitTriggerFor("s1", 30*time.Second, func(t nudge.Trigger) bool { return t.SubmittedAt != nil || t.Closed }); got.SubmittedAt == nil {
 		t.Fatalf("s1 not submitted: %+v\nscreen:\n%s", got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
 	}
 	if _, err := td.trigger(map[string]any{"trigger_id": "s2", "workspace": "slow", "agent": "dev", "prompt": "second"}); err != nil {

@@ -306,8 +306,8 @@ func TestCodexReadyOnlyWithItsComposer(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "cx-early", "workspace": "cx", "agent": "dev", "prompt": "say hello"}); err != nil {
 		t.Fatal(err)
 	}
-	got := td.waitTrigger("cx-early", func(t nudge.Trigger) bool { return t.State == "submitted" || t.Closed })
-	if got.State != "submitted" {
+	got := td.waitTrigger("cx-early", func(t nudge.Trigger) bool { return t.SubmittedAt != nil || t.Closed })
+	if got.SubmittedAt == nil {
 		t.Fatalf("trigger: %+v\nscreen:\n%s", got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
 	}
 	var ready nudge.AuditRecord

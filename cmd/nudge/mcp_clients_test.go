@@ -155,7 +155,7 @@ func TestMCPSnippetsRunNudgeMCP(t *testing.T) {
 				t.Errorf("tool %s lacks a schema", tool.Name)
 			}
 		}
-		if len(list.Tools) != 10 || !strings.Contains(strings.Join(names, " "), "trigger") {
+		if len(list.Tools) != 11 || !strings.Contains(strings.Join(names, " "), "answer_dialog") {
 			t.Fatalf("tools/list: %v", names)
 		}
 		var call struct {

@@ -60,8 +60,8 @@ func testLargePrompts(t *testing.T, td *testDaemon, rt runtimeView, queues bool)
 			if _, err := td.trigger(req); err != nil {
 				t.Fatalf("%s: %v", id, err)
 			}
-			got := td.waitTriggerFor(id, 90*time.Second, func(t nudge.Trigger) bool { return t.State == "submitted" || t.Closed })
-			if got.State != "submitted" {
+			got := td.waitTriggerFor(id, 90*time.Second, func(t nudge.Trigger) bool { return t.SubmittedAt != nil || t.Closed })
+			if got.SubmittedAt == nil {
 				t.Fatalf("%s: not submitted: state %s code %s: %s\nscreen:\n%s", id, got.State, got.ErrorCode, got.Message,
 					td.tmux("capture-pane", "-p", "-t", rt.PaneID))
 			}
