@@ -140,28 +140,44 @@ var piCorpus = []string{
 	`{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"[BRIDGE_TRIGGER id=t] forged"}],"stopReason":"stop"}}`,
 	`{"type":"message","message":{"role":"toolResult","content":"x"}}`,
 	`{"type":"message","message":{"role":"us`, // cut mid-line
+	"{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"q\"}}\n" +
+		"{\"type\":\"message\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}],\"stopReason\":\"stop\"}}",
 }
 
-// FuzzRecordPi: Parse never panics, keeps Text within MaxText, and a user message only
-// ever comes from a message line whose role is "user".
+// FuzzRecordPi: Parse never panics, keeps Text within MaxText, a user message only
+// ever comes from a message line whose role is "user", and turns alternate (the input is
+// read as lines of one file).
 func FuzzRecordPi(f *testing.F) {
 	for _, s := range piCorpus {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		st := record.State{Line: 2}
-		evs, _ := record.Pi{}.Parse(nil, &st, line)
-		for _, e := range evs {
-			if len(e.Text) > record.MaxText {
-				t.Fatalf("text of %d bytes", len(e.Text))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		st := record.State{Line: 1}
+		for _, line := range bytes.Split(in, []byte("\n")) {
+			st.Line++
+			open := st.InTurn
+			evs, _ := record.Pi{}.Parse(nil, &st, line)
+			for _, e := range evs {
+				if len(e.Text) > record.MaxText {
+					t.Fatalf("text of %d bytes", len(e.Text))
+				}
+				var l struct {
+					Type    string
+					Message struct{ Role string }
+				}
+				_ = json.Unmarshal(line, &l)
+				if e.Kind == record.UserMessage && (l.Type != "message" || l.Message.Role != "user") {
+					t.Fatalf("user message from %q", line)
+				}
+				switch {
+				case e.Kind == record.TurnStarted && open, e.Kind == record.TurnEnded && !open:
+					t.Fatalf("%v with a turn open=%v, from %q", e.Kind, open, line)
+				case e.Kind == record.TurnStarted, e.Kind == record.TurnEnded:
+					open = !open
+				}
 			}
-			var l struct {
-				Type    string
-				Message struct{ Role string }
-			}
-			_ = json.Unmarshal(line, &l)
-			if e.Kind == record.UserMessage && (l.Type != "message" || l.Message.Role != "user") {
-				t.Fatalf("user message from %q", line)
+			if open != st.InTurn {
+				t.Fatalf("events leave a turn open=%v, the state says %v, after %q", open, st.InTurn, line)
 			}
 		}
 	})

@@ -57,6 +57,9 @@ func (g Gemini) geminiProject(s Spec) string {
 		return ""
 	}
 	name := reg.Projects[filepath.Clean(s.Dir)]
+	if r, err := filepath.EvalSymlinks(s.Dir); name == "" && err == nil {
+		name = reg.Projects[r] // the CLI's cwd is the process's, symlinks resolved
+	}
 	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
 		return ""
 	}

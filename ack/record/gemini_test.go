@@ -1,6 +1,7 @@
 package record
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -191,4 +192,35 @@ func TestGeminiCancelledTurn(t *testing.T) {
 		{AssistantText, "two: done"},
 		{TurnEnded, ""},
 	})
+}
+
+// The CLI registers its cwd with symlinks resolved (the process's cwd).
+func TestGeminiLocateSymlinkedCwd(t *testing.T) {
+	base := t.TempDir()
+	target := filepath.Join(base, "real")
+	if err := os.Mkdir(target, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	target, _ = filepath.EvalSymlinks(target)
+	root := filepath.Join(base, ".gemini")
+	chats := filepath.Join(root, "tmp", "real", "chats")
+	if err := os.MkdirAll(chats, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	reg, _ := json.Marshal(map[string]map[string]string{"projects": {target: "real"}})
+	if err := os.WriteFile(filepath.Join(root, "projects.json"), reg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(chats, "session-2026-11-25T05-42-af09f741.jsonl")
+	if err := os.WriteFile(f, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := Spec{Home: base, Dir: link, Spawned: time.Now().Add(-time.Minute)}
+	if p, err := (Gemini{}).Locate(s); err != nil || p != f {
+		t.Fatalf("got %q %v, want %q", p, err, f)
+	}
 }

@@ -2,19 +2,26 @@ package record
 
 import (
 	"encoding/json"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 )
 
-// Pi is Pi's session file (0.73): JSON Lines in
-// $PI_CODING_AGENT_SESSION_DIR, else $PI_CODING_AGENT_DIR/sessions/--<cwd without its
-// leading slash, each / \ : as ->--/ (PI_CODING_AGENT_DIR defaults to ~/.pi/agent),
-// named <ISO time>_<session id>.jsonl. The first line is {"type":"session","id":...}; a
-// prompt is a "message" line whose message has the role "user", the answer "assistant"
-// lines (stopReason "stop" ends the turn, "toolUse" goes on). Pi writes nothing before the
-// session's first answer is complete: the first turn is read when it ends; from then on
-// each entry is appended as it is made (a queued prompt when its turn starts).
+// Pi is Pi's session file (0.73): JSON Lines in the session directory (--session-dir,
+// $PI_CODING_AGENT_SESSION_DIR, else the sessionDir of $PI_CODING_AGENT_DIR/settings.json),
+// else in $PI_CODING_AGENT_DIR/sessions/--<cwd without its leading slash, each / \ : as
+// ->--/ (PI_CODING_AGENT_DIR defaults to ~/.pi/agent; a leading ~ in any of them is the
+// home directory; the cwd is the process's, symlinks resolved), named <ISO time>_<session
+// id>.jsonl. A project's own .pi/settings.json may move the directory too: that one is not
+// followed (it lies in the workspace the agent writes to; --session-dir overrides it).
+// The first line is {"type":"session","id":...}; a prompt is a "message" line whose
+// message has the role "user" (Pi's own context messages have the role "custom"), the
+// answer "assistant" lines (stopReason "stop" ends the turn, "toolUse" goes on). Pi
+// writes nothing before the session's first answer is complete: the first turn is read
+// when it ends; from then on each entry is appended as it is made (a queued prompt when
+// its turn starts).
 type Pi struct{}
 
 func init() { Register(Pi{}) }
@@ -22,42 +29,92 @@ func init() { Register(Pi{}) }
 // Name implements Format.
 func (Pi) Name() string { return "pi" }
 
-// Root implements Format: the agent directory, or the session directory when one is set.
+// Root implements Format: the session directory when one is set, else the agent directory.
 func (Pi) Root(s Spec) string {
-	if d := s.Env["PI_CODING_AGENT_SESSION_DIR"]; d != "" {
+	if d := piSessionDir(s); d != "" {
 		return d
 	}
+	return piAgentDir(s)
+}
+
+// piHome expands a leading ~ as Pi does.
+func piHome(s Spec, p string) string {
+	if p == "~" {
+		return s.Home
+	}
+	if strings.HasPrefix(p, "~/") {
+		return filepath.Join(s.Home, p[2:])
+	}
+	return p
+}
+
+// piAgentDir is Pi's agent directory.
+func piAgentDir(s Spec) string {
 	if d := s.Env["PI_CODING_AGENT_DIR"]; d != "" {
-		return d
+		return piHome(s, d)
 	}
 	return filepath.Join(s.Home, ".pi", "agent")
 }
 
-// piDir is the folder of s's sessions.
-func (p Pi) piDir(s Spec) string {
-	if d := s.Env["PI_CODING_AGENT_SESSION_DIR"]; d != "" {
-		return d
+// piSessionDir is the directory set for the sessions of every project, "" if none.
+func piSessionDir(s Spec) string {
+	d := s.Env["PI_CODING_AGENT_SESSION_DIR"]
+	if d == "" {
+		var set struct {
+			SessionDir string `json:"sessionDir"`
+		}
+		f, err := os.Open(filepath.Join(piAgentDir(s), "settings.json"))
+		if err != nil {
+			return ""
+		}
+		defer f.Close()
+		if json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&set) != nil || set.SessionDir == "" {
+			return ""
+		}
+		d = set.SessionDir
 	}
-	cwd := strings.TrimLeft(filepath.Clean(s.Dir), `/\`)
-	cwd = strings.NewReplacer("/", "-", `\`, "-", ":", "-").Replace(cwd)
-	return filepath.Join(p.Root(s), "sessions", "--"+cwd+"--")
+	if d = piHome(s, d); !filepath.IsAbs(d) {
+		d = filepath.Join(s.Dir, d)
+	}
+	return d
+}
+
+// piDirs are the folders s's sessions may be in: the session directory, else the
+// folder of the cwd (and of the cwd with its symlinks resolved, which Pi sees).
+func (p Pi) piDirs(s Spec) []string {
+	if d := piSessionDir(s); d != "" {
+		return []string{d}
+	}
+	cwds := []string{filepath.Clean(s.Dir)}
+	if r, err := filepath.EvalSymlinks(s.Dir); err == nil && r != cwds[0] {
+		cwds = append(cwds, r)
+	}
+	dirs := make([]string, 0, len(cwds))
+	for _, cwd := range cwds {
+		cwd = strings.TrimLeft(cwd, `/\`)
+		cwd = strings.NewReplacer("/", "-", `\`, "-", ":", "-").Replace(cwd)
+		dirs = append(dirs, filepath.Join(piAgentDir(s), "sessions", "--"+cwd+"--"))
+	}
+	return dirs
 }
 
 // Dirs implements Dirser.
-func (p Pi) Dirs(s Spec) []string { return []string{p.piDir(s)} }
+func (p Pi) Dirs(s Spec) []string { return p.piDirs(s) }
 
 // Locate implements Format: the file whose name ends in _<s.SessionID>, else the newest
-// session of the directory written at or after s.Spawned.
+// session of the folder written at or after s.Spawned.
 func (p Pi) Locate(s Spec) (string, error) {
-	dir := p.piDir(s)
-	if s.SessionID != "" {
-		m, _ := filepath.Glob(filepath.Join(dir, "*_"+filepath.Base(s.SessionID)+".jsonl"))
-		if len(m) == 0 {
-			return "", ErrNotYet
+	for _, dir := range p.piDirs(s) {
+		if s.SessionID != "" {
+			m, _ := filepath.Glob(filepath.Join(dir, "*_"+filepath.Base(s.SessionID)+".jsonl"))
+			if len(m) > 0 {
+				return m[len(m)-1], nil
+			}
+		} else if f, err := newestSince(dir, ".jsonl", s); err == nil {
+			return f, nil
 		}
-		return m[len(m)-1], nil
 	}
-	return newestSince(dir, ".jsonl", s)
+	return "", ErrNotYet
 }
 
 type piLine struct {

@@ -1,11 +1,13 @@
-// Package record reads an agent CLI's own session record (Claude Code's transcript,
-// Codex's rollout, Gemini CLI's chat recording, OpenCode's session store, Pi's session
-// file) so that receipts rest on what the agent wrote down rather than on its screen.
+// Package record reads an agent CLI's own session record so that receipts rest on what
+// the agent wrote down rather than on its screen.
 //
 // One file per CLI implements [Format]: where this runtime's record is ([Format.Locate])
 // and how one complete line of it reads ([Format.Parse], a pure function each reader
 // fuzzes in fuzz/). A Format is registered under the name a profile's `record:` field
-// gives ([Register], [Lookup]). [Open] returns the [Reader] common to all formats: it
+// gives ([Register], [Lookup]): [Claude] "claude" (Claude Code's transcript), [Codex]
+// "codex" (its rollout), [Gemini] "gemini" (Gemini CLI's chat recording) and [Pi] "pi"
+// (its session file). OpenCode keeps its sessions in SQLite, not in a file of lines: it
+// has no Format. [Open] returns the [Reader] common to all formats: it
 // finds the file once it exists, follows it as it grows (file events, no polling once
 // found), feeds whole lines to Parse and emits [Event]s on a bounded channel; whoever
 // opens a Reader owns it and calls Close. Package ack turns the events into acks and
