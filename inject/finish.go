@@ -83,11 +83,24 @@ type working interface {
 	Working(runtimeID string) bool
 }
 
-// agentWorking reports whether t's ack wait, begun at began, goes on because the
-// runtime's record shows its agent mid-turn.
+// agentWorking reports whether t's ack wait, begun at began, goes on because the agent is
+// at work: its record shows it mid-turn, or, for an agent that keeps a record nudge does
+// not read yet (Pi writes nothing before its first answer is complete), its screen reads
+// BUSY. A retype could only give the prompt twice.
 func (p *Pipeline) agentWorking(t nudge.Trigger, began time.Time) bool {
-	w, ok := p.deps.Acks.(working)
-	return ok && t.RuntimeID != "" && p.cfg.Now().Sub(began) < recordBusyMax && w.Working(t.RuntimeID)
+	if t.RuntimeID == "" || p.cfg.Now().Sub(began) >= recordBusyMax {
+		return false
+	}
+	if w, ok := p.deps.Acks.(working); ok && w.Working(t.RuntimeID) {
+		return true
+	}
+	rt, ok := p.deps.Runtimes.Get(t.RuntimeID)
+	if !ok || p.deps.Gates == nil {
+		return false
+	}
+	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
+	l, live := p.deps.Acks.(recordLive)
+	return prof.Record != "" && !(live && l.RecordLive(rt.RuntimeID)) && p.deps.Gates.Readiness(rt) == nudge.Busy
 }
 
 // evidencer is an Acker that knows where it saw an ack (the record's file and line).

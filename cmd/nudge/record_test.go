@@ -159,3 +159,26 @@ func TestClaudeTwoInOneDirectory(t *testing.T) {
 func TestCodexTwoInOneDirectory(t *testing.T) {
 	testTwoInOneDir(t, agentCase{agent: "codex", env: "NUDGE_TEST_CODEX", pkg: "@openai/codex", api: standin.Responses})
 }
+
+// TestPiLongFirstTurnGivenOnce: Pi writes its record only when its first answer is
+// complete; a first turn much longer than the ack timeout (and its retries) is waited
+// out while Pi's screen reads BUSY, and the prompt is given once, acked by the record.
+func TestPiLongFirstTurnGivenOnce(t *testing.T) {
+	c := agentCase{agent: "pi", env: "NUDGE_TEST_PI", pkg: "@mariozechner/pi-coding-agent", api: standin.Chat,
+		script: busyReply(12 * time.Second)}
+	c.config = func(cfg *serveConfig) {
+		cfg.Inject.AckTimeout, cfg.Inject.AckRetries = 2*time.Second, 2
+		cfg.Inject.Backoff = []time.Duration{500 * time.Millisecond, time.Second}
+	}
+	ft := startFullTurns(t, c)
+	ft.send("pi-long", "a long first task")
+	var tr nudge.Trigger
+	if err := ft.td.c.do(t0(), "GET", "/v1/triggers/pi-long?wait=1m&for=reply", nil, &tr); err != nil || tr.State != "acked" ||
+		tr.AckSignal != "record" || tr.Attempts != 1 || !strings.Contains(tr.Reply, "pi-long") {
+		t.Fatalf("%s signal=%s attempts=%d reply=%q %v\nstory: %s", tr.State, tr.AckSignal, tr.Attempts, tr.Reply, err, story(ft.td.audit("pi-long")))
+	}
+	time.Sleep(2 * time.Second)
+	if n := standin.Count(ft.srv.Requests(), "pi-long"); n != 1 {
+		t.Fatalf("the model got the prompt %d times, want 1\nstory: %s", n, story(ft.td.audit("pi-long")))
+	}
+}
