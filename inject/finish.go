@@ -84,9 +84,9 @@ type working interface {
 }
 
 // agentWorking reports whether t's ack wait, begun at began, goes on because the agent is
-// at work: its record shows it mid-turn, or, for an agent that keeps a record nudge does
-// not read yet (Pi writes nothing before its first answer is complete), its screen reads
-// BUSY. A retype could only give the prompt twice.
+// at work: its record shows it mid-turn, or, for an agent whose record nudge does not read
+// (yet: Pi writes nothing before its first answer is complete; OpenCode's is not read),
+// its screen reads BUSY. A retype could only give the prompt twice.
 func (p *Pipeline) agentWorking(t nudge.Trigger, began time.Time) bool {
 	if t.RuntimeID == "" || p.cfg.Now().Sub(began) >= recordBusyMax {
 		return false
@@ -100,7 +100,8 @@ func (p *Pipeline) agentWorking(t nudge.Trigger, began time.Time) bool {
 	}
 	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
 	l, live := p.deps.Acks.(recordLive)
-	return prof.Record != "" && !(live && l.RecordLive(rt.RuntimeID)) && p.deps.Gates.Readiness(rt) == nudge.Busy
+	agent := prof.Record != "" || prof.Pack != "" && prof.Pack != "shell" // a TUI agent, not a program in a shell
+	return agent && !(live && l.RecordLive(rt.RuntimeID)) && p.deps.Gates.Readiness(rt) == nudge.Busy
 }
 
 // evidencer is an Acker that knows where it saw an ack (the record's file and line).
