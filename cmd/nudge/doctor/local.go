@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,9 @@ func (d *doctor) askDaemon(ctx context.Context, c *api.Client) (report func(), r
 		return func() {
 			d.say.ok("", "daemon %s answers on %s: %d runtime(s), up since %s; %s", h.Version, c.Socket(), h.Runtimes,
 				h.StartedAt.Local().Format(time.DateTime), paths)
+			for _, id := range slices.Sorted(maps.Keys(h.RecordsUnread)) {
+				d.say.warn("", "runtime %s: its agent's own record is not read (%s): its acks rest on its screen", id, h.RecordsUnread[id])
+			}
 		}, rts
 	case errors.As(err, &ae) && (ae.ErrorCode == nudge.Unauthorized || ae.ErrorCode == nudge.Forbidden):
 		return func() {
