@@ -104,6 +104,10 @@ func (p *Pipeline) agentWorking(t nudge.Trigger, began time.Time) bool {
 	return agent && !(live && l.RecordLive(rt.RuntimeID)) && p.deps.Gates.Readiness(rt) == nudge.Busy
 }
 
+// signalRecord is the ack signal of a prompt found in the agent's own record
+// (ack.SignalRecord).
+const signalRecord = "record"
+
 // evidencer is an Acker that knows where it saw an ack (the record's file and line).
 type evidencer interface {
 	Evidence(triggerID string) string
@@ -141,7 +145,12 @@ func (c *Config) retryAfter(attempts int) (time.Duration, bool) {
 // finishAcked records j's ack (the Acker's signal, the marker found on screen, or an ack
 // found before a retry) and closes it.
 func (p *Pipeline) finishAcked(j *job, signal string) {
-	if in, ok := p.deps.Gates.(Intake); ok {
+	if signal == signalRecord {
+		// Its user message is in the agent's record, but the agent may still be taking it
+		// in (Gemini CLI reads a large paste for seconds after writing it): the next
+		// trigger keeps waiting until the agent draws, as the intake gate says.
+		j.keepIntake = true
+	} else if in, ok := p.deps.Gates.(Intake); ok {
 		// Before the receipt says acked: a caller that sends the next trigger as soon as it
 		// reads acked must not find the agent still taking this one in.
 		in.Settled(j.record().RuntimeID, j.id())
@@ -404,7 +413,7 @@ func (p *Pipeline) unroutable(j *job, known bool) {
 // answering from memory, so a receipt never goes back to an older state).
 func (p *Pipeline) done(j *job) {
 	p.breakers.settle(j.record().RuntimeID, j.id())
-	if in, ok := p.deps.Gates.(Intake); ok {
+	if in, ok := p.deps.Gates.(Intake); ok && !j.keepIntake {
 		in.Settled(j.record().RuntimeID, j.id())
 	}
 	if p.deps.Acks != nil {

@@ -17,6 +17,7 @@ type job struct {
 	envelope   string        // sanitized prompt wrapped in its envelope: what is typed
 	created    chan struct{} // closed once the create commit is done (or failed: lost)
 	lost       bool          // the record was never committed: nothing may be persisted
+	keepIntake bool          // acked by the agent's record: the intake gate ends on its own
 	decided    chan struct{} // closed at the first decision: typed, parked or failed
 	decideOnce sync.Once
 	pmu        sync.Mutex // serializes persist

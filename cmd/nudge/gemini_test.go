@@ -96,6 +96,9 @@ func TestGeminiLargePasteGivenOnce(t *testing.T) {
 		}})
 	ft.send("big", standin.Filler(63<<10, false))
 	tr := ft.waitAcked("big")
+	// Acked by its record: Gemini wrote the prompt as its user message, and may still be
+	// reading it; the turn's end is when the model has had it.
+	ft.td.c.do(t0(), "GET", "/v1/triggers/big?wait=2m&for=reply", nil, &tr)
 	ft.waitReady("big")
 	time.Sleep(3 * time.Second) // a second copy, queued in Gemini, would be sent by now
 	if n := standin.Count(ft.srv.Requests(), "big"); n != 1 || tr.Attempts != 1 {

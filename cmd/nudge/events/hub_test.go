@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,12 +154,13 @@ func TestReplayExpired(t *testing.T) {
 func TestTrimByAge(t *testing.T) {
 	db := openStore(t, filepath.Join(t.TempDir(), "nudge.db"))
 	defer db.Close()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
+	var now atomic.Int64 // the hub's background trim reads the clock too
+	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
 	h := openHub(t, Config{MaxAge: time.Hour, Recent: 1, Now: clock}, db)
 	defer h.Close()
 	publishN(h, "a", 3)
-	now = now.Add(2 * time.Hour)
+	now.Add(int64(2 * time.Hour))
 	publishN(h, "a", 1)
 	h.trim()
 	db.Flush()
