@@ -53,8 +53,10 @@ type RecordsConfig struct {
 type Records struct {
 	cfg RecordsConfig
 
-	mu  sync.Mutex
-	rts map[string]*follow
+	mu     sync.Mutex
+	rts    map[string]*follow
+	closed bool // Close ran: Follow starts nothing
+	wg     sync.WaitGroup
 }
 
 // follow is one runtime's reader and what it read.
@@ -94,8 +96,12 @@ func NewRecords(cfg RecordsConfig) *Records {
 
 // Follow starts following runtimeID's record in format f (replacing a reader it had).
 func (rs *Records) Follow(runtimeID string, f record.Format, s record.Spec) {
-	fl := &follow{r: rs.cfg.Open(f, s), done: make(chan struct{}), seen: map[string]string{}}
 	rs.mu.Lock()
+	if rs.closed {
+		rs.mu.Unlock()
+		return
+	}
+	fl := &follow{r: rs.cfg.Open(f, s), done: make(chan struct{}), seen: map[string]string{}}
 	old := rs.rts[runtimeID]
 	rs.rts[runtimeID] = fl
 	rs.mu.Unlock()
@@ -125,9 +131,10 @@ func (rs *Records) Stop(runtimeID string) {
 	}
 }
 
-// Close ends every reader and waits for them.
+// Close ends every reader and waits for them (and for the refollows under way).
 func (rs *Records) Close() {
 	rs.mu.Lock()
+	rs.closed = true
 	ids := make([]string, 0, len(rs.rts))
 	for id := range rs.rts {
 		ids = append(ids, id)
@@ -136,6 +143,7 @@ func (rs *Records) Close() {
 	for _, id := range ids {
 		rs.Stop(id)
 	}
+	rs.wg.Wait()
 }
 
 func (rs *Records) get(runtimeID string) *follow {
@@ -236,7 +244,11 @@ func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 				mine := fl.mine
 				fl.mu.Unlock()
 				if !mine && rs.cfg.OnForeign != nil {
-					go rs.cfg.OnForeign(runtimeID, ev.File) // it replaces this reader: not on its goroutine
+					rs.wg.Add(1)
+					go func(path string) { // it replaces this reader: not on its goroutine
+						defer rs.wg.Done()
+						rs.cfg.OnForeign(runtimeID, path)
+					}(ev.File)
 				}
 			}
 		}

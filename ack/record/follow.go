@@ -95,8 +95,9 @@ func (r *follower) Close() error {
 }
 
 func (r *follower) run() {
-	defer close(r.done)
+	// Events closes last: a reader that sees it closed finds Err set (done closed).
 	defer close(r.ev)
+	defer close(r.done)
 	w, err := watcher()
 	if err != nil {
 		r.err = err
