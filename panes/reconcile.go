@@ -98,6 +98,13 @@ func (r *Registry) reconcileOneLocked(rt *nudge.Runtime, byID map[string]paneInf
 	p, found := r.findPaneLocked(rt, byID, panes)
 	status := rt.Status
 	switch {
+	case found && !p.Dead && r.backToShellLocked(rt, p):
+		// An adopted pane whose agent ended and left its shell in front (seed 001 §6.8):
+		// a crash, not a live agent; it stays offline until an agent runs there again.
+		if Live(status) {
+			return r.deathLocked(rt, "the agent exited back to its shell ("+p.Command+")", nudge.PaneDead, nil)
+		}
+		return nil, false
 	case found && !p.Dead:
 		return r.aliveLocked(rt, p), false
 	case found && Live(status):
@@ -116,6 +123,17 @@ func (r *Registry) reconcileOneLocked(rt *nudge.Runtime, byID map[string]paneInf
 		return r.deathLocked(rt, "pane missing", nudge.RegistryDrift, nil)
 	}
 	return nil, r.restartableLocked(rt)
+}
+
+// backToShellLocked reports whether rt, an adopted (unmanaged) agent's pane, shows its
+// shell in front: the agent it was registered for has ended. A shell runtime's pane and a
+// managed one (its program is the pane's own) never count.
+func (r *Registry) backToShellLocked(rt *nudge.Runtime, p paneInfo) bool {
+	if rt.Managed || !isShell(p.Command) {
+		return false
+	}
+	prof := r.cfg.Profiles[rt.Agent]
+	return prof.Pack != "shell" && prof.Name != "shell"
 }
 
 // findPaneLocked finds the runtime's pane by id (same session, and same pid or window

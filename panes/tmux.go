@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,9 +220,10 @@ func isMissing(err error) bool {
 	return false
 }
 
-// paneFormat is what the sweep lists; the window name is last because it may hold spaces.
+// paneFormat is what the sweep lists; the window name is last because it may hold spaces
+// (the foreground command's spaces, if any, become '_').
 const paneFormat = "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal} #{pane_pid} " +
-	"#{pane_index} #{window_index} #{session_name} #{window_name}"
+	"#{pane_index} #{window_index} #{s/ /_/:pane_current_command} #{session_name} #{window_name}"
 
 // paneInfo is one pane as tmux reports it.
 type paneInfo struct {
@@ -233,17 +235,18 @@ type paneInfo struct {
 	WindowIndex int
 	Session     string
 	Window      string
+	Command     string // the pane's foreground command (pane_current_command)
 }
 
 // parsePanes parses lines of paneFormat. Malformed lines are skipped.
 func parsePanes(lines []string) []paneInfo {
 	var out []paneInfo
 	for _, l := range lines {
-		f := strings.SplitN(l, " ", 9)
-		if len(f) != 9 || !strings.HasPrefix(f[0], "%") {
+		f := strings.SplitN(l, " ", 10)
+		if len(f) != 10 || !strings.HasPrefix(f[0], "%") {
 			continue
 		}
-		p := paneInfo{ID: f[0], Dead: f[1] == "1", Session: f[7], Window: f[8]}
+		p := paneInfo{ID: f[0], Dead: f[1] == "1", Command: f[7], Session: f[8], Window: f[9]}
 		p.PID, _ = strconv.Atoi(f[4])
 		p.Index, _ = strconv.Atoi(f[5])
 		p.WindowIndex, _ = strconv.Atoi(f[6])
@@ -253,6 +256,16 @@ func parsePanes(lines []string) []paneInfo {
 		out = append(out, p)
 	}
 	return out
+}
+
+// shells are the programs a pane falls back to when the agent started in it ends.
+var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "fish": true, "dash": true, "ksh": true,
+	"mksh": true, "tcsh": true, "csh": true, "nu": true, "elvish": true, "xonsh": true}
+
+// isShell reports whether a pane's foreground command is a shell (a login shell's "-bash"
+// too).
+func isShell(cmd string) bool {
+	return shells[filepath.Base(strings.TrimPrefix(cmd, "-"))]
 }
 
 func exitStatus(status, signal string) *int {

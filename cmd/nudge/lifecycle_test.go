@@ -340,3 +340,44 @@ func TestRestartedAgentReadsReadyAgain(t *testing.T) {
 		td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Restarts == i })
 	}
 }
+
+// TestAdoptedAgentBackToShellIsACrash: an adopted pane whose agent ends and leaves its
+// shell in front (seed 001 §6.8) is a crash, not a live agent; it stays offline while the
+// shell is there and is a live runtime again once an agent runs in it again.
+func TestAdoptedAgentBackToShellIsACrash(t *testing.T) {
+	cfg := newTestConfig(t)
+	cfg.ProfileDir = t.TempDir()
+	os.WriteFile(filepath.Join(cfg.ProfileDir, "agentx.json"), []byte(`{"name": "agentx", "launch": ["cat"], "pack": "codex"}`), 0o644)
+	td := startDaemon(t, cfg)
+	td.spawnShell("w1", "other", "sh", "-c", "exec sleep 600") // creates the session
+	pane := strings.TrimSpace(td.tmux("new-window", "-d", "-t", "agents_w1:", "-n", "mine", "-P", "-F", "#{pane_id}",
+		"bash", "--norc", "--noprofile"))
+	td.tmux("send-keys", "-t", pane, "cat", "Enter")
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if strings.TrimSpace(td.tmux("display-message", "-p", "-t", pane, "#{pane_current_command}")) == "cat" {
+			break
+		}
+	}
+	var rt runtimeView
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/register", registerBody{Workspace: "w1", Role: "adopted", Agent: "agentx",
+		Target: pane, Unmanaged: true}, &rt); err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	td.tmux("send-keys", "-t", pane, "C-c") // the agent ends; bash is in front again
+	got := td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "offline" })
+	if got.PaneID != pane {
+		t.Fatalf("runtime %+v", got.Runtime)
+	}
+	var recs []nudge.AuditRecord
+	td.c.do(t0(), "GET", "/v1/audit?runtime="+rt.RuntimeID, nil, &recs)
+	if !strings.Contains(story(recs), "exited back to its shell (bash)") {
+		t.Fatalf("no crash on record:\n%s", story(recs))
+	}
+	time.Sleep(2 * time.Second) // a sweep or two: the shell alone does not make it live
+	if td.get(rt.RuntimeID).Status != "offline" {
+		t.Fatalf("live again with only the shell in front: %+v", td.get(rt.RuntimeID).Runtime)
+	}
+	td.tmux("send-keys", "-t", pane, "cat", "Enter") // an agent runs there again
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+}
