@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"errors"
 	"time"
 	"unicode/utf8"
 
@@ -23,8 +24,9 @@ type Reply struct {
 // Reply records the reply of trigger id's turn on its receipt (reply, reply_truncated,
 // turn_ended_at), redacted and bounded, with a reply_received audit record citing the
 // evidence; waiters for the reply and the event stream hear of it. The first reply of a
-// trigger is kept: a later one (the record read again) changes nothing. It never moves
-// the receipt's state. It reports whether this reply was recorded.
+// trigger is kept: a later one (the record read again) changes nothing and writes
+// nothing. It never moves the receipt's state. It reports whether this reply was
+// recorded. It does not wait for a disk write (it runs on a record reader's goroutine).
 func (p *Pipeline) Reply(id string, r Reply) (bool, error) {
 	text, cut := clipReply(nudge.Redact(r.Text))
 	at := r.EndedAt
@@ -36,35 +38,53 @@ func (p *Pipeline) Reply(id string, r Reply) (bool, error) {
 			return false
 		}
 		t.Reply, t.ReplyTruncated, t.TurnEndedAt = text, cut || r.Truncated, tp(at)
+		t.UpdatedAt = p.cfg.Now()
 		return true
 	}
 	detail := map[string]any{"evidence": r.Evidence, "bytes": len(text), "truncated": cut || r.Truncated}
 	if j := p.inflight(id); j != nil {
-		fresh := false
-		rec := j.update(p.cfg.Now(), func(t *nudge.Trigger) { fresh = set(t) })
+		j.mu.Lock()
+		fresh := set(&j.t)
+		rec := j.t
+		j.mu.Unlock()
 		if fresh {
 			p.persist(j, p.auditDetail("reply_received", rec, "the agent's turn ended", detail))
+			// The job may be forgotten (done) before this write is in the store, and a
+			// waiter woken in between reads the older store copy: wake it again once the
+			// write is in (with the next batch, not a commit of its own).
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				p.deps.Store.Settle()
+				p.waiters.notify(id)
+			}()
 		}
 		return fresh, nil
 	}
 	p.deps.Store.Flush() // the trigger's last write-behind record first
-	fresh := false
-	t, err := p.deps.Store.UpdateTrigger(id, func(t *nudge.Trigger) error {
-		fresh = set(t)
-		if fresh {
-			t.UpdatedAt = p.cfg.Now()
-		}
-		return nil
-	})
-	if err != nil || !fresh {
+	t, err := p.deps.Store.GetTrigger(id)
+	if err != nil || t.TurnEndedAt != nil {
 		return false, err
 	}
-	if _, err := p.deps.Store.AppendAudit(p.auditDetail("reply_received", t, "the agent's turn ended", detail)); err != nil {
-		p.log.Warn("audit reply", "trigger_id", id, "err", err)
+	// The record and its audit in one commit; none at all for a reply already kept.
+	t, err = p.deps.Store.UpdateTrigger(id, func(t *nudge.Trigger) error {
+		if !set(t) {
+			return errReplied
+		}
+		return nil
+	}, p.auditDetail("reply_received", t, "the agent's turn ended", detail))
+	switch {
+	case errors.Is(err, errReplied):
+		return false, nil
+	case err != nil:
+		return false, err
 	}
 	p.changed(t)
 	return true, nil
 }
+
+// errReplied: the receipt already has its reply.
+var errReplied = errors.New("reply already recorded")
 
 // clipReply cuts s to MaxReply bytes on a rune boundary and says whether it cut.
 func clipReply(s string) (string, bool) {
