@@ -24,7 +24,7 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 		Short: "deliver a prompt to a live agent",
 		Long: "Deliver PROMPT (- reads it from stdin) to the agent ROLE of workspace WS and print its receipt.\n" +
 			"Exits 1 if the trigger failed (the receipt on stdout says why), 3 if --wait ended before\n" +
-			"the trigger was closed (the receipt so far is on stdout).",
+			"the trigger was closed, or --wait-for before it reached that state (the receipt so far is on stdout).",
 		Example: "  nudge trigger --workspace mobile_core --agent reviewer --thread th_42 \"Review th_42.\" --wait\n" +
 			"  git diff | nudge trigger --workspace mobile_core --agent reviewer -",
 		Args: exactArgs(1, "one PROMPT (or - for stdin)"),
@@ -50,6 +50,9 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 		}
 		if req.Workspace == "" || req.Agent == "" {
 			return usagef("want --workspace, --agent and one PROMPT (or - for stdin)")
+		}
+		if w := api.WaitFor(*until); w != "" && !w.Known() {
+			return usagef("--wait-for %q: want submitted, acked, closed or reply", w)
 		}
 		req.Prompt = args[0]
 		if req.Prompt == "-" {
@@ -97,15 +100,12 @@ func printReceipt(w io.Writer, asJSON bool, t api.Trigger, waited bool) error {
 // waitReceipt waits up to d until trigger id's receipt reaches w, prints it (replyOnly:
 // the reply's text alone) and exits 0, 1 (failed) or 3 (not reached in time).
 func waitReceipt(ctx context.Context, env *cliEnv, c *api.Client, asJSON bool, id string, w api.WaitFor, d time.Duration, replyOnly bool) error {
-	if w != api.WaitSubmitted && w != api.WaitAcked && w != api.WaitClosed && w != api.WaitReply {
-		return usagef("--wait-for %q: want submitted, acked, closed or reply", w)
-	}
 	t, reached, err := c.WaitTrigger(ctx, id, w, max(d, time.Millisecond), nil)
 	switch {
 	case err != nil:
 		return err
 	case replyOnly && reached:
-		_, err = fmt.Fprintln(env.stdout, t.Reply)
+		_, err = fmt.Fprintln(env.stdout, tui.PrintableText(t.Reply)) // a model wrote it: it must not drive the terminal
 	case !replyOnly:
 		err = printTriggers(env.stdout, asJSON, t)
 	}
@@ -128,7 +128,7 @@ func receiptCmd(env *cliEnv) *cobra.Command {
 		Use:   "receipt TRIGGER_ID [--wait DURATION] [--reply]",
 		Short: "show a trigger's receipt",
 		Long: "Print a trigger's receipt. Exits 1 if the trigger failed, 3 if --wait ended before the\n" +
-			"trigger was closed (the receipt so far is printed), else 0.",
+			"trigger was closed (the receipt so far is printed) or, with --reply, before the reply came, else 0.",
 		Example: "  nudge receipt job-42 --wait 30s",
 		Args:    exactArgs(1, "one TRIGGER_ID"),
 

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge/ack"
 )
 
 var updateWire = flag.Bool("update-wire", false, "rewrite testdata/wire/*.txt from a live daemon")
@@ -245,6 +247,12 @@ func TestWireGolden(t *testing.T) {
 	pin("stop", "POST", "/v1/runtimes/rt_golden.sh/stop", "", `{"reason":"golden done"}`)
 	pin("deregister", "DELETE", "/v1/runtimes/rt_golden.watcher?reason=gone", "", "")
 	pin("error_deregister_again", "DELETE", "/v1/runtimes/rt_golden.watcher", "", "")
+
+	// The agent's reply on a receipt, handed in as the agent's record reader does (a shell
+	// has no record); last, so that the files before keep their numbers.
+	td.d.hooks.onReply("rt_golden.sh", "g1", ack.Reply{Text: "golden answer", EndedAt: time.Now(), Evidence: "golden.jsonl:1"})
+	pin("receipt_reply", "GET", "/v1/triggers/g1?wait=1s&for=reply", "", "")
+	pin("error_receipt_for", "GET", "/v1/triggers/g1?wait=1s&for=answer", "", "")
 	td.stop()
 
 	dir := filepath.Join("testdata", "wire")

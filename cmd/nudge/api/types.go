@@ -189,6 +189,11 @@ func (w WaitFor) ReachedBy(t Trigger) bool {
 	return false
 }
 
+// Known reports whether w is one of the states a caller can wait for.
+func (w WaitFor) Known() bool {
+	return w == WaitSubmitted || w == WaitAcked || w == WaitClosed || w == WaitReply
+}
+
 // Over reports whether t can reach w no more: closed, and for a reply, closed without
 // an ack (an acked trigger's reply comes after it closed).
 func (w WaitFor) Over(t Trigger) bool {

@@ -110,6 +110,25 @@ func Printable(s string) string {
 	return q[1 : len(q)-1]
 }
 
+// PrintableText is Printable for text of several lines (an agent's reply): line feeds
+// and tabs stay, every other control character is escaped.
+func PrintableText(s string) string {
+	control := func(r rune) bool { return r != '\n' && r != '\t' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0)) }
+	if strings.IndexFunc(s, control) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if control(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 func CompactJSON(b []byte) string {
 	var v any
 	if json.Unmarshal(b, &v) != nil {
