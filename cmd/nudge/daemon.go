@@ -102,7 +102,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	d.rec = agentrecord.New(agentrecord.Config{Profiles: d.profiles, Acks: d.acks, Runtimes: d.reg, Logger: d.log.Named("record"), Reply: h.onReply})
-	d.dlg = dialogs.New(dialogs.Config{Screen: d.mon.DialogNow, Busy: d.mon.Collision, Reclassify: d.mon.Reclassify,
+	d.dlg = dialogs.New(dialogs.Config{Screen: d.mon.DialogNow, Busy: d.mon.Collision,
 		Conn: func(ws string) (dialogs.Doer, error) { return d.reg.Conn(ws) }, Runtimes: d.reg, Rule: d.auth.Policy().AutoAnswer,
 		Publish: func(typ, ws string, v any) { d.hub.Publish(Event{Type: typ, Workspace: ws, Detail: mustJSON(v)}) },
 		Audit: func(r nudge.AuditRecord) {

@@ -34,8 +34,6 @@ type Config struct {
 	Busy func(rt nudge.Runtime) (bool, time.Time, string)
 	// Conn is the workspace's control connection.
 	Conn func(workspace string) (Doer, error)
-	// Reclassify asks for rt's screen to be read again after the answer (may be nil).
-	Reclassify func(runtimeID string)
 	// Publish puts an event on the stream (dialog_shown, dialog_answered); may be nil.
 	Publish func(typ, workspace string, detail any)
 	// Rule is the workspace policy's automatic answer to a dialog (off: nil, or ok false).
@@ -168,9 +166,9 @@ func (a *Answerer) Answer(ctx context.Context, rt nudge.Runtime, dialogID, choic
 	if _, err := conn.Do(ctx, line); err != nil {
 		return nudge.Dialog{}, none, nudge.NewError(nudge.SendKeysError, "answer "+rt.RuntimeID+": "+err.Error())
 	}
-	if a.cfg.Reclassify != nil {
-		a.cfg.Reclassify(rt.RuntimeID)
-	}
+	// The screen is not read afresh here: the dialog stays the gate's verdict until a
+	// capture after the agent's own output shows it gone, so a trigger it held is never
+	// typed into a dialog still open (an agent slow to take the key).
 	a.publish("dialog_answered", rt.WorkspaceID, map[string]any{"runtime_id": rt.RuntimeID, "dialog_id": d.DialogID,
 		"title": d.Title, "option": opt, "by": who, "reason": reason})
 	return *d, opt, nil
