@@ -30,21 +30,15 @@ func parseFile(t *testing.T, f Format, name string) ([]Event, error) {
 	return evs, nil
 }
 
-func TestClaudeParse(t *testing.T) {
-	evs, err := parseFile(t, Claude{}, "claude-2.1.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []struct {
-		k    Kind
-		text string
-	}{
-		{SessionKnown, ""},
-		{UserMessage, "say hi\nsecond line"},
-		{TurnStarted, ""},
-		{AssistantText, "Hello from the model stand-in."},
-		{TurnEnded, ""},
-	}
+// ev is an event a test wants: its kind and text.
+type ev struct {
+	k    Kind
+	text string
+}
+
+// wantEvents fails unless evs are want, in order, each of session sid with its line.
+func wantEvents(t *testing.T, evs []Event, sid string, want []ev) {
+	t.Helper()
 	if len(evs) != len(want) {
 		t.Fatalf("got %d events %+v, want %d", len(evs), evs, len(want))
 	}
@@ -52,10 +46,24 @@ func TestClaudeParse(t *testing.T) {
 		if evs[i].Kind != w.k || evs[i].Text != w.text {
 			t.Errorf("#%d: got %v %q, want %v %q", i, evs[i].Kind, evs[i].Text, w.k, w.text)
 		}
-		if evs[i].SessionID != "11111111-2222-4333-8444-555555555555" || evs[i].Line == 0 {
+		if evs[i].SessionID != sid || evs[i].Line == 0 {
 			t.Errorf("#%d: session %q line %d", i, evs[i].SessionID, evs[i].Line)
 		}
 	}
+}
+
+func TestClaudeParse(t *testing.T) {
+	evs, err := parseFile(t, Claude{}, "claude-2.1.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEvents(t, evs, "11111111-2222-4333-8444-555555555555", []ev{
+		{SessionKnown, ""},
+		{UserMessage, "say hi\nsecond line"},
+		{TurnStarted, ""},
+		{AssistantText, "Hello from the model stand-in."},
+		{TurnEnded, ""},
+	})
 }
 
 func TestClaudeUnknownFormat(t *testing.T) {

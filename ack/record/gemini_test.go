@@ -14,10 +14,7 @@ func TestGeminiParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct {
-		k    Kind
-		text string
-	}{
+	wantEvents(t, evs, "af09f741-c8c1-4718-a4bc-01dcea4e0117", []ev{
 		{SessionKnown, ""},
 		{UserMessage, "PROMPT-ALPHA first prompt"},
 		{TurnStarted, ""},
@@ -27,18 +24,7 @@ func TestGeminiParse(t *testing.T) {
 		{TurnStarted, ""},
 		{AssistantText, "REPLY-ONE line one\nline two of the reply"},
 		{TurnEnded, ""},
-	}
-	if len(evs) != len(want) {
-		t.Fatalf("got %d events %+v, want %d", len(evs), evs, len(want))
-	}
-	for i, w := range want {
-		if evs[i].Kind != w.k || evs[i].Text != w.text {
-			t.Errorf("#%d: got %v %q, want %v %q", i, evs[i].Kind, evs[i].Text, w.k, w.text)
-		}
-		if evs[i].SessionID != "af09f741-c8c1-4718-a4bc-01dcea4e0117" {
-			t.Errorf("#%d: session %q", i, evs[i].SessionID)
-		}
-	}
+	})
 }
 
 // TestGeminiTruncated: a record cut mid-line reads up to its last whole line (the

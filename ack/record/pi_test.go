@@ -14,10 +14,7 @@ func TestPiParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct {
-		k    Kind
-		text string
-	}{
+	wantEvents(t, evs, "01a21139-e65d-70d7-9119-8b76db21db7f", []ev{
 		{SessionKnown, ""},
 		{UserMessage, "PROMPT-ALPHA first prompt"},
 		{TurnStarted, ""},
@@ -27,18 +24,7 @@ func TestPiParse(t *testing.T) {
 		{TurnStarted, ""},
 		{AssistantText, "REPLY-ONE line one\nline two of the reply"},
 		{TurnEnded, ""},
-	}
-	if len(evs) != len(want) {
-		t.Fatalf("got %d events %+v, want %d", len(evs), evs, len(want))
-	}
-	for i, w := range want {
-		if evs[i].Kind != w.k || evs[i].Text != w.text {
-			t.Errorf("#%d: got %v %q, want %v %q", i, evs[i].Kind, evs[i].Text, w.k, w.text)
-		}
-		if evs[i].SessionID != "01a21139-e65d-70d7-9119-8b76db21db7f" {
-			t.Errorf("#%d: session %q", i, evs[i].SessionID)
-		}
-	}
+	})
 }
 
 func TestPiTruncatedAndUnknown(t *testing.T) {
