@@ -163,6 +163,7 @@ func TestReached(t *testing.T) {
 		{Trigger{State: "failed", Closed: true}, WaitClosed, true},
 		{Trigger{State: "acked", Closed: true}, WaitReply, false},
 		{Trigger{State: "acked", Closed: true, TurnEndedAt: &now}, WaitReply, true},
+		{Trigger{State: "submitted", TurnEndedAt: &now}, WaitReply, false}, // the reply read before the ack is written
 	} {
 		if got := tc.w.ReachedBy(tc.t); got != tc.want {
 			t.Errorf("%s closed=%v reached %s: %v, want %v", tc.t.State, tc.t.Closed, tc.w, got, tc.want)

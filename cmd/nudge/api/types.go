@@ -169,8 +169,9 @@ const (
 	WaitSubmitted WaitFor = "submitted" // the prompt was submitted to the agent (or acked)
 	WaitAcked     WaitFor = "acked"     // the agent acknowledged it
 	WaitClosed    WaitFor = "closed"    // no more work will be done for it (acked or failed)
-	// WaitReply: the agent's turn that took the prompt ended and its reply is on the
-	// receipt (agents whose own record nudge reads), or it failed.
+	// WaitReply: the agent's turn that took the prompt ended, its reply is on the
+	// receipt (agents whose own record nudge reads) and the receipt is closed; or it
+	// failed.
 	WaitReply WaitFor = "reply"
 )
 
@@ -184,7 +185,10 @@ func (w WaitFor) ReachedBy(t Trigger) bool {
 	case WaitClosed:
 		return t.Closed
 	case WaitReply:
-		return t.TurnEndedAt != nil
+		// The reply and the ack are read from the same record but written by two hands:
+		// a waiter is answered once both are on the receipt, never with a reply on a
+		// receipt still "submitted".
+		return t.TurnEndedAt != nil && t.Closed
 	}
 	return false
 }
