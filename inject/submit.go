@@ -60,7 +60,7 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 		t.RuntimeID, t.Host = rt.RuntimeID, rt.Host
 	}
 	j := newJob(t, p.cfg.Now().Sub(p.opened) < p.cfg.RedeliveryCheck)
-	j.envelope = p.envelope(t, text)
+	j.envelope = p.typist.envelope(t, text)
 	j.received = req.Received
 	if j.received.IsZero() {
 		j.received = start
@@ -84,9 +84,9 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 		errc <- p.create(j, known)
 	}()
 	if known && rt.Managed {
-		if !p.typeInline(j) {
+		if !p.lanes.typeInline(j) {
 			trace.Log(ctx, "lane", "enqueue")
-			p.enqueue(j)
+			p.lanes.enqueue(j)
 		}
 	} else {
 		j.endTask()
@@ -102,7 +102,7 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 		return Submitted{}, err
 	}
 	if !known || !rt.Managed {
-		p.unroutable(j, known)
+		p.fin.unroutable(j, known)
 	}
 	timer := time.NewTimer(decideWait)
 	defer timer.Stop()
@@ -121,20 +121,12 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 // result on that goroutine. Once the pipeline is closed SubmitAsync reports false and
 // does not call done.
 func (p *Pipeline) SubmitAsync(req Request, done func(Submitted, error)) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return false
-	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
+	return p.goIfOpen(func() {
 		res, err := p.Submit(p.ctx, req)
 		if done != nil {
 			done(res, err)
 		}
-	}()
-	return true
+	})
 }
 
 // Get returns a trigger's receipt: the in-flight copy if there is one, else the store's.
@@ -185,32 +177,32 @@ func (p *Pipeline) newRecord(req Request, text string) nudge.Trigger {
 	}
 }
 
-func (p *Pipeline) envelope(t nudge.Trigger, text string) string {
+func (ty *typist) envelope(t nudge.Trigger, text string) string {
 	reason := t.Reason
 	if reason == "" {
 		reason = "trigger"
 	}
-	return Envelope{ID: t.TriggerID, Thread: t.ThreadID, Reason: reason, AckHint: p.ackHint(t)}.Wrap(text)
+	return Envelope{ID: t.TriggerID, Thread: t.ThreadID, Reason: reason, AckHint: ty.ackHint(t)}.Wrap(text)
 }
 
 // ackHint says whether t's envelope asks the agent to print the ack marker: when the
 // pipeline is configured to and the runtime's profile wants it (a profile whose agent's
 // own record shows its turns does not while that record is read, unless it says so).
-func (p *Pipeline) ackHint(t nudge.Trigger) bool {
-	if !p.cfg.AckHint || t.RuntimeID == "" {
-		return p.cfg.AckHint
+func (ty *typist) ackHint(t nudge.Trigger) bool {
+	if !ty.cfg.AckHint || t.RuntimeID == "" {
+		return ty.cfg.AckHint
 	}
-	rt, ok := p.deps.Runtimes.Get(t.RuntimeID)
+	rt, ok := ty.deps.Runtimes.Get(t.RuntimeID)
 	if !ok {
 		return true
 	}
-	prof, ok := p.deps.Runtimes.Profile(rt.Agent)
+	prof, ok := ty.deps.Runtimes.Profile(rt.Agent)
 	if !ok || prof.AckHint {
 		return true
 	}
 	// The profile's agent keeps a record; while it is not being read (not written yet,
 	// or unreadable), the marker is the ack.
-	l, ok := p.deps.Acks.(recordLive)
+	l, ok := ty.deps.Acks.(recordLive)
 	return !ok || !l.RecordLive(rt.RuntimeID)
 }
 
@@ -246,27 +238,10 @@ var errExisting = errors.New("trigger exists")
 // decideWait bounds how long Submit waits for the lane's first decision on a new trigger.
 const decideWait = time.Second
 
-// claim registers j as in flight; if its id is already in flight, it returns that job.
-func (p *Pipeline) claim(j *job) (*job, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if prev, ok := p.jobs[j.id()]; ok {
-		return prev, true
-	}
-	p.jobs[j.id()] = j
-	return nil, false
-}
-
-func (p *Pipeline) inflight(id string) *job {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.jobs[id]
-}
-
 // release forgets a job whose record was not created by this request.
 func (p *Pipeline) release(j *job) {
 	p.mu.Lock()
 	delete(p.jobs, j.id())
 	p.mu.Unlock()
-	p.removeFromLane(j)
+	p.lanes.removeFromLane(j)
 }
