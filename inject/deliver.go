@@ -47,7 +47,6 @@ type attemptDetail struct {
 // deliver types j's envelope into the runtime's pane, presses Enter once the echo has
 // settled, and confirms that the prompt left the composer.
 func (ty *typist) deliver(l *lane, j *job, rt nudge.Runtime) {
-	ctx := ty.ctx
 	conn, err := ty.deps.Conn(rt.WorkspaceID)
 	if err != nil {
 		ty.lanes.awaitConn(l, j, err)
@@ -55,56 +54,12 @@ func (ty *typist) deliver(l *lane, j *job, rt nudge.Runtime) {
 	}
 	target := paneTarget(rt)
 	d := ty.detail(j, rt, target)
-	var v verdict
-	var stop bool
-	var pending string
-	if ty.needsPaneCheck(l, j) {
-		reg := trace.StartRegion(j.traceCtx(), "deliver.pane-check")
-		v, stop, pending, _ = paneCheck(ctx, conn, target, l)
-		reg.End()
-	}
-	l.clean.Store(false) // until this delivery is confirmed
-	if !stop && pending != "" && pending != j.id() {
-		// Another trigger's envelope waits unentered in the input line (its daemon died
-		// before Enter, or its Enter was refused): typing after it would merge the two.
-		// If that trigger is still in flight here, it goes first (it needs only Enter).
-		if ty.yieldTo(l, j, pending) {
-			return
-		}
-		v, stop = verdict{kind: hold, code: nudge.InputLineBusy, why: "the input line holds trigger " + pending + "'s prompt, never entered"}, true
-	}
-	if stop {
-		ty.afterPaneCheck(l, j, v)
+	pending, done := ty.lookAtPane(l, j, conn, target)
+	if done || ty.answered(l, j) {
 		return
 	}
-	if j.record().Attempts > 0 {
-		// A retry: the agent may have answered during the backoff, or drawn its marker
-		// in a way the stream did not show. A prompt is never given twice to an agent
-		// that answered.
-		if sig, ok := ty.fin.ackedMeanwhile(j); ok {
-			ty.fin.finishAcked(j, sig)
-			return
-		}
-		if j.submitSeq != 0 && l.outSeq.Load() == j.submitSeq {
-			ty.holdUnshown(l, j)
-			return
-		}
-		if !j.unshownSince.IsZero() {
-			ty.shownAtLast(j)
-			return
-		}
-	}
-	if ty.deps.Acks != nil {
-		ty.deps.Acks.Expect(j.record())
-		// The agent's record may show it has the prompt already (a daemon restarted
-		// between typing and recording it): it is not typed again.
-		if sig, ok := ty.fin.ackedNow(j); ok {
-			ty.fin.finishAcked(j, sig)
-			return
-		}
-	}
 	reg := trace.StartRegion(j.traceCtx(), "deliver.look")
-	f, err := ty.lookBeforeTyping(ctx, j, conn, target, rt)
+	f, err := ty.lookBeforeTyping(ty.ctx, j, conn, target, rt)
 	reg.End()
 	if err != nil {
 		ty.lanes.awaitConn(l, j, err)
@@ -122,7 +77,75 @@ func (ty *typist) deliver(l *lane, j *job, rt nudge.Runtime) {
 		ty.markSubmitted(j, d, "already in the pane's history")
 		return
 	}
-	typed := f == foundInComposer
+	ty.typeInto(l, j, conn, target, rt, d, f == foundInComposer)
+}
+
+// lookAtPane makes the pane check before typing, when one is needed (needsPaneCheck), and
+// returns the trigger whose envelope waits unentered at the cursor (pending). done says
+// that j went elsewhere instead: behind that trigger (yieldTo), held, or to the fallback
+// chain (afterPaneCheck).
+func (ty *typist) lookAtPane(l *lane, j *job, conn Sender, target string) (pending string, done bool) {
+	var v verdict
+	var stop bool
+	if ty.needsPaneCheck(l, j) {
+		reg := trace.StartRegion(j.traceCtx(), "deliver.pane-check")
+		v, stop, pending, _ = paneCheck(ty.ctx, conn, target, l)
+		reg.End()
+	}
+	l.clean.Store(false) // until this delivery is confirmed
+	if !stop && pending != "" && pending != j.id() {
+		// Another trigger's envelope waits unentered in the input line (its daemon died
+		// before Enter, or its Enter was refused): typing after it would merge the two.
+		// If that trigger is still in flight here, it goes first (it needs only Enter).
+		if ty.yieldTo(l, j, pending) {
+			return pending, true
+		}
+		v, stop = verdict{kind: hold, code: nudge.InputLineBusy, why: "the input line holds trigger " + pending + "'s prompt, never entered"}, true
+	}
+	if stop {
+		ty.afterPaneCheck(l, j, v)
+		return pending, true
+	}
+	return pending, false
+}
+
+// answered reports whether j must not be typed (again) because the agent has it: acked
+// already (then finished), or, for a retry, still taking in the prompt it took out of
+// its composer (held, or its ack wait started again).
+func (ty *typist) answered(l *lane, j *job) bool {
+	if j.record().Attempts > 0 {
+		// A retry: the agent may have answered during the backoff, or drawn its marker
+		// in a way the stream did not show. A prompt is never given twice to an agent
+		// that answered.
+		if sig, ok := ty.fin.ackedMeanwhile(j); ok {
+			ty.fin.finishAcked(j, sig)
+			return true
+		}
+		if j.submitSeq != 0 && l.outSeq.Load() == j.submitSeq {
+			ty.holdUnshown(l, j)
+			return true
+		}
+		if !j.unshownSince.IsZero() {
+			ty.shownAtLast(j)
+			return true
+		}
+	}
+	if ty.deps.Acks != nil {
+		ty.deps.Acks.Expect(j.record())
+		// The agent's record may show it has the prompt already (a daemon restarted
+		// between typing and recording it): it is not typed again.
+		if sig, ok := ty.fin.ackedNow(j); ok {
+			ty.fin.finishAcked(j, sig)
+			return true
+		}
+	}
+	return false
+}
+
+// typeInto types j's envelope into the pane (unless typed: it waits in the composer
+// already) and goes on with afterTyping, on the lane's goroutine (a typing on a
+// request's goroutine leaves that to the lane as l.cont).
+func (ty *typist) typeInto(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, d attemptDetail, typed bool) {
 	ty.lanes.takeTurn(j)
 	if ty.deps.Gates != nil {
 		ty.deps.Gates.Injecting(rt.RuntimeID, ty.cfg.Now().Add(ty.cfg.EchoTimeout+ty.cfg.SubmitTimeout))
@@ -131,7 +154,7 @@ func (ty *typist) deliver(l *lane, j *job, rt nudge.Runtime) {
 	var typeErr error
 	if !typed {
 		reg := trace.StartRegion(j.traceCtx(), "deliver.type")
-		typeErr = ty.typeEnvelope(ctx, conn, j, target, rt.PID)
+		typeErr = ty.typeEnvelope(ty.ctx, conn, j, target, rt.PID)
 		reg.End()
 		if l.inline {
 			// Typed from the request's goroutine (typeInline): the lane's goroutine
@@ -513,28 +536,25 @@ func (ty *typist) markInjected(j *job, d attemptDetail, newAttempt bool) {
 // submit presses Enter and confirms that the prompt left the composer; one lone Enter
 // repairs a swallowed one.
 func (ty *typist) submit(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, d attemptDetail) {
-	ctx := ty.ctx
+	seen, ok := ty.pressEnter(l, j, conn, target, rt, &d)
+	if !ok || ty.replacedBeforeTaking(l, j, conn, target, rt, seen) {
+		return
+	}
+	d.Composer = ""
+	ty.confirmSubmitted(l, j, rt, d)
+}
+
+// pressEnter presses Enter until the prompt leaves the composer: once, a repair Enter if
+// the first was swallowed, and a third after a pause for a prompt folded into a paste
+// placeholder. It reports false when j went elsewhere (failed, the fallback chain, or
+// the pipeline is closing). seen is the pane's identity from the look that saw the
+// composer without the prompt, when that was the last look (nil: ask tmux again).
+func (ty *typist) pressEnter(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, d *attemptDetail) (seen []string, ok bool) {
 	tries := 2
-	var seen []string // the pane's identity in the confirmation's look, when that was the last look
 	for try := 0; try < tries; try++ {
-		// No separate look at the pane before Enter: the Enter's own guard (IfPane: the
-		// pane id, its pid, not dead) decides in the same server step that presses it, and
-		// its answer says which of those failed (a round trip and a tmux command less per
-		// trigger, and no window between a look and the key).
 		seq := l.outSeq.Load()
-		enter, err := EnterCommand(target, rt.PID)
-		if err == nil {
-			_, err = conn.Do(ctx, enter)
-		}
-		var gone *controlmode.PaneGoneError
-		if errors.As(err, &gone) && ty.ctx.Err() == nil {
-			v := goneVerdict(target, rt, gone)
-			ty.fin.startFallback(j, v.code, v.why)
-			return
-		}
-		if err != nil {
-			ty.sendFailed(l, j, err)
-			return
+		if !ty.enter(l, j, conn, target, rt) {
+			return nil, false
 		}
 		if ty.deps.Gates == nil {
 			break
@@ -553,33 +573,68 @@ func (ty *typist) submit(l *lane, j *job, conn Sender, target string, rt nudge.R
 			// while it still read the paste as part of it. One more, after a pause.
 			tries = 3
 			select {
-			case <-ctx.Done():
-				return // shutting down: the next Open resumes it
+			case <-ty.ctx.Done():
+				return nil, false // shutting down: the next Open resumes it
 			case <-time.After(foldedPause):
 			}
 		}
 		if try == tries-1 {
 			ty.fin.finishFailed(j, nudge.SendKeysError, "prompt typed but not submitted: the composer still holds it after a repair Enter")
-			return
+			return nil, false
 		}
 		d.Repaired = true
 	}
-	// A program that died while the prompt was still being written to it (a large paste
-	// drains slowly) never took it, though its composer reads empty. The look that saw
-	// the composer empty asked tmux in the same step (seen); only when another look came
-	// after it (a TUI's composer) or none was made is tmux asked again.
+	return seen, true
+}
+
+// enter presses Enter in the pane. No separate look at the pane comes before it: the
+// Enter's own guard (IfPane: the pane id, its pid, not dead) decides in the same server
+// step that presses it, and its answer says which of those failed (a round trip and a
+// tmux command less per trigger, and no window between a look and the key). It reports
+// false when the key did not go, j then handed on (the fallback chain, or sendFailed).
+func (ty *typist) enter(l *lane, j *job, conn Sender, target string, rt nudge.Runtime) bool {
+	enter, err := EnterCommand(target, rt.PID)
+	if err == nil {
+		_, err = conn.Do(ty.ctx, enter)
+	}
+	var gone *controlmode.PaneGoneError
+	if errors.As(err, &gone) && ty.ctx.Err() == nil {
+		v := goneVerdict(target, rt, gone)
+		ty.fin.startFallback(j, v.code, v.why)
+		return false
+	}
+	if err != nil {
+		ty.sendFailed(l, j, err)
+		return false
+	}
+	return true
+}
+
+// replacedBeforeTaking reports whether the pane's program died or was replaced before it
+// took the prompt, and then hands j to the fallback chain. A program that died while the
+// prompt was still being written to it (a large paste drains slowly) never took it,
+// though its composer reads empty. The look that saw the composer empty asked tmux in
+// the same step (seen); only when another look came after it (a TUI's composer) or none
+// was made is tmux asked again.
+func (ty *typist) replacedBeforeTaking(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, seen []string) bool {
 	v, gone := verdict{}, false
 	if seen != nil {
 		v, gone = replacedVerdict(target, rt, seen)
 	} else {
-		v, gone = paneReplaced(ctx, conn, target, rt)
+		v, gone = paneReplaced(ty.ctx, conn, target, rt)
 	}
 	if gone && v.kind != waitConn {
 		l.clean.Store(false)
 		ty.fin.startFallback(j, v.code, v.why)
-		return
+		return true
 	}
-	d.Composer = ""
+	return false
+}
+
+// confirmSubmitted records that j's prompt left the composer, saying so when the agent
+// holds it in its own queue or was at work when it was typed, and tells the intake gate
+// to hold the next trigger until a TUI shows that it took this one.
+func (ty *typist) confirmSubmitted(l *lane, j *job, rt nudge.Runtime, d attemptDetail) {
 	if prof, _ := ty.deps.Runtimes.Profile(rt.Agent); ty.deps.Gates != nil && prof.Pack != "shell" {
 		j.submitSeq = max(l.outSeq.Load(), 1) // what the TUI had drawn when it gave the prompt up
 		if in, ok := ty.deps.Gates.(Intake); ok {

@@ -194,21 +194,18 @@ func (ls *lanes) stepLane(l *lane) time.Duration {
 	now := ls.cfg.Now()
 	rt, ok := ls.deps.Runtimes.Get(l.id)
 	if !ok {
-		for _, j := range jobs {
-			if l.remove(j) {
-				ls.fin.startFallback(j, nudge.TargetNotFound, "runtime is no longer registered")
-			}
-		}
+		ls.unregistered(l, jobs)
 		return 0
 	}
 	wait := time.Duration(-1)
-	soon := func(d time.Duration) {
+	var waiting []string // threads with an earlier trigger still waiting
+	held := func(thread string, d time.Duration) {
 		d = max(d, time.Millisecond)
 		if wait < 0 || d < wait {
 			wait = d
 		}
+		waiting = append(waiting, thread)
 	}
-	var waiting []string // threads with an earlier trigger still waiting
 	for pass := 0; pass < 2; pass++ {
 		for _, j := range jobs {
 			t := j.record()
@@ -219,45 +216,68 @@ func (ls *lanes) stepLane(l *lane) time.Duration {
 				continue // behind its thread's earlier trigger
 			}
 			if j.retryAt.After(now) {
-				soon(j.retryAt.Sub(now))
-				waiting = append(waiting, t.ThreadID)
+				held(t.ThreadID, j.retryAt.Sub(now))
 				continue
 			}
-			reg := trace.StartRegion(j.traceCtx(), "lane.gate")
-			v := ls.gate(j, rt, now)
-			reg.End()
-			switch v.kind {
-			case hold:
-				ls.markDeferred(j, v, now)
-				d := ls.cfg.DeferRecheck
-				if !v.until.IsZero() && v.until.Sub(now) < d {
-					d = v.until.Sub(now)
-				}
-				if v.poll > 0 && v.poll < d {
-					d = v.poll
-				}
-				soon(d)
-				waiting = append(waiting, t.ThreadID)
+			if d, hold := ls.decide(l, j, rt, now); hold {
+				held(t.ThreadID, d)
 				continue
-			case fail:
-				if l.remove(j) {
-					j.endTask()
-					ls.fin.finishFailed(j, v.code, v.why)
-				}
-			case fallback:
-				if l.remove(j) {
-					j.endTask()
-					ls.fin.startFallback(j, v.code, v.why)
-				}
-			default:
-				if l.remove(j) {
-					ls.typist.deliver(l, j, rt)
-				}
 			}
 			return 0
 		}
 	}
 	return wait
+}
+
+// unregistered hands every trigger of a lane whose runtime is gone to the fallback chain.
+func (ls *lanes) unregistered(l *lane, jobs []*job) {
+	for _, j := range jobs {
+		if l.remove(j) {
+			ls.fin.startFallback(j, nudge.TargetNotFound, "runtime is no longer registered")
+		}
+	}
+}
+
+// decide applies the gates to j, the first of its thread in l that may go now, and acts
+// on the verdict. A hold defers j and says how soon to look again (held); any other
+// verdict takes j out of the lane: delivered, failed, or handed to the fallback chain.
+func (ls *lanes) decide(l *lane, j *job, rt nudge.Runtime, now time.Time) (again time.Duration, held bool) {
+	reg := trace.StartRegion(j.traceCtx(), "lane.gate")
+	v := ls.gate(j, rt, now)
+	reg.End()
+	switch v.kind {
+	case hold:
+		ls.markDeferred(j, v, now)
+		return recheckIn(v, now, ls.cfg.DeferRecheck), true
+	case fail:
+		if l.remove(j) {
+			j.endTask()
+			ls.fin.finishFailed(j, v.code, v.why)
+		}
+	case fallback:
+		if l.remove(j) {
+			j.endTask()
+			ls.fin.startFallback(j, v.code, v.why)
+		}
+	default:
+		if l.remove(j) {
+			ls.typist.deliver(l, j, rt)
+		}
+	}
+	return 0, false
+}
+
+// recheckIn is how soon a lane looks again at a trigger a hold verdict v deferred at now:
+// at the next recheck, when the hold may end, or at its poll, whichever comes first.
+func recheckIn(v verdict, now time.Time, recheck time.Duration) time.Duration {
+	d := recheck
+	if !v.until.IsZero() && v.until.Sub(now) < d {
+		d = v.until.Sub(now)
+	}
+	if v.poll > 0 && v.poll < d {
+		d = v.poll
+	}
+	return d
 }
 
 // gate applies the gates in order: runtime alive, loop guard, force, circuit breaker,

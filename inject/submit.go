@@ -46,25 +46,10 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if err != nil {
 		return Submitted{}, err
 	}
-	if j := p.inflight(req.TriggerID); j != nil {
-		return repeated(j.record(), req, text)
+	if s, known, err := p.known(req, text); known {
+		return s, err
 	}
-	if t, err := p.deps.Store.GetTrigger(req.TriggerID); err == nil {
-		return repeated(t, req, text) // finished before: never delivered twice
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return Submitted{}, fmt.Errorf("look up trigger: %w", err)
-	}
-	t := p.newRecord(req, text)
-	rt, known := p.deps.Runtimes.Lookup(req.Workspace, req.Agent)
-	if known {
-		t.RuntimeID, t.Host = rt.RuntimeID, rt.Host
-	}
-	j := newJob(t, p.cfg.Now().Sub(p.opened) < p.cfg.RedeliveryCheck)
-	j.envelope = p.typist.envelope(t, text)
-	j.received = req.Received
-	if j.received.IsZero() {
-		j.received = start
-	}
+	j, rt, known := p.newJobFor(req, text, start)
 	j.tctx, j.task = ctx, task
 	reg.End()
 	handed = true
@@ -83,14 +68,7 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 		defer trace.StartRegion(ctx, "submit.create").End()
 		errc <- p.create(j, known)
 	}()
-	if known && rt.Managed {
-		if !p.lanes.typeInline(j) {
-			trace.Log(ctx, "lane", "enqueue")
-			p.lanes.enqueue(j)
-		}
-	} else {
-		j.endTask()
-	}
+	p.route(ctx, j, known && rt.Managed)
 	reg = trace.StartRegion(ctx, "submit.wait-create")
 	err = <-errc
 	reg.End()
@@ -104,15 +82,71 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if !known || !rt.Managed {
 		p.fin.unroutable(j, known)
 	}
+	p.awaitDecision(ctx, j)
+	return Submitted{Trigger: j.record(), Created: true}, nil
+}
+
+// known answers a request whose trigger_id is in flight or in the store (known): with
+// the first request's record, never delivering it twice.
+func (p *Pipeline) known(req Request, text string) (s Submitted, known bool, err error) {
+	if j := p.inflight(req.TriggerID); j != nil {
+		s, err := repeated(j.record(), req, text)
+		return s, true, err
+	}
+	t, err := p.deps.Store.GetTrigger(req.TriggerID)
+	switch {
+	case err == nil:
+		s, err := repeated(t, req, text) // finished before: never delivered twice
+		return s, true, err
+	case !errors.Is(err, store.ErrNotFound):
+		return Submitted{}, true, fmt.Errorf("look up trigger: %w", err)
+	}
+	return Submitted{}, false, nil
+}
+
+// newJobFor makes the job of a new request: its record, routed to the agent's runtime
+// if the registry knows it (known), and its envelope. start is when Submit was called.
+func (p *Pipeline) newJobFor(req Request, text string, start time.Time) (j *job, rt nudge.Runtime, known bool) {
+	t := p.newRecord(req, text)
+	rt, known = p.deps.Runtimes.Lookup(req.Workspace, req.Agent)
+	if known {
+		t.RuntimeID, t.Host = rt.RuntimeID, rt.Host
+	}
+	j = newJob(t, p.cfg.Now().Sub(p.opened) < p.cfg.RedeliveryCheck)
+	j.envelope = p.typist.envelope(t, text)
+	j.received = req.Received
+	if j.received.IsZero() {
+		j.received = start
+	}
+	return j, rt, known
+}
+
+// route starts a new trigger on its way: for a managed runtime, typed at once from this
+// goroutine if its lane is idle, else queued on the lane. Any other trigger waits for its
+// create (Submit then hands it to the finisher: unroutable).
+func (p *Pipeline) route(ctx context.Context, j *job, managed bool) {
+	if !managed {
+		j.endTask()
+		return
+	}
+	if !p.lanes.typeInline(j) {
+		trace.Log(ctx, "lane", "enqueue")
+		p.lanes.enqueue(j)
+	}
+}
+
+// awaitDecision waits, at most decideWait, for the lane's first decision on j (typed,
+// deferred, queued behind others, or failed). The record is safe already; a receipt
+// not decided yet follows on /v1/events and GET.
+func (p *Pipeline) awaitDecision(ctx context.Context, j *job) {
 	timer := time.NewTimer(decideWait)
 	defer timer.Stop()
 	defer trace.StartRegion(ctx, "submit.wait-decision").End()
 	select {
 	case <-j.decided:
-	case <-timer.C: // the record is safe; the receipt follows on /v1/events and GET
+	case <-timer.C:
 	case <-ctx.Done():
 	}
-	return Submitted{Trigger: j.record(), Created: true}, nil
 }
 
 // SubmitAsync submits req on a goroutine the pipeline owns (Close cancels and joins it),
