@@ -8,7 +8,7 @@ import (
 // flag is the trigger gate; the status shows it: a ready runtime goes to paused at once,
 // one in the middle of a trigger (or still starting) when it would next be ready, and
 // resuming a paused runtime makes it ready again. Pausing twice is a no-op.
-func (r *Registry) SetPaused(id string, paused bool, reason string) (nudge.Runtime, error) {
+func (r *records) SetPaused(id string, paused bool, reason string) (nudge.Runtime, error) {
 	r.mu.Lock()
 	cur, ok := r.rts[id]
 	if !ok {

@@ -17,7 +17,13 @@ import (
 	"github.com/nudgehq/nudge/controlmode"
 )
 
-// tmuxRun runs one tmux invocation as a subprocess: argv, never a shell locally; over ssh
+// tmuxClient runs tmux commands as subprocesses (locally, or over ssh on a workspace's
+// host), each bounded by CommandTimeout. It has no state and starts no goroutine.
+type tmuxClient struct {
+	cfg *Config
+}
+
+// run runs one tmux invocation as a subprocess: argv, never a shell locally; over ssh
 // the argv is single-quoted for the remote shell. Spawn, restart and the sweep's fallback
 // (when no control connection is up) use it; nothing on the hot path does.
 //
@@ -25,15 +31,15 @@ import (
 // is not put on the command line, where every local user can read it (ps, /proc) and
 // where a tmux server started by it keeps it for its lifetime: tmux gets
 // `start-server ; source-file -` and reads the commands from its stdin.
-func (r *Registry) tmuxRun(ctx context.Context, host string, args ...string) (string, error) {
+func (r *tmuxClient) run(ctx context.Context, host string, args ...string) (string, error) {
 	var stdin string
-	argv := r.tmuxArgv(host, args)
+	argv := r.argv(host, args)
 	if slices.Contains(args, "-e") {
 		script, err := tmuxScript(args)
 		if err != nil {
 			return "", &tmuxError{Args: args, Err: err}
 		}
-		stdin, argv = script, r.tmuxArgv(host, []string{"start-server", ";", "source-file", "-"})
+		stdin, argv = script, r.argv(host, []string{"start-server", ";", "source-file", "-"})
 	}
 	bctx, cancel := r.boundCtx(ctx) // a tmux (or ssh) that never answers fails the command
 	defer cancel()
@@ -90,7 +96,7 @@ func splitCommands(args []string) func(func([]string) bool) {
 	}
 }
 
-func (r *Registry) tmuxArgv(host string, args []string) []string {
+func (r *tmuxClient) argv(host string, args []string) []string {
 	argv := []string{r.cfg.Tmux}
 	if r.cfg.ConfigFile != "" {
 		argv = append(argv, "-f", r.cfg.ConfigFile)
@@ -119,19 +125,20 @@ type paneKey struct {
 	n    int
 }
 
-// HostOf returns the host a workspace is bound to ("" for this machine): that of its
+// hostOf returns the host a workspace is bound to ("" for this machine): that of its
 // runtimes, else the daemon's default host.
-func (r *Registry) HostOf(workspace string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *conns) hostOf(workspace string) string {
+	r.recs.mu.Lock()
+	defer r.recs.mu.Unlock()
 	return r.hostLocked(workspace)
 }
 
-func (r *Registry) hostLocked(workspace string) string {
-	if w := r.ws[workspace]; w != nil {
+// hostLocked is hostOf with the records' lock held.
+func (r *conns) hostLocked(workspace string) string {
+	if w := r.lookup(workspace); w != nil {
 		return w.hostName()
 	}
-	for _, rt := range r.rts {
+	for _, rt := range r.recs.rts {
 		if rt.WorkspaceID == workspace {
 			return rt.Host
 		}
@@ -141,12 +148,12 @@ func (r *Registry) hostLocked(workspace string) string {
 
 // bindHost resolves and binds the host of a new runtime of workspace: want, or the
 // workspace's current host if want is "".
-func (r *Registry) bindHost(workspace, want string) (string, error) {
+func (r *conns) bindHost(workspace, want string) (string, error) {
 	if err := validHost(want); err != nil {
 		return "", err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.recs.mu.Lock()
+	defer r.recs.mu.Unlock()
 	if want == "" {
 		return r.hostLocked(workspace), nil
 	}
@@ -163,14 +170,15 @@ func validHost(h string) error {
 }
 
 // bindHostLocked binds a workspace to host for a new runtime. A workspace whose runtimes
-// live on another host is a CONFLICT; one with none left is rebound. r.mu is held.
-func (r *Registry) bindHostLocked(workspace, host string) error {
-	for _, rt := range r.rts {
+// live on another host is a CONFLICT; one with none left is rebound. The
+// records' lock is held.
+func (r *conns) bindHostLocked(workspace, host string) error {
+	for _, rt := range r.recs.rts {
 		if rt.WorkspaceID == workspace && rt.Host != host && rt.Status != nudge.StatusDeregistered {
 			return nudge.NewError(nudge.Conflict, fmt.Sprintf("workspace %s is bound to host %q (runtime %s)", workspace, displayHost(rt.Host), rt.RuntimeID))
 		}
 	}
-	if w := r.ws[workspace]; w != nil {
+	if w := r.lookup(workspace); w != nil {
 		w.mu.Lock()
 		changed := w.host != host
 		w.host = host

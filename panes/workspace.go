@@ -6,8 +6,29 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
 )
+
+// conns owns the workspaces: one control connection (controlmode.Conn) each, kept by
+// connLoop, and the commands run over it (list-panes, a reap, capture-pane for Tail and
+// the last screen of a stopped pane, the session environment, pane options). A
+// workspace's two goroutines (connLoop and the reconciler's loop) start when it is first
+// used and stop on Close, through the group. mu guards the map; the records' lock, when
+// both are held, is taken first.
+type conns struct {
+	cfg   *Config
+	stats *Stats
+	g     *group
+	recs  *records
+	tmux  *tmuxClient
+	loop  func(w *workspace) // the reconciler's loop, one per workspace
+
+	screens screenKeeper // the last screen of panes a stop closed, for Tail
+
+	mu sync.Mutex
+	ws map[string]*workspace
+}
 
 // workspace owns one workspace's control connection and its reconciler goroutine.
 type workspace struct {
@@ -47,34 +68,39 @@ func poke(ch chan struct{}) {
 	}
 }
 
-// workspaceLocked returns the workspace, starting its goroutines the first time. r.mu
-// is held. After Close it returns a workspace with no goroutines.
-func (r *Registry) workspaceLocked(name string) *workspace {
+// getLocked returns the workspace, starting its two goroutines the first time (after
+// Close: none). The records' lock is held: a new workspace takes the host of its
+// runtimes, and bindHostLocked rebinds under the same lock.
+func (r *conns) getLocked(name string) *workspace {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if w := r.ws[name]; w != nil {
 		return w
 	}
 	w := &workspace{name: name, host: r.cfg.SSHHost, kick: make(chan struct{}, 1), dial: make(chan struct{}, 1)}
-	for _, rt := range r.rts {
+	for _, rt := range r.recs.rts {
 		if rt.WorkspaceID == name {
 			w.host = rt.Host
 			break
 		}
 	}
 	r.ws[name] = w
-	if r.closed {
-		return w
-	}
-	r.wg.Add(2)
-	go func() { defer r.wg.Done(); r.connLoop(w) }()
-	go func() { defer r.wg.Done(); r.reconcileLoop(w) }()
+	r.g.goAll(func() { r.connLoop(w) }, func() { r.loop(w) })
 	return w
 }
 
-// wake asks a workspace to dial (if it has no connection) and reconcile at once.
-func (r *Registry) wake(ws string) {
+// lookup returns the workspace if it is known, starting nothing.
+func (r *conns) lookup(name string) *workspace {
 	r.mu.Lock()
-	w := r.workspaceLocked(ws)
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	return r.ws[name]
+}
+
+// wake asks a workspace to dial (if it has no connection) and reconcile at once.
+func (r *conns) wake(ws string) {
+	r.recs.mu.Lock()
+	w := r.getLocked(ws)
+	r.recs.mu.Unlock()
 	poke(w.dial)
 	poke(w.kick)
 }
@@ -82,14 +108,14 @@ func (r *Registry) wake(ws string) {
 // connLoop keeps one control connection to agents_<ws> attached, redialling with
 // backoff (100ms..5s) or at once when a spawn created the session. Every new or lost
 // connection triggers a reconcile.
-func (r *Registry) connLoop(w *workspace) {
+func (r *conns) connLoop(w *workspace) {
 	backoff := 100 * time.Millisecond
-	for r.ctx.Err() == nil {
-		conn, err := controlmode.Dial(r.ctx, r.connConfig(w))
+	for r.g.ctx.Err() == nil {
+		conn, err := controlmode.Dial(r.g.ctx, r.connConfig(w))
 		if err != nil {
 			r.cfg.Logger.Debug("dial", "workspace", w.name, "error", err)
 			select {
-			case <-r.ctx.Done():
+			case <-r.g.ctx.Done():
 			case <-w.dial:
 			case <-time.After(backoff):
 			}
@@ -101,7 +127,7 @@ func (r *Registry) connLoop(w *workspace) {
 		w.setConn(conn)
 		poke(w.kick)
 		select {
-		case <-r.ctx.Done():
+		case <-r.g.ctx.Done():
 		case <-conn.Done():
 			r.cfg.Logger.Debug("control connection ended", "workspace", w.name, "error", conn.Err())
 		}
@@ -111,7 +137,7 @@ func (r *Registry) connLoop(w *workspace) {
 	}
 }
 
-func (r *Registry) connConfig(w *workspace) controlmode.Config {
+func (r *conns) connConfig(w *workspace) controlmode.Config {
 	host := w.hostName()
 	return controlmode.Config{
 		Tmux: r.cfg.Tmux, SocketName: r.cfg.SocketName, SocketPath: r.cfg.SocketPath,
@@ -122,19 +148,19 @@ func (r *Registry) connConfig(w *workspace) controlmode.Config {
 	}
 }
 
-func (r *Registry) onOutput(pane paneKey, data []byte, age time.Duration) {
+func (r *conns) onOutput(pane paneKey, data []byte, age time.Duration) {
 	r.stats.LagNanos.Store(int64(age))
-	r.markers.feed(pane, data)
+	r.recs.markers.feed(pane, data)
 	if r.cfg.OnOutput == nil {
 		return
 	}
-	if id, ok := r.panes.Load(pane); ok {
+	if id, ok := r.recs.panes.Load(pane); ok {
 		r.cfg.OnOutput(id.(string), data)
 	}
 }
 
 // onEvent runs on the read goroutine: it only pokes the reconciler.
-func (r *Registry) onEvent(w *workspace, ev controlmode.Event) {
+func (r *conns) onEvent(w *workspace, ev controlmode.Event) {
 	if _, ok := ev.(*controlmode.Pause); ok {
 		r.stats.Pauses.Add(1)
 	}
@@ -148,56 +174,26 @@ func (r *Registry) onEvent(w *workspace, ev controlmode.Event) {
 	}
 }
 
-// subscription reports every pane's liveness: with remain-on-exit a pane's death raises
-// no other notification.
-const (
-	subName   = "nudge-panes"
-	subFormat = "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal} #{pane_pid}"
-)
-
-// reconcileLoop reconciles on every kick and every SweepInterval.
-func (r *Registry) reconcileLoop(w *workspace) {
-	t := time.NewTicker(r.cfg.SweepInterval)
-	defer t.Stop()
-	var subscribed *controlmode.Conn
-	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case <-w.kick:
-		case <-t.C:
-		}
-		if c := w.current(); c != nil && c != subscribed {
-			if err := c.Subscribe(r.ctx, subName, "%*", subFormat); err != nil {
-				r.cfg.Logger.Warn("subscribe", "workspace", w.name, "error", err)
-			} else {
-				subscribed = c
-			}
-		}
-		r.reconcile(r.ctx, w)
-	}
-}
-
 // listPanes lists the workspace session's panes: one command over the control
 // connection, or a subprocess when none is up. A missing session is an empty list.
-func (r *Registry) listPanes(ctx context.Context, w *workspace) ([]paneInfo, error) {
+func (r *conns) listPanes(ctx context.Context, w *workspace) ([]paneInfo, error) {
 	args := []string{"list-panes", "-s", "-t", "=" + SessionName(w.name), "-F", paneFormat}
 	if c := w.current(); c != nil {
 		q, err := controlmode.Quote(paneFormat)
 		if err == nil {
-			bctx, cancel := r.boundCtx(ctx)
+			bctx, cancel := r.tmux.boundCtx(ctx)
 			reply, err := c.Do(bctx, "list-panes -s -t "+"'="+SessionName(w.name)+"' -F "+q)
 			cancel()
 			if err == nil {
 				panes := parsePanes(reply.Lines)
-				bctx, cancel := r.boundCtx(ctx)
+				bctx, cancel := r.tmux.boundCtx(ctx)
 				deadSignals(bctx, c, panes)
 				cancel()
 				return panes, nil
 			}
 		}
 	}
-	out, err := r.tmuxRun(ctx, w.hostName(), args...)
+	out, err := r.tmux.run(ctx, w.hostName(), args...)
 	if err != nil {
 		if isMissing(err) {
 			return nil, nil
@@ -205,4 +201,19 @@ func (r *Registry) listPanes(ctx context.Context, w *workspace) ([]paneInfo, err
 		return nil, err
 	}
 	return parsePanes(splitLines(out)), nil
+}
+
+// conn returns the live control connection of a workspace, or a TARGET_NOT_FOUND error.
+// The connection is owned by the registry; callers must not Close it.
+func (r *conns) conn(workspace string) (*controlmode.Conn, error) {
+	w := r.lookup(workspace)
+	if w != nil {
+		if c := w.current(); c != nil {
+			return c, nil
+		}
+		if h := w.hostName(); h != "" {
+			return nil, nudge.NewError(nudge.HostUnreachable, "no control connection for workspace "+workspace+" on host "+h)
+		}
+	}
+	return nil, nudge.NewError(nudge.TargetNotFound, "no control connection for workspace "+workspace)
 }
