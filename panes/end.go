@@ -242,10 +242,3 @@ func (r *ender) serverPID(ctx context.Context, w *workspace) int {
 func endFailed(e Ended) error {
 	return nudge.NewError(nudge.SpawnFailed, "the old program "+e.How+": nothing launched over it")
 }
-
-// boundCtx bounds one tmux command by CommandTimeout: a tmux server that stops answering
-// (or a control client that died with the command in flight) must not hold a stop or a
-// relaunch for good.
-func (r *tmuxClient) boundCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, r.cfg.CommandTimeout)
-}

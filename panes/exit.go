@@ -37,7 +37,7 @@ func (k exitKind) String() string {
 	return [...]string{"crash", "clean", "one-off"}[k]
 }
 
-// classifyExitLocked decides what the end of rt's pane p means. r.mu is held.
+// classifyExitLocked decides what the end of rt's pane p means. The records' lock is held.
 func (r *reconciler) classifyExitLocked(rt *nudge.Runtime, paneID string, exit *int) exitKind {
 	if r.recs.oneOff[rt.RuntimeID] == paneID && paneID != "" {
 		return exitOneOff
@@ -132,13 +132,6 @@ func (m *markerScan) forget(n paneKey) {
 	m.mu.Lock()
 	delete(m.panes, n)
 	m.mu.Unlock()
-}
-
-// watchMarkerLocked arms the marker scan for rt's current pane. r.mu is held.
-func (r *records) watchMarkerLocked(rt *nudge.Runtime) {
-	if k := keyOf(rt); k.n >= 0 {
-		r.markers.watch(k, r.cfg.Profiles[rt.Agent].DoneMarker)
-	}
 }
 
 // exitedLocked records a clean end: exited (or, for a profile that restarts on exit,

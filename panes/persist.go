@@ -36,7 +36,7 @@ func cloneRuntime(rt *nudge.Runtime) nudge.Runtime {
 
 // putLocked makes rt the live copy and queues it for the store (write-behind: the
 // registry's memory is the truth, the store follows in order, one fsync for many changes;
-// operations that must be durable when they return call r.db.Flush). r.mu is held, and
+// operations that must be durable when they return call db.Flush). mu is held, and
 // no fsync happens under it.
 func (r *records) putLocked(rt *nudge.Runtime) error {
 	old := r.rts[rt.RuntimeID]
@@ -87,7 +87,7 @@ func (r *records) indexPane(rt *nudge.Runtime) {
 }
 
 // transitionLocked validates and applies a status change (plus mutate, if any),
-// persists and audits it. r.mu is held. code is an optional failure code for the audit.
+// persists and audits it. mu is held. code is an optional failure code for the audit.
 func (r *records) transitionLocked(id string, to nudge.Status, reason string, code nudge.Code,
 	mutate func(*nudge.Runtime)) ([]change, error) {
 	cur, ok := r.rts[id]

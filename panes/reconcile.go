@@ -159,24 +159,6 @@ func (r *reconciler) backToShellLocked(rt *nudge.Runtime, p paneInfo) bool {
 	return prof.Pack != "shell" && prof.Name != "shell"
 }
 
-// findPaneLocked finds the runtime's pane by id (same session, and same pid or window
-// name, so a reused id on a new tmux server is not taken for ours), else by target.
-func (r *records) findPaneLocked(rt *nudge.Runtime, byID map[string]paneInfo, panes []paneInfo) (paneInfo, bool) {
-	if p, ok := byID[rt.PaneID]; ok && p.Session == rt.TmuxSession && (p.PID == rt.PID || p.Window == rt.TmuxWindow) {
-		return p, true
-	}
-	for _, p := range panes {
-		if p.Session != rt.TmuxSession || p.Window != rt.TmuxWindow || p.Index != rt.TmuxPane {
-			continue
-		}
-		if owner, ok := r.panes.Load(paneKey{rt.Host, paneNum(p.ID)}); ok && owner != rt.RuntimeID {
-			continue
-		}
-		return p, true
-	}
-	return paneInfo{}, false
-}
-
 func setPane(rt *nudge.Runtime, p paneInfo) {
 	rt.PaneID, rt.PID, rt.TmuxPane, rt.TmuxWindow = p.ID, p.PID, p.Index, p.Window
 	rt.Target = TargetString(rt.WorkspaceID, p.Window, p.Index)
@@ -276,13 +258,6 @@ func recentFailures(fs []time.Time, now time.Time, window time.Duration) []time.
 	return out
 }
 
-// restartableLocked: an offline managed runtime that was not stopped and whose restarts
-// are not held by a fallback chain.
-func (r *records) restartableLocked(rt *nudge.Runtime) bool {
-	return rt.Managed && !r.stopped[rt.RuntimeID] && r.held[rt.RuntimeID] == 0 &&
-		rt.Status == nudge.StatusOffline
-}
-
 // scheduleRestart restarts id after its recovery's delay (RestartDelay, doubling with
 // each crash of the recovery) on a goroutine of the registry's group; after Close, none
 // (the restart is dropped).
@@ -301,12 +276,6 @@ func (r *reconciler) scheduleRestart(id string) {
 	})
 	if !started {
 		r.recs.release(id)
-	}
-}
-
-func (r *records) logErr(op, id string, err error) {
-	if err != nil {
-		r.cfg.Logger.Error(op, "runtime", id, "error", err)
 	}
 }
 

@@ -1,8 +1,11 @@
 package panes
 
 import (
+	"context"
+	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/store"
@@ -205,4 +208,253 @@ func (r *records) shownReadyLocked(cur, next *nudge.Runtime) bool {
 	return (status == nudge.StatusStarting || status == nudge.StatusFallbackResume && r.oneOff[cur.RuntimeID] == cur.PaneID) &&
 		r.busy[cur.RuntimeID] == "" &&
 		next.Readiness == nudge.Ready && r.cfg.Profiles[cur.Agent].ReadyOn == ReadyOnReadiness
+}
+
+// watchMarkerLocked arms the marker scan for rt's current pane. mu is held.
+func (r *records) watchMarkerLocked(rt *nudge.Runtime) {
+	if k := keyOf(rt); k.n >= 0 {
+		r.markers.watch(k, r.cfg.Profiles[rt.Agent].DoneMarker)
+	}
+}
+
+// SetPaused pauses or resumes triggers for a runtime (`nudge pause|resume`). The paused
+// flag is the trigger gate; the status shows it: a ready runtime goes to paused at once,
+// one in the middle of a trigger (or still starting) when it would next be ready, and
+// resuming a paused runtime makes it ready again. Pausing twice is a no-op.
+func (r *records) SetPaused(id string, paused bool, reason string) (nudge.Runtime, error) {
+	r.mu.Lock()
+	cur, ok := r.rts[id]
+	if !ok {
+		r.mu.Unlock()
+		return nudge.Runtime{}, notFound(id)
+	}
+	status := cur.Status
+	set := func(n *nudge.Runtime) { n.Paused = paused }
+	var chs []change
+	var err error
+	switch {
+	case paused && status == nudge.StatusReady:
+		chs, err = r.transitionLocked(id, nudge.StatusPaused, reason, "", set)
+	case !paused && status == nudge.StatusPaused:
+		chs, err = r.transitionLocked(id, nudge.StatusReady, reason, "", set)
+	case cur.Paused != paused:
+		chs, err = r.updateLocked(id, set)
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return nudge.Runtime{}, err
+	}
+	r.notify(chs)
+	got, _ := r.Get(id)
+	return got, nil
+}
+
+// updateLocked persists fn's change to a runtime without a status change. mu is held.
+func (r *records) updateLocked(id string, fn func(*nudge.Runtime)) ([]change, error) {
+	cur := r.rts[id]
+	if cur == nil {
+		return nil, notFound(id)
+	}
+	next := cloneRuntime(cur)
+	fn(&next)
+	next.UpdatedAt = r.cfg.Now()
+	if err := r.putLocked(&next); err != nil {
+		return nil, err
+	}
+	return []change{{rt: next, prev: cur.Status}}, nil
+}
+
+// toStatusLocked transitions to `to`, through offline first when the direct edge is not
+// allowed (a manual restart of a runtime in the middle of a trigger).
+func (r *records) toStatusLocked(id string, to nudge.Status, reason string, code nudge.Code, mutate func(*nudge.Runtime)) ([]change, error) {
+	cur := nudge.Status(r.rts[id].Status)
+	var chs []change
+	if !CanTransition(cur, to) && CanTransition(cur, nudge.StatusOffline) {
+		c, err := r.transitionLocked(id, nudge.StatusOffline, reason, code, nil)
+		if err != nil {
+			return nil, err
+		}
+		chs = c
+	}
+	c, err := r.transitionLocked(id, to, reason, code, mutate)
+	return append(chs, c...), err
+}
+
+// EnterRecovery shows in the state machine that a fallback chain is recovering the runtime:
+// stage is fallback_resume or spawn_recovery (seed 001 §9). RelaunchWith enters them by
+// itself (its argv tells a resume from a spawn); a chain that recovers a runtime some other
+// way (a launch in a window of its own) calls this, and Transition to leave them.
+func (r *records) EnterRecovery(id string, stage nudge.Status, reason string) (nudge.Runtime, error) {
+	if stage != nudge.StatusFallbackResume && stage != nudge.StatusSpawnRecovery {
+		return nudge.Runtime{}, badRequest("recovery stage %q: want fallback_resume or spawn_recovery", stage)
+	}
+	r.mu.Lock()
+	if _, ok := r.rts[id]; !ok {
+		r.mu.Unlock()
+		return nudge.Runtime{}, notFound(id)
+	}
+	var chs []change
+	var err error
+	if nudge.Status(r.rts[id].Status) != stage {
+		chs, err = r.toStatusLocked(id, stage, reason, "", nil)
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return nudge.Runtime{}, err
+	}
+	r.notify(chs)
+	got, _ := r.Get(id)
+	return got, nil
+}
+
+// reserve marks a role as being worked on; a live record or a concurrent operation on
+// it is a CONFLICT.
+func (r *records) reserve(id, what string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if op := r.busy[id]; op != "" {
+		return nudge.NewError(nudge.Conflict, fmt.Sprintf("runtime %s is busy (%s)", id, op))
+	}
+	if rt := r.rts[id]; rt != nil && Live(rt.Status) {
+		return nudge.NewError(nudge.Conflict, fmt.Sprintf("runtime %s already exists (%s, pane %s)", id, rt.Status, rt.PaneID))
+	}
+	r.busy[id] = what
+	return nil
+}
+
+func (r *records) release(id string) {
+	r.mu.Lock()
+	delete(r.busy, id)
+	r.mu.Unlock()
+}
+
+// record stores a new runtime record and audits it (the caller then wakes its workspace).
+func (r *records) record(rt nudge.Runtime, event string, detail map[string]any) (nudge.Runtime, error) {
+	r.mu.Lock()
+	prev := nudge.Status("")
+	if old := r.rts[rt.RuntimeID]; old != nil {
+		prev = old.Status
+	}
+	if err := r.putLocked(&rt); err != nil {
+		r.mu.Unlock()
+		return nudge.Runtime{}, err
+	}
+	delete(r.stopped, rt.RuntimeID)
+	r.clearStoppedLocked(rt.RuntimeID)
+	r.auditLocked(&rt, event, "", "", detail)
+	r.mu.Unlock()
+	r.notify([]change{{rt: rt, prev: prev}})
+	return rt, nil
+}
+
+func (r *records) clearStoppedLocked(id string) {
+	if err := r.db.PutMeta(stoppedKey(id), nil); err != nil {
+		r.logErr("clear stopped", id, err)
+	}
+}
+
+// checkPaneFree refuses a pane another live runtime already holds.
+func (r *records) checkPaneFree(paneID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rt := range r.rts {
+		if rt.PaneID == paneID && Live(rt.Status) {
+			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID+
+				" (`nudge deregister "+rt.RuntimeID+"` first to adopt it under another name)")
+		}
+	}
+	return nil
+}
+
+// findPaneLocked finds the runtime's pane by id (same session, and same pid or window
+// name, so a reused id on a new tmux server is not taken for ours), else by target.
+func (r *records) findPaneLocked(rt *nudge.Runtime, byID map[string]paneInfo, panes []paneInfo) (paneInfo, bool) {
+	if p, ok := byID[rt.PaneID]; ok && p.Session == rt.TmuxSession && (p.PID == rt.PID || p.Window == rt.TmuxWindow) {
+		return p, true
+	}
+	for _, p := range panes {
+		if p.Session != rt.TmuxSession || p.Window != rt.TmuxWindow || p.Index != rt.TmuxPane {
+			continue
+		}
+		if owner, ok := r.panes.Load(paneKey{rt.Host, paneNum(p.ID)}); ok && owner != rt.RuntimeID {
+			continue
+		}
+		return p, true
+	}
+	return paneInfo{}, false
+}
+
+// restartableLocked: an offline managed runtime that was not stopped and whose restarts
+// are not held by a fallback chain.
+func (r *records) restartableLocked(rt *nudge.Runtime) bool {
+	return rt.Managed && !r.stopped[rt.RuntimeID] && r.held[rt.RuntimeID] == 0 &&
+		rt.Status == nudge.StatusOffline
+}
+
+func (r *records) logErr(op, id string, err error) {
+	if err != nil {
+		r.cfg.Logger.Error(op, "runtime", id, "error", err)
+	}
+}
+
+// startTimeout is the profile's start timeout, else Config.StartTimeout.
+func (r *records) startTimeout(rt *nudge.Runtime) time.Duration {
+	if d := r.cfg.Profiles[rt.Agent].StartTimeout; d > 0 {
+		return d
+	}
+	return r.cfg.StartTimeout
+}
+
+// StartDeadline is when a starting runtime fails its start; zero if it is not starting.
+// The trigger pipeline holds a trigger for a starting runtime until then.
+func (r *records) StartDeadline(id string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt := r.rts[id]
+	if rt == nil || rt.Status != nudge.StatusStarting {
+		return time.Time{}
+	}
+	return rt.StatusSince.Add(r.startTimeout(rt))
+}
+
+// HoldRestarts stops automatic restarts of a runtime (and keeps deaths out of its crash
+// count) until the returned release is called: the fallback chain owns the pane meanwhile.
+func (r *records) HoldRestarts(id string) (release func()) {
+	r.mu.Lock()
+	r.held[id]++
+	r.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			if r.held[id]--; r.held[id] <= 0 {
+				delete(r.held, id)
+			}
+			r.mu.Unlock()
+		})
+	}
+}
+
+// deregister is Registry.Deregister; drop forgets the runtime's kept screen.
+func (r *records) deregister(ctx context.Context, id, reason string, drop func(id string)) error {
+	defer r.db.Flush() // durable when it returns
+	r.mu.Lock()
+	if op := r.busy[id]; op != "" && op != "restart-pending" {
+		r.mu.Unlock()
+		return nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+"): retry when that is done")
+	}
+	chs, err := r.transitionLocked(id, nudge.StatusDeregistered, "deregistered: "+reason, "", nil)
+	if err == nil {
+		rt := r.rts[id]
+		r.auditLocked(rt, "runtime_deregistered", reason, "", nil)
+		r.panes.Delete(keyOf(rt))
+		drop(id)
+		r.recovery.forget(id)
+		delete(r.rts, id)
+		delete(r.busy, id)
+		delete(r.stopped, id)
+	}
+	r.mu.Unlock()
+	r.notify(chs)
+	return err
 }

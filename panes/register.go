@@ -82,16 +82,3 @@ func (r *launcher) findTarget(ctx context.Context, ws, host string, tgt Target) 
 	}
 	return paneInfo{}, nudge.NewError(nudge.TargetNotFound, "no pane "+tgt.String()+" on this tmux server (`tmux list-panes -a` lists a server's panes; --host names another machine's)")
 }
-
-// checkPaneFree refuses a pane another live runtime already holds.
-func (r *records) checkPaneFree(paneID string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, rt := range r.rts {
-		if rt.PaneID == paneID && Live(rt.Status) {
-			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID+
-				" (`nudge deregister "+rt.RuntimeID+"` first to adopt it under another name)")
-		}
-	}
-	return nil
-}

@@ -384,3 +384,15 @@ func (r *Registry) Deregister(ctx context.Context, id, reason string) error {
 func (r *Registry) Tail(ctx context.Context, rt nudge.Runtime, n int) (Screen, error) {
 	return r.conns.tail(ctx, rt, n)
 }
+
+// Restart runs the runtime's argv again: in a new pane in its old pane's place if that
+// still exists (same window and layout slot; the old program is ended first: SIGHUP,
+// SIGTERM, SIGKILL by pid, end.go), else in a new window (and session).
+// It clears a Stop. The runtime goes to starting; a failure leaves it failed with
+// SPAWN_FAILED.
+//
+// Like Stop it runs to its end once begun, even if ctx is cancelled: every step is bounded.
+func (r *Registry) Restart(ctx context.Context, id, reason string) (nudge.Runtime, error) {
+	r.recovery.forget(id) // restarted by hand: a new start, not a recovery
+	return r.launch.restart(context.WithoutCancel(ctx), id, reason, false)
+}

@@ -9,18 +9,6 @@ import (
 	"github.com/nudgehq/nudge"
 )
 
-// Restart runs the runtime's argv again: in a new pane in its old pane's place if that
-// still exists (same window and layout slot; the old program is ended first: SIGHUP,
-// SIGTERM, SIGKILL by pid, end.go), else in a new window (and session).
-// It clears a Stop. The runtime goes to starting; a failure leaves it failed with
-// SPAWN_FAILED.
-//
-// Like Stop it runs to its end once begun, even if ctx is cancelled: every step is bounded.
-func (r *Registry) Restart(ctx context.Context, id, reason string) (nudge.Runtime, error) {
-	r.recovery.forget(id) // restarted by hand: a new start, not a recovery
-	return r.launch.restart(context.WithoutCancel(ctx), id, reason, false)
-}
-
 // restart does the work; auto restarts run only if the runtime is still pending one.
 func (r *launcher) restart(ctx context.Context, id, reason string, auto bool) (nudge.Runtime, error) {
 	rt, _, err := r.relaunchAs(ctx, id, reason, auto, nil)
@@ -112,33 +100,6 @@ func (r *launcher) onceKind(rt *nudge.Runtime, argv []string) string {
 	return "oneoff-spawn"
 }
 
-// EnterRecovery shows in the state machine that a fallback chain is recovering the runtime:
-// stage is fallback_resume or spawn_recovery (seed 001 §9). RelaunchWith enters them by
-// itself (its argv tells a resume from a spawn); a chain that recovers a runtime some other
-// way (a launch in a window of its own) calls this, and Transition to leave them.
-func (r *records) EnterRecovery(id string, stage nudge.Status, reason string) (nudge.Runtime, error) {
-	if stage != nudge.StatusFallbackResume && stage != nudge.StatusSpawnRecovery {
-		return nudge.Runtime{}, badRequest("recovery stage %q: want fallback_resume or spawn_recovery", stage)
-	}
-	r.mu.Lock()
-	if _, ok := r.rts[id]; !ok {
-		r.mu.Unlock()
-		return nudge.Runtime{}, notFound(id)
-	}
-	var chs []change
-	var err error
-	if nudge.Status(r.rts[id].Status) != stage {
-		chs, err = r.toStatusLocked(id, stage, reason, "", nil)
-	}
-	r.mu.Unlock()
-	if err != nil {
-		return nudge.Runtime{}, err
-	}
-	r.notify(chs)
-	got, _ := r.Get(id)
-	return got, nil
-}
-
 // enterStage shows a fallback launch in the state machine before it starts: resume →
 // fallback_resume, spawn → spawn_recovery (seed 001 §9).
 func (r *launcher) enterStage(id, how, reason string) {
@@ -159,7 +120,7 @@ func (r *launcher) enterStage(id, how, reason string) {
 
 // launchedLocked records a launch in the runtime's place: a fallback resume run keeps
 // fallback_resume while it runs (its end brings the runtime's own program back); anything
-// else is the runtime's program, starting. r.recs.mu is held.
+// else is the runtime's program, starting. The records' lock is held.
 func (r *launcher) launchedLocked(id string, p paneInfo, how, reason string) ([]change, error) {
 	delete(r.recs.oneOff, id)
 	delete(r.recs.resumed, id)
@@ -189,21 +150,6 @@ func (r *launcher) launchedLocked(id string, p paneInfo, how, reason string) ([]
 	})
 }
 
-// updateLocked persists fn's change to a runtime without a status change. r.recs.mu is held.
-func (r *records) updateLocked(id string, fn func(*nudge.Runtime)) ([]change, error) {
-	cur := r.rts[id]
-	if cur == nil {
-		return nil, notFound(id)
-	}
-	next := cloneRuntime(cur)
-	fn(&next)
-	next.UpdatedAt = r.cfg.Now()
-	if err := r.putLocked(&next); err != nil {
-		return nil, err
-	}
-	return []change{{rt: next, prev: cur.Status}}, nil
-}
-
 // beginRestart marks the runtime restarting. For an auto restart it returns nil, nil
 // when the restart is no longer wanted (stopped, deregistered, already recovered).
 func (r *launcher) beginRestart(id string, auto bool) (*nudge.Runtime, error) {
@@ -231,22 +177,6 @@ func (r *launcher) beginRestart(id string, auto bool) (*nudge.Runtime, error) {
 	r.recs.busy[id] = "restarting"
 	c := cloneRuntime(rt)
 	return &c, nil
-}
-
-// toStatusLocked transitions to `to`, through offline first when the direct edge is not
-// allowed (a manual restart of a runtime in the middle of a trigger).
-func (r *records) toStatusLocked(id string, to nudge.Status, reason string, code nudge.Code, mutate func(*nudge.Runtime)) ([]change, error) {
-	cur := nudge.Status(r.rts[id].Status)
-	var chs []change
-	if !CanTransition(cur, to) && CanTransition(cur, nudge.StatusOffline) {
-		c, err := r.transitionLocked(id, nudge.StatusOffline, reason, code, nil)
-		if err != nil {
-			return nil, err
-		}
-		chs = c
-	}
-	c, err := r.transitionLocked(id, to, reason, code, mutate)
-	return append(chs, c...), err
 }
 
 // relaunch runs the runtime's argv in its existing pane, or in a new window. The old
@@ -334,12 +264,6 @@ func (r *launcher) replacePane(ctx context.Context, rt *nudge.Runtime, p paneInf
 	n := paneInfo{ID: f[0], Session: SessionName(rt.WorkspaceID), Window: p.Window, Index: p.Index, WindowIndex: p.WindowIndex}
 	n.PID, _ = strconv.Atoi(f[1])
 	return n, nil
-}
-
-func (r *conns) workspace(name string) *workspace {
-	r.recs.mu.Lock()
-	defer r.recs.mu.Unlock()
-	return r.getLocked(name)
 }
 
 func indexPanes(panes []paneInfo) map[string]paneInfo {

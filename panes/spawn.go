@@ -161,46 +161,6 @@ func (r *launcher) readPromptFile(path string) (string, error) {
 	return strings.TrimSuffix(string(b), "\n"), nil
 }
 
-// reserve marks a role as being worked on; a live record or a concurrent operation on
-// it is a CONFLICT.
-func (r *records) reserve(id, what string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if op := r.busy[id]; op != "" {
-		return nudge.NewError(nudge.Conflict, fmt.Sprintf("runtime %s is busy (%s)", id, op))
-	}
-	if rt := r.rts[id]; rt != nil && Live(rt.Status) {
-		return nudge.NewError(nudge.Conflict, fmt.Sprintf("runtime %s already exists (%s, pane %s)", id, rt.Status, rt.PaneID))
-	}
-	r.busy[id] = what
-	return nil
-}
-
-func (r *records) release(id string) {
-	r.mu.Lock()
-	delete(r.busy, id)
-	r.mu.Unlock()
-}
-
-// record stores a new runtime record and audits it (the caller then wakes its workspace).
-func (r *records) record(rt nudge.Runtime, event string, detail map[string]any) (nudge.Runtime, error) {
-	r.mu.Lock()
-	prev := nudge.Status("")
-	if old := r.rts[rt.RuntimeID]; old != nil {
-		prev = old.Status
-	}
-	if err := r.putLocked(&rt); err != nil {
-		r.mu.Unlock()
-		return nudge.Runtime{}, err
-	}
-	delete(r.stopped, rt.RuntimeID)
-	r.clearStoppedLocked(rt.RuntimeID)
-	r.auditLocked(&rt, event, "", "", detail)
-	r.mu.Unlock()
-	r.notify([]change{{rt: rt, prev: prev}})
-	return rt, nil
-}
-
 // recorded wakes the workspace of a runtime just recorded: dial its new session and
 // reconcile at once.
 func (r *launcher) recorded(rt nudge.Runtime, err error) (nudge.Runtime, error) {
@@ -208,12 +168,6 @@ func (r *launcher) recorded(rt nudge.Runtime, err error) (nudge.Runtime, error) 
 		r.conns.wake(rt.WorkspaceID)
 	}
 	return rt, err
-}
-
-func (r *records) clearStoppedLocked(id string) {
-	if err := r.db.PutMeta(stoppedKey(id), nil); err != nil {
-		r.logErr("clear stopped", id, err)
-	}
 }
 
 // envArgs returns -e KEY=VAL flags for the profile's and Config.Env's variables.

@@ -14,26 +14,6 @@ import (
 // failed with SPAWN_FAILED, its screen (redacted) kept in the audit as evidence. Its pane
 // is left as it is, for a human to look at; `nudge restart` starts it again.
 
-// startTimeout is the profile's start timeout, else Config.StartTimeout.
-func (r *records) startTimeout(rt *nudge.Runtime) time.Duration {
-	if d := r.cfg.Profiles[rt.Agent].StartTimeout; d > 0 {
-		return d
-	}
-	return r.cfg.StartTimeout
-}
-
-// StartDeadline is when a starting runtime fails its start; zero if it is not starting.
-// The trigger pipeline holds a trigger for a starting runtime until then.
-func (r *records) StartDeadline(id string) time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rt := r.rts[id]
-	if rt == nil || rt.Status != nudge.StatusStarting {
-		return time.Time{}
-	}
-	return rt.StatusSince.Add(r.startTimeout(rt))
-}
-
 // startOverdue is a runtime whose start timed out, as seen by a reconcile pass.
 type startOverdue struct {
 	id, pane, host string
@@ -41,7 +21,7 @@ type startOverdue struct {
 	timeout        time.Duration
 }
 
-// overdueLocked reports rt if it is starting past its timeout. r.mu is held.
+// overdueLocked reports rt if it is starting past its timeout. The records' lock is held.
 func (r *reconciler) overdueLocked(rt *nudge.Runtime, now time.Time) (startOverdue, bool) {
 	if rt.Status != nudge.StatusStarting || !rt.Managed {
 		return startOverdue{}, false // an unmanaged pane's start is not nudge's to judge

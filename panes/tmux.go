@@ -125,68 +125,11 @@ type paneKey struct {
 	n    int
 }
 
-// hostOf returns the host a workspace is bound to ("" for this machine): that of its
-// runtimes, else the daemon's default host.
-func (r *conns) hostOf(workspace string) string {
-	r.recs.mu.Lock()
-	defer r.recs.mu.Unlock()
-	return r.hostLocked(workspace)
-}
-
-// hostLocked is hostOf with the records' lock held.
-func (r *conns) hostLocked(workspace string) string {
-	if w := r.lookup(workspace); w != nil {
-		return w.hostName()
-	}
-	for _, rt := range r.recs.rts {
-		if rt.WorkspaceID == workspace {
-			return rt.Host
-		}
-	}
-	return r.cfg.SSHHost
-}
-
-// bindHost resolves and binds the host of a new runtime of workspace: want, or the
-// workspace's current host if want is "".
-func (r *conns) bindHost(workspace, want string) (string, error) {
-	if err := validHost(want); err != nil {
-		return "", err
-	}
-	r.recs.mu.Lock()
-	defer r.recs.mu.Unlock()
-	if want == "" {
-		return r.hostLocked(workspace), nil
-	}
-	return want, r.bindHostLocked(workspace, want)
-}
-
 // validHost refuses a host ssh would read as an option or that holds a space or a
 // control character; the rest is ssh's to judge ([user@]host, or a Host alias).
 func validHost(h string) error {
 	if strings.HasPrefix(h, "-") || strings.ContainsFunc(h, func(c rune) bool { return c <= ' ' || c == 0x7f }) || len(h) > 255 {
 		return nudge.NewError(nudge.BadRequest, fmt.Sprintf("invalid host %q", h))
-	}
-	return nil
-}
-
-// bindHostLocked binds a workspace to host for a new runtime. A workspace whose runtimes
-// live on another host is a CONFLICT; one with none left is rebound. The
-// records' lock is held.
-func (r *conns) bindHostLocked(workspace, host string) error {
-	for _, rt := range r.recs.rts {
-		if rt.WorkspaceID == workspace && rt.Host != host && rt.Status != nudge.StatusDeregistered {
-			return nudge.NewError(nudge.Conflict, fmt.Sprintf("workspace %s is bound to host %q (runtime %s)", workspace, displayHost(rt.Host), rt.RuntimeID))
-		}
-	}
-	if w := r.lookup(workspace); w != nil {
-		w.mu.Lock()
-		changed := w.host != host
-		w.host = host
-		c := w.conn
-		w.mu.Unlock()
-		if changed && c != nil {
-			c.Close() // the old host's connection; connLoop dials the new one
-		}
 	}
 	return nil
 }
@@ -315,4 +258,47 @@ func quoteLine(args []string) (string, bool) {
 		parts[i] = q
 	}
 	return strings.Join(parts, " "), true
+}
+
+// boundCtx bounds one tmux command by CommandTimeout: a tmux server that stops answering
+// (or a control client that died with the command in flight) must not hold a stop or a
+// relaunch for good.
+func (r *tmuxClient) boundCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.cfg.CommandTimeout)
+}
+
+// launchRun runs a launching tmux command, again (up to launchTries times, launchBackoff
+// apart) while tmux says its server went away under it (killed or restarting): such a
+// command created nothing that survives, so running it again is safe.
+func (r *tmuxClient) launchRun(ctx context.Context, host string, args ...string) (string, error) {
+	for try := 1; ; try++ {
+		out, err := r.run(ctx, host, args...)
+		if err == nil || try == launchTries || !serverLost(err) {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-time.After(launchBackoff):
+		}
+	}
+}
+
+const (
+	launchTries   = 5
+	launchBackoff = 200 * time.Millisecond
+)
+
+// serverLost: the tmux server ended while it ran the command.
+func serverLost(err error) bool {
+	var te *tmuxError
+	if !errors.As(err, &te) {
+		return false
+	}
+	for _, s := range []string{"server exited unexpectedly", "lost server", "Connection refused", "Connection reset"} {
+		if strings.Contains(te.Stderr, s) {
+			return true
+		}
+	}
+	return false
 }

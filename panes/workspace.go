@@ -2,6 +2,9 @@ package panes
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,4 +219,131 @@ func (r *conns) conn(workspace string) (*controlmode.Conn, error) {
 		}
 	}
 	return nil, nudge.NewError(nudge.TargetNotFound, "no control connection for workspace "+workspace)
+}
+
+func (r *conns) workspace(name string) *workspace {
+	r.recs.mu.Lock()
+	defer r.recs.mu.Unlock()
+	return r.getLocked(name)
+}
+
+// command runs one tmux command over the control connection, or as a subprocess.
+func (r *conns) command(ctx context.Context, w *workspace, args ...string) error {
+	if c := w.current(); c != nil {
+		line, ok := quoteLine(args)
+		if ok {
+			bctx, cancel := r.tmux.boundCtx(ctx)
+			_, err := c.Do(bctx, line)
+			cancel()
+			if err == nil {
+				return nil
+			}
+		}
+	}
+	_, err := r.tmux.run(ctx, w.hostName(), args...)
+	return err
+}
+
+// hostOf returns the host a workspace is bound to ("" for this machine): that of its
+// runtimes, else the daemon's default host.
+func (r *conns) hostOf(workspace string) string {
+	r.recs.mu.Lock()
+	defer r.recs.mu.Unlock()
+	return r.hostLocked(workspace)
+}
+
+// hostLocked is hostOf with the records' lock held.
+func (r *conns) hostLocked(workspace string) string {
+	if w := r.lookup(workspace); w != nil {
+		return w.hostName()
+	}
+	for _, rt := range r.recs.rts {
+		if rt.WorkspaceID == workspace {
+			return rt.Host
+		}
+	}
+	return r.cfg.SSHHost
+}
+
+// bindHost resolves and binds the host of a new runtime of workspace: want, or the
+// workspace's current host if want is "".
+func (r *conns) bindHost(workspace, want string) (string, error) {
+	if err := validHost(want); err != nil {
+		return "", err
+	}
+	r.recs.mu.Lock()
+	defer r.recs.mu.Unlock()
+	if want == "" {
+		return r.hostLocked(workspace), nil
+	}
+	return want, r.bindHostLocked(workspace, want)
+}
+
+// bindHostLocked binds a workspace to host for a new runtime. A workspace whose runtimes
+// live on another host is a CONFLICT; one with none left is rebound. The
+// records' lock is held.
+func (r *conns) bindHostLocked(workspace, host string) error {
+	for _, rt := range r.recs.rts {
+		if rt.WorkspaceID == workspace && rt.Host != host && rt.Status != nudge.StatusDeregistered {
+			return nudge.NewError(nudge.Conflict, fmt.Sprintf("workspace %s is bound to host %q (runtime %s)", workspace, displayHost(rt.Host), rt.RuntimeID))
+		}
+	}
+	if w := r.lookup(workspace); w != nil {
+		w.mu.Lock()
+		changed := w.host != host
+		w.host = host
+		c := w.conn
+		w.mu.Unlock()
+		if changed && c != nil {
+			c.Close() // the old host's connection; connLoop dials the new one
+		}
+	}
+	return nil
+}
+
+// paneExitWait is Registry.PaneExit.
+func (r *conns) paneExitWait(ctx context.Context, workspace, paneID string) (bool, *int, error) {
+	for try := 1; ; try++ {
+		alive, dead, status, err := r.paneExit(ctx, workspace, paneID)
+		if err != nil || alive || !dead || status != nil || try*int(statusRecheck) >= int(time.Second) {
+			return alive, status, err
+		}
+		r.reap(ctx, r.workspace(workspace))
+		select {
+		case <-ctx.Done():
+			return false, nil, nil
+		case <-time.After(statusRecheck):
+		}
+	}
+}
+
+// paneExit reads the pane once: alive, or dead with its status if tmux knows it.
+func (r *conns) paneExit(ctx context.Context, workspace, paneID string) (alive, dead bool, status *int, err error) {
+	// display-message expands its formats empty for a missing target instead of failing.
+	out, err := r.tmux.run(ctx, r.hostOf(workspace), "display-message", "-p", "-t", paneID, "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
+	if isMissing(err) {
+		return false, false, nil, nil
+	}
+	if err != nil {
+		return false, false, nil, err
+	}
+	f := strings.Fields(out)
+	if len(f) == 0 || f[0] != paneID {
+		return false, false, nil, nil
+	}
+	f = f[1:]
+	if len(f) == 0 || f[0] != "1" {
+		return true, false, nil, nil
+	}
+	var st, signal string
+	if len(f) > 1 {
+		st = f[1]
+	}
+	if len(f) > 2 {
+		signal = f[2]
+	}
+	if _, err := strconv.Atoi(st); err != nil && signal == "" {
+		return false, true, nil, nil
+	}
+	return false, true, exitStatus(st, signal), nil
 }
