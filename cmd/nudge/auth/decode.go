@@ -142,79 +142,98 @@ func (w *fieldWalker) value(t reflect.Type, path string) error {
 	switch w.b[w.i] {
 	case '{':
 		w.i++
-		var fields map[string]reflect.Type
-		var elem reflect.Type
-		if t != nil && t.Kind() == reflect.Struct {
-			fields = structFields(t)
-		} else if t != nil && t.Kind() == reflect.Map {
-			elem = t.Elem()
-		}
-		var seenBuf [24][]byte
-		seen := seenBuf[:0]
-		for {
-			w.space()
-			if w.i < len(w.b) && w.b[w.i] == '}' {
-				w.i++
-				return nil
-			}
-			if w.i < len(w.b) && w.b[w.i] == ',' {
-				w.i++
-				w.space()
-			}
-			key, err := w.str()
-			if err != nil {
-				return err
-			}
-			for _, k := range seen {
-				if bytes.Equal(k, key) {
-					return fmt.Errorf("%w: %q is given twice", ErrFieldName, path+string(key))
-				}
-			}
-			seen = append(seen, key)
-			ft := elem
-			if fields != nil {
-				var ok bool
-				if ft, ok = fields[string(key)]; !ok {
-					for f := range fields {
-						if strings.EqualFold(f, string(key)) {
-							return fmt.Errorf("%w: %q: field names are case-sensitive (want %q)", ErrFieldName, path+string(key), path+f)
-						}
-					}
-					return fmt.Errorf("decode: json: unknown field %q", path+string(key))
-				}
-			}
-			w.space()
-			w.i++ // ':'
-			w.space()
-			if w.i < len(w.b) && (w.b[w.i] == '{' || w.b[w.i] == '[') {
-				if err := w.value(ft, path+string(key)+"."); err != nil {
-					return err
-				}
-			} else if err := w.scalar(); err != nil {
-				return err
-			}
-		}
+		return w.object(t, path)
 	case '[':
 		w.i++
-		var elem reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
+		return w.array(t, path)
+	}
+	return w.scalar()
+}
+
+// object walks an object's members after its '{': each key once, each known to t (a
+// struct) or any key (a map), each value walked as its field's type.
+func (w *fieldWalker) object(t reflect.Type, path string) error {
+	var fields map[string]reflect.Type
+	var elem reflect.Type
+	if t != nil && t.Kind() == reflect.Struct {
+		fields = structFields(t)
+	} else if t != nil && t.Kind() == reflect.Map {
+		elem = t.Elem()
+	}
+	var seenBuf [24][]byte
+	seen := seenBuf[:0]
+	for {
+		w.space()
+		if w.i < len(w.b) && w.b[w.i] == '}' {
+			w.i++
+			return nil
 		}
-		for {
+		if w.i < len(w.b) && w.b[w.i] == ',' {
+			w.i++
 			w.space()
-			if w.i < len(w.b) && w.b[w.i] == ']' {
-				w.i++
-				return nil
+		}
+		key, err := w.str()
+		if err != nil {
+			return err
+		}
+		for _, k := range seen {
+			if bytes.Equal(k, key) {
+				return fmt.Errorf("%w: %q is given twice", ErrFieldName, path+string(key))
 			}
-			if w.i < len(w.b) && w.b[w.i] == ',' {
-				w.i++
-			}
-			if err := w.value(elem, path); err != nil {
+		}
+		seen = append(seen, key)
+		ft := elem
+		if fields != nil {
+			if ft, err = fieldType(fields, path, string(key)); err != nil {
 				return err
 			}
 		}
+		w.space()
+		w.i++ // ':'
+		w.space()
+		if w.i < len(w.b) && (w.b[w.i] == '{' || w.b[w.i] == '[') {
+			if err := w.value(ft, path+string(key)+"."); err != nil {
+				return err
+			}
+		} else if err := w.scalar(); err != nil {
+			return err
+		}
 	}
-	return w.scalar()
+}
+
+// fieldType is the type of a struct's field key, or the error naming an unknown field
+// (and the right spelling of one given in the wrong case).
+func fieldType(fields map[string]reflect.Type, path, key string) (reflect.Type, error) {
+	if ft, ok := fields[key]; ok {
+		return ft, nil
+	}
+	for f := range fields {
+		if strings.EqualFold(f, key) {
+			return nil, fmt.Errorf("%w: %q: field names are case-sensitive (want %q)", ErrFieldName, path+key, path+f)
+		}
+	}
+	return nil, fmt.Errorf("decode: json: unknown field %q", path+key)
+}
+
+// array walks an array's elements after its '[', each as t's element type.
+func (w *fieldWalker) array(t reflect.Type, path string) error {
+	var elem reflect.Type
+	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		elem = t.Elem()
+	}
+	for {
+		w.space()
+		if w.i < len(w.b) && w.b[w.i] == ']' {
+			w.i++
+			return nil
+		}
+		if w.i < len(w.b) && w.b[w.i] == ',' {
+			w.i++
+		}
+		if err := w.value(elem, path); err != nil {
+			return err
+		}
+	}
 }
 
 // scalar moves past a string, number, true, false or null.

@@ -50,19 +50,7 @@ func serveGemini(s *Server, w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, geminiError(http.StatusNotFound, "no such method: "+method))
 		return
 	}
-	var in struct {
-		Contents []geminiContent `json:"contents"`
-		Tools    []struct {
-			FunctionDeclarations []struct {
-				Name string `json:"name"`
-			} `json:"functionDeclarations"`
-		} `json:"tools"`
-		GenerationConfig struct {
-			ResponseMimeType   string          `json:"responseMimeType"`
-			ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
-			ResponseSchema     json.RawMessage `json:"responseSchema"`
-		} `json:"generationConfig"`
-	}
+	var in geminiRequest
 	if err := json.Unmarshal(body, &in); err != nil {
 		writeError(w, http.StatusBadRequest, geminiError(http.StatusBadRequest, err.Error()))
 		return
@@ -84,14 +72,7 @@ func serveGemini(s *Server, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.GenerationConfig.ResponseMimeType == "application/json" {
-		// A side call that wants JSON of a schema (the model router, a next-speaker
-		// check): answer the schema's plainest value, whatever the script said.
-		schema := in.GenerationConfig.ResponseJSONSchema
-		if len(schema) == 0 {
-			schema = in.GenerationConfig.ResponseSchema
-		}
-		b, _ := json.Marshal(schemaValue(schema))
-		reply = Reply{Text: string(b)}
+		reply = in.schemaReply()
 	}
 	if method == "generateContent" {
 		writeJSON(w, http.StatusOK, geminiResponse(geminiParts(reply, tools), true))
@@ -106,6 +87,32 @@ func serveGemini(s *Server, w http.ResponseWriter, r *http.Request) {
 		last = geminiParts(Reply{ToolCall: reply.ToolCall}, tools)
 	}
 	e.data(geminiResponse(last, true))
+}
+
+// geminiRequest is the part of a generateContent request the stand-in reads.
+type geminiRequest struct {
+	Contents []geminiContent `json:"contents"`
+	Tools    []struct {
+		FunctionDeclarations []struct {
+			Name string `json:"name"`
+		} `json:"functionDeclarations"`
+	} `json:"tools"`
+	GenerationConfig struct {
+		ResponseMimeType   string          `json:"responseMimeType"`
+		ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
+		ResponseSchema     json.RawMessage `json:"responseSchema"`
+	} `json:"generationConfig"`
+}
+
+// schemaReply answers a side call that wants JSON of a schema (the model router, a
+// next-speaker check) with the schema's plainest value, whatever the script said.
+func (in geminiRequest) schemaReply() Reply {
+	schema := in.GenerationConfig.ResponseJSONSchema
+	if len(schema) == 0 {
+		schema = in.GenerationConfig.ResponseSchema
+	}
+	b, _ := json.Marshal(schemaValue(schema))
+	return Reply{Text: string(b)}
 }
 
 // geminiTurn reads a Gemini conversation (see turn): a content with a function
