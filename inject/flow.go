@@ -408,6 +408,18 @@ func (ls *lanes) readiness(j *job, rt nudge.Runtime, now time.Time) verdict {
 	return ls.holdFor(j, rt, now, code, "agent is "+string(ls.deps.Gates.Readiness(rt)), time.Time{})
 }
 
+// takeTurn counts the delivery for the rate limiter and the loop guard.
+func (ls *lanes) takeTurn(j *job) {
+	t := j.record()
+	key := rateKey(t)
+	ls.rate.take(key, ls.cfg.Now())
+	if t.ThreadID != "" && t.ScheduleID == "" && t.Attempts == 0 {
+		if tripped, why := ls.loops.turn(key, t.Prompt); tripped {
+			ls.log.Warn("thread auto-blocked", "thread_id", t.ThreadID, "agent_id", t.Agent, "why", why)
+		}
+	}
+}
+
 // intakePoll is how often a trigger held behind another's intake looks again: the agent's
 // first drawing ends the intake without waking the lane.
 const intakePoll = 100 * time.Millisecond
