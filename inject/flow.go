@@ -9,7 +9,7 @@ import (
 	"github.com/nudgehq/nudge"
 )
 
-// lanes are the runtimes' delivery lanes and the gates in front of them: order, gates and
+// lanes is the runtimes' delivery lanes and the gates in front of them: order, gates and
 // holds. It owns the lanes by runtime id (under mu), and the rate limiter, the loop guard
 // and the circuit breakers (each under its own lock). It runs one goroutine per lane
 // (runLane, started on the lane's first trigger, stopped by the pipeline's Close) and a
@@ -25,23 +25,6 @@ type lanes struct {
 	rate     *rateLimiter
 	loops    *loopGuard
 	breakers *breakers
-}
-
-// adopt registers a recovered job and queues it on its runtime's lane (or resumes its
-// ack wait when it was already submitted).
-func (p *Pipeline) adopt(j *job) {
-	p.mu.Lock()
-	p.jobs[j.id()] = j
-	p.mu.Unlock()
-	t := j.record()
-	switch {
-	case t.State == nudge.StateSubmitted && t.Fallback == "":
-		p.fin.goAwaitAck(j)
-	case t.RuntimeID == "":
-		p.fin.unroutable(j, false)
-	default:
-		p.lanes.enqueue(j)
-	}
 }
 
 // enqueue puts j at the back of its runtime's lane, starting the lane if needed. A job

@@ -278,9 +278,7 @@ func (p *Pipeline) Open() error {
 	if err != nil {
 		return fmt.Errorf("load gates: %w", err)
 	}
-	p.lanes.rate.db, p.lanes.loops.db = p.deps.Store, p.deps.Store
-	p.lanes.rate.load(gates, p.opened)
-	p.lanes.loops.load(gates)
+	p.lanes.restoreGates(gates, p.opened)
 	open, err := p.deps.Store.ListTriggers(store.TriggerFilter{OpenOnly: true})
 	if err != nil {
 		return fmt.Errorf("resume triggers: %w", err)
@@ -292,6 +290,23 @@ func (p *Pipeline) Open() error {
 		p.adopt(j)
 	}
 	return nil
+}
+
+// adopt registers a recovered job and queues it on its runtime's lane (or resumes its
+// ack wait when it was already submitted).
+func (p *Pipeline) adopt(j *job) {
+	p.mu.Lock()
+	p.jobs[j.id()] = j
+	p.mu.Unlock()
+	t := j.record()
+	switch {
+	case t.State == nudge.StateSubmitted && t.Fallback == "":
+		p.fin.goAwaitAck(j)
+	case t.RuntimeID == "":
+		p.fin.unroutable(j, false)
+	default:
+		p.lanes.enqueue(j)
+	}
 }
 
 // Close stops every lane and waits for them. Open triggers stay in the store and are
