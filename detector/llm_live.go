@@ -129,7 +129,7 @@ func (m *Monitor) applyLLM(ps *paneState, gen, seq uint64, lc Classification, er
 	ps.mu.Unlock()
 	m.cfg.Logger.Debug("llm classified", "runtime", ps.id, "state", c.State, "summary", c.Summary)
 	if changed {
-		m.publish(ps, c)
+		m.report.publish(ps, c)
 	}
 }
 
