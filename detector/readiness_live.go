@@ -160,7 +160,7 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	}
 	m.report.syncBusy(ps)
 	if ask {
-		m.askLLM(ps, pack, sc.text, seq, rules.State)
+		m.asker.ask(ps, pack, sc.text, seq, rules.State)
 	}
 	return nil
 }
