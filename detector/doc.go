@@ -98,6 +98,8 @@
 //	            key's, on tmux 3.2) and the wait-for loop that turns a key into a pane.
 //	reporter    persists readiness, operator_busy and the input line through the
 //	            Registry and calls OnChange, OnQuiet and OnHumanDone.
+//	llmAsker    asks the LLM about a screen the pack was unsure of, one question per
+//	            pane in flight, and applies its answer.
 //
 // # Goroutines
 //
@@ -106,5 +108,5 @@
 // the runtime appears, cancelled when it goes), one that re-reads the registry (Refresh),
 // one key-event watcher per tmux server with BindKeys (humanWatch.run: it redials its
 // connection and removes the binding on Close), and one per LLM question in flight
-// (cancelled when a newer screen replaces it). The pure half starts none.
+// (llmAsker.ask; cancelled when a newer screen replaces it). The pure half starts none.
 package detector

@@ -145,6 +145,7 @@ type Monitor struct {
 
 	paneIndex          // the watched panes and key watches
 	report    reporter // persists and reports what is learnt of a pane
+	asker     llmAsker // asks the LLM about screens the packs were unsure of
 
 	refresh   chan struct{} // cap 1: re-read the registry
 	closeOnce sync.Once
@@ -180,6 +181,7 @@ func NewMonitor(cfg MonitorConfig) (*Monitor, error) {
 		refresh: make(chan struct{}, 1),
 	}
 	m.report.cfg = &m.cfg
+	m.asker = llmAsker{cfg: &m.cfg, wg: &m.wg, report: &m.report}
 	m.sync()
 	m.wg.Add(1)
 	go m.refreshLoop()

@@ -149,25 +149,9 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 		return nil // stale: the quiet timer is armed again
 	}
 	if c.State == nudge.NeedsConfirmation {
-		if c.Dialog = ParseDialog(pack, nudge.StripANSI(sc.text)); c.Dialog != nil {
-			if prev := ps.class.Dialog; prev != nil && prev.DialogID == c.Dialog.DialogID {
-				c.Dialog = prev // the same dialog: shown since then
-			} else {
-				c.Dialog.ShownAt = m.cfg.Now()
-			}
-		}
+		c.Dialog = ps.readDialog(pack, sc.text, m.cfg.Now)
 	}
-	ps.mu.Lock()
-	c = ps.intakeView(c, seq, sc.text, m.cfg.Now())
-	changed := c.State != ps.class.State || c.Summary != ps.class.Summary || dialogID(c.Dialog) != dialogID(ps.class.Dialog)
-	ps.class = c
-	ps.dialog = c.State == nudge.NeedsConfirmation
-	dequeued := ps.readInput(pack, c)
-	ps.inMode = sc.inMode
-	if ps.checking && !m.cfg.Now().Before(ps.lastKey.Add(m.cfg.QuietWindow)) {
-		ps.checking = false
-	}
-	ps.mu.Unlock()
+	c, changed, dequeued := ps.record(&m.cfg, pack, c, seq, sc)
 	if changed {
 		m.report.publish(ps, c)
 	}
@@ -176,9 +160,44 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	}
 	m.report.syncBusy(ps)
 	if ask {
-		m.askLLM(ps, pack, sc.text, seq, rules.State)
+		m.asker.ask(ps, pack, sc.text, seq, rules.State)
 	}
 	return nil
+}
+
+// readDialog reads the dialog on a NEEDS_CONFIRMATION screen (nil if the pack reads
+// none); the dialog of the last verdict, still shown, keeps its ShownAt. Called on the
+// pane's goroutine.
+func (ps *paneState) readDialog(pack *Pack, screen string, now func() time.Time) *nudge.Dialog {
+	d := ParseDialog(pack, nudge.StripANSI(screen))
+	if d == nil {
+		return nil
+	}
+	if prev := ps.class.Dialog; prev != nil && prev.DialogID == d.DialogID {
+		return prev // the same dialog: shown since then
+	}
+	d.ShownAt = now()
+	return d
+}
+
+// record makes c, the verdict on capture sc taken at output count seq, the pane's: the
+// intake applied (intakeView), the input line read (readInput), copy mode and the check
+// for a draft after human keys updated. It returns the verdict as recorded, whether it
+// changed what is published and whether the agent's input queue has just emptied.
+func (ps *paneState) record(cfg *MonitorConfig, pack *Pack, c Classification, seq uint64, sc screenCapture) (
+	_ Classification, changed, dequeued bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	c = ps.intakeView(c, seq, sc.text, cfg.Now())
+	changed = c.State != ps.class.State || c.Summary != ps.class.Summary || dialogID(c.Dialog) != dialogID(ps.class.Dialog)
+	ps.class = c
+	ps.dialog = c.State == nudge.NeedsConfirmation
+	dequeued = ps.readInput(pack, c)
+	ps.inMode = sc.inMode
+	if ps.checking && !cfg.Now().Before(ps.lastKey.Add(cfg.QuietWindow)) {
+		ps.checking = false
+	}
+	return c, changed, dequeued
 }
 
 // readInput sets the pane's draft (a human's text only), input line and queued flag from
