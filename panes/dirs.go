@@ -12,7 +12,7 @@ import (
 // resolveDir checks a spawn directory against Config.Roots: it must be absolute, hold
 // no ".." element, exist as a directory and, with symlinks resolved, lie under a root.
 // It returns the resolved path. "" means the first root, or none if there are no roots.
-func (r *Registry) resolveDir(dir string) (string, error) {
+func (r *launcher) resolveDir(dir string) (string, error) {
 	if dir == "" {
 		if len(r.cfg.Roots) > 0 {
 			return r.cfg.Roots[0], nil
@@ -48,7 +48,7 @@ func within(root, path string) bool {
 // a directory: absolute, no "..", a regular file that, with symlinks resolved, lies under
 // a root. The daemon reads it with its own rights for a caller that may have fewer, so a
 // file outside the workspaces (a key, a config holding a token) is never read.
-func (r *Registry) resolvePromptFile(path string) (string, error) {
+func (r *launcher) resolvePromptFile(path string) (string, error) {
 	if !filepath.IsAbs(path) || slices.Contains(strings.Split(path, string(filepath.Separator)), "..") {
 		return "", badRequest("prompt file %q must be absolute and hold no '..'", path)
 	}

@@ -15,6 +15,27 @@
 //	          overridable file by file; LaunchArgv, ResumeArgv)
 //	Target    a parsed register target (ParseTarget)
 //
+// Registry is a façade: Open wires one of each of these, and each owns its own state.
+//
+//	records     the runtime records (nudge.Runtime by id) and what is noted about each
+//	            (busy, stopped, held, a fallback resume run, a crash resume), under one
+//	            lock; persisted write-behind (persist.go). Embedded in Registry: Get,
+//	            Lookup, List, Transition, Update, SetPaused, EnterRecovery, HoldRestarts,
+//	            StartDeadline. The others share it through that lock and its *Locked methods.
+//	conns       the workspaces (workspace.go): one control connection each, the host a
+//	            workspace is bound to, and what runs over the connection (list-panes,
+//	            reap, Tail and the kept screens, SetSessionEnv, SetPaneOption); its own
+//	            lock for the map, taken after the records' lock when both are held.
+//	launcher    argv and launcher policy (launcher.go, dirs.go), Spawn, Register,
+//	            Restart and relaunch (restart.go), the fallback's RelaunchWith,
+//	            LaunchWindow and SpawnAside (launch.go, fallback.go).
+//	ender       ending a pane's program by pid (end.go, proctree.go; over ssh,
+//	            endremote.go) and Stop (stop.go).
+//	reconciler  events and the sweep (reconcile.go), exits and completion markers
+//	            (exit.go), crash recovery (recovery.go), start timeouts (start.go); its
+//	            own lock for the dead-pane clock.
+//	tmuxClient  tmux as a subprocess, locally or over ssh, each command bounded.
+//
 // and the state machine (state.go: CanTransition, Live; every edge and why) and the
 // name rules (ValidWorkspace, ValidRole, RuntimeID, SessionName).
 //
@@ -38,11 +59,13 @@
 //
 // # Goroutines
 //
-// The Registry owns them all, counts them in one WaitGroup and stops them through one
-// context; Close cancels, waits, and flushes the store. Each workspace gets two when
-// first used: connLoop, which keeps one control connection (controlmode.Conn) to the
-// workspace's session attached, redialling with backoff, and owns and closes it; and
-// reconcileLoop, which reconciles on every event that can change the panes and on the
-// sweep. An automatic restart waits RestartDelay on a goroutine of its own. The hooks
-// OnOutput and OnEvent run on a connection's read goroutine and must not block.
+// The Registry's group owns them all: one context and one WaitGroup; Close cancels,
+// waits, and flushes the store, and after Close the group starts none. Each workspace
+// gets two when conns first uses it: conns.connLoop, which keeps one control connection
+// (controlmode.Conn) to the workspace's session attached, redialling with backoff, and
+// owns and closes it; and reconciler.loop, which reconciles on every event that can
+// change the panes and on the sweep. An automatic restart (reconciler.scheduleRestart)
+// waits RestartDelay on a goroutine of its own. The launcher and the ender start none:
+// they run on their caller's goroutine, every step bounded. The hooks OnOutput and
+// OnEvent run on a connection's read goroutine and must not block.
 package panes

@@ -33,6 +33,18 @@ import (
 // 3.1s"). A remote workspace's processes are not this machine's: there one ssh command
 // runs the signal steps on the host (endremote.go).
 
+// ender ends a pane's program by pid (procTree, the signal steps below) on this machine,
+// or over ssh on a workspace's host (endremote.go), and stops runtimes (stop.go). It has
+// no state of its own but the test hook kill and starts no goroutine: every step runs on
+// the caller's, bounded.
+type ender struct {
+	cfg   *Config
+	recs  *records
+	conns *conns
+	tmux  *tmuxClient
+	kill  *func(pid int, sig syscall.Signal) error // Registry.kill; nil func means syscall.Kill
+}
+
 // Ended says how a pane's program ended; it is the audit's detail.
 type Ended struct {
 	By    string `json:"ended_by,omitempty"` // C-c, SIGHUP, SIGTERM, SIGKILL; "exited" when it ended before any step; "" when it did not end
@@ -63,7 +75,7 @@ const (
 
 // signalSteps are the steps after the polite ones: SIGHUP, SIGTERM, SIGKILL, each given
 // KillGrace; SIGKILL is sent again to any process found meanwhile.
-func (r *Registry) signalSteps(t *procTree) []endStep {
+func (r *ender) signalSteps(t *procTree) []endStep {
 	sig := func(s syscall.Signal) func() { return func() { t.signal(s) } }
 	g := r.cfg.KillGrace
 	return []endStep{
@@ -75,7 +87,7 @@ func (r *Registry) signalSteps(t *procTree) []endStep {
 
 // end runs steps until none of t's processes runs. It never waits longer than the sum of
 // the steps' waits (plus one scan of /proc per endRescan).
-func (r *Registry) end(t *procTree, steps []endStep) Ended {
+func (r *ender) end(t *procTree, steps []endStep) Ended {
 	began := time.Now()
 	t.collect()
 	e := Ended{}
@@ -110,7 +122,7 @@ func (r *Registry) end(t *procTree, steps []endStep) Ended {
 }
 
 // endStep acts and waits; true when every process is gone.
-func (r *Registry) endStep(t *procTree, s endStep) bool {
+func (r *ender) endStep(t *procTree, s endStep) bool {
 	t.collect()
 	s.act()
 	start := time.Now()
@@ -149,7 +161,7 @@ func joinPIDs(pids []int) string {
 // machine or over ssh on the workspace's host (endremote.go; a live pane only). ok false
 // means that could not run (no pid known, ssh failed, no /proc there): the old pane is
 // then killed the old way.
-func (r *Registry) endForRelaunch(ctx context.Context, w *workspace, p paneInfo) (Ended, bool) {
+func (r *ender) endForRelaunch(ctx context.Context, w *workspace, p paneInfo) (Ended, bool) {
 	if p.PID <= 0 {
 		return Ended{}, false
 	}
@@ -168,7 +180,7 @@ func (r *Registry) endForRelaunch(ctx context.Context, w *workspace, p paneInfo)
 // runs and proves to be that pane's process on this server (a pane id alone is not
 // enough: a restarted tmux server numbers its panes from %0 again), that process, its
 // descendants and whatever carries the pane's environment. Local only.
-func (r *Registry) endLeftovers(ctx context.Context, w *workspace, rt *nudge.Runtime) Ended {
+func (r *ender) endLeftovers(ctx context.Context, w *workspace, rt *nudge.Runtime) Ended {
 	if w.hostName() != "" || rt.PaneID == "" || rt.PID <= 0 {
 		return Ended{}
 	}
@@ -182,7 +194,7 @@ func (r *Registry) endLeftovers(ctx context.Context, w *workspace, rt *nudge.Run
 // paneProcs starts the process set of pane p (see newProcTree; trusted: p comes from a
 // listing that shows it alive). For a pane not known alive it asks tmux for its server's
 // pid, so the children of a program that already died are still found.
-func (r *Registry) paneProcs(ctx context.Context, w *workspace, p paneInfo, trusted bool) *procTree {
+func (r *ender) paneProcs(ctx context.Context, w *workspace, p paneInfo, trusted bool) *procTree {
 	server := 0
 	if !trusted {
 		server = r.serverPID(ctx, w)
@@ -191,17 +203,17 @@ func (r *Registry) paneProcs(ctx context.Context, w *workspace, p paneInfo, trus
 }
 
 // procTree is newProcTree with the registry's socket and test hook.
-func (r *Registry) procTree(p paneInfo, trusted bool, server int) *procTree {
+func (r *ender) procTree(p paneInfo, trusted bool, server int) *procTree {
 	t := newProcTree(p.PID, p.ID, trusted, server, r.socketPath())
-	if r.kill != nil {
-		t.kill = r.kill
+	if k := *r.kill; k != nil {
+		t.kill = k
 	}
 	return t
 }
 
 // socketPath is the local tmux server's socket as tmux names it in a pane's TMUX: -S
 // PATH, else $TMUX_TMPDIR (or /tmp) resolved, then tmux-UID/NAME.
-func (r *Registry) socketPath() string {
+func (r *ender) socketPath() string {
 	if r.cfg.SocketPath != "" {
 		p, _ := filepath.Abs(r.cfg.SocketPath)
 		return p
@@ -217,8 +229,8 @@ func (r *Registry) socketPath() string {
 }
 
 // serverPID asks the workspace's tmux server for its pid; 0 if it does not answer.
-func (r *Registry) serverPID(ctx context.Context, w *workspace) int {
-	out, err := r.tmuxRun(ctx, w.hostName(), "display-message", "-p", "#{pid}")
+func (r *ender) serverPID(ctx context.Context, w *workspace) int {
+	out, err := r.tmux.run(ctx, w.hostName(), "display-message", "-p", "#{pid}")
 	if err != nil {
 		return 0
 	}
@@ -229,11 +241,4 @@ func (r *Registry) serverPID(ctx context.Context, w *workspace) int {
 // endFailed is the error of a relaunch whose old program did not end.
 func endFailed(e Ended) error {
 	return nudge.NewError(nudge.SpawnFailed, "the old program "+e.How+": nothing launched over it")
-}
-
-// boundCtx bounds one tmux command by CommandTimeout: a tmux server that stops answering
-// (or a control client that died with the command in flight) must not hold a stop or a
-// relaunch for good.
-func (r *Registry) boundCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, r.cfg.CommandTimeout)
 }

@@ -76,7 +76,7 @@ echo left$A
 
 // endRemote ends the program whose (remote) pid is root on host. ok false: it could not
 // be run there (ssh failed, no /proc); the caller goes the old way.
-func (r *Registry) endRemote(ctx context.Context, host string, root int) (Ended, bool) {
+func (r *ender) endRemote(ctx context.Context, host string, root int) (Ended, bool) {
 	tenths := int(r.cfg.KillGrace / (100 * time.Millisecond))
 	ctx, cancel := context.WithTimeout(ctx, 3*r.cfg.KillGrace+r.cfg.CommandTimeout)
 	defer cancel()

@@ -37,15 +37,15 @@ func (k exitKind) String() string {
 	return [...]string{"crash", "clean", "one-off"}[k]
 }
 
-// classifyExitLocked decides what the end of rt's pane p means. r.mu is held.
-func (r *Registry) classifyExitLocked(rt *nudge.Runtime, paneID string, exit *int) exitKind {
-	if r.oneOff[rt.RuntimeID] == paneID && paneID != "" {
+// classifyExitLocked decides what the end of rt's pane p means. The records' lock is held.
+func (r *reconciler) classifyExitLocked(rt *nudge.Runtime, paneID string, exit *int) exitKind {
+	if r.recs.oneOff[rt.RuntimeID] == paneID && paneID != "" {
 		return exitOneOff
 	}
 	if exit != nil && *exit == 0 {
 		return exitClean
 	}
-	if r.markers.seen(paneKey{rt.Host, paneNum(paneID)}) {
+	if r.recs.markers.seen(paneKey{rt.Host, paneNum(paneID)}) {
 		return exitClean
 	}
 	return exitCrash
@@ -134,32 +134,25 @@ func (m *markerScan) forget(n paneKey) {
 	m.mu.Unlock()
 }
 
-// watchMarkerLocked arms the marker scan for rt's current pane. r.mu is held.
-func (r *Registry) watchMarkerLocked(rt *nudge.Runtime) {
-	if k := keyOf(rt); k.n >= 0 {
-		r.markers.watch(k, r.cfg.Profiles[rt.Agent].DoneMarker)
-	}
-}
-
 // exitedLocked records a clean end: exited (or, for a profile that restarts on exit,
 // offline and restarted without counting a crash). It reports whether to restart.
-func (r *Registry) exitedLocked(rt *nudge.Runtime, exit *int) ([]change, bool) {
+func (r *reconciler) exitedLocked(rt *nudge.Runtime, exit *int) ([]change, bool) {
 	why := "program exited cleanly"
 	if exit == nil || *exit != 0 {
 		why = "program printed its completion marker and ended"
 	}
-	r.markers.forget(keyOf(rt))
-	if r.cfg.Profiles[rt.Agent].RestartOnExit && rt.Managed && !r.stopped[rt.RuntimeID] {
-		chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusOffline, why+" (profile restarts on exit)", "",
+	r.recs.markers.forget(keyOf(rt))
+	if r.cfg.Profiles[rt.Agent].RestartOnExit && rt.Managed && !r.recs.stopped[rt.RuntimeID] {
+		chs, err := r.recs.transitionLocked(rt.RuntimeID, nudge.StatusOffline, why+" (profile restarts on exit)", "",
 			func(n *nudge.Runtime) { n.ExitStatus = exit; n.Readiness = nudge.Unknown })
-		r.logErr("reconcile", rt.RuntimeID, err)
-		return chs, err == nil && r.restartableLocked(r.rts[rt.RuntimeID])
+		r.recs.logErr("reconcile", rt.RuntimeID, err)
+		return chs, err == nil && r.recs.restartableLocked(r.recs.rts[rt.RuntimeID])
 	}
-	chs, err := r.transitionLocked(rt.RuntimeID, nudge.StatusExited, why, "",
+	chs, err := r.recs.transitionLocked(rt.RuntimeID, nudge.StatusExited, why, "",
 		func(n *nudge.Runtime) { n.ExitStatus = exit; n.Readiness = nudge.Unknown })
-	r.logErr("reconcile", rt.RuntimeID, err)
+	r.recs.logErr("reconcile", rt.RuntimeID, err)
 	if err == nil {
-		r.auditLocked(r.rts[rt.RuntimeID], "runtime_exited", why, "", map[string]any{"exit_status": exit, "pane_id": rt.PaneID})
+		r.recs.auditLocked(r.recs.rts[rt.RuntimeID], "runtime_exited", why, "", map[string]any{"exit_status": exit, "pane_id": rt.PaneID})
 	}
 	return chs, false
 }

@@ -12,14 +12,8 @@ import (
 // fallback spawns beside it: ROLE-fb-SUFFIX.
 const AsideMarker = "-fb-"
 
-// SpawnAside starts a fresh managed runtime beside from, for a fallback that must not
-// end from's process (a human is at its pane, or nudge does not manage it). It runs
-// from's profile's launch command in a new window of from's workspace, as role
-// ROLE-fb-SUFFIX: a runtime like any other, listed, stoppable and reconciled, so no
-// fallback window is ever left unmanaged. The prompt is given at launch when the profile
-// takes one (given is true); otherwise the runtime starts without it and the caller
-// delivers it live to the new runtime, never to from's pane.
-func (r *Registry) SpawnAside(ctx context.Context, from nudge.Runtime, prompt string) (rt nudge.Runtime, given bool, err error) {
+// spawnAside is Registry.SpawnAside.
+func (r *launcher) spawnAside(ctx context.Context, from nudge.Runtime, prompt string) (rt nudge.Runtime, given bool, err error) {
 	prof, ok := r.cfg.Profiles[from.Agent]
 	if !ok {
 		return nudge.Runtime{}, false, nudge.NewError(nudge.SpawnFailed, "unknown agent profile "+from.Agent)
@@ -37,7 +31,7 @@ func (r *Registry) SpawnAside(ctx context.Context, from nudge.Runtime, prompt st
 	if len(role)+len(suffix) > 64 {
 		role = role[:64-len(suffix)]
 	}
-	rt, err = r.Spawn(ctx, SpawnRequest{Workspace: from.WorkspaceID, Role: role + suffix, Agent: from.Agent,
+	rt, err = r.spawn(ctx, SpawnRequest{Workspace: from.WorkspaceID, Role: role + suffix, Agent: from.Agent,
 		AgentID: from.AgentID, Dir: dir, Prompt: prompt})
 	if err != nil {
 		var ne *nudge.Error

@@ -139,7 +139,7 @@ func sameFile(a, b string) bool {
 
 // launcherRule is the rule for rt's launches: its profile's launchers (its own launch
 // program included), the workspace policy's, its directory.
-func (r *Registry) launcherRule(rt *nudge.Runtime) LauncherRule {
+func (r *launcher) launcherRule(rt *nudge.Runtime) LauncherRule {
 	prof := r.cfg.Profiles[rt.Agent]
 	rule := LauncherRule{Allowed: slices.Clone(prof.AllowedLaunchers), Cwd: rt.Dir, Dirs: []string{rt.Dir}}
 	if len(prof.Launch) > 0 {
@@ -155,7 +155,7 @@ func (r *Registry) launcherRule(rt *nudge.Runtime) LauncherRule {
 
 // resolveArgv returns argv with argv[0] resolved and checked for rt. On another host
 // (rt.Host) the program is that host's: it is left to the remote PATH.
-func (r *Registry) resolveArgv(rt *nudge.Runtime, argv []string) ([]string, error) {
+func (r *launcher) resolveArgv(rt *nudge.Runtime, argv []string) ([]string, error) {
 	if len(argv) == 0 || rt.Host != "" {
 		return argv, nil
 	}

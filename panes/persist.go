@@ -14,7 +14,7 @@ type change struct {
 	prev nudge.Status
 }
 
-func (r *Registry) notify(chs []change) {
+func (r *records) notify(chs []change) {
 	if r.cfg.OnChange == nil {
 		return
 	}
@@ -36,9 +36,9 @@ func cloneRuntime(rt *nudge.Runtime) nudge.Runtime {
 
 // putLocked makes rt the live copy and queues it for the store (write-behind: the
 // registry's memory is the truth, the store follows in order, one fsync for many changes;
-// operations that must be durable when they return call r.db.Flush). r.mu is held, and
+// operations that must be durable when they return call db.Flush). mu is held, and
 // no fsync happens under it.
-func (r *Registry) putLocked(rt *nudge.Runtime) error {
+func (r *records) putLocked(rt *nudge.Runtime) error {
 	old := r.rts[rt.RuntimeID]
 	if old != nil && volatileOnly(old, rt) {
 		r.db.PutRuntimeLazy(*rt) // readiness is recomputed at start: once a second is enough
@@ -80,15 +80,15 @@ func equalPtr(a, b *int) bool { return a == b || a != nil && b != nil && *a == *
 
 func equalTime(a, b *time.Time) bool { return a == b || a != nil && b != nil && a.Equal(*b) }
 
-func (r *Registry) indexPane(rt *nudge.Runtime) {
+func (r *records) indexPane(rt *nudge.Runtime) {
 	if k := keyOf(rt); k.n >= 0 {
 		r.panes.Store(k, rt.RuntimeID)
 	}
 }
 
 // transitionLocked validates and applies a status change (plus mutate, if any),
-// persists and audits it. r.mu is held. code is an optional failure code for the audit.
-func (r *Registry) transitionLocked(id string, to nudge.Status, reason string, code nudge.Code,
+// persists and audits it. mu is held. code is an optional failure code for the audit.
+func (r *records) transitionLocked(id string, to nudge.Status, reason string, code nudge.Code,
 	mutate func(*nudge.Runtime)) ([]change, error) {
 	cur, ok := r.rts[id]
 	if !ok {
@@ -121,7 +121,7 @@ func (r *Registry) transitionLocked(id string, to nudge.Status, reason string, c
 
 // auditLocked appends one audit record; a failure is logged, not returned (the state
 // change it describes is already persisted).
-func (r *Registry) auditLocked(rt *nudge.Runtime, event, reason string, code nudge.Code, detail any) {
+func (r *records) auditLocked(rt *nudge.Runtime, event, reason string, code nudge.Code, detail any) {
 	rec := nudge.AuditRecord{Time: r.cfg.Now(), Event: event, RuntimeID: rt.RuntimeID,
 		Workspace: rt.WorkspaceID, Reason: reason, Code: code}
 	if detail != nil {

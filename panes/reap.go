@@ -32,7 +32,7 @@ const reapEvery = 200 * time.Millisecond
 
 // reap asks the workspace's tmux server to reap its exited children (see above), over
 // the control connection when there is one.
-func (r *Registry) reap(ctx context.Context, w *workspace) {
+func (r *conns) reap(ctx context.Context, w *workspace) {
 	now := r.cfg.Now().UnixNano()
 	if last := w.lastReap.Load(); last != 0 && time.Duration(now-last) < reapEvery {
 		return
@@ -40,14 +40,14 @@ func (r *Registry) reap(ctx context.Context, w *workspace) {
 	w.lastReap.Store(now)
 	r.stats.Reaps.Add(1)
 	if c := w.current(); c != nil {
-		bctx, cancel := r.boundCtx(ctx)
+		bctx, cancel := r.tmux.boundCtx(ctx)
 		_, err := c.Do(bctx, "run-shell -b true")
 		cancel()
 		if err == nil {
 			return
 		}
 	}
-	if _, err := r.tmuxRun(ctx, w.hostName(), "run-shell", "-b", "true"); err != nil {
+	if _, err := r.tmux.run(ctx, w.hostName(), "run-shell", "-b", "true"); err != nil {
 		r.cfg.Logger.Debug("reap: run-shell", "workspace", w.name, "error", err)
 	}
 }

@@ -9,8 +9,8 @@ import (
 // restart of a recovery waits twice as long as the one before (RestartDelay, then
 // doubling, capped at RestartMaxDelay), and a recovery that goes on past
 // RecoveryDeadline ends in failed. A recovery begins with a crash and ends when the
-// runtime has run RecoveryDeadline without one. It owns its own lock; Registry calls it
-// under r.mu or not, it needs neither.
+// runtime has run RecoveryDeadline without one. It owns its own lock; the records hold
+// it, and it is called with their lock held or not: it needs neither.
 type recoveryClock struct {
 	mu sync.Mutex
 	m  map[string]*recovery // runtime id -> its recovery

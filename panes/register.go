@@ -19,10 +19,9 @@ type RegisterRequest struct {
 	PID             int    // when not 0, the pane's process must be this one (the caller's view of it)
 }
 
-// Register adopts an existing live pane of the workspace's session. A managed pane gets
-// remain-on-exit so its death is observed. Bad input changes nothing.
-func (r *Registry) Register(ctx context.Context, req RegisterRequest) (nudge.Runtime, error) {
-	defer r.db.Flush() // durable when it returns
+// register is Registry.Register.
+func (r *launcher) register(ctx context.Context, req RegisterRequest) (nudge.Runtime, error) {
+	defer r.recs.db.Flush() // durable when it returns
 	prof, err := r.checkNames(req.Workspace, req.Role, &req.Agent)
 	if err != nil {
 		return nudge.Runtime{}, err
@@ -34,7 +33,7 @@ func (r *Registry) Register(ctx context.Context, req RegisterRequest) (nudge.Run
 	if req.SessionID != "" && !prof.ValidSessionID(req.SessionID) {
 		return nudge.Runtime{}, badRequest("invalid session id %q", req.SessionID)
 	}
-	host, err := r.bindHost(req.Workspace, req.Host)
+	host, err := r.conns.bindHost(req.Workspace, req.Host)
 	if err != nil {
 		return nudge.Runtime{}, err
 	}
@@ -47,25 +46,25 @@ func (r *Registry) Register(ctx context.Context, req RegisterRequest) (nudge.Run
 	}
 	rt := r.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
 	rt.SessionID, rt.Managed, rt.Argv, rt.Host = req.SessionID, !req.Unmanaged, prof.Launch, host
-	if err := r.reserve(rt.RuntimeID, "registering"); err != nil {
+	if err := r.recs.reserve(rt.RuntimeID, "registering"); err != nil {
 		return nudge.Runtime{}, err
 	}
-	defer r.release(rt.RuntimeID)
-	if err := r.checkPaneFree(p.ID); err != nil {
+	defer r.recs.release(rt.RuntimeID)
+	if err := r.recs.checkPaneFree(p.ID); err != nil {
 		return nudge.Runtime{}, err
 	}
 	if rt.Managed {
-		if _, err := r.tmuxRun(ctx, rt.Host, "set-option", "-p", "-t", p.ID, "remain-on-exit", "on"); err != nil {
+		if _, err := r.tmux.run(ctx, rt.Host, "set-option", "-p", "-t", p.ID, "remain-on-exit", "on"); err != nil {
 			return nudge.Runtime{}, fmt.Errorf("register %s: %w", rt.RuntimeID, err)
 		}
 	}
 	setPane(&rt, p)
-	return r.record(rt, "runtime_registered", map[string]any{"target": req.Target, "pane_id": p.ID, "managed": rt.Managed})
+	return r.recorded(r.recs.record(rt, "runtime_registered", map[string]any{"target": req.Target, "pane_id": p.ID, "managed": rt.Managed}))
 }
 
 // findTarget resolves a target to a live pane in agents_<ws>.
-func (r *Registry) findTarget(ctx context.Context, ws, host string, tgt Target) (paneInfo, error) {
-	out, err := r.tmuxRun(ctx, host, "list-panes", "-a", "-F", paneFormat)
+func (r *launcher) findTarget(ctx context.Context, ws, host string, tgt Target) (paneInfo, error) {
+	out, err := r.tmux.run(ctx, host, "list-panes", "-a", "-F", paneFormat)
 	if err != nil && !isMissing(err) {
 		return paneInfo{}, fmt.Errorf("register: %w", err)
 	}
@@ -82,17 +81,4 @@ func (r *Registry) findTarget(ctx context.Context, ws, host string, tgt Target) 
 		return p, nil
 	}
 	return paneInfo{}, nudge.NewError(nudge.TargetNotFound, "no pane "+tgt.String()+" on this tmux server (`tmux list-panes -a` lists a server's panes; --host names another machine's)")
-}
-
-// checkPaneFree refuses a pane another live runtime already holds.
-func (r *Registry) checkPaneFree(paneID string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, rt := range r.rts {
-		if rt.PaneID == paneID && Live(rt.Status) {
-			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID+
-				" (`nudge deregister "+rt.RuntimeID+"` first to adopt it under another name)")
-		}
-	}
-	return nil
 }

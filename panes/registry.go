@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -160,43 +159,69 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Registry is the live registry of runtimes. It owns one goroutine pair per workspace
-// (the control connection and its reconciler) and the restart timers; Close stops them
-// all. All methods are safe for concurrent use.
+// Registry is the live registry of runtimes: the façade that wires the parts below and
+// keeps the API callers use. Each part owns its own state and says so on its type:
+//
+//	records     the runtime records and their bookkeeping, one lock (embedded: Get,
+//	            Lookup, List, Transition, Update, SetPaused, EnterRecovery, HoldRestarts,
+//	            StartDeadline, Profile)
+//	conns       the workspaces' control connections and the commands run over them
+//	launcher    argv, launcher policy, spawn, register, restart, relaunch, fallback launches
+//	ender       ending a pane's program by pid, locally and over ssh; Stop
+//	reconciler  events and the sweep, exits, crash recovery, start timeouts
+//	tmuxClient  tmux as a subprocess
+//
+// Every goroutine is in one group (a context and a WaitGroup) that Close stops and waits
+// for. All methods are safe for concurrent use.
 type Registry struct {
-	cfg Config
-	db  *store.DB
-
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-
-	mu      sync.Mutex
-	rts     map[string]*nudge.Runtime // by runtime id; never deregistered ones
-	ws      map[string]*workspace
-	busy    map[string]string // runtime id -> spawning|restarting|stopping|restart-pending
-	stopped map[string]bool   // stopped by Stop: never restarted automatically
-	held    map[string]int    // HoldRestarts count: no automatic restart while > 0
-	// deadSince: runtimes whose pane reads dead before its exit status is known.
-	deadSince map[string]time.Time
-	// oneOff: the pane id of a fallback resume run in the runtime's place (its end is
-	// neither clean nor a crash: the runtime's own program comes back).
-	oneOff map[string]string
-	// resumed: the runtime's current program was started by its interactive resume after
-	// a crash; if that crashes too, the next restart is fresh.
-	resumed  map[string]bool
-	noResume map[string]bool
-	markers  markerScan    // completion markers in pane output
-	screens  screenKeeper  // the last screen of panes a stop closed, for Tail
-	recovery recoveryClock // the pace and deadline of automatic restarts
-	closed   bool
-	panes    sync.Map // pane number (int) -> runtime id, for OnOutput
+	*records
+	tmux   *tmuxClient
+	conns  *conns
+	ender  *ender
+	launch *launcher
+	recon  *reconciler
+	g      *group
 
 	stats Stats
 
 	// kill sends signals to a pane's processes (end.go); nil means syscall.Kill. Tests
 	// set it to one that drops SIGKILL, for a program that cannot be ended.
 	kill func(pid int, sig syscall.Signal) error
+}
+
+// group is every goroutine the registry starts: one context cancelled and one WaitGroup
+// waited for by close. After close it starts none.
+type group struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// goAll starts fs, each on a goroutine of its own, unless the group is closed: then none,
+// and it returns false.
+func (g *group) goAll(fs ...func()) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.wg.Add(len(fs))
+	for _, f := range fs {
+		go func() { defer g.wg.Done(); f() }()
+	}
+	return true
+}
+
+// close cancels the group's context and waits for its goroutines. Idempotent.
+func (g *group) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.cancel()
+	g.wg.Wait()
 }
 
 // Stats are the registry's counters.
@@ -238,198 +263,136 @@ func Open(ctx context.Context, cfg Config, db *store.DB) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open registry: %w", err)
 	}
-	r := &Registry{cfg: cfg, db: db, rts: map[string]*nudge.Runtime{}, ws: map[string]*workspace{},
-		busy: map[string]string{}, stopped: map[string]bool{}, held: map[string]int{},
-		deadSince: map[string]time.Time{}, oneOff: map[string]string{}, resumed: map[string]bool{},
-		noResume: map[string]bool{}}
-	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := range rts {
-		rt := rts[i]
-		if rt.Status == nudge.StatusDeregistered {
-			continue
-		}
-		if rt.Host == "" {
-			rt.Host = r.cfg.SSHHost // a record from before hosts were per workspace
-		}
-		r.rts[rt.RuntimeID] = &rt
-		r.indexPane(&rt)
-		r.watchMarkerLocked(&rt)
-		if b, err := db.GetMeta(stoppedKey(rt.RuntimeID)); err == nil && len(b) > 0 {
-			r.stopped[rt.RuntimeID] = true
-		}
-		r.workspaceLocked(rt.WorkspaceID)
-	}
+	c := &cfg
+	g := &group{}
+	g.ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r := &Registry{records: newRecords(c, db), tmux: &tmuxClient{cfg: c}, g: g}
+	r.conns = &conns{cfg: c, stats: &r.stats, g: g, recs: r.records, tmux: r.tmux, ws: map[string]*workspace{}}
+	r.ender = &ender{cfg: c, recs: r.records, conns: r.conns, tmux: r.tmux, kill: &r.kill}
+	r.launch = &launcher{cfg: c, stats: &r.stats, recs: r.records, conns: r.conns, tmux: r.tmux, ender: r.ender}
+	r.recon = &reconciler{cfg: c, stats: &r.stats, g: g, recs: r.records, conns: r.conns, tmux: r.tmux, launch: r.launch,
+		deadSince: map[string]time.Time{}}
+	r.conns.loop = r.recon.loop
+	r.records.load(rts, func(ws string) { r.conns.getLocked(ws) })
 	return r, nil
 }
 
 // Close stops every goroutine the registry started (control connections, reconcilers,
 // restart timers) and waits for them. It leaves every pane running. Idempotent.
 func (r *Registry) Close() error {
-	r.mu.Lock()
-	r.closed = true
-	r.mu.Unlock()
-	r.cancel()
-	r.wg.Wait()
+	r.g.close()
 	r.db.Flush()
 	return nil
-}
-
-// Get returns a runtime by id.
-func (r *Registry) Get(id string) (nudge.Runtime, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rt, ok := r.rts[id]
-	if !ok {
-		return nudge.Runtime{}, false
-	}
-	return cloneRuntime(rt), true
-}
-
-// Lookup returns the runtime of a workspace's role.
-func (r *Registry) Lookup(workspace, role string) (nudge.Runtime, bool) {
-	if rt, ok := r.Get(RuntimeID(workspace, role)); ok {
-		return rt, true
-	}
-	return r.byAgentID(workspace, role)
-}
-
-// byAgentID finds the runtime of workspace whose agent_id (seed 000 §10) is id, when it
-// differs from its role; two such runtimes are ambiguous and find none.
-func (r *Registry) byAgentID(workspace, id string) (nudge.Runtime, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var found *nudge.Runtime
-	for _, rt := range r.rts {
-		if rt.WorkspaceID == workspace && rt.AgentID == id && id != "" {
-			if found != nil {
-				return nudge.Runtime{}, false
-			}
-			found = rt
-		}
-	}
-	if found == nil {
-		return nudge.Runtime{}, false
-	}
-	return cloneRuntime(found), true
-}
-
-// List returns every runtime, ordered by workspace then role.
-func (r *Registry) List() []nudge.Runtime {
-	r.mu.Lock()
-	out := make([]nudge.Runtime, 0, len(r.rts))
-	for _, rt := range r.rts {
-		out = append(out, cloneRuntime(rt))
-	}
-	r.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].WorkspaceID != out[j].WorkspaceID {
-			return out[i].WorkspaceID < out[j].WorkspaceID
-		}
-		return out[i].Role < out[j].Role
-	})
-	return out
-}
-
-// Profile returns a profile by name.
-func (r *Registry) Profile(name string) (Profile, bool) {
-	p, ok := r.cfg.Profiles[name]
-	return p, ok
 }
 
 // Conn returns the live control connection of a workspace, or a TARGET_NOT_FOUND error.
 // The connection is owned by the registry; callers must not Close it.
 func (r *Registry) Conn(workspace string) (*controlmode.Conn, error) {
-	r.mu.Lock()
-	w := r.ws[workspace]
-	r.mu.Unlock()
-	if w != nil {
-		if c := w.current(); c != nil {
-			return c, nil
-		}
-		if h := w.hostName(); h != "" {
-			return nil, nudge.NewError(nudge.HostUnreachable, "no control connection for workspace "+workspace+" on host "+h)
-		}
-	}
-	return nil, nudge.NewError(nudge.TargetNotFound, "no control connection for workspace "+workspace)
+	return r.conns.conn(workspace)
 }
 
-func notFound(id string) error {
-	return nudge.NewError(nudge.NotFound, "unknown runtime "+id+" (`nudge ls` lists them; ids are rt_WORKSPACE.ROLE)")
+// HostOf returns the host a workspace is bound to ("" for this machine): that of its
+// runtimes, else the daemon's default host.
+func (r *Registry) HostOf(workspace string) string { return r.conns.hostOf(workspace) }
+
+// SpawnAside starts a fresh managed runtime beside from, for a fallback that must not
+// end from's process (a human is at its pane, or nudge does not manage it). It runs
+// from's profile's launch command in a new window of from's workspace, as role
+// ROLE-fb-SUFFIX: a runtime like any other, listed, stoppable and reconciled, so no
+// fallback window is ever left unmanaged. The prompt is given at launch when the profile
+// takes one (given is true); otherwise the runtime starts without it and the caller
+// delivers it live to the new runtime, never to from's pane.
+func (r *Registry) SpawnAside(ctx context.Context, from nudge.Runtime, prompt string) (rt nudge.Runtime, given bool, err error) {
+	return r.launch.spawnAside(ctx, from, prompt)
 }
 
-// Transition moves a runtime to another status: validated against the state machine,
-// persisted, audited (runtime_status_changed with from, to and reason), then OnChange. A
-// transition to the current status is a no-op. An illegal one returns a CONFLICT
-// *nudge.Error wrapping *TransitionError and changes nothing.
-func (r *Registry) Transition(id string, to nudge.Status, reason string) (nudge.Runtime, error) {
-	r.mu.Lock()
-	rt, ok := r.rts[id]
-	if !ok {
-		r.mu.Unlock()
-		return nudge.Runtime{}, notFound(id)
-	}
-	if rt.Status == pausedTarget(rt, to) {
-		defer r.mu.Unlock()
-		return cloneRuntime(rt), nil
-	}
-	ch, err := r.transitionLocked(id, to, reason, "", nil)
-	r.mu.Unlock()
-	if err != nil {
-		return nudge.Runtime{}, err
-	}
-	r.notify(ch)
-	return ch[0].rt, nil
+// RelaunchWith runs argv once in the runtime's place (a new pane in the old one's slot;
+// whatever ran there is ended first, by pid, so a live agent no longer holds its
+// session). The runtime's own argv is unchanged: an automatic restart later runs that
+// again. It returns the new pane id and how the old program ended ("" when none ran).
+func (r *Registry) RelaunchWith(ctx context.Context, id string, argv []string, reason string) (paneID, ended string, err error) {
+	return r.launch.relaunchWith(ctx, id, argv, reason)
 }
 
-// Update changes a runtime's other fields (readiness, operator_busy, heartbeat, session
-// id, last trigger, ...) through fn, persists the result and calls OnChange. fn must not
-// change RuntimeID or Status (use Transition); such an Update is refused.
-func (r *Registry) Update(id string, fn func(*nudge.Runtime)) (nudge.Runtime, error) {
-	r.mu.Lock()
-	cur, ok := r.rts[id]
-	if !ok {
-		r.mu.Unlock()
-		return nudge.Runtime{}, notFound(id)
-	}
-	next := cloneRuntime(cur)
-	fn(&next)
-	if next.RuntimeID != cur.RuntimeID || next.Status != cur.Status {
-		r.mu.Unlock()
-		return nudge.Runtime{}, nudge.NewError(nudge.BadRequest, "update may not change runtime_id or status")
-	}
-	if !Live(next.Status) {
-		next.Readiness = nudge.Unknown // no stale readiness on a dead pane
-	}
-	if r.shownReadyLocked(cur, &next) {
-		delete(r.oneOff, id) // an interactive resume (claude --resume) is the runtime's program now
-		chs, err := r.transitionLocked(id, nudge.StatusReady, "agent shows READY", "",
-			func(n *nudge.Runtime) { status := n.Status; *n = cloneRuntime(&next); n.Status = status })
-		r.mu.Unlock()
-		if err != nil {
-			return nudge.Runtime{}, err
-		}
-		r.notify(chs)
-		return chs[len(chs)-1].rt, nil
-	}
-	next.UpdatedAt = r.cfg.Now()
-	err := r.putLocked(&next)
-	r.mu.Unlock()
-	if err != nil {
-		return nudge.Runtime{}, err
-	}
-	r.notify([]change{{rt: next, prev: cur.Status}})
-	return next, nil
+// LaunchWindow runs argv in a new detached window named name in the workspace's session,
+// with remain-on-exit so its exit status can be read. It is not a managed runtime. It
+// returns the new pane's id.
+func (r *Registry) LaunchWindow(ctx context.Context, workspace, name string, argv []string) (string, error) {
+	return r.launch.launchWindow(ctx, workspace, name, argv)
 }
 
-// shownReadyLocked: a starting runtime whose profile waits for readiness now reads READY
-// (starting → ready, seed 001 §9 "codex_detected"), or a resume run in its pane does
-// (fallback_resume → ready, "resume_ok": an interactive resume such as claude --resume). Not while a spawn or restart still
-// holds it: that operation records the runtime first.
-func (r *Registry) shownReadyLocked(cur, next *nudge.Runtime) bool {
-	status := cur.Status
-	return (status == nudge.StatusStarting || status == nudge.StatusFallbackResume && r.oneOff[cur.RuntimeID] == cur.PaneID) &&
-		r.busy[cur.RuntimeID] == "" &&
-		next.Readiness == nudge.Ready && r.cfg.Profiles[cur.Agent].ReadyOn == ReadyOnReadiness
+// PaneExit reports whether the pane's process is running, or its exit status (128+signal
+// for a signal). A pane that no longer exists counts as exited with unknown status. A dead
+// pane whose status tmux lost (reap.go) is reaped and read again, for up to a second.
+func (r *Registry) PaneExit(ctx context.Context, workspace, paneID string) (bool, *int, error) {
+	return r.conns.paneExitWait(ctx, workspace, paneID)
+}
+
+// Register adopts an existing live pane of the workspace's session. A managed pane gets
+// remain-on-exit so its death is observed. Bad input changes nothing.
+func (r *Registry) Register(ctx context.Context, req RegisterRequest) (nudge.Runtime, error) {
+	return r.launch.register(ctx, req)
+}
+
+// SetSessionEnv sets (or with val "" unsets) a variable in the environment of workspace
+// ws's session (agents_<ws>), over its control connection: programs started in the
+// session from then on see it (the runtime-token renewal uses it).
+func (r *Registry) SetSessionEnv(ctx context.Context, ws, name, val string) error {
+	return r.conns.setSessionEnv(ctx, ws, name, val)
+}
+
+// SetPaneOption sets (or with val "" unsets) the user option name (an "@name") of runtime
+// id's pane, over its workspace's control connection. Unlike the session environment, a
+// pane option reaches no program's environment: only a tmux client that asks for it sees
+// it (the runtime-token renewal uses it). A runtime without a pane is not an error.
+func (r *Registry) SetPaneOption(ctx context.Context, id, name, val string) error {
+	return r.conns.setPaneOption(ctx, id, name, val)
+}
+
+// Spawn starts a managed runtime: it creates agents_<ws> and the role's window if
+// missing, running the agent as the pane's command with remain-on-exit on, records it
+// (status starting) and audits runtime_spawned. Bad input changes nothing.
+func (r *Registry) Spawn(ctx context.Context, req SpawnRequest) (nudge.Runtime, error) {
+	return r.launch.spawn(ctx, req)
+}
+
+// Stop ends a runtime (seed 001 §6.9): C-c (again every 2 s) for StopTimeout, then
+// SIGHUP, SIGTERM and SIGKILL by pid to every process of the pane's program, each given
+// KillGrace (end.go); once they are all gone the pane is killed (a pane that exited is
+// removed too). The runtime goes offline and is never restarted automatically (the stop
+// is persisted) until Restart or a new Spawn. The runtime_stopped audit record says
+// which step ended the program. A program that outlives SIGKILL's grace fails the stop
+// with STOP_FAILED: the runtime is failed, its pane kept, the pids left in the audit.
+//
+// A stop runs to its end once begun, even if ctx is cancelled (a caller that went away):
+// every step is bounded (StopTimeout, KillGrace, CommandTimeout per tmux command).
+func (r *Registry) Stop(ctx context.Context, id, reason string) error {
+	return r.ender.stop(ctx, id, reason)
+}
+
+// Deregister stops tracking a runtime (its pane keeps running): status deregistered,
+// persisted and audited with the reason. The role can then be spawned or registered again.
+func (r *Registry) Deregister(ctx context.Context, id, reason string) error {
+	return r.records.deregister(ctx, id, reason, r.conns.screens.drop)
+}
+
+// Tail reads the last n lines of a runtime's pane over its workspace's control
+// connection (joined wrapped lines, trailing blank lines dropped), cleaned for display:
+// plain text (nudge.StripANSI) with its secrets masked (nudge.Redact), also a secret split
+// across lines. A runtime whose pane is gone (stopped, or its pane closed) gets the last
+// screen kept of it, marked Gone, instead of an error.
+func (r *Registry) Tail(ctx context.Context, rt nudge.Runtime, n int) (Screen, error) {
+	return r.conns.tail(ctx, rt, n)
+}
+
+// Restart runs the runtime's argv again: in a new pane in its old pane's place if that
+// still exists (same window and layout slot; the old program is ended first: SIGHUP,
+// SIGTERM, SIGKILL by pid, end.go), else in a new window (and session).
+// It clears a Stop. The runtime goes to starting; a failure leaves it failed with
+// SPAWN_FAILED.
+//
+// Like Stop it runs to its end once begun, even if ctx is cancelled: every step is bounded.
+func (r *Registry) Restart(ctx context.Context, id, reason string) (nudge.Runtime, error) {
+	r.recovery.forget(id) // restarted by hand: a new start, not a recovery
+	return r.launch.restart(context.WithoutCancel(ctx), id, reason, false)
 }

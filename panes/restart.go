@@ -9,36 +9,24 @@ import (
 	"github.com/nudgehq/nudge"
 )
 
-// Restart runs the runtime's argv again: in a new pane in its old pane's place if that
-// still exists (same window and layout slot; the old program is ended first: SIGHUP,
-// SIGTERM, SIGKILL by pid, end.go), else in a new window (and session).
-// It clears a Stop. The runtime goes to starting; a failure leaves it failed with
-// SPAWN_FAILED.
-//
-// Like Stop it runs to its end once begun, even if ctx is cancelled: every step is bounded.
-func (r *Registry) Restart(ctx context.Context, id, reason string) (nudge.Runtime, error) {
-	r.recovery.forget(id) // restarted by hand: a new start, not a recovery
-	return r.restart(context.WithoutCancel(ctx), id, reason, false)
-}
-
 // restart does the work; auto restarts run only if the runtime is still pending one.
-func (r *Registry) restart(ctx context.Context, id, reason string, auto bool) (nudge.Runtime, error) {
+func (r *launcher) restart(ctx context.Context, id, reason string, auto bool) (nudge.Runtime, error) {
 	rt, _, err := r.relaunchAs(ctx, id, reason, auto, nil)
 	return rt, err
 }
 
 // restartWith runs once (not the runtime's own argv) in the runtime's pane.
-func (r *Registry) restartWith(ctx context.Context, id, reason string, once []string) (nudge.Runtime, Ended, error) {
+func (r *launcher) restartWith(ctx context.Context, id, reason string, once []string) (nudge.Runtime, Ended, error) {
 	return r.relaunchAs(ctx, id, reason, false, once)
 }
 
 // relaunchAs relaunches; Ended says how the old program ended (PIDs nil when none ran).
-func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool, once []string) (nudge.Runtime, Ended, error) {
+func (r *launcher) relaunchAs(ctx context.Context, id, reason string, auto bool, once []string) (nudge.Runtime, Ended, error) {
 	rt, err := r.beginRestart(id, auto)
 	if err != nil || rt == nil {
 		return nudge.Runtime{}, Ended{}, err
 	}
-	defer r.release(id)
+	defer r.recs.release(id)
 	r.stats.Restarts.Add(1)
 	launch, how := rt, "fresh"
 	switch {
@@ -56,35 +44,35 @@ func (r *Registry) relaunchAs(ctx context.Context, id, reason string, auto bool,
 	}
 	r.enterStage(id, how, reason)
 	p, e, err := r.relaunch(ctx, launch)
-	r.mu.Lock()
+	r.recs.mu.Lock()
 	if len(e.PIDs) > 0 {
 		// What ended the old program (or, not OK, what it outlived).
 		ev, code := "runtime_program_ended", nudge.Code("")
 		if !e.OK() {
 			ev, code = "runtime_end_failed", nudge.SpawnFailed
 		}
-		r.auditLocked(rt, ev, reason, code, e)
+		r.recs.auditLocked(rt, ev, reason, code, e)
 	}
 	var chs []change
 	if err != nil {
-		chs, _ = r.toStatusLocked(id, nudge.StatusFailed, "restart failed: "+err.Error(), nudge.SpawnFailed, nil)
+		chs, _ = r.recs.toStatusLocked(id, nudge.StatusFailed, "restart failed: "+err.Error(), nudge.SpawnFailed, nil)
 	} else {
 		chs, err = r.launchedLocked(id, p, how, reason)
 	}
-	r.mu.Unlock()
-	r.notify(chs)
-	r.wake(rt.WorkspaceID)
+	r.recs.mu.Unlock()
+	r.recs.notify(chs)
+	r.conns.wake(rt.WorkspaceID)
 	if err != nil {
 		return nudge.Runtime{}, e, err
 	}
-	got, _ := r.Get(id)
+	got, _ := r.recs.Get(id)
 	return got, e, nil
 }
 
 // crashResumeArgv is the argv that restarts a crashed runtime through its agent's
 // interactive resume (seed 003): when its profile has one, its session id is known and
 // valid, its last end was not clean, and the last resume did not crash too. nil = fresh.
-func (r *Registry) crashResumeArgv(rt *nudge.Runtime) []string {
+func (r *launcher) crashResumeArgv(rt *nudge.Runtime) []string {
 	switch rt.Status {
 	case nudge.StatusOffline, nudge.StatusFailed:
 	default:
@@ -93,9 +81,9 @@ func (r *Registry) crashResumeArgv(rt *nudge.Runtime) []string {
 	if rt.ExitStatus != nil && *rt.ExitStatus == 0 {
 		return nil
 	}
-	r.mu.Lock()
-	skip := r.noResume[rt.RuntimeID]
-	r.mu.Unlock()
+	r.recs.mu.Lock()
+	skip := r.recs.noResume[rt.RuntimeID]
+	r.recs.mu.Unlock()
 	if skip {
 		return nil
 	}
@@ -105,154 +93,96 @@ func (r *Registry) crashResumeArgv(rt *nudge.Runtime) []string {
 // onceKind names a one-off launch: "oneoff-resume" for the profile's resume command (a
 // run that ends), else "oneoff-spawn" (a fresh agent with a prompt, which becomes the
 // runtime's program).
-func (r *Registry) onceKind(rt *nudge.Runtime, argv []string) string {
+func (r *launcher) onceKind(rt *nudge.Runtime, argv []string) string {
 	if r.cfg.Profiles[rt.Agent].IsResume(argv) {
 		return "oneoff-resume"
 	}
 	return "oneoff-spawn"
 }
 
-// EnterRecovery shows in the state machine that a fallback chain is recovering the runtime:
-// stage is fallback_resume or spawn_recovery (seed 001 §9). RelaunchWith enters them by
-// itself (its argv tells a resume from a spawn); a chain that recovers a runtime some other
-// way (a launch in a window of its own) calls this, and Transition to leave them.
-func (r *Registry) EnterRecovery(id string, stage nudge.Status, reason string) (nudge.Runtime, error) {
-	if stage != nudge.StatusFallbackResume && stage != nudge.StatusSpawnRecovery {
-		return nudge.Runtime{}, badRequest("recovery stage %q: want fallback_resume or spawn_recovery", stage)
-	}
-	r.mu.Lock()
-	if _, ok := r.rts[id]; !ok {
-		r.mu.Unlock()
-		return nudge.Runtime{}, notFound(id)
-	}
-	var chs []change
-	var err error
-	if nudge.Status(r.rts[id].Status) != stage {
-		chs, err = r.toStatusLocked(id, stage, reason, "", nil)
-	}
-	r.mu.Unlock()
-	if err != nil {
-		return nudge.Runtime{}, err
-	}
-	r.notify(chs)
-	got, _ := r.Get(id)
-	return got, nil
-}
-
 // enterStage shows a fallback launch in the state machine before it starts: resume →
 // fallback_resume, spawn → spawn_recovery (seed 001 §9).
-func (r *Registry) enterStage(id, how, reason string) {
+func (r *launcher) enterStage(id, how, reason string) {
 	to := map[string]nudge.Status{"oneoff-resume": nudge.StatusFallbackResume, "oneoff-spawn": nudge.StatusSpawnRecovery}[how]
 	if to == "" {
 		return
 	}
-	r.mu.Lock()
+	r.recs.mu.Lock()
 	var chs []change
-	if rt := r.rts[id]; rt != nil && rt.Status != to {
+	if rt := r.recs.rts[id]; rt != nil && rt.Status != to {
 		var err error
-		chs, err = r.toStatusLocked(id, to, reason, "", nil)
-		r.logErr("fallback stage", id, err)
+		chs, err = r.recs.toStatusLocked(id, to, reason, "", nil)
+		r.recs.logErr("fallback stage", id, err)
 	}
-	r.mu.Unlock()
-	r.notify(chs)
+	r.recs.mu.Unlock()
+	r.recs.notify(chs)
 }
 
 // launchedLocked records a launch in the runtime's place: a fallback resume run keeps
 // fallback_resume while it runs (its end brings the runtime's own program back); anything
-// else is the runtime's program, starting. r.mu is held.
-func (r *Registry) launchedLocked(id string, p paneInfo, how, reason string) ([]change, error) {
-	delete(r.oneOff, id)
-	delete(r.resumed, id)
+// else is the runtime's program, starting. The records' lock is held.
+func (r *launcher) launchedLocked(id string, p paneInfo, how, reason string) ([]change, error) {
+	delete(r.recs.oneOff, id)
+	delete(r.recs.resumed, id)
 	switch how {
 	case "oneoff-resume":
-		r.oneOff[id] = p.ID
+		r.recs.oneOff[id] = p.ID
 		var chs []change
 		var err error
-		if nudge.Status(r.rts[id].Status) != nudge.StatusFallbackResume {
-			chs, err = r.toStatusLocked(id, nudge.StatusFallbackResume, reason, "", nil)
+		if nudge.Status(r.recs.rts[id].Status) != nudge.StatusFallbackResume {
+			chs, err = r.recs.toStatusLocked(id, nudge.StatusFallbackResume, reason, "", nil)
 		}
 		if err == nil {
 			var more []change
-			more, err = r.updateLocked(id, func(n *nudge.Runtime) { setPane(n, p); n.ExitStatus = nil })
+			more, err = r.recs.updateLocked(id, func(n *nudge.Runtime) { setPane(n, p); n.ExitStatus = nil })
 			chs = append(chs, more...)
 		}
 		return chs, err
 	case "resume":
-		r.resumed[id] = true
+		r.recs.resumed[id] = true
 	case "fresh":
-		delete(r.noResume, id)
+		delete(r.recs.noResume, id)
 	}
-	return r.toStatusLocked(id, nudge.StatusStarting, reason, "", func(n *nudge.Runtime) {
+	return r.recs.toStatusLocked(id, nudge.StatusStarting, reason, "", func(n *nudge.Runtime) {
 		setPane(n, p)
 		n.ExitStatus = nil
 		n.Restarts++
 	})
 }
 
-// updateLocked persists fn's change to a runtime without a status change. r.mu is held.
-func (r *Registry) updateLocked(id string, fn func(*nudge.Runtime)) ([]change, error) {
-	cur := r.rts[id]
-	if cur == nil {
-		return nil, notFound(id)
-	}
-	next := cloneRuntime(cur)
-	fn(&next)
-	next.UpdatedAt = r.cfg.Now()
-	if err := r.putLocked(&next); err != nil {
-		return nil, err
-	}
-	return []change{{rt: next, prev: cur.Status}}, nil
-}
-
 // beginRestart marks the runtime restarting. For an auto restart it returns nil, nil
 // when the restart is no longer wanted (stopped, deregistered, already recovered).
-func (r *Registry) beginRestart(id string, auto bool) (*nudge.Runtime, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rt, ok := r.rts[id]
+func (r *launcher) beginRestart(id string, auto bool) (*nudge.Runtime, error) {
+	r.recs.mu.Lock()
+	defer r.recs.mu.Unlock()
+	rt, ok := r.recs.rts[id]
 	if auto {
-		if r.busy[id] != "restart-pending" {
+		if r.recs.busy[id] != "restart-pending" {
 			return nil, nil
 		}
-		if !ok || !r.restartableLocked(rt) {
-			delete(r.busy, id)
+		if !ok || !r.recs.restartableLocked(rt) {
+			delete(r.recs.busy, id)
 			return nil, nil
 		}
 	} else {
 		if !ok {
 			return nil, notFound(id)
 		}
-		if op := r.busy[id]; op != "" && op != "restart-pending" {
+		if op := r.recs.busy[id]; op != "" && op != "restart-pending" {
 			return nil, nudge.NewError(nudge.Conflict, fmt.Sprintf("runtime %s is busy (%s)", id, op))
 		}
-		delete(r.stopped, id)
-		r.clearStoppedLocked(id)
+		delete(r.recs.stopped, id)
+		r.recs.clearStoppedLocked(id)
 	}
-	r.busy[id] = "restarting"
+	r.recs.busy[id] = "restarting"
 	c := cloneRuntime(rt)
 	return &c, nil
-}
-
-// toStatusLocked transitions to `to`, through offline first when the direct edge is not
-// allowed (a manual restart of a runtime in the middle of a trigger).
-func (r *Registry) toStatusLocked(id string, to nudge.Status, reason string, code nudge.Code, mutate func(*nudge.Runtime)) ([]change, error) {
-	cur := nudge.Status(r.rts[id].Status)
-	var chs []change
-	if !CanTransition(cur, to) && CanTransition(cur, nudge.StatusOffline) {
-		c, err := r.transitionLocked(id, nudge.StatusOffline, reason, code, nil)
-		if err != nil {
-			return nil, err
-		}
-		chs = c
-	}
-	c, err := r.transitionLocked(id, to, reason, code, mutate)
-	return append(chs, c...), err
 }
 
 // relaunch runs the runtime's argv in its existing pane, or in a new window. The old
 // program is ended first, by pid (end.go): nothing is launched over a program that is
 // still running.
-func (r *Registry) relaunch(ctx context.Context, rt *nudge.Runtime) (paneInfo, Ended, error) {
+func (r *launcher) relaunch(ctx context.Context, rt *nudge.Runtime) (paneInfo, Ended, error) {
 	argv := rt.Argv
 	if len(argv) == 0 {
 		argv = r.cfg.Profiles[rt.Agent].Launch
@@ -260,13 +190,13 @@ func (r *Registry) relaunch(ctx context.Context, rt *nudge.Runtime) (paneInfo, E
 	if len(argv) == 0 {
 		return paneInfo{}, Ended{}, nudge.NewError(nudge.SpawnFailed, "no argv to restart "+rt.RuntimeID)
 	}
-	w := r.workspace(rt.WorkspaceID)
+	w := r.conns.workspace(rt.WorkspaceID)
 	p, found, err := r.findPane(ctx, w, rt)
 	if err != nil {
 		return paneInfo{}, Ended{}, spawnFailed(err)
 	}
 	if !found {
-		e := r.endLeftovers(ctx, w, rt)
+		e := r.ender.endLeftovers(ctx, w, rt)
 		if !e.OK() {
 			return paneInfo{}, e, endFailed(e)
 		}
@@ -277,7 +207,7 @@ func (r *Registry) relaunch(ctx context.Context, rt *nudge.Runtime) (paneInfo, E
 	if err != nil {
 		return paneInfo{}, Ended{}, spawnFailed(err)
 	}
-	e, ran := r.endForRelaunch(ctx, w, p)
+	e, ran := r.ender.endForRelaunch(ctx, w, p)
 	if !e.OK() {
 		return paneInfo{}, e, endFailed(e)
 	}
@@ -295,14 +225,14 @@ func (r *Registry) relaunch(ctx context.Context, rt *nudge.Runtime) (paneInfo, E
 }
 
 // findPane lists the workspace's panes and finds the runtime's.
-func (r *Registry) findPane(ctx context.Context, w *workspace, rt *nudge.Runtime) (paneInfo, bool, error) {
-	panes, err := r.listPanes(ctx, w)
+func (r *launcher) findPane(ctx context.Context, w *workspace, rt *nudge.Runtime) (paneInfo, bool, error) {
+	panes, err := r.conns.listPanes(ctx, w)
 	if err != nil {
 		return paneInfo{}, false, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p, found := r.findPaneLocked(rt, indexPanes(panes), panes)
+	r.recs.mu.Lock()
+	defer r.recs.mu.Unlock()
+	p, found := r.recs.findPaneLocked(rt, indexPanes(panes), panes)
 	return p, found, nil
 }
 
@@ -314,7 +244,7 @@ func (r *Registry) findPane(ctx context.Context, w *workspace, rt *nudge.Runtime
 // (fixed upstream in 2026, GitHub issue 5498), and when a control client (nudge itself)
 // had not consumed all of the old program's output, the new program's first read
 // underflows them and the server segfaults.
-func (r *Registry) replacePane(ctx context.Context, rt *nudge.Runtime, p paneInfo, launch []string) (paneInfo, error) {
+func (r *launcher) replacePane(ctx context.Context, rt *nudge.Runtime, p paneInfo, launch []string) (paneInfo, error) {
 	sess := "=" + SessionName(rt.WorkspaceID) + ":"
 	tmp := sess + "nudge-respawn-" + strconv.FormatInt(r.cfg.Now().UnixNano()%1e9, 36)
 	args := append([]string{"new-window", "-d", "-t", sess, "-n", tmp[len(sess):]}, launch...)
@@ -323,7 +253,7 @@ func (r *Registry) replacePane(ctx context.Context, rt *nudge.Runtime, p paneInf
 		";", "display-message", "-p", "-t", tmp, "#{pane_id} #{pane_pid}",
 		";", "swap-pane", "-d", "-s", tmp, "-t", p.ID,
 		";", "kill-window", "-t", tmp)
-	out, err := r.launchRun(ctx, rt.Host, args...)
+	out, err := r.tmux.launchRun(ctx, rt.Host, args...)
 	if err != nil {
 		return paneInfo{}, spawnFailed(err)
 	}
@@ -334,12 +264,6 @@ func (r *Registry) replacePane(ctx context.Context, rt *nudge.Runtime, p paneInf
 	n := paneInfo{ID: f[0], Session: SessionName(rt.WorkspaceID), Window: p.Window, Index: p.Index, WindowIndex: p.WindowIndex}
 	n.PID, _ = strconv.Atoi(f[1])
 	return n, nil
-}
-
-func (r *Registry) workspace(name string) *workspace {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.workspaceLocked(name)
 }
 
 func indexPanes(panes []paneInfo) map[string]paneInfo {

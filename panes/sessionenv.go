@@ -7,11 +7,9 @@ import (
 	"github.com/nudgehq/nudge/controlmode"
 )
 
-// SetSessionEnv sets (or with val "" unsets) a variable in the environment of workspace
-// ws's session (agents_<ws>), over its control connection: programs started in the
-// session from then on see it (the runtime-token renewal uses it).
-func (r *Registry) SetSessionEnv(ctx context.Context, ws, name, val string) error {
-	conn, err := r.Conn(ws)
+// setSessionEnv is Registry.SetSessionEnv.
+func (r *conns) setSessionEnv(ctx context.Context, ws, name, val string) error {
+	conn, err := r.conn(ws)
 	if err != nil {
 		return err
 	}
@@ -33,16 +31,13 @@ func (r *Registry) SetSessionEnv(ctx context.Context, ws, name, val string) erro
 	return err
 }
 
-// SetPaneOption sets (or with val "" unsets) the user option name (an "@name") of runtime
-// id's pane, over its workspace's control connection. Unlike the session environment, a
-// pane option reaches no program's environment: only a tmux client that asks for it sees
-// it (the runtime-token renewal uses it). A runtime without a pane is not an error.
-func (r *Registry) SetPaneOption(ctx context.Context, id, name, val string) error {
-	rt, ok := r.Get(id)
+// setPaneOption is Registry.SetPaneOption.
+func (r *conns) setPaneOption(ctx context.Context, id, name, val string) error {
+	rt, ok := r.recs.Get(id)
 	if !ok || rt.PaneID == "" {
 		return nil
 	}
-	conn, err := r.Conn(rt.WorkspaceID)
+	conn, err := r.conn(rt.WorkspaceID)
 	if err != nil {
 		return err
 	}

@@ -27,35 +27,47 @@ type SpawnRequest struct {
 	Host            string   // ssh destination of the workspace's tmux; "" means the workspace's host (local for a new one)
 }
 
+// launcher starts programs in panes: it checks names, directories and argv (launcher
+// policy, launcher.go), spawns and adopts runtimes, restarts and relaunches them (the old
+// program ended first by the ender) and runs the fallback chain's launches (launch.go,
+// fallback.go). It has no state of its own (the records hold what it notes about each
+// runtime) and starts no goroutine: an automatic restart runs on the reconciler's.
+type launcher struct {
+	cfg   *Config
+	stats *Stats
+	recs  *records
+	conns *conns
+	tmux  *tmuxClient
+	ender *ender
+}
+
 // MaxPromptFile bounds a --prompt-file.
 const MaxPromptFile = 1 << 20
 
-// Spawn starts a managed runtime: it creates agents_<ws> and the role's window if
-// missing, running the agent as the pane's command with remain-on-exit on, records it
-// (status starting) and audits runtime_spawned. Bad input changes nothing.
-func (r *Registry) Spawn(ctx context.Context, req SpawnRequest) (nudge.Runtime, error) {
-	defer r.db.Flush() // durable when it returns
+// spawn is Registry.Spawn.
+func (r *launcher) spawn(ctx context.Context, req SpawnRequest) (nudge.Runtime, error) {
+	defer r.recs.db.Flush() // durable when it returns
 	rt, argv, err := r.prepareSpawn(req)
 	if err != nil {
 		return nudge.Runtime{}, err
 	}
-	if rt.Host, err = r.bindHost(req.Workspace, req.Host); err != nil {
+	if rt.Host, err = r.conns.bindHost(req.Workspace, req.Host); err != nil {
 		return nudge.Runtime{}, err
 	}
-	if err := r.reserve(rt.RuntimeID, "spawning"); err != nil {
+	if err := r.recs.reserve(rt.RuntimeID, "spawning"); err != nil {
 		return nudge.Runtime{}, err
 	}
-	defer r.release(rt.RuntimeID)
+	defer r.recs.release(rt.RuntimeID)
 	p, err := r.newWindow(ctx, &rt, argv)
 	if err != nil {
 		return nudge.Runtime{}, err
 	}
 	setPane(&rt, p)
-	return r.record(rt, "runtime_spawned", map[string]any{"argv": rt.Argv, "dir": rt.Dir, "pid": rt.PID})
+	return r.recorded(r.recs.record(rt, "runtime_spawned", map[string]any{"argv": rt.Argv, "dir": rt.Dir, "pid": rt.PID}))
 }
 
 // prepareSpawn validates a request and builds the record and the launch argv.
-func (r *Registry) prepareSpawn(req SpawnRequest) (nudge.Runtime, []string, error) {
+func (r *launcher) prepareSpawn(req SpawnRequest) (nudge.Runtime, []string, error) {
 	prof, err := r.checkNames(req.Workspace, req.Role, &req.Agent)
 	if err != nil {
 		return nudge.Runtime{}, nil, err
@@ -102,7 +114,7 @@ func newSessionID() string {
 }
 
 // checkNames validates workspace, role and profile ("" means codex).
-func (r *Registry) checkNames(ws, role string, agent *string) (Profile, error) {
+func (r *launcher) checkNames(ws, role string, agent *string) (Profile, error) {
 	if err := ValidWorkspace(ws); err != nil {
 		return Profile{}, err
 	}
@@ -119,7 +131,7 @@ func (r *Registry) checkNames(ws, role string, agent *string) (Profile, error) {
 	return prof, nil
 }
 
-func (r *Registry) newRecord(ws, role, agent, agentID string) nudge.Runtime {
+func (r *launcher) newRecord(ws, role, agent, agentID string) nudge.Runtime {
 	if agentID == "" {
 		agentID = role
 	}
@@ -131,7 +143,7 @@ func (r *Registry) newRecord(ws, role, agent, agentID string) nudge.Runtime {
 }
 
 // readPromptFile reads a spawn's first prompt from a file under the allowed roots.
-func (r *Registry) readPromptFile(path string) (string, error) {
+func (r *launcher) readPromptFile(path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
@@ -149,55 +161,17 @@ func (r *Registry) readPromptFile(path string) (string, error) {
 	return strings.TrimSuffix(string(b), "\n"), nil
 }
 
-// reserve marks a role as being worked on; a live record or a concurrent operation on
-// it is a CONFLICT.
-func (r *Registry) reserve(id, what string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if op := r.busy[id]; op != "" {
-		return nudge.NewError(nudge.Conflict, fmt.Sprintf("runtime %s is busy (%s)", id, op))
+// recorded wakes the workspace of a runtime just recorded: dial its new session and
+// reconcile at once.
+func (r *launcher) recorded(rt nudge.Runtime, err error) (nudge.Runtime, error) {
+	if err == nil {
+		r.conns.wake(rt.WorkspaceID)
 	}
-	if rt := r.rts[id]; rt != nil && Live(rt.Status) {
-		return nudge.NewError(nudge.Conflict, fmt.Sprintf("runtime %s already exists (%s, pane %s)", id, rt.Status, rt.PaneID))
-	}
-	r.busy[id] = what
-	return nil
-}
-
-func (r *Registry) release(id string) {
-	r.mu.Lock()
-	delete(r.busy, id)
-	r.mu.Unlock()
-}
-
-// record stores a new runtime record, audits it and wakes its workspace.
-func (r *Registry) record(rt nudge.Runtime, event string, detail map[string]any) (nudge.Runtime, error) {
-	r.mu.Lock()
-	prev := nudge.Status("")
-	if old := r.rts[rt.RuntimeID]; old != nil {
-		prev = old.Status
-	}
-	if err := r.putLocked(&rt); err != nil {
-		r.mu.Unlock()
-		return nudge.Runtime{}, err
-	}
-	delete(r.stopped, rt.RuntimeID)
-	r.clearStoppedLocked(rt.RuntimeID)
-	r.auditLocked(&rt, event, "", "", detail)
-	r.mu.Unlock()
-	r.notify([]change{{rt: rt, prev: prev}})
-	r.wake(rt.WorkspaceID)
-	return rt, nil
-}
-
-func (r *Registry) clearStoppedLocked(id string) {
-	if err := r.db.PutMeta(stoppedKey(id), nil); err != nil {
-		r.logErr("clear stopped", id, err)
-	}
+	return rt, err
 }
 
 // envArgs returns -e KEY=VAL flags for the profile's and Config.Env's variables.
-func (r *Registry) envArgs(rt *nudge.Runtime) ([]string, error) {
+func (r *launcher) envArgs(rt *nudge.Runtime) ([]string, error) {
 	vars := slices.Clone(r.cfg.Profiles[rt.Agent].Env)
 	if r.cfg.Env != nil {
 		vars = append(vars, r.cfg.Env(*rt)...)
@@ -217,7 +191,7 @@ func (r *Registry) envArgs(rt *nudge.Runtime) ([]string, error) {
 // respawn-pane: -c DIR, -e KEY=VAL..., then `-- env [-u NAME]... ARGV...` (the profile's
 // UnsetEnv). The argv always has at least two elements, so tmux execs it directly instead
 // of through sh -c.
-func (r *Registry) launchArgs(rt *nudge.Runtime, argv []string) ([]string, error) {
+func (r *launcher) launchArgs(rt *nudge.Runtime, argv []string) ([]string, error) {
 	argv, err := r.resolveArgv(rt, argv) // every launch, relaunches included, re-checks
 	if err != nil {
 		return nil, err
@@ -244,7 +218,7 @@ const newPaneFormat = "#{pane_id} #{pane_pid} #{pane_index} #{window_index}"
 // missing), detached, with remain-on-exit set in the same tmux command list so even an
 // instant exit is kept. The window index is chosen explicitly so the option can target
 // it; a race with a human creating a window is retried.
-func (r *Registry) newWindow(ctx context.Context, rt *nudge.Runtime, argv []string) (paneInfo, error) {
+func (r *launcher) newWindow(ctx context.Context, rt *nudge.Runtime, argv []string) (paneInfo, error) {
 	launch, err := r.launchArgs(rt, argv)
 	if err != nil {
 		return paneInfo{}, nudge.NewError(nudge.SpawnFailed, err.Error())
@@ -260,9 +234,9 @@ func (r *Registry) newWindow(ctx context.Context, rt *nudge.Runtime, argv []stri
 	return paneInfo{}, spawnFailed(lastErr)
 }
 
-func (r *Registry) tryNewWindow(ctx context.Context, rt *nudge.Runtime, launch []string) (paneInfo, error) {
+func (r *launcher) tryNewWindow(ctx context.Context, rt *nudge.Runtime, launch []string) (paneInfo, error) {
 	sess := SessionName(rt.WorkspaceID)
-	out, err := r.tmuxRun(ctx, rt.Host, "list-windows", "-t", "="+sess, "-F", "#{window_index} #{window_name}")
+	out, err := r.tmux.run(ctx, rt.Host, "list-windows", "-t", "="+sess, "-F", "#{window_index} #{window_name}")
 	if isMissing(err) {
 		args := append([]string{"new-session", "-d", "-s", sess, "-n", rt.Role, "-P", "-F", newPaneFormat}, launch...)
 		args = append(args, ";", "set-option", "-p", "-t", "="+sess+":", "remain-on-exit", "on")
@@ -287,8 +261,8 @@ func (r *Registry) tryNewWindow(ctx context.Context, rt *nudge.Runtime, launch [
 	return r.startPane(ctx, rt, args)
 }
 
-func (r *Registry) startPane(ctx context.Context, rt *nudge.Runtime, args []string) (paneInfo, error) {
-	out, err := r.launchRun(ctx, rt.Host, args...)
+func (r *launcher) startPane(ctx context.Context, rt *nudge.Runtime, args []string) (paneInfo, error) {
+	out, err := r.tmux.launchRun(ctx, rt.Host, args...)
 	if err != nil {
 		return paneInfo{}, err
 	}

@@ -14,26 +14,6 @@ import (
 // failed with SPAWN_FAILED, its screen (redacted) kept in the audit as evidence. Its pane
 // is left as it is, for a human to look at; `nudge restart` starts it again.
 
-// startTimeout is the profile's start timeout, else Config.StartTimeout.
-func (r *Registry) startTimeout(rt *nudge.Runtime) time.Duration {
-	if d := r.cfg.Profiles[rt.Agent].StartTimeout; d > 0 {
-		return d
-	}
-	return r.cfg.StartTimeout
-}
-
-// StartDeadline is when a starting runtime fails its start; zero if it is not starting.
-// The trigger pipeline holds a trigger for a starting runtime until then.
-func (r *Registry) StartDeadline(id string) time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rt := r.rts[id]
-	if rt == nil || rt.Status != nudge.StatusStarting {
-		return time.Time{}
-	}
-	return rt.StatusSince.Add(r.startTimeout(rt))
-}
-
 // startOverdue is a runtime whose start timed out, as seen by a reconcile pass.
 type startOverdue struct {
 	id, pane, host string
@@ -41,48 +21,48 @@ type startOverdue struct {
 	timeout        time.Duration
 }
 
-// overdueLocked reports rt if it is starting past its timeout. r.mu is held.
-func (r *Registry) overdueLocked(rt *nudge.Runtime, now time.Time) (startOverdue, bool) {
+// overdueLocked reports rt if it is starting past its timeout. The records' lock is held.
+func (r *reconciler) overdueLocked(rt *nudge.Runtime, now time.Time) (startOverdue, bool) {
 	if rt.Status != nudge.StatusStarting || !rt.Managed {
 		return startOverdue{}, false // an unmanaged pane's start is not nudge's to judge
 	}
-	d := r.startTimeout(rt)
+	d := r.recs.startTimeout(rt)
 	if now.Sub(rt.StatusSince) < d {
 		return startOverdue{}, false
 	}
-	return startOverdue{id: rt.RuntimeID, pane: rt.PaneID, host: r.hostLocked(rt.WorkspaceID), since: rt.StatusSince, timeout: d}, true
+	return startOverdue{id: rt.RuntimeID, pane: rt.PaneID, host: r.conns.hostLocked(rt.WorkspaceID), since: rt.StatusSince, timeout: d}, true
 }
 
 // failStarts fails each overdue runtime that is still in the same start, with its screen.
-func (r *Registry) failStarts(ctx context.Context, due []startOverdue) {
+func (r *reconciler) failStarts(ctx context.Context, due []startOverdue) {
 	for _, o := range due {
 		screen := r.evidence(ctx, o.host, o.pane)
-		r.mu.Lock()
-		rt := r.rts[o.id]
+		r.recs.mu.Lock()
+		rt := r.recs.rts[o.id]
 		var chs []change
-		if rt != nil && r.busy[o.id] == "" && rt.Status == nudge.StatusStarting && rt.StatusSince.Equal(o.since) {
+		if rt != nil && r.recs.busy[o.id] == "" && rt.Status == nudge.StatusStarting && rt.StatusSince.Equal(o.since) {
 			why := "start timeout: not READY within " + o.timeout.String()
 			var err error
-			chs, err = r.transitionLocked(o.id, nudge.StatusFailed, why, nudge.SpawnFailed, nil)
-			r.logErr("start timeout", o.id, err)
+			chs, err = r.recs.transitionLocked(o.id, nudge.StatusFailed, why, nudge.SpawnFailed, nil)
+			r.recs.logErr("start timeout", o.id, err)
 			if err == nil {
-				r.auditLocked(r.rts[o.id], "runtime_start_timeout", why, nudge.SpawnFailed,
+				r.recs.auditLocked(r.recs.rts[o.id], "runtime_start_timeout", why, nudge.SpawnFailed,
 					map[string]any{"pane_id": o.pane, "timeout_ms": o.timeout.Milliseconds(), "screen": screen})
 			}
 		}
-		r.mu.Unlock()
-		r.notify(chs)
+		r.recs.mu.Unlock()
+		r.recs.notify(chs)
 	}
 }
 
 // evidence captures a pane's screen, redacted, for the audit ("" if it cannot).
-func (r *Registry) evidence(ctx context.Context, host, pane string) string {
+func (r *reconciler) evidence(ctx context.Context, host, pane string) string {
 	if pane == "" {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := r.tmuxRun(ctx, host, "capture-pane", "-p", "-J", "-t", pane)
+	out, err := r.tmux.run(ctx, host, "capture-pane", "-p", "-J", "-t", pane)
 	if err != nil {
 		return ""
 	}

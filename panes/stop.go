@@ -8,74 +8,65 @@ import (
 	"github.com/nudgehq/nudge"
 )
 
-// Stop ends a runtime (seed 001 §6.9): C-c (again every 2 s) for StopTimeout, then
-// SIGHUP, SIGTERM and SIGKILL by pid to every process of the pane's program, each given
-// KillGrace (end.go); once they are all gone the pane is killed (a pane that exited is
-// removed too). The runtime goes offline and is never restarted automatically (the stop
-// is persisted) until Restart or a new Spawn. The runtime_stopped audit record says
-// which step ended the program. A program that outlives SIGKILL's grace fails the stop
-// with STOP_FAILED: the runtime is failed, its pane kept, the pids left in the audit.
-//
-// A stop runs to its end once begun, even if ctx is cancelled (a caller that went away):
-// every step is bounded (StopTimeout, KillGrace, CommandTimeout per tmux command).
-func (r *Registry) Stop(ctx context.Context, id, reason string) error {
+// stop is Registry.Stop.
+func (r *ender) stop(ctx context.Context, id, reason string) error {
 	ctx = context.WithoutCancel(ctx)
-	defer r.db.Flush() // durable when it returns
+	defer r.recs.db.Flush() // durable when it returns
 	rt, err := r.beginStop(id, reason)
 	if err != nil {
 		return err
 	}
-	defer r.release(id)
+	defer r.recs.release(id)
 	exit, forced, e := r.interrupt(ctx, &rt)
 	if !e.OK() {
 		return r.stopFailed(&rt, reason, e)
 	}
-	r.mu.Lock()
+	r.recs.mu.Lock()
 	var chs []change
-	if Live(nudge.Status(r.rts[id].Status)) {
-		chs, err = r.transitionLocked(id, nudge.StatusOffline, "stopped: "+reason+" ("+e.How+")", "",
+	if Live(nudge.Status(r.recs.rts[id].Status)) {
+		chs, err = r.recs.transitionLocked(id, nudge.StatusOffline, "stopped: "+reason+" ("+e.How+")", "",
 			func(n *nudge.Runtime) { n.ExitStatus = exit })
 	}
 	if err == nil {
-		r.auditLocked(&rt, "runtime_stopped", reason, "", map[string]any{"killed": forced, "exit_status": exit,
+		r.recs.auditLocked(&rt, "runtime_stopped", reason, "", map[string]any{"killed": forced, "exit_status": exit,
 			"ended_by": e.By, "ended_after": e.After, "pids": e.PIDs, "how": e.How})
 	}
-	r.mu.Unlock()
-	r.notify(chs)
+	r.recs.mu.Unlock()
+	r.recs.notify(chs)
 	return err
 }
 
 // stopFailed records a stop that could not end the program: failed with STOP_FAILED.
-func (r *Registry) stopFailed(rt *nudge.Runtime, reason string, e Ended) error {
+func (r *ender) stopFailed(rt *nudge.Runtime, reason string, e Ended) error {
 	msg := "stop failed: the program " + e.How
-	r.mu.Lock()
+	r.recs.mu.Lock()
 	var chs []change
-	if cur := r.rts[rt.RuntimeID]; cur != nil && cur.Status != nudge.StatusFailed {
+	if cur := r.recs.rts[rt.RuntimeID]; cur != nil && cur.Status != nudge.StatusFailed {
 		var err error
-		chs, err = r.toStatusLocked(rt.RuntimeID, nudge.StatusFailed, msg, nudge.StopFailed, nil)
-		r.logErr("stop failed", rt.RuntimeID, err)
+		chs, err = r.recs.toStatusLocked(rt.RuntimeID, nudge.StatusFailed, msg, nudge.StopFailed, nil)
+		r.recs.logErr("stop failed", rt.RuntimeID, err)
 	}
-	r.auditLocked(rt, "runtime_stop_failed", reason, nudge.StopFailed, e)
-	r.mu.Unlock()
-	r.notify(chs)
+	r.recs.auditLocked(rt, "runtime_stop_failed", reason, nudge.StopFailed, e)
+	r.recs.mu.Unlock()
+	r.recs.notify(chs)
 	return nudge.NewError(nudge.StopFailed, "stop "+rt.RuntimeID+": the program "+e.How)
 }
 
-func (r *Registry) beginStop(id, reason string) (nudge.Runtime, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rt, ok := r.rts[id]
+func (r *ender) beginStop(id, reason string) (nudge.Runtime, error) {
+	r.recs.mu.Lock()
+	defer r.recs.mu.Unlock()
+	rt, ok := r.recs.rts[id]
 	if !ok {
 		return nudge.Runtime{}, notFound(id)
 	}
-	if op := r.busy[id]; op != "" && op != "restart-pending" {
+	if op := r.recs.busy[id]; op != "" && op != "restart-pending" {
 		return nudge.Runtime{}, nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+"): retry when that is done")
 	}
-	r.busy[id] = "stopping"
-	r.stopped[id] = true
-	r.recovery.forget(id)
-	if err := r.db.PutMeta(stoppedKey(id), []byte(reason+" ")); err != nil {
-		delete(r.busy, id)
+	r.recs.busy[id] = "stopping"
+	r.recs.stopped[id] = true
+	r.recs.recovery.forget(id)
+	if err := r.recs.db.PutMeta(stoppedKey(id), []byte(reason+" ")); err != nil {
+		delete(r.recs.busy, id)
 		return nudge.Runtime{}, err
 	}
 	return cloneRuntime(rt), nil
@@ -84,8 +75,8 @@ func (r *Registry) beginStop(id, reason string) (nudge.Runtime, error) {
 // interrupt ends the pane's program: C-c, then signals by pid (end.go), then kills the
 // pane. It returns the exit status seen, whether the program had to be signalled, and
 // how it ended (not OK: the pane is kept).
-func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool, Ended) {
-	w := r.workspace(rt.WorkspaceID)
+func (r *ender) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool, Ended) {
+	w := r.conns.workspace(rt.WorkspaceID)
 	p, alive, err := r.paneLookup(ctx, w, rt)
 	if err != nil && w.hostName() == "" && rt.PID > 0 {
 		// tmux does not answer: end the recorded pid if it proves to be the pane's.
@@ -99,7 +90,7 @@ func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool
 		e := r.end(t, r.signalSteps(t))
 		e.How = "tmux did not answer (" + err.Error() + "); " + e.How
 		if e.OK() {
-			r.logErr("stop: kill-pane", rt.RuntimeID, r.command(ctx, w, "kill-pane", "-t", rt.PaneID))
+			r.recs.logErr("stop: kill-pane", rt.RuntimeID, r.conns.command(ctx, w, "kill-pane", "-t", rt.PaneID))
 		}
 		return nil, len(e.PIDs) > 0, e
 	}
@@ -111,7 +102,9 @@ func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool
 	}
 	// C-c again every stopRepeat: a TUI agent may only quit on the second one, and one
 	// sent while the program was still starting can be lost.
-	cc := func() { r.logErr("stop: C-c", rt.RuntimeID, r.command(ctx, w, "send-keys", "-t", p.ID, "C-c")) }
+	cc := func() {
+		r.recs.logErr("stop: C-c", rt.RuntimeID, r.conns.command(ctx, w, "send-keys", "-t", p.ID, "C-c"))
+	}
 	if w.hostName() != "" || p.PID <= 0 {
 		return r.interruptRemote(ctx, w, rt, p, alive, cc)
 	}
@@ -128,8 +121,8 @@ func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool
 		p = r.deadPane(ctx, w, rt)
 	}
 	if p.ID != "" {
-		r.keepScreen(ctx, rt, p.ID) // how it ended, for nudge tail
-		r.logErr("stop: kill-pane", rt.RuntimeID, r.command(ctx, w, "kill-pane", "-t", p.ID))
+		r.conns.keepScreen(ctx, rt, p.ID) // how it ended, for nudge tail
+		r.recs.logErr("stop: kill-pane", rt.RuntimeID, r.conns.command(ctx, w, "kill-pane", "-t", p.ID))
 	}
 	return p.ExitStatus, e.By != "C-c" && e.By != "exited", e
 }
@@ -138,7 +131,7 @@ func (r *Registry) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool
 // pid is unknown): C-c until StopTimeout, then on a remote host the signals by pid there
 // (endremote.go), then kill-pane (alone, where that could not run: its SIGHUP a program
 // may ignore).
-func (r *Registry) interruptRemote(ctx context.Context, w *workspace, rt *nudge.Runtime, p paneInfo, alive bool, cc func()) (*int, bool, Ended) {
+func (r *ender) interruptRemote(ctx context.Context, w *workspace, rt *nudge.Runtime, p paneInfo, alive bool, cc func()) (*int, bool, Ended) {
 	e := Ended{By: "exited", How: "ended before any signal"}
 	if alive {
 		cc()
@@ -161,16 +154,16 @@ func (r *Registry) interruptRemote(ctx context.Context, w *workspace, rt *nudge.
 }
 
 // killPane kills p if it still exists and passes e through.
-func (r *Registry) killPane(ctx context.Context, w *workspace, rt *nudge.Runtime, p paneInfo, e Ended) Ended {
+func (r *ender) killPane(ctx context.Context, w *workspace, rt *nudge.Runtime, p paneInfo, e Ended) Ended {
 	if p.ID != "" {
-		r.logErr("stop: kill-pane", rt.RuntimeID, r.command(ctx, w, "kill-pane", "-t", p.ID))
+		r.recs.logErr("stop: kill-pane", rt.RuntimeID, r.conns.command(ctx, w, "kill-pane", "-t", p.ID))
 	}
 	return e
 }
 
 // deadPane waits (up to statusGrace) for tmux to see the pane's program gone, for its
 // exit status: the pane then reads dead, or is gone.
-func (r *Registry) deadPane(ctx context.Context, w *workspace, rt *nudge.Runtime) paneInfo {
+func (r *ender) deadPane(ctx context.Context, w *workspace, rt *nudge.Runtime) paneInfo {
 	deadline := time.Now().Add(statusGrace)
 	for {
 		p, alive := r.paneState(ctx, w, rt)
@@ -178,7 +171,7 @@ func (r *Registry) deadPane(ctx context.Context, w *workspace, rt *nudge.Runtime
 			return p
 		}
 		if !alive {
-			r.reap(ctx, w) // dead without its status (reap.go)
+			r.conns.reap(ctx, w) // dead without its status (reap.go)
 		}
 		time.Sleep(statusRecheck)
 	}
@@ -186,27 +179,27 @@ func (r *Registry) deadPane(ctx context.Context, w *workspace, rt *nudge.Runtime
 
 // paneState finds the runtime's pane: (pane, alive); pane.ID is "" if it is gone. When
 // tmux cannot list the panes it reports the recorded pane as alive.
-func (r *Registry) paneState(ctx context.Context, w *workspace, rt *nudge.Runtime) (paneInfo, bool) {
+func (r *ender) paneState(ctx context.Context, w *workspace, rt *nudge.Runtime) (paneInfo, bool) {
 	p, alive, _ := r.paneLookup(ctx, w, rt)
 	return p, alive
 }
 
 // paneLookup is paneState with the listing's error.
-func (r *Registry) paneLookup(ctx context.Context, w *workspace, rt *nudge.Runtime) (paneInfo, bool, error) {
-	panes, err := r.listPanes(ctx, w)
+func (r *ender) paneLookup(ctx context.Context, w *workspace, rt *nudge.Runtime) (paneInfo, bool, error) {
+	panes, err := r.conns.listPanes(ctx, w)
 	if err != nil {
 		return paneInfo{ID: rt.PaneID}, true, err
 	}
-	r.mu.Lock()
-	p, found := r.findPaneLocked(rt, indexPanes(panes), panes)
-	r.mu.Unlock()
+	r.recs.mu.Lock()
+	p, found := r.recs.findPaneLocked(rt, indexPanes(panes), panes)
+	r.recs.mu.Unlock()
 	return p, found && !p.Dead, nil
 }
 
 // stopRepeat is how often Stop sends C-c again while the program lives.
 const stopRepeat = 2 * time.Second
 
-func (r *Registry) waitDead(ctx context.Context, w *workspace, rt *nudge.Runtime, again func()) (paneInfo, bool) {
+func (r *ender) waitDead(ctx context.Context, w *workspace, rt *nudge.Runtime, again func()) (paneInfo, bool) {
 	deadline := time.NewTimer(r.cfg.StopTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -228,46 +221,4 @@ func (r *Registry) waitDead(ctx context.Context, w *workspace, rt *nudge.Runtime
 		case <-tick.C:
 		}
 	}
-}
-
-// command runs one tmux command over the control connection, or as a subprocess.
-func (r *Registry) command(ctx context.Context, w *workspace, args ...string) error {
-	if c := w.current(); c != nil {
-		line, ok := quoteLine(args)
-		if ok {
-			bctx, cancel := r.boundCtx(ctx)
-			_, err := c.Do(bctx, line)
-			cancel()
-			if err == nil {
-				return nil
-			}
-		}
-	}
-	_, err := r.tmuxRun(ctx, w.hostName(), args...)
-	return err
-}
-
-// Deregister stops tracking a runtime (its pane keeps running): status deregistered,
-// persisted and audited with the reason. The role can then be spawned or registered again.
-func (r *Registry) Deregister(ctx context.Context, id, reason string) error {
-	defer r.db.Flush() // durable when it returns
-	r.mu.Lock()
-	if op := r.busy[id]; op != "" && op != "restart-pending" {
-		r.mu.Unlock()
-		return nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+"): retry when that is done")
-	}
-	chs, err := r.transitionLocked(id, nudge.StatusDeregistered, "deregistered: "+reason, "", nil)
-	if err == nil {
-		rt := r.rts[id]
-		r.auditLocked(rt, "runtime_deregistered", reason, "", nil)
-		r.panes.Delete(keyOf(rt))
-		r.screens.drop(id)
-		r.recovery.forget(id)
-		delete(r.rts, id)
-		delete(r.busy, id)
-		delete(r.stopped, id)
-	}
-	r.mu.Unlock()
-	r.notify(chs)
-	return err
 }

@@ -10,12 +10,8 @@ import (
 	"github.com/nudgehq/nudge/controlmode"
 )
 
-// Tail reads the last n lines of a runtime's pane over its workspace's control
-// connection (joined wrapped lines, trailing blank lines dropped), cleaned for display:
-// plain text (nudge.StripANSI) with its secrets masked (nudge.Redact), also a secret split
-// across lines. A runtime whose pane is gone (stopped, or its pane closed) gets the last
-// screen kept of it, marked Gone, instead of an error.
-func (r *Registry) Tail(ctx context.Context, rt nudge.Runtime, n int) (Screen, error) {
+// tail is Registry.Tail.
+func (r *conns) tail(ctx context.Context, rt nudge.Runtime, n int) (Screen, error) {
 	target := rt.PaneID
 	if target == "" {
 		target = rt.Target
@@ -34,7 +30,7 @@ func (r *Registry) Tail(ctx context.Context, rt nudge.Runtime, n int) (Screen, e
 }
 
 // keepScreen captures the pane's last screen before nudge closes it, for Tail.
-func (r *Registry) keepScreen(ctx context.Context, rt *nudge.Runtime, paneID string) {
+func (r *conns) keepScreen(ctx context.Context, rt *nudge.Runtime, paneID string) {
 	lines, err := r.capture(ctx, rt.WorkspaceID, paneID, keptScreenLines)
 	if err != nil {
 		r.cfg.Logger.Debug("keep the last screen", "runtime_id", rt.RuntimeID, "err", err)
@@ -49,8 +45,8 @@ func (r *Registry) keepScreen(ctx context.Context, rt *nudge.Runtime, paneID str
 }
 
 // capture is capture-pane of target's last n lines, cleaned for display.
-func (r *Registry) capture(ctx context.Context, ws, target string, n int) ([]string, error) {
-	c, err := r.Conn(ws)
+func (r *conns) capture(ctx context.Context, ws, target string, n int) ([]string, error) {
+	c, err := r.conn(ws)
 	if err != nil {
 		return nil, err
 	}

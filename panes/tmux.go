@@ -17,7 +17,13 @@ import (
 	"github.com/nudgehq/nudge/controlmode"
 )
 
-// tmuxRun runs one tmux invocation as a subprocess: argv, never a shell locally; over ssh
+// tmuxClient runs tmux commands as subprocesses (locally, or over ssh on a workspace's
+// host), each bounded by CommandTimeout. It has no state and starts no goroutine.
+type tmuxClient struct {
+	cfg *Config
+}
+
+// run runs one tmux invocation as a subprocess: argv, never a shell locally; over ssh
 // the argv is single-quoted for the remote shell. Spawn, restart and the sweep's fallback
 // (when no control connection is up) use it; nothing on the hot path does.
 //
@@ -25,15 +31,15 @@ import (
 // is not put on the command line, where every local user can read it (ps, /proc) and
 // where a tmux server started by it keeps it for its lifetime: tmux gets
 // `start-server ; source-file -` and reads the commands from its stdin.
-func (r *Registry) tmuxRun(ctx context.Context, host string, args ...string) (string, error) {
+func (r *tmuxClient) run(ctx context.Context, host string, args ...string) (string, error) {
 	var stdin string
-	argv := r.tmuxArgv(host, args)
+	argv := r.argv(host, args)
 	if slices.Contains(args, "-e") {
 		script, err := tmuxScript(args)
 		if err != nil {
 			return "", &tmuxError{Args: args, Err: err}
 		}
-		stdin, argv = script, r.tmuxArgv(host, []string{"start-server", ";", "source-file", "-"})
+		stdin, argv = script, r.argv(host, []string{"start-server", ";", "source-file", "-"})
 	}
 	bctx, cancel := r.boundCtx(ctx) // a tmux (or ssh) that never answers fails the command
 	defer cancel()
@@ -90,7 +96,7 @@ func splitCommands(args []string) func(func([]string) bool) {
 	}
 }
 
-func (r *Registry) tmuxArgv(host string, args []string) []string {
+func (r *tmuxClient) argv(host string, args []string) []string {
 	argv := []string{r.cfg.Tmux}
 	if r.cfg.ConfigFile != "" {
 		argv = append(argv, "-f", r.cfg.ConfigFile)
@@ -119,66 +125,11 @@ type paneKey struct {
 	n    int
 }
 
-// HostOf returns the host a workspace is bound to ("" for this machine): that of its
-// runtimes, else the daemon's default host.
-func (r *Registry) HostOf(workspace string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.hostLocked(workspace)
-}
-
-func (r *Registry) hostLocked(workspace string) string {
-	if w := r.ws[workspace]; w != nil {
-		return w.hostName()
-	}
-	for _, rt := range r.rts {
-		if rt.WorkspaceID == workspace {
-			return rt.Host
-		}
-	}
-	return r.cfg.SSHHost
-}
-
-// bindHost resolves and binds the host of a new runtime of workspace: want, or the
-// workspace's current host if want is "".
-func (r *Registry) bindHost(workspace, want string) (string, error) {
-	if err := validHost(want); err != nil {
-		return "", err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if want == "" {
-		return r.hostLocked(workspace), nil
-	}
-	return want, r.bindHostLocked(workspace, want)
-}
-
 // validHost refuses a host ssh would read as an option or that holds a space or a
 // control character; the rest is ssh's to judge ([user@]host, or a Host alias).
 func validHost(h string) error {
 	if strings.HasPrefix(h, "-") || strings.ContainsFunc(h, func(c rune) bool { return c <= ' ' || c == 0x7f }) || len(h) > 255 {
 		return nudge.NewError(nudge.BadRequest, fmt.Sprintf("invalid host %q", h))
-	}
-	return nil
-}
-
-// bindHostLocked binds a workspace to host for a new runtime. A workspace whose runtimes
-// live on another host is a CONFLICT; one with none left is rebound. r.mu is held.
-func (r *Registry) bindHostLocked(workspace, host string) error {
-	for _, rt := range r.rts {
-		if rt.WorkspaceID == workspace && rt.Host != host && rt.Status != nudge.StatusDeregistered {
-			return nudge.NewError(nudge.Conflict, fmt.Sprintf("workspace %s is bound to host %q (runtime %s)", workspace, displayHost(rt.Host), rt.RuntimeID))
-		}
-	}
-	if w := r.ws[workspace]; w != nil {
-		w.mu.Lock()
-		changed := w.host != host
-		w.host = host
-		c := w.conn
-		w.mu.Unlock()
-		if changed && c != nil {
-			c.Close() // the old host's connection; connLoop dials the new one
-		}
 	}
 	return nil
 }
@@ -307,4 +258,47 @@ func quoteLine(args []string) (string, bool) {
 		parts[i] = q
 	}
 	return strings.Join(parts, " "), true
+}
+
+// boundCtx bounds one tmux command by CommandTimeout: a tmux server that stops answering
+// (or a control client that died with the command in flight) must not hold a stop or a
+// relaunch for good.
+func (r *tmuxClient) boundCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.cfg.CommandTimeout)
+}
+
+// launchRun runs a launching tmux command, again (up to launchTries times, launchBackoff
+// apart) while tmux says its server went away under it (killed or restarting): such a
+// command created nothing that survives, so running it again is safe.
+func (r *tmuxClient) launchRun(ctx context.Context, host string, args ...string) (string, error) {
+	for try := 1; ; try++ {
+		out, err := r.run(ctx, host, args...)
+		if err == nil || try == launchTries || !serverLost(err) {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-time.After(launchBackoff):
+		}
+	}
+}
+
+const (
+	launchTries   = 5
+	launchBackoff = 200 * time.Millisecond
+)
+
+// serverLost: the tmux server ended while it ran the command.
+func serverLost(err error) bool {
+	var te *tmuxError
+	if !errors.As(err, &te) {
+		return false
+	}
+	for _, s := range []string{"server exited unexpectedly", "lost server", "Connection refused", "Connection reset"} {
+		if strings.Contains(te.Stderr, s) {
+			return true
+		}
+	}
+	return false
 }

@@ -2,12 +2,36 @@ package panes
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
 )
+
+// conns owns the workspaces: one control connection (controlmode.Conn) each, kept by
+// connLoop, and the commands run over it (list-panes, a reap, capture-pane for Tail and
+// the last screen of a stopped pane, the session environment, pane options). A
+// workspace's two goroutines (connLoop and the reconciler's loop) start when it is first
+// used and stop on Close, through the group. mu guards the map; the records' lock, when
+// both are held, is taken first.
+type conns struct {
+	cfg   *Config
+	stats *Stats
+	g     *group
+	recs  *records
+	tmux  *tmuxClient
+	loop  func(w *workspace) // the reconciler's loop, one per workspace
+
+	screens screenKeeper // the last screen of panes a stop closed, for Tail
+
+	mu sync.Mutex
+	ws map[string]*workspace
+}
 
 // workspace owns one workspace's control connection and its reconciler goroutine.
 type workspace struct {
@@ -47,34 +71,39 @@ func poke(ch chan struct{}) {
 	}
 }
 
-// workspaceLocked returns the workspace, starting its goroutines the first time. r.mu
-// is held. After Close it returns a workspace with no goroutines.
-func (r *Registry) workspaceLocked(name string) *workspace {
+// getLocked returns the workspace, starting its two goroutines the first time (after
+// Close: none). The records' lock is held: a new workspace takes the host of its
+// runtimes, and bindHostLocked rebinds under the same lock.
+func (r *conns) getLocked(name string) *workspace {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if w := r.ws[name]; w != nil {
 		return w
 	}
 	w := &workspace{name: name, host: r.cfg.SSHHost, kick: make(chan struct{}, 1), dial: make(chan struct{}, 1)}
-	for _, rt := range r.rts {
+	for _, rt := range r.recs.rts {
 		if rt.WorkspaceID == name {
 			w.host = rt.Host
 			break
 		}
 	}
 	r.ws[name] = w
-	if r.closed {
-		return w
-	}
-	r.wg.Add(2)
-	go func() { defer r.wg.Done(); r.connLoop(w) }()
-	go func() { defer r.wg.Done(); r.reconcileLoop(w) }()
+	r.g.goAll(func() { r.connLoop(w) }, func() { r.loop(w) })
 	return w
 }
 
-// wake asks a workspace to dial (if it has no connection) and reconcile at once.
-func (r *Registry) wake(ws string) {
+// lookup returns the workspace if it is known, starting nothing.
+func (r *conns) lookup(name string) *workspace {
 	r.mu.Lock()
-	w := r.workspaceLocked(ws)
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	return r.ws[name]
+}
+
+// wake asks a workspace to dial (if it has no connection) and reconcile at once.
+func (r *conns) wake(ws string) {
+	r.recs.mu.Lock()
+	w := r.getLocked(ws)
+	r.recs.mu.Unlock()
 	poke(w.dial)
 	poke(w.kick)
 }
@@ -82,14 +111,14 @@ func (r *Registry) wake(ws string) {
 // connLoop keeps one control connection to agents_<ws> attached, redialling with
 // backoff (100ms..5s) or at once when a spawn created the session. Every new or lost
 // connection triggers a reconcile.
-func (r *Registry) connLoop(w *workspace) {
+func (r *conns) connLoop(w *workspace) {
 	backoff := 100 * time.Millisecond
-	for r.ctx.Err() == nil {
-		conn, err := controlmode.Dial(r.ctx, r.connConfig(w))
+	for r.g.ctx.Err() == nil {
+		conn, err := controlmode.Dial(r.g.ctx, r.connConfig(w))
 		if err != nil {
 			r.cfg.Logger.Debug("dial", "workspace", w.name, "error", err)
 			select {
-			case <-r.ctx.Done():
+			case <-r.g.ctx.Done():
 			case <-w.dial:
 			case <-time.After(backoff):
 			}
@@ -101,7 +130,7 @@ func (r *Registry) connLoop(w *workspace) {
 		w.setConn(conn)
 		poke(w.kick)
 		select {
-		case <-r.ctx.Done():
+		case <-r.g.ctx.Done():
 		case <-conn.Done():
 			r.cfg.Logger.Debug("control connection ended", "workspace", w.name, "error", conn.Err())
 		}
@@ -111,7 +140,7 @@ func (r *Registry) connLoop(w *workspace) {
 	}
 }
 
-func (r *Registry) connConfig(w *workspace) controlmode.Config {
+func (r *conns) connConfig(w *workspace) controlmode.Config {
 	host := w.hostName()
 	return controlmode.Config{
 		Tmux: r.cfg.Tmux, SocketName: r.cfg.SocketName, SocketPath: r.cfg.SocketPath,
@@ -122,19 +151,19 @@ func (r *Registry) connConfig(w *workspace) controlmode.Config {
 	}
 }
 
-func (r *Registry) onOutput(pane paneKey, data []byte, age time.Duration) {
+func (r *conns) onOutput(pane paneKey, data []byte, age time.Duration) {
 	r.stats.LagNanos.Store(int64(age))
-	r.markers.feed(pane, data)
+	r.recs.markers.feed(pane, data)
 	if r.cfg.OnOutput == nil {
 		return
 	}
-	if id, ok := r.panes.Load(pane); ok {
+	if id, ok := r.recs.panes.Load(pane); ok {
 		r.cfg.OnOutput(id.(string), data)
 	}
 }
 
 // onEvent runs on the read goroutine: it only pokes the reconciler.
-func (r *Registry) onEvent(w *workspace, ev controlmode.Event) {
+func (r *conns) onEvent(w *workspace, ev controlmode.Event) {
 	if _, ok := ev.(*controlmode.Pause); ok {
 		r.stats.Pauses.Add(1)
 	}
@@ -148,56 +177,26 @@ func (r *Registry) onEvent(w *workspace, ev controlmode.Event) {
 	}
 }
 
-// subscription reports every pane's liveness: with remain-on-exit a pane's death raises
-// no other notification.
-const (
-	subName   = "nudge-panes"
-	subFormat = "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal} #{pane_pid}"
-)
-
-// reconcileLoop reconciles on every kick and every SweepInterval.
-func (r *Registry) reconcileLoop(w *workspace) {
-	t := time.NewTicker(r.cfg.SweepInterval)
-	defer t.Stop()
-	var subscribed *controlmode.Conn
-	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case <-w.kick:
-		case <-t.C:
-		}
-		if c := w.current(); c != nil && c != subscribed {
-			if err := c.Subscribe(r.ctx, subName, "%*", subFormat); err != nil {
-				r.cfg.Logger.Warn("subscribe", "workspace", w.name, "error", err)
-			} else {
-				subscribed = c
-			}
-		}
-		r.reconcile(r.ctx, w)
-	}
-}
-
 // listPanes lists the workspace session's panes: one command over the control
 // connection, or a subprocess when none is up. A missing session is an empty list.
-func (r *Registry) listPanes(ctx context.Context, w *workspace) ([]paneInfo, error) {
+func (r *conns) listPanes(ctx context.Context, w *workspace) ([]paneInfo, error) {
 	args := []string{"list-panes", "-s", "-t", "=" + SessionName(w.name), "-F", paneFormat}
 	if c := w.current(); c != nil {
 		q, err := controlmode.Quote(paneFormat)
 		if err == nil {
-			bctx, cancel := r.boundCtx(ctx)
+			bctx, cancel := r.tmux.boundCtx(ctx)
 			reply, err := c.Do(bctx, "list-panes -s -t "+"'="+SessionName(w.name)+"' -F "+q)
 			cancel()
 			if err == nil {
 				panes := parsePanes(reply.Lines)
-				bctx, cancel := r.boundCtx(ctx)
+				bctx, cancel := r.tmux.boundCtx(ctx)
 				deadSignals(bctx, c, panes)
 				cancel()
 				return panes, nil
 			}
 		}
 	}
-	out, err := r.tmuxRun(ctx, w.hostName(), args...)
+	out, err := r.tmux.run(ctx, w.hostName(), args...)
 	if err != nil {
 		if isMissing(err) {
 			return nil, nil
@@ -205,4 +204,146 @@ func (r *Registry) listPanes(ctx context.Context, w *workspace) ([]paneInfo, err
 		return nil, err
 	}
 	return parsePanes(splitLines(out)), nil
+}
+
+// conn returns the live control connection of a workspace, or a TARGET_NOT_FOUND error.
+// The connection is owned by the registry; callers must not Close it.
+func (r *conns) conn(workspace string) (*controlmode.Conn, error) {
+	w := r.lookup(workspace)
+	if w != nil {
+		if c := w.current(); c != nil {
+			return c, nil
+		}
+		if h := w.hostName(); h != "" {
+			return nil, nudge.NewError(nudge.HostUnreachable, "no control connection for workspace "+workspace+" on host "+h)
+		}
+	}
+	return nil, nudge.NewError(nudge.TargetNotFound, "no control connection for workspace "+workspace)
+}
+
+func (r *conns) workspace(name string) *workspace {
+	r.recs.mu.Lock()
+	defer r.recs.mu.Unlock()
+	return r.getLocked(name)
+}
+
+// command runs one tmux command over the control connection, or as a subprocess.
+func (r *conns) command(ctx context.Context, w *workspace, args ...string) error {
+	if c := w.current(); c != nil {
+		line, ok := quoteLine(args)
+		if ok {
+			bctx, cancel := r.tmux.boundCtx(ctx)
+			_, err := c.Do(bctx, line)
+			cancel()
+			if err == nil {
+				return nil
+			}
+		}
+	}
+	_, err := r.tmux.run(ctx, w.hostName(), args...)
+	return err
+}
+
+// hostOf returns the host a workspace is bound to ("" for this machine): that of its
+// runtimes, else the daemon's default host.
+func (r *conns) hostOf(workspace string) string {
+	r.recs.mu.Lock()
+	defer r.recs.mu.Unlock()
+	return r.hostLocked(workspace)
+}
+
+// hostLocked is hostOf with the records' lock held.
+func (r *conns) hostLocked(workspace string) string {
+	if w := r.lookup(workspace); w != nil {
+		return w.hostName()
+	}
+	for _, rt := range r.recs.rts {
+		if rt.WorkspaceID == workspace {
+			return rt.Host
+		}
+	}
+	return r.cfg.SSHHost
+}
+
+// bindHost resolves and binds the host of a new runtime of workspace: want, or the
+// workspace's current host if want is "".
+func (r *conns) bindHost(workspace, want string) (string, error) {
+	if err := validHost(want); err != nil {
+		return "", err
+	}
+	r.recs.mu.Lock()
+	defer r.recs.mu.Unlock()
+	if want == "" {
+		return r.hostLocked(workspace), nil
+	}
+	return want, r.bindHostLocked(workspace, want)
+}
+
+// bindHostLocked binds a workspace to host for a new runtime. A workspace whose runtimes
+// live on another host is a CONFLICT; one with none left is rebound. The
+// records' lock is held.
+func (r *conns) bindHostLocked(workspace, host string) error {
+	for _, rt := range r.recs.rts {
+		if rt.WorkspaceID == workspace && rt.Host != host && rt.Status != nudge.StatusDeregistered {
+			return nudge.NewError(nudge.Conflict, fmt.Sprintf("workspace %s is bound to host %q (runtime %s)", workspace, displayHost(rt.Host), rt.RuntimeID))
+		}
+	}
+	if w := r.lookup(workspace); w != nil {
+		w.mu.Lock()
+		changed := w.host != host
+		w.host = host
+		c := w.conn
+		w.mu.Unlock()
+		if changed && c != nil {
+			c.Close() // the old host's connection; connLoop dials the new one
+		}
+	}
+	return nil
+}
+
+// paneExitWait is Registry.PaneExit.
+func (r *conns) paneExitWait(ctx context.Context, workspace, paneID string) (bool, *int, error) {
+	for try := 1; ; try++ {
+		alive, dead, status, err := r.paneExit(ctx, workspace, paneID)
+		if err != nil || alive || !dead || status != nil || try*int(statusRecheck) >= int(time.Second) {
+			return alive, status, err
+		}
+		r.reap(ctx, r.workspace(workspace))
+		select {
+		case <-ctx.Done():
+			return false, nil, nil
+		case <-time.After(statusRecheck):
+		}
+	}
+}
+
+// paneExit reads the pane once: alive, or dead with its status if tmux knows it.
+func (r *conns) paneExit(ctx context.Context, workspace, paneID string) (alive, dead bool, status *int, err error) {
+	// display-message expands its formats empty for a missing target instead of failing.
+	out, err := r.tmux.run(ctx, r.hostOf(workspace), "display-message", "-p", "-t", paneID, "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
+	if isMissing(err) {
+		return false, false, nil, nil
+	}
+	if err != nil {
+		return false, false, nil, err
+	}
+	f := strings.Fields(out)
+	if len(f) == 0 || f[0] != paneID {
+		return false, false, nil, nil
+	}
+	f = f[1:]
+	if len(f) == 0 || f[0] != "1" {
+		return true, false, nil, nil
+	}
+	var st, signal string
+	if len(f) > 1 {
+		st = f[1]
+	}
+	if len(f) > 2 {
+		signal = f[2]
+	}
+	if _, err := strconv.Atoi(st); err != nil && signal == "" {
+		return false, true, nil, nil
+	}
+	return false, true, exitStatus(st, signal), nil
 }

@@ -1,0 +1,460 @@
+package panes
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/store"
+)
+
+// records is the registry of runtime records that every other part shares: the live
+// nudge.Runtime of each runtime, written behind to the store in order (persist.go), with
+// what the operations and the reconciler note about each (busy, stopped, held, a fallback
+// resume run, a crash resume) and the pane index OnOutput resolves pane ids through. One
+// lock, mu, guards all of it; the others read and change records only through it (Get,
+// List, Transition, Update and the *Locked methods with mu held). Its marker scan and
+// recovery clock have their own locks. It starts no goroutine; Close flushes the store.
+type records struct {
+	cfg *Config
+	db  *store.DB
+
+	mu      sync.Mutex
+	rts     map[string]*nudge.Runtime // by runtime id; never deregistered ones
+	busy    map[string]string         // runtime id -> spawning|restarting|stopping|restart-pending
+	stopped map[string]bool           // stopped by Stop: never restarted automatically
+	held    map[string]int            // HoldRestarts count: no automatic restart while > 0
+	// oneOff: the pane id of a fallback resume run in the runtime's place (its end is
+	// neither clean nor a crash: the runtime's own program comes back).
+	oneOff map[string]string
+	// resumed: the runtime's current program was started by its interactive resume after
+	// a crash; if that crashes too, the next restart is fresh.
+	resumed  map[string]bool
+	noResume map[string]bool
+
+	panes    sync.Map      // pane key -> runtime id, for OnOutput
+	markers  markerScan    // completion markers in pane output
+	recovery recoveryClock // the pace and deadline of automatic restarts
+}
+
+func newRecords(cfg *Config, db *store.DB) *records {
+	return &records{cfg: cfg, db: db, rts: map[string]*nudge.Runtime{}, busy: map[string]string{},
+		stopped: map[string]bool{}, held: map[string]int{}, oneOff: map[string]string{},
+		resumed: map[string]bool{}, noResume: map[string]bool{}}
+}
+
+// load takes the runtimes read from the store (all but the deregistered) and calls ws for
+// each one's workspace, with mu held.
+func (r *records) load(rts []nudge.Runtime, ws func(name string)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range rts {
+		rt := rts[i]
+		if rt.Status == nudge.StatusDeregistered {
+			continue
+		}
+		if rt.Host == "" {
+			rt.Host = r.cfg.SSHHost // a record from before hosts were per workspace
+		}
+		r.rts[rt.RuntimeID] = &rt
+		r.indexPane(&rt)
+		r.watchMarkerLocked(&rt)
+		if b, err := r.db.GetMeta(stoppedKey(rt.RuntimeID)); err == nil && len(b) > 0 {
+			r.stopped[rt.RuntimeID] = true
+		}
+		ws(rt.WorkspaceID)
+	}
+}
+
+// Get returns a runtime by id.
+func (r *records) Get(id string) (nudge.Runtime, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt, ok := r.rts[id]
+	if !ok {
+		return nudge.Runtime{}, false
+	}
+	return cloneRuntime(rt), true
+}
+
+// Lookup returns the runtime of a workspace's role.
+func (r *records) Lookup(workspace, role string) (nudge.Runtime, bool) {
+	if rt, ok := r.Get(RuntimeID(workspace, role)); ok {
+		return rt, true
+	}
+	return r.byAgentID(workspace, role)
+}
+
+// byAgentID finds the runtime of workspace whose agent_id (seed 000 §10) is id, when it
+// differs from its role; two such runtimes are ambiguous and find none.
+func (r *records) byAgentID(workspace, id string) (nudge.Runtime, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var found *nudge.Runtime
+	for _, rt := range r.rts {
+		if rt.WorkspaceID == workspace && rt.AgentID == id && id != "" {
+			if found != nil {
+				return nudge.Runtime{}, false
+			}
+			found = rt
+		}
+	}
+	if found == nil {
+		return nudge.Runtime{}, false
+	}
+	return cloneRuntime(found), true
+}
+
+// List returns every runtime, ordered by workspace then role.
+func (r *records) List() []nudge.Runtime {
+	r.mu.Lock()
+	out := make([]nudge.Runtime, 0, len(r.rts))
+	for _, rt := range r.rts {
+		out = append(out, cloneRuntime(rt))
+	}
+	r.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].WorkspaceID != out[j].WorkspaceID {
+			return out[i].WorkspaceID < out[j].WorkspaceID
+		}
+		return out[i].Role < out[j].Role
+	})
+	return out
+}
+
+// Profile returns a profile by name.
+func (r *records) Profile(name string) (Profile, bool) {
+	p, ok := r.cfg.Profiles[name]
+	return p, ok
+}
+
+func notFound(id string) error {
+	return nudge.NewError(nudge.NotFound, "unknown runtime "+id+" (`nudge ls` lists them; ids are rt_WORKSPACE.ROLE)")
+}
+
+// Transition moves a runtime to another status: validated against the state machine,
+// persisted, audited (runtime_status_changed with from, to and reason), then OnChange. A
+// transition to the current status is a no-op. An illegal one returns a CONFLICT
+// *nudge.Error wrapping *TransitionError and changes nothing.
+func (r *records) Transition(id string, to nudge.Status, reason string) (nudge.Runtime, error) {
+	r.mu.Lock()
+	rt, ok := r.rts[id]
+	if !ok {
+		r.mu.Unlock()
+		return nudge.Runtime{}, notFound(id)
+	}
+	if rt.Status == pausedTarget(rt, to) {
+		defer r.mu.Unlock()
+		return cloneRuntime(rt), nil
+	}
+	ch, err := r.transitionLocked(id, to, reason, "", nil)
+	r.mu.Unlock()
+	if err != nil {
+		return nudge.Runtime{}, err
+	}
+	r.notify(ch)
+	return ch[0].rt, nil
+}
+
+// Update changes a runtime's other fields (readiness, operator_busy, heartbeat, session
+// id, last trigger, ...) through fn, persists the result and calls OnChange. fn must not
+// change RuntimeID or Status (use Transition); such an Update is refused.
+func (r *records) Update(id string, fn func(*nudge.Runtime)) (nudge.Runtime, error) {
+	r.mu.Lock()
+	cur, ok := r.rts[id]
+	if !ok {
+		r.mu.Unlock()
+		return nudge.Runtime{}, notFound(id)
+	}
+	next := cloneRuntime(cur)
+	fn(&next)
+	if next.RuntimeID != cur.RuntimeID || next.Status != cur.Status {
+		r.mu.Unlock()
+		return nudge.Runtime{}, nudge.NewError(nudge.BadRequest, "update may not change runtime_id or status")
+	}
+	if !Live(next.Status) {
+		next.Readiness = nudge.Unknown // no stale readiness on a dead pane
+	}
+	if r.shownReadyLocked(cur, &next) {
+		delete(r.oneOff, id) // an interactive resume (claude --resume) is the runtime's program now
+		chs, err := r.transitionLocked(id, nudge.StatusReady, "agent shows READY", "",
+			func(n *nudge.Runtime) { status := n.Status; *n = cloneRuntime(&next); n.Status = status })
+		r.mu.Unlock()
+		if err != nil {
+			return nudge.Runtime{}, err
+		}
+		r.notify(chs)
+		return chs[len(chs)-1].rt, nil
+	}
+	next.UpdatedAt = r.cfg.Now()
+	err := r.putLocked(&next)
+	r.mu.Unlock()
+	if err != nil {
+		return nudge.Runtime{}, err
+	}
+	r.notify([]change{{rt: next, prev: cur.Status}})
+	return next, nil
+}
+
+// shownReadyLocked: a starting runtime whose profile waits for readiness now reads READY
+// (starting → ready, seed 001 §9 "codex_detected"), or a resume run in its pane does
+// (fallback_resume → ready, "resume_ok": an interactive resume such as claude --resume). Not while a spawn or restart still
+// holds it: that operation records the runtime first.
+func (r *records) shownReadyLocked(cur, next *nudge.Runtime) bool {
+	status := cur.Status
+	return (status == nudge.StatusStarting || status == nudge.StatusFallbackResume && r.oneOff[cur.RuntimeID] == cur.PaneID) &&
+		r.busy[cur.RuntimeID] == "" &&
+		next.Readiness == nudge.Ready && r.cfg.Profiles[cur.Agent].ReadyOn == ReadyOnReadiness
+}
+
+// watchMarkerLocked arms the marker scan for rt's current pane. mu is held.
+func (r *records) watchMarkerLocked(rt *nudge.Runtime) {
+	if k := keyOf(rt); k.n >= 0 {
+		r.markers.watch(k, r.cfg.Profiles[rt.Agent].DoneMarker)
+	}
+}
+
+// SetPaused pauses or resumes triggers for a runtime (`nudge pause|resume`). The paused
+// flag is the trigger gate; the status shows it: a ready runtime goes to paused at once,
+// one in the middle of a trigger (or still starting) when it would next be ready, and
+// resuming a paused runtime makes it ready again. Pausing twice is a no-op.
+func (r *records) SetPaused(id string, paused bool, reason string) (nudge.Runtime, error) {
+	r.mu.Lock()
+	cur, ok := r.rts[id]
+	if !ok {
+		r.mu.Unlock()
+		return nudge.Runtime{}, notFound(id)
+	}
+	status := cur.Status
+	set := func(n *nudge.Runtime) { n.Paused = paused }
+	var chs []change
+	var err error
+	switch {
+	case paused && status == nudge.StatusReady:
+		chs, err = r.transitionLocked(id, nudge.StatusPaused, reason, "", set)
+	case !paused && status == nudge.StatusPaused:
+		chs, err = r.transitionLocked(id, nudge.StatusReady, reason, "", set)
+	case cur.Paused != paused:
+		chs, err = r.updateLocked(id, set)
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return nudge.Runtime{}, err
+	}
+	r.notify(chs)
+	got, _ := r.Get(id)
+	return got, nil
+}
+
+// updateLocked persists fn's change to a runtime without a status change. mu is held.
+func (r *records) updateLocked(id string, fn func(*nudge.Runtime)) ([]change, error) {
+	cur := r.rts[id]
+	if cur == nil {
+		return nil, notFound(id)
+	}
+	next := cloneRuntime(cur)
+	fn(&next)
+	next.UpdatedAt = r.cfg.Now()
+	if err := r.putLocked(&next); err != nil {
+		return nil, err
+	}
+	return []change{{rt: next, prev: cur.Status}}, nil
+}
+
+// toStatusLocked transitions to `to`, through offline first when the direct edge is not
+// allowed (a manual restart of a runtime in the middle of a trigger).
+func (r *records) toStatusLocked(id string, to nudge.Status, reason string, code nudge.Code, mutate func(*nudge.Runtime)) ([]change, error) {
+	cur := nudge.Status(r.rts[id].Status)
+	var chs []change
+	if !CanTransition(cur, to) && CanTransition(cur, nudge.StatusOffline) {
+		c, err := r.transitionLocked(id, nudge.StatusOffline, reason, code, nil)
+		if err != nil {
+			return nil, err
+		}
+		chs = c
+	}
+	c, err := r.transitionLocked(id, to, reason, code, mutate)
+	return append(chs, c...), err
+}
+
+// EnterRecovery shows in the state machine that a fallback chain is recovering the runtime:
+// stage is fallback_resume or spawn_recovery (seed 001 §9). RelaunchWith enters them by
+// itself (its argv tells a resume from a spawn); a chain that recovers a runtime some other
+// way (a launch in a window of its own) calls this, and Transition to leave them.
+func (r *records) EnterRecovery(id string, stage nudge.Status, reason string) (nudge.Runtime, error) {
+	if stage != nudge.StatusFallbackResume && stage != nudge.StatusSpawnRecovery {
+		return nudge.Runtime{}, badRequest("recovery stage %q: want fallback_resume or spawn_recovery", stage)
+	}
+	r.mu.Lock()
+	if _, ok := r.rts[id]; !ok {
+		r.mu.Unlock()
+		return nudge.Runtime{}, notFound(id)
+	}
+	var chs []change
+	var err error
+	if nudge.Status(r.rts[id].Status) != stage {
+		chs, err = r.toStatusLocked(id, stage, reason, "", nil)
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return nudge.Runtime{}, err
+	}
+	r.notify(chs)
+	got, _ := r.Get(id)
+	return got, nil
+}
+
+// reserve marks a role as being worked on; a live record or a concurrent operation on
+// it is a CONFLICT.
+func (r *records) reserve(id, what string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if op := r.busy[id]; op != "" {
+		return nudge.NewError(nudge.Conflict, fmt.Sprintf("runtime %s is busy (%s)", id, op))
+	}
+	if rt := r.rts[id]; rt != nil && Live(rt.Status) {
+		return nudge.NewError(nudge.Conflict, fmt.Sprintf("runtime %s already exists (%s, pane %s)", id, rt.Status, rt.PaneID))
+	}
+	r.busy[id] = what
+	return nil
+}
+
+func (r *records) release(id string) {
+	r.mu.Lock()
+	delete(r.busy, id)
+	r.mu.Unlock()
+}
+
+// record stores a new runtime record and audits it (the caller then wakes its workspace).
+func (r *records) record(rt nudge.Runtime, event string, detail map[string]any) (nudge.Runtime, error) {
+	r.mu.Lock()
+	prev := nudge.Status("")
+	if old := r.rts[rt.RuntimeID]; old != nil {
+		prev = old.Status
+	}
+	if err := r.putLocked(&rt); err != nil {
+		r.mu.Unlock()
+		return nudge.Runtime{}, err
+	}
+	delete(r.stopped, rt.RuntimeID)
+	r.clearStoppedLocked(rt.RuntimeID)
+	r.auditLocked(&rt, event, "", "", detail)
+	r.mu.Unlock()
+	r.notify([]change{{rt: rt, prev: prev}})
+	return rt, nil
+}
+
+func (r *records) clearStoppedLocked(id string) {
+	if err := r.db.PutMeta(stoppedKey(id), nil); err != nil {
+		r.logErr("clear stopped", id, err)
+	}
+}
+
+// checkPaneFree refuses a pane another live runtime already holds.
+func (r *records) checkPaneFree(paneID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rt := range r.rts {
+		if rt.PaneID == paneID && Live(rt.Status) {
+			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID+
+				" (`nudge deregister "+rt.RuntimeID+"` first to adopt it under another name)")
+		}
+	}
+	return nil
+}
+
+// findPaneLocked finds the runtime's pane by id (same session, and same pid or window
+// name, so a reused id on a new tmux server is not taken for ours), else by target.
+func (r *records) findPaneLocked(rt *nudge.Runtime, byID map[string]paneInfo, panes []paneInfo) (paneInfo, bool) {
+	if p, ok := byID[rt.PaneID]; ok && p.Session == rt.TmuxSession && (p.PID == rt.PID || p.Window == rt.TmuxWindow) {
+		return p, true
+	}
+	for _, p := range panes {
+		if p.Session != rt.TmuxSession || p.Window != rt.TmuxWindow || p.Index != rt.TmuxPane {
+			continue
+		}
+		if owner, ok := r.panes.Load(paneKey{rt.Host, paneNum(p.ID)}); ok && owner != rt.RuntimeID {
+			continue
+		}
+		return p, true
+	}
+	return paneInfo{}, false
+}
+
+// restartableLocked: an offline managed runtime that was not stopped and whose restarts
+// are not held by a fallback chain.
+func (r *records) restartableLocked(rt *nudge.Runtime) bool {
+	return rt.Managed && !r.stopped[rt.RuntimeID] && r.held[rt.RuntimeID] == 0 &&
+		rt.Status == nudge.StatusOffline
+}
+
+func (r *records) logErr(op, id string, err error) {
+	if err != nil {
+		r.cfg.Logger.Error(op, "runtime", id, "error", err)
+	}
+}
+
+// startTimeout is the profile's start timeout, else Config.StartTimeout.
+func (r *records) startTimeout(rt *nudge.Runtime) time.Duration {
+	if d := r.cfg.Profiles[rt.Agent].StartTimeout; d > 0 {
+		return d
+	}
+	return r.cfg.StartTimeout
+}
+
+// StartDeadline is when a starting runtime fails its start; zero if it is not starting.
+// The trigger pipeline holds a trigger for a starting runtime until then.
+func (r *records) StartDeadline(id string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt := r.rts[id]
+	if rt == nil || rt.Status != nudge.StatusStarting {
+		return time.Time{}
+	}
+	return rt.StatusSince.Add(r.startTimeout(rt))
+}
+
+// HoldRestarts stops automatic restarts of a runtime (and keeps deaths out of its crash
+// count) until the returned release is called: the fallback chain owns the pane meanwhile.
+func (r *records) HoldRestarts(id string) (release func()) {
+	r.mu.Lock()
+	r.held[id]++
+	r.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			if r.held[id]--; r.held[id] <= 0 {
+				delete(r.held, id)
+			}
+			r.mu.Unlock()
+		})
+	}
+}
+
+// deregister is Registry.Deregister; drop forgets the runtime's kept screen.
+func (r *records) deregister(ctx context.Context, id, reason string, drop func(id string)) error {
+	defer r.db.Flush() // durable when it returns
+	r.mu.Lock()
+	if op := r.busy[id]; op != "" && op != "restart-pending" {
+		r.mu.Unlock()
+		return nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+"): retry when that is done")
+	}
+	chs, err := r.transitionLocked(id, nudge.StatusDeregistered, "deregistered: "+reason, "", nil)
+	if err == nil {
+		rt := r.rts[id]
+		r.auditLocked(rt, "runtime_deregistered", reason, "", nil)
+		r.panes.Delete(keyOf(rt))
+		drop(id)
+		r.recovery.forget(id)
+		delete(r.rts, id)
+		delete(r.busy, id)
+		delete(r.stopped, id)
+	}
+	r.mu.Unlock()
+	r.notify(chs)
+	return err
+}
