@@ -75,6 +75,9 @@ func (ty *typist) deliver(l *lane, j *job, rt nudge.Runtime) {
 		ty.markSubmitted(j, d, "already in the pane's history")
 		return
 	}
+	if f != foundInComposer && ty.viaChannel(l, j, rt, d) {
+		return
+	}
 	ty.typeInto(l, j, conn, target, rt, d, f == foundInComposer)
 }
 
@@ -377,6 +380,11 @@ func (ty *typist) typeEnvelope(ctx context.Context, conn Sender, j *job, target 
 // markInjected records that j's envelope is in the pane; newAttempt counts a typing
 // (false: only the Enter of an attempt already recorded is still to come).
 func (ty *typist) markInjected(j *job, d attemptDetail, newAttempt bool) {
+	ty.markInjectedVia(j, d, newAttempt, nudge.BackendTmux)
+}
+
+// markInjectedVia is markInjected for a prompt given to the agent by backend.
+func (ty *typist) markInjectedVia(j *job, d attemptDetail, newAttempt bool, backend string) {
 	now := ty.cfg.Now()
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.State = nudge.StateInjected
@@ -384,7 +392,7 @@ func (ty *typist) markInjected(j *job, d attemptDetail, newAttempt bool) {
 		if newAttempt {
 			t.Attempts++
 		}
-		t.DeliveryBackend = nudge.BackendTmux
+		t.DeliveryBackend = backend
 		j.settleCause(t, "")
 		t.DeferredUntil = nil
 		t.Result = resultFor(t)

@@ -139,6 +139,7 @@ type evidencer interface {
 
 // ackTimedOut retries the trigger after the next backoff, or falls back.
 func (f *finisher) ackTimedOut(j *job) {
+	f.withdraw(j)
 	t := j.record()
 	wait, retry := f.cfg.retryAfter(t.Attempts)
 	if !retry {

@@ -22,6 +22,7 @@ type job struct {
 	decideOnce sync.Once
 	pmu        sync.Mutex // serializes persist
 	maybeTyped bool       // an earlier incarnation may have typed it: look before typing
+	keysOnly   bool       // withdrawn from the agent's channel (or it failed): typed from now on
 	deferStart time.Time  // when the current collision deferral began
 	holdStart  time.Time  // when the current agent or runtime hold began (busy, confirming, paused, ...)
 	counted    bool       // its live failure was counted by the runtime's breaker

@@ -210,6 +210,7 @@ type Deps struct {
 	Gates    Gates      // nil: never busy, always READY, composer unknown
 	Acks     Acker      // nil: submitted is the final state
 	Fallback Fallbacker // nil: failures stay failures
+	Channel  Channel    // nil: every trigger is typed
 	// OnChange is called after every receipt change (events, metrics). Must not block.
 	OnChange func(t nudge.Trigger)
 }

@@ -100,6 +100,9 @@ type Profile struct {
 	// AckHint makes the envelope ask the agent to print the ack marker. It defaults to
 	// true without a Record and false with one (the record shows the turn).
 	AckHint bool
+	// Channel names the agent's own channel a prompt is handed over by instead of typed
+	// ("codex": Codex's app-server control socket), when it is there; "" = typed always.
+	Channel string
 	// Source is the file the profile was read from; "" = the embedded default.
 	Source string
 
@@ -134,7 +137,11 @@ type profileFile struct {
 	Record           string            `json:"record"`
 	SessionIDFlag    string            `json:"session_id_flag"`
 	AckHint          *bool             `json:"ack_hint"`
+	Channel          string            `json:"channel"`
 }
+
+// ChannelCodex is Profile.Channel for Codex's app-server control socket.
+const ChannelCodex = "codex"
 
 // Values of Profile.ReadyOn.
 const (
@@ -266,7 +273,7 @@ func (f profileFile) profile() (Profile, error) {
 		AckSignals: f.AckSignals, SubmittedIsAck: f.SubmittedIsAck, SendsHeartbeats: f.SendsHeartbeats,
 		ResumeInteractive: f.ResumeInteract, DoneMarker: strings.TrimSpace(f.DoneMarker),
 		RestartOnExit: f.RestartOnExit, ReadyOn: f.ReadyOn, Record: f.Record, SessionIDFlag: f.SessionIDFlag,
-		AckHint: f.Record == "",
+		AckHint: f.Record == "", Channel: f.Channel,
 	}
 	if f.AckHint != nil {
 		p.AckHint = *f.AckHint
@@ -336,6 +343,9 @@ func (p *Profile) finish() error {
 	}
 	if p.SessionIDFlag != "" && !strings.HasPrefix(p.SessionIDFlag, "-") {
 		return fmt.Errorf("session_id_flag %q: want a flag such as --session-id", p.SessionIDFlag)
+	}
+	if p.Channel != "" && p.Channel != ChannelCodex {
+		return fmt.Errorf("channel %q: want %q or none", p.Channel, ChannelCodex)
 	}
 	if p.Record != "" {
 		if _, err := record.Lookup(p.Record); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge/cmd/nudge/agentchannel"
 	"github.com/nudgehq/nudge/cmd/nudge/agentrecord"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
@@ -276,7 +277,7 @@ func openPipeline(cfg serveConfig, d *daemon, h *hooks) (*inject.Pipeline, error
 	}
 	p, err := inject.New(ic, inject.Deps{
 		Store: d.db, Runtimes: d.reg, Conn: conn, Gates: d.mon,
-		Acks: d.acks, Fallback: d.chain, OnChange: h.onTriggerChange,
+		Acks: d.acks, Fallback: d.chain, OnChange: h.onTriggerChange, Channel: &agentchannel.Channels{Profiles: d.profiles},
 	})
 	if err != nil {
 		return nil, err

@@ -104,7 +104,9 @@ func testDraftHoldsTrigger(t *testing.T, agent, bin string) {
 		td.tmux("send-keys", "-t", rt.PaneID, "BSpace")
 	}
 	got = td.waitTrigger("oc-1", func(t nudge.Trigger) bool { return t.State == "submitted" || t.Closed })
-	if got.State != "submitted" {
+	if got.SubmittedAt == nil || got.State != "submitted" && got.State != "acked" {
+		// Acked at once when the agent's record shows the prompt (OpenCode's does as it
+		// takes it): submitted on the way.
 		t.Fatalf("oc-1 after the draft was cleared: %+v\nscreen:\n%s", got, td.tmux("capture-pane", "-p", "-t", rt.PaneID))
 	}
 	// The model got nudge's prompt, once, and never the human's words.

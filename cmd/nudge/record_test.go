@@ -88,7 +88,12 @@ func testBusyOnce(t *testing.T, c agentCase) {
 		if n := standin.Count(reqs, id); n != 1 {
 			t.Errorf("%s: the model got the prompt %d times, want 1\nstory: %s", id, n, story(ft.td.audit(id)))
 		}
-		t.Logf("%s: %s attempts=%d signal=%s reply=%q", id, tr.State, tr.Attempts, tr.AckSignal, tr.Reply)
+		t.Logf("%s: %s attempts=%d signal=%s backend=%s reply=%q", id, tr.State, tr.Attempts, tr.AckSignal, tr.DeliveryBackend, tr.Reply)
+		// Codex's prompts go through its app-server once its session id is known (the
+		// question comes after six turns): nothing is typed.
+		if c.agent == "codex" && id == c.agent+"-question" && tr.DeliveryBackend != "codex_app_server" {
+			t.Errorf("%s: delivery_backend %q, want codex_app_server\nstory: %s", id, tr.DeliveryBackend, story(ft.td.audit(id)))
+		}
 	}
 }
 
