@@ -20,8 +20,8 @@
 //	records     the runtime records (nudge.Runtime by id) and what is noted about each
 //	            (busy, stopped, held, a fallback resume run, a crash resume), under one
 //	            lock; persisted write-behind (persist.go). Embedded in Registry: Get,
-//	            Lookup, List, Transition, Update, SetPaused, EnterRecovery, HoldRestarts,
-//	            StartDeadline. The others share it through that lock and its *Locked methods.
+//	            Lookup, List, Transition, Update, SetPaused, EnterRecovery, HoldRestarts.
+//	            The others share it through that lock and its methods.
 //	conns       the workspaces (workspace.go): one control connection each, the host a
 //	            workspace is bound to, and what runs over the connection (list-panes,
 //	            reap, Tail and the kept screens, SetSessionEnv, SetPaneOption); its own

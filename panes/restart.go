@@ -230,9 +230,7 @@ func (r *launcher) findPane(ctx context.Context, w *workspace, rt *nudge.Runtime
 	if err != nil {
 		return paneInfo{}, false, err
 	}
-	r.recs.mu.Lock()
-	defer r.recs.mu.Unlock()
-	p, found := r.recs.findPaneLocked(rt, indexPanes(panes), panes)
+	p, found := r.recs.findPane(rt, panes)
 	return p, found, nil
 }
 

@@ -26,7 +26,7 @@ func (r *reconciler) overdueLocked(rt *nudge.Runtime, now time.Time) (startOverd
 	if rt.Status != nudge.StatusStarting || !rt.Managed {
 		return startOverdue{}, false // an unmanaged pane's start is not nudge's to judge
 	}
-	d := r.recs.startTimeout(rt)
+	d := r.startTimeout(rt)
 	if now.Sub(rt.StatusSince) < d {
 		return startOverdue{}, false
 	}
@@ -73,4 +73,24 @@ func (r *reconciler) evidence(ctx context.Context, host, pane string) string {
 		out = out[len(out)-max:]
 	}
 	return out
+}
+
+// startTimeout is the profile's start timeout, else Config.StartTimeout.
+func (r *reconciler) startTimeout(rt *nudge.Runtime) time.Duration {
+	if d := r.cfg.Profiles[rt.Agent].StartTimeout; d > 0 {
+		return d
+	}
+	return r.cfg.StartTimeout
+}
+
+// startDeadline is when a starting runtime fails its start; zero if it is not starting.
+// The trigger pipeline holds a trigger for a starting runtime until then.
+func (r *reconciler) startDeadline(id string) time.Time {
+	r.recs.mu.Lock()
+	defer r.recs.mu.Unlock()
+	rt := r.recs.rts[id]
+	if rt == nil || rt.Status != nudge.StatusStarting {
+		return time.Time{}
+	}
+	return rt.StatusSince.Add(r.startTimeout(rt))
 }

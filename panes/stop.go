@@ -12,64 +12,16 @@ import (
 func (r *ender) stop(ctx context.Context, id, reason string) error {
 	ctx = context.WithoutCancel(ctx)
 	defer r.recs.db.Flush() // durable when it returns
-	rt, err := r.beginStop(id, reason)
+	rt, err := r.recs.beginStop(id, reason)
 	if err != nil {
 		return err
 	}
 	defer r.recs.release(id)
 	exit, forced, e := r.interrupt(ctx, &rt)
 	if !e.OK() {
-		return r.stopFailed(&rt, reason, e)
+		return r.recs.stopFailed(&rt, reason, e)
 	}
-	r.recs.mu.Lock()
-	var chs []change
-	if Live(nudge.Status(r.recs.rts[id].Status)) {
-		chs, err = r.recs.transitionLocked(id, nudge.StatusOffline, "stopped: "+reason+" ("+e.How+")", "",
-			func(n *nudge.Runtime) { n.ExitStatus = exit })
-	}
-	if err == nil {
-		r.recs.auditLocked(&rt, "runtime_stopped", reason, "", map[string]any{"killed": forced, "exit_status": exit,
-			"ended_by": e.By, "ended_after": e.After, "pids": e.PIDs, "how": e.How})
-	}
-	r.recs.mu.Unlock()
-	r.recs.notify(chs)
-	return err
-}
-
-// stopFailed records a stop that could not end the program: failed with STOP_FAILED.
-func (r *ender) stopFailed(rt *nudge.Runtime, reason string, e Ended) error {
-	msg := "stop failed: the program " + e.How
-	r.recs.mu.Lock()
-	var chs []change
-	if cur := r.recs.rts[rt.RuntimeID]; cur != nil && cur.Status != nudge.StatusFailed {
-		var err error
-		chs, err = r.recs.toStatusLocked(rt.RuntimeID, nudge.StatusFailed, msg, nudge.StopFailed, nil)
-		r.recs.logErr("stop failed", rt.RuntimeID, err)
-	}
-	r.recs.auditLocked(rt, "runtime_stop_failed", reason, nudge.StopFailed, e)
-	r.recs.mu.Unlock()
-	r.recs.notify(chs)
-	return nudge.NewError(nudge.StopFailed, "stop "+rt.RuntimeID+": the program "+e.How)
-}
-
-func (r *ender) beginStop(id, reason string) (nudge.Runtime, error) {
-	r.recs.mu.Lock()
-	defer r.recs.mu.Unlock()
-	rt, ok := r.recs.rts[id]
-	if !ok {
-		return nudge.Runtime{}, notFound(id)
-	}
-	if op := r.recs.busy[id]; op != "" && op != "restart-pending" {
-		return nudge.Runtime{}, nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+"): retry when that is done")
-	}
-	r.recs.busy[id] = "stopping"
-	r.recs.stopped[id] = true
-	r.recs.recovery.forget(id)
-	if err := r.recs.db.PutMeta(stoppedKey(id), []byte(reason+" ")); err != nil {
-		delete(r.recs.busy, id)
-		return nudge.Runtime{}, err
-	}
-	return cloneRuntime(rt), nil
+	return r.recs.stopDone(&rt, reason, exit, forced, e)
 }
 
 // interrupt ends the pane's program: C-c, then signals by pid (end.go), then kills the
@@ -190,9 +142,7 @@ func (r *ender) paneLookup(ctx context.Context, w *workspace, rt *nudge.Runtime)
 	if err != nil {
 		return paneInfo{ID: rt.PaneID}, true, err
 	}
-	r.recs.mu.Lock()
-	p, found := r.recs.findPaneLocked(rt, indexPanes(panes), panes)
-	r.recs.mu.Unlock()
+	p, found := r.recs.findPane(rt, panes)
 	return p, found && !p.Dead, nil
 }
 

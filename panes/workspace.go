@@ -33,7 +33,8 @@ type conns struct {
 	ws map[string]*workspace
 }
 
-// workspace owns one workspace's control connection and its reconciler goroutine.
+// workspace is one workspace: its host, its control connection, and the channels its
+// two goroutines (conns.connLoop, reconciler.loop) wait on.
 type workspace struct {
 	name string
 	host string        // ssh destination, "" local; guarded by mu (a workspace with no runtime may be rebound)
