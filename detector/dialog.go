@@ -21,9 +21,14 @@ type DialogSpec struct {
 	// Option matches one option line; the groups "num" and "label" are required, "key"
 	// (a shortcut the line shows, e.g. "(y)") optional.
 	Option string `json:"option"`
-	// Keys says which key answers an option: "number" (the digit before it) or
-	// "shortcut" (the key in its parentheses, else its number).
+	// Keys says which key answers an option: "number" (the digit before it),
+	// "shortcut" (the key in its parentheses, else its number), or "arrows": the options
+	// are Buttons on one row, one of them selected (drawn in a colour or reverse of its
+	// own), Left and Right move the selection round, Enter takes it.
 	Keys string `json:"keys"`
+	// Buttons are the labels of a row of buttons, in order (Keys "arrows"; Option is
+	// then not used).
+	Buttons []string `json:"buttons,omitempty"`
 	// Above is how many lines above the question belong to the dialog (Claude Code's
 	// tool name and command); they stop at a horizontal rule. The lines between the
 	// question and the first option (Codex's command and reason) always do.
@@ -48,10 +53,13 @@ func (d *DialogSpec) compile() error {
 		d.question = append(d.question, re)
 	}
 	var err error
-	if d.option, err = regexp.Compile(d.Option); err != nil {
+	if d.Keys == "arrows" {
+		if len(d.Buttons) < 2 {
+			return errString("dialog keys arrows: needs two buttons or more")
+		}
+	} else if d.option, err = regexp.Compile(d.Option); err != nil {
 		return err
-	}
-	if d.option.SubexpIndex("num") < 0 || d.option.SubexpIndex("label") < 0 {
+	} else if d.option.SubexpIndex("num") < 0 || d.option.SubexpIndex("label") < 0 {
 		return errString("dialog option: needs the groups num and label")
 	}
 	if d.yes, err = regexp.Compile(d.Yes); err != nil {
@@ -60,8 +68,8 @@ func (d *DialogSpec) compile() error {
 	if d.no, err = regexp.Compile(d.No); err != nil {
 		return err
 	}
-	if d.Keys != "number" && d.Keys != "shortcut" {
-		return errString(`dialog keys: want "number" or "shortcut"`)
+	if d.Keys != "number" && d.Keys != "shortcut" && d.Keys != "arrows" {
+		return errString(`dialog keys: want "number", "shortcut" or "arrows"`)
 	}
 	return nil
 }
@@ -79,20 +87,31 @@ var (
 	shortcut = regexp.MustCompile(`\s*\(([^()\s]+)\)\s*$`)
 )
 
-// ParseDialog reads the approval dialog on screen (plain text, no escapes) as pack p
-// describes it; nil when p describes none or none is shown. The dialog's id is a hash
-// of what it shows (question, context, options): it changes whenever the dialog does.
+// ParseDialog reads the approval dialog on screen (as captured, escapes and all: a row of
+// buttons shows its selection only by colour) as pack p describes it; nil when p
+// describes none or none is shown. The dialog's id is a hash of what it shows (question,
+// context, options, and which button is selected): it changes whenever the dialog does.
 func ParseDialog(p *Pack, screen string) *nudge.Dialog {
-	if p == nil || p.Dialog == nil || p.Dialog.option == nil {
+	if p == nil || p.Dialog == nil || (p.Dialog.option == nil && p.Dialog.Keys != "arrows") {
 		return nil
 	}
 	d := p.Dialog
-	lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	raw := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	lines := make([]string, len(raw))
+	for i, l := range raw {
+		lines[i] = nudge.StripANSI(l)
+	}
 	q := d.questionLine(lines)
 	if q < 0 {
 		return nil
 	}
-	opts, between := d.options(lines[q+1:])
+	var opts []nudge.DialogOption
+	var between []string
+	if d.Keys == "arrows" {
+		opts, between = d.buttons(raw[q+1:], lines[q+1:])
+	} else {
+		opts, between = d.options(lines[q+1:])
+	}
 	if len(opts) == 0 {
 		return nil
 	}
@@ -231,5 +250,5 @@ func (m *Monitor) DialogNow(ctx context.Context, rt nudge.Runtime) (*nudge.Dialo
 	if err != nil {
 		return nil, err
 	}
-	return ParseDialog(m.packFor(rt), nudge.StripANSI(sc.text)), nil
+	return ParseDialog(m.packFor(rt), sc.text), nil
 }

@@ -169,7 +169,7 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 // none); the dialog of the last verdict, still shown, keeps its ShownAt. Called on the
 // pane's goroutine.
 func (ps *paneState) readDialog(pack *Pack, screen string, now func() time.Time) *nudge.Dialog {
-	d := ParseDialog(pack, nudge.StripANSI(screen))
+	d := ParseDialog(pack, screen)
 	if d == nil {
 		return nil
 	}
