@@ -21,9 +21,14 @@ type DialogSpec struct {
 	// Option matches one option line; the groups "num" and "label" are required, "key"
 	// (a shortcut the line shows, e.g. "(y)") optional.
 	Option string `json:"option"`
-	// Keys says which key answers an option: "number" (the digit before it) or
-	// "shortcut" (the key in its parentheses, else its number).
+	// Keys says which key answers an option: "number" (the digit before it),
+	// "shortcut" (the key in its parentheses, else its number), or "arrows": the options
+	// are Buttons on one row, one of them selected (drawn in a colour or reverse of its
+	// own), Left and Right move the selection round, Enter takes it.
 	Keys string `json:"keys"`
+	// Buttons are the labels of a row of buttons, in order (Keys "arrows"; Option is
+	// then not used).
+	Buttons []string `json:"buttons,omitempty"`
 	// Above is how many lines above the question belong to the dialog (Claude Code's
 	// tool name and command); they stop at a horizontal rule. The lines between the
 	// question and the first option (Codex's command and reason) always do.
@@ -48,10 +53,13 @@ func (d *DialogSpec) compile() error {
 		d.question = append(d.question, re)
 	}
 	var err error
-	if d.option, err = regexp.Compile(d.Option); err != nil {
+	if d.Keys == "arrows" {
+		if len(d.Buttons) < 2 {
+			return errString("dialog keys arrows: needs two buttons or more")
+		}
+	} else if d.option, err = regexp.Compile(d.Option); err != nil {
 		return err
-	}
-	if d.option.SubexpIndex("num") < 0 || d.option.SubexpIndex("label") < 0 {
+	} else if d.option.SubexpIndex("num") < 0 || d.option.SubexpIndex("label") < 0 {
 		return errString("dialog option: needs the groups num and label")
 	}
 	if d.yes, err = regexp.Compile(d.Yes); err != nil {
@@ -60,8 +68,8 @@ func (d *DialogSpec) compile() error {
 	if d.no, err = regexp.Compile(d.No); err != nil {
 		return err
 	}
-	if d.Keys != "number" && d.Keys != "shortcut" {
-		return errString(`dialog keys: want "number" or "shortcut"`)
+	if d.Keys != "number" && d.Keys != "shortcut" && d.Keys != "arrows" {
+		return errString(`dialog keys: want "number", "shortcut" or "arrows"`)
 	}
 	return nil
 }
@@ -71,94 +79,139 @@ type errString string
 func (e errString) Error() string { return string(e) }
 
 // rule matches a line drawn as a horizontal rule (a TUI's separator); boxOnly a line of
-// box drawing alone (a frame inside the dialog), which is not part of its text.
+// box drawing alone (a frame inside the dialog), which is not part of its text; shortcut
+// the key an option shows in parentheses at the end of its label: "(p)".
 var (
-	rule    = regexp.MustCompile(`^\s*[─━═-]{8,}\s*$`)
-	boxOnly = regexp.MustCompile(`^[─━═│┃╭╮╰╯┌┐└┘├┤ ]+$`)
+	rule     = regexp.MustCompile(`^\s*[─━═-]{8,}\s*$`)
+	boxOnly  = regexp.MustCompile(`^[─━═│┃╭╮╰╯┌┐└┘├┤ ]+$`)
+	shortcut = regexp.MustCompile(`\s*\(([^()\s]+)\)\s*$`)
 )
 
-// ParseDialog reads the approval dialog on screen (plain text, no escapes) as pack p
-// describes it; nil when p describes none or none is shown. The dialog's id is a hash
-// of what it shows (question, context, options): it changes whenever the dialog does.
+// ParseDialog reads the approval dialog on screen (as captured, escapes and all: a row of
+// buttons shows its selection only by colour) as pack p describes it; nil when p
+// describes none or none is shown. The dialog's id is a hash of what it shows (question,
+// context, options, and which button is selected): it changes whenever the dialog does.
 func ParseDialog(p *Pack, screen string) *nudge.Dialog {
-	if p == nil || p.Dialog == nil || p.Dialog.option == nil {
+	if p == nil || p.Dialog == nil || (p.Dialog.option == nil && p.Dialog.Keys != "arrows") {
 		return nil
 	}
 	d := p.Dialog
-	lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
-	q := -1
-	for i := len(lines) - 1; i >= 0 && q < 0; i-- {
-		for _, re := range d.question {
-			if re.MatchString(lines[i]) {
-				q = i
-				break
-			}
-		}
+	raw := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	lines := make([]string, len(raw))
+	for i, l := range raw {
+		lines[i] = nudge.StripANSI(l)
 	}
+	q := d.questionLine(lines)
 	if q < 0 {
 		return nil
 	}
 	var opts []nudge.DialogOption
-	num, label, key := d.option.SubexpIndex("num"), d.option.SubexpIndex("label"), d.option.SubexpIndex("key")
-	shortcut := regexp.MustCompile(`\s*\(([^()\s]+)\)\s*$`)
 	var between []string
-	for _, l := range lines[q+1:] {
-		m := d.option.FindStringSubmatch(l)
-		if m == nil {
-			if len(opts) == 0 {
-				if t := strings.TrimSpace(strings.Trim(l, "│┃ ")); t != "" && !boxOnly.MatchString(t) {
-					between = append(between, t) // the command, its reason
-				}
-				continue
-			}
-			t := strings.TrimSpace(l)
-			if t == "" || !strings.HasPrefix(l, "  ") {
-				break // the options are over (a blank line, the footer)
-			}
-			last := &opts[len(opts)-1]
-			if k := shortcut.FindStringSubmatch(t); k != nil && d.Keys == "shortcut" && last.Key == strconv.Itoa(len(opts)) {
-				// A wrapped label's shortcut on its own line: "(p)".
-				last.Key = shortcutKey(k[1])
-				t = strings.TrimSpace(t[:len(t)-len(k[0])])
-			}
-			if t != "" {
-				last.Label += " " + t
-			}
-			continue
-		}
-		o := nudge.DialogOption{Key: m[num], Label: strings.TrimSpace(m[label])}
-		if d.Keys == "shortcut" {
-			if key >= 0 && m[key] != "" {
-				o.Key = shortcutKey(m[key])
-			} else if k := shortcut.FindStringSubmatch(o.Label); k != nil {
-				o.Key, o.Label = shortcutKey(k[1]), strings.TrimSpace(o.Label[:len(o.Label)-len(k[0])])
-			}
-		}
-		opts = append(opts, o)
+	if d.Keys == "arrows" {
+		opts, between = d.buttons(raw[q+1:], lines[q+1:])
+	} else {
+		opts, between = d.options(lines[q+1:])
 	}
 	if len(opts) == 0 {
 		return nil
 	}
+	text := strings.TrimSpace(strings.Join(append(d.above(lines, q), between...), "\n"))
+	title := dialogText(lines[q])
+	dl := &nudge.Dialog{DialogID: dialogHash(title, text, opts), Title: title, Text: text, Options: opts}
+	dl.ApproveKey, dl.DenyKey = DialogChoice(p, dl, true), DialogChoice(p, dl, false)
+	return dl
+}
+
+// questionLine returns the index of the bottom-most line matching a question, or -1.
+func (d *DialogSpec) questionLine(lines []string) int {
+	for i := len(lines) - 1; i >= 0; i-- {
+		for _, re := range d.question {
+			if re.MatchString(lines[i]) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// options reads the option lines that follow the question (a label wrapped onto the
+// next lines joined to its option) and returns them with the dialog's text between the
+// question and the first option (the command, its reason).
+func (d *DialogSpec) options(lines []string) (opts []nudge.DialogOption, between []string) {
+	for _, l := range lines {
+		m := d.option.FindStringSubmatch(l)
+		switch {
+		case m != nil:
+			opts = append(opts, d.parseOption(m))
+		case len(opts) == 0:
+			if t := dialogText(l); t != "" && !boxOnly.MatchString(t) {
+				between = append(between, t)
+			}
+		case !d.wrapped(&opts[len(opts)-1], len(opts), l):
+			return opts, between // the options are over (a blank line, the footer)
+		}
+	}
+	return opts, between
+}
+
+// parseOption is the option of a matched option line m: its number or shortcut and label.
+func (d *DialogSpec) parseOption(m []string) nudge.DialogOption {
+	num, label, key := d.option.SubexpIndex("num"), d.option.SubexpIndex("label"), d.option.SubexpIndex("key")
+	o := nudge.DialogOption{Key: m[num], Label: strings.TrimSpace(m[label])}
+	if d.Keys == "shortcut" {
+		if key >= 0 && m[key] != "" {
+			o.Key = shortcutKey(m[key])
+		} else if k := shortcut.FindStringSubmatch(o.Label); k != nil {
+			o.Key, o.Label = shortcutKey(k[1]), strings.TrimSpace(o.Label[:len(o.Label)-len(k[0])])
+		}
+	}
+	return o
+}
+
+// wrapped joins line l to last, the n-th option, when l continues its label (an indented
+// line), and reports whether it did.
+func (d *DialogSpec) wrapped(last *nudge.DialogOption, n int, l string) bool {
+	t := strings.TrimSpace(l)
+	if t == "" || !strings.HasPrefix(l, "  ") {
+		return false
+	}
+	if k := shortcut.FindStringSubmatch(t); k != nil && d.Keys == "shortcut" && last.Key == strconv.Itoa(n) {
+		// A wrapped label's shortcut on its own line: "(p)".
+		last.Key = shortcutKey(k[1])
+		t = strings.TrimSpace(t[:len(t)-len(k[0])])
+	}
+	if t != "" {
+		last.Label += " " + t
+	}
+	return true
+}
+
+// above returns the lines of the dialog above its question line q (up to d.Above of
+// them, stopping at a horizontal rule), frames trimmed.
+func (d *DialogSpec) above(lines []string, q int) []string {
 	var above []string
 	for i := q - 1; i >= 0 && i >= q-d.Above; i-- {
 		if rule.MatchString(lines[i]) {
 			break
 		}
-		if t := strings.TrimSpace(strings.Trim(lines[i], "│┃ ")); t != "" && !boxOnly.MatchString(t) {
+		if t := dialogText(lines[i]); t != "" && !boxOnly.MatchString(t) {
 			above = append([]string{t}, above...)
 		}
 	}
-	above = append(above, between...)
-	text := strings.TrimSpace(strings.Join(above, "\n"))
-	title := strings.TrimSpace(strings.Trim(lines[q], "│┃ "))
+	return above
+}
+
+// dialogText is a dialog line without its frame and surrounding blanks.
+func dialogText(l string) string { return strings.TrimSpace(strings.Trim(l, "│┃ ")) }
+
+// dialogHash is a dialog's id: a hash of its title, text and options.
+func dialogHash(title, text string, opts []nudge.DialogOption) string {
 	h := sha256.New()
 	h.Write([]byte(title + "\x00" + text))
 	for _, o := range opts {
 		h.Write([]byte("\x00" + o.Key + "\x01" + o.Label))
 	}
-	dl := &nudge.Dialog{DialogID: hex.EncodeToString(h.Sum(nil))[:12], Title: title, Text: text, Options: opts}
-	dl.ApproveKey, dl.DenyKey = DialogChoice(p, dl, true), DialogChoice(p, dl, false)
-	return dl
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // shortcutKey is the tmux key name of a shortcut a dialog shows ("esc" → Escape).
@@ -197,5 +250,5 @@ func (m *Monitor) DialogNow(ctx context.Context, rt nudge.Runtime) (*nudge.Dialo
 	if err != nil {
 		return nil, err
 	}
-	return ParseDialog(m.packFor(rt), nudge.StripANSI(sc.text)), nil
+	return ParseDialog(m.packFor(rt), sc.text), nil
 }

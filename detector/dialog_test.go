@@ -78,3 +78,65 @@ func replaceLast(s, old, new string) string {
 	}
 	return s
 }
+
+// TestParseDialogButtons reads OpenCode's permission dialog, a row of buttons whose
+// selection shows only by colour (real 1.18.33 screens): each option's keys go from the
+// selected button, round the row, so the same choice has other keys once the selection
+// moved, and the dialog's id changes with it.
+func TestParseDialogButtons(t *testing.T) {
+	packs, err := LoadPacks("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := packs["opencode"]
+	read := func(file, cmd string) *nudge.Dialog {
+		b, err := os.ReadFile(filepath.Join("testdata", "screens", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := ParseDialog(p, string(b))
+		if d == nil || d.Title != "△ Permission required" || d.Text != "# Shell command\n$ "+cmd || len(d.Options) != 3 {
+			t.Fatalf("%s: %+v", file, d)
+		}
+		return d
+	}
+	first := read("opencode_confirm_bash.ansi", "touch x.txt")
+	for i, want := range []string{"Enter", "Right Enter", "Right Right Enter"} {
+		if first.Options[i].Key != want {
+			t.Errorf("first selected, option %d: %+v, want %q", i, first.Options[i], want)
+		}
+	}
+	if first.ApproveKey != "Enter" || first.DenyKey != "Right Right Enter" {
+		t.Errorf("approve %q deny %q", first.ApproveKey, first.DenyKey)
+	}
+	moved := read("opencode_confirm_reject_selected.ansi", "touch denied.txt")
+	for i, want := range []string{"Right Enter", "Right Right Enter", "Enter"} {
+		if moved.Options[i].Key != want {
+			t.Errorf("Reject selected, option %d: %+v, want %q", i, moved.Options[i], want)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join("testdata", "screens", "opencode_confirm_reject_selected.ansi"))
+	back := ParseDialog(p, strings.Replace(strings.Replace(string(b), "\x1b[38;5;8mAllow once", "\x1b[48;5;215m\x1b[38;5;232mAllow once\x1b[48;5;234m", 1),
+		"\x1b[48;5;215m \x1b[38;5;232mReject", "\x1b[48;5;234m \x1b[38;5;8mReject", 1))
+	if back == nil || back.Options[0].Key != "Enter" || back.DialogID == moved.DialogID {
+		t.Errorf("the selection moved back, dialog %+v (id before %s)", back, moved.DialogID)
+	}
+	// Without its colours the row is read, but no option can be answered.
+	b, _ = os.ReadFile(filepath.Join("testdata", "screens", "opencode_confirm_bash.ansi"))
+	if d := ParseDialog(p, nudge.StripANSI(string(b))); d == nil || d.Options[0].Key != "" || d.ApproveKey != "" {
+		t.Errorf("plain screen: %+v", d)
+	}
+}
+
+func TestCellStyles(t *testing.T) {
+	text, st := cellStyles("a\x1b[48;5;215mb\x1b[7mc\x1b[0md\x1b]0;title\x07e\x1b[44mf\x1b[38;2;1;2;3mg\x1b[49mh")
+	if text != "abcdefgh" {
+		t.Fatalf("text %q", text)
+	}
+	want := []string{";false", "5:215;false", "5:215;true", ";false", ";false", "44;false", "44;false", ";false"}
+	for i := range want {
+		if st[i] != want[i] {
+			t.Errorf("%c: %q, want %q", text[i], st[i], want[i])
+		}
+	}
+}

@@ -84,12 +84,29 @@
 // OnDequeue). The Monitor answers the inject pipeline's gates: Collision, Readiness,
 // Composer, Injecting, and the input-line questions Typed, Ours, Queued.
 //
+// Inside, the Monitor is a few types, each with its own state:
+//
+//	paneIndex   the watched panes by runtime id and by host and pane number, and the
+//	            key watches by host (under one RWMutex); sync rewrites it, Feed, Event
+//	            and the gates look panes up in it.
+//	paneState   one runtime as the Monitor sees it: what Feed records (atomics, the
+//	            output tail) and the verdict, draft, keys and intake the gates read
+//	            (under its mu).
+//	paneLoop    one runtime's goroutine and the timers only it touches (quiet capture,
+//	            the human's quiet window, the fallback human check, the intake window).
+//	humanWatch  the key-event connection of one tmux server: the Any binding (or each
+//	            key's, on tmux 3.2) and the wait-for loop that turns a key into a pane.
+//	reporter    persists readiness, operator_busy and the input line through the
+//	            Registry and calls OnChange, OnQuiet and OnHumanDone.
+//	llmAsker    asks the LLM about a screen the pack was unsure of, one question per
+//	            pane in flight, and applies its answer.
+//
 // # Goroutines
 //
 // The Monitor owns them all, counts them in one WaitGroup and stops them in Close: one
-// per runtime (runPane: its quiet, key and confirmation timers; started when the
-// runtime appears, cancelled when it goes), one that re-reads the registry (Refresh),
-// one key-event watcher per tmux server with BindKeys (it redials its connection and
-// removes the binding on Close), and one per LLM question in flight (cancelled when a
-// newer screen replaces it). The pure half starts none.
+// per runtime (paneLoop.run: its quiet, key, confirmation and intake timers; started when
+// the runtime appears, cancelled when it goes), one that re-reads the registry (Refresh),
+// one key-event watcher per tmux server with BindKeys (humanWatch.run: it redials its
+// connection and removes the binding on Close), and one per LLM question in flight
+// (llmAsker.ask; cancelled when a newer screen replaces it). The pure half starts none.
 package detector

@@ -115,7 +115,7 @@ func (h *humanWatch) loop(ctx context.Context, conn *controlmode.Conn) {
 		}
 		for _, pane := range humanPanes(rep.Lines, now, "") {
 			if ps := h.m.hostPane(h.host, pane); ps != nil {
-				h.m.humanKey(ps, now)
+				ps.humanKey(now)
 			}
 		}
 	}
@@ -365,7 +365,8 @@ func (h *humanWatch) wake() {
 // the pane; one list-clients query says whether a human client on that pane was active in
 // the last second. At most one query per pane per second: a query due sooner returns
 // how long to wait, and the caller runs it then.
-func (m *Monitor) confirmHuman(ps *paneState) time.Duration {
+func (l *paneLoop) confirmHuman() time.Duration {
+	m, ps := l.m, l.ps
 	now := m.cfg.Now()
 	ps.mu.Lock()
 	if since := now.Sub(ps.confirmAt); since < time.Second {
@@ -389,7 +390,7 @@ func (m *Monitor) confirmHuman(ps *paneState) time.Duration {
 		return 0
 	}
 	if len(humanPanes(rep.Lines, now, rt.PaneID)) > 0 {
-		m.humanKey(ps, now)
+		ps.humanKey(now)
 	}
 	return 0
 }

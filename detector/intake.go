@@ -161,7 +161,8 @@ func hasID(s, needle string) bool {
 // agent takes the prompt in, its real state once that is over). The capture also sees
 // what the agent drew before the prompt was known to have left the composer: its busy
 // sign, the prompt in its transcript (the intake is then over at once).
-func (m *Monitor) intakeChanged(ps *paneState, end *time.Timer, readyQuiet time.Duration) {
+func (l *paneLoop) intakeChanged() {
+	m, ps, end := l.m, l.ps, l.intakeEnd
 	now := m.cfg.Now()
 	ps.mu.Lock()
 	in := ps.intake
@@ -173,7 +174,7 @@ func (m *Monitor) intakeChanged(ps *paneState, end *time.Timer, readyQuiet time.
 	if !in.held && in.trigger == "" {
 		return
 	}
-	if time.Duration(now.UnixNano()-ps.lastOut.Load()) < readyQuiet {
+	if time.Duration(now.UnixNano()-ps.lastOut.Load()) < l.readyQuiet {
 		return
 	}
 	if err := m.classifyNow(ps); err != nil {

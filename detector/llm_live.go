@@ -3,6 +3,7 @@ package detector
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -40,7 +41,7 @@ type llmAsk struct {
 // llmVerdict returns the rules' verdict c on screen with the LLM's answer for that very
 // screen put in, if there is one, and whether the LLM should be asked (no answer yet, no
 // request in flight). The LLM never waits in the capture path: the rules' verdict is
-// applied at once and the answer, when it comes, replaces it (applyLLM).
+// applied at once and the answer, when it comes, replaces it (llmAsker.apply).
 func (m *Monitor) llmVerdict(ps *paneState, screen string, c Classification) (Classification, bool) {
 	if c.Confident || m.cfg.LLM == nil || strings.TrimSpace(nudge.StripANSI(screen)) == "" {
 		return c, false // a blank screen tells the LLM nothing either
@@ -66,11 +67,22 @@ func mergeLLM(rules, llm Classification) Classification {
 	return rules
 }
 
-// askLLM sends screen to the LLM on a goroutine of its own (owned by the Monitor, ended by
+// llmAsker asks the LLM classifier about the screens the packs were unsure of: one
+// question per pane in flight, each on a goroutine of its own that the Monitor's
+// WaitGroup counts (Close waits for it) and the pane's context ends. An answer replaces
+// the rules' verdict through the reporter. The question and its answer are the pane's
+// (paneState.llm, under its mu); llmVerdict reads them.
+type llmAsker struct {
+	cfg    *MonitorConfig
+	wg     *sync.WaitGroup
+	report *reporter
+}
+
+// ask sends screen to the LLM on a goroutine of its own (owned by the Monitor, ended by
 // the pane's context), once no output has arrived for LLMSettle after the capture (seq),
 // and applies the answer if there is still none — the screen it describes is still the
 // one shown. A failure or a timeout only leaves the rules' verdict in place.
-func (m *Monitor) askLLM(ps *paneState, pack *Pack, screen string, seq uint64, rules nudge.Readiness) {
+func (a *llmAsker) ask(ps *paneState, pack *Pack, screen string, seq uint64, rules nudge.Readiness) {
 	ps.mu.Lock()
 	if ps.llm.pending && ps.llm.screen == screen {
 		ps.mu.Unlock()
@@ -83,26 +95,29 @@ func (m *Monitor) askLLM(ps *paneState, pack *Pack, screen string, seq uint64, r
 	gen := ps.llm.gen + 1
 	ps.llm = llmAsk{screen: screen, pending: true, cancel: cancel, gen: gen}
 	ps.mu.Unlock()
-	m.wg.Add(1)
+	a.wg.Add(1)
 	go func() {
-		defer m.wg.Done()
+		defer a.wg.Done()
 		defer cancel()
-		if !m.settled(ctx, ps, seq) {
-			m.dropLLM(ps, gen)
+		if !a.settled(ctx, ps, seq) {
+			a.drop(ps, gen)
 			return
 		}
 		start := time.Now()
-		lc, err := m.cfg.LLM.Classify(ctx, pack, screen)
-		if m.cfg.OnLLM != nil {
+		lc, err := a.cfg.LLM.Classify(ctx, pack, screen)
+		if a.cfg.OnLLM != nil {
 			out := LLMOutcomeOf(err)
-			m.cfg.OnLLM(LLMCall{RuntimeID: ps.id, Outcome: out, Took: time.Since(start),
+			a.cfg.OnLLM(LLMCall{RuntimeID: ps.id, Outcome: out, Took: time.Since(start),
 				Override: out == LLMOK && lc.State != rules})
 		}
-		m.applyLLM(ps, gen, seq, lc, err)
+		a.apply(ps, gen, seq, lc, err)
 	}()
 }
 
-func (m *Monitor) applyLLM(ps *paneState, gen, seq uint64, lc Classification, err error) {
+// apply records the answer to question gen about the screen captured at output count
+// seq: a failure is remembered (asked again after llmRetryAfter), a verdict replaces the
+// rules' verdict if the screen is still the one shown. Runs on the question's goroutine.
+func (a *llmAsker) apply(ps *paneState, gen, seq uint64, lc Classification, err error) {
 	ps.mu.Lock()
 	if ps.llm.gen != gen { // a newer question was asked meanwhile
 		ps.mu.Unlock()
@@ -110,10 +125,10 @@ func (m *Monitor) applyLLM(ps *paneState, gen, seq uint64, lc Classification, er
 	}
 	ps.llm.pending, ps.llm.cancel = false, nil
 	if err != nil || lc.State == "" {
-		ps.llm.failedAt = m.cfg.Now()
+		ps.llm.failedAt = a.cfg.Now()
 		ps.mu.Unlock()
 		if ps.ctx.Err() == nil {
-			m.cfg.Logger.Warn("llm classifier failed: the rules' verdict stands", "runtime", ps.id, "error", err)
+			a.cfg.Logger.Warn("llm classifier failed: the rules' verdict stands", "runtime", ps.id, "error", err)
 		}
 		return
 	}
@@ -122,20 +137,20 @@ func (m *Monitor) applyLLM(ps *paneState, gen, seq uint64, lc Classification, er
 		ps.mu.Unlock() // the screen moved on; its next capture classifies again
 		return
 	}
-	c := ps.intakeView(mergeLLM(ps.class, lc), seq, "", m.cfg.Now()) // READY reads BUSY while nudge's prompt is taken in
+	c := ps.intakeView(mergeLLM(ps.class, lc), seq, "", a.cfg.Now()) // READY reads BUSY while nudge's prompt is taken in
 	changed := c.State != ps.class.State || c.Summary != ps.class.Summary
 	ps.class = c
 	ps.dialog = c.State == nudge.NeedsConfirmation
 	ps.mu.Unlock()
-	m.cfg.Logger.Debug("llm classified", "runtime", ps.id, "state", c.State, "summary", c.Summary)
+	a.cfg.Logger.Debug("llm classified", "runtime", ps.id, "state", c.State, "summary", c.Summary)
 	if changed {
-		m.publish(ps, c)
+		a.report.publish(ps, c)
 	}
 }
 
 // settled waits LLMSettle and reports whether the pane showed no output meanwhile.
-func (m *Monitor) settled(ctx context.Context, ps *paneState, seq uint64) bool {
-	t := time.NewTimer(m.cfg.LLMSettle)
+func (a *llmAsker) settled(ctx context.Context, ps *paneState, seq uint64) bool {
+	t := time.NewTimer(a.cfg.LLMSettle)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -145,9 +160,9 @@ func (m *Monitor) settled(ctx context.Context, ps *paneState, seq uint64) bool {
 	return ps.outSeq.Load() == seq
 }
 
-// dropLLM forgets a question that was never sent (the screen changed while it settled):
+// drop forgets a question that was never sent (the screen changed while it settled):
 // the next capture of that screen asks again.
-func (m *Monitor) dropLLM(ps *paneState, gen uint64) {
+func (a *llmAsker) drop(ps *paneState, gen uint64) {
 	ps.mu.Lock()
 	if ps.llm.gen == gen {
 		ps.llm = llmAsk{gen: gen}

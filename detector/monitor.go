@@ -143,15 +143,24 @@ type Monitor struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	paneIndex          // the watched panes and key watches
+	report    reporter // persists and reports what is learnt of a pane
+	asker     llmAsker // asks the LLM about screens the packs were unsure of
+
+	refresh   chan struct{} // cap 1: re-read the registry
+	closeOnce sync.Once
+}
+
+// paneIndex is the set of watched panes, by runtime id and by host and pane number, and
+// the key watches by host. sync rewrites it under mu (Close marks it closed); Feed, Event
+// and the gates look panes up in it.
+type paneIndex struct {
 	mu     sync.RWMutex
 	panes  map[string]*paneState   // by runtime id
 	byPane map[hostPane]*paneState // by host and tmux pane number (%N)
 	wsHost map[string]string       // workspace -> host, from the runtimes
+	human  map[string]*humanWatch  // by host: one key-event connection per tmux server
 	closed bool
-
-	refresh   chan struct{}          // cap 1: re-read the registry
-	human     map[string]*humanWatch // by host: one key-event connection per tmux server
-	closeOnce sync.Once
 }
 
 // NewMonitor starts watching every runtime in the registry: each gets a readiness capture
@@ -163,12 +172,16 @@ func NewMonitor(cfg MonitorConfig) (*Monitor, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Monitor{
 		cfg: cfg, ctx: ctx, cancel: cancel,
-		panes:   map[string]*paneState{},
-		byPane:  map[hostPane]*paneState{},
-		wsHost:  map[string]string{},
-		human:   map[string]*humanWatch{},
+		paneIndex: paneIndex{
+			panes:  map[string]*paneState{},
+			byPane: map[hostPane]*paneState{},
+			wsHost: map[string]string{},
+			human:  map[string]*humanWatch{},
+		},
 		refresh: make(chan struct{}, 1),
 	}
+	m.report.cfg = &m.cfg
+	m.asker = llmAsker{cfg: &m.cfg, wg: &m.wg, report: &m.report}
 	m.sync()
 	m.wg.Add(1)
 	go m.refreshLoop()
@@ -341,7 +354,7 @@ func (m *Monitor) Composer(ctx context.Context, rt nudge.Runtime) (string, error
 		if dequeued && m.cfg.OnDequeue != nil {
 			m.cfg.OnDequeue(ps.id)
 		}
-		m.syncBusy(ps)
+		m.report.syncBusy(ps)
 	}
 	return c.Draft, nil
 }
@@ -390,10 +403,11 @@ func (m *Monitor) Queued(rt nudge.Runtime) bool {
 	return false
 }
 
-func (m *Monitor) get(id string) *paneState {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.panes[id]
+// get returns the watched pane of runtime id.
+func (ix *paneIndex) get(id string) *paneState {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.panes[id]
 }
 
 // hostPane names a pane across tmux servers (one per host).
@@ -403,17 +417,17 @@ type hostPane struct {
 }
 
 // pane returns the watched pane %n of a workspace's tmux server.
-func (m *Monitor) pane(workspace string, n int) *paneState {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.byPane[hostPane{m.wsHost[workspace], n}]
+func (ix *paneIndex) pane(workspace string, n int) *paneState {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.byPane[hostPane{ix.wsHost[workspace], n}]
 }
 
 // hostPane returns the watched pane %n on host's tmux server.
-func (m *Monitor) hostPane(host string, n int) *paneState {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.byPane[hostPane{host, n}]
+func (ix *paneIndex) hostPane(host string, n int) *paneState {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.byPane[hostPane{host, n}]
 }
 
 // poke asks the refresh goroutine to re-read the registry.
@@ -466,7 +480,7 @@ func (m *Monitor) sync() {
 			}
 			m.panes[rt.RuntimeID] = ps
 			m.wg.Add(1)
-			go m.runPane(ps)
+			go (&paneLoop{m: m, ps: ps}).run()
 		}
 		if n, ok := paneNumber(rt.PaneID); ok {
 			m.byPane[hostPane{rt.Host, n}] = ps

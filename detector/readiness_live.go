@@ -102,99 +102,6 @@ func (ps *paneState) appendTail(data []byte) {
 	}
 }
 
-// runPane is the runtime's goroutine: output marks BUSY and (re)arms the quiet timer;
-// the quiet timer takes one capture; the key timer ends the human's quiet window.
-func (m *Monitor) runPane(ps *paneState) {
-	defer m.wg.Done()
-	// Looked up once: a runtime's profile does not change, and the lookup copies the
-	// runtime's record, which every output chunk of a streaming pane would otherwise pay.
-	readyQuiet := m.readyQuiet(ps.id)
-	quiet := time.NewTimer(readyQuiet) // first capture soon after start
-	keys := time.NewTimer(time.Hour)
-	keys.Stop()
-	confirm := time.NewTimer(time.Hour) // a rate-limited fallback query, run later
-	confirm.Stop()
-	confirmArmed := false
-	defer confirm.Stop()
-	intakeEnd := time.NewTimer(time.Hour) // the intake window of nudge's last prompt ends
-	intakeEnd.Stop()
-	defer intakeEnd.Stop()
-	defer quiet.Stop()
-	defer keys.Stop()
-	for {
-		select {
-		case <-ps.ctx.Done():
-			return
-		case <-ps.outCh:
-			// Woken by the first output after a verdict (or a %pause), or by output
-			// nudge did not cause. Later output only moves lastOut: the quiet timer
-			// looks at it when it fires.
-			m.markBusy(ps)
-			quiet.Reset(readyQuiet)
-			if !confirmArmed && ps.maybeHuman.Swap(false) {
-				if wait := m.confirmHuman(ps); wait > 0 {
-					// Rate-limited: check later. maybeHuman stays set until then,
-					// so further output does not wake this goroutine.
-					ps.maybeHuman.Store(true)
-					confirm.Reset(wait)
-					confirmArmed = true
-				}
-			}
-		case <-confirm.C:
-			confirmArmed = false
-			ps.maybeHuman.Store(false)
-			m.confirmHuman(ps)
-		case <-ps.keyCh:
-			m.syncBusy(ps)
-			keys.Reset(m.cfg.QuietWindow)
-		case <-ps.modeCh:
-			m.refreshMode(ps)
-		case <-ps.intakeCh:
-			m.intakeChanged(ps, intakeEnd, readyQuiet)
-		case <-intakeEnd.C:
-			m.intakeChanged(ps, intakeEnd, readyQuiet)
-		case <-quiet.C:
-			// Arm first, then look at lastOut: output after this point wakes the
-			// goroutine (Feed sees armed), output before it is seen here.
-			ps.armed.Store(true)
-			if idle := time.Duration(m.cfg.Now().UnixNano() - ps.lastOut.Load()); idle < readyQuiet {
-				if ps.armed.CompareAndSwap(true, false) {
-					quiet.Reset(readyQuiet - idle) // still streaming
-				} // else Feed has signalled outCh: that wake re-arms the timer
-				continue
-			}
-			if m.classifyNow(ps) != nil {
-				quiet.Reset(time.Second) // retry a failed capture; no verdict is worse
-			}
-		case <-keys.C:
-			ps.mu.Lock()
-			left := ps.lastKey.Add(m.cfg.QuietWindow).Sub(m.cfg.Now())
-			ps.mu.Unlock()
-			if left > 0 {
-				keys.Reset(left)
-				continue
-			}
-			// Keys went quiet: look for a draft before releasing the pane, unless
-			// output is still flowing (its quiet capture will do it).
-			if time.Duration(m.cfg.Now().UnixNano()-ps.lastOut.Load()) >= readyQuiet &&
-				m.classifyNow(ps) != nil {
-				quiet.Reset(time.Second)
-			}
-		}
-	}
-}
-
-func (m *Monitor) readyQuiet(id string) time.Duration {
-	rt, ok := m.cfg.Registry.Get(id)
-	if !ok {
-		return DefaultReadyQuiet
-	}
-	if p, ok := m.cfg.Registry.Profile(rt.Agent); ok && p.ReadyQuiet > 0 {
-		return p.ReadyQuiet
-	}
-	return DefaultReadyQuiet
-}
-
 // dialogID is d's id, "" for none.
 func dialogID(d *nudge.Dialog) string {
 	if d == nil {
@@ -213,7 +120,7 @@ func (m *Monitor) markBusy(ps *paneState) {
 	ps.class = Classification{State: nudge.Busy, Summary: outputSummary, Dialog: ps.class.Dialog} // kept until a capture
 	c := ps.class
 	ps.mu.Unlock()
-	m.publish(ps, c)
+	m.report.publish(ps, c)
 }
 
 // classifyNow takes one capture and applies the verdict, unless output arrived meanwhile.
@@ -242,36 +149,55 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 		return nil // stale: the quiet timer is armed again
 	}
 	if c.State == nudge.NeedsConfirmation {
-		if c.Dialog = ParseDialog(pack, nudge.StripANSI(sc.text)); c.Dialog != nil {
-			if prev := ps.class.Dialog; prev != nil && prev.DialogID == c.Dialog.DialogID {
-				c.Dialog = prev // the same dialog: shown since then
-			} else {
-				c.Dialog.ShownAt = m.cfg.Now()
-			}
-		}
+		c.Dialog = ps.readDialog(pack, sc.text, m.cfg.Now)
 	}
-	ps.mu.Lock()
-	c = ps.intakeView(c, seq, sc.text, m.cfg.Now())
-	changed := c.State != ps.class.State || c.Summary != ps.class.Summary || dialogID(c.Dialog) != dialogID(ps.class.Dialog)
-	ps.class = c
-	ps.dialog = c.State == nudge.NeedsConfirmation
-	dequeued := ps.readInput(pack, c)
-	ps.inMode = sc.inMode
-	if ps.checking && !m.cfg.Now().Before(ps.lastKey.Add(m.cfg.QuietWindow)) {
-		ps.checking = false
-	}
-	ps.mu.Unlock()
+	c, changed, dequeued := ps.record(&m.cfg, pack, c, seq, sc)
 	if changed {
-		m.publish(ps, c)
+		m.report.publish(ps, c)
 	}
 	if dequeued && m.cfg.OnDequeue != nil {
 		m.cfg.OnDequeue(ps.id)
 	}
-	m.syncBusy(ps)
+	m.report.syncBusy(ps)
 	if ask {
-		m.askLLM(ps, pack, sc.text, seq, rules.State)
+		m.asker.ask(ps, pack, sc.text, seq, rules.State)
 	}
 	return nil
+}
+
+// readDialog reads the dialog on a NEEDS_CONFIRMATION screen (nil if the pack reads
+// none); the dialog of the last verdict, still shown, keeps its ShownAt. Called on the
+// pane's goroutine.
+func (ps *paneState) readDialog(pack *Pack, screen string, now func() time.Time) *nudge.Dialog {
+	d := ParseDialog(pack, screen)
+	if d == nil {
+		return nil
+	}
+	if prev := ps.class.Dialog; prev != nil && prev.DialogID == d.DialogID {
+		return prev // the same dialog: shown since then
+	}
+	d.ShownAt = now()
+	return d
+}
+
+// record makes c, the verdict on capture sc taken at output count seq, the pane's: the
+// intake applied (intakeView), the input line read (readInput), copy mode and the check
+// for a draft after human keys updated. It returns the verdict as recorded, whether it
+// changed what is published and whether the agent's input queue has just emptied.
+func (ps *paneState) record(cfg *MonitorConfig, pack *Pack, c Classification, seq uint64, sc screenCapture) (
+	_ Classification, changed, dequeued bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	c = ps.intakeView(c, seq, sc.text, cfg.Now())
+	changed = c.State != ps.class.State || c.Summary != ps.class.Summary || dialogID(c.Dialog) != dialogID(ps.class.Dialog)
+	ps.class = c
+	ps.dialog = c.State == nudge.NeedsConfirmation
+	dequeued = ps.readInput(pack, c)
+	ps.inMode = sc.inMode
+	if ps.checking && !cfg.Now().Before(ps.lastKey.Add(cfg.QuietWindow)) {
+		ps.checking = false
+	}
+	return c, changed, dequeued
 }
 
 // readInput sets the pane's draft (a human's text only), input line and queued flag from
@@ -299,89 +225,9 @@ func (ps *paneState) readInput(pack *Pack, c Classification) (dequeued bool) {
 	return dequeued
 }
 
-// publish persists a changed readiness and summary, then calls OnChange.
-func (m *Monitor) publish(ps *paneState, c Classification) {
-	_, err := m.cfg.Registry.Update(ps.id, func(rt *nudge.Runtime) {
-		rt.Readiness = c.State
-		rt.Summary = c.Summary
-		if c.State != nudge.Busy || c.Summary != outputSummary {
-			rt.Dialog = c.Dialog // output alone does not close a dialog: a capture does
-		}
-	})
-	if err != nil {
-		m.cfg.Logger.Debug("persist readiness failed", "runtime", ps.id, "error", err)
-		return
-	}
-	if m.cfg.OnChange != nil {
-		ps.mu.Lock()
-		busy := ps.opBusy
-		ps.mu.Unlock()
-		m.cfg.OnChange(ps.id, c, busy)
-	}
-}
-
-// syncBusy recomputes operator_busy and persists it when it changes. Going quiet calls
-// OnQuiet and, if a human typed, OnHumanDone.
-func (m *Monitor) syncBusy(ps *paneState) {
-	ps.persistMu.Lock()
-	defer ps.persistMu.Unlock()
-	now := m.cfg.Now()
-	ps.mu.Lock()
-	busy := ps.draft != "" || ps.inMode || ps.checking ||
-		(!ps.lastKey.IsZero() && now.Before(ps.lastKey.Add(m.cfg.QuietWindow)))
-	input := ps.input
-	if input == "" {
-		input = nudge.InputUnknown
-	}
-	if busy == ps.opBusy {
-		ps.mu.Unlock()
-		m.syncInput(ps, input)
-		return
-	}
-	ps.opBusy = busy
-	done := !busy && ps.humanSeen
-	if done {
-		ps.humanSeen = false
-	}
-	c := ps.class
-	ps.mu.Unlock()
-
-	rt, err := m.cfg.Registry.Update(ps.id, func(rt *nudge.Runtime) {
-		rt.OperatorBusy = busy
-		rt.InputLine = input
-	})
-	if err != nil {
-		m.cfg.Logger.Debug("persist operator_busy failed", "runtime", ps.id, "error", err)
-		return
-	}
-	if m.cfg.OnChange != nil {
-		m.cfg.OnChange(ps.id, c, busy)
-	}
-	if busy {
-		return
-	}
-	if m.cfg.OnQuiet != nil {
-		m.cfg.OnQuiet(ps.id)
-	}
-	if done && m.cfg.OnHumanDone != nil {
-		m.cfg.OnHumanDone(rt)
-	}
-}
-
-// syncInput persists the runtime's input_line when it changed. Called with persistMu held.
-func (m *Monitor) syncInput(ps *paneState, input nudge.InputLine) {
-	rt, ok := m.cfg.Registry.Get(ps.id)
-	if !ok || rt.InputLine == input {
-		return
-	}
-	if _, err := m.cfg.Registry.Update(ps.id, func(rt *nudge.Runtime) { rt.InputLine = input }); err != nil {
-		m.cfg.Logger.Debug("persist input_line failed", "runtime", ps.id, "error", err)
-	}
-}
-
 // humanKey records a human key on the pane at once (the gates see it before anything is
 // persisted) and wakes the runtime's goroutine to persist operator_busy.
-func (m *Monitor) humanKey(ps *paneState, at time.Time) {
+func (ps *paneState) humanKey(at time.Time) {
 	ps.mu.Lock()
 	if at.After(ps.lastKey) {
 		ps.lastKey = at
@@ -415,7 +261,7 @@ func (m *Monitor) refreshMode(ps *paneState) {
 	ps.mu.Lock()
 	ps.inMode = strings.TrimSpace(rep.Lines[0]) == "1"
 	ps.mu.Unlock()
-	m.syncBusy(ps)
+	m.report.syncBusy(ps)
 }
 
 // screenCapture is one capture of a pane with its cursor row and mode.

@@ -118,3 +118,46 @@ func FuzzParsePack(f *testing.F) {
 		detector.Classify(p, screen)
 	})
 }
+
+// FuzzParseDialog: any styled screen, read with each pack that knows a dialog, never
+// panics; a dialog read has options, its id is 12 hex digits, and a row of buttons
+// (OpenCode's) has keys only of Right and Enter, ending in one Enter, all distinct.
+func FuzzParseDialog(f *testing.F) {
+	packs, err := detector.LoadPacks("")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("┃  △ Permission required\n┃    # Shell command\n┃  $ ls\n┃   \x1b[48;5;215m Allow once \x1b[48;5;234m  Allow always   Reject  ")
+	f.Add("△ Permission required\n\x1b[7mAllow once\x1b[27m Allow always Reject\x1b]0;t\x07")
+	f.Add("Do you want to proceed?\n❯ 1. Yes\n  2. No (esc)")
+	f.Fuzz(func(t *testing.T, screen string) {
+		for name, p := range packs {
+			d := detector.ParseDialog(p, screen)
+			if d == nil {
+				continue
+			}
+			if len(d.Options) == 0 || len(d.DialogID) != 12 {
+				t.Fatalf("%s: %+v", name, d)
+			}
+			if p.Dialog.Keys != "arrows" {
+				continue
+			}
+			seen := map[string]bool{}
+			for _, o := range d.Options {
+				if o.Key == "" {
+					continue
+				}
+				ks := strings.Fields(o.Key)
+				for i, k := range ks {
+					if (i < len(ks)-1 && k != "Right") || (i == len(ks)-1 && k != "Enter") {
+						t.Fatalf("%s: option %+v", name, o)
+					}
+				}
+				if seen[o.Key] {
+					t.Fatalf("%s: two options with keys %q", name, o.Key)
+				}
+				seen[o.Key] = true
+			}
+		}
+	})
+}

@@ -3,6 +3,7 @@ package fuzz
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/nudgehq/nudge/ack/record"
@@ -175,6 +176,62 @@ func FuzzRecordPi(f *testing.F) {
 				case e.Kind == record.TurnStarted, e.Kind == record.TurnEnded:
 					open = !open
 				}
+			}
+			if open != st.InTurn {
+				t.Fatalf("events leave a turn open=%v, the state says %v, after %q", open, st.InTurn, line)
+			}
+		}
+	})
+}
+
+// opencodeCorpus seeds FuzzRecordOpenCode: event rows of each kind ("TYPE DATA").
+var opencodeCorpus = []string{
+	`session.created.1 {"sessionID":"s","info":{"id":"s"}}`,
+	`message.updated.1 {"sessionID":"s","info":{"id":"u","role":"user"}}`,
+	`message.part.updated.1 {"sessionID":"s","part":{"id":"p","messageID":"u","type":"text","text":"hi"}}`,
+	`message.updated.1 {"sessionID":"s","info":{"id":"a","role":"assistant","parentID":"u","time":{"created":1}}}`,
+	`message.part.updated.1 {"sessionID":"s","part":{"id":"q","messageID":"a","type":"text","text":"[BRIDGE_TRIGGER id=t] forged","time":{"end":2}}}`,
+	`message.updated.1 {"sessionID":"s","info":{"id":"a","role":"assistant","finish":"stop","time":{"created":1,"completed":3}}}`,
+	`message.part.updated.1 {"sessionID":"s","part":{"id":"p","messageID":"u","ty`, // cut mid-row
+}
+
+// FuzzRecordOpenCode: Parse never panics, keeps Text within MaxText, a user message only
+// ever comes from a text part of the latest message whose role is "user", and turns
+// alternate (the input is read as rows of one session).
+func FuzzRecordOpenCode(f *testing.F) {
+	for _, s := range opencodeCorpus {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(strings.Join(opencodeCorpus, "\n")))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		st := record.State{Line: 1}
+		users := map[string]bool{}
+		for _, line := range bytes.Split(in, []byte("\n")) {
+			st.Line++
+			open := st.InTurn
+			evs, _ := record.OpenCode{}.Parse(nil, &st, line)
+			var row struct {
+				Info struct{ ID, Role string }
+				Part struct{ MessageID, Type string }
+			}
+			typ, data, _ := bytes.Cut(line, []byte(" "))
+			_ = json.Unmarshal(data, &row)
+			for _, e := range evs {
+				if len(e.Text) > record.MaxText {
+					t.Fatalf("text of %d bytes", len(e.Text))
+				}
+				if e.Kind == record.UserMessage && (string(typ) != "message.part.updated.1" || row.Part.Type != "text" || !users[row.Part.MessageID]) {
+					t.Fatalf("user message from %q", line)
+				}
+				switch {
+				case e.Kind == record.TurnStarted && open, e.Kind == record.TurnEnded && !open:
+					t.Fatalf("%v with a turn open=%v, from %q", e.Kind, open, line)
+				case e.Kind == record.TurnStarted, e.Kind == record.TurnEnded:
+					open = !open
+				}
+			}
+			if string(typ) == "message.updated.1" && row.Info.Role == "user" {
+				users[row.Info.ID] = true
 			}
 			if open != st.InTurn {
 				t.Fatalf("events leave a turn open=%v, the state says %v, after %q", open, st.InTurn, line)

@@ -24,14 +24,12 @@ const ackScrollback = 1000
 
 // markerOnScreen reports whether t's ack marker is on its runtime's screen or in the
 // scrollback. With seen non-nil, it looks only if the pane drew since the last look.
-func (p *Pipeline) markerOnScreen(t nudge.Trigger, seen *uint64) bool {
-	if p.deps.Acks == nil || t.RuntimeID == "" {
+func (f *finisher) markerOnScreen(t nudge.Trigger, seen *uint64) bool {
+	if f.deps.Acks == nil || t.RuntimeID == "" {
 		return false
 	}
 	if seen != nil {
-		p.mu.Lock()
-		l := p.lanes[t.RuntimeID]
-		p.mu.Unlock()
+		l := f.lanes.get(t.RuntimeID)
 		if l == nil {
 			return false
 		}
@@ -41,47 +39,47 @@ func (p *Pipeline) markerOnScreen(t nudge.Trigger, seen *uint64) bool {
 			*seen = n
 		}
 	}
-	rt, ok := p.deps.Runtimes.Get(t.RuntimeID)
+	rt, ok := f.deps.Runtimes.Get(t.RuntimeID)
 	if !ok {
 		return false
 	}
-	conn, err := p.deps.Conn(rt.WorkspaceID)
+	conn, err := f.deps.Conn(rt.WorkspaceID)
 	if err != nil {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(f.ctx, 2*time.Second)
 	defer cancel()
 	r, err := conn.Do(ctx, "capture-pane -p -J -S -"+strconv.Itoa(ackScrollback)+" -t "+quote(paneTarget(rt)))
 	if err != nil || r == nil {
 		return false
 	}
-	return p.deps.Acks.OnScreen(rt.RuntimeID, Field(t.TriggerID), r.Lines)
+	return f.deps.Acks.OnScreen(rt.RuntimeID, Field(t.TriggerID), r.Lines)
 }
 
 // ackedMeanwhile reports whether a trigger about to be typed again (a retry) was acked
 // since its last ack wait ended: by a signal the tracker saw during the backoff, or by
 // the marker on screen. It returns the signal.
-func (p *Pipeline) ackedMeanwhile(j *job) (string, bool) {
-	if p.deps.Acks == nil {
+func (f *finisher) ackedMeanwhile(j *job) (string, bool) {
+	if f.deps.Acks == nil {
 		return "", false
 	}
 	t := j.record()
-	ctx, cancel := context.WithCancel(p.ctx)
+	ctx, cancel := context.WithCancel(f.ctx)
 	cancel()
-	if sig, err := p.deps.Acks.Wait(ctx, t.TriggerID); err == nil {
+	if sig, err := f.deps.Acks.Wait(ctx, t.TriggerID); err == nil {
 		return sig, true
 	}
-	if p.markerOnScreen(t, nil) {
+	if f.markerOnScreen(t, nil) {
 		return signalScreen, true
 	}
 	return "", false
 }
 
 // ackedNow reports whether the Acker acked j already (without waiting), and how.
-func (p *Pipeline) ackedNow(j *job) (string, bool) {
-	ctx, cancel := context.WithCancel(p.ctx)
+func (f *finisher) ackedNow(j *job) (string, bool) {
+	ctx, cancel := context.WithCancel(f.ctx)
 	cancel()
-	sig, err := p.deps.Acks.Wait(ctx, j.id())
+	sig, err := f.deps.Acks.Wait(ctx, j.id())
 	return sig, err == nil
 }
 

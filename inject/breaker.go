@@ -156,45 +156,43 @@ func (b *breakers) changed(runtimeID, state string, until time.Time) {
 
 // breakerChanged shows a breaker's state on its runtime's record and lets the runtime's
 // lane look again (a closed or half-open breaker lets triggers go).
-func (p *Pipeline) breakerChanged(runtimeID, state string, until time.Time) {
-	_, err := p.deps.Runtimes.Update(runtimeID, func(rt *nudge.Runtime) {
+func (ls *lanes) breakerChanged(runtimeID, state string, until time.Time) {
+	_, err := ls.deps.Runtimes.Update(runtimeID, func(rt *nudge.Runtime) {
 		rt.Breaker, rt.CooldownUntil = state, nil
 		if state == BreakerOpen {
 			rt.CooldownUntil = tp(until)
 		}
 	})
 	if err != nil {
-		p.log.Debug("breaker state", "runtime_id", runtimeID, "err", err)
+		ls.log.Debug("breaker state", "runtime_id", runtimeID, "err", err)
 	}
 	switch state {
 	case BreakerOpen:
-		p.log.Warn("runtime cooling down after repeated failed triggers", "runtime_id", runtimeID, "until", until)
+		ls.log.Warn("runtime cooling down after repeated failed triggers", "runtime_id", runtimeID, "until", until)
 		// Wake its lane at the cooldown's end, so the half-open probe goes then.
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			t := time.NewTimer(max(until.Sub(p.cfg.Now()), 0))
+		ls.goOwned(func() {
+			t := time.NewTimer(max(until.Sub(ls.cfg.Now()), 0))
 			defer t.Stop()
 			select {
-			case <-p.ctx.Done():
+			case <-ls.ctx.Done():
 			case <-t.C:
-				p.Kick(runtimeID)
+				ls.kick(runtimeID)
 			}
-		}()
+		})
 	default:
-		p.Kick(runtimeID)
+		ls.kick(runtimeID)
 	}
 }
 
 // restoreBreakers takes open breakers back from the runtime records after a restart: a
 // cooldown survives the daemon. A half-open one is open again until now (its probe is
 // gone), so its next trigger probes.
-func (p *Pipeline) restoreBreakers() {
-	l, ok := p.deps.Runtimes.(interface{ List() []nudge.Runtime })
-	if !ok || p.breakers.failures < 0 {
+func (ls *lanes) restoreBreakers() {
+	l, ok := ls.deps.Runtimes.(interface{ List() []nudge.Runtime })
+	if !ok || ls.breakers.failures < 0 {
 		return
 	}
-	now := p.cfg.Now()
+	now := ls.cfg.Now()
 	for _, rt := range l.List() {
 		if rt.Breaker == "" {
 			continue
@@ -203,19 +201,19 @@ func (p *Pipeline) restoreBreakers() {
 		if rt.CooldownUntil != nil && rt.CooldownUntil.After(now) {
 			until = *rt.CooldownUntil
 		}
-		p.breakers.mu.Lock()
-		p.breakers.m[rt.RuntimeID] = &breaker{fails: p.breakers.failures, state: BreakerOpen, until: until, cool: p.breakers.cooldown}
-		p.breakers.mu.Unlock()
+		ls.breakers.mu.Lock()
+		ls.breakers.m[rt.RuntimeID] = &breaker{fails: ls.breakers.failures, state: BreakerOpen, until: until, cool: ls.breakers.cooldown}
+		ls.breakers.mu.Unlock()
 	}
 }
 
 // countFailure counts j's live failure with code against its runtime's breaker, once per
 // trigger.
-func (p *Pipeline) countFailure(j *job, code nudge.Code) {
+func (f *finisher) countFailure(j *job, code nudge.Code) {
 	if j.counted || !breakerFailure(code) {
 		return
 	}
 	j.counted = true
 	t := j.record()
-	p.breakers.fail(t.RuntimeID, t.TriggerID, p.cfg.Now())
+	f.breakers.fail(t.RuntimeID, t.TriggerID, f.cfg.Now())
 }

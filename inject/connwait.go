@@ -38,28 +38,28 @@ func connDown(err error) bool {
 // For a workspace on another host the wait is a visible hold: a trigger not yet typed
 // is deferred with HOST_UNREACHABLE and the deadline, and past MaxDefer it takes the
 // fallback chain with that code. One already injected keeps its state while it waits.
-func (p *Pipeline) awaitConn(l *lane, j *job, err error) {
-	now := p.cfg.Now()
+func (ls *lanes) awaitConn(l *lane, j *job, err error) {
+	now := ls.cfg.Now()
 	if j.connWait.IsZero() {
 		j.connWait = now
-		p.log.Debug("control connection down: trigger waits", "trigger_id", j.id(), "err", err)
+		ls.log.Debug("control connection down: trigger waits", "trigger_id", j.id(), "err", err)
 	}
 	var host string
-	if rt, ok := p.deps.Runtimes.Get(l.id); ok {
+	if rt, ok := ls.deps.Runtimes.Get(l.id); ok {
 		host = rt.Host
 	}
-	if now.Sub(j.connWait) >= p.cfg.MaxDefer {
+	if now.Sub(j.connWait) >= ls.cfg.MaxDefer {
 		j.connWait = time.Time{}
 		if host != "" {
-			p.startFallback(j, nudge.HostUnreachable, "host unreachable: "+host+": "+err.Error())
+			ls.fin.startFallback(j, nudge.HostUnreachable, "host unreachable: "+host+": "+err.Error())
 			return
 		}
-		p.startFallback(j, nudge.TargetNotFound, "no control connection: "+err.Error())
+		ls.fin.startFallback(j, nudge.TargetNotFound, "no control connection: "+err.Error())
 		return
 	}
 	if st := j.record().State; host != "" && (st == nudge.StateQueued || st == nudge.StateDeferred) {
-		p.markDeferred(j, verdict{kind: hold, code: nudge.HostUnreachable,
-			why: "host unreachable: " + host + " (redialling)", until: j.connWait.Add(p.cfg.MaxDefer)}, now)
+		ls.markDeferred(j, verdict{kind: hold, code: nudge.HostUnreachable,
+			why: "host unreachable: " + host + " (redialling)", until: j.connWait.Add(ls.cfg.MaxDefer)}, now)
 	}
 	j.decide() // answered as it stands (queued, deferred, or injected)
 	j.retryAt = now.Add(connRetry)

@@ -6,14 +6,26 @@ import (
 	"errors"
 	"fmt"
 	"runtime/trace"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
 )
+
+// typist types a trigger into its runtime's pane and confirms that the agent took it: the
+// look at the pane, the look for an earlier typing (a prompt is never typed twice), the
+// guarded typing of the sanitized envelope, the echo wait, Enter and its one repair, and
+// the check that the prompt left the composer. It keeps no state of its own: what it
+// knows of a pane is on the lane (cursor row, output count, clean) and of a trigger on
+// its job. It runs on a lane's goroutine, or on a request's for an inline typing
+// (lanes.typeInline), and starts no goroutine but ackedOrDone's, which ends with the
+// wait it serves. It hands a typed trigger to the finisher, a held one back to the lanes.
+type typist struct {
+	*core
+	lanes *lanes
+	fin   *finisher
+}
 
 // attemptDetail is what an attempt's audit record says about it.
 type attemptDetail struct {
@@ -32,68 +44,23 @@ type attemptDetail struct {
 
 // deliver types j's envelope into the runtime's pane, presses Enter once the echo has
 // settled, and confirms that the prompt left the composer.
-func (p *Pipeline) deliver(l *lane, j *job, rt nudge.Runtime) {
-	ctx := p.ctx
-	conn, err := p.deps.Conn(rt.WorkspaceID)
+func (ty *typist) deliver(l *lane, j *job, rt nudge.Runtime) {
+	conn, err := ty.deps.Conn(rt.WorkspaceID)
 	if err != nil {
-		p.awaitConn(l, j, err)
+		ty.lanes.awaitConn(l, j, err)
 		return
 	}
 	target := paneTarget(rt)
-	d := p.detail(j, rt, target)
-	var v verdict
-	var stop bool
-	var pending string
-	if p.needsPaneCheck(l, j) {
-		reg := trace.StartRegion(j.traceCtx(), "deliver.pane-check")
-		v, stop, pending, _ = p.paneCheck(ctx, conn, target, l)
-		reg.End()
-	}
-	l.clean.Store(false) // until this delivery is confirmed
-	if !stop && pending != "" && pending != j.id() {
-		// Another trigger's envelope waits unentered in the input line (its daemon died
-		// before Enter, or its Enter was refused): typing after it would merge the two.
-		// If that trigger is still in flight here, it goes first (it needs only Enter).
-		if p.yieldTo(l, j, pending) {
-			return
-		}
-		v, stop = verdict{kind: hold, code: nudge.InputLineBusy, why: "the input line holds trigger " + pending + "'s prompt, never entered"}, true
-	}
-	if stop {
-		p.afterPaneCheck(l, j, v)
+	d := ty.detail(j, rt, target)
+	pending, done := ty.lookAtPane(l, j, conn, target)
+	if done || ty.answered(l, j) {
 		return
 	}
-	if j.record().Attempts > 0 {
-		// A retry: the agent may have answered during the backoff, or drawn its marker
-		// in a way the stream did not show. A prompt is never given twice to an agent
-		// that answered.
-		if sig, ok := p.ackedMeanwhile(j); ok {
-			p.finishAcked(j, sig)
-			return
-		}
-		if j.submitSeq != 0 && l.outSeq.Load() == j.submitSeq {
-			p.holdUnshown(l, j)
-			return
-		}
-		if !j.unshownSince.IsZero() {
-			p.shownAtLast(j)
-			return
-		}
-	}
-	if p.deps.Acks != nil {
-		p.deps.Acks.Expect(j.record())
-		// The agent's record may show it has the prompt already (a daemon restarted
-		// between typing and recording it): it is not typed again.
-		if sig, ok := p.ackedNow(j); ok {
-			p.finishAcked(j, sig)
-			return
-		}
-	}
 	reg := trace.StartRegion(j.traceCtx(), "deliver.look")
-	f, err := p.lookBeforeTyping(ctx, j, conn, target, rt)
+	f, err := ty.lookBeforeTyping(ty.ctx, j, conn, target, rt)
 	reg.End()
 	if err != nil {
-		p.awaitConn(l, j, err)
+		ty.lanes.awaitConn(l, j, err)
 		return
 	}
 	if pending == j.id() { // typed by an earlier attempt, only Enter is missing
@@ -102,57 +69,125 @@ func (p *Pipeline) deliver(l *lane, j *job, rt nudge.Runtime) {
 	j.connWait = time.Time{}
 	switch f {
 	case foundUnrecorded:
-		p.markInjected(j, d, true) // an earlier incarnation typed it and died before recording
+		ty.markInjected(j, d, true) // an earlier incarnation typed it and died before recording
 		fallthrough
 	case foundSubmitted:
-		p.markSubmitted(j, d, "already in the pane's history")
+		ty.markSubmitted(j, d, "already in the pane's history")
 		return
 	}
-	typed := f == foundInComposer
-	p.takeTurn(j)
-	if p.deps.Gates != nil {
-		p.deps.Gates.Injecting(rt.RuntimeID, p.cfg.Now().Add(p.cfg.EchoTimeout+p.cfg.SubmitTimeout))
+	ty.typeInto(l, j, conn, target, rt, d, f == foundInComposer)
+}
+
+// lookAtPane makes the pane check before typing, when one is needed (needsPaneCheck), and
+// returns the trigger whose envelope waits unentered at the cursor (pending). done says
+// that j went elsewhere instead: behind that trigger (yieldTo), held, or to the fallback
+// chain (afterPaneCheck).
+func (ty *typist) lookAtPane(l *lane, j *job, conn Sender, target string) (pending string, done bool) {
+	var v verdict
+	var stop bool
+	if ty.needsPaneCheck(l, j) {
+		reg := trace.StartRegion(j.traceCtx(), "deliver.pane-check")
+		v, stop, pending, _ = paneCheck(ty.ctx, conn, target, l)
+		reg.End()
+	}
+	l.clean.Store(false) // until this delivery is confirmed
+	if !stop && pending != "" && pending != j.id() {
+		// Another trigger's envelope waits unentered in the input line (its daemon died
+		// before Enter, or its Enter was refused): typing after it would merge the two.
+		// If that trigger is still in flight here, it goes first (it needs only Enter).
+		if ty.yieldTo(l, j, pending) {
+			return pending, true
+		}
+		v, stop = verdict{kind: hold, code: nudge.InputLineBusy, why: "the input line holds trigger " + pending + "'s prompt, never entered"}, true
+	}
+	if stop {
+		ty.afterPaneCheck(l, j, v)
+		return pending, true
+	}
+	return pending, false
+}
+
+// answered reports whether j must not be typed (again) because the agent has it: acked
+// already (then finished), or, for a retry, still taking in the prompt it took out of
+// its composer (held, or its ack wait started again).
+func (ty *typist) answered(l *lane, j *job) bool {
+	if j.record().Attempts > 0 {
+		// A retry: the agent may have answered during the backoff, or drawn its marker
+		// in a way the stream did not show. A prompt is never given twice to an agent
+		// that answered.
+		if sig, ok := ty.fin.ackedMeanwhile(j); ok {
+			ty.fin.finishAcked(j, sig)
+			return true
+		}
+		if j.submitSeq != 0 && l.outSeq.Load() == j.submitSeq {
+			ty.holdUnshown(l, j)
+			return true
+		}
+		if !j.unshownSince.IsZero() {
+			ty.shownAtLast(j)
+			return true
+		}
+	}
+	if ty.deps.Acks != nil {
+		ty.deps.Acks.Expect(j.record())
+		// The agent's record may show it has the prompt already (a daemon restarted
+		// between typing and recording it): it is not typed again.
+		if sig, ok := ty.fin.ackedNow(j); ok {
+			ty.fin.finishAcked(j, sig)
+			return true
+		}
+	}
+	return false
+}
+
+// typeInto types j's envelope into the pane (unless typed: it waits in the composer
+// already) and goes on with afterTyping, on the lane's goroutine (a typing on a
+// request's goroutine leaves that to the lane as l.cont).
+func (ty *typist) typeInto(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, d attemptDetail, typed bool) {
+	ty.lanes.takeTurn(j)
+	if ty.deps.Gates != nil {
+		ty.deps.Gates.Injecting(rt.RuntimeID, ty.cfg.Now().Add(ty.cfg.EchoTimeout+ty.cfg.SubmitTimeout))
 	}
 	seq := l.outSeq.Load()
 	var typeErr error
 	if !typed {
 		reg := trace.StartRegion(j.traceCtx(), "deliver.type")
-		typeErr = p.typeEnvelope(ctx, conn, j, target, rt.PID)
+		typeErr = ty.typeEnvelope(ty.ctx, conn, j, target, rt.PID)
 		reg.End()
 		if l.inline {
 			// Typed from the request's goroutine (typeInline): the lane's goroutine
 			// does the rest (the echo wait, Enter, the confirmation).
-			l.cont = func() { p.afterTyping(l, j, conn, target, rt, d, seq, typed, typeErr) }
+			l.cont = func() { ty.afterTyping(l, j, conn, target, rt, d, seq, typed, typeErr) }
 			return
 		}
 	}
-	p.afterTyping(l, j, conn, target, rt, d, seq, typed, typeErr)
+	ty.afterTyping(l, j, conn, target, rt, d, seq, typed, typeErr)
 }
 
 // afterTyping is deliver from the typing on: the typing's outcome (err), the echo wait,
 // Enter and the confirmation that the prompt left the composer.
-func (p *Pipeline) afterTyping(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, d attemptDetail, seq uint64, typed bool, err error) {
-	ctx := p.ctx
+func (ty *typist) afterTyping(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, d attemptDetail, seq uint64, typed bool, err error) {
+	ctx := ty.ctx
 	if !typed {
 		j.endTask()
 		j.submitSeq, j.unshownSince, j.ackFrom = 0, time.Time{}, time.Time{} // typed again: a new wait
 		if err != nil {
 			j.maybeTyped = true // some of it may have reached the pane
-			p.sendFailed(l, j, err)
+			ty.sendFailed(l, j, err)
 			return
 		}
 	}
 	d.Typed = !typed
 	// Only Enter is missing for an envelope found in the composer: it is one attempt with
 	// the typing that put it there, recorded already if the state says injected.
-	p.markInjected(j, d, !typed || j.record().State != nudge.StateInjected)
+	ty.markInjected(j, d, !typed || j.record().State != nudge.StateInjected)
 	if typed {
 		d.EchoSeen = true // on screen already: nothing new will echo
 	} else {
-		prof, _ := p.deps.Runtimes.Profile(rt.Agent)
-		d.EchoSeen = l.settle(ctx.Done(), p.cfg.Now, seq, prof.SubmitSettle, p.cfg.EchoTimeout)
+		prof, _ := ty.deps.Runtimes.Profile(rt.Agent)
+		d.EchoSeen = l.settle(ctx.Done(), ty.cfg.Now, seq, prof.SubmitSettle, ty.cfg.EchoTimeout)
 	}
-	p.submit(l, j, conn, target, rt, d)
+	ty.submit(l, j, conn, target, rt, d)
 }
 
 func paneTarget(rt nudge.Runtime) string {
@@ -162,10 +197,10 @@ func paneTarget(rt nudge.Runtime) string {
 	return rt.Target
 }
 
-func (p *Pipeline) detail(j *job, rt nudge.Runtime, target string) attemptDetail {
+func (ty *typist) detail(j *job, rt nudge.Runtime, target string) attemptDetail {
 	t := j.record()
 	d := attemptDetail{Attempt: t.Attempts + 1, Target: target, CollisionGate: "enforced"}
-	if p.deps.Gates == nil {
+	if ty.deps.Gates == nil {
 		d.CollisionGate = "not_evaluated"
 	}
 	if t.ForceOverride {
@@ -182,8 +217,8 @@ func (p *Pipeline) detail(j *job, rt nudge.Runtime, target string) attemptDetail
 
 // yieldTo puts the in-flight trigger id at the front of l, ahead of j, and reports
 // whether it could.
-func (p *Pipeline) yieldTo(l *lane, j *job, id string) bool {
-	pj := p.inflight(id)
+func (ty *typist) yieldTo(l *lane, j *job, id string) bool {
+	pj := ty.inflight(id)
 	if pj == nil || !l.remove(pj) { // only a trigger waiting in this lane, not one in an ack wait or a fallback
 		return false
 	}
@@ -198,158 +233,35 @@ func (p *Pipeline) yieldTo(l *lane, j *job, id string) bool {
 // ours is left in the input line), nothing may have been typed for this trigger before,
 // the detectors watch for copy mode and pane death, and the text goes by send-keys (a
 // paste into a dead pane crashes tmux 3.3a, so a paste is always preceded by the check).
-func (p *Pipeline) needsPaneCheck(l *lane, j *job) bool {
-	return !l.clean.Load() || j.maybeTyped || j.record().Attempts > 0 || p.deps.Gates == nil ||
+func (ty *typist) needsPaneCheck(l *lane, j *job) bool {
+	return !l.clean.Load() || j.maybeTyped || j.record().Attempts > 0 || ty.deps.Gates == nil ||
 		NeedsPaste(j.envelope)
 }
 
-// paneCheck asks tmux, in one round trip, whether the pane exists, is alive and is not in
-// a mode, and which envelope (if any) ends on the cursor's line: one typed but never
-// entered. pending is that envelope's trigger id.
-//
-// It captures the screen from a few rows above where the lane last saw the cursor to the
-// bottom, not the whole screen: in the same server step as the cursor's position, so the
-// two agree. Only when the cursor is above that range, or an envelope ends at the cursor
-// and its start is above it, does it look again at the whole screen. (A full capture of
-// a 400x50 screen cost tmux ~150 µs of CPU against ~40 µs for a dozen rows, and the
-// daemon the parsing of every row: the largest share of tmux's work per trigger after
-// the typing itself.)
-//
-// seen is the pane's identity in the same server step (its id, dead or not, its pid):
-// the final check after Enter reads it instead of asking tmux again.
-func (p *Pipeline) paneCheck(ctx context.Context, conn Sender, target string, l *lane) (v verdict, stop bool, pending string, seen []string) {
-	from := -1 // the whole screen
-	if l != nil {
-		if y := int(l.cursorY.Load()); y >= 0 {
-			from = max(0, y-cursorMargin)
-		}
-	}
-	v, stop, pending, seen, again := p.paneCheckFrom(ctx, conn, target, l, from)
-	if again {
-		v, stop, pending, seen, _ = p.paneCheckFrom(ctx, conn, target, l, -1)
-	}
-	return v, stop, pending, seen
-}
-
-// cursorMargin is how many rows above the cursor's last known row paneCheck captures: a
-// composer that shrinks after Enter moves the cursor up a few rows.
-const cursorMargin = 8
-
-// paneCheckFrom is paneCheck with the capture starting at screen row from (-1: the whole
-// screen). again says that rows above from are needed to decide.
-func (p *Pipeline) paneCheckFrom(ctx context.Context, conn Sender, target string, l *lane, from int) (v verdict, stop bool, pending string, seen []string, again bool) {
-	capture := "capture-pane -p -t " + quote(target)
-	if from > 0 {
-		capture += " -S " + strconv.Itoa(from)
-	}
-	rs, err := conn.DoAll(ctx,
-		"display-message -p -t "+quote(target)+" '#{pane_dead} #{pane_in_mode} #{cursor_y} #{cursor_x} #{pane_id} #{pane_pid}'",
-		capture)
-	if err != nil {
-		var ce *controlmode.CommandError
-		switch {
-		case errors.As(err, &ce):
-			return verdict{kind: fallback, code: nudge.TargetNotFound, why: ce.Error()}, true, "", nil, false
-		case connDown(err):
-			return verdict{kind: waitConn, why: err.Error()}, true, "", nil, false
-		}
-		return verdict{kind: fallback, code: nudge.SendKeysError, why: err.Error()}, true, "", nil, false
-	}
-	var f []string
-	if len(rs) == 2 && rs[0] != nil && len(rs[0].Lines) > 0 {
-		f = strings.Fields(rs[0].Lines[0])
-	}
-	if len(f) == 6 {
-		seen = []string{f[4], f[0], f[5]} // paneReplaced's fields: id, dead, pid
-	}
-	switch {
-	case len(f) == 6 && f[0] == "1":
-		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process has exited"}, true, "", seen, false
-	case len(f) == 6 && f[1] == "1":
-		return verdict{kind: hold, code: nudge.OperatorBusy, why: "pane is in copy mode"}, true, "", seen, false
-	case len(f) == 6 && rs[1] != nil:
-		row, err1 := strconv.Atoi(f[2])
-		col, err2 := strconv.Atoi(f[3])
-		if l != nil && err1 == nil && err2 == nil {
-			l.cursorY.Store(int32(row))
-		}
-		if from <= 0 {
-			return verdict{}, false, pendingEnvelope(rs[1].Lines, row, col), seen, false
-		}
-		rel := row - from
-		if rel < 0 || rel >= len(rs[1].Lines) {
-			return verdict{}, false, "", seen, true // the cursor is outside the rows captured
-		}
-		id := pendingEnvelope(rs[1].Lines, rel, col)
-		if id == "" && envelopeAtCursor(rs[1].Lines, rel, col) {
-			return verdict{}, false, "", seen, true // an envelope ends here and starts above
-		}
-		return verdict{}, false, id, seen, false
-	}
-	return verdict{}, false, "", seen, false
-}
-
-// envelopeEnd is the last thing an envelope puts on the screen. A TUI may wrap it after
-// "[/", so only the rest of it is looked for at the end of the cursor's row.
-const envelopeEnd = "[/BRIDGE_TRIGGER]"
-
-// pendingEnvelope returns the id of the envelope whose end is the last text on the
-// cursor's row with the cursor right after it (typed, never entered), or "". A cursor
-// back at the start of the row (a raw-mode program echoing the Enter as CR) means the
-// text was entered.
-func pendingEnvelope(screen []string, cursorY, cursorX int) string {
-	if !envelopeAtCursor(screen, cursorY, cursorX) {
-		return ""
-	}
-	for y := cursorY; y >= 0; y-- {
-		line := screen[y]
-		if i := strings.LastIndex(line, "[BRIDGE_TRIGGER id="); i >= 0 {
-			id := line[i+len("[BRIDGE_TRIGGER id="):]
-			if k := strings.IndexByte(id, ' '); k >= 0 {
-				id = id[:k]
-			}
-			return id
-		}
-	}
-	return ""
-}
-
-// envelopeAtCursor reports whether an envelope's end is the last text on the cursor's
-// row with the cursor right after it.
-func envelopeAtCursor(screen []string, cursorY, cursorX int) bool {
-	if cursorY < 0 || cursorY >= len(screen) {
-		return false
-	}
-	row := strings.TrimRight(screen[cursorY], " ")
-	// Cells, not runes, but a rune is at least one cell: a cursor left of the text's end
-	// is caught, one at or past it is not.
-	return strings.HasSuffix(row, envelopeEnd[2:]) && cursorX >= utf8.RuneCountInString(row)
-}
-
 // afterPaneCheck handles a pane that cannot take input now.
-func (p *Pipeline) afterPaneCheck(l *lane, j *job, v verdict) {
+func (ty *typist) afterPaneCheck(l *lane, j *job, v verdict) {
 	if v.kind == waitConn {
-		p.awaitConn(l, j, errors.New(v.why))
+		ty.lanes.awaitConn(l, j, errors.New(v.why))
 		return
 	}
 	if v.kind == hold {
 		// Its own clock: the collision gate resets deferStart whenever the operator is idle,
 		// which would keep this hold from ever timing out.
-		now := p.cfg.Now()
+		now := ty.cfg.Now()
 		if j.paneHold.IsZero() {
 			j.paneHold = now
 		}
-		if now.Sub(j.paneHold) >= p.cfg.MaxDefer && !j.record().ForceOverride {
-			p.startFallback(j, nudge.DeferTimeout, v.why)
+		if now.Sub(j.paneHold) >= ty.cfg.MaxDefer && !j.record().ForceOverride {
+			ty.fin.startFallback(j, nudge.DeferTimeout, v.why)
 			return
 		}
-		v.until = j.paneHold.Add(p.cfg.MaxDefer)
-		p.markDeferred(j, v, now)
-		j.retryAt = now.Add(p.cfg.DeferRecheck)
+		v.until = j.paneHold.Add(ty.cfg.MaxDefer)
+		ty.markDeferred(j, v, now)
+		j.retryAt = now.Add(ty.cfg.DeferRecheck)
 		l.push(j, true)
 		return
 	}
-	p.startFallback(j, v.code, v.why)
+	ty.fin.startFallback(j, v.code, v.why)
 }
 
 // lookBeforeTyping checks, for a trigger an earlier attempt or incarnation may have
@@ -360,7 +272,7 @@ func (p *Pipeline) afterPaneCheck(l *lane, j *job, v verdict) {
 // recording: foundUnrecorded). A retry after an ack timeout finds only the
 // recorded echoes and types again on purpose. err is a control connection that went
 // down under the capture (the pane may be fine: try again later).
-func (p *Pipeline) lookBeforeTyping(ctx context.Context, j *job, conn Sender, target string, rt nudge.Runtime) (found, error) {
+func (ty *typist) lookBeforeTyping(ctx context.Context, j *job, conn Sender, target string, rt nudge.Runtime) (found, error) {
 	t := j.record()
 	if !j.maybeTyped && t.Attempts == 0 {
 		return notFound, nil
@@ -382,15 +294,15 @@ func (p *Pipeline) lookBeforeTyping(ctx context.Context, j *job, conn Sender, ta
 	if echoes == 0 {
 		// Never typed (or scrolled far away: type again), unless the agent folded it into
 		// a paste placeholder, which the history does not show as the text.
-		if p.deps.Gates != nil {
-			if c, err := p.deps.Gates.Composer(ctx, rt); err == nil && p.holds(rt, c, j) {
+		if ty.deps.Gates != nil {
+			if c, err := ty.deps.Gates.Composer(ctx, rt); err == nil && ty.holds(rt, c, j) {
 				return foundInComposer, nil
 			}
 		}
 		return notFound, nil
 	}
-	if p.deps.Gates != nil {
-		if c, err := p.deps.Gates.Composer(ctx, rt); err == nil && p.holds(rt, c, j) {
+	if ty.deps.Gates != nil {
+		if c, err := ty.deps.Gates.Composer(ctx, rt); err == nil && ty.holds(rt, c, j) {
 			return foundInComposer, nil
 		}
 	}
@@ -432,7 +344,7 @@ func containsID(s, needle string) bool {
 	}
 }
 
-func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target string, pid int) error {
+func (ty *typist) typeEnvelope(ctx context.Context, conn Sender, j *job, target string, pid int) error {
 	if j.envelope == "" {
 		return errors.New("nothing to type: the trigger has no envelope")
 	}
@@ -447,12 +359,12 @@ func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target
 		return err
 	}
 	if !j.received.IsZero() {
-		if p.cfg.OnTyped != nil {
-			p.cfg.OnTyped(time.Since(j.received))
+		if ty.cfg.OnTyped != nil {
+			ty.cfg.OnTyped(time.Since(j.received))
 		}
 		j.received = time.Time{}
 	}
-	if il, ok := p.deps.Gates.(InputLine); ok {
+	if il, ok := ty.deps.Gates.(InputLine); ok {
 		il.Typed(j.record().RuntimeID, j.envelope)
 	}
 	_, err = conn.DoAll(ctx, cmds...)
@@ -462,22 +374,10 @@ func (p *Pipeline) typeEnvelope(ctx context.Context, conn Sender, j *job, target
 	return err
 }
 
-// takeTurn counts the delivery for the rate limiter and the loop guard.
-func (p *Pipeline) takeTurn(j *job) {
-	t := j.record()
-	key := rateKey(t)
-	p.rate.take(key, p.cfg.Now())
-	if t.ThreadID != "" && t.ScheduleID == "" && t.Attempts == 0 {
-		if tripped, why := p.loops.turn(key, t.Prompt); tripped {
-			p.log.Warn("thread auto-blocked", "thread_id", t.ThreadID, "agent_id", t.Agent, "why", why)
-		}
-	}
-}
-
 // markInjected records that j's envelope is in the pane; newAttempt counts a typing
 // (false: only the Enter of an attempt already recorded is still to come).
-func (p *Pipeline) markInjected(j *job, d attemptDetail, newAttempt bool) {
-	now := p.cfg.Now()
+func (ty *typist) markInjected(j *job, d attemptDetail, newAttempt bool) {
+	now := ty.cfg.Now()
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.State = nudge.StateInjected
 		t.InjectedAt = tp(now)
@@ -491,318 +391,12 @@ func (p *Pipeline) markInjected(j *job, d attemptDetail, newAttempt bool) {
 	})
 	j.maybeTyped = true
 	j.decide()
-	p.transition(rec.RuntimeID, nudge.StatusTriggering, "trigger "+rec.TriggerID)
-	p.lastTrigger(rec)
-	p.persist(j, p.auditDetail("trigger_sent", rec, "", d))
+	ty.transition(rec.RuntimeID, nudge.StatusTriggering, "trigger "+rec.TriggerID)
+	ty.lastTrigger(rec)
+	ty.persist(j, ty.auditDetail("trigger_sent", rec, "", d))
 }
 
-// lastTrigger records on the runtime the trigger last delivered to it (seed 001 §5
-// last_trigger_id).
-func (p *Pipeline) lastTrigger(t nudge.Trigger) {
-	if t.RuntimeID == "" {
-		return
-	}
-	if _, err := p.deps.Runtimes.Update(t.RuntimeID, func(rt *nudge.Runtime) { rt.LastTriggerID = t.TriggerID }); err != nil {
-		p.log.Debug("last trigger id", "runtime_id", t.RuntimeID, "err", err)
-	}
-}
-
-// submit presses Enter and confirms that the prompt left the composer; one lone Enter
-// repairs a swallowed one.
-func (p *Pipeline) submit(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, d attemptDetail) {
-	ctx := p.ctx
-	tries := 2
-	var seen []string // the pane's identity in the confirmation's look, when that was the last look
-	for try := 0; try < tries; try++ {
-		// No separate look at the pane before Enter: the Enter's own guard (IfPane: the
-		// pane id, its pid, not dead) decides in the same server step that presses it, and
-		// its answer says which of those failed (a round trip and a tmux command less per
-		// trigger, and no window between a look and the key).
-		seq := l.outSeq.Load()
-		enter, err := EnterCommand(target, rt.PID)
-		if err == nil {
-			_, err = conn.Do(ctx, enter)
-		}
-		var gone *controlmode.PaneGoneError
-		if errors.As(err, &gone) && p.ctx.Err() == nil {
-			v := goneVerdict(target, rt, gone)
-			p.startFallback(j, v.code, v.why)
-			return
-		}
-		if err != nil {
-			p.sendFailed(l, j, err)
-			return
-		}
-		if p.deps.Gates == nil {
-			break
-		}
-		c, left, s, err := p.awaitSubmit(l, j, conn, target, rt, seq, try == tries-1)
-		if left || err != nil {
-			l.clean.Store(err == nil) // seen to leave the composer
-			if err == nil {
-				seen = s
-			}
-			break
-		}
-		d.Composer = c
-		if try == 1 && tries == 2 && !containsID(c, "id="+j.id()) {
-			// Folded into a paste placeholder: the CLI may have taken an Enter that came
-			// while it still read the paste as part of it. One more, after a pause.
-			tries = 3
-			select {
-			case <-ctx.Done():
-				return // shutting down: the next Open resumes it
-			case <-time.After(foldedPause):
-			}
-		}
-		if try == tries-1 {
-			p.finishFailed(j, nudge.SendKeysError, "prompt typed but not submitted: the composer still holds it after a repair Enter")
-			return
-		}
-		d.Repaired = true
-	}
-	// A program that died while the prompt was still being written to it (a large paste
-	// drains slowly) never took it, though its composer reads empty. The look that saw
-	// the composer empty asked tmux in the same step (seen); only when another look came
-	// after it (a TUI's composer) or none was made is tmux asked again.
-	v, gone := verdict{}, false
-	if seen != nil {
-		v, gone = replacedVerdict(target, rt, seen)
-	} else {
-		v, gone = p.paneReplaced(ctx, conn, target, rt)
-	}
-	if gone && v.kind != waitConn {
-		l.clean.Store(false)
-		p.startFallback(j, v.code, v.why)
-		return
-	}
-	d.Composer = ""
-	if prof, _ := p.deps.Runtimes.Profile(rt.Agent); p.deps.Gates != nil && prof.Pack != "shell" {
-		j.submitSeq = max(l.outSeq.Load(), 1) // what the TUI had drawn when it gave the prompt up
-		if in, ok := p.deps.Gates.(Intake); ok {
-			in.Submitted(rt.RuntimeID, j.id()) // the next trigger waits until it shows it took it
-		}
-	}
-	if p.deps.Gates != nil && p.queuedInAgent(rt) {
-		j.update(p.cfg.Now(), func(t *nudge.Trigger) { t.QueuedInAgent = true })
-		if q, ok := p.deps.Acks.(interface{ Queued(triggerID string) }); ok {
-			q.Queued(j.id()) // only the turn that takes it acks it
-		}
-		p.markSubmitted(j, d, "queued in the agent: it was busy; the turn that takes the prompt acks it")
-		return
-	}
-	if j.typedBusy && !j.record().ForceOverride {
-		// Its screen shows no queue, but the agent was at work when it was typed: say so.
-		p.markSubmitted(j, d, "typed while the agent was BUSY with a turn (its profile queues input): it waits for that turn to end")
-		return
-	}
-	p.markSubmitted(j, d, "")
-}
-
-// holdUnshown holds a retry (after an ack timeout) of a prompt that a TUI took out of its
-// composer when the pane has drawn nothing at all since: the agent has not shown the
-// prompt yet, nor a busy sign, nor an answer; it is still taking it in (Gemini CLI spends
-// 10 to 30 s and more with a 63 KiB paste before it draws the prompt or a spinner, and
-// sends it to its model only then). Typing it again would give it twice: the agent would
-// take the second copy as its next prompt. The retry waits (deferred, AGENT_BUSY, the
-// receipt saying why) until the pane draws, then goes through the gates as any retry does
-// (busy: deferred; the marker or an ack meanwhile: acked); past MaxHold of silence it
-// (the hold clock) falls back with ACK_TIMEOUT, never retyped.
-func (p *Pipeline) holdUnshown(l *lane, j *job) {
-	now := p.cfg.Now()
-	if j.unshownSince.IsZero() {
-		j.unshownSince = now
-	}
-	if now.Sub(j.unshownSince) >= p.cfg.MaxHold {
-		j.submitSeq, j.unshownSince = 0, time.Time{}
-		p.startFallback(j, nudge.AckTimeout, "no ack, and the agent drew nothing after it took the prompt out of its composer: not typed again")
-		return
-	}
-	p.markDeferred(j, verdict{kind: hold, code: nudge.AgentBusy, until: j.unshownSince.Add(p.cfg.MaxHold),
-		why: "no ack yet, but the agent took the prompt out of its composer and has drawn nothing since (still reading it): not typed again"}, now)
-	j.retryAt = now.Add(p.cfg.DeferRecheck)
-	l.push(j, true)
-}
-
-// shownAtLast: the pane drew after holdUnshown held the retry; the agent is showing the
-// prompt it took only now, so the wait for its ack starts again from now (a retry comes
-// after a whole AckTimeout of that) instead of typing it again at once.
-func (p *Pipeline) shownAtLast(j *job) {
-	now := p.cfg.Now()
-	j.submitSeq, j.unshownSince, j.ackFrom = 0, time.Time{}, now
-	rec := j.update(now, func(t *nudge.Trigger) {
-		t.State = nudge.StateSubmitted
-		j.settleCause(t, "the agent drew after it took the prompt: waiting for its ack again")
-		t.DeferredUntil, t.NextAttemptAt = nil, nil
-		t.Result = resultFor(t)
-	})
-	p.persist(j, p.audit("trigger_ack_wait", rec, rec.Message))
-	p.transition(rec.RuntimeID, nudge.StatusAwaitingAck, "trigger "+rec.TriggerID)
-	p.goAwaitAck(j)
-}
-
-// foldedPause is the wait before the last Enter for a prompt still folded in the composer.
-const foldedPause = time.Second
-
-// submitPoll is how often, while the pane keeps drawing after Enter (a spinner never
-// lets it go quiet), the composer is looked at again.
-const submitPoll = 500 * time.Millisecond
-
-// awaitSubmit waits for the pane to go quiet after Enter (SubmitQuiet), at most
-// SubmitTimeout, and says whether j's envelope has left the composer. A TUI that animates
-// while it works is never quiet: the composer is then looked at every submitPoll, so the
-// submit is confirmed as soon as the envelope has gone instead of after the whole timeout.
-//
-// A quiet pane that still shows the envelope is taken as "not taken" early (a repair
-// Enter follows) except on the last Enter (final): a loaded machine can stall the
-// agent longer than SubmitQuiet before it reads the Enter (seen with Codex: a prompt
-// failed as not submitted 0.8 s after it was typed), so the last one waits the whole
-// SubmitTimeout before the trigger fails.
-func (p *Pipeline) awaitSubmit(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, seq uint64, final bool) (string, bool, []string, error) {
-	deadline := p.cfg.Now().Add(p.cfg.SubmitTimeout)
-	woke, stop := p.ackedOrDone(j)
-	defer stop()
-	for {
-		step := min(submitPoll, deadline.Sub(p.cfg.Now()))
-		quiet := l.settle(woke, p.cfg.Now, seq, p.cfg.SubmitQuiet, step)
-		if p.ackedYet(j) {
-			// Acked while the pane settles (the agent's record shows the prompt as its
-			// user message): it has left the composer; no need to wait for quiet.
-			return "", true, nil, nil
-		}
-		c, left, seen, err := p.leftComposer(p.ctx, l, conn, target, j, rt)
-		if left || err != nil || p.ctx.Err() != nil || !p.cfg.Now().Before(deadline) {
-			return c, left, seen, err
-		}
-		if !final && quiet && l.outSeq.Load() != seq && p.cfg.Now().Sub(time.Unix(0, l.lastOut.Load())) >= p.cfg.SubmitQuiet {
-			return c, left, seen, err // quiet after output, and still in the composer: not taken
-		}
-	}
-}
-
-// ackedYet reports whether j is acked already (by any signal).
-func (p *Pipeline) ackedYet(j *job) bool {
-	if p.deps.Acks == nil {
-		return false
-	}
-	_, ok := p.ackedNow(j)
-	return ok
-}
-
-// ackedOrDone returns a channel closed when j is acked (by any signal) or the pipeline
-// stops, and the function that releases it.
-func (p *Pipeline) ackedOrDone(j *job) (<-chan struct{}, func()) {
-	if p.deps.Acks == nil {
-		return p.ctx.Done(), func() {}
-	}
-	ch := make(chan struct{})
-	ctx, cancel := context.WithCancel(p.ctx)
-	go func() {
-		defer close(ch)
-		if _, err := p.deps.Acks.Wait(ctx, j.id()); err != nil {
-			<-ctx.Done() // not acked: only the end closes it
-		}
-	}()
-	return ch, cancel
-}
-
-// paneReplaced reports, before Enter and after it, whether the pane the envelope was typed
-// into has died or been respawned since (its program killed mid-paste and restarted in the
-// same pane id): Enter would then submit a cut prompt, or none, to another process, and
-// the receipt would claim a delivery that did not happen. The attempt falls back instead.
-func (p *Pipeline) paneReplaced(ctx context.Context, conn Sender, target string, rt nudge.Runtime) (verdict, bool) {
-	// display-message does not fail on a missing target (tmux gives it CMD_FIND_CANFAIL):
-	// it expands the formats empty. The pane id in the answer tells a gone pane apart.
-	r, err := conn.Do(ctx, "display-message -p -t "+quote(target)+" '#{pane_id} #{pane_dead} #{pane_pid}'")
-	if err != nil {
-		var ce *controlmode.CommandError
-		switch {
-		case errors.As(err, &ce):
-			return verdict{kind: fallback, code: nudge.TargetNotFound, why: "pane gone before Enter: " + ce.Error()}, true
-		case connDown(err):
-			return verdict{kind: waitConn, why: err.Error()}, true
-		}
-		return verdict{kind: fallback, code: nudge.SendKeysError, why: err.Error()}, true
-	}
-	var f []string
-	if r != nil && len(r.Lines) > 0 {
-		f = strings.Fields(r.Lines[0])
-	}
-	return replacedVerdict(target, rt, f)
-}
-
-// replacedVerdict is paneReplaced's verdict on tmux's answer f: the pane's id, whether it
-// is dead, its pid (no fields: tmux found no such pane).
-func replacedVerdict(target string, rt nudge.Runtime, f []string) (verdict, bool) {
-	switch {
-	case len(f) != 3 || strings.HasPrefix(target, "%") && f[0] != target:
-		return verdict{kind: fallback, code: nudge.TargetNotFound, why: "pane " + target + " is gone (replaced or closed) before it took the prompt"}, true
-	case f[1] == "1":
-		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process exited before it took the prompt"}, true
-	case rt.PID != 0 && f[2] != strconv.Itoa(rt.PID):
-		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process was replaced (pid " +
-			strconv.Itoa(rt.PID) + " -> " + f[2] + ") before it took the prompt"}, true
-	}
-	return verdict{}, false
-}
-
-// goneVerdict is paneReplaced's verdict for an IfPane Enter that tmux refused: what it
-// found instead of the pane the envelope was typed into.
-func goneVerdict(target string, rt nudge.Runtime, gone *controlmode.PaneGoneError) verdict {
-	switch {
-	case gone.Pane == "":
-		return verdict{kind: fallback, code: nudge.TargetNotFound, why: "pane " + target + " is gone (replaced or closed) before it took the prompt"}
-	case gone.Dead:
-		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process exited before it took the prompt"}
-	}
-	return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process was replaced (pid " +
-		strconv.Itoa(rt.PID) + " -> " + strconv.Itoa(gone.PID) + ") before it took the prompt"}
-}
-
-// leftComposer reports whether j's envelope has left the input: first the cheap look at
-// the cursor's row (no envelope of j's ends there), then, for agents whose composer is a
-// TUI (any pack but the shell's), the pack's reading of the composer.
-//
-// seen is the pane's identity (paneCheck's) when that look was the last one, taken after
-// the composer was seen without the envelope: the final check after Enter reads it
-// instead of asking tmux again. For a TUI the composer is read after it, so seen is nil.
-func (p *Pipeline) leftComposer(ctx context.Context, l *lane, conn Sender, target string, j *job, rt nudge.Runtime) (composer string, left bool, seen []string, err error) {
-	v, stop, pending, seen := p.paneCheck(ctx, conn, target, l)
-	if stop && v.kind != hold { // the connection is down, or the pane died or is gone
-		return "", false, nil, errors.New(v.why)
-	}
-	if pending == j.id() {
-		return "envelope " + j.id() + " at the cursor", false, nil, nil
-	}
-	if prof, _ := p.deps.Runtimes.Profile(rt.Agent); prof.Pack == "shell" || stop {
-		return "", true, seen, nil
-	}
-	c, err := p.deps.Gates.Composer(ctx, rt)
-	if err != nil {
-		return "", false, nil, err
-	}
-	return c, !p.holds(rt, c, j), nil, nil
-}
-
-// holds reports whether the composer text c is j's envelope: the text itself, or the
-// placeholder(s) the agent folded it into when it took it as a large paste ("[Pasted
-// Content 4096 chars][Pasted Content 1525 chars]"), whose sizes add up to it.
-func (p *Pipeline) holds(rt nudge.Runtime, c string, j *job) bool {
-	if containsID(c, "id="+j.id()) {
-		return true
-	}
-	il, ok := p.deps.Gates.(InputLine)
-	return ok && c != "" && il.Ours(rt, c, j.envelope)
-}
-
-// queuedInAgent reports whether the agent, busy when it took the prompt, holds it in its
-// own queue (the last composer look showed queued input).
-func (p *Pipeline) queuedInAgent(rt nudge.Runtime) bool {
-	il, ok := p.deps.Gates.(InputLine)
-	return ok && il.Queued(rt)
-}
-
-func (p *Pipeline) sendFailed(l *lane, j *job, err error) {
+func (ty *typist) sendFailed(l *lane, j *job, err error) {
 	var ce *controlmode.CommandError
 	code := nudge.SendKeysError
 	switch {
@@ -816,42 +410,14 @@ func (p *Pipeline) sendFailed(l *lane, j *job, err error) {
 			code = nudge.TargetNotFound
 		}
 	}
-	if p.ctx.Err() != nil {
+	if ty.ctx.Err() != nil {
 		return // shutting down: the next Open resumes it
 	}
 	if connDown(err) {
-		p.awaitConn(l, j, err)
+		ty.lanes.awaitConn(l, j, err)
 		return
 	}
-	p.startFallback(j, code, err.Error())
-}
-
-func (p *Pipeline) markSubmitted(j *job, d attemptDetail, note string) {
-	now := p.cfg.Now()
-	rt, _ := p.deps.Runtimes.Get(j.record().RuntimeID)
-	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
-	rec := j.update(now, func(t *nudge.Trigger) {
-		t.State = nudge.StateSubmitted
-		t.SubmittedAt = tp(now)
-		j.settleCause(t, note)
-		t.Result = resultFor(t)
-	})
-	p.persist(j, p.auditDetail("trigger_submitted", rec, note, d))
-	if p.deps.Acks == nil || prof.SubmittedIsAck {
-		p.finishAcked(j, "submitted")
-		return
-	}
-	p.transition(rec.RuntimeID, nudge.StatusAwaitingAck, "trigger "+rec.TriggerID)
-	p.goAwaitAck(j)
-}
-
-func (p *Pipeline) transition(runtimeID string, to nudge.Status, reason string) {
-	if runtimeID == "" {
-		return
-	}
-	if _, err := p.deps.Runtimes.Transition(runtimeID, to, reason); err != nil {
-		p.log.Debug("runtime transition", "runtime_id", runtimeID, "to", to, "err", err)
-	}
+	ty.fin.startFallback(j, code, err.Error())
 }
 
 func mustJSON(v any) json.RawMessage {

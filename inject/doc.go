@@ -18,8 +18,22 @@
 //	Request    one trigger request; Submitted, Submit's answer
 //	Scheduler  periodic prompts (seed 004) turned into triggers: Add, Remove, Close
 //
-// and the pure, hot-path text pieces, fuzzed in package fuzz, none allocating more
-// than its result:
+// Inside, the Pipeline is a façade over parts that each own their state and lock:
+//
+//	core      shared by all: the Config and Deps (read-only after New), the context and
+//	          WaitGroup of every goroutine, and the ledger of triggers in flight (jobs
+//	          by id, under its mu) with the writes of their receipts (persist, audit)
+//	lanes     order, gates and holds: a lane per runtime (under its mu), the rate
+//	          limiter, the loop guard and the circuit breakers (each under its own lock)
+//	typist    the pane check, guarded typing of the envelope, echo wait, Enter and its
+//	          repair, and the check that the prompt left the composer (no state of its
+//	          own: the pane's on the lane, the trigger's on its job)
+//	finisher  the ack wait, retries, the fallback chain and the closing of a receipt;
+//	          it owns the fallback bookkeeping (relaunching, spawned aside, launched in
+//	          a pane), under its mu
+//
+// The pure, hot-path text pieces, fuzzed in package fuzz, none allocating more than
+// its result:
 //
 //	Sanitize      prompt text -> safe text (no control characters but LF, size-limited)
 //	Envelope      the [BRIDGE_TRIGGER …] wrapper that reaches the agent as one message
@@ -36,23 +50,27 @@
 // go (forced ones first, order kept within a thread) and asks the gates in order — runtime alive, loop guard, force, circuit breaker, pause, rate limit, human
 // collision, readiness — whose verdict (a verdictKind: proceed, hold, fail, fallback,
 // waitConn) either delivers it, defers it with a code and a deadline (hold.go lists
-// every hold and its end), fails it, or starts the fallback chain. Delivery looks in the
-// pane first when an earlier attempt may have typed the envelope (never typing a prompt
-// twice), types it, waits for its echo, presses Enter and checks that it left the
-// composer; then the trigger waits for its ack (Acker), with retries and, when they are
-// spent, the fallback chain. Later receipt states are written behind; an ack is flushed
+// every hold and its end), fails it, or starts the fallback chain. Delivery (the typist)
+// looks in the pane first when an earlier attempt may have typed the envelope (never
+// typing a prompt twice), types it, waits for its echo, presses Enter and checks that it
+// left the composer; then the finisher waits for its ack (Acker), with retries and, when
+// they are spent, the fallback chain. Later receipt states are written behind; an ack is flushed
 // at once. Every change goes to Deps.OnChange and wakes Wait's waiters.
 //
 // # Goroutines
 //
-// The Pipeline owns every goroutine it starts, counts it in one WaitGroup and stops it
-// through one context: Close cancels and waits for all of them. They are one lane
-// goroutine per runtime (runLane, started on its first trigger), one per trigger
-// waiting for its ack (awaitAck), one per running fallback chain (runFallback), one
-// timer per open circuit breaker (to wake its lane when the cooldown ends), a short one
-// per closed trigger that forgets it once its last write is in the store, and one per
-// SubmitAsync. Submit also runs the store create beside the lane's first decision and
-// joins it before returning. The Scheduler owns one goroutine of its own, started by
+// The Pipeline owns every goroutine its parts start: each is counted in the core's one
+// WaitGroup and stopped through its one context, and the Pipeline's Close cancels and
+// waits for all of them (no part has a Close of its own). The lanes run one goroutine
+// per runtime (runLane, started on its first trigger) and a timer per open circuit
+// breaker (to wake its lane when the cooldown ends); the finisher one per trigger
+// waiting for its ack (awaitAck), one per running fallback chain (runFallback) and a
+// short one per closed trigger that forgets it once its last write is in the store; the
+// Pipeline one per SubmitAsync, and one per reply recorded on a trigger in flight. The
+// typist runs on a lane's goroutine, or on a request's for an inline typing into an idle
+// lane (Close waits for that too), and starts only a short wait for an ack while it
+// confirms a submit. Submit also runs the store create beside the lane's first decision
+// and joins it before returning. The Scheduler owns one goroutine of its own, started by
 // NewScheduler and stopped and joined by its Close (the daemon closes it before the
 // pipeline, into which it submits).
 //

@@ -4,71 +4,95 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/panes"
 )
 
-// goAwaitAck waits for j's ack in its own goroutine; on timeout it schedules a retry or,
-// with retries spent, the fallback chain.
-func (p *Pipeline) goAwaitAck(j *job) {
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		p.awaitAck(j)
-	}()
+// finisher drives a typed trigger to its end: the ack wait, the retries, the fallback
+// chain, and the closing of its receipt (acked, failed, fell back). It owns the fallback
+// bookkeeping, under mu: the runtimes a chain is relaunching, the runtimes a fallback
+// spawned beside a kept pane, and the launches that hold a prompt in a runtime's own pane.
+// It starts one goroutine per trigger waiting for its ack (awaitAck), one per running
+// fallback chain (runFallback) and a short one per closed trigger (done): all counted
+// in the pipeline's WaitGroup and stopped by the pipeline's Close.
+type finisher struct {
+	*core
+	lanes    *lanes
+	breakers *breakers // the lanes' circuit breakers: an ack closes one, a failure counts
+
+	mu sync.Mutex
+	// fallingBack: runtimes a fallback chain is relaunching (one chain at a time).
+	fallingBack map[string]bool
+	// aside: the runtime a fallback spawned beside a runtime whose pane it had to keep
+	// (an operator at it, unmanaged): later fallbacks of that runtime go there instead
+	// of spawning one runtime per trigger.
+	aside map[string]string
+	// launched: the trigger whose fallback launch (resume or spawn with its prompt) runs in
+	// a runtime's own pane, and when: another trigger's fallback does not replace it
+	// (until that trigger is acked, or MaxHold has passed).
+	launched map[string]paneLaunch
 }
 
-func (p *Pipeline) awaitAck(j *job) {
+// goAwaitAck waits for j's ack in its own goroutine; on timeout it schedules a retry or,
+// with retries spent, the fallback chain.
+func (f *finisher) goAwaitAck(j *job) {
+	f.goOwned(func() {
+		f.awaitAck(j)
+	})
+}
+
+func (f *finisher) awaitAck(j *job) {
 	t := j.record()
-	timeout := p.cfg.AckTimeout
+	timeout := f.cfg.AckTimeout
 	if t.AckTimeoutMS > 0 {
 		timeout = time.Duration(t.AckTimeoutMS) * time.Millisecond
 	}
 	if !j.ackFrom.IsZero() { // the agent showed the prompt only then (shownAtLast)
-		timeout -= p.cfg.Now().Sub(j.ackFrom)
+		timeout -= f.cfg.Now().Sub(j.ackFrom)
 	} else if t.SubmittedAt != nil { // resumed after a restart: only what is left
-		timeout -= p.cfg.Now().Sub(*t.SubmittedAt)
+		timeout -= f.cfg.Now().Sub(*t.SubmittedAt)
 	}
-	if p.deps.Acks == nil {
+	if f.deps.Acks == nil {
 		return
 	}
-	p.deps.Acks.Expect(t)
-	began := p.cfg.Now()
+	f.deps.Acks.Expect(t)
+	began := f.cfg.Now()
 	// Wait in steps: while the pane draws, its screen is searched for the marker every
 	// screenPoll, and always once more at the deadline, before a retry or the fallback.
-	deadline := p.cfg.Now().Add(max(timeout, 0))
+	deadline := f.cfg.Now().Add(max(timeout, 0))
 	var seen uint64
 	for {
-		step := min(screenPoll, max(deadline.Sub(p.cfg.Now()), 0))
-		ctx, cancel := context.WithTimeout(p.ctx, step)
-		sig, err := p.deps.Acks.Wait(ctx, t.TriggerID)
+		step := min(screenPoll, max(deadline.Sub(f.cfg.Now()), 0))
+		ctx, cancel := context.WithTimeout(f.ctx, step)
+		sig, err := f.deps.Acks.Wait(ctx, t.TriggerID)
 		stepOver := ctx.Err() != nil
 		cancel()
-		last := !p.cfg.Now().Before(deadline)
+		last := !f.cfg.Now().Before(deadline)
 		since := &seen // during the wait: only if the pane drew since the last look
 		if last {
 			since = nil
 		}
 		switch {
 		case err == nil:
-			p.finishAcked(j, sig)
+			f.finishAcked(j, sig)
 			return
-		case p.ctx.Err() != nil:
+		case f.ctx.Err() != nil:
 			return // shutting down: the trigger stays open in the store and Open resumes it
 		case !stepOver:
 			return // nothing waits on it any more: it was closed another way
-		case p.markerOnScreen(t, since):
-			p.finishAcked(j, signalScreen)
+		case f.markerOnScreen(t, since):
+			f.finishAcked(j, signalScreen)
 			return
-		case last && p.agentWorking(t, began):
+		case last && f.agentWorking(t, began):
 			// The agent's own record shows it mid-turn: the prompt waits in its queue
 			// (or the turn is this prompt's and its first entry is not written yet).
 			// Typing it again could only give it twice; the wait goes on.
-			deadline = p.cfg.Now().Add(max(timeout, p.cfg.AckTimeout))
+			deadline = f.cfg.Now().Add(max(timeout, f.cfg.AckTimeout))
 		case last:
-			p.ackTimedOut(j)
+			f.ackTimedOut(j)
 			return
 		}
 	}
@@ -87,21 +111,21 @@ type working interface {
 // at work: its record shows it mid-turn, or, for an agent whose record nudge does not read
 // (yet: Pi writes nothing before its first answer is complete; OpenCode's is not read),
 // its screen reads BUSY. A retype could only give the prompt twice.
-func (p *Pipeline) agentWorking(t nudge.Trigger, began time.Time) bool {
-	if t.RuntimeID == "" || p.cfg.Now().Sub(began) >= recordBusyMax {
+func (f *finisher) agentWorking(t nudge.Trigger, began time.Time) bool {
+	if t.RuntimeID == "" || f.cfg.Now().Sub(began) >= recordBusyMax {
 		return false
 	}
-	if w, ok := p.deps.Acks.(working); ok && w.Working(t.RuntimeID) {
+	if w, ok := f.deps.Acks.(working); ok && w.Working(t.RuntimeID) {
 		return true
 	}
-	rt, ok := p.deps.Runtimes.Get(t.RuntimeID)
-	if !ok || p.deps.Gates == nil {
+	rt, ok := f.deps.Runtimes.Get(t.RuntimeID)
+	if !ok || f.deps.Gates == nil {
 		return false
 	}
-	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
-	l, live := p.deps.Acks.(recordLive)
+	prof, _ := f.deps.Runtimes.Profile(rt.Agent)
+	l, live := f.deps.Acks.(recordLive)
 	agent := prof.Record != "" || prof.Pack != "" && prof.Pack != "shell" // a TUI agent, not a program in a shell
-	return agent && !(live && l.RecordLive(rt.RuntimeID)) && p.deps.Gates.Readiness(rt) == nudge.Busy
+	return agent && !(live && l.RecordLive(rt.RuntimeID)) && f.deps.Gates.Readiness(rt) == nudge.Busy
 }
 
 // signalRecord is the ack signal of a prompt found in the agent's own record
@@ -114,20 +138,20 @@ type evidencer interface {
 }
 
 // ackTimedOut retries the trigger after the next backoff, or falls back.
-func (p *Pipeline) ackTimedOut(j *job) {
+func (f *finisher) ackTimedOut(j *job) {
 	t := j.record()
-	wait, retry := p.cfg.retryAfter(t.Attempts)
+	wait, retry := f.cfg.retryAfter(t.Attempts)
 	if !retry {
-		p.startFallback(j, nudge.AckTimeout, "no ack after retries")
+		f.startFallback(j, nudge.AckTimeout, "no ack after retries")
 		return
 	}
-	now := p.cfg.Now()
+	now := f.cfg.Now()
 	j.retryAt = now.Add(wait)
 	rec := j.update(now, func(t *nudge.Trigger) { t.NextAttemptAt = tp(j.retryAt); t.Message = "no ack yet: retrying" })
-	p.persist(j, p.auditDetail("trigger_retry", rec, "ack timeout", map[string]any{
+	f.persist(j, f.auditDetail("trigger_retry", rec, "ack timeout", map[string]any{
 		"attempt": rec.Attempts + 1, "backoff_ms": wait.Milliseconds()}))
-	p.transition(rec.RuntimeID, nudge.StatusRetrying, "ack timeout for "+rec.TriggerID)
-	p.laneFor(rec.RuntimeID).push(j, true)
+	f.transition(rec.RuntimeID, nudge.StatusRetrying, "ack timeout for "+rec.TriggerID)
+	f.lanes.laneFor(rec.RuntimeID).push(j, true)
 }
 
 // retryAfter says whether a trigger delivered `attempts` times without an ack gets
@@ -144,18 +168,18 @@ func (c *Config) retryAfter(attempts int) (time.Duration, bool) {
 
 // finishAcked records j's ack (the Acker's signal, the marker found on screen, or an ack
 // found before a retry) and closes it.
-func (p *Pipeline) finishAcked(j *job, signal string) {
+func (f *finisher) finishAcked(j *job, signal string) {
 	if signal == signalRecord {
 		// Its user message is in the agent's record, but the agent may still be taking it
 		// in (Gemini CLI reads a large paste for seconds after writing it): the next
 		// trigger keeps waiting until the agent draws, as the intake gate says.
 		j.keepIntake = true
-	} else if in, ok := p.deps.Gates.(Intake); ok {
+	} else if in, ok := f.deps.Gates.(Intake); ok {
 		// Before the receipt says acked: a caller that sends the next trigger as soon as it
 		// reads acked must not find the agent still taking this one in.
 		in.Settled(j.record().RuntimeID, j.id())
 	}
-	now := p.cfg.Now()
+	now := f.cfg.Now()
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.State = nudge.StateAcked
 		t.AckedAt, t.DeliveredAt = tp(now), tp(now) // delivered means acknowledged
@@ -164,27 +188,27 @@ func (p *Pipeline) finishAcked(j *job, signal string) {
 		t.Closed = true
 		t.Result = resultFor(t)
 	})
-	ackRec := p.audit("ack_received", rec, signal)
-	if e, ok := p.deps.Acks.(evidencer); ok {
+	ackRec := f.audit("ack_received", rec, signal)
+	if e, ok := f.deps.Acks.(evidencer); ok {
 		if ev := e.Evidence(rec.TriggerID); ev != "" {
 			ackRec.Detail = mustJSON(map[string]string{"evidence": ev})
 		}
 	}
-	p.persist(j, ackRec)
-	p.breakers.success(rec.RuntimeID)
+	f.persist(j, ackRec)
+	f.breakers.success(rec.RuntimeID)
 	// The runtime's transition is queued before the flush so that it goes in the same
 	// commit (one fsync per closed trigger, not two).
-	p.transition(rec.RuntimeID, nudge.StatusReady, "ack for "+rec.TriggerID)
+	f.transition(rec.RuntimeID, nudge.StatusReady, "ack for "+rec.TriggerID)
 	// An ack is made durable at once, not with the next write-behind batch: a kill -9 in
 	// between would leave the restarted daemon an answered prompt in `submitted`, and its
 	// retry could type it again into an agent whose marker has left the pane (a relaunch).
-	p.deps.Store.Flush()
-	p.done(j)
+	f.deps.Store.Flush()
+	f.done(j)
 }
 
-func (p *Pipeline) finishFailed(j *job, code nudge.Code, why string) {
-	p.countFailure(j, code)
-	now := p.cfg.Now()
+func (f *finisher) finishFailed(j *job, code nudge.Code, why string) {
+	f.countFailure(j, code)
+	now := f.cfg.Now()
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.State = nudge.StateFailed
 		t.FailedAt = tp(now)
@@ -193,40 +217,40 @@ func (p *Pipeline) finishFailed(j *job, code nudge.Code, why string) {
 		t.Result = resultFor(t)
 	})
 	j.decide()
-	p.persist(j, p.audit("trigger_failed", rec, why))
-	p.done(j)
+	f.persist(j, f.audit("trigger_failed", rec, why))
+	f.done(j)
 }
 
 // startFallback hands j to the fallback chain in its own goroutine.
-func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
-	p.countFailure(j, code)
-	if p.deps.Fallback == nil {
-		p.finishFailed(j, code, why)
+func (f *finisher) startFallback(j *job, code nudge.Code, why string) {
+	f.countFailure(j, code)
+	if f.deps.Fallback == nil {
+		f.finishFailed(j, code, why)
 		return
 	}
-	keep := p.paneTaken(j.record().RuntimeID, j.id())
-	if rt, ok := p.asideFor(j.record().RuntimeID, code, keep); ok && j.record().Fallback == "" {
+	keep := f.paneTaken(j.record().RuntimeID, j.id())
+	if rt, ok := f.asideFor(j.record().RuntimeID, code, keep); ok && j.record().Fallback == "" {
 		// An earlier fallback already spawned a runtime beside this one: deliver there
 		// instead of spawning one runtime per trigger.
-		j.update(p.cfg.Now(), func(*nudge.Trigger) { j.cause.code, j.cause.why = code, why })
-		p.deliverTo(j, rt.RuntimeID, rt.PaneID, nudge.BackendSpawn, "fallback_redirect",
+		j.update(f.cfg.Now(), func(*nudge.Trigger) { j.cause.code, j.cause.why = code, why })
+		f.deliverTo(j, rt.RuntimeID, rt.PaneID, nudge.BackendSpawn, "fallback_redirect",
 			string(code)+": "+why+"; delivering to "+rt.RuntimeID+", spawned beside it by an earlier fallback")
 		return
 	}
 	if t := j.record(); t.Fallback != "" {
 		// Its fallback already relaunched the runtime and the live delivery to the fresh
 		// one failed too: no second relaunch for the same trigger.
-		p.finishFailed(j, code, why+" (after the fallback "+t.Fallback+")")
+		f.finishFailed(j, code, why+" (after the fallback "+t.Fallback+")")
 		return
 	}
-	now := p.cfg.Now()
+	now := f.cfg.Now()
 	rt := j.record().RuntimeID
-	if !p.beginFallback(rt) {
+	if !f.beginFallback(rt) {
 		// Another trigger's fallback is relaunching this runtime: wait for it, then go
 		// through the gates again (the relaunched agent may take this one live).
 		j.retryAt = now.Add(fallbackWait)
-		p.markDeferred(j, verdict{kind: hold, code: nudge.FallbackInProgress, why: "waiting for the runtime's fallback relaunch", until: j.retryAt}, now)
-		p.laneFor(rt).push(j, true)
+		f.markDeferred(j, verdict{kind: hold, code: nudge.FallbackInProgress, why: "waiting for the runtime's fallback relaunch", until: j.retryAt}, now)
+		f.lanes.laneFor(rt).push(j, true)
 		return
 	}
 	rec := j.update(now, func(t *nudge.Trigger) {
@@ -234,13 +258,11 @@ func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 		j.cause.code, j.cause.why = code, why
 	})
 	j.decide()
-	p.persist(j, p.audit("fallback_required", rec, why))
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		defer p.endFallback(rt)
-		p.runFallback(j, code, keep)
-	}()
+	f.persist(j, f.audit("fallback_required", rec, why))
+	f.goOwned(func() {
+		defer f.endFallback(rt)
+		f.runFallback(j, code, keep)
+	})
 }
 
 // paneLaunch is a fallback launch that holds a trigger's prompt in a runtime's own pane.
@@ -251,11 +273,11 @@ type paneLaunch struct {
 
 // paneTaken reports whether runtimeID's pane runs another trigger's fallback launch that
 // is not acked yet (within MaxHold): a fallback for trigger id must then keep the pane.
-func (p *Pipeline) paneTaken(runtimeID, id string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	l, ok := p.launched[runtimeID]
-	return ok && l.trigger != id && p.cfg.Now().Sub(l.at) < p.cfg.MaxHold
+func (f *finisher) paneTaken(runtimeID, id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok := f.launched[runtimeID]
+	return ok && l.trigger != id && f.cfg.Now().Sub(l.at) < f.cfg.MaxHold
 }
 
 // fallbackWait is how often a trigger held behind another's fallback looks again.
@@ -266,56 +288,56 @@ const fallbackWait = 250 * time.Millisecond
 const fallbackTimeout = 5 * time.Minute
 
 // beginFallback claims the runtime for one fallback chain at a time ("" never conflicts).
-func (p *Pipeline) beginFallback(runtimeID string) bool {
+func (f *finisher) beginFallback(runtimeID string) bool {
 	if runtimeID == "" {
 		return true
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.fallingBack[runtimeID] {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fallingBack[runtimeID] {
 		return false
 	}
-	p.fallingBack[runtimeID] = true
+	f.fallingBack[runtimeID] = true
 	return true
 }
 
-func (p *Pipeline) endFallback(runtimeID string) {
+func (f *finisher) endFallback(runtimeID string) {
 	if runtimeID == "" {
 		return
 	}
-	p.mu.Lock()
-	delete(p.fallingBack, runtimeID)
-	p.mu.Unlock()
-	p.Kick(runtimeID)
+	f.mu.Lock()
+	delete(f.fallingBack, runtimeID)
+	f.mu.Unlock()
+	f.lanes.kick(runtimeID)
 }
 
-func (p *Pipeline) runFallback(j *job, code nudge.Code, keep bool) {
+func (f *finisher) runFallback(j *job, code nudge.Code, keep bool) {
 	from := j.record().RuntimeID
-	ctx, cancel := context.WithTimeout(p.ctx, fallbackTimeout)
-	l, err := p.deps.Fallback.Fallback(ctx, j.record(), code, keep)
+	ctx, cancel := context.WithTimeout(f.ctx, fallbackTimeout)
+	l, err := f.deps.Fallback.Fallback(ctx, j.record(), code, keep)
 	cancel()
-	if p.ctx.Err() != nil {
+	if f.ctx.Err() != nil {
 		return
 	}
 	if err == nil && l.RuntimeID != "" {
-		p.mu.Lock()
+		f.mu.Lock()
 		if l.RuntimeID != from {
-			p.aside[from] = l.RuntimeID
+			f.aside[from] = l.RuntimeID
 		} else if l.Given {
-			p.launched[from] = paneLaunch{trigger: j.id(), at: p.cfg.Now()}
+			f.launched[from] = paneLaunch{trigger: j.id(), at: f.cfg.Now()}
 		}
-		p.mu.Unlock()
+		f.mu.Unlock()
 	}
 	if err == nil && !l.Given {
 		if l.RuntimeID == "" {
-			p.finishFailed(j, nudge.SpawnFailed, "fresh runtime started without the prompt and no runtime to deliver it to")
+			f.finishFailed(j, nudge.SpawnFailed, "fresh runtime started without the prompt and no runtime to deliver it to")
 			return
 		}
 		// A fresh runtime is up but has not got the prompt: it goes through the gates
 		// again and is typed into the new runtime's pane (never the old one's, unless the
 		// fresh runtime took the old one's place) once that is ready. Only once: another
 		// failure of that delivery ends the trigger (startFallback).
-		p.deliverTo(j, l.RuntimeID, l.PaneID, l.Backend, "fallback_deliver_live",
+		f.deliverTo(j, l.RuntimeID, l.PaneID, l.Backend, "fallback_deliver_live",
 			"fresh runtime "+l.RuntimeID+" (pane "+l.PaneID+") started without the prompt: delivering it live there")
 		return
 	}
@@ -325,10 +347,10 @@ func (p *Pipeline) runFallback(j *job, code nudge.Code, keep bool) {
 		if errors.As(err, &ne) {
 			fc = ne.Code
 		}
-		p.finishFailed(j, fc, err.Error())
+		f.finishFailed(j, fc, err.Error())
 		return
 	}
-	now := p.cfg.Now()
+	now := f.cfg.Now()
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.State = nudge.StateSubmitted
 		t.SubmittedAt, t.DeliveredAt = tp(now), tp(now)
@@ -337,37 +359,37 @@ func (p *Pipeline) runFallback(j *job, code nudge.Code, keep bool) {
 		t.Closed = true
 		t.Result = resultFor(t)
 	})
-	p.lastTrigger(rec)
-	p.persist(j, p.auditDetail("trigger_fell_back", rec, l.Backend, map[string]any{
+	f.lastTrigger(rec)
+	f.persist(j, f.auditDetail("trigger_fell_back", rec, l.Backend, map[string]any{
 		"backend": l.Backend, "runtime_id": l.RuntimeID, "pane_id": l.PaneID}))
-	p.done(j)
+	f.done(j)
 }
 
 // deliverTo moves j to runtime id's lane for a live delivery there (a fresh runtime a
 // fallback started without the prompt, or the runtime an earlier fallback spawned beside
 // a kept pane). The receipt names the runtime and its pane.
-func (p *Pipeline) deliverTo(j *job, id, pane, backend, event, why string) {
-	now := p.cfg.Now()
+func (f *finisher) deliverTo(j *job, id, pane, backend, event, why string) {
+	now := f.cfg.Now()
 	old := j.record().RuntimeID
 	if old != id {
-		if p.deps.Acks != nil {
-			p.deps.Acks.Forget(j.id()) // its ack comes from the new runtime's pane
+		if f.deps.Acks != nil {
+			f.deps.Acks.Forget(j.id()) // its ack comes from the new runtime's pane
 		}
-		p.breakers.settle(old, j.id())
+		f.breakers.settle(old, j.id())
 	}
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.Fallback, t.FallbackRuntimeID, t.FallbackPane = backend, id, pane
 		t.RuntimeID = id
 		t.Message = why
 	})
-	p.persist(j, p.auditDetail(event, rec, why, map[string]any{"from_runtime_id": old, "runtime_id": id, "pane_id": pane}))
+	f.persist(j, f.auditDetail(event, rec, why, map[string]any{"from_runtime_id": old, "runtime_id": id, "pane_id": pane}))
 	j.maybeTyped, j.retryAt, j.paneHold, j.deferStart, j.holdStart = true, time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	p.laneFor(id).push(j, true)
+	f.lanes.laneFor(id).push(j, true)
 }
 
 // asideFor returns the live runtime an earlier fallback spawned beside runtimeID, if the
 // cause is one that keeps runtimeID's pane (or keep says it must be kept).
-func (p *Pipeline) asideFor(runtimeID string, code nudge.Code, keep bool) (nudge.Runtime, bool) {
+func (f *finisher) asideFor(runtimeID string, code nudge.Code, keep bool) (nudge.Runtime, bool) {
 	switch code {
 	case nudge.DeferTimeout, nudge.OperatorBusy, nudge.UnmanagedRuntime:
 	default:
@@ -375,15 +397,15 @@ func (p *Pipeline) asideFor(runtimeID string, code nudge.Code, keep bool) (nudge
 			return nudge.Runtime{}, false
 		}
 	}
-	p.mu.Lock()
-	id := p.aside[runtimeID]
-	p.mu.Unlock()
-	if rt, ok := p.deps.Runtimes.Get(id); ok && id != "" && rt.Managed && panes.Live(rt.Status) {
+	f.mu.Lock()
+	id := f.aside[runtimeID]
+	f.mu.Unlock()
+	if rt, ok := f.deps.Runtimes.Get(id); ok && id != "" && rt.Managed && panes.Live(rt.Status) {
 		return rt, true
 	}
 	// After a daemon restart: the newest live runtime named ROLE-fb-* in the workspace.
-	from, ok := p.deps.Runtimes.Get(runtimeID)
-	l, canList := p.deps.Runtimes.(interface{ List() []nudge.Runtime })
+	from, ok := f.deps.Runtimes.Get(runtimeID)
+	l, canList := f.deps.Runtimes.(interface{ List() []nudge.Runtime })
 	if !ok || !canList {
 		return nudge.Runtime{}, false
 	}
@@ -400,76 +422,29 @@ func (p *Pipeline) asideFor(runtimeID string, code nudge.Code, keep bool) (nudge
 // unroutable handles a trigger with no managed runtime: an unknown one fails with
 // UNMANAGED_RUNTIME (the caller must fall back itself); a registered but unmanaged one
 // goes straight to the fallback chain.
-func (p *Pipeline) unroutable(j *job, known bool) {
+func (f *finisher) unroutable(j *job, known bool) {
 	if known {
-		p.startFallback(j, nudge.UnmanagedRuntime, "runtime is not managed: live delivery skipped")
+		f.startFallback(j, nudge.UnmanagedRuntime, "runtime is not managed: live delivery skipped")
 		return
 	}
 	t := j.record()
-	p.finishFailed(j, nudge.UnmanagedRuntime, "no managed runtime "+t.WorkspaceID+"/"+t.Agent+": fallback required")
+	f.finishFailed(j, nudge.UnmanagedRuntime, "no managed runtime "+t.WorkspaceID+"/"+t.Agent+": fallback required")
 }
 
 // done forgets a closed job once its last write is in the store (until then Get keeps
 // answering from memory, so a receipt never goes back to an older state).
-func (p *Pipeline) done(j *job) {
-	p.breakers.settle(j.record().RuntimeID, j.id())
-	if in, ok := p.deps.Gates.(Intake); ok && !j.keepIntake {
+func (f *finisher) done(j *job) {
+	f.breakers.settle(j.record().RuntimeID, j.id())
+	if in, ok := f.deps.Gates.(Intake); ok && !j.keepIntake {
 		in.Settled(j.record().RuntimeID, j.id())
 	}
-	if p.deps.Acks != nil {
-		p.deps.Acks.Forget(j.id())
+	if f.deps.Acks != nil {
+		f.deps.Acks.Forget(j.id())
 	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		p.deps.Store.Settle() // with the next batch: no commit of its own
-		p.mu.Lock()
-		if p.jobs[j.id()] == j {
-			delete(p.jobs, j.id())
-		}
-		p.mu.Unlock()
-	}()
-}
-
-// persist queues the job's current record (and audit records) for the store once the
-// record exists. Only the create is durable before the API answers; later receipt states
-// are write-behind (in order, many per fsync): a crash can lose the latest of them, and
-// recovery then looks in the pane before typing anything again. Writes are serialized
-// per job so the store never goes back to an older copy.
-func (p *Pipeline) persist(j *job, recs ...nudge.AuditRecord) {
-	<-j.created
-	if j.lost {
-		return
-	}
-	j.pmu.Lock()
-	defer j.pmu.Unlock()
-	rec := j.record()
-	p.deps.Store.PutTriggerLater(rec, recs...) // of several in one batch, only the last record is written
-	p.changed(rec)
-}
-
-func (p *Pipeline) changed(t nudge.Trigger) {
-	p.log.Debug("trigger", "trigger_id", t.TriggerID, "thread_id", t.ThreadID, "agent_id", t.Agent,
-		"runtime_id", t.RuntimeID, "state", t.State, "result", t.Result, "error_code", t.ErrorCode,
-		"fallback_used", t.Fallback != "")
-	p.waiters.notify(t.TriggerID)
-	if p.deps.OnChange != nil {
-		p.deps.OnChange(t)
-	}
-}
-
-func (p *Pipeline) audit(event string, t nudge.Trigger, reason string) nudge.AuditRecord {
-	return nudge.AuditRecord{
-		Event: event, TriggerID: t.TriggerID, ThreadID: t.ThreadID, RuntimeID: t.RuntimeID,
-		Workspace: t.WorkspaceID, Subject: t.Caller, PeerUID: uidPtr(t.CallerUID),
-		Reason: reason, Code: t.ErrorCode,
-	}
-}
-
-func (p *Pipeline) auditDetail(event string, t nudge.Trigger, reason string, detail any) nudge.AuditRecord {
-	r := p.audit(event, t, reason)
-	r.Detail = mustJSON(detail)
-	return r
+	f.goOwned(func() {
+		f.deps.Store.Settle() // with the next batch: no commit of its own
+		f.forget(j)
+	})
 }
 
 func uidPtr(uid int) *int {
@@ -477,4 +452,32 @@ func uidPtr(uid int) *int {
 		return nil
 	}
 	return &uid
+}
+
+// ackAfterFallback records an ack for a trigger whose live path ended in a fallback
+// launch (the resumed agent acknowledged it). Other triggers are acked through Acker.
+func (f *finisher) ackAfterFallback(id, signal string) (nudge.Trigger, bool, error) {
+	f.deps.Store.Flush() // the fallback's own write-behind record first
+	t, err := f.deps.Store.UpdateTrigger(id, func(t *nudge.Trigger) error {
+		if t.Fallback == "" || t.State != nudge.StateSubmitted {
+			return errNotFallback
+		}
+		now := f.cfg.Now()
+		t.State, t.AckedAt, t.AckSignal, t.UpdatedAt = nudge.StateAcked, &now, signal, now
+		return nil
+	})
+	if errors.Is(err, errNotFallback) {
+		return nudge.Trigger{}, false, nil
+	}
+	if err == nil {
+		f.changed(t)
+		f.mu.Lock()
+		for rt, l := range f.launched {
+			if l.trigger == id {
+				delete(f.launched, rt)
+			}
+		}
+		f.mu.Unlock()
+	}
+	return t, err == nil, err
 }

@@ -3,33 +3,35 @@ package inject
 import (
 	"runtime/trace"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nudgehq/nudge"
 )
 
-// adopt registers a recovered job and queues it on its runtime's lane (or resumes its
-// ack wait when it was already submitted).
-func (p *Pipeline) adopt(j *job) {
-	p.mu.Lock()
-	p.jobs[j.id()] = j
-	p.mu.Unlock()
-	t := j.record()
-	switch {
-	case t.State == nudge.StateSubmitted && t.Fallback == "":
-		p.goAwaitAck(j)
-	case t.RuntimeID == "":
-		p.unroutable(j, false)
-	default:
-		p.enqueue(j)
-	}
+// lanes is the runtimes' delivery lanes and the gates in front of them: order, gates and
+// holds. It owns the lanes by runtime id (under mu), and the rate limiter, the loop guard
+// and the circuit breakers (each under its own lock). It runs one goroutine per lane
+// (runLane, started on the lane's first trigger, stopped by the pipeline's Close) and a
+// timer goroutine per open breaker. A lane's goroutine hands the trigger that may go to
+// the typist, and one that must not to the finisher (failed, or the fallback chain).
+type lanes struct {
+	*core
+	typist *typist
+	fin    *finisher
+
+	mu       sync.Mutex
+	m        map[string]*lane // by runtime id
+	rate     *rateLimiter
+	loops    *loopGuard
+	breakers *breakers
 }
 
 // enqueue puts j at the back of its runtime's lane, starting the lane if needed. A job
 // that queues behind others has had its first decision: it waits its turn (Submit
 // answers "queued" at once instead of waiting on the triggers ahead of it).
-func (p *Pipeline) enqueue(j *job) {
-	if behind := p.laneFor(j.t.RuntimeID).push(j, false); behind {
+func (ls *lanes) enqueue(j *job) {
+	if behind := ls.laneFor(j.t.RuntimeID).push(j, false); behind {
 		j.decide()
 	}
 }
@@ -41,16 +43,12 @@ func (p *Pipeline) enqueue(j *job) {
 // having changed nothing, when the trigger must take the lane's usual path: the lane is
 // busy, the trigger needs a look at the pane first (a pane check, or a retry), or a gate
 // holds it (the lane's goroutine then decides, as for any queued trigger).
-func (p *Pipeline) typeInline(j *job) bool {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+func (ls *lanes) typeInline(j *job) bool {
+	if !ls.enter() { // Close waits for a typing in flight on a request's goroutine too
 		return false
 	}
-	p.wg.Add(1) // Close waits for a typing in flight on a request's goroutine too
-	p.mu.Unlock()
-	defer p.wg.Done()
-	l := p.laneFor(j.t.RuntimeID)
+	defer ls.wg.Done()
+	l := ls.laneFor(j.t.RuntimeID)
 	if !l.turn.TryLock() {
 		return false
 	}
@@ -59,52 +57,60 @@ func (p *Pipeline) typeInline(j *job) bool {
 		l.turn.Unlock()
 		l.kick() // the rest of the delivery, or the next decision, is the lane's
 	}()
-	if l.cont != nil || l.depth() > 0 || j.maybeTyped || j.record().Attempts > 0 || p.needsPaneCheck(l, j) {
+	if l.cont != nil || l.depth() > 0 || j.maybeTyped || j.record().Attempts > 0 || ls.typist.needsPaneCheck(l, j) {
 		return false
 	}
-	rt, ok := p.deps.Runtimes.Get(l.id)
+	rt, ok := ls.deps.Runtimes.Get(l.id)
 	if !ok {
 		return false
 	}
 	reg := trace.StartRegion(j.traceCtx(), "lane.gate")
-	v := p.gate(j, rt, p.cfg.Now())
+	v := ls.gate(j, rt, ls.cfg.Now())
 	reg.End()
 	if v.kind != proceed {
 		return false
 	}
 	trace.Log(j.traceCtx(), "lane", "inline")
 	l.inline = true
-	p.deliver(l, j, rt)
+	ls.typist.deliver(l, j, rt)
 	return true
 }
 
-func (p *Pipeline) laneFor(id string) *lane {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	l, ok := p.lanes[id]
+func (ls *lanes) laneFor(id string) *lane {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l, ok := ls.m[id]
 	if !ok {
 		l = newLane(id)
-		p.lanes[id] = l
-		if !p.closed {
-			p.wg.Add(1)
-			go p.runLane(l)
-		}
+		ls.m[id] = l
+		ls.goIfOpen(func() { ls.runLane(l) })
 	}
 	return l
 }
 
-func (p *Pipeline) removeFromLane(j *job) {
-	p.mu.Lock()
-	l := p.lanes[j.record().RuntimeID]
-	p.mu.Unlock()
-	if l != nil {
+// get returns runtime id's lane, nil if it has none. It never blocks for long: the
+// control connection's read goroutine calls it for every chunk of output (observe).
+func (ls *lanes) get(id string) *lane {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.m[id]
+}
+
+func (ls *lanes) removeFromLane(j *job) {
+	if l := ls.get(j.record().RuntimeID); l != nil {
 		l.remove(j)
 	}
 }
 
+// kick makes runtime id's lane look again now.
+func (ls *lanes) kick(id string) {
+	if l := ls.get(id); l != nil {
+		l.kick()
+	}
+}
+
 // runLane delivers one runtime's triggers until the pipeline closes.
-func (p *Pipeline) runLane(l *lane) {
-	defer p.wg.Done()
+func (ls *lanes) runLane(l *lane) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -113,7 +119,7 @@ func (p *Pipeline) runLane(l *lane) {
 			l.cont = nil
 			cont()
 		}
-		wait := p.stepLane(l)
+		wait := ls.stepLane(l)
 		l.turn.Unlock()
 		if wait == 0 {
 			continue
@@ -123,7 +129,7 @@ func (p *Pipeline) runLane(l *lane) {
 		}
 		resetTimer(timer, wait)
 		select {
-		case <-p.ctx.Done():
+		case <-ls.ctx.Done():
 			return
 		case <-l.wake:
 		case <-timer.C:
@@ -162,30 +168,27 @@ const (
 // per-thread gate (rate limit, a retry's backoff) so holds only its own thread; a
 // runtime-wide hold (an operator at the pane, a busy agent) holds each trigger on its
 // own clock, each receipt saying why and until when.
-func (p *Pipeline) stepLane(l *lane) time.Duration {
+func (ls *lanes) stepLane(l *lane) time.Duration {
 	var buf [16]*job
 	jobs := l.snapshot(buf[:0])
 	if len(jobs) == 0 {
 		return -1
 	}
-	now := p.cfg.Now()
-	rt, ok := p.deps.Runtimes.Get(l.id)
+	now := ls.cfg.Now()
+	rt, ok := ls.deps.Runtimes.Get(l.id)
 	if !ok {
-		for _, j := range jobs {
-			if l.remove(j) {
-				p.startFallback(j, nudge.TargetNotFound, "runtime is no longer registered")
-			}
-		}
+		ls.unregistered(l, jobs)
 		return 0
 	}
 	wait := time.Duration(-1)
-	soon := func(d time.Duration) {
+	var waiting []string // threads with an earlier trigger still waiting
+	held := func(thread string, d time.Duration) {
 		d = max(d, time.Millisecond)
 		if wait < 0 || d < wait {
 			wait = d
 		}
+		waiting = append(waiting, thread)
 	}
-	var waiting []string // threads with an earlier trigger still waiting
 	for pass := 0; pass < 2; pass++ {
 		for _, j := range jobs {
 			t := j.record()
@@ -196,40 +199,12 @@ func (p *Pipeline) stepLane(l *lane) time.Duration {
 				continue // behind its thread's earlier trigger
 			}
 			if j.retryAt.After(now) {
-				soon(j.retryAt.Sub(now))
-				waiting = append(waiting, t.ThreadID)
+				held(t.ThreadID, j.retryAt.Sub(now))
 				continue
 			}
-			reg := trace.StartRegion(j.traceCtx(), "lane.gate")
-			v := p.gate(j, rt, now)
-			reg.End()
-			switch v.kind {
-			case hold:
-				p.markDeferred(j, v, now)
-				d := p.cfg.DeferRecheck
-				if !v.until.IsZero() && v.until.Sub(now) < d {
-					d = v.until.Sub(now)
-				}
-				if v.poll > 0 && v.poll < d {
-					d = v.poll
-				}
-				soon(d)
-				waiting = append(waiting, t.ThreadID)
+			if d, hold := ls.decide(l, j, rt, now); hold {
+				held(t.ThreadID, d)
 				continue
-			case fail:
-				if l.remove(j) {
-					j.endTask()
-					p.finishFailed(j, v.code, v.why)
-				}
-			case fallback:
-				if l.remove(j) {
-					j.endTask()
-					p.startFallback(j, v.code, v.why)
-				}
-			default:
-				if l.remove(j) {
-					p.deliver(l, j, rt)
-				}
 			}
 			return 0
 		}
@@ -237,18 +212,69 @@ func (p *Pipeline) stepLane(l *lane) time.Duration {
 	return wait
 }
 
+// unregistered hands every trigger of a lane whose runtime is gone to the fallback chain.
+func (ls *lanes) unregistered(l *lane, jobs []*job) {
+	for _, j := range jobs {
+		if l.remove(j) {
+			ls.fin.startFallback(j, nudge.TargetNotFound, "runtime is no longer registered")
+		}
+	}
+}
+
+// decide applies the gates to j, the first of its thread in l that may go now, and acts
+// on the verdict. A hold defers j and says how soon to look again (held); any other
+// verdict takes j out of the lane: delivered, failed, or handed to the fallback chain.
+func (ls *lanes) decide(l *lane, j *job, rt nudge.Runtime, now time.Time) (again time.Duration, held bool) {
+	reg := trace.StartRegion(j.traceCtx(), "lane.gate")
+	v := ls.gate(j, rt, now)
+	reg.End()
+	switch v.kind {
+	case hold:
+		ls.markDeferred(j, v, now)
+		return recheckIn(v, now, ls.cfg.DeferRecheck), true
+	case fail:
+		if l.remove(j) {
+			j.endTask()
+			ls.fin.finishFailed(j, v.code, v.why)
+		}
+	case fallback:
+		if l.remove(j) {
+			j.endTask()
+			ls.fin.startFallback(j, v.code, v.why)
+		}
+	default:
+		if l.remove(j) {
+			ls.typist.deliver(l, j, rt)
+		}
+	}
+	return 0, false
+}
+
+// recheckIn is how soon a lane looks again at a trigger a hold verdict v deferred at now:
+// at the next recheck, when the hold may end, or at its poll, whichever comes first.
+func recheckIn(v verdict, now time.Time, recheck time.Duration) time.Duration {
+	d := recheck
+	if !v.until.IsZero() && v.until.Sub(now) < d {
+		d = v.until.Sub(now)
+	}
+	if v.poll > 0 && v.poll < d {
+		d = v.poll
+	}
+	return d
+}
+
 // gate applies the gates in order: runtime alive, loop guard, force, circuit breaker,
 // pause, rate limit, human collision, readiness. The hold clock runs only while an agent
 // or runtime state holds the trigger.
-func (p *Pipeline) gate(j *job, rt nudge.Runtime, now time.Time) verdict {
-	v := p.gates(j, rt, now)
+func (ls *lanes) gate(j *job, rt nudge.Runtime, now time.Time) verdict {
+	v := ls.gates(j, rt, now)
 	if v.kind != hold || !agentHold(v.code) {
 		j.holdStart = time.Time{}
 	}
 	return v
 }
 
-func (p *Pipeline) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
+func (ls *lanes) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 	t := j.record()
 	if !rt.Managed {
 		// Never typed into (seed 001 §4.2), also for a trigger that came back to the
@@ -259,11 +285,11 @@ func (p *Pipeline) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 	case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered, nudge.StatusExited:
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + string(rt.Status)}
 	case nudge.StatusStarting, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
-		return p.startingHold(j, rt, now)
+		return ls.startingHold(j, rt, now)
 	}
 	key := rateKey(t)
 	if t.ThreadID != "" && t.ScheduleID == "" {
-		if b, why := p.loops.blocked(key); b {
+		if b, why := ls.loops.blocked(key); b {
 			return verdict{kind: fail, code: nudge.ThreadAutoBlocked, why: why}
 		}
 	}
@@ -272,19 +298,19 @@ func (p *Pipeline) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 		// past the pause, the breaker, the rate limit, the operator and the readiness.
 		return verdict{kind: proceed}
 	}
-	if until, why, open := p.breakers.admit(rt.RuntimeID, t.TriggerID, now); open {
-		return p.holdFor(j, rt, now, nudge.RuntimeCooldown, why, until)
+	if until, why, open := ls.breakers.admit(rt.RuntimeID, t.TriggerID, now); open {
+		return ls.holdFor(j, rt, now, nudge.RuntimeCooldown, why, until)
 	}
 	if rt.Paused {
-		return p.holdFor(j, rt, now, nudge.RuntimePaused, "triggers paused for this runtime", time.Time{})
+		return ls.holdFor(j, rt, now, nudge.RuntimePaused, "triggers paused for this runtime", time.Time{})
 	}
-	if ok, until := p.rate.check(key, now); !ok {
+	if ok, until := ls.rate.check(key, now); !ok {
 		return verdict{kind: hold, code: nudge.TriggerRateLimited, why: "rate limit reached", until: until}
 	}
-	if v, held := p.collision(j, t, rt, now); held {
+	if v, held := ls.collision(j, t, rt, now); held {
 		return v
 	}
-	return p.readiness(j, rt, now)
+	return ls.readiness(j, rt, now)
 }
 
 // startingHold holds a trigger for a runtime that cannot take one yet: still starting (its
@@ -292,13 +318,13 @@ func (p *Pipeline) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 // fails the start and the trigger takes the fallback path), or being relaunched by a
 // fallback (FALLBACK_IN_PROGRESS on the hold clock: a resume run in the runtime's pane
 // reads no input). Nothing is typed into it meanwhile.
-func (p *Pipeline) startingHold(j *job, rt nudge.Runtime, now time.Time) verdict {
+func (ls *lanes) startingHold(j *job, rt nudge.Runtime, now time.Time) verdict {
 	why := "runtime is " + rt.Status + ": not ready for input yet"
 	if rt.Status != nudge.StatusStarting {
-		return p.holdFor(j, rt, now, nudge.FallbackInProgress, string(why), time.Time{})
+		return ls.holdFor(j, rt, now, nudge.FallbackInProgress, string(why), time.Time{})
 	}
 	v := verdict{kind: hold, code: nudge.RuntimeStarting, why: string(why)}
-	if sd, ok := p.deps.Runtimes.(interface{ StartDeadline(string) time.Time }); ok {
+	if sd, ok := ls.deps.Runtimes.(interface{ StartDeadline(string) time.Time }); ok {
 		if until := sd.StartDeadline(rt.RuntimeID); until.After(now) {
 			v.until = until
 		}
@@ -306,11 +332,11 @@ func (p *Pipeline) startingHold(j *job, rt nudge.Runtime, now time.Time) verdict
 	return v
 }
 
-func (p *Pipeline) collision(j *job, t nudge.Trigger, rt nudge.Runtime, now time.Time) (verdict, bool) {
-	if p.deps.Gates == nil {
+func (ls *lanes) collision(j *job, t nudge.Trigger, rt nudge.Runtime, now time.Time) (verdict, bool) {
+	if ls.deps.Gates == nil {
 		return verdict{}, false
 	}
-	busy, until, why := p.deps.Gates.Collision(rt)
+	busy, until, why := ls.deps.Gates.Collision(rt)
 	if !busy {
 		j.deferStart = time.Time{}
 		return verdict{}, false
@@ -318,7 +344,7 @@ func (p *Pipeline) collision(j *job, t nudge.Trigger, rt nudge.Runtime, now time
 	if j.deferStart.IsZero() {
 		j.deferStart = now
 	}
-	limit := j.deferStart.Add(p.cfg.MaxDefer)
+	limit := j.deferStart.Add(ls.cfg.MaxDefer)
 	if !now.Before(limit) {
 		return verdict{kind: fallback, code: nudge.DeferTimeout, why: "operator busy past the max defer window: " + why}, true
 	}
@@ -331,24 +357,24 @@ func (p *Pipeline) collision(j *job, t nudge.Trigger, rt nudge.Runtime, now time
 // readiness holds a trigger for an agent that cannot take it now: a confirmation dialog
 // (never typed into unless forced), or, for an agent that does not queue input, a busy
 // or not understood screen.
-func (p *Pipeline) readiness(j *job, rt nudge.Runtime, now time.Time) verdict {
-	if p.deps.Gates == nil {
+func (ls *lanes) readiness(j *job, rt nudge.Runtime, now time.Time) verdict {
+	if ls.deps.Gates == nil {
 		return verdict{kind: proceed}
 	}
-	if in, ok := p.deps.Gates.(Intake); ok {
+	if in, ok := ls.deps.Gates.(Intake); ok {
 		// Also for an agent that queues input: typed now, the prompt would wait behind the
 		// one it reads, and its receipt would not say so.
 		if id, until, ok := in.Intaking(rt); ok && id != j.id() {
-			v := p.holdFor(j, rt, now, nudge.AgentBusy, "agent is BUSY taking in trigger "+id+
+			v := ls.holdFor(j, rt, now, nudge.AgentBusy, "agent is BUSY taking in trigger "+id+
 				"'s prompt: it left the composer and the agent has drawn nothing since", until)
 			v.poll = intakePoll
 			return v
 		}
 	}
-	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
+	prof, _ := ls.deps.Runtimes.Profile(rt.Agent)
 	var code nudge.Code
-	r := p.deps.Gates.Readiness(rt)
-	if w, ok := p.deps.Gates.(Working); ok {
+	r := ls.deps.Gates.Readiness(rt)
+	if w, ok := ls.deps.Gates.(Working); ok {
 		j.typedBusy = r == nudge.Busy && w.Working(rt) // let through only if the agent queues input
 	}
 	switch {
@@ -362,7 +388,19 @@ func (p *Pipeline) readiness(j *job, rt nudge.Runtime, now time.Time) verdict {
 	if code == "" {
 		return verdict{kind: proceed}
 	}
-	return p.holdFor(j, rt, now, code, "agent is "+string(p.deps.Gates.Readiness(rt)), time.Time{})
+	return ls.holdFor(j, rt, now, code, "agent is "+string(ls.deps.Gates.Readiness(rt)), time.Time{})
+}
+
+// takeTurn counts the delivery for the rate limiter and the loop guard.
+func (ls *lanes) takeTurn(j *job) {
+	t := j.record()
+	key := rateKey(t)
+	ls.rate.take(key, ls.cfg.Now())
+	if t.ThreadID != "" && t.ScheduleID == "" && t.Attempts == 0 {
+		if tripped, why := ls.loops.turn(key, t.Prompt); tripped {
+			ls.log.Warn("thread auto-blocked", "thread_id", t.ThreadID, "agent_id", t.Agent, "why", why)
+		}
+	}
 }
 
 // intakePoll is how often a trigger held behind another's intake looks again: the agent's
@@ -371,27 +409,4 @@ const intakePoll = 100 * time.Millisecond
 
 func rateKey(t nudge.Trigger) string {
 	return t.WorkspaceID + "/" + t.Agent + "\x00" + t.ThreadID
-}
-
-// markDeferred records a hold; the store is written only when the reason changes.
-func (p *Pipeline) markDeferred(j *job, v verdict, now time.Time) {
-	prev := j.record()
-	changed := prev.State != nudge.StateDeferred || prev.ErrorCode != v.code || prev.Message != v.why
-	rec := j.update(now, func(t *nudge.Trigger) {
-		if t.State != nudge.StateDeferred {
-			t.DeferredAt = tp(now)
-		}
-		t.State = nudge.StateDeferred
-		t.ErrorCode, t.Message = v.code, v.why
-		if v.until.IsZero() {
-			t.DeferredUntil = nil
-		} else {
-			t.DeferredUntil = tp(v.until)
-		}
-		t.Result = resultFor(t)
-	})
-	j.decide()
-	if changed {
-		p.persist(j, p.audit("trigger_deferred", rec, v.why))
-	}
 }

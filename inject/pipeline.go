@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -234,35 +233,16 @@ type Request struct {
 	Received time.Time `json:"-"`
 }
 
-// Pipeline accepts triggers and drives each to a final receipt. One lane (goroutine) per
-// runtime delivers that runtime's triggers in order.
+// Pipeline accepts triggers and drives each to a final receipt. It is the façade over its
+// parts, which it wires in New: the lanes (one per runtime: order, gates, holds), the
+// typist (guarded typing, echo, Enter) and the finisher (acks, retries, the fallback
+// chain), all sharing the core (policy, collaborators, goroutines, the triggers in
+// flight). Close stops every goroutine of every part.
 type Pipeline struct {
-	cfg    Config
-	deps   Deps
-	log    hclog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	opened time.Time
-
-	mu    sync.Mutex
-	lanes map[string]*lane // by runtime id
-	// fallingBack: runtimes a fallback chain is relaunching (one chain at a time).
-	fallingBack map[string]bool
-	// aside: the runtime a fallback spawned beside a runtime whose pane it had to keep
-	// (an operator at it, unmanaged): later fallbacks of that runtime go there instead
-	// of spawning one runtime per trigger.
-	aside map[string]string
-	// launched: the trigger whose fallback launch (resume or spawn with its prompt) runs in
-	// a runtime's own pane, and when: another trigger's fallback does not replace it
-	// (until that trigger is acked, or MaxHold has passed).
-	launched map[string]paneLaunch
-	jobs     map[string]*job // triggers not yet closed, by id
-	rate     *rateLimiter
-	loops    *loopGuard
-	breakers *breakers
-	closed   bool
-	waiters  watchers // Wait's: woken by changed
+	*core
+	lanes  *lanes
+	typist *typist
+	fin    *finisher
 }
 
 // New returns a pipeline; call Open to start it.
@@ -275,15 +255,17 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 		return nil, errors.New("inject: Store, Runtimes and Conn are required")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pipeline{
-		cfg: cfg, deps: deps, log: cfg.Logger.Named("inject"), ctx: ctx, cancel: cancel,
-		lanes: map[string]*lane{}, jobs: map[string]*job{}, fallingBack: map[string]bool{}, aside: map[string]string{},
-		launched: map[string]paneLaunch{},
-		rate:     newRateLimiter(cfg.RateLimit, cfg.RatePer),
-		loops:    newLoopGuard(cfg.LoopTurns, cfg.LoopRepeats),
+	c := &core{cfg: cfg, deps: deps, log: cfg.Logger.Named("inject"), ctx: ctx, cancel: cancel, jobs: map[string]*job{}}
+	ls := &lanes{core: c, m: map[string]*lane{},
+		rate:  newRateLimiter(cfg.RateLimit, cfg.RatePer),
+		loops: newLoopGuard(cfg.LoopTurns, cfg.LoopRepeats),
 	}
-	p.breakers = newBreakers(cfg.BreakerFailures, cfg.BreakerCooldown, p.breakerChanged)
-	return p, nil
+	ls.breakers = newBreakers(cfg.BreakerFailures, cfg.BreakerCooldown, ls.breakerChanged)
+	fin := &finisher{core: c, lanes: ls, breakers: ls.breakers,
+		fallingBack: map[string]bool{}, aside: map[string]string{}, launched: map[string]paneLaunch{}}
+	ty := &typist{core: c, lanes: ls, fin: fin}
+	ls.typist, ls.fin = ty, fin
+	return &Pipeline{core: c, lanes: ls, typist: ty, fin: fin}, nil
 }
 
 // Open resumes every trigger the store holds as not closed: queued and deferred ones are
@@ -291,25 +273,40 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 // submitted ones wait for their ack.
 func (p *Pipeline) Open() error {
 	p.opened = p.cfg.Now()
-	p.restoreBreakers()
+	p.lanes.restoreBreakers()
 	gates, err := p.deps.Store.ListGates()
 	if err != nil {
 		return fmt.Errorf("load gates: %w", err)
 	}
-	p.rate.db, p.loops.db = p.deps.Store, p.deps.Store
-	p.rate.load(gates, p.opened)
-	p.loops.load(gates)
+	p.lanes.restoreGates(gates, p.opened)
 	open, err := p.deps.Store.ListTriggers(store.TriggerFilter{OpenOnly: true})
 	if err != nil {
 		return fmt.Errorf("resume triggers: %w", err)
 	}
 	for _, t := range open {
 		j := newJob(t, true)
-		j.envelope = p.envelope(t, t.Prompt) // the stored prompt is the sanitized text
+		j.envelope = p.typist.envelope(t, t.Prompt) // the stored prompt is the sanitized text
 		close(j.created)
 		p.adopt(j)
 	}
 	return nil
+}
+
+// adopt registers a recovered job and queues it on its runtime's lane (or resumes its
+// ack wait when it was already submitted).
+func (p *Pipeline) adopt(j *job) {
+	p.mu.Lock()
+	p.jobs[j.id()] = j
+	p.mu.Unlock()
+	t := j.record()
+	switch {
+	case t.State == nudge.StateSubmitted && t.Fallback == "":
+		p.fin.goAwaitAck(j)
+	case t.RuntimeID == "":
+		p.fin.unroutable(j, false)
+	default:
+		p.lanes.enqueue(j)
+	}
 }
 
 // Close stops every lane and waits for them. Open triggers stay in the store and are
@@ -336,10 +333,7 @@ func newTriggerID(now time.Time) string {
 // Observe records output of a runtime's pane (echo and submit detection). It is called
 // on the control connection's read goroutine and never blocks.
 func (p *Pipeline) Observe(runtimeID string) {
-	p.mu.Lock()
-	l := p.lanes[runtimeID]
-	p.mu.Unlock()
-	if l != nil {
+	if l := p.lanes.get(runtimeID); l != nil {
 		l.observe(p.cfg.Now())
 	}
 }
@@ -347,19 +341,12 @@ func (p *Pipeline) Observe(runtimeID string) {
 // Kick makes a runtime's lane re-check its deferred trigger now (the pane went quiet, a
 // draft was cleared, the runtime was resumed).
 func (p *Pipeline) Kick(runtimeID string) {
-	p.mu.Lock()
-	l := p.lanes[runtimeID]
-	p.mu.Unlock()
-	if l != nil {
-		l.kick()
-	}
+	p.lanes.kick(runtimeID)
 }
 
 // Depth is the number of triggers queued for a runtime.
 func (p *Pipeline) Depth(runtimeID string) int {
-	p.mu.Lock()
-	l := p.lanes[runtimeID]
-	p.mu.Unlock()
+	l := p.lanes.get(runtimeID)
 	if l == nil {
 		return 0
 	}
@@ -371,10 +358,10 @@ func (p *Pipeline) Depth(runtimeID string) int {
 func (p *Pipeline) Progress(workspace, agent, thread string) {
 	prefix := workspace + "/" + agent + "\x00"
 	if thread == "" {
-		p.loops.progressPrefix(prefix)
+		p.lanes.loops.progressPrefix(prefix)
 		return
 	}
-	p.loops.progress(prefix + thread)
+	p.lanes.loops.progress(prefix + thread)
 }
 
 // Unblock lifts the loop guard of thread for every agent whose workspace allow accepts
@@ -382,11 +369,11 @@ func (p *Pipeline) Progress(workspace, agent, thread string) {
 // unblocked, as workspace/agent.
 func (p *Pipeline) Unblock(thread string, allow func(workspace string) bool) []string {
 	var out []string
-	for _, key := range p.loops.keysOf(thread) {
+	for _, key := range p.lanes.loops.keysOf(thread) {
 		agent, _, _ := strings.Cut(key, "\x00")
 		ws, _, _ := strings.Cut(agent, "/")
 		if allow(ws) {
-			p.loops.progress(key)
+			p.lanes.loops.progress(key)
 			out = append(out, agent)
 		}
 	}
@@ -419,34 +406,6 @@ func (p *Pipeline) Force(id, subject, reason, intent string) (nudge.Trigger, err
 	p.persist(j, p.audit("force_override_requested", rec, rec.Reason))
 	p.Kick(rec.RuntimeID)
 	return rec, nil
-}
-
-// ackAfterFallback records an ack for a trigger whose live path ended in a fallback
-// launch (the resumed agent acknowledged it). Other triggers are acked through Acker.
-func (p *Pipeline) ackAfterFallback(id, signal string) (nudge.Trigger, bool, error) {
-	p.deps.Store.Flush() // the fallback's own write-behind record first
-	t, err := p.deps.Store.UpdateTrigger(id, func(t *nudge.Trigger) error {
-		if t.Fallback == "" || t.State != nudge.StateSubmitted {
-			return errNotFallback
-		}
-		now := p.cfg.Now()
-		t.State, t.AckedAt, t.AckSignal, t.UpdatedAt = nudge.StateAcked, &now, signal, now
-		return nil
-	})
-	if errors.Is(err, errNotFallback) {
-		return nudge.Trigger{}, false, nil
-	}
-	if err == nil {
-		p.changed(t)
-		p.mu.Lock()
-		for rt, l := range p.launched {
-			if l.trigger == id {
-				delete(p.launched, rt)
-			}
-		}
-		p.mu.Unlock()
-	}
-	return t, err == nil, err
 }
 
 var errNotFallback = errors.New("not a fallback trigger")

@@ -202,3 +202,12 @@ func (g *loopGuard) progressPrefix(prefix string) {
 		g.db.DeleteGatesLater(store.GateLoop, prefix)
 	}
 }
+
+// restoreGates takes the rate limiter's and the loop guard's state back from the store
+// (a daemon restart neither resets a rate window nor unblocks a thread); from now on they
+// write their changes there.
+func (ls *lanes) restoreGates(gates []store.Gate, now time.Time) {
+	ls.rate.db, ls.loops.db = ls.deps.Store, ls.deps.Store
+	ls.rate.load(gates, now)
+	ls.loops.load(gates)
+}

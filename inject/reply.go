@@ -52,12 +52,10 @@ func (p *Pipeline) Reply(id string, r Reply) (bool, error) {
 			// The job may be forgotten (done) before this write is in the store, and a
 			// waiter woken in between reads the older store copy: wake it again once the
 			// write is in (with the next batch, not a commit of its own).
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
+			p.goOwned(func() {
 				p.deps.Store.Settle()
 				p.waiters.notify(id)
-			}()
+			})
 		}
 		return fresh, nil
 	}

@@ -46,25 +46,10 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if err != nil {
 		return Submitted{}, err
 	}
-	if j := p.inflight(req.TriggerID); j != nil {
-		return repeated(j.record(), req, text)
+	if s, known, err := p.known(req, text); known {
+		return s, err
 	}
-	if t, err := p.deps.Store.GetTrigger(req.TriggerID); err == nil {
-		return repeated(t, req, text) // finished before: never delivered twice
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return Submitted{}, fmt.Errorf("look up trigger: %w", err)
-	}
-	t := p.newRecord(req, text)
-	rt, known := p.deps.Runtimes.Lookup(req.Workspace, req.Agent)
-	if known {
-		t.RuntimeID, t.Host = rt.RuntimeID, rt.Host
-	}
-	j := newJob(t, p.cfg.Now().Sub(p.opened) < p.cfg.RedeliveryCheck)
-	j.envelope = p.envelope(t, text)
-	j.received = req.Received
-	if j.received.IsZero() {
-		j.received = start
-	}
+	j, rt, known := p.newJobFor(req, text, start)
 	j.tctx, j.task = ctx, task
 	reg.End()
 	handed = true
@@ -83,14 +68,7 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 		defer trace.StartRegion(ctx, "submit.create").End()
 		errc <- p.create(j, known)
 	}()
-	if known && rt.Managed {
-		if !p.typeInline(j) {
-			trace.Log(ctx, "lane", "enqueue")
-			p.enqueue(j)
-		}
-	} else {
-		j.endTask()
-	}
+	p.route(ctx, j, known && rt.Managed)
 	reg = trace.StartRegion(ctx, "submit.wait-create")
 	err = <-errc
 	reg.End()
@@ -102,17 +80,73 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 		return Submitted{}, err
 	}
 	if !known || !rt.Managed {
-		p.unroutable(j, known)
+		p.fin.unroutable(j, known)
 	}
+	p.awaitDecision(ctx, j)
+	return Submitted{Trigger: j.record(), Created: true}, nil
+}
+
+// known answers a request whose trigger_id is in flight or in the store (known): with
+// the first request's record, never delivering it twice.
+func (p *Pipeline) known(req Request, text string) (s Submitted, known bool, err error) {
+	if j := p.inflight(req.TriggerID); j != nil {
+		s, err := repeated(j.record(), req, text)
+		return s, true, err
+	}
+	t, err := p.deps.Store.GetTrigger(req.TriggerID)
+	switch {
+	case err == nil:
+		s, err := repeated(t, req, text) // finished before: never delivered twice
+		return s, true, err
+	case !errors.Is(err, store.ErrNotFound):
+		return Submitted{}, true, fmt.Errorf("look up trigger: %w", err)
+	}
+	return Submitted{}, false, nil
+}
+
+// newJobFor makes the job of a new request: its record, routed to the agent's runtime
+// if the registry knows it (known), and its envelope. start is when Submit was called.
+func (p *Pipeline) newJobFor(req Request, text string, start time.Time) (j *job, rt nudge.Runtime, known bool) {
+	t := p.newRecord(req, text)
+	rt, known = p.deps.Runtimes.Lookup(req.Workspace, req.Agent)
+	if known {
+		t.RuntimeID, t.Host = rt.RuntimeID, rt.Host
+	}
+	j = newJob(t, p.cfg.Now().Sub(p.opened) < p.cfg.RedeliveryCheck)
+	j.envelope = p.typist.envelope(t, text)
+	j.received = req.Received
+	if j.received.IsZero() {
+		j.received = start
+	}
+	return j, rt, known
+}
+
+// route starts a new trigger on its way: for a managed runtime, typed at once from this
+// goroutine if its lane is idle, else queued on the lane. Any other trigger waits for its
+// create (Submit then hands it to the finisher: unroutable).
+func (p *Pipeline) route(ctx context.Context, j *job, managed bool) {
+	if !managed {
+		j.endTask()
+		return
+	}
+	if !p.lanes.typeInline(j) {
+		trace.Log(ctx, "lane", "enqueue")
+		p.lanes.enqueue(j)
+	}
+}
+
+// awaitDecision waits, at most decideWait, for the lane's first decision on j (typed,
+// deferred, queued behind others, or failed). The record is safe already; a receipt
+// not decided yet follows on /v1/events and GET.
+func (p *Pipeline) awaitDecision(ctx context.Context, j *job) {
 	timer := time.NewTimer(decideWait)
 	defer timer.Stop()
 	defer trace.StartRegion(ctx, "submit.wait-decision").End()
 	select {
 	case <-j.decided:
-	case <-timer.C: // the record is safe; the receipt follows on /v1/events and GET
+	case <-timer.C:
 	case <-ctx.Done():
 	}
-	return Submitted{Trigger: j.record(), Created: true}, nil
 }
 
 // SubmitAsync submits req on a goroutine the pipeline owns (Close cancels and joins it),
@@ -121,20 +155,12 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 // result on that goroutine. Once the pipeline is closed SubmitAsync reports false and
 // does not call done.
 func (p *Pipeline) SubmitAsync(req Request, done func(Submitted, error)) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return false
-	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
+	return p.goIfOpen(func() {
 		res, err := p.Submit(p.ctx, req)
 		if done != nil {
 			done(res, err)
 		}
-	}()
-	return true
+	})
 }
 
 // Get returns a trigger's receipt: the in-flight copy if there is one, else the store's.
@@ -185,40 +211,6 @@ func (p *Pipeline) newRecord(req Request, text string) nudge.Trigger {
 	}
 }
 
-func (p *Pipeline) envelope(t nudge.Trigger, text string) string {
-	reason := t.Reason
-	if reason == "" {
-		reason = "trigger"
-	}
-	return Envelope{ID: t.TriggerID, Thread: t.ThreadID, Reason: reason, AckHint: p.ackHint(t)}.Wrap(text)
-}
-
-// ackHint says whether t's envelope asks the agent to print the ack marker: when the
-// pipeline is configured to and the runtime's profile wants it (a profile whose agent's
-// own record shows its turns does not while that record is read, unless it says so).
-func (p *Pipeline) ackHint(t nudge.Trigger) bool {
-	if !p.cfg.AckHint || t.RuntimeID == "" {
-		return p.cfg.AckHint
-	}
-	rt, ok := p.deps.Runtimes.Get(t.RuntimeID)
-	if !ok {
-		return true
-	}
-	prof, ok := p.deps.Runtimes.Profile(rt.Agent)
-	if !ok || prof.AckHint {
-		return true
-	}
-	// The profile's agent keeps a record; while it is not being read (not written yet,
-	// or unreadable), the marker is the ack.
-	l, ok := p.deps.Acks.(recordLive)
-	return !ok || !l.RecordLive(rt.RuntimeID)
-}
-
-// recordLive is an Acker that knows whether a runtime's own record is being read.
-type recordLive interface {
-	RecordLive(runtimeID string) bool
-}
-
 // create commits the new record with its audit entry. If the store already had the id (a
 // request repeated across a daemon restart), the job is dropped and the stored record wins.
 func (p *Pipeline) create(j *job, known bool) error {
@@ -246,27 +238,10 @@ var errExisting = errors.New("trigger exists")
 // decideWait bounds how long Submit waits for the lane's first decision on a new trigger.
 const decideWait = time.Second
 
-// claim registers j as in flight; if its id is already in flight, it returns that job.
-func (p *Pipeline) claim(j *job) (*job, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if prev, ok := p.jobs[j.id()]; ok {
-		return prev, true
-	}
-	p.jobs[j.id()] = j
-	return nil, false
-}
-
-func (p *Pipeline) inflight(id string) *job {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.jobs[id]
-}
-
 // release forgets a job whose record was not created by this request.
 func (p *Pipeline) release(j *job) {
 	p.mu.Lock()
 	delete(p.jobs, j.id())
 	p.mu.Unlock()
-	p.removeFromLane(j)
+	p.lanes.removeFromLane(j)
 }

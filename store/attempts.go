@@ -22,14 +22,14 @@ func attemptKey(id string, n int) []byte {
 // same N (so an attempt can be stored when it starts and again when it ends). N 0 means
 // the next number after the last stored attempt. The trigger must exist (else
 // ErrNotFound); its Attempts count is raised to N if lower, in the same transaction.
-func (db *DB) AddAttempt(a nudge.Attempt) error {
+func (tg *Triggers) AddAttempt(a nudge.Attempt) error {
 	if err := need("trigger id", a.TriggerID); err != nil {
 		return fmt.Errorf("add attempt: %w", err)
 	}
 	if a.N < 0 {
 		return fmt.Errorf("add attempt: negative n %d: %w", a.N, ErrInvalid)
 	}
-	return db.update("add attempt "+a.TriggerID, func(tx *bolt.Tx) error {
+	return tg.db.update("add attempt "+a.TriggerID, func(tx *bolt.Tx) error {
 		t, key, err := lookupTrigger(tx, a.TriggerID)
 		if err != nil {
 			return err
@@ -44,8 +44,8 @@ func (db *DB) AddAttempt(a nudge.Attempt) error {
 		if t.Attempts >= a.N {
 			return nil
 		}
-		t.Attempts, t.UpdatedAt = a.N, db.now()
-		return db.storeTriggerTx(tx, key, t)
+		t.Attempts, t.UpdatedAt = a.N, tg.db.now()
+		return tg.storeTriggerTx(tx, key, t)
 	})
 }
 
@@ -64,9 +64,9 @@ func lastAttempt(b *bolt.Bucket, id string) int {
 
 // Attempts returns the attempts of triggerID ordered by N (none: an empty slice and no
 // error, whether or not the trigger exists).
-func (db *DB) Attempts(triggerID string) ([]nudge.Attempt, error) {
+func (tg *Triggers) Attempts(triggerID string) ([]nudge.Attempt, error) {
 	var out []nudge.Attempt
-	err := db.view("attempts "+triggerID, func(tx *bolt.Tx) error {
+	err := tg.db.view("attempts "+triggerID, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketAttempts).Cursor()
 		prefix := []byte(triggerID)
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {

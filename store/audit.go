@@ -24,6 +24,12 @@ import (
 // is detected too. Anyone who can write the file can still rewrite the whole chain; to
 // detect that, keep AuditHead's hash somewhere else.
 
+// AuditLog is the store's audit log (see above): AppendAudit, AppendAuditLater, Audit,
+// AuditHead and VerifyAudit. Triggers append to it in their own transactions
+// (appendAuditTx), so a trigger and its audit records commit together. Its state lives
+// in the file. Reached as part of a DB (its methods are the DB's).
+type AuditLog struct{ db *DB }
+
 // auditHeadKey holds the last seq (8 bytes BE) followed by its hash.
 var auditHeadKey = []byte(reservedMeta + "audit_head")
 
@@ -55,12 +61,12 @@ func (f *AuditFilter) match(r *nudge.AuditRecord) bool {
 // Time set to now if zero (and made UTC), PrevHash and Hash filled in. Records queued
 // before the call (AppendAuditLater, UpdateTriggerLater, ...) are committed first, so the
 // log's order is causal: what happened before this call has a lower Seq.
-func (db *DB) AppendAudit(recs ...nudge.AuditRecord) ([]nudge.AuditRecord, error) {
-	db.Flush()
+func (al *AuditLog) AppendAudit(recs ...nudge.AuditRecord) ([]nudge.AuditRecord, error) {
+	al.db.Flush()
 	var out []nudge.AuditRecord
-	err := db.update("append audit", func(tx *bolt.Tx) error {
+	err := al.db.update("append audit", func(tx *bolt.Tx) error {
 		var err error
-		out, err = db.appendAuditTx(tx, recs)
+		out, err = al.appendAuditTx(tx, recs)
 		return err
 	})
 	if err != nil {
@@ -69,7 +75,7 @@ func (db *DB) AppendAudit(recs ...nudge.AuditRecord) ([]nudge.AuditRecord, error
 	return out, nil
 }
 
-func (db *DB) appendAuditTx(tx *bolt.Tx, recs []nudge.AuditRecord) ([]nudge.AuditRecord, error) {
+func (al *AuditLog) appendAuditTx(tx *bolt.Tx, recs []nudge.AuditRecord) ([]nudge.AuditRecord, error) {
 	b, meta := tx.Bucket(bucketAudit), tx.Bucket(bucketMeta)
 	_, prev := parseHead(meta.Get(auditHeadKey))
 	out := make([]nudge.AuditRecord, len(recs))
@@ -79,7 +85,7 @@ func (db *DB) appendAuditTx(tx *bolt.Tx, recs []nudge.AuditRecord) ([]nudge.Audi
 			return nil, err
 		}
 		if r.Time.IsZero() {
-			r.Time = db.now()
+			r.Time = al.db.now()
 		}
 		r.Seq, r.Time, r.PrevHash = seq, r.Time.UTC(), prev
 		val, err := sealAudit(&r)
@@ -132,8 +138,8 @@ func parseHead(v []byte) (seq uint64, hash string) {
 
 // AuditHead returns the seq and hash of the last audit record (0 and "" if none).
 // Recording the hash elsewhere lets a later VerifyAudit also catch a rewritten chain.
-func (db *DB) AuditHead() (seq uint64, hash string, err error) {
-	err = db.view("audit head", func(tx *bolt.Tx) error {
+func (al *AuditLog) AuditHead() (seq uint64, hash string, err error) {
+	err = al.db.view("audit head", func(tx *bolt.Tx) error {
 		seq, hash = parseHead(tx.Bucket(bucketMeta).Get(auditHeadKey))
 		return nil
 	})
@@ -141,9 +147,9 @@ func (db *DB) AuditHead() (seq uint64, hash string, err error) {
 }
 
 // Audit returns the records matching f in Seq order.
-func (db *DB) Audit(f AuditFilter) ([]nudge.AuditRecord, error) {
+func (al *AuditLog) Audit(f AuditFilter) ([]nudge.AuditRecord, error) {
 	var out []nudge.AuditRecord
-	err := db.view("audit", func(tx *bolt.Tx) error {
+	err := al.db.view("audit", func(tx *bolt.Tx) error {
 		var start []byte
 		if f.AfterSeq > 0 {
 			start = u64(f.AfterSeq + 1)
@@ -166,4 +172,12 @@ func (db *DB) Audit(f AuditFilter) ([]nudge.AuditRecord, error) {
 		reverse(out)
 	}
 	return out, err
+}
+
+// AppendAuditLater queues AppendAudit; the records keep their order in the chain.
+func (al *AuditLog) AppendAuditLater(recs ...nudge.AuditRecord) {
+	al.db.enqueue(laterOp{name: "append audit", fn: func(tx *bolt.Tx) error {
+		_, err := al.appendAuditTx(tx, recs)
+		return err
+	}})
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -52,7 +51,20 @@ const DefaultTimeout = time.Second
 
 // DB is nudge's durable state in one bbolt file. It is safe for concurrent use. The
 // process that calls Open owns it and calls Close.
+//
+// DB itself owns the file (Open, Close, the consistency check), the write-behind queue
+// (Flush, Settle, Unavailable) and the idle release. The records are kept by one type
+// per entity, embedded so that their methods are the DB's: db.GetTrigger is
+// db.Triggers.GetTrigger. Open sets them up; they share the file and the queue.
 type DB struct {
+	Triggers
+	Runtimes
+	Events
+	AuditLog
+	Gates
+	Schedules
+	Meta
+
 	bolt *bolt.DB
 	path string
 	now  func() time.Time
@@ -60,7 +72,6 @@ type DB struct {
 	closeOnce sync.Once
 	closeErr  error
 	later     later
-	wal       wal
 	bg        sync.WaitGroup // a consistency check that outlived Open, an idle release; joined by Close
 
 	idleAfter time.Duration
@@ -68,8 +79,7 @@ type DB struct {
 	onIdle    func()
 	idleTimer *time.Timer // under later.mu
 
-	failCommit  func() error  // tests only: fail write-behind commits with this error
-	triggerPuts atomic.Uint64 // records written by PutTriggerLater (tests: superseded ones are not)
+	failCommit func() error // tests only: fail write-behind commits with this error
 }
 
 // Bucket names. The layout is private to this package.
@@ -117,6 +127,8 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db := &DB{bolt: bdb, path: path, now: opts.Now, idleAfter: opts.IdleAfter, onIdle: opts.OnIdle, releaser: releaser}
+	db.Triggers.db, db.Runtimes.db, db.Events.db, db.AuditLog.db = db, db, db, db
+	db.Gates.db, db.Schedules.db, db.Meta.db = db, db, db
 	if db.idleAfter == 0 {
 		db.idleAfter = DefaultIdleAfter
 	}
@@ -132,7 +144,7 @@ func Open(path string, opts Options) (*DB, error) {
 		bdb.Close()
 		return nil, err
 	}
-	if err := db.openWAL(); err != nil {
+	if err := db.Triggers.openWAL(); err != nil {
 		bdb.Close()
 		return nil, err
 	}
@@ -161,9 +173,9 @@ func (db *DB) Close() error {
 		db.closeLater()
 		if db.Unavailable() == nil {
 			// Everything queued was written: the event log was closed cleanly.
-			db.closeErr = db.closeEvents()
+			db.closeErr = db.Events.closeEvents()
 		}
-		db.closeWAL()
+		db.Triggers.closeWAL()
 		if err := db.bolt.Close(); err != nil { // waits for a check still reading
 			db.closeErr = errors.Join(db.closeErr, fmt.Errorf("close store: %w", err))
 		}

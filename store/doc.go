@@ -3,13 +3,25 @@
 //
 // The main types:
 //
-//	DB           an open store; Open, Close; safe for concurrent use
+//	DB           an open store; Open, Close; safe for concurrent use. It owns the file,
+//	             the write-behind queue (Flush, Settle, Unavailable) and the idle
+//	             release, and embeds one type per entity, so their methods are its own
+//	             (db.GetTrigger is db.Triggers.GetTrigger):
+//	  Triggers   triggers, their attempts and the create log (CreateTrigger,
+//	             CreateTriggerQuick, GetTrigger, UpdateTrigger, PutTriggerLater, ...)
+//	  Runtimes   runtimes (PutRuntime, PutRuntimeLater, GetRuntime, ListRuntimes, ...)
+//	  Events     the event log kept for /v1/events replay (AppendEventsLater,
+//	             EventsSince, TrimEventsLater, ReserveEvents, LoseEventsLater, EventLog)
+//	  AuditLog   the hash-chained audit log (AppendAudit, Audit, AuditHead, VerifyAudit)
+//	  Gates      per-thread trigger gates (PutGate, PutGateLater, ListGates, ...)
+//	  Schedules  schedules (PutSchedule, ListSchedules, DeleteSchedule)
+//	  Meta       small daemon state (PutMeta, GetMeta, DeleteMeta)
+//	             The entity types share the DB's bbolt handle, clock and queue; Open
+//	             sets them up and they have no lifecycle of their own.
 //	Options      lock timeout, NoSync, clock, consistency-check budget, and the
 //	             write-behind callbacks (OnLaterError, OnHealth, OnIdle)
-//	Gate         the durable state of one per-thread trigger gate (PutGate, ListGates)
-//	Event        one entry of the event log kept for /v1/events replay (AppendEventsLater,
-//	             EventsSince, TrimEventsLater, ReserveEvents, LoseEventsLater); EventLog
-//	             its state
+//	Gate         the durable state of one per-thread trigger gate
+//	Event        one entry of the event log; EventLog its state
 //	TriggerFilter, AuditFilter  what ListTriggers and Audit select
 //	ChainError   where VerifyAudit found the chain broken
 //
@@ -49,7 +61,7 @@
 // been idle for Options.IdleAfter, a timer's goroutine drops the file's pages from the
 // process's resident set (ReleaseMapped) and calls Options.OnIdle; Close stops the timer
 // and waits for a release under way. No callback runs after Close returns. The caller
-// that opened the DB closes it.
+// that opened the DB closes it. The entity types (Triggers, Runtimes, ...) start none.
 //
 // # Durability
 //

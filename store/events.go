@@ -17,6 +17,12 @@ import (
 // recorded lost, whether a writer has it open) lives in the meta bucket under a reserved
 // key, updated in the same transaction as the events.
 
+// Events is the store's event log (see above): appends and trims through the DB's
+// write-behind queue, the reservation of sequence numbers, and reads for replay. Its
+// state lives in the file (the meta bucket), none in memory. Reached as part of a DB
+// (its methods are the DB's); Close clears the log's open flag through it.
+type Events struct{ db *DB }
+
 // eventsStateKey holds count, trimmed, reserved, bytes, lost and flags (8 bytes BE each;
 // stores written before lost and flags hold only the first four).
 var eventsStateKey = []byte(reservedMeta + "events")
@@ -79,9 +85,9 @@ func (s eventsState) put(meta *bolt.Bucket) error {
 }
 
 // EventLog returns the log's state.
-func (db *DB) EventLog() (EventLog, error) {
+func (el *Events) EventLog() (EventLog, error) {
 	var out EventLog
-	err := db.view("event log", func(tx *bolt.Tx) error {
+	err := el.db.view("event log", func(tx *bolt.Tx) error {
 		st := readEventsState(tx.Bucket(bucketMeta))
 		out.Count, out.Trimmed, out.Reserved, out.Bytes = st.count, st.trimmed, st.reserved, st.bytes
 		out.Lost, out.Unclean = st.lost, st.flags&eventsOpen != 0
@@ -101,8 +107,8 @@ func (db *DB) EventLog() (EventLog, error) {
 // writer has the log open (EventLog.Unclean until a clean Close). It commits before it
 // returns (a writer reserves ahead, off its hot path). A lower value than the one
 // recorded is ignored.
-func (db *DB) ReserveEvents(through uint64) error {
-	return db.update("reserve events", func(tx *bolt.Tx) error {
+func (el *Events) ReserveEvents(through uint64) error {
+	return el.db.update("reserve events", func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		st := readEventsState(meta)
 		if through <= st.reserved && st.flags&eventsOpen != 0 {
@@ -123,11 +129,11 @@ func (db *DB) ReserveEvents(through uint64) error {
 // error if they were dropped; never if a Close dropped them while commits failed (the
 // log is then Unclean at the next Open) or they came after Close. It runs on the
 // writer's goroutine: it must not wait for the store (Flush).
-func (db *DB) AppendEventsLater(after func(err error), evs ...Event) {
+func (el *Events) AppendEventsLater(after func(err error), evs ...Event) {
 	if len(evs) == 0 {
 		return
 	}
-	db.enqueue(laterOp{name: "append events", after: after, lazy: true, fn: func(tx *bolt.Tx) error {
+	el.db.enqueue(laterOp{name: "append events", after: after, lazy: true, fn: func(tx *bolt.Tx) error {
 		return appendEventsTx(tx, evs)
 	}})
 }
@@ -135,8 +141,8 @@ func (db *DB) AppendEventsLater(after func(err error), evs ...Event) {
 // LoseEventsLater queues a record that events up to through may be missing from the log
 // (the writer could not write them): EventLog.Lost. It runs in order with the queued
 // appends. A lower value than the one recorded is ignored.
-func (db *DB) LoseEventsLater(through uint64) {
-	db.enqueue(laterOp{name: "record lost events", fn: func(tx *bolt.Tx) error {
+func (el *Events) LoseEventsLater(through uint64) {
+	el.db.enqueue(laterOp{name: "record lost events", fn: func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		st := readEventsState(meta)
 		if through <= st.lost {
@@ -149,15 +155,15 @@ func (db *DB) LoseEventsLater(through uint64) {
 
 // closeEvents clears the log's open flag once Close has written everything queued, so
 // that the next Open sees a clean log (EventLog.Unclean false).
-func (db *DB) closeEvents() error {
+func (el *Events) closeEvents() error {
 	open := false
-	if err := db.view("close events", func(tx *bolt.Tx) error {
+	if err := el.db.view("close events", func(tx *bolt.Tx) error {
 		open = readEventsState(tx.Bucket(bucketMeta)).flags&eventsOpen != 0
 		return nil
 	}); err != nil || !open {
 		return err
 	}
-	return db.update("close events", func(tx *bolt.Tx) error {
+	return el.db.update("close events", func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		st := readEventsState(meta)
 		st.flags &^= eventsOpen
@@ -166,9 +172,9 @@ func (db *DB) closeEvents() error {
 }
 
 // AppendEvents appends evs and returns once they are committed.
-func (db *DB) AppendEvents(evs ...Event) error {
-	db.Flush()
-	return db.update("append events", func(tx *bolt.Tx) error { return appendEventsTx(tx, evs) })
+func (el *Events) AppendEvents(evs ...Event) error {
+	el.db.Flush()
+	return el.db.update("append events", func(tx *bolt.Tx) error { return appendEventsTx(tx, evs) })
 }
 
 func appendEventsTx(tx *bolt.Tx, evs []Event) error {
@@ -198,9 +204,9 @@ func appendEventsTx(tx *bolt.Tx, evs []Event) error {
 // EventsSince returns the kept events with Seq > after, oldest first, at most limit of
 // them (0: no limit), and the log's Trimmed as of the same read: if after < trimmed, the
 // reader has missed events.
-func (db *DB) EventsSince(after uint64, limit int) (evs []Event, trimmed uint64, err error) {
+func (el *Events) EventsSince(after uint64, limit int) (evs []Event, trimmed uint64, err error) {
 	var out []Event
-	err = db.view("events since", func(tx *bolt.Tx) error {
+	err = el.db.view("events since", func(tx *bolt.Tx) error {
 		trimmed = readEventsState(tx.Bucket(bucketMeta)).trimmed
 		return scan(tx.Bucket(bucketEvents).Cursor(), u64(after+1), false, func(k, v []byte) (bool, error) {
 			if len(v) < 8 {
@@ -226,8 +232,8 @@ type EventWindow struct {
 
 // TrimEventsLater queues the removal of the oldest events outside w. It runs in order
 // with the queued appends.
-func (db *DB) TrimEventsLater(w EventWindow) {
-	db.enqueue(laterOp{name: "trim events", fn: func(tx *bolt.Tx) error {
+func (el *Events) TrimEventsLater(w EventWindow) {
+	el.db.enqueue(laterOp{name: "trim events", fn: func(tx *bolt.Tx) error {
 		return trimEventsTx(tx, w)
 	}})
 }

@@ -23,6 +23,11 @@ type Gate struct {
 	UpdatedAt time.Time   `json:"updated_at"`
 }
 
+// Gates is the store's trigger gates (Gate, keyed by kind and key): PutGate and the
+// write-behind PutGateLater, DeleteGateLater, DeleteGatesLater, and ListGates. Its state
+// lives in the file. Reached as part of a DB (its methods are the DB's).
+type Gates struct{ db *DB }
+
 // Gate kinds.
 const (
 	GateRate = "rate"
@@ -33,38 +38,38 @@ func gateKey(kind, key string) []byte { return []byte(kind + "\x00" + key) }
 
 // PutGateLater queues a gate's new state (write-behind: a kill -9 within milliseconds of
 // a delivery can lose that one delivery's count, never a block written with PutGate).
-func (db *DB) PutGateLater(g Gate) {
+func (gs *Gates) PutGateLater(g Gate) {
 	if g.Kind == "" || g.Key == "" {
-		db.later.report("put gate", fmt.Errorf("put gate: %w", ErrInvalid))
+		gs.db.later.report("put gate", fmt.Errorf("put gate: %w", ErrInvalid))
 		return
 	}
-	db.enqueue(laterOp{name: "put gate " + g.Kind, key: "gate\x00" + string(gateKey(g.Kind, g.Key)), fn: func(tx *bolt.Tx) error {
+	gs.db.enqueue(laterOp{name: "put gate " + g.Kind, key: "gate\x00" + string(gateKey(g.Kind, g.Key)), fn: func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketGates), gateKey(g.Kind, g.Key), g)
 	}})
 }
 
 // PutGate stores a gate's state and returns once it is durable (a loop-guard block).
 // Writes queued before it with PutGateLater are committed first.
-func (db *DB) PutGate(g Gate) error {
+func (gs *Gates) PutGate(g Gate) error {
 	if g.Kind == "" || g.Key == "" {
 		return fmt.Errorf("put gate: %w", ErrInvalid)
 	}
-	db.PutGateLater(g)
-	db.Flush()
+	gs.PutGateLater(g)
+	gs.db.Flush()
 	return nil
 }
 
 // DeleteGateLater queues the removal of one gate.
-func (db *DB) DeleteGateLater(kind, key string) {
-	db.enqueue(laterOp{name: "delete gate " + kind, fn: func(tx *bolt.Tx) error {
+func (gs *Gates) DeleteGateLater(kind, key string) {
+	gs.db.enqueue(laterOp{name: "delete gate " + kind, fn: func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketGates).Delete(gateKey(kind, key))
 	}})
 }
 
 // DeleteGatesLater queues the removal of every gate of kind whose key starts with prefix
 // (a thread's, or all of an agent's threads).
-func (db *DB) DeleteGatesLater(kind, prefix string) {
-	db.enqueue(laterOp{name: "delete gates " + kind, fn: func(tx *bolt.Tx) error {
+func (gs *Gates) DeleteGatesLater(kind, prefix string) {
+	gs.db.enqueue(laterOp{name: "delete gates " + kind, fn: func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketGates).Cursor()
 		p := gateKey(kind, prefix)
 		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Seek(p) {
@@ -77,9 +82,9 @@ func (db *DB) DeleteGatesLater(kind, prefix string) {
 }
 
 // ListGates returns every stored gate, by kind then key.
-func (db *DB) ListGates() ([]Gate, error) {
+func (gs *Gates) ListGates() ([]Gate, error) {
 	var out []Gate
-	err := db.view("list gates", func(tx *bolt.Tx) error {
+	err := gs.db.view("list gates", func(tx *bolt.Tx) error {
 		return forEachJSON(tx.Bucket(bucketGates), func(g Gate) { out = append(out, g) })
 	})
 	return out, err

@@ -1,11 +1,9 @@
 package store
 
 import (
-	"fmt"
 	"sync"
 	"time"
 
-	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -133,71 +131,107 @@ func (db *DB) drain() {
 	backoff := retryMin
 	for {
 		l.mu.Lock()
-		if l.flushers == 0 && l.failing == nil && !l.closed && !l.eager {
-			l.mu.Unlock()
-			l.sleepWake(lazyGather) // an eager write or a Flush ends it
-			l.mu.Lock()
-		}
-		if l.flushers == 0 && l.failing == nil && !l.closed {
-			l.mu.Unlock()
-			l.sleep(laterGather)
-			l.mu.Lock()
-		}
-		ops := l.ops
-		l.ops = nil
-		l.eager = false
-		select {
-		case <-l.wake: // a stale poke would cut the next lazy gather short
-		default:
-		}
-		if len(ops) == 0 || (l.closed && l.failing != nil) {
-			// Closed while commits fail: what is left is dropped here, but the creates
-			// among it are still in the create log, replayed at the next Open.
-			l.running = false
-			l.applied += uint64(len(ops))
-			if !l.closed {
-				db.armIdle()
-			}
-			l.cond.Broadcast()
-			l.mu.Unlock()
+		l.gather()
+		ops, ok := db.takeBatch()
+		l.mu.Unlock()
+		if !ok {
 			return
 		}
-		l.mu.Unlock()
-		committed, retry, err := db.applyLater(ops)
-		db.settleWAL(committed)
-		for _, op := range committed {
-			if op.after != nil {
-				op.after(nil)
-			}
-		}
-		l.mu.Lock()
-		l.applied += uint64(len(ops) - len(retry))
-		if retry != nil {
-			l.ops = append(retry, l.ops...)
-			l.commitErrs++
-			started := l.failing == nil
-			l.failing = err
-			l.cond.Broadcast()
-			l.mu.Unlock()
-			if started {
-				for _, op := range retry {
-					l.report(op.name, err)
-				}
-				l.health(err)
-			}
+		retry, err := db.commitBatch(ops)
+		if l.account(len(ops), retry, err) {
 			l.sleep(backoff)
 			backoff = min(2*backoff, retryMax)
 			continue
 		}
-		recovered := l.failing != nil
-		l.failing = nil
 		backoff = retryMin
-		l.cond.Broadcast()
+	}
+}
+
+// gather lets writes gather before a commit (lazyGather while only lazy writes are
+// queued, then laterGather), unless a Flush waits, commits fail or the queue is closed.
+// l.mu is held; it is released while gather waits.
+func (l *later) gather() {
+	if l.flushers == 0 && l.failing == nil && !l.closed && !l.eager {
 		l.mu.Unlock()
-		if recovered {
-			l.health(nil)
+		l.sleepWake(lazyGather) // an eager write or a Flush ends it
+		l.mu.Lock()
+	}
+	if l.flushers == 0 && l.failing == nil && !l.closed {
+		l.mu.Unlock()
+		l.sleep(laterGather)
+		l.mu.Lock()
+	}
+}
+
+// takeBatch takes every queued op for one commit. When there is none, or the queue was
+// closed while commits fail, it stops the writer instead (the idle countdown armed,
+// waiters woken) and returns ok false. db.later.mu is held.
+func (db *DB) takeBatch() (ops []laterOp, ok bool) {
+	l := &db.later
+	ops = l.ops
+	l.ops = nil
+	l.eager = false
+	select {
+	case <-l.wake: // a stale poke would cut the next lazy gather short
+	default:
+	}
+	if len(ops) == 0 || (l.closed && l.failing != nil) {
+		// Closed while commits fail: what is left is dropped here, but the creates
+		// among it are still in the create log, replayed at the next Open.
+		l.running = false
+		l.applied += uint64(len(ops))
+		if !l.closed {
+			db.armIdle()
+		}
+		l.cond.Broadcast()
+		return nil, false
+	}
+	return ops, true
+}
+
+// commitBatch commits ops, settles the create log and tells the committed ops' after.
+// If the commit failed it returns the ops to retry and why.
+func (db *DB) commitBatch(ops []laterOp) (retry []laterOp, err error) {
+	committed, retry, err := db.applyLater(ops)
+	db.Triggers.settleWAL(committed)
+	for _, op := range committed {
+		if op.after != nil {
+			op.after(nil)
 		}
 	}
+	return retry, err
+}
+
+// account records what became of a batch of n ops. With ops to retry it puts them back
+// at the head of the queue, marks commits failing (reporting the first failure of a run
+// to OnLaterError and OnHealth) and returns true; otherwise it marks commits healthy
+// again. It takes l.mu and wakes the waiters (Flush, Settle).
+func (l *later) account(n int, retry []laterOp, err error) (failed bool) {
+	l.mu.Lock()
+	l.applied += uint64(n - len(retry))
+	if retry != nil {
+		l.ops = append(retry, l.ops...)
+		l.commitErrs++
+		started := l.failing == nil
+		l.failing = err
+		l.cond.Broadcast()
+		l.mu.Unlock()
+		if started {
+			for _, op := range retry {
+				l.report(op.name, err)
+			}
+			l.health(err)
+		}
+		return true
+	}
+	recovered := l.failing != nil
+	l.failing = nil
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	if recovered {
+		l.health(nil)
+	}
+	return false
 }
 
 // applyLater runs ops in one transaction; an op that fails is rolled out (reported and
@@ -358,86 +392,4 @@ func (db *DB) closeLater() {
 	}
 	l.mu.Unlock()
 	l.wg.Wait()
-}
-
-// PutRuntimeLater queues PutRuntime.
-func (db *DB) PutRuntimeLater(r nudge.Runtime) {
-	if r.RuntimeID == "" {
-		db.later.report("put runtime", fmt.Errorf("put runtime: %w", ErrInvalid))
-		return
-	}
-	db.enqueue(laterOp{name: "put runtime " + r.RuntimeID, key: "runtime\x00" + r.RuntimeID, fn: func(tx *bolt.Tx) error {
-		return db.putRuntimeTx(tx.Bucket(bucketRuntimes), r)
-	}})
-}
-
-// PutRuntimeLazy queues PutRuntime as a lazy write: for a change of the fields a daemon
-// recomputes at start (readiness, summary, input line), which may reach the disk up to a
-// second later unless another write commits first.
-func (db *DB) PutRuntimeLazy(r nudge.Runtime) {
-	if r.RuntimeID == "" {
-		db.later.report("put runtime", fmt.Errorf("put runtime: %w", ErrInvalid))
-		return
-	}
-	db.enqueue(laterOp{name: "put runtime " + r.RuntimeID, key: "runtime\x00" + r.RuntimeID, lazy: true, fn: func(tx *bolt.Tx) error {
-		return db.putRuntimeTx(tx.Bucket(bucketRuntimes), r)
-	}})
-}
-
-// AppendAuditLater queues AppendAudit; the records keep their order in the chain.
-func (db *DB) AppendAuditLater(recs ...nudge.AuditRecord) {
-	db.enqueue(laterOp{name: "append audit", fn: func(tx *bolt.Tx) error {
-		_, err := db.appendAuditTx(tx, recs)
-		return err
-	}})
-}
-
-// UpdateTriggerLater queues UpdateTrigger.
-func (db *DB) UpdateTriggerLater(id string, fn func(*nudge.Trigger) error, audit ...nudge.AuditRecord) {
-	db.enqueue(laterOp{name: "update trigger " + id, fn: func(tx *bolt.Tx) error {
-		_, err := db.updateTriggerTx(tx, id, fn, audit)
-		return err
-	}})
-}
-
-// PutTriggerLater queues a write of the whole record t (stored as t with UpdatedAt set to
-// the store's now, as UpdateTrigger does) and its audit records, for a trigger that
-// exists (created, or in the create log ahead of this write): the write-behind copy of a
-// receipt kept in memory. When a later PutTriggerLater of the same trigger goes in the
-// same batch, only the last record is written; every one's audit records are appended,
-// in order, filled from its own record. A trigger that does not exist fails the write
-// (ErrNotFound, reported to Options.OnLaterError), as UpdateTriggerLater does.
-func (db *DB) PutTriggerLater(t nudge.Trigger, audit ...nudge.AuditRecord) {
-	id := t.TriggerID
-	if id == "" {
-		db.later.report("put trigger", fmt.Errorf("put trigger: %w", ErrInvalid))
-		return
-	}
-	exists := func(tx *bolt.Tx) ([]byte, error) {
-		seqb := tx.Bucket(bucketTriggerIDs).Get([]byte(id))
-		if seqb == nil {
-			return nil, ErrNotFound
-		}
-		return seqb, nil
-	}
-	db.enqueue(laterOp{name: "update trigger " + id, key: "trigger\x00" + id,
-		fn: func(tx *bolt.Tx) error {
-			key, err := exists(tx)
-			if err != nil {
-				return err
-			}
-			db.triggerPuts.Add(1)
-			t := t
-			t.UpdatedAt = db.now()
-			if err := db.storeTriggerTx(tx, append([]byte(nil), key...), t); err != nil {
-				return err
-			}
-			return db.appendTriggerAudit(tx, &t, audit)
-		},
-		light: func(tx *bolt.Tx) error {
-			if _, err := exists(tx); err != nil {
-				return err
-			}
-			return db.appendTriggerAudit(tx, &t, audit)
-		}})
 }

@@ -9,32 +9,38 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// Runtimes is the store's runtimes (nudge.Runtime, keyed by RuntimeID): synchronous
+// writes (PutRuntime, CreateRuntime, DeleteRuntime), reads, and the write-behind
+// PutRuntimeLater and PutRuntimeLazy. It holds no state of its own beyond the DB's file
+// and queue. Reached as part of a DB (its methods are the DB's).
+type Runtimes struct{ db *DB }
+
 // PutRuntime creates or replaces the runtime r.RuntimeID. A zero CreatedAt keeps the
 // stored one (or is set to now for a new record).
-func (db *DB) PutRuntime(r nudge.Runtime) error {
+func (rs *Runtimes) PutRuntime(r nudge.Runtime) error {
 	if err := need("runtime id", r.RuntimeID); err != nil {
 		return fmt.Errorf("put runtime: %w", err)
 	}
-	return db.update("put runtime "+r.RuntimeID, func(tx *bolt.Tx) error {
-		return db.putRuntimeTx(tx.Bucket(bucketRuntimes), r)
+	return rs.db.update("put runtime "+r.RuntimeID, func(tx *bolt.Tx) error {
+		return rs.putRuntimeTx(tx.Bucket(bucketRuntimes), r)
 	})
 }
 
 // CreateRuntime stores r only if no runtime with its id exists; otherwise ErrExists.
-func (db *DB) CreateRuntime(r nudge.Runtime) error {
+func (rs *Runtimes) CreateRuntime(r nudge.Runtime) error {
 	if err := need("runtime id", r.RuntimeID); err != nil {
 		return fmt.Errorf("create runtime: %w", err)
 	}
-	return db.update("create runtime "+r.RuntimeID, func(tx *bolt.Tx) error {
+	return rs.db.update("create runtime "+r.RuntimeID, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketRuntimes)
 		if b.Get([]byte(r.RuntimeID)) != nil {
 			return ErrExists
 		}
-		return db.putRuntimeTx(b, r)
+		return rs.putRuntimeTx(b, r)
 	})
 }
 
-func (db *DB) putRuntimeTx(b *bolt.Bucket, r nudge.Runtime) error {
+func (rs *Runtimes) putRuntimeTx(b *bolt.Bucket, r nudge.Runtime) error {
 	if r.CreatedAt.IsZero() {
 		var old nudge.Runtime
 		ok, err := getJSON(b, []byte(r.RuntimeID), &old)
@@ -43,16 +49,16 @@ func (db *DB) putRuntimeTx(b *bolt.Bucket, r nudge.Runtime) error {
 		}
 		r.CreatedAt = old.CreatedAt
 		if !ok {
-			r.CreatedAt = db.now()
+			r.CreatedAt = rs.db.now()
 		}
 	}
 	return putJSON(b, []byte(r.RuntimeID), r)
 }
 
 // GetRuntime returns the runtime id, or ErrNotFound.
-func (db *DB) GetRuntime(id string) (nudge.Runtime, error) {
+func (rs *Runtimes) GetRuntime(id string) (nudge.Runtime, error) {
 	var r nudge.Runtime
-	err := db.view("get runtime "+id, func(tx *bolt.Tx) error {
+	err := rs.db.view("get runtime "+id, func(tx *bolt.Tx) error {
 		ok, err := getJSON(tx.Bucket(bucketRuntimes), []byte(id), &r)
 		if err == nil && !ok {
 			err = ErrNotFound
@@ -63,9 +69,9 @@ func (db *DB) GetRuntime(id string) (nudge.Runtime, error) {
 }
 
 // ListRuntimes returns every runtime ordered by CreatedAt (then RuntimeID).
-func (db *DB) ListRuntimes() ([]nudge.Runtime, error) {
+func (rs *Runtimes) ListRuntimes() ([]nudge.Runtime, error) {
 	var out []nudge.Runtime
-	err := db.view("list runtimes", func(tx *bolt.Tx) error {
+	err := rs.db.view("list runtimes", func(tx *bolt.Tx) error {
 		return forEachJSON(tx.Bucket(bucketRuntimes), func(r nudge.Runtime) { out = append(out, r) })
 	})
 	sortRuntimes(out)
@@ -84,8 +90,8 @@ func sortRuntimes(out []nudge.Runtime) {
 
 // DeleteRuntime removes the runtime id, or returns ErrNotFound. Its triggers and audit
 // records stay.
-func (db *DB) DeleteRuntime(id string) error {
-	return db.update("delete runtime "+id, func(tx *bolt.Tx) error {
+func (rs *Runtimes) DeleteRuntime(id string) error {
+	return rs.db.update("delete runtime "+id, func(tx *bolt.Tx) error {
 		return deleteKey(tx.Bucket(bucketRuntimes), []byte(id))
 	})
 }
@@ -108,4 +114,28 @@ func forEachJSON[T any](b *bolt.Bucket, fn func(T)) error {
 		fn(x)
 		return nil
 	})
+}
+
+// PutRuntimeLater queues PutRuntime.
+func (rs *Runtimes) PutRuntimeLater(r nudge.Runtime) {
+	if r.RuntimeID == "" {
+		rs.db.later.report("put runtime", fmt.Errorf("put runtime: %w", ErrInvalid))
+		return
+	}
+	rs.db.enqueue(laterOp{name: "put runtime " + r.RuntimeID, key: "runtime\x00" + r.RuntimeID, fn: func(tx *bolt.Tx) error {
+		return rs.putRuntimeTx(tx.Bucket(bucketRuntimes), r)
+	}})
+}
+
+// PutRuntimeLazy queues PutRuntime as a lazy write: for a change of the fields a daemon
+// recomputes at start (readiness, summary, input line), which may reach the disk up to a
+// second later unless another write commits first.
+func (rs *Runtimes) PutRuntimeLazy(r nudge.Runtime) {
+	if r.RuntimeID == "" {
+		rs.db.later.report("put runtime", fmt.Errorf("put runtime: %w", ErrInvalid))
+		return
+	}
+	rs.db.enqueue(laterOp{name: "put runtime " + r.RuntimeID, key: "runtime\x00" + r.RuntimeID, lazy: true, fn: func(tx *bolt.Tx) error {
+		return rs.putRuntimeTx(tx.Bucket(bucketRuntimes), r)
+	}})
 }

@@ -8,24 +8,28 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// Schedules is the store's schedules (nudge.Schedule, keyed by ScheduleID). Its state
+// lives in the file. Reached as part of a DB (its methods are the DB's).
+type Schedules struct{ db *DB }
+
 // PutSchedule creates or replaces the schedule s.ScheduleID. A zero CreatedAt is set to
 // now.
-func (db *DB) PutSchedule(s nudge.Schedule) error {
+func (ss *Schedules) PutSchedule(s nudge.Schedule) error {
 	if err := need("schedule id", s.ScheduleID); err != nil {
 		return fmt.Errorf("put schedule: %w", err)
 	}
 	if s.CreatedAt.IsZero() {
-		s.CreatedAt = db.now()
+		s.CreatedAt = ss.db.now()
 	}
-	return db.update("put schedule "+s.ScheduleID, func(tx *bolt.Tx) error {
+	return ss.db.update("put schedule "+s.ScheduleID, func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketSchedules), []byte(s.ScheduleID), s)
 	})
 }
 
 // ListSchedules returns every schedule, the next due first (NextAt, then ScheduleID).
-func (db *DB) ListSchedules() ([]nudge.Schedule, error) {
+func (ss *Schedules) ListSchedules() ([]nudge.Schedule, error) {
 	var out []nudge.Schedule
-	err := db.view("list schedules", func(tx *bolt.Tx) error {
+	err := ss.db.view("list schedules", func(tx *bolt.Tx) error {
 		return forEachJSON(tx.Bucket(bucketSchedules), func(s nudge.Schedule) { out = append(out, s) })
 	})
 	sort.SliceStable(out, func(i, j int) bool {
@@ -38,8 +42,8 @@ func (db *DB) ListSchedules() ([]nudge.Schedule, error) {
 }
 
 // DeleteSchedule removes the schedule id, or returns ErrNotFound.
-func (db *DB) DeleteSchedule(id string) error {
-	return db.update("delete schedule "+id, func(tx *bolt.Tx) error {
+func (ss *Schedules) DeleteSchedule(id string) error {
+	return ss.db.update("delete schedule "+id, func(tx *bolt.Tx) error {
 		return deleteKey(tx.Bucket(bucketSchedules), []byte(id))
 	})
 }

@@ -4,11 +4,25 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
+
+// Triggers is the store's triggers: the records (CreateTrigger, GetTrigger,
+// UpdateTrigger, ListTriggers), their delivery attempts (AddAttempt, Attempts), the
+// create log behind CreateTriggerQuick and the write-behind writes of a trigger
+// (UpdateTriggerLater, PutTriggerLater). A trigger's audit records go to the DB's
+// AuditLog in the same transaction. It owns the create log (wal.go): Open replays and
+// opens it, the DB's writer settles it after each commit, Close closes it. Reached as
+// part of a DB (its methods are the DB's); it has no lifecycle of its own.
+type Triggers struct {
+	db          *DB
+	wal         wal           // the create log and the creates it holds that bbolt does not yet
+	triggerPuts atomic.Uint64 // records written by PutTriggerLater (tests: superseded ones are not)
+}
 
 // TriggerFilter selects triggers for ListTriggers. Zero fields match everything.
 type TriggerFilter struct {
@@ -37,17 +51,17 @@ func (f *TriggerFilter) match(t *nudge.Trigger) bool {
 // audit if it is non-nil, and returns created=true. Of concurrent callers with the same
 // id exactly one gets created=true. Empty TriggerID, ThreadID, RuntimeID and Workspace
 // of the audit record are filled from t.
-func (db *DB) CreateTrigger(t nudge.Trigger, audit *nudge.AuditRecord) (got nudge.Trigger, created bool, err error) {
+func (tg *Triggers) CreateTrigger(t nudge.Trigger, audit *nudge.AuditRecord) (got nudge.Trigger, created bool, err error) {
 	if err := need("trigger id", t.TriggerID); err != nil {
 		return nudge.Trigger{}, false, fmt.Errorf("create trigger: %w", err)
 	}
-	err = db.update("create trigger "+t.TriggerID, func(tx *bolt.Tx) error {
+	err = tg.db.update("create trigger "+t.TriggerID, func(tx *bolt.Tx) error {
 		var txErr error
-		got, created, txErr = db.createTriggerTx(tx, t)
+		got, created, txErr = tg.createTriggerTx(tx, t)
 		if txErr != nil || !created || audit == nil {
 			return txErr
 		}
-		_, txErr = db.appendAuditTx(tx, []nudge.AuditRecord{auditFor(*audit, &got)})
+		_, txErr = tg.db.AuditLog.appendAuditTx(tx, []nudge.AuditRecord{auditFor(*audit, &got)})
 		return txErr
 	})
 	if err != nil {
@@ -56,13 +70,13 @@ func (db *DB) CreateTrigger(t nudge.Trigger, audit *nudge.AuditRecord) (got nudg
 	return got, created, nil
 }
 
-func (db *DB) createTriggerTx(tx *bolt.Tx, t nudge.Trigger) (nudge.Trigger, bool, error) {
+func (tg *Triggers) createTriggerTx(tx *bolt.Tx, t nudge.Trigger) (nudge.Trigger, bool, error) {
 	ids := tx.Bucket(bucketTriggerIDs)
 	if seqb := ids.Get([]byte(t.TriggerID)); seqb != nil {
 		old, err := getTriggerBySeq(tx, seqb)
 		return old, false, err
 	}
-	now := db.now()
+	now := tg.db.now()
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = now
 	}
@@ -113,12 +127,12 @@ func lookupTrigger(tx *bolt.Tx, id string) (nudge.Trigger, []byte, error) {
 }
 
 // GetTrigger returns the trigger id, or ErrNotFound.
-func (db *DB) GetTrigger(id string) (nudge.Trigger, error) {
-	if t, ok := db.pendingTrigger(id); ok {
+func (tg *Triggers) GetTrigger(id string) (nudge.Trigger, error) {
+	if t, ok := tg.pendingTrigger(id); ok {
 		return t, nil
 	}
 	var t nudge.Trigger
-	err := db.view("get trigger "+id, func(tx *bolt.Tx) (err error) {
+	err := tg.db.view("get trigger "+id, func(tx *bolt.Tx) (err error) {
 		t, _, err = lookupTrigger(tx, id)
 		return err
 	})
@@ -130,10 +144,10 @@ func (db *DB) GetTrigger(id string) (nudge.Trigger, error) {
 // returns that error (wrapped). fn must not change TriggerID. UpdatedAt is set to now.
 // Setting Closed removes the trigger from the open index. Audit records get empty
 // TriggerID, ThreadID, RuntimeID and Workspace filled from the updated trigger.
-func (db *DB) UpdateTrigger(id string, fn func(*nudge.Trigger) error, audit ...nudge.AuditRecord) (nudge.Trigger, error) {
+func (tg *Triggers) UpdateTrigger(id string, fn func(*nudge.Trigger) error, audit ...nudge.AuditRecord) (nudge.Trigger, error) {
 	var t nudge.Trigger
-	err := db.update("update trigger "+id, func(tx *bolt.Tx) (err error) {
-		t, err = db.updateTriggerTx(tx, id, fn, audit)
+	err := tg.db.update("update trigger "+id, func(tx *bolt.Tx) (err error) {
+		t, err = tg.updateTriggerTx(tx, id, fn, audit)
 		return err
 	})
 	if err != nil {
@@ -143,7 +157,7 @@ func (db *DB) UpdateTrigger(id string, fn func(*nudge.Trigger) error, audit ...n
 }
 
 // updateTriggerTx is UpdateTrigger's body, shared with UpdateTriggerLater.
-func (db *DB) updateTriggerTx(tx *bolt.Tx, id string, fn func(*nudge.Trigger) error, audit []nudge.AuditRecord) (nudge.Trigger, error) {
+func (tg *Triggers) updateTriggerTx(tx *bolt.Tx, id string, fn func(*nudge.Trigger) error, audit []nudge.AuditRecord) (nudge.Trigger, error) {
 	t, key, err := lookupTrigger(tx, id)
 	if err != nil {
 		return nudge.Trigger{}, err
@@ -154,21 +168,21 @@ func (db *DB) updateTriggerTx(tx *bolt.Tx, id string, fn func(*nudge.Trigger) er
 	if t.TriggerID != id {
 		return nudge.Trigger{}, fmt.Errorf("trigger id changed to %q: %w", t.TriggerID, ErrInvalid)
 	}
-	t.UpdatedAt = db.now()
-	if err := db.storeTriggerTx(tx, key, t); err != nil {
+	t.UpdatedAt = tg.db.now()
+	if err := tg.storeTriggerTx(tx, key, t); err != nil {
 		return nudge.Trigger{}, err
 	}
-	return t, db.appendTriggerAudit(tx, &t, audit)
+	return t, tg.appendTriggerAudit(tx, &t, audit)
 }
 
-func (db *DB) storeTriggerTx(tx *bolt.Tx, key []byte, t nudge.Trigger) error {
+func (tg *Triggers) storeTriggerTx(tx *bolt.Tx, key []byte, t nudge.Trigger) error {
 	if err := putJSON(tx.Bucket(bucketTriggers), key, t); err != nil {
 		return err
 	}
 	return setOpen(tx, key, t)
 }
 
-func (db *DB) appendTriggerAudit(tx *bolt.Tx, t *nudge.Trigger, audit []nudge.AuditRecord) error {
+func (tg *Triggers) appendTriggerAudit(tx *bolt.Tx, t *nudge.Trigger, audit []nudge.AuditRecord) error {
 	if len(audit) == 0 {
 		return nil
 	}
@@ -176,7 +190,7 @@ func (db *DB) appendTriggerAudit(tx *bolt.Tx, t *nudge.Trigger, audit []nudge.Au
 	for i := range audit {
 		recs[i] = auditFor(audit[i], t)
 	}
-	_, err := db.appendAuditTx(tx, recs)
+	_, err := tg.db.AuditLog.appendAuditTx(tx, recs)
 	return err
 }
 
@@ -199,9 +213,9 @@ func auditFor(a nudge.AuditRecord, t *nudge.Trigger) nudge.AuditRecord {
 
 // ListTriggers returns the triggers matching f in creation order. With OpenOnly it
 // walks only the open index, so restart recovery costs O(open triggers).
-func (db *DB) ListTriggers(f TriggerFilter) ([]nudge.Trigger, error) {
+func (tg *Triggers) ListTriggers(f TriggerFilter) ([]nudge.Trigger, error) {
 	var out []nudge.Trigger
-	err := db.view("list triggers", func(tx *bolt.Tx) error {
+	err := tg.db.view("list triggers", func(tx *bolt.Tx) error {
 		var err error
 		out, err = listTriggersTx(tx, &f)
 		return err
@@ -266,4 +280,54 @@ func reverse[T any](s []T) {
 	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
 		s[i], s[j] = s[j], s[i]
 	}
+}
+
+// UpdateTriggerLater queues UpdateTrigger.
+func (tg *Triggers) UpdateTriggerLater(id string, fn func(*nudge.Trigger) error, audit ...nudge.AuditRecord) {
+	tg.db.enqueue(laterOp{name: "update trigger " + id, fn: func(tx *bolt.Tx) error {
+		_, err := tg.updateTriggerTx(tx, id, fn, audit)
+		return err
+	}})
+}
+
+// PutTriggerLater queues a write of the whole record t (stored as t with UpdatedAt set to
+// the store's now, as UpdateTrigger does) and its audit records, for a trigger that
+// exists (created, or in the create log ahead of this write): the write-behind copy of a
+// receipt kept in memory. When a later PutTriggerLater of the same trigger goes in the
+// same batch, only the last record is written; every one's audit records are appended,
+// in order, filled from its own record. A trigger that does not exist fails the write
+// (ErrNotFound, reported to Options.OnLaterError), as UpdateTriggerLater does.
+func (tg *Triggers) PutTriggerLater(t nudge.Trigger, audit ...nudge.AuditRecord) {
+	id := t.TriggerID
+	if id == "" {
+		tg.db.later.report("put trigger", fmt.Errorf("put trigger: %w", ErrInvalid))
+		return
+	}
+	exists := func(tx *bolt.Tx) ([]byte, error) {
+		seqb := tx.Bucket(bucketTriggerIDs).Get([]byte(id))
+		if seqb == nil {
+			return nil, ErrNotFound
+		}
+		return seqb, nil
+	}
+	tg.db.enqueue(laterOp{name: "update trigger " + id, key: "trigger\x00" + id,
+		fn: func(tx *bolt.Tx) error {
+			key, err := exists(tx)
+			if err != nil {
+				return err
+			}
+			tg.triggerPuts.Add(1)
+			t := t
+			t.UpdatedAt = tg.db.now()
+			if err := tg.storeTriggerTx(tx, append([]byte(nil), key...), t); err != nil {
+				return err
+			}
+			return tg.appendTriggerAudit(tx, &t, audit)
+		},
+		light: func(tx *bolt.Tx) error {
+			if _, err := exists(tx); err != nil {
+				return err
+			}
+			return tg.appendTriggerAudit(tx, &t, audit)
+		}})
 }

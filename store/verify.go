@@ -15,8 +15,8 @@ import (
 // first bad record (for a deleted record, the missing seq). It detects any changed byte
 // of a record, a deleted record (a gap, or a missing tail), reordered records, and
 // records added without going through AppendAudit.
-func (db *DB) VerifyAudit() (n int, err error) {
-	err = db.view("verify audit", func(tx *bolt.Tx) error {
+func (al *AuditLog) VerifyAudit() (n int, err error) {
+	err = al.db.view("verify audit", func(tx *bolt.Tx) error {
 		var err error
 		n, err = verifyTx(tx)
 		return err

@@ -34,20 +34,20 @@ type wal struct {
 func walPath(dbPath string) string { return dbPath + ".creates" }
 
 // openWAL replays the create log into bbolt, truncates it and keeps it open for appends.
-func (db *DB) openWAL() error {
-	path := walPath(db.path)
-	if err := db.replayWAL(path); err != nil {
+func (tg *Triggers) openWAL() error {
+	path := walPath(tg.db.path)
+	if err := tg.replayWAL(path); err != nil {
 		return fmt.Errorf("replay %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open create log: %w", err)
 	}
-	db.wal.f, db.wal.pending = f, map[string]nudge.Trigger{}
+	tg.wal.f, tg.wal.pending = f, map[string]nudge.Trigger{}
 	return nil
 }
 
-func (db *DB) replayWAL(path string) error {
+func (tg *Triggers) replayWAL(path string) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -63,7 +63,7 @@ func (db *DB) replayWAL(path string) error {
 		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Trigger.TriggerID == "" {
 			continue // a torn last line (power loss): its trigger was never answered
 		}
-		if _, _, err := db.CreateTrigger(e.Trigger, e.Audit); err != nil {
+		if _, _, err := tg.CreateTrigger(e.Trigger, e.Audit); err != nil {
 			return err
 		}
 	}
@@ -74,11 +74,11 @@ func (db *DB) replayWAL(path string) error {
 // is in the create log (safe against kill -9), and commits it to bbolt in the background
 // (write-behind, in order with later writes). A known id returns the stored record and
 // created=false, as CreateTrigger does.
-func (db *DB) CreateTriggerQuick(t nudge.Trigger, audit *nudge.AuditRecord) (nudge.Trigger, bool, error) {
+func (tg *Triggers) CreateTriggerQuick(t nudge.Trigger, audit *nudge.AuditRecord) (nudge.Trigger, bool, error) {
 	if err := need("trigger id", t.TriggerID); err != nil {
 		return nudge.Trigger{}, false, fmt.Errorf("create trigger: %w", err)
 	}
-	if got, err := db.GetTrigger(t.TriggerID); err == nil {
+	if got, err := tg.GetTrigger(t.TriggerID); err == nil {
 		return got, false, nil
 	} else if !errors.Is(err, ErrNotFound) {
 		return nudge.Trigger{}, false, err
@@ -87,14 +87,14 @@ func (db *DB) CreateTriggerQuick(t nudge.Trigger, audit *nudge.AuditRecord) (nud
 	if err != nil {
 		return nudge.Trigger{}, false, fmt.Errorf("create trigger: %w", err)
 	}
-	w := &db.wal
+	w := &tg.wal
 	w.mu.Lock()
 	if got, ok := w.pending[t.TriggerID]; ok {
 		w.mu.Unlock()
 		return got, false, nil
 	}
 	// Committed (and settled) between the look above and the lock?
-	if got, err := db.committedTrigger(t.TriggerID); err == nil {
+	if got, err := tg.committedTrigger(t.TriggerID); err == nil {
 		w.mu.Unlock()
 		return got, false, nil
 	}
@@ -102,7 +102,7 @@ func (db *DB) CreateTriggerQuick(t nudge.Trigger, audit *nudge.AuditRecord) (nud
 		w.mu.Unlock()
 		return nudge.Trigger{}, false, fmt.Errorf("create trigger: %w", ErrClosed)
 	}
-	if err := db.Unavailable(); err != nil {
+	if err := tg.db.Unavailable(); err != nil {
 		w.mu.Unlock()
 		return nudge.Trigger{}, false, fmt.Errorf("create trigger: %w: %v", ErrUnavailable, err)
 	}
@@ -119,20 +119,20 @@ func (db *DB) CreateTriggerQuick(t nudge.Trigger, audit *nudge.AuditRecord) (nud
 	w.size += int64(len(line))
 	w.pending[t.TriggerID] = t
 	w.mu.Unlock()
-	db.enqueue(laterOp{name: "create trigger " + t.TriggerID, created: t.TriggerID, fn: func(tx *bolt.Tx) error {
-		got, created, err := db.createTriggerTx(tx, t)
+	tg.db.enqueue(laterOp{name: "create trigger " + t.TriggerID, created: t.TriggerID, fn: func(tx *bolt.Tx) error {
+		got, created, err := tg.createTriggerTx(tx, t)
 		if err != nil || !created || audit == nil {
 			return err
 		}
-		_, err = db.appendAuditTx(tx, []nudge.AuditRecord{auditFor(*audit, &got)})
+		_, err = tg.db.AuditLog.appendAuditTx(tx, []nudge.AuditRecord{auditFor(*audit, &got)})
 		return err
 	}})
 	return t, true, nil
 }
 
-func (db *DB) committedTrigger(id string) (nudge.Trigger, error) {
+func (tg *Triggers) committedTrigger(id string) (nudge.Trigger, error) {
 	var t nudge.Trigger
-	err := db.view("get trigger "+id, func(tx *bolt.Tx) (err error) {
+	err := tg.db.view("get trigger "+id, func(tx *bolt.Tx) (err error) {
 		t, _, err = lookupTrigger(tx, id)
 		return err
 	})
@@ -140,18 +140,18 @@ func (db *DB) committedTrigger(id string) (nudge.Trigger, error) {
 }
 
 // pendingTrigger returns a trigger that is in the create log but not yet in bbolt.
-func (db *DB) pendingTrigger(id string) (nudge.Trigger, bool) {
-	db.wal.mu.Lock()
-	defer db.wal.mu.Unlock()
-	t, ok := db.wal.pending[id]
+func (tg *Triggers) pendingTrigger(id string) (nudge.Trigger, bool) {
+	tg.wal.mu.Lock()
+	defer tg.wal.mu.Unlock()
+	t, ok := tg.wal.pending[id]
 	return t, ok
 }
 
 // settleWAL forgets pending creates that bbolt now holds (or that failed for good) and,
 // when none is left, empties the log. It runs on the write-behind goroutine after each
 // commit; creates whose commit failed are not in applied and stay in the log.
-func (db *DB) settleWAL(applied []laterOp) {
-	w := &db.wal
+func (tg *Triggers) settleWAL(applied []laterOp) {
+	w := &tg.wal
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, op := range applied {
@@ -166,11 +166,11 @@ func (db *DB) settleWAL(applied []laterOp) {
 	}
 }
 
-func (db *DB) closeWAL() {
-	db.wal.mu.Lock()
-	defer db.wal.mu.Unlock()
-	if db.wal.f != nil {
-		db.wal.f.Close()
-		db.wal.f = nil
+func (tg *Triggers) closeWAL() {
+	tg.wal.mu.Lock()
+	defer tg.wal.mu.Unlock()
+	if tg.wal.f != nil {
+		tg.wal.f.Close()
+		tg.wal.f = nil
 	}
 }

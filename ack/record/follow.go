@@ -132,6 +132,10 @@ func (r *follower) locate(w *sub) (string, error) {
 	wait := 250 * time.Millisecond
 	for {
 		if p, err := r.f.Locate(r.spec); err == nil {
+			if file, key, ok := splitKey(p); ok && r.isTable() {
+				file, err := inside(root, file)
+				return file + "#" + key, err
+			}
 			return inside(root, p)
 		} else if !errors.Is(err, ErrNotYet) {
 			return "", err
@@ -208,6 +212,9 @@ func inside(root, p string) (string, error) {
 // follow reads path from its start and then as file events say it grew. A file that
 // shrank (truncated, or replaced under the same name) is read again from its start.
 func (r *follower) follow(w *sub, path string) error {
+	if t, ok := r.f.(Table); ok {
+		return r.followTable(w, path, t)
+	}
 	r.path.Store(&path)
 	if err := w.add(filepath.Dir(path)); err != nil {
 		return err
@@ -348,17 +355,112 @@ func (fl *lineFeed) line(l []byte) error {
 	if err != nil {
 		return err
 	}
-	path := fl.r.Path()
-	for _, e := range fl.dst {
+	return fl.r.send(fl.dst, fl.st.Line)
+}
+
+// send gives the events of record line n to the Reader's channel, waiting while it is
+// full.
+func (r *follower) send(evs []Event, n int64) error {
+	path := r.Path()
+	for _, e := range evs {
 		e.File = path
 		if e.Line == 0 {
-			e.Line = fl.st.Line
+			e.Line = n
 		}
 		select {
-		case fl.r.ev <- e:
-		case <-fl.r.stop:
+		case r.ev <- e:
+		case <-r.stop:
 			return errStopped
 		}
 	}
 	return nil
+}
+
+func (r *follower) isTable() bool {
+	_, ok := r.f.(Table)
+	return ok
+}
+
+// followTable reads a database record's rows from its first and then whenever the
+// database's files change (its write-ahead log, or the file itself at a checkpoint).
+func (r *follower) followTable(w *sub, path string, t Table) error {
+	r.path.Store(&path)
+	file, key, _ := splitKey(path)
+	if err := w.add(filepath.Dir(file)); err != nil {
+		return err
+	}
+	tr, err := t.OpenTable(file, key)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	st := &State{}
+	var last int64
+	var dst []Event
+	changed := false
+	for {
+		err := tr.Rows(last, func(n int64, text []byte) error {
+			last, st.Line = n, n
+			if len(text) > MaxLine {
+				r.skipped.Add(1)
+				return nil
+			}
+			var err error
+			if dst, err = r.f.Parse(dst[:0], st, text); err != nil {
+				return err
+			}
+			return r.send(dst, n)
+		})
+		if errors.Is(err, ErrUnknownFormat) || errors.Is(err, errStopped) {
+			return err
+		}
+		// A read after a change looks once more shortly after: a commit's log write
+		// (the file event) comes a moment before its index is updated, and a read in
+		// between does not see it yet. Any other error (the database locked past its
+		// busy wait) is looked at again soon, change or not.
+		var again time.Duration
+		switch {
+		case err != nil:
+			again = 250 * time.Millisecond
+		case changed:
+			again = 50 * time.Millisecond
+		}
+		if changed, err = r.waitChange(w, file, again); err != nil {
+			return err
+		}
+	}
+}
+
+// waitChange waits until a file event names the database file or one of its companions
+// (FILE-wal, FILE-journal), events were lost, or timeout (if > 0) passed, and says
+// whether something changed; events that came meanwhile are taken with it, so that a
+// burst of writes costs one read.
+func (r *follower) waitChange(w *sub, file string, timeout time.Duration) (bool, error) {
+	var after <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		after = t.C
+	}
+	for {
+		select {
+		case <-r.stop:
+			return false, errStopped
+		case <-after:
+			return false, nil
+		case <-w.missed:
+			return true, nil
+		case e := <-w.ev:
+			if !strings.HasPrefix(filepath.Clean(e.Name), file) {
+				continue
+			}
+			for {
+				select {
+				case <-w.ev:
+				default:
+					return true, nil
+				}
+			}
+		}
+	}
 }

@@ -6,8 +6,8 @@
 // fuzzes in fuzz/). A Format is registered under the name a profile's `record:` field
 // gives ([Register], [Lookup]): [Claude] "claude" (Claude Code's transcript), [Codex]
 // "codex" (its rollout), [Gemini] "gemini" (Gemini CLI's chat recording) and [Pi] "pi"
-// (its session file). OpenCode keeps its sessions in SQLite, not in a file of lines: it
-// has no Format. [Open] returns the [Reader] common to all formats: it
+// (its session file); [OpenCode] "opencode" keeps its sessions in a SQLite database, a
+// [Table] read row by row. [Open] returns the [Reader] common to all formats: it
 // finds the file once it exists, follows it as it grows (file events, no polling once
 // found), feeds whole lines to Parse and emits [Event]s on a bounded channel; whoever
 // opens a Reader owns it and calls Close. Package ack turns the events into acks and
@@ -121,6 +121,24 @@ type State struct {
 	SessionID string
 	InTurn    bool
 	Any       map[string]string // format-specific small state; bounded by the Format
+}
+
+// Table is a Format whose record is rows of a database rather than lines of a file
+// (OpenCode keeps its sessions in SQLite). Its Locate returns FILE#KEY: the database file
+// and the key of this runtime's rows in it; Parse reads one row in the form its
+// TableReader gives it. The follower reads the rows it has not seen whenever the
+// database's files change.
+type Table interface {
+	OpenTable(file, key string) (TableReader, error)
+}
+
+// TableReader reads one runtime's rows of a database record; the follower owns it and
+// calls Close.
+type TableReader interface {
+	// Rows calls fn, in order, for each row whose line number is greater than after,
+	// with that number and the row's text (valid during the call only).
+	Rows(after int64, fn func(line int64, text []byte) error) error
+	Close() error
 }
 
 // Reader follows one runtime's record. Events is closed when the reader ends; Err then

@@ -75,15 +75,15 @@ func TestPiFullTurns(t *testing.T) {
 
 // TestGeminiApprovalDenied and TestOpenCodeApprovalDenied: a trigger sent while the
 // CLI's approval dialog is open is held, nothing is typed into the dialog; the
-// operator denies the tool call through the pane, the command does not run, and the
+// operator denies the tool call with nudge deny, the command does not run, and the
 // held trigger is then delivered, acked, and given to the model once.
 func TestGeminiApprovalDenied(t *testing.T) {
 	testApprovalDenied(t, agentCase{agent: "gemini", env: "NUDGE_TEST_GEMINI", pkg: "@google/gemini-cli", api: standin.Gemini}) // nudge deny: "3. No, suggest changes (esc)"
 }
 
 func TestOpenCodeApprovalDenied(t *testing.T) {
-	testApprovalDenied(t, agentCase{agent: "opencode", env: "NUDGE_TEST_OPENCODE", pkg: "opencode-ai", api: standin.Chat},
-		"Right", "Right", "Enter") // "Allow once  Allow always  [Reject]"
+	// nudge deny: Right from the selected button to "Reject", then Enter.
+	testApprovalDenied(t, agentCase{agent: "opencode", env: "NUDGE_TEST_OPENCODE", pkg: "opencode-ai", api: standin.Chat})
 }
 
 // TestClaudeDialogDenied and TestCodexDialogDenied deny the dialog with `nudge deny`.

@@ -112,6 +112,11 @@ func TestPiBusyEachPromptOnce(t *testing.T) {
 	testBusyOnce(t, agentCase{agent: "pi", env: "NUDGE_TEST_PI", pkg: "@mariozechner/pi-coding-agent", api: standin.Chat})
 }
 
+// TestOpenCodeBusyEachPromptOnce: the real OpenCode, busy when each next prompt comes.
+func TestOpenCodeBusyEachPromptOnce(t *testing.T) {
+	testBusyOnce(t, agentCase{agent: "opencode", env: "NUDGE_TEST_OPENCODE", pkg: "opencode-ai", api: standin.Chat})
+}
+
 // testTwoInOneDir runs two runtimes of one CLI in the same directory, prompts to each in
 // turn: each prompt reaches the model once, each receipt is acked by its own runtime's
 // record and carries its own reply (a record is told apart by the prompts in it).

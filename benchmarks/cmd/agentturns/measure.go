@@ -128,81 +128,47 @@ func firstSeen(reqs []standin.Request, id string) (time.Time, bool) {
 // report prints the run's figures and the story of every trigger that failed or reached
 // the model other than once.
 func (r *run) report(all []*sent, prompts []standin.Prompt, reqs []standin.Request) {
-	type kindStat struct{ sent, submitted, acked, replied int }
-	kinds := map[string]*kindStat{}
-	signals, backends := map[string]int{}, map[string]int{}
-	var submitted, acked, replied, replyHolds, notOnce int
-	var toModel, toSubmit, toAck, toEnd []time.Duration
+	t := newTally()
 	for _, s := range all {
-		st := kinds[s.kind]
-		if st == nil {
-			st = &kindStat{}
-			kinds[s.kind] = st
-		}
-		st.sent++
-		tr := s.tr
-		bad := ""
-		if at, ok := firstSeen(reqs, s.id); ok {
-			toModel = append(toModel, at.Sub(tr.CreatedAt))
-		}
-		if n := standin.Count(reqs, s.id); n != 1 {
-			notOnce++
-			bad = fmt.Sprintf("the model got the prompt %d times", n)
-		}
-		if tr.SubmittedAt != nil {
-			submitted++
-			st.submitted++
-			toSubmit = append(toSubmit, tr.SubmittedAt.Sub(tr.CreatedAt))
-		}
-		if tr.DeliveryBackend != "" {
-			backends[tr.DeliveryBackend]++
-		}
-		if tr.State == "acked" && tr.AckedAt != nil {
-			acked++
-			st.acked++
-			signals[tr.AckSignal]++
-			toAck = append(toAck, tr.AckedAt.Sub(tr.CreatedAt))
-		} else if bad == "" {
-			bad = "not acked"
-		}
-		if tr.TurnEndedAt != nil {
-			replied++
-			st.replied++
-			toEnd = append(toEnd, tr.TurnEndedAt.Sub(tr.CreatedAt))
-			if strings.Contains(tr.Reply, s.id) {
-				replyHolds++
-			}
-		}
-		if bad == "" && r.stories {
-			fmt.Printf("%s: %s %s; its story:%s\n", s.id, tr.State, tr.AckSignal, r.story(s.id))
-		} else if bad != "" {
-			fmt.Printf("%s: %s %s, %s; its story:%s\n", s.id, tr.State, tr.ErrorCode, bad, r.story(s.id))
-		}
+		r.printStory(s, t.add(s, reqs))
 	}
+	r.printSummary(len(all), reqs, t)
+	t.printKinds(prompts)
+}
+
+// printStory prints s's audit story if it went wrong (bad says how), or with -stories.
+func (r *run) printStory(s *sent, bad string) {
+	tr := s.tr
+	switch {
+	case bad != "":
+		fmt.Printf("%s: %s %s, %s; its story:%s\n", s.id, tr.State, tr.ErrorCode, bad, r.story(s.id))
+	case r.stories:
+		fmt.Printf("%s: %s %s; its story:%s\n", s.id, tr.State, tr.AckSignal, r.story(s.id))
+	}
+}
+
+// printSummary prints how the run sent its sent triggers, their outcomes and the
+// latencies from acceptance to each step.
+func (r *run) printSummary(sent int, reqs []standin.Request, t *tally) {
 	mode := "one after the other, each waited for until acked"
 	if r.interval > 0 {
 		mode = fmt.Sprintf("every %v", r.interval)
 	}
 	fmt.Printf("%s: %d triggers %s, replies after %v, marker %v; sent over %v, POST answered p50 %v p95 %v\n",
-		r.agent, len(all), mode, r.replyDelay, r.marker, r.span.Round(time.Millisecond), pct(r.answered, 50), pct(r.answered, 95))
+		r.agent, sent, mode, r.replyDelay, r.marker, r.span.Round(time.Millisecond), pct(r.answered, 50), pct(r.answered, 95))
 	fmt.Printf("  submitted %d  acked %d (%s)  backend %s  replied %d (reply holds its id: %d)  model got %d prompts other than once\n",
-		submitted, acked, counts(signals), counts(backends), replied, replyHolds, notOnce)
+		t.submitted, t.acked, counts(t.signals), counts(t.backends), t.replied, t.replyHolds, t.notOnce)
 	calls := 0
 	for _, q := range reqs {
 		if !q.Side {
 			calls++
 		}
 	}
-	fmt.Printf("  accepted → model request  p50 %v p95 %v  (%d seen; %d model calls in all)\n", pct(toModel, 50), pct(toModel, 95), len(toModel), calls)
-	fmt.Printf("  accepted → submitted      p50 %v p95 %v\n", pct(toSubmit, 50), pct(toSubmit, 95))
-	fmt.Printf("  accepted → acked          p50 %v p95 %v\n", pct(toAck, 50), pct(toAck, 95))
-	if len(toEnd) > 0 {
-		fmt.Printf("  accepted → turn ended     p50 %v p95 %v\n", pct(toEnd, 50), pct(toEnd, 95))
-	}
-	for _, p := range prompts {
-		if st := kinds[p.Kind]; st != nil {
-			fmt.Printf("  %-12s sent %2d  submitted %2d  acked %2d  replied %2d\n", p.Kind, st.sent, st.submitted, st.acked, st.replied)
-		}
+	fmt.Printf("  accepted → model request  p50 %v p95 %v  (%d seen; %d model calls in all)\n", pct(t.toModel, 50), pct(t.toModel, 95), len(t.toModel), calls)
+	fmt.Printf("  accepted → submitted      p50 %v p95 %v\n", pct(t.toSubmit, 50), pct(t.toSubmit, 95))
+	fmt.Printf("  accepted → acked          p50 %v p95 %v\n", pct(t.toAck, 50), pct(t.toAck, 95))
+	if len(t.toEnd) > 0 {
+		fmt.Printf("  accepted → turn ended     p50 %v p95 %v\n", pct(t.toEnd, 50), pct(t.toEnd, 95))
 	}
 }
 

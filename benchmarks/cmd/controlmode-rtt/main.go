@@ -104,6 +104,8 @@ type stamp struct {
 	ts     int64
 }
 
+// run starts a private tmux server whose pane runs the reader, measures both paths and
+// prints the report.
 func run(tmux string, n, warmup int, gap time.Duration) error {
 	dir, err := os.MkdirTemp("", "controlmode-rtt")
 	if err != nil {
@@ -116,16 +118,10 @@ func run(tmux string, n, warmup int, gap time.Duration) error {
 		return err
 	}
 	defer ln.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	server := "nudge-bench-rtt-" + strconv.Itoa(os.Getpid())
 	base := []string{"-L", server, "-f", "/dev/null"}
-	newSession := append(base, "new-session", "-d", "-s", "rtt", "-x", "200", "-y", "50", exe,
-		"-pane-reader", sock)
-	if out, err := exec.Command(tmux, newSession...).CombinedOutput(); err != nil {
-		return fmt.Errorf("new-session: %v: %s", err, out)
+	if err := startReaderPane(tmux, base, sock); err != nil {
+		return err
 	}
 	defer exec.Command(tmux, append(base, "kill-server")...).Run()
 
@@ -134,37 +130,70 @@ func run(tmux string, n, warmup int, gap time.Duration) error {
 		return err
 	}
 	ctx := context.Background()
-	c, err := controlmode.Dial(ctx, controlmode.Config{Tmux: tmux, SocketName: server, Session: "rtt"})
+	c, pane, err := dialControl(ctx, tmux, server)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	r, err := c.Do(ctx, "display-message -p '#{pane_id}'")
+	paths := [2]func(prompt string) error{
+		func(prompt string) error { // through the control connection
+			_, err := c.Do(ctx, controlmode.SendKeys(pane, prompt)[0])
+			return err
+		},
+		func(prompt string) error { // a send-keys child
+			return exec.Command(tmux, "-L", server, "send-keys", "-t", pane, "-l", "--", prompt).Run()
+		},
+	}
+	res, err := measure(paths, stamps, n, warmup, gap)
 	if err != nil {
 		return err
 	}
-	pane := r.Lines[0]
+	report(tmux, n, warmup, gap, res)
+	return nil
+}
 
-	control := func(prompt string) error {
-		_, err := c.Do(ctx, controlmode.SendKeys(pane, prompt)[0])
+// startReaderPane starts the tmux server (base: its -L and -f) with one session whose
+// pane runs this binary as the reader, reporting to sock.
+func startReaderPane(tmux string, base []string, sock string) error {
+	exe, err := os.Executable()
+	if err != nil {
 		return err
 	}
-	subprocess := func(prompt string) error {
-		return exec.Command(tmux, "-L", server, "send-keys", "-t", pane, "-l", "--", prompt).Run()
+	newSession := append(base, "new-session", "-d", "-s", "rtt", "-x", "200", "-y", "50", exe,
+		"-pane-reader", sock)
+	if out, err := exec.Command(tmux, newSession...).CombinedOutput(); err != nil {
+		return fmt.Errorf("new-session: %v: %s", err, out)
 	}
+	return nil
+}
+
+// dialControl opens a control connection to the session and returns it with the id of
+// its pane. The caller closes it.
+func dialControl(ctx context.Context, tmux, server string) (*controlmode.Conn, string, error) {
+	c, err := controlmode.Dial(ctx, controlmode.Config{Tmux: tmux, SocketName: server, Session: "rtt"})
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := c.Do(ctx, "display-message -p '#{pane_id}'")
+	if err != nil {
+		c.Close()
+		return nil, "", err
+	}
+	return c, r.Lines[0], nil
+}
+
+// measure takes warmup+n samples of each path (0 control, 1 subprocess), alternating
+// which goes first, with gap idle after each, and keeps the last n of each.
+func measure(paths [2]func(prompt string) error, stamps <-chan stamp, n, warmup int, gap time.Duration) ([2]samples, error) {
 	var res [2]samples
 	seq := 0
 	for i := 0; i < warmup+n; i++ {
 		for k := 0; k < 2; k++ {
 			path := (i + k) % 2 // alternate which path goes first
-			trigger := control
-			if path == 1 {
-				trigger = subprocess
-			}
 			seq++
-			done, read, err := sample(trigger, stamps, seq)
+			done, read, err := sample(paths[path], stamps, seq)
 			if err != nil {
-				return err
+				return res, err
 			}
 			if i >= warmup {
 				res[path].done = append(res[path].done, done)
@@ -173,8 +202,7 @@ func run(tmux string, n, warmup int, gap time.Duration) error {
 			time.Sleep(gap)
 		}
 	}
-	report(tmux, n, warmup, gap, res)
-	return nil
+	return res, nil
 }
 
 type samples struct{ done, read []int64 }

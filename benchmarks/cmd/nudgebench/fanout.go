@@ -121,10 +121,51 @@ func awaitAll(targets []*bpane, markers []string) (first, last int64, err error)
 	return first, last, err
 }
 
+// fanNudge: one POST /v1/triggers per pane, each on its own API connection, all
+// written at once; then the receipts until every one is submitted.
 func (b *bench) fanNudge(targets []*bpane, conns []*rawClient, res *fanoutResult) error {
-	reqs := make([][]byte, len(targets))
-	markers := make([]string, len(targets))
-	ids := map[string]bool{}
+	reqs, markers, ids := b.fanRequests(targets)
+	evs, cancel := b.e.events.watch(func(ev *event) bool {
+		return ev.Type == "trigger" && ids[ev.tr.TriggerID] && (ev.tr.State == "submitted" || ev.tr.State == "acked")
+	})
+	defer cancel()
+	start := make(chan struct{})
+	posted := postAll(conns, reqs, start)
+	time.Sleep(20 * time.Millisecond) // every writer is parked on start
+	sp, dp := b.e.serverPID(), b.e.daemon.Process.Pid
+	s0, d0 := runNS(sp), runNS(dp)
+	t0 := panereader.Mono()
+	close(start)
+	first, last, err := awaitAll(targets, markers)
+	s1, d1 := runNS(sp), runNS(dp)
+	if e := posted(); e != nil {
+		return e
+	}
+	if err != nil {
+		return fmt.Errorf("nudge fan-out: %w", err)
+	}
+	lastSub, err := awaitSubmitted(evs, len(targets))
+	if err != nil {
+		return err
+	}
+	s2, d2 := runNS(sp), runNS(dp)
+	res.nudgeServerAll = append(res.nudgeServerAll, s2-s0)
+	res.nudgeDaemonAll = append(res.nudgeDaemonAll, d2-d0)
+	res.nudgeFirst = append(res.nudgeFirst, first-t0)
+	res.nudgeLast = append(res.nudgeLast, last-t0)
+	res.nudgeSubmitted = append(res.nudgeSubmitted, lastSub-t0)
+	res.nudgeServerCPU = append(res.nudgeServerCPU, s1-s0)
+	res.nudgeDaemonCPU = append(res.nudgeDaemonCPU, d1-d0)
+	return nil
+}
+
+// fanRequests builds one trigger request per target, each with the next prompt, and
+// expects each trigger to become final. It returns the requests, each target's marker
+// and the set of trigger ids.
+func (b *bench) fanRequests(targets []*bpane) (reqs [][]byte, markers []string, ids map[string]bool) {
+	reqs = make([][]byte, len(targets))
+	markers = make([]string, len(targets))
+	ids = map[string]bool{}
 	for i, p := range targets {
 		marker, body := b.nextPrompt()
 		id := fmt.Sprintf("nb%d", b.seq)
@@ -133,17 +174,16 @@ func (b *bench) fanNudge(targets []*bpane, conns []*rawClient, res *fanoutResult
 		js, _ := json.Marshal(map[string]any{"trigger_id": id, "workspace": workspace, "agent": p.rt.Role, "prompt": body})
 		reqs[i] = request("/v1/triggers", js)
 	}
-	var mu sync.Mutex
-	evs, cancel := b.e.events.watch(func(ev *event) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return ev.Type == "trigger" && ids[ev.tr.TriggerID] && (ev.tr.State == "submitted" || ev.tr.State == "acked")
-	})
-	defer cancel()
-	start := make(chan struct{})
-	errs := make(chan error, len(targets))
+	return reqs, markers, ids
+}
+
+// postAll parks one writer per connection on start; once start is closed each writes
+// its request and reads the answer, which must be 202 Accepted. The returned wait
+// waits for every writer and returns the first error.
+func postAll(conns []*rawClient, reqs [][]byte, start <-chan struct{}) (wait func() error) {
+	errs := make(chan error, len(reqs))
 	var wg sync.WaitGroup
-	for i := range targets {
+	for i := range reqs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -164,25 +204,19 @@ func (b *bench) fanNudge(targets []*bpane, conns []*rawClient, res *fanoutResult
 			}
 		}()
 	}
-	time.Sleep(20 * time.Millisecond) // every writer is parked on start
-	sp, dp := b.e.serverPID(), b.e.daemon.Process.Pid
-	s0, d0 := runNS(sp), runNS(dp)
-	t0 := panereader.Mono()
-	close(start)
-	first, last, err := awaitAll(targets, markers)
-	s1, d1 := runNS(sp), runNS(dp)
-	wg.Wait()
-	close(errs)
-	if e := <-errs; e != nil {
-		return e
+	return func() error {
+		wg.Wait()
+		close(errs)
+		return <-errs
 	}
-	if err != nil {
-		return fmt.Errorf("nudge fan-out: %w", err)
-	}
+}
+
+// awaitSubmitted reads evs until n distinct triggers were seen submitted (or acked) and
+// returns the latest of their first stamps; it gives up after 30 s.
+func awaitSubmitted(evs <-chan *event, n int) (lastSub int64, err error) {
 	seen := map[string]bool{}
-	var lastSub int64
 	deadline := time.After(30 * time.Second)
-	for len(seen) < len(targets) {
+	for len(seen) < n {
 		select {
 		case ev := <-evs:
 			if !seen[ev.tr.TriggerID] {
@@ -190,18 +224,10 @@ func (b *bench) fanNudge(targets []*bpane, conns []*rawClient, res *fanoutResult
 				lastSub = max(lastSub, ev.mono)
 			}
 		case <-deadline:
-			return fmt.Errorf("nudge fan-out: %d of %d receipts submitted after 30s", len(seen), len(targets))
+			return 0, fmt.Errorf("nudge fan-out: %d of %d receipts submitted after 30s", len(seen), n)
 		}
 	}
-	s2, d2 := runNS(sp), runNS(dp)
-	res.nudgeServerAll = append(res.nudgeServerAll, s2-s0)
-	res.nudgeDaemonAll = append(res.nudgeDaemonAll, d2-d0)
-	res.nudgeFirst = append(res.nudgeFirst, first-t0)
-	res.nudgeLast = append(res.nudgeLast, last-t0)
-	res.nudgeSubmitted = append(res.nudgeSubmitted, lastSub-t0)
-	res.nudgeServerCPU = append(res.nudgeServerCPU, s1-s0)
-	res.nudgeDaemonCPU = append(res.nudgeDaemonCPU, d1-d0)
-	return nil
+	return lastSub, nil
 }
 
 // fanFloor: one send-keys -l per pane written by the bare control client, all at once

@@ -32,6 +32,9 @@ type loopSSHD struct {
 	cmd                         *exec.Cmd
 }
 
+// startLoopSSHD starts a private sshd on a free loopback port, with its own keys and
+// configuration in a temporary folder, and returns once a login through it works.
+// The caller calls close.
 func startLoopSSHD() (s *loopSSHD, err error) {
 	sshd := "/usr/sbin/sshd"
 	if _, err := os.Stat(sshd); err != nil {
@@ -46,16 +49,7 @@ func startLoopSSHD() (s *loopSSHD, err error) {
 			s.close()
 		}
 	}()
-	for _, k := range []string{"host_key", "id"} {
-		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(s.dir, k)).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("ssh-keygen: %v: %s", err, out)
-		}
-	}
-	pub, err := os.ReadFile(filepath.Join(s.dir, "id.pub"))
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(s.dir, "authorized_keys"), pub, 0o600); err != nil {
+	if err := s.makeKeys(); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat("/run/sshd"); os.IsNotExist(err) {
@@ -65,44 +59,88 @@ func startLoopSSHD() (s *loopSSHD, err error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeLoopbackPort()
 	if err != nil {
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s.tmuxDir = filepath.Join(s.dir, "rt")
+	s.tmuxDir = s.path("rt")
 	if err := os.Mkdir(s.tmuxDir, 0o700); err != nil {
 		return nil, err
 	}
-	p := func(name string) string { return filepath.Join(s.dir, name) }
-	conf := fmt.Sprintf("ListenAddress 127.0.0.1\nPort %d\nHostKey %s\nAuthorizedKeysFile %s\nPidFile %s\n"+
-		"UsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"+
-		"KbdInteractiveAuthentication no\nAcceptEnv TMUX_TMPDIR\nMaxStartups 200\nMaxSessions 200\nLogLevel ERROR\n",
-		port, p("host_key"), p("authorized_keys"), p("sshd.pid"))
-	if err := os.WriteFile(p("sshd_config"), []byte(conf), 0o600); err != nil {
+	if err := s.writeServerConfig(port); err != nil {
 		return nil, err
 	}
-	s.config = p("ssh_config")
-	client := fmt.Sprintf("Host %s\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n"+
-		"  UserKnownHostsFile %s\n  StrictHostKeyChecking accept-new\n  BatchMode yes\n  SetEnv TMUX_TMPDIR=%s\n  LogLevel ERROR\n",
-		s.alias, port, u.Username, p("id"), p("known_hosts"), s.tmuxDir)
-	if err := os.WriteFile(s.config, []byte(client), 0o600); err != nil {
+	if err := s.writeClientConfig(port, u.Username); err != nil {
 		return nil, err
 	}
-	s.cmd = exec.Command(sshd, "-D", "-e", "-f", p("sshd_config"))
+	s.cmd = exec.Command(sshd, "-D", "-e", "-f", s.path("sshd_config"))
 	s.cmd.SysProcAttr = dieWithHarness()
 	if err := s.cmd.Start(); err != nil {
 		return nil, err
 	}
+	if err := s.awaitLogin(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// path is name in the sshd's folder.
+func (s *loopSSHD) path(name string) string { return filepath.Join(s.dir, name) }
+
+// makeKeys makes the host key and the client key, and authorizes the client key.
+func (s *loopSSHD) makeKeys() error {
+	for _, k := range []string{"host_key", "id"} {
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", s.path(k)).CombinedOutput(); err != nil {
+			return fmt.Errorf("ssh-keygen: %v: %s", err, out)
+		}
+	}
+	pub, err := os.ReadFile(s.path("id.pub"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(s.path("authorized_keys"), pub, 0o600)
+}
+
+// freeLoopbackPort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// writeServerConfig writes sshd_config: listen on port, keys only, and accept the
+// client's TMUX_TMPDIR so each login reaches the host's own tmux server.
+func (s *loopSSHD) writeServerConfig(port int) error {
+	conf := fmt.Sprintf("ListenAddress 127.0.0.1\nPort %d\nHostKey %s\nAuthorizedKeysFile %s\nPidFile %s\n"+
+		"UsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"+
+		"KbdInteractiveAuthentication no\nAcceptEnv TMUX_TMPDIR\nMaxStartups 200\nMaxSessions 200\nLogLevel ERROR\n",
+		port, s.path("host_key"), s.path("authorized_keys"), s.path("sshd.pid"))
+	return os.WriteFile(s.path("sshd_config"), []byte(conf), 0o600)
+}
+
+// writeClientConfig writes the ssh_config that reaches the sshd as s.alias, logging in
+// as username with the client key and sending the host's TMUX_TMPDIR.
+func (s *loopSSHD) writeClientConfig(port int, username string) error {
+	s.config = s.path("ssh_config")
+	client := fmt.Sprintf("Host %s\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n"+
+		"  UserKnownHostsFile %s\n  StrictHostKeyChecking accept-new\n  BatchMode yes\n  SetEnv TMUX_TMPDIR=%s\n  LogLevel ERROR\n",
+		s.alias, port, username, s.path("id"), s.path("known_hosts"), s.tmuxDir)
+	return os.WriteFile(s.config, []byte(client), 0o600)
+}
+
+// awaitLogin retries `ssh HOST echo ok` until it answers, for up to 15 s.
+func (s *loopSSHD) awaitLogin() error {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		out, err := exec.Command("ssh", "-F", s.config, "-T", "--", s.alias, "echo ok").CombinedOutput()
 		if err == nil && strings.TrimSpace(string(out)) == "ok" {
-			return s, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("ssh to the loopback sshd: %v: %s", err, out)
+			return fmt.Errorf("ssh to the loopback sshd: %v: %s", err, out)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

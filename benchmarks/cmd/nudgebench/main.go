@@ -121,10 +121,10 @@ type bench struct {
 	floor *floor     // the bare control client (the floor path)
 }
 
+// run runs the phases o asks for against a fresh daemon and prints the report.
 func run(o options) error {
-	phase := func(name string) bool { return strings.Contains(","+o.phases+",", ","+name+",") }
 	var sshd *loopSSHD
-	if phase("host") {
+	if o.phase("host") {
 		var err error
 		if sshd, err = startLoopSSHD(); err != nil {
 			return err
@@ -137,6 +137,28 @@ func run(o options) error {
 		return err
 	}
 	defer e.close()
+	closeOnSignal(e)
+	b := &bench{o: o, e: e, final: map[string]<-chan struct{}{}}
+	if b.floor, err = dialFloor(e); err != nil {
+		return err
+	}
+	defer b.floor.close()
+	rep := newReport(o, e)
+	if err := b.runPhases(rep, sshd); err != nil {
+		return err
+	}
+	rep.print(os.Stdout)
+	return nil
+}
+
+// phase reports whether -phases names the phase.
+func (o options) phase(name string) bool {
+	return strings.Contains(","+o.phases+",", ","+name+",")
+}
+
+// closeOnSignal closes e (its daemon, its tmux server) and exits when the harness is
+// interrupted, so an interrupted run leaves nothing behind.
+func closeOnSignal(e *env) {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	go func() {
@@ -144,55 +166,62 @@ func run(o options) error {
 		e.close()
 		os.Exit(130)
 	}()
-	b := &bench{o: o, e: e, final: map[string]<-chan struct{}{}}
-	if b.floor, err = dialFloor(e); err != nil {
-		return err
-	}
-	defer b.floor.close()
-	rep := newReport(o, e)
-	if phase("trigger") {
-		for _, n := range o.paneCounts {
-			start := time.Now()
-			b.profileStart()
-			r, err := b.triggerLatency(n, o.n, o.warmup)
-			b.profileStop(fmt.Sprintf("trigger-%d", n))
-			if err != nil {
-				return fmt.Errorf("trigger latency at %d panes: %w", n, err)
-			}
-			rep.trigger = append(rep.trigger, r)
-			fmt.Fprintf(os.Stderr, "trigger latency at %d panes: %v\n", n, time.Since(start).Round(time.Second))
+}
+
+// runPhases runs the phases -phases names, in their fixed order, into rep.
+func (b *bench) runPhases(rep *report, sshd *loopSSHD) error {
+	o := b.o
+	var err error
+	if o.phase("trigger") {
+		if err := b.triggerPhase(rep); err != nil {
+			return err
 		}
 	}
-	if phase("fanout") {
+	if o.phase("fanout") {
 		if rep.fanout, err = b.fanout(o.fanoutPanes, o.fanoutRounds); err != nil {
 			return fmt.Errorf("fan-out: %w", err)
 		}
 	}
-	if phase("detect") {
+	if o.phase("detect") {
 		if rep.detect, err = b.detection(o.detectN); err != nil {
 			return fmt.Errorf("detection: %w", err)
 		}
 	}
-	if phase("scale") {
+	if o.phase("scale") {
 		if rep.scale, err = b.scale(); err != nil {
 			return fmt.Errorf("scale: %w", err)
 		}
 	}
-	if phase("fleet") {
+	if o.phase("fleet") {
 		if rep.fleet, err = b.fleet(); err != nil {
 			return fmt.Errorf("fleet: %w", err)
 		}
 	}
-	if phase("host") {
+	if o.phase("host") {
 		if rep.host, err = b.hostLatency(sshd, o.hostN, o.warmup); err != nil {
 			return fmt.Errorf("host: %w", err)
 		}
 	}
-	if phase("throughput") {
+	if o.phase("throughput") {
 		if rep.throughput, err = b.throughput(); err != nil {
 			return fmt.Errorf("throughput: %w", err)
 		}
 	}
-	rep.print(os.Stdout)
+	return nil
+}
+
+// triggerPhase measures trigger latency at each -panes count, each in a profile window.
+func (b *bench) triggerPhase(rep *report) error {
+	for _, n := range b.o.paneCounts {
+		start := time.Now()
+		b.profileStart()
+		r, err := b.triggerLatency(n, b.o.n, b.o.warmup)
+		b.profileStop(fmt.Sprintf("trigger-%d", n))
+		if err != nil {
+			return fmt.Errorf("trigger latency at %d panes: %w", n, err)
+		}
+		rep.trigger = append(rep.trigger, r)
+		fmt.Fprintf(os.Stderr, "trigger latency at %d panes: %v\n", n, time.Since(start).Round(time.Second))
+	}
 	return nil
 }

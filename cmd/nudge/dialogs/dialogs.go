@@ -151,10 +151,15 @@ func (a *Answerer) Answer(ctx context.Context, rt nudge.Runtime, dialogID, choic
 	if err != nil {
 		return nudge.Dialog{}, none, err
 	}
-	key, err := controlmode.Quote(opt.Key)
-	if err != nil {
-		return nudge.Dialog{}, none, nudge.NewError(nudge.BadRequest, "option key "+opt.Key+": "+err.Error())
+	var keys []string // "Right Right Enter": a row of buttons is answered by moving along it
+	for _, k := range strings.Fields(opt.Key) {
+		q, err := controlmode.Quote(k)
+		if err != nil {
+			return nudge.Dialog{}, none, nudge.NewError(nudge.BadRequest, "option key "+opt.Key+": "+err.Error())
+		}
+		keys = append(keys, q)
 	}
+	key := strings.Join(keys, " ")
 	target, err := controlmode.Quote(rt.PaneID)
 	if err != nil {
 		return nudge.Dialog{}, none, err
@@ -186,12 +191,19 @@ func pick(d nudge.Dialog, choice string) (nudge.DialogOption, error) {
 	if key == "" {
 		return nudge.DialogOption{}, nudge.NewError(nudge.BadRequest, fmt.Sprintf("%q: no option of this dialog reads as that; %s", choice, Describe(d)))
 	}
+	opt, ok := d.Options[0], false
 	if i := slices.IndexFunc(d.Options, func(o nudge.DialogOption) bool { return o.Key == key }); i >= 0 {
-		return d.Options[i], nil
+		opt, ok = d.Options[i], true
 	}
 	var n int
-	if _, err := fmt.Sscanf(key, "%d", &n); err == nil && fmt.Sprint(n) == key && n >= 1 && n <= len(d.Options) {
-		return d.Options[n-1], nil
+	if _, err := fmt.Sscanf(key, "%d", &n); !ok && err == nil && fmt.Sprint(n) == key && n >= 1 && n <= len(d.Options) {
+		opt, ok = d.Options[n-1], true
+	}
+	switch {
+	case ok && opt.Key == "":
+		return nudge.DialogOption{}, nudge.NewError(nudge.BadRequest, "which of this dialog's buttons is selected cannot be read from its screen: answer it in the pane (`nudge attach`); "+Describe(d))
+	case ok:
+		return opt, nil
 	}
 	return nudge.DialogOption{}, nudge.NewError(nudge.BadRequest, fmt.Sprintf("no option %q; %s", choice, Describe(d)))
 }

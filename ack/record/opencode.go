@@ -1,0 +1,298 @@
+package record
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // OpenCode's record is a SQLite database
+)
+
+// OpenCode is OpenCode's record (1.x): the SQLite database opencode.db in its data
+// directory ($XDG_DATA_HOME/opencode, else ~/.local/share/opencode), shared by every
+// session of the user. Its table `event` is the session's log: one row per change, in
+// order (aggregate_id is the session id, seq counts from 0), each a type
+// ("session.created.1", "message.updated.1", "message.part.updated.1", ...) and the JSON
+// of the change. A runtime's session is the one created in its directory at or after
+// its start (or the one it resumed); a row reads as a line "TYPE DATA" (Parse), seq+1
+// its line number. A prompt is a text part of a message with the role "user" (parts
+// OpenCode adds itself are marked synthetic); the answer is the text parts of the
+// "assistant" messages that follow; an assistant message completed with a finish other
+// than "tool-calls" ends the turn.
+type OpenCode struct{}
+
+func init() { Register(OpenCode{}) }
+
+// Name implements Format.
+func (OpenCode) Name() string { return "opencode" }
+
+// Root implements Format: OpenCode's data directory.
+func (OpenCode) Root(s Spec) string {
+	if d := s.Env["XDG_DATA_HOME"]; filepath.IsAbs(d) {
+		return filepath.Join(d, "opencode")
+	}
+	return filepath.Join(s.Home, ".local", "share", "opencode")
+}
+
+func (o OpenCode) db(s Spec) string { return filepath.Join(o.Root(s), "opencode.db") }
+
+// Locate implements Format: DB#SESSION, the database and this runtime's session in it.
+func (o OpenCode) Locate(s Spec) (string, error) {
+	path := o.db(s)
+	db, err := openTable(path)
+	if err != nil {
+		return "", ErrNotYet // not created yet, or being created
+	}
+	defer db.Close()
+	id, err := opencodeSession(db, s)
+	if err != nil {
+		return "", err
+	}
+	return path + "#" + id, nil
+}
+
+// opencodeSession finds s's session: the one named (resumed), else the first top-level
+// session created in s.Dir at or after s.Spawned that is not another runtime's. Any
+// error is ErrNotYet: OpenCode creates the database and then its tables.
+func opencodeSession(db *sql.DB, s Spec) (string, error) {
+	if s.SessionID != "" {
+		var n int
+		if err := db.QueryRow("SELECT count(*) FROM session WHERE id = ?", s.SessionID).Scan(&n); err != nil || n == 0 {
+			return "", ErrNotYet
+		}
+		return s.SessionID, nil
+	}
+	rows, err := db.Query("SELECT id FROM session WHERE directory = ? AND time_created >= ? AND parent_id IS NULL ORDER BY time_created, id",
+		s.Dir, s.Spawned.UnixMilli())
+	if err != nil {
+		return "", ErrNotYet
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return "", ErrNotYet
+		}
+		if !excludedKey(s, id) {
+			return id, nil
+		}
+	}
+	return "", ErrNotYet
+}
+
+// opencodeErr maps a read's error: a database whose session has no event log (another
+// version's layout) is a format this reader does not know; anything else (locked past
+// the busy wait) is looked at again at the next change.
+func opencodeErr(err error) error {
+	if err != nil && strings.Contains(err.Error(), "no such") {
+		return fmt.Errorf("%w: %v", ErrUnknownFormat, err)
+	}
+	return err
+}
+
+// excludedKey reports whether the session key of a database record is another
+// runtime's (Exclude holds the Paths its readers reported: FILE#KEY).
+func excludedKey(s Spec, key string) bool {
+	for k := range s.Exclude {
+		if _, kk, ok := splitKey(k); ok && kk == key {
+			return true
+		}
+	}
+	return false
+}
+
+// OpenTable implements Table.
+func (OpenCode) OpenTable(file, key string) (TableReader, error) {
+	db, err := openTable(file)
+	if err != nil {
+		return nil, err
+	}
+	return &opencodeRows{db: db, session: key}, nil
+}
+
+type opencodeRows struct {
+	db      *sql.DB
+	session string
+}
+
+// Rows implements TableReader: the session's event rows after seq after-1.
+func (o *opencodeRows) Rows(after int64, fn func(line int64, text []byte) error) error {
+	rows, err := o.db.Query("SELECT seq, type, data FROM event WHERE aggregate_id = ? AND seq >= ? ORDER BY seq", o.session, after)
+	if err != nil {
+		return opencodeErr(err)
+	}
+	defer rows.Close()
+	var line []byte
+	for rows.Next() {
+		var seq int64
+		var typ string
+		var data sql.RawBytes
+		if err := rows.Scan(&seq, &typ, &data); err != nil {
+			return err
+		}
+		line = append(append(append(line[:0], typ...), ' '), data...)
+		if err := fn(seq+1, line); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func (o *opencodeRows) Close() error { return o.db.Close() }
+
+// openTable opens a SQLite database read-only (never created, never written: OpenCode
+// owns it), waiting briefly while its writer holds a lock.
+func openTable(path string) (*sql.DB, error) {
+	u := url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro&_pragma=busy_timeout(2000)&_pragma=query_only(1)"}
+	db, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetConnMaxIdleTime(time.Minute)
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// opencodeEvent is the part of an event row's data Parse reads.
+type opencodeEvent struct {
+	SessionID string `json:"sessionID"`
+	Info      struct {
+		ID       string `json:"id"`
+		Role     string `json:"role"`
+		ParentID string `json:"parentID"`
+		Finish   string `json:"finish"`
+		Error    any    `json:"error"`
+		Time     struct {
+			Created   int64 `json:"created"`
+			Completed int64 `json:"completed"`
+		} `json:"time"`
+	} `json:"info"`
+	Part struct {
+		ID        string `json:"id"`
+		MessageID string `json:"messageID"`
+		Type      string `json:"type"`
+		Text      string `json:"text"`
+		Synthetic bool   `json:"synthetic"`
+		Ignored   bool   `json:"ignored"`
+		Time      struct {
+			End int64 `json:"end"`
+		} `json:"time"`
+	} `json:"part"`
+}
+
+// OpenCode's state between rows (State.Any), bounded: the message being read of each
+// role, and the last part and message already reported.
+const (
+	ocUser      = "user"      // id of the latest user message
+	ocAssistant = "assistant" // id of the latest assistant message
+	ocPart      = "part"      // id of the last part reported
+	ocEnded     = "ended"     // id of the last assistant message that ended a turn
+)
+
+// Parse implements Format: one event row, "TYPE DATA".
+func (OpenCode) Parse(dst []Event, st *State, line []byte) ([]Event, error) {
+	typ, data, ok := bytes.Cut(line, []byte{' '})
+	if !ok {
+		return dst, nil
+	}
+	var e opencodeEvent
+	if json.Unmarshal(data, &e) != nil {
+		return dst, nil
+	}
+	if st.Any == nil {
+		st.Any = map[string]string{}
+	}
+	n := len(dst)
+	if e.SessionID != "" && st.SessionID == "" {
+		st.SessionID = e.SessionID
+		dst = append(dst, Event{Kind: SessionKnown, SessionID: e.SessionID})
+	}
+	switch string(typ) {
+	case "message.updated.1":
+		dst = opencodeMessage(dst, st, &e)
+	case "message.part.updated.1":
+		dst = opencodePart(dst, st, &e)
+	}
+	for i := n; i < len(dst); i++ {
+		dst[i].Line = st.Line
+	}
+	return dst, nil
+}
+
+// opencodeMessage reads a message's (repeated) update: an assistant message starts the
+// turn, and ends it once completed with a finish other than a tool call.
+func opencodeMessage(dst []Event, st *State, e *opencodeEvent) []Event {
+	m := &e.Info
+	switch m.Role {
+	case "user":
+		if m.ID != "" {
+			st.Any[ocUser] = m.ID
+		}
+	case "assistant":
+		if m.ID == "" {
+			return dst
+		}
+		st.Any[ocAssistant] = m.ID
+		if !st.InTurn && st.Any[ocEnded] != m.ID {
+			st.InTurn = true
+			dst = append(dst, Event{Kind: TurnStarted, SessionID: st.SessionID, At: ms(m.Time.Created)})
+		}
+		if st.InTurn && m.Time.Completed != 0 && (m.Finish != "tool-calls" || m.Error != nil) {
+			st.InTurn, st.Any[ocEnded] = false, m.ID
+			dst = append(dst, Event{Kind: TurnEnded, SessionID: st.SessionID, At: ms(m.Time.Completed)})
+		}
+	}
+	return dst
+}
+
+// opencodePart reads a part's update: a user message's own text is the prompt; an
+// assistant's text counts once it is whole (its end time set). Each part once.
+func opencodePart(dst []Event, st *State, e *opencodeEvent) []Event {
+	p := &e.Part
+	if p.Type != "text" || p.Synthetic || p.Ignored || p.ID == "" || p.MessageID == "" || p.ID == st.Any[ocPart] {
+		return dst
+	}
+	var k Kind
+	switch p.MessageID {
+	case st.Any[ocUser]:
+		k = UserMessage
+	case st.Any[ocAssistant]:
+		if p.Time.End == 0 || !st.InTurn {
+			return dst
+		}
+		k = AssistantText
+	default:
+		return dst
+	}
+	st.Any[ocPart] = p.ID
+	text, cut := Clip(p.Text)
+	return append(dst, Event{Kind: k, SessionID: st.SessionID, Text: text, Truncated: cut})
+}
+
+func ms(v int64) time.Time {
+	if v <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v)
+}
+
+// splitKey splits a database record's path FILE#KEY.
+func splitKey(p string) (file, key string, ok bool) {
+	i := len(p) - 1
+	for i >= 0 && p[i] != '#' && p[i] != filepath.Separator {
+		i--
+	}
+	if i < 0 || p[i] != '#' {
+		return p, "", false
+	}
+	return p[:i], p[i+1:], true
+}
