@@ -36,8 +36,8 @@
 //	            own lock for the dead-pane clock.
 //	tmuxClient  tmux as a subprocess, locally or over ssh, each command bounded.
 //
-// and the state machine (state.go: CanTransition, Live; every edge and why) and the
-// name rules (ValidWorkspace, ValidRole, RuntimeID, SessionName).
+// Beside them: the state machine (state.go: CanTransition, Live; every edge and why) and
+// the name rules (ValidWorkspace, ValidRole, RuntimeID, SessionName).
 //
 // Topology (seed 001 §4): session agents_<ws>, one window per role, pane 0; runtime ids
 // are RuntimeID(ws, role), stable across restarts of the same role. The registry owns

@@ -286,7 +286,8 @@ const (
 	subFormat = "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal} #{pane_pid}"
 )
 
-// reconcileLoop reconciles on every kick and every SweepInterval.
+// loop reconciles w on every kick and every SweepInterval, until Close: one per
+// workspace, started by conns.
 func (rc *reconciler) loop(w *workspace) {
 	t := time.NewTicker(rc.cfg.SweepInterval)
 	defer t.Stop()
