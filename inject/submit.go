@@ -211,40 +211,6 @@ func (p *Pipeline) newRecord(req Request, text string) nudge.Trigger {
 	}
 }
 
-func (ty *typist) envelope(t nudge.Trigger, text string) string {
-	reason := t.Reason
-	if reason == "" {
-		reason = "trigger"
-	}
-	return Envelope{ID: t.TriggerID, Thread: t.ThreadID, Reason: reason, AckHint: ty.ackHint(t)}.Wrap(text)
-}
-
-// ackHint says whether t's envelope asks the agent to print the ack marker: when the
-// pipeline is configured to and the runtime's profile wants it (a profile whose agent's
-// own record shows its turns does not while that record is read, unless it says so).
-func (ty *typist) ackHint(t nudge.Trigger) bool {
-	if !ty.cfg.AckHint || t.RuntimeID == "" {
-		return ty.cfg.AckHint
-	}
-	rt, ok := ty.deps.Runtimes.Get(t.RuntimeID)
-	if !ok {
-		return true
-	}
-	prof, ok := ty.deps.Runtimes.Profile(rt.Agent)
-	if !ok || prof.AckHint {
-		return true
-	}
-	// The profile's agent keeps a record; while it is not being read (not written yet,
-	// or unreadable), the marker is the ack.
-	l, ok := ty.deps.Acks.(recordLive)
-	return !ok || !l.RecordLive(rt.RuntimeID)
-}
-
-// recordLive is an Acker that knows whether a runtime's own record is being read.
-type recordLive interface {
-	RecordLive(runtimeID string) bool
-}
-
 // create commits the new record with its audit entry. If the store already had the id (a
 // request repeated across a daemon restart), the job is dropped and the stored record wins.
 func (p *Pipeline) create(j *job, known bool) error {

@@ -12,10 +12,10 @@ import (
 // resolveDir checks a spawn directory against Config.Roots: it must be absolute, hold
 // no ".." element, exist as a directory and, with symlinks resolved, lie under a root.
 // It returns the resolved path. "" means the first root, or none if there are no roots.
-func (r *launcher) resolveDir(dir string) (string, error) {
+func (l *launcher) resolveDir(dir string) (string, error) {
 	if dir == "" {
-		if len(r.cfg.Roots) > 0 {
-			return r.cfg.Roots[0], nil
+		if len(l.cfg.Roots) > 0 {
+			return l.cfg.Roots[0], nil
 		}
 		return "", nil
 	}
@@ -29,13 +29,13 @@ func (r *launcher) resolveDir(dir string) (string, error) {
 	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
 		return "", badRequest("directory %q is not a directory", dir)
 	}
-	for _, root := range r.cfg.Roots {
+	for _, root := range l.cfg.Roots {
 		if within(root, real) {
 			return real, nil
 		}
 	}
 	return "", nudge.NewError(nudge.Forbidden, "directory "+dir+" (resolved "+real+") is outside the allowed workspace roots ("+
-		strings.Join(r.cfg.Roots, ", ")+"): spawn under one of them, or start the daemon with `nudge serve --root "+real+"` (repeatable) to allow it")
+		strings.Join(l.cfg.Roots, ", ")+"): spawn under one of them, or start the daemon with `nudge serve --root "+real+"` (repeatable) to allow it")
 }
 
 // within reports whether path is root or below it (both cleaned and resolved).
@@ -48,7 +48,7 @@ func within(root, path string) bool {
 // a directory: absolute, no "..", a regular file that, with symlinks resolved, lies under
 // a root. The daemon reads it with its own rights for a caller that may have fewer, so a
 // file outside the workspaces (a key, a config holding a token) is never read.
-func (r *launcher) resolvePromptFile(path string) (string, error) {
+func (l *launcher) resolvePromptFile(path string) (string, error) {
 	if !filepath.IsAbs(path) || slices.Contains(strings.Split(path, string(filepath.Separator)), "..") {
 		return "", badRequest("prompt file %q must be absolute and hold no '..'", path)
 	}
@@ -59,11 +59,11 @@ func (r *launcher) resolvePromptFile(path string) (string, error) {
 	if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() {
 		return "", badRequest("prompt file %q is not a regular file", path)
 	}
-	for _, root := range r.cfg.Roots {
+	for _, root := range l.cfg.Roots {
 		if within(root, real) {
 			return real, nil
 		}
 	}
 	return "", nudge.NewError(nudge.Forbidden, "prompt file "+path+" (resolved "+real+") is outside the allowed workspace roots ("+
-		strings.Join(r.cfg.Roots, ", ")+"): put it under one of them, pass the prompt itself, or start the daemon with `nudge serve --root DIR` to allow DIR")
+		strings.Join(l.cfg.Roots, ", ")+"): put it under one of them, pass the prompt itself, or start the daemon with `nudge serve --root DIR` to allow DIR")
 }

@@ -20,8 +20,8 @@
 //	records     the runtime records (nudge.Runtime by id) and what is noted about each
 //	            (busy, stopped, held, a fallback resume run, a crash resume), under one
 //	            lock; persisted write-behind (persist.go). Embedded in Registry: Get,
-//	            Lookup, List, Transition, Update, SetPaused, EnterRecovery, HoldRestarts,
-//	            StartDeadline. The others share it through that lock and its *Locked methods.
+//	            Lookup, List, Transition, Update, SetPaused, EnterRecovery, HoldRestarts.
+//	            The others share it through that lock and its methods.
 //	conns       the workspaces (workspace.go): one control connection each, the host a
 //	            workspace is bound to, and what runs over the connection (list-panes,
 //	            reap, Tail and the kept screens, SetSessionEnv, SetPaneOption); its own
@@ -36,8 +36,8 @@
 //	            own lock for the dead-pane clock.
 //	tmuxClient  tmux as a subprocess, locally or over ssh, each command bounded.
 //
-// and the state machine (state.go: CanTransition, Live; every edge and why) and the
-// name rules (ValidWorkspace, ValidRole, RuntimeID, SessionName).
+// Beside them: the state machine (state.go: CanTransition, Live; every edge and why) and
+// the name rules (ValidWorkspace, ValidRole, RuntimeID, SessionName).
 //
 // Topology (seed 001 §4): session agents_<ws>, one window per role, pane 0; runtime ids
 // are RuntimeID(ws, role), stable across restarts of the same role. The registry owns

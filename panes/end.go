@@ -75,9 +75,9 @@ const (
 
 // signalSteps are the steps after the polite ones: SIGHUP, SIGTERM, SIGKILL, each given
 // KillGrace; SIGKILL is sent again to any process found meanwhile.
-func (r *ender) signalSteps(t *procTree) []endStep {
+func (en *ender) signalSteps(t *procTree) []endStep {
 	sig := func(s syscall.Signal) func() { return func() { t.signal(s) } }
-	g := r.cfg.KillGrace
+	g := en.cfg.KillGrace
 	return []endStep{
 		{name: "SIGHUP", act: sig(syscall.SIGHUP), wait: g},
 		{name: "SIGTERM", act: sig(syscall.SIGTERM), wait: g},
@@ -87,7 +87,7 @@ func (r *ender) signalSteps(t *procTree) []endStep {
 
 // end runs steps until none of t's processes runs. It never waits longer than the sum of
 // the steps' waits (plus one scan of /proc per endRescan).
-func (r *ender) end(t *procTree, steps []endStep) Ended {
+func (en *ender) end(t *procTree, steps []endStep) Ended {
 	began := time.Now()
 	t.collect()
 	e := Ended{}
@@ -95,7 +95,7 @@ func (r *ender) end(t *procTree, steps []endStep) Ended {
 		if len(t.alive()) == 0 {
 			break
 		}
-		if r.endStep(t, s) {
+		if en.endStep(t, s) {
 			e.By = s.name
 			break
 		}
@@ -110,7 +110,7 @@ func (r *ender) end(t *procTree, steps []endStep) Ended {
 	switch {
 	case len(e.Left) > 0:
 		e.By, e.After = "", ""
-		e.How = fmt.Sprintf("did not end: pid %s still running %s after SIGKILL (%s in all)", joinPIDs(e.Left), r.cfg.KillGrace, after)
+		e.How = fmt.Sprintf("did not end: pid %s still running %s after SIGKILL (%s in all)", joinPIDs(e.Left), en.cfg.KillGrace, after)
 	case len(e.PIDs) == 0:
 		e.How = "no process was running"
 	case e.By == "exited":
@@ -122,7 +122,7 @@ func (r *ender) end(t *procTree, steps []endStep) Ended {
 }
 
 // endStep acts and waits; true when every process is gone.
-func (r *ender) endStep(t *procTree, s endStep) bool {
+func (en *ender) endStep(t *procTree, s endStep) bool {
 	t.collect()
 	s.act()
 	start := time.Now()
@@ -161,7 +161,7 @@ func joinPIDs(pids []int) string {
 // machine or over ssh on the workspace's host (endremote.go; a live pane only). ok false
 // means that could not run (no pid known, ssh failed, no /proc there): the old pane is
 // then killed the old way.
-func (r *ender) endForRelaunch(ctx context.Context, w *workspace, p paneInfo) (Ended, bool) {
+func (en *ender) endForRelaunch(ctx context.Context, w *workspace, p paneInfo) (Ended, bool) {
 	if p.PID <= 0 {
 		return Ended{}, false
 	}
@@ -169,10 +169,10 @@ func (r *ender) endForRelaunch(ctx context.Context, w *workspace, p paneInfo) (E
 		if p.Dead {
 			return Ended{}, false
 		}
-		return r.endRemote(ctx, host, p.PID)
+		return en.endRemote(ctx, host, p.PID)
 	}
-	t := r.paneProcs(ctx, w, p, !p.Dead)
-	return r.end(t, r.signalSteps(t)), true
+	t := en.paneProcs(ctx, w, p, !p.Dead)
+	return en.end(t, en.signalSteps(t)), true
 }
 
 // endLeftovers ends what still runs of a runtime whose pane is gone (a human closed its
@@ -180,32 +180,32 @@ func (r *ender) endForRelaunch(ctx context.Context, w *workspace, p paneInfo) (E
 // runs and proves to be that pane's process on this server (a pane id alone is not
 // enough: a restarted tmux server numbers its panes from %0 again), that process, its
 // descendants and whatever carries the pane's environment. Local only.
-func (r *ender) endLeftovers(ctx context.Context, w *workspace, rt *nudge.Runtime) Ended {
+func (en *ender) endLeftovers(ctx context.Context, w *workspace, rt *nudge.Runtime) Ended {
 	if w.hostName() != "" || rt.PaneID == "" || rt.PID <= 0 {
 		return Ended{}
 	}
-	t := r.paneProcs(ctx, w, paneInfo{ID: rt.PaneID, PID: rt.PID}, false)
+	t := en.paneProcs(ctx, w, paneInfo{ID: rt.PaneID, PID: rt.PID}, false)
 	if t.root == 0 || t.server == 0 {
 		return Ended{}
 	}
-	return r.end(t, r.signalSteps(t))
+	return en.end(t, en.signalSteps(t))
 }
 
 // paneProcs starts the process set of pane p (see newProcTree; trusted: p comes from a
 // listing that shows it alive). For a pane not known alive it asks tmux for its server's
 // pid, so the children of a program that already died are still found.
-func (r *ender) paneProcs(ctx context.Context, w *workspace, p paneInfo, trusted bool) *procTree {
+func (en *ender) paneProcs(ctx context.Context, w *workspace, p paneInfo, trusted bool) *procTree {
 	server := 0
 	if !trusted {
-		server = r.serverPID(ctx, w)
+		server = en.serverPID(ctx, w)
 	}
-	return r.procTree(p, trusted, server)
+	return en.procTree(p, trusted, server)
 }
 
 // procTree is newProcTree with the registry's socket and test hook.
-func (r *ender) procTree(p paneInfo, trusted bool, server int) *procTree {
-	t := newProcTree(p.PID, p.ID, trusted, server, r.socketPath())
-	if k := *r.kill; k != nil {
+func (en *ender) procTree(p paneInfo, trusted bool, server int) *procTree {
+	t := newProcTree(p.PID, p.ID, trusted, server, en.socketPath())
+	if k := *en.kill; k != nil {
 		t.kill = k
 	}
 	return t
@@ -213,9 +213,9 @@ func (r *ender) procTree(p paneInfo, trusted bool, server int) *procTree {
 
 // socketPath is the local tmux server's socket as tmux names it in a pane's TMUX: -S
 // PATH, else $TMUX_TMPDIR (or /tmp) resolved, then tmux-UID/NAME.
-func (r *ender) socketPath() string {
-	if r.cfg.SocketPath != "" {
-		p, _ := filepath.Abs(r.cfg.SocketPath)
+func (en *ender) socketPath() string {
+	if en.cfg.SocketPath != "" {
+		p, _ := filepath.Abs(en.cfg.SocketPath)
 		return p
 	}
 	base := os.Getenv("TMUX_TMPDIR")
@@ -225,12 +225,12 @@ func (r *ender) socketPath() string {
 	if real, err := filepath.EvalSymlinks(base); err == nil {
 		base = real
 	}
-	return filepath.Join(base, "tmux-"+strconv.Itoa(os.Getuid()), r.cfg.SocketName)
+	return filepath.Join(base, "tmux-"+strconv.Itoa(os.Getuid()), en.cfg.SocketName)
 }
 
 // serverPID asks the workspace's tmux server for its pid; 0 if it does not answer.
-func (r *ender) serverPID(ctx context.Context, w *workspace) int {
-	out, err := r.tmux.run(ctx, w.hostName(), "display-message", "-p", "#{pid}")
+func (en *ender) serverPID(ctx context.Context, w *workspace) int {
+	out, err := en.tmux.run(ctx, w.hostName(), "display-message", "-p", "#{pid}")
 	if err != nil {
 		return 0
 	}

@@ -76,11 +76,11 @@ echo left$A
 
 // endRemote ends the program whose (remote) pid is root on host. ok false: it could not
 // be run there (ssh failed, no /proc); the caller goes the old way.
-func (r *ender) endRemote(ctx context.Context, host string, root int) (Ended, bool) {
-	tenths := int(r.cfg.KillGrace / (100 * time.Millisecond))
-	ctx, cancel := context.WithTimeout(ctx, 3*r.cfg.KillGrace+r.cfg.CommandTimeout)
+func (en *ender) endRemote(ctx context.Context, host string, root int) (Ended, bool) {
+	tenths := int(en.cfg.KillGrace / (100 * time.Millisecond))
+	ctx, cancel := context.WithTimeout(ctx, 3*en.cfg.KillGrace+en.cfg.CommandTimeout)
 	defer cancel()
-	argv := controlmode.SSHArgv(r.cfg.SSH, r.cfg.SSHConfig, host, []string{"sh", "-s", "--", strconv.Itoa(root), strconv.Itoa(max(tenths, 1))})
+	argv := controlmode.SSHArgv(en.cfg.SSH, en.cfg.SSHConfig, host, []string{"sh", "-s", "--", strconv.Itoa(root), strconv.Itoa(max(tenths, 1))})
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = controlmode.ChildEnv(os.Environ())
 	cmd.Stdin = strings.NewReader(endRemoteScript)
@@ -90,7 +90,7 @@ func (r *ender) endRemote(ctx context.Context, host string, root int) (Ended, bo
 	f := strings.Fields(string(out))
 	if err != nil || len(f) < 2 || f[0] != "ended" && f[0] != "left" {
 		if err != nil {
-			r.cfg.Logger.Warn("end the program on its host", "host", host, "pid", root, "error", err)
+			en.cfg.Logger.Warn("end the program on its host", "host", host, "pid", root, "error", err)
 		}
 		return Ended{}, false
 	}
@@ -103,7 +103,7 @@ func (r *ender) endRemote(ctx context.Context, host string, root int) (Ended, bo
 	}
 	switch {
 	case f[0] == "left":
-		return Ended{Left: pids, PIDs: pids, How: fmt.Sprintf("did not end on host %s: pid %s still running %s after SIGKILL (%s in all)", host, joinPIDs(pids), r.cfg.KillGrace, after)}, true
+		return Ended{Left: pids, PIDs: pids, How: fmt.Sprintf("did not end on host %s: pid %s still running %s after SIGKILL (%s in all)", host, joinPIDs(pids), en.cfg.KillGrace, after)}, true
 	case f[1] == "exited":
 		return Ended{By: "exited", How: "no process was running on host " + host}, true
 	default:

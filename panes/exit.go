@@ -38,14 +38,14 @@ func (k exitKind) String() string {
 }
 
 // classifyExitLocked decides what the end of rt's pane p means. The records' lock is held.
-func (r *reconciler) classifyExitLocked(rt *nudge.Runtime, paneID string, exit *int) exitKind {
-	if r.recs.oneOff[rt.RuntimeID] == paneID && paneID != "" {
+func (rc *reconciler) classifyExitLocked(rt *nudge.Runtime, paneID string, exit *int) exitKind {
+	if rc.recs.oneOff[rt.RuntimeID] == paneID && paneID != "" {
 		return exitOneOff
 	}
 	if exit != nil && *exit == 0 {
 		return exitClean
 	}
-	if r.recs.markers.seen(paneKey{rt.Host, paneNum(paneID)}) {
+	if rc.recs.markers.seen(paneKey{rt.Host, paneNum(paneID)}) {
 		return exitClean
 	}
 	return exitCrash
@@ -136,23 +136,23 @@ func (m *markerScan) forget(n paneKey) {
 
 // exitedLocked records a clean end: exited (or, for a profile that restarts on exit,
 // offline and restarted without counting a crash). It reports whether to restart.
-func (r *reconciler) exitedLocked(rt *nudge.Runtime, exit *int) ([]change, bool) {
+func (rc *reconciler) exitedLocked(rt *nudge.Runtime, exit *int) ([]change, bool) {
 	why := "program exited cleanly"
 	if exit == nil || *exit != 0 {
 		why = "program printed its completion marker and ended"
 	}
-	r.recs.markers.forget(keyOf(rt))
-	if r.cfg.Profiles[rt.Agent].RestartOnExit && rt.Managed && !r.recs.stopped[rt.RuntimeID] {
-		chs, err := r.recs.transitionLocked(rt.RuntimeID, nudge.StatusOffline, why+" (profile restarts on exit)", "",
+	rc.recs.markers.forget(keyOf(rt))
+	if rc.cfg.Profiles[rt.Agent].RestartOnExit && rt.Managed && !rc.recs.stopped[rt.RuntimeID] {
+		chs, err := rc.recs.transitionLocked(rt.RuntimeID, nudge.StatusOffline, why+" (profile restarts on exit)", "",
 			func(n *nudge.Runtime) { n.ExitStatus = exit; n.Readiness = nudge.Unknown })
-		r.recs.logErr("reconcile", rt.RuntimeID, err)
-		return chs, err == nil && r.recs.restartableLocked(r.recs.rts[rt.RuntimeID])
+		rc.recs.logErr("reconcile", rt.RuntimeID, err)
+		return chs, err == nil && rc.recs.restartableLocked(rc.recs.rts[rt.RuntimeID])
 	}
-	chs, err := r.recs.transitionLocked(rt.RuntimeID, nudge.StatusExited, why, "",
+	chs, err := rc.recs.transitionLocked(rt.RuntimeID, nudge.StatusExited, why, "",
 		func(n *nudge.Runtime) { n.ExitStatus = exit; n.Readiness = nudge.Unknown })
-	r.recs.logErr("reconcile", rt.RuntimeID, err)
+	rc.recs.logErr("reconcile", rt.RuntimeID, err)
 	if err == nil {
-		r.recs.auditLocked(r.recs.rts[rt.RuntimeID], "runtime_exited", why, "", map[string]any{"exit_status": exit, "pane_id": rt.PaneID})
+		rc.recs.auditLocked(rc.recs.rts[rt.RuntimeID], "runtime_exited", why, "", map[string]any{"exit_status": exit, "pane_id": rt.PaneID})
 	}
 	return chs, false
 }

@@ -13,8 +13,8 @@ import (
 const AsideMarker = "-fb-"
 
 // spawnAside is Registry.SpawnAside.
-func (r *launcher) spawnAside(ctx context.Context, from nudge.Runtime, prompt string) (rt nudge.Runtime, given bool, err error) {
-	prof, ok := r.cfg.Profiles[from.Agent]
+func (l *launcher) spawnAside(ctx context.Context, from nudge.Runtime, prompt string) (rt nudge.Runtime, given bool, err error) {
+	prof, ok := l.cfg.Profiles[from.Agent]
 	if !ok {
 		return nudge.Runtime{}, false, nudge.NewError(nudge.SpawnFailed, "unknown agent profile "+from.Agent)
 	}
@@ -23,15 +23,15 @@ func (r *launcher) spawnAside(ctx context.Context, from nudge.Runtime, prompt st
 		given, prompt = false, ""
 	}
 	dir := from.Dir
-	if _, err := r.resolveDir(dir); err != nil {
+	if _, err := l.resolveDir(dir); err != nil {
 		dir = "" // an adopted pane's directory may lie outside the roots: the first root
 	}
 	role := from.Role
-	suffix := AsideMarker + strconv.FormatInt(r.cfg.Now().UnixNano()%(36*36*36*36*36), 36)
+	suffix := AsideMarker + strconv.FormatInt(l.cfg.Now().UnixNano()%(36*36*36*36*36), 36)
 	if len(role)+len(suffix) > 64 {
 		role = role[:64-len(suffix)]
 	}
-	rt, err = r.spawn(ctx, SpawnRequest{Workspace: from.WorkspaceID, Role: role + suffix, Agent: from.Agent,
+	rt, err = l.spawn(ctx, SpawnRequest{Workspace: from.WorkspaceID, Role: role + suffix, Agent: from.Agent,
 		AgentID: from.AgentID, Dir: dir, Prompt: prompt})
 	if err != nil {
 		var ne *nudge.Error

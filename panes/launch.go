@@ -13,11 +13,11 @@ import (
 // either in the runtime's own pane or in a new window beside it.
 
 // relaunchWith is Registry.RelaunchWith.
-func (r *launcher) relaunchWith(ctx context.Context, id string, argv []string, reason string) (paneID, ended string, err error) {
+func (l *launcher) relaunchWith(ctx context.Context, id string, argv []string, reason string) (paneID, ended string, err error) {
 	if len(argv) == 0 {
 		return "", "", nudge.NewError(nudge.SpawnFailed, "empty argv")
 	}
-	rt, e, err := r.restartWith(ctx, id, reason, argv)
+	rt, e, err := l.restartWith(ctx, id, reason, argv)
 	if len(e.PIDs) > 0 {
 		ended = e.How
 	}
@@ -28,14 +28,14 @@ func (r *launcher) relaunchWith(ctx context.Context, id string, argv []string, r
 }
 
 // launchWindow is Registry.LaunchWindow.
-func (r *launcher) launchWindow(ctx context.Context, workspace, name string, argv []string) (string, error) {
+func (l *launcher) launchWindow(ctx context.Context, workspace, name string, argv []string) (string, error) {
 	if err := validName(name); err != nil {
 		return "", nudge.NewError(nudge.BadRequest, "window name: "+err.Error())
 	}
 	if len(argv) == 0 {
 		return "", nudge.NewError(nudge.SpawnFailed, "empty argv")
 	}
-	if r.conns.hostOf(workspace) == "" {
+	if l.conns.hostOf(workspace) == "" {
 		// Run the program found on the daemon's PATH, by its path.
 		prog, err := ResolveLauncher(argv[0], LauncherRule{Allowed: []string{"*"}})
 		if err != nil {
@@ -45,12 +45,12 @@ func (r *launcher) launchWindow(ctx context.Context, workspace, name string, arg
 	}
 	// A unique name lets the same tmux invocation set remain-on-exit on the new window
 	// before its process can exit.
-	name += "-" + strconv.FormatInt(r.cfg.Now().UnixNano()%1e6, 36)
+	name += "-" + strconv.FormatInt(l.cfg.Now().UnixNano()%1e6, 36)
 	sess := "=" + SessionName(workspace) + ":"
-	host := r.conns.hostOf(workspace)
+	host := l.conns.hostOf(workspace)
 	launch := func(create ...string) (string, error) {
 		args := append(append(create, "-n", name, "-P", "-F", "#{pane_id}", "--", "env"), argv...)
-		return r.tmux.launchRun(ctx, host, append(args, ";", "set-option", "-p", "-t", sess+name, "remain-on-exit", "on")...)
+		return l.tmux.launchRun(ctx, host, append(args, ";", "set-option", "-p", "-t", sess+name, "remain-on-exit", "on")...)
 	}
 	out, err := launch("new-window", "-d", "-t", sess)
 	if isMissing(err) {
@@ -63,7 +63,7 @@ func (r *launcher) launchWindow(ctx context.Context, workspace, name string, arg
 	if err != nil {
 		return "", spawnFailed(err)
 	}
-	r.conns.wake(workspace)
+	l.conns.wake(workspace)
 	pane := strings.TrimSpace(out)
 	if paneNum(pane) < 0 {
 		return "", nudge.NewError(nudge.SpawnFailed, fmt.Sprintf("unexpected tmux reply %q", out))

@@ -139,14 +139,14 @@ func sameFile(a, b string) bool {
 
 // launcherRule is the rule for rt's launches: its profile's launchers (its own launch
 // program included), the workspace policy's, its directory.
-func (r *launcher) launcherRule(rt *nudge.Runtime) LauncherRule {
-	prof := r.cfg.Profiles[rt.Agent]
+func (l *launcher) launcherRule(rt *nudge.Runtime) LauncherRule {
+	prof := l.cfg.Profiles[rt.Agent]
 	rule := LauncherRule{Allowed: slices.Clone(prof.AllowedLaunchers), Cwd: rt.Dir, Dirs: []string{rt.Dir}}
 	if len(prof.Launch) > 0 {
 		rule.Allowed = append(rule.Allowed, prof.Launch[0])
 	}
-	if r.cfg.LaunchPolicy != nil {
-		launchers, dirs := r.cfg.LaunchPolicy(rt.WorkspaceID)
+	if l.cfg.LaunchPolicy != nil {
+		launchers, dirs := l.cfg.LaunchPolicy(rt.WorkspaceID)
 		rule.Named = launchers
 		rule.Dirs = append(rule.Dirs, dirs...)
 	}
@@ -155,11 +155,11 @@ func (r *launcher) launcherRule(rt *nudge.Runtime) LauncherRule {
 
 // resolveArgv returns argv with argv[0] resolved and checked for rt. On another host
 // (rt.Host) the program is that host's: it is left to the remote PATH.
-func (r *launcher) resolveArgv(rt *nudge.Runtime, argv []string) ([]string, error) {
+func (l *launcher) resolveArgv(rt *nudge.Runtime, argv []string) ([]string, error) {
 	if len(argv) == 0 || rt.Host != "" {
 		return argv, nil
 	}
-	prog, err := ResolveLauncher(argv[0], r.launcherRule(rt))
+	prog, err := ResolveLauncher(argv[0], l.launcherRule(rt))
 	if err != nil {
 		return nil, nudge.NewError(nudge.SpawnFailed, fmt.Sprintf("runtime %s: %v", rt.RuntimeID, err))
 	}

@@ -32,22 +32,22 @@ const reapEvery = 200 * time.Millisecond
 
 // reap asks the workspace's tmux server to reap its exited children (see above), over
 // the control connection when there is one.
-func (r *conns) reap(ctx context.Context, w *workspace) {
-	now := r.cfg.Now().UnixNano()
+func (cs *conns) reap(ctx context.Context, w *workspace) {
+	now := cs.cfg.Now().UnixNano()
 	if last := w.lastReap.Load(); last != 0 && time.Duration(now-last) < reapEvery {
 		return
 	}
 	w.lastReap.Store(now)
-	r.stats.Reaps.Add(1)
+	cs.stats.Reaps.Add(1)
 	if c := w.current(); c != nil {
-		bctx, cancel := r.tmux.boundCtx(ctx)
+		bctx, cancel := cs.tmux.boundCtx(ctx)
 		_, err := c.Do(bctx, "run-shell -b true")
 		cancel()
 		if err == nil {
 			return
 		}
 	}
-	if _, err := r.tmux.run(ctx, w.hostName(), "run-shell", "-b", "true"); err != nil {
-		r.cfg.Logger.Debug("reap: run-shell", "workspace", w.name, "error", err)
+	if _, err := cs.tmux.run(ctx, w.hostName(), "run-shell", "-b", "true"); err != nil {
+		cs.cfg.Logger.Debug("reap: run-shell", "workspace", w.name, "error", err)
 	}
 }

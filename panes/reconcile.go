@@ -34,13 +34,13 @@ type reconciler struct {
 // → REGISTRY_DRIFT then offline; offline managed runtimes are restarted after
 // RestartDelay unless stopped or crash-looping (then failed). Runtimes being spawned,
 // restarted or stopped are left to that operation.
-func (r *reconciler) reconcile(ctx context.Context, w *workspace) {
-	panes, err := r.conns.listPanes(ctx, w)
+func (rc *reconciler) reconcile(ctx context.Context, w *workspace) {
+	panes, err := rc.conns.listPanes(ctx, w)
 	if err != nil {
-		r.cfg.Logger.Warn("reconcile: list panes", "workspace", w.name, "error", err)
+		rc.cfg.Logger.Warn("reconcile: list panes", "workspace", w.name, "error", err)
 		return
 	}
-	r.stats.Sweeps.Add(1)
+	rc.stats.Sweeps.Add(1)
 	byID := make(map[string]paneInfo, len(panes))
 	for _, p := range panes {
 		byID[p.ID] = p
@@ -49,34 +49,34 @@ func (r *reconciler) reconcile(ctx context.Context, w *workspace) {
 	var restarts []string
 	var overdue []startOverdue
 	recheck := false
-	now := r.cfg.Now()
-	r.recs.mu.Lock()
-	for id, rt := range r.recs.rts {
-		if rt.WorkspaceID != w.name || r.recs.busy[id] != "" {
+	now := rc.cfg.Now()
+	rc.recs.mu.Lock()
+	for id, rt := range rc.recs.rts {
+		if rt.WorkspaceID != w.name || rc.recs.busy[id] != "" {
 			continue
 		}
-		if o, late := r.overdueLocked(rt, now); late {
+		if o, late := rc.overdueLocked(rt, now); late {
 			overdue = append(overdue, o)
 		}
-		if p, found := r.recs.findPaneLocked(rt, byID, panes); found && r.statusPendingLocked(rt, p) {
+		if p, found := rc.recs.findPaneLocked(rt, byID, panes); found && rc.statusPendingLocked(rt, p) {
 			recheck = true
 			continue
 		}
-		c, restart := r.reconcileOneLocked(rt, byID, panes)
+		c, restart := rc.reconcileOneLocked(rt, byID, panes)
 		chs = append(chs, c...)
 		if restart {
-			r.recs.busy[id] = "restart-pending"
+			rc.recs.busy[id] = "restart-pending"
 			restarts = append(restarts, id)
 		}
 	}
-	r.recs.mu.Unlock()
+	rc.recs.mu.Unlock()
 	if recheck {
-		r.conns.reap(ctx, w) // a death without its status: make tmux reap it (reap.go)
+		rc.conns.reap(ctx, w) // a death without its status: make tmux reap it (reap.go)
 	}
-	r.recs.notify(chs)
-	r.failStarts(ctx, overdue)
+	rc.recs.notify(chs)
+	rc.failStarts(ctx, overdue)
 	for _, id := range restarts {
-		r.scheduleRestart(id)
+		rc.scheduleRestart(id)
 	}
 	if recheck {
 		time.AfterFunc(statusRecheck, func() { poke(w.kick) })
@@ -97,65 +97,65 @@ const (
 
 // statusPendingLocked reports whether p is dead with its exit status not known yet, and
 // first seen so less than statusGrace ago. The records' lock is held.
-func (r *reconciler) statusPendingLocked(rt *nudge.Runtime, p paneInfo) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (rc *reconciler) statusPendingLocked(rt *nudge.Runtime, p paneInfo) bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
 	if !p.Dead || p.ExitStatus != nil || !Live(rt.Status) {
-		delete(r.deadSince, rt.RuntimeID)
+		delete(rc.deadSince, rt.RuntimeID)
 		return false
 	}
-	now := r.cfg.Now()
-	since, ok := r.deadSince[rt.RuntimeID]
+	now := rc.cfg.Now()
+	since, ok := rc.deadSince[rt.RuntimeID]
 	if !ok {
-		r.deadSince[rt.RuntimeID] = now
+		rc.deadSince[rt.RuntimeID] = now
 		return true
 	}
 	if now.Sub(since) < statusGrace {
 		return true
 	}
-	delete(r.deadSince, rt.RuntimeID)
+	delete(rc.deadSince, rt.RuntimeID)
 	return false
 }
 
-func (r *reconciler) reconcileOneLocked(rt *nudge.Runtime, byID map[string]paneInfo, panes []paneInfo) ([]change, bool) {
-	p, found := r.recs.findPaneLocked(rt, byID, panes)
+func (rc *reconciler) reconcileOneLocked(rt *nudge.Runtime, byID map[string]paneInfo, panes []paneInfo) ([]change, bool) {
+	p, found := rc.recs.findPaneLocked(rt, byID, panes)
 	status := rt.Status
 	switch {
-	case found && !p.Dead && r.backToShellLocked(rt, p):
+	case found && !p.Dead && rc.backToShellLocked(rt, p):
 		// An adopted pane whose agent ended and left its shell in front (seed 001 §6.8):
 		// a crash, not a live agent; it stays offline until an agent runs there again.
 		if Live(status) {
-			return r.deathLocked(rt, "the agent exited back to its shell ("+p.Command+")", nudge.PaneDead, nil)
+			return rc.deathLocked(rt, "the agent exited back to its shell ("+p.Command+")", nudge.PaneDead, nil)
 		}
 		return nil, false
 	case found && !p.Dead:
-		return r.aliveLocked(rt, p), false
+		return rc.aliveLocked(rt, p), false
 	case found && Live(status):
-		r.stats.PaneDeaths.Add(1)
-		switch r.classifyExitLocked(rt, p.ID, p.ExitStatus) {
+		rc.stats.PaneDeaths.Add(1)
+		switch rc.classifyExitLocked(rt, p.ID, p.ExitStatus) {
 		case exitClean:
-			return r.exitedLocked(rt, p.ExitStatus)
+			return rc.exitedLocked(rt, p.ExitStatus)
 		case exitOneOff:
-			return r.oneOffEndedLocked(rt, p.ExitStatus)
+			return rc.oneOffEndedLocked(rt, p.ExitStatus)
 		}
-		return r.deathLocked(rt, "pane dead", nudge.PaneDead, p.ExitStatus)
+		return rc.deathLocked(rt, "pane dead", nudge.PaneDead, p.ExitStatus)
 	case !found && Live(status):
-		r.stats.Drifts.Add(1)
-		r.recs.auditLocked(rt, "runtime_drift", "pane "+rt.PaneID+" missing", nudge.RegistryDrift,
+		rc.stats.Drifts.Add(1)
+		rc.recs.auditLocked(rt, "runtime_drift", "pane "+rt.PaneID+" missing", nudge.RegistryDrift,
 			map[string]any{"pane_id": rt.PaneID, "target": rt.Target})
-		return r.deathLocked(rt, "pane missing", nudge.RegistryDrift, nil)
+		return rc.deathLocked(rt, "pane missing", nudge.RegistryDrift, nil)
 	}
-	return nil, r.recs.restartableLocked(rt)
+	return nil, rc.recs.restartableLocked(rt)
 }
 
 // backToShellLocked reports whether rt, an adopted (unmanaged) agent's pane, shows its
 // shell in front: the agent it was registered for has ended. A shell runtime's pane and a
 // managed one (its program is the pane's own) never count.
-func (r *reconciler) backToShellLocked(rt *nudge.Runtime, p paneInfo) bool {
+func (rc *reconciler) backToShellLocked(rt *nudge.Runtime, p paneInfo) bool {
 	if rt.Managed || !isShell(p.Command) {
 		return false
 	}
-	prof := r.cfg.Profiles[rt.Agent]
+	prof := rc.cfg.Profiles[rt.Agent]
 	return prof.Pack != "shell" && prof.Name != "shell"
 }
 
@@ -168,17 +168,17 @@ func setPane(rt *nudge.Runtime, p paneInfo) {
 // profile's ReadyOn holds; offline → ready (a pane thought dead, found alive after a nudge
 // restart); failed → ready only for another process than the one that failed (a runtime
 // that failed its start keeps its pane as evidence, and stays failed).
-func (r *reconciler) aliveLocked(rt *nudge.Runtime, p paneInfo) []change {
+func (rc *reconciler) aliveLocked(rt *nudge.Runtime, p paneInfo) []change {
 	status := rt.Status
 	waiting := (status == nudge.StatusStarting || status == nudge.StatusFallbackResume) &&
-		r.cfg.Profiles[rt.Agent].ReadyOn == ReadyOnReadiness && rt.Readiness != nudge.Ready
+		rc.cfg.Profiles[rt.Agent].ReadyOn == ReadyOnReadiness && rt.Readiness != nudge.Ready
 	if !waiting && (status == nudge.StatusStarting || status == nudge.StatusOffline ||
-		status == nudge.StatusFallbackResume && r.recs.oneOff[rt.RuntimeID] == p.ID ||
+		status == nudge.StatusFallbackResume && rc.recs.oneOff[rt.RuntimeID] == p.ID ||
 		status == nudge.StatusFailed && p.PID != rt.PID) {
-		delete(r.recs.oneOff, rt.RuntimeID) // a resume run that is ready for input is the runtime's program now
-		chs, err := r.recs.transitionLocked(rt.RuntimeID, nudge.StatusReady, "pane alive", "",
+		delete(rc.recs.oneOff, rt.RuntimeID) // a resume run that is ready for input is the runtime's program now
+		chs, err := rc.recs.transitionLocked(rt.RuntimeID, nudge.StatusReady, "pane alive", "",
 			func(n *nudge.Runtime) { setPane(n, p); n.ExitStatus = nil })
-		r.recs.logErr("reconcile", rt.RuntimeID, err)
+		rc.recs.logErr("reconcile", rt.RuntimeID, err)
 		return chs
 	}
 	if rt.PaneID == p.ID && rt.PID == p.PID && rt.TmuxWindow == p.Window && rt.TmuxPane == p.Index {
@@ -186,9 +186,9 @@ func (r *reconciler) aliveLocked(rt *nudge.Runtime, p paneInfo) []change {
 	}
 	next := cloneRuntime(rt)
 	setPane(&next, p)
-	next.UpdatedAt = r.cfg.Now()
-	if err := r.recs.putLocked(&next); err != nil {
-		r.recs.logErr("reconcile", rt.RuntimeID, err)
+	next.UpdatedAt = rc.cfg.Now()
+	if err := rc.recs.putLocked(&next); err != nil {
+		rc.recs.logErr("reconcile", rt.RuntimeID, err)
 		return nil
 	}
 	return []change{{rt: next, prev: status}}
@@ -196,56 +196,56 @@ func (r *reconciler) aliveLocked(rt *nudge.Runtime, p paneInfo) []change {
 
 // deathLocked records a dead or missing pane: offline with the exit status and the
 // failure time; a crash loop then goes on to failed. It reports whether to restart.
-func (r *reconciler) deathLocked(rt *nudge.Runtime, reason string, code nudge.Code, exit *int) ([]change, bool) {
-	now := r.cfg.Now()
-	held := r.recs.held[rt.RuntimeID] > 0
-	if r.recs.resumed[rt.RuntimeID] {
-		delete(r.recs.resumed, rt.RuntimeID)
-		r.recs.noResume[rt.RuntimeID] = true // the resumed session crashed too: fresh next time
+func (rc *reconciler) deathLocked(rt *nudge.Runtime, reason string, code nudge.Code, exit *int) ([]change, bool) {
+	now := rc.cfg.Now()
+	held := rc.recs.held[rt.RuntimeID] > 0
+	if rc.recs.resumed[rt.RuntimeID] {
+		delete(rc.recs.resumed, rt.RuntimeID)
+		rc.recs.noResume[rt.RuntimeID] = true // the resumed session crashed too: fresh next time
 	}
-	chs, err := r.recs.transitionLocked(rt.RuntimeID, nudge.StatusOffline, reason, code, func(n *nudge.Runtime) {
+	chs, err := rc.recs.transitionLocked(rt.RuntimeID, nudge.StatusOffline, reason, code, func(n *nudge.Runtime) {
 		n.ExitStatus = exit
 		if !held { // a fallback launch that fails is the chain's failure, not the runtime's
-			n.Failures = append(recentFailures(n.Failures, now, r.cfg.CrashLoopWindow), now)
+			n.Failures = append(recentFailures(n.Failures, now, rc.cfg.CrashLoopWindow), now)
 		}
 	})
 	if err != nil {
-		r.recs.logErr("reconcile", rt.RuntimeID, err)
+		rc.recs.logErr("reconcile", rt.RuntimeID, err)
 		return nil, false
 	}
-	cur := r.recs.rts[rt.RuntimeID]
-	if !cur.Managed || r.recs.stopped[cur.RuntimeID] || held {
-		return chs, r.recs.restartableLocked(cur)
+	cur := rc.recs.rts[rt.RuntimeID]
+	if !cur.Managed || rc.recs.stopped[cur.RuntimeID] || held {
+		return chs, rc.recs.restartableLocked(cur)
 	}
-	wait, expired := r.recs.recovery.crashed(cur.RuntimeID, now, r.cfg.RestartDelay, r.cfg.RestartMaxDelay, r.cfg.RecoveryDeadline)
+	wait, expired := rc.recs.recovery.crashed(cur.RuntimeID, now, rc.cfg.RestartDelay, rc.cfg.RestartMaxDelay, rc.cfg.RecoveryDeadline)
 	if expired {
-		why := fmt.Sprintf("recovery deadline: still crashing %s after its first crash", r.cfg.RecoveryDeadline)
-		more, err := r.recs.transitionLocked(cur.RuntimeID, nudge.StatusFailed, why, "", nil)
-		r.recs.logErr("reconcile", rt.RuntimeID, err)
+		why := fmt.Sprintf("recovery deadline: still crashing %s after its first crash", rc.cfg.RecoveryDeadline)
+		more, err := rc.recs.transitionLocked(cur.RuntimeID, nudge.StatusFailed, why, "", nil)
+		rc.recs.logErr("reconcile", rt.RuntimeID, err)
 		return append(chs, more...), false
 	}
-	if len(cur.Failures) < r.cfg.CrashLoopFailures {
-		if r.recs.restartableLocked(cur) {
-			r.cfg.Logger.Info("restart after a crash", "runtime", cur.RuntimeID, "wait", wait)
+	if len(cur.Failures) < rc.cfg.CrashLoopFailures {
+		if rc.recs.restartableLocked(cur) {
+			rc.cfg.Logger.Info("restart after a crash", "runtime", cur.RuntimeID, "wait", wait)
 			return chs, true
 		}
 		return chs, false
 	}
-	r.stats.CrashLoops.Add(1)
-	why := fmt.Sprintf("crash loop: %d failures within %s", len(cur.Failures), r.cfg.CrashLoopWindow)
-	more, err := r.recs.transitionLocked(cur.RuntimeID, nudge.StatusFailed, why, "", nil)
-	r.recs.logErr("reconcile", rt.RuntimeID, err)
+	rc.stats.CrashLoops.Add(1)
+	why := fmt.Sprintf("crash loop: %d failures within %s", len(cur.Failures), rc.cfg.CrashLoopWindow)
+	more, err := rc.recs.transitionLocked(cur.RuntimeID, nudge.StatusFailed, why, "", nil)
+	rc.recs.logErr("reconcile", rt.RuntimeID, err)
 	return append(chs, more...), false
 }
 
 // oneOffEndedLocked records the end of a fallback resume run: offline, not a crash; the
 // runtime's own program is started again once the fallback chain lets go.
-func (r *reconciler) oneOffEndedLocked(rt *nudge.Runtime, exit *int) ([]change, bool) {
-	delete(r.recs.oneOff, rt.RuntimeID)
-	chs, err := r.recs.transitionLocked(rt.RuntimeID, nudge.StatusOffline, "fallback resume run ended", "",
+func (rc *reconciler) oneOffEndedLocked(rt *nudge.Runtime, exit *int) ([]change, bool) {
+	delete(rc.recs.oneOff, rt.RuntimeID)
+	chs, err := rc.recs.transitionLocked(rt.RuntimeID, nudge.StatusOffline, "fallback resume run ended", "",
 		func(n *nudge.Runtime) { n.ExitStatus = exit })
-	r.recs.logErr("reconcile", rt.RuntimeID, err)
-	return chs, err == nil && r.recs.restartableLocked(r.recs.rts[rt.RuntimeID])
+	rc.recs.logErr("reconcile", rt.RuntimeID, err)
+	return chs, err == nil && rc.recs.restartableLocked(rc.recs.rts[rt.RuntimeID])
 }
 
 func recentFailures(fs []time.Time, now time.Time, window time.Duration) []time.Time {
@@ -261,21 +261,21 @@ func recentFailures(fs []time.Time, now time.Time, window time.Duration) []time.
 // scheduleRestart restarts id after its recovery's delay (RestartDelay, doubling with
 // each crash of the recovery) on a goroutine of the registry's group; after Close, none
 // (the restart is dropped).
-func (r *reconciler) scheduleRestart(id string) {
-	started := r.g.goAll(func() {
-		t := time.NewTimer(r.recs.recovery.delay(id, r.cfg.RestartDelay))
+func (rc *reconciler) scheduleRestart(id string) {
+	started := rc.g.goAll(func() {
+		t := time.NewTimer(rc.recs.recovery.delay(id, rc.cfg.RestartDelay))
 		defer t.Stop()
 		select {
-		case <-r.g.ctx.Done():
+		case <-rc.g.ctx.Done():
 			return
 		case <-t.C:
 		}
-		if _, err := r.launch.restart(r.g.ctx, id, "auto restart", true); err != nil {
-			r.cfg.Logger.Warn("auto restart", "runtime", id, "error", err)
+		if _, err := rc.launch.restart(rc.g.ctx, id, "auto restart", true); err != nil {
+			rc.cfg.Logger.Warn("auto restart", "runtime", id, "error", err)
 		}
 	})
 	if !started {
-		r.recs.release(id)
+		rc.recs.release(id)
 	}
 }
 
@@ -286,25 +286,26 @@ const (
 	subFormat = "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal} #{pane_pid}"
 )
 
-// reconcileLoop reconciles on every kick and every SweepInterval.
-func (r *reconciler) loop(w *workspace) {
-	t := time.NewTicker(r.cfg.SweepInterval)
+// loop reconciles w on every kick and every SweepInterval, until Close: one per
+// workspace, started by conns.
+func (rc *reconciler) loop(w *workspace) {
+	t := time.NewTicker(rc.cfg.SweepInterval)
 	defer t.Stop()
 	var subscribed *controlmode.Conn
 	for {
 		select {
-		case <-r.g.ctx.Done():
+		case <-rc.g.ctx.Done():
 			return
 		case <-w.kick:
 		case <-t.C:
 		}
 		if c := w.current(); c != nil && c != subscribed {
-			if err := c.Subscribe(r.g.ctx, subName, "%*", subFormat); err != nil {
-				r.cfg.Logger.Warn("subscribe", "workspace", w.name, "error", err)
+			if err := c.Subscribe(rc.g.ctx, subName, "%*", subFormat); err != nil {
+				rc.cfg.Logger.Warn("subscribe", "workspace", w.name, "error", err)
 			} else {
 				subscribed = c
 			}
 		}
-		r.reconcile(r.g.ctx, w)
+		rc.reconcile(rc.g.ctx, w)
 	}
 }

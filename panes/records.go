@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/store"
@@ -123,12 +122,6 @@ func (r *records) List() []nudge.Runtime {
 		return out[i].Role < out[j].Role
 	})
 	return out
-}
-
-// Profile returns a profile by name.
-func (r *records) Profile(name string) (Profile, bool) {
-	p, ok := r.cfg.Profiles[name]
-	return p, ok
 }
 
 func notFound(id string) error {
@@ -366,6 +359,13 @@ func (r *records) checkPaneFree(paneID string) error {
 	return nil
 }
 
+// findPane finds rt's pane in a listing of its workspace's panes (findPaneLocked).
+func (r *records) findPane(rt *nudge.Runtime, panes []paneInfo) (paneInfo, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.findPaneLocked(rt, indexPanes(panes), panes)
+}
+
 // findPaneLocked finds the runtime's pane by id (same session, and same pid or window
 // name, so a reused id on a new tmux server is not taken for ours), else by target.
 func (r *records) findPaneLocked(rt *nudge.Runtime, byID map[string]paneInfo, panes []paneInfo) (paneInfo, bool) {
@@ -395,26 +395,6 @@ func (r *records) logErr(op, id string, err error) {
 	if err != nil {
 		r.cfg.Logger.Error(op, "runtime", id, "error", err)
 	}
-}
-
-// startTimeout is the profile's start timeout, else Config.StartTimeout.
-func (r *records) startTimeout(rt *nudge.Runtime) time.Duration {
-	if d := r.cfg.Profiles[rt.Agent].StartTimeout; d > 0 {
-		return d
-	}
-	return r.cfg.StartTimeout
-}
-
-// StartDeadline is when a starting runtime fails its start; zero if it is not starting.
-// The trigger pipeline holds a trigger for a starting runtime until then.
-func (r *records) StartDeadline(id string) time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rt := r.rts[id]
-	if rt == nil || rt.Status != nudge.StatusStarting {
-		return time.Time{}
-	}
-	return rt.StatusSince.Add(r.startTimeout(rt))
 }
 
 // HoldRestarts stops automatic restarts of a runtime (and keeps deaths out of its crash
@@ -453,6 +433,62 @@ func (r *records) deregister(ctx context.Context, id, reason string, drop func(i
 		delete(r.rts, id)
 		delete(r.busy, id)
 		delete(r.stopped, id)
+	}
+	r.mu.Unlock()
+	r.notify(chs)
+	return err
+}
+
+func (r *records) beginStop(id, reason string) (nudge.Runtime, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt, ok := r.rts[id]
+	if !ok {
+		return nudge.Runtime{}, notFound(id)
+	}
+	if op := r.busy[id]; op != "" && op != "restart-pending" {
+		return nudge.Runtime{}, nudge.NewError(nudge.Conflict, "runtime "+id+" is busy ("+op+"): retry when that is done")
+	}
+	r.busy[id] = "stopping"
+	r.stopped[id] = true
+	r.recovery.forget(id)
+	if err := r.db.PutMeta(stoppedKey(id), []byte(reason+" ")); err != nil {
+		delete(r.busy, id)
+		return nudge.Runtime{}, err
+	}
+	return cloneRuntime(rt), nil
+}
+
+// stopFailed records a stop that could not end the program: failed with STOP_FAILED.
+func (r *records) stopFailed(rt *nudge.Runtime, reason string, e Ended) error {
+	msg := "stop failed: the program " + e.How
+	r.mu.Lock()
+	var chs []change
+	if cur := r.rts[rt.RuntimeID]; cur != nil && cur.Status != nudge.StatusFailed {
+		var err error
+		chs, err = r.toStatusLocked(rt.RuntimeID, nudge.StatusFailed, msg, nudge.StopFailed, nil)
+		r.logErr("stop failed", rt.RuntimeID, err)
+	}
+	r.auditLocked(rt, "runtime_stop_failed", reason, nudge.StopFailed, e)
+	r.mu.Unlock()
+	r.notify(chs)
+	return nudge.NewError(nudge.StopFailed, "stop "+rt.RuntimeID+": the program "+e.How)
+}
+
+// stopDone records a stop whose program ended: offline with its exit status (if it was
+// still live), and the runtime_stopped audit record saying how it ended.
+func (r *records) stopDone(rt *nudge.Runtime, reason string, exit *int, forced bool, e Ended) error {
+	id := rt.RuntimeID
+	var err error
+	r.mu.Lock()
+	var chs []change
+	if Live(nudge.Status(r.rts[id].Status)) {
+		chs, err = r.transitionLocked(id, nudge.StatusOffline, "stopped: "+reason+" ("+e.How+")", "",
+			func(n *nudge.Runtime) { n.ExitStatus = exit })
+	}
+	if err == nil {
+		r.auditLocked(rt, "runtime_stopped", reason, "", map[string]any{"killed": forced, "exit_status": exit,
+			"ended_by": e.By, "ended_after": e.After, "pids": e.PIDs, "how": e.How})
 	}
 	r.mu.Unlock()
 	r.notify(chs)

@@ -20,9 +20,9 @@ type RegisterRequest struct {
 }
 
 // register is Registry.Register.
-func (r *launcher) register(ctx context.Context, req RegisterRequest) (nudge.Runtime, error) {
-	defer r.recs.db.Flush() // durable when it returns
-	prof, err := r.checkNames(req.Workspace, req.Role, &req.Agent)
+func (l *launcher) register(ctx context.Context, req RegisterRequest) (nudge.Runtime, error) {
+	defer l.recs.db.Flush() // durable when it returns
+	prof, err := l.checkNames(req.Workspace, req.Role, &req.Agent)
 	if err != nil {
 		return nudge.Runtime{}, err
 	}
@@ -33,38 +33,38 @@ func (r *launcher) register(ctx context.Context, req RegisterRequest) (nudge.Run
 	if req.SessionID != "" && !prof.ValidSessionID(req.SessionID) {
 		return nudge.Runtime{}, badRequest("invalid session id %q", req.SessionID)
 	}
-	host, err := r.conns.bindHost(req.Workspace, req.Host)
+	host, err := l.conns.bindHost(req.Workspace, req.Host)
 	if err != nil {
 		return nudge.Runtime{}, err
 	}
-	p, err := r.findTarget(ctx, req.Workspace, host, tgt)
+	p, err := l.findTarget(ctx, req.Workspace, host, tgt)
 	if err != nil {
 		return nudge.Runtime{}, err
 	}
 	if req.PID != 0 && p.PID != req.PID {
 		return nudge.Runtime{}, nudge.NewError(nudge.RegistryDrift, fmt.Sprintf("target %s runs pid %d, not pid %d: check the pane (tmux display -p -t %s '#{pane_pid}') and register it again", tgt, p.PID, req.PID, p.ID))
 	}
-	rt := r.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
+	rt := l.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
 	rt.SessionID, rt.Managed, rt.Argv, rt.Host = req.SessionID, !req.Unmanaged, prof.Launch, host
-	if err := r.recs.reserve(rt.RuntimeID, "registering"); err != nil {
+	if err := l.recs.reserve(rt.RuntimeID, "registering"); err != nil {
 		return nudge.Runtime{}, err
 	}
-	defer r.recs.release(rt.RuntimeID)
-	if err := r.recs.checkPaneFree(p.ID); err != nil {
+	defer l.recs.release(rt.RuntimeID)
+	if err := l.recs.checkPaneFree(p.ID); err != nil {
 		return nudge.Runtime{}, err
 	}
 	if rt.Managed {
-		if _, err := r.tmux.run(ctx, rt.Host, "set-option", "-p", "-t", p.ID, "remain-on-exit", "on"); err != nil {
+		if _, err := l.tmux.run(ctx, rt.Host, "set-option", "-p", "-t", p.ID, "remain-on-exit", "on"); err != nil {
 			return nudge.Runtime{}, fmt.Errorf("register %s: %w", rt.RuntimeID, err)
 		}
 	}
 	setPane(&rt, p)
-	return r.recorded(r.recs.record(rt, "runtime_registered", map[string]any{"target": req.Target, "pane_id": p.ID, "managed": rt.Managed}))
+	return l.recorded(l.recs.record(rt, "runtime_registered", map[string]any{"target": req.Target, "pane_id": p.ID, "managed": rt.Managed}))
 }
 
 // findTarget resolves a target to a live pane in agents_<ws>.
-func (r *launcher) findTarget(ctx context.Context, ws, host string, tgt Target) (paneInfo, error) {
-	out, err := r.tmux.run(ctx, host, "list-panes", "-a", "-F", paneFormat)
+func (l *launcher) findTarget(ctx context.Context, ws, host string, tgt Target) (paneInfo, error) {
+	out, err := l.tmux.run(ctx, host, "list-panes", "-a", "-F", paneFormat)
 	if err != nil && !isMissing(err) {
 		return paneInfo{}, fmt.Errorf("register: %w", err)
 	}

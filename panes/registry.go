@@ -163,8 +163,7 @@ func (c *Config) Validate() error {
 // keeps the API callers use. Each part owns its own state and says so on its type:
 //
 //	records     the runtime records and their bookkeeping, one lock (embedded: Get,
-//	            Lookup, List, Transition, Update, SetPaused, EnterRecovery, HoldRestarts,
-//	            StartDeadline, Profile)
+//	            Lookup, List, Transition, Update, SetPaused, EnterRecovery, HoldRestarts)
 //	conns       the workspaces' control connections and the commands run over them
 //	launcher    argv, launcher policy, spawn, register, restart, relaunch, fallback launches
 //	ender       ending a pane's program by pid, locally and over ssh; Stop
@@ -396,3 +395,13 @@ func (r *Registry) Restart(ctx context.Context, id, reason string) (nudge.Runtim
 	r.recovery.forget(id) // restarted by hand: a new start, not a recovery
 	return r.launch.restart(context.WithoutCancel(ctx), id, reason, false)
 }
+
+// Profile returns a profile by name.
+func (r *Registry) Profile(name string) (Profile, bool) {
+	p, ok := r.cfg.Profiles[name]
+	return p, ok
+}
+
+// StartDeadline is when a starting runtime fails its start; zero if it is not starting.
+// The trigger pipeline holds a trigger for a starting runtime until then.
+func (r *Registry) StartDeadline(id string) time.Time { return r.recon.startDeadline(id) }

@@ -10,69 +10,69 @@ import (
 )
 
 // restart does the work; auto restarts run only if the runtime is still pending one.
-func (r *launcher) restart(ctx context.Context, id, reason string, auto bool) (nudge.Runtime, error) {
-	rt, _, err := r.relaunchAs(ctx, id, reason, auto, nil)
+func (l *launcher) restart(ctx context.Context, id, reason string, auto bool) (nudge.Runtime, error) {
+	rt, _, err := l.relaunchAs(ctx, id, reason, auto, nil)
 	return rt, err
 }
 
 // restartWith runs once (not the runtime's own argv) in the runtime's pane.
-func (r *launcher) restartWith(ctx context.Context, id, reason string, once []string) (nudge.Runtime, Ended, error) {
-	return r.relaunchAs(ctx, id, reason, false, once)
+func (l *launcher) restartWith(ctx context.Context, id, reason string, once []string) (nudge.Runtime, Ended, error) {
+	return l.relaunchAs(ctx, id, reason, false, once)
 }
 
 // relaunchAs relaunches; Ended says how the old program ended (PIDs nil when none ran).
-func (r *launcher) relaunchAs(ctx context.Context, id, reason string, auto bool, once []string) (nudge.Runtime, Ended, error) {
-	rt, err := r.beginRestart(id, auto)
+func (l *launcher) relaunchAs(ctx context.Context, id, reason string, auto bool, once []string) (nudge.Runtime, Ended, error) {
+	rt, err := l.beginRestart(id, auto)
 	if err != nil || rt == nil {
 		return nudge.Runtime{}, Ended{}, err
 	}
-	defer r.recs.release(id)
-	r.stats.Restarts.Add(1)
+	defer l.recs.release(id)
+	l.stats.Restarts.Add(1)
 	launch, how := rt, "fresh"
 	switch {
 	case once != nil:
 		c := *rt
 		c.Argv = once
-		launch, how = &c, r.onceKind(rt, once)
+		launch, how = &c, l.onceKind(rt, once)
 	default:
-		if argv := r.crashResumeArgv(rt); argv != nil {
+		if argv := l.crashResumeArgv(rt); argv != nil {
 			c := *rt
 			c.Argv = argv
 			launch, how = &c, "resume"
 			reason += " (resuming session " + rt.SessionID + ")"
 		}
 	}
-	r.enterStage(id, how, reason)
-	p, e, err := r.relaunch(ctx, launch)
-	r.recs.mu.Lock()
+	l.enterStage(id, how, reason)
+	p, e, err := l.relaunch(ctx, launch)
+	l.recs.mu.Lock()
 	if len(e.PIDs) > 0 {
 		// What ended the old program (or, not OK, what it outlived).
 		ev, code := "runtime_program_ended", nudge.Code("")
 		if !e.OK() {
 			ev, code = "runtime_end_failed", nudge.SpawnFailed
 		}
-		r.recs.auditLocked(rt, ev, reason, code, e)
+		l.recs.auditLocked(rt, ev, reason, code, e)
 	}
 	var chs []change
 	if err != nil {
-		chs, _ = r.recs.toStatusLocked(id, nudge.StatusFailed, "restart failed: "+err.Error(), nudge.SpawnFailed, nil)
+		chs, _ = l.recs.toStatusLocked(id, nudge.StatusFailed, "restart failed: "+err.Error(), nudge.SpawnFailed, nil)
 	} else {
-		chs, err = r.launchedLocked(id, p, how, reason)
+		chs, err = l.launchedLocked(id, p, how, reason)
 	}
-	r.recs.mu.Unlock()
-	r.recs.notify(chs)
-	r.conns.wake(rt.WorkspaceID)
+	l.recs.mu.Unlock()
+	l.recs.notify(chs)
+	l.conns.wake(rt.WorkspaceID)
 	if err != nil {
 		return nudge.Runtime{}, e, err
 	}
-	got, _ := r.recs.Get(id)
+	got, _ := l.recs.Get(id)
 	return got, e, nil
 }
 
 // crashResumeArgv is the argv that restarts a crashed runtime through its agent's
 // interactive resume (seed 003): when its profile has one, its session id is known and
 // valid, its last end was not clean, and the last resume did not crash too. nil = fresh.
-func (r *launcher) crashResumeArgv(rt *nudge.Runtime) []string {
+func (l *launcher) crashResumeArgv(rt *nudge.Runtime) []string {
 	switch rt.Status {
 	case nudge.StatusOffline, nudge.StatusFailed:
 	default:
@@ -81,20 +81,20 @@ func (r *launcher) crashResumeArgv(rt *nudge.Runtime) []string {
 	if rt.ExitStatus != nil && *rt.ExitStatus == 0 {
 		return nil
 	}
-	r.recs.mu.Lock()
-	skip := r.recs.noResume[rt.RuntimeID]
-	r.recs.mu.Unlock()
+	l.recs.mu.Lock()
+	skip := l.recs.noResume[rt.RuntimeID]
+	l.recs.mu.Unlock()
 	if skip {
 		return nil
 	}
-	return r.cfg.Profiles[rt.Agent].ResumeInteractiveArgv(rt.SessionID)
+	return l.cfg.Profiles[rt.Agent].ResumeInteractiveArgv(rt.SessionID)
 }
 
 // onceKind names a one-off launch: "oneoff-resume" for the profile's resume command (a
 // run that ends), else "oneoff-spawn" (a fresh agent with a prompt, which becomes the
 // runtime's program).
-func (r *launcher) onceKind(rt *nudge.Runtime, argv []string) string {
-	if r.cfg.Profiles[rt.Agent].IsResume(argv) {
+func (l *launcher) onceKind(rt *nudge.Runtime, argv []string) string {
+	if l.cfg.Profiles[rt.Agent].IsResume(argv) {
 		return "oneoff-resume"
 	}
 	return "oneoff-spawn"
@@ -102,48 +102,48 @@ func (r *launcher) onceKind(rt *nudge.Runtime, argv []string) string {
 
 // enterStage shows a fallback launch in the state machine before it starts: resume →
 // fallback_resume, spawn → spawn_recovery (seed 001 §9).
-func (r *launcher) enterStage(id, how, reason string) {
+func (l *launcher) enterStage(id, how, reason string) {
 	to := map[string]nudge.Status{"oneoff-resume": nudge.StatusFallbackResume, "oneoff-spawn": nudge.StatusSpawnRecovery}[how]
 	if to == "" {
 		return
 	}
-	r.recs.mu.Lock()
+	l.recs.mu.Lock()
 	var chs []change
-	if rt := r.recs.rts[id]; rt != nil && rt.Status != to {
+	if rt := l.recs.rts[id]; rt != nil && rt.Status != to {
 		var err error
-		chs, err = r.recs.toStatusLocked(id, to, reason, "", nil)
-		r.recs.logErr("fallback stage", id, err)
+		chs, err = l.recs.toStatusLocked(id, to, reason, "", nil)
+		l.recs.logErr("fallback stage", id, err)
 	}
-	r.recs.mu.Unlock()
-	r.recs.notify(chs)
+	l.recs.mu.Unlock()
+	l.recs.notify(chs)
 }
 
 // launchedLocked records a launch in the runtime's place: a fallback resume run keeps
 // fallback_resume while it runs (its end brings the runtime's own program back); anything
 // else is the runtime's program, starting. The records' lock is held.
-func (r *launcher) launchedLocked(id string, p paneInfo, how, reason string) ([]change, error) {
-	delete(r.recs.oneOff, id)
-	delete(r.recs.resumed, id)
+func (l *launcher) launchedLocked(id string, p paneInfo, how, reason string) ([]change, error) {
+	delete(l.recs.oneOff, id)
+	delete(l.recs.resumed, id)
 	switch how {
 	case "oneoff-resume":
-		r.recs.oneOff[id] = p.ID
+		l.recs.oneOff[id] = p.ID
 		var chs []change
 		var err error
-		if nudge.Status(r.recs.rts[id].Status) != nudge.StatusFallbackResume {
-			chs, err = r.recs.toStatusLocked(id, nudge.StatusFallbackResume, reason, "", nil)
+		if nudge.Status(l.recs.rts[id].Status) != nudge.StatusFallbackResume {
+			chs, err = l.recs.toStatusLocked(id, nudge.StatusFallbackResume, reason, "", nil)
 		}
 		if err == nil {
 			var more []change
-			more, err = r.recs.updateLocked(id, func(n *nudge.Runtime) { setPane(n, p); n.ExitStatus = nil })
+			more, err = l.recs.updateLocked(id, func(n *nudge.Runtime) { setPane(n, p); n.ExitStatus = nil })
 			chs = append(chs, more...)
 		}
 		return chs, err
 	case "resume":
-		r.recs.resumed[id] = true
+		l.recs.resumed[id] = true
 	case "fresh":
-		delete(r.recs.noResume, id)
+		delete(l.recs.noResume, id)
 	}
-	return r.recs.toStatusLocked(id, nudge.StatusStarting, reason, "", func(n *nudge.Runtime) {
+	return l.recs.toStatusLocked(id, nudge.StatusStarting, reason, "", func(n *nudge.Runtime) {
 		setPane(n, p)
 		n.ExitStatus = nil
 		n.Restarts++
@@ -152,29 +152,29 @@ func (r *launcher) launchedLocked(id string, p paneInfo, how, reason string) ([]
 
 // beginRestart marks the runtime restarting. For an auto restart it returns nil, nil
 // when the restart is no longer wanted (stopped, deregistered, already recovered).
-func (r *launcher) beginRestart(id string, auto bool) (*nudge.Runtime, error) {
-	r.recs.mu.Lock()
-	defer r.recs.mu.Unlock()
-	rt, ok := r.recs.rts[id]
+func (l *launcher) beginRestart(id string, auto bool) (*nudge.Runtime, error) {
+	l.recs.mu.Lock()
+	defer l.recs.mu.Unlock()
+	rt, ok := l.recs.rts[id]
 	if auto {
-		if r.recs.busy[id] != "restart-pending" {
+		if l.recs.busy[id] != "restart-pending" {
 			return nil, nil
 		}
-		if !ok || !r.recs.restartableLocked(rt) {
-			delete(r.recs.busy, id)
+		if !ok || !l.recs.restartableLocked(rt) {
+			delete(l.recs.busy, id)
 			return nil, nil
 		}
 	} else {
 		if !ok {
 			return nil, notFound(id)
 		}
-		if op := r.recs.busy[id]; op != "" && op != "restart-pending" {
+		if op := l.recs.busy[id]; op != "" && op != "restart-pending" {
 			return nil, nudge.NewError(nudge.Conflict, fmt.Sprintf("runtime %s is busy (%s)", id, op))
 		}
-		delete(r.recs.stopped, id)
-		r.recs.clearStoppedLocked(id)
+		delete(l.recs.stopped, id)
+		l.recs.clearStoppedLocked(id)
 	}
-	r.recs.busy[id] = "restarting"
+	l.recs.busy[id] = "restarting"
 	c := cloneRuntime(rt)
 	return &c, nil
 }
@@ -182,57 +182,55 @@ func (r *launcher) beginRestart(id string, auto bool) (*nudge.Runtime, error) {
 // relaunch runs the runtime's argv in its existing pane, or in a new window. The old
 // program is ended first, by pid (end.go): nothing is launched over a program that is
 // still running.
-func (r *launcher) relaunch(ctx context.Context, rt *nudge.Runtime) (paneInfo, Ended, error) {
+func (l *launcher) relaunch(ctx context.Context, rt *nudge.Runtime) (paneInfo, Ended, error) {
 	argv := rt.Argv
 	if len(argv) == 0 {
-		argv = r.cfg.Profiles[rt.Agent].Launch
+		argv = l.cfg.Profiles[rt.Agent].Launch
 	}
 	if len(argv) == 0 {
 		return paneInfo{}, Ended{}, nudge.NewError(nudge.SpawnFailed, "no argv to restart "+rt.RuntimeID)
 	}
-	w := r.conns.workspace(rt.WorkspaceID)
-	p, found, err := r.findPane(ctx, w, rt)
+	w := l.conns.workspace(rt.WorkspaceID)
+	p, found, err := l.findPane(ctx, w, rt)
 	if err != nil {
 		return paneInfo{}, Ended{}, spawnFailed(err)
 	}
 	if !found {
-		e := r.ender.endLeftovers(ctx, w, rt)
+		e := l.ender.endLeftovers(ctx, w, rt)
 		if !e.OK() {
 			return paneInfo{}, e, endFailed(e)
 		}
-		p, err := r.newWindow(ctx, rt, argv)
+		p, err := l.newWindow(ctx, rt, argv)
 		return p, e, err
 	}
-	launch, err := r.launchArgs(rt, argv)
+	launch, err := l.launchArgs(rt, argv)
 	if err != nil {
 		return paneInfo{}, Ended{}, spawnFailed(err)
 	}
-	e, ran := r.ender.endForRelaunch(ctx, w, p)
+	e, ran := l.ender.endForRelaunch(ctx, w, p)
 	if !e.OK() {
 		return paneInfo{}, e, endFailed(e)
 	}
 	if ran && len(e.PIDs) > 0 {
 		// A pane without remain-on-exit closed with its program.
-		if p, found, err = r.findPane(ctx, w, rt); err != nil {
+		if p, found, err = l.findPane(ctx, w, rt); err != nil {
 			return paneInfo{}, e, spawnFailed(err)
 		} else if !found {
-			p, err := r.newWindow(ctx, rt, argv)
+			p, err := l.newWindow(ctx, rt, argv)
 			return p, e, err
 		}
 	}
-	p, err = r.replacePane(ctx, rt, p, launch)
+	p, err = l.replacePane(ctx, rt, p, launch)
 	return p, e, err
 }
 
 // findPane lists the workspace's panes and finds the runtime's.
-func (r *launcher) findPane(ctx context.Context, w *workspace, rt *nudge.Runtime) (paneInfo, bool, error) {
-	panes, err := r.conns.listPanes(ctx, w)
+func (l *launcher) findPane(ctx context.Context, w *workspace, rt *nudge.Runtime) (paneInfo, bool, error) {
+	panes, err := l.conns.listPanes(ctx, w)
 	if err != nil {
 		return paneInfo{}, false, err
 	}
-	r.recs.mu.Lock()
-	defer r.recs.mu.Unlock()
-	p, found := r.recs.findPaneLocked(rt, indexPanes(panes), panes)
+	p, found := l.recs.findPane(rt, panes)
 	return p, found, nil
 }
 
@@ -244,16 +242,16 @@ func (r *launcher) findPane(ctx context.Context, w *workspace, rt *nudge.Runtime
 // (fixed upstream in 2026, GitHub issue 5498), and when a control client (nudge itself)
 // had not consumed all of the old program's output, the new program's first read
 // underflows them and the server segfaults.
-func (r *launcher) replacePane(ctx context.Context, rt *nudge.Runtime, p paneInfo, launch []string) (paneInfo, error) {
+func (l *launcher) replacePane(ctx context.Context, rt *nudge.Runtime, p paneInfo, launch []string) (paneInfo, error) {
 	sess := "=" + SessionName(rt.WorkspaceID) + ":"
-	tmp := sess + "nudge-respawn-" + strconv.FormatInt(r.cfg.Now().UnixNano()%1e9, 36)
+	tmp := sess + "nudge-respawn-" + strconv.FormatInt(l.cfg.Now().UnixNano()%1e9, 36)
 	args := append([]string{"new-window", "-d", "-t", sess, "-n", tmp[len(sess):]}, launch...)
 	args = append(args,
 		";", "set-option", "-p", "-t", tmp, "remain-on-exit", "on",
 		";", "display-message", "-p", "-t", tmp, "#{pane_id} #{pane_pid}",
 		";", "swap-pane", "-d", "-s", tmp, "-t", p.ID,
 		";", "kill-window", "-t", tmp)
-	out, err := r.tmux.launchRun(ctx, rt.Host, args...)
+	out, err := l.tmux.launchRun(ctx, rt.Host, args...)
 	if err != nil {
 		return paneInfo{}, spawnFailed(err)
 	}

@@ -8,8 +8,8 @@ import (
 )
 
 // setSessionEnv is Registry.SetSessionEnv.
-func (r *conns) setSessionEnv(ctx context.Context, ws, name, val string) error {
-	conn, err := r.conn(ws)
+func (cs *conns) setSessionEnv(ctx context.Context, ws, name, val string) error {
+	conn, err := cs.conn(ws)
 	if err != nil {
 		return err
 	}
@@ -32,12 +32,12 @@ func (r *conns) setSessionEnv(ctx context.Context, ws, name, val string) error {
 }
 
 // setPaneOption is Registry.SetPaneOption.
-func (r *conns) setPaneOption(ctx context.Context, id, name, val string) error {
-	rt, ok := r.recs.Get(id)
+func (cs *conns) setPaneOption(ctx context.Context, id, name, val string) error {
+	rt, ok := cs.recs.Get(id)
 	if !ok || rt.PaneID == "" {
 		return nil
 	}
-	conn, err := r.conn(rt.WorkspaceID)
+	conn, err := cs.conn(rt.WorkspaceID)
 	if err != nil {
 		return err
 	}

@@ -45,41 +45,41 @@ type launcher struct {
 const MaxPromptFile = 1 << 20
 
 // spawn is Registry.Spawn.
-func (r *launcher) spawn(ctx context.Context, req SpawnRequest) (nudge.Runtime, error) {
-	defer r.recs.db.Flush() // durable when it returns
-	rt, argv, err := r.prepareSpawn(req)
+func (l *launcher) spawn(ctx context.Context, req SpawnRequest) (nudge.Runtime, error) {
+	defer l.recs.db.Flush() // durable when it returns
+	rt, argv, err := l.prepareSpawn(req)
 	if err != nil {
 		return nudge.Runtime{}, err
 	}
-	if rt.Host, err = r.conns.bindHost(req.Workspace, req.Host); err != nil {
+	if rt.Host, err = l.conns.bindHost(req.Workspace, req.Host); err != nil {
 		return nudge.Runtime{}, err
 	}
-	if err := r.recs.reserve(rt.RuntimeID, "spawning"); err != nil {
+	if err := l.recs.reserve(rt.RuntimeID, "spawning"); err != nil {
 		return nudge.Runtime{}, err
 	}
-	defer r.recs.release(rt.RuntimeID)
-	p, err := r.newWindow(ctx, &rt, argv)
+	defer l.recs.release(rt.RuntimeID)
+	p, err := l.newWindow(ctx, &rt, argv)
 	if err != nil {
 		return nudge.Runtime{}, err
 	}
 	setPane(&rt, p)
-	return r.recorded(r.recs.record(rt, "runtime_spawned", map[string]any{"argv": rt.Argv, "dir": rt.Dir, "pid": rt.PID}))
+	return l.recorded(l.recs.record(rt, "runtime_spawned", map[string]any{"argv": rt.Argv, "dir": rt.Dir, "pid": rt.PID}))
 }
 
 // prepareSpawn validates a request and builds the record and the launch argv.
-func (r *launcher) prepareSpawn(req SpawnRequest) (nudge.Runtime, []string, error) {
-	prof, err := r.checkNames(req.Workspace, req.Role, &req.Agent)
+func (l *launcher) prepareSpawn(req SpawnRequest) (nudge.Runtime, []string, error) {
+	prof, err := l.checkNames(req.Workspace, req.Role, &req.Agent)
 	if err != nil {
 		return nudge.Runtime{}, nil, err
 	}
 	if req.SessionID != "" && !prof.ValidSessionID(req.SessionID) {
 		return nudge.Runtime{}, nil, badRequest("invalid session id %q", req.SessionID)
 	}
-	dir, err := r.resolveDir(req.Dir)
+	dir, err := l.resolveDir(req.Dir)
 	if err != nil {
 		return nudge.Runtime{}, nil, err
 	}
-	prompt, err := r.readPromptFile(req.PromptFile)
+	prompt, err := l.readPromptFile(req.PromptFile)
 	if err != nil {
 		return nudge.Runtime{}, nil, err
 	}
@@ -94,7 +94,7 @@ func (r *launcher) prepareSpawn(req SpawnRequest) (nudge.Runtime, []string, erro
 	if err != nil {
 		return nudge.Runtime{}, nil, badRequest("%v", err)
 	}
-	rt := r.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
+	rt := l.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
 	rt.SessionID, rt.Dir, rt.Argv, rt.Managed = req.SessionID, dir, base, true
 	if prof.SessionIDFlag != "" && req.SessionID == "" && len(req.Argv) == 0 {
 		// A new session named at launch (the base argv, for a later fresh start, keeps none).
@@ -114,7 +114,7 @@ func newSessionID() string {
 }
 
 // checkNames validates workspace, role and profile ("" means codex).
-func (r *launcher) checkNames(ws, role string, agent *string) (Profile, error) {
+func (l *launcher) checkNames(ws, role string, agent *string) (Profile, error) {
 	if err := ValidWorkspace(ws); err != nil {
 		return Profile{}, err
 	}
@@ -124,18 +124,18 @@ func (r *launcher) checkNames(ws, role string, agent *string) (Profile, error) {
 	if *agent == "" {
 		*agent = "codex"
 	}
-	prof, ok := r.cfg.Profiles[*agent]
+	prof, ok := l.cfg.Profiles[*agent]
 	if !ok {
 		return Profile{}, badRequest("unknown agent profile %q", *agent)
 	}
 	return prof, nil
 }
 
-func (r *launcher) newRecord(ws, role, agent, agentID string) nudge.Runtime {
+func (l *launcher) newRecord(ws, role, agent, agentID string) nudge.Runtime {
 	if agentID == "" {
 		agentID = role
 	}
-	now := r.cfg.Now()
+	now := l.cfg.Now()
 	return nudge.Runtime{RuntimeID: RuntimeID(ws, role), WorkspaceID: ws, Role: role, AgentID: agentID,
 		Agent: agent, TmuxSession: SessionName(ws), TmuxWindow: role, Target: TargetString(ws, role, 0),
 		Status: nudge.StatusStarting, Readiness: nudge.Unknown,
@@ -143,11 +143,11 @@ func (r *launcher) newRecord(ws, role, agent, agentID string) nudge.Runtime {
 }
 
 // readPromptFile reads a spawn's first prompt from a file under the allowed roots.
-func (r *launcher) readPromptFile(path string) (string, error) {
+func (l *launcher) readPromptFile(path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
-	path, err := r.resolvePromptFile(path)
+	path, err := l.resolvePromptFile(path)
 	if err != nil {
 		return "", err
 	}
@@ -163,18 +163,18 @@ func (r *launcher) readPromptFile(path string) (string, error) {
 
 // recorded wakes the workspace of a runtime just recorded: dial its new session and
 // reconcile at once.
-func (r *launcher) recorded(rt nudge.Runtime, err error) (nudge.Runtime, error) {
+func (l *launcher) recorded(rt nudge.Runtime, err error) (nudge.Runtime, error) {
 	if err == nil {
-		r.conns.wake(rt.WorkspaceID)
+		l.conns.wake(rt.WorkspaceID)
 	}
 	return rt, err
 }
 
 // envArgs returns -e KEY=VAL flags for the profile's and Config.Env's variables.
-func (r *launcher) envArgs(rt *nudge.Runtime) ([]string, error) {
-	vars := slices.Clone(r.cfg.Profiles[rt.Agent].Env)
-	if r.cfg.Env != nil {
-		vars = append(vars, r.cfg.Env(*rt)...)
+func (l *launcher) envArgs(rt *nudge.Runtime) ([]string, error) {
+	vars := slices.Clone(l.cfg.Profiles[rt.Agent].Env)
+	if l.cfg.Env != nil {
+		vars = append(vars, l.cfg.Env(*rt)...)
 	}
 	var out []string
 	for _, kv := range vars {
@@ -191,12 +191,12 @@ func (r *launcher) envArgs(rt *nudge.Runtime) ([]string, error) {
 // respawn-pane: -c DIR, -e KEY=VAL..., then `-- env [-u NAME]... ARGV...` (the profile's
 // UnsetEnv). The argv always has at least two elements, so tmux execs it directly instead
 // of through sh -c.
-func (r *launcher) launchArgs(rt *nudge.Runtime, argv []string) ([]string, error) {
-	argv, err := r.resolveArgv(rt, argv) // every launch, relaunches included, re-checks
+func (l *launcher) launchArgs(rt *nudge.Runtime, argv []string) ([]string, error) {
+	argv, err := l.resolveArgv(rt, argv) // every launch, relaunches included, re-checks
 	if err != nil {
 		return nil, err
 	}
-	env, err := r.envArgs(rt)
+	env, err := l.envArgs(rt)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func (r *launcher) launchArgs(rt *nudge.Runtime, argv []string) ([]string, error
 	}
 	args = append(args, env...)
 	args = append(args, "--", "env")
-	for _, k := range r.cfg.Profiles[rt.Agent].UnsetEnv {
+	for _, k := range l.cfg.Profiles[rt.Agent].UnsetEnv {
 		args = append(args, "-u", k)
 	}
 	return append(args, argv...), nil
@@ -218,14 +218,14 @@ const newPaneFormat = "#{pane_id} #{pane_pid} #{pane_index} #{window_index}"
 // missing), detached, with remain-on-exit set in the same tmux command list so even an
 // instant exit is kept. The window index is chosen explicitly so the option can target
 // it; a race with a human creating a window is retried.
-func (r *launcher) newWindow(ctx context.Context, rt *nudge.Runtime, argv []string) (paneInfo, error) {
-	launch, err := r.launchArgs(rt, argv)
+func (l *launcher) newWindow(ctx context.Context, rt *nudge.Runtime, argv []string) (paneInfo, error) {
+	launch, err := l.launchArgs(rt, argv)
 	if err != nil {
 		return paneInfo{}, nudge.NewError(nudge.SpawnFailed, err.Error())
 	}
 	var lastErr error
 	for range 5 {
-		p, err := r.tryNewWindow(ctx, rt, launch)
+		p, err := l.tryNewWindow(ctx, rt, launch)
 		if err == nil || !retryable(err) {
 			return p, err
 		}
@@ -234,20 +234,20 @@ func (r *launcher) newWindow(ctx context.Context, rt *nudge.Runtime, argv []stri
 	return paneInfo{}, spawnFailed(lastErr)
 }
 
-func (r *launcher) tryNewWindow(ctx context.Context, rt *nudge.Runtime, launch []string) (paneInfo, error) {
+func (l *launcher) tryNewWindow(ctx context.Context, rt *nudge.Runtime, launch []string) (paneInfo, error) {
 	sess := SessionName(rt.WorkspaceID)
-	out, err := r.tmux.run(ctx, rt.Host, "list-windows", "-t", "="+sess, "-F", "#{window_index} #{window_name}")
+	out, err := l.tmux.run(ctx, rt.Host, "list-windows", "-t", "="+sess, "-F", "#{window_index} #{window_name}")
 	if isMissing(err) {
 		args := append([]string{"new-session", "-d", "-s", sess, "-n", rt.Role, "-P", "-F", newPaneFormat}, launch...)
 		args = append(args, ";", "set-option", "-p", "-t", "="+sess+":", "remain-on-exit", "on")
-		return r.startPane(ctx, rt, args)
+		return l.startPane(ctx, rt, args)
 	}
 	if err != nil {
 		return paneInfo{}, spawnFailed(err)
 	}
 	next := 0
-	for _, l := range splitLines(out) {
-		idx, name, _ := strings.Cut(l, " ")
+	for _, line := range splitLines(out) {
+		idx, name, _ := strings.Cut(line, " ")
 		if name == rt.Role {
 			return paneInfo{}, nudge.NewError(nudge.Conflict, fmt.Sprintf("window %q already exists in %s", name, sess))
 		}
@@ -258,11 +258,11 @@ func (r *launcher) tryNewWindow(ctx context.Context, rt *nudge.Runtime, launch [
 	win := "=" + sess + ":" + strconv.Itoa(next)
 	args := append([]string{"new-window", "-d", "-t", win, "-n", rt.Role, "-P", "-F", newPaneFormat}, launch...)
 	args = append(args, ";", "set-option", "-p", "-t", win, "remain-on-exit", "on")
-	return r.startPane(ctx, rt, args)
+	return l.startPane(ctx, rt, args)
 }
 
-func (r *launcher) startPane(ctx context.Context, rt *nudge.Runtime, args []string) (paneInfo, error) {
-	out, err := r.tmux.launchRun(ctx, rt.Host, args...)
+func (l *launcher) startPane(ctx context.Context, rt *nudge.Runtime, args []string) (paneInfo, error) {
+	out, err := l.tmux.launchRun(ctx, rt.Host, args...)
 	if err != nil {
 		return paneInfo{}, err
 	}

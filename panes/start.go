@@ -22,47 +22,47 @@ type startOverdue struct {
 }
 
 // overdueLocked reports rt if it is starting past its timeout. The records' lock is held.
-func (r *reconciler) overdueLocked(rt *nudge.Runtime, now time.Time) (startOverdue, bool) {
+func (rc *reconciler) overdueLocked(rt *nudge.Runtime, now time.Time) (startOverdue, bool) {
 	if rt.Status != nudge.StatusStarting || !rt.Managed {
 		return startOverdue{}, false // an unmanaged pane's start is not nudge's to judge
 	}
-	d := r.recs.startTimeout(rt)
+	d := rc.startTimeout(rt)
 	if now.Sub(rt.StatusSince) < d {
 		return startOverdue{}, false
 	}
-	return startOverdue{id: rt.RuntimeID, pane: rt.PaneID, host: r.conns.hostLocked(rt.WorkspaceID), since: rt.StatusSince, timeout: d}, true
+	return startOverdue{id: rt.RuntimeID, pane: rt.PaneID, host: rc.conns.hostLocked(rt.WorkspaceID), since: rt.StatusSince, timeout: d}, true
 }
 
 // failStarts fails each overdue runtime that is still in the same start, with its screen.
-func (r *reconciler) failStarts(ctx context.Context, due []startOverdue) {
+func (rc *reconciler) failStarts(ctx context.Context, due []startOverdue) {
 	for _, o := range due {
-		screen := r.evidence(ctx, o.host, o.pane)
-		r.recs.mu.Lock()
-		rt := r.recs.rts[o.id]
+		screen := rc.evidence(ctx, o.host, o.pane)
+		rc.recs.mu.Lock()
+		rt := rc.recs.rts[o.id]
 		var chs []change
-		if rt != nil && r.recs.busy[o.id] == "" && rt.Status == nudge.StatusStarting && rt.StatusSince.Equal(o.since) {
+		if rt != nil && rc.recs.busy[o.id] == "" && rt.Status == nudge.StatusStarting && rt.StatusSince.Equal(o.since) {
 			why := "start timeout: not READY within " + o.timeout.String()
 			var err error
-			chs, err = r.recs.transitionLocked(o.id, nudge.StatusFailed, why, nudge.SpawnFailed, nil)
-			r.recs.logErr("start timeout", o.id, err)
+			chs, err = rc.recs.transitionLocked(o.id, nudge.StatusFailed, why, nudge.SpawnFailed, nil)
+			rc.recs.logErr("start timeout", o.id, err)
 			if err == nil {
-				r.recs.auditLocked(r.recs.rts[o.id], "runtime_start_timeout", why, nudge.SpawnFailed,
+				rc.recs.auditLocked(rc.recs.rts[o.id], "runtime_start_timeout", why, nudge.SpawnFailed,
 					map[string]any{"pane_id": o.pane, "timeout_ms": o.timeout.Milliseconds(), "screen": screen})
 			}
 		}
-		r.recs.mu.Unlock()
-		r.recs.notify(chs)
+		rc.recs.mu.Unlock()
+		rc.recs.notify(chs)
 	}
 }
 
 // evidence captures a pane's screen, redacted, for the audit ("" if it cannot).
-func (r *reconciler) evidence(ctx context.Context, host, pane string) string {
+func (rc *reconciler) evidence(ctx context.Context, host, pane string) string {
 	if pane == "" {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := r.tmux.run(ctx, host, "capture-pane", "-p", "-J", "-t", pane)
+	out, err := rc.tmux.run(ctx, host, "capture-pane", "-p", "-J", "-t", pane)
 	if err != nil {
 		return ""
 	}
@@ -73,4 +73,24 @@ func (r *reconciler) evidence(ctx context.Context, host, pane string) string {
 		out = out[len(out)-max:]
 	}
 	return out
+}
+
+// startTimeout is the profile's start timeout, else Config.StartTimeout.
+func (rc *reconciler) startTimeout(rt *nudge.Runtime) time.Duration {
+	if d := rc.cfg.Profiles[rt.Agent].StartTimeout; d > 0 {
+		return d
+	}
+	return rc.cfg.StartTimeout
+}
+
+// startDeadline is when a starting runtime fails its start; zero if it is not starting.
+// The trigger pipeline holds a trigger for a starting runtime until then.
+func (rc *reconciler) startDeadline(id string) time.Time {
+	rc.recs.mu.Lock()
+	defer rc.recs.mu.Unlock()
+	rt := rc.recs.rts[id]
+	if rt == nil || rt.Status != nudge.StatusStarting {
+		return time.Time{}
+	}
+	return rt.StatusSince.Add(rc.startTimeout(rt))
 }

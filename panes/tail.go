@@ -11,18 +11,18 @@ import (
 )
 
 // tail is Registry.Tail.
-func (r *conns) tail(ctx context.Context, rt nudge.Runtime, n int) (Screen, error) {
+func (cs *conns) tail(ctx context.Context, rt nudge.Runtime, n int) (Screen, error) {
 	target := rt.PaneID
 	if target == "" {
 		target = rt.Target
 	}
 	if target == "" || !Live(rt.Status) {
-		return r.screens.last(rt.RuntimeID, n), nil
+		return cs.screens.last(rt.RuntimeID, n), nil
 	}
-	lines, err := r.capture(ctx, rt.WorkspaceID, target, n)
+	lines, err := cs.capture(ctx, rt.WorkspaceID, target, n)
 	if err != nil {
 		if isMissing(err) || strings.Contains(err.Error(), "can't find pane") {
-			return r.screens.last(rt.RuntimeID, n), nil
+			return cs.screens.last(rt.RuntimeID, n), nil
 		}
 		return Screen{}, err
 	}
@@ -30,10 +30,10 @@ func (r *conns) tail(ctx context.Context, rt nudge.Runtime, n int) (Screen, erro
 }
 
 // keepScreen captures the pane's last screen before nudge closes it, for Tail.
-func (r *conns) keepScreen(ctx context.Context, rt *nudge.Runtime, paneID string) {
-	lines, err := r.capture(ctx, rt.WorkspaceID, paneID, keptScreenLines)
+func (cs *conns) keepScreen(ctx context.Context, rt *nudge.Runtime, paneID string) {
+	lines, err := cs.capture(ctx, rt.WorkspaceID, paneID, keptScreenLines)
 	if err != nil {
-		r.cfg.Logger.Debug("keep the last screen", "runtime_id", rt.RuntimeID, "err", err)
+		cs.cfg.Logger.Debug("keep the last screen", "runtime_id", rt.RuntimeID, "err", err)
 		return
 	}
 	// tmux's own "Pane is dead (...)" line under a dead pane's screen, and the blank rows
@@ -41,12 +41,12 @@ func (r *conns) keepScreen(ctx context.Context, rt *nudge.Runtime, paneID string
 	for len(lines) > 0 && (strings.TrimSpace(lines[len(lines)-1]) == "" || strings.HasPrefix(lines[len(lines)-1], "Pane is dead")) {
 		lines = lines[:len(lines)-1]
 	}
-	r.screens.keep(rt.RuntimeID, lines, time.Now())
+	cs.screens.keep(rt.RuntimeID, lines, time.Now())
 }
 
 // capture is capture-pane of target's last n lines, cleaned for display.
-func (r *conns) capture(ctx context.Context, ws, target string, n int) ([]string, error) {
-	c, err := r.conn(ws)
+func (cs *conns) capture(ctx context.Context, ws, target string, n int) ([]string, error) {
+	c, err := cs.conn(ws)
 	if err != nil {
 		return nil, err
 	}

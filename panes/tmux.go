@@ -31,17 +31,17 @@ type tmuxClient struct {
 // is not put on the command line, where every local user can read it (ps, /proc) and
 // where a tmux server started by it keeps it for its lifetime: tmux gets
 // `start-server ; source-file -` and reads the commands from its stdin.
-func (r *tmuxClient) run(ctx context.Context, host string, args ...string) (string, error) {
+func (t *tmuxClient) run(ctx context.Context, host string, args ...string) (string, error) {
 	var stdin string
-	argv := r.argv(host, args)
+	argv := t.argv(host, args)
 	if slices.Contains(args, "-e") {
 		script, err := tmuxScript(args)
 		if err != nil {
 			return "", &tmuxError{Args: args, Err: err}
 		}
-		stdin, argv = script, r.argv(host, []string{"start-server", ";", "source-file", "-"})
+		stdin, argv = script, t.argv(host, []string{"start-server", ";", "source-file", "-"})
 	}
-	bctx, cancel := r.boundCtx(ctx) // a tmux (or ssh) that never answers fails the command
+	bctx, cancel := t.boundCtx(ctx) // a tmux (or ssh) that never answers fails the command
 	defer cancel()
 	cmd := exec.CommandContext(bctx, argv[0], argv[1:]...)
 	cmd.Env = controlmode.ChildEnv(os.Environ())
@@ -52,7 +52,7 @@ func (r *tmuxClient) run(ctx context.Context, host string, args ...string) (stri
 	if err := cmd.Run(); err != nil {
 		te := &tmuxError{Args: args, Stderr: strings.TrimSpace(stderr.String()), Err: err}
 		if bctx.Err() != nil && ctx.Err() == nil {
-			te.Err = fmt.Errorf("no answer within %s: %w", r.cfg.CommandTimeout, context.DeadlineExceeded)
+			te.Err = fmt.Errorf("no answer within %s: %w", t.cfg.CommandTimeout, context.DeadlineExceeded)
 		}
 		var ee *exec.ExitError
 		if host != "" && errors.As(err, &ee) && ee.ExitCode() == 255 { // ssh's own failure, not tmux's
@@ -96,21 +96,21 @@ func splitCommands(args []string) func(func([]string) bool) {
 	}
 }
 
-func (r *tmuxClient) argv(host string, args []string) []string {
-	argv := []string{r.cfg.Tmux}
-	if r.cfg.ConfigFile != "" {
-		argv = append(argv, "-f", r.cfg.ConfigFile)
+func (t *tmuxClient) argv(host string, args []string) []string {
+	argv := []string{t.cfg.Tmux}
+	if t.cfg.ConfigFile != "" {
+		argv = append(argv, "-f", t.cfg.ConfigFile)
 	}
-	if r.cfg.SocketPath != "" {
-		argv = append(argv, "-S", r.cfg.SocketPath)
-	} else if r.cfg.SocketName != "" {
-		argv = append(argv, "-L", r.cfg.SocketName)
+	if t.cfg.SocketPath != "" {
+		argv = append(argv, "-S", t.cfg.SocketPath)
+	} else if t.cfg.SocketName != "" {
+		argv = append(argv, "-L", t.cfg.SocketName)
 	}
 	argv = append(argv, args...)
 	if host == "" {
 		return argv
 	}
-	return controlmode.SSHArgv(r.cfg.SSH, r.cfg.SSHConfig, host, argv)
+	return controlmode.SSHArgv(t.cfg.SSH, t.cfg.SSHConfig, host, argv)
 }
 
 // shellQuote quotes s for a POSIX shell (the remote side of ssh only).
@@ -263,16 +263,16 @@ func quoteLine(args []string) (string, bool) {
 // boundCtx bounds one tmux command by CommandTimeout: a tmux server that stops answering
 // (or a control client that died with the command in flight) must not hold a stop or a
 // relaunch for good.
-func (r *tmuxClient) boundCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, r.cfg.CommandTimeout)
+func (t *tmuxClient) boundCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, t.cfg.CommandTimeout)
 }
 
 // launchRun runs a launching tmux command, again (up to launchTries times, launchBackoff
 // apart) while tmux says its server went away under it (killed or restarting): such a
 // command created nothing that survives, so running it again is safe.
-func (r *tmuxClient) launchRun(ctx context.Context, host string, args ...string) (string, error) {
+func (t *tmuxClient) launchRun(ctx context.Context, host string, args ...string) (string, error) {
 	for try := 1; ; try++ {
-		out, err := r.run(ctx, host, args...)
+		out, err := t.run(ctx, host, args...)
 		if err == nil || try == launchTries || !serverLost(err) {
 			return out, err
 		}

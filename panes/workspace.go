@@ -33,7 +33,8 @@ type conns struct {
 	ws map[string]*workspace
 }
 
-// workspace owns one workspace's control connection and its reconciler goroutine.
+// workspace is one workspace: its host, its control connection, and the channels its
+// two goroutines (conns.connLoop, reconciler.loop) wait on.
 type workspace struct {
 	name string
 	host string        // ssh destination, "" local; guarded by mu (a workspace with no runtime may be rebound)
@@ -74,36 +75,36 @@ func poke(ch chan struct{}) {
 // getLocked returns the workspace, starting its two goroutines the first time (after
 // Close: none). The records' lock is held: a new workspace takes the host of its
 // runtimes, and bindHostLocked rebinds under the same lock.
-func (r *conns) getLocked(name string) *workspace {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if w := r.ws[name]; w != nil {
+func (cs *conns) getLocked(name string) *workspace {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if w := cs.ws[name]; w != nil {
 		return w
 	}
-	w := &workspace{name: name, host: r.cfg.SSHHost, kick: make(chan struct{}, 1), dial: make(chan struct{}, 1)}
-	for _, rt := range r.recs.rts {
+	w := &workspace{name: name, host: cs.cfg.SSHHost, kick: make(chan struct{}, 1), dial: make(chan struct{}, 1)}
+	for _, rt := range cs.recs.rts {
 		if rt.WorkspaceID == name {
 			w.host = rt.Host
 			break
 		}
 	}
-	r.ws[name] = w
-	r.g.goAll(func() { r.connLoop(w) }, func() { r.loop(w) })
+	cs.ws[name] = w
+	cs.g.goAll(func() { cs.connLoop(w) }, func() { cs.loop(w) })
 	return w
 }
 
 // lookup returns the workspace if it is known, starting nothing.
-func (r *conns) lookup(name string) *workspace {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ws[name]
+func (cs *conns) lookup(name string) *workspace {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.ws[name]
 }
 
 // wake asks a workspace to dial (if it has no connection) and reconcile at once.
-func (r *conns) wake(ws string) {
-	r.recs.mu.Lock()
-	w := r.getLocked(ws)
-	r.recs.mu.Unlock()
+func (cs *conns) wake(ws string) {
+	cs.recs.mu.Lock()
+	w := cs.getLocked(ws)
+	cs.recs.mu.Unlock()
 	poke(w.dial)
 	poke(w.kick)
 }
@@ -111,14 +112,14 @@ func (r *conns) wake(ws string) {
 // connLoop keeps one control connection to agents_<ws> attached, redialling with
 // backoff (100ms..5s) or at once when a spawn created the session. Every new or lost
 // connection triggers a reconcile.
-func (r *conns) connLoop(w *workspace) {
+func (cs *conns) connLoop(w *workspace) {
 	backoff := 100 * time.Millisecond
-	for r.g.ctx.Err() == nil {
-		conn, err := controlmode.Dial(r.g.ctx, r.connConfig(w))
+	for cs.g.ctx.Err() == nil {
+		conn, err := controlmode.Dial(cs.g.ctx, cs.connConfig(w))
 		if err != nil {
-			r.cfg.Logger.Debug("dial", "workspace", w.name, "error", err)
+			cs.cfg.Logger.Debug("dial", "workspace", w.name, "error", err)
 			select {
-			case <-r.g.ctx.Done():
+			case <-cs.g.ctx.Done():
 			case <-w.dial:
 			case <-time.After(backoff):
 			}
@@ -126,13 +127,13 @@ func (r *conns) connLoop(w *workspace) {
 			continue
 		}
 		backoff = 100 * time.Millisecond
-		r.stats.Dials.Add(1)
+		cs.stats.Dials.Add(1)
 		w.setConn(conn)
 		poke(w.kick)
 		select {
-		case <-r.g.ctx.Done():
+		case <-cs.g.ctx.Done():
 		case <-conn.Done():
-			r.cfg.Logger.Debug("control connection ended", "workspace", w.name, "error", conn.Err())
+			cs.cfg.Logger.Debug("control connection ended", "workspace", w.name, "error", conn.Err())
 		}
 		w.setConn(nil)
 		conn.Close()
@@ -140,63 +141,63 @@ func (r *conns) connLoop(w *workspace) {
 	}
 }
 
-func (r *conns) connConfig(w *workspace) controlmode.Config {
+func (cs *conns) connConfig(w *workspace) controlmode.Config {
 	host := w.hostName()
 	return controlmode.Config{
-		Tmux: r.cfg.Tmux, SocketName: r.cfg.SocketName, SocketPath: r.cfg.SocketPath,
-		ConfigFile: r.cfg.ConfigFile, SSHHost: host, SSH: r.cfg.SSH, SSHConfig: r.cfg.SSHConfig,
-		Session: SessionName(w.name), Logger: r.cfg.Logger.Named(w.name),
-		OnOutput: func(pane int, data []byte, age time.Duration) { r.onOutput(paneKey{host, pane}, data, age) },
-		OnEvent:  func(ev controlmode.Event) { r.onEvent(w, ev) },
+		Tmux: cs.cfg.Tmux, SocketName: cs.cfg.SocketName, SocketPath: cs.cfg.SocketPath,
+		ConfigFile: cs.cfg.ConfigFile, SSHHost: host, SSH: cs.cfg.SSH, SSHConfig: cs.cfg.SSHConfig,
+		Session: SessionName(w.name), Logger: cs.cfg.Logger.Named(w.name),
+		OnOutput: func(pane int, data []byte, age time.Duration) { cs.onOutput(paneKey{host, pane}, data, age) },
+		OnEvent:  func(ev controlmode.Event) { cs.onEvent(w, ev) },
 	}
 }
 
-func (r *conns) onOutput(pane paneKey, data []byte, age time.Duration) {
-	r.stats.LagNanos.Store(int64(age))
-	r.recs.markers.feed(pane, data)
-	if r.cfg.OnOutput == nil {
+func (cs *conns) onOutput(pane paneKey, data []byte, age time.Duration) {
+	cs.stats.LagNanos.Store(int64(age))
+	cs.recs.markers.feed(pane, data)
+	if cs.cfg.OnOutput == nil {
 		return
 	}
-	if id, ok := r.recs.panes.Load(pane); ok {
-		r.cfg.OnOutput(id.(string), data)
+	if id, ok := cs.recs.panes.Load(pane); ok {
+		cs.cfg.OnOutput(id.(string), data)
 	}
 }
 
 // onEvent runs on the read goroutine: it only pokes the reconciler.
-func (r *conns) onEvent(w *workspace, ev controlmode.Event) {
+func (cs *conns) onEvent(w *workspace, ev controlmode.Event) {
 	if _, ok := ev.(*controlmode.Pause); ok {
-		r.stats.Pauses.Add(1)
+		cs.stats.Pauses.Add(1)
 	}
 	switch ev.(type) {
 	case *controlmode.WindowClose, *controlmode.UnlinkedWindowClose, *controlmode.SubscriptionChanged,
 		*controlmode.Exit, *controlmode.SessionsChanged:
 		poke(w.kick)
 	}
-	if r.cfg.OnEvent != nil {
-		r.cfg.OnEvent(w.name, ev)
+	if cs.cfg.OnEvent != nil {
+		cs.cfg.OnEvent(w.name, ev)
 	}
 }
 
 // listPanes lists the workspace session's panes: one command over the control
 // connection, or a subprocess when none is up. A missing session is an empty list.
-func (r *conns) listPanes(ctx context.Context, w *workspace) ([]paneInfo, error) {
+func (cs *conns) listPanes(ctx context.Context, w *workspace) ([]paneInfo, error) {
 	args := []string{"list-panes", "-s", "-t", "=" + SessionName(w.name), "-F", paneFormat}
 	if c := w.current(); c != nil {
 		q, err := controlmode.Quote(paneFormat)
 		if err == nil {
-			bctx, cancel := r.tmux.boundCtx(ctx)
+			bctx, cancel := cs.tmux.boundCtx(ctx)
 			reply, err := c.Do(bctx, "list-panes -s -t "+"'="+SessionName(w.name)+"' -F "+q)
 			cancel()
 			if err == nil {
 				panes := parsePanes(reply.Lines)
-				bctx, cancel := r.tmux.boundCtx(ctx)
+				bctx, cancel := cs.tmux.boundCtx(ctx)
 				deadSignals(bctx, c, panes)
 				cancel()
 				return panes, nil
 			}
 		}
 	}
-	out, err := r.tmux.run(ctx, w.hostName(), args...)
+	out, err := cs.tmux.run(ctx, w.hostName(), args...)
 	if err != nil {
 		if isMissing(err) {
 			return nil, nil
@@ -208,8 +209,8 @@ func (r *conns) listPanes(ctx context.Context, w *workspace) ([]paneInfo, error)
 
 // conn returns the live control connection of a workspace, or a TARGET_NOT_FOUND error.
 // The connection is owned by the registry; callers must not Close it.
-func (r *conns) conn(workspace string) (*controlmode.Conn, error) {
-	w := r.lookup(workspace)
+func (cs *conns) conn(workspace string) (*controlmode.Conn, error) {
+	w := cs.lookup(workspace)
 	if w != nil {
 		if c := w.current(); c != nil {
 			return c, nil
@@ -221,18 +222,18 @@ func (r *conns) conn(workspace string) (*controlmode.Conn, error) {
 	return nil, nudge.NewError(nudge.TargetNotFound, "no control connection for workspace "+workspace)
 }
 
-func (r *conns) workspace(name string) *workspace {
-	r.recs.mu.Lock()
-	defer r.recs.mu.Unlock()
-	return r.getLocked(name)
+func (cs *conns) workspace(name string) *workspace {
+	cs.recs.mu.Lock()
+	defer cs.recs.mu.Unlock()
+	return cs.getLocked(name)
 }
 
 // command runs one tmux command over the control connection, or as a subprocess.
-func (r *conns) command(ctx context.Context, w *workspace, args ...string) error {
+func (cs *conns) command(ctx context.Context, w *workspace, args ...string) error {
 	if c := w.current(); c != nil {
 		line, ok := quoteLine(args)
 		if ok {
-			bctx, cancel := r.tmux.boundCtx(ctx)
+			bctx, cancel := cs.tmux.boundCtx(ctx)
 			_, err := c.Do(bctx, line)
 			cancel()
 			if err == nil {
@@ -240,55 +241,55 @@ func (r *conns) command(ctx context.Context, w *workspace, args ...string) error
 			}
 		}
 	}
-	_, err := r.tmux.run(ctx, w.hostName(), args...)
+	_, err := cs.tmux.run(ctx, w.hostName(), args...)
 	return err
 }
 
 // hostOf returns the host a workspace is bound to ("" for this machine): that of its
 // runtimes, else the daemon's default host.
-func (r *conns) hostOf(workspace string) string {
-	r.recs.mu.Lock()
-	defer r.recs.mu.Unlock()
-	return r.hostLocked(workspace)
+func (cs *conns) hostOf(workspace string) string {
+	cs.recs.mu.Lock()
+	defer cs.recs.mu.Unlock()
+	return cs.hostLocked(workspace)
 }
 
 // hostLocked is hostOf with the records' lock held.
-func (r *conns) hostLocked(workspace string) string {
-	if w := r.lookup(workspace); w != nil {
+func (cs *conns) hostLocked(workspace string) string {
+	if w := cs.lookup(workspace); w != nil {
 		return w.hostName()
 	}
-	for _, rt := range r.recs.rts {
+	for _, rt := range cs.recs.rts {
 		if rt.WorkspaceID == workspace {
 			return rt.Host
 		}
 	}
-	return r.cfg.SSHHost
+	return cs.cfg.SSHHost
 }
 
 // bindHost resolves and binds the host of a new runtime of workspace: want, or the
 // workspace's current host if want is "".
-func (r *conns) bindHost(workspace, want string) (string, error) {
+func (cs *conns) bindHost(workspace, want string) (string, error) {
 	if err := validHost(want); err != nil {
 		return "", err
 	}
-	r.recs.mu.Lock()
-	defer r.recs.mu.Unlock()
+	cs.recs.mu.Lock()
+	defer cs.recs.mu.Unlock()
 	if want == "" {
-		return r.hostLocked(workspace), nil
+		return cs.hostLocked(workspace), nil
 	}
-	return want, r.bindHostLocked(workspace, want)
+	return want, cs.bindHostLocked(workspace, want)
 }
 
 // bindHostLocked binds a workspace to host for a new runtime. A workspace whose runtimes
 // live on another host is a CONFLICT; one with none left is rebound. The
 // records' lock is held.
-func (r *conns) bindHostLocked(workspace, host string) error {
-	for _, rt := range r.recs.rts {
+func (cs *conns) bindHostLocked(workspace, host string) error {
+	for _, rt := range cs.recs.rts {
 		if rt.WorkspaceID == workspace && rt.Host != host && rt.Status != nudge.StatusDeregistered {
 			return nudge.NewError(nudge.Conflict, fmt.Sprintf("workspace %s is bound to host %q (runtime %s)", workspace, displayHost(rt.Host), rt.RuntimeID))
 		}
 	}
-	if w := r.lookup(workspace); w != nil {
+	if w := cs.lookup(workspace); w != nil {
 		w.mu.Lock()
 		changed := w.host != host
 		w.host = host
@@ -302,13 +303,13 @@ func (r *conns) bindHostLocked(workspace, host string) error {
 }
 
 // paneExitWait is Registry.PaneExit.
-func (r *conns) paneExitWait(ctx context.Context, workspace, paneID string) (bool, *int, error) {
+func (cs *conns) paneExitWait(ctx context.Context, workspace, paneID string) (bool, *int, error) {
 	for try := 1; ; try++ {
-		alive, dead, status, err := r.paneExit(ctx, workspace, paneID)
+		alive, dead, status, err := cs.paneExit(ctx, workspace, paneID)
 		if err != nil || alive || !dead || status != nil || try*int(statusRecheck) >= int(time.Second) {
 			return alive, status, err
 		}
-		r.reap(ctx, r.workspace(workspace))
+		cs.reap(ctx, cs.workspace(workspace))
 		select {
 		case <-ctx.Done():
 			return false, nil, nil
@@ -318,9 +319,9 @@ func (r *conns) paneExitWait(ctx context.Context, workspace, paneID string) (boo
 }
 
 // paneExit reads the pane once: alive, or dead with its status if tmux knows it.
-func (r *conns) paneExit(ctx context.Context, workspace, paneID string) (alive, dead bool, status *int, err error) {
+func (cs *conns) paneExit(ctx context.Context, workspace, paneID string) (alive, dead bool, status *int, err error) {
 	// display-message expands its formats empty for a missing target instead of failing.
-	out, err := r.tmux.run(ctx, r.hostOf(workspace), "display-message", "-p", "-t", paneID, "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
+	out, err := cs.tmux.run(ctx, cs.hostOf(workspace), "display-message", "-p", "-t", paneID, "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
 	if isMissing(err) {
 		return false, false, nil, nil
 	}
