@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -255,12 +256,16 @@ func opencodeMessage(dst []Event, st *State, e *opencodeEvent) []Event {
 }
 
 // opencodePart reads a part's update: a user message's own text is the prompt; an
-// assistant's text counts once it is whole (its end time set). Each part once.
+// assistant's text counts once it is whole (its end time set). Each part once, a user's
+// again when its text changed.
 func opencodePart(dst []Event, st *State, e *opencodeEvent) []Event {
 	p := &e.Part
-	if p.Type != "text" || p.Synthetic || p.Ignored || p.ID == "" || p.MessageID == "" || p.ID == st.Any[ocPart] {
+	if p.Type != "text" || p.Synthetic || p.Ignored || p.ID == "" || p.MessageID == "" {
 		return dst
 	}
+	// A part is reported once; a user's part again when its text changed: OpenCode
+	// appends a prompt typed while the previous one waits to be sent to that one's text.
+	seen := p.ID + "\x00" + strconv.Itoa(len(p.Text))
 	var k Kind
 	switch p.MessageID {
 	case st.Any[ocUser]:
@@ -269,11 +274,14 @@ func opencodePart(dst []Event, st *State, e *opencodeEvent) []Event {
 		if p.Time.End == 0 || !st.InTurn {
 			return dst
 		}
-		k = AssistantText
+		k, seen = AssistantText, p.ID
 	default:
 		return dst
 	}
-	st.Any[ocPart] = p.ID
+	if seen == st.Any[ocPart] {
+		return dst
+	}
+	st.Any[ocPart] = seen
 	text, cut := Clip(p.Text)
 	return append(dst, Event{Kind: k, SessionID: st.SessionID, Text: text, Truncated: cut})
 }

@@ -32,12 +32,15 @@ func TestOpenCodeParse(t *testing.T) {
 }
 
 // A tool call does not end the turn: the assistant message after it does. Text still
-// streaming (no end time) is not the reply yet; a synthetic user part is not a prompt.
+// streaming (no end time) is not the reply yet; a synthetic user part is not a prompt; a
+// prompt typed while the last one waits is appended to its part, which is read again.
 func TestOpenCodeToolCallsAndPartials(t *testing.T) {
 	lines := []string{
 		`message.updated.1 {"sessionID":"s1","info":{"id":"u1","role":"user"}}`,
 		`message.part.updated.1 {"sessionID":"s1","part":{"id":"p0","messageID":"u1","type":"text","text":"file contents","synthetic":true}}`,
 		`message.part.updated.1 {"sessionID":"s1","part":{"id":"p1","messageID":"u1","type":"text","text":"do it"}}`,
+		`message.part.updated.1 {"sessionID":"s1","part":{"id":"p1","messageID":"u1","type":"text","text":"do it"}}`,
+		`message.part.updated.1 {"sessionID":"s1","part":{"id":"p1","messageID":"u1","type":"text","text":"do it[and this]"}}`,
 		`message.updated.1 {"sessionID":"s1","info":{"id":"a1","role":"assistant","parentID":"u1","time":{"created":1}}}`,
 		`message.part.updated.1 {"sessionID":"s1","part":{"id":"p2","messageID":"a1","type":"text","text":"Look"}}`,
 		`message.part.updated.1 {"sessionID":"s1","part":{"id":"p2","messageID":"a1","type":"text","text":"Looking.","time":{"end":2}}}`,
@@ -58,7 +61,7 @@ func TestOpenCodeToolCallsAndPartials(t *testing.T) {
 		}
 	}
 	wantEvents(t, evs, "s1", []ev{
-		{SessionKnown, ""}, {UserMessage, "do it"}, {TurnStarted, ""},
+		{SessionKnown, ""}, {UserMessage, "do it"}, {UserMessage, "do it[and this]"}, {TurnStarted, ""},
 		{AssistantText, "Looking."}, {AssistantText, "Done."}, {TurnEnded, ""},
 	})
 }
