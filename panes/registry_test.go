@@ -264,7 +264,12 @@ func TestReopenRestartsMissing(t *testing.T) {
 func TestStopIgnoringSIGINT(t *testing.T) {
 	e := newEnv(t, nil)
 	e.spawn("ws", "keep", "cat")
-	rt := e.spawn("ws", "stubborn", "sh", "-c", `trap "" INT; sleep 1000`)
+	rt := e.spawn("ws", "stubborn", "sh", "-c", `trap "" INT; echo trapped; sleep 1000`)
+	// Stop's C-c must come after the trap is set, or it ends the shell by itself.
+	e.waitFor("the trap set", func() bool {
+		out, _ := e.tmux("capture-pane", "-p", "-t", rt.PaneID)
+		return strings.Contains(out, "trapped")
+	})
 	if err := e.reg.Stop(context.Background(), rt.RuntimeID, "test"); err != nil {
 		t.Fatal(err)
 	}
