@@ -243,7 +243,10 @@ func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 				fl.mu.Lock()
 				mine := fl.mine
 				fl.mu.Unlock()
-				if !mine && rs.cfg.OnForeign != nil {
+				// A record shown to be another's is passed over; so is the other's part of a
+				// record spanning several (OpenCode's sessions of one directory), even after
+				// this runtime's own prompts were seen in it.
+				if (!mine || ev.File != fl.r.Path()) && rs.cfg.OnForeign != nil {
 					rs.wg.Add(1)
 					go func(path string) { // it replaces this reader: not on its goroutine
 						defer rs.wg.Done()

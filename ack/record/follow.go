@@ -360,8 +360,10 @@ func (fl *lineFeed) line(l []byte) error {
 
 // send gives the events of record line n to the Reader's channel, waiting while it is
 // full.
-func (r *follower) send(evs []Event, n int64) error {
-	path := r.Path()
+func (r *follower) send(evs []Event, n int64) error { return r.sendAs(evs, n, r.Path()) }
+
+// sendAs is send with the events' File path (a database record's FILE#KEY of the row).
+func (r *follower) sendAs(evs []Event, n int64, path string) error {
 	for _, e := range evs {
 		e.File = path
 		if e.Line == 0 {
@@ -389,7 +391,7 @@ func (r *follower) followTable(w *sub, path string, t Table) error {
 	if err := w.add(filepath.Dir(file)); err != nil {
 		return err
 	}
-	tr, err := t.OpenTable(file, key)
+	tr, err := t.OpenTable(r.spec, file, key)
 	if err != nil {
 		return err
 	}
@@ -399,7 +401,7 @@ func (r *follower) followTable(w *sub, path string, t Table) error {
 	var dst []Event
 	changed := false
 	for {
-		err := tr.Rows(last, func(n int64, text []byte) error {
+		err := tr.Rows(last, func(n int64, key string, text []byte) error {
 			last, st.Line = n, n
 			if len(text) > MaxLine {
 				r.skipped.Add(1)
@@ -409,7 +411,7 @@ func (r *follower) followTable(w *sub, path string, t Table) error {
 			if dst, err = r.f.Parse(dst[:0], st, text); err != nil {
 				return err
 			}
-			return r.send(dst, n)
+			return r.sendAs(dst, n, file+"#"+key)
 		})
 		if errors.Is(err, ErrUnknownFormat) || errors.Is(err, errStopped) {
 			return err

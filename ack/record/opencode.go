@@ -20,8 +20,9 @@ import (
 // order (aggregate_id is the session id, seq counts from 0), each a type
 // ("session.created.1", "message.updated.1", "message.part.updated.1", ...) and the JSON
 // of the change. A runtime's session is the one created in its directory at or after
-// its start (or the one it resumed); a row reads as a line "TYPE DATA" (Parse), seq+1
-// its line number. A prompt is a text part of a message with the role "user" (parts
+// its start (or the one it resumed), and any later one in that directory not another
+// runtime's (its TUI may open a new one); a row reads as a line "TYPE DATA" (Parse), the
+// table's rowid its line number. A prompt is a text part of a message with the role "user" (parts
 // OpenCode adds itself are marked synthetic); the answer is the text parts of the
 // "assistant" messages that follow; an assistant message completed with a finish other
 // than "tool-calls" ends the turn.
@@ -107,37 +108,54 @@ func excludedKey(s Spec, key string) bool {
 	return false
 }
 
-// OpenTable implements Table.
-func (OpenCode) OpenTable(file, key string) (TableReader, error) {
+// OpenTable implements Table: the rows of session key and of every later top-level
+// session in the same directory that is not another runtime's (OpenCode's TUI may open a
+// new session: the runtime's prompts go on there), in the order they were written (the
+// event table's rowid, the line number).
+func (OpenCode) OpenTable(s Spec, file, key string) (TableReader, error) {
 	db, err := openTable(file)
 	if err != nil {
 		return nil, err
 	}
-	return &opencodeRows{db: db, session: key}, nil
+	o := &opencodeRows{db: db, session: key, spec: s}
+	if err := db.QueryRow("SELECT directory, time_created FROM session WHERE id = ?", key).Scan(&o.dir, &o.since); err != nil {
+		db.Close()
+		return nil, opencodeErr(err)
+	}
+	return o, nil
 }
 
 type opencodeRows struct {
 	db      *sql.DB
-	session string
+	session string // the first session
+	dir     string // its directory
+	since   int64  // and creation (ms)
+	spec    Spec
 }
 
-// Rows implements TableReader: the session's event rows after seq after-1.
-func (o *opencodeRows) Rows(after int64, fn func(line int64, text []byte) error) error {
-	rows, err := o.db.Query("SELECT seq, type, data FROM event WHERE aggregate_id = ? AND seq >= ? ORDER BY seq", o.session, after)
+// Rows implements TableReader.
+func (o *opencodeRows) Rows(after int64, fn func(line int64, key string, text []byte) error) error {
+	rows, err := o.db.Query(`SELECT e.rowid, e.aggregate_id, e.type, e.data FROM event e
+		WHERE e.rowid > ? AND e.aggregate_id IN (SELECT id FROM session
+			WHERE id = ? OR (directory = ? AND parent_id IS NULL AND time_created >= ?))
+		ORDER BY e.rowid`, after, o.session, o.dir, o.since)
 	if err != nil {
 		return opencodeErr(err)
 	}
 	defer rows.Close()
 	var line []byte
 	for rows.Next() {
-		var seq int64
-		var typ string
+		var n int64
+		var key, typ string
 		var data sql.RawBytes
-		if err := rows.Scan(&seq, &typ, &data); err != nil {
+		if err := rows.Scan(&n, &key, &typ, &data); err != nil {
 			return err
 		}
+		if key != o.session && excludedKey(o.spec, key) {
+			continue
+		}
 		line = append(append(append(line[:0], typ...), ' '), data...)
-		if err := fn(seq+1, line); err != nil {
+		if err := fn(n, key, line); err != nil {
 			return err
 		}
 	}
@@ -213,7 +231,8 @@ func (OpenCode) Parse(dst []Event, st *State, line []byte) ([]Event, error) {
 		st.Any = map[string]string{}
 	}
 	n := len(dst)
-	if e.SessionID != "" && st.SessionID == "" {
+	if e.SessionID != "" && (st.SessionID == "" || st.SessionID != e.SessionID && string(typ) == "session.created.1") {
+		// The first session, or one the TUI opened since: the runtime's session now.
 		st.SessionID = e.SessionID
 		dst = append(dst, Event{Kind: SessionKnown, SessionID: e.SessionID})
 	}

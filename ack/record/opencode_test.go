@@ -124,16 +124,29 @@ func TestOpenCodeFollow(t *testing.T) {
 	defer r.Close()
 	ocEvent(t, db, "ses_taken", 0, "message.updated.1", `{"sessionID":"ses_taken","info":{"id":"u0","role":"user"}}`)
 	ocEvent(t, db, "ses_mine", 0, "session.created.1", `{"sessionID":"ses_mine","info":{"id":"ses_mine"}}`)
-	if e := next(t, r); e.Kind != SessionKnown || e.SessionID != "ses_mine" || e.Line != 1 || e.File != real+"#ses_mine" {
+	if e := next(t, r); e.Kind != SessionKnown || e.SessionID != "ses_mine" || e.Line != 2 || e.File != real+"#ses_mine" {
 		t.Fatalf("first event %+v", e)
 	}
 	ocEvent(t, db, "ses_mine", 1, "message.updated.1", `{"sessionID":"ses_mine","info":{"id":"u1","role":"user"}}`)
 	ocEvent(t, db, "ses_mine", 2, "message.part.updated.1", `{"sessionID":"ses_mine","part":{"id":"p1","messageID":"u1","type":"text","text":"hello"}}`)
-	if e := next(t, r); e.Kind != UserMessage || e.Text != "hello" || e.Line != 3 {
+	if e := next(t, r); e.Kind != UserMessage || e.Text != "hello" || e.Line != 4 {
 		t.Fatalf("prompt %+v", e)
 	}
 	if r.Path() != real+"#ses_mine" {
 		t.Fatalf("path %q", r.Path())
+	}
+	// The TUI opens a new session in the same directory: the runtime's prompts go on there.
+	if _, err := db.Exec("INSERT INTO session (id, directory, time_created) VALUES ('ses_next', '/home/user/proj', ?)", now+2); err != nil {
+		t.Fatal(err)
+	}
+	ocEvent(t, db, "ses_next", 0, "session.created.1", `{"sessionID":"ses_next","info":{"id":"ses_next"}}`)
+	ocEvent(t, db, "ses_next", 1, "message.updated.1", `{"sessionID":"ses_next","info":{"id":"u2","role":"user"}}`)
+	ocEvent(t, db, "ses_next", 2, "message.part.updated.1", `{"sessionID":"ses_next","part":{"id":"p2","messageID":"u2","type":"text","text":"again"}}`)
+	if e := next(t, r); e.Kind != SessionKnown || e.SessionID != "ses_next" || e.File != real+"#ses_next" {
+		t.Fatalf("the new session %+v", e)
+	}
+	if e := next(t, r); e.Kind != UserMessage || e.Text != "again" || e.SessionID != "ses_next" {
+		t.Fatalf("its prompt %+v", e)
 	}
 }
 

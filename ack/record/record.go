@@ -125,19 +125,20 @@ type State struct {
 
 // Table is a Format whose record is rows of a database rather than lines of a file
 // (OpenCode keeps its sessions in SQLite). Its Locate returns FILE#KEY: the database file
-// and the key of this runtime's rows in it; Parse reads one row in the form its
-// TableReader gives it. The follower reads the rows it has not seen whenever the
+// and the key of this runtime's first rows in it (a session); Parse reads one row in the
+// form its TableReader gives it. The follower reads the rows it has not seen whenever the
 // database's files change.
 type Table interface {
-	OpenTable(file, key string) (TableReader, error)
+	OpenTable(s Spec, file, key string) (TableReader, error)
 }
 
-// TableReader reads one runtime's rows of a database record; the follower owns it and
-// calls Close.
+// TableReader reads one runtime's rows of a database record — those of key and of any
+// later key the CLI moved on to for the same runtime — ; the follower owns it and calls
+// Close.
 type TableReader interface {
 	// Rows calls fn, in order, for each row whose line number is greater than after,
-	// with that number and the row's text (valid during the call only).
-	Rows(after int64, fn func(line int64, text []byte) error) error
+	// with that number, the row's key and its text (valid during the call only).
+	Rows(after int64, fn func(line int64, key string, text []byte) error) error
 	Close() error
 }
 
