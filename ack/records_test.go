@@ -155,3 +155,40 @@ func TestTrackerRecordAck(t *testing.T) {
 }
 
 func trig(id, rt string) nudge.Trigger { return nudge.Trigger{TriggerID: id, RuntimeID: rt} }
+
+// TestRecordsForeignPartPassedOver: a record spanning several sessions (OpenCode's of one
+// directory) whose later part shows another runtime's prompt is followed again without
+// that part, even after this runtime's own prompts were seen in it; a foreign prompt in
+// the reader's own file, once its own were seen, is not (two agents cannot share a file).
+func TestRecordsForeignPartPassedOver(t *testing.T) {
+	fr := &fakeReader{ch: make(chan record.Event, 16)}
+	foreign := make(chan string, 4)
+	rs := NewRecords(RecordsConfig{
+		Open: func(record.Format, record.Spec) record.Reader { return fr },
+		OnPrompt: func(rt, id, ev string) RecordOwner {
+			if strings.HasPrefix(id, "other") {
+				return RecordForeign
+			}
+			return RecordMine
+		},
+		OnForeign: func(rt, path string) { foreign <- path },
+	})
+	defer rs.Close()
+	rs.Follow("w.a", nil, record.Spec{})
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: "[BRIDGE_TRIGGER id=mine1 thread=- reason=r] x [/BRIDGE_TRIGGER]", File: "/rec.jsonl", Line: 1}
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: "[BRIDGE_TRIGGER id=other1 thread=- reason=r] y [/BRIDGE_TRIGGER]", File: "/rec.jsonl", Line: 2}
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: "[BRIDGE_TRIGGER id=other2 thread=- reason=r] z [/BRIDGE_TRIGGER]", File: "/rec.jsonl#ses_b", Line: 3}
+	select {
+	case p := <-foreign:
+		if p != "/rec.jsonl#ses_b" {
+			t.Fatalf("passed over %q, want the other session", p)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the other runtime's session was not passed over")
+	}
+	select {
+	case p := <-foreign:
+		t.Fatalf("passed over %q too", p)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
