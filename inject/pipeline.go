@@ -301,6 +301,11 @@ func (p *Pipeline) adopt(j *job) {
 	p.mu.Unlock()
 	t := j.record()
 	switch {
+	case t.State == nudge.StateSubmitted && t.Fallback == "" && p.submittedIsAck(t):
+		// Submitted is its ack (a program that cannot ack): the ack was decided before
+		// the daemon stopped, only its write may not have landed. Waiting for an ack
+		// that cannot come would type the prompt again.
+		p.fin.finishAcked(j, "submitted")
 	case t.State == nudge.StateSubmitted && t.Fallback == "":
 		p.fin.goAwaitAck(j)
 	case t.RuntimeID == "":
@@ -308,6 +313,20 @@ func (p *Pipeline) adopt(j *job) {
 	default:
 		p.lanes.enqueue(j)
 	}
+}
+
+// submittedIsAck reports whether t's runtime counts submitted as acked (its profile says
+// so, or nothing acks at all), as markSubmitted decides it.
+func (p *Pipeline) submittedIsAck(t nudge.Trigger) bool {
+	if p.deps.Acks == nil {
+		return true
+	}
+	rt, ok := p.deps.Runtimes.Get(t.RuntimeID)
+	if !ok {
+		return false
+	}
+	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
+	return prof.SubmittedIsAck
 }
 
 // Close stops every lane and waits for them. Open triggers stay in the store and are
