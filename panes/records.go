@@ -234,6 +234,12 @@ func (r *records) SetPaused(id string, paused bool, reason string) (nudge.Runtim
 		chs, err = r.updateLocked(id, set)
 	}
 	r.mu.Unlock()
+	return r.settled(id, chs, err)
+}
+
+// settled ends a change made under mu (released): its notifications go out and the
+// runtime is returned as it is now, or err.
+func (r *records) settled(id string, chs []change, err error) (nudge.Runtime, error) {
 	if err != nil {
 		return nudge.Runtime{}, err
 	}
@@ -292,12 +298,7 @@ func (r *records) EnterRecovery(id string, stage nudge.Status, reason string) (n
 		chs, err = r.toStatusLocked(id, stage, reason, "", nil)
 	}
 	r.mu.Unlock()
-	if err != nil {
-		return nudge.Runtime{}, err
-	}
-	r.notify(chs)
-	got, _ := r.Get(id)
-	return got, nil
+	return r.settled(id, chs, err)
 }
 
 // reserve marks a role as being worked on; a live record or a concurrent operation on

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/buildinfo"
@@ -63,10 +64,13 @@ func (c *Channels) Withdraw(ctx context.Context, rt nudge.Runtime, mark string) 
 func (c *Channels) codex(prof panes.Profile) native.Codex {
 	version := c.Version
 	if version == "" {
-		version = buildinfo.Read("").Version
+		version = buildVersion()
 	}
 	return native.Codex{Home: c.codexHome(prof), Version: version}
 }
+
+// buildVersion is this binary's version, read once.
+var buildVersion = sync.OnceValue(func() string { return buildinfo.Read("").Version })
 
 // codexHome is CODEX_HOME as the runtime's Codex sees it: the profile's env, else the
 // daemon's (the pane inherits it), else ~/.codex.
