@@ -218,8 +218,8 @@ func (m *Monitor) Close() error {
 //
 // It wakes the runtime's goroutine only when that goroutine waits for output: the first
 // chunk after a quiet verdict (armed), or output nudge did not cause while no human check
-// is pending. A pane that streams costs its goroutine nothing per line: the quiet timer
-// reads lastOut when it fires.
+// is pending. A pane that streams costs its goroutine nothing per line: each chunk only
+// pushes the quiet timer back, which fires once the pane has been quiet for readyQuiet.
 func (m *Monitor) Feed(runtimeID string, data []byte) {
 	m.mu.RLock()
 	ps := m.panes[runtimeID]
@@ -231,6 +231,10 @@ func (m *Monitor) Feed(runtimeID string, data []byte) {
 	now := m.cfg.Now().UnixNano()
 	ps.outSeq.Add(1)
 	ps.lastOut.Store(now)
+	// Push the quiet capture back to readyQuiet after this chunk. A Reset is a few
+	// stores under the timer's lock, no wake: a spinner's pane goroutine then sleeps
+	// until the row stops, instead of waking every ~readyQuiet to find it still moving.
+	ps.quiet.Reset(ps.readyQuiet)
 	wake := false
 	if now >= ps.injectUntil.Load() && (ps.keys == nil || !ps.keys.Load()) {
 		wake = !ps.maybeHuman.Load() && ps.maybeHuman.CompareAndSwap(false, true)
