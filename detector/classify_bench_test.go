@@ -3,6 +3,7 @@ package detector
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/acarl005/stripansi"
@@ -32,4 +33,38 @@ func BenchmarkClassify(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkClassifyScreens: one readiness look's classification (ClassifyScreen) of every
+// recorded -e screen of testdata/screens, each with its agent's pack, in turn.
+func BenchmarkClassifyScreens(b *testing.B) {
+	files, err := filepath.Glob(filepath.Join("testdata", "screens", "*.ansi"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	packs := defaultPacks(b)
+	type sample struct {
+		p    *Pack
+		text string
+	}
+	var screens []sample
+	for _, f := range files {
+		agent, _, _ := strings.Cut(filepath.Base(f), "_")
+		p := packs[agent]
+		if p == nil {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		screens = append(screens, sample{p, string(data)})
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		s := screens[i%len(screens)]
+		ClassifyScreen(s.p, Screen{Text: s.text, CursorY: -1})
+		i++
+	}
 }

@@ -521,11 +521,11 @@ func TestCodexLive(t *testing.T) {
 	e.waitReadiness(rt.RuntimeID, nudge.Ready)
 }
 
-// watch returns the key-event watch of host's tmux server.
+// watch returns the key-event watch of nudge's tmux server on host.
 func (m *Monitor) watch(host string) *humanWatch {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.human[host]
+	return m.human[serverKey(nudge.Runtime{Host: host})]
 }
 
 // keysBound reports whether host's binding (Any, or each key on tmux 3.2) is installed and ours.
@@ -535,7 +535,8 @@ func (m *Monitor) keysBound(host string) bool {
 }
 
 // TestStreamingWakes: a pane that streams wakes its goroutine once per busy stretch, not
-// once per %output chunk, and the quiet verdict still comes when the stream stops.
+// once per %output chunk nor every ready_quiet while it streams (the quiet timer), and
+// the quiet verdict still comes when the stream stops.
 func TestStreamingWakes(t *testing.T) {
 	e := newLiveEnv(t, nil)
 	rt := e.spawnShell("sh")
@@ -544,15 +545,16 @@ func TestStreamingWakes(t *testing.T) {
 		t.Fatal("pane not watched")
 	}
 	e.waitFor("Any binding installed", func() bool { return e.mon.keysBound("") })
-	wakes0, chunks0 := ps.wakes.Load(), ps.outSeq.Load()
+	e.waitReadiness(rt.RuntimeID, nudge.Ready)
+	wakes0, chunks0, fires0 := ps.wakes.Load(), ps.outSeq.Load(), ps.quietFires.Load()
 	e.tmux("send-keys", "-t", rt.PaneID, "-l", `for i in $(seq 300); do echo "line $i"; sleep 0.005; done`)
 	e.tmux("send-keys", "-t", rt.PaneID, "Enter")
 	e.waitFor("stream printed", func() bool {
 		return strings.Contains(e.tmux("capture-pane", "-p", "-t", rt.PaneID), "line 300")
 	})
 	e.waitReadiness(rt.RuntimeID, nudge.Ready)
-	wakes, chunks := ps.wakes.Load()-wakes0, ps.outSeq.Load()-chunks0
-	t.Logf("%d output chunks, %d wake-ups", chunks, wakes)
+	wakes, chunks, fires := ps.wakes.Load()-wakes0, ps.outSeq.Load()-chunks0, ps.quietFires.Load()-fires0
+	t.Logf("%d output chunks, %d wake-ups, %d quiet timer fires", chunks, wakes, fires)
 	if chunks < 50 {
 		t.Skipf("tmux coalesced the stream into %d chunks", chunks)
 	}
@@ -560,5 +562,10 @@ func TestStreamingWakes(t *testing.T) {
 	// the loop long enough for a few extra verdicts, never for one per chunk.
 	if wakes*5 > chunks {
 		t.Fatalf("%d wake-ups for %d output chunks", wakes, chunks)
+	}
+	// The quiet timer fires once per quiet spell: after each stretch a wake began, and
+	// never while the stream keeps it pushed back (the stream lasts several ready_quiet).
+	if fires > wakes+1 {
+		t.Fatalf("%d quiet timer fires for %d stretches of output", fires, wakes)
 	}
 }

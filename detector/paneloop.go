@@ -12,8 +12,8 @@ type paneLoop struct {
 	m  *Monitor
 	ps *paneState
 
-	readyQuiet   time.Duration // the profile's ReadyQuiet, looked up once
-	quiet        *time.Timer   // output has stopped for readyQuiet: capture
+	readyQuiet   time.Duration // paneState.readyQuiet
+	quiet        *time.Timer   // paneState.quiet: output has stopped for readyQuiet: capture
 	keys         *time.Timer   // the human's quiet window may be over
 	confirm      *time.Timer   // a rate-limited fallback query, run later
 	confirmArmed bool          // confirm is set
@@ -54,18 +54,11 @@ func (l *paneLoop) run() {
 	}
 }
 
-// start looks up the pane's ReadyQuiet (once: a runtime's profile does not change, and
-// the lookup copies the runtime's record, which every output chunk of a streaming pane
-// would otherwise pay) and sets the timers: the first capture soon, the others stopped.
+// start takes the pane's quiet timer and ReadyQuiet (newPane looked it up once: a
+// runtime's profile does not change) and sets the other timers, stopped.
 func (l *paneLoop) start() {
-	l.readyQuiet = DefaultReadyQuiet
-	reg := l.m.cfg.Registry
-	if rt, ok := reg.Get(l.ps.id); ok {
-		if p, ok := reg.Profile(rt.Agent); ok && p.ReadyQuiet > 0 {
-			l.readyQuiet = p.ReadyQuiet
-		}
-	}
-	l.quiet = time.NewTimer(l.readyQuiet)
+	l.readyQuiet = l.ps.readyQuiet
+	l.quiet = l.ps.quiet
 	l.keys = stoppedTimer()
 	l.confirm = stoppedTimer()
 	l.intakeEnd = stoppedTimer()
@@ -85,8 +78,8 @@ func (l *paneLoop) stop() {
 }
 
 // output runs when Feed woke the goroutine: the first output after a verdict (or a
-// %pause), or output nudge did not cause. Later output only moves lastOut: the quiet
-// timer looks at it when it fires.
+// %pause), or output nudge did not cause. Later output only moves lastOut and pushes
+// the quiet timer back (Feed): the goroutine sleeps while the pane redraws.
 func (l *paneLoop) output() {
 	ps := l.ps
 	l.m.markBusy(ps)
@@ -106,6 +99,7 @@ func (l *paneLoop) output() {
 // readyQuiet, else the timer set for the rest of it.
 func (l *paneLoop) quietOver() {
 	ps := l.ps
+	ps.quietFires.Add(1)
 	// Arm first, then look at lastOut: output after this point wakes the goroutine
 	// (Feed sees armed), output before it is seen here.
 	ps.armed.Store(true)

@@ -33,11 +33,17 @@ type paneState struct {
 	maybeHuman  atomic.Bool   // fallback: output nudge did not cause (left set while a check is pending)
 	armed       atomic.Bool   // the goroutine waits for output: the next chunk wakes it
 	wakes       atomic.Uint64 // times Feed woke the goroutine (tests count them)
+	quietFires  atomic.Uint64 // times the quiet timer woke it (tests count them)
 	scanning    atomic.Bool   // no session id known yet: keep a tail of the output
 	outCh       chan struct{} // cap 1: output arrived
 	keyCh       chan struct{} // cap 1: a human key was seen
 	modeCh      chan struct{} // cap 1: %pane-mode-changed
 	intakeCh    chan struct{} // cap 1: an intake began or ended (Submitted, Settled)
+	// quiet fires once the pane has shown no output for readyQuiet: every chunk resets
+	// it (Feed), so a pane that keeps redrawing never wakes its goroutine for it. Set
+	// by newPane, before Feed can see the pane; only the pane goroutine receives from it.
+	quiet      *time.Timer
+	readyQuiet time.Duration // the profile's ReadyQuiet, looked up once
 
 	tailMu sync.Mutex
 	tail   []byte
@@ -74,6 +80,11 @@ func (m *Monitor) newPane(rt nudge.Runtime) *paneState {
 		opBusy:   rt.OperatorBusy,
 	}
 	ps.armed.Store(true) // the first output marks BUSY
+	ps.readyQuiet = DefaultReadyQuiet
+	if p, ok := m.cfg.Registry.Profile(rt.Agent); ok && p.ReadyQuiet > 0 {
+		ps.readyQuiet = p.ReadyQuiet
+	}
+	ps.quiet = time.NewTimer(ps.readyQuiet) // the first capture soon
 	if rt.SessionID == "" {
 		if p, ok := m.cfg.Registry.Profile(rt.Agent); ok && p.SessionIDPattern != "" {
 			ps.tail = make([]byte, 0, tailCap)

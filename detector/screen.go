@@ -22,10 +22,13 @@ type style struct {
 
 // line is one screen row: its cells' runes and styles, ANSI removed.
 type line struct {
-	runes  []rune
-	styles []style
-	plain  string // string(runes) without trailing spaces
-	styled bool   // some cell has a non-default style
+	runes []rune
+	// styles holds each cell's style as an index in palette (a styled row only: nil
+	// for a row with no styled cell). The rows of a screen share both.
+	styles  []uint32
+	palette []style
+	plain   string // string(runes) without trailing spaces
+	styled  bool   // some cell has a non-default style
 }
 
 // parseScreen splits a capture into rows, removing escape sequences and
@@ -34,19 +37,28 @@ type line struct {
 //
 // Every row's runes share one backing array and every row's plain text is a slice of one
 // string: a readiness look allocates a handful of times, not three times per row (it was
-// most of what a busy fleet's daemon allocated).
+// most of what a busy fleet's daemon allocated). Styles are kept from the first styled
+// cell on, 4 bytes a cell in one array shared by the rows (an index in a palette of the
+// screen's few distinct styles), not a style value per cell of each styled row: those
+// were most of what a fleet of real agents' readiness looks allocated.
 func parseScreen(s string) []line {
 	var (
 		out   = make([]line, 0, strings.Count(s, "\n")+1)
 		runes = make([]rune, 0, visibleBytes(s)) // a row has at most as many runes as visible bytes
 		text  = make([]byte, 0, len(runes))      // the rows' plain text, one after the other
 		spans = make([][2]int, 0, cap(out))      // each row's plain text in text
+		cells []uint32                           // each rune's style in palette, once a cell was styled
+		pal   []style                            // the distinct styles seen; pal[0] is the default
 		cur   line
 		start int // where cur's runes begin in runes
 		st    style
+		sti   = -1 // st's index in pal; -1: look it up
 	)
 	end := func() {
 		cur.runes = runes[start:len(runes):len(runes)]
+		if cur.styled {
+			cur.styles, cur.palette = cells[start:len(runes):len(runes)], pal
+		}
 		from := len(text)
 		for _, r := range cur.runes {
 			text = utf8.AppendRune(text, r)
@@ -69,6 +81,7 @@ func parseScreen(s string) []line {
 			i++
 		case c == 0x1b:
 			i = skipEscape(s, i, &st)
+			sti = -1
 		default:
 			r, n := utf8.DecodeRuneInString(s[i:])
 			i += n
@@ -77,21 +90,19 @@ func parseScreen(s string) []line {
 			} else if unicode.IsControl(r) {
 				continue
 			}
-			// Styles are kept only for a row that has a styled cell (most have none):
-			// a style per cell of a 400-column screen was most of what a readiness
-			// look allocated.
-			if st != (style{}) && !cur.styled {
-				row := len(runes) - start
-				rest := strings.IndexByte(s[i:], '\n')
-				if rest < 0 {
-					rest = len(s) - i
-				}
-				cur.styles = make([]style, row, row+1+rest)
+			if st != (style{}) {
 				cur.styled = true
+				if cells == nil { // the first styled cell: every cell before it has the default
+					cells = make([]uint32, len(runes), cap(runes))
+					pal = append(make([]style, 0, 8), style{})
+				}
 			}
 			runes = append(runes, r)
-			if cur.styled {
-				cur.styles = append(cur.styles, st)
+			if cells != nil {
+				if sti < 0 {
+					sti = paletteIndex(&pal, st)
+				}
+				cells = append(cells, uint32(sti))
 			}
 		}
 	}
@@ -247,9 +258,20 @@ func applySGRSplit(params string, st *style) {
 // style is the style of cell k (the default for a row with no styled cell).
 func (l line) style(k int) style {
 	if k < len(l.styles) {
-		return l.styles[k]
+		return l.palette[l.styles[k]]
 	}
 	return style{}
+}
+
+// paletteIndex is st's index in *pal, appended if new.
+func paletteIndex(pal *[]style, st style) int {
+	for k, p := range *pal {
+		if p == st {
+			return k
+		}
+	}
+	*pal = append(*pal, st)
+	return len(*pal) - 1
 }
 
 func isPlaceholderStyle(st style, styles []string) bool {

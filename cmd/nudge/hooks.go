@@ -10,6 +10,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
+	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -79,20 +80,11 @@ func (h *hooks) onLLM(c detector.LLMCall) {
 	}
 }
 
-// readinessDetail is a readiness event's detail. Its fields are in the order a map's keys
-// were written in before (sorted), so the bytes are the same.
-type readinessDetail struct {
-	ActionsNeeded []string        `json:"actions_needed"`
-	OperatorBusy  bool            `json:"operator_busy"`
-	Readiness     nudge.Readiness `json:"readiness"`
-	RuntimeID     string          `json:"runtime_id"`
-	Summary       string          `json:"summary"`
-}
-
 func (h *hooks) onReadiness(runtimeID string, c detector.Classification, busy bool) {
 	ws := eventWorkspace(h.d.reg, runtimeID)
-	h.d.hub.Publish(Event{Type: "readiness", Workspace: ws, Detail: mustJSON(readinessDetail{
-		RuntimeID: runtimeID, Readiness: c.State, Summary: c.Summary, ActionsNeeded: c.ActionsNeeded, OperatorBusy: busy})})
+	d := eventstream.Readiness{RuntimeID: runtimeID, Readiness: c.State, Summary: c.Summary,
+		ActionsNeeded: c.ActionsNeeded, OperatorBusy: busy}
+	h.d.hub.Publish(Event{Type: "readiness", Workspace: ws, Detail: mustJSON(d), Value: d})
 	if !h.ready.Load() {
 		return
 	}

@@ -34,6 +34,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/store"
 )
 
@@ -48,8 +49,21 @@ type Event struct {
 	Runtime   any             `json:"runtime,omitempty"`
 	Trigger   any             `json:"trigger,omitempty"`
 	Detail    json.RawMessage `json:"detail,omitempty"`
+	// Value is the record Detail was made from (a Readiness), for the daemon's own
+	// readers (the notifier): they need not decode Detail. Never streamed or stored.
+	Value any `json:"-"`
 
 	raw []byte // the JSON as published (with Seq); shared, never modified
+}
+
+// Readiness is a readiness event's detail. Its fields are in the order a map's keys were
+// written in before (sorted), so the bytes are the same.
+type Readiness struct {
+	ActionsNeeded []string        `json:"actions_needed"`
+	OperatorBusy  bool            `json:"operator_busy"`
+	Readiness     nudge.Readiness `json:"readiness"`
+	RuntimeID     string          `json:"runtime_id"`
+	Summary       string          `json:"summary"`
 }
 
 // JSON returns the event's JSON as it is streamed (no trailing newline). The bytes are
@@ -303,7 +317,7 @@ func (h *Hub) recentAfter(after uint64) ([]Event, bool) {
 
 // bare returns ev without the records it was made of: what a replay needs.
 func (ev Event) bare() Event {
-	ev.Runtime, ev.Trigger, ev.Detail = nil, nil, nil
+	ev.Runtime, ev.Trigger, ev.Detail, ev.Value = nil, nil, nil, nil
 	return ev
 }
 

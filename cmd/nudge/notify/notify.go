@@ -233,7 +233,11 @@ func typedView(ev events.Event, v *view) bool {
 		}
 		v.Runtime = &runtimeView{RuntimeID: rt.RuntimeID, Status: string(rt.Status), ExitStatus: rt.ExitStatus}
 		return true
-	case "readiness": // its detail is JSON already: decode only that
+	case "readiness": // the daemon's own carry their record; else decode only the detail
+		if d, ok := ev.Value.(events.Readiness); ok {
+			v.Detail.RuntimeID, v.Detail.Readiness, v.Detail.Summary = d.RuntimeID, string(d.Readiness), d.Summary
+			return true
+		}
 		return json.Unmarshal(ev.Detail, &v.Detail) == nil
 	}
 	return true // alerts, fallback steps, ...: never a notification

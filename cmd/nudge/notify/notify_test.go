@@ -328,3 +328,18 @@ func TestCommandGetsNoCredentials(t *testing.T) {
 		}
 	}
 }
+
+// A readiness event the daemon published carries its record (Value): the view is read
+// from it, the same as from the detail's JSON.
+func TestTypedReadiness(t *testing.T) {
+	d := events.Readiness{RuntimeID: "rt_w.rev", Readiness: "NEEDS_CONFIRMATION", Summary: "Allow?"}
+	raw, _ := json.Marshal(d)
+	var typed, decoded view
+	if !typedView(events.Event{Type: "readiness", Workspace: "w", Detail: raw, Value: d}, &typed) ||
+		!typedView(events.Event{Type: "readiness", Workspace: "w", Detail: raw}, &decoded) {
+		t.Fatal("readiness event not read")
+	}
+	if typed.Detail != decoded.Detail || typed.Detail.RuntimeID != "rt_w.rev" || typed.Detail.Summary != "Allow?" {
+		t.Fatalf("typed %+v, decoded %+v", typed.Detail, decoded.Detail)
+	}
+}
