@@ -164,6 +164,7 @@ func TestUserSessionTriggers(t *testing.T) {
 func TestUserSessionHumanTyping(t *testing.T) {
 	cfg := collisionConfig(t)
 	td := startDaemon(t, cfg)
+	own := td.spawnBash("own") // %0 on nudge's server; the user's pane is %0 on theirs
 	u := newUserTmux(t)
 	u.tmux("new-session", "-d", "-s", "proj-ps", "-x", "120", "-y", "40", "bash", "--norc", "--noprofile")
 	u.tmux("send-keys", "-t", "=proj-ps:", "-l", "PS1='$ '")
@@ -183,6 +184,12 @@ func TestUserSessionHumanTyping(t *testing.T) {
 	op := u.attach(rt.PaneID)
 	op.typeKeys("echo human-was-here")
 	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.OperatorBusy })
+	if rt.PaneID != own.PaneID {
+		t.Logf("pane ids differ (%s, %s): the test of two servers' equal ids is moot", rt.PaneID, own.PaneID)
+	}
+	if got := td.waitRuntime(own.RuntimeID, func(runtimeView) bool { return true }); got.OperatorBusy {
+		t.Errorf("a key on the user's server made nudge's own %s busy", own.PaneID)
+	}
 	tr, err := td.trigger(map[string]any{"trigger_id": "h1", "workspace": "proj", "agent": "ps", "prompt": "automation text"})
 	if err != nil {
 		t.Fatal(err)
