@@ -89,6 +89,7 @@ func TestRegisterUserSession(t *testing.T) {
 		t.Fatalf("registered %+v", rt)
 	}
 	e.waitFor("ps ready", func() bool { return e.status(rt.RuntimeID) == nudge.StatusReady })
+	e.waitFor("the workspace's connection", func() bool { _, err := e.reg.Conn("proj"); return err == nil })
 	c, err := e.reg.Conn("proj")
 	if err != nil {
 		t.Fatal(err)
