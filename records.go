@@ -9,9 +9,13 @@ import (
 // the live copy; package store keeps the durable one. JSON field names are the API's and
 // the store's encoding: never change a tag.
 type Runtime struct {
-	RuntimeID       string    `json:"runtime_id"`
-	WorkspaceID     string    `json:"workspace_id"`
-	Host            string    `json:"host,omitempty"` // ssh destination of the workspace's tmux (bound when first created); "" local
+	RuntimeID   string `json:"runtime_id"`
+	WorkspaceID string `json:"workspace_id"`
+	Host        string `json:"host,omitempty"` // ssh destination of the workspace's tmux (bound when first created); "" local
+	// TmuxSocket is the tmux server of the workspace's panes when it is not nudge's own: a
+	// socket name (tmux -L; "default" is a plain `tmux`) or an absolute socket path (tmux
+	// -S). "" is nudge's own server. Bound, like Host, when the workspace is first used.
+	TmuxSocket      string    `json:"tmux_socket,omitempty"`
 	Role            string    `json:"role"`
 	AgentID         string    `json:"agent_id"` // defaults to Role
 	Agent           string    `json:"agent"`    // profile name: codex, claude, shell, ...

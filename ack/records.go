@@ -315,8 +315,16 @@ func (tr *turnReply) add(text string, truncated bool) {
 // envelopeHead opens an envelope (inject.Envelope.Wrap): the id follows it.
 const envelopeHead = "[BRIDGE_TRIGGER id="
 
-// EnvelopeIDs returns the trigger ids of the envelopes that open a line of text (a
-// user message may hold several: a CLI joins the prompts it queued into one turn).
+// envelopeFoot closes an envelope.
+const envelopeFoot = "[/BRIDGE_TRIGGER]"
+
+// EnvelopeIDs returns the trigger ids of the envelopes in a user message's text: those
+// that open a line, and those that follow another envelope's end directly (spaces or
+// tabs between). A message may hold several: a CLI joins the prompts it queued into one
+// turn, on lines of their own (Claude Code) or glued to the previous prompt's end
+// (OpenCode appends a prompt typed while it is still taking in the previous one to that
+// one's text: "…[/BRIDGE_TRIGGER][BRIDGE_TRIGGER id=…"). Each of them is in the agent's
+// hands. An envelope quoted inside other text is not one.
 func EnvelopeIDs(text string) []string {
 	var ids []string
 	for off := 0; ; {
@@ -326,7 +334,7 @@ func EnvelopeIDs(text string) []string {
 		}
 		i += off
 		off = i + len(envelopeHead)
-		if i > 0 && text[i-1] != '\n' {
+		if !opensEnvelope(text, i) {
 			continue
 		}
 		end := off
@@ -337,4 +345,11 @@ func EnvelopeIDs(text string) []string {
 			ids = append(ids, text[off:end])
 		}
 	}
+}
+
+// opensEnvelope reports whether the envelope head at text[i:] starts a line or follows an
+// envelope's end (spaces or tabs between).
+func opensEnvelope(text string, i int) bool {
+	before := strings.TrimRight(text[:i], " \t")
+	return i == 0 || text[i-1] == '\n' || strings.HasSuffix(before, envelopeFoot)
 }

@@ -2,6 +2,8 @@ package ack
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +33,10 @@ func TestEnvelopeIDs(t *testing.T) {
 		{"[BRIDGE_TRIGGER id=a1 thread=- reason=trigger] hi [/BRIDGE_TRIGGER]", []string{"a1"}},
 		{"[BRIDGE_TRIGGER id=a1 thread=t reason=r]\nx\n[/BRIDGE_TRIGGER]\n[BRIDGE_TRIGGER id=b2 thread=- reason=r] y [/BRIDGE_TRIGGER]", []string{"a1", "b2"}},
 		{"quote: [BRIDGE_TRIGGER id=c3 thread=- reason=r]", nil}, // not at a line start
+		// OpenCode glues a prompt typed while it takes in the previous one to its end.
+		{"[BRIDGE_TRIGGER id=a1 thread=- reason=r] x [/BRIDGE_TRIGGER][BRIDGE_TRIGGER id=b2 thread=- reason=r]\ny\n[/BRIDGE_TRIGGER] [BRIDGE_TRIGGER id=c3 thread=- reason=r] z [/BRIDGE_TRIGGER]", []string{"a1", "b2", "c3"}},
+		{"[BRIDGE_TRIGGER id=a1 thread=- reason=r] x [/BRIDGE_TRIGGER] and [BRIDGE_TRIGGER id=b2 thread=- reason=r]", []string{"a1"}}, // text between
+		{"say [/BRIDGE_TRIGGER[BRIDGE_TRIGGER id=b2 thread=- reason=r]", nil},
 		{"no envelope", nil},
 		{"[BRIDGE_TRIGGER id=", nil},
 	}
@@ -190,5 +196,32 @@ func TestRecordsForeignPartPassedOver(t *testing.T) {
 	case p := <-foreign:
 		t.Fatalf("passed over %q too", p)
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// TestEnvelopeIDsOpenCodeMerged: OpenCode 1.18.33's record of three prompts, the second
+// and third typed while it was still taking in the first, as one user message: each of
+// the three is in the agent's hands.
+func TestEnvelopeIDsOpenCodeMerged(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("record", "testdata", "opencode-1.18.33-merged.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st record.State
+	var ids []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		st.Line++
+		evs, err := record.OpenCode{}.Parse(nil, &st, []byte(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Kind == record.UserMessage {
+				ids = append(ids, EnvelopeIDs(e.Text)...)
+			}
+		}
+	}
+	if want := []string{"opencode-000-at-path", "opencode-001-semicolon", "opencode-002-quotes"}; !slices.Equal(ids, want) {
+		t.Fatalf("ids %q, want %q", ids, want)
 	}
 }

@@ -86,8 +86,8 @@
 //
 // Inside, the Monitor is a few types, each with its own state:
 //
-//	paneIndex   the watched panes by runtime id and by host and pane number, and the
-//	            key watches by host (under one RWMutex); sync rewrites it, Feed, Event
+//	paneIndex   the watched panes by runtime id and by tmux server (host and socket)
+//	            and pane number, and the key watches by server (under one RWMutex); sync rewrites it, Feed, Event
 //	            and the gates look panes up in it.
 //	paneState   one runtime as the Monitor sees it: what Feed records (atomics, the
 //	            output tail) and the verdict, draft, keys and intake the gates read

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/panes"
 )
@@ -31,6 +33,7 @@ const clientFormat = "#{client_control_mode} #{client_activity} #{pane_id} #{cli
 type humanWatch struct {
 	m      *Monitor
 	host   string        // ssh destination of the tmux server watched; "" local
+	socket string        // its socket (nudge.Runtime.TmuxSocket): "" nudge's own server
 	hint   chan struct{} // cap 1: a session may exist now
 	bindOK atomic.Bool   // the Any binding is installed and ours: every key is reported
 	bound  atomic.Bool   // a binding of ours is installed (Any, or each key on tmux 3.2)
@@ -42,8 +45,26 @@ type humanWatch struct {
 	each      []string // the keys bound one by one (tmux 3.2), nil with the Any binding
 }
 
-func newHumanWatch(m *Monitor, host string) *humanWatch {
-	return &humanWatch{m: m, host: host, hint: make(chan struct{}, 1)}
+func newHumanWatch(m *Monitor, host, socket string) *humanWatch {
+	return &humanWatch{m: m, host: host, socket: socket, hint: make(chan struct{}, 1)}
+}
+
+// serverKey names the tmux server of a runtime's pane: its host and socket. Pane ids
+// (%N) are unique within one server only; each server has its own key watch.
+func serverKey(rt nudge.Runtime) string { return rt.Host + "\x00" + rt.TmuxSocket }
+
+// key is the watch's serverKey.
+func (h *humanWatch) key() string { return h.host + "\x00" + h.socket }
+
+// socketFlags are the tmux -L name and -S path of the watched server.
+func (h *humanWatch) socketFlags() (name, path string) {
+	switch {
+	case h.socket == "":
+		return h.m.cfg.SocketName, h.m.cfg.SocketPath
+	case filepath.IsAbs(h.socket):
+		return "", h.socket
+	}
+	return h.socket, ""
 }
 
 // run dials the event connection on any workspace session, (re)dialling when it ends.
@@ -62,8 +83,9 @@ func (h *humanWatch) run() {
 			continue
 		}
 		start := time.Now()
+		name, path := h.socketFlags()
 		conn, err := controlmode.Dial(ctx, controlmode.Config{
-			Tmux: h.m.cfg.Tmux, SocketName: h.m.cfg.SocketName, SocketPath: h.m.cfg.SocketPath,
+			Tmux: h.m.cfg.Tmux, SocketName: name, SocketPath: path,
 			SSHHost: h.host, SSH: h.m.cfg.SSH, SSHConfig: h.m.cfg.SSHConfig,
 			Session: sess, NoOutput: true, Logger: h.m.cfg.Logger.Named("keys"),
 		})
@@ -86,10 +108,11 @@ func (h *humanWatch) run() {
 	}
 }
 
-// session picks a workspace session on the watch's host to attach the event connection to.
+// session picks a workspace session on the watch's server to attach the event
+// connection to.
 func (h *humanWatch) session() string {
 	for _, rt := range h.m.cfg.Registry.List() {
-		if rt.Host != h.host {
+		if rt.Host != h.host || rt.TmuxSocket != h.socket || rt.Status == nudge.StatusDeregistered {
 			continue
 		}
 		if rt.TmuxSession != "" {
@@ -114,7 +137,7 @@ func (h *humanWatch) loop(ctx context.Context, conn *controlmode.Conn) {
 			return
 		}
 		for _, pane := range humanPanes(rep.Lines, now, "") {
-			if ps := h.m.hostPane(h.host, pane); ps != nil {
+			if ps := h.m.hostPane(h.key(), pane); ps != nil {
 				ps.humanKey(now)
 			}
 		}
@@ -152,7 +175,7 @@ func humanPanes(lines []string, now time.Time, onlyPane string) []int {
 	return found
 }
 
-// tmux runs one tmux command against the Monitor's server (outside any control
+// tmux runs one tmux command against the watched server (outside any control
 // connection: the event connection may be stalled in wait-for).
 func (h *humanWatch) tmux(ctx context.Context, args ...string) (string, error) {
 	bin := h.m.cfg.Tmux
@@ -160,11 +183,11 @@ func (h *humanWatch) tmux(ctx context.Context, args ...string) (string, error) {
 		bin = "tmux"
 	}
 	var argv []string
-	switch {
-	case h.m.cfg.SocketPath != "":
-		argv = append(argv, "-S", h.m.cfg.SocketPath)
-	case h.m.cfg.SocketName != "":
-		argv = append(argv, "-L", h.m.cfg.SocketName)
+	switch name, path := h.socketFlags(); {
+	case path != "":
+		argv = append(argv, "-S", path)
+	case name != "":
+		argv = append(argv, "-L", name)
 	}
 	argv = append(append([]string{bin}, argv...), args...)
 	if h.host != "" {

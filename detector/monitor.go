@@ -57,8 +57,9 @@ type MonitorConfig struct {
 	// (Runtime.Host): its key-event connection and binding go through ssh -T to that host.
 	// "" means "ssh" and the user's own ssh config.
 	SSH, SSHConfig string
-	// BindKeys installs the root-table `Any` binding that reports human keys exactly
-	// (nudge's own server only). false (the zero value) means no binding: human input is
+	// BindKeys installs the root-table `Any` binding that reports human keys exactly, on
+	// every tmux server with a runtime (nudge's own, and a user's own server a workspace
+	// is bound to: Runtime.TmuxSocket), removed again on Close. false (the zero value) means no binding: human input is
 	// inferred from %output on panes nudge did not type into, confirmed by list-clients.
 	// DefaultMonitorConfig sets it.
 	BindKeys bool
@@ -158,8 +159,8 @@ type paneIndex struct {
 	mu     sync.RWMutex
 	panes  map[string]*paneState   // by runtime id
 	byPane map[hostPane]*paneState // by host and tmux pane number (%N)
-	wsHost map[string]string       // workspace -> host, from the runtimes
-	human  map[string]*humanWatch  // by host: one key-event connection per tmux server
+	wsHost map[string]string       // workspace -> serverKey, from the runtimes
+	human  map[string]*humanWatch  // by serverKey: one key-event connection per tmux server
 	closed bool
 }
 
@@ -414,9 +415,9 @@ func (ix *paneIndex) get(id string) *paneState {
 	return ix.panes[id]
 }
 
-// hostPane names a pane across tmux servers (one per host).
+// hostPane names a pane across tmux servers (serverKey: a host and a socket).
 type hostPane struct {
-	host string
+	host string // serverKey
 	n    int
 }
 
@@ -427,7 +428,7 @@ func (ix *paneIndex) pane(workspace string, n int) *paneState {
 	return ix.byPane[hostPane{ix.wsHost[workspace], n}]
 }
 
-// hostPane returns the watched pane %n on host's tmux server.
+// hostPane returns the watched pane %n on a tmux server (serverKey).
 func (ix *paneIndex) hostPane(host string, n int) *paneState {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -468,11 +469,12 @@ func (m *Monitor) sync() {
 	m.byPane = make(map[hostPane]*paneState, len(rts))
 	for _, rt := range rts {
 		seen[rt.RuntimeID] = true
-		m.wsHost[rt.WorkspaceID] = rt.Host
-		h := m.human[rt.Host]
+		key := serverKey(rt)
+		m.wsHost[rt.WorkspaceID] = key
+		h := m.human[key]
 		if h == nil && m.cfg.BindKeys {
-			h = newHumanWatch(m, rt.Host)
-			m.human[rt.Host] = h
+			h = newHumanWatch(m, rt.Host, rt.TmuxSocket)
+			m.human[key] = h
 			m.wg.Add(1)
 			go h.run()
 		}
@@ -487,7 +489,7 @@ func (m *Monitor) sync() {
 			go (&paneLoop{m: m, ps: ps}).run()
 		}
 		if n, ok := paneNumber(rt.PaneID); ok {
-			m.byPane[hostPane{rt.Host, n}] = ps
+			m.byPane[hostPane{key, n}] = ps
 		}
 	}
 	for id, ps := range m.panes {

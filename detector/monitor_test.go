@@ -521,11 +521,11 @@ func TestCodexLive(t *testing.T) {
 	e.waitReadiness(rt.RuntimeID, nudge.Ready)
 }
 
-// watch returns the key-event watch of host's tmux server.
+// watch returns the key-event watch of nudge's tmux server on host.
 func (m *Monitor) watch(host string) *humanWatch {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.human[host]
+	return m.human[serverKey(nudge.Runtime{Host: host})]
 }
 
 // keysBound reports whether host's binding (Any, or each key on tmux 3.2) is installed and ours.

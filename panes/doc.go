@@ -22,8 +22,9 @@
 //	            lock; persisted write-behind (persist.go). Embedded in Registry: Get,
 //	            Lookup, List, Transition, Update, SetPaused, EnterRecovery, HoldRestarts.
 //	            The others share it through that lock and its methods.
-//	conns       the workspaces (workspace.go): one control connection each, the host a
-//	            workspace is bound to, and what runs over the connection (list-panes,
+//	conns       the workspaces (workspace.go): one control connection each, the place
+//	            (host, tmux server, session: place.go) a workspace is bound to, and what
+//	            runs over the connection (list-panes,
 //	            reap, Tail and the kept screens, SetSessionEnv, SetPaneOption); its own
 //	            lock for the map, taken after the records' lock when both are held.
 //	launcher    argv and launcher policy (launcher.go, dirs.go), Spawn, Register,
@@ -39,7 +40,10 @@
 // Beside them: the state machine (state.go: CanTransition, Live; every edge and why) and
 // the name rules (ValidWorkspace, ValidRole, RuntimeID, SessionName).
 //
-// Topology (seed 001 §4): session agents_<ws>, one window per role, pane 0; runtime ids
+// Topology (seed 001 §4): session agents_<ws> on nudge's own tmux server, one window per
+// role, pane 0; or, for a workspace a register bound to a user's own session on the user's
+// own server (seed 004, place.go), that session, never created, killed or opened a
+// window in by nudge; runtime ids
 // are RuntimeID(ws, role), stable across restarts of the same role. The registry owns
 // the live records (nudge.Runtime) and writes every change behind to the store
 // (store.DB.PutRuntimeLater, in order); Spawn, Register and Stop flush before they

@@ -3,8 +3,6 @@ package panes
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -199,38 +197,21 @@ func (en *ender) paneProcs(ctx context.Context, w *workspace, p paneInfo, truste
 	if !trusted {
 		server = en.serverPID(ctx, w)
 	}
-	return en.procTree(p, trusted, server)
+	return en.procTree(w, p, trusted, server)
 }
 
-// procTree is newProcTree with the registry's socket and test hook.
-func (en *ender) procTree(p paneInfo, trusted bool, server int) *procTree {
-	t := newProcTree(p.PID, p.ID, trusted, server, en.socketPath())
+// procTree is newProcTree with the socket of w's server and the registry's test hook.
+func (en *ender) procTree(w *workspace, p paneInfo, trusted bool, server int) *procTree {
+	t := newProcTree(p.PID, p.ID, trusted, server, localSocketPath(en.cfg, w.place().socket))
 	if k := *en.kill; k != nil {
 		t.kill = k
 	}
 	return t
 }
 
-// socketPath is the local tmux server's socket as tmux names it in a pane's TMUX: -S
-// PATH, else $TMUX_TMPDIR (or /tmp) resolved, then tmux-UID/NAME.
-func (en *ender) socketPath() string {
-	if en.cfg.SocketPath != "" {
-		p, _ := filepath.Abs(en.cfg.SocketPath)
-		return p
-	}
-	base := os.Getenv("TMUX_TMPDIR")
-	if base == "" {
-		base = "/tmp"
-	}
-	if real, err := filepath.EvalSymlinks(base); err == nil {
-		base = real
-	}
-	return filepath.Join(base, "tmux-"+strconv.Itoa(os.Getuid()), en.cfg.SocketName)
-}
-
 // serverPID asks the workspace's tmux server for its pid; 0 if it does not answer.
 func (en *ender) serverPID(ctx context.Context, w *workspace) int {
-	out, err := en.tmux.run(ctx, w.hostName(), "display-message", "-p", "#{pid}")
+	out, err := en.tmux.run(ctx, w.place().server, "display-message", "-p", "#{pid}")
 	if err != nil {
 		return 0
 	}

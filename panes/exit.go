@@ -45,7 +45,7 @@ func (rc *reconciler) classifyExitLocked(rt *nudge.Runtime, paneID string, exit 
 	if exit != nil && *exit == 0 {
 		return exitClean
 	}
-	if rc.recs.markers.seen(paneKey{rt.Host, paneNum(paneID)}) {
+	if rc.recs.markers.seen(paneKey{serverOf(rt), paneNum(paneID)}) {
 		return exitClean
 	}
 	return exitCrash

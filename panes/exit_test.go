@@ -20,14 +20,14 @@ func TestMarkerScan(t *testing.T) {
 	}
 	for i, c := range cases {
 		var m markerScan
-		m.watch(paneKey{"", 3}, "__TASK_DONE__")
+		m.watch(paneKey{server{}, 3}, "__TASK_DONE__")
 		for _, ch := range c.chunks {
-			m.feed(paneKey{"", 3}, []byte(ch))
+			m.feed(paneKey{server{}, 3}, []byte(ch))
 		}
-		if got := m.seen(paneKey{"", 3}); got != c.want {
+		if got := m.seen(paneKey{server{}, 3}); got != c.want {
 			t.Errorf("#%d: got %v, want %v", i, got, c.want)
 		}
-		if m.seen(paneKey{"", 4}) || m.seen(paneKey{"box", 3}) {
+		if m.seen(paneKey{server{}, 4}) || m.seen(paneKey{server{host: "box"}, 3}) {
 			t.Errorf("#%d: another pane saw it", i)
 		}
 	}

@@ -35,7 +35,11 @@ func (l *launcher) launchWindow(ctx context.Context, workspace, name string, arg
 	if len(argv) == 0 {
 		return "", nudge.NewError(nudge.SpawnFailed, "empty argv")
 	}
-	if l.conns.hostOf(workspace) == "" {
+	at := l.conns.placeOf(workspace)
+	if !at.owned(workspace) {
+		return "", notOwned(workspace, at, "opens windows")
+	}
+	if at.host == "" {
 		// Run the program found on the daemon's PATH, by its path.
 		prog, err := ResolveLauncher(argv[0], LauncherRule{Allowed: []string{"*"}})
 		if err != nil {
@@ -47,7 +51,7 @@ func (l *launcher) launchWindow(ctx context.Context, workspace, name string, arg
 	// before its process can exit.
 	name += "-" + strconv.FormatInt(l.cfg.Now().UnixNano()%1e6, 36)
 	sess := "=" + SessionName(workspace) + ":"
-	host := l.conns.hostOf(workspace)
+	host := at.server
 	launch := func(create ...string) (string, error) {
 		args := append(append(create, "-n", name, "-P", "-F", "#{pane_id}", "--", "env"), argv...)
 		return l.tmux.launchRun(ctx, host, append(args, ";", "set-option", "-p", "-t", sess+name, "remain-on-exit", "on")...)

@@ -63,12 +63,12 @@ func RuntimeID(ws, role string) string { return "rt_" + ws + "." + role }
 type Target struct {
 	PaneID  string // "%N" when given by id
 	Session string
-	Window  string
+	Window  string // "" for a session alone (its active window's active pane)
 	Pane    int
 }
 
-// ParseTarget parses "%N" or "SESSION:WINDOW.PANE". The window is split from the pane at
-// the last '.', so windows may hold dots.
+// ParseTarget parses "%N", "SESSION:WINDOW.PANE" or "SESSION" (the session's active
+// pane). The window is split from the pane at the last '.', so windows may hold dots.
 func ParseTarget(s string) (Target, error) {
 	if strings.HasPrefix(s, "%") {
 		if _, err := strconv.ParseUint(s[1:], 10, 31); err != nil || s[1:] == "" || s[1] == '+' {
@@ -77,6 +77,9 @@ func ParseTarget(s string) (Target, error) {
 		return Target{PaneID: s}, nil
 	}
 	sess, rest, ok := strings.Cut(s, ":")
+	if !ok && s != "" && !strings.ContainsAny(s, ".") {
+		return Target{Session: s}, nil // a session alone: its active pane
+	}
 	i := strings.LastIndexByte(rest, '.')
 	if !ok || sess == "" || i <= 0 || i == len(rest)-1 {
 		return Target{}, badRequest("invalid target %q: want SESSION:WINDOW.PANE or %%N", s)
@@ -91,6 +94,9 @@ func ParseTarget(s string) (Target, error) {
 func (t Target) String() string {
 	if t.PaneID != "" {
 		return t.PaneID
+	}
+	if t.Window == "" {
+		return t.Session
 	}
 	return t.Session + ":" + t.Window + "." + strconv.Itoa(t.Pane)
 }

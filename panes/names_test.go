@@ -50,6 +50,8 @@ func TestParseTarget(t *testing.T) {
 		{"%12", Target{PaneID: "%12"}},
 		{"agents_ws:reviewer.0", Target{Session: "agents_ws", Window: "reviewer", Pane: 0}},
 		{"agents_ws:r.v2.3", Target{Session: "agents_ws", Window: "r.v2", Pane: 3}},
+		{"consilio-ps", Target{Session: "consilio-ps"}}, // a session alone (seed 004's send-keys -t): its active pane
+		{"consilio-ps:0.0", Target{Session: "consilio-ps", Window: "0", Pane: 0}},
 	}
 	for i, tt := range ok {
 		got, err := ParseTarget(tt.in)
@@ -57,7 +59,7 @@ func TestParseTarget(t *testing.T) {
 			t.Errorf("#%d: got %+v, %v, want %+v", i, got, err, tt.want)
 		}
 	}
-	for _, in := range []string{"", "%", "%abc", "%-1", "%+1", "% 1", "agents_ws:", "agents_ws", ":r.0",
+	for _, in := range []string{"", "%", "%abc", "%-1", "%+1", "% 1", "agents_ws:", "a.b", ":r.0",
 		"agents_ws:reviewer", "agents_ws:reviewer.", "agents_ws:.0", "agents_ws:r.x", "agents_ws:r.-1"} {
 		var ne *nudge.Error
 		if _, err := ParseTarget(in); !errors.As(err, &ne) || ne.Code != nudge.BadRequest {

@@ -62,7 +62,7 @@ func (r *records) putLocked(rt *nudge.Runtime) error {
 // recomputes from the screen (readiness, summary, input line) and the update time.
 // Every other field is compared (TestVolatileOnlyComparesEveryOtherField).
 func volatileOnly(old, next *nudge.Runtime) bool {
-	return old.RuntimeID == next.RuntimeID && old.WorkspaceID == next.WorkspaceID && old.Host == next.Host &&
+	return old.RuntimeID == next.RuntimeID && old.WorkspaceID == next.WorkspaceID && old.Host == next.Host && old.TmuxSocket == next.TmuxSocket &&
 		old.Role == next.Role && old.AgentID == next.AgentID && old.Agent == next.Agent &&
 		old.SessionID == next.SessionID && old.Dir == next.Dir && slices.Equal(old.Argv, next.Argv) &&
 		old.Managed == next.Managed && old.TmuxSession == next.TmuxSession && old.TmuxWindow == next.TmuxWindow &&

@@ -47,7 +47,7 @@ func (cs *conns) reap(ctx context.Context, w *workspace) {
 			return
 		}
 	}
-	if _, err := cs.tmux.run(ctx, w.hostName(), "run-shell", "-b", "true"); err != nil {
+	if _, err := cs.tmux.run(ctx, w.place().server, "run-shell", "-b", "true"); err != nil {
 		cs.cfg.Logger.Debug("reap: run-shell", "workspace", w.name, "error", err)
 	}
 }

@@ -3,6 +3,7 @@ package panes
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -162,6 +163,10 @@ func (rc *reconciler) backToShellLocked(rt *nudge.Runtime, p paneInfo) bool {
 func setPane(rt *nudge.Runtime, p paneInfo) {
 	rt.PaneID, rt.PID, rt.TmuxPane, rt.TmuxWindow = p.ID, p.PID, p.Index, p.Window
 	rt.Target = TargetString(rt.WorkspaceID, p.Window, p.Index)
+	if at := placeOf(rt); !at.owned(rt.WorkspaceID) {
+		// A user's session: its window names follow what runs in them; the index stays.
+		rt.Target = at.session + ":" + strconv.Itoa(p.WindowIndex) + "." + strconv.Itoa(p.Index)
+	}
 }
 
 // aliveLocked re-adopts a live pane: fields refreshed, and starting → ready once the

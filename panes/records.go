@@ -58,6 +58,9 @@ func (r *records) load(rts []nudge.Runtime, ws func(name string)) {
 		if rt.Host == "" {
 			rt.Host = r.cfg.SSHHost // a record from before hosts were per workspace
 		}
+		if rt.TmuxSession == "" {
+			rt.TmuxSession = SessionName(rt.WorkspaceID)
+		}
 		r.rts[rt.RuntimeID] = &rt
 		r.indexPane(&rt)
 		r.watchMarkerLocked(&rt)
@@ -347,12 +350,12 @@ func (r *records) clearStoppedLocked(id string) {
 	}
 }
 
-// checkPaneFree refuses a pane another live runtime already holds.
-func (r *records) checkPaneFree(paneID string) error {
+// checkPaneFree refuses a pane of srv another live runtime already holds.
+func (r *records) checkPaneFree(srv server, paneID string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, rt := range r.rts {
-		if rt.PaneID == paneID && Live(rt.Status) {
+		if rt.PaneID == paneID && serverOf(rt) == srv && Live(rt.Status) {
 			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID+
 				" (`nudge deregister "+rt.RuntimeID+"` first to adopt it under another name)")
 		}
@@ -377,7 +380,7 @@ func (r *records) findPaneLocked(rt *nudge.Runtime, byID map[string]paneInfo, pa
 		if p.Session != rt.TmuxSession || p.Window != rt.TmuxWindow || p.Index != rt.TmuxPane {
 			continue
 		}
-		if owner, ok := r.panes.Load(paneKey{rt.Host, paneNum(p.ID)}); ok && owner != rt.RuntimeID {
+		if owner, ok := r.panes.Load(paneKey{serverOf(rt), paneNum(p.ID)}); ok && owner != rt.RuntimeID {
 			continue
 		}
 		return p, true

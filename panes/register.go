@@ -3,6 +3,8 @@ package panes
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/nudgehq/nudge"
 )
@@ -12,11 +14,15 @@ type RegisterRequest struct {
 	Workspace, Role string
 	Agent           string // profile name; "" means "codex"
 	AgentID         string // "" means Role
-	Target          string // "agents_ws:role.0" or "%N"; the pane must be in agents_<ws>
+	Target          string // "SESSION:WINDOW.PANE" (window by name or index), "SESSION" (its active pane) or "%N"
 	SessionID       string
 	Unmanaged       bool   // tracked but never restarted, and refused for injection (UNMANAGED_RUNTIME)
 	Host            string // ssh destination of the workspace's tmux; "" means the workspace's host (local for a new one)
-	PID             int    // when not 0, the pane's process must be this one (the caller's view of it)
+	// TmuxSocket is the tmux server of the pane: a socket name (tmux -L; "default" is the
+	// server a plain `tmux` uses) or an absolute socket path (tmux -S). "" means the
+	// workspace's server (nudge's own for a new one). See place.go.
+	TmuxSocket string
+	PID        int // when not 0, the pane's process must be this one (the caller's view of it)
 }
 
 // register is Registry.Register.
@@ -33,52 +39,121 @@ func (l *launcher) register(ctx context.Context, req RegisterRequest) (nudge.Run
 	if req.SessionID != "" && !prof.ValidSessionID(req.SessionID) {
 		return nudge.Runtime{}, badRequest("invalid session id %q", req.SessionID)
 	}
-	host, err := l.conns.bindHost(req.Workspace, req.Host)
+	srv, err := l.registerServer(req)
 	if err != nil {
 		return nudge.Runtime{}, err
 	}
-	p, err := l.findTarget(ctx, req.Workspace, host, tgt)
+	p, err := l.findTarget(ctx, req.Workspace, srv, tgt)
 	if err != nil {
 		return nudge.Runtime{}, err
 	}
 	if req.PID != 0 && p.PID != req.PID {
 		return nudge.Runtime{}, nudge.NewError(nudge.RegistryDrift, fmt.Sprintf("target %s runs pid %d, not pid %d: check the pane (tmux display -p -t %s '#{pane_pid}') and register it again", tgt, p.PID, req.PID, p.ID))
 	}
+	if err := l.conns.bind(req.Workspace, place{srv, p.Session}); err != nil {
+		return nudge.Runtime{}, err
+	}
 	rt := l.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
-	rt.SessionID, rt.Managed, rt.Argv, rt.Host = req.SessionID, !req.Unmanaged, prof.Launch, host
+	rt.SessionID, rt.Managed, rt.Argv = req.SessionID, !req.Unmanaged, prof.Launch
+	rt.Host, rt.TmuxSocket, rt.TmuxSession = srv.host, srv.socket, p.Session
 	if err := l.recs.reserve(rt.RuntimeID, "registering"); err != nil {
 		return nudge.Runtime{}, err
 	}
 	defer l.recs.release(rt.RuntimeID)
-	if err := l.recs.checkPaneFree(p.ID); err != nil {
+	if err := l.recs.checkPaneFree(srv, p.ID); err != nil {
 		return nudge.Runtime{}, err
 	}
 	if rt.Managed {
-		if _, err := l.tmux.run(ctx, rt.Host, "set-option", "-p", "-t", p.ID, "remain-on-exit", "on"); err != nil {
+		if _, err := l.tmux.run(ctx, srv, "set-option", "-p", "-t", p.ID, "remain-on-exit", "on"); err != nil {
 			return nudge.Runtime{}, fmt.Errorf("register %s: %w", rt.RuntimeID, err)
 		}
 	}
 	setPane(&rt, p)
-	return l.recorded(l.recs.record(rt, "runtime_registered", map[string]any{"target": req.Target, "pane_id": p.ID, "managed": rt.Managed}))
+	return l.recorded(l.recs.record(rt, "runtime_registered", map[string]any{"target": req.Target, "pane_id": p.ID, "managed": rt.Managed,
+		"tmux_socket": rt.TmuxSocket, "tmux_session": rt.TmuxSession}))
 }
 
-// findTarget resolves a target to a live pane in agents_<ws>.
-func (l *launcher) findTarget(ctx context.Context, ws, host string, tgt Target) (paneInfo, error) {
-	out, err := l.tmux.run(ctx, host, "list-panes", "-a", "-F", paneFormat)
+// registerServer is the tmux server a register looks in: the one it names, else the
+// workspace's (on the host it names, else the workspace's).
+func (l *launcher) registerServer(req RegisterRequest) (server, error) {
+	if err := validHost(req.Host); err != nil {
+		return server{}, err
+	}
+	socket, err := normSocket(l.cfg, req.TmuxSocket)
+	if err != nil {
+		return server{}, err
+	}
+	cur := l.conns.placeOf(req.Workspace)
+	srv := server{req.Host, socket}
+	if req.Host == "" {
+		srv.host = cur.host
+	}
+	if req.TmuxSocket == "" && srv.host == cur.host {
+		srv.socket = cur.socket
+	}
+	return srv, nil
+}
+
+// targetFormat is what findTarget lists: paneFormat with the pane's and its window's
+// active flags first.
+const targetFormat = "#{window_active} #{pane_active} " + paneFormat
+
+// findTarget resolves a target to a live pane on server srv: in any session but another
+// workspace's own (agents_<other>) on nudge's server.
+func (l *launcher) findTarget(ctx context.Context, ws string, srv server, tgt Target) (paneInfo, error) {
+	out, err := l.tmux.run(ctx, srv, "list-panes", "-a", "-F", targetFormat)
 	if err != nil && !isMissing(err) {
 		return paneInfo{}, fmt.Errorf("register: %w", err)
 	}
-	for _, p := range parsePanes(splitLines(out)) {
-		if p.ID != tgt.PaneID && (tgt.PaneID != "" || p.Session != tgt.Session || p.Window != tgt.Window || p.Index != tgt.Pane) {
+	p, ok := pickTarget(splitLines(out), tgt)
+	switch {
+	case !ok:
+		where := "on this tmux server"
+		if srv.socket != "" {
+			where = "on tmux server " + socketLabel(srv.socket)
+		}
+		return paneInfo{}, nudge.NewError(nudge.TargetNotFound, "no pane "+tgt.String()+" "+where+
+			" (`tmux list-panes -a` lists a server's panes; --tmux-socket names another server, --host another machine's)")
+	case srv.socket == "" && strings.HasPrefix(p.Session, SessionPrefix) && p.Session != SessionName(ws):
+		return paneInfo{}, badRequest("target %s is in session %s, another workspace's, not %s", tgt, p.Session, SessionName(ws))
+	case p.Dead:
+		return paneInfo{}, nudge.NewError(nudge.PaneDead, "target "+tgt.String()+" is a dead pane (its program ended: adopt a live pane, or start one with nudge spawn)")
+	}
+	return p, nil
+}
+
+// pickTarget finds tgt among lines of targetFormat: by pane id; by session, window (its
+// index, else its name) and pane index; or, for a session alone, its active window's
+// active pane.
+func pickTarget(lines []string, tgt Target) (paneInfo, bool) {
+	idx, err := strconv.Atoi(tgt.Window)
+	byIndex := err == nil && idx >= 0
+	var byName paneInfo
+	found := false
+	for _, l := range lines {
+		winActive, rest, _ := strings.Cut(l, " ")
+		paneActive, rest, _ := strings.Cut(rest, " ")
+		ps := parsePanes([]string{rest})
+		if len(ps) == 0 {
 			continue
 		}
+		p := ps[0]
 		switch {
-		case p.Session != SessionName(ws):
-			return paneInfo{}, badRequest("target %s is in session %s, not %s", tgt, p.Session, SessionName(ws))
-		case p.Dead:
-			return paneInfo{}, nudge.NewError(nudge.PaneDead, "target "+tgt.String()+" is a dead pane (its program ended: adopt a live pane, or start one with nudge spawn)")
+		case tgt.PaneID != "":
+			if p.ID == tgt.PaneID {
+				return p, true
+			}
+		case p.Session != tgt.Session:
+		case tgt.Window == "":
+			if winActive == "1" && paneActive == "1" {
+				return p, true
+			}
+		case p.Index != tgt.Pane:
+		case byIndex && p.WindowIndex == idx:
+			return p, true
+		case p.Window == tgt.Window && !found:
+			byName, found = p, true
 		}
-		return p, nil
 	}
-	return paneInfo{}, nudge.NewError(nudge.TargetNotFound, "no pane "+tgt.String()+" on this tmux server (`tmux list-panes -a` lists a server's panes; --host names another machine's)")
+	return byName, found
 }

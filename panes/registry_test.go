@@ -405,7 +405,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 			e.assertUnchanged(t)
 		})
 	}
-	for _, target := range []string{"agents_ws:", "%abc", "agents_ws", "agents_ws:a.x"} {
+	for _, target := range []string{"agents_ws:", "%abc", "agents_ws.0", "agents_ws:a.x"} {
 		_, err := e.reg.Register(context.Background(), RegisterRequest{Workspace: "ws", Role: "r", Agent: "shell", Target: target})
 		wantCode(t, err, nudge.BadRequest)
 		e.assertUnchanged(t)

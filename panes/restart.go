@@ -243,7 +243,7 @@ func (l *launcher) findPane(ctx context.Context, w *workspace, rt *nudge.Runtime
 // had not consumed all of the old program's output, the new program's first read
 // underflows them and the server segfaults.
 func (l *launcher) replacePane(ctx context.Context, rt *nudge.Runtime, p paneInfo, launch []string) (paneInfo, error) {
-	sess := "=" + SessionName(rt.WorkspaceID) + ":"
+	sess := "=" + placeOf(rt).session + ":"
 	tmp := sess + "nudge-respawn-" + strconv.FormatInt(l.cfg.Now().UnixNano()%1e9, 36)
 	args := append([]string{"new-window", "-d", "-t", sess, "-n", tmp[len(sess):]}, launch...)
 	args = append(args,
@@ -251,7 +251,7 @@ func (l *launcher) replacePane(ctx context.Context, rt *nudge.Runtime, p paneInf
 		";", "display-message", "-p", "-t", tmp, "#{pane_id} #{pane_pid}",
 		";", "swap-pane", "-d", "-s", tmp, "-t", p.ID,
 		";", "kill-window", "-t", tmp)
-	out, err := l.tmux.launchRun(ctx, rt.Host, args...)
+	out, err := l.tmux.launchRun(ctx, serverOf(rt), args...)
 	if err != nil {
 		return paneInfo{}, spawnFailed(err)
 	}
@@ -259,7 +259,7 @@ func (l *launcher) replacePane(ctx context.Context, rt *nudge.Runtime, p paneInf
 	if len(f) != 2 || paneNum(f[0]) < 0 {
 		return paneInfo{}, nudge.NewError(nudge.SpawnFailed, fmt.Sprintf("unexpected tmux reply %q", out))
 	}
-	n := paneInfo{ID: f[0], Session: SessionName(rt.WorkspaceID), Window: p.Window, Index: p.Index, WindowIndex: p.WindowIndex}
+	n := paneInfo{ID: f[0], Session: placeOf(rt).session, Window: p.Window, Index: p.Index, WindowIndex: p.WindowIndex}
 	n.PID, _ = strconv.Atoi(f[1])
 	return n, nil
 }

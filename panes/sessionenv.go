@@ -13,7 +13,11 @@ func (cs *conns) setSessionEnv(ctx context.Context, ws, name, val string) error 
 	if err != nil {
 		return err
 	}
-	target, err := controlmode.Quote("=" + SessionName(ws))
+	at := cs.placeOf(ws)
+	if !at.owned(ws) {
+		return nil // a user's own session's environment is the user's (place.go)
+	}
+	target, err := controlmode.Quote("=" + at.session)
 	if err != nil {
 		return err
 	}

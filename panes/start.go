@@ -16,9 +16,10 @@ import (
 
 // startOverdue is a runtime whose start timed out, as seen by a reconcile pass.
 type startOverdue struct {
-	id, pane, host string
-	since          time.Time
-	timeout        time.Duration
+	id, pane string
+	at       server
+	since    time.Time
+	timeout  time.Duration
 }
 
 // overdueLocked reports rt if it is starting past its timeout. The records' lock is held.
@@ -30,13 +31,13 @@ func (rc *reconciler) overdueLocked(rt *nudge.Runtime, now time.Time) (startOver
 	if now.Sub(rt.StatusSince) < d {
 		return startOverdue{}, false
 	}
-	return startOverdue{id: rt.RuntimeID, pane: rt.PaneID, host: rc.conns.hostLocked(rt.WorkspaceID), since: rt.StatusSince, timeout: d}, true
+	return startOverdue{id: rt.RuntimeID, pane: rt.PaneID, at: rc.conns.placeLocked(rt.WorkspaceID).server, since: rt.StatusSince, timeout: d}, true
 }
 
 // failStarts fails each overdue runtime that is still in the same start, with its screen.
 func (rc *reconciler) failStarts(ctx context.Context, due []startOverdue) {
 	for _, o := range due {
-		screen := rc.evidence(ctx, o.host, o.pane)
+		screen := rc.evidence(ctx, o.at, o.pane)
 		rc.recs.mu.Lock()
 		rt := rc.recs.rts[o.id]
 		var chs []change
@@ -56,13 +57,13 @@ func (rc *reconciler) failStarts(ctx context.Context, due []startOverdue) {
 }
 
 // evidence captures a pane's screen, redacted, for the audit ("" if it cannot).
-func (rc *reconciler) evidence(ctx context.Context, host, pane string) string {
+func (rc *reconciler) evidence(ctx context.Context, at server, pane string) string {
 	if pane == "" {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := rc.tmux.run(ctx, host, "capture-pane", "-p", "-J", "-t", pane)
+	out, err := rc.tmux.run(ctx, at, "capture-pane", "-p", "-J", "-t", pane)
 	if err != nil {
 		return ""
 	}

@@ -29,10 +29,15 @@ func (en *ender) stop(ctx context.Context, id, reason string) error {
 // how it ended (not OK: the pane is kept).
 func (en *ender) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool, Ended) {
 	w := en.conns.workspace(rt.WorkspaceID)
+	if at := w.place(); !at.owned(rt.WorkspaceID) && !rt.Managed {
+		// The user's own session (place.go): an adopted pane nudge only tracks is left
+		// to its user.
+		return nil, false, Ended{How: "left running: its pane is in the user's " + at.String() + ", which nudge does not own"}
+	}
 	p, alive, err := en.paneLookup(ctx, w, rt)
 	if err != nil && w.hostName() == "" && rt.PID > 0 {
 		// tmux does not answer: end the recorded pid if it proves to be the pane's.
-		t := en.procTree(paneInfo{ID: rt.PaneID, PID: rt.PID}, false, 0)
+		t := en.procTree(w, paneInfo{ID: rt.PaneID, PID: rt.PID}, false, 0)
 		if _, exists := readStat(rt.PID); exists && t.root == 0 {
 			// Something runs as that pid but it cannot be shown to be the pane's: neither
 			// signalled nor claimed stopped.
@@ -42,7 +47,7 @@ func (en *ender) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool, 
 		e := en.end(t, en.signalSteps(t))
 		e.How = "tmux did not answer (" + err.Error() + "); " + e.How
 		if e.OK() {
-			en.recs.logErr("stop: kill-pane", rt.RuntimeID, en.conns.command(ctx, w, "kill-pane", "-t", rt.PaneID))
+			en.killPaneID(ctx, w, rt, rt.PaneID)
 		}
 		return nil, len(e.PIDs) > 0, e
 	}
@@ -74,7 +79,7 @@ func (en *ender) interrupt(ctx context.Context, rt *nudge.Runtime) (*int, bool, 
 	}
 	if p.ID != "" {
 		en.conns.keepScreen(ctx, rt, p.ID) // how it ended, for nudge tail
-		en.recs.logErr("stop: kill-pane", rt.RuntimeID, en.conns.command(ctx, w, "kill-pane", "-t", p.ID))
+		en.killPaneID(ctx, w, rt, p.ID)
 	}
 	return p.ExitStatus, e.By != "C-c" && e.By != "exited", e
 }
@@ -108,9 +113,19 @@ func (en *ender) interruptRemote(ctx context.Context, w *workspace, rt *nudge.Ru
 // killPane kills p if it still exists and passes e through.
 func (en *ender) killPane(ctx context.Context, w *workspace, rt *nudge.Runtime, p paneInfo, e Ended) Ended {
 	if p.ID != "" {
-		en.recs.logErr("stop: kill-pane", rt.RuntimeID, en.conns.command(ctx, w, "kill-pane", "-t", p.ID))
+		en.killPaneID(ctx, w, rt, p.ID)
 	}
 	return e
+}
+
+// killPaneID kills a pane nudge ended the program of: in its own session only. In a
+// user's session (place.go) the pane stays (with remain-on-exit, dead with its last
+// screen): a session's last pane killed would end the user's session.
+func (en *ender) killPaneID(ctx context.Context, w *workspace, rt *nudge.Runtime, id string) {
+	if !w.place().owned(rt.WorkspaceID) {
+		return
+	}
+	en.recs.logErr("stop: kill-pane", rt.RuntimeID, en.conns.command(ctx, w, "kill-pane", "-t", id))
 }
 
 // deadPane waits (up to statusGrace) for tmux to see the pane's program gone, for its

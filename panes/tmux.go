@@ -31,15 +31,16 @@ type tmuxClient struct {
 // is not put on the command line, where every local user can read it (ps, /proc) and
 // where a tmux server started by it keeps it for its lifetime: tmux gets
 // `start-server ; source-file -` and reads the commands from its stdin.
-func (t *tmuxClient) run(ctx context.Context, host string, args ...string) (string, error) {
+func (t *tmuxClient) run(ctx context.Context, at server, args ...string) (string, error) {
 	var stdin string
-	argv := t.argv(host, args)
+	host := at.host
+	argv := t.argv(at, args)
 	if slices.Contains(args, "-e") {
 		script, err := tmuxScript(args)
 		if err != nil {
 			return "", &tmuxError{Args: args, Err: err}
 		}
-		stdin, argv = script, t.argv(host, []string{"start-server", ";", "source-file", "-"})
+		stdin, argv = script, t.argv(at, []string{"start-server", ";", "source-file", "-"})
 	}
 	bctx, cancel := t.boundCtx(ctx) // a tmux (or ssh) that never answers fails the command
 	defer cancel()
@@ -96,21 +97,17 @@ func splitCommands(args []string) func(func([]string) bool) {
 	}
 }
 
-func (t *tmuxClient) argv(host string, args []string) []string {
+func (t *tmuxClient) argv(at server, args []string) []string {
 	argv := []string{t.cfg.Tmux}
-	if t.cfg.ConfigFile != "" {
+	if t.cfg.ConfigFile != "" && at.socket == "" { // a user's own server keeps its own configuration
 		argv = append(argv, "-f", t.cfg.ConfigFile)
 	}
-	if t.cfg.SocketPath != "" {
-		argv = append(argv, "-S", t.cfg.SocketPath)
-	} else if t.cfg.SocketName != "" {
-		argv = append(argv, "-L", t.cfg.SocketName)
-	}
+	argv = append(argv, socketArgs(t.cfg, at.socket)...)
 	argv = append(argv, args...)
-	if host == "" {
+	if at.host == "" {
 		return argv
 	}
-	return controlmode.SSHArgv(t.cfg.SSH, t.cfg.SSHConfig, host, argv)
+	return controlmode.SSHArgv(t.cfg.SSH, t.cfg.SSHConfig, at.host, argv)
 }
 
 // shellQuote quotes s for a POSIX shell (the remote side of ssh only).
@@ -119,10 +116,10 @@ func shellQuote(s string) string {
 }
 
 // paneKey names a pane across tmux servers: pane ids (%N) are unique within one server
-// only, and every host runs its own.
+// only, and every host runs its own (nudge's, and those of users' own sessions).
 type paneKey struct {
-	host string
-	n    int
+	srv server
+	n   int
 }
 
 // validHost refuses a host ssh would read as an option or that holds a space or a
@@ -142,7 +139,7 @@ func displayHost(h string) string {
 }
 
 // keyOf is the key of rt's current pane (n < 0 if it has none).
-func keyOf(rt *nudge.Runtime) paneKey { return paneKey{rt.Host, paneNum(rt.PaneID)} }
+func keyOf(rt *nudge.Runtime) paneKey { return paneKey{serverOf(rt), paneNum(rt.PaneID)} }
 
 // tmuxError is a failed tmux subprocess.
 type tmuxError struct {
@@ -270,9 +267,9 @@ func (t *tmuxClient) boundCtx(ctx context.Context) (context.Context, context.Can
 // launchRun runs a launching tmux command, again (up to launchTries times, launchBackoff
 // apart) while tmux says its server went away under it (killed or restarting): such a
 // command created nothing that survives, so running it again is safe.
-func (t *tmuxClient) launchRun(ctx context.Context, host string, args ...string) (string, error) {
+func (t *tmuxClient) launchRun(ctx context.Context, at server, args ...string) (string, error) {
 	for try := 1; ; try++ {
-		out, err := t.run(ctx, host, args...)
+		out, err := t.run(ctx, at, args...)
 		if err == nil || try == launchTries || !serverLost(err) {
 			return out, err
 		}

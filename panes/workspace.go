@@ -1,6 +1,7 @@
 package panes
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -33,11 +34,11 @@ type conns struct {
 	ws map[string]*workspace
 }
 
-// workspace is one workspace: its host, its control connection, and the channels its
-// two goroutines (conns.connLoop, reconciler.loop) wait on.
+// workspace is one workspace: its place (place.go), its control connection, and the
+// channels its two goroutines (conns.connLoop, reconciler.loop) wait on.
 type workspace struct {
 	name string
-	host string        // ssh destination, "" local; guarded by mu (a workspace with no runtime may be rebound)
+	at   place         // host, tmux server and session; guarded by mu (a workspace with no runtime may be rebound)
 	kick chan struct{} // reconcile now (buffered 1; a full channel already means "soon")
 	dial chan struct{} // dial now: a spawn has just created the session
 
@@ -53,10 +54,12 @@ func (w *workspace) current() *controlmode.Conn {
 	return w.conn
 }
 
-func (w *workspace) hostName() string {
+func (w *workspace) hostName() string { return w.place().host }
+
+func (w *workspace) place() place {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.host
+	return w.at
 }
 
 func (w *workspace) setConn(c *controlmode.Conn) {
@@ -73,21 +76,15 @@ func poke(ch chan struct{}) {
 }
 
 // getLocked returns the workspace, starting its two goroutines the first time (after
-// Close: none). The records' lock is held: a new workspace takes the host of its
-// runtimes, and bindHostLocked rebinds under the same lock.
+// Close: none). The records' lock is held: a new workspace takes the place of its
+// runtimes, and bindLocked rebinds under the same lock.
 func (cs *conns) getLocked(name string) *workspace {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if w := cs.ws[name]; w != nil {
 		return w
 	}
-	w := &workspace{name: name, host: cs.cfg.SSHHost, kick: make(chan struct{}, 1), dial: make(chan struct{}, 1)}
-	for _, rt := range cs.recs.rts {
-		if rt.WorkspaceID == name {
-			w.host = rt.Host
-			break
-		}
-	}
+	w := &workspace{name: name, at: cs.recordedPlaceLocked(name), kick: make(chan struct{}, 1), dial: make(chan struct{}, 1)}
 	cs.ws[name] = w
 	cs.g.goAll(func() { cs.connLoop(w) }, func() { cs.loop(w) })
 	return w
@@ -142,12 +139,17 @@ func (cs *conns) connLoop(w *workspace) {
 }
 
 func (cs *conns) connConfig(w *workspace) controlmode.Config {
-	host := w.hostName()
+	at := w.place()
+	name, path := socketFlags(cs.cfg, at.socket)
+	cfgFile := cs.cfg.ConfigFile
+	if at.socket != "" {
+		cfgFile = "" // a user's own server keeps its own configuration
+	}
 	return controlmode.Config{
-		Tmux: cs.cfg.Tmux, SocketName: cs.cfg.SocketName, SocketPath: cs.cfg.SocketPath,
-		ConfigFile: cs.cfg.ConfigFile, SSHHost: host, SSH: cs.cfg.SSH, SSHConfig: cs.cfg.SSHConfig,
-		Session: SessionName(w.name), Logger: cs.cfg.Logger.Named(w.name),
-		OnOutput: func(pane int, data []byte, age time.Duration) { cs.onOutput(paneKey{host, pane}, data, age) },
+		Tmux: cs.cfg.Tmux, SocketName: name, SocketPath: path,
+		ConfigFile: cfgFile, SSHHost: at.host, SSH: cs.cfg.SSH, SSHConfig: cs.cfg.SSHConfig,
+		Session: at.session, Logger: cs.cfg.Logger.Named(w.name),
+		OnOutput: func(pane int, data []byte, age time.Duration) { cs.onOutput(paneKey{at.server, pane}, data, age) },
 		OnEvent:  func(ev controlmode.Event) { cs.onEvent(w, ev) },
 	}
 }
@@ -181,12 +183,13 @@ func (cs *conns) onEvent(w *workspace, ev controlmode.Event) {
 // listPanes lists the workspace session's panes: one command over the control
 // connection, or a subprocess when none is up. A missing session is an empty list.
 func (cs *conns) listPanes(ctx context.Context, w *workspace) ([]paneInfo, error) {
-	args := []string{"list-panes", "-s", "-t", "=" + SessionName(w.name), "-F", paneFormat}
+	at := w.place()
+	args := []string{"list-panes", "-s", "-t", "=" + at.session, "-F", paneFormat}
 	if c := w.current(); c != nil {
-		q, err := controlmode.Quote(paneFormat)
-		if err == nil {
+		line, ok := quoteLine(args)
+		if ok {
 			bctx, cancel := cs.tmux.boundCtx(ctx)
-			reply, err := c.Do(bctx, "list-panes -s -t "+"'="+SessionName(w.name)+"' -F "+q)
+			reply, err := c.Do(bctx, line)
 			cancel()
 			if err == nil {
 				panes := parsePanes(reply.Lines)
@@ -197,7 +200,7 @@ func (cs *conns) listPanes(ctx context.Context, w *workspace) ([]paneInfo, error
 			}
 		}
 	}
-	out, err := cs.tmux.run(ctx, w.hostName(), args...)
+	out, err := cs.tmux.run(ctx, at.server, args...)
 	if err != nil {
 		if isMissing(err) {
 			return nil, nil
@@ -241,62 +244,109 @@ func (cs *conns) command(ctx context.Context, w *workspace, args ...string) erro
 			}
 		}
 	}
-	_, err := cs.tmux.run(ctx, w.hostName(), args...)
+	_, err := cs.tmux.run(ctx, w.place().server, args...)
 	return err
 }
 
 // hostOf returns the host a workspace is bound to ("" for this machine): that of its
 // runtimes, else the daemon's default host.
-func (cs *conns) hostOf(workspace string) string {
+func (cs *conns) hostOf(workspace string) string { return cs.placeOf(workspace).host }
+
+// placeOf returns the place a workspace is bound to: that of its runtimes, else the
+// default one (the daemon's default host, nudge's own server, agents_<ws>).
+func (cs *conns) placeOf(workspace string) place {
 	cs.recs.mu.Lock()
 	defer cs.recs.mu.Unlock()
-	return cs.hostLocked(workspace)
+	return cs.placeLocked(workspace)
+}
+
+// placeLocked is placeOf with the records' lock held.
+func (cs *conns) placeLocked(workspace string) place {
+	if w := cs.lookup(workspace); w != nil {
+		return w.place()
+	}
+	return cs.recordedPlaceLocked(workspace)
+}
+
+// recordedPlaceLocked is the place the records bind a workspace to: that of a runtime
+// not deregistered, else the default place on the host of any runtime it had. The
+// records' lock is held.
+func (cs *conns) recordedPlaceLocked(workspace string) place {
+	at := place{server{cs.cfg.SSHHost, ""}, SessionName(workspace)}
+	for _, rt := range cs.recs.rts {
+		if rt.WorkspaceID != workspace {
+			continue
+		}
+		if rt.Status != nudge.StatusDeregistered {
+			return placeOf(rt)
+		}
+		at.host = rt.Host
+	}
+	return at
 }
 
 // hostLocked is hostOf with the records' lock held.
-func (cs *conns) hostLocked(workspace string) string {
-	if w := cs.lookup(workspace); w != nil {
-		return w.hostName()
-	}
-	for _, rt := range cs.recs.rts {
-		if rt.WorkspaceID == workspace {
-			return rt.Host
-		}
-	}
-	return cs.cfg.SSHHost
-}
+func (cs *conns) hostLocked(workspace string) string { return cs.placeLocked(workspace).host }
 
-// bindHost resolves and binds the host of a new runtime of workspace: want, or the
-// workspace's current host if want is "".
+// bindHost resolves and binds the place of a new runtime nudge starts in workspace: its
+// own session agents_<ws> on its own server, on host want, or the workspace's current
+// host if want is "". A workspace bound to a user's own session (placeOf) is refused.
 func (cs *conns) bindHost(workspace, want string) (string, error) {
 	if err := validHost(want); err != nil {
 		return "", err
 	}
 	cs.recs.mu.Lock()
 	defer cs.recs.mu.Unlock()
-	if want == "" {
-		return cs.hostLocked(workspace), nil
+	cur := cs.placeLocked(workspace)
+	at := place{server{cmp.Or(want, cur.host), ""}, SessionName(workspace)}
+	if !cur.owned(workspace) && cs.boundLocked(workspace) != "" {
+		return "", notOwned(workspace, cur, "starts programs")
 	}
-	return want, cs.bindHostLocked(workspace, want)
+	return at.host, cs.bindLocked(workspace, at)
 }
 
-// bindHostLocked binds a workspace to host for a new runtime. A workspace whose runtimes
-// live on another host is a CONFLICT; one with none left is rebound. The
+// boundLocked is a runtime (not deregistered) of workspace, "" if it has none. The
 // records' lock is held.
-func (cs *conns) bindHostLocked(workspace, host string) error {
+func (cs *conns) boundLocked(workspace string) string {
 	for _, rt := range cs.recs.rts {
-		if rt.WorkspaceID == workspace && rt.Host != host && rt.Status != nudge.StatusDeregistered {
-			return nudge.NewError(nudge.Conflict, fmt.Sprintf("workspace %s is bound to host %q (runtime %s)", workspace, displayHost(rt.Host), rt.RuntimeID))
+		if rt.WorkspaceID == workspace && rt.Status != nudge.StatusDeregistered {
+			return rt.RuntimeID
+		}
+	}
+	return ""
+}
+
+// bind binds a workspace to at for a runtime a register adopts there (bindLocked).
+func (cs *conns) bind(workspace string, at place) error {
+	cs.recs.mu.Lock()
+	defer cs.recs.mu.Unlock()
+	return cs.bindLocked(workspace, at)
+}
+
+// bindLocked binds a workspace to a place for a new runtime. A workspace whose runtimes
+// live in another place is a CONFLICT; one with none left is rebound. The records' lock
+// is held.
+func (cs *conns) bindLocked(workspace string, at place) error {
+	for _, rt := range cs.recs.rts {
+		if rt.WorkspaceID != workspace || rt.Status == nudge.StatusDeregistered {
+			continue
+		}
+		if cur := placeOf(rt); cur != at {
+			if cur.socket == at.socket && cur.session == at.session {
+				return nudge.NewError(nudge.Conflict, fmt.Sprintf("workspace %s is bound to host %q (runtime %s)", workspace, displayHost(rt.Host), rt.RuntimeID))
+			}
+			return nudge.NewError(nudge.Conflict, fmt.Sprintf("workspace %s is bound to %s (runtime %s), not %s: a workspace's runtimes share one tmux session; "+
+				"use another workspace (--workspace NAME) for this one, or deregister %s first", workspace, cur, rt.RuntimeID, at, rt.RuntimeID))
 		}
 	}
 	if w := cs.lookup(workspace); w != nil {
 		w.mu.Lock()
-		changed := w.host != host
-		w.host = host
+		changed := w.at != at
+		w.at = at
 		c := w.conn
 		w.mu.Unlock()
 		if changed && c != nil {
-			c.Close() // the old host's connection; connLoop dials the new one
+			c.Close() // the old place's connection; connLoop dials the new one
 		}
 	}
 	return nil
@@ -321,7 +371,7 @@ func (cs *conns) paneExitWait(ctx context.Context, workspace, paneID string) (bo
 // paneExit reads the pane once: alive, or dead with its status if tmux knows it.
 func (cs *conns) paneExit(ctx context.Context, workspace, paneID string) (alive, dead bool, status *int, err error) {
 	// display-message expands its formats empty for a missing target instead of failing.
-	out, err := cs.tmux.run(ctx, cs.hostOf(workspace), "display-message", "-p", "-t", paneID, "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
+	out, err := cs.tmux.run(ctx, cs.placeOf(workspace).server, "display-message", "-p", "-t", paneID, "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
 	if isMissing(err) {
 		return false, false, nil, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"syscall"
 
@@ -128,6 +129,12 @@ func switchCmd(env *cliEnv) *cobra.Command {
 		}
 		if rt.Host != "" {
 			return fmt.Errorf("%s runs on %s: nudge attach %s --host %s", rt.RuntimeID, rt.Host, rt.WorkspaceID, rt.Host)
+		}
+		if s := rt.TmuxSocket; s != "" { // a session of the user's own tmux server
+			t.socket, t.path = s, ""
+			if filepath.IsAbs(s) {
+				t.path = s
+			}
 		}
 		return bringTerminal(cmd.Context(), env, t, cmp.Or(rt.PaneID, rt.Target))
 	}

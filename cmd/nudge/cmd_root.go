@@ -239,7 +239,7 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 // later trigger reuse that id.
 var perCallFlags = map[string]bool{
 	"id": true, "thread": true, "reason": true, "prompt-file": true, "force": true,
-	"intent": true, "session-id": true, "dialog": true, "choice": true,
+	"intent": true, "session-id": true, "dialog": true, "choice": true, "tmux-server": true,
 }
 
 // envFallback sets every flag of cmd not given on the command line from NUDGE_<FLAG>

@@ -76,10 +76,19 @@ func registerCmd(env *cliEnv) *cobra.Command {
 	fs.StringVar(&b.Role, "role", "", "role")
 	fs.StringVar(&b.Agent, "agent", "codex", "agent profile")
 	fs.StringVar(&b.AgentID, "agent-id", "", "agent id (default: the role)")
-	fs.StringVar(&b.Target, "target", "", "the pane: agents_<ws>:<role>.0 or %N")
+	fs.StringVar(&b.Target, "target", "", "the pane: SESSION:WINDOW.PANE (window by index or name), SESSION (its active pane) or %N")
 	fs.StringVar(&b.SessionID, "session-id", "", "the agent's session id, if known")
 	fs.BoolVar(&b.Unmanaged, "unmanaged", false, "track only: never inject (UNMANAGED_RUNTIME) or restart")
 	fs.StringVar(&b.Host, "host", "", "the pane's tmux is on USER@HOST (through ssh -T); default: the workspace's host, this machine for a new one")
+	fs.StringVar(&b.TmuxSocket, "tmux-server", "", "the pane's tmux server when it is not nudge's: \"default\" (a plain `tmux`), a socket NAME (tmux -L) or an absolute socket PATH (tmux -S); default: the workspace's server, nudge's own for a new one")
+	cmd.Long = "Adopt an existing tmux pane as a runtime. The pane may be in nudge's session agents_<ws> on\n" +
+		"nudge's own tmux server, or in a session of your own on any tmux server (--tmux-server):\n" +
+		"\n  tmux new -s consilio-ps        # your session, on your default server\n" +
+		"  nudge register --workspace consilio --role ps --agent claude --target consilio-ps --tmux-server default\n" +
+		"\nThe workspace is then bound to that session: triggers are typed there, human typing is seen\n" +
+		"there, and nudge never creates, renames or kills that session or its server (spawn into\n" +
+		"such a workspace is refused; stop leaves an unmanaged pane running). A workspace has one\n" +
+		"place: register a pane of another session under another workspace name."
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		asJSON, err := out.asJSON()
 		if err != nil {

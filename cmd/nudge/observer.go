@@ -6,6 +6,7 @@ import (
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/cmd/nudge/tui"
+	"github.com/nudgehq/nudge/panes"
 )
 
 // openObserver builds the metrics, alerts and status line (package observe) from the
@@ -52,15 +53,30 @@ func openObserver(d *daemon) (*observe.Observer, error) {
 	return observe.New(cfg)
 }
 
-// workspaces lists the workspaces that have runtimes.
+// workspaces lists the workspaces that have runtimes in nudge's own sessions: the status
+// line is never written into a user's own session (a register with --tmux-server).
 func workspaces(rts []nudge.Runtime) []string {
 	var out []string
 	for _, rt := range rts {
+		if rt.TmuxSocket != "" || rt.TmuxSession != panes.SessionName(rt.WorkspaceID) {
+			continue
+		}
 		if !slices.Contains(out, rt.WorkspaceID) {
 			out = append(out, rt.WorkspaceID)
 		}
 	}
 	return out
+}
+
+// workspaceSession is the tmux session of a workspace: that of its runtimes (a user's own
+// session for one bound there by a register), else agents_<ws>.
+func workspaceSession(rts []nudge.Runtime, ws string) string {
+	for _, rt := range rts {
+		if rt.WorkspaceID == ws && rt.TmuxSession != "" {
+			return rt.TmuxSession
+		}
+	}
+	return panes.SessionName(ws)
 }
 
 // statusLine is ws's line for its session's status bar.

@@ -192,3 +192,53 @@ func TestPiLongFirstTurnGivenOnce(t *testing.T) {
 		t.Fatalf("the model got the prompt %d times, want 1\nstory: %s", n, story(ft.td.audit("pi-long")))
 	}
 }
+
+// TestOpenCodeMergedPromptsGivenOnce: OpenCode glues a prompt typed while it is still
+// taking in the previous one to that one's text ("…[/BRIDGE_TRIGGER][BRIDGE_TRIGGER
+// id=…", one user message, one model call; seen with prompts a second apart on a loaded
+// machine). Two triggers whose prompts reach OpenCode that way while their runtime is
+// paused (typed into its pane as OpenCode records them) are found in its record when the
+// pause ends: both are acked by it, neither is typed again.
+func TestOpenCodeMergedPromptsGivenOnce(t *testing.T) {
+	ft := startFullTurns(t, agentCase{agent: "opencode", env: "NUDGE_TEST_OPENCODE", pkg: "opencode-ai", api: standin.Chat,
+		script: busyReply(0)})
+	// A first turn: the record is found and shown to be this runtime's.
+	ft.send("oc-first", "first task")
+	ft.waitAcked("oc-first")
+	ft.waitReady("the first turn")
+	rt := "/v1/runtimes/" + ft.rt.RuntimeID
+	if err := ft.td.c.do(t0(), "POST", rt+"/pause", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"oc-merged-a", "oc-merged-b"}
+	var merged string
+	for _, id := range ids {
+		ft.send(id, "task "+id)
+		merged += "[BRIDGE_TRIGGER id=" + id + " thread=- reason=trigger] task " + id + " [/BRIDGE_TRIGGER]"
+	}
+	// The first is held by the pause, the second waits behind it.
+	ft.td.waitTrigger(ids[0], func(tr nudge.Trigger) bool { return tr.ErrorCode == "RUNTIME_PAUSED" })
+	ft.td.tmux("send-keys", "-t", ft.rt.PaneID, "-l", merged)
+	time.Sleep(500 * time.Millisecond)
+	ft.td.tmux("send-keys", "-t", ft.rt.PaneID, "Enter")
+	for _, id := range ids {
+		ft.waitModelGot(id)
+	}
+	ft.waitReady("the merged turn")
+	if err := ft.td.c.do(t0(), "POST", rt+"/resume", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		var tr nudge.Trigger
+		if err := ft.td.c.do(t0(), "GET", "/v1/triggers/"+id+"?wait=2m", nil, &tr); err != nil || tr.State != "acked" || tr.AckSignal != "record" {
+			t.Errorf("%s: %s signal=%s attempts=%d %v\nstory: %s", id, tr.State, tr.AckSignal, tr.Attempts, err, story(ft.td.audit(id)))
+		}
+	}
+	time.Sleep(3 * time.Second) // a late retype would show up here
+	reqs := ft.srv.Requests()
+	for _, id := range append(ids, "oc-first") {
+		if n := standin.Count(reqs, id); n != 1 {
+			t.Errorf("%s: the model got the prompt %d times, want 1\nstory: %s", id, n, story(ft.td.audit(id)))
+		}
+	}
+}

@@ -253,6 +253,8 @@ func TestWireGolden(t *testing.T) {
 	td.d.hooks.onReply("rt_golden.sh", "g1", ack.Reply{Text: "golden answer", EndedAt: time.Now(), Evidence: "golden.jsonl:1"})
 	pin("receipt_reply", "GET", "/v1/triggers/g1?wait=1s&for=reply", "", "")
 	pin("error_receipt_for", "GET", "/v1/triggers/g1?wait=1s&for=answer", "", "")
+	// A register names the pane's tmux server (tmux_socket: a user's own session).
+	pin("error_register_tmux_socket", "POST", "/v1/runtimes/register", "", `{"workspace":"other","role":"ps","agent":"shell","target":"proj-ps","tmux_socket":"a/b"}`)
 	td.stop()
 
 	dir := filepath.Join("testdata", "wire")

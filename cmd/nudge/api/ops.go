@@ -20,10 +20,14 @@ type RegisterRequest struct {
 	Role      string `json:"role"`
 	Agent     string `json:"agent"`
 	AgentID   string `json:"agent_id,omitempty"`
-	Target    string `json:"target"` // agents_<ws>:<role>.0 or %N
+	Target    string `json:"target"` // SESSION:WINDOW.PANE, SESSION (its active pane) or %N
 	SessionID string `json:"session_id,omitempty"`
 	Unmanaged bool   `json:"unmanaged,omitempty"` // track only: never inject or restart
 	Host      string `json:"host,omitempty"`
+	// TmuxSocket is the pane's tmux server when it is not nudge's own: a socket name
+	// (tmux -L; "default" is the server a plain `tmux` uses) or an absolute socket path
+	// (tmux -S). "" means the workspace's server (nudge's own for a new workspace).
+	TmuxSocket string `json:"tmux_socket,omitempty"`
 	// The seeds' names (seed 000 §10.1): workspace_id for workspace, pty_target for
 	// target, pty_backend (only "tmux"), and pid, the pane's process id as the caller knows
 	// it (the register is refused if the pane runs another). A register with agent_id and

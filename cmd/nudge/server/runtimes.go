@@ -100,7 +100,7 @@ func (a runtimesAPI) handleRegister(w http.ResponseWriter, r *http.Request, c au
 	}
 	rt, err := s.deps.Runtimes.Register(r.Context(), panes.RegisterRequest{
 		Workspace: b.Workspace, Role: b.Role, Agent: b.Agent, AgentID: b.AgentID,
-		Target: b.Target, SessionID: b.SessionID, Unmanaged: b.Unmanaged, Host: b.Host, PID: b.PID,
+		Target: b.Target, SessionID: b.SessionID, Unmanaged: b.Unmanaged, Host: b.Host, TmuxSocket: b.TmuxSocket, PID: b.PID,
 	})
 	if err != nil {
 		s.fail(w, r, err)

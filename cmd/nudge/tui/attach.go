@@ -34,6 +34,10 @@ func (ui *watchUI) attach() {
 		ui.m.msg = "on host " + rt.Host + ": run `nudge attach " + rt.WorkspaceID + " --host " + rt.Host + "`"
 		return
 	}
+	if rt.TmuxSocket != "" { // a pane of the user's own tmux server: its pane id means another pane on nudge's
+		ui.m.msg = "on tmux server " + rt.TmuxSocket + ": run `nudge switch " + rt.RuntimeID + "`"
+		return
+	}
 	target := orDefault(rt.PaneID, rt.Target)
 	if ui.getenv("TMUX") == "" {
 		ui.attachHere(target, rt.RuntimeID)
