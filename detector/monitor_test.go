@@ -564,8 +564,9 @@ func TestStreamingWakes(t *testing.T) {
 		t.Fatalf("%d wake-ups for %d output chunks", wakes, chunks)
 	}
 	// The quiet timer fires once per quiet spell: after each stretch a wake began, and
-	// never while the stream keeps it pushed back (the stream lasts several ready_quiet).
-	if fires > wakes+1 {
+	// not while the stream keeps it pushed back (the stream lasts several ready_quiet;
+	// it fired once each before). The slack is for a fire that raced a chunk.
+	if fires > wakes+2 {
 		t.Fatalf("%d quiet timer fires for %d stretches of output", fires, wakes)
 	}
 }

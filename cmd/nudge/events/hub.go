@@ -175,6 +175,7 @@ type Hub struct {
 	head      int     // next write position in recent when full
 	sinceTrim int
 	subs      map[*Subscriber]struct{}
+	observers map[*func(Event)]struct{} // Observe's: called inside Publish
 	closed    bool
 	w         writes // the events' way to the store (write.go)
 
@@ -203,7 +204,7 @@ func Open(cfg Config, log Log) (*Hub, error) {
 		return nil, fmt.Errorf("open events: %w", err)
 	}
 	h := &Hub{cfg: cfg, log: log, seq: start, reserved: start + reserveBlock,
-		subs: map[*Subscriber]struct{}{}, wake: make(chan struct{}, 1),
+		subs: map[*Subscriber]struct{}{}, observers: map[*func(Event)]struct{}{}, wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	h.w.lost, h.w.lostHanded = lost, st.Lost
 	h.mu.Lock()
@@ -263,6 +264,9 @@ func (h *Hub) Publish(ev Event) Event {
 		default:
 			h.dropLocked(s)
 		}
+	}
+	for fn := range h.observers {
+		(*fn)(ev)
 	}
 	return ev
 }
@@ -423,6 +427,23 @@ type Subscriber struct {
 
 	ch      chan Event
 	dropped chan struct{}
+}
+
+// Observe has fn called with every numbered event, in order, inside Publish (under the
+// Hub's lock): for a reader in the daemon whose work per event is a few map lookups (the
+// notifier), which then costs no goroutine wake per event and can never fall behind. fn
+// must not block or call the Hub. Once the returned stop has returned, fn is not running
+// and is not called again.
+func (h *Hub) Observe(fn func(Event)) (stop func()) {
+	p := &fn
+	h.mu.Lock()
+	h.observers[p] = struct{}{}
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		delete(h.observers, p)
+		h.mu.Unlock()
+	}
 }
 
 // Subscribe returns a new subscriber. After Close it is dropped at once.

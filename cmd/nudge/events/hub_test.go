@@ -266,3 +266,25 @@ func TestServeFormats(t *testing.T) {
 		t.Fatalf("bad since: %d", resp4.StatusCode)
 	}
 }
+
+// TestObserve: an observer gets every published event in order, numbered and with its
+// JSON, and none once its stop has returned.
+func TestObserve(t *testing.T) {
+	db := openStore(t, filepath.Join(t.TempDir(), "nudge.db"))
+	defer db.Close()
+	h := openHub(t, DefaultConfig(), db)
+	defer h.Close()
+	var got []Event
+	stop := h.Observe(func(ev Event) { got = append(got, ev) })
+	published := publishN(h, "w1", 3)
+	stop()
+	publishN(h, "w1", 2)
+	if len(got) != 3 {
+		t.Fatalf("observed %d events, want 3", len(got))
+	}
+	for i, ev := range got {
+		if ev.Seq != published[i].Seq || ev.JSON() == nil {
+			t.Errorf("event %d: seq %d (published %d), JSON %q", i, ev.Seq, published[i].Seq, ev.JSON())
+		}
+	}
+}

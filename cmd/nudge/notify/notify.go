@@ -60,10 +60,11 @@ func DefaultConfig() Config {
 	return Config{Timeout: 10 * time.Second, MaxRunning: 4}
 }
 
-// Source is the event hub (*events.Hub).
+// Source is the event hub (*events.Hub): it hands every event to the Notifier inside
+// Publish, which costs no goroutine wake per event (a busy fleet publishes a hundred or
+// more a second, and only the rare failed trigger or runtime, or a dialog, notifies).
 type Source interface {
-	Subscribe() *events.Subscriber
-	Unsubscribe(*events.Subscriber)
+	Observe(fn func(events.Event)) (stop func())
 }
 
 // Conns gives a workspace's control connection (*panes.Registry). The connection is
@@ -72,8 +73,8 @@ type Conns interface {
 	Conn(workspace string) (*controlmode.Conn, error)
 }
 
-// Notifier reads events from a Source and notifies. New starts its goroutine; the
-// daemon owns it and calls Close, which waits for running commands too.
+// Notifier reads events from a Source and notifies. The daemon owns it and calls Close,
+// which waits for running commands too.
 type Notifier struct {
 	cfg   Config
 	src   Source
@@ -86,13 +87,13 @@ type Notifier struct {
 	dropped  atomic.Uint64
 	sent     atomic.Uint64
 
-	stop   chan struct{}
+	stop   func()          // ends the Source's calls
 	ctx    context.Context // ended by Close: commands and displays in flight are cut short
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the reader and every command and display in flight
+	wg     sync.WaitGroup // every command and display in flight
 	once   sync.Once
 
-	// Owned by the reader goroutine.
+	mu        sync.Mutex          // held while an event is read
 	readiness map[string]string   // runtime id -> last readiness seen
 	status    map[string]string   // runtime id -> last lifecycle status seen
 	failed    map[string]struct{} // trigger ids already notified as failed
@@ -118,12 +119,9 @@ func New(cfg Config, src Source, conns Conns) *Notifier {
 	}
 	n := &Notifier{cfg: cfg, src: src, conns: conns, log: cfg.Logger,
 		cmds: make(chan struct{}, cfg.MaxRunning), displays: make(chan struct{}, maxDisplays),
-		stop: make(chan struct{}), readiness: map[string]string{}, status: map[string]string{},
-		failed: map[string]struct{}{}}
+		readiness: map[string]string{}, status: map[string]string{}, failed: map[string]struct{}{}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	sub := src.Subscribe()
-	n.wg.Add(1)
-	go n.read(sub)
+	n.stop = src.Observe(n.observe)
 	return n
 }
 
@@ -131,7 +129,7 @@ func New(cfg Config, src Source, conns Conns) *Notifier {
 // for them and the displays in flight. Idempotent.
 func (n *Notifier) Close() {
 	n.once.Do(func() {
-		close(n.stop)
+		n.stop() // no event is read after this: nothing new is spawned
 		n.cancel()
 		n.wg.Wait()
 	})
@@ -143,31 +141,11 @@ func (n *Notifier) Dropped() uint64 { return n.dropped.Load() }
 // Sent is how many notifications were handed to a command or a display.
 func (n *Notifier) Sent() uint64 { return n.sent.Load() }
 
-func (n *Notifier) read(sub *events.Subscriber) {
-	defer n.wg.Done()
-	for {
-		select {
-		case <-n.stop:
-			n.src.Unsubscribe(sub)
-			return
-		case <-sub.Dropped:
-			select {
-			case ev := <-sub.C:
-				n.event(ev)
-				continue
-			default:
-			}
-			select {
-			case <-n.stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			n.log.Warn("notifications fell behind the event hub; resubscribing")
-			sub = n.src.Subscribe()
-		case ev := <-sub.C:
-			n.event(ev)
-		}
-	}
+// observe takes one event from the hub (Hub.Observe: inside Publish, in order).
+func (n *Notifier) observe(ev events.Event) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.event(ev)
 }
 
 // view is what a notification needs of an event.
