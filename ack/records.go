@@ -1,6 +1,7 @@
 package ack
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,6 +73,14 @@ type follow struct {
 	order   []string          // seen's keys, oldest first (bounded)
 	open    []*turnReply      // the triggers the open turn took
 	turnEnd time.Time         // the last turn's end (zero: none yet)
+	syncSeq uint64            // the last Sync request's number
+	syncs   []syncWait        // the Sync requests not answered yet
+}
+
+// syncWait is one Sync waiting for the reader to answer request n.
+type syncWait struct {
+	n    uint64
+	done chan struct{}
 }
 
 type turnReply struct {
@@ -191,6 +200,10 @@ func (rs *Records) Live(runtimeID string) bool {
 func (rs *Records) run(runtimeID string, fl *follow) {
 	defer close(fl.done)
 	for ev := range fl.r.Events() {
+		if ev.Kind == record.Synced {
+			fl.synced(ev.Seq)
+			continue
+		}
 		if !fl.live {
 			fl.mu.Lock()
 			fl.live = true
@@ -280,6 +293,51 @@ func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 			}
 		}
 	}
+}
+
+// Sync reads runtimeID's record to its end now and returns once what it holds is known
+// (Has, Working): before a prompt is typed again, a write the reader has not seen yet
+// (a database commit that was not visible when its file event came) counts. It returns
+// at once for a runtime whose record is not followed, or whose reader cannot (nil), when
+// the reader ends, or with ctx's error.
+func (rs *Records) Sync(ctx context.Context, runtimeID string) error {
+	fl := rs.get(runtimeID)
+	if fl == nil {
+		return nil
+	}
+	s, ok := fl.r.(record.Syncer)
+	if !ok {
+		return nil
+	}
+	fl.mu.Lock()
+	fl.syncSeq++
+	w := syncWait{n: fl.syncSeq, done: make(chan struct{})}
+	fl.syncs = append(fl.syncs, w)
+	fl.mu.Unlock()
+	s.Sync(w.n)
+	select {
+	case <-w.done:
+		return nil
+	case <-fl.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// synced releases the Syncs answered by the reader's read up to request n.
+func (fl *follow) synced(n uint64) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	keep := fl.syncs[:0]
+	for _, w := range fl.syncs {
+		if w.n <= n {
+			close(w.done)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	fl.syncs = keep
 }
 
 // remember records a trigger id as seen; fl.mu is held.

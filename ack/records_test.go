@@ -225,3 +225,65 @@ func TestEnvelopeIDsOpenCodeMerged(t *testing.T) {
 		t.Fatalf("ids %q, want %q", ids, want)
 	}
 }
+
+// syncReader is a fakeReader whose record holds a prompt it has not reported yet: a Sync
+// reads it (its UserMessage, then the Synced answer), unless mute.
+type syncReader struct {
+	fakeReader
+	unseen string
+	mute   bool
+}
+
+func (s *syncReader) Sync(n uint64) {
+	if s.mute {
+		return
+	}
+	go func() {
+		if s.unseen != "" {
+			s.ch <- record.Event{Kind: record.UserMessage, Text: s.unseen, File: "/rec.db#k", Line: 9}
+		}
+		s.ch <- record.Event{Kind: record.Synced, Seq: n}
+	}()
+}
+
+// TestRecordsSync: Sync returns once the record's read to its end is known: a prompt it
+// holds is acked (and Has) by then; a reader that does not answer leaves it to ctx; a
+// runtime not followed returns at once.
+func TestRecordsSync(t *testing.T) {
+	sr := &syncReader{fakeReader: fakeReader{ch: make(chan record.Event, 16)},
+		unseen: "[BRIDGE_TRIGGER id=t1 thread=- reason=r] one [/BRIDGE_TRIGGER]"}
+	var mu sync.Mutex
+	acked := map[string]string{}
+	rs := NewRecords(RecordsConfig{
+		Open: func(record.Format, record.Spec) record.Reader { return sr },
+		OnPrompt: func(rt, id, ev string) RecordOwner {
+			mu.Lock()
+			acked[id] = ev
+			mu.Unlock()
+			return RecordMine
+		},
+	})
+	defer rs.Close()
+	rs.Follow("w.a", nil, record.Spec{})
+	if err := rs.Sync(context.Background(), "w.a"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	ev := acked["t1"]
+	mu.Unlock()
+	if ev != "/rec.db#k:9" {
+		t.Fatalf("after Sync: acked %q", ev)
+	}
+	if ev, ok := rs.Has("w.a", "t1"); !ok || ev != "/rec.db#k:9" {
+		t.Fatalf("Has t1 after Sync: %q %v", ev, ok)
+	}
+	sr.mute = true
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := rs.Sync(ctx, "w.a"); err == nil {
+		t.Fatal("a Sync the reader never answers returned without ctx's error")
+	}
+	if err := rs.Sync(context.Background(), "w.other"); err != nil {
+		t.Fatal(err)
+	}
+}

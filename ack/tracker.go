@@ -41,6 +41,9 @@ type TrackerConfig struct {
 	Working func(runtimeID string) bool
 	// RecordLive reports whether the runtime's own record is being read (nil: never).
 	RecordLive func(runtimeID string) bool
+	// SyncRecord reads the runtime's own record to its end and returns once the prompts
+	// it holds are acked (RecordAck) or ctx ends (nil: nothing to read; see SyncRecord).
+	SyncRecord func(ctx context.Context, runtimeID string)
 	Now        func() time.Time
 }
 
@@ -252,6 +255,15 @@ func (k *Tracker) Working(runtimeID string) bool {
 // and the envelope need not ask the agent to print the marker.
 func (k *Tracker) RecordLive(runtimeID string) bool {
 	return k.cfg.RecordLive != nil && k.cfg.RecordLive(runtimeID)
+}
+
+// SyncRecord reads the runtime's own record to its end now, so that a prompt it holds
+// is acked before a retype, retry or fallback is decided (a write its reader had not
+// seen yet counts); it returns when that read is done or ctx ends.
+func (k *Tracker) SyncRecord(ctx context.Context, runtimeID string) {
+	if k.cfg.SyncRecord != nil {
+		k.cfg.SyncRecord(ctx, runtimeID)
+	}
 }
 
 // Heartbeat records a runtime heartbeat: activity at `at` acks every trigger delivered

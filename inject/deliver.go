@@ -122,6 +122,10 @@ func (ty *typist) answered(l *lane, j *job) bool {
 			ty.fin.finishAcked(j, sig)
 			return true
 		}
+		if sig, ok := ty.fin.inRecord(j); ok {
+			ty.fin.finishAcked(j, sig)
+			return true
+		}
 		if j.submitSeq != 0 && l.outSeq.Load() == j.submitSeq {
 			ty.holdUnshown(l, j)
 			return true

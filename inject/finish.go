@@ -139,6 +139,10 @@ type evidencer interface {
 
 // ackTimedOut retries the trigger after the next backoff, or falls back.
 func (f *finisher) ackTimedOut(j *job) {
+	if sig, ok := f.inRecord(j); ok {
+		f.finishAcked(j, sig)
+		return
+	}
 	f.withdraw(j)
 	t := j.record()
 	wait, retry := f.cfg.retryAfter(t.Attempts)
@@ -224,6 +228,13 @@ func (f *finisher) finishFailed(j *job, code nudge.Code, why string) {
 
 // startFallback hands j to the fallback chain in its own goroutine.
 func (f *finisher) startFallback(j *job, code nudge.Code, why string) {
+	if j.record().Attempts > 0 || j.maybeTyped {
+		// It may have reached the agent: a prompt its record holds is not given again.
+		if sig, ok := f.inRecord(j); ok {
+			f.finishAcked(j, sig)
+			return
+		}
+	}
 	f.countFailure(j, code)
 	if f.deps.Fallback == nil {
 		f.finishFailed(j, code, why)

@@ -46,6 +46,12 @@ type follower struct {
 	path    atomic.Pointer[string]
 	err     error // set before done is closed
 	skipped atomic.Int64
+
+	// Sync requests: the highest number asked for, the highest answered (the run
+	// goroutine's), and a wake-up for the loop.
+	syncReq  atomic.Uint64
+	syncDone uint64
+	poke     chan struct{}
 }
 
 // Open starts following the record of s in format f and returns its Reader at once:
@@ -61,7 +67,7 @@ func Open(f Format, s Spec, opt Options) Reader {
 		opt.Rescan = 5 * time.Second
 	}
 	r := &follower{f: f, spec: s, opt: opt, ev: make(chan Event, opt.Buffer),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), poke: make(chan struct{}, 1)}
 	go r.run()
 	return r
 }
@@ -87,6 +93,31 @@ func (r *follower) Err() error {
 
 // Skipped counts the lines longer than MaxLine that were skipped.
 func (r *follower) Skipped() int64 { return r.skipped.Load() }
+
+// Sync implements Syncer.
+func (r *follower) Sync(n uint64) {
+	for {
+		cur := r.syncReq.Load()
+		if n <= cur || r.syncReq.CompareAndSwap(cur, n) {
+			break
+		}
+	}
+	select {
+	case r.poke <- struct{}{}:
+	default: // a wake-up is pending already: its read answers this request too
+	}
+}
+
+// answerSync answers the Sync requests up to req, the last one made before the read that
+// just ended began: an Event Synced after that read's events. A request made during the
+// read has its wake-up pending: the next read answers it.
+func (r *follower) answerSync(req uint64) error {
+	if req <= r.syncDone {
+		return nil
+	}
+	r.syncDone = req
+	return r.sendAs([]Event{{Kind: Synced, Seq: req}}, 0, r.Path())
+}
 
 func (r *follower) Close() error {
 	r.once.Do(func() { close(r.stop) })
@@ -131,6 +162,7 @@ func (r *follower) locate(w *sub) (string, error) {
 	watched := map[string]bool{}
 	wait := 250 * time.Millisecond
 	for {
+		req := r.syncReq.Load()
 		if p, err := r.f.Locate(r.spec); err == nil {
 			if file, key, ok := splitKey(p); ok && r.isTable() {
 				file, err := inside(root, file)
@@ -138,6 +170,9 @@ func (r *follower) locate(w *sub) (string, error) {
 			}
 			return inside(root, p)
 		} else if !errors.Is(err, ErrNotYet) {
+			return "", err
+		}
+		if err := r.answerSync(req); err != nil { // not found: nothing to read
 			return "", err
 		}
 		dirs := []string{root}
@@ -163,6 +198,7 @@ func (r *follower) locate(w *sub) (string, error) {
 		case <-w.ev:
 			wait = 250 * time.Millisecond // things move: look soon again if this was not it
 		case <-w.missed:
+		case <-r.poke:
 		case <-t.C:
 			wait = min(2*wait, r.opt.Rescan)
 		}
@@ -227,6 +263,7 @@ func (r *follower) follow(w *sub, path string) error {
 		}
 	}()
 	for {
+		req := r.syncReq.Load()
 		if f == nil {
 			var err error
 			if f, err = os.Open(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -246,9 +283,13 @@ func (r *follower) follow(w *sub, path string) error {
 				return err
 			}
 		}
+		if err := r.answerSync(req); err != nil {
+			return err
+		}
 		select {
 		case <-r.stop:
 			return errStopped
+		case <-r.poke: // read now
 		case e := <-w.ev:
 			if filepath.Clean(e.Name) != path {
 				continue
@@ -401,6 +442,7 @@ func (r *follower) followTable(w *sub, path string, t Table) error {
 	var dst []Event
 	changed := false
 	for {
+		req := r.syncReq.Load()
 		err := tr.Rows(last, func(n int64, key string, text []byte) error {
 			last, st.Line = n, n
 			if len(text) > MaxLine {
@@ -415,6 +457,11 @@ func (r *follower) followTable(w *sub, path string, t Table) error {
 		})
 		if errors.Is(err, ErrUnknownFormat) || errors.Is(err, errStopped) {
 			return err
+		}
+		if err == nil {
+			if err := r.answerSync(req); err != nil {
+				return err
+			}
 		}
 		// A read after a change looks once more shortly after: a commit's log write
 		// (the file event) comes a moment before its index is updated, and a read in
@@ -451,6 +498,8 @@ func (r *follower) waitChange(w *sub, file string, timeout time.Duration) (bool,
 		case <-after:
 			return false, nil
 		case <-w.missed:
+			return true, nil
+		case <-r.poke: // a Sync: read now
 			return true, nil
 		case e := <-w.ev:
 			if !strings.HasPrefix(filepath.Clean(e.Name), file) {

@@ -9,9 +9,9 @@
 // (its session file); [OpenCode] "opencode" keeps its sessions in a SQLite database, a
 // [Table] read row by row. [Open] returns the [Reader] common to all formats: it
 // finds the file once it exists, follows it as it grows (file events, no polling once
-// found), feeds whole lines to Parse and emits [Event]s on a bounded channel; whoever
-// opens a Reader owns it and calls Close. Package ack turns the events into acks and
-// replies (ack.Records).
+// found; its Sync, [Syncer], reads it to its end at once), feeds whole lines to Parse
+// and emits [Event]s on a bounded channel; whoever opens a Reader owns it and calls
+// Close. Package ack turns the events into acks and replies (ack.Records).
 //
 // The record is written by a process nudge does not trust: a user message counts only by
 // its structural role in the record, never because text looks like an envelope; lines
@@ -61,9 +61,12 @@ const (
 	AssistantText
 	// TurnEnded: the agent's turn ended (it waits for the next prompt).
 	TurnEnded
+	// Synced: the reader read the record to its end at the Sync request Event.Seq (and
+	// every one before it): the events before this one are all the record holds.
+	Synced
 )
 
-var kindNames = [...]string{"", "session", "user", "turn_started", "assistant", "turn_ended"}
+var kindNames = [...]string{"", "session", "user", "turn_started", "assistant", "turn_ended", "synced"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && k != 0 {
@@ -82,6 +85,7 @@ type Event struct {
 	At        time.Time // the time the record gives; zero when it gives none
 	File      string    // the record file
 	Line      int64     // 1-based line number in File
+	Seq       uint64    // Synced: the number of the Sync request answered
 }
 
 // Spec says which runtime's record to find.
@@ -140,6 +144,15 @@ type TableReader interface {
 	// with that number, the row's key and its text (valid during the call only).
 	Rows(after int64, fn func(line int64, key string, text []byte) error) error
 	Close() error
+}
+
+// Syncer is a Reader that reads its record to the end on request, without waiting for a
+// file event: a write whose event came before it was visible (a database's commit), or
+// was lost, is read now. Sync(n) returns at once; the reader answers with an Event of
+// Kind Synced and Seq n (or a later request's number) after the events of that read.
+// A reader that has not found its record yet answers at once.
+type Syncer interface {
+	Sync(n uint64)
 }
 
 // Reader follows one runtime's record. Events is closed when the reader ends; Err then

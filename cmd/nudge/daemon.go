@@ -85,7 +85,8 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	doctor.ProfileOverrides(cfg.ProfileDir, d.profiles).Log(d.log)
-	d.acks = ack.NewTracker(ack.TrackerConfig{Signals: h.ackSignals, Working: h.recordWorking, RecordLive: h.recordLive})
+	d.acks = ack.NewTracker(ack.TrackerConfig{Signals: h.ackSignals, Working: h.recordWorking, RecordLive: h.recordLive,
+		SyncRecord: h.recordSync})
 	if d.tmux, err = doctor.CheckTmux(ctx, cfg.Panes, d.log); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -42,6 +43,13 @@ func (h *hooks) ackSignals(runtimeID string) []string {
 // recordWorking and recordLive tell the ack tracker what the agent's own record shows.
 func (h *hooks) recordWorking(id string) bool { return h.ready.Load() && h.d.rec.Working(id) }
 func (h *hooks) recordLive(id string) bool    { return h.ready.Load() && h.d.rec.Live(id) }
+
+// recordSync reads the agent's own record to its end before a prompt is typed again.
+func (h *hooks) recordSync(ctx context.Context, id string) {
+	if h.ready.Load() {
+		h.d.rec.Sync(ctx, id)
+	}
+}
 
 // runtimeEnv is the environment a spawned runtime gets: where the daemon is, and a token
 // for itself only.

@@ -16,6 +16,7 @@
 package agentrecord
 
 import (
+	"context"
 	"errors"
 	"os"
 	"sync"
@@ -157,6 +158,9 @@ func (w *Watcher) Working(runtimeID string) bool { return w.rs.Working(runtimeID
 
 // Live reports whether the runtime's record is being read.
 func (w *Watcher) Live(runtimeID string) bool { return w.rs.Live(runtimeID) }
+
+// Sync reads the runtime's record to its end now (ack.Records.Sync).
+func (w *Watcher) Sync(ctx context.Context, runtimeID string) { w.rs.Sync(ctx, runtimeID) }
 
 // Degraded lists the runtimes whose record could not be read, and why.
 func (w *Watcher) Degraded() map[string]string {
