@@ -210,6 +210,10 @@ func TestUserServerGoneNotStarted(t *testing.T) {
 	e.waitFor("ready", func() bool { return e.status(rt.RuntimeID) == nudge.StatusReady })
 	u.tmux("kill-server")
 	e.waitFor("offline", func() bool { return e.status(rt.RuntimeID) == nudge.StatusOffline })
+	e.waitFor("the connection gone", func() bool { _, err := e.reg.Conn("gone"); return err != nil })
+	if _, err := e.reg.Conn("gone"); err == nil || !strings.Contains(err.Error(), "session ps on tmux server") || !strings.Contains(err.Error(), "tmux -L "+u.name+" ls") {
+		t.Errorf("without its session: %v", err)
+	}
 	sweeps := e.reg.Stats().Sweeps
 	e.waitFor("sweeps and redials", func() bool { return e.reg.Stats().Sweeps >= sweeps+5 })
 	if got := u.sessions(); got != "" {

@@ -234,6 +234,10 @@ func (cs *conns) conn(workspace string) (*controlmode.Conn, error) {
 		if h := w.hostName(); h != "" {
 			return nil, nudge.NewError(nudge.HostUnreachable, "no control connection for workspace "+workspace+" on host "+h)
 		}
+		if at := w.place(); !at.owned(workspace) {
+			return nil, nudge.NewError(nudge.TargetNotFound, "no control connection for workspace "+workspace+" to the user's "+at.String()+
+				" (is that session running? `tmux "+strings.Join(socketArgs(cs.cfg, at.socket), " ")+" ls`)")
+		}
 	}
 	return nil, nudge.NewError(nudge.TargetNotFound, "no control connection for workspace "+workspace)
 }
