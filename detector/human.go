@@ -83,6 +83,20 @@ func (h *humanWatch) run() {
 			continue
 		}
 		start := time.Now()
+		if h.socket != "" {
+			// A user's own server: attach-session would start it (running the user's
+			// configuration) when it is not running.
+			if _, err := h.tmux(ctx, "has-session", "-t", "="+sess); err != nil {
+				h.m.cfg.Logger.Debug("key-event connection: no session", "session", sess, "error", err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(backoff*2, 5*time.Second)
+				continue
+			}
+		}
 		name, path := h.socketFlags()
 		conn, err := controlmode.Dial(ctx, controlmode.Config{
 			Tmux: h.m.cfg.Tmux, SocketName: name, SocketPath: path,
@@ -188,6 +202,13 @@ func (h *humanWatch) tmux(ctx context.Context, args ...string) (string, error) {
 		argv = append(argv, "-S", path)
 	case name != "":
 		argv = append(argv, "-L", name)
+	}
+	if len(args) > 0 && args[0] == "list-keys" {
+		// list-keys starts a server that is not running (tmux's CMD_STARTSERVER): only
+		// ask one that runs (at Close the server may be gone).
+		if out, err := h.tmux(ctx, "display-message", "-p", "#{pid}"); err != nil {
+			return out, err
+		}
 	}
 	argv = append(append([]string{bin}, argv...), args...)
 	if h.host != "" {

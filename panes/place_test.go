@@ -89,6 +89,7 @@ func TestRegisterUserSession(t *testing.T) {
 		t.Fatalf("registered %+v", rt)
 	}
 	e.waitFor("ps ready", func() bool { return e.status(rt.RuntimeID) == nudge.StatusReady })
+	e.waitFor("the workspace's connection", func() bool { _, err := e.reg.Conn("proj"); return err == nil })
 	c, err := e.reg.Conn("proj")
 	if err != nil {
 		t.Fatal(err)
@@ -186,5 +187,32 @@ func TestUserSessionGone(t *testing.T) {
 	}
 	if out, _ := e.tmux("list-sessions", "-F", "#{session_name}"); strings.Contains(out, "gone") {
 		t.Errorf("nudge's server: %q", out)
+	}
+}
+
+// TestUserServerGoneNotStarted: the user's whole server ends; nudge's redials and sweeps
+// never start it again (attach-session would, running the user's configuration, here one
+// that makes a session).
+func TestUserServerGoneNotStarted(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(home+"/.tmux.conf", []byte("new-session -d -s fromconf\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", home+"/.config")
+	e := newEnv(t, nil)
+	u := newUserServer(t)
+	u.tmux("new-session", "-d", "-s", "ps", "cat")
+	rt, err := e.reg.Register(context.Background(), RegisterRequest{Workspace: "gone", Role: "u", Agent: "shell", Target: "ps", TmuxSocket: u.name, Unmanaged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("ready", func() bool { return e.status(rt.RuntimeID) == nudge.StatusReady })
+	u.tmux("kill-server")
+	e.waitFor("offline", func() bool { return e.status(rt.RuntimeID) == nudge.StatusOffline })
+	sweeps := e.reg.Stats().Sweeps
+	e.waitFor("sweeps and redials", func() bool { return e.reg.Stats().Sweeps >= sweeps+5 })
+	if got := u.sessions(); got != "" {
+		t.Fatalf("the user's server was started again: sessions %q", got)
 	}
 }

@@ -327,7 +327,18 @@ func (r *records) release(id string) {
 
 // record stores a new runtime record and audits it (the caller then wakes its workspace).
 func (r *records) record(rt nudge.Runtime, event string, detail map[string]any) (nudge.Runtime, error) {
+	return r.recordIf(rt, event, detail, nil)
+}
+
+// recordIf is record, done only if check (run with the lock held; nil: none) passes.
+func (r *records) recordIf(rt nudge.Runtime, event string, detail map[string]any, check func() error) (nudge.Runtime, error) {
 	r.mu.Lock()
+	if check != nil {
+		if err := check(); err != nil {
+			r.mu.Unlock()
+			return nudge.Runtime{}, err
+		}
+	}
 	prev := nudge.Status("")
 	if old := r.rts[rt.RuntimeID]; old != nil {
 		prev = old.Status

@@ -69,8 +69,11 @@ func (l *launcher) register(ctx context.Context, req RegisterRequest) (nudge.Run
 		}
 	}
 	setPane(&rt, p)
-	return l.recorded(l.recs.record(rt, "runtime_registered", map[string]any{"target": req.Target, "pane_id": p.ID, "managed": rt.Managed,
-		"tmux_socket": rt.TmuxSocket, "tmux_session": rt.TmuxSession}))
+	// Bound again with the record, under the same lock: a register or spawn into the same
+	// workspace that bound it elsewhere meanwhile is refused here.
+	bound := func() error { return l.conns.bindLocked(req.Workspace, place{srv, p.Session}) }
+	return l.recorded(l.recs.recordIf(rt, "runtime_registered", map[string]any{"target": req.Target, "pane_id": p.ID, "managed": rt.Managed,
+		"tmux_socket": rt.TmuxSocket, "tmux_session": rt.TmuxSession}, bound))
 }
 
 // registerServer is the tmux server a register looks in: the one it names, else the

@@ -112,7 +112,7 @@ func (cs *conns) wake(ws string) {
 func (cs *conns) connLoop(w *workspace) {
 	backoff := 100 * time.Millisecond
 	for cs.g.ctx.Err() == nil {
-		conn, err := controlmode.Dial(cs.g.ctx, cs.connConfig(w))
+		conn, err := cs.dial(w)
 		if err != nil {
 			cs.cfg.Logger.Debug("dial", "workspace", w.name, "error", err)
 			select {
@@ -136,6 +136,19 @@ func (cs *conns) connLoop(w *workspace) {
 		conn.Close()
 		poke(w.kick)
 	}
+}
+
+// dial attaches the workspace's control connection. In a user's own session (place.go) it
+// first checks that the session exists: attach-session starts a tmux server that is not
+// running, and the user's, started so, would run the user's configuration (which may make
+// sessions) for nudge's sake.
+func (cs *conns) dial(w *workspace) (*controlmode.Conn, error) {
+	if at := w.place(); !at.owned(w.name) {
+		if _, err := cs.tmux.run(cs.g.ctx, at.server, "has-session", "-t", "="+at.session); err != nil {
+			return nil, err
+		}
+	}
+	return controlmode.Dial(cs.g.ctx, cs.connConfig(w))
 }
 
 func (cs *conns) connConfig(w *workspace) controlmode.Config {

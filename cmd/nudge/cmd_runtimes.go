@@ -80,7 +80,7 @@ func registerCmd(env *cliEnv) *cobra.Command {
 	fs.StringVar(&b.SessionID, "session-id", "", "the agent's session id, if known")
 	fs.BoolVar(&b.Unmanaged, "unmanaged", false, "track only: never inject (UNMANAGED_RUNTIME) or restart")
 	fs.StringVar(&b.Host, "host", "", "the pane's tmux is on USER@HOST (through ssh -T); default: the workspace's host, this machine for a new one")
-	fs.StringVar(&b.TmuxSocket, "tmux-server", "", "the pane's tmux server when it is not nudge's: \"default\" (a plain `tmux`), a socket NAME (tmux -L) or an absolute socket PATH (tmux -S); default: the workspace's server, nudge's own for a new one")
+	fs.StringVar(&b.TmuxSocket, "tmux-server", "", "the pane's tmux server when it is not nudge's: \"default\" (the one a plain tmux uses), a socket NAME (tmux -L) or an absolute socket PATH (tmux -S); default: the workspace's server, nudge's own for a new one")
 	cmd.Long = "Adopt an existing tmux pane as a runtime. The pane may be in nudge's session agents_<ws> on\n" +
 		"nudge's own tmux server, or in a session of your own on any tmux server (--tmux-server):\n" +
 		"\n  tmux new -s consilio-ps        # your session, on your default server\n" +

@@ -212,3 +212,41 @@ func TestUserSessionHumanTyping(t *testing.T) {
 		t.Errorf("the user's sessions: %q", got)
 	}
 }
+
+// TestUserServerGoneNotStarted: the user's whole server ends; neither the workspace's
+// redials nor the key watch's, nor the binding's removal when the daemon stops, start it
+// again (attach-session and list-keys would, running the user's configuration: here one
+// that makes a session).
+func TestUserServerGoneNotStarted(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, ".tmux.conf"), []byte("new-session -d -s fromconf\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	td := startDaemon(t, newTestConfig(t))
+	u := newUserTmux(t)
+	u.tmux("new-session", "-d", "-s", "proj-ps", "cat")
+	rt, err := td.register(api.RegisterRequest{Workspace: "proj", Role: "ps", Agent: "shell", Target: "proj-ps", TmuxSocket: u.name, Unmanaged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(u.tmux("list-keys", "-T", "root"), "nudge-human") {
+		if time.Now().After(deadline) {
+			t.Fatal("the key binding was never installed on the user's server")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	u.tmux("kill-server")
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "offline" })
+	time.Sleep(2 * time.Second) // several redials of both connections (100 ms, doubling)
+	if got := u.sessions(); got != "" {
+		t.Fatalf("the user's server was started again: sessions %q", got)
+	}
+	td.stop()
+	if got := u.sessions(); got != "" {
+		t.Fatalf("the user's server was started by the daemon's stop: sessions %q", got)
+	}
+}
