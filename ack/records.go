@@ -85,6 +85,7 @@ type syncWait struct {
 
 type turnReply struct {
 	id        string
+	turn      string // the record's user message that holds the prompt ("" unknown)
 	b         strings.Builder
 	truncated bool
 }
@@ -239,7 +240,7 @@ func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 				continue // the same prompt again (a file read anew): once is enough
 			}
 			fl.remember(id, evidence(ev))
-			fl.open = append(fl.open, &turnReply{id: id})
+			fl.open = append(fl.open, &turnReply{id: id, turn: ev.Turn})
 			fresh = append(fresh, id)
 		}
 		fl.mu.Unlock()
@@ -274,7 +275,7 @@ func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 		fl.mu.Unlock()
 	case record.AssistantText:
 		fl.mu.Lock()
-		for _, tr := range fl.open {
+		for _, tr := range fl.open[:fl.answered(ev.Turn)] {
 			tr.add(ev.Text, ev.Truncated)
 		}
 		fl.mu.Unlock()
@@ -284,8 +285,10 @@ func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 			at = rs.cfg.Now()
 		}
 		fl.mu.Lock()
-		open := fl.open
-		fl.open, fl.inTurn, fl.turnEnd = nil, false, at
+		n := fl.answered(ev.Turn)
+		open := fl.open[:n:n]
+		fl.open = append([]*turnReply(nil), fl.open[n:]...)
+		fl.inTurn, fl.turnEnd = false, at
 		fl.mu.Unlock()
 		for _, tr := range open {
 			if rs.cfg.OnReply != nil {
@@ -338,6 +341,23 @@ func (fl *follow) synced(n uint64) {
 		}
 	}
 	fl.syncs = keep
+}
+
+// answered returns how many of the open prompts, oldest first, the turn answering the
+// record's user message turn takes: those up to that message's last, or all of them
+// when the record does not say which message a turn answers (turn "") or names one that
+// holds none of them. A prompt queued after it waits for its own turn (OpenCode writes
+// a queued prompt's message while the running turn goes on). fl.mu is held.
+func (fl *follow) answered(turn string) int {
+	if turn == "" {
+		return len(fl.open)
+	}
+	for i := len(fl.open) - 1; i >= 0; i-- {
+		if fl.open[i].turn == turn {
+			return i + 1
+		}
+	}
+	return len(fl.open)
 }
 
 // remember records a trigger id as seen; fl.mu is held.

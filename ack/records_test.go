@@ -287,3 +287,45 @@ func TestRecordsSync(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRecordsQueuedReply: where the record names the message a turn answers (OpenCode), a
+// prompt queued while a turn runs gets its own turn's reply, not the running one's.
+func TestRecordsQueuedReply(t *testing.T) {
+	fr := &fakeReader{ch: make(chan record.Event, 16)}
+	var mu sync.Mutex
+	replies := map[string]string{}
+	got := make(chan struct{}, 16)
+	rs := NewRecords(RecordsConfig{
+		Open:     func(record.Format, record.Spec) record.Reader { return fr },
+		OnPrompt: func(rt, id, ev string) RecordOwner { return RecordMine },
+		OnReply: func(rt, id string, r Reply) {
+			mu.Lock()
+			replies[id] = r.Text
+			mu.Unlock()
+			got <- struct{}{}
+		},
+	})
+	defer rs.Close()
+	rs.Follow("w.a", nil, record.Spec{})
+	env := func(id string) string { return "[BRIDGE_TRIGGER id=" + id + " thread=- reason=r] x [/BRIDGE_TRIGGER]" }
+	for _, e := range []record.Event{
+		{Kind: record.UserMessage, Text: env("t1"), Turn: "u1"},
+		{Kind: record.TurnStarted, Turn: "u1"},
+		{Kind: record.UserMessage, Text: env("t2"), Turn: "u2"}, // queued meanwhile
+		{Kind: record.AssistantText, Text: "answer one", Turn: "u1"},
+		{Kind: record.TurnEnded, Turn: "u1"},
+		{Kind: record.TurnStarted, Turn: "u2"},
+		{Kind: record.AssistantText, Text: "answer two", Turn: "u2"},
+		{Kind: record.TurnEnded, Turn: "u2"},
+	} {
+		e.File, e.Line = "/rec.db#k", 1
+		fr.ch <- e
+	}
+	<-got
+	<-got
+	mu.Lock()
+	defer mu.Unlock()
+	if replies["t1"] != "answer one" || replies["t2"] != "answer two" {
+		t.Fatalf("replies %q", replies)
+	}
+}

@@ -22,10 +22,12 @@ import (
 // of the change. A runtime's session is the one created in its directory at or after
 // its start (or the one it resumed), and any later one in that directory not another
 // runtime's (its TUI may open a new one); a row reads as a line "TYPE DATA" (Parse), the
-// table's rowid its line number. A prompt is a text part of a message with the role "user" (parts
-// OpenCode adds itself are marked synthetic); the answer is the text parts of the
-// "assistant" messages that follow; an assistant message completed with a finish other
-// than "tool-calls" ends the turn.
+// table's rowid its line number. A prompt is a text part of the newest message with the
+// role "user" (parts OpenCode adds itself are marked synthetic; a prompt queued while a
+// turn runs has its message written at once); the answer is the text parts of the
+// "assistant" messages that follow, each naming the user message it answers (parentID,
+// Event.Turn); an assistant message completed with a finish other than "tool-calls" ends
+// the turn.
 type OpenCode struct{}
 
 func init() { Register(OpenCode{}) }
@@ -212,7 +214,9 @@ type opencodeEvent struct {
 // role, and the last part and message already reported.
 const (
 	ocUser      = "user"      // id of the latest user message
+	ocUserAt    = "user_at"   // and its creation time (ms)
 	ocAssistant = "assistant" // id of the latest assistant message
+	ocParent    = "parent"    // the user message it answers
 	ocPart      = "part"      // id of the last part reported
 	ocEnded     = "ended"     // id of the last assistant message that ended a turn
 )
@@ -254,21 +258,23 @@ func opencodeMessage(dst []Event, st *State, e *opencodeEvent) []Event {
 	m := &e.Info
 	switch m.Role {
 	case "user":
-		if m.ID != "" {
-			st.Any[ocUser] = m.ID
+		// The newest message is the one whose parts are prompts: OpenCode updates an
+		// older user message again (after its turn) while a newer one is being written.
+		if at, _ := strconv.ParseInt(st.Any[ocUserAt], 10, 64); m.ID != "" && m.Time.Created >= at {
+			st.Any[ocUser], st.Any[ocUserAt] = m.ID, strconv.FormatInt(m.Time.Created, 10)
 		}
 	case "assistant":
 		if m.ID == "" {
 			return dst
 		}
-		st.Any[ocAssistant] = m.ID
+		st.Any[ocAssistant], st.Any[ocParent] = m.ID, m.ParentID
 		if !st.InTurn && st.Any[ocEnded] != m.ID {
 			st.InTurn = true
-			dst = append(dst, Event{Kind: TurnStarted, SessionID: st.SessionID, At: ms(m.Time.Created)})
+			dst = append(dst, Event{Kind: TurnStarted, SessionID: st.SessionID, At: ms(m.Time.Created), Turn: m.ParentID})
 		}
 		if st.InTurn && m.Time.Completed != 0 && (m.Finish != "tool-calls" || m.Error != nil) {
 			st.InTurn, st.Any[ocEnded] = false, m.ID
-			dst = append(dst, Event{Kind: TurnEnded, SessionID: st.SessionID, At: ms(m.Time.Completed)})
+			dst = append(dst, Event{Kind: TurnEnded, SessionID: st.SessionID, At: ms(m.Time.Completed), Turn: m.ParentID})
 		}
 	}
 	return dst
@@ -286,6 +292,7 @@ func opencodePart(dst []Event, st *State, e *opencodeEvent) []Event {
 	// appends a prompt typed while the previous one waits to be sent to that one's text.
 	seen := p.ID + "\x00" + strconv.Itoa(len(p.Text))
 	var k Kind
+	turn := p.MessageID
 	switch p.MessageID {
 	case st.Any[ocUser]:
 		k = UserMessage
@@ -293,7 +300,7 @@ func opencodePart(dst []Event, st *State, e *opencodeEvent) []Event {
 		if p.Time.End == 0 || !st.InTurn {
 			return dst
 		}
-		k, seen = AssistantText, p.ID
+		k, seen, turn = AssistantText, p.ID, st.Any[ocParent]
 	default:
 		return dst
 	}
@@ -302,7 +309,7 @@ func opencodePart(dst []Event, st *State, e *opencodeEvent) []Event {
 	}
 	st.Any[ocPart] = seen
 	text, cut := Clip(p.Text)
-	return append(dst, Event{Kind: k, SessionID: st.SessionID, Text: text, Truncated: cut})
+	return append(dst, Event{Kind: k, SessionID: st.SessionID, Text: text, Truncated: cut, Turn: turn})
 }
 
 func ms(v int64) time.Time {

@@ -183,3 +183,49 @@ func TestOpenCodeRoot(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// A prompt queued while a turn runs: OpenCode writes its user message before the running
+// turn ends, and updates the older user message again meanwhile; the queued one's part
+// is its prompt all the same, and each turn names the message it answers.
+func TestOpenCodeQueuedTurns(t *testing.T) {
+	lines := []string{
+		`message.updated.1 {"sessionID":"s1","info":{"id":"u1","role":"user","time":{"created":10}}}`,
+		`message.part.updated.1 {"sessionID":"s1","part":{"id":"p1","messageID":"u1","type":"text","text":"first"}}`,
+		`message.updated.1 {"sessionID":"s1","info":{"id":"a1","role":"assistant","parentID":"u1","time":{"created":11}}}`,
+		`message.updated.1 {"sessionID":"s1","info":{"id":"u2","role":"user","time":{"created":12}}}`,
+		`message.updated.1 {"sessionID":"s1","info":{"id":"u1","role":"user","time":{"created":10}}}`,
+		`message.part.updated.1 {"sessionID":"s1","part":{"id":"p2","messageID":"u2","type":"text","text":"second"}}`,
+		`message.part.updated.1 {"sessionID":"s1","part":{"id":"p3","messageID":"a1","type":"text","text":"one","time":{"end":13}}}`,
+		`message.updated.1 {"sessionID":"s1","info":{"id":"a1","role":"assistant","parentID":"u1","finish":"stop","time":{"created":11,"completed":14}}}`,
+		`message.updated.1 {"sessionID":"s1","info":{"id":"a2","role":"assistant","parentID":"u2","time":{"created":15}}}`,
+		`message.part.updated.1 {"sessionID":"s1","part":{"id":"p4","messageID":"a2","type":"text","text":"two","time":{"end":16}}}`,
+		`message.updated.1 {"sessionID":"s1","info":{"id":"a2","role":"assistant","parentID":"u2","finish":"stop","time":{"created":15,"completed":17}}}`,
+	}
+	var st State
+	var evs []Event
+	for _, l := range lines {
+		st.Line++
+		var err error
+		if evs, err = (OpenCode{}).Parse(evs, &st, []byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type kt struct {
+		k          Kind
+		text, turn string
+	}
+	want := []kt{{SessionKnown, "", ""}, {UserMessage, "first", "u1"}, {TurnStarted, "", "u1"}, {UserMessage, "second", "u2"},
+		{AssistantText, "one", "u1"}, {TurnEnded, "", "u1"}, {TurnStarted, "", "u2"}, {AssistantText, "two", "u2"}, {TurnEnded, "", "u2"}}
+	var got []kt
+	for _, e := range evs {
+		got = append(got, kt{e.Kind, e.Text, e.Turn})
+	}
+	if len(got) != len(want) {
+		t.Fatalf("events %+v\nwant %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("event %d: %+v, want %+v\nall: %+v", i, got[i], want[i], got)
+		}
+	}
+}

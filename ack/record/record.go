@@ -86,6 +86,10 @@ type Event struct {
 	File      string    // the record file
 	Line      int64     // 1-based line number in File
 	Seq       uint64    // Synced: the number of the Sync request answered
+	// Turn names the user message a turn answers, where the record says it (OpenCode):
+	// a UserMessage's own id, the answered one's for TurnStarted, AssistantText and
+	// TurnEnded. "" where the record does not: a turn answers every prompt before it.
+	Turn string
 }
 
 // Spec says which runtime's record to find.
