@@ -232,43 +232,7 @@ func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 			rs.cfg.OnSession(runtimeID, ev.SessionID)
 		}
 	case record.UserMessage:
-		ids := EnvelopeIDs(ev.Text)
-		var fresh []string
-		fl.mu.Lock()
-		for _, id := range ids {
-			if _, ok := fl.seen[id]; ok {
-				continue // the same prompt again (a file read anew): once is enough
-			}
-			fl.remember(id, evidence(ev))
-			fl.open = append(fl.open, &turnReply{id: id, turn: ev.Turn})
-			fresh = append(fresh, id)
-		}
-		fl.mu.Unlock()
-		for _, id := range fresh {
-			if rs.cfg.OnPrompt == nil {
-				continue
-			}
-			switch rs.cfg.OnPrompt(runtimeID, id, evidence(ev)) {
-			case RecordMine:
-				fl.mu.Lock()
-				fl.mine = true
-				fl.mu.Unlock()
-			case RecordForeign:
-				fl.mu.Lock()
-				mine := fl.mine
-				fl.mu.Unlock()
-				// A record shown to be another's is passed over; so is the other's part of a
-				// record spanning several (OpenCode's sessions of one directory), even after
-				// this runtime's own prompts were seen in it.
-				if (!mine || ev.File != fl.r.Path()) && rs.cfg.OnForeign != nil {
-					rs.wg.Add(1)
-					go func(path string) { // it replaces this reader: not on its goroutine
-						defer rs.wg.Done()
-						rs.cfg.OnForeign(runtimeID, path)
-					}(ev.File)
-				}
-			}
-		}
+		rs.userMessage(runtimeID, fl, ev)
 	case record.TurnStarted:
 		fl.mu.Lock()
 		fl.inTurn = true
@@ -280,21 +244,68 @@ func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 		}
 		fl.mu.Unlock()
 	case record.TurnEnded:
-		at := ev.At
-		if at.IsZero() {
-			at = rs.cfg.Now()
+		rs.turnEnded(runtimeID, fl, ev)
+	}
+}
+
+// userMessage takes the prompts of a user message in the record: each one not seen before
+// is reported (OnPrompt) and waits for the reply of the turn that answers it.
+func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
+	var fresh []string
+	fl.mu.Lock()
+	for _, id := range EnvelopeIDs(ev.Text) {
+		if _, ok := fl.seen[id]; ok {
+			continue // the same prompt again (a file read anew): once is enough
 		}
-		fl.mu.Lock()
-		n := fl.answered(ev.Turn)
-		open := fl.open[:n:n]
-		fl.open = append([]*turnReply(nil), fl.open[n:]...)
-		fl.inTurn, fl.turnEnd = false, at
-		fl.mu.Unlock()
-		for _, tr := range open {
-			if rs.cfg.OnReply != nil {
-				rs.cfg.OnReply(runtimeID, tr.id, Reply{Text: tr.b.String(), Truncated: tr.truncated, EndedAt: at, Evidence: evidence(ev)})
+		fl.remember(id, evidence(ev))
+		fl.open = append(fl.open, &turnReply{id: id, turn: ev.Turn})
+		fresh = append(fresh, id)
+	}
+	fl.mu.Unlock()
+	if rs.cfg.OnPrompt == nil {
+		return
+	}
+	for _, id := range fresh {
+		switch rs.cfg.OnPrompt(runtimeID, id, evidence(ev)) {
+		case RecordMine:
+			fl.mu.Lock()
+			fl.mine = true
+			fl.mu.Unlock()
+		case RecordForeign:
+			fl.mu.Lock()
+			mine := fl.mine
+			fl.mu.Unlock()
+			// A record shown to be another's is passed over; so is the other's part of a
+			// record spanning several (OpenCode's sessions of one directory), even after
+			// this runtime's own prompts were seen in it.
+			if (!mine || ev.File != fl.r.Path()) && rs.cfg.OnForeign != nil {
+				rs.wg.Add(1)
+				go func(path string) { // it replaces this reader: not on its goroutine
+					defer rs.wg.Done()
+					rs.cfg.OnForeign(runtimeID, path)
+				}(ev.File)
 			}
 		}
+	}
+}
+
+// turnEnded gives the turn's reply to the prompts it answered.
+func (rs *Records) turnEnded(runtimeID string, fl *follow, ev record.Event) {
+	at := ev.At
+	if at.IsZero() {
+		at = rs.cfg.Now()
+	}
+	fl.mu.Lock()
+	n := fl.answered(ev.Turn)
+	open := fl.open[:n:n]
+	fl.open = append([]*turnReply(nil), fl.open[n:]...)
+	fl.inTurn, fl.turnEnd = false, at
+	fl.mu.Unlock()
+	if rs.cfg.OnReply == nil {
+		return
+	}
+	for _, tr := range open {
+		rs.cfg.OnReply(runtimeID, tr.id, Reply{Text: tr.b.String(), Truncated: tr.truncated, EndedAt: at, Evidence: evidence(ev)})
 	}
 }
 

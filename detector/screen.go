@@ -42,46 +42,18 @@ type line struct {
 // screen's few distinct styles), not a style value per cell of each styled row: those
 // were most of what a fleet of real agents' readiness looks allocated.
 func parseScreen(s string) []line {
-	var (
-		out   = make([]line, 0, strings.Count(s, "\n")+1)
-		runes = make([]rune, 0, visibleBytes(s)) // a row has at most as many runes as visible bytes
-		text  = make([]byte, 0, len(runes))      // the rows' plain text, one after the other
-		spans = make([][2]int, 0, cap(out))      // each row's plain text in text
-		cells []uint32                           // each rune's style in palette, once a cell was styled
-		pal   []style                            // the distinct styles seen; pal[0] is the default
-		cur   line
-		start int // where cur's runes begin in runes
-		st    style
-		sti   = -1 // st's index in pal; -1: look it up
-	)
-	end := func() {
-		cur.runes = runes[start:len(runes):len(runes)]
-		if cur.styled {
-			cur.styles, cur.palette = cells[start:len(runes):len(runes)], pal
-		}
-		from := len(text)
-		for _, r := range cur.runes {
-			text = utf8.AppendRune(text, r)
-		}
-		to := len(text)
-		for to > from && text[to-1] == ' ' {
-			to--
-		}
-		spans = append(spans, [2]int{from, to})
-		out = append(out, cur)
-		cur, start = line{}, len(runes)
-	}
+	b := newScreenBuilder(s)
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
 		case c == '\n':
-			end()
+			b.endRow()
 			i++
 		case c == '\r':
 			i++
 		case c == 0x1b:
-			i = skipEscape(s, i, &st)
-			sti = -1
+			i = skipEscape(s, i, &b.st)
+			b.sti = -1
 		default:
 			r, n := utf8.DecodeRuneInString(s[i:])
 			i += n
@@ -90,30 +62,86 @@ func parseScreen(s string) []line {
 			} else if unicode.IsControl(r) {
 				continue
 			}
-			if st != (style{}) {
-				cur.styled = true
-				if cells == nil { // the first styled cell: every cell before it has the default
-					cells = make([]uint32, len(runes), cap(runes))
-					pal = append(make([]style, 0, 8), style{})
-				}
-			}
-			runes = append(runes, r)
-			if cells != nil {
-				if sti < 0 {
-					sti = paletteIndex(&pal, st)
-				}
-				cells = append(cells, uint32(sti))
-			}
+			b.cell(r)
 		}
 	}
-	if len(runes) > start {
-		end()
+	return b.finish()
+}
+
+// screenBuilder holds parseScreen's rows while it reads a capture.
+type screenBuilder struct {
+	out   []line
+	runes []rune   // every row's runes, one after the other
+	text  []byte   // the rows' plain text, one after the other
+	spans [][2]int // each row's plain text in text
+	cells []uint32 // each rune's style in pal, once a cell was styled
+	pal   []style  // the distinct styles seen; pal[0] is the default
+	cur   line
+	start int // where cur's runes begin in runes
+	st    style
+	sti   int // st's index in pal; -1: look it up
+}
+
+func newScreenBuilder(s string) screenBuilder {
+	rows := strings.Count(s, "\n") + 1
+	runes := make([]rune, 0, visibleBytes(s)) // a row has at most as many runes as visible bytes
+	return screenBuilder{
+		out:   make([]line, 0, rows),
+		runes: runes,
+		text:  make([]byte, 0, cap(runes)),
+		spans: make([][2]int, 0, rows),
+		sti:   -1,
 	}
-	all := string(text)
-	for k := range out {
-		out[k].plain = all[spans[k][0]:spans[k][1]]
+}
+
+// cell adds r, in the current style, to the current row.
+func (b *screenBuilder) cell(r rune) {
+	if b.st != (style{}) {
+		b.cur.styled = true
+		if b.cells == nil { // the first styled cell: every cell before it has the default
+			b.cells = make([]uint32, len(b.runes), cap(b.runes))
+			b.pal = append(make([]style, 0, 8), style{})
+		}
 	}
-	return out
+	b.runes = append(b.runes, r)
+	if b.cells != nil {
+		if b.sti < 0 {
+			b.sti = paletteIndex(&b.pal, b.st)
+		}
+		b.cells = append(b.cells, uint32(b.sti))
+	}
+}
+
+// endRow closes the current row.
+func (b *screenBuilder) endRow() {
+	n := len(b.runes)
+	b.cur.runes = b.runes[b.start:n:n]
+	if b.cur.styled {
+		b.cur.styles, b.cur.palette = b.cells[b.start:n:n], b.pal
+	}
+	from := len(b.text)
+	for _, r := range b.cur.runes {
+		b.text = utf8.AppendRune(b.text, r)
+	}
+	to := len(b.text)
+	for to > from && b.text[to-1] == ' ' {
+		to--
+	}
+	b.spans = append(b.spans, [2]int{from, to})
+	b.out = append(b.out, b.cur)
+	b.cur, b.start = line{}, n
+}
+
+// finish closes the last row and gives every row its plain text, slices of one string.
+func (b *screenBuilder) finish() []line {
+	if len(b.runes) > b.start {
+		b.endRow()
+	}
+	all := string(b.text)
+	for k := range b.out {
+		b.out[k].plain = all[b.spans[k][0]:b.spans[k][1]]
+	}
+	return b.out
 }
 
 // visibleBytes is how many bytes of s are outside escape sequences and line ends: enough

@@ -104,14 +104,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	d.rec = agentrecord.New(agentrecord.Config{Profiles: d.profiles, Acks: d.acks, Runtimes: d.reg, Logger: d.log.Named("record"), Reply: h.onReply})
-	d.dlg = dialogs.New(dialogs.Config{Screen: d.mon.DialogNow, Busy: d.mon.Collision,
-		Conn: func(ws string) (dialogs.Doer, error) { return d.reg.Conn(ws) }, Runtimes: d.reg, Rule: d.auth.Policy().AutoAnswer,
-		Publish: func(typ, ws string, v any) { d.hub.Publish(Event{Type: typ, Workspace: ws, Detail: mustJSON(v)}) },
-		Audit: func(r nudge.AuditRecord) {
-			if _, err := d.db.AppendAudit(r); err != nil {
-				d.log.Error("audit", "event", r.Event, "err", err)
-			}
-		}})
+	d.dlg = openDialogs(d)
 	d.sched = inject.NewScheduler(d.pipe, cfg.Schedule)
 	if d.obs, err = openObserver(d); err != nil {
 		return nil, err
@@ -130,6 +123,19 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	}
 	d.log.Info("serving", "socket", cfg.Socket, "state_dir", cfg.StateDir, "tmux_socket", tmuxServerName(cfg.Panes), "version", version)
 	return d, nil
+}
+
+// openDialogs is the dialogs room: agents' approval dialogs read from the monitor's
+// screens and answered through the workspace's connection, each answer audited.
+func openDialogs(d *daemon) *dialogs.Answerer {
+	return dialogs.New(dialogs.Config{Screen: d.mon.DialogNow, Busy: d.mon.Collision,
+		Conn: func(ws string) (dialogs.Doer, error) { return d.reg.Conn(ws) }, Runtimes: d.reg, Rule: d.auth.Policy().AutoAnswer,
+		Publish: func(typ, ws string, v any) { d.hub.Publish(Event{Type: typ, Workspace: ws, Detail: mustJSON(v)}) },
+		Audit: func(r nudge.AuditRecord) {
+			if _, err := d.db.AppendAudit(r); err != nil {
+				d.log.Error("audit", "event", r.Event, "err", err)
+			}
+		}})
 }
 
 // Run serves until ctx ends or the API server fails.
