@@ -29,7 +29,7 @@ func serveCmd(env *cliEnv) *cobra.Command {
 		if err := cfg.loadToken(env); err != nil {
 			return err
 		}
-		cfg.loadLLMKey()
+		cfg.LLM.LoadKey()
 		if cfg.CPUProfile != "" {
 			stop, err := startCPUProfile(cfg.CPUProfile)
 			if err != nil {

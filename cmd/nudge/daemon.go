@@ -250,11 +250,11 @@ func openMonitor(cfg serveConfig, d *daemon, h *hooks) (*detector.Monitor, error
 	// A prompt queued in the agent is acked by heartbeats only after the agent took it up.
 	mc.OnDequeue = func(id string) { d.acks.Dequeued(id, time.Now()) }
 	mc.OnLLM = h.onLLM
-	if mc.LLM, err = cfg.classifier(); err != nil {
+	if mc.LLM, err = cfg.LLM.New(); err != nil {
 		return nil, err
 	}
 	if mc.LLM != nil {
-		d.log.Info("llm classifier on", "url", cfg.llmEndpoint(), "model", cfg.LLMModel, "key_set", cfg.llmKey != "")
+		d.log.Info("llm classifier on", "url", cfg.LLM.Endpoint(), "model", cfg.LLM.Model, "key_set", cfg.LLM.KeySet())
 	}
 	return detector.NewMonitor(mc)
 }

@@ -24,9 +24,9 @@ func TestLLMClassifierMetrics(t *testing.T) {
 	cfg.ProfileDir = t.TempDir()
 	writeFile(t, filepath.Join(cfg.ProfileDir, "odd.json"), `{"launch":["sh"],"allowed_launchers":["sh"],"pack":"shell",
 		"queues_input":true,"ack_signals":["marker","api"],"submitted_is_ack":true,"ready_quiet":"200ms"}`)
-	cfg.LLMURL = standIn.srv.URL + "/v1/chat/completions"
-	cfg.LLMTimeout = 2 * time.Second // the hanging stand-in times out
-	cfg.LLMRetries = 0
+	cfg.LLM.URL = standIn.srv.URL + "/v1/chat/completions"
+	cfg.LLM.Timeout = 2 * time.Second // the hanging stand-in times out
+	cfg.LLM.Retries = 0
 	cfg.Monitor.LLMSettle = 300 * time.Millisecond
 	if err := cfg.complete(); err != nil {
 		t.Fatal(err)
@@ -86,9 +86,9 @@ func TestLLMClassifierMetrics(t *testing.T) {
 	h := f.GetMetric()[0].GetHistogram()
 	answered := outcome(m, detector.LLMOK) + outcome(m, detector.LLMError) + outcome(m, detector.LLMTimeout) +
 		outcome(m, detector.LLMRefused) + outcome(m, detector.LLMInvalid)
-	if float64(h.GetSampleCount()) != answered || h.GetSampleSum() < cfg.LLMTimeout.Seconds() || len(h.GetBucket()) < 5 {
+	if float64(h.GetSampleCount()) != answered || h.GetSampleSum() < cfg.LLM.Timeout.Seconds() || len(h.GetBucket()) < 5 {
 		t.Errorf("nudge_llm_request_seconds: n=%d sum=%v buckets=%d, want n=%v and the timeout's %v s in the sum",
-			h.GetSampleCount(), h.GetSampleSum(), len(h.GetBucket()), answered, cfg.LLMTimeout.Seconds())
+			h.GetSampleCount(), h.GetSampleSum(), len(h.GetBucket()), answered, cfg.LLM.Timeout.Seconds())
 	}
 	if f := fams["nudge_llm_requests_total"]; f.GetType() != dto.MetricType_COUNTER || len(f.GetMetric()) != len(detector.LLMOutcomes) {
 		t.Errorf("nudge_llm_requests_total: %v, want a counter per outcome", f)

@@ -119,13 +119,13 @@ func TestLLMClassifierServe(t *testing.T) {
 		writeFile(t, filepath.Join(cfg.ProfileDir, name+".json"), `{"launch":["sh"],"allowed_launchers":["sh"],"pack":"shell",
 			"queues_input":`+map[bool]string{true: "true", false: "false"}[queues]+`,"ack_signals":["marker","api"],"submitted_is_ack":true,"ready_quiet":"200ms"}`)
 	}
-	cfg.LLMURL = standIn.srv.URL + "/v1/chat/completions"
-	cfg.LLMModel = "stand-in-model"
-	cfg.LLMTimeout = 10 * time.Minute // the hanging stand-in hangs for the whole test
-	cfg.LLMRetries = 0
+	cfg.LLM.URL = standIn.srv.URL + "/v1/chat/completions"
+	cfg.LLM.Model = "stand-in-model"
+	cfg.LLM.Timeout = 10 * time.Minute // the hanging stand-in hangs for the whole test
+	cfg.LLM.Retries = 0
 	cfg.Inject.DeferRecheck = 300 * time.Millisecond
 	t.Setenv(detector.DefaultAPIKeyEnv, "sk-standin-0123456789abcdef")
-	cfg.loadLLMKey()
+	cfg.LLM.LoadKey()
 	if v, ok := os.LookupEnv(detector.DefaultAPIKeyEnv); ok {
 		t.Fatalf("the key is still in the daemon's environment: %q", v)
 	}
@@ -214,30 +214,9 @@ func TestLLMClassifierServe(t *testing.T) {
 	}
 }
 
-// --llm-url is off by default; a plain-http URL to another host is refused (it would carry
-// the key in clear); there is no flag for the key.
-func TestLLMConfigValidate(t *testing.T) {
-	c := defaultServeConfig()
-	if c.LLMURL != "" {
-		t.Fatalf("LLM on by default: %q", c.LLMURL)
-	}
-	for _, tt := range []struct {
-		url  string
-		want string
-	}{
-		{"https://openrouter.ai/api/v1/chat/completions", ""},
-		{"http://127.0.0.1:8080/v1/chat/completions", ""},
-		{"http://localhost:8080/v1", ""},
-		{"http://example.com/v1", "in clear"},
-		{"ftp://127.0.0.1/x", "http(s)"},
-	} {
-		c := defaultLLMConfig()
-		c.LLMURL = tt.url
-		err := c.validate()
-		if (tt.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s: got %v, want %q", tt.url, err, tt.want)
-		}
-	}
+// serve --help names the key's variable and has no flag for the key (the settings' checks
+// are classifier's TestValidate).
+func TestLLMHelpNamesKeyVariable(t *testing.T) {
 	out, _ := runDoctorCLIHelp(t)
 	if !strings.Contains(out, "-llm-url") || !strings.Contains(out, "$"+detector.DefaultAPIKeyEnv) || strings.Contains(out, "-llm-api-key") {
 		t.Errorf("serve --help does not name the key's variable, or has a key flag:\n%s", out)

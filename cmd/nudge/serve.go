@@ -15,6 +15,7 @@ import (
 
 	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/classifier"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
@@ -40,16 +41,16 @@ type serveConfig struct {
 	Trace               string // hidden: write an execution trace here (benchmarks)
 	ProfileWindows      string // hidden: profile between SIGUSR1 and SIGUSR2 into this folder (benchmarks)
 
-	Panes     panes.Config           // tmux and ssh, workspace roots, sweep, crash loop, start timeout
-	Monitor   detector.MonitorConfig // quiet window after human input, the Any key binding
-	Inject    inject.Config          // defer and hold, breaker, rate limit, loop guard, prompt size, typing, acks
-	Chain     ack.ChainConfig        // resume attempts, staleness, launch grace (the crash loop is Panes')
-	Schedule  inject.SchedulerConfig // seed 004's gaps
-	Auth      auth.Config            // the shared token, peer uids, --require-token, policy, runtime tokens
-	Server    server.Config          // the metrics address, the shutdown deadline
-	Events    eventstream.Config     // the kept window of /v1/events (Keep, MaxAge)
-	Notify    notify.Config          // --notify-command, its timeout and pool; tmux messages
-	llmConfig                        // the optional LLM classifier (llmconfig.go)
+	Panes    panes.Config           // tmux and ssh, workspace roots, sweep, crash loop, start timeout
+	Monitor  detector.MonitorConfig // quiet window after human input, the Any key binding
+	Inject   inject.Config          // defer and hold, breaker, rate limit, loop guard, prompt size, typing, acks
+	Chain    ack.ChainConfig        // resume attempts, staleness, launch grace (the crash loop is Panes')
+	Schedule inject.SchedulerConfig // seed 004's gaps
+	Auth     auth.Config            // the shared token, peer uids, --require-token, policy, runtime tokens
+	Server   server.Config          // the metrics address, the shutdown deadline
+	Events   eventstream.Config     // the kept window of /v1/events (Keep, MaxAge)
+	Notify   notify.Config          // --notify-command, its timeout and pool; tmux messages
+	LLM      classifier.Config      // the optional LLM classifier
 }
 
 func defaultServeConfig() serveConfig {
@@ -60,7 +61,7 @@ func defaultServeConfig() serveConfig {
 		Panes: panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
 		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Auth: auth.DefaultConfig(),
 		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
-		llmConfig: defaultLLMConfig(),
+		LLM: classifier.Defaults(),
 	}
 }
 
@@ -167,7 +168,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.TokenFile, "api-token-file", "", "read the --api-token secret from this file (mode 0600, owned by you)")
 	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
 	authFlags(fs, &c.Auth)
-	llmFlags(fs, &c.llmConfig)
+	classifier.Flags(fs, &c.LLM)
 	fs.DurationVar(&c.Monitor.LLMSettle, "llm-settle", c.Monitor.LLMSettle, "how long a screen the packs cannot classify must stay unchanged before the LLM classifier is asked about it")
 	fs.IntVar(&c.Events.Keep, "events-keep", c.Events.Keep, "events kept for /v1/events?since= replay (the newest)")
 	fs.DurationVar(&c.Events.MaxAge, "events-max-age", c.Events.MaxAge, "events older than this are dropped from the replay window")
@@ -255,7 +256,7 @@ func (c *serveConfig) complete() error {
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return errors.New("--log-format must be text or json")
 	}
-	if err := c.llmConfig.validate(); err != nil {
+	if err := c.LLM.Validate(); err != nil {
 		return err
 	}
 	if hclog.LevelFromString(c.LogLevel) == hclog.NoLevel {
