@@ -90,6 +90,13 @@ func (c Caps) DeadSignal() bool { return c.AtLeast(3, 3) }
 // client (3.3+). tmux 3.2 declares -c as a flag without a value, so the command fails.
 func (c Caps) DisplayToClient() bool { return c.AtLeast(3, 3) }
 
+// DeadPaneSafe reports whether a remain-on-exit pane's program may end while a control
+// client is attached (3.3+). tmux 3.2a can crash then, taking every session of the server
+// with it: its control client's output queued for the pane is written after the pane's
+// buffer was freed (control_write_pending checks for a pane that is gone, not for one that
+// is dead). Every pane nudge starts is remain-on-exit, so that its end is seen.
+func (c Caps) DeadPaneSafe() bool { return c.AtLeast(3, 3) }
+
 // TabsInCapture reports whether capture-pane keeps a tab the program printed as one \t
 // (3.6+) instead of the blank cells it moved over.
 func (c Caps) TabsInCapture() bool { return c.AtLeast(3, 6) }
@@ -108,6 +115,11 @@ func (c Caps) Degraded() []string {
 	if !c.DisplayToClient() {
 		d = append(d, "notifications: display-message cannot name a client before tmux 3.3, so none is shown on attached clients; "+
 			"the status line (--status-line) and --notify-command still carry them")
+	}
+	if !c.DeadPaneSafe() {
+		d = append(d, "dead panes: tmux before 3.3 can crash, with every session of the server, when a remain-on-exit pane's program ends "+
+			"while a control client is attached (every pane nudge starts is one), so a pane of a tmux server of your own is registered "+
+			"--unmanaged only; use tmux 3.3 or newer")
 	}
 	if !c.DeadSignal() {
 		d = append(d, "dead panes: no #{pane_dead_signal} before tmux 3.3; a signal's number is read from the pane's \"Pane is dead (signal N\" line")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/controlmode"
 )
 
 // userServer is a private tmux server standing for a user's own (default) server, with
@@ -31,6 +32,15 @@ func (u *userServer) tmux(args ...string) string {
 		u.t.Fatalf("tmux %v: %v: %s", args, err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// needDeadPaneSafe skips a test of a managed runtime on the user's server where nudge
+// refuses it (tmux before 3.3: launcher.deadPaneSafe).
+func (u *userServer) needDeadPaneSafe() {
+	u.t.Helper()
+	if caps := controlmode.ParseVersion(u.tmux("display-message", "-p", "#{version}")); !caps.DeadPaneSafe() {
+		u.t.Skipf("tmux %s: a managed runtime is not registered on a user's server", caps)
+	}
 }
 
 func (u *userServer) sessions() string {
@@ -79,6 +89,7 @@ func TestRegisterUserSession(t *testing.T) {
 	u := newUserServer(t)
 	u.tmux("new-session", "-d", "-s", "proj-ps", "-n", "ps", "cat")
 	u.tmux("new-session", "-d", "-s", "other-ps", "cat")
+	u.needDeadPaneSafe()
 	ctx := context.Background()
 
 	rt, err := e.reg.Register(ctx, RegisterRequest{Workspace: "proj", Role: "ps", Agent: "shell", Target: "proj-ps:0.0", TmuxSocket: u.name})
@@ -171,6 +182,7 @@ func TestUserSessionGone(t *testing.T) {
 	u := newUserServer(t)
 	u.tmux("new-session", "-d", "-s", "keep", "cat") // the server outlives the session
 	u.tmux("new-session", "-d", "-s", "gone-ps", "cat")
+	u.needDeadPaneSafe()
 	ctx := context.Background()
 	m, err := e.reg.Register(ctx, RegisterRequest{Workspace: "gone", Role: "m", Agent: "shell", Target: "gone-ps", TmuxSocket: u.name})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/controlmode"
 )
 
 // RegisterRequest adopts an existing pane.
@@ -64,6 +65,9 @@ func (l *launcher) register(ctx context.Context, req RegisterRequest) (nudge.Run
 		return nudge.Runtime{}, err
 	}
 	if rt.Managed {
+		if err := l.deadPaneSafe(ctx, srv); err != nil {
+			return nudge.Runtime{}, err
+		}
 		if _, err := l.tmux.run(ctx, srv, "set-option", "-p", "-t", p.ID, "remain-on-exit", "on"); err != nil {
 			return nudge.Runtime{}, fmt.Errorf("register %s: %w", rt.RuntimeID, err)
 		}
@@ -74,6 +78,27 @@ func (l *launcher) register(ctx context.Context, req RegisterRequest) (nudge.Run
 	bound := func() error { return l.conns.bindLocked(req.Workspace, place{srv, p.Session}) }
 	return l.recorded(l.recs.recordIf(rt, "runtime_registered", map[string]any{"target": req.Target, "pane_id": p.ID, "managed": rt.Managed,
 		"tmux_socket": rt.TmuxSocket, "tmux_session": rt.TmuxSession}, bound))
+}
+
+// deadPaneSafe refuses a managed register on a tmux server of the user's own (not nudge's)
+// whose version can crash when a remain-on-exit pane's program ends (controlmode.Caps
+// DeadPaneSafe): it would put every session of the user's server at stake.
+func (l *launcher) deadPaneSafe(ctx context.Context, srv server) error {
+	if srv.socket == "" {
+		return nil
+	}
+	out, err := l.tmux.run(ctx, srv, "display-message", "-p", "#{version}")
+	if err != nil {
+		return fmt.Errorf("register: the version of tmux server %s: %w", socketLabel(srv.socket), err)
+	}
+	if caps := controlmode.ParseVersion(out); !caps.DeadPaneSafe() {
+		return badRequest("tmux %s on server %s: a managed runtime's pane is remain-on-exit, and tmux before 3.3 can crash, "+
+			"with every session of that server, when such a pane's program ends while a control client is attached; "+
+			"use tmux 3.3 or newer, run the agent on nudge's own server (nudge spawn), or register the pane --unmanaged "+
+			"(watched, but no trigger is typed into it)",
+			caps.Version, socketLabel(srv.socket))
+	}
+	return nil
 }
 
 // registerServer is the tmux server a register looks in: the one it names, else the

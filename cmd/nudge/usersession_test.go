@@ -12,6 +12,7 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/controlmode"
 )
 
 // Seed 004: the user runs their project supervisor in a session of their own on their
@@ -37,6 +38,15 @@ func (u *userTmux) tmux(args ...string) string {
 		u.t.Fatalf("tmux %v: %v: %s", args, err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// needDeadPaneSafe skips a test of a managed runtime on the user's server where tmux
+// refuses it (before 3.3: TestUserSessionOldTmuxManagedRefused).
+func (u *userTmux) needDeadPaneSafe() {
+	u.t.Helper()
+	if caps := controlmode.ParseVersion(u.tmux("display-message", "-p", "#{version}")); !caps.DeadPaneSafe() {
+		u.t.Skipf("tmux %s: a managed runtime is not registered on a user's server", caps)
+	}
 }
 
 func (u *userTmux) sessions() string {
@@ -85,6 +95,7 @@ func TestUserSessionTriggers(t *testing.T) {
 	u.tmux("new-session", "-d", "-s", "proj-ps", "-x", "120", "-y", "40", "sh", "-c", "stty raw; exec cat > "+file)
 	readUntil(t, file, func(string) bool { _, err := os.Stat(file); return err == nil })
 	u.tmux("new-session", "-d", "-s", "other-ps", "cat")
+	u.needDeadPaneSafe()
 
 	rt, err := td.register(api.RegisterRequest{Workspace: "proj", Role: "ps", Agent: "shell", Target: "proj-ps:0.0", TmuxSocket: u.name})
 	if err != nil {
@@ -169,6 +180,7 @@ func TestUserSessionHumanTyping(t *testing.T) {
 	u.tmux("new-session", "-d", "-s", "proj-ps", "-x", "120", "-y", "40", "bash", "--norc", "--noprofile")
 	u.tmux("send-keys", "-t", "=proj-ps:", "-l", "PS1='$ '")
 	u.tmux("send-keys", "-t", "=proj-ps:", "Enter")
+	u.needDeadPaneSafe()
 	rt, err := td.register(api.RegisterRequest{Workspace: "proj", Role: "ps", Agent: "shell", Target: "proj-ps", TmuxSocket: u.name})
 	if err != nil {
 		t.Fatal(err)
@@ -248,5 +260,42 @@ func TestUserServerGoneNotStarted(t *testing.T) {
 	td.stop()
 	if got := u.sessions(); got != "" {
 		t.Fatalf("the user's server was started by the daemon's stop: sessions %q", got)
+	}
+}
+
+// TestUserSessionOldTmuxManagedRefused: on a tmux that can crash when a remain-on-exit
+// pane's program ends (before 3.3), a managed register on the user's own server is refused
+// with how to go on, and nothing is set on their pane; --unmanaged is registered, without
+// remain-on-exit. On newer tmux the managed register sets remain-on-exit.
+func TestUserSessionOldTmuxManagedRefused(t *testing.T) {
+	cfg := newTestConfig(t)
+	td := startDaemon(t, cfg)
+	u := newUserTmux(t)
+	file := filepath.Join(cfg.Panes.Roots[0], "ps.bytes")
+	u.tmux("new-session", "-d", "-s", "proj-ps", "-x", "120", "-y", "40", "sh", "-c", "stty raw; exec cat > "+file)
+	readUntil(t, file, func(string) bool { _, err := os.Stat(file); return err == nil })
+	caps := controlmode.ParseVersion(u.tmux("display-message", "-p", "#{version}"))
+
+	rt, err := td.register(api.RegisterRequest{Workspace: "proj", Role: "ps", Agent: "shell", Target: "proj-ps", TmuxSocket: u.name})
+	if caps.DeadPaneSafe() {
+		if err != nil {
+			t.Fatalf("tmux %s: %v", caps, err)
+		}
+		if got := u.tmux("show-options", "-p", "-v", "-t", rt.PaneID, "remain-on-exit"); got != "on" {
+			t.Errorf("tmux %s: remain-on-exit of the managed pane: %q", caps, got)
+		}
+		return
+	}
+	wantAPIError(t, "a managed register on tmux "+caps.Version, err, "BAD_REQUEST", "--unmanaged")
+	if got := u.tmux("show-options", "-p", "-v", "-t", "proj-ps", "remain-on-exit"); got == "on" {
+		t.Errorf("remain-on-exit was set on the user's pane")
+	}
+	rt, err = td.register(api.RegisterRequest{Workspace: "proj", Role: "ps", Agent: "shell", Target: "proj-ps", TmuxSocket: u.name, Unmanaged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	if got := u.tmux("show-options", "-p", "-v", "-t", rt.PaneID, "remain-on-exit"); got == "on" {
+		t.Errorf("remain-on-exit was set on the unmanaged pane")
 	}
 }
