@@ -100,6 +100,9 @@ func TestRegisterUserSession(t *testing.T) {
 		t.Fatalf("registered %+v", rt)
 	}
 	e.waitFor("ps ready", func() bool { return e.status(rt.RuntimeID) == nudge.StatusReady })
+	if got, other := e.reg.SessionOf("proj"), e.reg.SessionOf("other"); got != "proj-ps" || other != SessionName("other") {
+		t.Errorf("SessionOf: proj %q, other %q", got, other)
+	}
 	e.waitFor("the workspace's connection", func() bool { _, err := e.reg.Conn("proj"); return err == nil })
 	c, err := e.reg.Conn("proj")
 	if err != nil {

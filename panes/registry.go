@@ -294,6 +294,10 @@ func (r *Registry) Conn(workspace string) (*controlmode.Conn, error) {
 // runtimes, else the daemon's default host.
 func (r *Registry) HostOf(workspace string) string { return r.conns.hostOf(workspace) }
 
+// SessionOf returns the tmux session a workspace is bound to: that of its runtimes (a
+// user's own session for one bound there by a register), else agents_<ws>.
+func (r *Registry) SessionOf(workspace string) string { return r.conns.placeOf(workspace).session }
+
 // SpawnAside starts a fresh managed runtime beside from, for a fallback that must not
 // end from's process (a human is at its pane, or nudge does not manage it). It runs
 // from's profile's launch command in a new window of from's workspace, as role

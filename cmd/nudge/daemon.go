@@ -110,7 +110,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	nc := cfg.Notify
-	nc.Session, nc.Logger = func(ws string) string { return workspaceSession(d.reg.List(), ws) }, d.log.Named("notify")
+	nc.Session, nc.Logger = d.reg.SessionOf, d.log.Named("notify")
 	d.notify = notify.New(nc, d.hub, d.reg) // fed by the hub, shown through the registry's connections
 
 	h.ready.Store(true) // after every room above: a hook that sees ready sees them all

@@ -68,17 +68,6 @@ func workspaces(rts []nudge.Runtime) []string {
 	return out
 }
 
-// workspaceSession is the tmux session of a workspace: that of its runtimes (a user's own
-// session for one bound there by a register), else agents_<ws>.
-func workspaceSession(rts []nudge.Runtime, ws string) string {
-	for _, rt := range rts {
-		if rt.WorkspaceID == ws && rt.TmuxSession != "" {
-			return rt.TmuxSession
-		}
-	}
-	return panes.SessionName(ws)
-}
-
 // statusLine is ws's line for its session's status bar.
 func statusLine(d *daemon, ws string) string {
 	var es []tui.StatusEntry
