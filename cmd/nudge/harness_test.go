@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/detector"
 )
 
 var testSeq atomic.Int64
@@ -173,3 +174,25 @@ func (td *testDaemon) tmux(args ...string) string {
 func closed(t nudge.Trigger) bool { return t.Closed }
 
 func t0() context.Context { return context.Background() }
+
+// composerEmpties fails unless the pane's composer, read by the pack's rules, holds no
+// envelope within 15 s. An agent's record can show a prompt (submitted, acked) a moment
+// before its screen has redrawn the composer empty; what may not happen is a prompt that
+// stays typed there.
+func (td *testDaemon) composerEmpties(pane, pack string) {
+	td.t.Helper()
+	packs, err := detector.LoadPacks("")
+	if err != nil {
+		td.t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		screen := td.tmux("capture-pane", "-p", "-e", "-t", pane)
+		c := detector.Classify(packs[pack], screen)
+		if !strings.Contains(c.Draft, "BRIDGE_TRIGGER") {
+			return
+		}
+		if time.Now().After(deadline) {
+			td.t.Fatalf("the composer still holds a prompt: %q\n%s", c.Draft, screen)
+		}
+	}
+}
