@@ -51,6 +51,12 @@ func (l *launcher) register(ctx context.Context, req RegisterRequest) (nudge.Run
 	if req.PID != 0 && p.PID != req.PID {
 		return nudge.Runtime{}, nudge.NewError(nudge.RegistryDrift, fmt.Sprintf("target %s runs pid %d, not pid %d: check the pane (tmux display -p -t %s '#{pane_pid}') and register it again", tgt, p.PID, req.PID, p.ID))
 	}
+	if !req.Unmanaged {
+		// Before the workspace is bound there: a refusal leaves it where it was.
+		if err := l.deadPaneSafe(ctx, srv); err != nil {
+			return nudge.Runtime{}, err
+		}
+	}
 	if err := l.conns.bind(req.Workspace, place{srv, p.Session}); err != nil {
 		return nudge.Runtime{}, err
 	}
@@ -65,9 +71,6 @@ func (l *launcher) register(ctx context.Context, req RegisterRequest) (nudge.Run
 		return nudge.Runtime{}, err
 	}
 	if rt.Managed {
-		if err := l.deadPaneSafe(ctx, srv); err != nil {
-			return nudge.Runtime{}, err
-		}
 		if _, err := l.tmux.run(ctx, srv, "set-option", "-p", "-t", p.ID, "remain-on-exit", "on"); err != nil {
 			return nudge.Runtime{}, fmt.Errorf("register %s: %w", rt.RuntimeID, err)
 		}
