@@ -67,7 +67,11 @@ func newConn(cfg Config, r io.Reader, w io.Writer) *Conn {
 		done:       make(chan struct{}),
 		attachedCh: make(chan struct{}),
 	}
-	c.rs.init(r)
+	if f, ok := r.(*os.File); ok {
+		c.rs.init(pipeFrom(f))
+	} else {
+		c.rs.init(r)
+	}
 	return c
 }
 
