@@ -18,6 +18,14 @@ const clientsFresh = time.Second
 type clientCache struct {
 	mu   sync.Mutex
 	byWS map[string]clientList // by session
+	now  func() time.Time      // nil: time.Now (tests set a clock before the first use)
+}
+
+func (c *clientCache) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
 }
 
 type clientList struct {
@@ -26,16 +34,25 @@ type clientList struct {
 	names []string
 }
 
-// get returns the clients attached to session, listing them over conn unless a list of
-// the last clientsFresh on the same connection is at hand.
-func (c *clientCache) get(ctx context.Context, conn *controlmode.Conn, session string) ([]string, error) {
-	now := time.Now()
+// fresh returns the clients attached to session as listed over conn within the last
+// clientsFresh, and whether there is such a list.
+func (c *clientCache) fresh(conn *controlmode.Conn, session string) ([]string, bool) {
 	c.mu.Lock()
 	l, ok := c.byWS[session]
 	c.mu.Unlock()
-	if ok && l.conn == conn && now.Sub(l.at) < clientsFresh {
-		return l.names, nil
+	if !ok || l.conn != conn || c.clock().Sub(l.at) >= clientsFresh {
+		return nil, false
 	}
+	return l.names, true
+}
+
+// get returns the clients attached to session, listing them over conn unless a list of
+// the last clientsFresh on the same connection is at hand.
+func (c *clientCache) get(ctx context.Context, conn *controlmode.Conn, session string) ([]string, error) {
+	if names, ok := c.fresh(conn, session); ok {
+		return names, nil
+	}
+	now := c.clock()
 	names, err := listClients(ctx, conn, session)
 	if err != nil {
 		return nil, err

@@ -273,7 +273,7 @@ func roleOf(id string) string {
 
 // notify hands msg to the display and the command pools, dropping what does not fit.
 func (n *Notifier) notify(ws, msg string, raw []byte) {
-	if !n.cfg.NoDisplay && n.conns != nil && ws != "" {
+	if !n.cfg.NoDisplay && n.conns != nil && ws != "" && !n.nobodyToShow(ws) {
 		n.spawn(n.displays, "display", func() { n.display(ws, msg) })
 	}
 	if n.cfg.Command != "" {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -218,6 +219,9 @@ func TestDisplayReachesAttachedClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	if !conn.Caps().DisplayToClient() {
+		t.Skip("this tmux shows no message to a client (3.2, see show): the notifier does not try")
+	}
 	waitFor(t, "the client to attach", func() bool {
 		r, err := conn.Do(ctx, "list-clients -F '#{client_control_mode}'")
 		return err == nil && strings.Contains(strings.Join(r.Lines, ","), "0")
@@ -341,5 +345,52 @@ func TestTypedReadiness(t *testing.T) {
 	}
 	if typed.Detail != decoded.Detail || typed.Detail.RuntimeID != "rt_w.rev" || typed.Detail.Summary != "Allow?" {
 		t.Fatalf("typed %+v, decoded %+v", typed.Detail, decoded.Detail)
+	}
+}
+
+// A message for a session nobody is attached to starts no display goroutine while the
+// list of its clients is fresh: the first message lists them (none), the next ones stop
+// there, and one after the list went stale lists them again.
+func TestNoDisplayWhileNobodyAttached(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("no tmux")
+	}
+	sock := fmt.Sprintf("nudge-notify-none-%d", os.Getpid())
+	if out, err := exec.Command("tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-s", "agents_w1").CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := controlmode.Dial(ctx, controlmode.Config{SocketName: sock, Session: "agents_w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if !conn.Caps().DisplayToClient() {
+		t.Skip("this tmux shows no message to a client (3.2): nothing is ever listed")
+	}
+
+	h := openHub(t)
+	n := New(Config{Session: func(ws string) string { return "agents_" + ws }}, h, fakeConns{"w1": conn})
+	defer n.Close()
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	n.clients.now = func() time.Time { return time.Unix(0, clock.Load()) }
+
+	h.Publish(readiness("w1", "rt_w1.rev", "NEEDS_CONFIRMATION", "first"))
+	if got := n.Sent(); got != 1 {
+		t.Fatalf("sent %d after the first message, want 1", got)
+	}
+	waitFor(t, "the session's clients listed", func() bool { _, ok := n.clients.fresh(conn, "agents_w1"); return ok })
+	h.Publish(readiness("w1", "rt_w1.rev", "ERROR", "second"))
+	h.Publish(readiness("w1", "rt_w1.rev", "NEEDS_CONFIRMATION", "third"))
+	if got := n.Sent(); got != 1 {
+		t.Fatalf("sent %d with nobody attached and the list fresh, want 1", got)
+	}
+	clock.Add(int64(clientsFresh))
+	h.Publish(readiness("w1", "rt_w1.rev", "ERROR", "fourth"))
+	if got := n.Sent(); got != 2 {
+		t.Fatalf("sent %d once the list went stale, want 2 (listed again)", got)
 	}
 }

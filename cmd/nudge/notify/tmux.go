@@ -36,6 +36,19 @@ func (n *Notifier) display(ws, msg string) {
 	}
 }
 
+// nobodyToShow reports that a message for ws would reach no one, as display would find
+// it: no connection, a tmux that cannot show it, or no ordinary client attached in the
+// list of the last clientsFresh. A busy fleet's READY changes (tens a second, with nobody
+// attached) then start no goroutine each.
+func (n *Notifier) nobodyToShow(ws string) bool {
+	conn, err := n.conns.Conn(ws)
+	if err != nil || !conn.Caps().DisplayToClient() {
+		return true
+	}
+	names, ok := n.clients.fresh(conn, n.cfg.Session(ws))
+	return ok && len(names) == 0
+}
+
 // Display shows msg with display-message on each client attached to session that is not
 // a control-mode client (none on tmux 3.2, see show). msg is shown literally: control
 // characters become spaces, '#' is doubled (display-message expands formats, and #() would
