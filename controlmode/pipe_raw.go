@@ -61,7 +61,7 @@ func (p *pipeReader) Read(b []byte) (int, error) {
 		}
 	})
 	switch {
-	case err != nil: // closed (os.ErrClosed), as os.File.Read says it
+	case err != nil: // the pipe was closed under the read (the poller says so)
 		return 0, &os.PathError{Op: "read", Path: p.f.Name(), Err: err}
 	case errno != 0:
 		return 0, &os.PathError{Op: "read", Path: p.f.Name(), Err: errno}
