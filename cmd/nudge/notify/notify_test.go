@@ -212,16 +212,9 @@ func TestDisplayReachesAttachedClient(t *testing.T) {
 	}()
 	shown := func(s string) bool { mu.Lock(); defer mu.Unlock(); return bytes.Contains(screen.Bytes(), []byte(s)) }
 
+	conn := dialShowing(t, sock)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	conn, err := controlmode.Dial(ctx, controlmode.Config{SocketName: sock, Session: "agents_w1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if !conn.Caps().DisplayToClient() {
-		t.Skip("this tmux shows no message to a client (3.2, see show): the notifier does not try")
-	}
 	waitFor(t, "the client to attach", func() bool {
 		r, err := conn.Do(ctx, "list-clients -F '#{client_control_mode}'")
 		return err == nil && strings.Contains(strings.Join(r.Lines, ","), "0")
@@ -239,6 +232,24 @@ func TestDisplayReachesAttachedClient(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("tmux ran the #() in the message")
 	}
+}
+
+// dialShowing dials session agents_w1 on tmux server sock, closed when the test ends,
+// and skips the test on a tmux that shows no message to a client (3.2, see show): the
+// notifier neither lists clients nor shows anything there.
+func dialShowing(t *testing.T, sock string) *controlmode.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := controlmode.Dial(ctx, controlmode.Config{SocketName: sock, Session: "agents_w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if !conn.Caps().DisplayToClient() {
+		t.Skip("this tmux shows no message to a client (3.2, see show): the notifier does not try")
+	}
+	return conn
 }
 
 type fakeConns map[string]*controlmode.Conn
@@ -360,16 +371,7 @@ func TestNoDisplayWhileNobodyAttached(t *testing.T) {
 		t.Fatalf("tmux: %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	conn, err := controlmode.Dial(ctx, controlmode.Config{SocketName: sock, Session: "agents_w1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if !conn.Caps().DisplayToClient() {
-		t.Skip("this tmux shows no message to a client (3.2): nothing is ever listed")
-	}
+	conn := dialShowing(t, sock)
 
 	h := openHub(t)
 	n := New(Config{Session: func(ws string) string { return "agents_" + ws }}, h, fakeConns{"w1": conn})
