@@ -145,7 +145,8 @@ type Table interface {
 // Close.
 type TableReader interface {
 	// Rows calls fn, in order, for each row whose line number is greater than after,
-	// with that number, the row's key and its text (valid during the call only).
+	// with that number, the row's key and its text (valid during the call only); a row
+	// longer than MaxLine is not read, and given with nil text.
 	Rows(after int64, fn func(line int64, key string, text []byte) error) error
 	Close() error
 }
