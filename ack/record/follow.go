@@ -386,6 +386,9 @@ func (fl *lineFeed) feed(b []byte) error {
 			return err
 		}
 		fl.buf = fl.buf[:0]
+		if cap(fl.buf) > len(fl.rd) {
+			fl.buf = nil // a long line's buffer is not kept for the life of the reader
+		}
 	}
 	return nil
 }
