@@ -71,7 +71,7 @@ func opencodeSession(db *sql.DB, s Spec) (string, error) {
 		}
 		return s.SessionID, nil
 	}
-	rows, err := db.Query("SELECT id FROM session WHERE directory = ? AND time_created >= ? AND parent_id IS NULL ORDER BY time_created, id",
+	rows, err := db.Query("SELECT id FROM session WHERE directory = ? AND time_created >= ? AND parent_id IS NULL AND octet_length(id) <= 256 ORDER BY time_created, id LIMIT 1024",
 		s.Dir, s.Spawned.UnixMilli())
 	if err != nil {
 		return "", ErrNotYet
@@ -120,7 +120,7 @@ func (OpenCode) OpenTable(s Spec, file, key string) (TableReader, error) {
 		return nil, err
 	}
 	o := &opencodeRows{db: db, session: key, spec: s}
-	if err := db.QueryRow("SELECT directory, time_created FROM session WHERE id = ?", key).Scan(&o.dir, &o.since); err != nil {
+	if err := db.QueryRow("SELECT directory, time_created FROM session WHERE id = ? AND octet_length(directory) <= 4096", key).Scan(&o.dir, &o.since); err != nil {
 		db.Close()
 		return nil, opencodeErr(err)
 	}
