@@ -1,10 +1,14 @@
 package fuzz
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/ack/record"
@@ -111,6 +115,49 @@ func FuzzRecordSizeOpenCode(f *testing.F) {
 			[]byte(`message.updated.1 {"sessionID":"s","info":{"id":"u","role":"user"}}`),
 			append([]byte("message.part.updated.1 "), js(map[string]any{"sessionID": "s",
 				"part": map[string]any{"id": "p", "messageID": "u", "type": "text", "text": text}})...),
+		}
+	})
+}
+
+// FuzzRecordFollow: the follower reading a record file of hostile shape (a piece repeated
+// into lines longer than MaxLine, or none at all, then a user message) gives events whose
+// text is within MaxText, reads the message after the long lines, and ends on Close.
+func FuzzRecordFollow(f *testing.F) {
+	f.Add([]byte("x"), uint32(record.MaxLine+1))
+	f.Add([]byte("\n"), uint32(100000))
+	f.Add([]byte(`{"type":"user","message":{"role":"user","content":"`), uint32(200000))
+	f.Fuzz(func(t *testing.T, piece []byte, n uint32) {
+		if len(piece) == 0 {
+			return
+		}
+		n = min(n, uint32(3*record.MaxLine/len(piece)))
+		home := t.TempDir()
+		s := record.Spec{Home: home, Dir: "/w", SessionID: "s1"}
+		path := filepath.Join(record.Claude{}.Dirs(s)[0], "s1.jsonl")
+		os.MkdirAll(filepath.Dir(path), 0o700)
+		last := `{"type":"user","sessionId":"s1","message":{"role":"user","content":"last"}}`
+		body := append(append(bytes.Repeat(piece, int(n)), '\n'), last+"\n"...)
+		body = append([]byte(`{"type":"user","sessionId":"s1","message":{"role":"user","content":"first"}}`+"\n"), body...)
+		if err := os.WriteFile(path, body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := record.Open(record.Claude{}, s, record.Options{})
+		defer r.Close()
+		for {
+			select {
+			case e, ok := <-r.Events():
+				if !ok {
+					return // the format was refused: fine
+				}
+				if len(e.Text) > record.MaxText {
+					t.Fatalf("text of %d bytes", len(e.Text))
+				}
+				if e.Kind == record.UserMessage && e.Text == "last" {
+					return
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("the message after the hostile lines was not read")
+			}
 		}
 	})
 }
