@@ -361,12 +361,18 @@ func (r *records) clearStoppedLocked(id string) {
 	}
 }
 
-// checkPaneFree refuses a pane of srv another live runtime already holds.
+// checkPaneFree refuses a pane of srv another live runtime already holds, on the same
+// server whatever spelling its record keeps (sameServer).
 func (r *records) checkPaneFree(srv server, paneID string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.checkPaneFreeLocked(srv, paneID)
+}
+
+// checkPaneFreeLocked is checkPaneFree with the lock held.
+func (r *records) checkPaneFreeLocked(srv server, paneID string) error {
 	for _, rt := range r.rts {
-		if rt.PaneID == paneID && serverOf(rt) == srv && Live(rt.Status) {
+		if rt.PaneID == paneID && Live(rt.Status) && sameServer(r.cfg, serverOf(rt), srv) {
 			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID+
 				" (`nudge deregister "+rt.RuntimeID+"` first to adopt it under another name)")
 		}
