@@ -186,3 +186,44 @@ func TestRegisterOtherUIDServerRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRegisterRemoteOwnServerByPath: on an ssh host, where no socket file can be compared,
+// nudge's own server named by its socket path is still nudge's own (the same server pid):
+// another workspace's session there is refused, and a pane workspace D holds is taken
+// for workspace E whatever it calls the server.
+func TestRegisterRemoteOwnServerByPath(t *testing.T) {
+	h := startSSHHost(t)
+	cfg := newTestConfig(t)
+	cfg.Panes.SSHConfig = h.config
+	sock := cfg.Panes.SocketName
+	t.Cleanup(func() { h.killServer(sock) }) // runs after the daemon stops
+	td := startDaemon(t, cfg)
+	var b runtimeView
+	body := spawnBody{Workspace: "wB", Role: "dev", Agent: "shell", Dir: cfg.Panes.Roots[0], Argv: []string{"cat"}, Host: h.alias}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &b); err != nil {
+		t.Fatalf("spawn on the ssh host: %v", err)
+	}
+	td.waitRuntime(b.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	path := strings.TrimSpace(h.tmux(sock, "display-message", "-p", "#{socket_path}"))
+	spy := td.as(td.issue(t, "--subject", "c-orch", "--workspace", "wC,wE", "--verbs", "spawn", "--ttl", "1h"))
+	for _, spelling := range []string{path, strings.Replace(path, "/", "//", -1)} {
+		err := spy.do(t0(), "POST", "/v1/runtimes/register", api.RegisterRequest{Workspace: "wC", Role: "spy", Agent: "shell",
+			Host: h.alias, Target: "agents_wB:dev.0", TmuxSocket: spelling}, nil)
+		wantRefused(t, td, "remote "+spelling, err, "rt_wC.spy")
+	}
+	// A pane of another session on nudge's own server there, held by workspace D.
+	h.tmux(sock, "new-session", "-d", "-s", "plain", "cat")
+	d, err := td.register(api.RegisterRequest{Workspace: "wD", Role: "ps", Agent: "shell", Host: h.alias, Target: "plain", Unmanaged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.TmuxSocket != "" {
+		t.Fatalf("wD's record names server %q, want nudge's own", d.TmuxSocket)
+	}
+	err = spy.do(t0(), "POST", "/v1/runtimes/register", api.RegisterRequest{Workspace: "wE", Role: "spy", Agent: "shell",
+		Host: h.alias, Target: "plain", TmuxSocket: path, Unmanaged: true}, nil)
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.ErrorCode != nudge.Conflict {
+		t.Errorf("wD's pane by path for wE: got %v, want CONFLICT", err)
+	}
+}
