@@ -380,6 +380,19 @@ func (r *records) checkPaneFreeLocked(srv server, paneID string) error {
 	return nil
 }
 
+// holders are the live runtimes whose pane has id paneID, on any server.
+func (r *records) holders(paneID string) []nudge.Runtime {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []nudge.Runtime
+	for _, rt := range r.rts {
+		if rt.PaneID == paneID && Live(rt.Status) {
+			out = append(out, cloneRuntime(rt))
+		}
+	}
+	return out
+}
+
 // findPane finds rt's pane in a listing of its workspace's panes (findPaneLocked).
 func (r *records) findPane(rt *nudge.Runtime, panes []paneInfo) (paneInfo, bool) {
 	r.mu.Lock()

@@ -73,6 +73,9 @@ func (l *launcher) register(ctx context.Context, req RegisterRequest) (nudge.Run
 	if err := l.recs.checkPaneFree(srv, p.ID); err != nil {
 		return nudge.Runtime{}, err
 	}
+	if err := l.checkPaneFreeByPID(ctx, srv, p.ID); err != nil {
+		return nudge.Runtime{}, err
+	}
 	if rt.Managed {
 		if _, err := l.tmux.run(ctx, srv, "set-option", "-p", "-t", p.ID, "remain-on-exit", "on"); err != nil {
 			return nudge.Runtime{}, fmt.Errorf("register %s: %w", rt.RuntimeID, err)
@@ -158,6 +161,30 @@ func (l *launcher) identify(ctx context.Context, srv server) (server, error) {
 		return own, nil
 	}
 	return srv, nil
+}
+
+// checkPaneFreeByPID refuses pane paneID of srv when a live runtime holds the pane of
+// that id on a server of another spelling on the same host that answers with the same
+// server pid (on an ssh host no socket file can be compared: checkPaneFree).
+func (l *launcher) checkPaneFreeByPID(ctx context.Context, srv server, paneID string) error {
+	var pid int
+	for _, rt := range l.recs.holders(paneID) {
+		at := serverOf(&rt)
+		if at.host != srv.host || at == srv {
+			continue
+		}
+		if pid == 0 {
+			var err error
+			if pid, err = l.serverPID(ctx, srv); err != nil {
+				return nil // no server answers there: nothing to take
+			}
+		}
+		if other, err := l.serverPID(ctx, at); err == nil && other == pid {
+			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID+" (on "+socketLabel(at.socket)+", the same tmux server)"+
+				" (`nudge deregister "+rt.RuntimeID+"` first to adopt it under another name)")
+		}
+	}
+	return nil
 }
 
 // serverPID is the pid of the tmux server srv, as it reports it.

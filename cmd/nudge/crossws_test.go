@@ -226,4 +226,16 @@ func TestRegisterRemoteOwnServerByPath(t *testing.T) {
 	if !errors.As(err, &ae) || ae.ErrorCode != nudge.Conflict {
 		t.Errorf("wD's pane by path for wE: got %v, want CONFLICT", err)
 	}
+	// A user's own server there, by its name for wF and by its path for wG.
+	user := "user-" + sock
+	t.Cleanup(func() { h.killServer(user) })
+	h.tmux(user, "-f", "/dev/null", "new-session", "-d", "-s", "ups", "cat")
+	if _, err := td.register(api.RegisterRequest{Workspace: "wF", Role: "ps", Agent: "shell", Host: h.alias, Target: "ups", TmuxSocket: user, Unmanaged: true}); err != nil {
+		t.Fatal(err)
+	}
+	userPath := strings.TrimSpace(h.tmux(user, "display-message", "-p", "#{socket_path}"))
+	_, err = td.register(api.RegisterRequest{Workspace: "wG", Role: "spy", Agent: "shell", Host: h.alias, Target: "ups", TmuxSocket: userPath, Unmanaged: true})
+	if !errors.As(err, &ae) || ae.ErrorCode != nudge.Conflict {
+		t.Errorf("wF's pane on the user's server by path for wG: got %v, want CONFLICT", err)
+	}
 }
