@@ -167,11 +167,15 @@ func (a *Answerer) Answer(ctx context.Context, rt nudge.Runtime, dialogID, choic
 	return d, opt, nil
 }
 
-// drawTries is how many captures Answer takes of a pane that draws while it reads it.
-const drawTries = 3
+// drawTries is how many captures Answer takes of a pane that draws while it reads it,
+// drawPause the pause before the next (times the tries so far).
+const (
+	drawTries = 5
+	drawPause = 20 * time.Millisecond
+)
 
 // read captures rt's pane until a capture is the last thing the pane drew (drawTries at
-// most) and checks the dialog on it against dialogID and the dialog last answered, the
+// most, a pause between) and checks the dialog on it against dialogID and the dialog last answered, the
 // choice, and the human at the pane.
 func (a *Answerer) read(ctx context.Context, rt nudge.Runtime, dialogID, choice string) (nudge.Dialog, nudge.DialogOption, error) {
 	var none nudge.DialogOption
@@ -186,9 +190,17 @@ func (a *Answerer) read(ctx context.Context, rt nudge.Runtime, dialogID, choice 
 		}
 		if drew() {
 			if try < drawTries {
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Duration(try) * drawPause):
+				}
 				continue
 			}
-			return nudge.Dialog{}, none, nudge.NewError(nudge.DialogChanged, "the pane of "+rt.RuntimeID+" kept drawing while its dialog was read: not answered; try again")
+			what := "no dialog"
+			if d != nil {
+				what = Describe(*d)
+			}
+			return nudge.Dialog{}, none, nudge.NewError(nudge.DialogChanged, "the pane of "+rt.RuntimeID+" kept drawing while its dialog was read: not answered; try again ("+what+")")
 		}
 		if a.seen(rt.RuntimeID, id) {
 			return *d, none, nudge.NewError(nudge.DialogAnswered, "dialog "+d.DialogID+" was answered and is still on screen (the agent has not taken the answer yet): not answered again")
