@@ -289,25 +289,7 @@ func dialogLines(lines []string, at []int) []string {
 // for the lines' styles): "" when no line or more than one begins a command, or when a
 // line of the agent's description (Note) has a command line below it.
 func (d *DialogSpec) commandIn(screen string, lines []string, above, between []int) string {
-	start, end, first := -1, -1, ""
-	for _, part := range [][]int{above, between} {
-		for _, i := range part {
-			m := d.command.FindStringSubmatch(dialogText(lines[i]))
-			if m == nil {
-				continue
-			}
-			if start >= 0 {
-				return "" // two commands: the agent's words hold one
-			}
-			start, end = i+1, i
-			if len(part) > 0 {
-				end = part[len(part)-1]
-			}
-			if g := d.command.SubexpIndex("cmd"); g >= 0 {
-				first = m[g]
-			}
-		}
-	}
+	start, end, first := d.commandStart(lines, above, between)
 	if start < 0 {
 		return ""
 	}
@@ -319,11 +301,8 @@ func (d *DialogSpec) commandIn(screen string, lines []string, above, between []i
 	note := false
 	for i := start; i <= end && i < len(lines); i++ {
 		t := dialogText(lines[i])
-		if boxOnly.MatchString(t) {
-			t = ""
-		}
 		switch {
-		case t == "":
+		case t == "" || boxOnly.MatchString(t):
 			cmd = append(cmd, "")
 		case i < len(styled) && d.isNote(styled[i]):
 			note = true
@@ -334,6 +313,29 @@ func (d *DialogSpec) commandIn(screen string, lines []string, above, between []i
 		}
 	}
 	return strings.Trim(strings.Join(cmd, "\n"), "\n")
+}
+
+// commandStart finds the one line that begins the command among the dialog's lines above
+// and between: the command's lines run from start to end (indices in lines; start -1:
+// no command, or two), first is its text on the line that begins it (group "cmd").
+func (d *DialogSpec) commandStart(lines []string, above, between []int) (start, end int, first string) {
+	start = -1
+	for _, part := range [][]int{above, between} {
+		for _, i := range part {
+			m := d.command.FindStringSubmatch(dialogText(lines[i]))
+			if m == nil {
+				continue
+			}
+			if start >= 0 {
+				return -1, -1, "" // two commands: the agent's words hold one
+			}
+			start, end = i+1, part[len(part)-1]
+			if g := d.command.SubexpIndex("cmd"); g >= 0 {
+				first = m[g]
+			}
+		}
+	}
+	return start, end, first
 }
 
 // isNote reports whether every visible cell of l is drawn in a Note style.
