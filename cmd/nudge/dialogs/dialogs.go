@@ -203,7 +203,7 @@ func (a *Answerer) read(ctx context.Context, rt nudge.Runtime, dialogID, choice 
 			return nudge.Dialog{}, none, nudge.NewError(nudge.DialogChanged, "the pane of "+rt.RuntimeID+" kept drawing while its dialog was read: not answered; try again ("+what+")")
 		}
 		if a.seen(rt.RuntimeID, id) {
-			return *d, none, nudge.NewError(nudge.DialogAnswered, "dialog "+d.DialogID+" was answered and is still on screen (the agent has not taken the answer yet): not answered again")
+			return *d, none, nudge.NewError(nudge.DialogAnswered, "dialog "+d.DialogID+" was answered and is still on screen (the agent has not taken the answer yet): not answered again; if the agent asks the same again, answer it in the pane (`nudge attach`)")
 		}
 		if d == nil {
 			return nudge.Dialog{}, none, nudge.NewError(nudge.NoDialog, "runtime "+rt.RuntimeID+" shows no dialog nudge can read now (readiness "+string(rt.Readiness)+"); nothing typed; `nudge tail "+rt.RuntimeID+"` shows its screen")
