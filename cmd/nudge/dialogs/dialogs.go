@@ -149,9 +149,12 @@ func (a *Answerer) Answer(ctx context.Context, rt nudge.Runtime, dialogID, choic
 		return nudge.Dialog{}, none, nudge.NewError(nudge.DialogAnswered, "another answer to "+rt.RuntimeID+"'s dialog is being sent: not answered")
 	}
 	defer a.end(rt.RuntimeID)
-	d, opt, err := a.read(ctx, rt, dialogID, choice)
+	d, opt, drew, err := a.read(ctx, rt, dialogID, choice)
 	if err != nil {
 		return d, none, err
+	}
+	if drew() { // once more, just before the keys go
+		return d, none, nudge.NewError(nudge.DialogChanged, "the pane of "+rt.RuntimeID+" drew while its dialog was read: not answered; try again ("+Describe(d)+")")
 	}
 	if err := a.send(ctx, rt, opt); err != nil {
 		return nudge.Dialog{}, none, err
@@ -174,53 +177,62 @@ const (
 	drawPause = 20 * time.Millisecond
 )
 
-// read captures rt's pane until a capture is the last thing the pane drew (drawTries at
-// most, a pause between) and checks the dialog on it against dialogID and the dialog last answered, the
-// choice, and the human at the pane.
-func (a *Answerer) read(ctx context.Context, rt nudge.Runtime, dialogID, choice string) (nudge.Dialog, nudge.DialogOption, error) {
+// read takes a settled capture of rt's pane (settled) and checks the dialog on it
+// against dialogID and the dialog last answered, the choice, and the human at the pane.
+// drew reports whether the pane has drawn since that capture.
+func (a *Answerer) read(ctx context.Context, rt nudge.Runtime, dialogID, choice string) (_ nudge.Dialog, _ nudge.DialogOption, drew func() bool, err error) {
 	var none nudge.DialogOption
+	d, drew, err := a.settled(ctx, rt)
+	if err != nil {
+		return nudge.Dialog{}, none, nil, err
+	}
+	id := ""
+	if d != nil {
+		id = d.DialogID
+	}
+	switch {
+	case a.seen(rt.RuntimeID, id):
+		return *d, none, nil, nudge.NewError(nudge.DialogAnswered, "dialog "+d.DialogID+" was answered and is still on screen (the agent has not taken the answer yet): not answered again; if the agent asks the same again, answer it in the pane (`nudge attach`)")
+	case d == nil:
+		return nudge.Dialog{}, none, nil, nudge.NewError(nudge.NoDialog, "runtime "+rt.RuntimeID+" shows no dialog nudge can read now (readiness "+string(rt.Readiness)+"); nothing typed; `nudge tail "+rt.RuntimeID+"` shows its screen")
+	case dialogID != "" && dialogID != d.DialogID:
+		return *d, none, nil, nudge.NewError(nudge.DialogChanged, "the dialog changed: "+Describe(*d))
+	}
+	opt, err := pick(*d, choice)
+	if err != nil {
+		return nudge.Dialog{}, none, nil, err
+	}
+	if a.cfg.Busy != nil {
+		if busy, _, why := a.cfg.Busy(rt); busy {
+			return nudge.Dialog{}, none, nil, nudge.NewError(nudge.OperatorBusy, "a human is at the pane ("+why+"): not answered; try again when they stop")
+		}
+	}
+	return *d, opt, drew, nil
+}
+
+// settled captures rt's pane until a capture is the last thing the pane drew (drawTries
+// at most, a pause between) and returns the dialog on it (nil: none).
+func (a *Answerer) settled(ctx context.Context, rt nudge.Runtime) (*nudge.Dialog, func() bool, error) {
 	for try := 1; ; try++ {
 		d, drew, err := a.cfg.Screen(ctx, rt)
 		if err != nil {
-			return nudge.Dialog{}, none, nudge.NewError(nudge.TargetNotFound, "read the screen of "+rt.RuntimeID+": "+err.Error())
+			return nil, nil, nudge.NewError(nudge.TargetNotFound, "read the screen of "+rt.RuntimeID+": "+err.Error())
 		}
-		id := ""
-		if d != nil {
-			id = d.DialogID
+		if !drew() {
+			return d, drew, nil
 		}
-		if drew() {
-			if try < drawTries {
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Duration(try) * drawPause):
-				}
-				continue
-			}
+		if try == drawTries {
 			what := "no dialog"
 			if d != nil {
 				what = Describe(*d)
 			}
-			return nudge.Dialog{}, none, nudge.NewError(nudge.DialogChanged, "the pane of "+rt.RuntimeID+" kept drawing while its dialog was read: not answered; try again ("+what+")")
+			return nil, nil, nudge.NewError(nudge.DialogChanged, "the pane of "+rt.RuntimeID+" kept drawing while its dialog was read: not answered; try again ("+what+")")
 		}
-		if a.seen(rt.RuntimeID, id) {
-			return *d, none, nudge.NewError(nudge.DialogAnswered, "dialog "+d.DialogID+" was answered and is still on screen (the agent has not taken the answer yet): not answered again; if the agent asks the same again, answer it in the pane (`nudge attach`)")
+		select {
+		case <-ctx.Done():
+			return nil, nil, nudge.NewError(nudge.DialogChanged, "the pane of "+rt.RuntimeID+" kept drawing while its dialog was read: not answered ("+ctx.Err().Error()+")")
+		case <-time.After(time.Duration(try) * drawPause):
 		}
-		if d == nil {
-			return nudge.Dialog{}, none, nudge.NewError(nudge.NoDialog, "runtime "+rt.RuntimeID+" shows no dialog nudge can read now (readiness "+string(rt.Readiness)+"); nothing typed; `nudge tail "+rt.RuntimeID+"` shows its screen")
-		}
-		if dialogID != "" && dialogID != d.DialogID {
-			return *d, none, nudge.NewError(nudge.DialogChanged, "the dialog changed: "+Describe(*d))
-		}
-		opt, err := pick(*d, choice)
-		if err != nil {
-			return nudge.Dialog{}, none, err
-		}
-		if a.cfg.Busy != nil {
-			if busy, _, why := a.cfg.Busy(rt); busy {
-				return nudge.Dialog{}, none, nudge.NewError(nudge.OperatorBusy, "a human is at the pane ("+why+"): not answered; try again when they stop")
-			}
-		}
-		return *d, opt, nil
 	}
 }
 
