@@ -97,6 +97,10 @@ func systemdUnit(s Spec) string {
 	b.WriteString("[Service]\nType=simple\n")
 	b.WriteString("ExecStart=" + strings.Join(argv, " ") + "\n")
 	b.WriteString("Restart=on-failure\nRestartSec=2\n")
+	// The tmux server the daemon starts (and every agent in it) lives in this unit's
+	// cgroup; the default KillMode=control-group would end every pane on stop or restart
+	// (an upgrade). Only the daemon is signalled: the agents outlive it, as by hand.
+	b.WriteString("KillMode=process\n")
 	if s.Path != "" {
 		b.WriteString("Environment=" + systemdQuote("PATH="+s.Path) + "\n")
 	}
@@ -116,6 +120,8 @@ func systemdQuote(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
+// launchdPlist: AbandonProcessGroup keeps launchd from killing the job's process group
+// (the tmux server the daemon started, and its agents) when the daemon stops or restarts.
 func launchdPlist(s Spec) string {
 	var b strings.Builder
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>
@@ -134,6 +140,7 @@ func launchdPlist(s Spec) string {
   <key>RunAtLoad</key><true/>
   <key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>
   <key>ThrottleInterval</key><integer>2</integer>
+  <key>AbandonProcessGroup</key><true/>
 `)
 	if s.Path != "" {
 		b.WriteString("  <key>EnvironmentVariables</key><dict><key>PATH</key><string>" + xmlEscape(s.Path) + "</string></dict>\n")

@@ -19,6 +19,11 @@ func TestUnits(t *testing.T) {
 			t.Errorf("systemd unit lacks %q:\n%s", want, u)
 		}
 	}
+	// The agents outlive a restart: only the daemon is killed, never the tmux server
+	// in its cgroup (systemd's default control-group kill mode ends every pane).
+	if strings.Count(u, "KillMode=") != 1 || !strings.Contains(u, "\nKillMode=process\n") {
+		t.Errorf("systemd unit must set KillMode=process once:\n%s", u)
+	}
 	p, err := Unit("darwin", s)
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +37,8 @@ func TestUnits(t *testing.T) {
 	if got := strings.Join(doc.Strings, "|"); got != "/opt/nudge bin/nudge|serve|--root|/src/a b|--quiet-window|10s" {
 		t.Errorf("ProgramArguments %q", got)
 	}
-	for _, want := range []string{"<key>RunAtLoad</key><true/>", "<key>SuccessfulExit</key><false/>", "/home/u/Library/Logs/nudge.log"} {
+	for _, want := range []string{"<key>RunAtLoad</key><true/>", "<key>SuccessfulExit</key><false/>", "/home/u/Library/Logs/nudge.log",
+		"<key>AbandonProcessGroup</key><true/>"} {
 		if !strings.Contains(p, want) {
 			t.Errorf("plist lacks %q", want)
 		}
