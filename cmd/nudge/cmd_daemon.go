@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/nudgehq/nudge/cmd/nudge/api"
@@ -150,7 +149,8 @@ func mcpCmd(env *cliEnv) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		c := o.client(env)
 		defer c.Close()
-		t := &sdk.IOTransport{Reader: io.NopCloser(env.stdin), Writer: nopWriteCloser{env.stdout}}
+		// At end of input it answers what it has read, then exits.
+		t := mcp.StdioTransport(io.NopCloser(env.stdin), nopWriteCloser{env.stdout})
 		if err := mcp.Serve(cmd.Context(), c, version, t); err != nil && cmd.Context().Err() == nil {
 			return err
 		}

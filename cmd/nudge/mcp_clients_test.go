@@ -328,3 +328,39 @@ func TestMCPCommandEndsCleanlyOnSignal(t *testing.T) {
 		t.Fatalf("nudge mcp after SIGTERM: %v, stderr %q", err, stderr.String())
 	}
 }
+
+// TestMCPCommandAnswersWhatItReadBeforeEOF: a client that writes initialize and tools/list
+// and then closes its end of stdin gets both answers before `nudge mcp` exits (it used to
+// exit at end of input with nothing written).
+func TestMCPCommandAnswersWhatItReadBeforeEOF(t *testing.T) {
+	bin := buildWatchBinary(t)
+	td := startDaemon(t, newTestConfig(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "mcp", "--socket", td.cfg.Socket)
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":"two","method":"tools/list"}` + "\n")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("nudge mcp: %v, stderr %q", err, stderr.String())
+	}
+	answered := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && len(m.ID) > 0 {
+			answered[string(m.ID)] = string(m.Result)
+		}
+	}
+	if !strings.Contains(answered["1"], `"serverInfo"`) {
+		t.Errorf("no answer to initialize; stdout %q", out)
+	}
+	if !strings.Contains(answered[`"two"`], `"list_runtimes"`) {
+		t.Errorf("no answer to tools/list; stdout %q", out)
+	}
+}
