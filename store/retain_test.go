@@ -1,0 +1,263 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	bolt "go.etcd.io/bbolt"
+)
+
+const testWindow = 24 * time.Hour
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// retainStore is a store on a fake clock with n triggers t0..t(n-1), each with an audit
+// record and an attempt; the even ones are closed (finished), the odd ones open.
+func retainStore(t *testing.T, n int) (*DB, *clock, string) {
+	t.Helper()
+	c := newClock()
+	dir := t.TempDir()
+	db := openAt(t, filepath.Join(dir, "nudge.db"), Options{NoSync: true, Now: c.Now})
+	for i := range n {
+		id := fmt.Sprintf("t%d", i)
+		if _, _, err := db.CreateTrigger(trig(id), &nudge.AuditRecord{Event: "trigger_received"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.AddAttempt(nudge.Attempt{TriggerID: id, Backend: "tmux"}); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			if _, err := db.UpdateTrigger(id, func(tr *nudge.Trigger) error { tr.Closed, tr.State = true, "acked"; return nil },
+				nudge.AuditRecord{Event: "trigger_closed"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return db, c, dir
+}
+
+func retention(dir string) Retention {
+	return Retention{Window: testWindow, AuditDir: filepath.Join(dir, "audit"), Batch: 3, Pause: time.Microsecond}
+}
+
+func TestRetainRemovesFinishedKeepsOpen(t *testing.T) {
+	db, c, dir := retainStore(t, 20)
+	st := db.Retain(context.Background(), retention(dir))
+	if st.Err != nil || st.Triggers != 0 {
+		t.Fatalf("inside the window: %+v", st)
+	}
+	c.advance(testWindow + time.Hour)
+	// A finished trigger written again inside the window (a late reply) stays.
+	if _, err := db.UpdateTrigger("t18", func(tr *nudge.Trigger) error { tr.Reply = "late"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	st = db.Retain(context.Background(), retention(dir))
+	if st.Err != nil || st.Triggers != 9 || st.Attempts != 9 {
+		t.Fatalf("past the window: %+v, want 9 triggers and 9 attempts removed", st)
+	}
+	if st.Transactions < 4 {
+		t.Errorf("%d transactions for 9 triggers in batches of 3", st.Transactions)
+	}
+	for i := range 20 {
+		id := fmt.Sprintf("t%d", i)
+		tr, err := db.GetTrigger(id)
+		switch {
+		case i%2 == 1 || i == 18:
+			if err != nil {
+				t.Errorf("%s (open or recent) removed: %v", id, err)
+			}
+			if i%2 == 1 && tr.Closed {
+				t.Errorf("%s: closed", id)
+			}
+		default:
+			var aged *AgedOutError
+			if !errors.As(err, &aged) || !errors.Is(err, ErrNotFound) {
+				t.Fatalf("%s: %v, want an AgedOutError that is ErrNotFound", id, err)
+			}
+			if aged.Workspace != "ws" || aged.Finished.IsZero() || !aged.Removed.After(aged.Finished) {
+				t.Errorf("%s: tombstone %+v", id, aged)
+			}
+			if as, _ := db.Attempts(id); len(as) != 0 {
+				t.Errorf("%s: %d attempts kept", id, len(as))
+			}
+		}
+	}
+	open, err := db.ListTriggers(TriggerFilter{OpenOnly: true})
+	if err != nil || len(open) != 10 {
+		t.Fatalf("open triggers after retention: %d, %v; want 10", len(open), err)
+	}
+	// Tombstones go after their own window; the id is then simply unknown.
+	c.advance(testWindow + time.Hour)
+	st = db.Retain(context.Background(), retention(dir))
+	if st.Tombstones != 9 || st.Triggers != 1 { // t18 is past the window now
+		t.Fatalf("second pass: %+v, want 9 tombstones and t18 removed", st)
+	}
+	_, err = db.GetTrigger("t0")
+	var aged *AgedOutError
+	if !errors.Is(err, ErrNotFound) || errors.As(err, &aged) {
+		t.Fatalf("t0 after its tombstone went: %v", err)
+	}
+}
+
+func TestRetainSealsAuditAndVerifies(t *testing.T) {
+	db, c, dir := retainStore(t, 30)
+	c.advance(testWindow + time.Hour)
+	if _, err := db.AppendAudit(nudge.AuditRecord{Event: "kept", Reason: "needle-kept"}); err != nil {
+		t.Fatal(err)
+	}
+	before, _, _ := db.AuditHead()
+	st := db.Retain(context.Background(), retention(dir))
+	if st.Err != nil || st.AuditSealed != int(before)-1 || st.Segments != 1 {
+		t.Fatalf("pass: %+v, want %d records sealed in one segment", st, before-1)
+	}
+	n, err := db.VerifyAudit()
+	if err != nil || n != 1 {
+		t.Fatalf("VerifyAudit after sealing: %d, %v; want 1 record checked", n, err)
+	}
+	// Appends go on from the head; the chain still verifies.
+	if _, err := db.AppendAudit(nudge.AuditRecord{Event: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.VerifyAudit(); err != nil || n != 2 {
+		t.Fatalf("VerifyAudit after an append: %d, %v", n, err)
+	}
+	baseSeq, baseHash, err := db.AuditArchived()
+	if err != nil || baseSeq != before-1 {
+		t.Fatalf("AuditArchived: %d, %v; want %d", baseSeq, err, before-1)
+	}
+	if n, err := VerifyArchive(filepath.Join(dir, "audit"), baseSeq, baseHash); err != nil || n != int(baseSeq) {
+		t.Fatalf("VerifyArchive: %d, %v; want %d", n, err, baseSeq)
+	}
+	// Sealing again later: a second segment whose chain continues from the first.
+	c.advance(testWindow + time.Hour)
+	if st := db.Retain(context.Background(), retention(dir)); st.Err != nil || st.AuditSealed != 2 {
+		t.Fatalf("second pass: %+v", st)
+	}
+	baseSeq, baseHash, _ = db.AuditArchived()
+	if n, err := VerifyArchive(filepath.Join(dir, "audit"), baseSeq, baseHash); err != nil || n != int(baseSeq) {
+		t.Fatalf("VerifyArchive across two segments: %d, %v", n, err)
+	}
+	if n, err := db.VerifyAudit(); err != nil || n != 0 {
+		t.Fatalf("VerifyAudit with every record sealed: %d, %v", n, err)
+	}
+}
+
+// A tampered kept record, a deleted first kept record and an edited segment all fail.
+func TestRetainAuditTampered(t *testing.T) {
+	setup := func(t *testing.T) (string, string) {
+		db, c, dir := retainStore(t, 10)
+		c.advance(testWindow + time.Hour)
+		for i := range 3 {
+			if _, err := db.AppendAudit(nudge.AuditRecord{Event: "kept", Reason: fmt.Sprintf("needle-kept-%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st := db.Retain(context.Background(), retention(dir)); st.Err != nil || st.AuditSealed == 0 {
+			t.Fatalf("pass: %+v", st)
+		}
+		path := db.Path()
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return path, filepath.Join(dir, "audit")
+	}
+	t.Run("KeptEdited", func(t *testing.T) {
+		path, _ := setup(t)
+		rawUpdate(t, path, func(b *bolt.Bucket) error {
+			k, v := b.Cursor().Last()
+			return b.Put(k, []byte(string(v[:len(v)-3])+`x"}`))
+		})
+		if _, err := verifyFile(t, path); err == nil {
+			t.Fatal("an edited kept record verifies")
+		}
+	})
+	t.Run("FirstKeptDeleted", func(t *testing.T) {
+		path, _ := setup(t)
+		var first uint64
+		rawUpdate(t, path, func(b *bolt.Bucket) error {
+			k, _ := b.Cursor().First()
+			first = u64be(k)
+			return b.Delete(k)
+		})
+		_, err := verifyFile(t, path)
+		wantChainError(t, err, first)
+	})
+	t.Run("SegmentEdited", func(t *testing.T) {
+		path, archive := setup(t)
+		names, _ := filepath.Glob(filepath.Join(archive, segmentGlob))
+		if len(names) != 1 {
+			t.Fatalf("segments: %v", names)
+		}
+		data, err := os.ReadFile(names[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = []byte(replaceOnce(string(data), `"trigger_closed"`, `"trigger_clozed"`))
+		if err := os.WriteFile(names[0], data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		db := openAt(t, path, Options{})
+		seq, hash, _ := db.AuditArchived()
+		if _, err := VerifyArchive(archive, seq, hash); err == nil {
+			t.Fatal("an edited segment verifies")
+		}
+		if _, err := db.VerifyAudit(); err != nil {
+			t.Fatalf("the kept log: %v", err)
+		}
+	})
+}
+
+func u64be(k []byte) uint64 {
+	var n uint64
+	for _, b := range k {
+		n = n<<8 | uint64(b)
+	}
+	return n
+}
+
+func replaceOnce(s, old, new string) string {
+	for i := 0; i+len(old) <= len(s); i++ {
+		if s[i:i+len(old)] == old {
+			return s[:i] + new + s[i+len(old):]
+		}
+	}
+	return s
+}
+
+// The loop Open starts runs passes and reports them; Close ends it.
+func TestRetainLoop(t *testing.T) {
+	c := newClock()
+	dir := t.TempDir()
+	passes := make(chan RetainStats, 16)
+	r := retention(dir)
+	r.Every = 10 * time.Millisecond
+	r.OnPass = func(st RetainStats) { passes <- st }
+	db := openAt(t, filepath.Join(dir, "nudge.db"), Options{NoSync: true, Now: c.Now, Retain: r})
+	tr := trig("old")
+	tr.Closed = true
+	if _, _, err := db.CreateTrigger(tr, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(testWindow + time.Hour)
+	for st := range passes {
+		if st.Err != nil {
+			t.Fatal(st.Err)
+		}
+		if st.Triggers == 1 {
+			break
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
