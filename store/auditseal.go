@@ -152,7 +152,7 @@ func writeSegment(dir string, recs []sealedRec) error {
 	defer os.Remove(tmp.Name()) // after the rename, a no-op
 	w := bufio.NewWriterSize(tmp, 64<<10)
 	for _, r := range recs {
-		w.Write(r.raw)     //nolint:errcheck // Flush reports it
+		w.Write(r.raw)    //nolint:errcheck // Flush reports it
 		w.WriteByte('\n') //nolint:errcheck // Flush reports it
 	}
 	err = errors.Join(w.Flush(), tmp.Chmod(segmentMode), tmp.Sync(), tmp.Close())
