@@ -57,6 +57,20 @@ func (al *AuditLog) AuditArchived() (seq uint64, hash string, err error) {
 	return seq, hash, err
 }
 
+// VerifyAuditArchive runs VerifyArchive on the segments in the store's
+// Retention.AuditDir against its base. With no AuditDir it checks nothing (0, nil).
+func (al *AuditLog) VerifyAuditArchive() (int, error) {
+	dir := al.db.retain.AuditDir
+	if dir == "" {
+		return 0, nil
+	}
+	seq, hash, err := al.AuditArchived()
+	if err != nil {
+		return 0, err
+	}
+	return VerifyArchive(dir, seq, hash)
+}
+
 type sealedRec struct {
 	seq  uint64
 	hash string

@@ -89,6 +89,7 @@ type DB struct {
 
 	failCommit func() error // tests only: fail write-behind commits with this error
 
+	retain     Retention          // Options.Retain
 	retainStop context.CancelFunc // ends the retention loop (nil: none runs)
 	retainWG   sync.WaitGroup     // the retention loop; joined by Close before the file closes
 }
@@ -167,6 +168,7 @@ func Open(path string, opts Options) (*DB, error) {
 		bdb.Close()
 		return nil, err
 	}
+	db.retain = opts.Retain
 	if opts.Retain.Window > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
 		db.retainStop = cancel

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -214,11 +215,38 @@ func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = -1 // --store-check-timeout 0: skip the check
 	}
+	o.CompactFree = cfg.CompactFree
+	o.Retain = store.Retention{Window: cfg.Retain, AuditWindow: cfg.AuditRetain, AuditDir: cfg.AuditArchive,
+		Tombstones: cfg.RetainTombstones, Every: cfg.RetainEvery,
+		OnPass: func(st store.RetainStats) { logRetain(log, st) }}
+	before := fileSize(path)
 	db, err := store.Open(path, o)
+	if after := fileSize(path); err == nil && after < before {
+		log.Info("store compacted at start", "path", path, "bytes_before", before, "bytes_after", after)
+	}
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("another nudge daemon is using %s (stop it first, or give this one another --state-dir)", cfg.StateDir)
 	}
 	return db, err
+}
+
+func fileSize(path string) int64 {
+	if fi, err := os.Stat(path); err == nil {
+		return fi.Size()
+	}
+	return 0
+}
+
+// logRetain logs what a retention pass removed (nothing when it removed nothing).
+func logRetain(log hclog.Logger, st store.RetainStats) {
+	if st.Err != nil {
+		log.Error("store retention pass stopped", "err", st.Err, "triggers_removed", st.Triggers, "audit_sealed", st.AuditSealed)
+		return
+	}
+	if st.Triggers+st.Tombstones+st.AuditSealed > 0 {
+		log.Info("store retention", "triggers_removed", st.Triggers, "attempts_removed", st.Attempts,
+			"tombstones_removed", st.Tombstones, "audit_sealed", st.AuditSealed, "audit_sealed_through", st.AuditThrough)
+	}
 }
 
 func registryConfig(cfg serveConfig, d *daemon, h *hooks) panes.Config {

@@ -16,12 +16,7 @@ func (a auditAPI) handleAudit(w http.ResponseWriter, r *http.Request, c auth.Cal
 	s.deps.Store.Flush() // write-behind records first
 	q := r.URL.Query()
 	if q.Get("verify") == "1" || q.Get("verify") == "true" {
-		n, err := s.deps.Store.VerifyAudit()
-		res := api.AuditVerified{OK: err == nil, Records: n}
-		if err != nil {
-			res.Error = err.Error()
-		}
-		writeJSON(w, http.StatusOK, res)
+		writeJSON(w, http.StatusOK, s.verifyAudit(q.Get("archive") == "1" || q.Get("archive") == "true"))
 		return
 	}
 	f := store.AuditFilter{TriggerID: q.Get("trigger"), RuntimeID: q.Get("runtime"), ThreadID: q.Get("thread"),
@@ -180,4 +175,29 @@ func auditWorkspace(rec nudge.AuditRecord, triggerWS func(string) string) string
 		return triggerWS(rec.TriggerID)
 	}
 	return ""
+}
+
+// archivedAudit is the store's side of a trimmed audit log (store.DB): where the kept
+// log starts, and the check of the sealed segments before it.
+type archivedAudit interface {
+	AuditArchived() (seq uint64, hash string, err error)
+	VerifyAuditArchive() (int, error)
+}
+
+// verifyAudit checks the kept audit log from its first kept record on and, with
+// archive, the sealed segments before it.
+func (s *Server) verifyAudit(archive bool) api.AuditVerified {
+	n, err := s.deps.Store.VerifyAudit()
+	res := api.AuditVerified{OK: err == nil, Records: n}
+	if aa, ok := s.deps.Store.(archivedAudit); ok {
+		res.ArchivedThrough, _, _ = aa.AuditArchived()
+		if archive && err == nil {
+			res.Archived, err = aa.VerifyAuditArchive()
+			res.OK = err == nil
+		}
+	}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return res
 }

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+)
+
+// A finished trigger past --retain leaves the store: its receipt says it aged out and
+// when, a repeat of its trigger_id is refused (never delivered again), an open trigger
+// stays, and `nudge audit --verify --archive` passes on the trimmed log and its archive.
+func TestRetainReceiptAgedOut(t *testing.T) {
+	cfg := newTestConfig(t)
+	cfg.Retain, cfg.RetainEvery, cfg.RetainTombstones = 300*time.Millisecond, 50*time.Millisecond, time.Hour
+	cfg.AuditArchive = filepath.Join(cfg.StateDir, "audit")
+	td := startDaemon(t, cfg)
+	req := map[string]any{"trigger_id": "old-1", "workspace": "rw", "agent": "nobody", "prompt": "hello"}
+	if _, err := td.trigger(req); err != nil && !isAPIError(err) {
+		t.Fatal(err)
+	}
+	td.waitTrigger("old-1", func(tr nudge.Trigger) bool { return tr.Closed })
+	deadline := time.Now().Add(20 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		var tr nudge.Trigger
+		if err = td.c.do(bg(), "GET", "/v1/triggers/old-1", nil, &tr); err != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wantAPIError(t, "receipt of an aged-out trigger", err, "NOT_FOUND", "aged out")
+	_, stderr, code := td.runCLI("receipt", "old-1")
+	if code == 0 || !strings.Contains(stderr, "aged out") || !strings.Contains(stderr, "finished 20") {
+		t.Fatalf("nudge receipt: exit %d, stderr %q", code, stderr)
+	}
+	_, err = td.trigger(req)
+	wantAPIError(t, "a repeat after the window", err, "IDEMPOTENCY_CONFLICT", "aged out of the store")
+
+	out, stderr, code := td.runCLI("audit", "--verify", "--archive")
+	if code != 0 || !strings.Contains(out, "hash chain intact") || !strings.Contains(out, "sealed into the archive") {
+		t.Fatalf("audit --verify --archive: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	names, _ := filepath.Glob(filepath.Join(cfg.AuditArchive, "audit-*.jsonl"))
+	if len(names) == 0 {
+		t.Fatal("no sealed segment")
+	}
+	fi, err := os.Stat(names[0])
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("segment %v mode %v", err, fi.Mode())
+	}
+}
+
+func isAPIError(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae)
+}
