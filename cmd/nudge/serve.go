@@ -43,9 +43,9 @@ type serveConfig struct {
 	RetainEvery         time.Duration // hidden: time between retention passes (0: the store's default)
 	AuditArchive        string        // where sealed audit segments go (default <state-dir>/audit)
 	CompactFree         int64         // free bytes that make a start compact the store (0: store's default; <0 never)
-	CPUProfile          string // hidden: write a CPU profile here (benchmarks)
-	Trace               string // hidden: write an execution trace here (benchmarks)
-	ProfileWindows      string // hidden: profile between SIGUSR1 and SIGUSR2 into this folder (benchmarks)
+	CPUProfile          string        // hidden: write a CPU profile here (benchmarks)
+	Trace               string        // hidden: write an execution trace here (benchmarks)
+	ProfileWindows      string        // hidden: profile between SIGUSR1 and SIGUSR2 into this folder (benchmarks)
 
 	Panes    panes.Config           // tmux and ssh, workspace roots, sweep, crash loop, start timeout
 	Monitor  detector.MonitorConfig // quiet window after human input, the Any key binding
@@ -65,7 +65,7 @@ func defaultServeConfig() serveConfig {
 		StateDir: defaultStateDir(), ProfileDir: profiles, PackDir: packs,
 		StatusLine: true, LogLevel: "info", LogFormat: "text", StoreCheckTimeout: store.DefaultCheckTimeout,
 		Retain: DefaultRetain,
-		Panes: panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
+		Panes:  panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
 		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Auth: auth.DefaultConfig(),
 		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
 		LLM: classifier.Defaults(),
