@@ -87,3 +87,20 @@ func freeBytes(bdb *bolt.DB) (free, size int64) {
 	})
 	return int64(st.FreePageN+st.PendingPageN) * int64(bdb.Info().PageSize), size
 }
+
+// Space is how the store's file is used.
+type Space struct {
+	File  int64 // the file's size
+	Pages int64 // bytes the last commit's pages reach (the rest of the file is preallocated)
+	Free  int64 // bytes of free pages within Pages, reused by later writes (Open compacts them away)
+}
+
+// Space returns how the store's file is used now.
+func (db *DB) Space() Space {
+	var s Space
+	if fi, err := os.Stat(db.path); err == nil {
+		s.File = fi.Size()
+	}
+	s.Free, s.Pages = freeBytes(db.bolt)
+	return s
+}

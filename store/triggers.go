@@ -84,6 +84,7 @@ func (tg *Triggers) createTriggerTx(tx *bolt.Tx, t nudge.Trigger) (nudge.Trigger
 		t.UpdatedAt = now
 	}
 	triggers := tx.Bucket(bucketTriggers)
+	triggers.FillPercent = appendFill
 	seq, err := triggers.NextSequence()
 	if err != nil {
 		return nudge.Trigger{}, false, err
