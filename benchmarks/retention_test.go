@@ -44,7 +44,7 @@ func TestStoreRetentionSoak(t *testing.T) {
 
 type simClock struct{ ns atomic.Int64 }
 
-func (c *simClock) now() time.Time         { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *simClock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *simClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 func soak(t *testing.T, n int, retain bool) {
