@@ -104,7 +104,7 @@ func soak(t *testing.T, n int, retain bool) {
 		if i%1000 == 0 {
 			p := percentiles(lat)
 			t.Logf("%6d triggers: file %5.1f MB, pages %5.1f MB, free %5.1f MB; accept p50 %.2f ms p99 %.2f ms; removed %d, audit sealed %d",
-				i, mb(fileSizeOf(t, path)), mb(pagesInUse(db)), mb(freeOf(db)), p[0], p[2], removed.Load(), sealed.Load())
+				i, mb(fileSizeOf(t, path)), mb(pagesInUse(db)), mb(freeOf(db)), p[0]/1000, p[2]/1000, removed.Load(), sealed.Load())
 			lat = lat[:0]
 		}
 	}

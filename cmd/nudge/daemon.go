@@ -218,11 +218,17 @@ func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 	o.CompactFree = cfg.CompactFree
 	o.Retain = store.Retention{Window: cfg.Retain, AuditWindow: cfg.AuditRetain, AuditDir: cfg.AuditArchive,
 		Tombstones: cfg.RetainTombstones, Every: cfg.RetainEvery,
-		OnPass: func(st store.RetainStats) { logRetain(log, st) }}
+		OnPass: func(st store.RetainStats) {
+			logRetain(log, st)
+			warnStoreSize(log, path, cfg.StoreWarnSize)
+		}}
 	before := fileSize(path)
 	db, err := store.Open(path, o)
 	if after := fileSize(path); err == nil && after < before {
 		log.Info("store compacted at start", "path", path, "bytes_before", before, "bytes_after", after)
+	}
+	if err == nil {
+		warnStoreSize(log, path, cfg.StoreWarnSize)
 	}
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("another nudge daemon is using %s (stop it first, or give this one another --state-dir)", cfg.StateDir)
@@ -235,6 +241,14 @@ func fileSize(path string) int64 {
 		return fi.Size()
 	}
 	return 0
+}
+
+// warnStoreSize warns when the store file is past --store-warn-size.
+func warnStoreSize(log hclog.Logger, path string, bound int64) {
+	if size := fileSize(path); bound > 0 && size > bound {
+		log.Warn("store file is past --store-warn-size: shorten --retain, or restart to compact it (--compact-free)",
+			"path", path, "bytes", size, "bound", bound)
+	}
 }
 
 // logRetain logs what a retention pass removed (nothing when it removed nothing).

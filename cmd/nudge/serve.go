@@ -43,6 +43,7 @@ type serveConfig struct {
 	RetainEvery         time.Duration // hidden: time between retention passes (0: the store's default)
 	AuditArchive        string        // where sealed audit segments go (default <state-dir>/audit)
 	CompactFree         int64         // free bytes that make a start compact the store (0: store's default; <0 never)
+	StoreWarnSize       int64         // a store file larger than this is warned about in the log (0: never)
 	CPUProfile          string        // hidden: write a CPU profile here (benchmarks)
 	Trace               string        // hidden: write an execution trace here (benchmarks)
 	ProfileWindows      string        // hidden: profile between SIGUSR1 and SIGUSR2 into this folder (benchmarks)
@@ -212,6 +213,7 @@ func retainFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.RetainEvery, "retain-every", 0, "time between retention passes (default 10m)")
 	fs.MarkHidden("retain-every") //nolint:errcheck // defined just above
 	fs.StringVar(&c.AuditArchive, "audit-archive", "", "directory of the sealed audit segments (default <state-dir>/audit; keep or delete them as you wish)")
+	fs.Int64Var(&c.StoreWarnSize, "store-warn-size", 0, "warn in the log when the store file grows past this many bytes (checked at start and after each retention pass; 0: never; the size is on /metrics as nudge_store_file_bytes)")
 	fs.Int64Var(&c.CompactFree, "compact-free", 0, "a start compacts the store file when its free space reaches this many bytes and half the file (default 32 MiB; negative: never)")
 }
 
