@@ -193,8 +193,8 @@ func syncDir(dir string) error {
 
 // VerifyArchive checks the sealed segments in dir: each record's chain from the first
 // segment's first record on, segments in order (an overlap must repeat the same records;
-// a gap fails), and that the last one ends at (or past) the store's base, with the base's
-// hash, so the archive joins the log the store keeps. It returns the records checked.
+// a gap fails), and that they reach the store's base (or past it: sealed meanwhile) with
+// the base's hash, so the archive joins the log the store keeps. It returns the records checked.
 // The files are read as untrusted: regular files only, lines of at most 1 MiB.
 func VerifyArchive(dir string, baseSeq uint64, baseHash string) (n int, err error) {
 	names, err := filepath.Glob(filepath.Join(dir, segmentGlob))
@@ -202,7 +202,7 @@ func VerifyArchive(dir string, baseSeq uint64, baseHash string) (n int, err erro
 		return 0, err
 	}
 	sort.Strings(names) // zero-padded first seq: name order is seq order
-	var v archiveVerifier
+	v := archiveVerifier{base: baseSeq}
 	for _, name := range names {
 		if err := v.file(name); err != nil {
 			return v.n, err
@@ -213,7 +213,7 @@ func VerifyArchive(dir string, baseSeq uint64, baseHash string) (n int, err erro
 		return v.n, nil
 	case v.last < baseSeq:
 		return v.n, &ChainError{Seq: v.last + 1, Reason: fmt.Sprintf("archive ends at %d, before the store's first kept record %d", v.last, baseSeq+1)}
-	case v.hashes[baseSeq] != baseHash:
+	case v.baseHash != baseHash:
 		return v.n, &ChainError{Seq: baseSeq, Reason: "archived record does not match the store's base hash"}
 	}
 	return v.n, nil
@@ -223,7 +223,9 @@ type archiveVerifier struct {
 	n        int
 	last     uint64
 	lastHash string
-	hashes   map[uint64]string // the hashes of the records at the end of the last segment (for overlaps and the base)
+	hashes   map[uint64]string // the hashes of the last segment's records (for an overlap)
+	base     uint64            // the store's base seq: its hash is kept in baseHash
+	baseHash string
 }
 
 func (v *archiveVerifier) file(name string) error {
@@ -286,6 +288,9 @@ func (v *archiveVerifier) record(line []byte, hashes map[uint64]string) error {
 	}
 	v.n++
 	v.last, v.lastHash, hashes[r.Seq] = want, hash, hash
+	if want == v.base {
+		v.baseHash = hash
+	}
 	return nil
 }
 

@@ -18,12 +18,20 @@ import (
 // It detects any changed byte of a record, a deleted record (a gap, or a missing tail),
 // reordered records, and records added without going through AppendAudit.
 func (al *AuditLog) VerifyAudit() (n int, err error) {
+	n, _, err = al.VerifyKept()
+	return n, err
+}
+
+// VerifyKept is VerifyAudit, and the seq of the last record sealed out of the store as
+// of the same read (AuditArchived): the records checked are those after it.
+func (al *AuditLog) VerifyKept() (n int, base uint64, err error) {
 	err = al.db.view("verify audit", func(tx *bolt.Tx) error {
 		var err error
+		base, _ = parseHead(tx.Bucket(bucketMeta).Get(auditBaseKey))
 		n, err = verifyTx(tx)
 		return err
 	})
-	return n, err
+	return n, base, err
 }
 
 func verifyTx(tx *bolt.Tx) (int, error) {

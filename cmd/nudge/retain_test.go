@@ -42,6 +42,16 @@ func TestRetainReceiptAgedOut(t *testing.T) {
 	_, err = td.trigger(req)
 	wantAPIError(t, "a repeat after the window", err, "IDEMPOTENCY_CONFLICT", "aged out of the store")
 
+	// The pass that removed the trigger seals its audit records next.
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var v api.AuditVerified
+		if err := td.c.do(bg(), "GET", "/v1/audit?verify=1", nil, &v); err != nil || !v.OK {
+			t.Fatalf("verify while sealing: %+v, %v", v, err)
+		}
+		if v.ArchivedThrough > 0 {
+			break
+		}
+	}
 	out, stderr, code := td.runCLI("audit", "--verify", "--archive")
 	if code != 0 || !strings.Contains(out, "hash chain intact") || !strings.Contains(out, "sealed into the archive") {
 		t.Fatalf("audit --verify --archive: exit %d, stdout %q, stderr %q", code, out, stderr)
@@ -59,4 +69,38 @@ func TestRetainReceiptAgedOut(t *testing.T) {
 func isAPIError(err error) bool {
 	var ae *api.Error
 	return errors.As(err, &ae)
+}
+
+// Another workspace's scoped token learns nothing of a trigger that aged out: its
+// receipt is the plain NOT_FOUND of a trigger it cannot read (not when it finished and
+// left), and reusing its id is the plain CONFLICT of an id taken elsewhere.
+func TestRetainAgedOutHiddenFromOtherWorkspace(t *testing.T) {
+	cfg := newTestConfig(t)
+	cfg.Retain, cfg.RetainEvery, cfg.RetainTombstones = 300*time.Millisecond, 50*time.Millisecond, time.Hour
+	td := startDaemon(t, cfg)
+	if _, err := td.trigger(map[string]any{"trigger_id": "secret-1", "workspace": "rw", "agent": "nobody", "prompt": "hello"}); err != nil && !isAPIError(err) {
+		t.Fatal(err)
+	}
+	td.waitTrigger("secret-1", func(tr nudge.Trigger) bool { return tr.Closed })
+	deadline := time.Now().Add(20 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = td.c.do(bg(), "GET", "/v1/triggers/secret-1", nil, nil); err != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wantAPIError(t, "the owner's receipt", err, "NOT_FOUND", "aged out")
+
+	other := td.as(td.issue(t, "--subject", "orch", "--workspace", "w2", "--verbs", "trigger,read", "--ttl", "1h"))
+	err = other.do(bg(), "GET", "/v1/triggers/secret-1", nil, nil)
+	wantAPIError(t, "another workspace's receipt", err, "NOT_FOUND", "secret-1")
+	if strings.Contains(err.Error(), "aged out") || strings.Contains(err.Error(), "finished") {
+		t.Fatalf("another workspace learns the trigger aged out: %v", err)
+	}
+	err = other.do(bg(), "POST", "/v1/triggers", map[string]any{"trigger_id": "secret-1", "workspace": "w2", "agent": "x", "prompt": "hi"}, nil)
+	wantAPIError(t, "another workspace's repeat", err, "CONFLICT", "already used")
+	if strings.Contains(err.Error(), "aged out") || strings.Contains(err.Error(), "finished") {
+		t.Fatalf("another workspace learns the trigger aged out: %v", err)
+	}
 }

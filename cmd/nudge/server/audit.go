@@ -180,22 +180,27 @@ func auditWorkspace(rec nudge.AuditRecord, triggerWS func(string) string) string
 // archivedAudit is the store's side of a trimmed audit log (store.DB): where the kept
 // log starts, and the check of the sealed segments before it.
 type archivedAudit interface {
-	AuditArchived() (seq uint64, hash string, err error)
+	VerifyKept() (n int, base uint64, err error)
 	VerifyAuditArchive() (int, error)
 }
 
 // verifyAudit checks the kept audit log from its first kept record on and, with
 // archive, the sealed segments before it.
 func (s *Server) verifyAudit(archive bool) api.AuditVerified {
-	n, err := s.deps.Store.VerifyAudit()
-	res := api.AuditVerified{OK: err == nil, Records: n}
-	if aa, ok := s.deps.Store.(archivedAudit); ok {
-		res.ArchivedThrough, _, _ = aa.AuditArchived()
-		if archive && err == nil {
-			res.Archived, err = aa.VerifyAuditArchive()
-			res.OK = err == nil
-		}
+	aa, sealed := s.deps.Store.(archivedAudit)
+	var res api.AuditVerified
+	var err error
+	if sealed {
+		res.Records, res.ArchivedThrough, err = aa.VerifyKept()
+	} else {
+		res.Records, err = s.deps.Store.VerifyAudit()
 	}
+	if sealed && archive && err == nil {
+		// Sealed after the check above? Then the archive reaches past its base: still
+		// joined, as VerifyArchive accepts an archive that ends at or past the base.
+		res.Archived, err = aa.VerifyAuditArchive()
+	}
+	res.OK = err == nil
 	if err != nil {
 		res.Error = err.Error()
 	}
