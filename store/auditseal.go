@@ -21,7 +21,8 @@ import (
 // Sealed audit segments. A retention pass moves the audit records older than
 // Retention.AuditWindow out of the store, oldest first, into segment files in
 // Retention.AuditDir: audit-<first seq>-<last seq>.jsonl, one record per line as the
-// store held it (its canonical JSON), at most sealSegment records each. The records stay
+// store held it (its canonical JSON), at most sealSegment records or about sealBytes
+// each. The records stay
 // chained: the first record of a segment has the PrevHash of the last one before it, and
 // the store keeps, under a reserved meta key, the seq and hash of the last record it
 // sealed (the base). VerifyAudit starts from the base: the first kept record must be
@@ -34,6 +35,10 @@ import (
 // leaves records both in a segment and in the store; the next pass writes them again
 // into a segment that starts at base+1 (overlapping the first), and VerifyArchive
 // accepts an overlap whose records are identical.
+
+// sealBytes bounds a segment's size (a pass holds one segment in memory); a variable so
+// that a test can make segments small.
+var sealBytes = 4 << 20
 
 // auditBaseKey holds the last sealed seq (8 bytes BE) followed by its hash.
 var auditBaseKey = []byte(reservedMeta + "audit_base")
@@ -83,7 +88,7 @@ func (al *AuditLog) seal(ctx context.Context, r Retention, cut time.Time, st *Re
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		recs, err := al.sealable(cut, sealSegment)
+		recs, full, err := al.sealable(cut, sealSegment, sealBytes)
 		if err != nil || len(recs) == 0 {
 			return err
 		}
@@ -103,20 +108,23 @@ func (al *AuditLog) seal(ctx context.Context, r Retention, cut time.Time, st *Re
 				return err
 			}
 		}
-		if len(recs) < sealSegment {
+		if !full {
 			return nil
 		}
 	}
 }
 
-// sealable returns at most limit records from base+1 on, each older than cut, stopping
-// at the first that is not.
-func (al *AuditLog) sealable(cut time.Time, limit int) ([]sealedRec, error) {
-	var out []sealedRec
-	err := al.db.view("seal audit", func(tx *bolt.Tx) error {
+// sealable returns the records from base+1 on that are older than cut, stopping at the
+// first that is not, or once it has limit records or maxBytes of them (full).
+func (al *AuditLog) sealable(cut time.Time, limit, maxBytes int) (out []sealedRec, full bool, err error) {
+	err = al.db.view("seal audit", func(tx *bolt.Tx) error {
 		base, _ := parseHead(tx.Bucket(bucketMeta).Get(auditBaseKey))
 		c := tx.Bucket(bucketAudit).Cursor()
-		for k, v := c.Seek(u64(base + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+		size := 0
+		for k, v := c.Seek(u64(base + 1)); k != nil; k, v = c.Next() {
+			if full = len(out) >= limit || size >= maxBytes; full {
+				break
+			}
 			var rec nudge.AuditRecord
 			if err := json.Unmarshal(v, &rec); err != nil {
 				return fmt.Errorf("decode audit record %x: %w", k, err)
@@ -125,10 +133,11 @@ func (al *AuditLog) sealable(cut time.Time, limit int) ([]sealedRec, error) {
 				break
 			}
 			out = append(out, sealedRec{seq: binary.BigEndian.Uint64(k), hash: rec.Hash, raw: bytes.Clone(v)})
+			size += len(v)
 		}
 		return nil
 	})
-	return out, err
+	return out, full, err
 }
 
 // dropSealed removes recs (written to a segment already) and moves the base to the last.

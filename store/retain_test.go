@@ -268,7 +268,7 @@ func TestRetainSealOverlap(t *testing.T) {
 	db, c, dir := retainStore(t, 10)
 	c.advance(testWindow + time.Hour)
 	archive := filepath.Join(dir, "audit")
-	recs, err := db.AuditLog.sealable(c.Now(), 5)
+	recs, _, err := db.AuditLog.sealable(c.Now(), 5, sealBytes)
 	if err != nil || len(recs) != 5 {
 		t.Fatalf("sealable: %d, %v", len(recs), err)
 	}
@@ -288,5 +288,37 @@ func TestRetainSealOverlap(t *testing.T) {
 	}
 	if _, err := db.VerifyAudit(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A pass that seals more than a segment holds writes several, chained to each other.
+func TestRetainSealsSeveralSegments(t *testing.T) {
+	old := sealBytes
+	sealBytes = 2000 // a few records each
+	t.Cleanup(func() { sealBytes = old })
+	db, c, dir := retainStore(t, 40)
+	c.advance(testWindow + time.Hour)
+	st := db.Retain(context.Background(), retention(dir))
+	if st.Err != nil || st.Segments < 5 || st.AuditSealed != 60 {
+		t.Fatalf("pass: %+v, want 60 records in several segments", st)
+	}
+	seq, hash, _ := db.AuditArchived()
+	if n, err := VerifyArchive(filepath.Join(dir, "audit"), seq, hash); err != nil || n != 60 {
+		t.Fatalf("VerifyArchive: %d, %v", n, err)
+	}
+	// A segment in the middle deleted: a gap.
+	names, _ := filepath.Glob(filepath.Join(dir, "audit", segmentGlob))
+	if err := os.Remove(names[2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := VerifyArchive(filepath.Join(dir, "audit"), seq, hash); err == nil {
+		t.Fatal("an archive with a segment missing in the middle verifies")
+	}
+	// The oldest ones deleted (the operator's to do): what is left still verifies.
+	for _, n := range names[:3] {
+		os.Remove(n)
+	}
+	if _, err := VerifyArchive(filepath.Join(dir, "audit"), seq, hash); err != nil {
+		t.Fatalf("the newest segments: %v", err)
 	}
 }
