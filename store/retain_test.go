@@ -234,15 +234,28 @@ func replaceOnce(s, old, new string) string {
 	return s
 }
 
-// The loop Open starts runs passes and reports them; Close ends it.
+// The loop Open starts runs passes and reports them, a pass is followed by the idle
+// release (the pages it touched leave the resident set); Close ends the loop.
 func TestRetainLoop(t *testing.T) {
 	c := newClock()
 	dir := t.TempDir()
 	passes := make(chan RetainStats, 16)
 	r := retention(dir)
 	r.Every = 10 * time.Millisecond
-	r.OnPass = func(st RetainStats) { passes <- st }
-	db := openAt(t, filepath.Join(dir, "nudge.db"), Options{NoSync: true, Now: c.Now, Retain: r})
+	r.OnPass = func(st RetainStats) {
+		select {
+		case passes <- st:
+		default:
+		}
+	}
+	idle := make(chan struct{}, 1)
+	db := openAt(t, filepath.Join(dir, "nudge.db"), Options{NoSync: true, Now: c.Now, Retain: r,
+		IdleAfter: 5 * time.Millisecond, OnIdle: func() {
+			select {
+			case idle <- struct{}{}:
+			default:
+			}
+		}})
 	tr := trig("old")
 	tr.Closed = true
 	if _, _, err := db.CreateTrigger(tr, nil); err != nil {
@@ -257,6 +270,10 @@ func TestRetainLoop(t *testing.T) {
 			break
 		}
 	}
+	for len(idle) > 0 { // a release before the removal
+		<-idle
+	}
+	<-idle // armed by a pass (the loop's own writes, not the write-behind queue's)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
