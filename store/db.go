@@ -169,7 +169,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db.retain = opts.Retain
-	if opts.Retain.Window > 0 {
+	if opts.Retain.active() {
 		ctx, cancel := context.WithCancel(context.Background())
 		db.retainStop = cancel
 		db.retainWG.Add(1)

@@ -37,7 +37,8 @@ type Retention struct {
 	// AuditDir: where sealed audit segments are written (created 0700). "" never seals:
 	// the whole audit log stays in the store.
 	AuditDir string
-	// AuditWindow: audit records older than this are sealed into AuditDir. 0 means Window.
+	// AuditWindow: audit records older than this are sealed into AuditDir. 0 means
+	// Window (with both 0 nothing is sealed).
 	AuditWindow time.Duration
 	// Every is the time between passes (the first comes Every after Open). 0 means
 	// DefaultRetainEvery.
@@ -76,6 +77,12 @@ func (r Retention) withDefaults() Retention {
 	}
 	return r
 }
+
+// active reports whether r removes or seals anything (Open then starts the loop).
+func (r Retention) active() bool { return r.Window > 0 || r.sealing() }
+
+// sealing reports whether r seals the audit log.
+func (r Retention) sealing() bool { return r.AuditDir != "" && (r.AuditWindow > 0 || r.Window > 0) }
 
 // RetainStats is what one retention pass did.
 type RetainStats struct {
@@ -127,22 +134,22 @@ func agedOut(tx *bolt.Tx, id string) *AgedOutError {
 }
 
 // Retain runs one retention pass now (the store's own goroutine runs them every
-// Retention.Every): it removes the finished triggers past r.Window, then the tombstones
-// past r.Tombstones, then seals the audit records past r.AuditWindow into r.AuditDir.
+// Retention.Every): it removes the finished triggers past r.Window (if set), then the
+// tombstones past r.Tombstones, then seals the audit records past r.AuditWindow into
+// r.AuditDir (if set).
 // Each step is many short transactions; ctx ends the pass between two of them. What a
 // pass removed is gone even if a later step fails.
 func (db *DB) Retain(ctx context.Context, r Retention) RetainStats {
 	var st RetainStats
-	if r.Window <= 0 {
-		return st
-	}
 	r = r.withDefaults()
 	now := db.now()
-	st.Err = db.retainTriggers(ctx, r, now.Add(-r.Window), &st)
-	if st.Err == nil {
-		st.Err = db.trimTombstones(ctx, r, now.Add(-r.Tombstones), &st)
+	if r.Window > 0 {
+		st.Err = db.retainTriggers(ctx, r, now.Add(-r.Window), &st)
+		if st.Err == nil {
+			st.Err = db.trimTombstones(ctx, r, now.Add(-r.Tombstones), &st)
+		}
 	}
-	if st.Err == nil && r.AuditDir != "" {
+	if st.Err == nil && r.sealing() {
 		st.Err = db.AuditLog.seal(ctx, r, now.Add(-r.AuditWindow), &st)
 	}
 	return st

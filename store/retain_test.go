@@ -339,3 +339,18 @@ func TestRetainSealsSeveralSegments(t *testing.T) {
 		t.Fatalf("the newest segments: %v", err)
 	}
 }
+
+// With no trigger window, an audit window alone seals the audit log and removes no
+// trigger.
+func TestRetainAuditOnly(t *testing.T) {
+	db, c, dir := retainStore(t, 6)
+	c.advance(testWindow + time.Hour)
+	r := Retention{AuditWindow: testWindow, AuditDir: filepath.Join(dir, "audit"), Pause: time.Microsecond}
+	st := db.Retain(context.Background(), r)
+	if st.Err != nil || st.Triggers != 0 || st.AuditSealed != 9 {
+		t.Fatalf("pass: %+v, want 9 audit records sealed and no trigger removed", st)
+	}
+	if ts, _ := db.ListTriggers(TriggerFilter{}); len(ts) != 6 {
+		t.Fatalf("%d triggers kept, want 6", len(ts))
+	}
+}

@@ -207,7 +207,7 @@ const DefaultRetain = 30 * 24 * time.Hour
 
 // retainFlags are the serve flags of what the store keeps.
 func retainFlags(fs *pflag.FlagSet, c *serveConfig) {
-	fs.DurationVar(&c.Retain, "retain", c.Retain, "finished triggers (receipts, attempts) last written longer ago than this are removed from the store; a repeat of their trigger_id is refused while a tombstone is kept (as long again); 0 keeps everything")
+	fs.DurationVar(&c.Retain, "retain", c.Retain, "finished triggers (receipts, attempts) last written longer ago than this are removed from the store; a repeat of their trigger_id is refused while a tombstone is kept (as long again); 0 keeps every trigger (and the audit log, unless --audit-retain)")
 	fs.DurationVar(&c.AuditRetain, "audit-retain", 0, "audit records older than this are moved from the store into hash-chained segment files under --audit-archive (default: --retain)")
 	fs.DurationVar(&c.RetainTombstones, "retain-tombstones", 0, "how long the id of a removed trigger is remembered: its receipt says when it aged out and a repeat is refused (default: --retain)")
 	fs.DurationVar(&c.RetainEvery, "retain-every", 0, "time between retention passes (default 10m)")
