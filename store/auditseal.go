@@ -203,8 +203,9 @@ func syncDir(dir string) error {
 // VerifyArchive checks the sealed segments in dir: each record's chain from the first
 // segment's first record on, segments in order (an overlap must repeat the same records;
 // a gap fails), and that they reach the store's base (or past it: sealed meanwhile) with
-// the base's hash, so the archive joins the log the store keeps. It returns the records checked.
-// The files are read as untrusted: regular files only, lines of at most 1 MiB.
+// the base's hash, so the archive joins the log the store keeps. It returns the records
+// checked. The files are read as untrusted: regular files only (no symlink followed),
+// lines of at most 1 MiB.
 func VerifyArchive(dir string, baseSeq uint64, baseHash string) (n int, err error) {
 	names, err := filepath.Glob(filepath.Join(dir, segmentGlob))
 	if err != nil {
@@ -242,14 +243,14 @@ func (v *archiveVerifier) file(name string) error {
 	if err != nil {
 		return err
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("verify archive: %s is not a regular file", filepath.Base(name))
-	}
 	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if ofi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || !os.SameFile(fi, ofi) {
+		return fmt.Errorf("verify archive: %s is not a regular file", filepath.Base(name))
+	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	hashes := map[uint64]string{}
 	for {
@@ -279,11 +280,15 @@ func (v *archiveVerifier) record(line []byte, hashes map[uint64]string) error {
 		return &ChainError{Seq: v.last + 1, Reason: fmt.Sprintf("record undecodable: %v", err)}
 	}
 	if r.Seq <= v.last && v.n > 0 { // an overlap left by a crash: the same record again
-		if h, ok := v.hashes[r.Seq]; ok && h == r.Hash {
-			hashes[r.Seq] = r.Hash
-			return nil
+		// Its bytes must hash to the hash already verified for that seq: the same record.
+		if h, ok := v.hashes[r.Seq]; !ok || h != r.Hash {
+			return &ChainError{Seq: r.Seq, Reason: "overlapping segments disagree"}
 		}
-		return &ChainError{Seq: r.Seq, Reason: "overlapping segments disagree"}
+		if _, err := checkRecord(r.Seq, r.PrevHash, line); err != nil {
+			return err
+		}
+		hashes[r.Seq] = r.Hash
+		return nil
 	}
 	want, prev := v.last+1, v.lastHash
 	if v.n == 0 {

@@ -354,3 +354,41 @@ func TestRetainAuditOnly(t *testing.T) {
 		t.Fatalf("%d triggers kept, want 6", len(ts))
 	}
 }
+
+// An overlap left by a crash is checked too: a record edited in the overlapping copy, its
+// hash field kept, fails.
+func TestRetainSealOverlapTampered(t *testing.T) {
+	db, c, dir := retainStore(t, 10)
+	c.advance(testWindow + time.Hour)
+	archive := filepath.Join(dir, "audit")
+	recs, _, err := db.AuditLog.sealable(c.Now(), 5, sealBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSegment(archive, recs); err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Retain(context.Background(), retention(dir)); st.Err != nil {
+		t.Fatal(st.Err)
+	}
+	names, _ := filepath.Glob(filepath.Join(archive, segmentGlob))
+	if len(names) != 2 {
+		t.Fatalf("segments %v", names)
+	}
+	// The second (longer) file repeats records 1-5; edit record 2 there.
+	data, err := os.ReadFile(names[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := replaceOnce(string(data), `"seq":2,`, `"seq":2,"reason":"x",`)
+	if edited == string(data) {
+		t.Fatal("record 2 not found")
+	}
+	if err := os.WriteFile(names[1], []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	seq, hash, _ := db.AuditArchived()
+	if _, err := VerifyArchive(archive, seq, hash); err == nil {
+		t.Fatal("an edited record in an overlap verifies")
+	}
+}
