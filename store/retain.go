@@ -91,7 +91,7 @@ type RetainStats struct {
 	Tombstones   int    // old tombstones removed
 	AuditSealed  int    // audit records moved to archive segments
 	Segments     int    // segments written
-	Transactions int    // write transactions used
+	Transactions int    // write transactions used (a pass with nothing to do uses none)
 	Err          error  // why the pass stopped early, if it did
 	AuditThrough uint64 // the last sealed audit seq (0 if none sealed)
 }
@@ -176,7 +176,9 @@ func (db *DB) retainTriggers(ctx context.Context, r Retention, cut time.Time, st
 		next, removed, attempts, err := db.retainBatch(from, cut, r.Batch)
 		st.Triggers += removed
 		st.Attempts += attempts
-		st.Transactions++
+		if removed > 0 {
+			st.Transactions++
+		}
 		if err != nil || next == nil {
 			return err
 		}
@@ -188,33 +190,25 @@ func (db *DB) retainTriggers(ctx context.Context, r Retention, cut time.Time, st
 }
 
 // retainBatch removes at most batch finished triggers, looking at no more than 8*batch
-// from key from on. It returns the key to go on from (nil: the walk is over).
+// from key from on. It returns the key to go on from (nil: the walk is over). It looks
+// in a read transaction first and writes only when there is something to remove, so a
+// pass with nothing to do neither commits nor fsyncs.
 func (db *DB) retainBatch(from []byte, cut time.Time, batch int) (next []byte, removed, attempts int, err error) {
+	var found int
+	err = db.view("retain triggers", func(tx *bolt.Tx) error {
+		doomed, _, n, err := retainScan(tx, from, cut, batch)
+		found, next = len(doomed), n
+		return err
+	})
+	if err != nil || found == 0 {
+		return next, 0, 0, err
+	}
 	now := db.now()
 	err = db.update("retain triggers", func(tx *bolt.Tx) error {
-		removed, attempts, next = 0, 0, nil
-		c := tx.Bucket(bucketTriggers).Cursor()
-		var doomed [][]byte
-		var recs []nudge.Trigger
-		k, v := c.First()
-		if from != nil {
-			k, v = c.Seek(from)
-		}
-		for looked := 0; k != nil; k, v = c.Next() {
-			if looked++; looked > 8*batch || len(doomed) >= batch {
-				next = bytes.Clone(k)
-				break
-			}
-			var t nudge.Trigger
-			if err := json.Unmarshal(v, &t); err != nil {
-				return fmt.Errorf("decode trigger %x: %w", k, err)
-			}
-			if !t.CreatedAt.Before(cut) {
-				break // created after the cut: neither it nor a later one finished before it
-			}
-			if t.Closed && t.UpdatedAt.Before(cut) {
-				doomed, recs = append(doomed, bytes.Clone(k)), append(recs, t)
-			}
+		doomed, recs, n, err := retainScan(tx, from, cut, batch)
+		removed, attempts, next = 0, 0, n
+		if err != nil {
+			return err
 		}
 		for i, key := range doomed {
 			n, err := removeTriggerTx(tx, key, &recs[i], now)
@@ -227,6 +221,32 @@ func (db *DB) retainBatch(from []byte, cut time.Time, batch int) (next []byte, r
 		return nil
 	})
 	return next, removed, attempts, err
+}
+
+// retainScan finds at most batch finished triggers last written before cut, from key
+// from on (nil: the first), looking at no more than 8*batch; next is where to go on.
+func retainScan(tx *bolt.Tx, from []byte, cut time.Time, batch int) (doomed [][]byte, recs []nudge.Trigger, next []byte, err error) {
+	c := tx.Bucket(bucketTriggers).Cursor()
+	k, v := c.First()
+	if from != nil {
+		k, v = c.Seek(from)
+	}
+	for looked := 0; k != nil; k, v = c.Next() {
+		if looked++; looked > 8*batch || len(doomed) >= batch {
+			return doomed, recs, bytes.Clone(k), nil
+		}
+		var t nudge.Trigger
+		if err := json.Unmarshal(v, &t); err != nil {
+			return nil, nil, nil, fmt.Errorf("decode trigger %x: %w", k, err)
+		}
+		if !t.CreatedAt.Before(cut) {
+			break // created after the cut: neither it nor a later one finished before it
+		}
+		if t.Closed && t.UpdatedAt.Before(cut) {
+			doomed, recs = append(doomed, bytes.Clone(k)), append(recs, t)
+		}
+	}
+	return doomed, recs, nil, nil
 }
 
 // removeTriggerTx removes trigger t (stored under key) with its id, open-index entry and
@@ -290,7 +310,9 @@ func (db *DB) trimTombstones(ctx context.Context, r Retention, cut time.Time, st
 	for {
 		n, err := db.trimTombstoneBatch(cut, 8*r.Batch)
 		st.Tombstones += n
-		st.Transactions++
+		if n > 0 {
+			st.Transactions++
+		}
 		if err != nil || n < 8*r.Batch {
 			return err
 		}
@@ -301,6 +323,14 @@ func (db *DB) trimTombstones(ctx context.Context, r Retention, cut time.Time, st
 }
 
 func (db *DB) trimTombstoneBatch(cut time.Time, batch int) (n int, err error) {
+	due := false // the oldest tombstone is past cut: only then write
+	if err := db.view("trim tombstones", func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketAgedOrder).Cursor().First()
+		due = len(k) >= 8 && int64(binary.BigEndian.Uint64(k)) < cut.UnixNano()
+		return nil
+	}); err != nil || !due {
+		return 0, err
+	}
 	err = db.update("trim tombstones", func(tx *bolt.Tx) error {
 		n = 0
 		order, aged := tx.Bucket(bucketAgedOrder), tx.Bucket(bucketAged)
@@ -344,7 +374,9 @@ func (db *DB) retainLoop(ctx context.Context, r Retention) {
 		if ctx.Err() != nil || errors.Is(st.Err, ErrClosed) {
 			return
 		}
-		db.afterWrites() // the pages a pass touched go back at the next idle release
+		if st.Transactions > 0 {
+			db.afterWrites() // the pages a pass wrote go back at the next idle release
+		}
 		if r.OnPass != nil {
 			r.OnPass(st)
 		}
