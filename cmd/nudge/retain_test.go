@@ -104,3 +104,19 @@ func TestRetainAgedOutHiddenFromOtherWorkspace(t *testing.T) {
 		t.Fatalf("another workspace learns the trigger aged out: %v", err)
 	}
 }
+
+// Doctor says how big the daemon's store is and how much room its file system has left.
+func TestDoctorStoreSpace(t *testing.T) {
+	cfg := newTestConfig(t)
+	cfg.StateDir = filepath.Join(cfg.StateDir, "state")
+	startDaemon(t, cfg)
+	newDoctorEnv(t)
+	out, code := runDoctorCLI(t, cfg.Socket, "--state-dir", cfg.StateDir)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	wantLines(t, out, "ok    local: store "+filepath.Join(cfg.StateDir, "nudge.db")+": ")
+	if !strings.Contains(out, "left on its file system") {
+		t.Fatalf("no free space in:\n%s", out)
+	}
+}
