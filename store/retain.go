@@ -155,6 +155,17 @@ func (db *DB) Retain(ctx context.Context, r Retention) RetainStats {
 	return st
 }
 
+// TriggersCreated returns how many triggers the store has ever created, those retention
+// removed included: 0 only for a store that never held one.
+func (tg *Triggers) TriggersCreated() (uint64, error) {
+	var n uint64
+	err := tg.db.view("triggers created", func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketTriggers).Sequence()
+		return nil
+	})
+	return n, err
+}
+
 // rest waits r.Pause between two transactions, or returns ctx's error.
 func rest(ctx context.Context, r Retention) error {
 	t := time.NewTimer(r.Pause)

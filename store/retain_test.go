@@ -391,3 +391,22 @@ func TestRetainSealOverlapTampered(t *testing.T) {
 		t.Fatal("an edited record in an overlap verifies")
 	}
 }
+
+// A store whose triggers all aged out still knows it held some (the daemon's clean-start
+// check must not take it for a new one).
+func TestTriggersCreatedAfterRetention(t *testing.T) {
+	db, c, dir := retainStore(t, 2)
+	if _, err := db.UpdateTrigger("t1", func(tr *nudge.Trigger) error { tr.Closed = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(testWindow + time.Hour)
+	if st := db.Retain(context.Background(), retention(dir)); st.Triggers != 2 {
+		t.Fatalf("pass: %+v", st)
+	}
+	if ts, _ := db.ListTriggers(TriggerFilter{}); len(ts) != 0 {
+		t.Fatalf("%d triggers left", len(ts))
+	}
+	if n, err := db.TriggersCreated(); err != nil || n != 2 {
+		t.Fatalf("TriggersCreated: %d, %v; want 2", n, err)
+	}
+}

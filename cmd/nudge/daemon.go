@@ -372,9 +372,10 @@ func tmuxServerName(p panes.Config) string {
 const cleanShutdownKey = "nudge.clean_shutdown"
 
 // cleanStart reports whether the previous daemon shut down cleanly (or there was none:
-// the store holds no trigger), and clears the mark.
+// the store never held a trigger; one whose triggers all aged out did), and clears the
+// mark.
 func cleanStart(db *store.DB, log hclog.Logger) bool {
-	if ts, err := db.ListTriggers(store.TriggerFilter{Limit: 1}); err == nil && len(ts) == 0 {
+	if n, err := db.TriggersCreated(); err == nil && n == 0 {
 		return true
 	}
 	v, err := db.GetMeta(cleanShutdownKey)

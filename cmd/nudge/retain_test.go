@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/store"
 )
 
 // A finished trigger past --retain leaves the store: its receipt says it aged out and
@@ -118,5 +122,29 @@ func TestDoctorStoreSpace(t *testing.T) {
 	wantLines(t, out, "ok    local: store "+filepath.Join(cfg.StateDir, "nudge.db")+": ")
 	if !strings.Contains(out, "left on its file system") {
 		t.Fatalf("no free space in:\n%s", out)
+	}
+}
+
+// A store whose triggers all aged out is not a new store: without the clean-shutdown
+// mark the start is not clean, so the pipeline still looks in the pane before typing a
+// request it does not know (a crash may have typed it).
+func TestCleanStartAfterEveryTriggerAgedOut(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	dir := t.TempDir()
+	db, err := store.Open(filepath.Join(dir, "nudge.db"), store.Options{NoSync: true, Now: clock, IdleAfter: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, _, err := db.CreateTrigger(nudge.Trigger{TriggerID: "t1", WorkspaceID: "w", Agent: "a", Closed: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(48 * time.Hour)
+	if st := db.Retain(context.Background(), store.Retention{Window: time.Hour}); st.Triggers != 1 {
+		t.Fatalf("pass: %+v", st)
+	}
+	if cleanStart(db, hclog.NewNullLogger()) {
+		t.Fatal("a store whose triggers aged out counts as new: the start skips the redelivery check")
 	}
 }
