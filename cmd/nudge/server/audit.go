@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -42,8 +43,13 @@ func (a auditAPI) handleAudit(w http.ResponseWriter, r *http.Request, c auth.Cal
 	lookup := func(id string) string {
 		ws, ok := triggerWS[id]
 		if !ok {
-			if t, err := s.deps.Store.GetTrigger(id); err == nil {
+			t, err := s.deps.Store.GetTrigger(id)
+			var aged *store.AgedOutError
+			switch {
+			case err == nil:
 				ws = t.WorkspaceID
+			case errors.As(err, &aged): // the trigger aged out; its tombstone keeps the workspace
+				ws = aged.Workspace
 			}
 			triggerWS[id] = ws
 		}
