@@ -40,8 +40,8 @@ type Retention struct {
 	// AuditWindow: audit records older than this are sealed into AuditDir. 0 means
 	// Window (with both 0 nothing is sealed).
 	AuditWindow time.Duration
-	// Every is the time between passes (the first comes Every after Open). 0 means
-	// DefaultRetainEvery.
+	// Every is the time between passes (the first comes a minute after Open, or Every if
+	// shorter). 0 means DefaultRetainEvery.
 	Every time.Duration
 	// Batch is how many triggers one transaction removes. 0 means DefaultRetainBatch.
 	Batch int
@@ -57,6 +57,7 @@ const (
 	DefaultRetainEvery = 10 * time.Minute
 	DefaultRetainBatch = 256
 	DefaultRetainPause = 5 * time.Millisecond
+	retainFirst        = time.Minute // the first pass after Open, at the latest
 )
 
 func (r Retention) withDefaults() Retention {
@@ -373,13 +374,16 @@ func (db *DB) trimTombstoneBatch(cut time.Time, batch int) (n int, err error) {
 func (db *DB) retainLoop(ctx context.Context, r Retention) {
 	defer db.retainWG.Done()
 	r = r.withDefaults()
-	t := time.NewTicker(r.Every)
+	// The first pass comes a minute after Open (sooner if Every is shorter): a daemon
+	// that never stays up for Every still trims.
+	t := time.NewTimer(min(r.Every, retainFirst))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			t.Reset(r.Every)
 		}
 		st := db.Retain(ctx, r)
 		if ctx.Err() != nil || errors.Is(st.Err, ErrClosed) {
