@@ -270,7 +270,11 @@ func auditCmd(env *cliEnv) *cobra.Command {
 		c := o.client(env)
 		defer c.Close()
 		if verify {
-			return verifyAudit(cmd.Context(), env, c, *archive)
+			res, err := c.VerifyAudit(cmd.Context(), *archive)
+			if err != nil {
+				return err
+			}
+			return tui.PrintAuditVerified(env.stdout, res, *archive)
 		}
 		recs, err := c.AuditLog(cmd.Context(), f)
 		if err != nil {
@@ -285,26 +289,6 @@ func auditCmd(env *cliEnv) *cobra.Command {
 		return nil
 	}
 	return cmd
-}
-
-// verifyAudit is `nudge audit --verify [--archive]`.
-func verifyAudit(ctx context.Context, env *cliEnv, c *api.Client, archive bool) error {
-	res, err := c.VerifyAudit(ctx, archive)
-	if err != nil {
-		return err
-	}
-	if !res.OK {
-		return fmt.Errorf("audit log does NOT verify after %d records: %s", res.Records, res.Error)
-	}
-	from := ""
-	if res.ArchivedThrough > 0 {
-		from = fmt.Sprintf(" from seq %d on (older ones sealed into the archive)", res.ArchivedThrough+1)
-	}
-	fmt.Fprintf(env.stdout, "audit log verified: %d records%s, hash chain intact\n", res.Records, from)
-	if archive {
-		fmt.Fprintf(env.stdout, "audit archive verified: %d sealed records, joined to the kept log\n", res.Archived)
-	}
-	return nil
 }
 
 func scheduleCmd(env *cliEnv) *cobra.Command {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/cmd/nudge/profiling"
+	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -215,52 +215,16 @@ func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = -1 // --store-check-timeout 0: skip the check
 	}
-	o.CompactFree = cfg.CompactFree
-	o.Retain = store.Retention{Window: cfg.Retain, AuditWindow: cfg.AuditRetain, AuditDir: cfg.AuditArchive,
-		Tombstones: cfg.RetainTombstones, Every: cfg.RetainEvery,
-		OnPass: func(st store.RetainStats) {
-			logRetain(log, st)
-			warnStoreSize(log, path, cfg.StoreWarnSize)
-		}}
-	before := fileSize(path)
+	cfg.Keep.Options(&o, path, log)
+	before := retention.FileSize(path)
 	db, err := store.Open(path, o)
-	if after := fileSize(path); err == nil && after < before {
-		log.Info("store compacted at start", "path", path, "bytes_before", before, "bytes_after", after)
-	}
 	if err == nil {
-		warnStoreSize(log, path, cfg.StoreWarnSize)
+		cfg.Keep.Opened(log, path, before)
 	}
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("another nudge daemon is using %s (stop it first, or give this one another --state-dir)", cfg.StateDir)
 	}
 	return db, err
-}
-
-func fileSize(path string) int64 {
-	if fi, err := os.Stat(path); err == nil {
-		return fi.Size()
-	}
-	return 0
-}
-
-// warnStoreSize warns when the store file is past --store-warn-size.
-func warnStoreSize(log hclog.Logger, path string, bound int64) {
-	if size := fileSize(path); bound > 0 && size > bound {
-		log.Warn("store file is past --store-warn-size: shorten --retain, or restart to compact it (--compact-free)",
-			"path", path, "bytes", size, "bound", bound)
-	}
-}
-
-// logRetain logs what a retention pass removed (nothing when it removed nothing).
-func logRetain(log hclog.Logger, st store.RetainStats) {
-	if st.Err != nil {
-		log.Error("store retention pass stopped", "err", st.Err, "triggers_removed", st.Triggers, "audit_sealed", st.AuditSealed)
-		return
-	}
-	if st.Triggers+st.Tombstones+st.AuditSealed > 0 {
-		log.Info("store retention", "triggers_removed", st.Triggers, "attempts_removed", st.Attempts,
-			"tombstones_removed", st.Tombstones, "audit_sealed", st.AuditSealed, "audit_sealed_through", st.AuditThrough)
-	}
 }
 
 func registryConfig(cfg serveConfig, d *daemon, h *hooks) panes.Config {

@@ -21,8 +21,8 @@ import (
 // stays, and `nudge audit --verify --archive` passes on the trimmed log and its archive.
 func TestRetainReceiptAgedOut(t *testing.T) {
 	cfg := newTestConfig(t)
-	cfg.Retain, cfg.RetainEvery, cfg.RetainTombstones = 300*time.Millisecond, 50*time.Millisecond, time.Hour
-	cfg.AuditArchive = filepath.Join(cfg.StateDir, "audit")
+	cfg.Keep.Retain, cfg.Keep.Every, cfg.Keep.Tombstones = 300*time.Millisecond, 50*time.Millisecond, time.Hour
+	cfg.Keep.AuditArchive = filepath.Join(cfg.StateDir, "audit")
 	td := startDaemon(t, cfg)
 	req := map[string]any{"trigger_id": "old-1", "workspace": "rw", "agent": "nobody", "prompt": "hello"}
 	if _, err := td.trigger(req); err != nil && !isAPIError(err) {
@@ -60,7 +60,7 @@ func TestRetainReceiptAgedOut(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "hash chain intact") || !strings.Contains(out, "sealed into the archive") {
 		t.Fatalf("audit --verify --archive: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
-	names, _ := filepath.Glob(filepath.Join(cfg.AuditArchive, "audit-*.jsonl"))
+	names, _ := filepath.Glob(filepath.Join(cfg.Keep.AuditArchive, "audit-*.jsonl"))
 	if len(names) == 0 {
 		t.Fatal("no sealed segment")
 	}
@@ -80,7 +80,7 @@ func isAPIError(err error) bool {
 // left), and reusing its id is the plain CONFLICT of an id taken elsewhere.
 func TestRetainAgedOutHiddenFromOtherWorkspace(t *testing.T) {
 	cfg := newTestConfig(t)
-	cfg.Retain, cfg.RetainEvery, cfg.RetainTombstones = 300*time.Millisecond, 50*time.Millisecond, time.Hour
+	cfg.Keep.Retain, cfg.Keep.Every, cfg.Keep.Tombstones = 300*time.Millisecond, 50*time.Millisecond, time.Hour
 	td := startDaemon(t, cfg)
 	if _, err := td.trigger(map[string]any{"trigger_id": "secret-1", "workspace": "rw", "agent": "nobody", "prompt": "hello"}); err != nil && !isAPIError(err) {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/classifier"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
+	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -37,16 +38,9 @@ type serveConfig struct {
 	LogLevel, LogFormat string
 	TokenFile           string // read Auth.SharedToken from this 0600 file
 	StoreCheckTimeout   time.Duration
-	Retain              time.Duration // finished triggers and audit records older than this leave the store (0: kept)
-	AuditRetain         time.Duration // audit records older than this are sealed into AuditArchive (0: Retain)
-	RetainTombstones    time.Duration // how long a removed trigger's id is remembered (0: Retain)
-	RetainEvery         time.Duration // hidden: time between retention passes (0: the store's default)
-	AuditArchive        string        // where sealed audit segments go (default <state-dir>/audit)
-	CompactFree         int64         // free bytes that make a start compact the store (0: store's default; <0 never)
-	StoreWarnSize       int64         // a store file larger than this is warned about in the log (0: never)
-	CPUProfile          string        // hidden: write a CPU profile here (benchmarks)
-	Trace               string        // hidden: write an execution trace here (benchmarks)
-	ProfileWindows      string        // hidden: profile between SIGUSR1 and SIGUSR2 into this folder (benchmarks)
+	CPUProfile          string // hidden: write a CPU profile here (benchmarks)
+	Trace               string // hidden: write an execution trace here (benchmarks)
+	ProfileWindows      string // hidden: profile between SIGUSR1 and SIGUSR2 into this folder (benchmarks)
 
 	Panes    panes.Config           // tmux and ssh, workspace roots, sweep, crash loop, start timeout
 	Monitor  detector.MonitorConfig // quiet window after human input, the Any key binding
@@ -58,6 +52,7 @@ type serveConfig struct {
 	Events   eventstream.Config     // the kept window of /v1/events (Keep, MaxAge)
 	Notify   notify.Config          // --notify-command, its timeout and pool; tmux messages
 	LLM      classifier.Config      // the optional LLM classifier
+	Keep     retention.Config       // what the store keeps: --retain, the audit archive, compaction
 }
 
 func defaultServeConfig() serveConfig {
@@ -65,11 +60,10 @@ func defaultServeConfig() serveConfig {
 	return serveConfig{
 		StateDir: defaultStateDir(), ProfileDir: profiles, PackDir: packs,
 		StatusLine: true, LogLevel: "info", LogFormat: "text", StoreCheckTimeout: store.DefaultCheckTimeout,
-		Retain: DefaultRetain,
-		Panes:  panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
+		Panes: panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
 		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Auth: auth.DefaultConfig(),
 		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
-		LLM: classifier.Defaults(),
+		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(),
 	}
 }
 
@@ -175,7 +169,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.Auth.SharedToken, "api-token", "", "shared secret callers must send as a Bearer token (optional; shows in ps: prefer --api-token-file or NUDGE_API_TOKEN)")
 	fs.StringVar(&c.TokenFile, "api-token-file", "", "read the --api-token secret from this file (mode 0600, owned by you)")
 	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
-	retainFlags(fs, c)
+	retention.Flags(fs, &c.Keep)
 	authFlags(fs, &c.Auth)
 	classifier.Flags(fs, &c.LLM)
 	fs.DurationVar(&c.Monitor.LLMSettle, "llm-settle", c.Monitor.LLMSettle, "how long a screen the packs cannot classify must stay unchanged before the LLM classifier is asked about it")
@@ -199,22 +193,6 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.MarkHidden("cpuprofile")      //nolint:errcheck // defined just above
 	fs.MarkHidden("profile-windows") //nolint:errcheck // defined just above
 	fs.MarkHidden("trace")           //nolint:errcheck // defined just above
-}
-
-// DefaultRetain is how long a finished trigger and an audit record stay in the store
-// unless --retain says otherwise: 30 days.
-const DefaultRetain = 30 * 24 * time.Hour
-
-// retainFlags are the serve flags of what the store keeps.
-func retainFlags(fs *pflag.FlagSet, c *serveConfig) {
-	fs.DurationVar(&c.Retain, "retain", c.Retain, "finished triggers (receipts, attempts) last written longer ago than this are removed from the store; a repeat of their trigger_id is refused while a tombstone is kept (as long again); 0 keeps every trigger (and the audit log, unless --audit-retain)")
-	fs.DurationVar(&c.AuditRetain, "audit-retain", 0, "audit records older than this are moved from the store into hash-chained segment files under --audit-archive (default: --retain)")
-	fs.DurationVar(&c.RetainTombstones, "retain-tombstones", 0, "how long the id of a removed trigger is remembered: its receipt says when it aged out and a repeat is refused (default: --retain)")
-	fs.DurationVar(&c.RetainEvery, "retain-every", 0, "time between retention passes (default 10m)")
-	fs.MarkHidden("retain-every") //nolint:errcheck // defined just above
-	fs.StringVar(&c.AuditArchive, "audit-archive", "", "directory of the sealed audit segments (default <state-dir>/audit; keep or delete them as you wish)")
-	fs.Int64Var(&c.StoreWarnSize, "store-warn-size", 0, "warn in the log when the store file grows past this many bytes (checked at start and after each retention pass; 0: never; the size is on /metrics as nudge_store_file_bytes)")
-	fs.Int64Var(&c.CompactFree, "compact-free", 0, "a start compacts the store file when its free space reaches this many bytes and half the file (default 32 MiB; negative: never)")
 }
 
 // deliveryFlags are the serve flags of a trigger's delivery and a runtime's life.
@@ -260,11 +238,8 @@ func (c *serveConfig) complete() error {
 	if c.Socket == "" {
 		c.Socket = defaultSocket(c.StateDir)
 	}
-	if c.AuditArchive == "" {
-		c.AuditArchive = filepath.Join(c.StateDir, "audit")
-	}
-	if c.Retain < 0 || c.AuditRetain < 0 || c.RetainTombstones < 0 {
-		return errors.New("--retain, --audit-retain and --retain-tombstones must not be negative")
+	if err := c.Keep.Complete(c.StateDir); err != nil {
+		return err
 	}
 	roots := &c.Panes.Roots
 	if len(*roots) == 0 {
