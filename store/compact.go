@@ -28,12 +28,17 @@ const DefaultCompactFree = 32 << 20
 // compactTxSize is how many bytes Compact copies per transaction of the new file.
 const compactTxSize = 16 << 20
 
+// errCompactSkipped: the copy could not be made (a full disk, say); the store opens on
+// the file as it was, and Open reports it to Options.OnLaterError.
+var errCompactSkipped = errors.New("compact store: skipped, the store is used as it is")
+
 // maybeCompact returns bdb, or the handle of its compacted copy now at path (bdb then
-// closed). bo are the options bdb was opened with.
+// closed). bo are the options bdb was opened with. A copy that fails returns bdb and an
+// error wrapping errCompactSkipped: the old file is untouched.
 func maybeCompact(bdb *bolt.DB, path string, bo *bolt.Options, threshold int64) (*bolt.DB, error) {
 	tmp := path + ".compact"
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return bdb, fmt.Errorf("compact store: %w", err)
+		return bdb, fmt.Errorf("%w: %v", errCompactSkipped, err)
 	}
 	if threshold == 0 {
 		threshold = DefaultCompactFree
@@ -44,12 +49,13 @@ func maybeCompact(bdb *bolt.DB, path string, bo *bolt.Options, threshold int64) 
 	}
 	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: bo.Timeout, NoSync: true})
 	if err != nil {
-		return bdb, fmt.Errorf("compact store: %w", err)
+		os.Remove(tmp)
+		return bdb, fmt.Errorf("%w: %v", errCompactSkipped, err)
 	}
 	if err := compactInto(dst, bdb, tmp, path); err != nil {
 		dst.Close()
 		os.Remove(tmp)
-		return bdb, fmt.Errorf("compact store: %w", err)
+		return bdb, fmt.Errorf("%w: %v", errCompactSkipped, err)
 	}
 	bdb.Close()
 	dst.NoSync = bo.NoSync

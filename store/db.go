@@ -132,7 +132,13 @@ func Open(path string, opts Options) (*DB, error) {
 	bdb, err := openBolt(path, bo)
 	if err == nil {
 		bdb, err = maybeCompact(bdb, path, bo, opts.CompactFree)
-		if err != nil {
+		switch {
+		case errors.Is(err, errCompactSkipped):
+			if opts.OnLaterError != nil {
+				opts.OnLaterError("compact store", err)
+			}
+			err = nil
+		case err != nil:
 			bdb.Close()
 		}
 	}

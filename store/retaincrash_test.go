@@ -256,3 +256,33 @@ func TestCompactShrinks(t *testing.T) {
 	checkKept(t, path, 400)
 	t.Logf("compaction: %d -> %d bytes", before, after)
 }
+
+// A compaction that cannot write its copy (here: the copy's path is taken by a
+// directory, as a full disk would fail it) is skipped: the store opens on the old file,
+// whole, and the failure is reported.
+func TestCompactFailsOpenAnyway(t *testing.T) {
+	path := crashStore(t, 200, 4000)
+	db, err := Open(path, Options{NoSync: true, CompactFree: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Retain(context.Background(), Retention{Window: time.Hour, Batch: 100, Pause: time.Microsecond}); st.Err != nil {
+		t.Fatal(st.Err)
+	}
+	db.Close()
+	if err := os.MkdirAll(filepath.Join(path+".compact", "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var reported []string
+	db, err = Open(path, Options{NoSync: true, CompactFree: 1, OnLaterError: func(op string, err error) {
+		reported = append(reported, op+": "+err.Error())
+	}})
+	if err != nil {
+		t.Fatalf("Open with a compaction that cannot write: %v", err)
+	}
+	db.Close()
+	if len(reported) != 1 || !strings.Contains(reported[0], "skipped") {
+		t.Fatalf("reported %q", reported)
+	}
+	checkKept(t, path, 200)
+}
