@@ -144,3 +144,40 @@ func replayDialog(t *testing.T, e *liveEnv, ch *changeLog, rec *streamrec.Record
 	}
 	t.Logf("%s: published %v", rec.Agent, ch.of(rt.RuntimeID))
 }
+
+// TestDialogHeldThroughRedraws: a program that keeps redrawing a line above its question
+// (a spinner, an elapsed-time counter) never pauses for ready_quiet; the question stays
+// on screen, and so does NEEDS_CONFIRMATION: the captures taken while output flows see
+// it. Answered, the program streams on without a pause, and the dialog's verdict still
+// ends while it does.
+func TestDialogHeldThroughRedraws(t *testing.T) {
+	var ch changeLog
+	e := newLiveEnv(t, func(c *MonitorConfig) { c.OnChange = ch.add })
+	rt := e.spawnShell("sh")
+	// Once go exists, a redraw of the top row every 50 ms, as long as the question is up.
+	goFile := filepath.Join(t.TempDir(), "go")
+	e.tmux("send-keys", "-t", rt.PaneID, "-l", `(until [ -e `+goFile+` ]; do sleep 0.05; done; i=0; while :; do i=$((i+1)); printf '\0337\033[1;1Hworking %s\0338' $i; sleep 0.05; done) & `+
+		`read -p 'Allow? (y/N) ' x; kill $!; wait; i=0; while [ $i -lt 200 ]; do echo "tick $i"; sleep 0.05; i=$((i+1)); done; echo STREAM_END`)
+	e.tmux("send-keys", "-t", rt.PaneID, "Enter")
+	e.waitReadiness(rt.RuntimeID, nudge.NeedsConfirmation)
+	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the redraws to run", func() bool {
+		return strings.Contains(e.tmux("capture-pane", "-p", "-t", rt.PaneID), "working 2")
+	})
+	n0 := len(ch.of(rt.RuntimeID))
+	ps := e.mon.get(rt.RuntimeID)
+	for out0 := ps.outSeq.Load(); ps.outSeq.Load() < out0+60; time.Sleep(50 * time.Millisecond) {
+	} // about three seconds of redraws: three dialog checks
+	if got := ch.of(rt.RuntimeID)[n0:]; len(got) != 0 || e.rt(rt.RuntimeID).Readiness != nudge.NeedsConfirmation {
+		t.Fatalf("readiness changed while the question stood still: %v (now %s)", got, e.rt(rt.RuntimeID).Readiness)
+	}
+	e.tmux("send-keys", "-t", rt.PaneID, "y", "Enter")
+	e.waitReadiness(rt.RuntimeID, nudge.Busy)
+	if screen := e.tmux("capture-pane", "-p", "-t", rt.PaneID); strings.Contains(screen, "STREAM_END") {
+		t.Errorf("the question's verdict lasted until the stream ended:\n%s", screen)
+	}
+	e.waitReadiness(rt.RuntimeID, nudge.Ready)
+	t.Logf("published %v", ch.of(rt.RuntimeID))
+}
