@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/cmd/nudge/standin"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/cmd/nudge/standin"
 )
 
 // dialogHold is how long the dialog hold tests leave a CLI's dialog on screen.
