@@ -130,8 +130,8 @@ func testDialogHeld(t *testing.T, c agentCase) {
 	if confirm != 1 {
 		t.Errorf("%d NEEDS_CONFIRMATION notifications for one dialog, want 1:\n%s", confirm, strings.Join(notes(), "\n"))
 	}
-	t.Logf("%s: dialog %s held %s: readiness events %v (%d in the hold), %d dialog_shown, %d notifications",
-		c.agent, rt.Dialog.DialogID, dialogHold, all, len(during), shown, len(notes()))
+	t.Logf("%s: dialog %s held %s: readiness events %v (%d in the hold), %d dialog_shown, %d NEEDS_CONFIRMATION notification(s)",
+		c.agent, rt.Dialog.DialogID, dialogHold, all, len(during), shown, confirm)
 
 	ft.answerDialog("approve")
 	ft.waitAcked("tool")
