@@ -55,7 +55,12 @@ func (h *heldEvents) counts() (readiness int, shown int) {
 func testDialogHeld(t *testing.T, c agentCase) {
 	notified := filepath.Join(t.TempDir(), "notified.ndjson")
 	t.Setenv("NOTIFY_TEST_OUT", notified)
-	c.config = func(cfg *serveConfig) { cfg.Notify.Command = `{ cat; echo; } >> "$NOTIFY_TEST_OUT"` }
+	c.config = func(cfg *serveConfig) {
+		cfg.Notify.Command = `{ cat; echo; } >> "$NOTIFY_TEST_OUT"`
+		// The prompt that raised the dialog is acked after the answer: the hold, and a slow
+		// CLI's way to its dialog, must fit in its ack timeout.
+		cfg.Inject.AckTimeout = 3 * time.Minute
+	}
 	ft := startFullTurns(t, c)
 	ft.recordAs(c.agent + "_dialog")
 	defer ft.stopRecording()
@@ -85,13 +90,13 @@ func testDialogHeld(t *testing.T, c agentCase) {
 	}
 
 	ft.send("tool", "create the file standin:tool=`touch APPROVED_MARK`")
-	ft.waitReadiness("NEEDS_CONFIRMATION")
+	// OpenCode's first shell call of a session takes a while to ask (testApprovalDenied).
 	var rt runtimeView
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && rt.Dialog == nil; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline) && (rt.Dialog == nil || rt.Readiness != "NEEDS_CONFIRMATION"); time.Sleep(50 * time.Millisecond) {
 		ft.td.c.do(t0(), "GET", "/v1/runtimes/"+ft.rt.RuntimeID, nil, &rt)
 	}
-	if rt.Dialog == nil {
-		t.Fatalf("no dialog read on the runtime\nscreen:\n%s", ft.screen())
+	if rt.Dialog == nil || rt.Readiness != "NEEDS_CONFIRMATION" {
+		t.Fatalf("no dialog read on the runtime: %s\nstory: %s\nscreen:\n%s", rt.Readiness, story(ft.td.audit("tool")), ft.screen())
 	}
 	ft.mark("NEEDS_CONFIRMATION", "dialog shown")
 	n0, _ := ev.counts()
