@@ -145,21 +145,19 @@ func (m *Monitor) markBusy(ps *paneState) (dialog bool) {
 	return false
 }
 
-// dialogGone ends a dialog's verdict that a capture taken while output flowed showed
-// gone: the pane reads BUSY (output) until its quiet capture. It reports whether the
-// verdict was still the dialog's.
-func (m *Monitor) dialogGone(ps *paneState) bool {
+// dialogGone ends a dialog's verdict that captures taken while output flowed showed
+// gone: the pane reads BUSY (output) until its quiet capture.
+func (m *Monitor) dialogGone(ps *paneState) {
 	ps.mu.Lock()
 	if !ps.dialog {
 		ps.mu.Unlock()
-		return false // a capture decided meanwhile
+		return // a capture decided meanwhile
 	}
 	ps.dialog = false
 	ps.class = Classification{State: nudge.Busy, Summary: outputSummary}
 	c := ps.class
 	ps.mu.Unlock()
 	m.report.publish(ps, c)
-	return true
 }
 
 // classifyNow takes one capture and applies the verdict, unless output arrived meanwhile.
