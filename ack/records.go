@@ -248,8 +248,12 @@ func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 	}
 }
 
-// userMessage takes the prompts of a user message in the record: each one not seen before
-// is reported (OnPrompt) and waits for the reply of the turn that answers it.
+// userMessage takes the prompts of a user message in the record: each one not taken
+// before is reported (OnPrompt) and waits for the reply of the turn that answers it. A
+// prompt is taken (remembered, and never reported again) once OnPrompt knows whose it is;
+// one it does not (RecordUnknown: the agent wrote the envelope of a trigger not handed to
+// it yet) is reported again when it shows again, so that the genuine prompt, typed
+// later, still acks its trigger and gets its reply.
 func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 	var fresh []string
 	fl.mu.Lock()
@@ -257,7 +261,9 @@ func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 		if _, ok := fl.seen[id]; ok {
 			continue // the same prompt again (a file read anew): once is enough
 		}
-		fl.remember(id, evidence(ev))
+		if rs.cfg.OnPrompt == nil {
+			fl.remember(id, evidence(ev))
+		}
 		fl.open = append(fl.open, &turnReply{id: id, turn: ev.Turn})
 		fresh = append(fresh, id)
 	}
@@ -266,7 +272,13 @@ func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 		return
 	}
 	for _, id := range fresh {
-		switch rs.cfg.OnPrompt(runtimeID, id, evidence(ev)) {
+		owner := rs.cfg.OnPrompt(runtimeID, id, evidence(ev))
+		if owner != RecordUnknown {
+			fl.mu.Lock()
+			fl.remember(id, evidence(ev))
+			fl.mu.Unlock()
+		}
+		switch owner {
 		case RecordMine:
 			fl.mu.Lock()
 			fl.mine = true
