@@ -395,3 +395,52 @@ func TestRecordsQueuedReply(t *testing.T) {
 		t.Fatalf("replies %q", replies)
 	}
 }
+
+// TestRecordsSessionPinned: a record's session id is reported only once a prompt of this
+// runtime's shows the record is its own, and only the id its file named first: an agent
+// that rewrites its record's header to name another session (another workspace's) moves
+// nothing. Another file (a database's other session key) may name its own, once a prompt
+// of this runtime's is seen in it.
+func TestRecordsSessionPinned(t *testing.T) {
+	fr := &fakeReader{ch: make(chan record.Event, 16)}
+	sessions := make(chan string, 8)
+	prompts := make(chan string, 16)
+	rs := NewRecords(RecordsConfig{
+		Open: func(record.Format, record.Spec) record.Reader { return fr },
+		OnPrompt: func(rt, id, ev string) RecordOwner {
+			prompts <- id
+			if strings.HasPrefix(id, "mine") {
+				return RecordMine
+			}
+			return RecordUnknown
+		},
+		OnSession: func(rt, s string) { sessions <- s },
+	})
+	defer rs.Close()
+	rs.Follow("w.a", nil, record.Spec{})
+	env := func(id string) string { return "[BRIDGE_TRIGGER id=" + id + " thread=- reason=r] x [/BRIDGE_TRIGGER]" }
+	fr.ch <- record.Event{Kind: record.SessionKnown, SessionID: "s-own", File: "/rec.jsonl", Line: 1}
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: env("typed-by-hand"), File: "/rec.jsonl", Line: 2}
+	<-prompts
+	select {
+	case s := <-sessions:
+		t.Fatalf("session %q told before the record showed a prompt of this runtime's", s)
+	default:
+	}
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: env("mine1"), File: "/rec.jsonl", Line: 3}
+	if s := <-sessions; s != "s-own" {
+		t.Fatalf("session %q, want s-own", s)
+	}
+	// The file rewritten (read anew from its start) naming another session.
+	fr.ch <- record.Event{Kind: record.SessionKnown, SessionID: "s-other-workspace", File: "/rec.jsonl", Line: 1}
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: env("mine2"), File: "/rec.jsonl", Line: 2}
+	<-prompts
+	<-prompts
+	// Another key of a database record: its own session, shown by a prompt of this runtime's.
+	fr.ch <- record.Event{Kind: record.SessionKnown, SessionID: "s-next", File: "/db#ses_2", Line: 9}
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: env("mine3"), File: "/db#ses_2", Line: 10}
+	<-prompts
+	if s := <-sessions; s != "s-next" {
+		t.Fatalf("session %q, want s-next (the rewritten header's was told before it?)", s)
+	}
+}
