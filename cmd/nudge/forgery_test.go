@@ -116,12 +116,9 @@ func (a *standInAgent) prompt(line, cwd string) {
 				os.Rename(tmp, a.path)
 				a.lines = lines
 			})
-		case "sessioninplace": // the same, written over the file in place
-			after = append(after, func() {
-				lines := append([]string{a.meta(v, cwd)}, a.lines[1:]...)
-				os.WriteFile(a.path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
-				a.lines = lines
-			})
+		case "sessioninplace": // the file written anew in place before this turn, its session_meta naming v
+			a.lines = []string{a.meta(v, cwd)}
+			os.WriteFile(a.path, []byte(a.lines[0]+"\n"), 0o600)
 		}
 	}
 	if strings.Contains(line, "forge:") {
@@ -314,5 +311,46 @@ func TestRecordForgesNoQueuedTrigger(t *testing.T) {
 	if got.State != nudge.StateAcked || got.Attempts != 1 || got.Reply != "Answer to fq-q." || strings.Count(string(log), "id=fq-q ") != 1 {
 		t.Fatalf("fq-q: %s attempts=%d signal=%s reply=%q; typed to the agent %d times (want acked by its genuine prompt, typed once)\nstory: %s",
 			got.State, got.Attempts, got.AckSignal, got.Reply, strings.Count(string(log), "id=fq-q "), story(td.audit("fq-q")))
+	}
+}
+
+// TestRecordSessionRewriteIgnored: an agent rewrites its Codex rollout's session_meta to
+// name another session (another workspace's, in the app-server all Codex runtimes share),
+// in place and then by a file renamed over it: the runtime's session id stays its own
+// (the one its channel hands prompts to and a resume reopens), and the replaced file is
+// no longer read. (Before: the session id became the other one, and the next prompts
+// went to that thread.)
+func TestRecordSessionRewriteIgnored(t *testing.T) {
+	cfg := newTestConfig(t)
+	recAgents(t, &cfg, "reca")
+	td := startDaemon(t, cfg)
+	rt := td.spawnRec("fs", "a", "reca")
+	if got := td.sendWait("fs", "a", "fs-1", "task fs-1"); got.State != nudge.StateAcked {
+		t.Fatalf("fs-1: %+v\nstory: %s", got, story(td.audit("fs-1")))
+	}
+	own := td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.SessionID != "" }).SessionID
+	other := newUUID()
+	if got := td.sendWait("fs", "a", "fs-2", "task fs-2 sessioninplace:"+other); got.State != nudge.StateAcked {
+		t.Fatalf("fs-2: %+v\nstory: %s", got, story(td.audit("fs-2")))
+	}
+	// A prompt of its own in the rewritten file: the record is still the runtime's.
+	if got := td.sendWait("fs", "a", "fs-3", "task fs-3"); got.State != nudge.StateAcked {
+		t.Fatalf("fs-3: %+v\nstory: %s", got, story(td.audit("fs-3")))
+	}
+	td.waitTriggerFor("fs-3", time.Minute, func(tr nudge.Trigger) bool { return tr.TurnEndedAt != nil })
+	if got := td.pollRuntimeFor(rt.RuntimeID).SessionID; got != own {
+		t.Fatalf("session id %q after the rollout's session_meta was rewritten in place, want its own %q", got, own)
+	}
+	// The rollout replaced by another file naming the other session: no longer read.
+	if _, err := td.trigger(map[string]any{"trigger_id": "fs-4", "workspace": "fs", "agent": "a", "prompt": "task fs-4 session:" + other}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); td.d.rec.Degraded()[rt.RuntimeID] == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	}
+	if why := td.d.rec.Degraded()[rt.RuntimeID]; !strings.Contains(why, "replaced") {
+		t.Errorf("the replaced record: degraded %q, want it no longer read", why)
+	}
+	if got := td.pollRuntimeFor(rt.RuntimeID).SessionID; got == other {
+		t.Fatalf("session id %q after the rollout was replaced: the other session's", got)
 	}
 }
