@@ -354,3 +354,29 @@ func TestRecordSessionRewriteIgnored(t *testing.T) {
 		t.Fatalf("session id %q after the rollout was replaced: the other session's", got)
 	}
 }
+
+// TestRuntimeTokenCannotReplaceSession: the agent's own token (NUDGE_RUNTIME_TOKEN, in
+// its environment) names its session with a heartbeat only while none is known; it cannot
+// move a known one to another session (another workspace's). A workspace token can.
+func TestRuntimeTokenCannotReplaceSession(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	a, _ := rawCat(t, td, "ts", "alpha")
+	ta := td.as(paneEnv(t, a.PID, "NUDGE_RUNTIME_TOKEN"))
+	hb := "/v1/runtimes/" + a.RuntimeID + "/heartbeat"
+	if err := ta.do(bg(), "POST", hb, heartbeatBody{SessionID: "own-session"}, nil); err != nil {
+		t.Fatalf("first session id by the runtime's token: %v", err)
+	}
+	if err := ta.do(bg(), "POST", hb, heartbeatBody{SessionID: "own-session"}, nil); err != nil {
+		t.Fatalf("the same session id again: %v", err)
+	}
+	wantAPIError(t, "another session", ta.do(bg(), "POST", hb, heartbeatBody{SessionID: "other-workspace-session"}, nil), "FORBIDDEN", "known session id")
+	if got := td.pollRuntimeFor(a.RuntimeID).SessionID; got != "own-session" {
+		t.Fatalf("session id %q, want own-session", got)
+	}
+	if err := td.c.do(bg(), "POST", hb, heartbeatBody{SessionID: "moved-by-operator"}, nil); err != nil {
+		t.Fatalf("the operator's token: %v", err)
+	}
+	if got := td.pollRuntimeFor(a.RuntimeID).SessionID; got != "moved-by-operator" {
+		t.Fatalf("session id %q, want moved-by-operator", got)
+	}
+}
