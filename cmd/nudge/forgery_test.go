@@ -37,6 +37,9 @@ func TestRecordStandInAgent(t *testing.T) {
 	os.MkdirAll(dir, 0o700)
 	a.path = filepath.Join(dir, "rollout-"+now.Format("2006-01-02T15-04-05")+"-"+a.session+".jsonl")
 	a.write(a.meta(a.session, cwd))
+	if s := os.Getenv("NUDGE_FAKE_SCREEN_SESSION"); s != "" {
+		fmt.Println("session id: " + s) // another's session id, drawn on its screen
+	}
 	fmt.Print("ready> ")
 	in := bufio.NewReader(os.Stdin)
 	for {
@@ -174,13 +177,18 @@ func recAgents(t *testing.T, cfg *serveConfig, names ...string) (homes, logs map
 	for _, n := range names {
 		home, log := t.TempDir(), filepath.Join(t.TempDir(), "prompts")
 		homes[n], logs[n] = home, log
-		script := fmt.Sprintf("#!/bin/sh\nNUDGE_FAKE_CODEX_HOME=%q NUDGE_FAKE_LOG=%q exec %q -test.run='^TestRecordStandInAgent$'\n", home, log, self)
+		screen := ""
+		if strings.Contains(n, "screen") {
+			screen = "NUDGE_FAKE_SCREEN_SESSION=" + screenSession + " "
+		}
+		script := fmt.Sprintf("#!/bin/sh\n%sNUDGE_FAKE_CODEX_HOME=%q NUDGE_FAKE_LOG=%q exec %q -test.run='^TestRecordStandInAgent$'\n", screen, home, log, self)
 		if err := os.WriteFile(filepath.Join(bin, "recagent-"+n), []byte(script), 0o700); err != nil {
 			t.Fatal(err)
 		}
 		prof := map[string]any{"name": n, "launch": []string{"recagent-" + n}, "allowed_launchers": []string{"recagent-" + n},
 			"pack": "shell", "ready_on": "alive", "queues_input": true, "record": "codex", "submitted_is_ack": false,
-			"ack_signals": []string{"record", "marker", "api"}, "env": map[string]string{"CODEX_HOME": home}}
+			"ack_signals": []string{"record", "marker", "api"}, "env": map[string]string{"CODEX_HOME": home},
+			"session_id_pattern": `session id:\s*([0-9A-Za-z_-]{8,})`}
 		b, _ := json.Marshal(prof)
 		if err := os.WriteFile(filepath.Join(cfg.ProfileDir, n+".json"), b, 0o644); err != nil {
 			t.Fatal(err)
@@ -378,5 +386,32 @@ func TestRuntimeTokenCannotReplaceSession(t *testing.T) {
 	}
 	if got := td.pollRuntimeFor(a.RuntimeID).SessionID; got != "moved-by-operator" {
 		t.Fatalf("session id %q, want moved-by-operator", got)
+	}
+}
+
+// screenSession is the session id a "screen" stand-in draws on its screen at start: not
+// its own (another workspace's, say).
+const screenSession = "0199a213-81c0-7800-8aa1-bbab2a035a53"
+
+// TestScreenSessionIDNotTakenWithRecord: an agent whose profile names a record draws
+// another session's id on its screen ("session id: …", the profile's pattern) before any
+// prompt: the runtime's session id is not taken from its screen; its record gives its own
+// once a prompt of its own is in it. (Before: the screen's id was stored, and the channel
+// and a resume used it until the record said otherwise.)
+func TestScreenSessionIDNotTakenWithRecord(t *testing.T) {
+	cfg := newTestConfig(t)
+	recAgents(t, &cfg, "recscreen")
+	td := startDaemon(t, cfg)
+	rt := td.spawnRec("fsc", "a", "recscreen")
+	// READY is published after the capture whose text was scanned for a session id.
+	rt = td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Readiness == "READY" })
+	if rt.SessionID == screenSession {
+		t.Fatalf("session id %q taken from the agent's screen", rt.SessionID)
+	}
+	if got := td.sendWait("fsc", "a", "fsc-1", "task fsc-1"); got.State != nudge.StateAcked {
+		t.Fatalf("fsc-1: %+v\nstory: %s", got, story(td.audit("fsc-1")))
+	}
+	if got := td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.SessionID != "" }).SessionID; got == screenSession {
+		t.Fatalf("session id %q: the screen's", got)
 	}
 }
