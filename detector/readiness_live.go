@@ -355,13 +355,16 @@ func (m *Monitor) packFor(rt nudge.Runtime) *Pack {
 }
 
 // scanSessionID looks for the profile's session id in the kept output tail and the
-// capture while none is known, and stores the first one found.
+// capture while none is known, and stores the first one found. A profile whose agent
+// keeps a record is not scanned: the screen is the agent's to draw (it could print
+// another workspace's session id), and the record gives the id once a prompt of the
+// runtime's own shows it is the runtime's (ack.Records).
 func (m *Monitor) scanSessionID(ps *paneState, rt nudge.Runtime, screen string) {
 	if !ps.scanning.Load() {
 		return
 	}
 	p, ok := m.profile(rt)
-	if !ok || rt.SessionID != "" {
+	if !ok || rt.SessionID != "" || p.Record != "" {
 		ps.scanning.Store(false)
 		return
 	}

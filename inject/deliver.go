@@ -152,6 +152,7 @@ func (ty *typist) answered(l *lane, j *job) bool {
 // request's goroutine leaves that to the lane as l.cont).
 func (ty *typist) typeInto(l *lane, j *job, conn Sender, target string, rt nudge.Runtime, d attemptDetail, typed bool) {
 	ty.lanes.takeTurn(j)
+	ty.handed(j, rt)
 	if ty.deps.Gates != nil {
 		ty.deps.Gates.Injecting(rt.RuntimeID, ty.cfg.Now().Add(ty.cfg.EchoTimeout+ty.cfg.SubmitTimeout))
 	}

@@ -104,12 +104,18 @@ func (h *hooks) onReadiness(runtimeID string, c detector.Classification, busy bo
 }
 
 // onReply records the reply of the turn that took a trigger (read from the agent's
-// record) on its receipt, and puts it on the event stream.
+// record) on its receipt, and puts it on the trigger's own workspace's event stream. Only
+// a trigger handed to that runtime takes it (inject.Pipeline.Reply): a record naming
+// another trigger changes nothing and tells no one.
 func (h *hooks) onReply(runtimeID, triggerID string, r ack.Reply) {
-	if ok, err := h.d.pipe.Reply(triggerID, inject.Reply{Text: r.Text, Truncated: r.Truncated, EndedAt: r.EndedAt, Evidence: r.Evidence}); !ok || err != nil {
-		return // known already, or not a trigger of this daemon's (typed by hand, an old record)
+	if ok, err := h.d.pipe.Reply(runtimeID, triggerID, inject.Reply{Text: r.Text, Truncated: r.Truncated, EndedAt: r.EndedAt, Evidence: r.Evidence}); !ok || err != nil {
+		return // known already, not this runtime's, or not a trigger of this daemon's (typed by hand, an old record)
 	}
-	h.d.hub.Publish(Event{Type: "reply", Workspace: eventWorkspace(h.d.reg, runtimeID), Detail: mustJSON(map[string]any{
+	t, err := h.d.pipe.Get(triggerID)
+	if err != nil {
+		return
+	}
+	h.d.hub.Publish(Event{Type: "reply", Workspace: t.WorkspaceID, Detail: mustJSON(map[string]any{
 		"trigger_id": triggerID, "runtime_id": runtimeID, "turn_ended_at": r.EndedAt, "truncated": r.Truncated, "evidence": r.Evidence})})
 }
 
