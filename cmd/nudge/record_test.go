@@ -201,8 +201,9 @@ func TestPiLongFirstTurnGivenOnce(t *testing.T) {
 // way are in its record, but were never handed to it: a record is the agent's own
 // writing, and names of triggers not typed to it yet prove nothing (an agent could write
 // them). They are not acked by it; once the pause ends each is typed, once, and acked by
-// its own prompt in the record. (Before issue 32 this test wanted them acked by the
-// glued message and never typed: that is the forgery TestRecordForgesNoQueuedTrigger shows.)
+// its own prompt in the record. (Acking them from the glued message would be the forgery
+// TestRecordForgesNoQueuedTrigger shows; when nudge itself types both, both are handed and
+// the glued message acks each once.)
 func TestOpenCodeMergedPromptsGivenOnce(t *testing.T) {
 	ft := startFullTurns(t, agentCase{agent: "opencode", env: "NUDGE_TEST_OPENCODE", pkg: "opencode-ai", api: standin.Chat,
 		script: busyReply(0)})
