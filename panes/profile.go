@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/nudgehq/nudge/ack/record"
+	"github.com/nudgehq/nudge/controlmode"
 	"io/fs"
 	"os"
 	"path"
@@ -424,6 +425,15 @@ func (p Profile) ValidSessionID(id string) bool {
 		re = regexp.MustCompile(defaultSessionIDValid)
 	}
 	return id != "" && id[0] != '-' && len(id) <= 256 && re.MatchString(id)
+}
+
+// DrivesShell reports whether the profile's program is a shell (the shell pack, or a
+// launch program that is a shell, as controlmode.IsShell names them): only such a
+// runtime's pane is typed into while a shell holds its foreground. Any other profile's
+// triggers are typed with controlmode.IfAgent, which refuses a pane whose agent has
+// exited (or been suspended) back to the shell it was started from.
+func (p Profile) DrivesShell() bool {
+	return p.Pack == "shell" || len(p.Launch) > 0 && controlmode.IsShell(filepath.Base(p.Launch[0]))
 }
 
 // CanResume reports whether the profile has a resume command.
