@@ -425,15 +425,17 @@ func (ty *typist) sendFailed(l *lane, j *job, err error) {
 	var gone *controlmode.PaneGoneError
 	if errors.As(err, &gone) {
 		code = nudge.PaneDead
-		switch {
-		case gone.Pane == "":
+		if gone.Pane == "" {
 			code = nudge.TargetNotFound
-		case atShell(gone):
-			code, err = nudge.UnmanagedRuntime, errors.New(atShellWhy(gone))
 		}
 	}
 	if ty.ctx.Err() != nil {
 		return // shutting down: the next Open resumes it
+	}
+	if gone != nil && atShell(gone) {
+		// Not a connection that is down: the pane is there, with a shell at its front.
+		ty.fin.startFallback(j, nudge.UnmanagedRuntime, atShellWhy(gone))
+		return
 	}
 	if connDown(err) {
 		ty.lanes.awaitConn(l, j, err)
