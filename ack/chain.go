@@ -129,8 +129,9 @@ type run struct {
 	chain []string
 }
 
-// keepPane: the chain must not end the pane's process.
-func (r *run) keepPane() bool { return r.keep || keepPane(r.cause) }
+// keepPane: the chain must not end the pane's process: the cause says so, another
+// trigger's launch runs there, or the pane is the user's own (panes.UsersPane).
+func (r *run) keepPane() bool { return r.keep || keepPane(r.cause) || panes.UsersPane(r.rt) }
 
 // Fallback runs the chain for t, whose live delivery failed with cause. It returns where
 // the prompt went (the backend, runtime and pane; Given false when the fresh runtime's
@@ -186,6 +187,8 @@ func (c *Chain) skipResume(r *run) string {
 		return "the live process still holds the session (an operator is at the pane)"
 	case r.keep:
 		return "another trigger's fallback launch holds the session in the runtime's pane"
+	case panes.UsersPane(r.rt):
+		return "the runtime's pane is in the user's own session, where nudge opens no window to resume in"
 	}
 	if _, err := r.prof.ResumeArgv(r.rt.SessionID, "x"); err != nil {
 		return err.Error()

@@ -118,3 +118,50 @@ func TestPromptNeverTypedIntoUsersShell(t *testing.T) {
 		t.Fatalf("the user's pane: %q, want its shell %d alive", now, shell)
 	}
 }
+
+// TestFallbackNeverEndsUsersShell: the agent the user started from their shell (a
+// stand-in that never acks) takes a trigger and never answers; the ack timeout's
+// fallback must not end the user's shell (before: SIGHUP, and the agent relaunched in its
+// place). The pane is the user's own: the chain keeps it and launches nothing there.
+func TestFallbackNeverEndsUsersShell(t *testing.T) {
+	cfg := newTestConfig(t)
+	cfg.Chain.LaunchGrace = 300 * time.Millisecond
+	cfg.Inject.AckTimeout, cfg.Inject.AckRetries = time.Second, 0
+	cfg.Panes.KillGrace = 300 * time.Millisecond
+	// A stand-in claude on the daemon's PATH, so a resume or spawn could start.
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	td := startDaemon(t, cfg)
+	dir := t.TempDir()
+	u, pane, shell := userShellPane(t, dir)
+	u.runInShell(pane, "sh -c '"+strings.ReplaceAll(claudeComposer, "'", `'\''`)+"cat'")
+	u.waitForeground(pane, "cat")
+
+	rt, err := td.register(api.RegisterRequest{Workspace: "consilio", Role: "ps", Agent: "claude", Target: "consilio-ps:0.0",
+		TmuxSocket: u.name, SessionID: "0b5e3a57-5f0d-4c41-9d0c-4a3c7c3f8e11"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	if _, err := td.trigger(map[string]any{"trigger_id": "fb1", "workspace": "consilio", "agent": "ps", "prompt": "report status"}); err != nil {
+		t.Fatal(err)
+	}
+	got := td.waitTrigger("fb1", closed)
+	story := td.audit("fb1")
+	if !strings.Contains(events(story), "fallback_required") {
+		t.Fatalf("no fallback: receipt %+v\nstory %s", got, events(story))
+	}
+	time.Sleep(2 * cfg.Panes.KillGrace) // an ending in progress would have gone on
+	shellAlive(t, shell)
+	if now := u.tmux("display-message", "-p", "-t", pane, "#{pane_pid} #{pane_dead}"); now != strconv.Itoa(shell)+" 0" {
+		t.Fatalf("the user's pane: %q, want its shell %d alive; receipt %+v\nstory %s", now, shell, got, events(story))
+	}
+	for _, r := range story {
+		if r.Event == "fallback_resume_started" || r.Event == "runtime_program_ended" {
+			t.Fatalf("the fallback launched in the user's pane: %s %s\nstory %s", r.Event, r.Detail, events(story))
+		}
+	}
+}
