@@ -345,12 +345,13 @@ func (f *finisher) runFallback(j *job, code nudge.Code, keep bool) {
 			f.finishFailed(j, nudge.SpawnFailed, "fresh runtime started without the prompt and no runtime to deliver it to")
 			return
 		}
-		// A fresh runtime is up but has not got the prompt: it goes through the gates
-		// again and is typed into the new runtime's pane (never the old one's, unless the
-		// fresh runtime took the old one's place) once that is ready. Only once: another
-		// failure of that delivery ends the trigger (startFallback).
+		// The launched runtime is up but has not got the prompt (none goes on a command
+		// line): it goes through the gates again and is typed into that runtime's pane
+		// (never the old one's, unless the launch took the old one's place) once that is
+		// ready. Only once: another failure of that delivery ends the trigger
+		// (startFallback).
 		f.deliverTo(j, l.RuntimeID, l.PaneID, l.Backend, "fallback_deliver_live",
-			"fresh runtime "+l.RuntimeID+" (pane "+l.PaneID+") started without the prompt: delivering it live there")
+			"runtime "+l.RuntimeID+" (pane "+l.PaneID+", "+l.Backend+") started without the prompt: delivering it live there")
 		return
 	}
 	if err != nil {

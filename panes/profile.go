@@ -32,11 +32,14 @@ type Profile struct {
 	// AllowedLaunchers are the argv[0] basenames an explicit `-- ARGV` may use with this
 	// profile. "*" allows any.
 	AllowedLaunchers []string
-	// PromptArg says how a first prompt is passed at launch: "" = not supported,
+	// PromptArg says how the CLI takes a first prompt at launch: "" = not supported,
 	// "append" = as the last argv element, "-x"/"--flag" = that flag then the prompt.
+	// nudge never puts a prompt on a command line (every local uid reads argv): a spawn's
+	// first prompt is typed into the agent once it is ready; "" still refuses one.
 	PromptArg string
 	// Resume is the resume argv template with {session_id} and {prompt} placeholders;
-	// empty = the agent cannot resume.
+	// empty = the agent cannot resume. The fallback chain resumes with ResumeLiveArgv
+	// (no prompt on it) and types the prompt.
 	Resume []string
 	// SessionIDPattern finds the agent's session id in pane output (first submatch);
 	// "" = the agent does not print it.
@@ -470,6 +473,27 @@ func (p Profile) ResumeInteractiveArgv(sessionID string) []string {
 	out := make([]string, len(p.ResumeInteractive))
 	for i, s := range p.ResumeInteractive {
 		out[i] = strings.ReplaceAll(s, "{session_id}", sessionID)
+	}
+	return out
+}
+
+// ResumeLiveArgv is the argv that reopens sessionID with no prompt on its command line
+// (where every local uid could read it): the ResumeInteractive template, else the Resume
+// template without its {prompt} elements. The fallback chain launches it, then types the
+// prompt into the resumed agent once it is ready. nil when the profile has neither, or
+// the id is not valid.
+func (p Profile) ResumeLiveArgv(sessionID string) []string {
+	if argv := p.ResumeInteractiveArgv(sessionID); argv != nil {
+		return argv
+	}
+	if !p.CanResume() || !p.ValidSessionID(sessionID) {
+		return nil
+	}
+	var out []string
+	for _, s := range p.Resume {
+		if !strings.Contains(s, "{prompt}") {
+			out = append(out, strings.ReplaceAll(s, "{session_id}", sessionID))
+		}
 	}
 	return out
 }
