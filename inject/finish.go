@@ -174,6 +174,13 @@ func (c *Config) retryAfter(attempts int) (time.Duration, bool) {
 // finishAcked records j's ack (the Acker's signal, the marker found on screen, or an ack
 // found before a retry) and closes it.
 func (f *finisher) finishAcked(j *job, signal string) {
+	f.mu.Lock()
+	for rt, l := range f.launched {
+		if l.trigger == j.id() {
+			delete(f.launched, rt) // its fallback launch took the prompt: the pane is the runtime's again
+		}
+	}
+	f.mu.Unlock()
 	if signal == signalRecord {
 		// Its user message is in the agent's record, but the agent may still be taking it
 		// in (Gemini CLI reads a large paste for seconds after writing it): the next
@@ -335,7 +342,9 @@ func (f *finisher) runFallback(j *job, code nudge.Code, keep bool) {
 		f.mu.Lock()
 		if l.RuntimeID != from {
 			f.aside[from] = l.RuntimeID
-		} else if l.Given {
+		} else {
+			// The launch in the runtime's own pane is for this trigger's prompt (given
+			// at launch, or typed live next): another trigger's fallback keeps that pane.
 			f.launched[from] = paneLaunch{trigger: j.id(), at: f.cfg.Now()}
 		}
 		f.mu.Unlock()
