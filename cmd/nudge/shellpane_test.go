@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 )
 
@@ -93,7 +94,11 @@ func TestPromptNeverTypedIntoUsersShell(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "sh1", "workspace": "consilio", "agent": "ps", "prompt": prompt}); err != nil {
 		t.Fatal(err)
 	}
-	got := td.waitTrigger("sh1", closed)
+	pwned := func(string) bool {
+		_, err := os.Stat(filepath.Join(dir, "PWNED"))
+		return err == nil
+	}
+	got := td.waitTrigger("sh1", func(tr nudge.Trigger) bool { return tr.Closed || pwned("") })
 	story := td.audit("sh1")
 	time.Sleep(300 * time.Millisecond) // a shell that got the text runs it at once
 	for _, f := range []string{"PWNED", "PWNED2"} {
