@@ -229,6 +229,11 @@ func (f *finisher) finishFailed(j *job, code nudge.Code, why string) {
 		t.Result = resultFor(t)
 	})
 	j.decide()
+	if rt, ok := f.deps.Runtimes.Get(rec.RuntimeID); ok && rec.Fallback != "" && waitingOn(rt.Status) {
+		// The runtime a fallback launched did not take the prompt typed into it: it is
+		// the runtime's program now, waiting for the next trigger, not for this one.
+		f.transition(rec.RuntimeID, nudge.StatusReady, "trigger "+rec.TriggerID+" failed")
+	}
 	f.persist(j, f.audit("trigger_failed", rec, why))
 	f.done(j)
 }
@@ -502,4 +507,9 @@ func (f *finisher) ackAfterFallback(id, signal string) (nudge.Trigger, bool, err
 		f.mu.Unlock()
 	}
 	return t, err == nil, err
+}
+
+// waitingOn reports whether a runtime's status says it waits on a trigger's delivery.
+func waitingOn(s nudge.Status) bool {
+	return s == nudge.StatusTriggering || s == nudge.StatusAwaitingAck || s == nudge.StatusRetrying
 }
