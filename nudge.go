@@ -47,9 +47,12 @@ const (
 	// DialogChanged: an answer named a dialog that is no longer the one on screen.
 	DialogChanged Code = "DIALOG_CHANGED"
 	// NoDialog: an answer for a runtime that shows no dialog nudge can read.
-	NoDialog    Code = "NO_DIALOG"
-	Internal    Code = "INTERNAL"
-	Unavailable Code = "UNAVAILABLE"
+	NoDialog Code = "NO_DIALOG"
+	// DialogAnswered: an answer for a runtime whose dialog another answer is being sent
+	// to, or was answered and is still on screen (the agent has not taken the key yet).
+	DialogAnswered Code = "DIALOG_ANSWERED"
+	Internal       Code = "INTERNAL"
+	Unavailable    Code = "UNAVAILABLE"
 	// EventsExpired: /v1/events?since=N asked to resume from a sequence whose successors
 	// are no longer all kept (HTTP 410, like a Kubernetes watch's "too old" answer).
 	EventsExpired Code = "EVENTS_EXPIRED"

@@ -58,10 +58,15 @@ type Runtime struct {
 // Dialog is an agent's approval dialog as data: what it asks and the options that answer
 // it. DialogID changes whenever what the dialog shows does.
 type Dialog struct {
-	DialogID string         `json:"dialog_id"`
-	Title    string         `json:"title"`
-	Text     string         `json:"text,omitempty"`
-	Options  []DialogOption `json:"options"`
+	DialogID string `json:"dialog_id"`
+	Title    string `json:"title"`
+	Text     string `json:"text,omitempty"`
+	// Command is the command the dialog asks to run, as the CLI draws it in its own
+	// place (Claude Code's line under "Bash command", Codex's "$ " line), without the
+	// agent's description or reason; "" when the dialog shows none or it cannot be told
+	// apart. It is what workspace auto_answer rules match, whole.
+	Command string         `json:"command,omitempty"`
+	Options []DialogOption `json:"options"`
 	// ApproveKey and DenyKey are the keys of the options `nudge approve` and `nudge
 	// deny` pick ("" when none reads as yes or no).
 	ApproveKey string    `json:"approve_key,omitempty"`

@@ -75,6 +75,7 @@ type follow struct {
 	turnEnd time.Time         // the last turn's end (zero: none yet)
 	syncSeq uint64            // the last Sync request's number
 	syncs   []syncWait        // the Sync requests not answered yet
+	foreign bool              // OnForeign was called: this reader is being replaced
 }
 
 // syncWait is one Sync waiting for the reader to answer request n.
@@ -90,8 +91,22 @@ type turnReply struct {
 	truncated bool
 }
 
-// maxSeen bounds the trigger ids remembered per runtime.
-const maxSeen = 1024
+// What a runtime's record may cost: the record is the agent's to write, and it can hold
+// any number of envelope ids. Per runtime Records keeps at most maxSeen ids with their
+// evidence (an id is at most 128 bytes, inject.MaxFieldLen), and at most maxOpen prompts
+// waiting for their turn's reply, each reply within record.MaxText: with the reader's own
+// bound (record.Open) a runtime's record costs a few tens of MiB at most, however many
+// ids or bytes it holds.
+const (
+	// maxSeen bounds the trigger ids remembered per runtime.
+	maxSeen = 1024
+	// maxOpen bounds the prompts waiting for the reply of the turn that took them; past
+	// it the oldest is dropped (its prompt was acked; its reply is not read).
+	maxOpen = 64
+	// MaxMessageIDs bounds the envelope ids read from one user message (a CLI joins the
+	// few prompts it queued; more are not envelopes nudge typed).
+	MaxMessageIDs = 64
+)
 
 // NewRecords returns a Records with no runtime followed.
 func NewRecords(cfg RecordsConfig) *Records {
@@ -258,6 +273,10 @@ func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 			continue // the same prompt again (a file read anew): once is enough
 		}
 		fl.remember(id, evidence(ev))
+		if len(fl.open) == maxOpen {
+			fl.open[0] = nil
+			fl.open = fl.open[1:]
+		}
 		fl.open = append(fl.open, &turnReply{id: id, turn: ev.Turn})
 		fresh = append(fresh, id)
 	}
@@ -273,12 +292,15 @@ func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 			fl.mu.Unlock()
 		case RecordForeign:
 			fl.mu.Lock()
-			mine := fl.mine
+			mine, told := fl.mine, fl.foreign
 			fl.mu.Unlock()
 			// A record shown to be another's is passed over; so is the other's part of a
 			// record spanning several (OpenCode's sessions of one directory), even after
-			// this runtime's own prompts were seen in it.
-			if (!mine || ev.File != fl.r.Path()) && rs.cfg.OnForeign != nil {
+			// this runtime's own prompts were seen in it. Once per reader: it is replaced.
+			if (!mine || ev.File != fl.r.Path()) && !told && rs.cfg.OnForeign != nil {
+				fl.mu.Lock()
+				fl.foreign = true
+				fl.mu.Unlock()
 				rs.wg.Add(1)
 				go func(path string) { // it replaces this reader: not on its goroutine
 					defer rs.wg.Done()
@@ -413,10 +435,11 @@ const envelopeFoot = "[/BRIDGE_TRIGGER]"
 // turn, on lines of their own (Claude Code) or glued to the previous prompt's end
 // (OpenCode appends a prompt typed while it is still taking in the previous one to that
 // one's text: "…[/BRIDGE_TRIGGER][BRIDGE_TRIGGER id=…"). Each of them is in the agent's
-// hands. An envelope quoted inside other text is not one.
+// hands. An envelope quoted inside other text is not one. At most MaxMessageIDs are
+// returned, the first ones.
 func EnvelopeIDs(text string) []string {
 	var ids []string
-	for off := 0; ; {
+	for off := 0; len(ids) < MaxMessageIDs; {
 		i := strings.Index(text[off:], envelopeHead)
 		if i < 0 {
 			return ids
@@ -434,6 +457,7 @@ func EnvelopeIDs(text string) []string {
 			ids = append(ids, text[off:end])
 		}
 	}
+	return ids
 }
 
 // opensEnvelope reports whether the envelope head at text[i:] starts a line or follows an

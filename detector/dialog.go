@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nudgehq/nudge"
 )
@@ -37,14 +38,32 @@ type DialogSpec struct {
 	// (the first match from the top).
 	Yes string `json:"yes"`
 	No  string `json:"no"`
+	// Footer matches the lines a dialog may show below its options (Claude Code's "Esc
+	// to cancel · …", Codex's "Press enter to confirm or esc to cancel"). A dialog is
+	// live only when nothing but these, blank lines and frames lies below its options to
+	// the bottom of the screen: words that look like a dialog in the agent's prose, above
+	// a dialog the pack does not know, are not one.
+	Footer []string `json:"footer,omitempty"`
+	// Command matches the dialog line its command begins on (Dialog.Command, the one
+	// field workspace auto_answer rules match), among the lines above the question and
+	// between it and the options; its group "cmd", when present, is the command's first
+	// line, else the command starts on the next line. The command runs on to the end of
+	// those lines. More than one such line makes the command unknown ("").
+	Command string `json:"command,omitempty"`
+	// Note are the styles ("dim", "fg:38;5;246") of the lines at the end of the command
+	// that are the agent's description of it, not the command (Claude Code's grey line).
+	// A line in such a style with a command line below it makes the command unknown.
+	Note []string `json:"note,omitempty"`
 
 	question []*regexp.Regexp
 	option   *regexp.Regexp
 	yes, no  *regexp.Regexp
+	footer   []*regexp.Regexp
+	command  *regexp.Regexp
 }
 
 func (d *DialogSpec) compile() error {
-	d.question = d.question[:0]
+	d.question, d.footer = d.question[:0], d.footer[:0]
 	for _, q := range d.Question {
 		re, err := regexp.Compile(q)
 		if err != nil {
@@ -68,6 +87,19 @@ func (d *DialogSpec) compile() error {
 	if d.no, err = regexp.Compile(d.No); err != nil {
 		return err
 	}
+	for _, f := range d.Footer {
+		re, err := regexp.Compile(f)
+		if err != nil {
+			return err
+		}
+		d.footer = append(d.footer, re)
+	}
+	d.command = nil
+	if d.Command != "" {
+		if d.command, err = regexp.Compile(d.Command); err != nil {
+			return err
+		}
+	}
 	if d.Keys != "number" && d.Keys != "shortcut" && d.Keys != "arrows" {
 		return errString(`dialog keys: want "number", "shortcut" or "arrows"`)
 	}
@@ -89,14 +121,19 @@ var (
 
 // ParseDialog reads the approval dialog on screen (as captured, escapes and all: a row of
 // buttons shows its selection only by colour) as pack p describes it; nil when p
-// describes none or none is shown. The dialog's id is a hash of what it shows (question,
-// context, options, and which button is selected): it changes whenever the dialog does.
+// describes none or none is shown. The dialog is the bottom-most question line with its
+// options, and only when it is live: its options numbered 1, 2, … in order and nothing
+// but the pack's footer, blank lines and frames below them (ParseDialog does not
+// classify the screen: DialogNow and the monitor also require NEEDS_CONFIRMATION of the
+// same capture). The dialog's id is a hash of what it shows (question, context, options,
+// and which button is selected): it changes whenever the dialog does.
 func ParseDialog(p *Pack, screen string) *nudge.Dialog {
 	if p == nil || p.Dialog == nil || (p.Dialog.option == nil && p.Dialog.Keys != "arrows") {
 		return nil
 	}
 	d := p.Dialog
-	raw := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	screen = strings.TrimRight(screen, "\n")
+	raw := strings.Split(screen, "\n")
 	lines := make([]string, len(raw))
 	for i, l := range raw {
 		lines[i] = nudge.StripANSI(l)
@@ -106,18 +143,26 @@ func ParseDialog(p *Pack, screen string) *nudge.Dialog {
 		return nil
 	}
 	var opts []nudge.DialogOption
-	var between []string
+	var between []int
+	last := -1
 	if d.Keys == "arrows" {
-		opts, between = d.buttons(raw[q+1:], lines[q+1:])
+		opts, between, last = d.buttons(raw[q+1:], lines[q+1:])
 	} else {
-		opts, between = d.options(lines[q+1:])
+		opts, between, last = d.options(lines[q+1:])
 	}
-	if len(opts) == 0 {
+	if len(opts) == 0 || last < 0 || !d.bottom(lines[q+1+last+1:]) {
 		return nil
 	}
-	text := strings.TrimSpace(strings.Join(append(d.above(lines, q), between...), "\n"))
+	for i := range between {
+		between[i] += q + 1
+	}
+	above := d.above(lines, q)
+	text := strings.TrimSpace(strings.Join(dialogLines(lines, append(above, between...)), "\n"))
 	title := dialogText(lines[q])
 	dl := &nudge.Dialog{DialogID: dialogHash(title, text, opts), Title: title, Text: text, Options: opts}
+	if d.command != nil {
+		dl.Command = d.commandIn(screen, lines, above, between)
+	}
 	dl.ApproveKey, dl.DenyKey = DialogChoice(p, dl, true), DialogChoice(p, dl, false)
 	return dl
 }
@@ -135,23 +180,51 @@ func (d *DialogSpec) questionLine(lines []string) int {
 }
 
 // options reads the option lines that follow the question (a label wrapped onto the
-// next lines joined to its option) and returns them with the dialog's text between the
-// question and the first option (the command, its reason).
-func (d *DialogSpec) options(lines []string) (opts []nudge.DialogOption, between []string) {
-	for _, l := range lines {
+// next lines joined to its option) and returns them with the indices in lines of the
+// dialog's text between the question and the first option (the command, its reason)
+// and of the options' last line. Options not numbered 1, 2, … in order are no dialog's
+// (last -1): two dialogs run together (prose quoting one right above the real one) are
+// not one.
+func (d *DialogSpec) options(lines []string) (opts []nudge.DialogOption, between []int, last int) {
+	num, label := d.option.SubexpIndex("num"), d.option.SubexpIndex("label")
+	col := 0 // where the last option's label starts: a line continuing it is indented so
+	for i, l := range lines {
 		m := d.option.FindStringSubmatch(l)
 		switch {
+		case m != nil && m[num] != strconv.Itoa(len(opts)+1):
+			return opts, between, -1
 		case m != nil:
 			opts = append(opts, d.parseOption(m))
+			last = i
+			col = utf8.RuneCountInString(l[:d.option.FindStringSubmatchIndex(l)[2*label]])
 		case len(opts) == 0:
-			if t := dialogText(l); t != "" && !boxOnly.MatchString(t) {
-				between = append(between, t)
-			}
-		case !d.wrapped(&opts[len(opts)-1], len(opts), l):
-			return opts, between // the options are over (a blank line, the footer)
+			between = append(between, i)
+		case len(l)-len(strings.TrimLeft(l, " ")) < col || !d.wrapped(&opts[len(opts)-1], len(opts), l):
+			return opts, between, last // the options are over (a blank line, the footer)
+		default:
+			last = i
 		}
 	}
-	return opts, between
+	return opts, between, last
+}
+
+// bottom reports whether lines, the rest of the screen below a dialog's options, hold
+// nothing but blank lines, frames and the pack's footer: the dialog is the live one at
+// the bottom of the screen, not words in the agent's prose above something else.
+func (d *DialogSpec) bottom(lines []string) bool {
+	for _, l := range lines {
+		t := dialogText(l)
+		if t == "" || boxOnly.MatchString(t) {
+			continue
+		}
+		if !matchAny(d.footer, t) {
+			return false
+		}
+		if (d.option != nil && d.option.MatchString(l)) || matchAny(d.question, l) {
+			return false
+		}
+	}
+	return true
 }
 
 // parseOption is the option of a matched option line m: its number or shortcut and label.
@@ -186,19 +259,101 @@ func (d *DialogSpec) wrapped(last *nudge.DialogOption, n int, l string) bool {
 	return true
 }
 
-// above returns the lines of the dialog above its question line q (up to d.Above of
-// them, stopping at a horizontal rule), frames trimmed.
-func (d *DialogSpec) above(lines []string, q int) []string {
-	var above []string
+// above returns the indices of the dialog's lines above its question line q (up to
+// d.Above of them, stopping at a horizontal rule), top to bottom.
+func (d *DialogSpec) above(lines []string, q int) []int {
+	var above []int
 	for i := q - 1; i >= 0 && i >= q-d.Above; i-- {
 		if rule.MatchString(lines[i]) {
 			break
 		}
-		if t := dialogText(lines[i]); t != "" && !boxOnly.MatchString(t) {
-			above = append([]string{t}, above...)
-		}
+		above = append([]int{i}, above...)
 	}
 	return above
+}
+
+// dialogLines are the text of lines at the indices at, frames trimmed, without blank
+// lines and lines of frame alone.
+func dialogLines(lines []string, at []int) []string {
+	var out []string
+	for _, i := range at {
+		if t := dialogText(lines[i]); t != "" && !boxOnly.MatchString(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// commandIn reads the dialog's command (DialogSpec.Command) from its lines above the
+// question and between it and the options (indices in lines; screen is the capture,
+// for the lines' styles): "" when no line or more than one begins a command, or when a
+// line of the agent's description (Note) has a command line below it.
+func (d *DialogSpec) commandIn(screen string, lines []string, above, between []int) string {
+	start, end, first := d.commandStart(lines, above, between)
+	if start < 0 {
+		return ""
+	}
+	styled := parseScreen(screen)
+	var cmd []string
+	if first != "" {
+		cmd = append(cmd, first)
+	}
+	note := false
+	for i := start; i <= end && i < len(lines); i++ {
+		t := dialogText(lines[i])
+		switch {
+		case t == "" || boxOnly.MatchString(t):
+			cmd = append(cmd, "")
+		case i < len(styled) && d.isNote(styled[i]):
+			note = true
+		case note:
+			return "" // the command goes on below the description: not what the CLI draws
+		default:
+			cmd = append(cmd, t)
+		}
+	}
+	return strings.Trim(strings.Join(cmd, "\n"), "\n")
+}
+
+// commandStart finds the one line that begins the command among the dialog's lines above
+// and between: the command's lines run from start to end (indices in lines; start -1:
+// no command, or two), first is its text on the line that begins it (group "cmd").
+func (d *DialogSpec) commandStart(lines []string, above, between []int) (start, end int, first string) {
+	start = -1
+	for _, part := range [][]int{above, between} {
+		for _, i := range part {
+			m := d.command.FindStringSubmatch(dialogText(lines[i]))
+			if m == nil {
+				continue
+			}
+			if start >= 0 {
+				return -1, -1, "" // two commands: the agent's words hold one
+			}
+			start, end = i+1, part[len(part)-1]
+			if g := d.command.SubexpIndex("cmd"); g >= 0 {
+				first = m[g]
+			}
+		}
+	}
+	return start, end, first
+}
+
+// isNote reports whether every visible cell of l is drawn in a Note style.
+func (d *DialogSpec) isNote(l line) bool {
+	if len(d.Note) == 0 {
+		return false
+	}
+	seen := false
+	for k, r := range l.runes {
+		if r == ' ' || strings.ContainsRune("│┃", r) {
+			continue
+		}
+		if !isPlaceholderStyle(l.style(k), d.Note) {
+			return false
+		}
+		seen = true
+	}
+	return seen
 }
 
 // dialogText is a dialog line without its frame and surrounding blanks.
@@ -243,12 +398,26 @@ func DialogChoice(p *Pack, d *nudge.Dialog, yes bool) string {
 	return ""
 }
 
-// DialogNow captures rt's pane now and reads the approval dialog on it (nil when none is
-// shown, or its pack reads none).
-func (m *Monitor) DialogNow(ctx context.Context, rt nudge.Runtime) (*nudge.Dialog, error) {
+// DialogNow captures rt's pane now and reads the approval dialog on it: nil when none is
+// shown, its pack reads none, or the same capture does not classify as
+// NEEDS_CONFIRMATION (prose quoting a dialog above the composer is no dialog). drew
+// reports whether the pane has drawn since the capture (true for a pane the monitor does
+// not watch: then nothing says it has not); an answer is sent only while it is false.
+func (m *Monitor) DialogNow(ctx context.Context, rt nudge.Runtime) (d *nudge.Dialog, drew func() bool, err error) {
+	drew = func() bool { return true }
+	ps := m.get(rt.RuntimeID)
+	var seq uint64
+	if ps != nil {
+		seq = ps.outSeq.Load() // before the capture: output it holds may bump it, never the reverse
+		drew = func() bool { return ps.outSeq.Load() != seq }
+	}
 	sc, err := m.capture(ctx, rt)
 	if err != nil {
-		return nil, err
+		return nil, drew, err
 	}
-	return ParseDialog(m.packFor(rt), sc.text), nil
+	pack := m.packFor(rt)
+	if pack == nil || ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY}).State != nudge.NeedsConfirmation {
+		return nil, drew, nil
+	}
+	return ParseDialog(pack, sc.text), drew, nil
 }

@@ -14,12 +14,11 @@ import (
 // Right as many times as it lies to the right, round the row, then Enter — so an option
 // has keys only while exactly one button is drawn unlike the others; with none told
 // apart the row is still read, its options without keys (nothing can be answered).
-func (d *DialogSpec) buttons(raw, plain []string) (opts []nudge.DialogOption, between []string) {
+// between are the indices of the lines above the row, last the row's.
+func (d *DialogSpec) buttons(raw, plain []string) (opts []nudge.DialogOption, between []int, last int) {
 	for i, l := range plain {
 		if buttonsAt(l, d.Buttons) == nil {
-			if t := dialogText(l); t != "" && !boxOnly.MatchString(t) {
-				between = append(between, t)
-			}
+			between = append(between, i)
 			continue
 		}
 		text, styles := cellStyles(raw[i])
@@ -35,9 +34,9 @@ func (d *DialogSpec) buttons(raw, plain []string) (opts []nudge.DialogOption, be
 			}
 			opts = append(opts, o)
 		}
-		return opts, between
+		return opts, between, i
 	}
-	return nil, nil
+	return nil, nil, -1
 }
 
 // buttonsAt returns the byte offsets in l of each label, in order, or nil when l does not

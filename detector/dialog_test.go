@@ -140,3 +140,85 @@ func TestCellStyles(t *testing.T) {
 		}
 	}
 }
+
+// screen reads a recorded screen.
+func screen(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "screens", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestParseDialogLiveOnly: a dialog is the live one at the bottom of the screen. Words
+// that read as a dialog with anything but the footer below them (a dialog the pack does
+// not know, a y/n prompt, options run together) are none, whatever the classifier says.
+func TestParseDialogLiveOnly(t *testing.T) {
+	packs, err := LoadPacks("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claude, codex := screen(t, "claude_confirm_bash.ansi"), screen(t, "codex_confirm_exec.txt")
+	plan := "\n Ready to code?\n\n Would you like to proceed?\n\n ❯ 1. Yes, and auto-accept edits\n   2. Yes, and manually approve edits\n   3. No, keep planning\n"
+	prose := "● The dialog reads:\n\n  Bash command\n\n    touch auto.txt\n    Create the file\n\n  Do you want to proceed?\n  ❯ 1. Yes\n    2. No\n"
+	tests := []struct {
+		pack, screen string
+		live         bool
+	}{
+		{"claude", claude, true},
+		{"codex", codex, true},
+		{"claude", claude + plan, false},
+		{"claude", prose + plan, false},
+		{"claude", prose + "  ❯ 1. Yes, and auto-accept edits\n    2. No, keep planning\n", false}, // run together
+		{"claude", prose + "\n  Continue? (y/n)\n", false},
+		{"claude", prose + "  Continue? (y/n)\n", false}, // not indented as a label goes on
+		{"codex", strings.Replace(codex, "Press enter to confirm or esc to cancel", "Overwrite? (y/N)", 1), false},
+		{"claude", prose + "\n  Esc to cancel\n", true}, // the footer alone: prose that ends the screen is one
+	}
+	for i, tt := range tests {
+		if d := ParseDialog(packs[tt.pack], tt.screen); (d != nil) != tt.live {
+			t.Errorf("#%d: %s: got %+v, want live %v", i, tt.pack, d, tt.live)
+		}
+	}
+}
+
+// TestDialogCommand: the dialog's command is read from where the CLI draws it, apart
+// from the agent's own words (Claude Code's grey description, Codex's reason); when the
+// two cannot be told apart the command holds both lines (so a rule for one command
+// cannot match it) or is unknown.
+func TestDialogCommand(t *testing.T) {
+	packs, err := LoadPacks("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claude, codex := screen(t, "claude_confirm_bash.ansi"), screen(t, "codex_confirm_exec.txt")
+	grey := "\x1b[38;5;246m"
+	tests := []struct {
+		pack, screen, want string
+	}{
+		{"claude", claude, "touch approved.txt"},
+		{"codex", codex, "touch approved.txt"},
+		{"gemini", screen(t, "gemini_confirm_shell.txt"), "touch denied.txt"},
+		{"opencode", screen(t, "opencode_confirm_bash.ansi"), "touch x.txt"},
+		// The description names the command a rule approves; the command is another.
+		{"claude", strings.Replace(strings.Replace(claude, "   touch approved.txt", "   rm -rf ~", 1),
+			grey+"Run", grey+"touch auto.txt"+"\x1b[39m "+grey+"Run", 1), "rm -rf ~"},
+		// Without styles the description cannot be told from the command.
+		{"claude", nudge.StripANSI(claude), "touch approved.txt\nRun a command"},
+		// A command line below the description: not what Claude Code draws.
+		{"claude", strings.Replace(claude, "a\x1b[39m \x1b[38;5;246mcommand\n", "a\x1b[39m \x1b[38;5;246mcommand\n\x1b[39m   curl x | sh\n", 1), ""},
+		// The reason holds a "$ " line of its own: which is the command is unknown.
+		{"codex", strings.Replace(codex, "Reason: The stand-in asks to run touch approved.txt", "Reason: fine\n\n  $ touch auto.txt", 1), ""},
+		{"codex", strings.Replace(codex, "$ touch approved.txt", "$ touch approved.txt; curl x | sh", 1), "touch approved.txt; curl x | sh"},
+	}
+	for i, tt := range tests {
+		d := ParseDialog(packs[tt.pack], tt.screen)
+		if d == nil {
+			t.Fatalf("#%d: %s: no dialog", i, tt.pack)
+		}
+		if d.Command != tt.want {
+			t.Errorf("#%d: %s: command %q, want %q", i, tt.pack, d.Command, tt.want)
+		}
+	}
+}

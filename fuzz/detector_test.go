@@ -120,8 +120,10 @@ func FuzzParsePack(f *testing.F) {
 }
 
 // FuzzParseDialog: any styled screen, read with each pack that knows a dialog, never
-// panics; a dialog read has options, its id is 12 hex digits, and a row of buttons
-// (OpenCode's) has keys only of Right and Enter, ending in one Enter, all distinct.
+// panics; a dialog read has options, its id is 12 hex digits, its command is made of
+// lines of its text, it is no dialog once an option line is drawn below it (it is not
+// the live one at the bottom), and a row of buttons (OpenCode's) has keys only of Right
+// and Enter, ending in one Enter, all distinct.
 func FuzzParseDialog(f *testing.F) {
 	packs, err := detector.LoadPacks("")
 	if err != nil {
@@ -130,6 +132,8 @@ func FuzzParseDialog(f *testing.F) {
 	f.Add("┃  △ Permission required\n┃    # Shell command\n┃  $ ls\n┃   \x1b[48;5;215m Allow once \x1b[48;5;234m  Allow always   Reject  ")
 	f.Add("△ Permission required\n\x1b[7mAllow once\x1b[27m Allow always Reject\x1b]0;t\x07")
 	f.Add("Do you want to proceed?\n❯ 1. Yes\n  2. No (esc)")
+	f.Add(" Bash command\n   ls\n   \x1b[38;5;246mList\x1b[39m\n Do you want to proceed?\n ❯ 1. Yes\n   2. No\n\n Esc to cancel")
+	f.Add("  Would you like to run the following command?\n  Reason: $ ls\n  $ rm -rf x\n› 1. Yes, proceed (y)\n  2. No (esc)\n  Press enter to confirm or esc to cancel")
 	f.Fuzz(func(t *testing.T, screen string) {
 		for name, p := range packs {
 			d := detector.ParseDialog(p, screen)
@@ -139,7 +143,15 @@ func FuzzParseDialog(f *testing.F) {
 			if len(d.Options) == 0 || len(d.DialogID) != 12 {
 				t.Fatalf("%s: %+v", name, d)
 			}
+			for _, l := range strings.Split(d.Command, "\n") {
+				if l != "" && !strings.Contains(d.Text, l) {
+					t.Fatalf("%s: command line %q is not in the dialog's text %q", name, l, d.Text)
+				}
+			}
 			if p.Dialog.Keys != "arrows" {
+				if below := detector.ParseDialog(p, strings.TrimRight(screen, "\n")+"\n\n 9. x"); below != nil {
+					t.Fatalf("%s: an option line below the dialog, still read: %+v", name, below)
+				}
 				continue
 			}
 			seen := map[string]bool{}

@@ -50,7 +50,10 @@
 // go (forced ones first, order kept within a thread) and asks the gates in order — runtime alive, loop guard, force, circuit breaker, pause, rate limit, human
 // collision, readiness — whose verdict (a verdictKind: proceed, hold, fail, fallback,
 // waitConn) either delivers it, defers it with a code and a deadline (hold.go lists
-// every hold and its end), fails it, or starts the fallback chain. Delivery (the typist)
+// every hold and its end), fails it, or starts the fallback chain. The rate limit and
+// the loop guard count per runtime, never per the name (role or agent_id) a caller gives
+// the agent: a thread of it has its budget (Config.RateLimit), and the runtime one over
+// all its threads (Config.RuntimeRate), so new thread ids buy no more triggers. Delivery (the typist)
 // looks in the pane first when an earlier attempt may have typed the envelope (never
 // typing a prompt twice), types it, waits for its echo, presses Enter and checks that it
 // left the composer; then the finisher waits for its ack (Acker), with retries and, when

@@ -3,6 +3,7 @@ package inject
 import (
 	"runtime/trace"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +23,8 @@ type lanes struct {
 
 	mu       sync.Mutex
 	m        map[string]*lane // by runtime id
-	rate     *rateLimiter
+	rate     *rateLimiter     // per thread of a runtime
+	perRT    *rateLimiter     // per runtime, over all its threads
 	loops    *loopGuard
 	breakers *breakers
 }
@@ -287,7 +289,7 @@ func (ls *lanes) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 	case nudge.StatusStarting, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
 		return ls.startingHold(j, rt, now)
 	}
-	key := rateKey(t)
+	key := threadKey(t)
 	if t.ThreadID != "" && t.ScheduleID == "" {
 		if b, why := ls.loops.blocked(key); b {
 			return verdict{kind: fail, code: nudge.ThreadAutoBlocked, why: why}
@@ -306,7 +308,7 @@ func (ls *lanes) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 	if rt.Paused {
 		return ls.holdFor(j, rt, now, nudge.RuntimePaused, "triggers paused for this runtime", time.Time{})
 	}
-	if ok, until := ls.rate.check(key, now); !ok {
+	if ok, until := ls.rateCheck(t, now); !ok {
 		return verdict{kind: hold, code: nudge.TriggerRateLimited, why: "rate limit reached", until: until}
 	}
 	if v, held := ls.collision(j, t, rt, now); held {
@@ -396,8 +398,9 @@ func (ls *lanes) readiness(j *job, rt nudge.Runtime, now time.Time) verdict {
 // takeTurn counts the delivery for the rate limiter and the loop guard.
 func (ls *lanes) takeTurn(j *job) {
 	t := j.record()
-	key := rateKey(t)
-	ls.rate.take(key, ls.cfg.Now())
+	key, now := threadKey(t), ls.cfg.Now()
+	ls.rate.take(key, now)
+	ls.perRT.take(runtimeKey(t), now)
 	if t.ThreadID != "" && t.ScheduleID == "" && t.Attempts == 0 {
 		if tripped, why := ls.loops.turn(key, t.Prompt); tripped {
 			ls.log.Warn("thread auto-blocked", "thread_id", t.ThreadID, "agent_id", t.Agent, "why", why)
@@ -409,6 +412,44 @@ func (ls *lanes) takeTurn(j *job) {
 // first drawing ends the intake without waking the lane.
 const intakePoll = 100 * time.Millisecond
 
-func rateKey(t nudge.Trigger) string {
-	return t.WorkspaceID + "/" + t.Agent + "\x00" + t.ThreadID
+// rateCheck applies both rate limits: the thread's (RateLimit), and the runtime's over
+// all its threads (RuntimeRate), so no count of thread ids, and neither name of the
+// agent, buys a runtime more triggers. Refused, it says when both let one through.
+func (ls *lanes) rateCheck(t nudge.Trigger, now time.Time) (bool, time.Time) {
+	okThread, untilThread := ls.rate.check(threadKey(t), now)
+	okRT, untilRT := ls.perRT.check(runtimeKey(t), now)
+	switch {
+	case okThread && okRT:
+		return true, time.Time{}
+	case okThread:
+		return false, untilRT
+	case okRT || untilThread.After(untilRT):
+		return false, untilThread
+	}
+	return false, untilRT
+}
+
+// The gates' keys name the runtime a trigger went to, never the name its caller gave
+// the agent: workspace/role (runtimeKey), and, for a thread, workspace/role NUL thread
+// (threadKey; the loop guard's, and the thread's rate limit's).
+
+// runtimeKey is workspace/role of t's runtime, from its id (panes.RuntimeID: the first
+// '.' ends the workspace), whether t named the agent by its role or its agent_id.
+func runtimeKey(t nudge.Trigger) string {
+	ws, role, ok := strings.Cut(strings.TrimPrefix(t.RuntimeID, "rt_"), ".")
+	if !ok || ws != t.WorkspaceID || role == "" {
+		return t.WorkspaceID + "/" + t.Agent
+	}
+	return ws + "/" + role
+}
+
+func threadKey(t nudge.Trigger) string { return runtimeKey(t) + "\x00" + t.ThreadID }
+
+// agentKey is workspace/role of the runtime a caller names agent (its role or its
+// agent_id), or workspace/agent when there is none.
+func (ls *lanes) agentKey(workspace, agent string) string {
+	if rt, ok := ls.deps.Runtimes.Lookup(workspace, agent); ok {
+		return rt.WorkspaceID + "/" + rt.Role
+	}
+	return workspace + "/" + agent
 }

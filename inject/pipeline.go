@@ -24,7 +24,8 @@ type Config struct {
 	BreakerFailures int             // consecutive failed triggers that open a runtime's breaker (3; negative: no breaker)
 	BreakerCooldown time.Duration   // first cooldown of an open breaker; doubles on a failed probe, up to 16x (2m)
 	DeferRecheck    time.Duration   // re-check period of a deferred trigger (5s)
-	RateLimit       int             // triggers per RatePer per thread and agent (10)
+	RateLimit       int             // triggers per RatePer per thread of a runtime (10)
+	RuntimeRate     int             // triggers per RatePer to a runtime, over all its threads and names (0: RateLimit)
 	RatePer         time.Duration   // (1m)
 	LoopTurns       int             // triggers on a thread without progress before THREAD_AUTO_BLOCKED (20)
 	LoopRepeats     int             // identical prompts on a thread without progress before blocking (3)
@@ -66,7 +67,7 @@ func (c *Config) Validate() error {
 		return errors.New("defer and hold windows must be positive")
 	case c.BreakerCooldown <= 0:
 		return errors.New("breaker cooldown must be positive")
-	case c.RateLimit <= 0 || c.RatePer <= 0:
+	case c.RateLimit <= 0 || c.RuntimeRate < 0 || c.RatePer <= 0:
 		return errors.New("rate limit must be positive")
 	case c.AckTimeout <= 0 || c.AckRetries < 0:
 		return errors.New("ack timeout must be positive and retries not negative")
@@ -100,6 +101,7 @@ func (c *Config) fill() {
 	dur(&c.AckTimeout, d.AckTimeout)
 	dur(&c.RedeliveryCheck, d.RedeliveryCheck)
 	num(&c.RateLimit, d.RateLimit)
+	num(&c.RuntimeRate, c.RateLimit)
 	num(&c.LoopTurns, d.LoopTurns)
 	num(&c.LoopRepeats, d.LoopRepeats)
 	num(&c.MaxPrompt, d.MaxPrompt)
@@ -258,7 +260,8 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &core{cfg: cfg, deps: deps, log: cfg.Logger.Named("inject"), ctx: ctx, cancel: cancel, jobs: map[string]*job{}}
 	ls := &lanes{core: c, m: map[string]*lane{},
-		rate:  newRateLimiter(cfg.RateLimit, cfg.RatePer),
+		rate:  newRateLimiter(store.GateRate, cfg.RateLimit, cfg.RatePer),
+		perRT: newRateLimiter(store.GateRuntimeRate, cfg.RuntimeRate, cfg.RatePer),
 		loops: newLoopGuard(cfg.LoopTurns, cfg.LoopRepeats),
 	}
 	ls.breakers = newBreakers(cfg.BreakerFailures, cfg.BreakerCooldown, ls.breakerChanged)
@@ -374,9 +377,10 @@ func (p *Pipeline) Depth(runtimeID string) int {
 }
 
 // Progress resets the loop guard for a thread of an agent ("" thread: all its threads),
-// on a heartbeat cursor advance or an explicit unblock.
+// on a heartbeat cursor advance or an explicit unblock. The agent is its runtime, named
+// by its role or its agent_id (agentKey).
 func (p *Pipeline) Progress(workspace, agent, thread string) {
-	prefix := workspace + "/" + agent + "\x00"
+	prefix := p.lanes.agentKey(workspace, agent) + "\x00"
 	if thread == "" {
 		p.lanes.loops.progressPrefix(prefix)
 		return

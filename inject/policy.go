@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"slices"
 	"strings"
@@ -15,17 +16,19 @@ import (
 // Pipeline.Open loads them, so a daemon restart neither unblocks a blocked thread nor
 // resets a rate-limit window. db nil keeps them in memory only.
 
-// rateLimiter allows n deliveries per window per key (thread and agent), sliding.
+// rateLimiter allows n deliveries per window per key, sliding: a thread of a runtime
+// (kind store.GateRate), or a runtime over all its threads (store.GateRuntimeRate).
 type rateLimiter struct {
 	db     *store.DB
+	kind   string
 	mu     sync.Mutex
 	n      int
 	window time.Duration
 	hits   map[string][]time.Time
 }
 
-func newRateLimiter(n int, window time.Duration) *rateLimiter {
-	return &rateLimiter{n: n, window: window, hits: map[string][]time.Time{}}
+func newRateLimiter(kind string, n int, window time.Duration) *rateLimiter {
+	return &rateLimiter{kind: kind, n: n, window: window, hits: map[string][]time.Time{}}
 }
 
 // check reports whether a delivery may happen now, and if not, when the next slot frees.
@@ -45,20 +48,36 @@ func (r *rateLimiter) take(key string, now time.Time) {
 	defer r.mu.Unlock()
 	r.hits[key] = append(r.prune(key, now), now)
 	if r.db != nil {
-		r.db.PutGateLater(store.Gate{Kind: store.GateRate, Key: key, Hits: slices.Clone(r.hits[key]), UpdatedAt: now})
+		r.db.PutGateLater(store.Gate{Kind: r.kind, Key: key, Hits: slices.Clone(r.hits[key]), UpdatedAt: now})
 	}
 }
 
-// load restores the deliveries still within the window from stored gates.
-func (r *rateLimiter) load(gates []store.Gate, now time.Time) {
+// load restores the deliveries still within the window from stored gates, each under
+// its canonical key (canon: a key a daemon before runtime keys wrote under the agent_id
+// joins its runtime's), and writes a moved one back under it.
+func (r *rateLimiter) load(gates []store.Gate, now time.Time, canon func(string) string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, g := range gates {
-		if g.Kind == store.GateRate {
-			r.hits[g.Key] = g.Hits
-			if r.prune(g.Key, now) == nil && r.db != nil {
-				r.db.DeleteGateLater(store.GateRate, g.Key)
-			}
+		if g.Kind != r.kind {
+			continue
+		}
+		key := canon(g.Key)
+		_, merged := r.hits[key]
+		r.hits[key] = append(r.hits[key], g.Hits...)
+		slices.SortFunc(r.hits[key], time.Time.Compare)
+		if r.db == nil {
+			r.prune(key, now)
+			continue
+		}
+		if key != g.Key {
+			r.db.DeleteGateLater(r.kind, g.Key)
+		}
+		switch {
+		case r.prune(key, now) == nil:
+			r.db.DeleteGateLater(r.kind, key)
+		case merged || key != g.Key:
+			r.db.PutGateLater(store.Gate{Kind: r.kind, Key: key, Hits: slices.Clone(r.hits[key]), UpdatedAt: now})
 		}
 	}
 }
@@ -151,8 +170,9 @@ func (g *loopGuard) save(key string, t *threadLoop) {
 	g.db.PutGate(st)
 }
 
-// load restores the threads' counters and blocks from stored gates.
-func (g *loopGuard) load(gates []store.Gate) {
+// load restores the threads' counters and blocks from stored gates, each under its
+// canonical key (canon, as rateLimiter.load): a block under either name stays a block.
+func (g *loopGuard) load(gates []store.Gate, canon func(string) string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, st := range gates {
@@ -161,8 +181,29 @@ func (g *loopGuard) load(gates []store.Gate) {
 		}
 		t := &threadLoop{turns: st.Turns, same: st.Same, blocked: st.Blocked}
 		copy(t.last[:], st.Last)
-		g.threads[st.Key] = t
+		key := canon(st.Key)
+		prev := g.threads[key] // the same thread under the agent's other name
+		if prev != nil {
+			t = mergeLoops(prev, t)
+		}
+		g.threads[key] = t
+		if key != st.Key && g.db != nil {
+			g.db.DeleteGateLater(store.GateLoop, st.Key)
+		}
+		if (key != st.Key || prev != nil) && g.db != nil {
+			g.save(key, t)
+		}
 	}
+}
+
+// mergeLoops is one thread's counters kept under two names: the more turns, and a block.
+func mergeLoops(a, b *threadLoop) *threadLoop {
+	m := *a
+	if b.turns > a.turns {
+		m = *b
+	}
+	m.blocked = cmp.Or(a.blocked, b.blocked)
+	return &m
 }
 
 // progress resets the counters of key (a heartbeat cursor advance, an explicit unblock).
@@ -207,7 +248,23 @@ func (g *loopGuard) progressPrefix(prefix string) {
 // (a daemon restart neither resets a rate window nor unblocks a thread); from now on they
 // write their changes there.
 func (ls *lanes) restoreGates(gates []store.Gate, now time.Time) {
-	ls.rate.db, ls.loops.db = ls.deps.Store, ls.deps.Store
-	ls.rate.load(gates, now)
-	ls.loops.load(gates)
+	ls.rate.db, ls.perRT.db, ls.loops.db = ls.deps.Store, ls.deps.Store, ls.deps.Store
+	ls.rate.load(gates, now, ls.canonKey)
+	ls.perRT.load(gates, now, ls.canonKey)
+	ls.loops.load(gates, ls.canonKey)
+}
+
+// canonKey is a stored gate key with its agent named as agentKey names it: its
+// runtime's role for an agent_id.
+func (ls *lanes) canonKey(key string) string {
+	agent, thread, threaded := strings.Cut(key, "\x00")
+	ws, name, ok := strings.Cut(agent, "/")
+	if !ok {
+		return key
+	}
+	agent = ls.agentKey(ws, name)
+	if threaded {
+		return agent + "\x00" + thread
+	}
+	return agent
 }

@@ -2,11 +2,14 @@ package panes
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"syscall"
 
 	"github.com/nudgehq/nudge"
 )
@@ -143,6 +146,47 @@ func localSocketPath(cfg *Config, socket string) string {
 		base = real
 	}
 	return filepath.Join(base, "tmux-"+strconv.Itoa(os.Getuid()), name)
+}
+
+// A server is known by what it is, not by how a caller spells it: a socket path, a
+// symlink or a hard link to it, or the path with "//" or "/./" in it all name one local
+// server. sameServer compares two by the socket file they reach (os.SameFile); a
+// register also compares a server's pid with nudge's own (launcher.identify), so a
+// spelling of nudge's own server is that server, with its other-workspace check.
+
+// sameServer reports whether a and b are one tmux server: the same spelling, or, both on
+// this machine, the same socket file.
+func sameServer(cfg *Config, a, b server) bool {
+	if a == b {
+		return true
+	}
+	if a.host != "" || b.host != "" {
+		return false
+	}
+	fa, errA := os.Stat(localSocketPath(cfg, a.socket))
+	fb, errB := os.Stat(localSocketPath(cfg, b.socket))
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
+// foreignSocket refuses a local tmux server socket that is not a socket, or that another
+// uid owns: nudge drives only its own uid's servers (a root daemon's tmux would attach to
+// any). A socket that does not exist passes: tmux then finds no server there.
+func foreignSocket(cfg *Config, socket string) error {
+	path := localSocketPath(cfg, socket)
+	fi, err := os.Stat(path) // following links, as tmux does
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return badRequest("tmux server %s: %v", socketLabel(socket), err)
+	case fi.Mode().Type() != fs.ModeSocket:
+		return badRequest("tmux server %s: %q is not a socket", socketLabel(socket), path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
+		return nudge.NewError(nudge.Forbidden, fmt.Sprintf("tmux server %s belongs to another uid than this daemon's (%d): nudge drives only its own uid's tmux servers",
+			socketLabel(socket), os.Geteuid()))
+	}
+	return nil
 }
 
 // notOwned is the error of a launch (spawn, a new window, a session) nudge refuses in a

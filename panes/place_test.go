@@ -2,9 +2,12 @@ package panes
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -234,4 +237,65 @@ func TestUserServerGoneNotStarted(t *testing.T) {
 	if got := u.sessions(); got != "" {
 		t.Fatalf("the user's server was started again: sessions %q", got)
 	}
+}
+
+// TestForeignSocket: a local server's socket must be a socket of this uid; a missing one
+// is left to tmux (no server there). Symlinks are followed, as tmux follows them.
+func TestForeignSocket(t *testing.T) {
+	dir := t.TempDir()
+	cfg := &Config{}
+	sock := filepath.Join(dir, "s")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(sock, link); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		path string
+		code nudge.Code // "" passes
+	}{
+		{sock, ""},
+		{link, ""},
+		{filepath.Join(dir, "none"), ""},
+		{file, nudge.BadRequest},
+	}
+	for i, tc := range cases {
+		err := foreignSocket(cfg, tc.path)
+		if got := codeOf(err); got != tc.code {
+			t.Errorf("#%d %s: got %v, want %q", i, tc.path, err, tc.code)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown the socket to another uid")
+	}
+	if err := os.Lchown(sock, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{sock, link} {
+		if err := foreignSocket(cfg, p); codeOf(err) != nudge.Forbidden {
+			t.Errorf("%s owned by uid 65534: got %v, want FORBIDDEN", p, err)
+		}
+	}
+	if !sameServer(cfg, server{"", sock}, server{"", link}) || sameServer(cfg, server{"", sock}, server{"", file}) {
+		t.Error("sameServer: a symlink is its socket, a file is not")
+	}
+}
+
+func codeOf(err error) nudge.Code {
+	var ne *nudge.Error
+	if errors.As(err, &ne) {
+		return ne.Code
+	}
+	if err != nil {
+		return "?"
+	}
+	return ""
 }

@@ -366,17 +366,36 @@ func (r *records) clearStoppedLocked(id string) {
 	}
 }
 
-// checkPaneFree refuses a pane of srv another live runtime already holds.
+// checkPaneFree refuses a pane of srv another live runtime already holds, on the same
+// server whatever spelling its record keeps (sameServer).
 func (r *records) checkPaneFree(srv server, paneID string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.checkPaneFreeLocked(srv, paneID)
+}
+
+// checkPaneFreeLocked is checkPaneFree with the lock held.
+func (r *records) checkPaneFreeLocked(srv server, paneID string) error {
 	for _, rt := range r.rts {
-		if rt.PaneID == paneID && serverOf(rt) == srv && Live(rt.Status) {
+		if rt.PaneID == paneID && Live(rt.Status) && sameServer(r.cfg, serverOf(rt), srv) {
 			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID+
 				" (`nudge deregister "+rt.RuntimeID+"` first to adopt it under another name)")
 		}
 	}
 	return nil
+}
+
+// holders are the live runtimes whose pane has id paneID, on any server.
+func (r *records) holders(paneID string) []nudge.Runtime {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []nudge.Runtime
+	for _, rt := range r.rts {
+		if rt.PaneID == paneID && Live(rt.Status) {
+			out = append(out, cloneRuntime(rt))
+		}
+	}
+	return out
 }
 
 // findPane finds rt's pane in a listing of its workspace's panes (findPaneLocked).

@@ -44,6 +44,9 @@ func (l *launcher) register(ctx context.Context, req RegisterRequest) (nudge.Run
 	if err != nil {
 		return nudge.Runtime{}, err
 	}
+	if srv, err = l.identify(ctx, srv); err != nil {
+		return nudge.Runtime{}, err
+	}
 	p, err := l.findTarget(ctx, req.Workspace, srv, tgt)
 	if err != nil {
 		return nudge.Runtime{}, err
@@ -70,6 +73,9 @@ func (l *launcher) register(ctx context.Context, req RegisterRequest) (nudge.Run
 	if err := l.recs.checkPaneFree(srv, p.ID); err != nil {
 		return nudge.Runtime{}, err
 	}
+	if err := l.checkPaneFreeByPID(ctx, srv, p.ID); err != nil {
+		return nudge.Runtime{}, err
+	}
 	if rt.Managed {
 		if _, err := l.tmux.run(ctx, srv, "set-option", "-p", "-t", p.ID, "remain-on-exit", "on"); err != nil {
 			return nudge.Runtime{}, fmt.Errorf("register %s: %w", rt.RuntimeID, err)
@@ -78,7 +84,12 @@ func (l *launcher) register(ctx context.Context, req RegisterRequest) (nudge.Run
 	setPane(&rt, p)
 	// Bound again with the record, under the same lock: a register or spawn into the same
 	// workspace that bound it elsewhere meanwhile is refused here.
-	bound := func() error { return l.conns.bindLocked(req.Workspace, place{srv, p.Session}) }
+	bound := func() error {
+		if err := l.conns.bindLocked(req.Workspace, place{srv, p.Session}); err != nil {
+			return err
+		}
+		return l.recs.checkPaneFreeLocked(srv, p.ID)
+	}
 	return l.recorded(l.recs.recordIf(rt, "runtime_registered", map[string]any{"target": req.Target, "pane_id": p.ID, "managed": rt.Managed,
 		"tmux_socket": rt.TmuxSocket, "tmux_session": rt.TmuxSession}, bound))
 }
@@ -125,12 +136,77 @@ func (l *launcher) registerServer(req RegisterRequest) (server, error) {
 	return srv, nil
 }
 
+// identify decides which server srv is by identity, not by its spelling: a local one must
+// be a socket of this uid (foreignSocket); one that is the same socket file as nudge's
+// own server, or answers with the same server pid, is nudge's own (socket ""), where
+// another workspace's session is refused (findTarget).
+func (l *launcher) identify(ctx context.Context, srv server) (server, error) {
+	if srv.socket == "" {
+		return srv, nil
+	}
+	own := server{srv.host, ""}
+	if srv.host == "" {
+		if err := foreignSocket(l.cfg, srv.socket); err != nil {
+			return server{}, err
+		}
+		if sameServer(l.cfg, srv, own) {
+			return own, nil
+		}
+	}
+	pid, err := l.serverPID(ctx, srv)
+	if err != nil {
+		return srv, nil // no server answers there: findTarget says so
+	}
+	if ownPID, err := l.serverPID(ctx, own); err == nil && ownPID == pid {
+		return own, nil
+	}
+	return srv, nil
+}
+
+// checkPaneFreeByPID refuses pane paneID of srv when a live runtime holds the pane of
+// that id on a server of another spelling on the same host that answers with the same
+// server pid (on an ssh host no socket file can be compared: checkPaneFree).
+func (l *launcher) checkPaneFreeByPID(ctx context.Context, srv server, paneID string) error {
+	var pid int
+	for _, rt := range l.recs.holders(paneID) {
+		at := serverOf(&rt)
+		if at.host != srv.host || at == srv {
+			continue
+		}
+		if pid == 0 {
+			var err error
+			if pid, err = l.serverPID(ctx, srv); err != nil {
+				return nil // no server answers there: nothing to take
+			}
+		}
+		if other, err := l.serverPID(ctx, at); err == nil && other == pid {
+			return nudge.NewError(nudge.Conflict, "pane "+paneID+" is already runtime "+rt.RuntimeID+" (on "+socketLabel(at.socket)+", the same tmux server)"+
+				" (`nudge deregister "+rt.RuntimeID+"` first to adopt it under another name)")
+		}
+	}
+	return nil
+}
+
+// serverPID is the pid of the tmux server srv, as it reports it.
+func (l *launcher) serverPID(ctx context.Context, srv server) (int, error) {
+	out, err := l.tmux.run(ctx, srv, "display-message", "-p", "#{pid}")
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("tmux server %s: pid %q", socketLabel(srv.socket), strings.TrimSpace(out))
+	}
+	return pid, nil
+}
+
 // targetFormat is what findTarget lists: paneFormat with the pane's and its window's
 // active flags first.
 const targetFormat = "#{window_active} #{pane_active} " + paneFormat
 
 // findTarget resolves a target to a live pane on server srv: in any session but another
-// workspace's own (agents_<other>) on nudge's server.
+// workspace's own (agents_<other>), on whichever server (srv is nudge's own whatever its
+// spelling: identify).
 func (l *launcher) findTarget(ctx context.Context, ws string, srv server, tgt Target) (paneInfo, error) {
 	out, err := l.tmux.run(ctx, srv, "list-panes", "-a", "-F", targetFormat)
 	if err != nil && !isMissing(err) {
@@ -145,7 +221,7 @@ func (l *launcher) findTarget(ctx context.Context, ws string, srv server, tgt Ta
 		}
 		return paneInfo{}, nudge.NewError(nudge.TargetNotFound, "no pane "+tgt.String()+" "+where+
 			" (`tmux list-panes -a` lists a server's panes; --tmux-socket names another server, --host another machine's)")
-	case srv.socket == "" && strings.HasPrefix(p.Session, SessionPrefix) && p.Session != SessionName(ws):
+	case strings.HasPrefix(p.Session, SessionPrefix) && p.Session != SessionName(ws):
 		return paneInfo{}, badRequest("target %s is in session %s, another workspace's, not %s", tgt, p.Session, SessionName(ws))
 	case p.Dead:
 		return paneInfo{}, nudge.NewError(nudge.PaneDead, "target "+tgt.String()+" is a dead pane (its program ended: adopt a live pane, or start one with nudge spawn)")

@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/nudgehq/nudge"
 )
@@ -162,7 +164,7 @@ func (l *launcher) readPromptFile(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(path)
+	b, err := readRegularFile(path, MaxPromptFile)
 	if err != nil {
 		return "", badRequest("read prompt file: %v", err)
 	}
@@ -309,4 +311,24 @@ func spawnFailed(err error) error {
 		return err
 	}
 	return &wrapped{nudge.NewError(nudge.SpawnFailed, err.Error()), err}
+}
+
+// readRegularFile reads at most max+1 bytes of path, which must still be the regular file
+// that was checked: it is opened without following a last symlink and without blocking (a
+// FIFO or a device swapped in after the check would hold the reader or never end), and
+// refused unless the open file is regular.
+func readRegularFile(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return io.ReadAll(io.LimitReader(f, max+1))
 }

@@ -31,7 +31,16 @@ type tmuxClient struct {
 // is not put on the command line, where every local user can read it (ps, /proc) and
 // where a tmux server started by it keeps it for its lifetime: tmux gets
 // `start-server ; source-file -` and reads the commands from its stdin.
+//
+// A local server of the user's own (not nudge's) is checked first: its socket must be
+// one of this uid (foreignSocket), for a register as for every command after it, the
+// dial of the workspace's control connection included (conns.dial runs has-session).
 func (t *tmuxClient) run(ctx context.Context, at server, args ...string) (string, error) {
+	if at.host == "" && at.socket != "" {
+		if err := foreignSocket(t.cfg, at.socket); err != nil {
+			return "", err
+		}
+	}
 	var stdin string
 	host := at.host
 	argv := t.argv(at, args)

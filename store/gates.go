@@ -13,7 +13,7 @@ import (
 // limit's recent deliveries, or a loop guard's counters and block. Keys are the
 // pipeline's (workspace, agent and thread); the store does not interpret them.
 type Gate struct {
-	Kind      string      `json:"kind"`              // GateRate or GateLoop
+	Kind      string      `json:"kind"`              // GateRate, GateRuntimeRate or GateLoop
 	Key       string      `json:"key"`               // the gate's key within its kind
 	Hits      []time.Time `json:"hits,omitempty"`    // rate: deliveries still within the window
 	Turns     int         `json:"turns,omitempty"`   // loop: deliveries without progress
@@ -30,8 +30,9 @@ type Gates struct{ db *DB }
 
 // Gate kinds.
 const (
-	GateRate = "rate"
-	GateLoop = "loop"
+	GateRate        = "rate"         // a thread's rate limit
+	GateRuntimeRate = "runtime_rate" // a runtime's rate limit, over all its threads
+	GateLoop        = "loop"
 )
 
 func gateKey(kind, key string) []byte { return []byte(kind + "\x00" + key) }

@@ -255,6 +255,11 @@ func (r *follower) follow(w *sub, path string) error {
 	if err := w.add(filepath.Dir(path)); err != nil {
 		return err
 	}
+	dir, err := pinDir(r.f.Root(r.spec), path)
+	if err != nil {
+		return err
+	}
+	defer dir.close()
 	fl := &lineFeed{r: r, st: &State{}}
 	var f *os.File
 	defer func() {
@@ -266,8 +271,8 @@ func (r *follower) follow(w *sub, path string) error {
 		req := r.syncReq.Load()
 		if f == nil {
 			var err error
-			if f, err = os.Open(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
+			if f, err = dir.open(); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err // replaced by a symlink, a FIFO, a device: not read
 			}
 			fl.reset()
 		}
@@ -306,13 +311,9 @@ func (r *follower) follow(w *sub, path string) error {
 			// Events were lost (a full buffer, the watcher's overflow): the read above
 			// catches up with the file, checked for truncation first, and a file replaced
 			// meanwhile is opened anew.
-			if f != nil {
-				now, err1 := os.Stat(path)
-				open, err2 := f.Stat()
-				if err1 == nil && err2 == nil && !os.SameFile(now, open) {
-					f.Close()
-					f = nil
-				}
+			if f != nil && !dir.same(f) {
+				f.Close()
+				f = nil
 			}
 		}
 	}
@@ -334,9 +335,13 @@ func (fl *lineFeed) reset() {
 	fl.off, fl.buf, fl.skip = 0, fl.buf[:0], false
 }
 
-// readFrom reads f to its current end, parsing every complete line.
+// readFrom reads f to its current end, parsing every complete line; it stops when the
+// reader is closed, however fast the file grows.
 func (fl *lineFeed) readFrom(f *os.File) error {
 	for {
+		if fl.r.stopped() {
+			return errStopped
+		}
 		n, err := f.Read(fl.rd[:])
 		if n > 0 {
 			fl.off += int64(n)
@@ -381,6 +386,9 @@ func (fl *lineFeed) feed(b []byte) error {
 			return err
 		}
 		fl.buf = fl.buf[:0]
+		if cap(fl.buf) > len(fl.rd) {
+			fl.buf = nil // a long line's buffer is not kept for the life of the reader
+		}
 	}
 	return nil
 }
@@ -443,9 +451,14 @@ func (r *follower) followTable(w *sub, path string, t Table) error {
 	changed := false
 	for {
 		req := r.syncReq.Load()
+		// SQLite opens the files by name again (a connection idle for a while): they are
+		// checked before every read.
+		if err := checkDatabase(file); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 		err := tr.Rows(last, func(n int64, key string, text []byte) error {
 			last, st.Line = n, n
-			if len(text) > MaxLine {
+			if text == nil || len(text) > MaxLine {
 				r.skipped.Add(1)
 				return nil
 			}

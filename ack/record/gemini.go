@@ -2,7 +2,6 @@ package record
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -46,8 +45,8 @@ func (Gemini) Root(s Spec) string {
 
 // geminiProject is the short name Gemini CLI gave dir, from projects.json; "" if none yet.
 func (g Gemini) geminiProject(s Spec) string {
-	b, err := os.ReadFile(filepath.Join(g.Root(s), "projects.json"))
-	if err != nil || len(b) > 4<<20 {
+	b, err := readSmall(filepath.Join(g.Root(s), "projects.json"), 4<<20)
+	if err != nil {
 		return ""
 	}
 	var reg struct {

@@ -71,7 +71,7 @@ func opencodeSession(db *sql.DB, s Spec) (string, error) {
 		}
 		return s.SessionID, nil
 	}
-	rows, err := db.Query("SELECT id FROM session WHERE directory = ? AND time_created >= ? AND parent_id IS NULL ORDER BY time_created, id",
+	rows, err := db.Query("SELECT id FROM session WHERE directory = ? AND time_created >= ? AND parent_id IS NULL AND octet_length(id) <= 256 ORDER BY time_created, id LIMIT 1024",
 		s.Dir, s.Spawned.UnixMilli())
 	if err != nil {
 		return "", ErrNotYet
@@ -120,7 +120,7 @@ func (OpenCode) OpenTable(s Spec, file, key string) (TableReader, error) {
 		return nil, err
 	}
 	o := &opencodeRows{db: db, session: key, spec: s}
-	if err := db.QueryRow("SELECT directory, time_created FROM session WHERE id = ?", key).Scan(&o.dir, &o.since); err != nil {
+	if err := db.QueryRow("SELECT directory, time_created FROM session WHERE id = ? AND octet_length(directory) <= 4096", key).Scan(&o.dir, &o.since); err != nil {
 		db.Close()
 		return nil, opencodeErr(err)
 	}
@@ -137,23 +137,32 @@ type opencodeRows struct {
 
 // Rows implements TableReader.
 func (o *opencodeRows) Rows(after int64, fn func(line int64, key string, text []byte) error) error {
-	rows, err := o.db.Query(`SELECT e.rowid, e.aggregate_id, e.type, e.data FROM event e
+	// A row's size is asked first (octet_length reads no content): one longer than a line
+	// may be is not loaded at all, and is given to fn without its text (nil).
+	rows, err := o.db.Query(`SELECT e.rowid, substr(e.aggregate_id, 1, 256), substr(e.type, 1, 256),
+			CASE WHEN octet_length(e.data) <= ? THEN e.data END, octet_length(e.data) FROM event e
 		WHERE e.rowid > ? AND e.aggregate_id IN (SELECT id FROM session
 			WHERE id = ? OR (directory = ? AND parent_id IS NULL AND time_created >= ?))
-		ORDER BY e.rowid`, after, o.session, o.dir, o.since)
+		ORDER BY e.rowid`, MaxLine-256-1, after, o.session, o.dir, o.since)
 	if err != nil {
 		return opencodeErr(err)
 	}
 	defer rows.Close()
 	var line []byte
 	for rows.Next() {
-		var n int64
+		var n, size int64
 		var key, typ string
 		var data sql.RawBytes
-		if err := rows.Scan(&n, &key, &typ, &data); err != nil {
+		if err := rows.Scan(&n, &key, &typ, &data, &size); err != nil {
 			return err
 		}
 		if key != o.session && excludedKey(o.spec, key) {
+			continue
+		}
+		if data == nil && size > 0 {
+			if err := fn(n, key, nil); err != nil {
+				return err
+			}
 			continue
 		}
 		line = append(append(append(line[:0], typ...), ' '), data...)
@@ -167,8 +176,12 @@ func (o *opencodeRows) Rows(after int64, fn func(line int64, key string, text []
 func (o *opencodeRows) Close() error { return o.db.Close() }
 
 // openTable opens a SQLite database read-only (never created, never written: OpenCode
-// owns it), waiting briefly while its writer holds a lock.
+// owns it), waiting briefly while its writer holds a lock; only a regular file, with
+// regular companions (checkDatabase).
 func openTable(path string) (*sql.DB, error) {
+	if err := checkDatabase(path); err != nil {
+		return nil, err
+	}
 	u := url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro&_pragma=busy_timeout(2000)&_pragma=query_only(1)"}
 	db, err := sql.Open("sqlite", u.String())
 	if err != nil {

@@ -2,8 +2,6 @@ package record
 
 import (
 	"encoding/json"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -63,12 +61,8 @@ func piSessionDir(s Spec) string {
 		var set struct {
 			SessionDir string `json:"sessionDir"`
 		}
-		f, err := os.Open(filepath.Join(piAgentDir(s), "settings.json"))
-		if err != nil {
-			return ""
-		}
-		defer f.Close()
-		if json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&set) != nil || set.SessionDir == "" {
+		b, err := readSmall(filepath.Join(piAgentDir(s), "settings.json"), 1<<20)
+		if err != nil || json.Unmarshal(b, &set) != nil || set.SessionDir == "" {
 			return ""
 		}
 		d = set.SessionDir

@@ -16,8 +16,17 @@
 // The record is written by a process nudge does not trust: a user message counts only by
 // its structural role in the record, never because text looks like an envelope; lines
 // longer than [MaxLine] are skipped and counted; symlinks leading out of the CLI's own
-// directory are not followed. A record in a format the reader does not know ends the
-// reader with [ErrUnknownFormat]: the caller degrades to the screen and says so.
+// directory are not followed, and the record is read only as a regular file, opened
+// without blocking and reopened (when replaced) by its name in the directory it was
+// found in, never through a symlink ([ErrNotRegular] otherwise). A record in a format the
+// reader does not know ends the reader with [ErrUnknownFormat]: the caller degrades to
+// the screen and says so.
+//
+// What one reader may cost, however large the record: one line of at most MaxLine bytes
+// (and what decoding it takes, for as long as it does), its Options.Buffer events of at
+// most MaxText bytes of text each (16 MiB at the default 256), a 64 KiB read buffer; an
+// OpenCode row longer than MaxLine is not loaded (its size is asked first). A read stops
+// when the reader is closed, however fast the file grows.
 package record
 
 import (
@@ -145,7 +154,8 @@ type Table interface {
 // Close.
 type TableReader interface {
 	// Rows calls fn, in order, for each row whose line number is greater than after,
-	// with that number, the row's key and its text (valid during the call only).
+	// with that number, the row's key and its text (valid during the call only); a row
+	// longer than MaxLine is not read, and given with nil text.
 	Rows(after int64, fn func(line int64, key string, text []byte) error) error
 	Close() error
 }

@@ -13,6 +13,7 @@ import (
 func TestGatesSurviveDaemonRestart(t *testing.T) {
 	cfg := newTestConfig(t)
 	cfg.Inject.LoopRepeats, cfg.Inject.RateLimit = 2, 3
+	cfg.Inject.RuntimeRate = 10 // the runtime's budget over its threads: room for both threads
 	td := startDaemon(t, cfg)
 	rt, file := rawCat(t, td, "w1", "rev")
 	send := func(td *testDaemon, id, thread, prompt string) nudge.Trigger {

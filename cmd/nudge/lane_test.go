@@ -15,6 +15,7 @@ import (
 func laneConfig(t *testing.T) serveConfig {
 	cfg := newTestConfig(t)
 	cfg.Inject.RateLimit, cfg.Inject.RatePer = 1, 10*time.Minute // far longer than any wait below
+	cfg.Inject.RuntimeRate = 10                                  // the runtime's budget over its threads: room for thread B
 	cfg.Inject.MaxDefer = 15 * time.Minute
 	return cfg
 }

@@ -21,6 +21,7 @@ func multiHostSetup(t *testing.T) (*testDaemon, *sshHost, runtimeView, runtimeVi
 	h := startSSHHost(t)
 	cfg := collisionConfig(t)
 	cfg.Inject.MaxDefer = 45 * time.Second // the host-down phase waits for a redial (backoff up to 5s)
+	cfg.Inject.RateLimit = 1000            // 12 triggers to one runtime in a row is over the default 10/min
 	cfg.Panes.SSHConfig = h.config
 	sock := cfg.Panes.SocketName
 	t.Cleanup(func() { h.killServer(sock) }) // runs after the daemon stops

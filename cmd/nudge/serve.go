@@ -204,7 +204,7 @@ func deliveryFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&in.AckTimeout, "ack-timeout", in.AckTimeout, "ack timeout per attempt")
 	fs.IntVar(&in.AckRetries, "ack-retries", in.AckRetries, "retries after an ack timeout before the fallback chain")
 	fs.Var(backoffFlag{&in.Backoff}, "ack-backoff", "backoff before each retry")
-	fs.Var(rateFlag{&in.RateLimit, &in.RatePer}, "rate-limit", "triggers per thread and agent")
+	fs.Var(rateFlag{&in.RateLimit, &in.RatePer}, "rate-limit", "triggers per thread of an agent, and to an agent over all its threads and names")
 	fs.IntVar(&in.LoopTurns, "loop-turns", in.LoopTurns, "triggers on a thread without progress before THREAD_AUTO_BLOCKED")
 	fs.IntVar(&in.LoopRepeats, "loop-repeats", in.LoopRepeats, "identical prompts on a thread without progress before THREAD_AUTO_BLOCKED")
 	fs.IntVar(&in.MaxPrompt, "max-prompt", in.MaxPrompt, "largest prompt in bytes after sanitizing")

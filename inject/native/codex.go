@@ -126,10 +126,12 @@ func (c Codex) Withdraw(ctx context.Context, threadID, mark string) (bool, error
 // when the socket is missing, is not a socket owned by this user, or does not answer.
 func (c Codex) open(ctx context.Context) (*rpcConn, error) {
 	sock := c.Socket()
-	if err := ownSocket(sock); err != nil {
+	real, err := ownSocket(sock)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	conn, err := dial(ctx, sock)
+	checked(real)
+	conn, err := dial(ctx, real) // the path checked, not the link: it may point elsewhere now
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, sock, err)
 	}
@@ -152,32 +154,44 @@ func (c Codex) open(ctx context.Context) (*rpcConn, error) {
 
 // ownSocket checks that path is, or links to (Codex links it from a short directory of
 // its own, /tmp/codex-daemon-UID, for the length limit of socket paths), a unix socket
-// owned by this process's user in a directory only this user can write to: not
-// something another user planted where the CLI's socket should be.
-func ownSocket(path string) error {
+// owned by this process's user in a directory only this user can write to, that no one
+// else can write to through it either: not something another user planted where the
+// CLI's socket should be. It returns the socket's path, symlinks resolved: the path to
+// dial (a link may be flipped after the check).
+func ownSocket(path string) (string, error) {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return err
+		return "", err
 	}
 	fi, err := os.Lstat(real)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if fi.Mode()&os.ModeSocket == 0 {
-		return fmt.Errorf("%s is not a socket", real)
+		return "", fmt.Errorf("%s is not a socket", real)
 	}
 	if err := mine(fi, real); err != nil {
-		return err
+		return "", err
 	}
 	dir, err := os.Stat(filepath.Dir(real))
 	if err != nil {
-		return err
+		return "", err
 	}
 	if dir.Mode().Perm()&0o022 != 0 && dir.Mode()&os.ModeSticky == 0 {
-		return fmt.Errorf("%s is writable by others", filepath.Dir(real))
+		return "", fmt.Errorf("%s is writable by others", filepath.Dir(real))
 	}
-	return mine(dir, filepath.Dir(real))
+	if err := mine(dir, filepath.Dir(real)); err != nil {
+		return "", err
+	}
+	// A socket others may write to (connect), in a directory that lets them reach it.
+	if p, d := fi.Mode().Perm(), dir.Mode().Perm(); p&0o020 != 0 && d&0o010 != 0 || p&0o002 != 0 && d&0o001 != 0 {
+		return "", fmt.Errorf("%s is writable by others", real)
+	}
+	return real, nil
 }
+
+// checked is called between the check of the socket and its dial (tests flip a link there).
+var checked = func(string) {}
 
 // mine fails unless fi (of path) belongs to this process's user.
 func mine(fi os.FileInfo, path string) error {
@@ -187,12 +201,21 @@ func mine(fi os.FileInfo, path string) error {
 	return nil
 }
 
-// dial opens the WebSocket of the control socket (GET /rpc over the unix socket).
+// dial opens the WebSocket of the control socket (GET /rpc over the unix socket), whose
+// listener must run as this user (its peer credentials).
 func dial(ctx context.Context, sock string) (*websocket.Conn, error) {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
+			c, err := d.DialContext(ctx, "unix", sock)
+			if err != nil {
+				return nil, err
+			}
+			if err := peerIsMe(c); err != nil {
+				c.Close()
+				return nil, err
+			}
+			return c, nil
 		},
 		Proxy: nil, // never through a proxy from the environment
 	}

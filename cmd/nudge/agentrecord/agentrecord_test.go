@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,4 +115,43 @@ func TestWatcher(t *testing.T) {
 	os.Chtimes(filepath.Join(dir, "zzz.jsonl"), time.Now().Add(2*time.Second), time.Now().Add(2*time.Second))
 	w.Runtime(rt)
 	waitFor(t, "degraded", func() bool { return w.Degraded()["w.dev"] != "" })
+}
+
+// TestWatcherHostileRecord: a runtime whose record is a FIFO (an agent put it where its
+// CLI's transcript goes) is degraded, not stuck: its reader does not block, and the
+// runtime's deregistering (its reader stopped) and Close return.
+func TestWatcherHostileRecord(t *testing.T) {
+	profiles, err := panes.LoadProfiles("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	dir := filepath.Join(home, ".claude", "projects", "-src-app")
+	os.MkdirAll(dir, 0o700)
+	if err := syscall.Mkfifo(filepath.Join(dir, "abc-123.jsonl"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rt := nudge.Runtime{RuntimeID: "w.dev", Agent: "claude", Dir: "/src/app", SessionID: "abc-123", Status: nudge.StatusStarting, StatusSince: now, CreatedAt: now}
+	w := New(Config{Profiles: profiles, Acks: &acks{got: map[string]string{}}, Runtimes: &runtimes{rt: rt},
+		Getenv: func(k string) string {
+			if k == "HOME" {
+				return home
+			}
+			return ""
+		}})
+	w.Runtime(rt)
+	waitFor(t, "degraded", func() bool { return strings.Contains(w.Degraded()["w.dev"], "not a regular file") })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rt.Status = nudge.StatusExited
+		w.Runtime(rt) // deregistered: its reader stops
+		w.Close()
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second): // a hang, not a speed
+		t.Fatal("stopping the runtime's reader hung")
+	}
 }

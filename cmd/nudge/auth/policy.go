@@ -41,16 +41,24 @@ type workspacePolicy struct {
 	AutoAnswer []autoAnswer `json:"auto_answer"`
 }
 
-// autoAnswer is one rule of a workspace's auto_answer list: a dialog whose question, text
-// and options match Match (a Go regexp), shown by an agent of one of Agents (empty: any),
-// is answered with Choice (approve, deny, or an option's key), audited with Reason.
+// autoAnswer is one rule of a workspace's auto_answer list: a dialog whose command (the
+// CLI's own structured field, nudge.Dialog.Command; never the agent's description or
+// reason, the question or the labels) Match (a Go regexp) matches whole, shown by an
+// agent of one of Agents (empty: any), is answered with Choice (approve, deny, or an
+// option's key), audited with Reason. A command that chains or substitutes (";", "&",
+// "|", "$(", "`", "<(", ">(", a newline) matches only a rule with Chains set.
 type autoAnswer struct {
 	Match  string   `json:"match"`
 	Agents []string `json:"agents"`
 	Choice string   `json:"choice"`
 	Reason string   `json:"reason"`
+	Chains bool     `json:"chains,omitempty"`
 	re     *regexp.Regexp
 }
+
+// chaining holds what makes one command line run more than one command: a rule that
+// names one command does not answer for the rest.
+var chaining = []string{";", "&", "|", "$(", "`", "<(", ">(", "\n", "\r"}
 
 // Policy is the loaded policy file; a nil *Policy allows everything (beyond the caller's
 // own verbs and workspaces, which every Check method checks first).
@@ -138,7 +146,7 @@ func newRule(ws string, wp workspacePolicy, roots []string) (*wsRule, error) {
 	}
 	for i, a := range wp.AutoAnswer {
 		var err error
-		if a.re, err = regexp.Compile(a.Match); err != nil || a.Match == "" {
+		if a.re, err = regexp.Compile(`^(?:` + a.Match + `)$`); err != nil || a.Match == "" {
 			return nil, fmt.Errorf("auto_answer[%d].match %q: want a regexp (%v)", i, a.Match, err)
 		}
 		if a.Choice == "" || strings.TrimSpace(a.Reason) == "" {
@@ -193,19 +201,17 @@ func (p *Policy) rule(ws string) *wsRule {
 }
 
 // AutoAnswer is the workspace's automatic answer to dialog d of an agent of profile
-// agent: the first auto_answer rule whose match finds the dialog's question, text or an
-// option's label. ok is false when none does (or there is no policy).
+// agent: the first auto_answer rule whose match matches the dialog's command whole (a
+// chained command only a rule that allows chains). ok is false when none does, the
+// dialog shows no command nudge can read, or there is no policy.
 func (p *Policy) AutoAnswer(ws, agent string, d nudge.Dialog) (choice, reason string, ok bool) {
 	r := p.rule(ws)
-	if r == nil {
+	if r == nil || d.Command == "" {
 		return "", "", false
 	}
-	text := d.Title + "\n" + d.Text
-	for _, o := range d.Options {
-		text += "\n" + o.Label
-	}
+	chained := slices.ContainsFunc(chaining, func(c string) bool { return strings.Contains(d.Command, c) })
 	for _, a := range r.auto {
-		if (len(a.Agents) == 0 || slices.Contains(a.Agents, agent)) && a.re.MatchString(text) {
+		if (len(a.Agents) == 0 || slices.Contains(a.Agents, agent)) && (a.Chains || !chained) && a.re.MatchString(d.Command) {
 			return a.Choice, a.Reason, true
 		}
 	}

@@ -29,7 +29,9 @@ func Commands(cli CLI) []*cobra.Command {
 			"watch`): --choice is an option's key or number. The key is typed only if that dialog\n"+
 			"(--dialog ID; default: whatever dialog is up) is on screen at that moment and no human is\n"+
 			"typing at the pane; otherwise nothing is typed and the error says what is there now (409\n"+
-			"DIALOG_CHANGED). The reason goes into the audit log with who answered.")
+			"DIALOG_CHANGED), that no dialog is up (NO_DIALOG: nothing is typed into the composer), or\n"+
+			"that the dialog was just answered (DIALOG_ANSWERED: one answer at a time, and never twice).\n"+
+			"The reason goes into the audit log with who answered.")
 	approve := command(cli, "approve RUNTIME --reason TEXT [--dialog ID]", "approve",
 		"approve a runtime's approval dialog (its yes option)",
 		"Answer the dialog a runtime's agent shows with its yes option (e.g. Claude Code's \"1. Yes\",\n"+

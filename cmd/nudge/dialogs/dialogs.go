@@ -1,10 +1,13 @@
 // Package dialogs answers an agent's approval dialog from afar: `nudge answer`, `nudge
 // approve`, `nudge deny`, POST /v1/runtimes/{id}/answer and the MCP answer tool all come
 // here. The dialog is read from the pane at the moment of answering (detector.ParseDialog
-// through the control connection); the key goes only if it is the dialog the caller
-// named, no human is typing at the pane, and the pane still runs the runtime's program
-// (the same if-shell guard as a prompt's keys). The caller records the answer in the
-// audit log and on the event stream.
+// through the control connection, from a capture that classifies as NEEDS_CONFIRMATION);
+// the key goes only if it is the dialog the caller named, no human is typing at the
+// pane, the pane has not drawn since that capture, and the pane still runs the runtime's
+// program (the same if-shell guard as a prompt's keys). One answer goes at a time per
+// runtime, and a dialog answered is not answered again until a capture shows it gone: a
+// second answer never lands on the dialog that follows. The caller records the answer in
+// the audit log and on the event stream.
 //
 // Shown puts each new dialog on the event stream and answers it when the workspace
 // policy's auto_answer rules say so (off by default).
@@ -28,8 +31,9 @@ import (
 
 // Config is what an Answerer reads.
 type Config struct {
-	// Screen reads the dialog on rt's pane now (detector.Monitor.DialogNow).
-	Screen func(ctx context.Context, rt nudge.Runtime) (*nudge.Dialog, error)
+	// Screen reads the dialog on rt's pane now (detector.Monitor.DialogNow): nil when the
+	// capture shows none; drew reports whether the pane has drawn since that capture.
+	Screen func(ctx context.Context, rt nudge.Runtime) (d *nudge.Dialog, drew func() bool, err error)
 	// Busy reports a human at the pane (detector.Monitor.Collision).
 	Busy func(rt nudge.Runtime) (bool, time.Time, string)
 	// Conn is the workspace's control connection.
@@ -56,10 +60,16 @@ type Answerer struct {
 	cfg   Config
 	shown sync.Map // runtime id → the id of the last dialog put on the event stream
 	wg    sync.WaitGroup
+
+	mu       sync.Mutex
+	sending  map[string]bool   // runtime id → an answer is being read and sent
+	answered map[string]string // runtime id → the dialog answered, until a capture shows it gone
 }
 
 // New returns an Answerer.
-func New(cfg Config) *Answerer { return &Answerer{cfg: cfg} }
+func New(cfg Config) *Answerer {
+	return &Answerer{cfg: cfg, sending: map[string]bool{}, answered: map[string]string{}}
+}
 
 // Close waits for the automatic answers under way.
 func (a *Answerer) Close() {
@@ -76,6 +86,7 @@ func (a *Answerer) Shown(runtimeID string, d *nudge.Dialog) {
 	if d != nil {
 		id = d.DialogID
 	}
+	a.seen(runtimeID, id)
 	if prev, _ := a.shown.Swap(runtimeID, id); d == nil || prev == id {
 		return
 	}
@@ -117,66 +128,170 @@ func (a *Answerer) publish(typ, ws string, detail any) {
 	}
 }
 
-// Answer reads rt's dialog now and, if it is the one dialogID names ("" = whatever dialog
-// is on screen), presses the key of the chosen option: its key, its 1-based number, or
-// "approve"/"deny" for the dialog's yes and no. It returns the dialog as it was and the
-// option picked. who and reason are the caller's, for OnAnswer. Errors: NO_DIALOG (none shown), DIALOG_CHANGED (another one is; its
-// message says what is there now), BAD_REQUEST (no such option), OPERATOR_BUSY (a human
-// is typing at the pane), PANE_DEAD.
+// Answer reads rt's dialog now and, if it is the one dialogID names ("": the one the
+// runtime's record shows, else whatever dialog is on screen), presses the key of the
+// chosen option: its key, its 1-based number, or "approve"/"deny" for the dialog's yes
+// and no. It returns the dialog as it was and the option picked. who and reason are the
+// caller's, for OnAnswer. Errors: NO_DIALOG (none shown), DIALOG_CHANGED (another one is;
+// its message says what is there now; or the pane kept drawing), DIALOG_ANSWERED
+// (another answer to this runtime is being sent, or this dialog was answered and no
+// capture has shown it gone yet), BAD_REQUEST (no such option), OPERATOR_BUSY (a human is
+// typing at the pane), PANE_DEAD.
 func (a *Answerer) Answer(ctx context.Context, rt nudge.Runtime, dialogID, choice, who, reason string) (nudge.Dialog, nudge.DialogOption, error) {
 	var none nudge.DialogOption
 	if !panes.Live(rt.Status) || rt.PaneID == "" {
 		return nudge.Dialog{}, none, nudge.NewError(nudge.PaneDead, "runtime "+rt.RuntimeID+" is "+string(rt.Status)+": nothing to answer")
 	}
-	d, err := a.cfg.Screen(ctx, rt)
+	if dialogID == "" && rt.Dialog != nil {
+		dialogID = rt.Dialog.DialogID // the dialog the caller could have seen, not the next one
+	}
+	if !a.begin(rt.RuntimeID) {
+		return nudge.Dialog{}, none, nudge.NewError(nudge.DialogAnswered, "another answer to "+rt.RuntimeID+"'s dialog is being sent: not answered")
+	}
+	defer a.end(rt.RuntimeID)
+	d, opt, drew, err := a.read(ctx, rt, dialogID, choice)
 	if err != nil {
-		return nudge.Dialog{}, none, nudge.NewError(nudge.TargetNotFound, "read the screen of "+rt.RuntimeID+": "+err.Error())
+		return d, none, err
 	}
-	if d == nil {
-		return nudge.Dialog{}, none, nudge.NewError(nudge.NoDialog, "runtime "+rt.RuntimeID+" shows no dialog nudge can read now (readiness "+string(rt.Readiness)+"); `nudge tail "+rt.RuntimeID+"` shows its screen")
+	if drew() { // once more, just before the keys go
+		return d, none, nudge.NewError(nudge.DialogChanged, "the pane of "+rt.RuntimeID+" drew while its dialog was read: not answered; try again ("+Describe(d)+")")
 	}
-	if dialogID != "" && dialogID != d.DialogID {
-		return *d, none, nudge.NewError(nudge.DialogChanged, "the dialog changed: "+Describe(*d))
-	}
-	opt, err := pick(*d, choice)
-	if err != nil {
+	if err := a.send(ctx, rt, opt); err != nil {
 		return nudge.Dialog{}, none, err
 	}
-	if a.cfg.Busy != nil {
-		if busy, _, why := a.cfg.Busy(rt); busy {
-			return nudge.Dialog{}, none, nudge.NewError(nudge.OperatorBusy, "a human is at the pane ("+why+"): not answered; try again when they stop")
-		}
-	}
-	conn, err := a.cfg.Conn(rt.WorkspaceID)
-	if err != nil {
-		return nudge.Dialog{}, none, err
-	}
-	var keys []string // "Right Right Enter": a row of buttons is answered by moving along it
-	for _, k := range strings.Fields(opt.Key) {
-		q, err := controlmode.Quote(k)
-		if err != nil {
-			return nudge.Dialog{}, none, nudge.NewError(nudge.BadRequest, "option key "+opt.Key+": "+err.Error())
-		}
-		keys = append(keys, q)
-	}
-	key := strings.Join(keys, " ")
-	target, err := controlmode.Quote(rt.PaneID)
-	if err != nil {
-		return nudge.Dialog{}, none, err
-	}
-	line, err := controlmode.IfPane(rt.PaneID, rt.PID, "send-keys -t "+target+" "+key)
-	if err != nil {
-		return nudge.Dialog{}, none, err
-	}
-	if _, err := conn.Do(ctx, line); err != nil {
-		return nudge.Dialog{}, none, nudge.NewError(nudge.SendKeysError, "answer "+rt.RuntimeID+": "+err.Error())
-	}
+	a.mu.Lock()
+	a.answered[rt.RuntimeID] = d.DialogID
+	a.mu.Unlock()
 	// The screen is not read afresh here: the dialog stays the gate's verdict until a
 	// capture after the agent's own output shows it gone, so a trigger it held is never
 	// typed into a dialog still open (an agent slow to take the key).
 	a.publish("dialog_answered", rt.WorkspaceID, map[string]any{"runtime_id": rt.RuntimeID, "dialog_id": d.DialogID,
 		"title": d.Title, "option": opt, "by": who, "reason": reason})
-	return *d, opt, nil
+	return d, opt, nil
+}
+
+// drawTries is how many captures Answer takes of a pane that draws while it reads it,
+// drawPause the pause before the next (times the tries so far).
+const (
+	drawTries = 5
+	drawPause = 20 * time.Millisecond
+)
+
+// read takes a settled capture of rt's pane (settled) and checks the dialog on it
+// against dialogID and the dialog last answered, the choice, and the human at the pane.
+// drew reports whether the pane has drawn since that capture.
+func (a *Answerer) read(ctx context.Context, rt nudge.Runtime, dialogID, choice string) (_ nudge.Dialog, _ nudge.DialogOption, drew func() bool, err error) {
+	var none nudge.DialogOption
+	d, drew, err := a.settled(ctx, rt)
+	if err != nil {
+		return nudge.Dialog{}, none, nil, err
+	}
+	id := ""
+	if d != nil {
+		id = d.DialogID
+	}
+	switch {
+	case a.seen(rt.RuntimeID, id):
+		return *d, none, nil, nudge.NewError(nudge.DialogAnswered, "dialog "+d.DialogID+" was answered and is still on screen (the agent has not taken the answer yet): not answered again; if the agent asks the same again, answer it in the pane (`nudge attach`)")
+	case d == nil:
+		return nudge.Dialog{}, none, nil, nudge.NewError(nudge.NoDialog, "runtime "+rt.RuntimeID+" shows no dialog nudge can read now (readiness "+string(rt.Readiness)+"); nothing typed; `nudge tail "+rt.RuntimeID+"` shows its screen")
+	case dialogID != "" && dialogID != d.DialogID:
+		return *d, none, nil, nudge.NewError(nudge.DialogChanged, "the dialog changed: "+Describe(*d))
+	}
+	opt, err := pick(*d, choice)
+	if err != nil {
+		return nudge.Dialog{}, none, nil, err
+	}
+	if a.cfg.Busy != nil {
+		if busy, _, why := a.cfg.Busy(rt); busy {
+			return nudge.Dialog{}, none, nil, nudge.NewError(nudge.OperatorBusy, "a human is at the pane ("+why+"): not answered; try again when they stop")
+		}
+	}
+	return *d, opt, drew, nil
+}
+
+// settled captures rt's pane until a capture is the last thing the pane drew (drawTries
+// at most, a pause between) and returns the dialog on it (nil: none).
+func (a *Answerer) settled(ctx context.Context, rt nudge.Runtime) (*nudge.Dialog, func() bool, error) {
+	for try := 1; ; try++ {
+		d, drew, err := a.cfg.Screen(ctx, rt)
+		if err != nil {
+			return nil, nil, nudge.NewError(nudge.TargetNotFound, "read the screen of "+rt.RuntimeID+": "+err.Error())
+		}
+		if !drew() {
+			return d, drew, nil
+		}
+		if try == drawTries {
+			what := "no dialog"
+			if d != nil {
+				what = Describe(*d)
+			}
+			return nil, nil, nudge.NewError(nudge.DialogChanged, "the pane of "+rt.RuntimeID+" kept drawing while its dialog was read: not answered; try again ("+what+")")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, nudge.NewError(nudge.DialogChanged, "the pane of "+rt.RuntimeID+" kept drawing while its dialog was read: not answered ("+ctx.Err().Error()+")")
+		case <-time.After(time.Duration(try) * drawPause):
+		}
+	}
+}
+
+// send presses opt's keys in rt's pane, if it still runs rt's program.
+func (a *Answerer) send(ctx context.Context, rt nudge.Runtime, opt nudge.DialogOption) error {
+	conn, err := a.cfg.Conn(rt.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	var keys []string // "Right Right Enter": a row of buttons is answered by moving along it
+	for _, k := range strings.Fields(opt.Key) {
+		q, err := controlmode.Quote(k)
+		if err != nil {
+			return nudge.NewError(nudge.BadRequest, "option key "+opt.Key+": "+err.Error())
+		}
+		keys = append(keys, q)
+	}
+	target, err := controlmode.Quote(rt.PaneID)
+	if err != nil {
+		return err
+	}
+	line, err := controlmode.IfPane(rt.PaneID, rt.PID, "send-keys -t "+target+" "+strings.Join(keys, " "))
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Do(ctx, line); err != nil {
+		return nudge.NewError(nudge.SendKeysError, "answer "+rt.RuntimeID+": "+err.Error())
+	}
+	return nil
+}
+
+// begin marks an answer to runtime id under way; false when one already is.
+func (a *Answerer) begin(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sending[id] {
+		return false
+	}
+	a.sending[id] = true
+	return true
+}
+
+func (a *Answerer) end(id string) {
+	a.mu.Lock()
+	delete(a.sending, id)
+	a.mu.Unlock()
+}
+
+// seen takes a capture's dialog on runtime id (dialogID "" for none) and reports whether
+// it is the dialog last answered there, still shown; any other forgets that answer.
+func (a *Answerer) seen(id, dialogID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	last, ok := a.answered[id]
+	if ok && last == dialogID {
+		return true
+	}
+	delete(a.answered, id)
+	return false
 }
 
 // pick finds the option choice names in d.

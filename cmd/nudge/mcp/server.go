@@ -41,7 +41,7 @@ func NewServer(c *api.Client, version string) *sdk.Server {
 	addTrigger(s, t)
 	add(s, "get_trigger", "Get a trigger's receipt; with wait (e.g. \"30s\") hold the answer until it is closed.", t.getTrigger)
 	add(s, "ack", "Acknowledge a trigger (the agent took the prompt up).", t.ack)
-	add(s, "answer_dialog", "Answer the approval dialog a runtime's agent shows (get_runtime's dialog): choice is an option's key or number, or approve/deny. Typed only if that dialog_id is still on screen (else DIALOG_CHANGED with what is there now); the reason goes into the audit log.", t.answerDialog)
+	add(s, "answer_dialog", "Answer the approval dialog a runtime's agent shows (get_runtime's dialog): choice is an option's key or number, or approve/deny. Typed only if that dialog_id is still on screen (else DIALOG_CHANGED with what is there now; DIALOG_ANSWERED while another answer to it is under way or it was answered and is still shown); the reason goes into the audit log.", t.answerDialog)
 	return s
 }
 

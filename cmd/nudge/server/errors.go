@@ -24,7 +24,7 @@ func StatusFor(code nudge.Code) int {
 		return http.StatusForbidden
 	case nudge.NotFound, nudge.TargetNotFound:
 		return http.StatusNotFound
-	case nudge.Conflict, nudge.IdempotencyConflict, nudge.DialogChanged, nudge.NoDialog, nudge.OperatorBusy:
+	case nudge.Conflict, nudge.IdempotencyConflict, nudge.DialogChanged, nudge.DialogAnswered, nudge.NoDialog, nudge.OperatorBusy:
 		return http.StatusConflict
 	case nudge.EventsExpired:
 		return http.StatusGone

@@ -298,11 +298,8 @@ func (a lifecycleAPI) handleHeartbeat(w http.ResponseWriter, r *http.Request, c 
 	}
 	if advanced {
 		// Triggers address the runtime by its role or its agent_id: the loop guard keeps
-		// their turns under the name they used, so progress lifts both.
+		// their turns under the runtime, whichever name they used.
 		s.deps.Triggers.Progress(rt.WorkspaceID, rt.Role, b.ThreadID)
-		if rt.AgentID != "" && rt.AgentID != rt.Role {
-			s.deps.Triggers.Progress(rt.WorkspaceID, rt.AgentID, b.ThreadID)
-		}
 	}
 	rt, err := s.deps.Runtimes.Update(rt.RuntimeID, func(x *nudge.Runtime) {
 		x.LastHeartbeatAt, x.HeartbeatStatus = now, status

@@ -101,9 +101,10 @@ func PrintAudit(w io.Writer, r api.AuditRecord) {
 	fmt.Fprintf(w, "%6d %s %-26s %s\n", r.Seq, r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Event, strings.Join(parts, " "))
 }
 
-// Printable escapes control characters so daemon text cannot drive the terminal.
+// Printable escapes control characters so daemon text cannot drive the terminal: C0,
+// DEL, C1 and the bidi controls (which reorder what the terminal shows).
 func Printable(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) < 0 {
+	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || bidiControl(r) }) < 0 {
 		return s
 	}
 	q := strconv.Quote(s)
@@ -111,23 +112,30 @@ func Printable(s string) string {
 }
 
 // PrintableText is Printable for text of several lines (an agent's reply): line feeds
-// and tabs stay, every other control character is escaped.
+// and tabs stay, the bidi controls are removed (as inject.Sanitize removes them from a
+// prompt), every other control character is escaped.
 func PrintableText(s string) string {
 	control := func(r rune) bool { return r != '\n' && r != '\t' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0)) }
-	if strings.IndexFunc(s, control) < 0 {
+	if strings.IndexFunc(s, func(r rune) bool { return control(r) || bidiControl(r) }) < 0 {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if control(r) {
+		switch {
+		case bidiControl(r):
+		case control(r):
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
-			continue
+		default:
+			b.WriteRune(r)
 		}
-		b.WriteRune(r)
 	}
 	return b.String()
 }
+
+// bidiControl reports whether r is a bidi override or isolate control, U+202A–U+202E
+// and U+2066–U+2069: the ones inject.Sanitize removes from a prompt.
+func bidiControl(r rune) bool { return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 }
 
 func CompactJSON(b []byte) string {
 	var v any
