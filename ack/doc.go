@@ -12,7 +12,8 @@
 //	         (Feed, Flush), an explicit API ack (APIAck), heartbeats and read-cursor
 //	         advances after the delivery (Heartbeat), with a prompt the agent queued
 //	         while busy acked only once the agent took it up (Queued, Dequeued). It
-//	         implements inject.Acker: Expect, Wait, Forget, OnScreen, APIAck
+//	         implements inject.Acker: Expect, Wait, Forget, OnScreen, APIAck, and
+//	         Handed (the pipeline says when a prompt is typed or given)
 //	Chain    the fallback chain (seed 000 §12, seed 001 §7.3): resume the agent's
 //	         session (up to ResumeAttempts; skipped without a resume command or
 //	         session id, for a stale session, in a crash loop, or while a human or
@@ -20,6 +21,12 @@
 //	         prompt; beside the pane instead of in it when a human is at it or nudge
 //	         does not manage it. It implements
 //	         inject.Fallbacker; every step is audited and published (OnStep)
+//
+// What a runtime writes (its marker, its record, its heartbeats) acks only a trigger
+// handed to that runtime: waited for on it (Expect) and typed or given to it (Handed, or
+// a record that says so). A line naming another runtime's trigger, or one of its own
+// still queued, acks nothing; a record's session id is the one its file named first, taken
+// once a prompt of the runtime's own shows the record is its.
 //
 // The ack decision: a signal only marks the trigger acked in the Tracker (once, if the
 // runtime's profile accepts that signal) and wakes Wait; the pipeline's goroutine that

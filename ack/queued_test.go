@@ -15,6 +15,7 @@ func TestQueuedTriggerAckedOnlyByItsTurn(t *testing.T) {
 	now := time.Unix(1000, 0)
 	k := NewTracker(TrackerConfig{Now: func() time.Time { return now }})
 	k.Expect(nudge.Trigger{TriggerID: "q1", RuntimeID: "rt"})
+	k.Handed("rt", "q1") // typed: the agent queued it
 	k.Queued("q1")
 	now = now.Add(time.Second)
 	k.Heartbeat("rt", now, "c1")
@@ -38,6 +39,7 @@ func TestOfflineHeartbeatAcksNothing(t *testing.T) {
 	now := time.Unix(1000, 0)
 	k := NewTracker(TrackerConfig{Now: func() time.Time { return now }})
 	k.Expect(nudge.Trigger{TriggerID: "t1", RuntimeID: "rt"})
+	k.Handed("rt", "t1")
 	now = now.Add(time.Second)
 	k.Offline("rt", "c9")
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)

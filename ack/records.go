@@ -34,7 +34,8 @@ type RecordsConfig struct {
 	OnForeign func(runtimeID, path string)
 	// OnReply: the turn that took the trigger's prompt ended.
 	OnReply func(runtimeID, triggerID string, r Reply)
-	// OnSession: the record names the agent's session id.
+	// OnSession: the record names the agent's session id: the id the record file named
+	// first, once a prompt of this runtime's was seen in that file (see tellSession).
 	OnSession func(runtimeID, sessionID string)
 	// OnFound: the runtime's record file was found (the first event read from it).
 	OnFound func(runtimeID, path string)
@@ -76,7 +77,14 @@ type follow struct {
 	syncSeq uint64            // the last Sync request's number
 	syncs   []syncWait        // the Sync requests not answered yet
 	foreign bool              // OnForeign was called: this reader is being replaced
+	// sessions: the session id each record file (or database key) named first. A file
+	// that names another later (its session_meta rewritten) is not believed.
+	sessions map[string]string
+	told     string // the session id reported (OnSession)
 }
+
+// maxSessions bounds the record files whose session a follow remembers.
+const maxSessions = 64
 
 // syncWait is one Sync waiting for the reader to answer request n.
 type syncWait struct {
@@ -126,7 +134,7 @@ func (rs *Records) Follow(runtimeID string, f record.Format, s record.Spec) {
 		rs.mu.Unlock()
 		return
 	}
-	fl := &follow{r: rs.cfg.Open(f, s), done: make(chan struct{}), seen: map[string]string{}}
+	fl := &follow{r: rs.cfg.Open(f, s), done: make(chan struct{}), seen: map[string]string{}, sessions: map[string]string{}}
 	old := rs.rts[runtimeID]
 	rs.rts[runtimeID] = fl
 	rs.mu.Unlock()
@@ -243,9 +251,11 @@ func evidence(ev record.Event) string { return ev.File + ":" + strconv.FormatInt
 func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 	switch ev.Kind {
 	case record.SessionKnown:
-		if rs.cfg.OnSession != nil && ev.SessionID != "" {
-			rs.cfg.OnSession(runtimeID, ev.SessionID)
+		fl.mu.Lock()
+		if ev.SessionID != "" && fl.sessions[ev.File] == "" && len(fl.sessions) < maxSessions {
+			fl.sessions[ev.File] = ev.SessionID
 		}
+		fl.mu.Unlock()
 	case record.UserMessage:
 		rs.userMessage(runtimeID, fl, ev)
 	case record.TurnStarted:
@@ -263,8 +273,12 @@ func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 	}
 }
 
-// userMessage takes the prompts of a user message in the record: each one not seen before
-// is reported (OnPrompt) and waits for the reply of the turn that answers it.
+// userMessage takes the prompts of a user message in the record: each one not taken
+// before is reported (OnPrompt) and waits for the reply of the turn that answers it. A
+// prompt is taken (remembered, and never reported again) once OnPrompt knows whose it is;
+// one it does not (RecordUnknown: the agent wrote the envelope of a trigger not handed to
+// it yet) is reported again when it shows again, so that the genuine prompt, typed
+// later, still acks its trigger and gets its reply.
 func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 	var fresh []string
 	fl.mu.Lock()
@@ -272,7 +286,9 @@ func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 		if _, ok := fl.seen[id]; ok {
 			continue // the same prompt again (a file read anew): once is enough
 		}
-		fl.remember(id, evidence(ev))
+		if rs.cfg.OnPrompt == nil {
+			fl.remember(id, evidence(ev))
+		}
 		if len(fl.open) == maxOpen {
 			fl.open[0] = nil
 			fl.open = fl.open[1:]
@@ -285,11 +301,18 @@ func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 		return
 	}
 	for _, id := range fresh {
-		switch rs.cfg.OnPrompt(runtimeID, id, evidence(ev)) {
+		owner := rs.cfg.OnPrompt(runtimeID, id, evidence(ev))
+		if owner != RecordUnknown {
+			fl.mu.Lock()
+			fl.remember(id, evidence(ev))
+			fl.mu.Unlock()
+		}
+		switch owner {
 		case RecordMine:
 			fl.mu.Lock()
 			fl.mine = true
 			fl.mu.Unlock()
+			rs.tellSession(runtimeID, fl, ev.File)
 		case RecordForeign:
 			fl.mu.Lock()
 			mine, told := fl.mine, fl.foreign
@@ -308,6 +331,23 @@ func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 				}(ev.File)
 			}
 		}
+	}
+}
+
+// tellSession reports the session that record file names (OnSession), once a prompt of
+// this runtime's was seen in it: a record's session id is taken only from a record shown
+// to be this runtime's, and only the id its file named first (an agent that rewrites its
+// record's header to name another session, another workspace's, is not believed).
+func (rs *Records) tellSession(runtimeID string, fl *follow, file string) {
+	fl.mu.Lock()
+	s := fl.sessions[file]
+	tell := s != "" && s != fl.told
+	if tell {
+		fl.told = s
+	}
+	fl.mu.Unlock()
+	if tell && rs.cfg.OnSession != nil {
+		rs.cfg.OnSession(runtimeID, s)
 	}
 }
 

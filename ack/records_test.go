@@ -127,18 +127,20 @@ func TestReplyBounded(t *testing.T) {
 	}
 }
 
-// TestTrackerRecordAck: a prompt seen in the record before its wait began is acked when
-// the wait begins, with its evidence; one seen while it waits is acked then, queued or not.
+// TestTrackerRecordAck: a prompt seen in the record before its wait began (a daemon
+// restarted after typing it) is acked when the wait begins, with its evidence; one seen
+// while it waits is acked then, queued or not.
 func TestTrackerRecordAck(t *testing.T) {
 	k := NewTracker(TrackerConfig{})
 	if k.RecordAck("w.a", "early", "/r:1") != RecordUnknown {
 		t.Fatal("acked a trigger nobody waits for")
 	}
-	k.Expect(trig("early", "w.a"))
+	k.Expect(typed(trig("early", "w.a")))
 	if sig, err := k.Wait(t.Context(), "early"); err != nil || sig != SignalRecord || k.Evidence("early") != "/r:1" {
 		t.Fatalf("early: %q %v %q", sig, err, k.Evidence("early"))
 	}
 	k.Expect(trig("late", "w.a"))
+	k.Handed("w.a", "late")
 	k.Queued("late")
 	if k.RecordAck("w.a", "late", "/r:7") != RecordMine {
 		t.Fatal("late not acked")
@@ -152,7 +154,7 @@ func TestTrackerRecordAck(t *testing.T) {
 		t.Fatal("acked by another runtime's record")
 	}
 	k.RecordAck("w.b", "early2", "/r:10")
-	k.Expect(trig("early2", "w.a"))
+	k.Expect(typed(trig("early2", "w.a")))
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := k.Wait(ctx, "early2"); err == nil {
@@ -161,6 +163,70 @@ func TestTrackerRecordAck(t *testing.T) {
 }
 
 func trig(id, rt string) nudge.Trigger { return nudge.Trigger{TriggerID: id, RuntimeID: rt} }
+
+// typed is t as its record reads once it was typed into its runtime.
+func typed(t nudge.Trigger) nudge.Trigger {
+	at := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	t.State, t.InjectedAt = nudge.StateInjected, &at
+	return t
+}
+
+// TestTrackerForgedBeforeHanded: the agent writes a trigger's envelope into its own record,
+// or prints its marker, before that trigger was handed to it (queued, deferred: it guessed
+// the id). Nothing acks it: not the record line (before or during its wait), not the
+// marker, not a heartbeat, not the same line at a later Expect; once handed, the genuine
+// prompt in the record and the marker ack it.
+func TestTrackerForgedBeforeHanded(t *testing.T) {
+	k := NewTracker(TrackerConfig{})
+	notAcked := func(id, why string) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if sig, err := k.Wait(ctx, id); err == nil {
+			t.Fatalf("%s: acked by %s", why, sig)
+		}
+	}
+	// Before its wait: remembered, but Handed forgets it, and Expect after typing does not
+	// take it.
+	if k.RecordAck("w.a", "q1", "/r:3") != RecordUnknown {
+		t.Fatal("q1 acked before anything waits on it")
+	}
+	k.Expect(trig("q1", "w.a")) // the pipeline's wait begins just before typing
+	notAcked("q1", "Expect of a queued trigger")
+	k.Handed("w.a", "q1")
+	k.Expect(typed(trig("q1", "w.a")))
+	notAcked("q1", "a record line written before q1 was handed")
+	// During its wait but before it is handed: a record line, a marker, a heartbeat.
+	k.Expect(trig("q2", "w.a"))
+	if k.RecordAck("w.a", "q2", "/r:4") != RecordUnknown {
+		t.Fatal("q2's forged line counted as this runtime's prompt")
+	}
+	k.Feed("w.a", []byte("ok "+Marker+"q2\n"))
+	k.Heartbeat("w.a", time.Now().Add(time.Hour), "cursor-1")
+	notAcked("q2", "a line, a marker and a heartbeat before q2 was handed")
+	k.Handed("w.a", "q2")
+	k.Expect(typed(trig("q2", "w.a")))
+	notAcked("q2", "the forged line at the wait after typing")
+	// Handed: the genuine prompt in the record acks it.
+	if k.RecordAck("w.a", "q2", "/r:9") != RecordMine {
+		t.Fatal("q2's genuine prompt not taken")
+	}
+	if sig, err := k.Wait(t.Context(), "q2"); err != nil || sig != SignalRecord || k.Evidence("q2") != "/r:9" {
+		t.Fatalf("q2: %q %v %q", sig, err, k.Evidence("q2"))
+	}
+	// Handed to another runtime: neither this runtime's marker nor its record ack it.
+	k.Expect(trig("b1", "w.b"))
+	k.Handed("w.b", "b1")
+	k.Feed("w.a", []byte(Marker+"b1\n"))
+	if k.RecordAck("w.a", "b1", "/r:10") != RecordForeign {
+		t.Fatal("another runtime's trigger taken from this runtime's record")
+	}
+	notAcked("b1", "another runtime's marker and record")
+	k.Feed("w.b", []byte(Marker+"b1\n"))
+	if sig, err := k.Wait(t.Context(), "b1"); err != nil || sig != SignalMarker {
+		t.Fatalf("b1 by its own runtime's marker: %q %v", sig, err)
+	}
+}
 
 // TestRecordsForeignPartPassedOver: a record spanning several sessions (OpenCode's of one
 // directory) whose later part shows another runtime's prompt is followed again without
@@ -327,5 +393,54 @@ func TestRecordsQueuedReply(t *testing.T) {
 	defer mu.Unlock()
 	if replies["t1"] != "answer one" || replies["t2"] != "answer two" {
 		t.Fatalf("replies %q", replies)
+	}
+}
+
+// TestRecordsSessionPinned: a record's session id is reported only once a prompt of this
+// runtime's shows the record is its own, and only the id its file named first: an agent
+// that rewrites its record's header to name another session (another workspace's) moves
+// nothing. Another file (a database's other session key) may name its own, once a prompt
+// of this runtime's is seen in it.
+func TestRecordsSessionPinned(t *testing.T) {
+	fr := &fakeReader{ch: make(chan record.Event, 16)}
+	sessions := make(chan string, 8)
+	prompts := make(chan string, 16)
+	rs := NewRecords(RecordsConfig{
+		Open: func(record.Format, record.Spec) record.Reader { return fr },
+		OnPrompt: func(rt, id, ev string) RecordOwner {
+			prompts <- id
+			if strings.HasPrefix(id, "mine") {
+				return RecordMine
+			}
+			return RecordUnknown
+		},
+		OnSession: func(rt, s string) { sessions <- s },
+	})
+	defer rs.Close()
+	rs.Follow("w.a", nil, record.Spec{})
+	env := func(id string) string { return "[BRIDGE_TRIGGER id=" + id + " thread=- reason=r] x [/BRIDGE_TRIGGER]" }
+	fr.ch <- record.Event{Kind: record.SessionKnown, SessionID: "s-own", File: "/rec.jsonl", Line: 1}
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: env("typed-by-hand"), File: "/rec.jsonl", Line: 2}
+	<-prompts
+	select {
+	case s := <-sessions:
+		t.Fatalf("session %q told before the record showed a prompt of this runtime's", s)
+	default:
+	}
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: env("mine1"), File: "/rec.jsonl", Line: 3}
+	if s := <-sessions; s != "s-own" {
+		t.Fatalf("session %q, want s-own", s)
+	}
+	// The file rewritten (read anew from its start) naming another session.
+	fr.ch <- record.Event{Kind: record.SessionKnown, SessionID: "s-other-workspace", File: "/rec.jsonl", Line: 1}
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: env("mine2"), File: "/rec.jsonl", Line: 2}
+	<-prompts
+	<-prompts
+	// Another key of a database record: its own session, shown by a prompt of this runtime's.
+	fr.ch <- record.Event{Kind: record.SessionKnown, SessionID: "s-next", File: "/db#ses_2", Line: 9}
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: env("mine3"), File: "/db#ses_2", Line: 10}
+	<-prompts
+	if s := <-sessions; s != "s-next" {
+		t.Fatalf("session %q, want s-next (the rewritten header's was told before it?)", s)
 	}
 }

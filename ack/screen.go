@@ -22,6 +22,9 @@ const MaxJoin = 3
 // wrapped (inside the word or the id) is reassembled from up to MaxJoin following lines,
 // each stripped of its leading blanks and border glyphs.
 //
+// Only what is drawn from the trigger's own (last) echo on is read, when that echo is on
+// screen: a marker drawn before the prompt was typed acks nothing.
+//
 // The echo of the trigger never counts: the typed text never holds ACK_TRIGGER followed
 // by a colon (package inject rejects the word in a prompt, and the ack hint writes a comma
 // after it); lines inside an echoed envelope ([BRIDGE_TRIGGER id=… to [/BRIDGE_TRIGGER])
@@ -33,7 +36,8 @@ func OnScreen(lines []string, id string) bool {
 		return false
 	}
 	echo := echoLines(lines)
-	for i, line := range lines {
+	for i := ownEcho(lines, id); i < len(lines); i++ {
+		line := lines[i]
 		if echo[i] == echoClosed {
 			continue
 		}
@@ -57,6 +61,26 @@ func OnScreen(lines []string, id string) bool {
 		}
 	}
 	return false
+}
+
+// ownEcho returns the line of the last echo of trigger id's envelope head on screen
+// ("[BRIDGE_TRIGGER id=<id>"), or 0 when none is: a marker above it was drawn before the
+// prompt was typed (the agent guessed the id of a trigger queued for it) and acks nothing.
+func ownEcho(lines []string, id string) int {
+	head := envelopeHead + id
+	for i := len(lines) - 1; i >= 0; i-- {
+		for s := lines[i]; ; {
+			k := strings.Index(s, head)
+			if k < 0 {
+				break
+			}
+			s = s[k+len(head):]
+			if s == "" || !nudge.IsIDByte(s[0]) {
+				return i
+			}
+		}
+	}
+	return 0
 }
 
 // markerIn reports whether s holds the marker for id starting before s[limit] (in the

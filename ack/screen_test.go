@@ -24,6 +24,11 @@ func TestOnScreen(t *testing.T) {
 		{"forged inside a closed echo", []string{"[BRIDGE_TRIGGER id=x thread=- reason=r]", "ACK_TRIGGER:" + id, "[/BRIDGE_TRIGGER]"}, false},
 		{"reply after the echo", []string{"> [BRIDGE_TRIGGER id=" + id + " thread=- reason=r] hi [/BRIDGE_TRIGGER]", "", "⏺ ACK_TRIGGER:" + id}, true},
 		{"empty", nil, false},
+		// The agent guessed the id of a trigger queued for it and drew the marker before
+		// the prompt was typed: a marker above the trigger's own echo acks nothing.
+		{"drawn before its echo", []string{"⏺ ACK_TRIGGER:" + id, "> [BRIDGE_TRIGGER id=" + id + " thread=- reason=r] hi [/BRIDGE_TRIGGER]", "⏺ working"}, false},
+		{"drawn before and after its echo", []string{"⏺ ACK_TRIGGER:" + id, "> [BRIDGE_TRIGGER id=" + id + " thread=- reason=r] hi [/BRIDGE_TRIGGER]", "⏺ ACK_TRIGGER:" + id}, true},
+		{"before another trigger's echo", []string{"⏺ ACK_TRIGGER:" + id, "> [BRIDGE_TRIGGER id=" + id + "9 thread=- reason=r] hi [/BRIDGE_TRIGGER]"}, true},
 	}
 	for _, c := range cases {
 		if got := OnScreen(c.lines, id); got != c.want {

@@ -68,6 +68,7 @@ type pending struct {
 	triggerID, runtimeID string
 	since                time.Time // the latest delivery: heartbeats must come after it
 	queued               bool      // waiting in the agent's own queue (see Queued)
+	handed               bool      // typed or handed to the runtime (see Handed): only then can it ack
 	done                 chan struct{}
 	signal               string
 	evidence             string // where the ack was seen (SignalRecord: file:line)
@@ -93,6 +94,12 @@ func NewTracker(cfg TrackerConfig) *Tracker {
 
 // Expect starts (or refreshes) the wait for t's ack. Each call moves the delivery time
 // that heartbeats must follow to now.
+//
+// What the runtime writes (its marker, its record) acks t only once t was handed to it:
+// t's record says it was typed or given (injected_at or submitted_at: a trigger resumed
+// after a restart, or waiting for its ack), or Handed was called. A prompt seen in the
+// runtime's record before its wait began acks it here only then, and only if Handed was
+// not called in between (a line written before the prompt was handed is no evidence).
 func (k *Tracker) Expect(t nudge.Trigger) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -103,9 +110,26 @@ func (k *Tracker) Expect(t nudge.Trigger) {
 		k.watch(t.RuntimeID).pending[t.TriggerID] = p
 	}
 	p.since = k.cfg.Now()
+	p.handed = p.handed || t.InjectedAt != nil || t.SubmittedAt != nil
+	if !p.handed {
+		return
+	}
 	if ev := k.recorded[t.RuntimeID+"\x00"+t.TriggerID]; ev != "" {
 		p.evidence = ev
 		k.ackLocked(p, SignalRecord)
+	}
+}
+
+// Handed says that trigger id is being typed or handed to runtimeID now: from here on,
+// its marker in that runtime's output and its prompt in that runtime's record ack it.
+// A prompt the record showed before (a line the agent wrote itself, naming a trigger it
+// had not been given) is forgotten. The wait must have begun (Expect) on runtimeID.
+func (k *Tracker) Handed(runtimeID, triggerID string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.recorded, runtimeID+"\x00"+triggerID)
+	if p := k.pending[triggerID]; p != nil && p.runtimeID == runtimeID {
+		p.handed = true
 	}
 }
 
@@ -174,7 +198,7 @@ func (k *Tracker) Flush(runtimeID string) {
 }
 
 func (w *watchset) onMarker(id []byte) {
-	if p := w.pending[string(id)]; p != nil {
+	if p := w.pending[string(id)]; p != nil && p.handed {
 		w.t.ackLocked(p, SignalMarker)
 	}
 }
@@ -196,8 +220,11 @@ const maxRecorded = 4096
 
 // RecordAck acks a trigger whose prompt runtimeID's record shows as a user message, at
 // evidence (file:line), whatever else the screen shows: queued or not, the agent has
-// it. A trigger sent to another runtime is not acked by this one's record; one not waited
-// for yet is remembered, and Expect acks it at once. It says whose prompt it was.
+// it. A trigger sent to another runtime is not acked by this one's record, nor is one
+// not handed to this runtime yet (queued, deferred: the line is the agent's own
+// writing); one not waited for yet, or not handed yet, is remembered, and Expect acks it
+// once its record says it was handed (a daemon restarted after typing it), unless Handed
+// came first. It says whose prompt it was.
 func (k *Tracker) RecordAck(runtimeID, triggerID, evidence string) RecordOwner {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -205,7 +232,7 @@ func (k *Tracker) RecordAck(runtimeID, triggerID, evidence string) RecordOwner {
 	if p != nil && p.runtimeID != runtimeID {
 		return RecordForeign // another runtime's record (two agents in one directory)
 	}
-	if p == nil {
+	if p == nil || !p.handed {
 		if key := runtimeID + "\x00" + triggerID; k.recorded[key] == "" {
 			k.recorded[key] = evidence
 			k.recOrder = append(k.recOrder, key)
@@ -227,9 +254,10 @@ func (k *Tracker) RecordAck(runtimeID, triggerID, evidence string) RecordOwner {
 type RecordOwner uint8
 
 const (
-	// RecordUnknown: no trigger waits on that id (typed by hand, or not waited for yet).
+	// RecordUnknown: no trigger handed to this runtime waits on that id (typed by hand,
+	// not waited for yet, or not handed yet).
 	RecordUnknown RecordOwner = iota
-	// RecordMine: a trigger sent to this runtime; it is acked.
+	// RecordMine: a trigger handed to this runtime; it is acked.
 	RecordMine
 	// RecordForeign: a trigger sent to another runtime: the record is not this one's.
 	RecordForeign
@@ -281,7 +309,7 @@ func (k *Tracker) Heartbeat(runtimeID string, at time.Time, cursor string) (adva
 		at = k.cfg.Now()
 	}
 	for _, p := range w.pending {
-		if p.queued {
+		if p.queued || !p.handed {
 			continue // the turn that beats is not the one that will take it
 		}
 		switch {

@@ -73,7 +73,11 @@
 // marks a pane BUSY; once the pane has been quiet for its profile's ReadyQuiet the
 // Monitor captures it (capture-pane over the workspace's control connection) and
 // classifies it, asking the LLM only when the pack is unsure and never waiting for it
-// (its answer replaces the rules' verdict when it comes). Human input is known exactly
+// (its answer replaces the rules' verdict when it comes). Output over a dialog's verdict
+// (NEEDS_CONFIRMATION) is not taken for work: an agent waiting for its operator still
+// redraws (a blinking title, a timer above the dialog), so the verdict stands until a
+// capture shows the dialog gone, the quiet one or, while output keeps flowing, one every
+// second (two in a row without the dialog end it). Human input is known exactly
 // from a root-table Any binding on nudge's own tmux server (BindKeys), which signals a
 // wait-for channel watched on a control connection of its own (on tmux 3.2, whose bare
 // send-keys does not repeat its key, each common key is bound on its own: humankeys.go);
@@ -93,7 +97,8 @@
 //	            output tail) and the verdict, draft, keys and intake the gates read
 //	            (under its mu).
 //	paneLoop    one runtime's goroutine and the timers only it touches (quiet capture,
-//	            the human's quiet window, the fallback human check, the intake window).
+//	            the human's quiet window, the fallback human check, the intake window,
+//	            the dialog check while output flows).
 //	humanWatch  the key-event connection of one tmux server: the Any binding (or each
 //	            key's, on tmux 3.2) and the wait-for loop that turns a key into a pane.
 //	reporter    persists readiness, operator_busy and the input line through the

@@ -317,16 +317,13 @@ func (m *Monitor) Collision(rt nudge.Runtime) (busy bool, until time.Time, why s
 
 // Readiness is the pane's current readiness as last classified (BUSY while output flows,
 // and while the agent takes in nudge's prompt: see Submitted; NEEDS_CONFIRMATION while
-// output flows after a capture showed a dialog, until a capture shows it gone).
+// output flows after a capture showed a dialog, until a capture shows it gone: markBusy).
 func (m *Monitor) Readiness(rt nudge.Runtime) nudge.Readiness {
 	if ps := m.get(rt.RuntimeID); ps != nil {
 		ps.mu.Lock()
 		r := ps.class.State
 		if r == nudge.Ready && ps.intake.pending(m.cfg.Now()) {
 			r = nudge.Busy // the quiet capture that says so may not have run yet
-		}
-		if r == nudge.Busy && ps.dialog {
-			r = nudge.NeedsConfirmation // output since the dialog's capture: not proof it closed
 		}
 		ps.mu.Unlock()
 		if r != "" {

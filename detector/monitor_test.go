@@ -41,6 +41,12 @@ type liveEnv struct {
 // newLiveEnv starts a registry on a private server; mod adjusts the MonitorConfig.
 func newLiveEnv(t *testing.T, mod func(*MonitorConfig)) *liveEnv {
 	t.Helper()
+	return newLiveEnvPanes(t, nil, mod)
+}
+
+// newLiveEnvPanes is newLiveEnv with pmod adjusting the registry's config too.
+func newLiveEnvPanes(t *testing.T, pmod func(*panes.Config), mod func(*MonitorConfig)) *liveEnv {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed")
 	}
@@ -63,6 +69,9 @@ func newLiveEnv(t *testing.T, mod func(*MonitorConfig)) *liveEnv {
 		if m := e.fwd.Load(); m != nil {
 			m.Event(ws, ev)
 		}
+	}
+	if pmod != nil {
+		pmod(&pcfg)
 	}
 	reg, err := panes.Open(context.Background(), pcfg, db)
 	if err != nil {

@@ -1,11 +1,17 @@
 package detector
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/nudgehq/nudge"
+)
 
 // paneLoop is one runtime's goroutine (run) and the timers only it touches: the quiet
 // timer that takes a capture once output stops, the key timer that ends a human's quiet
-// window, the rate-limited fallback check for a human (confirmHuman) and the end of an
-// intake window (intakeChanged). Monitor.sync starts it when the runtime appears; the
+// window, the rate-limited fallback check for a human (confirmHuman), the end of an
+// intake window (intakeChanged) and the look at a dialog while output flows
+// (dialogCheck). Monitor.sync starts it when the runtime appears; the
 // pane's context, cancelled when the runtime goes or by Close, ends it. Feed, Event and
 // the gates reach it only through the pane's channels.
 type paneLoop struct {
@@ -18,6 +24,9 @@ type paneLoop struct {
 	confirm      *time.Timer   // a rate-limited fallback query, run later
 	confirmArmed bool          // confirm is set
 	intakeEnd    *time.Timer   // the intake window of nudge's last prompt ends
+	recheck      *time.Timer   // output has flowed for dialogRecheck over a dialog's verdict
+	recheckArmed bool          // recheck is set
+	dialogMisses int           // captures in a row, taken while output flowed, without the dialog
 }
 
 // run is the runtime's goroutine: output marks BUSY and (re)arms the quiet timer; the
@@ -50,6 +59,9 @@ func (l *paneLoop) run() {
 			l.quietOver()
 		case <-l.keys.C:
 			l.keysOver()
+		case <-l.recheck.C:
+			l.recheckArmed = false
+			l.dialogCheck()
 		}
 	}
 }
@@ -62,6 +74,7 @@ func (l *paneLoop) start() {
 	l.keys = stoppedTimer()
 	l.confirm = stoppedTimer()
 	l.intakeEnd = stoppedTimer()
+	l.recheck = stoppedTimer()
 }
 
 func stoppedTimer() *time.Timer {
@@ -73,16 +86,22 @@ func stoppedTimer() *time.Timer {
 func (l *paneLoop) stop() {
 	l.confirm.Stop()
 	l.intakeEnd.Stop()
+	l.recheck.Stop()
 	l.quiet.Stop()
 	l.keys.Stop()
 }
 
 // output runs when Feed woke the goroutine: the first output after a verdict (or a
 // %pause), or output nudge did not cause. Later output only moves lastOut and pushes
-// the quiet timer back (Feed): the goroutine sleeps while the pane redraws.
+// the quiet timer back (Feed): the goroutine sleeps while the pane redraws. Output over
+// a dialog's verdict keeps it, and sets the dialog check in case output never stops.
 func (l *paneLoop) output() {
 	ps := l.ps
-	l.m.markBusy(ps)
+	if l.m.markBusy(ps) && !l.recheckArmed {
+		l.dialogMisses = 0
+		l.recheck.Reset(dialogRecheck)
+		l.recheckArmed = true
+	}
 	l.quiet.Reset(l.readyQuiet)
 	if !l.confirmArmed && ps.maybeHuman.Swap(false) {
 		if wait := l.confirmHuman(); wait > 0 {
@@ -134,4 +153,50 @@ func (l *paneLoop) keysOver() {
 // idle is how long the pane has shown no output.
 func (l *paneLoop) idle() time.Duration {
 	return time.Duration(l.m.cfg.Now().UnixNano() - l.ps.lastOut.Load())
+}
+
+// dialogRecheck is how long output may flow over a dialog's verdict before a capture
+// looks whether the dialog is still there; dialogMissLimit captures in a row without it,
+// each dialogRecheck apart, end the verdict. A pane that goes quiet is looked at by its
+// quiet capture first, which decides alone (the screen is whole then).
+const (
+	dialogRecheck   = time.Second
+	dialogMissLimit = 2
+)
+
+// dialogCheck runs when output has flowed for dialogRecheck over a dialog's verdict. If
+// the pane is still drawing, a capture taken now (output or not: an agent at work after
+// its operator answered may never pause for readyQuiet) looks for the dialog: shown, the
+// verdict stands; missing dialogMissLimit times in a row (one capture may catch the dialog
+// half redrawn), the dialog is gone and the pane reads BUSY until its quiet capture.
+func (l *paneLoop) dialogCheck() {
+	m, ps := l.m, l.ps
+	ps.mu.Lock()
+	held := ps.dialog
+	ps.mu.Unlock()
+	if !held || l.idle() >= l.readyQuiet {
+		return // a capture decided, or the quiet one is due
+	}
+	rt, ok := m.cfg.Registry.Get(ps.id)
+	pack := m.packFor(rt)
+	if !ok || pack == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ps.ctx, m.cfg.CaptureTimeout)
+	sc, err := m.capture(ctx, rt)
+	cancel()
+	switch {
+	case err != nil:
+		m.cfg.Logger.Debug("dialog capture failed", "runtime", ps.id, "error", err)
+	case ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY}).State == nudge.NeedsConfirmation:
+		l.dialogMisses = 0
+	default:
+		if l.dialogMisses++; l.dialogMisses >= dialogMissLimit {
+			l.dialogMisses = 0
+			m.dialogGone(ps)
+			return
+		}
+	}
+	l.recheck.Reset(dialogRecheck)
+	l.recheckArmed = true
 }

@@ -53,9 +53,10 @@ type paneState struct {
 
 	mu    sync.Mutex
 	class Classification // last verdict (State BUSY while output flows)
-	// dialog: the last capture's verdict was NEEDS_CONFIRMATION. Output that follows
-	// (a dialog that redraws, a status timer) marks the pane BUSY, but the gate (Readiness)
-	// keeps holding triggers until a capture shows the dialog gone.
+	// dialog: the last capture's verdict was NEEDS_CONFIRMATION. Output that follows (a
+	// title that blinks, a timer or a spinner above the dialog, the dialog redrawn) is no
+	// sign the dialog closed: the verdict stands until a capture shows it gone (markBusy,
+	// paneLoop.dialogCheck).
 	dialog    bool
 	draft     string
 	typed     [typedKept]string // the texts nudge typed last (Typed), newest first: ours in any form
@@ -121,14 +122,39 @@ func dialogID(d *nudge.Dialog) string {
 	return d.DialogID
 }
 
-// markBusy sets BUSY at the first output after a verdict.
-func (m *Monitor) markBusy(ps *paneState) {
+// markBusy sets BUSY at the first output after a verdict, unless that verdict is a
+// dialog: an agent that waits for its operator still draws (Codex blinks its title every
+// second, a CLI may tick a timer above its dialog), and each such redraw read as BUSY
+// would flip the published readiness, with an event and a notification, while the dialog
+// stands still. It reports whether it kept a dialog's verdict; only a capture then ends
+// it (the quiet one, or paneLoop.dialogCheck while output keeps flowing).
+func (m *Monitor) markBusy(ps *paneState) (dialog bool) {
 	ps.mu.Lock()
+	if ps.dialog {
+		ps.mu.Unlock()
+		return true
+	}
 	if ps.class.State == nudge.Busy {
 		ps.mu.Unlock()
-		return
+		return false
 	}
-	ps.class = Classification{State: nudge.Busy, Summary: outputSummary, Dialog: ps.class.Dialog} // kept until a capture
+	ps.class = Classification{State: nudge.Busy, Summary: outputSummary} // kept until a capture
+	c := ps.class
+	ps.mu.Unlock()
+	m.report.publish(ps, c)
+	return false
+}
+
+// dialogGone ends a dialog's verdict that captures taken while output flowed showed
+// gone: the pane reads BUSY (output) until its quiet capture.
+func (m *Monitor) dialogGone(ps *paneState) {
+	ps.mu.Lock()
+	if !ps.dialog {
+		ps.mu.Unlock()
+		return // a capture decided meanwhile
+	}
+	ps.dialog = false
+	ps.class = Classification{State: nudge.Busy, Summary: outputSummary}
 	c := ps.class
 	ps.mu.Unlock()
 	m.report.publish(ps, c)
@@ -329,13 +355,16 @@ func (m *Monitor) packFor(rt nudge.Runtime) *Pack {
 }
 
 // scanSessionID looks for the profile's session id in the kept output tail and the
-// capture while none is known, and stores the first one found.
+// capture while none is known, and stores the first one found. A profile whose agent
+// keeps a record is not scanned: the screen is the agent's to draw (it could print
+// another workspace's session id), and the record gives the id once a prompt of the
+// runtime's own shows it is the runtime's (ack.Records).
 func (m *Monitor) scanSessionID(ps *paneState, rt nudge.Runtime, screen string) {
 	if !ps.scanning.Load() {
 		return
 	}
 	p, ok := m.profile(rt)
-	if !ok || rt.SessionID != "" {
+	if !ok || rt.SessionID != "" || p.Record != "" {
 		ps.scanning.Store(false)
 		return
 	}

@@ -15,9 +15,7 @@ func (r *reporter) publish(ps *paneState, c Classification) {
 	_, err := r.cfg.Registry.Update(ps.id, func(rt *nudge.Runtime) {
 		rt.Readiness = c.State
 		rt.Summary = c.Summary
-		if c.State != nudge.Busy || c.Summary != outputSummary {
-			rt.Dialog = c.Dialog // output alone does not close a dialog: a capture does
-		}
+		rt.Dialog = c.Dialog // output alone never gets here while a dialog is up (markBusy)
 	})
 	if err != nil {
 		r.cfg.Logger.Debug("persist readiness failed", "runtime", ps.id, "error", err)

@@ -86,3 +86,18 @@ func (f *finisher) ackedNow(j *job) (string, bool) {
 // signalScreen is the ack signal of a marker found on the screen (ack.SignalMarker: the
 // same marker, read from the screen instead of the stream).
 const signalScreen = "marker"
+
+// hander is an Acker told when a trigger's prompt is handed to its runtime
+// (ack.Tracker.Handed): what the runtime writes acks it only from then on.
+type hander interface {
+	Handed(runtimeID, triggerID string)
+}
+
+// handed tells the Acker that j is being typed or handed to rt now, before it is: the
+// agent's record may show the prompt before the typing returns. A marker or a record line
+// naming j from before (the agent's own writing, while j was queued) acks nothing.
+func (ty *typist) handed(j *job, rt nudge.Runtime) {
+	if h, ok := ty.deps.Acks.(hander); ok {
+		h.Handed(rt.RuntimeID, j.id())
+	}
+}

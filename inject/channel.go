@@ -38,6 +38,7 @@ func (ty *typist) viaChannel(l *lane, j *job, rt nudge.Runtime, d attemptDetail)
 		return false
 	}
 	reg := trace.StartRegion(j.traceCtx(), "deliver.channel")
+	ty.handed(j, rt)
 	backend, err := ty.deps.Channel.Deliver(ty.ctx, rt, j.envelope)
 	reg.End()
 	if errors.Is(err, ErrNoChannel) {

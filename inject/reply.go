@@ -21,20 +21,27 @@ type Reply struct {
 	Evidence  string    // file:line of the turn's end in the record
 }
 
-// Reply records the reply of trigger id's turn on its receipt (reply, reply_truncated,
-// turn_ended_at), redacted and bounded, with a reply_received audit record citing the
-// evidence; waiters for the reply and the event stream hear of it. The first reply of a
-// trigger is kept: a later one (the record read again) changes nothing and writes
-// nothing. It never moves the receipt's state. It reports whether this reply was
-// recorded. It does not wait for a disk write (it runs on a record reader's goroutine).
-func (p *Pipeline) Reply(id string, r Reply) (bool, error) {
+// Reply records the reply of trigger id's turn, read from runtimeID's record, on its
+// receipt (reply, reply_truncated, turn_ended_at), redacted and bounded, with a
+// reply_received audit record citing the evidence; waiters for the reply and the event
+// stream hear of it. The first reply of a trigger is kept: a later one (the record read
+// again) changes nothing and writes nothing. It never moves the receipt's state. It
+// reports whether this reply was recorded. It does not wait for a disk write (it runs on
+// a record reader's goroutine).
+//
+// A record is written by its agent: only a trigger handed to runtimeID (typed or given to
+// it, or launched there by a fallback) takes a reply from its record. Another runtime's
+// trigger, of this workspace or another, or one of its own still queued, is left as it
+// is (false, nil): an agent that writes another trigger's envelope
+// into its record neither sets that trigger's reply nor learns whether the id exists.
+func (p *Pipeline) Reply(runtimeID, id string, r Reply) (bool, error) {
 	text, cut := clipReply(nudge.Redact(r.Text))
 	at := r.EndedAt
 	if at.IsZero() {
 		at = p.cfg.Now()
 	}
 	set := func(t *nudge.Trigger) bool {
-		if t.TurnEndedAt != nil {
+		if t.TurnEndedAt != nil || !HandedTo(*t, runtimeID) {
 			return false
 		}
 		t.Reply, t.ReplyTruncated, t.TurnEndedAt = text, cut || r.Truncated, tp(at)
@@ -61,7 +68,7 @@ func (p *Pipeline) Reply(id string, r Reply) (bool, error) {
 	}
 	p.deps.Store.Flush() // the trigger's last write-behind record first
 	t, err := p.deps.Store.GetTrigger(id)
-	if err != nil || t.TurnEndedAt != nil {
+	if err != nil || t.TurnEndedAt != nil || !HandedTo(t, runtimeID) {
 		return false, err
 	}
 	// The record and its audit in one commit; none at all for a reply already kept.
@@ -79,6 +86,21 @@ func (p *Pipeline) Reply(id string, r Reply) (bool, error) {
 	}
 	p.changed(t)
 	return true, nil
+}
+
+// HandedTo reports whether t's prompt was handed to runtimeID: t was sent to it (or a
+// fallback launched it there), and it was typed or given (injected or later; a trigger
+// that failed after its typing counts). What runtimeID's agent writes (its record, its
+// marker) may speak of t only then.
+func HandedTo(t nudge.Trigger, runtimeID string) bool {
+	if runtimeID == "" || (t.RuntimeID != runtimeID && t.FallbackRuntimeID != runtimeID) {
+		return false
+	}
+	switch t.State {
+	case nudge.StateInjected, nudge.StateSubmitted, nudge.StateAcked:
+		return true
+	}
+	return t.InjectedAt != nil || t.SubmittedAt != nil
 }
 
 // errReplied: the receipt already has its reply.

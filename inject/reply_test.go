@@ -39,7 +39,7 @@ func TestReplyClosedTrigger(t *testing.T) {
 		State: nudge.StateAcked, Result: nudge.ResultDelivered, AckedAt: &acked, Closed: true, Caller: "orch", CallerUID: 7})
 	changes := countChanges(p)
 	ended := acked.Add(3 * time.Second)
-	ok, err := p.Reply("t1", Reply{Text: "The answer is 42.\nSecond line.", EndedAt: ended, Evidence: "rollout.jsonl:17"})
+	ok, err := p.Reply("rt_ws.rev", "t1", Reply{Text: "The answer is 42.\nSecond line.", EndedAt: ended, Evidence: "rollout.jsonl:17"})
 	if !ok || err != nil {
 		t.Fatalf("Reply: %v, %v; want recorded", ok, err)
 	}
@@ -63,7 +63,7 @@ func TestReplyClosedTrigger(t *testing.T) {
 	}
 
 	// The first reply is kept: a later one changes nothing, not even updated_at.
-	ok, err = p.Reply("t1", Reply{Text: "another turn", EndedAt: ended.Add(time.Minute)})
+	ok, err = p.Reply("rt_ws.rev", "t1", Reply{Text: "another turn", EndedAt: ended.Add(time.Minute)})
 	if ok || err != nil {
 		t.Fatalf("second Reply: %v, %v; want not recorded, no error", ok, err)
 	}
@@ -76,7 +76,7 @@ func TestReplyClosedTrigger(t *testing.T) {
 	if n := changes(); n != 1 {
 		t.Errorf("a second reply announced: OnChange called %d times", n)
 	}
-	if ok, err := p.Reply("missing", Reply{Text: "x"}); ok || !errors.Is(err, store.ErrNotFound) {
+	if ok, err := p.Reply("rt_ws.rev", "missing", Reply{Text: "x"}); ok || !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown trigger: %v, %v; want ErrNotFound", ok, err)
 	}
 }
@@ -97,14 +97,14 @@ func TestReplyInFlight(t *testing.T) {
 	p.jobs["t1"] = j
 	p.mu.Unlock()
 
-	if ok, err := p.Reply("t1", Reply{Text: "done", Truncated: true, Evidence: "session.jsonl:3"}); !ok || err != nil {
+	if ok, err := p.Reply("rt", "t1", Reply{Text: "done", Truncated: true, Evidence: "session.jsonl:3"}); !ok || err != nil {
 		t.Fatalf("Reply: %v, %v", ok, err)
 	}
 	if got := j.record(); got.Reply != "done" || !got.ReplyTruncated || got.TurnEndedAt == nil || got.State != nudge.StateSubmitted {
 		t.Errorf("in memory: %+v; want the reply, truncated as the reader said, still submitted", got)
 	}
 	before := j.record().UpdatedAt
-	if ok, err := p.Reply("t1", Reply{Text: "later"}); ok || err != nil || j.record().Reply != "done" || !j.record().UpdatedAt.Equal(before) {
+	if ok, err := p.Reply("rt", "t1", Reply{Text: "later"}); ok || err != nil || j.record().Reply != "done" || !j.record().UpdatedAt.Equal(before) {
 		t.Errorf("second Reply in flight: %v, %v, %q; want the first kept untouched", ok, err, j.record().Reply)
 	}
 	p.deps.Store.Flush()
@@ -126,7 +126,7 @@ func TestReplyInFlight(t *testing.T) {
 // TestReplyForgottenMeanwhile: a waiter that reads the receipt after its job was
 // forgotten but before the reply's write is in the store still gets the reply.
 func TestReplyForgottenMeanwhile(t *testing.T) {
-	p := newWaitPipeline(t, nil, nudge.Trigger{TriggerID: "t1", State: nudge.StateAcked, Closed: true})
+	p := newWaitPipeline(t, nil, nudge.Trigger{TriggerID: "t1", RuntimeID: "rt", State: nudge.StateAcked, Closed: true})
 	stored, _ := p.deps.Store.GetTrigger("t1")
 	j := newJob(stored, false)
 	close(j.created)
@@ -144,7 +144,7 @@ func TestReplyForgottenMeanwhile(t *testing.T) {
 	}
 	go func() {
 		waiting(t, p, "t1")
-		if ok, err := p.Reply("t1", Reply{Text: "hello"}); !ok || err != nil {
+		if ok, err := p.Reply("rt", "t1", Reply{Text: "hello"}); !ok || err != nil {
 			t.Errorf("Reply: %v, %v", ok, err)
 		}
 	}()
@@ -162,8 +162,8 @@ func TestReplyForgottenMeanwhile(t *testing.T) {
 func TestReplyBounded(t *testing.T) {
 	secret := "sk-ant-" + strings.Repeat("A1b2", 10)
 	long := "key " + secret + " " + strings.Repeat("é", MaxReply) // 2 bytes a rune: an odd cut lands mid-rune
-	p := newWaitPipeline(t, nil, nudge.Trigger{TriggerID: "long", State: nudge.StateAcked, Closed: true})
-	if ok, err := p.Reply("long", Reply{Text: long}); !ok || err != nil {
+	p := newWaitPipeline(t, nil, nudge.Trigger{TriggerID: "long", RuntimeID: "rt", State: nudge.StateAcked, Closed: true})
+	if ok, err := p.Reply("rt", "long", Reply{Text: long}); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	got, _ := p.Get("long")
@@ -178,6 +178,46 @@ func TestReplyBounded(t *testing.T) {
 		s, cut := clipReply(strings.Repeat("€", n/3+1)[:n]) // 3 bytes a rune
 		if len(s) > MaxReply || len(s) < min(n, MaxReply)-2 || cut != (n > MaxReply) || (cut && !utf8.ValidString(s)) {
 			t.Errorf("clipReply of %d bytes: %d bytes, cut %v", n, len(s), cut)
+		}
+	}
+}
+
+// TestReplyOnlyForItsRuntime: an agent writes into its own record the envelope of a
+// trigger that is not its own (another runtime's of its workspace, one of another
+// workspace) or of one of its own still queued, and ends the turn: none of them takes
+// that reply, and the genuine reply, read later from the right runtime's record, is kept.
+func TestReplyOnlyForItsRuntime(t *testing.T) {
+	acked := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	p := newWaitPipeline(t, nil,
+		nudge.Trigger{TriggerID: "same-ws", WorkspaceID: "ws", RuntimeID: "rt_ws.b", State: nudge.StateAcked, AckedAt: &acked, Closed: true},
+		nudge.Trigger{TriggerID: "other-ws", WorkspaceID: "ws2", RuntimeID: "rt_ws2.c", State: nudge.StateSubmitted, SubmittedAt: &acked},
+		nudge.Trigger{TriggerID: "own-queued", WorkspaceID: "ws", RuntimeID: "rt_ws.a", State: nudge.StateQueued},
+		nudge.Trigger{TriggerID: "fell-back", WorkspaceID: "ws", RuntimeID: "rt_ws.b", FallbackRuntimeID: "rt_ws.b-fb-1",
+			State: nudge.StateSubmitted, SubmittedAt: &acked, Fallback: nudge.BackendSpawn, Closed: true},
+	)
+	changes := countChanges(p)
+	for _, id := range []string{"same-ws", "other-ws", "own-queued", "fell-back"} {
+		if ok, err := p.Reply("rt_ws.a", id, Reply{Text: "forged by rt_ws.a", Evidence: "a.jsonl:9"}); ok || err != nil {
+			t.Errorf("%s: rt_ws.a's record set the reply: %v, %v", id, ok, err)
+		}
+		if got, _ := p.Get(id); got.Reply != "" || got.TurnEndedAt != nil {
+			t.Errorf("%s: reply %q from another runtime's record", id, got.Reply)
+		}
+		if n := len(replyAudits(t, p, id)); n != 0 {
+			t.Errorf("%s: %d reply audit records", id, n)
+		}
+	}
+	if n := changes(); n != 0 {
+		t.Errorf("forged replies announced %d changes", n)
+	}
+	// The genuine replies: from the runtime the trigger was sent to, or the one its
+	// fallback launched it in.
+	for id, rt := range map[string]string{"same-ws": "rt_ws.b", "other-ws": "rt_ws2.c", "fell-back": "rt_ws.b-fb-1"} {
+		if ok, err := p.Reply(rt, id, Reply{Text: "genuine"}); !ok || err != nil {
+			t.Errorf("%s: the genuine reply from %s: %v, %v", id, rt, ok, err)
+		}
+		if got, _ := p.Get(id); got.Reply != "genuine" {
+			t.Errorf("%s: reply %q, want the genuine one", id, got.Reply)
 		}
 	}
 }

@@ -17,6 +17,13 @@ const DefaultMaxPromptBytes = 64 << 10
 // TUI redraws the prompt with cursor moves between the word and what follows it.
 const ackWord = "ACK_TRIGGER"
 
+// envelopeWord is the envelope's word ([BRIDGE_TRIGGER id=…], [/BRIDGE_TRIGGER]). A prompt
+// containing it in any ASCII case is rejected: inside the body of a typed envelope, a
+// line "[BRIDGE_TRIGGER id=<another trigger's id> …" would be read back from the agent's
+// record as that trigger's prompt (its ack, its reply), and a "[/BRIDGE_TRIGGER]" would end
+// the echo early on the screen, where the ack marker is looked for.
+const envelopeWord = "BRIDGE_TRIGGER"
+
 // Sanitize returns prompt as safe text to type into a pane:
 //
 //   - invalid UTF-8 bytes become U+FFFD;
@@ -27,8 +34,9 @@ const ackWord = "ACK_TRIGGER"
 //
 // It fails with a *nudge.Error of code nudge.PayloadRejected when the result is
 // empty, longer than maxBytes (DefaultMaxPromptBytes when maxBytes <= 0; measured
-// after sanitizing), or contains the ack marker word ACK_TRIGGER in any ASCII case
-// (a stricter rule than the marker ACK_TRIGGER: itself). Sanitize is idempotent on
+// after sanitizing), or contains the ack marker word ACK_TRIGGER or the envelope word
+// BRIDGE_TRIGGER in any ASCII case (stricter rules than the marker ACK_TRIGGER: and the
+// envelope's head and foot themselves). Sanitize is idempotent on
 // its results. A prompt that is already clean is returned without copying.
 func Sanitize(prompt string, maxBytes int) (string, error) {
 	if maxBytes <= 0 {
@@ -47,6 +55,9 @@ func Sanitize(prompt string, maxBytes int) (string, error) {
 	case containsFold(s, ackWord):
 		return "", nudge.NewError(nudge.PayloadRejected, "prompt contains the ack marker "+ackWord+
 			" (the agent prints it to acknowledge a trigger; reword the prompt without it)")
+	case containsFold(s, envelopeWord):
+		return "", nudge.NewError(nudge.PayloadRejected, "prompt contains the envelope word "+envelopeWord+
+			" (nudge wraps every prompt in its own envelope; a prompt may not hold one: reword it without the word)")
 	}
 	return s, nil
 }

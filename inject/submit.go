@@ -87,17 +87,25 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 }
 
 // known answers a request whose trigger_id is in flight or in the store (known): with
-// the first request's record, never delivering it twice.
+// the first request's record, never delivering it twice. An id whose trigger aged out of
+// the store (its tombstone kept) is refused with IDEMPOTENCY_CONFLICT.
 func (p *Pipeline) known(req Request, text string) (s Submitted, known bool, err error) {
 	if j := p.inflight(req.TriggerID); j != nil {
 		s, err := repeated(j.record(), req, text)
 		return s, true, err
 	}
 	t, err := p.deps.Store.GetTrigger(req.TriggerID)
+	var aged *store.AgedOutError
 	switch {
 	case err == nil:
 		s, err := repeated(t, req, text) // finished before: never delivered twice
 		return s, true, err
+	case errors.As(err, &aged):
+		// Finished and removed past the retention window: its receipt is gone, but a
+		// repeat is still never delivered again while the tombstone is kept.
+		return Submitted{}, true, nudge.NewError(nudge.IdempotencyConflict, "trigger_id "+req.TriggerID+
+			" was used by a trigger that finished "+aged.Finished.Format(time.RFC3339)+" and aged out of the store "+
+			aged.Removed.Format(time.RFC3339)+": pick a new trigger_id")
 	case !errors.Is(err, store.ErrNotFound):
 		return Submitted{}, true, fmt.Errorf("look up trigger: %w", err)
 	}

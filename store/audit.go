@@ -77,6 +77,7 @@ func (al *AuditLog) AppendAudit(recs ...nudge.AuditRecord) ([]nudge.AuditRecord,
 
 func (al *AuditLog) appendAuditTx(tx *bolt.Tx, recs []nudge.AuditRecord) ([]nudge.AuditRecord, error) {
 	b, meta := tx.Bucket(bucketAudit), tx.Bucket(bucketMeta)
+	b.FillPercent = appendFill
 	_, prev := parseHead(meta.Get(auditHeadKey))
 	out := make([]nudge.AuditRecord, len(recs))
 	for i, r := range recs {

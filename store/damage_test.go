@@ -16,6 +16,13 @@ import (
 // damageFixture writes a store with enough records to span many pages and returns its
 // bytes.
 func damageFixture(t *testing.T) []byte {
+	b, _ := damageFixtureReach(t)
+	return b
+}
+
+// damageFixtureReach is damageFixture, and how far into the file its pages reach (bbolt
+// grows the file ahead of them).
+func damageFixtureReach(t *testing.T) ([]byte, int) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "nudge.db")
 	db, err := Open(path, Options{NoSync: true, Now: newClock().Now})
@@ -33,6 +40,7 @@ func damageFixture(t *testing.T) []byte {
 			t.Fatal(err)
 		}
 	}
+	reach := int(db.Space().Pages)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +48,7 @@ func damageFixture(t *testing.T) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return b, reach
 }
 
 // openDamaged writes b as a store and opens it; a panic fails the test.
@@ -66,15 +74,19 @@ func openDamaged(t *testing.T, b []byte) (*DB, string, error) {
 // A damaged nudge.db is refused with ErrDamaged naming the file — never a panic, never
 // silently replaced by an empty store.
 func TestOpenDamaged(t *testing.T) {
-	good := damageFixture(t)
-	// The fixture's pages reach 256 KiB (bbolt grows the file ahead of them).
+	// The fixture's pages reach `reach` bytes (256 KiB when bbolt left half of each page
+	// empty; less since the append-only buckets fill theirs: appendFill).
+	good, reach := damageFixtureReach(t)
+	if reach < 32<<10 || reach > len(good) {
+		t.Fatalf("the fixture's pages reach %d bytes of %d", reach, len(good))
+	}
 	cases := map[string][]byte{
 		"empty":            {},
 		"one page":         good[:4096],
 		"three pages":      good[:3*4096],
 		"cut mid page":     good[:5*4096+1234],
-		"last page short":  good[:256<<10-4096],
-		"half of its data": good[:128<<10],
+		"last page short":  good[:reach-4096],
+		"half of its data": good[:reach/2],
 	}
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -24,6 +24,12 @@
 //	Event        one entry of the event log; EventLog its state
 //	TriggerFilter, AuditFilter  what ListTriggers and Audit select
 //	ChainError   where VerifyAudit found the chain broken
+//	Retention    what the store keeps (Options.Retain; retain.go): finished triggers past
+//	             a window removed in small transactions, a tombstone left for each
+//	             (AgedOutError), the audit log sealed into chained segment files
+//	             (auditseal.go: AuditArchived, VerifyArchive); RetainStats what a pass did
+//	Space        the file's size and free pages; Open compacts a file with much free
+//	             space (compact.go, Options.CompactFree)
 //
 // and the sentinel errors callers branch on (ErrNotFound, ErrLocked, ErrDamaged,
 // ErrUnavailable, ...).
@@ -54,10 +60,12 @@
 //
 // # Goroutines
 //
-// The DB owns two, both joined by Close: the write-behind goroutine (started when a
-// write is queued, ended when the queue is empty; Close flushes, cuts its waits short
-// and waits for it) and, for a store whose consistency check outlives
-// Options.CheckTimeout, the check that goes on in the background. Once the writer has
+// The DB owns three, all joined by Close: the retention loop (started by Open when
+// Options.Retain.Window is set; Close ends it between two transactions and waits), the
+// write-behind goroutine (started when a write is queued, ended when the queue is empty;
+// Close flushes, cuts its waits short and waits for it) and, for a store whose
+// consistency check outlives Options.CheckTimeout, the check that goes on in the
+// background. A retention pass arms the idle release too. Once the writer has
 // been idle for Options.IdleAfter, a timer's goroutine drops the file's pages from the
 // process's resident set (ReleaseMapped) and calls Options.OnIdle; Close stops the timer
 // and waits for a release under way. No callback runs after Close returns. The caller

@@ -179,6 +179,7 @@ func (el *Events) AppendEvents(evs ...Event) error {
 
 func appendEventsTx(tx *bolt.Tx, evs []Event) error {
 	b, meta := tx.Bucket(bucketEvents), tx.Bucket(bucketMeta)
+	b.FillPercent = appendFill
 	st := readEventsState(meta)
 	var last uint64
 	if k, _ := b.Cursor().Last(); k != nil {

@@ -84,6 +84,7 @@ func (tg *Triggers) createTriggerTx(tx *bolt.Tx, t nudge.Trigger) (nudge.Trigger
 		t.UpdatedAt = now
 	}
 	triggers := tx.Bucket(bucketTriggers)
+	triggers.FillPercent = appendFill
 	seq, err := triggers.NextSequence()
 	if err != nil {
 		return nudge.Trigger{}, false, err
@@ -120,13 +121,17 @@ func getTriggerBySeq(tx *bolt.Tx, seqb []byte) (nudge.Trigger, error) {
 func lookupTrigger(tx *bolt.Tx, id string) (nudge.Trigger, []byte, error) {
 	seqb := tx.Bucket(bucketTriggerIDs).Get([]byte(id))
 	if seqb == nil {
+		if aged := agedOut(tx, id); aged != nil {
+			return nudge.Trigger{}, nil, aged
+		}
 		return nudge.Trigger{}, nil, ErrNotFound
 	}
 	t, err := getTriggerBySeq(tx, seqb)
 	return t, append([]byte(nil), seqb...), err
 }
 
-// GetTrigger returns the trigger id, or ErrNotFound.
+// GetTrigger returns the trigger id, or ErrNotFound: an *AgedOutError if retention
+// removed it and its tombstone is kept.
 func (tg *Triggers) GetTrigger(id string) (nudge.Trigger, error) {
 	if t, ok := tg.pendingTrigger(id); ok {
 		return t, nil

@@ -10,40 +10,51 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// VerifyAudit walks the whole audit log in order and checks the chain. It returns the
-// number of records checked and, if the chain is broken, a *ChainError whose Seq is the
-// first bad record (for a deleted record, the missing seq). It detects any changed byte
-// of a record, a deleted record (a gap, or a missing tail), reordered records, and
-// records added without going through AppendAudit.
+// VerifyAudit walks the audit log kept in the store in order and checks the chain, from
+// its first kept record on: after retention sealed older records into segments
+// (auditseal.go), the first kept record must follow the recorded base and chain to its
+// hash. It returns the number of records checked and, if the chain is broken, a
+// *ChainError whose Seq is the first bad record (for a deleted record, the missing seq).
+// It detects any changed byte of a record, a deleted record (a gap, or a missing tail),
+// reordered records, and records added without going through AppendAudit.
 func (al *AuditLog) VerifyAudit() (n int, err error) {
+	n, _, err = al.VerifyKept()
+	return n, err
+}
+
+// VerifyKept is VerifyAudit, and the seq of the last record sealed out of the store as
+// of the same read (AuditArchived): the records checked are those after it.
+func (al *AuditLog) VerifyKept() (n int, base uint64, err error) {
 	err = al.db.view("verify audit", func(tx *bolt.Tx) error {
 		var err error
+		base, _ = parseHead(tx.Bucket(bucketMeta).Get(auditBaseKey))
 		n, err = verifyTx(tx)
 		return err
 	})
-	return n, err
+	return n, base, err
 }
 
 func verifyTx(tx *bolt.Tx) (int, error) {
 	b := tx.Bucket(bucketAudit)
-	var prevHash string
-	want := uint64(1)
+	base, prevHash := parseHead(tx.Bucket(bucketMeta).Get(auditBaseKey))
+	want := base + 1
+	checked := func() int { return int(want - 1 - base) }
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if len(k) != 8 {
-			return int(want - 1), &ChainError{Seq: want, Reason: fmt.Sprintf("malformed key %q", k)}
+			return checked(), &ChainError{Seq: want, Reason: fmt.Sprintf("malformed key %q", k)}
 		}
 		if seq := binary.BigEndian.Uint64(k); seq != want {
-			return int(want - 1), &ChainError{Seq: want, Reason: fmt.Sprintf("record missing (next record is %d)", seq)}
+			return checked(), &ChainError{Seq: want, Reason: fmt.Sprintf("record missing (next record is %d)", seq)}
 		}
 		hash, err := checkRecord(want, prevHash, v)
 		if err != nil {
-			return int(want - 1), err
+			return checked(), err
 		}
 		prevHash = hash
 		want++
 	}
-	return int(want - 1), checkHead(tx, want-1, prevHash, b.Sequence())
+	return checked(), checkHead(tx, want-1, prevHash, b.Sequence())
 }
 
 // checkRecord verifies the stored bytes v of record seq against the previous hash and

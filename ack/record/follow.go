@@ -246,7 +246,8 @@ func inside(root, p string) (string, error) {
 }
 
 // follow reads path from its start and then as file events say it grew. A file that
-// shrank (truncated, or replaced under the same name) is read again from its start.
+// shrank (truncated) is read again from its start; one replaced under the same name by
+// another file ends the reader (ErrReplaced, see filePin).
 func (r *follower) follow(w *sub, path string) error {
 	if t, ok := r.f.(Table); ok {
 		return r.followTable(w, path, t)
@@ -261,6 +262,7 @@ func (r *follower) follow(w *sub, path string) error {
 	}
 	defer dir.close()
 	fl := &lineFeed{r: r, st: &State{}}
+	var pin filePin
 	var f *os.File
 	defer func() {
 		if f != nil {
@@ -273,6 +275,9 @@ func (r *follower) follow(w *sub, path string) error {
 			var err error
 			if f, err = dir.open(); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err // replaced by a symlink, a FIFO, a device: not read
+			}
+			if err := pin.check(f); err != nil {
+				return err
 			}
 			fl.reset()
 		}
@@ -300,8 +305,8 @@ func (r *follower) follow(w *sub, path string) error {
 				continue
 			}
 			if e.Has(fsnotify.Remove) || e.Has(fsnotify.Rename) || e.Has(fsnotify.Create) {
-				// Replaced (written anew and renamed into place, or rotated): read the
-				// new file from its start once it exists.
+				// Removed, renamed or created under the name: open it again; a file
+				// that is not the one pinned ends the reader (filePin).
 				if f != nil {
 					f.Close()
 					f = nil
@@ -527,4 +532,30 @@ func (r *follower) waitChange(w *sub, file string, timeout time.Duration) (bool,
 			}
 		}
 	}
+}
+
+// filePin is the identity (device and inode) of the first file a follower opened at its
+// path. The record is the file the CLI created: another file put in its place (an agent
+// that rewrote its record and renamed it over the original, to name another session)
+// is not read.
+type filePin struct{ fi os.FileInfo }
+
+// check pins f's identity on first use and fails with ErrReplaced when a later f is
+// another file (the caller closes f). A nil f (the file gone for now) passes.
+func (p *filePin) check(f *os.File) error {
+	if f == nil {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if p.fi == nil {
+		p.fi = fi
+		return nil
+	}
+	if !os.SameFile(p.fi, fi) {
+		return ErrReplaced
+	}
+	return nil
 }

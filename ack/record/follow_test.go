@@ -124,6 +124,35 @@ func TestFollowLongLineAndTruncation(t *testing.T) {
 	}
 }
 
+// TestFollowReplacedFileNotRead: the record file replaced by another under its name (an
+// agent that rewrote its record, naming another session, and renamed it into place) is
+// not read: the reader ends with ErrReplaced, and the new file's session never shows.
+func TestFollowReplacedFileNotRead(t *testing.T) {
+	s, path := claudeSpec(t)
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	if err := os.WriteFile(path, []byte(`{"type":"user","sessionId":"s1","message":{"role":"user","content":"one"}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := Open(Claude{}, s, Options{})
+	defer r.Close()
+	kinds(t, r, 2) // session s1, user one
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(`{"type":"user","sessionId":"s-other","message":{"role":"user","content":"forged"}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range r.Events() {
+		if ev.SessionID == "s-other" || ev.Text == "forged" {
+			t.Fatalf("read the file put in the record's place: %+v", ev)
+		}
+	}
+	if err := r.Err(); !errors.Is(err, ErrReplaced) {
+		t.Fatalf("reader ended with %v, want ErrReplaced", err)
+	}
+}
+
 // TestFollowUnknownFormat: a record that is not the format's ends the reader with
 // ErrUnknownFormat (the caller degrades to the screen).
 func TestFollowUnknownFormat(t *testing.T) {

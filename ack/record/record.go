@@ -53,6 +53,10 @@ var (
 	ErrUnknownReader = errors.New("record: no such reader")
 	// ErrOutside: the record's path leads (through a symlink) out of the CLI's directory.
 	ErrOutside = errors.New("record: path outside the CLI's directory")
+	// ErrReplaced: the followed record file was replaced by another file under its name
+	// (not the CLI's doing: it appends); the reader ends and the caller degrades to the
+	// screen.
+	ErrReplaced = errors.New("record: file replaced by another")
 )
 
 // Kind says what an Event reports.

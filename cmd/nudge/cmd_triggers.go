@@ -260,7 +260,8 @@ func auditCmd(env *cliEnv) *cobra.Command {
 	fs.StringVar(&f.Workspace, "workspace", "", "only this workspace")
 	fs.StringVar(&f.Since, "since", "", "from (RFC 3339 or a duration ago, e.g. 1h)")
 	fs.StringVar(&f.Until, "until", "", "to (RFC 3339 or a duration ago)")
-	fs.BoolVar(&verify, "verify", false, "verify the hash chain of the whole log")
+	fs.BoolVar(&verify, "verify", false, "verify the hash chain of the log the store keeps (from its first kept record on: older ones are sealed into the audit archive by --retain)")
+	archive := fs.Bool("archive", false, "with --verify: also verify the sealed segments in the daemon's --audit-archive and that they join the kept log")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		asJSON, err := out.asJSON()
 		if err != nil {
@@ -269,15 +270,11 @@ func auditCmd(env *cliEnv) *cobra.Command {
 		c := o.client(env)
 		defer c.Close()
 		if verify {
-			res, err := c.VerifyAudit(cmd.Context())
+			res, err := c.VerifyAudit(cmd.Context(), *archive)
 			if err != nil {
 				return err
 			}
-			if !res.OK {
-				return fmt.Errorf("audit log does NOT verify after %d records: %s", res.Records, res.Error)
-			}
-			fmt.Fprintf(env.stdout, "audit log verified: %d records, hash chain intact\n", res.Records)
-			return nil
+			return tui.PrintAuditVerified(env.stdout, res, *archive)
 		}
 		recs, err := c.AuditLog(cmd.Context(), f)
 		if err != nil {

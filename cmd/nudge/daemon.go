@@ -22,6 +22,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/cmd/nudge/profiling"
+	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -214,7 +215,12 @@ func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = -1 // --store-check-timeout 0: skip the check
 	}
+	cfg.Keep.Options(&o, path, log)
+	before := retention.FileSize(path)
 	db, err := store.Open(path, o)
+	if err == nil {
+		cfg.Keep.Opened(log, path, before)
+	}
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("another nudge daemon is using %s (stop it first, or give this one another --state-dir)", cfg.StateDir)
 	}
@@ -224,7 +230,7 @@ func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 func registryConfig(cfg serveConfig, d *daemon, h *hooks) panes.Config {
 	c := cfg.Panes
 	c.Profiles, c.Env, c.Logger, c.LaunchPolicy = d.profiles, h.runtimeEnv, d.log, d.auth.Policy().LaunchPolicy
-	c.OnOutput, c.OnEvent, c.OnChange = h.onOutput, h.onEvent, h.onRuntimeChange
+	c.OnOutput, c.OnEvent, c.OnChange, c.OnFirstPrompt = h.onOutput, h.onEvent, h.onRuntimeChange, h.onFirstPrompt
 	return c
 }
 
@@ -330,9 +336,10 @@ func tmuxServerName(p panes.Config) string {
 const cleanShutdownKey = "nudge.clean_shutdown"
 
 // cleanStart reports whether the previous daemon shut down cleanly (or there was none:
-// the store holds no trigger), and clears the mark.
+// the store never held a trigger; one whose triggers all aged out did), and clears the
+// mark.
 func cleanStart(db *store.DB, log hclog.Logger) bool {
-	if ts, err := db.ListTriggers(store.TriggerFilter{Limit: 1}); err == nil && len(ts) == 0 {
+	if n, err := db.TriggersCreated(); err == nil && n == 0 {
 		return true
 	}
 	v, err := db.GetMeta(cleanShutdownKey)

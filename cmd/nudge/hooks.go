@@ -104,13 +104,40 @@ func (h *hooks) onReadiness(runtimeID string, c detector.Classification, busy bo
 }
 
 // onReply records the reply of the turn that took a trigger (read from the agent's
-// record) on its receipt, and puts it on the event stream.
+// record) on its receipt, and puts it on the trigger's own workspace's event stream. Only
+// a trigger handed to that runtime takes it (inject.Pipeline.Reply): a record naming
+// another trigger changes nothing and tells no one.
 func (h *hooks) onReply(runtimeID, triggerID string, r ack.Reply) {
-	if ok, err := h.d.pipe.Reply(triggerID, inject.Reply{Text: r.Text, Truncated: r.Truncated, EndedAt: r.EndedAt, Evidence: r.Evidence}); !ok || err != nil {
-		return // known already, or not a trigger of this daemon's (typed by hand, an old record)
+	if ok, err := h.d.pipe.Reply(runtimeID, triggerID, inject.Reply{Text: r.Text, Truncated: r.Truncated, EndedAt: r.EndedAt, Evidence: r.Evidence}); !ok || err != nil {
+		return // known already, not this runtime's, or not a trigger of this daemon's (typed by hand, an old record)
 	}
-	h.d.hub.Publish(Event{Type: "reply", Workspace: eventWorkspace(h.d.reg, runtimeID), Detail: mustJSON(map[string]any{
+	t, err := h.d.pipe.Get(triggerID)
+	if err != nil {
+		return
+	}
+	h.d.hub.Publish(Event{Type: "reply", Workspace: t.WorkspaceID, Detail: mustJSON(map[string]any{
 		"trigger_id": triggerID, "runtime_id": runtimeID, "turn_ended_at": r.EndedAt, "truncated": r.Truncated, "evidence": r.Evidence})})
+}
+
+// onFirstPrompt delivers a spawn's first prompt as a trigger to the runtime just
+// spawned: typed (or handed over by its channel) once it is ready, acked like any other,
+// and never on its command line, where every local uid could read it. The receipt's id
+// is first_<unix ms>_<runtime id> (cut to nudge.MaxIDLen).
+func (h *hooks) onFirstPrompt(rt nudge.Runtime, prompt string) {
+	id := fmt.Sprintf("first_%d_%s", time.Now().UnixMilli(), rt.RuntimeID)
+	id = id[:min(len(id), nudge.MaxIDLen)]
+	if !h.ready.Load() {
+		h.log.Warn("first prompt dropped: the daemon is not ready", "runtime_id", rt.RuntimeID, "trigger_id", id)
+		return
+	}
+	h.d.pipe.SubmitAsync(inject.Request{
+		TriggerID: id, Workspace: rt.WorkspaceID, Agent: rt.AgentID, Prompt: prompt,
+		Reason: "first_prompt", Caller: "nudge",
+	}, func(_ inject.Submitted, err error) {
+		if err != nil {
+			h.log.Warn("first prompt trigger", "runtime_id", rt.RuntimeID, "trigger_id", id, "err", err)
+		}
+	})
 }
 
 // onHumanDone sends the orchestrator a synchronisation trigger after a human intervened

@@ -432,12 +432,15 @@ func story(recs []nudge.AuditRecord) string {
 }
 
 // record starts recording the runtime's pane into $NUDGE_RECORD_STREAMS/AGENT_fullturn.stream.
-func (ft *fullTurns) record() {
+func (ft *fullTurns) record() { ft.recordAs(ft.c.agent + "_fullturn") }
+
+// recordAs starts recording the runtime's pane into $NUDGE_RECORD_STREAMS/NAME.stream.
+func (ft *fullTurns) recordAs(name string) {
 	dir := os.Getenv("NUDGE_RECORD_STREAMS")
 	if dir == "" {
 		return
 	}
-	f, err := os.Create(filepath.Join(dir, ft.c.agent+"_fullturn.stream"))
+	f, err := os.Create(filepath.Join(dir, name+".stream"))
 	if err != nil {
 		ft.t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -195,10 +196,14 @@ func TestPiLongFirstTurnGivenOnce(t *testing.T) {
 
 // TestOpenCodeMergedPromptsGivenOnce: OpenCode glues a prompt typed while it is still
 // taking in the previous one to that one's text ("…[/BRIDGE_TRIGGER][BRIDGE_TRIGGER
-// id=…", one user message, one model call; seen with prompts a second apart on a loaded
-// machine). Two triggers whose prompts reach OpenCode that way while their runtime is
-// paused (typed into its pane as OpenCode records them) are found in its record when the
-// pause ends: both are acked by it, neither is typed again.
+// id=…", one user message, one model call; the parse is TestEnvelopeIDs'). Two triggers
+// held by a pause whose envelopes someone other than nudge types into OpenCode's pane that
+// way are in its record, but were never handed to it: a record is the agent's own
+// writing, and names of triggers not typed to it yet prove nothing (an agent could write
+// them). They are not acked by it; once the pause ends each is typed, once, and acked by
+// its own prompt in the record. (Acking them from the glued message would be the forgery
+// TestRecordForgesNoQueuedTrigger shows; when nudge itself types both, both are handed and
+// the glued message acks each once.)
 func TestOpenCodeMergedPromptsGivenOnce(t *testing.T) {
 	ft := startFullTurns(t, agentCase{agent: "opencode", env: "NUDGE_TEST_OPENCODE", pkg: "opencode-ai", api: standin.Chat,
 		script: busyReply(0)})
@@ -225,20 +230,28 @@ func TestOpenCodeMergedPromptsGivenOnce(t *testing.T) {
 		ft.waitModelGot(id)
 	}
 	ft.waitReady("the merged turn")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ft.td.d.rec.Sync(ctx, ft.rt.RuntimeID) // the merged message is read
+	cancel()
+	for _, id := range ids {
+		if tr, _ := ft.td.d.pipe.Get(id); tr.State == "acked" || tr.InjectedAt != nil {
+			t.Errorf("%s: %s before the pause ended, by a prompt nudge never typed\nstory: %s", id, tr.State, story(ft.td.audit(id)))
+		}
+	}
 	if err := ft.td.c.do(t0(), "POST", rt+"/resume", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
 		var tr nudge.Trigger
-		if err := ft.td.c.do(t0(), "GET", "/v1/triggers/"+id+"?wait=2m", nil, &tr); err != nil || tr.State != "acked" || tr.AckSignal != "record" {
+		if err := ft.td.c.do(t0(), "GET", "/v1/triggers/"+id+"?wait=2m", nil, &tr); err != nil || tr.State != "acked" || tr.AckSignal != "record" || tr.Attempts != 1 {
 			t.Errorf("%s: %s signal=%s attempts=%d %v\nstory: %s", id, tr.State, tr.AckSignal, tr.Attempts, err, story(ft.td.audit(id)))
 		}
 	}
 	time.Sleep(3 * time.Second) // a late retype would show up here
 	reqs := ft.srv.Requests()
-	for _, id := range append(ids, "oc-first") {
-		if n := standin.Count(reqs, id); n != 1 {
-			t.Errorf("%s: the model got the prompt %d times, want 1\nstory: %s", id, n, story(ft.td.audit(id)))
+	for id, want := range map[string]int{"oc-first": 1, ids[0]: 2, ids[1]: 2} { // the merged turn, then nudge's own
+		if n := standin.Count(reqs, id); n != want {
+			t.Errorf("%s: the model got the prompt %d times, want %d\nstory: %s", id, n, want, story(ft.td.audit(id)))
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/classifier"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
+	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
@@ -51,6 +52,7 @@ type serveConfig struct {
 	Events   eventstream.Config     // the kept window of /v1/events (Keep, MaxAge)
 	Notify   notify.Config          // --notify-command, its timeout and pool; tmux messages
 	LLM      classifier.Config      // the optional LLM classifier
+	Keep     retention.Config       // what the store keeps: --retain, the audit archive, compaction
 }
 
 func defaultServeConfig() serveConfig {
@@ -61,7 +63,7 @@ func defaultServeConfig() serveConfig {
 		Panes: panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
 		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Auth: auth.DefaultConfig(),
 		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
-		LLM: classifier.Defaults(),
+		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(),
 	}
 }
 
@@ -167,6 +169,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.Auth.SharedToken, "api-token", "", "shared secret callers must send as a Bearer token (optional; shows in ps: prefer --api-token-file or NUDGE_API_TOKEN)")
 	fs.StringVar(&c.TokenFile, "api-token-file", "", "read the --api-token secret from this file (mode 0600, owned by you)")
 	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
+	retention.Flags(fs, &c.Keep)
 	authFlags(fs, &c.Auth)
 	classifier.Flags(fs, &c.LLM)
 	fs.DurationVar(&c.Monitor.LLMSettle, "llm-settle", c.Monitor.LLMSettle, "how long a screen the packs cannot classify must stay unchanged before the LLM classifier is asked about it")
@@ -234,6 +237,9 @@ func (c *serveConfig) complete() error {
 	c.StateDir = abs
 	if c.Socket == "" {
 		c.Socket = defaultSocket(c.StateDir)
+	}
+	if err := c.Keep.Complete(c.StateDir); err != nil {
+		return err
 	}
 	roots := &c.Panes.Roots
 	if len(*roots) == 0 {

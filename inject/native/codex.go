@@ -32,6 +32,10 @@ var (
 	ErrUnavailable = errors.New("native: channel unavailable")
 	// ErrRefused: the CLI answered the request with an error; nothing was queued.
 	ErrRefused = errors.New("native: refused by the agent")
+	// ErrNotThisThread: the thread named is not the runtime's (it works in another
+	// directory: another workspace's session of the shared app-server); nothing was sent.
+	// It wraps ErrRefused.
+	ErrNotThisThread = fmt.Errorf("%w: the thread is not this runtime's", ErrRefused)
 )
 
 // Codex is the app-server control channel of the Codex CLIs whose home is Home
@@ -48,10 +52,12 @@ func (c Codex) Socket() string {
 
 // Queue adds text to the queue of the session (thread) threadID, as a user message the
 // CLI takes when its current turn (if any) ends, and returns the id the CLI gave the
-// queued submission. ErrUnavailable when the socket is missing, is not a socket owned
-// by this user, or does not answer the handshake; ErrRefused (wrapped, with the CLI's
-// message) when the CLI refuses, e.g. an unknown thread.
-func (c Codex) Queue(ctx context.Context, threadID, text string) (string, error) {
+// queued submission. The app-server is shared by every Codex of its home, each thread
+// another runtime's: the thread must be one working in cwd (the runtime's directory),
+// else nothing is queued (ErrNotThisThread). ErrUnavailable when the socket is missing,
+// is not a socket owned by this user, or does not answer the handshake; ErrRefused
+// (wrapped, with the CLI's message) when the CLI refuses, e.g. an unknown thread.
+func (c Codex) Queue(ctx context.Context, threadID, cwd, text string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	rpc, err := c.open(ctx)
@@ -59,6 +65,9 @@ func (c Codex) Queue(ctx context.Context, threadID, text string) (string, error)
 		return "", err
 	}
 	defer rpc.close()
+	if err := rpc.threadIn(ctx, threadID, cwd); err != nil {
+		return "", err
+	}
 	params := map[string]any{
 		"threadId":                   threadID,
 		"input":                      []any{map[string]any{"type": "text", "text": text, "text_elements": []any{}}},
@@ -82,8 +91,9 @@ func (c Codex) Queue(ctx context.Context, threadID, text string) (string, error)
 
 // Withdraw takes out of threadID's queue the submissions whose text holds mark (still
 // waiting: the agent has not taken them into a turn) and reports whether it took any.
-// false with a nil error: none waits there (taken, or never queued).
-func (c Codex) Withdraw(ctx context.Context, threadID, mark string) (bool, error) {
+// false with a nil error: none waits there (taken, or never queued). The thread must be
+// one working in cwd, as for Queue.
+func (c Codex) Withdraw(ctx context.Context, threadID, cwd, mark string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	rpc, err := c.open(ctx)
@@ -91,6 +101,9 @@ func (c Codex) Withdraw(ctx context.Context, threadID, mark string) (bool, error
 		return false, err
 	}
 	defer rpc.close()
+	if err := rpc.threadIn(ctx, threadID, cwd); err != nil {
+		return false, err
+	}
 	res, err := rpc.call(ctx, 1, "thread/queue/list", map[string]any{"threadId": threadID})
 	if err != nil {
 		return false, err
@@ -120,6 +133,42 @@ func (c Codex) Withdraw(ctx context.Context, threadID, mark string) (bool, error
 		}
 	}
 	return took, nil
+}
+
+// threadIn checks that thread threadID works in directory cwd (thread/read: the
+// thread's cwd, symlinks resolved on both sides): ErrNotThisThread otherwise, or
+// ErrRefused when the CLI does not say.
+func (r *rpcConn) threadIn(ctx context.Context, threadID, cwd string) error {
+	res, err := r.call(ctx, "read", "thread/read", map[string]any{"threadId": threadID})
+	if err != nil {
+		return err
+	}
+	var out struct {
+		Thread struct {
+			ID  string `json:"id"`
+			Cwd string `json:"cwd"`
+		} `json:"thread"`
+	}
+	if err := json.Unmarshal(res, &out); err != nil || out.Thread.Cwd == "" {
+		return fmt.Errorf("%w: thread/read without the thread's directory: %.200s", ErrRefused, res)
+	}
+	if (out.Thread.ID != "" && out.Thread.ID != threadID) || !samePath(out.Thread.Cwd, cwd) {
+		return fmt.Errorf("%w: thread %s works in %q, not in %q", ErrNotThisThread, threadID, out.Thread.Cwd, cwd)
+	}
+	return nil
+}
+
+// samePath reports whether a and b name one directory (cleaned, or symlinks resolved).
+func samePath(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
 }
 
 // open connects to the control socket and makes the JSON-RPC handshake. ErrUnavailable

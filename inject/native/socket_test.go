@@ -29,7 +29,7 @@ func TestCodexDialsCheckedSocket(t *testing.T) {
 		}
 	}
 	defer func() { checked = func(string) {} }()
-	if _, err := (Codex{Home: home}).Queue(context.Background(), "thread-1", "secret prompt"); err != nil {
+	if _, err := (Codex{Home: home}).Queue(context.Background(), "thread-1", fakeCwd, "secret prompt"); err != nil {
 		t.Fatal(err)
 	}
 	if len(gotB) > 0 {
@@ -70,7 +70,7 @@ func TestCodexSockRefused(t *testing.T) {
 			if err := tc.set(filepath.Dir(c.Socket()), c.Socket()); err != nil {
 				t.Fatal(err)
 			}
-			_, err := c.Queue(context.Background(), "thread-1", "secret prompt")
+			_, err := c.Queue(context.Background(), "thread-1", fakeCwd, "secret prompt")
 			if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "not to this user") && !strings.Contains(err.Error(), "writable by others") {
 				t.Fatalf("err %v", err)
 			}
@@ -88,7 +88,7 @@ func TestCodexSocketSameUser(t *testing.T) {
 	fakeCodex(t, home, make(chan map[string]any, 16))
 	c := Codex{Home: home}
 	os.Chmod(c.Socket(), 0o775)
-	if _, err := c.Queue(context.Background(), "thread-1", "x"); err != nil {
+	if _, err := c.Queue(context.Background(), "thread-1", fakeCwd, "x"); err != nil {
 		t.Fatal(err)
 	}
 }

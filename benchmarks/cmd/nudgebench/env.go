@@ -168,6 +168,7 @@ func (e *env) startDaemon(o options) error {
 	if o.sshConfig != "" {
 		e.serveArgs = append(e.serveArgs, "--ssh-config", o.sshConfig)
 	}
+	e.serveArgs = append(e.serveArgs, strings.Fields(o.serveArgs)...)
 	logf, err := os.Create(e.daemonLog)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,6 +48,8 @@ type options struct {
 	profileWindows string
 	daemonProcs    int
 	sshConfig      string // set by the host phase: its loopback sshd's client config
+	serveArgs      string // more `nudge serve` flags, space-separated (e.g. "--retain 1m --retain-every 10s")
+	quiet          time.Duration
 }
 
 func main() {
@@ -93,6 +96,8 @@ func main() {
 	flag.DurationVar(&o.fleetWindow, "fleet-window", 30*time.Second, "fleet phase: measured window per workload")
 	flag.StringVar(&o.fleetWorkloads, "fleet-workloads", "", "fleet phase: workloads to run (idle,spinner,replay,lines; default all)")
 	flag.StringVar(&o.profileWindows, "profile-windows", "", "folder: profile the daemon (CPU, allocations) during each fleet window (nudge serve --profile-windows)")
+	flag.StringVar(&o.serveArgs, "serve-args", "", "more nudge serve flags, space-separated (e.g. \"--retain 1m --retain-every 10s\")")
+	flag.DurationVar(&o.quiet, "quiet", 15*time.Second, "trigger phase: quiet time after each pane count before the store size and the daemon's RSS are read again")
 	flag.IntVar(&o.daemonProcs, "daemon-gomaxprocs", 0, "GOMAXPROCS of the daemon (0: the Go default)")
 	flag.IntVar(&o.hostN, "host-n", 200, "host phase (not in the default phases; needs sshd): triggers per path")
 	flag.Parse()
@@ -222,6 +227,24 @@ func (b *bench) triggerPhase(rep *report) error {
 		}
 		rep.trigger = append(rep.trigger, r)
 		fmt.Fprintf(os.Stderr, "trigger latency at %d panes: %v\n", n, time.Since(start).Round(time.Second))
+		b.storeAndRSS(n)
 	}
 	return nil
+}
+
+// storeAndRSS prints (to stderr) the store file's size and the daemon's RSS right after a
+// pane count's triggers and again after -quiet (the store's idle release is at 10 s).
+func (b *bench) storeAndRSS(panes int) {
+	pid := b.e.daemon.Process.Pid
+	size := func() float64 {
+		fi, err := os.Stat(filepath.Join(b.e.dir, "state", "nudge.db"))
+		if err != nil {
+			return 0
+		}
+		return float64(fi.Size()) / (1 << 20)
+	}
+	busy, busyRSS := size(), float64(status(pid, "VmRSS"))/1024
+	time.Sleep(b.o.quiet)
+	fmt.Fprintf(os.Stderr, "after %d panes (%d prompts sent so far, both paths): store %.1f MB, daemon RSS %.1f MB; after %s quiet: store %.1f MB, RSS %.1f MB\n",
+		panes, b.seq, busy, busyRSS, b.o.quiet, size(), float64(status(pid, "VmRSS"))/1024)
 }

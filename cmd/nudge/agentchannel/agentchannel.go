@@ -32,8 +32,10 @@ type Channels struct {
 }
 
 // Deliver implements inject.Channel: the runtime's profile must name a channel, the
-// runtime must run on this machine and its session id be known; otherwise, or when the
-// channel is not there or refuses, inject.ErrNoChannel (the prompt is typed).
+// runtime must run on this machine and its session id and directory be known, and the
+// session's thread must work in that directory (the app-server is shared: a session id
+// naming another runtime's thread is refused); otherwise, or when the channel is not
+// there or refuses, inject.ErrNoChannel (the prompt is typed).
 func (c *Channels) Deliver(ctx context.Context, rt nudge.Runtime, text string) (string, error) {
 	prof, ok := c.Profiles[rt.Agent]
 	switch {
@@ -43,8 +45,10 @@ func (c *Channels) Deliver(ctx context.Context, rt nudge.Runtime, text string) (
 		return "", fmt.Errorf("%w: the runtime runs on %s", inject.ErrNoChannel, rt.Host)
 	case rt.SessionID == "":
 		return "", fmt.Errorf("%w: no session id known yet", inject.ErrNoChannel)
+	case rt.Dir == "":
+		return "", fmt.Errorf("%w: the runtime's directory is not known (its thread cannot be told from another's)", inject.ErrNoChannel)
 	}
-	_, err := c.codex(prof).Queue(ctx, rt.SessionID, text)
+	_, err := c.codex(prof).Queue(ctx, rt.SessionID, rt.Dir, text)
 	if errors.Is(err, native.ErrUnavailable) || errors.Is(err, native.ErrRefused) {
 		return "", fmt.Errorf("%w: %v", inject.ErrNoChannel, err)
 	}
@@ -55,10 +59,10 @@ func (c *Channels) Deliver(ctx context.Context, rt nudge.Runtime, text string) (
 // session's queue if it still waits there.
 func (c *Channels) Withdraw(ctx context.Context, rt nudge.Runtime, mark string) (bool, error) {
 	prof, ok := c.Profiles[rt.Agent]
-	if !ok || prof.Channel != panes.ChannelCodex || rt.SessionID == "" {
+	if !ok || prof.Channel != panes.ChannelCodex || rt.SessionID == "" || rt.Dir == "" {
 		return false, inject.ErrNoChannel
 	}
-	return c.codex(prof).Withdraw(ctx, rt.SessionID, mark)
+	return c.codex(prof).Withdraw(ctx, rt.SessionID, rt.Dir, mark)
 }
 
 func (c *Channels) codex(prof panes.Profile) native.Codex {

@@ -241,6 +241,8 @@ func (w *Watcher) onEnd(runtimeID string, err error) {
 		why = "the record is in a format this nudge does not know (a newer CLI?): acks rest on the screen and the ack marker"
 	case errors.Is(err, record.ErrOutside):
 		why = "the record's path leads out of the CLI's own directory: not read"
+	case errors.Is(err, record.ErrReplaced):
+		why = "the record file was replaced by another (not the CLI's doing): no longer read; acks rest on the screen and the ack marker"
 	case errors.Is(err, record.ErrNotRegular):
 		why = "the record is not a regular file (a symlink, a FIFO, a device put in its place): not read"
 	}

@@ -112,6 +112,11 @@ type AuditVerified struct {
 	Error   string `json:"error,omitempty"`
 	OK      bool   `json:"ok"`
 	Records int    `json:"records"`
+	// ArchivedThrough is the last record sealed out of the store by retention (0: none);
+	// the records checked start after it.
+	ArchivedThrough uint64 `json:"archived_through,omitempty"`
+	// Archived is the number of sealed records checked in the archive (archive=1 only).
+	Archived int `json:"archived,omitempty"`
 }
 
 // ScheduleRemoved is the answer of DELETE /v1/schedules/{id}.
@@ -206,10 +211,15 @@ func (c *Client) AuditLog(ctx context.Context, f AuditFilter) ([]AuditRecord, er
 	return out, c.Do(ctx, "GET", "/v1/audit?"+q.Encode(), nil, &out)
 }
 
-// VerifyAudit checks the hash chain of the whole audit log.
-func (c *Client) VerifyAudit(ctx context.Context) (AuditVerified, error) {
+// VerifyAudit checks the hash chain of the audit log the store keeps (from its first
+// kept record on) and, with archive, of the sealed segments before it too.
+func (c *Client) VerifyAudit(ctx context.Context, archive bool) (AuditVerified, error) {
 	var v AuditVerified
-	return v, c.Do(ctx, "GET", "/v1/audit?verify=1", nil, &v)
+	path := "/v1/audit?verify=1"
+	if archive {
+		path += "&archive=1"
+	}
+	return v, c.Do(ctx, "GET", path, nil, &v)
 }
 
 // RemoveSchedule removes a periodic prompt.

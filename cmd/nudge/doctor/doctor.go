@@ -121,6 +121,7 @@ func (d *doctor) check(ctx context.Context, c *api.Client) error {
 		}
 	}
 	d.permissions(c.Socket())
+	d.storeSpace()
 	d.overrides()
 	health()
 	if d.say.json {

@@ -65,6 +65,8 @@ var help = map[string]string{
 	"nudge_controlmode_lag_seconds":         "Age of the latest %extended-output: how far behind the stream is.",
 	"nudge_store_commit_errors_total":       "Store writes that failed.",
 	"nudge_store_unavailable":               "1 while the store cannot write (new triggers are refused).",
+	"nudge_store_file_bytes":                "Size of the store's file (nudge.db); bounded by --retain, shrunk by a start that compacts it.",
+	"nudge_store_free_bytes":                "Free pages inside the store's file: reused by later writes, given back by a start that compacts (--compact-free).",
 	"nudge_runtimes":                        "Runtimes by lifecycle status.",
 	"nudge_runtimes_readiness":              "Runtimes by detected readiness.",
 	"nudge_runtimes_operator_busy":          "Runtimes whose pane a human is typing in.",
@@ -335,6 +337,11 @@ func writeLive(w io.Writer, l Live) {
 			unavailable = 1
 		}
 		metrics.WriteGaugeUint64(w, "nudge_store_unavailable", unavailable)
+		if sp, ok := l.Store.(interface{ Space() store.Space }); ok {
+			space := sp.Space()
+			metrics.WriteGaugeUint64(w, "nudge_store_file_bytes", uint64(space.File))
+			metrics.WriteGaugeUint64(w, "nudge_store_free_bytes", uint64(space.Free))
+		}
 	}
 	if l.Runtimes != nil {
 		writeRuntimes(w, l.Runtimes(), l.QueueDepth)

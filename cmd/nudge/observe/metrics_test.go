@@ -14,6 +14,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/panes"
+	"github.com/nudgehq/nudge/store"
 )
 
 // parse reads a Prometheus text exposition the way a Prometheus server does.
@@ -77,6 +78,9 @@ type fakeStore struct{}
 
 func (fakeStore) CommitErrors() uint64 { return 0 }
 func (fakeStore) Unavailable() error   { return nil }
+func (fakeStore) Space() store.Space {
+	return store.Space{File: 8 << 20, Pages: 6 << 20, Free: 1 << 20}
+}
 
 var _ StoreHealth = fakeStore{}
 

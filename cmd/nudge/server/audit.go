@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -16,12 +17,7 @@ func (a auditAPI) handleAudit(w http.ResponseWriter, r *http.Request, c auth.Cal
 	s.deps.Store.Flush() // write-behind records first
 	q := r.URL.Query()
 	if q.Get("verify") == "1" || q.Get("verify") == "true" {
-		n, err := s.deps.Store.VerifyAudit()
-		res := api.AuditVerified{OK: err == nil, Records: n}
-		if err != nil {
-			res.Error = err.Error()
-		}
-		writeJSON(w, http.StatusOK, res)
+		writeJSON(w, http.StatusOK, s.verifyAudit(q.Get("archive") == "1" || q.Get("archive") == "true"))
 		return
 	}
 	f := store.AuditFilter{TriggerID: q.Get("trigger"), RuntimeID: q.Get("runtime"), ThreadID: q.Get("thread"),
@@ -47,8 +43,13 @@ func (a auditAPI) handleAudit(w http.ResponseWriter, r *http.Request, c auth.Cal
 	lookup := func(id string) string {
 		ws, ok := triggerWS[id]
 		if !ok {
-			if t, err := s.deps.Store.GetTrigger(id); err == nil {
+			t, err := s.deps.Store.GetTrigger(id)
+			var aged *store.AgedOutError
+			switch {
+			case err == nil:
 				ws = t.WorkspaceID
+			case errors.As(err, &aged): // the trigger aged out; its tombstone keeps the workspace
+				ws = aged.Workspace
 			}
 			triggerWS[id] = ws
 		}
@@ -180,4 +181,34 @@ func auditWorkspace(rec nudge.AuditRecord, triggerWS func(string) string) string
 		return triggerWS(rec.TriggerID)
 	}
 	return ""
+}
+
+// archivedAudit is the store's side of a trimmed audit log (store.DB): where the kept
+// log starts, and the check of the sealed segments before it.
+type archivedAudit interface {
+	VerifyKept() (n int, base uint64, err error)
+	VerifyAuditArchive() (int, error)
+}
+
+// verifyAudit checks the kept audit log from its first kept record on and, with
+// archive, the sealed segments before it.
+func (s *Server) verifyAudit(archive bool) api.AuditVerified {
+	aa, sealed := s.deps.Store.(archivedAudit)
+	var res api.AuditVerified
+	var err error
+	if sealed {
+		res.Records, res.ArchivedThrough, err = aa.VerifyKept()
+	} else {
+		res.Records, err = s.deps.Store.VerifyAudit()
+	}
+	if sealed && archive && err == nil {
+		// Sealed after the check above? Then the archive reaches past its base: still
+		// joined, as VerifyArchive accepts an archive that ends at or past the base.
+		res.Archived, err = aa.VerifyAuditArchive()
+	}
+	res.OK = err == nil
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return res
 }

@@ -285,6 +285,14 @@ func (a lifecycleAPI) handleHeartbeat(w http.ResponseWriter, r *http.Request, c 
 			s.fail(w, r, badRequest("session_id %q is not valid for profile %s", b.SessionID, rt.Agent))
 			return
 		}
+		// The agent's own token names a session only while none is known: a known one
+		// (what its channel hands prompts to, what a resume reopens) is not the agent's to
+		// move, to another workspace's session of a shared app-server for one.
+		if c.RuntimeID != "" && rt.SessionID != "" && b.SessionID != rt.SessionID {
+			s.fail(w, r, nudge.NewError(nudge.Forbidden, c.Subject+" may not replace runtime "+rt.RuntimeID+
+				"'s known session id (use a workspace token)"))
+			return
+		}
 	}
 	status := b.Status
 	if status == "" {

@@ -47,6 +47,10 @@ func (a triggersAPI) handleTrigger(w http.ResponseWriter, r *http.Request, c aut
 	if errors.As(err, &ne) && ne.Code == nudge.IdempotencyConflict {
 		// The differing fields are shown only to a caller who may read the first trigger.
 		t, gerr := s.deps.Triggers.Get(req.TriggerID)
+		var aged *store.AgedOutError
+		if errors.As(gerr, &aged) { // aged out: its tombstone keeps the workspace
+			t.WorkspaceID, gerr = aged.Workspace, nil
+		}
 		foreign = gerr != nil || c.Allow(auth.VerbRead, t.WorkspaceID) != nil
 	}
 	if foreign {
@@ -224,6 +228,10 @@ func unknownTrigger(id string) error {
 func (a triggersAPI) readableTrigger(c auth.Caller, id string) (nudge.Trigger, error) {
 	s := a.s
 	t, err := s.deps.Triggers.Get(id)
+	var aged *store.AgedOutError
+	if errors.As(err, &aged) && !c.Sees(aged.Workspace) {
+		return nudge.Trigger{}, unknownTrigger(id) // when another workspace's trigger aged out is not this caller's business
+	}
 	if err != nil {
 		return t, err
 	}
