@@ -297,7 +297,12 @@ func (ls *lanes) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 	}
 	if t.ForceOverride {
 		// Explicit operator intent (seed 000 §13.2, §14: force-inject a deferred trigger):
-		// past the pause, the breaker, the rate limit, the operator and the readiness.
+		// past the pause, the breaker, the operator and the readiness. Past the rate limit
+		// only when an operator forced it (Force, admin): a force_override asked with the
+		// trigger is a trigger token's own word, and the runtime's budget holds for it.
+		if ok, until := ls.rateCheck(t, now); !ok && !j.forced.Load() {
+			return verdict{kind: hold, code: nudge.TriggerRateLimited, why: "rate limit reached (force_override does not lift it; an operator's nudge force does)", until: until}
+		}
 		return verdict{kind: proceed}
 	}
 	if until, why, open := ls.breakers.admit(rt.RuntimeID, t.TriggerID, now); open {
