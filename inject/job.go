@@ -49,7 +49,7 @@ type job struct {
 	}
 
 	// forced is set by an operator's Force (admin): the trigger goes past the rate limit
-	// too. A force_override asked with the trigger itself does not (flow.go gates).
+	// and a dialog too. A force_override asked with the trigger itself does not (gates).
 	forced atomic.Bool
 
 	tctx context.Context // the request's trace task (only while an execution trace runs)
