@@ -113,7 +113,7 @@ func TestRegisterGroupedOrLinkedRefused(t *testing.T) {
 	td := startDaemon(t, newTestConfig(t))
 	rawCat(t, td, "wB", "dev")
 	td.tmux("new-window", "-d", "-t", "=agents_wB:", "-n", "side", "cat") // B's, not a runtime
-	td.tmux("new-session", "-d", "-t", "agents_wB", "-s", "0view")         // grouped with B's session
+	td.tmux("new-session", "-d", "-t", "agents_wB", "-s", "0view")        // grouped with B's session
 	td.tmux("new-session", "-d", "-s", "0other")
 	td.tmux("link-window", "-d", "-s", "=agents_wB:side", "-t", "=0other:")
 	spy := td.as(td.issue(t, "--subject", "c-orch", "--workspace", "wC", "--verbs", "spawn,trigger", "--ttl", "1h"))
