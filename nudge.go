@@ -83,8 +83,9 @@ type Launched struct {
 	RuntimeID string // the runtime the launch runs as ("" for a one-shot window)
 	PaneID    string
 	// Given is true when the prompt went with the launch; false when the runtime started
-	// without it (its profile takes no prompt at launch) and it must be delivered live
-	// to RuntimeID.
+	// without it and it must be delivered live to RuntimeID. The fallback chain never
+	// gives a prompt at launch (it would be on the agent's command line, which every
+	// local uid reads): its launches all say false.
 	Given bool
 }
 

@@ -65,15 +65,13 @@ type Launcher interface {
 	// RelaunchWith runs argv once in the runtime's own pane, ending whatever ran there
 	// first; ended says how that program ended ("" when none ran).
 	RelaunchWith(ctx context.Context, id string, argv []string, reason string) (paneID, ended string, err error)
-	// LaunchWindow runs argv in a new detached window of the workspace's session.
-	LaunchWindow(ctx context.Context, workspace, name string, argv []string) (paneID string, err error)
 	// PaneExit reports whether the pane's process runs, or how it exited.
 	PaneExit(ctx context.Context, workspace, paneID string) (alive bool, status *int, err error)
 	// HoldRestarts keeps the registry from restarting the runtime while the chain runs.
 	HoldRestarts(id string) (release func())
-	// SpawnAside starts a fresh managed runtime beside from (a fallback that must not end
-	// from's process); given is false when the prompt could not go at launch.
-	SpawnAside(ctx context.Context, from nudge.Runtime, prompt string) (rt nudge.Runtime, given bool, err error)
+	// SpawnAside starts a managed runtime beside from (a fallback that must not end
+	// from's process): fresh, or resuming from's session. It gets no prompt at launch.
+	SpawnAside(ctx context.Context, from nudge.Runtime, resume bool) (nudge.Runtime, error)
 }
 
 // Step is one step of a fallback chain, as audited and published.
@@ -85,8 +83,8 @@ type Step struct {
 	RuntimeID string    `json:"runtime_id,omitempty"`
 	Cause     string    `json:"cause"`           // the failure code that started the chain
 	Chain     []string  `json:"chain"`           // steps taken so far, e.g. [resume resume spawn]
-	Argv      []string  `json:"argv,omitempty"`  // what was launched (the prompt elided)
-	Where     string    `json:"where,omitempty"` // pane or window
+	Argv      []string  `json:"argv,omitempty"`  // what was launched (never a prompt: elided if it were)
+	Where     string    `json:"where,omitempty"` // "pane %N", or "runtime ID pane %N" beside
 	Ended     string    `json:"ended,omitempty"` // how the program the launch replaced ended: "ended by SIGTERM after 3s (pid 12)"
 	Error     string    `json:"error,omitempty"`
 	Code      string    `json:"error_code,omitempty"`
@@ -129,17 +127,20 @@ type run struct {
 	chain []string
 }
 
-// keepPane: the chain must not end the pane's process.
-func (r *run) keepPane() bool { return r.keep || keepPane(r.cause) }
+// keepPane: the chain must not end the pane's process: the cause says so, another
+// trigger's launch runs there, or the pane is the user's own (panes.UsersPane).
+func (r *run) keepPane() bool { return r.keep || keepPane(r.cause) || panes.UsersPane(r.rt) }
 
 // Fallback runs the chain for t, whose live delivery failed with cause. It returns where
-// the prompt went (the backend, runtime and pane; Given false when the fresh runtime's
-// profile takes no prompt at launch: the caller delivers it live to that runtime), or a
-// *nudge.Error with RESUME_FAILED or SPAWN_FAILED.
+// the agent was launched (the backend, runtime and pane), or a *nudge.Error with
+// RESUME_FAILED or SPAWN_FAILED. No launch carries the prompt on its command line, where
+// every local uid reads it: a resume reopens the session (Profile.ResumeLiveArgv) and a
+// spawn starts the agent bare, Given is false, and the caller delivers the prompt live
+// to the launched runtime once it is ready.
 //
-// A fallback that must not end the runtime's process (a human is at its pane, or nudge
-// does not manage it) resumes in a window of its own and spawns a new managed runtime
-// beside it (ROLE-fb-SUFFIX): nothing is ever typed into that pane.
+// A fallback that must not end the runtime's process (a human is at its pane, nudge
+// does not manage it, or the pane is the user's own) resumes or spawns a new managed
+// runtime beside it (ROLE-fb-SUFFIX): nothing is ever typed into that pane.
 //
 // keep asks for the same care for another reason: the runtime's pane runs another
 // trigger's fallback launch, which must not be replaced.
@@ -186,9 +187,11 @@ func (c *Chain) skipResume(r *run) string {
 		return "the live process still holds the session (an operator is at the pane)"
 	case r.keep:
 		return "another trigger's fallback launch holds the session in the runtime's pane"
+	case panes.UsersPane(r.rt):
+		return "the runtime's pane is in the user's own session, where nudge opens no window to resume in"
 	}
-	if _, err := r.prof.ResumeArgv(r.rt.SessionID, "x"); err != nil {
-		return err.Error()
+	if r.prof.ResumeLiveArgv(r.rt.SessionID) == nil {
+		return "profile " + r.prof.Name + " cannot resume session " + r.rt.SessionID
 	}
 	return ""
 }
@@ -215,71 +218,58 @@ func keepPane(cause nudge.Code) bool {
 }
 
 func (c *Chain) resume(ctx context.Context, r *run) (nudge.Launched, error) {
-	argv, err := r.prof.ResumeArgv(r.rt.SessionID, r.t.Prompt)
-	if err != nil {
-		return nudge.Launched{}, c.failed(r, "resume", nudge.ResumeFailed, err)
-	}
 	r.chain = append(r.chain, "resume")
-	pane, err := c.launch(ctx, r, "resume", argv, nudge.ResumeFailed)
-	l := nudge.Launched{Backend: nudge.BackendResume, PaneID: pane, Given: true}
-	if !r.keepPane() {
-		l.RuntimeID = r.rt.RuntimeID
+	if r.keepPane() {
+		return c.beside(ctx, r, "resume")
 	}
-	return l, err
+	argv := r.prof.ResumeLiveArgv(r.rt.SessionID)
+	pane, err := c.launch(ctx, r, "resume", argv, nudge.ResumeFailed)
+	return nudge.Launched{Backend: nudge.BackendResume, RuntimeID: r.rt.RuntimeID, PaneID: pane}, err
 }
 
-// spawn starts the runtime afresh in its own pane with the summary prompt, or without
-// it when the profile takes no prompt at launch (Given false).
+// spawn starts the runtime afresh in its own pane, without the prompt (Given false: the
+// caller types it into the fresh agent).
 func (c *Chain) spawn(ctx context.Context, r *run) (nudge.Launched, error) {
-	given := true
-	argv, err := r.prof.LaunchArgv(nil, summaryPrompt(r))
-	if errors.Is(err, panes.ErrNoPromptArg) {
-		given = false
-		argv, err = r.prof.LaunchArgv(nil, "")
-	}
+	argv, err := r.prof.LaunchArgv(nil, "")
 	if err != nil {
 		return nudge.Launched{}, c.failed(r, "spawn", nudge.SpawnFailed, err)
 	}
 	r.chain = append(r.chain, "spawn")
 	pane, err := c.launch(ctx, r, "spawn", argv, nudge.SpawnFailed)
-	return nudge.Launched{Backend: nudge.BackendSpawn, RuntimeID: r.rt.RuntimeID, PaneID: pane, Given: given}, err
+	return nudge.Launched{Backend: nudge.BackendSpawn, RuntimeID: r.rt.RuntimeID, PaneID: pane}, err
 }
 
 // spawnAside starts a new managed runtime beside the one whose pane must be kept.
 func (c *Chain) spawnAside(ctx context.Context, r *run) (nudge.Launched, error) {
 	r.chain = append(r.chain, "spawn")
-	c.step(r, "fallback_spawn_started", Step{Where: "runtime"})
-	rt, given, err := c.l.SpawnAside(ctx, r.rt, summaryPrompt(r))
+	return c.beside(ctx, r, "spawn")
+}
+
+// beside starts a managed runtime beside the one whose pane must be kept: resuming its
+// session (kind "resume") or fresh ("spawn").
+func (c *Chain) beside(ctx context.Context, r *run, kind string) (nudge.Launched, error) {
+	code, backend := nudge.SpawnFailed, nudge.BackendSpawn
+	if kind == "resume" {
+		code, backend = nudge.ResumeFailed, nudge.BackendResume
+	}
+	c.step(r, "fallback_"+kind+"_started", Step{Where: "runtime"})
+	rt, err := c.l.SpawnAside(ctx, r.rt, kind == "resume")
 	if err == nil {
 		err = c.stayedUp(ctx, rt.WorkspaceID, rt.PaneID)
 	}
 	if err != nil {
-		return nudge.Launched{}, c.failed(r, "spawn", nudge.SpawnFailed, err)
+		return nudge.Launched{}, c.failed(r, kind, code, err)
 	}
-	c.step(r, "fallback_spawn_succeeded", Step{Where: "runtime " + rt.RuntimeID + " pane " + rt.PaneID})
-	return nudge.Launched{Backend: nudge.BackendSpawn, RuntimeID: rt.RuntimeID, PaneID: rt.PaneID, Given: given}, nil
+	c.step(r, "fallback_"+kind+"_succeeded", Step{Argv: rt.Argv, Where: "runtime " + rt.RuntimeID + " pane " + rt.PaneID})
+	return nudge.Launched{Backend: backend, RuntimeID: rt.RuntimeID, PaneID: rt.PaneID}, nil
 }
 
-// summaryPrompt is the prompt a fresh runtime starts with.
-func summaryPrompt(r *run) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "[BRIDGE_TRIGGER id=%s thread=%s reason=fallback_spawn] ", r.t.TriggerID, r.t.ThreadID)
-	fmt.Fprintf(&b, "Your previous session could not be resumed (%s). ", r.cause)
-	b.WriteString(r.t.Prompt)
-	b.WriteString(" [/BRIDGE_TRIGGER]")
-	return b.String()
-}
-
-// launch starts argv (in the runtime's pane, or a new window if a human is at it), waits
-// LaunchGrace to see that it stayed up, and returns its pane.
+// launch starts argv in the runtime's own pane (never one that must be kept: those go
+// beside), waits LaunchGrace to see that it stayed up, and returns its pane.
 func (c *Chain) launch(ctx context.Context, r *run, kind string, argv []string, code nudge.Code) (string, error) {
-	s := Step{Argv: elide(argv, r.t.Prompt)}
-	s.Where = "pane"
-	if r.keepPane() {
-		s.Where = "window"
-	}
+	s := Step{Argv: elide(argv, r.t.Prompt), Where: "pane"}
 	c.step(r, "fallback_"+kind+"_started", s)
-	pane, ended, err := c.start(ctx, r, kind, argv, s.Where)
+	pane, ended, err := c.l.RelaunchWith(ctx, r.rt.RuntimeID, argv, "fallback "+kind+" for trigger "+r.t.TriggerID)
 	s.Ended = ended
 	if err == nil {
 		err = c.stayedUp(ctx, r.rt.WorkspaceID, pane)
@@ -290,16 +280,6 @@ func (c *Chain) launch(ctx context.Context, r *run, kind string, argv []string, 
 	s.Where += " " + pane
 	c.step(r, "fallback_"+kind+"_succeeded", s)
 	return pane, nil
-}
-
-// start launches argv; ended says how the program it replaced in the runtime's pane
-// ended ("" for a window of its own).
-func (c *Chain) start(ctx context.Context, r *run, kind string, argv []string, where string) (pane, ended string, err error) {
-	if where == "window" {
-		pane, err = c.l.LaunchWindow(ctx, r.rt.WorkspaceID, r.rt.Role+"-"+kind, argv)
-		return pane, "", err
-	}
-	return c.l.RelaunchWith(ctx, r.rt.RuntimeID, argv, "fallback "+kind+" for trigger "+r.t.TriggerID)
 }
 
 // stayedUp waits LaunchGrace and checks the launched process: running, or exited 0.

@@ -3,6 +3,7 @@ package controlmode
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -18,6 +19,10 @@ type PaneGoneError struct {
 	Pane   string // the pane id tmux resolved, "" if the target does not exist
 	Dead   bool   // the pane's program has exited
 	PID    int    // the pane's first process
+	// Command is the pane's foreground program (#{pane_current_command}) as an IfAgent
+	// line's else branch read it; "" for an IfPane line. Shell says it is a shell (IsShell).
+	Command string
+	Shell   bool
 }
 
 func (e *PaneGoneError) Error() string {
@@ -26,6 +31,8 @@ func (e *PaneGoneError) Error() string {
 		return fmt.Sprintf("controlmode: pane %s does not exist", e.Target)
 	case e.Dead:
 		return fmt.Sprintf("controlmode: pane %s is dead", e.Pane)
+	case e.Shell:
+		return fmt.Sprintf("controlmode: pane %s (pid %d) has the shell %s in the foreground, not the agent", e.Pane, e.PID, e.Command)
 	}
 	return fmt.Sprintf("controlmode: pane %s runs another process (pid %d)", e.Pane, e.PID)
 }
@@ -50,19 +57,44 @@ const ifPanePrefix = "if-shell -F -t "
 // be taken back. The line yields two reply blocks (if-shell's, then its branch's); the
 // connection matches both.
 func IfPane(target string, pid int, cmd string) (string, error) {
+	return ifPane(target, pid, cmd, false)
+}
+
+// IfAgent is IfPane with one condition more, decided in the same server step: the pane's
+// foreground program (tmux's #{pane_current_command}: the process group that owns the
+// pane's terminal) is not a shell (IsShell). An agent the user started from a shell in
+// their own pane (seed 004: `tmux new -s ps`, then `claude`) leaves that shell in the
+// foreground when it exits or is suspended, and text typed there runs as commands. A
+// refused line's *PaneGoneError has Shell set.
+func IfAgent(target string, pid int, cmd string) (string, error) {
+	return ifPane(target, pid, cmd, true)
+}
+
+func ifPane(target string, pid int, cmd string, agent bool) (string, error) {
 	if err := checkCommand(cmd); err != nil {
 		return "", err
 	}
 	if pid < 0 {
 		return "", fmt.Errorf("controlmode: IfPane: negative pid %d", pid)
 	}
-	return buildIfPane(target, pid, cmd)
+	return buildIfPane(target, pid, cmd, agent)
 }
+
+// shellPattern is what IsShell matches, as a regular expression both Go and tmux's
+// #{m/r:} (POSIX extended) read alike. It holds no ',', '}' or '#', which a format
+// argument cannot.
+const shellPattern = `^(sh|bash|dash|ash|zsh|ksh|mksh|oksh|pdksh|yash|csh|tcsh|fish|nu|elvish|xonsh|pwsh|busybox)$`
+
+var shellRE = regexp.MustCompile(shellPattern)
+
+// IsShell reports whether name, a pane's current command as tmux gives it (the program's
+// name without its directory or a login shell's leading '-'), is a shell's.
+func IsShell(name string) bool { return shellRE.MatchString(name) }
 
 // buildIfPane assembles the line. A missing pane expands every format empty (if-shell
 // and display-message do not fail on a missing target), which the condition reads as
-// false.
-func buildIfPane(target string, pid int, cmd string) (string, error) {
+// false. agent adds IfAgent's condition.
+func buildIfPane(target string, pid int, cmd string, agent bool) (string, error) {
 	t, err := Quote(target)
 	if err != nil {
 		return "", err
@@ -85,12 +117,17 @@ func buildIfPane(target string, pid int, cmd string) (string, error) {
 	default:
 		alive = "#{pane_id}"
 	}
+	seen := " #{pane_id} #{pane_dead} #{pane_pid}"
+	if agent {
+		alive = "#{?#{m/r:" + shellPattern + ",#{pane_current_command}},0," + alive + "}"
+		seen += " #{pane_current_command}"
+	}
 	cond, _ := Quote("#{?pane_dead,0," + alive + "}")
-	gone, _ := Quote("display-message -p -t " + t + " '" + goneLine + " #{pane_id} #{pane_dead} #{pane_pid}'")
+	gone, _ := Quote("display-message -p -t " + t + " '" + goneLine + seen + "'")
 	return ifPanePrefix + t + " " + cond + " " + c + " " + gone, nil
 }
 
-// parseIfPane reports whether line is exactly what IfPane builds (for a command that
+// parseIfPane reports whether line is exactly what IfPane or IfAgent builds (for a command that
 // checkCommand accepts) and returns the target it names.
 func parseIfPane(line string) (string, bool) {
 	rest, ok := strings.CutPrefix(line, ifPanePrefix)
@@ -117,7 +154,8 @@ func parseIfPane(line string) (string, bool) {
 	if target == "" || checkCommand(cmd) != nil {
 		return "", false
 	}
-	if built, err := buildIfPane(target, pid, cmd); err != nil || built != line {
+	agent := strings.Contains(cond, "#{pane_current_command}")
+	if built, err := buildIfPane(target, pid, cmd, agent); err != nil || built != line {
 		return "", false
 	}
 	return target, true
@@ -144,9 +182,12 @@ func parseGone(target string, lines []string) (*PaneGoneError, bool) {
 	}
 	f := strings.Fields(rest)
 	e := &PaneGoneError{Target: target}
-	if len(f) == 3 && (!paneIDTarget(target) || f[0] == target) {
+	if (len(f) == 3 || len(f) == 4) && (!paneIDTarget(target) || f[0] == target) {
 		e.Pane, e.Dead = f[0], f[1] == "1"
 		e.PID, _ = strconv.Atoi(f[2])
+		if len(f) == 4 {
+			e.Command, e.Shell = f[3], IsShell(f[3])
+		}
 	}
 	return e, true
 }

@@ -3,6 +3,7 @@ package controlmode
 import (
 	"context"
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -171,4 +172,84 @@ func atoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestIfAgentRoundTrip: an IfAgent line is read as a guarded line too, and its else
+// branch's reply says which program held the foreground.
+func TestIfAgentRoundTrip(t *testing.T) {
+	line, err := IfAgent("%5", 42, "send-keys -t '%5' -l -- 'touch PWNED'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := parseIfPane(line); !ok || got != "%5" {
+		t.Errorf("parseIfPane(%q) = %q, %v", line, got, ok)
+	}
+	if !strings.Contains(line, "pane_current_command") {
+		t.Errorf("IfAgent line has no foreground check: %q", line)
+	}
+	if bad := strings.Replace(line, "|busybox)", ")", 1); bad == line {
+		t.Fatal("pattern not found")
+	} else if _, ok := parseIfPane(bad); ok {
+		t.Errorf("parseIfPane accepted a changed pattern: %q", bad)
+	}
+	for _, tc := range []struct {
+		reply string
+		shell bool
+	}{
+		{goneLine + " %5 0 42 bash", true},
+		{goneLine + " %5 0 42 claude", false},
+		{goneLine + " %5 0 42", false},
+	} {
+		gone, ok := parseGone("%5", []string{tc.reply})
+		if !ok || gone.Shell != tc.shell || gone.PID != 42 {
+			t.Errorf("parseGone(%q) = %+v, %v; want shell %v", tc.reply, gone, ok, tc.shell)
+		}
+	}
+	for name, want := range map[string]bool{"bash": true, "sh": true, "zsh": true, "fish": true, "claude": false, "node": false, "bashful": false, "": false} {
+		if IsShell(name) != want {
+			t.Errorf("IsShell(%q) = %v", name, !want)
+		}
+	}
+}
+
+// TestIfAgentAgainstTmux: a real tmux refuses to type into a pane whose foreground
+// program is a shell (an agent that exited back to it, seed 004), and types into the
+// same pane once a program runs in the foreground.
+func TestIfAgentAgainstTmux(t *testing.T) {
+	checkGoroutines(t)
+	dir := t.TempDir()
+	srv := newServer(t, "sh")
+	var col collector
+	c := dial(t, col.attach(srv.config()))
+	f := strings.Fields(do(t, c, "display -p -t =s: '#{pane_id} #{pane_pid}'")[0])
+	pane, pid := f[0], atoi(t, f[1])
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	typeLine := func(text string) error {
+		q, _ := Quote(text)
+		line, err := IfAgent(pane, pid, "send-keys -t "+pane+" -l -- "+q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enter, _ := IfAgent(pane, pid, "send-keys -t "+pane+" -H 0d")
+		_, err = c.DoAll(ctx, line, enter)
+		return err
+	}
+	var gone *PaneGoneError
+	pwned := dir + "/PWNED"
+	if err := typeLine("touch " + pwned); !errors.As(err, &gone) || !gone.Shell || gone.PID != pid || gone.Command != "sh" {
+		t.Fatalf("typing into the shell: got %v (%+v), want a PaneGoneError with Shell", err, gone)
+	}
+	// Through the unguarded path the same shell runs what it reads: a program is started
+	// in its foreground that way, and IfAgent types into that program.
+	srv.run("send-keys", "-t", pane, "-l", "exec cat")
+	srv.run("send-keys", "-t", pane, "Enter")
+	waitFor(t, func() bool { return do(t, c, "display -p -t "+pane+" '#{pane_current_command}'")[0] == "cat" })
+	if err := typeLine("to the agent"); err != nil {
+		t.Fatalf("typing into cat: %v", err)
+	}
+	waitFor(t, func() bool { return strings.Contains(col.paneOutput(0), "to the agent") })
+	if _, err := os.Stat(pwned); err == nil {
+		t.Fatal("the refused line ran in the shell")
+	}
 }

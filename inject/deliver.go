@@ -160,7 +160,7 @@ func (ty *typist) typeInto(l *lane, j *job, conn Sender, target string, rt nudge
 	var typeErr error
 	if !typed {
 		reg := trace.StartRegion(j.traceCtx(), "deliver.type")
-		typeErr = ty.typeEnvelope(ty.ctx, conn, j, target, rt.PID)
+		typeErr = ty.typeEnvelope(ty.ctx, conn, j, target, rt)
 		reg.End()
 		if l.inline {
 			// Typed from the request's goroutine (typeInline): the lane's goroutine
@@ -352,7 +352,14 @@ func containsID(s, needle string) bool {
 	}
 }
 
-func (ty *typist) typeEnvelope(ctx context.Context, conn Sender, j *job, target string, pid int) error {
+// shellOK reports whether rt's pane may be typed into while a shell holds its
+// foreground: only a runtime whose profile drives a shell (panes.Profile.DrivesShell).
+func (ty *typist) shellOK(rt nudge.Runtime) bool {
+	prof, ok := ty.deps.Runtimes.Profile(rt.Agent)
+	return ok && prof.DrivesShell()
+}
+
+func (ty *typist) typeEnvelope(ctx context.Context, conn Sender, j *job, target string, rt nudge.Runtime) error {
 	if j.envelope == "" {
 		return errors.New("nothing to type: the trigger has no envelope")
 	}
@@ -362,7 +369,7 @@ func (ty *typist) typeEnvelope(ctx context.Context, conn Sender, j *job, target 
 		}
 		return '_'
 	}, j.id())
-	cmds, err := TypeCommands(target, pid, j.envelope, buf)
+	cmds, err := TypeCommandsInto(target, rt.PID, ty.shellOK(rt), j.envelope, buf)
 	if err != nil {
 		return err
 	}
@@ -425,6 +432,11 @@ func (ty *typist) sendFailed(l *lane, j *job, err error) {
 	}
 	if ty.ctx.Err() != nil {
 		return // shutting down: the next Open resumes it
+	}
+	if gone != nil && atShell(gone) {
+		// Not a connection that is down: the pane is there, with a shell at its front.
+		ty.fin.startFallback(j, nudge.UnmanagedRuntime, atShellWhy(gone))
+		return
 	}
 	if connDown(err) {
 		ty.lanes.awaitConn(l, j, err)

@@ -72,7 +72,7 @@ func (ty *typist) pressEnter(l *lane, j *job, conn Sender, target string, rt nud
 // tmux command less per trigger, and no window between a look and the key). It reports
 // false when the key did not go, j then handed on (the fallback chain, or sendFailed).
 func (ty *typist) enter(l *lane, j *job, conn Sender, target string, rt nudge.Runtime) bool {
-	enter, err := EnterCommand(target, rt.PID)
+	enter, err := EnterCommandInto(target, rt.PID, ty.shellOK(rt))
 	if err == nil {
 		_, err = conn.Do(ty.ctx, enter)
 	}

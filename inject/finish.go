@@ -174,6 +174,13 @@ func (c *Config) retryAfter(attempts int) (time.Duration, bool) {
 // finishAcked records j's ack (the Acker's signal, the marker found on screen, or an ack
 // found before a retry) and closes it.
 func (f *finisher) finishAcked(j *job, signal string) {
+	f.mu.Lock()
+	for rt, l := range f.launched {
+		if l.trigger == j.id() {
+			delete(f.launched, rt) // its fallback launch took the prompt: the pane is the runtime's again
+		}
+	}
+	f.mu.Unlock()
 	if signal == signalRecord {
 		// Its user message is in the agent's record, but the agent may still be taking it
 		// in (Gemini CLI reads a large paste for seconds after writing it): the next
@@ -222,6 +229,11 @@ func (f *finisher) finishFailed(j *job, code nudge.Code, why string) {
 		t.Result = resultFor(t)
 	})
 	j.decide()
+	if rt, ok := f.deps.Runtimes.Get(rec.RuntimeID); ok && rec.Fallback != "" && waitingOn(rt.Status) {
+		// The runtime a fallback launched did not take the prompt typed into it: it is
+		// the runtime's program now, waiting for the next trigger, not for this one.
+		f.transition(rec.RuntimeID, nudge.StatusReady, "trigger "+rec.TriggerID+" failed")
+	}
 	f.persist(j, f.audit("trigger_failed", rec, why))
 	f.done(j)
 }
@@ -335,7 +347,9 @@ func (f *finisher) runFallback(j *job, code nudge.Code, keep bool) {
 		f.mu.Lock()
 		if l.RuntimeID != from {
 			f.aside[from] = l.RuntimeID
-		} else if l.Given {
+		} else {
+			// The launch in the runtime's own pane is for this trigger's prompt (given
+			// at launch, or typed live next): another trigger's fallback keeps that pane.
 			f.launched[from] = paneLaunch{trigger: j.id(), at: f.cfg.Now()}
 		}
 		f.mu.Unlock()
@@ -345,12 +359,13 @@ func (f *finisher) runFallback(j *job, code nudge.Code, keep bool) {
 			f.finishFailed(j, nudge.SpawnFailed, "fresh runtime started without the prompt and no runtime to deliver it to")
 			return
 		}
-		// A fresh runtime is up but has not got the prompt: it goes through the gates
-		// again and is typed into the new runtime's pane (never the old one's, unless the
-		// fresh runtime took the old one's place) once that is ready. Only once: another
-		// failure of that delivery ends the trigger (startFallback).
+		// The launched runtime is up but has not got the prompt (none goes on a command
+		// line): it goes through the gates again and is typed into that runtime's pane
+		// (never the old one's, unless the launch took the old one's place) once that is
+		// ready. Only once: another failure of that delivery ends the trigger
+		// (startFallback).
 		f.deliverTo(j, l.RuntimeID, l.PaneID, l.Backend, "fallback_deliver_live",
-			"fresh runtime "+l.RuntimeID+" (pane "+l.PaneID+") started without the prompt: delivering it live there")
+			"runtime "+l.RuntimeID+" (pane "+l.PaneID+", "+l.Backend+") started without the prompt: delivering it live there")
 		return
 	}
 	if err != nil {
@@ -492,4 +507,9 @@ func (f *finisher) ackAfterFallback(id, signal string) (nudge.Trigger, bool, err
 		f.mu.Unlock()
 	}
 	return t, err == nil, err
+}
+
+// waitingOn reports whether a runtime's status says it waits on a trigger's delivery.
+func waitingOn(s nudge.Status) bool {
+	return s == nudge.StatusTriggering || s == nudge.StatusAwaitingAck || s == nudge.StatusRetrying
 }

@@ -314,7 +314,9 @@ func (ls *lanes) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 		}
 		return verdict{kind: proceed}
 	}
-	if until, why, open := ls.breakers.admit(rt.RuntimeID, t.TriggerID, now); open {
+	// A fallback's own delivery into the runtime it launched (the prompt that used to go
+	// on that launch's command line) is not held by the breaker its failure opened.
+	if until, why, open := ls.breakers.admit(rt.RuntimeID, t.TriggerID, now); open && t.Fallback == "" {
 		return ls.holdFor(j, rt, now, nudge.RuntimeCooldown, why, until)
 	}
 	if rt.Paused {

@@ -41,6 +41,18 @@ func NeedsPaste(text string) bool {
 // Empty text gives no commands. Text must be valid UTF-8 without NUL (Sanitize's
 // output is); anything else is refused with controlmode.ErrUnquotable.
 func TypeCommands(target string, pid int, text, bufName string) ([]string, error) {
+	return TypeCommandsInto(target, pid, true, text, bufName)
+}
+
+// TypeCommandsInto is TypeCommands for a pane whose foreground program must not be a
+// shell unless shellOK (controlmode.IfAgent): the guard then also refuses a pane whose
+// agent exited back to the shell it was started from, where the text would run as
+// commands.
+func TypeCommandsInto(target string, pid int, shellOK bool, text, bufName string) ([]string, error) {
+	guard := controlmode.IfAgent
+	if shellOK {
+		guard = controlmode.IfPane
+	}
 	if text == "" {
 		return nil, nil
 	}
@@ -53,7 +65,7 @@ func TypeCommands(target string, pid int, text, bufName string) ([]string, error
 		if err != nil {
 			return nil, err
 		}
-		line, err := controlmode.IfPane(target, pid, "send-keys -t "+t+" -l -- "+q)
+		line, err := guard(target, pid, "send-keys -t "+t+" -l -- "+q)
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +84,7 @@ func TypeCommands(target string, pid int, text, bufName string) ([]string, error
 	}
 	// tmux 3.3a crashes pasting into a pane whose program has exited: the guard matters
 	// twice here.
-	paste, err := controlmode.IfPane(target, pid, "paste-buffer -b "+buf+" -d -p -r -t "+t)
+	paste, err := guard(target, pid, "paste-buffer -b "+buf+" -d -p -r -t "+t)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +94,14 @@ func TypeCommands(target string, pid int, text, bufName string) ([]string, error
 // EnterCommand returns the command line that presses Enter in target, guarded as
 // TypeCommands' lines are: a raw CR, unaffected by key-table and extended-keys encoding.
 func EnterCommand(target string, pid int) (string, error) {
+	return EnterCommandInto(target, pid, true)
+}
+
+// EnterCommandInto is EnterCommand guarded as TypeCommandsInto's lines are.
+func EnterCommandInto(target string, pid int, shellOK bool) (string, error) {
+	if !shellOK {
+		return controlmode.IfAgent(target, pid, "send-keys -t "+quote(target)+" -H 0d")
+	}
 	return controlmode.IfPane(target, pid, "send-keys -t "+quote(target)+" -H 0d")
 }
 

@@ -185,7 +185,24 @@ func goneVerdict(target string, rt nudge.Runtime, gone *controlmode.PaneGoneErro
 		return verdict{kind: fallback, code: nudge.TargetNotFound, why: "pane " + target + " is gone (replaced or closed) before it took the prompt"}
 	case gone.Dead:
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process exited before it took the prompt"}
+	case atShell(gone) && (rt.PID == 0 || gone.PID == rt.PID):
+		return verdict{kind: fallback, code: nudge.UnmanagedRuntime, why: atShellWhy(gone)}
 	}
 	return verdict{kind: fallback, code: nudge.PaneDead, why: "the pane's process was replaced (pid " +
 		strconv.Itoa(rt.PID) + " -> " + strconv.Itoa(gone.PID) + ") before it took the prompt"}
+}
+
+// atShell reports whether an IfAgent guard refused a live pane because a shell holds its
+// foreground: the agent the user started from that shell exited or was suspended (seed
+// 004), and what is typed there would run as commands. Nothing was typed. The trigger
+// goes to the fallback chain as UNMANAGED_RUNTIME: the pane does not run the agent nudge
+// may drive, and that code keeps the chain from ending or replacing its program (the
+// user's shell): a fallback starts beside it.
+func atShell(gone *controlmode.PaneGoneError) bool {
+	return gone.Shell && gone.Pane != "" && !gone.Dead
+}
+
+func atShellWhy(gone *controlmode.PaneGoneError) string {
+	return "the foreground program of pane " + gone.Pane + " is the shell " + gone.Command +
+		", not the agent (it exited or was suspended back to the shell it was started from): nothing was typed"
 }

@@ -10,9 +10,9 @@
 //	          SetPaused, Transition, Update, Get/Lookup/List, Conn, Close; and for the
 //	          fallback chain RelaunchWith, LaunchWindow, SpawnAside, EnterRecovery
 //	Config    tmux server selection, workspace roots, profiles, reconciliation policy,
-//	          launcher policy, hooks (OnOutput, OnEvent, OnChange)
+//	          launcher policy, hooks (OnOutput, OnEvent, OnChange, OnFirstPrompt)
 //	Profile   one agent CLI as data (LoadProfiles: built-ins from profiles/*.json,
-//	          overridable file by file; LaunchArgv, ResumeArgv)
+//	          overridable file by file; LaunchArgv, ResumeLiveArgv, DrivesShell)
 //	Target    a parsed register target (ParseTarget)
 //
 // Registry is a façade: Open wires one of each of these, and each owns its own state.

@@ -13,14 +13,18 @@ import (
 const AsideMarker = "-fb-"
 
 // spawnAside is Registry.SpawnAside.
-func (l *launcher) spawnAside(ctx context.Context, from nudge.Runtime, prompt string) (rt nudge.Runtime, given bool, err error) {
+func (l *launcher) spawnAside(ctx context.Context, from nudge.Runtime, resume bool) (nudge.Runtime, error) {
 	prof, ok := l.cfg.Profiles[from.Agent]
 	if !ok {
-		return nudge.Runtime{}, false, nudge.NewError(nudge.SpawnFailed, "unknown agent profile "+from.Agent)
+		return nudge.Runtime{}, nudge.NewError(nudge.SpawnFailed, "unknown agent profile "+from.Agent)
 	}
-	given = prompt != ""
-	if _, err := prof.LaunchArgv(nil, prompt); errors.Is(err, ErrNoPromptArg) {
-		given, prompt = false, ""
+	var argv []string
+	session := ""
+	if resume {
+		if argv = prof.ResumeLiveArgv(from.SessionID); argv == nil {
+			return nudge.Runtime{}, nudge.NewError(nudge.SpawnFailed, "profile "+from.Agent+" cannot resume session "+from.SessionID)
+		}
+		session = from.SessionID
 	}
 	dir := from.Dir
 	if _, err := l.resolveDir(dir); err != nil {
@@ -31,14 +35,14 @@ func (l *launcher) spawnAside(ctx context.Context, from nudge.Runtime, prompt st
 	if len(role)+len(suffix) > 64 {
 		role = role[:64-len(suffix)]
 	}
-	rt, err = l.spawn(ctx, SpawnRequest{Workspace: from.WorkspaceID, Role: role + suffix, Agent: from.Agent,
-		AgentID: from.AgentID, Dir: dir, Prompt: prompt})
+	rt, err := l.spawn(ctx, SpawnRequest{Workspace: from.WorkspaceID, Role: role + suffix, Agent: from.Agent,
+		AgentID: from.AgentID, Dir: dir, Argv: argv, SessionID: session})
 	if err != nil {
 		var ne *nudge.Error
 		if errors.As(err, &ne) && ne.Code == nudge.SpawnFailed {
-			return nudge.Runtime{}, false, err
+			return nudge.Runtime{}, err
 		}
-		return nudge.Runtime{}, false, nudge.NewError(nudge.SpawnFailed, err.Error())
+		return nudge.Runtime{}, nudge.NewError(nudge.SpawnFailed, err.Error())
 	}
-	return rt, given, nil
+	return rt, nil
 }

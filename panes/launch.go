@@ -17,6 +17,10 @@ func (l *launcher) relaunchWith(ctx context.Context, id string, argv []string, r
 	if len(argv) == 0 {
 		return "", "", nudge.NewError(nudge.SpawnFailed, "empty argv")
 	}
+	if cur, ok := l.recs.Get(id); ok && UsersPane(cur) {
+		return "", "", nudge.NewError(nudge.Conflict, fmt.Sprintf("the pane of %s is in %s, the user's own: "+
+			"a fallback never ends or replaces the program there (the user's shell)", id, placeOf(&cur)))
+	}
 	rt, e, err := l.restartWith(ctx, id, reason, argv)
 	if len(e.PIDs) > 0 {
 		ended = e.How

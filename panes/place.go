@@ -45,6 +45,12 @@ func placeOf(rt *nudge.Runtime) place {
 	return place{serverOf(rt), cmp.Or(rt.TmuxSession, SessionName(rt.WorkspaceID))}
 }
 
+// UsersPane reports whether rt's pane lies outside nudge's own session of its workspace:
+// a pane of the user's own session (seed 004, registered), on the user's server or on
+// nudge's. Its program is the user's (typically the shell the agent was started from):
+// a fallback never ends or replaces it (the chain keeps the pane; RelaunchWith refuses).
+func UsersPane(rt nudge.Runtime) bool { return !placeOf(&rt).owned(rt.WorkspaceID) }
+
 // owned reports whether p is nudge's own session of workspace ws on nudge's own server:
 // the only place nudge creates sessions and windows in.
 func (p place) owned(ws string) bool { return p.socket == "" && p.session == SessionName(ws) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/nudgehq/nudge/ack/record"
+	"github.com/nudgehq/nudge/controlmode"
 	"io/fs"
 	"os"
 	"path"
@@ -31,11 +32,14 @@ type Profile struct {
 	// AllowedLaunchers are the argv[0] basenames an explicit `-- ARGV` may use with this
 	// profile. "*" allows any.
 	AllowedLaunchers []string
-	// PromptArg says how a first prompt is passed at launch: "" = not supported,
+	// PromptArg says how the CLI takes a first prompt at launch: "" = not supported,
 	// "append" = as the last argv element, "-x"/"--flag" = that flag then the prompt.
+	// nudge never puts a prompt on a command line (every local uid reads argv): a spawn's
+	// first prompt is typed into the agent once it is ready; "" still refuses one.
 	PromptArg string
 	// Resume is the resume argv template with {session_id} and {prompt} placeholders;
-	// empty = the agent cannot resume.
+	// empty = the agent cannot resume. The fallback chain resumes with ResumeLiveArgv
+	// (no prompt on it) and types the prompt.
 	Resume []string
 	// SessionIDPattern finds the agent's session id in pane output (first submatch);
 	// "" = the agent does not print it.
@@ -426,6 +430,15 @@ func (p Profile) ValidSessionID(id string) bool {
 	return id != "" && id[0] != '-' && len(id) <= 256 && re.MatchString(id)
 }
 
+// DrivesShell reports whether the profile's program is a shell (the shell pack, or a
+// launch program that is a shell, as controlmode.IsShell names them): only such a
+// runtime's pane is typed into while a shell holds its foreground. Any other profile's
+// triggers are typed with controlmode.IfAgent, which refuses a pane whose agent has
+// exited (or been suspended) back to the shell it was started from.
+func (p Profile) DrivesShell() bool {
+	return p.Pack == "shell" || len(p.Launch) > 0 && controlmode.IsShell(filepath.Base(p.Launch[0]))
+}
+
 // CanResume reports whether the profile has a resume command.
 func (p Profile) CanResume() bool { return len(p.Resume) > 0 }
 
@@ -460,6 +473,27 @@ func (p Profile) ResumeInteractiveArgv(sessionID string) []string {
 	out := make([]string, len(p.ResumeInteractive))
 	for i, s := range p.ResumeInteractive {
 		out[i] = strings.ReplaceAll(s, "{session_id}", sessionID)
+	}
+	return out
+}
+
+// ResumeLiveArgv is the argv that reopens sessionID with no prompt on its command line
+// (where every local uid could read it): the ResumeInteractive template, else the Resume
+// template without its {prompt} elements. The fallback chain launches it, then types the
+// prompt into the resumed agent once it is ready. nil when the profile has neither, or
+// the id is not valid.
+func (p Profile) ResumeLiveArgv(sessionID string) []string {
+	if argv := p.ResumeInteractiveArgv(sessionID); argv != nil {
+		return argv
+	}
+	if !p.CanResume() || !p.ValidSessionID(sessionID) {
+		return nil
+	}
+	var out []string
+	for _, s := range p.Resume {
+		if !strings.Contains(s, "{prompt}") {
+			out = append(out, strings.ReplaceAll(s, "{session_id}", sessionID))
+		}
 	}
 	return out
 }

@@ -249,3 +249,35 @@ func TestFindSessionID(t *testing.T) {
 		t.Errorf("claude has no pattern, got %q", got)
 	}
 }
+
+// TestResumeLiveArgv: the fallback's resume never carries the prompt: the interactive
+// template when the profile has one, else the resume template without its {prompt}.
+func TestResumeLiveArgv(t *testing.T) {
+	profs, err := LoadProfiles("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, id string
+		want     []string
+	}{
+		{"claude", "abc-1", []string{"claude", "--resume", "abc-1"}},
+		{"codex", "abc-1", []string{"codex", "resume", "abc-1"}},
+		{"opencode", "abc-1", []string{"opencode", "--session", "abc-1"}},
+		{"claude", "--last", nil},
+		{"shell", "abc-1", nil},
+	} {
+		if got := profs[tc.name].ResumeLiveArgv(tc.id); !slices.Equal(got, tc.want) {
+			t.Errorf("%s.ResumeLiveArgv(%q) = %q, want %q", tc.name, tc.id, got, tc.want)
+		}
+	}
+	p := Profile{Name: "x", Launch: []string{"x"}, Resume: []string{"x", "resume", "{session_id}", "--msg={prompt}", "{prompt}"}}
+	if got := p.ResumeLiveArgv("s1"); !slices.Equal(got, []string{"x", "resume", "s1"}) {
+		t.Errorf("without resume_interactive: %q", got)
+	}
+	for name, want := range map[string]bool{"shell": true, "claude": false, "codex": false} {
+		if got := profs[name].DrivesShell(); got != want {
+			t.Errorf("%s.DrivesShell() = %v", name, got)
+		}
+	}
+}

@@ -199,11 +199,16 @@ func (r *records) Update(id string, fn func(*nudge.Runtime)) (nudge.Runtime, err
 // (starting → ready, seed 001 §9 "codex_detected"), or a resume run in its pane does
 // (fallback_resume → ready, "resume_ok": an interactive resume such as claude --resume). Not while a spawn or restart still
 // holds it: that operation records the runtime first.
+//
+// A resumed session (its interactive resume, r.resumed) may read ERROR instead: it draws
+// its history above the composer, and the last turn's error (often why a fallback resumed
+// it) is then the line the detector reads. ERROR holds no trigger of a ready runtime.
 func (r *records) shownReadyLocked(cur, next *nudge.Runtime) bool {
 	status := cur.Status
+	shown := next.Readiness == nudge.Ready || next.Readiness == nudge.ErrorState && r.resumed[cur.RuntimeID]
 	return (status == nudge.StatusStarting || status == nudge.StatusFallbackResume && r.oneOff[cur.RuntimeID] == cur.PaneID) &&
 		r.busy[cur.RuntimeID] == "" &&
-		next.Readiness == nudge.Ready && r.cfg.Profiles[cur.Agent].ReadyOn == ReadyOnReadiness
+		shown && r.cfg.Profiles[cur.Agent].ReadyOn == ReadyOnReadiness
 }
 
 // watchMarkerLocked arms the marker scan for rt's current pane. mu is held.

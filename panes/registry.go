@@ -84,6 +84,10 @@ type Config struct {
 	OnOutput func(runtimeID string, data []byte) // decoded output of a managed pane; data valid during the call
 	OnEvent  func(workspace string, ev controlmode.Event)
 	OnChange func(rt nudge.Runtime, prev nudge.Status) // after every persisted change
+	// OnFirstPrompt is given a spawn's first prompt once its runtime is recorded, to be
+	// delivered as a trigger (typed once the agent is ready): no prompt ever goes on a
+	// command line. nil: a spawn with a first prompt is refused.
+	OnFirstPrompt func(rt nudge.Runtime, prompt string)
 }
 
 // DefaultConfig returns the seed defaults: server "nudge", sweep 5s, crash loop 3 in 15m,
@@ -298,15 +302,15 @@ func (r *Registry) HostOf(workspace string) string { return r.conns.hostOf(works
 // user's own session for one bound there by a register), else agents_<ws>.
 func (r *Registry) SessionOf(workspace string) string { return r.conns.placeOf(workspace).session }
 
-// SpawnAside starts a fresh managed runtime beside from, for a fallback that must not
-// end from's process (a human is at its pane, or nudge does not manage it). It runs
-// from's profile's launch command in a new window of from's workspace, as role
-// ROLE-fb-SUFFIX: a runtime like any other, listed, stoppable and reconciled, so no
-// fallback window is ever left unmanaged. The prompt is given at launch when the profile
-// takes one (given is true); otherwise the runtime starts without it and the caller
-// delivers it live to the new runtime, never to from's pane.
-func (r *Registry) SpawnAside(ctx context.Context, from nudge.Runtime, prompt string) (rt nudge.Runtime, given bool, err error) {
-	return r.launch.spawnAside(ctx, from, prompt)
+// SpawnAside starts a managed runtime beside from, for a fallback that must not end
+// from's process (a human is at its pane, nudge does not manage it, or it is the user's
+// own). It runs from's profile's launch command (resume: its ResumeLiveArgv for from's
+// session) in a new window of from's workspace, as role ROLE-fb-SUFFIX: a runtime like
+// any other, listed, stoppable and reconciled, so no fallback window is ever left
+// unmanaged. No prompt goes on its command line: the caller delivers it live to the new
+// runtime once it is ready, never to from's pane.
+func (r *Registry) SpawnAside(ctx context.Context, from nudge.Runtime, resume bool) (nudge.Runtime, error) {
+	return r.launch.spawnAside(ctx, from, resume)
 }
 
 // RelaunchWith runs argv once in the runtime's place (a new pane in the old one's slot;

@@ -433,9 +433,20 @@ func (e *env) assertUnchanged(t *testing.T) {
 	}
 }
 
+// TestSpawnDirEnvAndPromptFile: a spawn runs in its directory with its environment; its
+// first prompt (read from a file, never through a shell) is handed to OnFirstPrompt for
+// the runtime just recorded, and never put on the agent's command line (issue 32 item
+// 10: every local uid reads argv).
 func TestSpawnDirEnvAndPromptFile(t *testing.T) {
+	var firstMu sync.Mutex
+	var firstRT, firstPrompt string
 	e := newEnv(t, func(c *Config) {
 		c.Env = func(rt nudge.Runtime) []string { return []string{"NUDGE_RUNTIME_ID=" + rt.RuntimeID} }
+		c.OnFirstPrompt = func(rt nudge.Runtime, prompt string) {
+			firstMu.Lock()
+			firstRT, firstPrompt = rt.RuntimeID, prompt
+			firstMu.Unlock()
+		}
 	})
 	sub := filepath.Join(e.root, "proj")
 	if err := os.Mkdir(sub, 0o700); err != nil {
@@ -453,7 +464,7 @@ func TestSpawnDirEnvAndPromptFile(t *testing.T) {
 	p := profs["shell"]
 	p.PromptArg = "append"
 	e.reg.cfg.Profiles = map[string]Profile{"shell": p}
-	script := `printf '%s|%s|%s' "$PWD" "$NUDGE_RUNTIME_ID" "$1" > ` + shellQuote(out) + `; exec cat`
+	script := `printf '%s|%s|%s|%s' "$PWD" "$NUDGE_RUNTIME_ID" "$#" "$*" > ` + shellQuote(out) + `; exec cat`
 	rt, err := e.reg.Spawn(context.Background(), SpawnRequest{Workspace: "ws", Role: "p", Agent: "shell", Dir: sub,
 		PromptFile: prompt, Argv: []string{"sh", "-c", script, "sh"}})
 	if err != nil {
@@ -461,14 +472,19 @@ func TestSpawnDirEnvAndPromptFile(t *testing.T) {
 	}
 	e.waitFor("output file", func() bool { b, _ := os.ReadFile(out); return len(b) > 0 })
 	b, _ := os.ReadFile(out)
-	want := sub + "|" + rt.RuntimeID + "|line one; $(touch pwned)\nline 'two'"
+	want := sub + "|" + rt.RuntimeID + "|0|"
 	if string(b) != want {
-		t.Errorf("got %q, want %q", b, want)
+		t.Errorf("got %q, want %q (no prompt on the command line)", b, want)
 	}
+	firstMu.Lock()
+	if firstRT != rt.RuntimeID || firstPrompt != "line one; $(touch pwned)\nline 'two'" {
+		t.Errorf("OnFirstPrompt got %q for %q", firstPrompt, firstRT)
+	}
+	firstMu.Unlock()
 	if _, err := os.Stat(filepath.Join(sub, "pwned")); err == nil {
 		t.Error("prompt was run by a shell")
 	}
-	if len(rt.Argv) != 4 || rt.Dir != sub {
+	if len(rt.Argv) != 4 || rt.Dir != sub || strings.Contains(strings.Join(rt.Argv, " "), "line one") {
 		t.Errorf("record argv/dir: %q %q", rt.Argv, rt.Dir)
 	}
 }

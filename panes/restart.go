@@ -3,6 +3,7 @@ package panes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -91,10 +92,15 @@ func (l *launcher) crashResumeArgv(rt *nudge.Runtime) []string {
 }
 
 // onceKind names a one-off launch: "oneoff-resume" for the profile's resume command (a
-// run that ends), else "oneoff-spawn" (a fresh agent with a prompt, which becomes the
-// runtime's program).
+// run that ends), "live-resume" for its resume with no prompt (ResumeLiveArgv: the
+// resumed agent becomes the runtime's program and is typed the prompt), else
+// "oneoff-spawn" (a fresh agent, which becomes the runtime's program).
 func (l *launcher) onceKind(rt *nudge.Runtime, argv []string) string {
-	if l.cfg.Profiles[rt.Agent].IsResume(argv) {
+	prof := l.cfg.Profiles[rt.Agent]
+	switch {
+	case slices.Equal(argv, prof.ResumeLiveArgv(rt.SessionID)):
+		return "live-resume"
+	case prof.IsResume(argv):
 		return "oneoff-resume"
 	}
 	return "oneoff-spawn"
@@ -103,7 +109,8 @@ func (l *launcher) onceKind(rt *nudge.Runtime, argv []string) string {
 // enterStage shows a fallback launch in the state machine before it starts: resume →
 // fallback_resume, spawn → spawn_recovery (seed 001 §9).
 func (l *launcher) enterStage(id, how, reason string) {
-	to := map[string]nudge.Status{"oneoff-resume": nudge.StatusFallbackResume, "oneoff-spawn": nudge.StatusSpawnRecovery}[how]
+	to := map[string]nudge.Status{"oneoff-resume": nudge.StatusFallbackResume, "live-resume": nudge.StatusFallbackResume,
+		"oneoff-spawn": nudge.StatusSpawnRecovery}[how]
 	if to == "" {
 		return
 	}
@@ -138,7 +145,7 @@ func (l *launcher) launchedLocked(id string, p paneInfo, how, reason string) ([]
 			chs = append(chs, more...)
 		}
 		return chs, err
-	case "resume":
+	case "resume", "live-resume":
 		l.recs.resumed[id] = true
 	case "fresh":
 		delete(l.recs.noResume, id)

@@ -24,7 +24,7 @@ type SpawnRequest struct {
 	Dir             string   // must lie under Config.Roots; "" means the first root (or tmux's default)
 	SessionID       string   // the agent's session id, if known
 	PromptFile      string   // a first prompt read from this file (never through a shell)
-	Prompt          string   // a first prompt (when PromptFile is empty); never kept in the runtime's argv
+	Prompt          string   // a first prompt (when PromptFile is empty)
 	Argv            []string // explicit argv; its program must be allowed by the profile
 	Host            string   // ssh destination of the workspace's tmux; "" means the workspace's host (local for a new one)
 }
@@ -49,7 +49,7 @@ const MaxPromptFile = 1 << 20
 // spawn is Registry.Spawn.
 func (l *launcher) spawn(ctx context.Context, req SpawnRequest) (nudge.Runtime, error) {
 	defer l.recs.db.Flush() // durable when it returns
-	rt, argv, err := l.prepareSpawn(req)
+	rt, argv, prompt, err := l.prepareSpawn(req)
 	if err != nil {
 		return nudge.Runtime{}, err
 	}
@@ -65,45 +65,56 @@ func (l *launcher) spawn(ctx context.Context, req SpawnRequest) (nudge.Runtime, 
 		return nudge.Runtime{}, err
 	}
 	setPane(&rt, p)
-	return l.recorded(l.recs.record(rt, "runtime_spawned", map[string]any{"argv": rt.Argv, "dir": rt.Dir, "pid": rt.PID}))
+	rt, err = l.recorded(l.recs.record(rt, "runtime_spawned", map[string]any{"argv": rt.Argv, "dir": rt.Dir, "pid": rt.PID}))
+	if err == nil && prompt != "" {
+		l.cfg.OnFirstPrompt(rt, prompt)
+	}
+	return rt, err
 }
 
-// prepareSpawn validates a request and builds the record and the launch argv.
-func (l *launcher) prepareSpawn(req SpawnRequest) (nudge.Runtime, []string, error) {
+// prepareSpawn validates a request and builds the record, the launch argv and the first
+// prompt. The prompt never goes on the argv, where every local uid reads it (ps,
+// /proc/PID/cmdline): Config.OnFirstPrompt hands it to the trigger pipeline, which types
+// it into the agent once it is ready. A profile that takes no prompt at launch
+// (PromptArg "") still refuses one.
+func (l *launcher) prepareSpawn(req SpawnRequest) (rt nudge.Runtime, argv []string, prompt string, err error) {
 	prof, err := l.checkNames(req.Workspace, req.Role, &req.Agent)
 	if err != nil {
-		return nudge.Runtime{}, nil, err
+		return nudge.Runtime{}, nil, "", err
 	}
 	if req.SessionID != "" && !prof.ValidSessionID(req.SessionID) {
-		return nudge.Runtime{}, nil, badRequest("invalid session id %q", req.SessionID)
+		return nudge.Runtime{}, nil, "", badRequest("invalid session id %q", req.SessionID)
 	}
 	dir, err := l.resolveDir(req.Dir)
 	if err != nil {
-		return nudge.Runtime{}, nil, err
+		return nudge.Runtime{}, nil, "", err
 	}
-	prompt, err := l.readPromptFile(req.PromptFile)
-	if err != nil {
-		return nudge.Runtime{}, nil, err
+	if prompt, err = l.readPromptFile(req.PromptFile); err != nil {
+		return nudge.Runtime{}, nil, "", err
 	}
 	if prompt == "" {
 		prompt = req.Prompt
 	}
-	base, err := prof.LaunchArgv(req.Argv, "")
+	argv, err = prof.LaunchArgv(req.Argv, "")
 	if err != nil {
-		return nudge.Runtime{}, nil, badRequest("%v", err)
+		return nudge.Runtime{}, nil, "", badRequest("%v", err)
 	}
-	argv, err := prof.LaunchArgv(req.Argv, prompt)
-	if err != nil {
-		return nudge.Runtime{}, nil, badRequest("%v", err)
+	if prompt != "" {
+		if _, err := prof.LaunchArgv(req.Argv, prompt); err != nil {
+			return nudge.Runtime{}, nil, "", badRequest("%v", err)
+		}
+		if l.cfg.OnFirstPrompt == nil {
+			return nudge.Runtime{}, nil, "", badRequest("a first prompt needs the trigger pipeline (none is wired to this registry)")
+		}
 	}
-	rt := l.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
-	rt.SessionID, rt.Dir, rt.Argv, rt.Managed = req.SessionID, dir, base, true
+	rt = l.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
+	rt.SessionID, rt.Dir, rt.Argv, rt.Managed = req.SessionID, dir, slices.Clone(argv), true
 	if prof.SessionIDFlag != "" && req.SessionID == "" && len(req.Argv) == 0 {
 		// A new session named at launch (the base argv, for a later fresh start, keeps none).
 		rt.SessionID = newSessionID()
 		argv = slices.Insert(argv, 1, prof.SessionIDFlag, rt.SessionID)
 	}
-	return rt, argv, nil
+	return rt, argv, prompt, nil
 }
 
 // newSessionID is a random (version 4) UUID.

@@ -215,14 +215,11 @@ func parsePanes(lines []string) []paneInfo {
 	return out
 }
 
-// shells are the programs a pane falls back to when the agent started in it ends.
-var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "fish": true, "dash": true, "ksh": true,
-	"mksh": true, "tcsh": true, "csh": true, "nu": true, "elvish": true, "xonsh": true}
-
 // isShell reports whether a pane's foreground command is a shell (a login shell's "-bash"
-// too).
+// too): the programs a pane falls back to when the agent started in it ends. One list
+// with the typing guard's (controlmode.IsShell).
 func isShell(cmd string) bool {
-	return shells[filepath.Base(strings.TrimPrefix(cmd, "-"))]
+	return controlmode.IsShell(filepath.Base(strings.TrimPrefix(cmd, "-")))
 }
 
 func exitStatus(status, signal string) *int {

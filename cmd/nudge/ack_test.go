@@ -26,12 +26,15 @@ while IFS= read -r line; do
 done
 `
 
-// fakeResume stands in for an agent's resume command: it records its argv, then stays up
-// (or fails, if the FAIL file exists).
+// fakeResume stands in for an agent's launch and resume commands: it records its argv,
+// then (or fails, if the FAIL file exists) runs as the agent that acknowledges each
+// trigger typed into it (the prompt is never on its command line), or, if the DEAF file
+// exists, stays up reading nothing.
 const fakeResume = `
 printf '%s\n' "$@" >> "$0.calls"
 [ "$1" = resume ] && [ -e "$0.fail" ] && exit 1
-exec sleep 600
+[ -e "$0.deaf" ] && exec sleep 600
+exec sh "${0%/*}/agent.sh" one
 `
 
 // ackSetup starts a daemon with a "fake" profile whose agent must acknowledge.
@@ -148,12 +151,14 @@ func TestAckTimeoutRetriesThenResume(t *testing.T) {
 	td.spawnFake("slow", "none")
 	td.trigger(map[string]any{"trigger_id": "r1", "workspace": "w1", "agent": "slow", "thread_id": "th1", "prompt": "wake up"})
 	got := td.waitTrigger("r1", closed)
-	if got.Fallback != "resume" || got.DeliveryBackend != "resume" || got.ErrorCode != "ACK_TIMEOUT" || got.Attempts != 3 {
+	// The resume reopens the session without the prompt; the prompt is typed into the
+	// resumed agent, which acks it (a fourth typing).
+	if got.Fallback != "resume" || got.State != "acked" || got.ErrorCode != "ACK_TIMEOUT" || got.Attempts != 4 {
 		t.Fatalf("receipt: %+v", got)
 	}
 	recs := td.audit("r1")
 	story := events(recs)
-	for _, want := range []string{"trigger_received", "trigger_sent", "trigger_submitted", "trigger_retry", "fallback_required", "fallback_resume_started", "fallback_resume_succeeded", "trigger_fell_back"} {
+	for _, want := range []string{"trigger_received", "trigger_sent", "trigger_submitted", "trigger_retry", "fallback_required", "fallback_resume_started", "fallback_resume_succeeded", "fallback_deliver_live", "ack_received"} {
 		if !strings.Contains(story, want) {
 			t.Fatalf("audit story lacks %s:\n%s", want, story)
 		}
@@ -172,8 +177,8 @@ func TestAckTimeoutRetriesThenResume(t *testing.T) {
 		t.Fatalf("backoffs %v, want [200 400]", backoffs)
 	}
 	calls, _ := os.ReadFile(resume + ".calls")
-	if !strings.Contains(string(calls), "resume\nsess-slow\nwake up\n") {
-		t.Fatalf("resume argv:\n%s", calls)
+	if !strings.Contains(string(calls), "resume\nsess-slow\n") || strings.Contains(string(calls), "wake up") {
+		t.Fatalf("resume argv (want the session, never the prompt):\n%s", calls)
 	}
 }
 
@@ -209,8 +214,11 @@ func TestCrashLoopSpawnsDirectly(t *testing.T) {
 		t.Fatalf("receipt %+v\nstory %s", got, story)
 	}
 	calls, _ := os.ReadFile(resume + ".calls")
-	if !strings.Contains(string(calls), "fresh\n[BRIDGE_TRIGGER id=cl1") {
-		t.Fatalf("spawn argv:\n%s", calls)
+	if !strings.Contains(string(calls), "fresh\n") || strings.Contains(string(calls), "are you there") {
+		t.Fatalf("spawn argv (want the fresh launch, never the prompt):\n%s", calls)
+	}
+	if got.State != "acked" || !strings.Contains(story, "fallback_deliver_live") {
+		t.Fatalf("the prompt was not delivered to the fresh agent: %+v\nstory %s", got, story)
 	}
 }
 
@@ -228,17 +236,23 @@ func TestUnmanagedRuntimeGoesStraightToFallback(t *testing.T) {
 	}
 	td.trigger(map[string]any{"trigger_id": "u1", "workspace": "w1", "agent": "adopted", "prompt": "hello"})
 	got := td.waitTrigger("u1", closed)
-	story := events(td.audit("u1"))
-	if got.ErrorCode != "UNMANAGED_RUNTIME" || got.Fallback != "resume" || strings.Contains(story, "trigger_sent") {
-		t.Fatalf("receipt %+v\nstory %s", got, story)
+	recs := td.audit("u1")
+	story := events(recs)
+	// The operator's pane was not touched: the session was resumed by a runtime beside
+	// it, and the prompt typed there.
+	aside := td.asideRuntimes("adopted")
+	if got.ErrorCode != "UNMANAGED_RUNTIME" || got.Fallback != "resume" || got.State != "acked" || len(aside) != 1 ||
+		got.FallbackRuntimeID != aside[0].RuntimeID || got.FallbackPane != aside[0].PaneID || got.FallbackPane == un.PaneID {
+		t.Fatalf("receipt %+v\naside %+v\nstory %s", got, aside, story)
+	}
+	for _, r := range recs {
+		if r.Event == "trigger_sent" && r.RuntimeID != aside[0].RuntimeID {
+			t.Fatalf("typed into %s, not the runtime beside the unmanaged pane: %s", r.RuntimeID, r.Detail)
+		}
 	}
 	calls, _ := os.ReadFile(resume + ".calls")
-	if !strings.Contains(string(calls), "resume\nsess-un\nhello\n") {
-		t.Fatalf("resume argv:\n%s", calls)
-	}
-	// The operator's pane was not touched: resume ran in a window of its own.
-	if !strings.Contains(td.tmux("list-windows", "-t", "agents_w1", "-F", "#{window_name}"), "adopted-resume") {
-		t.Fatalf("windows: %s", td.tmux("list-windows", "-t", "agents_w1", "-F", "#{window_name}"))
+	if !strings.Contains(string(calls), "resume\nsess-un\n") || strings.Contains(string(calls), "hello") {
+		t.Fatalf("resume argv (want the session, never the prompt):\n%s", calls)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,10 +15,11 @@ import (
 // runtime record shows it, and then one probe trigger goes (half-open) while the others
 // wait; the probe's ack closes the breaker.
 func TestBreakerCoolsDownFailingRuntime(t *testing.T) {
-	td, _ := ackSetup(t, func(c *serveConfig) {
+	td, resume := ackSetup(t, func(c *serveConfig) {
 		c.Inject.AckRetries = 0
 		c.Inject.BreakerFailures, c.Inject.BreakerCooldown = 2, 3*time.Second
 	})
+	os.WriteFile(resume+".deaf", nil, 0o644) // the fallback's fresh agent never acks either
 	// No session id: the fallback after each ACK_TIMEOUT spawns afresh in the pane
 	// instead of running a resume there (which would hold the runtime while it runs).
 	var rt runtimeView
@@ -68,10 +70,11 @@ func TestBreakerCoolsDownFailingRuntime(t *testing.T) {
 
 // An open breaker survives a daemon restart: it is on the runtime's record.
 func TestBreakerSurvivesRestart(t *testing.T) {
-	td, _ := ackSetup(t, func(c *serveConfig) {
+	td, resume := ackSetup(t, func(c *serveConfig) {
 		c.Inject.AckRetries = 0
 		c.Inject.BreakerFailures, c.Inject.BreakerCooldown = 1, 10*time.Minute
 	})
+	os.WriteFile(resume+".deaf", nil, 0o644) // the fallback's fresh agent never acks either
 	var rt runtimeView
 	body := spawnBody{Workspace: "w1", Role: "deaf", Agent: "fake", Dir: td.cfg.Panes.Roots[0],
 		Argv: []string{"sh", filepath.Join(td.cfg.Panes.Roots[0], "agent.sh"), "none"}}

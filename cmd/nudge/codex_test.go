@@ -231,7 +231,8 @@ func TestCodexResumeRunsARealTurn(t *testing.T) {
 			argv = s.Argv
 		}
 	}
-	if len(argv) != 4 || argv[0] != "codex" || argv[1] != "resume" || argv[2] != session {
+	// The session only: the prompt is typed into the resumed Codex, never on its argv.
+	if len(argv) != 3 || argv[0] != "codex" || argv[1] != "resume" || argv[2] != session {
 		t.Fatalf("resume argv %q", argv)
 	}
 	for _, r := range recs {

@@ -230,7 +230,7 @@ func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 func registryConfig(cfg serveConfig, d *daemon, h *hooks) panes.Config {
 	c := cfg.Panes
 	c.Profiles, c.Env, c.Logger, c.LaunchPolicy = d.profiles, h.runtimeEnv, d.log, d.auth.Policy().LaunchPolicy
-	c.OnOutput, c.OnEvent, c.OnChange = h.onOutput, h.onEvent, h.onRuntimeChange
+	c.OnOutput, c.OnEvent, c.OnChange, c.OnFirstPrompt = h.onOutput, h.onEvent, h.onRuntimeChange, h.onFirstPrompt
 	return c
 }
 

@@ -161,6 +161,9 @@ func TestFallbacksOfTwoTriggersKeepEachOthersPane(t *testing.T) {
 		c.Inject.BreakerFailures = 0
 	})
 	rt := td.spawnFake("deaf", "none")
+	if err := os.WriteFile(resume+".deaf", nil, 0o644); err != nil { // the resumed agent never acks
+		t.Fatal(err)
+	}
 	for _, id := range []string{"two-1", "two-2"} {
 		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "w1", "agent": "deaf",
 			"prompt": "prompt " + id, "ack_timeout_ms": 300}); err != nil {

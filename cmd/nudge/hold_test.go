@@ -17,8 +17,9 @@ import (
 // last screen lines as evidence, and nothing was typed into the dialog.
 
 // strictLauncher stands in for the strict agent's fallback launches: it records its
-// argv, then stays up.
-const strictLauncher = `printf '%s\n' "$@" >> "$0.calls"; exec sleep 600`
+// argv, then shows a prompt and reads what is typed (the fallback's prompt, typed live:
+// never on its argv) into $0.typed.
+const strictLauncher = `printf '%s\n' "$@" >> "$0.calls"; printf '$ '; exec cat >> "$0.typed"`
 
 // strictSetup starts a daemon with a "strict" profile: the shell pack, no input queue
 // (a busy or unknown screen holds triggers), prompts given at launch.
@@ -61,7 +62,7 @@ func (td *testDaemon) spawnStrict(role string, argv ...string) runtimeView {
 }
 
 func TestHoldEveryAgentStateEndsWithDeferTimeout(t *testing.T) {
-	td, _ := strictSetup(t, nil)
+	td, launcher := strictSetup(t, nil)
 	answer := filepath.Join(td.cfg.Panes.Roots[0], "dialog.answer")
 	cases := []struct {
 		role, readiness, code, screen string
@@ -98,13 +99,25 @@ func TestHoldEveryAgentStateEndsWithDeferTimeout(t *testing.T) {
 	for _, c := range cases {
 		id := "h-" + c.role
 		got := td.waitTrigger(id, closed)
+		// The fallback spawns a runtime beside the held one and types the prompt there
+		// (one attempt): never into the held one.
 		if got.ErrorCode != "DEFER_TIMEOUT" || got.Result != "timeout" || !strings.Contains(got.Message, "past the max hold") ||
-			!strings.Contains(got.Message, c.screen) || got.Attempts != 0 {
+			!strings.Contains(got.Message, c.screen) || got.Attempts > 1 || !strings.HasPrefix(got.RuntimeID, "rt_w1."+c.role+"-fb-") {
 			t.Fatalf("%s: receipt after the deadline: %+v", c.role, got)
 		}
-		if !strings.Contains(events(td.audit(id)), "trigger_deferred") {
-			t.Fatalf("%s: audit %s", c.role, events(td.audit(id)))
+		recs := td.audit(id)
+		if !strings.Contains(events(recs), "trigger_deferred") {
+			t.Fatalf("%s: audit %s", c.role, events(recs))
 		}
+		for _, r := range recs {
+			if r.Event == "trigger_sent" && r.RuntimeID != got.RuntimeID {
+				t.Fatalf("%s: typed into %s, the held runtime", c.role, r.RuntimeID)
+			}
+		}
+		waitFile(t, launcher+".typed", "[BRIDGE_TRIGGER id="+id+" ", 20*time.Second)
+	}
+	if calls, _ := os.ReadFile(launcher + ".calls"); strings.Contains(string(calls), "never typed") {
+		t.Fatalf("a prompt on a fallback launch's argv:\n%s", calls)
 	}
 	if b, err := os.ReadFile(answer); err == nil {
 		t.Fatalf("the confirmation dialog got %q", b)

@@ -119,6 +119,27 @@ func (h *hooks) onReply(runtimeID, triggerID string, r ack.Reply) {
 		"trigger_id": triggerID, "runtime_id": runtimeID, "turn_ended_at": r.EndedAt, "truncated": r.Truncated, "evidence": r.Evidence})})
 }
 
+// onFirstPrompt delivers a spawn's first prompt as a trigger to the runtime just
+// spawned: typed (or handed over by its channel) once it is ready, acked like any other,
+// and never on its command line, where every local uid could read it. The receipt's id
+// is first_<unix ms>_<runtime id> (cut to nudge.MaxIDLen).
+func (h *hooks) onFirstPrompt(rt nudge.Runtime, prompt string) {
+	id := fmt.Sprintf("first_%d_%s", time.Now().UnixMilli(), rt.RuntimeID)
+	id = id[:min(len(id), nudge.MaxIDLen)]
+	if !h.ready.Load() {
+		h.log.Warn("first prompt dropped: the daemon is not ready", "runtime_id", rt.RuntimeID, "trigger_id", id)
+		return
+	}
+	h.d.pipe.SubmitAsync(inject.Request{
+		TriggerID: id, Workspace: rt.WorkspaceID, Agent: rt.AgentID, Prompt: prompt,
+		Reason: "first_prompt", Caller: "nudge",
+	}, func(_ inject.Submitted, err error) {
+		if err != nil {
+			h.log.Warn("first prompt trigger", "runtime_id", rt.RuntimeID, "trigger_id", id, "err", err)
+		}
+	})
+}
+
 // onHumanDone sends the orchestrator a synchronisation trigger after a human intervened
 // in a worker's pane (seed 001 §4.1). The pipeline owns the submitting goroutine.
 func (h *hooks) onHumanDone(rt nudge.Runtime) {
