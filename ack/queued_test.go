@@ -51,3 +51,27 @@ func TestOfflineHeartbeatAcksNothing(t *testing.T) {
 		t.Fatal("the offline heartbeat's cursor, sent again, counted as an advance")
 	}
 }
+
+// TestAPIAckNeedsHanded: an API ack (the agent's own runtime token may send one) acks a
+// trigger only once its prompt was handed to the runtime, as its marker, its record and
+// its heartbeats do: a trigger whose wait began but that was not typed yet (its typing
+// held by a look at the pane, a lost connection) is not marked acked, never to be typed.
+func TestAPIAckNeedsHanded(t *testing.T) {
+	k := NewTracker(TrackerConfig{})
+	k.Expect(nudge.Trigger{TriggerID: "t1", RuntimeID: "rt"})
+	if k.APIAck("t1") {
+		t.Fatal("an API ack acked a trigger not handed to its runtime yet")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if sig, err := k.Wait(ctx, "t1"); err == nil {
+		t.Fatalf("not handed, acked by %s", sig)
+	}
+	k.Handed("rt", "t1")
+	if !k.APIAck("t1") {
+		t.Fatal("an API ack of a handed trigger was refused")
+	}
+	if sig, err := k.Wait(context.Background(), "t1"); err != nil || sig != SignalAPI {
+		t.Fatalf("handed, API ack: %q, %v", sig, err)
+	}
+}

@@ -203,12 +203,14 @@ func (w *watchset) onMarker(id []byte) {
 	}
 }
 
-// APIAck acks a trigger by an explicit call. It reports false if nothing waits on it.
+// APIAck acks a trigger by an explicit call. It reports false if nothing waits on it,
+// or its prompt was not handed to its runtime yet (the agent's own runtime token may
+// call it: like its marker, its record and its heartbeats, it acks only what it was given).
 func (k *Tracker) APIAck(triggerID string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	p := k.pending[triggerID]
-	if p == nil || !k.accepts(p.runtimeID, SignalAPI) {
+	if p == nil || !p.handed || !k.accepts(p.runtimeID, SignalAPI) {
 		return false
 	}
 	k.ackLocked(p, SignalAPI)

@@ -297,7 +297,21 @@ func (ls *lanes) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 	}
 	if t.ForceOverride {
 		// Explicit operator intent (seed 000 §13.2, §14: force-inject a deferred trigger):
-		// past the pause, the breaker, the rate limit, the operator and the readiness.
+		// past the pause, the breaker, the operator and the readiness. Past the rate limit
+		// and a dialog only when an operator forced it (Force, admin): a force_override
+		// asked with the trigger is a trigger token's own word, and the runtime's budget
+		// and the dialog's answer verb hold for it.
+		if j.forced.Load() {
+			return verdict{kind: proceed}
+		}
+		if ok, until := ls.rateCheck(t, now); !ok {
+			return verdict{kind: hold, code: nudge.TriggerRateLimited, why: "rate limit reached (force_override does not lift it; an operator's nudge force does)", until: until}
+		}
+		// Nor into a dialog: typed there, its Enter answers it, for a caller that may not
+		// answer dialogs (the answer verb), past the live-dialog rule and the audit.
+		if ls.deps.Gates != nil && ls.deps.Gates.Readiness(rt) == nudge.NeedsConfirmation {
+			return ls.holdFor(j, rt, now, nudge.AgentNeedsConfirmation, "agent shows a dialog: force_override does not type into it (answer it: nudge answer; an operator's nudge force does)", time.Time{})
+		}
 		return verdict{kind: proceed}
 	}
 	// A fallback's own delivery into the runtime it launched (the prompt that used to go

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime/trace"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -46,6 +47,10 @@ type job struct {
 		code nudge.Code
 		why  string
 	}
+
+	// forced is set by an operator's Force (admin): the trigger goes past the rate limit
+	// and a dialog too. A force_override asked with the trigger itself does not (gates).
+	forced atomic.Bool
 
 	tctx context.Context // the request's trace task (only while an execution trace runs)
 	task *trace.Task     // ended once the trigger is typed (or leaves the lane otherwise)

@@ -420,6 +420,7 @@ func (p *Pipeline) Force(id, subject, reason, intent string) (nudge.Trigger, err
 	if j == nil {
 		return nudge.Trigger{}, nudge.NewError(nudge.NotFound, "no trigger "+id+" in flight")
 	}
+	j.forced.Store(true)
 	rec := j.update(p.cfg.Now(), func(t *nudge.Trigger) {
 		t.ForceOverride, t.OverrideIntent = true, intent
 		t.Reason = intent + ": " + reason

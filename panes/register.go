@@ -212,7 +212,11 @@ func (l *launcher) findTarget(ctx context.Context, ws string, srv server, tgt Ta
 	if err != nil && !isMissing(err) {
 		return paneInfo{}, fmt.Errorf("register: %w", err)
 	}
-	p, ok := pickTarget(splitLines(out), tgt)
+	lines := splitLines(out)
+	p, ok := pickTarget(lines, tgt)
+	if other := otherSession(lines, p.ID, ws); ok && other != "" {
+		p.Session = other // its window is another workspace's too (a grouped session, a linked window)
+	}
 	switch {
 	case !ok:
 		where := "on this tmux server"
@@ -227,6 +231,21 @@ func (l *launcher) findTarget(ctx context.Context, ws string, srv server, tgt Ta
 		return paneInfo{}, nudge.NewError(nudge.PaneDead, "target "+tgt.String()+" is a dead pane (its program ended: adopt a live pane, or start one with nudge spawn)")
 	}
 	return p, nil
+}
+
+// otherSession is a session of another workspace (agents_<other>) that shows pane paneID
+// among lines of targetFormat, or "": a pane is listed once for every session its window
+// is in, and a window of B's session grouped with or linked into another session is B's.
+func otherSession(lines []string, paneID, ws string) string {
+	for _, l := range lines {
+		_, rest, _ := strings.Cut(l, " ")
+		_, rest, _ = strings.Cut(rest, " ")
+		if ps := parsePanes([]string{rest}); len(ps) == 1 && ps[0].ID == paneID &&
+			strings.HasPrefix(ps[0].Session, SessionPrefix) && ps[0].Session != SessionName(ws) {
+			return ps[0].Session
+		}
+	}
+	return ""
 }
 
 // pickTarget finds tgt among lines of targetFormat: by pane id; by session, window (its

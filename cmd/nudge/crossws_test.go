@@ -105,6 +105,26 @@ func TestRegisterOwnServerByPathRefused(t *testing.T) {
 	}
 }
 
+// TestRegisterGroupedOrLinkedRefused: a window of workspace B's session shown in another
+// session of nudge's own server too (a session grouped with agents_B, as an operator makes
+// one to watch it; a window linked into another session) is still B's: C naming the pane
+// by that other session, or by its id, is refused.
+func TestRegisterGroupedOrLinkedRefused(t *testing.T) {
+	td := startDaemon(t, newTestConfig(t))
+	rawCat(t, td, "wB", "dev")
+	td.tmux("new-window", "-d", "-t", "=agents_wB:", "-n", "side", "cat") // B's, not a runtime
+	td.tmux("new-session", "-d", "-t", "agents_wB", "-s", "0view")        // grouped with B's session
+	td.tmux("new-session", "-d", "-s", "0other")
+	td.tmux("link-window", "-d", "-s", "=agents_wB:side", "-t", "=0other:")
+	spy := td.as(td.issue(t, "--subject", "c-orch", "--workspace", "wC", "--verbs", "spawn,trigger", "--ttl", "1h"))
+	paneID := strings.TrimSpace(td.tmux("display-message", "-p", "-t", "=agents_wB:side.0", "#{pane_id}"))
+	for _, target := range []string{"0view:side.0", "0other:side.0", "0view:dev.0", paneID} {
+		err := spy.do(t0(), "POST", "/v1/runtimes/register", api.RegisterRequest{Workspace: "wC", Role: "spy", Agent: "shell",
+			Target: target, Unmanaged: true}, nil)
+		wantRefused(t, td, "target "+target, err, "rt_wC.spy")
+	}
+}
+
 func mustGetwd(t *testing.T) string {
 	t.Helper()
 	wd, err := os.Getwd()

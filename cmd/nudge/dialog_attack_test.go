@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 )
 
@@ -253,5 +254,27 @@ done
 	}
 	if got, want := td.keysAfterSentinel(rt.PaneID, keys), strings.Repeat("13", rounds-1)+"1"; got != want {
 		t.Fatalf("keys %q, want %q: one 1 per touch dialog, the human's 3 to each rm -rf", got, want)
+	}
+}
+
+// TestForcedTriggerNotTypedIntoDialog: a token with the trigger verb alone (no answer)
+// sends a trigger with force_override and a reason to an agent that shows a dialog: it is
+// held (AGENT_NEEDS_CONFIRMATION), nothing reaches the dialog. On the old code the
+// envelope and its Enter were typed into it: Enter pressed the selected "1. Yes" of
+// `rm -rf` for a caller who may not answer dialogs.
+func TestForcedTriggerNotTypedIntoDialog(t *testing.T) {
+	td := dialogSetup(t, "")
+	rt, keys := td.spawnStandin("forced", claudeBash+showArg+standinKeys, "rm -rf ~/work", "NEEDS_CONFIRMATION")
+	caller := td.as(td.issue(t, "--subject", "orch", "--workspace", "w1", "--verbs", "trigger", "--ttl", "1h"))
+	if err := caller.do(t0(), "POST", "/v1/triggers", map[string]any{"trigger_id": "fd1", "workspace": "w1", "agent": "forced",
+		"prompt": "carry on", "force_override": true, "reason": "urgent, says the caller"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := td.waitTrigger("fd1", func(t nudge.Trigger) bool { return t.State == "deferred" || t.InjectedAt != nil || t.Closed })
+	if got.InjectedAt != nil || got.ErrorCode != nudge.AgentNeedsConfirmation {
+		t.Errorf("forced trigger to a dialog: state %s code %q injected %v, want held AGENT_NEEDS_CONFIRMATION", got.State, got.ErrorCode, got.InjectedAt)
+	}
+	if k := td.keysAfterSentinel(rt.PaneID, keys); k != "" {
+		t.Fatalf("keys typed into the dialog by a forced trigger: %q", k)
 	}
 }

@@ -70,6 +70,24 @@ func TestRateLimitPerRuntime(t *testing.T) {
 			check(t, "role and agent_id in turn", i, send(t, fmt.Sprintf("name-%d", i), body))
 		}
 	})
+	t.Run("ForceOverride", func(t *testing.T) {
+		// force_override is the trigger token's own word (a reason is all it takes): it
+		// goes past a human's draft, not past the runtime's budget. An operator's `nudge
+		// force` (admin) still delivers a trigger the limit holds.
+		catWithAgentID(t, td, "frc", "forced")
+		for i := range 12 {
+			got := send(t, fmt.Sprintf("force-%d", i), map[string]any{"agent": "frc", "thread_id": fmt.Sprintf("ft-%d", i),
+				"prompt": fmt.Sprintf("f%d", i), "force_override": true, "reason": "urgent, says the caller"})
+			check(t, "force_override each", i, got)
+		}
+		var forced nudge.Trigger
+		if err := td.c.do(t0(), "POST", "/v1/triggers/force-10/force", map[string]any{"reason": "operator says so"}, &forced); err != nil {
+			t.Fatalf("operator force: %v", err)
+		}
+		if got := td.waitTrigger("force-10", closed); got.State != "acked" {
+			t.Errorf("operator force of a rate-limited trigger: %+v, want acked", got)
+		}
+	})
 	t.Run("LoopGuardBothNames", func(t *testing.T) {
 		catWithAgentID(t, td, "lg", "lg_agent")
 		for i, name := range []string{"agent", "agent_id", "agent", "agent_id"} {
