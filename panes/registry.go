@@ -88,6 +88,10 @@ type Config struct {
 	// delivered as a trigger (typed once the agent is ready): no prompt ever goes on a
 	// command line. nil: a spawn with a first prompt is refused.
 	OnFirstPrompt func(rt nudge.Runtime, prompt string)
+	// CheckPrompt, if set, is asked about a spawn's first prompt before anything is
+	// created: an error (the trigger pipeline's own refusal, PAYLOAD_REJECTED) refuses the
+	// spawn, so a prompt the pipeline would drop is never accepted silently.
+	CheckPrompt func(prompt string) error
 }
 
 // DefaultConfig returns the seed defaults: server "nudge", sweep 5s, crash loop 3 in 15m,

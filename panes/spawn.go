@@ -106,6 +106,11 @@ func (l *launcher) prepareSpawn(req SpawnRequest) (rt nudge.Runtime, argv []stri
 		if l.cfg.OnFirstPrompt == nil {
 			return nudge.Runtime{}, nil, "", badRequest("a first prompt needs the trigger pipeline (none is wired to this registry)")
 		}
+		if l.cfg.CheckPrompt != nil {
+			if err := l.cfg.CheckPrompt(prompt); err != nil {
+				return nudge.Runtime{}, nil, "", err
+			}
+		}
 	}
 	rt = l.newRecord(req.Workspace, req.Role, req.Agent, req.AgentID)
 	rt.SessionID, rt.Dir, rt.Argv, rt.Managed = req.SessionID, dir, slices.Clone(argv), true

@@ -231,6 +231,10 @@ func registryConfig(cfg serveConfig, d *daemon, h *hooks) panes.Config {
 	c := cfg.Panes
 	c.Profiles, c.Env, c.Logger, c.LaunchPolicy = d.profiles, h.runtimeEnv, d.log, d.auth.Policy().LaunchPolicy
 	c.OnOutput, c.OnEvent, c.OnChange, c.OnFirstPrompt = h.onOutput, h.onEvent, h.onRuntimeChange, h.onFirstPrompt
+	c.CheckPrompt = func(prompt string) error {
+		_, err := inject.Sanitize(prompt, cfg.Inject.MaxPrompt)
+		return err
+	}
 	return c
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -122,9 +124,11 @@ func (h *hooks) onReply(runtimeID, triggerID string, r ack.Reply) {
 // onFirstPrompt delivers a spawn's first prompt as a trigger to the runtime just
 // spawned: typed (or handed over by its channel) once it is ready, acked like any other,
 // and never on its command line, where every local uid could read it. The receipt's id
-// is first_<unix ms>_<runtime id> (cut to nudge.MaxIDLen).
+// is first_<unix ms>_<8 random hex>_<runtime id> (cut to nudge.MaxIDLen): trigger ids are
+// one namespace for every workspace, so a caller of another workspace must not be able to
+// take the id first and make this trigger fail.
 func (h *hooks) onFirstPrompt(rt nudge.Runtime, prompt string) {
-	id := fmt.Sprintf("first_%d_%s", time.Now().UnixMilli(), rt.RuntimeID)
+	id := fmt.Sprintf("first_%d_%s_%s", time.Now().UnixMilli(), randomHex(4), rt.RuntimeID)
 	id = id[:min(len(id), nudge.MaxIDLen)]
 	if !h.ready.Load() {
 		h.log.Warn("first prompt dropped: the daemon is not ready", "runtime_id", rt.RuntimeID, "trigger_id", id)
@@ -147,7 +151,8 @@ func (h *hooks) onHumanDone(rt nudge.Runtime) {
 	if !ok || !h.ready.Load() || (rt.WorkspaceID == ws && rt.Role == role) {
 		return
 	}
-	id := fmt.Sprintf("sync_%s_%d", strings.ReplaceAll(rt.RuntimeID, ".", "_"), time.Now().UnixMilli())
+	id := fmt.Sprintf("sync_%d_%s_%s", time.Now().UnixMilli(), randomHex(4), strings.ReplaceAll(rt.RuntimeID, ".", "_"))
+	id = id[:min(len(id), nudge.MaxIDLen)]
 	h.d.pipe.SubmitAsync(inject.Request{
 		TriggerID: id, Workspace: ws, Agent: role, ThreadID: "sync_" + rt.WorkspaceID,
 		Prompt: fmt.Sprintf("A human intervened directly in %s (%s, pane %s). Review its pane before continuing autonomous work.",
@@ -191,4 +196,11 @@ func (h *hooks) onFallbackStep(step ack.Step) {
 		ws = t.WorkspaceID
 	}
 	h.d.hub.Publish(Event{Type: "fallback", Workspace: ws, Detail: mustJSON(step)})
+}
+
+// randomHex returns n random bytes in hex: the unguessable part of an id the daemon makes.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b)
 }
