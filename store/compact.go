@@ -85,13 +85,16 @@ func compactInto(dst, src *bolt.DB, tmp, path string) (err error) {
 }
 
 // freeBytes returns the bytes of the file's free pages and the size its pages reach.
+// Info reads the mapping bbolt may replace while a commit grows the file, so it is asked
+// inside a read transaction, which holds the mapping in place.
 func freeBytes(bdb *bolt.DB) (free, size int64) {
 	st := bdb.Stats()
+	var pageSize int64
 	_ = bdb.View(func(tx *bolt.Tx) error {
-		size = tx.Size()
+		size, pageSize = tx.Size(), int64(bdb.Info().PageSize)
 		return nil
 	})
-	return int64(st.FreePageN+st.PendingPageN) * int64(bdb.Info().PageSize), size
+	return int64(st.FreePageN+st.PendingPageN) * pageSize, size
 }
 
 // Space is how the store's file is used.
