@@ -186,7 +186,9 @@ func TestClaudeDialogAutoAnswered(t *testing.T) {
 		}
 	}
 	if _, err := os.Stat(auto); err != nil {
-		t.Fatalf("the policy did not approve: %v\nscreen:\n%s", err, ft.screen())
+		var refused []nudge.AuditRecord
+		ft.td.c.do(t0(), "GET", "/v1/audit?event=dialog_answer_refused&runtime="+ft.rt.RuntimeID, nil, &refused)
+		t.Fatalf("the policy did not approve: %v\nrefusals: %+v\nscreen:\n%s", err, refused, ft.screen())
 	}
 	var recs []nudge.AuditRecord
 	ft.td.c.do(t0(), "GET", "/v1/audit?event=dialog_answered&runtime="+ft.rt.RuntimeID, nil, &recs)

@@ -18,6 +18,7 @@ package dialogs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -105,9 +106,9 @@ func (a *Answerer) Shown(runtimeID string, d *nudge.Dialog) {
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), autoPatience)
 		defer cancel()
-		got, opt, err := a.Answer(ctx, rt, d.DialogID, choice, autoSubject, reason)
+		got, opt, err := a.autoAnswer(ctx, rt, d.DialogID, choice, reason)
 		rec := nudge.AuditRecord{Event: "dialog_answered", RuntimeID: rt.RuntimeID, Workspace: rt.WorkspaceID, Subject: autoSubject,
 			Reason: fmt.Sprintf("%s: %q → %s (%s); reason: %s", got.DialogID, got.Title, opt.Label, opt.Key, reason)}
 		if err != nil {
@@ -121,6 +122,43 @@ func (a *Answerer) Shown(runtimeID string, d *nudge.Dialog) {
 
 // autoSubject is who answered when the workspace policy did.
 const autoSubject = "policy:auto_answer"
+
+// autoPatience is how long the policy's answer keeps trying a dialog that is still shown
+// while the pane draws or a human types; autoRetry the pause between tries.
+const (
+	autoPatience = 30 * time.Second
+	autoRetry    = 250 * time.Millisecond
+)
+
+// autoAnswer answers rt's dialog dialogID for the policy. A refusal that passes (the pane
+// drew while it was read, a human typing) is tried again while
+// the runtime still shows that dialog, so a dialog drawn in pieces on a loaded machine is
+// not left waiting for a human the policy meant to spare; any other refusal is final.
+func (a *Answerer) autoAnswer(ctx context.Context, rt nudge.Runtime, dialogID, choice, reason string) (nudge.Dialog, nudge.DialogOption, error) {
+	for {
+		got, opt, err := a.Answer(ctx, rt, dialogID, choice, autoSubject, reason)
+		var ne *nudge.Error
+		if err == nil || !errors.As(err, &ne) || !passing(ne.Code) {
+			return got, opt, err
+		}
+		select {
+		case <-ctx.Done():
+			return got, opt, err
+		case <-time.After(autoRetry):
+		}
+		if cur, _ := a.shown.Load(rt.RuntimeID); cur != dialogID {
+			return got, opt, err // the dialog went (answered at the pane) or another came
+		}
+		if now, ok := a.cfg.Runtimes.Get(rt.RuntimeID); ok {
+			rt = now
+		}
+	}
+}
+
+// passing reports whether a refusal of an answer may be gone a moment later.
+func passing(c nudge.Code) bool {
+	return c == nudge.DialogChanged || c == nudge.OperatorBusy
+}
 
 func (a *Answerer) publish(typ, ws string, detail any) {
 	if a.cfg.Publish != nil {
