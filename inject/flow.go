@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -27,13 +28,22 @@ type lanes struct {
 	perRT    *rateLimiter     // per runtime, over all its threads
 	loops    *loopGuard
 	breakers *breakers
+
+	// delivering counts the deliveries in progress: typing, the echo wait, Enter and
+	// its confirmation, on a lane's goroutine or typed by a request's (typeInline, then
+	// the lane's cont). While it is above zero a new trigger is not typed on its
+	// request's goroutine and its request does not wait for its lane: the answer would
+	// wait behind the other deliveries' commands in tmux and its own typing (an accept's
+	// p99 under a backlog was the typing's).
+	delivering atomic.Int32
 }
 
 // enqueue puts j at the back of its runtime's lane, starting the lane if needed. A job
-// that queues behind others has had its first decision: it waits its turn (Submit
-// answers "queued" at once instead of waiting on the triggers ahead of it).
+// that queues behind others, or while any delivery is in progress, has had its first
+// decision: it waits its turn (Submit answers "queued" at once instead of
+// waiting on the deliveries in progress and on its own typing behind them).
 func (ls *lanes) enqueue(j *job) {
-	if behind := ls.laneFor(j.t.RuntimeID).push(j, false); behind {
+	if behind := ls.laneFor(j.t.RuntimeID).push(j, false); behind || ls.delivering.Load() > 0 {
 		j.decide()
 	}
 }
@@ -51,7 +61,7 @@ func (ls *lanes) typeInline(j *job) bool {
 	}
 	defer ls.wg.Done()
 	l := ls.laneFor(j.t.RuntimeID)
-	if !l.turn.TryLock() {
+	if ls.delivering.Load() > 0 || !l.turn.TryLock() {
 		return false
 	}
 	defer func() {
@@ -74,7 +84,11 @@ func (ls *lanes) typeInline(j *job) bool {
 	}
 	trace.Log(j.traceCtx(), "lane", "inline")
 	l.inline = true
+	ls.delivering.Add(1)
 	ls.typist.deliver(l, j, rt)
+	if l.cont == nil { // else the delivery goes on in the lane's cont, which ends the count
+		ls.delivering.Add(-1)
+	}
 	return true
 }
 
@@ -120,6 +134,7 @@ func (ls *lanes) runLane(l *lane) {
 		if cont := l.cont; cont != nil {
 			l.cont = nil
 			cont()
+			ls.delivering.Add(-1) // counted by typeInline
 		}
 		wait := ls.stepLane(l)
 		l.turn.Unlock()
@@ -246,7 +261,9 @@ func (ls *lanes) decide(l *lane, j *job, rt nudge.Runtime, now time.Time) (again
 		}
 	default:
 		if l.remove(j) {
+			ls.delivering.Add(1)
 			ls.typist.deliver(l, j, rt)
+			ls.delivering.Add(-1)
 		}
 	}
 	return 0, false
