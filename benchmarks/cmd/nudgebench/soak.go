@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,9 +31,11 @@ import (
 type soakRow struct {
 	sent           int
 	store, creates float64 // MB: nudge.db, nudge.db.creates
+	used           float64 // MB: nudge.db's pages in use (/metrics: file − free)
 	archive        float64 // MB: the sealed audit segments
 	segments       int
-	rssBusy, rss   float64 // MB: right after the backlog was delivered, after the quiet
+	rssBusy, rss   float64 // MB: right after the backlog was delivered, at the end of the quiet
+	rssLow         float64 // MB: the lowest RSS seen in the quiet (sampled every second)
 	accept         []int64 // ns, request → API answer, sent while delivering
 	acceptIdle     int     // samples sent with nothing outstanding (not in accept)
 	rate           float64 // triggers closed per second over the stretch
@@ -130,12 +133,23 @@ func (b *bench) soakStretch(base, n int) (soakRow, error) {
 	return r, nil
 }
 
-// soakMeasure fills in the store's size and the daemon's RSS, before and after quiet.
+// soakMeasure fills in the store's size and the daemon's RSS, before, during and after
+// quiet. A retention pass in the quiet reads the store's pages back into the resident set
+// for the 10 s until the next idle release; the lowest sample shows the released state.
 func (b *bench) soakMeasure(r soakRow, quiet time.Duration) soakRow {
 	pid := b.e.daemon.Process.Pid
-	r.rssBusy = float64(status(pid, "VmRSS")) / 1024
-	time.Sleep(quiet)
-	r.rss = float64(status(pid, "VmRSS")) / 1024
+	rss := func() float64 { return float64(status(pid, "VmRSS")) / 1024 }
+	r.rssBusy = rss()
+	r.rssLow = r.rssBusy
+	for end := time.Now().Add(quiet); time.Now().Before(end); {
+		time.Sleep(min(time.Second, time.Until(end)))
+		r.rssLow = min(r.rssLow, rss())
+	}
+	r.rss = rss()
+	r.rssLow = min(r.rssLow, r.rss)
+	if m, err := b.e.get("/metrics"); err == nil {
+		r.used = (gauge(string(m), "nudge_store_file_bytes") - gauge(string(m), "nudge_store_free_bytes")) / (1 << 20)
+	}
 	state := filepath.Join(b.e.dir, "state")
 	r.store = fileMB(filepath.Join(state, "nudge.db"))
 	r.creates = fileMB(filepath.Join(state, "nudge.db.creates"))
@@ -145,6 +159,17 @@ func (b *bench) soakMeasure(r soakRow, quiet time.Duration) soakRow {
 		r.archive += fileMB(s)
 	}
 	return r
+}
+
+// gauge reads one unlabelled gauge from a Prometheus text exposition (0 if absent).
+func gauge(text, name string) float64 {
+	for _, l := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f
+		}
+	}
+	return 0
 }
 
 func fileMB(path string) float64 {
@@ -172,10 +197,10 @@ func (b *bench) soakVerify(archive bool) string {
 }
 
 func (b *bench) soakPrint(w io.Writer, r soakRow) {
-	fmt.Fprintf(w, "soak %s\n", soakLine(r, b.o.soakQuiet))
+	fmt.Fprintf(w, "soak %s\n", soakLine(r))
 }
 
-func soakLine(r soakRow, quiet time.Duration) string {
+func soakLine(r soakRow) string {
 	acc, rate := "—", "—"
 	if len(r.accept) > 0 {
 		acc = fmt.Sprintf("%.2f / %.2f / %.1f (n %d)", pct(r.accept, .5)/1e3, pct(r.accept, .99)/1e3, pct(r.accept, 1)/1e3, len(r.accept))
@@ -183,17 +208,17 @@ func soakLine(r soakRow, quiet time.Duration) string {
 	if r.rate > 0 {
 		rate = fmt.Sprintf("%.1f", r.rate)
 	}
-	return fmt.Sprintf("| %d | %.1f | %.2f | %.1f (%d) | %.1f | %.1f | %s | %s | %s |",
-		r.sent, r.store, r.creates, r.archive, r.segments, r.rssBusy, r.rss, acc, rate, r.load)
+	return fmt.Sprintf("| %d | %.1f (%.1f) | %.2f | %.1f (%d) | %.1f | %.1f / %.1f | %s | %s | %s |",
+		r.sent, r.store, r.used, r.creates, r.archive, r.segments, r.rssBusy, r.rss, r.rssLow, acc, rate, r.load)
 }
 
 func (s *soakResult) print(w io.Writer, o options) {
 	fmt.Fprintf(w, "Soak: %d triggers to %d panes, at most %d open at once, a row every %d; RSS after %v quiet\n\n",
 		o.soakN, o.soakPanes, o.soakBacklog, o.soakEvery, o.soakQuiet)
-	fmt.Fprintln(w, "| triggers | store MB | create log MB | audit archive MB (segments) | RSS busy MB | RSS after quiet MB | accept p50 / p99 / max ms (while delivering) | delivered/s | load |")
+	fmt.Fprintln(w, "| triggers | store file MB (in use) | create log MB | audit archive MB (segments) | RSS busy MB | RSS after the quiet / lowest in it MB | accept p50 / p99 / max ms (while delivering) | delivered/s | load |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for _, r := range s.rows {
-		fmt.Fprintln(w, soakLine(r, o.soakQuiet))
+		fmt.Fprintln(w, soakLine(r))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "nudge audit --verify: %s\nnudge audit --verify --archive: %s\n\n", s.verify, s.archiv)
