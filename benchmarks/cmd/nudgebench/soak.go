@@ -37,6 +37,7 @@ type soakRow struct {
 	rssBusy, rss   float64 // MB: right after the backlog was delivered, at the end of the quiet
 	rssLow         float64 // MB: the lowest RSS seen in the quiet (sampled every second)
 	accept         []int64 // ns, request → API answer, sent while delivering
+	health         []int64 // ns, GET /v1/health on the same connection after every 10th trigger: the API's floor
 	acceptIdle     int     // samples sent with nothing outstanding (not in accept)
 	rate           float64 // triggers closed per second over the stretch
 	load           string
@@ -115,6 +116,13 @@ func (b *bench) soakStretch(base, n int) (soakRow, error) {
 			return r, fmt.Errorf("trigger %s: %d: %s", id, status, rb)
 		}
 		sent++
+		if k%10 == 9 {
+			t0 := panereader.Mono()
+			if status, rb, err := raw.send(healthReq); err != nil || status != http.StatusOK {
+				return r, fmt.Errorf("health: %d %s: %v", status, rb, err)
+			}
+			r.health = append(r.health, panereader.Mono()-t0)
+		}
 		if open > 0 {
 			r.accept = append(r.accept, d)
 		} else {
@@ -132,6 +140,8 @@ func (b *bench) soakStretch(base, n int) (soakRow, error) {
 	r.load = loadavg()
 	return r, nil
 }
+
+var healthReq = []byte("GET /v1/health HTTP/1.1\r\nHost: nudge\r\n\r\n")
 
 // soakMeasure fills in the store's size and the daemon's RSS, before, during and after
 // quiet. A retention pass in the quiet reads the store's pages back into the resident set
@@ -201,22 +211,25 @@ func (b *bench) soakPrint(w io.Writer, r soakRow) {
 }
 
 func soakLine(r soakRow) string {
-	acc, rate := "—", "—"
+	acc, health, rate := "—", "—", "—"
 	if len(r.accept) > 0 {
 		acc = fmt.Sprintf("%.2f / %.2f / %.1f (n %d)", pct(r.accept, .5)/1e3, pct(r.accept, .99)/1e3, pct(r.accept, 1)/1e3, len(r.accept))
+	}
+	if len(r.health) > 0 {
+		health = fmt.Sprintf("%.2f / %.2f", pct(r.health, .5)/1e3, pct(r.health, .99)/1e3)
 	}
 	if r.rate > 0 {
 		rate = fmt.Sprintf("%.1f", r.rate)
 	}
-	return fmt.Sprintf("| %d | %.1f (%.1f) | %.2f | %.1f (%d) | %.1f | %.1f / %.1f | %s | %s | %s |",
-		r.sent, r.store, r.used, r.creates, r.archive, r.segments, r.rssBusy, r.rss, r.rssLow, acc, rate, r.load)
+	return fmt.Sprintf("| %d | %.1f (%.1f) | %.2f | %.1f (%d) | %.1f | %.1f / %.1f | %s | %s | %s | %s |",
+		r.sent, r.store, r.used, r.creates, r.archive, r.segments, r.rssBusy, r.rss, r.rssLow, acc, health, rate, r.load)
 }
 
 func (s *soakResult) print(w io.Writer, o options) {
 	fmt.Fprintf(w, "Soak: %d triggers to %d panes, at most %d open at once, a row every %d; RSS after %v quiet\n\n",
 		o.soakN, o.soakPanes, o.soakBacklog, o.soakEvery, o.soakQuiet)
-	fmt.Fprintln(w, "| triggers | store file MB (in use) | create log MB | audit archive MB (segments) | RSS busy MB | RSS after the quiet / lowest in it MB | accept p50 / p99 / max ms (while delivering) | delivered/s | load |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| triggers | store file MB (in use) | create log MB | audit archive MB (segments) | RSS busy MB | RSS after the quiet / lowest in it MB | accept p50 / p99 / max ms (while delivering) | GET /v1/health p50 / p99 ms | delivered/s | load |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range s.rows {
 		fmt.Fprintln(w, soakLine(r))
 	}
