@@ -1,0 +1,501 @@
+// Package statusfiles is the daemon's status store for other tools (seed 002 "Status
+// Store + Display"): one status file per runtime, <state-dir>/workers/<runtime
+// id>/status.json, and one for the fleet, <state-dir>/workers/status.json, kept current
+// while the daemon runs and readable whether it runs or not (`nudge status` and the tmux
+// status line read them when the socket does not answer).
+//
+// The main types:
+//
+//	Writer   the room: Open starts it on the event hub, Snapshot tells it of a capture,
+//	         Close flushes and stops it
+//	Config   the state directory, the write interval, the history kept; DefaultConfig
+//	Runtime  one runtime's file: seed 002's status row and its readiness history
+//	Fleet    the fleet's file: every runtime's row
+//	ReadFleet, ReadRuntime  read them back (bounded, regular files, no symlink followed)
+//
+// Writes are coalesced per file: a change is written at once if the file was not written
+// in the last MinInterval, else once that interval is over, so a pane that prints a line
+// a millisecond costs at most one write a MinInterval (BenchmarkBusyPane measures it).
+// Each write is a temporary file in the same directory (O_EXCL|O_NOFOLLOW, 0600) that is
+// synced and renamed over the old one: a reader sees the old file or the new one, and a
+// write that fails (a full disk) leaves the last good file. The directories are 0700 and
+// opened without following a symlink, so an agent that can write into the state
+// directory cannot redirect the daemon's writes to a file of its choosing.
+package statusfiles
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/detector"
+)
+
+// Config configures a Writer. Zero fields take DefaultConfig's values.
+type Config struct {
+	// StateDir is the daemon's state directory (it must exist); the files go under its
+	// DirName. Required.
+	StateDir string
+	// MinInterval is the least time between two writes of one file. 0 means 1s.
+	MinInterval time.Duration
+	// History is how many readiness and status changes each runtime's file keeps (its own:
+	// a busy runtime never rolls another's out). 0 means 200.
+	History int
+	// Runtimes lists the runtimes when the Writer opens: their files are written (keeping
+	// the history a file already holds) and any other runtime's directory is removed.
+	// nil means none.
+	Runtimes func() []nudge.Runtime
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger is told when writes fail and when they work again; nil means none.
+	Logger hclog.Logger
+}
+
+// DefaultConfig returns the defaults: a write a second per file at most, 200 history
+// entries per runtime.
+func DefaultConfig() Config { return Config{MinInterval: time.Second, History: 200} }
+
+// Source is the event hub (*events.Hub): the Writer reads the runtime, readiness and
+// trigger events inside Publish.
+type Source interface {
+	Observe(fn func(events.Event)) (stop func())
+}
+
+var _ Source = (*events.Hub)(nil)
+
+// Writer keeps the status files current. The daemon opens it after the hub and closes it
+// before; Close writes what is pending.
+type Writer struct {
+	cfg   Config
+	dirfd int // the status directory
+	log   hclog.Logger
+
+	mu        sync.Mutex
+	rts       map[string]*entry
+	gone      map[string]bool // directories to remove
+	fleet     pending
+	failing   bool
+	kick      chan struct{}
+	writes    atomic.Uint64
+	stop      func()
+	done      chan struct{}
+	quit      chan struct{}
+	closeOnce sync.Once
+}
+
+// pending is one file's write schedule.
+type pending struct {
+	dirty bool
+	last  time.Time // written last (or failed last)
+}
+
+// entry is one runtime as its file shows it.
+type entry struct {
+	row  Runtime // History unset: hist is its history
+	hist []Entry
+	pending
+}
+
+// Open creates the status directory (0700) and starts the Writer on src.
+func Open(cfg Config, src Source) (*Writer, error) {
+	d := DefaultConfig()
+	if cfg.MinInterval <= 0 {
+		cfg.MinInterval = d.MinInterval
+	}
+	if cfg.History <= 0 {
+		cfg.History = d.History
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.StateDir == "" {
+		return nil, errors.New("statusfiles: Config.StateDir is required")
+	}
+	fd, err := openDir(-1, Dir(cfg.StateDir), true)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{cfg: cfg, dirfd: fd, log: cfg.Logger, rts: map[string]*entry{}, gone: map[string]bool{},
+		kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{})}
+	w.load()
+	go w.run()
+	w.stop = src.Observe(w.observe)
+	return w, nil
+}
+
+// Close stops reading events, writes every pending file and waits. Idempotent.
+func (w *Writer) Close() {
+	w.closeOnce.Do(func() {
+		if w.stop != nil {
+			w.stop()
+		}
+		close(w.quit)
+		<-w.done
+		unix.Close(w.dirfd)
+	})
+}
+
+// Writes is how many files were written (for tests and the benchmark).
+func (w *Writer) Writes() uint64 { return w.writes.Load() }
+
+// load takes the runtimes of Config.Runtimes, with the history their files hold, and
+// removes the directories of the others (seed 002: orphaned status files are cleared on
+// startup).
+func (w *Writer) load() {
+	var rts []nudge.Runtime
+	if w.cfg.Runtimes != nil {
+		rts = w.cfg.Runtimes()
+	}
+	now := w.cfg.Now()
+	for _, rt := range rts {
+		if !validName(rt.RuntimeID) || rt.Status == nudge.StatusDeregistered {
+			continue
+		}
+		e := &entry{}
+		if old, err := ReadRuntime(w.cfg.StateDir, rt.RuntimeID); err == nil && old.RuntimeID == rt.RuntimeID {
+			e.row, e.hist = old, old.History
+			e.row.History = nil
+			e.hist = e.hist[max(0, len(e.hist)-w.cfg.History):]
+		}
+		e.setRuntime(rt, now, w.cfg.History)
+		e.dirty = true
+		w.rts[rt.RuntimeID] = e
+	}
+	w.fleet.dirty = true
+	for _, name := range w.listDirs() {
+		if _, ok := w.rts[name]; !ok {
+			w.gone[name] = true
+		}
+	}
+	w.signal()
+}
+
+// listDirs lists the names in the status directory that may be a runtime's.
+func (w *Writer) listDirs() []string {
+	fd, err := unix.Openat(w.dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), DirName)
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	out := names[:0]
+	for _, n := range names {
+		if validName(n) && n != FileName {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (w *Writer) signal() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Snapshot records a capture the detector took of a runtime's pane
+// (detector.MonitorConfig.OnSnapshot). It never blocks.
+func (w *Writer) Snapshot(runtimeID string, s detector.Snapshot) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.rts[runtimeID]
+	if e == nil {
+		return
+	}
+	r := &e.row
+	r.SnapHash, r.PolledTS, r.Stable = s.Hash, unixOrZero(s.PolledAt), s.Stable
+	r.ChangeTS = max(r.ChangeTS, unixOrZero(s.ChangedAt))
+	w.markLocked(e)
+}
+
+func unixOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}
+
+// observe takes one event from the hub (inside Publish: a few map updates, no I/O).
+func (w *Writer) observe(ev events.Event) {
+	switch ev.Type {
+	case "runtime":
+		if rt, ok := ev.Runtime.(nudge.Runtime); ok {
+			w.runtime(rt, ev.Time)
+		}
+	case "readiness":
+		if r, ok := ev.Value.(events.Readiness); ok {
+			w.readiness(r, ev.Time)
+		}
+	case "trigger":
+		if t, ok := ev.Trigger.(nudge.Trigger); ok {
+			w.trigger(t)
+		}
+	}
+}
+
+func (w *Writer) runtime(rt nudge.Runtime, at time.Time) {
+	if !validName(rt.RuntimeID) {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if rt.Status == nudge.StatusDeregistered {
+		if _, ok := w.rts[rt.RuntimeID]; ok {
+			delete(w.rts, rt.RuntimeID)
+			w.gone[rt.RuntimeID] = true
+			w.fleet.dirty = true
+			w.signal()
+		}
+		return
+	}
+	e := w.rts[rt.RuntimeID]
+	if e == nil {
+		e = &entry{}
+		w.rts[rt.RuntimeID] = e
+		delete(w.gone, rt.RuntimeID)
+	}
+	e.setRuntime(rt, at, w.cfg.History)
+	w.markLocked(e)
+}
+
+func (w *Writer) readiness(r events.Readiness, at time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.rts[r.RuntimeID]
+	if e == nil {
+		return
+	}
+	row := &e.row
+	row.State, row.Summary, row.Busy = string(r.Readiness), nudge.StripANSI(r.Summary), r.OperatorBusy
+	row.Actions = append([]string{}, r.ActionsNeeded...)
+	if r.Readiness == nudge.Busy { // output: the screen changes, and no capture has seen it settle
+		row.ChangeTS, row.Stable = max(row.ChangeTS, at.Unix()), 0
+	}
+	e.note(at, w.cfg.History)
+	w.markLocked(e)
+}
+
+func (w *Writer) trigger(t nudge.Trigger) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.rts[t.RuntimeID]
+	if e == nil {
+		return
+	}
+	e.row.LastTrigger = &Trigger{TriggerID: t.TriggerID, State: string(t.State), Result: string(t.Result),
+		ErrorCode: string(t.ErrorCode), UpdatedAt: unixOrZero(t.UpdatedAt)}
+	w.markLocked(e)
+}
+
+func (w *Writer) markLocked(e *entry) {
+	e.dirty, w.fleet.dirty = true, true
+	w.signal()
+}
+
+// setRuntime takes rt's record into the row, noting a change of status or readiness in
+// the history.
+func (e *entry) setRuntime(rt nudge.Runtime, at time.Time, keep int) {
+	r := &e.row
+	r.Schema, r.RuntimeID, r.WorkspaceID, r.Role, r.Agent, r.Managed = SchemaVersion, rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent, rt.Managed
+	r.TmuxSession, r.TmuxWindow, r.Target, r.PaneID, r.Dir = rt.TmuxSession, rt.TmuxWindow, rt.Target, rt.PaneID, rt.Dir
+	r.Status, r.Paused, r.Busy, r.StatusSince = string(rt.Status), rt.Paused, rt.OperatorBusy, rt.StatusSince
+	if rt.Readiness != "" {
+		r.State, r.Summary = string(rt.Readiness), nudge.StripANSI(rt.Summary)
+	}
+	if r.Actions == nil {
+		r.Actions = []string{}
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	e.note(at, keep)
+}
+
+// note appends the row's status and readiness to the history when they differ from its
+// newest entry, keeping the newest keep.
+func (e *entry) note(at time.Time, keep int) {
+	r := &e.row
+	n := Entry{TS: at.Unix(), Status: r.Status, State: r.State, Summary: r.Summary}
+	if l := len(e.hist); l > 0 && e.hist[l-1].Status == n.Status && e.hist[l-1].State == n.State && e.hist[l-1].Summary == n.Summary {
+		return
+	}
+	if len(e.hist) >= keep {
+		e.hist = slices.Delete(e.hist, 0, len(e.hist)-keep+1)
+	}
+	e.hist = append(e.hist, n)
+}
+
+// job is one file to write (dir "" for the fleet's) or a directory to remove.
+type job struct {
+	dir    string
+	body   []byte
+	remove bool
+}
+
+// run writes what is due, sleeping until the next file is; on Close, everything pending.
+func (w *Writer) run() {
+	defer close(w.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-w.quit:
+			w.flush(true)
+			return
+		case <-w.kick:
+		case <-timer.C:
+		}
+		next := w.flush(false)
+		timer.Stop()
+		if !next.IsZero() {
+			timer.Reset(max(time.Millisecond, next.Sub(w.cfg.Now())))
+		}
+	}
+}
+
+// flush writes the files that are due (all pending ones if all) and returns when the
+// next pending one is due (zero if none).
+func (w *Writer) flush(all bool) time.Time {
+	jobs, next := w.due(all)
+	var failed []string
+	var firstErr error
+	for _, j := range jobs {
+		if err := w.do(j); err != nil {
+			failed = append(failed, j.dir)
+			firstErr = cmpErr(firstErr, err)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, dir := range failed { // written again once its interval is over: the last good file stays
+		if dir == "" {
+			w.fleet.dirty = true
+		} else if e := w.rts[dir]; e != nil {
+			e.dirty = true
+		}
+	}
+	switch {
+	case firstErr != nil && !w.failing:
+		w.failing = true
+		w.log.Error("status files cannot be written: the last good ones stay; retrying", "dir", Dir(w.cfg.StateDir), "err", firstErr)
+	case firstErr == nil && w.failing && len(jobs) > 0:
+		w.failing = false
+		w.log.Info("status files written again", "dir", Dir(w.cfg.StateDir))
+	}
+	if retry := w.cfg.Now().Add(w.cfg.MinInterval); len(failed) > 0 && (next.IsZero() || retry.Before(next)) {
+		next = retry // a failed file was taken as written now: tried again an interval later
+	}
+	return next
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// due takes the files due now (every pending one if all), marshalled, and returns when
+// the next pending one is due.
+func (w *Writer) due(all bool) ([]job, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.cfg.Now()
+	var jobs []job
+	var next time.Time
+	take := func(p *pending) bool {
+		if !p.dirty {
+			return false
+		}
+		if at := p.last.Add(w.cfg.MinInterval); !all && now.Before(at) {
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+			return false
+		}
+		p.dirty, p.last = false, now
+		return true
+	}
+	for name := range w.gone {
+		jobs = append(jobs, job{dir: name, remove: true})
+	}
+	clear(w.gone)
+	for id, e := range w.rts {
+		if take(&e.pending) {
+			r := e.row
+			r.UpdatedAt, r.History = now, e.hist
+			b, _ := json.MarshalIndent(r, "", "  ")
+			jobs = append(jobs, job{dir: id, body: append(b, '\n')})
+		}
+	}
+	if take(&w.fleet) {
+		f := Fleet{Schema: SchemaVersion, WrittenAt: now, DaemonPID: os.Getpid(), Runtimes: make([]Runtime, 0, len(w.rts))}
+		for _, e := range w.rts {
+			r := e.row
+			r.UpdatedAt = now
+			f.Runtimes = append(f.Runtimes, r)
+		}
+		sort.Slice(f.Runtimes, func(i, j int) bool { return f.Runtimes[i].RuntimeID < f.Runtimes[j].RuntimeID })
+		b, _ := json.MarshalIndent(f, "", "  ")
+		jobs = append(jobs, job{body: append(b, '\n')})
+	}
+	return jobs, next
+}
+
+// do writes or removes one file.
+func (w *Writer) do(j job) error {
+	if j.remove {
+		w.removeDir(j.dir)
+		return nil
+	}
+	fd := w.dirfd
+	if j.dir != "" {
+		var err error
+		if fd, err = openDir(w.dirfd, j.dir, true); err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+	}
+	if err := writeFile(fd, j.body); err != nil {
+		return err
+	}
+	w.writes.Add(1)
+	return nil
+}
+
+// removeDir removes a runtime's directory: its status file and any temporary file left,
+// then the directory (a symlink in its place is removed, never followed). A directory
+// holding anything else is left.
+func (w *Writer) removeDir(name string) {
+	if fd, err := unix.Openat(w.dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+		f := os.NewFile(uintptr(fd), name)
+		names, _ := f.Readdirnames(-1)
+		for _, n := range names {
+			if n == FileName || len(n) > 8 && n[:8] == ".status." {
+				_ = unix.Unlinkat(fd, n, 0)
+			}
+		}
+		f.Close()
+		_ = unix.Unlinkat(w.dirfd, name, unix.AT_REMOVEDIR)
+		return
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(w.dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		_ = unix.Unlinkat(w.dirfd, name, 0)
+	}
+}
