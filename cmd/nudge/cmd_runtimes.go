@@ -125,7 +125,7 @@ func lsCmd(env *cliEnv) *cobra.Command {
 		rts, err := c.Runtimes(cmd.Context(), ws)
 		var stale error
 		if snap, ok := lastKnown(o.stateDir, err); ok {
-			rts, err, stale = []api.Runtime{}, nil, staleError{snap.Written}
+			rts, err, stale = []api.Runtime{}, nil, snap.stale()
 			for _, r := range tui.LastKnown(snap.Runtimes, nil, ws) {
 				rts = append(rts, r.Runtime)
 			}

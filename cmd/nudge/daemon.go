@@ -24,6 +24,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/profiling"
 	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
+	"github.com/nudgehq/nudge/cmd/nudge/statusfiles"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
@@ -53,7 +54,8 @@ type daemon struct {
 	pipe     *inject.Pipeline
 	sched    *inject.Scheduler
 	obs      *observe.Observer
-	notify   *notify.Notifier // tmux messages and --notify-command
+	notify   *notify.Notifier    // tmux messages and --notify-command
+	status   *statusfiles.Writer // the status files other tools read (seed 002); nil with --status-files=false
 	api      *server.Server
 	hooks    *hooks
 
@@ -113,6 +115,9 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	nc := cfg.Notify
 	nc.Session, nc.Logger = d.reg.SessionOf, d.log.Named("notify")
 	d.notify = notify.New(nc, d.hub, d.reg) // fed by the hub, shown through the registry's connections
+	if d.status, err = openStatusFiles(cfg, d); err != nil {
+		return nil, err
+	}
 
 	h.ready.Store(true) // after every room above: a hook that sees ready sees them all
 	for _, rt := range d.reg.List() {
@@ -124,6 +129,21 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	}
 	d.log.Info("serving", "socket", cfg.Socket, "state_dir", cfg.StateDir, "tmux_socket", tmuxServerName(cfg.Panes), "version", version)
 	return d, nil
+}
+
+// openStatusFiles is the status files room (seed 002's status store): fed by the hub's
+// runtime, readiness and trigger events and by the monitor's captures (hooks.onSnapshot).
+func openStatusFiles(cfg serveConfig, d *daemon) (*statusfiles.Writer, error) {
+	if !cfg.StatusFiles.On {
+		return nil, nil
+	}
+	sc := cfg.StatusFiles.Config
+	sc.StateDir, sc.Runtimes, sc.Logger = cfg.StateDir, d.reg.List, d.log.Named("statusfiles")
+	w, err := statusfiles.Open(sc, d.hub)
+	if err != nil {
+		return nil, fmt.Errorf("open status files: %w", err)
+	}
+	return w, nil
 }
 
 // openDialogs is the dialogs room: agents' approval dialogs read from the monitor's
@@ -180,6 +200,9 @@ func (d *daemon) Close() error {
 		closeIf(d.chain != nil, func() error { return d.chain.Close() })
 		closeIf(d.mon != nil, func() error { return d.mon.Close() })
 		closeIf(d.reg != nil, func() error { return d.reg.Close() })
+		if d.status != nil {
+			d.status.Close() // after the registry: its last changes are written
+		}
 		if d.db != nil {
 			// Every open trigger is in the store, and no write-behind write was left
 			// behind by a failing disk (its creates are replayed from the create log, but a
@@ -260,6 +283,7 @@ func openMonitor(cfg serveConfig, d *daemon, h *hooks) (*detector.Monitor, error
 	// A prompt queued in the agent is acked by heartbeats only after the agent took it up.
 	mc.OnDequeue = func(id string) { d.acks.Dequeued(id, time.Now()) }
 	mc.OnLLM = h.onLLM
+	mc.OnSnapshot = h.onSnapshot
 	if mc.LLM, err = cfg.LLM.New(); err != nil {
 		return nil, err
 	}

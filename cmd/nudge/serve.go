@@ -20,6 +20,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
+	"github.com/nudgehq/nudge/cmd/nudge/statusfiles"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
@@ -53,6 +54,14 @@ type serveConfig struct {
 	Notify   notify.Config          // --notify-command, its timeout and pool; tmux messages
 	LLM      classifier.Config      // the optional LLM classifier
 	Keep     retention.Config       // what the store keeps: --retain, the audit archive, compaction
+	// StatusFiles: the status files under <state-dir>/workers (--status-files, --status-history)
+	StatusFiles statusFilesConfig
+}
+
+// statusFilesConfig is the status files room's part: on or off, and its Config.
+type statusFilesConfig struct {
+	On bool
+	statusfiles.Config
 }
 
 func defaultServeConfig() serveConfig {
@@ -64,6 +73,7 @@ func defaultServeConfig() serveConfig {
 		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Auth: auth.DefaultConfig(),
 		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
 		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(),
+		StatusFiles: statusFilesConfig{On: true, Config: statusfiles.DefaultConfig()},
 	}
 }
 
@@ -163,6 +173,8 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	deliveryFlags(fs, c)
 	fs.StringVar(&c.Orchestrator, "orchestrator", "", "WS/ROLE of the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane")
 	fs.BoolVar(&c.StatusLine, "status-line", c.StatusLine, "show [role: STATE] in the status line of nudge's tmux sessions")
+	fs.BoolVar(&c.StatusFiles.On, "status-files", c.StatusFiles.On, "keep a status file per runtime and one for the fleet under <state-dir>/workers (readable while the daemon is down)")
+	fs.IntVar(&c.StatusFiles.History, "status-history", c.StatusFiles.History, "readiness and status changes each runtime's status file keeps")
 	fs.BoolVar(&c.Monitor.BindKeys, "bind-keys", c.Monitor.BindKeys, "install the root-table Any binding that reports human keys at once (nudge's own server)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "trace, debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 // ErrSchema is returned for a status file of a schema this reader does not know.
@@ -22,6 +24,7 @@ type Runtime struct {
 	RuntimeID   string    `json:"id"`
 	WorkspaceID string    `json:"workspace_id"`
 	Role        string    `json:"role"`
+	AgentID     string    `json:"agent_id"`
 	Agent       string    `json:"cli_type"` // the profile: codex, claude, shell, ...
 	Managed     bool      `json:"managed"`
 	TmuxSession string    `json:"tmux_session"`
@@ -108,4 +111,23 @@ func decode(b []byte, v any, schema *int) error {
 		return ErrSchema
 	}
 	return nil
+}
+
+// Record is the runtime record r shows (what `nudge status` and `nudge ls` print when the
+// daemon does not answer), and its newest trigger if r names one.
+func (r Runtime) Record() (nudge.Runtime, *nudge.Trigger) {
+	rt := nudge.Runtime{RuntimeID: r.RuntimeID, WorkspaceID: r.WorkspaceID, Role: r.Role, AgentID: r.AgentID, Agent: r.Agent,
+		Managed: r.Managed, TmuxSession: r.TmuxSession, TmuxWindow: r.TmuxWindow, Target: r.Target, PaneID: r.PaneID,
+		Dir: r.Dir, Status: nudge.Status(r.Status), Readiness: nudge.Readiness(r.State), Summary: r.Summary,
+		OperatorBusy: r.Busy, Paused: r.Paused, StatusSince: r.StatusSince, UpdatedAt: r.UpdatedAt}
+	if r.LastTrigger == nil {
+		return rt, nil
+	}
+	t := &nudge.Trigger{TriggerID: r.LastTrigger.TriggerID, RuntimeID: r.RuntimeID, WorkspaceID: r.WorkspaceID,
+		State: nudge.TriggerState(r.LastTrigger.State), Result: nudge.Result(r.LastTrigger.Result),
+		ErrorCode: nudge.Code(r.LastTrigger.ErrorCode)}
+	if r.LastTrigger.UpdatedAt != 0 {
+		t.UpdatedAt = time.Unix(r.LastTrigger.UpdatedAt, 0)
+	}
+	return rt, t
 }

@@ -130,9 +130,9 @@ func Open(cfg Config, src Source) (*Writer, error) {
 	}
 	w := &Writer{cfg: cfg, dirfd: fd, log: cfg.Logger, rts: map[string]*entry{}, gone: map[string]bool{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{})}
+	w.stop = src.Observe(w.observe) // first: a change after the list below is not missed
 	w.load()
 	go w.run()
-	w.stop = src.Observe(w.observe)
 	return w, nil
 }
 
@@ -160,11 +160,17 @@ func (w *Writer) load() {
 		rts = w.cfg.Runtimes()
 	}
 	now := w.cfg.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for _, rt := range rts {
 		if !validName(rt.RuntimeID) || rt.Status == nudge.StatusDeregistered {
 			continue
 		}
-		e := &entry{}
+		e := w.rts[rt.RuntimeID]
+		if e != nil {
+			continue // an event since Open began is newer
+		}
+		e = &entry{}
 		if old, err := ReadRuntime(w.cfg.StateDir, rt.RuntimeID); err == nil && old.RuntimeID == rt.RuntimeID {
 			e.row, e.hist = old, old.History
 			e.row.History = nil
@@ -311,7 +317,7 @@ func (w *Writer) markLocked(e *entry) {
 // the history.
 func (e *entry) setRuntime(rt nudge.Runtime, at time.Time, keep int) {
 	r := &e.row
-	r.Schema, r.RuntimeID, r.WorkspaceID, r.Role, r.Agent, r.Managed = SchemaVersion, rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent, rt.Managed
+	r.Schema, r.RuntimeID, r.WorkspaceID, r.Role, r.AgentID, r.Agent, r.Managed = SchemaVersion, rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.AgentID, rt.Agent, rt.Managed
 	r.TmuxSession, r.TmuxWindow, r.Target, r.PaneID, r.Dir = rt.TmuxSession, rt.TmuxWindow, rt.Target, rt.PaneID, rt.Dir
 	r.Status, r.Paused, r.Busy, r.StatusSince = string(rt.Status), rt.Paused, rt.OperatorBusy, rt.StatusSince
 	if rt.Readiness != "" {
