@@ -37,7 +37,6 @@ type Stray struct {
 	Target      string    `json:"target"` // session:window_index.pane
 	Command     string    `json:"command"`
 	PID         int       `json:"pid,omitempty"`
-	Dead        bool      `json:"dead,omitempty"`
 	SeenAt      time.Time `json:"seen_at"` // first seen
 }
 
@@ -61,11 +60,11 @@ func (rc *reconciler) noteStrays(w *workspace, panes []paneInfo, claimed map[str
 	old := rc.strays[w.name]
 	var out []Stray
 	for _, p := range panes {
-		if claimed[p.ID] || p.Session != at.session {
+		if claimed[p.ID] || p.Dead || p.Session != at.session { // a dead pane is nothing to register
 			continue
 		}
 		s := Stray{WorkspaceID: w.name, Host: at.host, TmuxSession: strayName(p.Session), TmuxWindow: strayName(p.Window),
-			WindowIndex: p.WindowIndex, TmuxPane: p.Index, PaneID: p.ID, Command: strayName(p.Command), PID: p.PID, Dead: p.Dead, SeenAt: now}
+			WindowIndex: p.WindowIndex, TmuxPane: p.Index, PaneID: p.ID, Command: strayName(p.Command), PID: p.PID, SeenAt: now}
 		s.Target = s.TmuxSession + ":" + strconv.Itoa(p.WindowIndex) + "." + strconv.Itoa(p.Index)
 		if i := slices.IndexFunc(old, func(o Stray) bool { return o.PaneID == p.ID }); i >= 0 {
 			s.SeenAt = old[i].SeenAt
@@ -127,15 +126,27 @@ func (rc *reconciler) collectableLocked(rt *nudge.Runtime, now time.Time) bool {
 		!rt.StatusSince.IsZero() && now.Sub(rt.StatusSince) >= rc.cfg.Retention
 }
 
+// dropped is why the reconciler lets a runtime go, and the dead pane that goes with it.
+type dropped struct {
+	why      string
+	deadPane string // a dead pane (remain-on-exit) of nudge's own session to kill; "" none
+}
+
 // drop deregisters a runtime the reconciler let go (a window closed again, a retention
-// over), saying why in its audit record.
-func (rc *reconciler) drop(ctx context.Context, id, reason string) {
-	if err := rc.recs.deregister(ctx, id, reason, rc.conns.screens.drop); err != nil {
-		rc.cfg.Logger.Warn("drop runtime", "runtime", id, "reason", reason, "error", err)
+// over), saying why in its audit record, and kills the dead pane it leaves in nudge's own
+// session.
+func (rc *reconciler) drop(ctx context.Context, w *workspace, id string, d dropped) {
+	if err := rc.recs.deregister(ctx, id, d.why, rc.conns.screens.drop); err != nil {
+		rc.cfg.Logger.Warn("drop runtime", "runtime", id, "reason", d.why, "error", err)
 		return
 	}
 	rc.mu.Lock()
 	delete(rc.closed, id)
 	rc.mu.Unlock()
-	rc.cfg.Logger.Info("runtime dropped", "runtime", id, "reason", reason)
+	rc.cfg.Logger.Info("runtime dropped", "runtime", id, "reason", d.why)
+	if d.deadPane != "" {
+		if err := rc.conns.command(ctx, w, "kill-pane", "-t", d.deadPane); err != nil {
+			rc.cfg.Logger.Debug("kill a dropped runtime's dead pane", "runtime", id, "pane", d.deadPane, "error", err)
+		}
+	}
 }

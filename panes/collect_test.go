@@ -81,6 +81,7 @@ func TestRetentionCollectsEnded(t *testing.T) {
 	if len(recs) != 1 || !strings.Contains(recs[0].Reason, "collected: exited") {
 		t.Errorf("deregistered audit: %+v", recs)
 	}
+	e.waitFor("its dead window cleaned", func() bool { w := e.windows("ws"); return len(w) == 1 && w[0] == "live" })
 	time.Sleep(400 * time.Millisecond) // past the retention: a live runtime stays
 	if got, ok := e.reg.Get(live.RuntimeID); !ok || got.Status != nudge.StatusReady {
 		t.Errorf("live runtime collected: %+v %v", got, ok)

@@ -51,7 +51,7 @@ func (rc *reconciler) reconcile(ctx context.Context, w *workspace) {
 	var chs []change
 	var restarts []string
 	var overdue []startOverdue
-	drops := map[string]string{} // runtime id -> why it is dropped
+	drops := map[string]dropped{}
 	claimed := map[string]bool{}
 	recheck := false
 	now := rc.cfg.Now()
@@ -76,7 +76,7 @@ func (rc *reconciler) reconcile(ctx context.Context, w *workspace) {
 			continue
 		}
 		if !found && len(panes) > 0 && Live(rt.Status) && rc.closedAgainLocked(rt, now) {
-			drops[id] = "its window was closed again within " + rc.cfg.ClosedGrace.String() + " of the last time (closed by hand: not recreated)"
+			drops[id] = dropped{why: "its window was closed again within " + rc.cfg.ClosedGrace.String() + " of the last time (closed by hand: not recreated)"}
 			continue
 		}
 		c, restart := rc.reconcileOneLocked(rt, byID, panes)
@@ -85,7 +85,11 @@ func (rc *reconciler) reconcile(ctx context.Context, w *workspace) {
 			rc.recs.busy[id] = "restart-pending"
 			restarts = append(restarts, id)
 		} else if cur := rc.recs.rts[id]; cur != nil && rc.collectableLocked(cur, now) {
-			drops[id] = "collected: " + string(cur.Status) + " for " + rc.cfg.Retention.String() + " (the runtime retention)"
+			d := dropped{why: "collected: " + string(cur.Status) + " for " + rc.cfg.Retention.String() + " (the runtime retention)"}
+			if found && p.Dead && cur.Managed && w.place().owned(w.name) {
+				d.deadPane = p.ID // its dead pane (remain-on-exit) in nudge's own session goes with it
+			}
+			drops[id] = d
 		}
 	}
 	rc.recs.mu.Unlock()
@@ -98,8 +102,8 @@ func (rc *reconciler) reconcile(ctx context.Context, w *workspace) {
 	for _, id := range restarts {
 		rc.scheduleRestart(id)
 	}
-	for id, why := range drops {
-		rc.drop(ctx, id, why)
+	for id, d := range drops {
+		rc.drop(ctx, w, id, d)
 	}
 	if recheck {
 		time.AfterFunc(statusRecheck, func() { poke(w.kick) })

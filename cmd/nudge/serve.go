@@ -229,6 +229,8 @@ func deliveryFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.IntVar(&p.CrashLoopFailures, "crash-loop", p.CrashLoopFailures, "failures within --crash-window that make a crash loop")
 	fs.DurationVar(&p.CrashLoopWindow, "crash-window", p.CrashLoopWindow, "crash loop window")
 	fs.DurationVar(&p.RestartMaxDelay, "restart-max-delay", p.RestartMaxDelay, "most time between a crash and its automatic restart (the wait doubles with each crash of a recovery)")
+	fs.DurationVar(&p.Retention, "runtime-retention", p.Retention, "a runtime offline, failed or exited this long (and not being restarted) is dropped from the fleet (nudge ls --all still shows it); negative: never")
+	fs.DurationVar(&p.ClosedGrace, "closed-grace", p.ClosedGrace, "a worker window a human closes is recreated, but closed again within this time it is dropped, not recreated; negative: always recreate")
 	fs.DurationVar(&p.RecoveryDeadline, "recovery-deadline", p.RecoveryDeadline, "a runtime still crashing this long after its first crash is failed")
 	fs.DurationVar(&p.StartTimeout, "start-timeout", p.StartTimeout, "a starting agent that has not shown READY by then is failed (a profile's start_timeout wins)")
 	fs.DurationVar(&p.StopTimeout, "stop-timeout", p.StopTimeout, "how long nudge stop sends C-c before it signals the pane's processes (SIGHUP, SIGTERM, SIGKILL)")
