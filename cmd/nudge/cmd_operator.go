@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -83,19 +84,32 @@ func lastKnown(stateDir string, err error) (lastState, bool) {
 	if !errors.Is(err, api.ErrUnreachable) {
 		return lastState{}, false
 	}
-	if f, ferr := statusfiles.ReadFleet(stateDir); ferr == nil {
-		s := lastState{Snapshot: store.Snapshot{Written: f.WrittenAt, Last: map[string]nudge.Trigger{}}, files: true}
-		for _, r := range f.Runtimes {
-			rt, t := r.Record()
-			s.Runtimes = append(s.Runtimes, rt)
-			if t != nil {
-				s.Last[rt.RuntimeID] = *t
-			}
+	f, ferr := statusfiles.ReadFleet(stateDir)
+	if ferr == nil {
+		// The store is read instead only if it was written well after the files (a daemon
+		// run with --status-files=false since) and no daemon holds it.
+		if fi, err := os.Stat(storeFile(stateDir)); err != nil || !fi.ModTime().After(f.WrittenAt.Add(2*time.Second)) {
+			return fromFiles(f), true
 		}
-		return s, true
 	}
 	snap, serr := store.ReadSnapshot(storeFile(stateDir), 200*time.Millisecond)
+	if serr != nil && ferr == nil {
+		return fromFiles(f), true
+	}
 	return lastState{Snapshot: snap}, serr == nil
+}
+
+// fromFiles is the state the fleet's status file shows.
+func fromFiles(f statusfiles.Fleet) lastState {
+	s := lastState{Snapshot: store.Snapshot{Written: f.WrittenAt, Last: map[string]nudge.Trigger{}}, files: true}
+	for _, r := range f.Runtimes {
+		rt, t := r.Record()
+		s.Runtimes = append(s.Runtimes, rt)
+		if t != nil {
+			s.Last[rt.RuntimeID] = *t
+		}
+	}
+	return s
 }
 
 func (s lastState) stale() staleError { return staleError{s.Written, s.files} }
