@@ -172,9 +172,7 @@ func (w *Writer) load() {
 		}
 		e = &entry{}
 		if old, err := ReadRuntime(w.cfg.StateDir, rt.RuntimeID); err == nil && old.RuntimeID == rt.RuntimeID {
-			e.row, e.hist = old, old.History
-			e.row.History = nil
-			e.hist = e.hist[max(0, len(e.hist)-w.cfg.History):]
+			e.hist = keptHistory(old.History, w.cfg.History) // the file is anyone's of this uid: only its history is taken
 		}
 		e.setRuntime(rt, now, w.cfg.History)
 		e.dirty = true
@@ -187,6 +185,22 @@ func (w *Writer) load() {
 		}
 	}
 	w.signal()
+}
+
+// maxSummary bounds a summary a history entry read back from a file keeps.
+const maxSummary = 512
+
+// keptHistory is the newest keep entries of h, as read back from a file: each summary cut
+// to maxSummary bytes and stripped of escapes, statuses and states to 32 bytes.
+func keptHistory(h []Entry, keep int) []Entry {
+	h = h[max(0, len(h)-keep):]
+	out := make([]Entry, 0, len(h))
+	for _, e := range h {
+		e.Summary = nudge.StripANSI(e.Summary[:min(len(e.Summary), maxSummary)])
+		e.Status, e.State = e.Status[:min(len(e.Status), 32)], e.State[:min(len(e.State), 32)]
+		out = append(out, e)
+	}
+	return out
 }
 
 // listDirs lists the names in the status directory that may be a runtime's.
