@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,5 +64,29 @@ func TestStatusFilesReadWithoutSocket(t *testing.T) {
 	out, errOut, code = td.runCLI("ls", sd, sock)
 	if code != 1 || !strings.Contains(out, rt.RuntimeID) || !strings.Contains(errOut, "status files") {
 		t.Errorf("ls with the daemon down: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// Once the daemon stops, the status line it kept says so instead of showing the last
+// states as live (before: the last line stayed as it was).
+func TestStatusLineMarkedStaleWhenDaemonStops(t *testing.T) {
+	cfg := newTestConfig(t)
+	td := startDaemon(t, cfg)
+	td.spawnShell("w", "rev", "cat")
+	td.waitStatusRight("w", func() string { return statusLine(td.d, "w") })
+	td.stop()
+	if got := td.statusRight("w"); !strings.HasPrefix(got, "(stale ") || !strings.Contains(got, "[rev: ") {
+		t.Errorf("status line after the daemon stopped: %q", got)
+	}
+}
+
+// The command a status line runs with the daemon down passes every argument through the
+// shell unchanged, quotes included.
+func TestStatusLineCommandQuoting(t *testing.T) {
+	cmd := statusLineCommand("/bin/echo", "it's", "/state dir/'x'", "/s.sock")
+	out, err := exec.Command("/bin/sh", "-c", cmd).Output()
+	want := "status --short --workspace it's --state-dir /state dir/'x' --socket /s.sock\n"
+	if err != nil || string(out) != want {
+		t.Errorf("sh -c %s: %q %v, want %q", cmd, out, err, want)
 	}
 }
