@@ -136,7 +136,8 @@ func Open(cfg Config, src Source) (*Writer, error) {
 	return w, nil
 }
 
-// Close stops reading events, writes every pending file and waits. Idempotent.
+// Close stops reading events, writes every pending file and the fleet's (its written_at
+// is then when the daemon stopped) and waits. Idempotent.
 func (w *Writer) Close() {
 	w.closeOnce.Do(func() {
 		if w.stop != nil {
@@ -375,6 +376,9 @@ func (w *Writer) run() {
 	for {
 		select {
 		case <-w.quit:
+			w.mu.Lock()
+			w.fleet.dirty = true // written_at: when the daemon stopped
+			w.mu.Unlock()
 			w.flush(true)
 			return
 		case <-w.kick:
