@@ -136,6 +136,9 @@ func (w *Waker) loop() {
 // the thread is unread, and after Config.Unread the agent is woken. An unchanged head
 // keeps its age. The thread and head are ids ([A-Za-z0-9_.:@/-]{1,128}).
 func (w *Waker) Head(workspace, agent, thread, h string) (nudge.Runtime, error) {
+	if w.cfg.Unread <= 0 {
+		return nudge.Runtime{}, nudge.NewError(nudge.Unavailable, "the unread wake policy is off (serve --wake-unread)")
+	}
 	if err := nudge.CheckID("thread_id", thread); err != nil {
 		return nudge.Runtime{}, err
 	}

@@ -314,6 +314,10 @@ func TestHeadRefusesBadInput(t *testing.T) {
 	if _, err := w.Head("w", "rev", "one-more", "m"); err == nil || w.nHeads != MaxHeadsPerRuntime {
 		t.Fatalf("head %d accepted (%d kept)", MaxHeadsPerRuntime+1, w.nHeads)
 	}
+	off, _ := waker(t, f, Config{Quiet: time.Minute})
+	if _, err := off.Head("w", "rev", "t1", "m1"); err == nil {
+		t.Fatal("a head kept with the unread policy off")
+	}
 }
 
 // A runtime that heartbeated and then stopped is dormant; one that never heartbeated is
