@@ -57,3 +57,72 @@ func TestWakeQuietPaneOnceBusyNone(t *testing.T) {
 		t.Fatalf("wake_skipped: %+v", skipped)
 	}
 }
+
+// The unread and dormant policies through the API: a thread head an agent's cursor has
+// not reached, reported by a caller who may trigger that agent, and heartbeats that
+// stopped, wake it with one batched prompt. A token of another workspace cannot report a
+// head for it (it could not trigger it either): refused, and nothing is kept.
+func TestWakeUnreadAndDormantThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	clock := wake.NewManualClock(time.Now())
+	cfg := newTestConfig(t)
+	cfg.Wake.Unread, cfg.Wake.Dormant, cfg.Wake.Every, cfg.Wake.Clock = 10*time.Minute, 30*time.Minute, 1000*time.Hour, clock
+	td := startDaemon(t, cfg)
+	rt := td.spawnBash("rev")
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/heartbeat", map[string]any{"cursor": "m-1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	spy := td.as(td.issue(t, "--subject", "c-orch", "--workspace", "wC", "--verbs", "trigger", "--ttl", "1h"))
+	err := spy.do(t0(), "POST", "/v1/threads/thr-1/head", map[string]any{"workspace": "w1", "agent": "rev", "head": "m-9"}, nil)
+	wantAPIError(t, "another workspace's head", err, "FORBIDDEN", "")
+	for i, body := range []map[string]any{
+		{"workspace": "w1", "agent": "rev", "head": "m 2\x1b[2J"},
+		{"workspace": "w1", "agent": "nobody", "head": "m-2"},
+		{"workspace": "w1", "head": "m-2"},
+	} {
+		if err := td.c.do(t0(), "POST", "/v1/threads/thr-1/head", body, nil); err == nil {
+			t.Errorf("#%d: %v accepted", i, body)
+		}
+	}
+	var h struct {
+		RuntimeID string `json:"runtime_id"`
+		Unread    bool   `json:"unread"`
+	}
+	if err := td.c.do(t0(), "POST", "/v1/threads/thr-1/head", map[string]any{"workspace": "w1", "agent": "rev", "head": "m-2"}, &h); err != nil || !h.Unread || h.RuntimeID != rt.RuntimeID {
+		t.Fatalf("head: %+v %v", h, err)
+	}
+	clock.Add(11 * time.Minute)
+	woken := td.d.wake.Round()
+	if len(woken) != 1 || strings.Join(woken[0].Policies, "+") != "unread" {
+		t.Fatalf("woken: %+v", woken)
+	}
+	got := td.waitTrigger(woken[0].TriggerID, closed)
+	if got.Reason != "wake:unread" || !strings.Contains(got.Prompt, "thr-1 (head m-2); your cursor: m-1") || strings.Contains(got.Prompt, "m-9") {
+		t.Fatalf("wake trigger: %+v", got)
+	}
+	ready := func(r runtimeView) bool { return r.Readiness == "READY" && !r.OperatorBusy }
+	td.waitRuntime(rt.RuntimeID, ready) // bash printed its answer to the prompt: busy a moment
+	clock.Add(25 * time.Minute)         // unread again (a spell after the last prompt) and dormant: one prompt
+	woken = td.d.wake.Round()
+	if len(woken) != 1 || strings.Join(woken[0].Policies, "+") != "unread+dormant" {
+		var skipped []nudge.AuditRecord
+		td.c.do(t0(), "GET", "/v1/audit?event=wake_skipped", nil, &skipped)
+		var now runtimeView
+		td.c.do(t0(), "GET", "/v1/runtimes/"+rt.RuntimeID, nil, &now)
+		t.Fatalf("woken: %+v; skipped %+v; runtime %+v", woken, skipped, now.Runtime)
+	}
+	td.waitTrigger(woken[0].TriggerID, closed)
+	td.waitRuntime(rt.RuntimeID, ready)
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/heartbeat", map[string]any{"cursor": "m-2"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(20 * time.Minute) // read, and heartbeating
+	if again := td.d.wake.Round(); len(again) != 0 {
+		t.Fatalf("woken after reading: %+v", again)
+	}
+	var heads []nudge.AuditRecord
+	td.c.do(t0(), "GET", "/v1/audit?event=thread_head", nil, &heads)
+	if len(heads) != 1 || heads[0].ThreadID != "thr-1" || heads[0].RuntimeID != rt.RuntimeID {
+		t.Fatalf("thread_head audit: %+v", heads)
+	}
+}
