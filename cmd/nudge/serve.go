@@ -178,7 +178,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.IntVar(&c.Events.Keep, "events-keep", c.Events.Keep, "events kept for /v1/events?since= replay (the newest)")
 	fs.DurationVar(&c.Events.MaxAge, "events-max-age", c.Events.MaxAge, "events older than this are dropped from the replay window")
 	fs.Int64Var(&c.Events.MaxBytes, "events-max-bytes", c.Events.MaxBytes, "the kept events' size bound in bytes (a trigger's event holds its prompt)")
-	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR, or failed; a trigger failed)")
+	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR, failed, or finished its task; a trigger failed)")
 	fs.DurationVar(&c.Notify.Timeout, "notify-timeout", c.Notify.Timeout, "a --notify-command run longer than this is killed (its process group)")
 	fs.IntVar(&c.Notify.MaxRunning, "notify-max", c.Notify.MaxRunning, "--notify-command runs at once; a notification beyond them is dropped (counted, logged)")
 	fs.Var(listFlag{&c.Notify.KeepEnv}, "notify-env", "pass this variable of the daemon's environment to --notify-command although its name looks like a credential's (*_API_KEY, *_TOKEN, *_SECRET, *_PASSWORD, ...: those are not passed); repeatable")
