@@ -126,3 +126,54 @@ func TestWakeUnreadAndDormantThroughTheAPI(t *testing.T) {
 		t.Fatalf("thread_head audit: %+v", heads)
 	}
 }
+
+// Wake prompts that change nothing trip the loop guard like any trigger (seed 000 §14:
+// the same prompt three times without progress); the wake room then stops sending them,
+// skipped with the reason, instead of a failed trigger every round, until the thread is
+// unblocked.
+func TestWakeStopsAtTheLoopGuard(t *testing.T) {
+	t.Parallel()
+	clock := wake.NewManualClock(time.Now())
+	cfg := newTestConfig(t)
+	cfg.Wake.Quiet, cfg.Wake.Every, cfg.Wake.Clock = 15*time.Minute, 1000*time.Hour, clock
+	td := startDaemon(t, cfg)
+	rt := td.spawnBash("idle")
+	ready := func(r runtimeView) bool { return r.Readiness == "READY" && !r.OperatorBusy }
+	clock.Add(30 * time.Second) // the prompts read "No output for 15m0s" each time
+	for i := range cfg.Inject.LoopRepeats {
+		clock.Add(15 * time.Minute)
+		td.waitRuntime(rt.RuntimeID, ready)
+		woken := td.d.wake.Round()
+		if len(woken) != 1 {
+			t.Fatalf("#%d: woken %+v", i, woken)
+		}
+		if got := td.waitTrigger(woken[0].TriggerID, closed); got.State != "acked" {
+			t.Fatalf("#%d: %+v", i, got)
+		}
+	}
+	clock.Add(15 * time.Minute)
+	td.waitRuntime(rt.RuntimeID, ready)
+	if woken := td.d.wake.Round(); len(woken) != 0 {
+		for _, tr := range td.triggersOf("idle") {
+			t.Logf("%s %q", tr.TriggerID, tr.Prompt)
+		}
+		t.Fatalf("woken past the loop guard: %+v", woken)
+	}
+	var skipped []nudge.AuditRecord
+	td.c.do(t0(), "GET", "/v1/audit?event=wake_skipped", nil, &skipped)
+	if len(skipped) != 1 || !strings.Contains(skipped[0].Reason, "thread wake is blocked") {
+		t.Fatalf("wake_skipped: %+v", skipped)
+	}
+	for _, tr := range td.triggersOf("idle") {
+		if tr.State == "failed" {
+			t.Fatalf("a wake prompt failed: %+v", tr)
+		}
+	}
+	if err := td.c.do(t0(), "POST", "/v1/threads/wake/unblock", map[string]any{"workspace": "w1", "agent": "idle"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(15 * time.Minute)
+	if woken := td.d.wake.Round(); len(woken) != 1 {
+		t.Fatalf("after the unblock: %+v", woken)
+	}
+}

@@ -36,6 +36,10 @@ const (
 	PolicyDormant = "dormant"
 )
 
+// wakeThread is the thread of every wake prompt: the loop guard and the rate limit count
+// them together, apart from the agent's other threads.
+const wakeThread = "wake"
+
 // Runtimes is the registry (*panes.Registry).
 type Runtimes interface {
 	List() []nudge.Runtime
@@ -54,6 +58,7 @@ type Screens interface {
 type Triggers interface {
 	Submit(ctx context.Context, req inject.Request) (inject.Submitted, error)
 	Depth(runtimeID string) int
+	Blocked(workspace, agent, thread string) (bool, string)
 }
 
 // Deps are what a Waker reads and acts through. Audit appends an audit record.
@@ -279,18 +284,20 @@ func (w *Waker) forget(rts []nudge.Runtime) {
 }
 
 // due lists the policies that hold for rt now. Each counts from the later of the moment
-// it began to hold and the runtime's last wake prompt for it: one prompt per spell.
+// it began to hold and the runtime's last wake prompt for it (one prompt per spell), and
+// its prompt says how long that is: the same words each spell, so wake prompts that
+// change nothing trip the loop guard.
 func (w *Waker) due(rt nudge.Runtime, now time.Time) []finding {
 	if !rt.Managed || rt.Status != nudge.StatusReady {
 		return nil // starting, triggering, offline, exited, paused, ...: not for a wake prompt
 	}
 	var out []finding
-	add := func(policy string, since time.Time, after time.Duration, text string) {
+	add := func(policy string, since time.Time, after time.Duration, text func(time.Duration) string) {
 		if last := w.woken[rt.RuntimeID+"/"+policy]; last.After(since) {
 			since = last
 		}
 		if after > 0 && !since.IsZero() && now.Sub(since) >= after {
-			out = append(out, finding{policy, since, text})
+			out = append(out, finding{policy, since, text(now.Sub(since).Round(time.Minute))})
 		}
 	}
 	if w.cfg.Quiet > 0 {
@@ -301,21 +308,24 @@ func (w *Waker) due(rt nudge.Runtime, now time.Time) []finding {
 				since = rt.CreatedAt
 			}
 		}
-		add(PolicyQuiet, since, w.cfg.Quiet, fmt.Sprintf("%s (No output for %s.)", w.cfg.QuietPrompt, now.Sub(since).Round(time.Minute)))
+		add(PolicyQuiet, since, w.cfg.Quiet, func(d time.Duration) string {
+			return fmt.Sprintf("%s (No output for %s.)", w.cfg.QuietPrompt, d)
+		})
 	}
 	if w.cfg.Unread > 0 {
-		w.unread(rt, now, add)
+		w.unread(rt, add)
 	}
 	if w.cfg.Dormant > 0 && !rt.LastHeartbeatAt.IsZero() {
-		add(PolicyDormant, rt.LastHeartbeatAt, w.cfg.Dormant,
-			fmt.Sprintf("%s (No heartbeat for %s.)", w.cfg.DormantPrompt, now.Sub(rt.LastHeartbeatAt).Round(time.Minute)))
+		add(PolicyDormant, rt.LastHeartbeatAt, w.cfg.Dormant, func(d time.Duration) string {
+			return fmt.Sprintf("%s (No heartbeat for %s.)", w.cfg.DormantPrompt, d)
+		})
 	}
 	return out
 }
 
 // unread adds one finding for the threads whose head rt's cursor has not reached, and
 // forgets the heads it has.
-func (w *Waker) unread(rt nudge.Runtime, now time.Time, add func(string, time.Time, time.Duration, string)) {
+func (w *Waker) unread(rt nudge.Runtime, add func(string, time.Time, time.Duration, func(time.Duration) string)) {
 	hs := w.heads[rt.RuntimeID]
 	var threads []string
 	var since time.Time
@@ -338,7 +348,9 @@ func (w *Waker) unread(rt nudge.Runtime, now time.Time, add func(string, time.Ti
 	if cursor == "" {
 		cursor = "none"
 	}
-	add(PolicyUnread, since, w.cfg.Unread, fmt.Sprintf("%s (Unread: %s; your cursor: %s.)", w.cfg.UnreadPrompt, strings.Join(threads, ", "), cursor))
+	add(PolicyUnread, since, w.cfg.Unread, func(time.Duration) string {
+		return fmt.Sprintf("%s (Unread: %s; your cursor: %s.)", w.cfg.UnreadPrompt, strings.Join(threads, ", "), cursor)
+	})
 }
 
 // busy says why rt must not be prompted now (seed 004: "don't prompt if PS actively
@@ -355,6 +367,11 @@ func (w *Waker) busy(rt nudge.Runtime) (kind, why string) {
 	}
 	if n := w.d.Triggers.Depth(rt.RuntimeID); n > 0 {
 		return "queued", fmt.Sprintf("%d triggers already queued for the agent", n)
+	}
+	// Wake prompts that changed nothing tripped the loop guard (seed 000 §14): stop
+	// sending them, each would fail, until someone runs `nudge unblock wake`.
+	if b, why := w.d.Triggers.Blocked(rt.WorkspaceID, rt.Role, wakeThread); b {
+		return "blocked", "thread " + wakeThread + " is blocked for the agent (" + why + "; nudge unblock " + wakeThread + ")"
 	}
 	return "", ""
 }
@@ -379,9 +396,9 @@ func (w *Waker) send(p plan, now time.Time) Woken {
 	for i, f := range p.found {
 		texts[i] = f.text
 	}
-	req := inject.Request{TriggerID: id, Workspace: p.rt.WorkspaceID, Agent: p.rt.Role, ThreadID: "wake",
+	req := inject.Request{TriggerID: id, Workspace: p.rt.WorkspaceID, Agent: p.rt.Role, ThreadID: wakeThread,
 		Prompt: strings.Join(texts, "\n"), Reason: reason(p.found), Caller: "wake"}
-	w.audit(nudge.AuditRecord{Event: "wake_sent", TriggerID: id, ThreadID: "wake", RuntimeID: p.rt.RuntimeID,
+	w.audit(nudge.AuditRecord{Event: "wake_sent", TriggerID: id, ThreadID: wakeThread, RuntimeID: p.rt.RuntimeID,
 		Workspace: p.rt.WorkspaceID, Reason: req.Reason, Detail: detail(p.rt, p.found, id)})
 	_, err := w.d.Triggers.Submit(w.ctx, req)
 	if err != nil {

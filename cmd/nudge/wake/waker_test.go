@@ -21,6 +21,7 @@ type fleet struct {
 	human     map[string]bool
 	lastOut   map[string]time.Time
 	depth     map[string]int
+	blocked   map[string]bool // ws/agent/thread
 	sent      []inject.Request
 	audits    []nudge.AuditRecord
 	submitted chan inject.Request
@@ -34,7 +35,7 @@ var (
 
 func newFleet(rts ...nudge.Runtime) *fleet {
 	return &fleet{rts: rts, readiness: map[string]nudge.Readiness{}, human: map[string]bool{},
-		lastOut: map[string]time.Time{}, depth: map[string]int{}, submitted: make(chan inject.Request, 16)}
+		lastOut: map[string]time.Time{}, depth: map[string]int{}, blocked: map[string]bool{}, submitted: make(chan inject.Request, 16)}
 }
 
 func agent(ws, role string) nudge.Runtime {
@@ -103,6 +104,12 @@ func (f *fleet) Depth(id string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.depth[id]
+}
+
+func (f *fleet) Blocked(ws, agent, thread string) (bool, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.blocked[ws+"/"+agent+"/"+thread], "the same prompt was delivered repeatedly without progress"
 }
 
 func (f *fleet) audit(r nudge.AuditRecord) {
@@ -193,6 +200,7 @@ func TestBusyIsSkipped(t *testing.T) {
 		{"Human", func(f *fleet) { f.human["rt_w.ps"] = true }, "a human is at the pane"},
 		{"Queued", func(f *fleet) { f.depth["rt_w.ps"] = 2 }, "2 triggers already queued"},
 		{"Paused", func(f *fleet) { f.update("rt_w.ps", func(r *nudge.Runtime) { r.Paused = true }) }, "paused"},
+		{"LoopGuard", func(f *fleet) { f.blocked["w/ps/wake"] = true }, "thread wake is blocked for the agent"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFleet(agent("w", "ps"))
