@@ -13,10 +13,6 @@ import (
 // agent's workspace, the trigger verb): the wake prompt it may cause is a trigger.
 func (a triggersAPI) handleThreadHead(w http.ResponseWriter, r *http.Request, c auth.Caller) {
 	s := a.s
-	if s.deps.Heads == nil {
-		s.fail(w, r, &api.Error{ErrorCode: nudge.Unavailable, Message: "no wake policies in this daemon"})
-		return
-	}
 	var b api.ThreadHeadRequest
 	if err := s.decode(w, r, &b); err != nil {
 		s.fail(w, r, err)
@@ -24,6 +20,10 @@ func (a triggersAPI) handleThreadHead(w http.ResponseWriter, r *http.Request, c 
 	}
 	if b.Workspace == "" || b.Agent == "" {
 		s.fail(w, r, badRequest("workspace and agent are required"))
+		return
+	}
+	if s.deps.Heads == nil {
+		s.fail(w, r, &api.Error{ErrorCode: nudge.Unavailable, Message: "no wake policies in this daemon"})
 		return
 	}
 	if err := s.deps.Policy.CheckTrigger(c, b.Workspace, b.Agent); err != nil {
