@@ -344,9 +344,14 @@ func (w *Waker) unread(rt nudge.Runtime, add func(string, time.Time, time.Durati
 		return
 	}
 	sort.Strings(threads)
+	// The cursor is the agent's own word (its heartbeats): it goes into the prompt only
+	// as an id, never as text the agent wrote for nudge to type back to it.
 	cursor := rt.LastCursor
-	if cursor == "" {
+	switch {
+	case cursor == "":
 		cursor = "none"
+	case !nudge.ValidID(cursor):
+		cursor = "not an id"
 	}
 	add(PolicyUnread, since, w.cfg.Unread, func(time.Duration) string {
 		return fmt.Sprintf("%s (Unread: %s; your cursor: %s.)", w.cfg.UnreadPrompt, strings.Join(threads, ", "), cursor)
