@@ -59,6 +59,7 @@ type Triggers interface {
 	Submit(ctx context.Context, req inject.Request) (inject.Submitted, error)
 	Depth(runtimeID string) int
 	Blocked(workspace, agent, thread string) (bool, string)
+	Get(id string) (nudge.Trigger, error)
 }
 
 // Deps are what a Waker reads and acts through. Audit appends an audit record.
@@ -220,7 +221,7 @@ func (w *Waker) plan(now time.Time) []plan {
 			delete(w.skipped, rt.RuntimeID)
 			continue
 		}
-		if kind, why := w.busy(rt); kind != "" {
+		if kind, why := w.busy(rt, now); kind != "" {
 			w.skip(rt, found, kind, why)
 			continue
 		}
@@ -360,7 +361,7 @@ func (w *Waker) unread(rt nudge.Runtime, add func(string, time.Time, time.Durati
 
 // busy says why rt must not be prompted now (seed 004: "don't prompt if PS actively
 // responding"), as a kind and a reason, or "" when it may be.
-func (w *Waker) busy(rt nudge.Runtime) (kind, why string) {
+func (w *Waker) busy(rt nudge.Runtime, now time.Time) (kind, why string) {
 	if rt.Paused {
 		return "paused", "runtime is paused"
 	}
@@ -373,12 +374,27 @@ func (w *Waker) busy(rt nudge.Runtime) (kind, why string) {
 	if n := w.d.Triggers.Depth(rt.RuntimeID); n > 0 {
 		return "queued", fmt.Sprintf("%d triggers already queued for the agent", n)
 	}
+	// A prompt from anyone (a schedule, the orchestrator) within the gap is the one the
+	// seed allows: the agent is being driven, not forgotten.
+	if rt.LastTriggerID != "" {
+		if t, err := w.d.Triggers.Get(rt.LastTriggerID); err == nil && now.Sub(prompted(t)) < w.cfg.Gap {
+			return "recent", fmt.Sprintf("trigger %s prompted the agent %s ago (at most one per %s)", t.TriggerID, now.Sub(prompted(t)).Round(time.Second), w.cfg.Gap)
+		}
+	}
 	// Wake prompts that changed nothing tripped the loop guard (seed 000 §14): stop
 	// sending them, each would fail, until someone runs `nudge unblock wake`.
 	if b, why := w.d.Triggers.Blocked(rt.WorkspaceID, rt.Role, wakeThread); b {
 		return "blocked", "thread " + wakeThread + " is blocked for the agent (" + why + "; nudge unblock " + wakeThread + ")"
 	}
 	return "", ""
+}
+
+// prompted is when t reached its agent: typed, else accepted.
+func prompted(t nudge.Trigger) time.Time {
+	if t.InjectedAt != nil {
+		return *t.InjectedAt
+	}
+	return t.CreatedAt
 }
 
 // skip audits that a due wake prompt was not sent: once per runtime and kind of reason,

@@ -22,6 +22,7 @@ type fleet struct {
 	lastOut   map[string]time.Time
 	depth     map[string]int
 	blocked   map[string]bool // ws/agent/thread
+	triggers  map[string]nudge.Trigger
 	sent      []inject.Request
 	audits    []nudge.AuditRecord
 	submitted chan inject.Request
@@ -35,7 +36,7 @@ var (
 
 func newFleet(rts ...nudge.Runtime) *fleet {
 	return &fleet{rts: rts, readiness: map[string]nudge.Readiness{}, human: map[string]bool{},
-		lastOut: map[string]time.Time{}, depth: map[string]int{}, blocked: map[string]bool{}, submitted: make(chan inject.Request, 16)}
+		lastOut: map[string]time.Time{}, depth: map[string]int{}, blocked: map[string]bool{}, triggers: map[string]nudge.Trigger{}, submitted: make(chan inject.Request, 16)}
 }
 
 func agent(ws, role string) nudge.Runtime {
@@ -110,6 +111,15 @@ func (f *fleet) Blocked(ws, agent, thread string) (bool, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.blocked[ws+"/"+agent+"/"+thread], "the same prompt was delivered repeatedly without progress"
+}
+
+func (f *fleet) Get(id string) (nudge.Trigger, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t, ok := f.triggers[id]; ok {
+		return t, nil
+	}
+	return nudge.Trigger{}, nudge.NewError(nudge.NotFound, "no trigger "+id)
 }
 
 func (f *fleet) audit(r nudge.AuditRecord) {
@@ -424,5 +434,26 @@ func TestUnreadPromptTakesNoTextFromTheAgent(t *testing.T) {
 	}
 	if p := f.sent[0].Prompt; strings.Contains(p, "evil") || !strings.Contains(p, "your cursor: not an id") {
 		t.Fatalf("prompt: %q", p)
+	}
+}
+
+// A prompt from anyone else (a schedule, the orchestrator) counts toward the gap: seed
+// 004's one prompt per 5 minutes is the agent's, whoever sends it.
+func TestRecentPromptCountsTowardTheGap(t *testing.T) {
+	f := newFleet(agent("w", "ps"))
+	f.lastOut["rt_w.ps"] = t0
+	typed := t0.Add(14 * time.Minute)
+	f.triggers["sch_1"] = nudge.Trigger{TriggerID: "sch_1", CreatedAt: typed.Add(-time.Second), InjectedAt: &typed}
+	f.update("rt_w.ps", func(r *nudge.Runtime) { r.LastTriggerID = "sch_1" })
+	w, c := waker(t, f, Config{Quiet: 10 * time.Minute})
+	if got := roundAt(w, c, 18*time.Minute); len(got) != 0 {
+		t.Fatalf("4 min after a scheduled prompt: woke %v", ids(got))
+	}
+	a := f.events("wake_skipped")
+	if len(a) != 1 || !strings.Contains(a[0].Reason, "trigger sch_1 prompted the agent 4m0s ago") {
+		t.Fatalf("skips: %+v", a)
+	}
+	if got := roundAt(w, c, 19*time.Minute); len(got) != 1 {
+		t.Fatalf("5 min after: got %v, want a wake prompt", ids(got))
 	}
 }
