@@ -229,26 +229,34 @@ func (w *Waker) plan(now time.Time) []plan {
 	}
 	var out []plan
 	for ws, ps := range byWS {
-		sort.Slice(ps, func(i, j int) bool { return oldest(ps[i].found).Before(oldest(ps[j].found)) })
-		if last, ok := w.sentWS[ws]; ok && now.Sub(last) < w.cfg.Gap {
-			for _, p := range ps {
-				w.skip(p.rt, p.found, "gap", fmt.Sprintf("workspace %s got a wake prompt %s ago (at most one per %s)", ws, now.Sub(last).Round(time.Second), w.cfg.Gap))
-			}
-			continue
+		if p, ok := w.pick(ws, ps, now); ok {
+			out = append(out, p)
 		}
-		// One prompt per workspace per gap: the agent waiting longest goes first.
-		for _, p := range ps[1:] {
-			w.skip(p.rt, p.found, "gap", fmt.Sprintf("another agent of workspace %s is woken first (at most one per %s)", ws, w.cfg.Gap))
-		}
-		w.sentWS[ws] = now
-		for _, f := range ps[0].found {
-			w.woken[ps[0].rt.RuntimeID+"/"+f.policy] = now
-		}
-		delete(w.skipped, ps[0].rt.RuntimeID)
-		out = append(out, ps[0])
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].rt.RuntimeID < out[j].rt.RuntimeID })
 	return out
+}
+
+// pick chooses the one runtime of workspace ws woken now, if the gap allows one: the
+// runtime waiting longest (ps is in role order, so a tie goes to the first role). The
+// others are skipped. The lock is held.
+func (w *Waker) pick(ws string, ps []plan, now time.Time) (plan, bool) {
+	sort.SliceStable(ps, func(i, j int) bool { return oldest(ps[i].found).Before(oldest(ps[j].found)) })
+	if last, ok := w.sentWS[ws]; ok && now.Sub(last) < w.cfg.Gap {
+		for _, p := range ps {
+			w.skip(p.rt, p.found, "gap", fmt.Sprintf("workspace %s got a wake prompt %s ago (at most one per %s)", ws, now.Sub(last).Round(time.Second), w.cfg.Gap))
+		}
+		return plan{}, false
+	}
+	for _, p := range ps[1:] {
+		w.skip(p.rt, p.found, "gap", fmt.Sprintf("another agent of workspace %s is woken first (at most one per %s)", ws, w.cfg.Gap))
+	}
+	w.sentWS[ws] = now
+	for _, f := range ps[0].found {
+		w.woken[ps[0].rt.RuntimeID+"/"+f.policy] = now
+	}
+	delete(w.skipped, ps[0].rt.RuntimeID)
+	return ps[0], true
 }
 
 func oldest(fs []finding) time.Time {
@@ -266,7 +274,7 @@ func (w *Waker) forget(rts []nudge.Runtime) {
 	live := make(map[string]bool, len(rts))
 	now := w.cfg.Clock.Now()
 	for _, rt := range rts {
-		live[rt.RuntimeID] = true
+		live[rt.RuntimeID], live["ws:"+rt.WorkspaceID] = true, true
 		if _, ok := w.firstSeen[rt.RuntimeID]; !ok {
 			w.firstSeen[rt.RuntimeID] = now
 		}
@@ -280,6 +288,11 @@ func (w *Waker) forget(rts []nudge.Runtime) {
 			for _, p := range []string{PolicyQuiet, PolicyUnread, PolicyDormant} {
 				delete(w.woken, id+"/"+p)
 			}
+		}
+	}
+	for ws := range w.sentWS {
+		if !live["ws:"+ws] {
+			delete(w.sentWS, ws)
 		}
 	}
 }
