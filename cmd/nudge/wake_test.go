@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -84,12 +85,13 @@ func TestWakeUnreadAndDormantThroughTheAPI(t *testing.T) {
 			t.Errorf("#%d: %v accepted", i, body)
 		}
 	}
+	out, errOut, code := td.runCLI("unread", "thr-1", "m-2", "--workspace", "w1", "--agent", "rev")
 	var h struct {
 		RuntimeID string `json:"runtime_id"`
 		Unread    bool   `json:"unread"`
 	}
-	if err := td.c.do(t0(), "POST", "/v1/threads/thr-1/head", map[string]any{"workspace": "w1", "agent": "rev", "head": "m-2"}, &h); err != nil || !h.Unread || h.RuntimeID != rt.RuntimeID {
-		t.Fatalf("head: %+v %v", h, err)
+	if err := json.Unmarshal([]byte(out), &h); code != 0 || err != nil || !h.Unread || h.RuntimeID != rt.RuntimeID {
+		t.Fatalf("nudge unread: exit %d %s %s", code, out, errOut)
 	}
 	clock.Add(11 * time.Minute)
 	woken := td.d.wake.Round()
