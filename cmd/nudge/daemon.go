@@ -45,6 +45,7 @@ type daemon struct {
 	hub      *eventstream.Hub
 	auth     *auth.Authority
 	profiles map[string]panes.Profile
+	chanDir  string // the agents' channel sockets (agentchannel.Dir; "" = off)
 	acks     *ack.Tracker
 	dlg      *dialogs.Answerer    // answers agents' dialogs (API, CLI, MCP, workspace policy)
 	rec      *agentrecord.Watcher // the agents' own records, where their profiles name one
@@ -88,6 +89,10 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	doctor.ProfileOverrides(cfg.ProfileDir, d.profiles).Log(d.log)
+	if d.chanDir, err = agentchannel.Dir(cfg.StateDir); err != nil {
+		d.log.Warn("agents' channel sockets are off: prompts to Claude Code are typed", "error", err)
+		err = nil
+	}
 	d.acks = ack.NewTracker(ack.TrackerConfig{Signals: h.ackSignals, Working: h.recordWorking, RecordLive: h.recordLive,
 		SyncRecord: h.recordSync})
 	if d.tmux, err = doctor.CheckTmux(ctx, cfg.Panes, d.log); err != nil {
@@ -249,6 +254,7 @@ func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 func registryConfig(cfg serveConfig, d *daemon, h *hooks) panes.Config {
 	c := cfg.Panes
 	c.Profiles, c.Env, c.Logger, c.LaunchPolicy = d.profiles, h.runtimeEnv, d.log, d.auth.Policy().LaunchPolicy
+	c.ChannelDir = d.chanDir
 	c.OnOutput, c.OnEvent, c.OnChange, c.OnFirstPrompt = h.onOutput, h.onEvent, h.onRuntimeChange, h.onFirstPrompt
 	c.CheckPrompt = func(prompt string) error {
 		_, err := inject.Sanitize(prompt, cfg.Inject.MaxPrompt)
@@ -313,7 +319,7 @@ func openPipeline(cfg serveConfig, d *daemon, h *hooks) (*inject.Pipeline, error
 	}
 	p, err := inject.New(ic, inject.Deps{
 		Store: d.db, Runtimes: d.reg, Conn: conn, Gates: d.mon,
-		Acks: d.acks, Fallback: d.chain, OnChange: h.onTriggerChange, Channel: &agentchannel.Channels{Profiles: d.profiles},
+		Acks: d.acks, Fallback: d.chain, OnChange: h.onTriggerChange, Channel: &agentchannel.Channels{Profiles: d.profiles, Dir: d.chanDir},
 	})
 	if err != nil {
 		return nil, err
