@@ -19,6 +19,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -432,14 +433,20 @@ func (w *Waker) send(p plan, now time.Time) Woken {
 	}
 	req := inject.Request{TriggerID: id, Workspace: p.rt.WorkspaceID, Agent: p.rt.Role, ThreadID: wakeThread,
 		Prompt: strings.Join(texts, "\n"), Reason: reason(p.found), Caller: "wake"}
-	w.audit(nudge.AuditRecord{Event: "wake_sent", TriggerID: id, ThreadID: wakeThread, RuntimeID: p.rt.RuntimeID,
-		Workspace: p.rt.WorkspaceID, Reason: req.Reason, Detail: detail(p.rt, p.found, id)})
 	_, err := w.d.Triggers.Submit(w.ctx, req)
-	if err != nil {
+	rec := nudge.AuditRecord{Event: "wake_sent", TriggerID: id, ThreadID: wakeThread, RuntimeID: p.rt.RuntimeID,
+		Workspace: p.rt.WorkspaceID, Reason: req.Reason, Detail: detail(p.rt, p.found, id)}
+	if err != nil { // refused before it was a trigger: the record says why
+		rec.Event, rec.Reason = "wake_failed", req.Reason+": "+err.Error()
+		var ne *nudge.Error
+		if errors.As(err, &ne) {
+			rec.Code = ne.Code
+		}
 		w.cfg.Logger.Warn("wake prompt", "runtime_id", p.rt.RuntimeID, "trigger_id", id, "err", err)
 	} else {
 		w.cfg.Logger.Info("wake prompt", "runtime_id", p.rt.RuntimeID, "trigger_id", id, "reason", req.Reason)
 	}
+	w.audit(rec)
 	return Woken{RuntimeID: p.rt.RuntimeID, Policies: policies(p.found), TriggerID: id, Err: err}
 }
 

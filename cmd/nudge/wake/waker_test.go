@@ -26,6 +26,7 @@ type fleet struct {
 	sent      []inject.Request
 	audits    []nudge.AuditRecord
 	submitted chan inject.Request
+	refuse    error // Submit's error, when set
 }
 
 var (
@@ -93,7 +94,11 @@ func (f *fleet) LastOutput(id string) time.Time {
 func (f *fleet) Submit(_ context.Context, req inject.Request) (inject.Submitted, error) {
 	f.mu.Lock()
 	f.sent = append(f.sent, req)
+	refuse := f.refuse
 	f.mu.Unlock()
+	if refuse != nil {
+		return inject.Submitted{}, refuse
+	}
 	select {
 	case f.submitted <- req:
 	default:
@@ -455,5 +460,20 @@ func TestRecentPromptCountsTowardTheGap(t *testing.T) {
 	}
 	if got := roundAt(w, c, 19*time.Minute); len(got) != 1 {
 		t.Fatalf("5 min after: got %v, want a wake prompt", ids(got))
+	}
+}
+
+// A wake prompt the pipeline refused (the store cannot write, say) is audited as failed
+// with the code, not as sent.
+func TestRefusedWakeAudited(t *testing.T) {
+	f := newFleet(agent("w", "ps"))
+	f.refuse = nudge.NewError(nudge.Unavailable, "store cannot write")
+	w, c := waker(t, f, Config{Quiet: time.Minute})
+	got := roundAt(w, c, time.Hour)
+	if len(got) != 1 || got[0].Err == nil {
+		t.Fatalf("got %+v", got)
+	}
+	if a := f.events("wake_failed"); len(a) != 1 || a[0].Code != nudge.Unavailable || len(f.events("wake_sent")) != 0 {
+		t.Fatalf("audit: %+v", f.audits)
 	}
 }
