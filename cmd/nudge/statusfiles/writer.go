@@ -87,6 +87,7 @@ type Writer struct {
 	failing   bool
 	kick      chan struct{}
 	writes    atomic.Uint64
+	changes   atomic.Uint64
 	stop      func()
 	done      chan struct{}
 	quit      chan struct{}
@@ -149,8 +150,12 @@ func (w *Writer) Close() {
 	})
 }
 
-// Writes is how many files were written (for tests and the benchmark).
+// Writes is how many files were written (for tests and the benchmarks).
 func (w *Writer) Writes() uint64 { return w.writes.Load() }
+
+// Changes is how many changes the Writer took (each would have been a write of a runtime's
+// file and the fleet's without coalescing).
+func (w *Writer) Changes() uint64 { return w.changes.Load() }
 
 // load takes the runtimes of Config.Runtimes, with the history their files hold, and
 // removes the directories of the others (seed 002: orphaned status files are cleared on
@@ -324,6 +329,7 @@ func (w *Writer) trigger(t nudge.Trigger) {
 }
 
 func (w *Writer) markLocked(e *entry) {
+	w.changes.Add(1)
 	e.dirty, w.fleet.dirty = true, true
 	w.signal()
 }
