@@ -231,7 +231,9 @@ func (w *Writer) listDirs() []string {
 }
 
 // isTemp reports whether name is a temporary status file (writeAt's).
-func isTemp(name string) bool { return strings.HasPrefix(name, ".status.") && strings.HasSuffix(name, ".tmp") }
+func isTemp(name string) bool {
+	return strings.HasPrefix(name, ".status.") && strings.HasSuffix(name, ".tmp")
+}
 
 func (w *Writer) signal() {
 	select {
