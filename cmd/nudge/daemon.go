@@ -123,9 +123,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	nc := cfg.Notify
 	nc.Session, nc.Logger = d.reg.SessionOf, d.log.Named("notify")
 	d.notify = notify.New(nc, d.hub, d.reg) // fed by the hub, shown through the registry's connections
-	if d.status, err = openStatusFiles(cfg, d); err != nil {
-		return nil, err
-	}
+	d.status = openStatusFiles(cfg, d)
 
 	h.ready.Store(true) // after every room above: a hook that sees ready sees them all
 	for _, rt := range d.reg.List() {
@@ -141,17 +139,20 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 
 // openStatusFiles is the status files room (seed 002's status store): fed by the hub's
 // runtime, readiness and trigger events and by the monitor's captures (hooks.onSnapshot).
-func openStatusFiles(cfg serveConfig, d *daemon) (*statusfiles.Writer, error) {
+func openStatusFiles(cfg serveConfig, d *daemon) *statusfiles.Writer {
 	if !cfg.StatusFiles.On {
-		return nil, nil
+		return nil
 	}
 	sc := cfg.StatusFiles.Config
 	sc.StateDir, sc.Runtimes, sc.Logger = cfg.StateDir, d.reg.List, d.log.Named("statusfiles")
 	w, err := statusfiles.Open(sc, d.hub)
 	if err != nil {
-		return nil, fmt.Errorf("open status files: %w", err)
+		// A status directory that is not ours (a symlink, another owner) is never written
+		// through; the daemon runs without the files rather than not at all.
+		d.log.Error("status files off: their directory cannot be used", "dir", statusfiles.Dir(cfg.StateDir), "err", err)
+		return nil
 	}
-	return w, nil
+	return w
 }
 
 // openWake is the wake room: prompts to agents nobody prompted (quiet, unread, dormant),

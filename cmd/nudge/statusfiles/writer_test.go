@@ -232,6 +232,21 @@ func TestSymlinksNotFollowed(t *testing.T) {
 	}
 }
 
+// A status directory that is a symlink (planted by an agent) is refused, not followed.
+func TestSymlinkedDirRefused(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, Dir(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := Open(Config{StateDir: dir}, &fakeHub{}); err == nil {
+		w.Close()
+		t.Fatal("opened a symlinked status directory")
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("written through the symlink: %v", entries)
+	}
+}
+
 // A write that fails (a full disk) leaves the last good file, and the change is written
 // once writes work again.
 func TestFailedWriteKeepsLastGood(t *testing.T) {
