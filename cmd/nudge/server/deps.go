@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/inject"
@@ -30,6 +31,12 @@ type Deps struct {
 	Events    Events
 	Metrics   Metrics
 	Dialogs   Dialogs // nil: POST /v1/runtimes/{id}/answer answers 503
+	Web       Web     // nil: POST /v1/web/pair answers 503 (the web view is off)
+}
+
+// Web makes pairing links of the web view (satisfied by *web.Server).
+type Web interface {
+	Pair(c auth.Caller, req api.WebPairRequest) (api.WebPairing, error)
 }
 
 // Dialogs answers an agent's approval dialog (satisfied by *dialogs.Answerer).
