@@ -37,7 +37,7 @@ var apiRoutes = []string{
 // Handler is the app: its pages and assets, pairing, and /api.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /", assetHandler())
+	mux.Handle("/", assetHandler())
 	mux.HandleFunc("POST /pair", s.handlePair)
 	mux.HandleFunc("POST /unpair", s.handleUnpair)
 	api := http.NewServeMux()

@@ -21,6 +21,11 @@ func assetHandler() http.Handler {
 	}
 	files := http.FileServerFS(sub)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
 		switch r.URL.Path {
 		case "/app.js", "/app.css", "/icon.svg", "/manifest.json":
 			w.Header().Set("Cache-Control", "no-cache")
