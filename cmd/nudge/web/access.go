@@ -20,9 +20,9 @@ import (
 // CookieName is the device token's cookie.
 const CookieName = "nudge_device"
 
-// apiRoutes are the socket API's routes the app reaches, under /api; nothing else is
+// APIRoutes are the socket API's routes the app reaches, under /api; nothing else is
 // (tokens, spawn, stop, force, schedules, audit stay on the socket).
-var apiRoutes = []string{
+var APIRoutes = []string{
 	"GET /v1/runtimes",
 	"GET /v1/runtimes/{id}",
 	"POST /v1/runtimes/{id}/answer",
@@ -41,7 +41,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /pair", s.handlePair)
 	mux.HandleFunc("POST /unpair", s.handleUnpair)
 	api := http.NewServeMux()
-	for _, p := range apiRoutes {
+	for _, p := range APIRoutes {
 		api.Handle(p, s.deps.API)
 	}
 	api.HandleFunc("GET /v1/whoami", s.handleWhoami)

@@ -16,7 +16,7 @@ import (
 
 // Scopes a device may be paired with, and the verbs each gives. Pause and resume are
 // the API's admin verb: only "operate" holds it (and the web view reaches none of the
-// other admin routes: apiRoutes).
+// other admin routes: APIRoutes).
 var Scopes = map[string][]string{
 	"read":    {auth.VerbRead},
 	"answer":  {auth.VerbRead, auth.VerbAnswer},

@@ -18,7 +18,7 @@
 // cookie alone, re-checked on every request (a revoked token is refused at once; an open
 // stream ends within Config.TokenCheck), and handed to the socket API's own handlers with
 // the token as its bearer: the same verbs, rules, audit records and events as the CLI.
-// Only the routes the app uses are reachable (apiRoutes). A request that changes anything
+// Only the routes the app uses are reachable (APIRoutes). A request that changes anything
 // must carry an Origin of this server (or one of Config.Origins); on a loopback address
 // the Host must be a loopback name too (DNS rebinding).
 package web
