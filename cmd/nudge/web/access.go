@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 )
@@ -30,7 +32,7 @@ var APIRoutes = []string{
 	"POST /v1/runtimes/{id}/resume",
 	"GET /v1/triggers",
 	"GET /v1/triggers/{id}",
-	"POST /v1/triggers",
+	"POST /v1/triggers", // never with force_override (noForce)
 	"GET /v1/events",
 }
 
@@ -42,7 +44,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /unpair", s.handleUnpair)
 	api := http.NewServeMux()
 	for _, p := range APIRoutes {
-		api.Handle(p, s.deps.API)
+		h := s.deps.API
+		if p == "POST /v1/triggers" {
+			h = noForce(h)
+		}
+		api.Handle(p, h)
 	}
 	api.HandleFunc("GET /v1/whoami", s.handleWhoami)
 	api.HandleFunc("GET /v1/runtimes/{id}/terminal", s.handleTerminal)
@@ -87,7 +93,7 @@ func (s *Server) hostAllowed(hostport string) bool {
 		return true
 	}
 	for _, o := range s.cfg.Origins {
-		if u, err := url.Parse(o); err == nil && strings.EqualFold(u.Host, hostport) || strings.EqualFold(u.Hostname(), host) {
+		if u, err := url.Parse(o); err == nil && (strings.EqualFold(u.Host, hostport) || strings.EqualFold(u.Hostname(), host)) {
 			return true
 		}
 	}
@@ -131,6 +137,29 @@ func parseOrigin(o string) (*url.URL, error) {
 		return nil, errors.New("want scheme://host[:port]")
 	}
 	return u, nil
+}
+
+// maxTriggerBody bounds a trigger request read by noForce (the API's own limit is 1 MiB).
+const maxTriggerBody = 1 << 20
+
+// noForce refuses a trigger that asks to be typed over a human's draft
+// (force_override): the web view never does that. The body is read with the API's own
+// strict decoder, so the API cannot read another request from the same bytes.
+func noForce(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTriggerBody))
+		if err != nil {
+			fail(w, nudge.NewError(nudge.PayloadRejected, "trigger request too large"))
+			return
+		}
+		var b api.TriggerRequest
+		if auth.DecodeJSON(bytes.NewReader(body), &b) == nil && (b.ForceOverride || b.OverrideIntent != "") {
+			fail(w, nudge.NewError(nudge.Forbidden, "the web view never types over a human's draft: force_override is the CLI's (nudge trigger --force)"))
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		next.ServeHTTP(w, r)
+	})
 }
 
 type deviceKey struct{}

@@ -384,3 +384,25 @@ func TestWhoamiAndAssets(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// TestNoForceOverride: a device that may trigger still cannot ask for its prompt to be
+// typed over a human's draft, in any spelling the API would take; a plain trigger goes.
+func TestNoForceOverride(t *testing.T) {
+	r := newRig(t, Config{})
+	c := r.client()
+	c.pair("trigger")
+	for _, body := range []string{
+		`{"workspace":"w","agent":"a","prompt":"p","force_override":true,"reason":"x"}`,
+		`{"workspace":"w","agent":"a","prompt":"p","override_intent":"human_override","reason":"x"}`,
+	} {
+		if resp, got := c.do("POST", "/api/v1/triggers", body); resp.StatusCode != 403 {
+			t.Errorf("%s: %d %s", body, resp.StatusCode, got)
+		}
+	}
+	if got := r.reachedAPI(); len(got) != 0 {
+		t.Errorf("reached: %q", got)
+	}
+	if resp, got := c.do("POST", "/api/v1/triggers", `{"workspace":"w","agent":"a","prompt":"p"}`); resp.StatusCode != 200 {
+		t.Errorf("plain trigger: %d %s", resp.StatusCode, got)
+	}
+}
