@@ -167,10 +167,14 @@ function fatal(e) {
 
 // ---- views ----
 
+// render draws once per frame however many events came; a page the browser gives no
+// frames (a hidden tab) still draws, at the timer's pace.
 function render() {
   if (S.dirty) return;
   S.dirty = true;
-  requestAnimationFrame(() => { S.dirty = false; draw(); });
+  const go = () => { if (S.dirty) { S.dirty = false; draw(); } };
+  requestAnimationFrame(go);
+  setTimeout(go, 100);
 }
 
 function route() {
@@ -217,7 +221,7 @@ function fleetCard(rt) {
       el('span', { class: 'name' }, rt.role), el('span', { class: 'muted small' }, rt.agent),
       el('span', { class: 'badge' }, rt.status),
       el('span', { class: 'badge ' + rt.readiness, 'data-readiness': rt.readiness }, rt.readiness || '?'),
-      rt.paused && el('span', { class: 'badge' }, 'paused'),
+      rt.paused && el('span', { class: 'badge', 'data-paused': '' }, 'paused'),
       rt.operator_busy && el('span', { class: 'badge BUSY' }, 'operator typing'),
       rt.dialog && el('span', { class: 'badge dialog', 'data-dialog': rt.dialog.dialog_id }, 'dialog waits')),
     el('div', { class: 'row small muted' }, 'queue ', el('span', { 'data-queue': '' }, String(queueOf(rt.runtime_id)))),
