@@ -195,13 +195,13 @@ type Server struct {
 	pairs *pairings
 	terms chan struct{} // a slot per open terminal stream
 
-	base    context.Context // every request's; cancelled by Close so streams end
-	cancel  context.CancelFunc
-	srv     *http.Server
-	ln      net.Listener
-	errc    chan error
-	wg      sync.WaitGroup // the serving goroutine and every token watcher
-	closeMu sync.Once
+	base      context.Context // every request's; cancelled by Close so streams end
+	cancel    context.CancelFunc
+	srv       *http.Server
+	ln        net.Listener
+	errc      chan error
+	wg        sync.WaitGroup // the serving goroutine and every token watcher
+	closeOnce sync.Once
 }
 
 // New returns a server that is not listening: Handler serves the app (tests use it with
@@ -276,7 +276,7 @@ func (s *Server) URL() string {
 // the server's goroutines. Idempotent.
 func (s *Server) Close() error {
 	var err error
-	s.closeMu.Do(func() {
+	s.closeOnce.Do(func() {
 		s.cancel()
 		if s.srv != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)

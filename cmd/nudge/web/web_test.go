@@ -406,3 +406,37 @@ func TestNoForceOverride(t *testing.T) {
 		t.Errorf("plain trigger: %d %s", resp.StatusCode, got)
 	}
 }
+
+// fakeTerminal counts the views opened.
+type fakeTerminal struct {
+	mu     sync.Mutex
+	opened []string
+}
+
+func (f *fakeTerminal) Open(_ context.Context, rt nudge.Runtime, _ func()) (TerminalView, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.opened = append(f.opened, rt.RuntimeID)
+	return nil, errors.New("not in this test")
+}
+
+// TestTerminalOtherWorkspace: a device of workspace w1 asking for the terminal of a
+// runtime of w2 is answered as if it did not exist, and no view of that pane is opened.
+func TestTerminalOtherWorkspace(t *testing.T) {
+	r := newRig(t, Config{})
+	term := &fakeTerminal{}
+	r.s.deps.Terminal = term
+	r.s.deps.Runtimes = fakeRuntimes{"rt_w2.a": {RuntimeID: "rt_w2.a", WorkspaceID: "w2", PaneID: "%3"}}
+	r.ts.Config.Handler = r.s.Handler()
+	r.admin = auth.Caller{Subject: "orch#1", Workspaces: []string{"w1"}, Verbs: []string{auth.VerbAdmin, auth.VerbRead}}
+	c := r.client()
+	c.pair("read")
+	for _, id := range []string{"rt_w2.a", "rt_w2.a/../rt_w2.a", "RT_W2.A"} {
+		if resp, body := c.do("GET", "/api/v1/runtimes/"+id+"/terminal", ""); resp.StatusCode != 404 {
+			t.Errorf("%s: %d %s", id, resp.StatusCode, body)
+		}
+	}
+	if len(term.opened) != 0 {
+		t.Errorf("views opened: %q", term.opened)
+	}
+}
