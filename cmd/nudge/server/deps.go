@@ -31,7 +31,14 @@ type Deps struct {
 	Events    Events
 	Metrics   Metrics
 	Dialogs   Dialogs // nil: POST /v1/runtimes/{id}/answer answers 503
+	Heads     Heads   // nil: POST /v1/threads/{id}/head answers 503
 	Web       Web     // nil: POST /v1/web/pair answers 503 (the web view is off)
+}
+
+// Heads keeps threads' newest messages for the unread wake policy (satisfied by
+// *wake.Waker).
+type Heads interface {
+	Head(workspace, agent, thread, head string) (nudge.Runtime, error)
 }
 
 // Web makes pairing links of the web view (satisfied by *web.Server).
