@@ -155,8 +155,14 @@ function connect() {
   };
   es.onerror = () => {
     setLive(false);
-    // The browser reconnects by itself (Last-Event-ID); a refused token ends it.
-    api('GET', '/v1/whoami').catch((e) => { if (e.status === 401) unpaired(e.message); });
+    // The browser reconnects by itself and resumes (Last-Event-ID). A stream it gave up
+    // on (its events expired from the daemon's window, the daemon was away long) starts
+    // again from a fresh read of the state; a refused token ends it.
+    api('GET', '/v1/whoami').then(() => {
+      if (es.readyState !== EventSource.CLOSED || S.es !== es) return;
+      S.loaded = false; S.queue = [];
+      setTimeout(connect, 1000);
+    }).catch((e) => { if (e.status === 401) unpaired(e.message); });
   };
 }
 
