@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"os"
 	"os/exec"
@@ -89,7 +90,7 @@ func jsString(s string) string {
 // the fleet, pause a runtime and send a prompt from the page (it waits, queued), resume
 // it and watch the receipt reach acked with its reply, open the read-only terminal (its
 // control client has ignore-size: the window's size never changes), and approve a real
-// stand-in's dialog. Screenshots go to $NUDGE_TEST_SCREENSHOTS when it is set (docs/).
+// stand-in's dialog; revoke the device: the open page says it is not paired. Screenshots go to $NUDGE_TEST_SCREENSHOTS when it is set (docs/).
 func TestWebBrowser(t *testing.T) {
 	chromium(t)
 	td := webSetup(t)
@@ -182,6 +183,12 @@ func TestWebBrowser(t *testing.T) {
 			if got := size(); got != before {
 				t.Errorf("the window's size changed: %s, was %s", got, before)
 			}
+
+			// Revoked: the open page's stream ends and it says it is not paired.
+			if _, errOut, code := td.runCLI("token", "revoke", deviceTokenID(t, td, "web:"+vp.name)); code != 0 {
+				t.Fatal(errOut)
+			}
+			waitJS(t, ctx, "not paired after revoke", `!!document.getElementById('unpaired')`)
 		})
 	}
 }
@@ -197,4 +204,30 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	must(t, "screenshot", err)
 	must(t, "save screenshot", os.WriteFile(filepath.Join(dir, name), png, 0o644))
+}
+
+// deviceTokenID is the id of the issued token of subject (nudge token ls --json prints one
+// token as an object, several as an array).
+func deviceTokenID(t *testing.T, td *testDaemon, subject string) string {
+	t.Helper()
+	type token struct {
+		ID      string `json:"jti"`
+		Subject string `json:"sub"`
+	}
+	out, _, _ := td.runCLI("token", "ls", "--json")
+	var list []token
+	if json.Unmarshal([]byte(out), &list) != nil {
+		var one token
+		if err := json.Unmarshal([]byte(out), &one); err != nil {
+			t.Fatalf("nudge token ls --json: %v: %s", err, out)
+		}
+		list = []token{one}
+	}
+	for _, tok := range list {
+		if tok.Subject == subject {
+			return tok.ID
+		}
+	}
+	t.Fatalf("no token %s in %s", subject, out)
+	return ""
 }

@@ -170,15 +170,7 @@ func TestWebRevokedAndCrossSite(t *testing.T) {
 		t.Fatal("a cross-site request paused the runtime")
 	}
 	b.origin = b.base
-	var tok struct {
-		ID      string `json:"jti"`
-		Subject string `json:"sub"`
-	}
-	out, _, _ := td.runCLI("token", "ls", "--json")
-	if err := json.NewDecoder(strings.NewReader(out)).Decode(&tok); err != nil || tok.Subject != "web:test-operate" {
-		t.Fatalf("nudge token ls: %v %s", err, out)
-	}
-	if _, errOut, code := td.runCLI("token", "revoke", tok.ID); code != 0 {
+	if _, errOut, code := td.runCLI("token", "revoke", deviceTokenID(t, td, "web:test-operate")); code != 0 {
 		t.Fatalf("revoke: %s", errOut)
 	}
 	if code, body := b.do("GET", "/api/v1/runtimes", ""); code != http.StatusUnauthorized || !strings.Contains(body, "revoked") {
