@@ -89,8 +89,9 @@ func jsString(s string) string {
 // phone's (390×844): pair with the printed link (its code leaves the address bar), see
 // the fleet, pause a runtime and send a prompt from the page (it waits, queued), resume
 // it and watch the receipt reach acked with its reply, open the read-only terminal (its
-// control client has ignore-size: the window's size never changes), and approve a real
-// stand-in's dialog; revoke the device: the open page says it is not paired. Screenshots go to $NUDGE_TEST_SCREENSHOTS when it is set (docs/).
+// control client has ignore-size: the window's size never changes), approve a real
+// stand-in's dialog, and revoke the device: the open page says it is not paired.
+// Screenshots go to $NUDGE_TEST_SCREENSHOTS when it is set (docs/).
 func TestWebBrowser(t *testing.T) {
 	chromium(t)
 	td := webSetup(t)
