@@ -8,8 +8,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nudgehq/nudge/cmd/nudge/web"
 )
@@ -178,5 +180,48 @@ func TestWebRevokedAndCrossSite(t *testing.T) {
 	}
 	if code, _ := b.do("POST", "/api/v1/runtimes/"+sh.RuntimeID+"/pause", `{}`); code != http.StatusUnauthorized {
 		t.Errorf("pause after revoke: %d", code)
+	}
+}
+
+// TestWebCloseJoinsItsGoroutines: a daemon closed while a browser holds an event stream
+// and a terminal view open ends both (the streams, their token checks, the terminal's
+// control client) before Close returns.
+func TestWebCloseJoinsItsGoroutines(t *testing.T) {
+	before := goroutines()
+	td := webSetup(t)
+	sh := td.spawnShell("w1", "sh", "sh")
+	b := td.pairBrowser("read")
+	opened := make(chan string, 2)
+	for _, p := range []string{"/api/v1/events", "/api/v1/runtimes/" + sh.RuntimeID + "/terminal"} {
+		req, _ := http.NewRequest("GET", b.base+p, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := b.c.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", p, resp, err)
+		}
+		go func() {
+			defer resp.Body.Close()
+			opened <- p
+			io.Copy(io.Discard, resp.Body)
+		}()
+	}
+	<-opened
+	<-opened
+	td.stop()
+	web := regexp.MustCompile(`github\.com/nudgehq/nudge/(controlmode|cmd/nudge/(web|server|events))\.`)
+	var left []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		left = left[:0]
+		for id, g := range goroutines() {
+			if _, old := before[id]; !old && web.MatchString(g) {
+				left = append(left, g)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(left) > 0 {
+		t.Fatalf("%d goroutines outlived Close:\n%s", len(left), strings.Join(left, "\n\n"))
 	}
 }
