@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge/cmd/nudge/standin"
 )
 
 // The web view in a real browser: headless Chromium (Debian's chromium package; .ci/run
@@ -231,4 +232,33 @@ func deviceTokenID(t *testing.T, td *testDaemon, subject string) string {
 	}
 	t.Fatalf("no token %s in %s", subject, out)
 	return ""
+}
+
+// TestWebBrowserClaudeDialog: Claude Code itself (against the loopback model stand-in)
+// asks to run a command; a phone paired with the answer scope approves it from the web
+// view's dialog card, and the command runs (the turn is acked).
+func TestWebBrowserClaudeDialog(t *testing.T) {
+	chromium(t)
+	ft := startFullTurns(t, agentCase{agent: "claude", env: "NUDGE_TEST_CLAUDE", pkg: "@anthropic-ai/claude-code", api: standin.Messages,
+		config: func(cfg *serveConfig) { cfg.Web.Addr, cfg.Inject.AckTimeout = "127.0.0.1:0", 3*time.Minute }})
+	ft.send("tool", "create the file standin:tool=`touch WEB_APPROVED`")
+	ft.waitReadiness("NEEDS_CONFIRMATION")
+	ctx := browserCtx(t, 390, 844, true)
+	out, errOut, code := ft.td.runCLI("web", "pair", "--scope", "answer", "--name", "phone", "--no-qr")
+	if code != 0 {
+		t.Fatalf("nudge web pair: %s", errOut)
+	}
+	must(t, "pair", chromedp.Do(ctx, chromedp.Navigate(strings.TrimSpace(out)), chromedp.WaitVisible("#pair"), chromedp.Click("#pair")))
+	waitJS(t, ctx, "the dialog badge", `location.pathname === '/' && !!document.querySelector('#fleet [data-runtime="`+ft.rt.RuntimeID+`"] [data-dialog]')`)
+	must(t, "runtime page", chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = '#/rt/`+ft.rt.RuntimeID+`'`),
+		chromedp.WaitVisible("#dialog button.primary"), chromedp.SendKeys("#reason", "approved on the phone"), chromedp.Click("#dialog button.primary")))
+	waitJS(t, ctx, "answered", `document.getElementById('answer-msg').textContent.startsWith('Answered')`)
+	ft.waitAcked("tool")
+	mark := filepath.Join(ft.td.cfg.Panes.Roots[0], "WEB_APPROVED")
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(mark); err == nil {
+			return
+		}
+	}
+	t.Fatalf("the command approved from the page did not run\nscreen:\n%s", ft.screen())
 }
