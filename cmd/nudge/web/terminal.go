@@ -168,7 +168,7 @@ type tmuxView struct {
 	once   sync.Once
 }
 
-// screenLines is how much of a pane a frame shows: its visible part.
+// Capture is capture-pane of the pane's visible part, cleaned and redacted as nudge tail's is.
 func (v *tmuxView) Capture(ctx context.Context) ([]string, error) {
 	q, err := controlmode.Quote(v.target)
 	if err != nil {
