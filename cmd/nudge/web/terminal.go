@@ -185,6 +185,9 @@ func (v *tmuxView) Capture(ctx context.Context) ([]string, error) {
 	for len(lines) > 0 && lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]
 	}
+	if len(lines) == 0 {
+		return []string{}, nil
+	}
 	// A secret split across lines (a PEM block) is masked as a whole too.
 	return strings.Split(nudge.Redact(strings.Join(lines, "\n")), "\n"), nil
 }
