@@ -21,6 +21,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/cmd/nudge/wake"
+	"github.com/nudgehq/nudge/cmd/nudge/web"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
@@ -55,6 +56,7 @@ type serveConfig struct {
 	Notify   notify.Config          // --notify-command, its timeout and pool; tmux messages
 	LLM      classifier.Config      // the optional LLM classifier
 	Keep     retention.Config       // what the store keeps: --retain, the audit archive, compaction
+	Web      web.Config             // the web view: --web ADDR, TLS, origins
 }
 
 func defaultServeConfig() serveConfig {
@@ -65,7 +67,7 @@ func defaultServeConfig() serveConfig {
 		Panes: panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
 		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Wake: wake.DefaultConfig(), Auth: auth.DefaultConfig(),
 		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
-		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(),
+		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(), Web: web.DefaultConfig(),
 	}
 }
 
@@ -172,6 +174,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.TokenFile, "api-token-file", "", "read the --api-token secret from this file (mode 0600, owned by you)")
 	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
 	retention.Flags(fs, &c.Keep)
+	webFlags(fs, &c.Web)
 	authFlags(fs, &c.Auth)
 	classifier.Flags(fs, &c.LLM)
 	fs.DurationVar(&c.Monitor.LLMSettle, "llm-settle", c.Monitor.LLMSettle, "how long a screen the packs cannot classify must stay unchanged before the LLM classifier is asked about it")
@@ -282,6 +285,11 @@ func (c *serveConfig) complete() error {
 	}
 	if err := c.LLM.Validate(); err != nil {
 		return err
+	}
+	if c.Web.Addr != "" {
+		if err := c.Web.Validate(); err != nil {
+			return err
+		}
 	}
 	if hclog.LevelFromString(c.LogLevel) == hclog.NoLevel {
 		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", c.LogLevel)
