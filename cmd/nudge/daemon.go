@@ -26,6 +26,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/cmd/nudge/statusfiles"
 	"github.com/nudgehq/nudge/cmd/nudge/wake"
+	"github.com/nudgehq/nudge/cmd/nudge/web"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
@@ -60,6 +61,7 @@ type daemon struct {
 	notify   *notify.Notifier    // tmux messages and --notify-command
 	status   *statusfiles.Writer // the status files other tools read (seed 002); nil with --status-files=false
 	api      *server.Server
+	web      *web.Server // nil unless serve --web
 	hooks    *hooks
 
 	closeOnce sync.Once
@@ -130,6 +132,9 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		d.rec.Runtime(rt) // the records of the agents running already
 	}
 	d.auth.Start(tokenRuntimes{d.reg})
+	if d.web, err = openWeb(cfg, d); err != nil {
+		return nil, err
+	}
 	if d.api, err = openServer(cfg, d); err != nil {
 		return nil, err
 	}
@@ -189,7 +194,17 @@ func (d *daemon) Run(ctx context.Context) error {
 		return nil
 	case err := <-d.api.Err():
 		return err
+	case err := <-d.webErr():
+		return fmt.Errorf("web view: %w", err)
 	}
+}
+
+// webErr is the web view's listener failure; nil (never ready) when it is off.
+func (d *daemon) webErr() <-chan error {
+	if d.web == nil {
+		return nil
+	}
+	return d.web.Err()
 }
 
 // Close stops the rooms in reverse order of their dependencies: the token renewal and the
@@ -213,6 +228,7 @@ func (d *daemon) Close() error {
 				errs = append(errs, c())
 			}
 		}
+		closeIf(d.web != nil, func() error { return d.web.Close() }) // its streams end first
 		closeIf(d.api != nil, func() error { return d.api.Close() })
 		closeIf(d.sched != nil, func() error { return d.sched.Close() }) // it submits into the pipeline: first
 		if d.wake != nil {
@@ -357,12 +373,21 @@ func openServer(cfg serveConfig, d *daemon) (*server.Server, error) {
 	sc := cfg.Server
 	sc.Socket, sc.Version, sc.Logger, sc.Paths, sc.Tmux = cfg.Socket, version, d.log, daemonPaths(cfg), d.tmux
 	sc.RecordsUnread = d.rec.Degraded
-	return server.Open(sc, server.Deps{
+	return server.Open(sc, serverDeps(d))
+}
+
+// serverDeps is what the API's handlers consume, on the socket and behind the web view.
+func serverDeps(d *daemon) server.Deps {
+	deps := server.Deps{
 		Auth: d.auth, Tokens: d.auth, Policy: d.auth.Policy(),
 		Runtimes: d.reg, Panes: d.reg, Triggers: d.pipe, Acks: d.acks, Store: d.db, Schedules: d.sched,
 		Events: d.hub, Metrics: d.obs,
 		Dialogs: d.dlg, Heads: d.wake,
-	})
+	}
+	if d.web != nil {
+		deps.Web = d.web
+	}
+	return deps
 }
 
 // daemonPaths are the paths /v1/health reports (doctor checks them), made absolute:

@@ -22,6 +22,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/cmd/nudge/statusfiles"
 	"github.com/nudgehq/nudge/cmd/nudge/wake"
+	"github.com/nudgehq/nudge/cmd/nudge/web"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
@@ -56,6 +57,7 @@ type serveConfig struct {
 	Notify   notify.Config          // --notify-command, its timeout and pool; tmux messages
 	LLM      classifier.Config      // the optional LLM classifier
 	Keep     retention.Config       // what the store keeps: --retain, the audit archive, compaction
+	Web      web.Config             // the web view: --web ADDR, TLS, origins
 	// StatusFiles: the status files under <state-dir>/workers (--status-files, --status-history)
 	StatusFiles statusFilesConfig
 }
@@ -74,7 +76,7 @@ func defaultServeConfig() serveConfig {
 		Panes: panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
 		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Wake: wake.DefaultConfig(), Auth: auth.DefaultConfig(),
 		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
-		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(),
+		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(), Web: web.DefaultConfig(),
 		StatusFiles: statusFilesConfig{On: true, Config: statusfiles.DefaultConfig()},
 	}
 }
@@ -184,6 +186,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.TokenFile, "api-token-file", "", "read the --api-token secret from this file (mode 0600, owned by you)")
 	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
 	retention.Flags(fs, &c.Keep)
+	webFlags(fs, &c.Web)
 	authFlags(fs, &c.Auth)
 	classifier.Flags(fs, &c.LLM)
 	fs.DurationVar(&c.Monitor.LLMSettle, "llm-settle", c.Monitor.LLMSettle, "how long a screen the packs cannot classify must stay unchanged before the LLM classifier is asked about it")
@@ -296,6 +299,11 @@ func (c *serveConfig) complete() error {
 	}
 	if err := c.LLM.Validate(); err != nil {
 		return err
+	}
+	if c.Web.Addr != "" {
+		if err := c.Web.Validate(); err != nil {
+			return err
+		}
 	}
 	if hclog.LevelFromString(c.LogLevel) == hclog.NoLevel {
 		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", c.LogLevel)

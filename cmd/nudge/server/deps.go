@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/inject"
@@ -31,12 +32,18 @@ type Deps struct {
 	Metrics   Metrics
 	Dialogs   Dialogs // nil: POST /v1/runtimes/{id}/answer answers 503
 	Heads     Heads   // nil: POST /v1/threads/{id}/head answers 503
+	Web       Web     // nil: POST /v1/web/pair answers 503 (the web view is off)
 }
 
 // Heads keeps threads' newest messages for the unread wake policy (satisfied by
 // *wake.Waker).
 type Heads interface {
 	Head(workspace, agent, thread, head string) (nudge.Runtime, error)
+}
+
+// Web makes pairing links of the web view (satisfied by *web.Server).
+type Web interface {
+	Pair(c auth.Caller, req api.WebPairRequest) (api.WebPairing, error)
 }
 
 // Dialogs answers an agent's approval dialog (satisfied by *dialogs.Answerer).

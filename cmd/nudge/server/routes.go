@@ -59,6 +59,7 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/tokens", auth.VerbAdmin, tokens.handleListTokens)
 	h("DELETE /v1/tokens/{id}", auth.VerbAdmin, tokens.handleRevokeToken)
 	h("POST /v1/tokens/rotate-key", auth.VerbAdmin, tokens.handleRotateKey)
+	h("POST /v1/web/pair", auth.VerbAdmin, tokens.handleWebPair)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, &api.Error{ErrorCode: nudge.NotFound, Message: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
