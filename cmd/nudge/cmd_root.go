@@ -69,14 +69,14 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		runtimeActionCmd(env, "stop", "stop a runtime (C-c, then SIGHUP, SIGTERM, SIGKILL by pid)"),
 		runtimeActionCmd(env, "restart", "start a runtime's program again (after failed or exited)"),
 		deregisterCmd(env))
-	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), auditCmd(env),
+	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), unreadCmd(env), auditCmd(env),
 		eventsCmd(env))
 	add("operator", append([]*cobra.Command{watchCmd(env), attachCmd(env), switchCmd(env)}, dialogs.Commands(dialogs.CLI{Usage: usagef, Stdout: env.stdout,
 		WithClient: func(c *cobra.Command) func() *api.Client {
 			o := addClientFlags(c)
 			return func() *api.Client { return o.client(env) }
 		}})...)...)
-	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
+	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), webCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
 	root.SetHelpCommandGroupID("daemon")
 	root.SetCompletionCommandGroupID("daemon")
 	root.SetIn(env.stdin)

@@ -20,6 +20,9 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
+	"github.com/nudgehq/nudge/cmd/nudge/statusfiles"
+	"github.com/nudgehq/nudge/cmd/nudge/wake"
+	"github.com/nudgehq/nudge/cmd/nudge/web"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
@@ -47,12 +50,22 @@ type serveConfig struct {
 	Inject   inject.Config          // defer and hold, breaker, rate limit, loop guard, prompt size, typing, acks
 	Chain    ack.ChainConfig        // resume attempts, staleness, launch grace (the crash loop is Panes')
 	Schedule inject.SchedulerConfig // seed 004's gaps
+	Wake     wake.Config            // wake policies: quiet, unread, dormant (seed 000 §8.4, seed 004)
 	Auth     auth.Config            // the shared token, peer uids, --require-token, policy, runtime tokens
 	Server   server.Config          // the metrics address, the shutdown deadline
 	Events   eventstream.Config     // the kept window of /v1/events (Keep, MaxAge)
 	Notify   notify.Config          // --notify-command, its timeout and pool; tmux messages
 	LLM      classifier.Config      // the optional LLM classifier
 	Keep     retention.Config       // what the store keeps: --retain, the audit archive, compaction
+	Web      web.Config             // the web view: --web ADDR, TLS, origins
+	// StatusFiles: the status files under <state-dir>/workers (--status-files, --status-history)
+	StatusFiles statusFilesConfig
+}
+
+// statusFilesConfig is the status files room's part: on or off, and its Config.
+type statusFilesConfig struct {
+	On bool
+	statusfiles.Config
 }
 
 func defaultServeConfig() serveConfig {
@@ -61,9 +74,10 @@ func defaultServeConfig() serveConfig {
 		StateDir: defaultStateDir(), ProfileDir: profiles, PackDir: packs,
 		StatusLine: true, LogLevel: "info", LogFormat: "text", StoreCheckTimeout: store.DefaultCheckTimeout,
 		Panes: panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
-		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Auth: auth.DefaultConfig(),
+		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Wake: wake.DefaultConfig(), Auth: auth.DefaultConfig(),
 		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
-		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(),
+		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(), Web: web.DefaultConfig(),
+		StatusFiles: statusFilesConfig{On: true, Config: statusfiles.DefaultConfig()},
 	}
 }
 
@@ -163,6 +177,8 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	deliveryFlags(fs, c)
 	fs.StringVar(&c.Orchestrator, "orchestrator", "", "WS/ROLE of the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane")
 	fs.BoolVar(&c.StatusLine, "status-line", c.StatusLine, "show [role: STATE] in the status line of nudge's tmux sessions")
+	fs.BoolVar(&c.StatusFiles.On, "status-files", c.StatusFiles.On, "keep a status file per runtime and one for the fleet under <state-dir>/workers (readable while the daemon is down)")
+	fs.IntVar(&c.StatusFiles.History, "status-history", c.StatusFiles.History, "readiness and status changes each runtime's status file keeps")
 	fs.BoolVar(&c.Monitor.BindKeys, "bind-keys", c.Monitor.BindKeys, "install the root-table Any binding that reports human keys at once (nudge's own server)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "trace, debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
@@ -170,13 +186,14 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.TokenFile, "api-token-file", "", "read the --api-token secret from this file (mode 0600, owned by you)")
 	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
 	retention.Flags(fs, &c.Keep)
+	webFlags(fs, &c.Web)
 	authFlags(fs, &c.Auth)
 	classifier.Flags(fs, &c.LLM)
 	fs.DurationVar(&c.Monitor.LLMSettle, "llm-settle", c.Monitor.LLMSettle, "how long a screen the packs cannot classify must stay unchanged before the LLM classifier is asked about it")
 	fs.IntVar(&c.Events.Keep, "events-keep", c.Events.Keep, "events kept for /v1/events?since= replay (the newest)")
 	fs.DurationVar(&c.Events.MaxAge, "events-max-age", c.Events.MaxAge, "events older than this are dropped from the replay window")
 	fs.Int64Var(&c.Events.MaxBytes, "events-max-bytes", c.Events.MaxBytes, "the kept events' size bound in bytes (a trigger's event holds its prompt)")
-	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR, or failed; a trigger failed)")
+	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR, failed, or finished its task; a trigger failed)")
 	fs.DurationVar(&c.Notify.Timeout, "notify-timeout", c.Notify.Timeout, "a --notify-command run longer than this is killed (its process group)")
 	fs.IntVar(&c.Notify.MaxRunning, "notify-max", c.Notify.MaxRunning, "--notify-command runs at once; a notification beyond them is dropped (counted, logged)")
 	fs.Var(listFlag{&c.Notify.KeepEnv}, "notify-env", "pass this variable of the daemon's environment to --notify-command although its name looks like a credential's (*_API_KEY, *_TOKEN, *_SECRET, *_PASSWORD, ...: those are not passed); repeatable")
@@ -186,6 +203,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&in.SubmitQuiet, "submit-quiet", in.SubmitQuiet, "quiet after Enter before checking that the prompt left the composer")
 	fs.DurationVar(&in.SubmitTimeout, "submit-timeout", in.SubmitTimeout, "longest wait for output after Enter before that check")
 	fs.DurationVar(&c.Schedule.MinGap, "schedule-gap", c.Schedule.MinGap, "least time between two scheduled prompts to one agent (seed 004)")
+	wakeFlags(fs, &c.Wake)
 	fs.DurationVar(&c.Server.ShutdownTimeout, "shutdown-timeout", c.Server.ShutdownTimeout, "how long shutdown waits for requests in flight")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile here (benchmarks)")
 	fs.StringVar(&c.Trace, "trace", "", "write an execution trace here (benchmarks)")
@@ -193,6 +211,18 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.MarkHidden("cpuprofile")      //nolint:errcheck // defined just above
 	fs.MarkHidden("profile-windows") //nolint:errcheck // defined just above
 	fs.MarkHidden("trace")           //nolint:errcheck // defined just above
+}
+
+// wakeFlags are the serve flags of the wake policies (docs/wake.md).
+func wakeFlags(fs *pflag.FlagSet, w *wake.Config) {
+	fs.DurationVar(&w.Quiet, "wake-quiet", w.Quiet, "prompt a READY agent whose pane printed nothing for this long (e.g. 15m; 0: off)")
+	fs.DurationVar(&w.Unread, "wake-unread", w.Unread, "prompt an agent whose read cursor has lagged a thread head (POST /v1/threads/{id}/head) this long (0: off)")
+	fs.DurationVar(&w.Dormant, "wake-dormant", w.Dormant, "prompt an agent that sent heartbeats and has sent none for this long (0: off)")
+	fs.DurationVar(&w.Gap, "wake-gap", w.Gap, "least time between two wake prompts to one workspace (seed 004)")
+	fs.DurationVar(&w.Every, "wake-every", w.Every, "how often the wake policies are checked")
+	fs.StringVar(&w.QuietPrompt, "wake-quiet-prompt", "", "the quiet policy's prompt (default: ask for a progress report)")
+	fs.StringVar(&w.UnreadPrompt, "wake-unread-prompt", "", "the unread policy's prompt (the threads and the agent's cursor are added)")
+	fs.StringVar(&w.DormantPrompt, "wake-dormant-prompt", "", "the dormant policy's prompt (default: ask for a status report)")
 }
 
 // deliveryFlags are the serve flags of a trigger's delivery and a runtime's life.
@@ -217,6 +247,8 @@ func deliveryFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.IntVar(&p.CrashLoopFailures, "crash-loop", p.CrashLoopFailures, "failures within --crash-window that make a crash loop")
 	fs.DurationVar(&p.CrashLoopWindow, "crash-window", p.CrashLoopWindow, "crash loop window")
 	fs.DurationVar(&p.RestartMaxDelay, "restart-max-delay", p.RestartMaxDelay, "most time between a crash and its automatic restart (the wait doubles with each crash of a recovery)")
+	fs.DurationVar(&p.Retention, "runtime-retention", p.Retention, "a runtime offline, failed or exited this long (and not being restarted) is dropped from the fleet (nudge ls --all still shows it); negative: never")
+	fs.DurationVar(&p.ClosedGrace, "closed-grace", p.ClosedGrace, "a worker window a human closes is recreated, but closed again within this time it is dropped, not recreated; negative: always recreate")
 	fs.DurationVar(&p.RecoveryDeadline, "recovery-deadline", p.RecoveryDeadline, "a runtime still crashing this long after its first crash is failed")
 	fs.DurationVar(&p.StartTimeout, "start-timeout", p.StartTimeout, "a starting agent that has not shown READY by then is failed (a profile's start_timeout wins)")
 	fs.DurationVar(&p.StopTimeout, "stop-timeout", p.StopTimeout, "how long nudge stop sends C-c before it signals the pane's processes (SIGHUP, SIGTERM, SIGKILL)")
@@ -262,8 +294,16 @@ func (c *serveConfig) complete() error {
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return errors.New("--log-format must be text or json")
 	}
+	if err := c.Wake.Validate(); err != nil {
+		return err
+	}
 	if err := c.LLM.Validate(); err != nil {
 		return err
+	}
+	if c.Web.Addr != "" {
+		if err := c.Web.Validate(); err != nil {
+			return err
+		}
 	}
 	if hclog.LevelFromString(c.LogLevel) == hclog.NoLevel {
 		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", c.LogLevel)
