@@ -1,7 +1,7 @@
 // Command nudgebench measures nudge end to end against the subprocess tools it replaces
 // and prints one table. It is run by hand, never in CI:
 //
-//	go run ./benchmarks/cmd/nudgebench [-phases trigger,fanout,detect,scale,fleet,throughput,host] [-n 2000]
+//	go run ./benchmarks/cmd/nudgebench [-phases trigger,fanout,detect,scale,fleet,throughput,host,soak] [-n 2000]
 //
 // It builds ./cmd/nudge (or uses -nudge), runs `nudge serve` on a private tmux server
 // (tmux -L nudgebench-PID, -f /dev/null) with a fresh state dir, and spawns managed runtimes
