@@ -491,6 +491,7 @@ func (f *finisher) ackAfterFallback(id, signal string) (nudge.Trigger, bool, err
 		}
 		now := f.cfg.Now()
 		t.State, t.AckedAt, t.AckSignal, t.UpdatedAt = nudge.StateAcked, &now, signal, now
+		t.Result = resultFor(t)
 		return nil
 	})
 	if errors.Is(err, errNotFallback) {

@@ -101,17 +101,22 @@ func (j *job) update(now time.Time, fn func(*nudge.Trigger)) nudge.Trigger {
 func tp(t time.Time) *time.Time { return &t }
 
 // ResultFor is the seed's result word for a receipt (README, "Receipts"): queued, injected
-// and submitted are pending, deferred is deferred, acked is delivered (timeout when an ack
-// or defer timeout led there through a fallback; a fallback launch closed at submitted
-// counts as acked), failed is failed or timeout; a final word once set stays.
-// already_active is the answer to a repeated trigger_id while the first is in flight.
+// and submitted are pending, deferred is deferred, acked is delivered (also when a
+// fallback nudge ran itself took it there: the receipt's fallback and delivery_backend
+// name that fallback, and error_code keeps the live path's ACK_TIMEOUT or DEFER_TIMEOUT;
+// a fallback launch closed at submitted counts as acked), failed is failed or timeout; a
+// final word once set stays. already_active is the answer to a repeated trigger_id while
+// the first is in flight.
 func ResultFor(t nudge.Trigger) nudge.Result { return resultFor(&t) }
 
 // resultFor derives the seed's result word from a receipt. delivered means acknowledged
 // (seed 000 §9.1): a prompt the agent took but has not acked yet is still pending, unless
-// the trigger is closed there (a fallback launch that cannot ack). A final word
-// (delivered, timeout, failed) once set is kept: the result moves only forward, so a
-// retry never turns a receipt back to pending and no trigger counts in two outcomes.
+// the trigger is closed there (a fallback launch that cannot ack). timeout is kept for a
+// prompt that reached no agent: seed 000 §9.2 has an orchestrator run its own resume on
+// timeout, which after nudge's own fallback would give the agent the prompt twice. A
+// final word (delivered, timeout, failed) once set is kept: the result moves only
+// forward, so a retry never turns a receipt back to pending and no trigger counts in two
+// outcomes.
 func resultFor(t *nudge.Trigger) nudge.Result {
 	if finalResult(t.Result) {
 		return t.Result
@@ -119,15 +124,9 @@ func resultFor(t *nudge.Trigger) nudge.Result {
 	timedOut := t.ErrorCode == nudge.AckTimeout || t.ErrorCode == nudge.DeferTimeout
 	switch t.State {
 	case nudge.StateAcked:
-		if timedOut {
-			return nudge.ResultTimeout
-		}
 		return nudge.ResultDelivered
 	case nudge.StateSubmitted:
-		switch {
-		case t.Closed && timedOut:
-			return nudge.ResultTimeout
-		case t.Closed:
+		if t.Closed {
 			return nudge.ResultDelivered
 		}
 		return nudge.ResultPending // taken, not acknowledged yet
