@@ -15,7 +15,7 @@ import (
 )
 
 func view(s *Server, rt nudge.Runtime) api.Runtime {
-	return api.Runtime{Runtime: rt, QueueDepth: s.deps.Triggers.Depth(rt.RuntimeID)}
+	return api.NewRuntime(rt, s.deps.Triggers.Depth(rt.RuntimeID))
 }
 
 func (a runtimesAPI) handleListRuntimes(w http.ResponseWriter, r *http.Request, c auth.Caller) {

@@ -121,7 +121,7 @@ func LastKnown(rts []nudge.Runtime, last map[string]nudge.Trigger, workspace str
 		if rt.Status == nudge.StatusDeregistered || workspace != "" && rt.WorkspaceID != workspace {
 			continue
 		}
-		row := StatusRow{Runtime: api.Runtime{Runtime: rt}, State: StateWord(rt.Status, rt.Readiness, rt.Paused)}
+		row := StatusRow{Runtime: api.NewRuntime(rt, 0), State: StateWord(rt.Status, rt.Readiness, rt.Paused)}
 		if t, ok := last[rt.RuntimeID]; ok {
 			row.LastTrigger = &t
 		}
