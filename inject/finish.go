@@ -498,6 +498,7 @@ func (f *finisher) ackAfterFallback(id, signal string) (nudge.Trigger, bool, err
 		return nudge.Trigger{}, false, nil
 	}
 	if err == nil {
+		f.logOutcome(t) // acked after its fallback launch closed it: the outcome as it ends
 		f.changed(t)
 		f.mu.Lock()
 		for rt, l := range f.launched {

@@ -13,25 +13,26 @@ import (
 // job is a trigger in flight. Its record is the freshest copy of the receipt; the store
 // copy follows it (persist).
 type job struct {
-	mu         sync.Mutex
-	t          nudge.Trigger
-	envelope   string        // sanitized prompt wrapped in its envelope: what is typed
-	created    chan struct{} // closed once the create commit is done (or failed: lost)
-	lost       bool          // the record was never committed: nothing may be persisted
-	keepIntake bool          // acked by the agent's record: the intake gate ends on its own
-	decided    chan struct{} // closed at the first decision: typed, parked or failed
-	decideOnce sync.Once
-	pmu        sync.Mutex // serializes persist
-	maybeTyped bool       // an earlier incarnation may have typed it: look before typing
-	keysOnly   bool       // withdrawn from the agent's channel (or it failed): typed from now on
-	deferStart time.Time  // when the current collision deferral began
-	holdStart  time.Time  // when the current agent or runtime hold began (busy, confirming, paused, ...)
-	counted    bool       // its live failure was counted by the runtime's breaker
-	paneHold   time.Time  // when the pane check began holding it (copy mode, a pending envelope)
-	retryAt    time.Time  // a retry waits until then
-	connWait   time.Time  // when it began waiting for a control connection (awaitConn)
-	received   time.Time  // when its request came in (zero once its first typing is timed)
-	typedBusy  bool       // the readiness gate last saw the agent at work on its screen (it let it through: the agent queues input)
+	mu            sync.Mutex
+	t             nudge.Trigger
+	envelope      string        // sanitized prompt wrapped in its envelope: what is typed
+	created       chan struct{} // closed once the create commit is done (or failed: lost)
+	lost          bool          // the record was never committed: nothing may be persisted
+	keepIntake    bool          // acked by the agent's record: the intake gate ends on its own
+	decided       chan struct{} // closed at the first decision: typed, parked or failed
+	decideOnce    sync.Once
+	pmu           sync.Mutex // serializes persist
+	outcomeLogged bool       // its final outcome was logged at info (under pmu)
+	maybeTyped    bool       // an earlier incarnation may have typed it: look before typing
+	keysOnly      bool       // withdrawn from the agent's channel (or it failed): typed from now on
+	deferStart    time.Time  // when the current collision deferral began
+	holdStart     time.Time  // when the current agent or runtime hold began (busy, confirming, paused, ...)
+	counted       bool       // its live failure was counted by the runtime's breaker
+	paneHold      time.Time  // when the pane check began holding it (copy mode, a pending envelope)
+	retryAt       time.Time  // a retry waits until then
+	connWait      time.Time  // when it began waiting for a control connection (awaitConn)
+	received      time.Time  // when its request came in (zero once its first typing is timed)
+	typedBusy     bool       // the readiness gate last saw the agent at work on its screen (it let it through: the agent queues input)
 
 	// A TUI took its last typing out of the composer at output count submitSeq (0: not
 	// confirmed so, or typed again since); unshownSince is when a retry began waiting for
