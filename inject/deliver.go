@@ -442,6 +442,12 @@ func (ty *typist) sendFailed(l *lane, j *job, err error) {
 		ty.lanes.awaitConn(l, j, err)
 		return
 	}
+	if code == nudge.SendKeysError && errors.As(err, &ce) {
+		// tmux refused the keys: a relaunch of the agent would not change that (seed 001
+		// §9 triggering → failed, retrying → failed).
+		ty.fin.keysRefused(j, err)
+		return
+	}
 	ty.fin.startFallback(j, code, err.Error())
 }
 

@@ -34,6 +34,8 @@ type finisher struct {
 	// a runtime's own pane, and when: another trigger's fallback does not replace it
 	// (until that trigger is acked, or MaxHold has passed).
 	launched map[string]paneLaunch
+	// refused: runtimes failed because their tmux refused send-keys (refused.go).
+	refused map[string]refusal
 }
 
 // goAwaitAck waits for j's ack in its own goroutine; on timeout it schedules a retry or,

@@ -284,7 +284,12 @@ func (ls *lanes) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 		return verdict{kind: fallback, code: nudge.UnmanagedRuntime, why: "runtime is not managed: live delivery skipped"}
 	}
 	switch rt.Status {
-	case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered, nudge.StatusExited:
+	case nudge.StatusFailed:
+		if why := ls.fin.refusedKeys(rt); why != "" {
+			return verdict{kind: fail, code: nudge.SendKeysError, why: "runtime is failed: " + why + " (nudge restart " + rt.RuntimeID + " once tmux takes keys again)"}
+		}
+		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + string(rt.Status)}
+	case nudge.StatusOffline, nudge.StatusDeregistered, nudge.StatusExited:
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + string(rt.Status)}
 	case nudge.StatusStarting, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
 		return ls.startingHold(j, rt, now)

@@ -266,7 +266,7 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 	}
 	ls.breakers = newBreakers(cfg.BreakerFailures, cfg.BreakerCooldown, ls.breakerChanged)
 	fin := &finisher{core: c, lanes: ls, breakers: ls.breakers,
-		fallingBack: map[string]bool{}, aside: map[string]string{}, launched: map[string]paneLaunch{}}
+		fallingBack: map[string]bool{}, aside: map[string]string{}, launched: map[string]paneLaunch{}, refused: map[string]refusal{}}
 	ty := &typist{core: c, lanes: ls, fin: fin}
 	ls.typist, ls.fin = ty, fin
 	return &Pipeline{core: c, lanes: ls, typist: ty, fin: fin}, nil

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nudgehq/nudge"
+)
+
+// TestRefusedSendKeysFailsTheRuntime (issue 36 item 4): a tmux that refuses send-keys for
+// a runtime's pane takes the runtime to failed (seed 001 §9: triggering → failed on
+// send_keys_error) and fails the trigger with SEND_KEYS_ERROR. No fallback chain runs:
+// relaunching the agent (ending its work) would not make tmux take keys. A later trigger
+// fails the same way without a relaunch; once tmux takes keys again, nudge restart
+// recovers the runtime (failed → starting) and triggers are delivered.
+func TestRefusedSendKeysFailsTheRuntime(t *testing.T) {
+	td := startDaemon(t, collisionConfig(t))
+	rt := td.spawnBash("rev")
+	// From now on this tmux server refuses send-keys: a command alias shadows it with a
+	// command that fails (neither a missing target nor a dead pane).
+	td.tmux("set", "-s", "command-alias[250]", "send-keys=show-options -g nudge-refuses-send-keys")
+	for _, id := range []string{"rk1", "rk2"} {
+		if _, err := td.trigger(map[string]any{"trigger_id": id, "workspace": "w1", "agent": "rev", "prompt": "refused " + id}); err != nil {
+			t.Fatal(err)
+		}
+		got := td.waitTrigger(id, closed)
+		if got.State != nudge.StateFailed || got.ErrorCode != nudge.SendKeysError || got.Fallback != "" || got.Result != nudge.ResultFailed {
+			t.Fatalf("%s: receipt %+v\nstory %s", id, got, events(td.audit(id)))
+		}
+		if story := events(td.audit(id)); strings.Contains(story, "fallback") {
+			t.Fatalf("%s: a fallback ran: %s", id, story)
+		}
+		now := td.get(rt.RuntimeID)
+		if now.Status != nudge.StatusFailed || now.PaneID != rt.PaneID || now.PID != rt.PID {
+			t.Fatalf("%s: runtime %s pane %s pid %d, want failed in pane %s pid %d (never relaunched)",
+				id, now.Status, now.PaneID, now.PID, rt.PaneID, rt.PID)
+		}
+	}
+	td.tmux("set", "-su", "command-alias[250]")
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+rt.RuntimeID+"/restart", nil, nil); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == nudge.StatusReady && r.Readiness == nudge.Ready })
+	if _, err := td.trigger(map[string]any{"trigger_id": "rk3", "workspace": "w1", "agent": "rev", "prompt": "taken again"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := td.waitTrigger("rk3", closed); got.State != nudge.StateAcked {
+		t.Fatalf("after the restart: %+v", got)
+	}
+}
