@@ -361,7 +361,7 @@ func (ls *lanes) collision(j *job, t nudge.Trigger, rt nudge.Runtime, now time.T
 	}
 	busy, until, why := ls.deps.Gates.Collision(rt)
 	if !busy {
-		j.deferStart = time.Time{}
+		j.deferStart, j.collided = time.Time{}, false
 		return verdict{}, false
 	}
 	if j.deferStart.IsZero() {
@@ -369,7 +369,7 @@ func (ls *lanes) collision(j *job, t nudge.Trigger, rt nudge.Runtime, now time.T
 	}
 	limit := j.deferStart.Add(ls.cfg.MaxDefer)
 	if !now.Before(limit) {
-		return verdict{kind: fallback, code: nudge.DeferTimeout, why: "operator busy past the max defer window: " + why}, true
+		return ls.operatorHold(j, rt.RuntimeID, j.deferStart, until, now, why), true
 	}
 	if until.IsZero() || until.After(limit) {
 		until = limit

@@ -26,6 +26,7 @@ type job struct {
 	maybeTyped    bool       // an earlier incarnation may have typed it: look before typing
 	keysOnly      bool       // withdrawn from the agent's channel (or it failed): typed from now on
 	deferStart    time.Time  // when the current collision deferral began
+	collided      bool       // its collision event went out for the current deferral (operatorHold)
 	holdStart     time.Time  // when the current agent or runtime hold began (busy, confirming, paused, ...)
 	counted       bool       // its live failure was counted by the runtime's breaker
 	paneHold      time.Time  // when the pane check began holding it (copy mode, a pending envelope)

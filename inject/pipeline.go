@@ -215,6 +215,9 @@ type Deps struct {
 	Channel  Channel    // nil: every trigger is typed
 	// OnChange is called after every receipt change (events, metrics). Must not block.
 	OnChange func(t nudge.Trigger)
+	// OnCollision is called when a trigger held for a person passes the max defer window
+	// (its collision event). Must not block.
+	OnCollision func(t nudge.Trigger, c Collision)
 }
 
 // Request is one trigger request (POST /v1/triggers).

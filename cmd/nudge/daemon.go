@@ -294,7 +294,7 @@ func openPipeline(cfg serveConfig, d *daemon, h *hooks) (*inject.Pipeline, error
 	}
 	p, err := inject.New(ic, inject.Deps{
 		Store: d.db, Runtimes: d.reg, Conn: conn, Gates: d.mon,
-		Acks: d.acks, Fallback: d.chain, OnChange: h.onTriggerChange, Channel: &agentchannel.Channels{Profiles: d.profiles},
+		Acks: d.acks, Fallback: d.chain, OnChange: h.onTriggerChange, OnCollision: h.onCollision, Channel: &agentchannel.Channels{Profiles: d.profiles},
 	})
 	if err != nil {
 		return nil, err

@@ -190,6 +190,12 @@ func (h *hooks) onTriggerChange(t nudge.Trigger) {
 	}
 }
 
+// onCollision puts a trigger's collision event (held for a person past the max defer
+// window: seed 000 §12) on its workspace's event stream.
+func (h *hooks) onCollision(t nudge.Trigger, c inject.Collision) {
+	h.d.hub.Publish(Event{Type: "collision", Workspace: t.WorkspaceID, Detail: mustJSON(c)})
+}
+
 func (h *hooks) onFallbackStep(step ack.Step) {
 	ws := eventWorkspace(h.d.reg, step.RuntimeID)
 	if t, err := h.d.pipe.Get(step.TriggerID); err == nil {
