@@ -36,6 +36,11 @@ type finisher struct {
 	launched map[string]paneLaunch
 	// refused: runtimes failed because their tmux refused send-keys (refused.go).
 	refused map[string]refusal
+	// asides: the runtimes a fallback spawned beside a kept pane, and when a trigger was
+	// last handed to each; collecting and retiring: those being collected (aside.go).
+	asides     map[string]time.Time
+	collecting map[string]bool
+	retiring   map[string]bool
 }
 
 // goAwaitAck waits for j's ack in its own goroutine; on timeout it schedules a retry or,
@@ -349,6 +354,7 @@ func (f *finisher) runFallback(j *job, code nudge.Code, keep bool) {
 		f.mu.Lock()
 		if l.RuntimeID != from {
 			f.aside[from] = l.RuntimeID
+			f.usedAsideLocked(l.RuntimeID)
 		} else {
 			// The launch in the runtime's own pane is for this trigger's prompt (given
 			// at launch, or typed live next): another trigger's fallback keeps that pane.
@@ -429,7 +435,7 @@ func (f *finisher) asideFor(runtimeID string, code nudge.Code, keep bool) (nudge
 	f.mu.Lock()
 	id := f.aside[runtimeID]
 	f.mu.Unlock()
-	if rt, ok := f.deps.Runtimes.Get(id); ok && id != "" && rt.Managed && panes.Live(rt.Status) {
+	if rt, ok := f.deps.Runtimes.Get(id); ok && id != "" && rt.Managed && panes.Live(rt.Status) && f.useAside(id) {
 		return rt, true
 	}
 	// After a daemon restart: the newest live runtime named ROLE-fb-* in the workspace.
@@ -445,7 +451,21 @@ func (f *finisher) asideFor(runtimeID string, code nudge.Code, keep bool) (nudge
 			best = rt
 		}
 	}
-	return best, best.RuntimeID != ""
+	if best.RuntimeID == "" || !f.useAside(best.RuntimeID) {
+		return nudge.Runtime{}, false
+	}
+	return best, true
+}
+
+// useAside claims fallback runtime id for a trigger, unless it is being collected.
+func (f *finisher) useAside(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.retiring[id] {
+		return false
+	}
+	f.usedAsideLocked(id)
+	return true
 }
 
 // unroutable handles a trigger with no managed runtime: an unknown one fails with
@@ -474,6 +494,7 @@ func (f *finisher) done(j *job) {
 		f.deps.Store.Settle() // with the next batch: no commit of its own
 		f.forget(j)
 	})
+	f.collectAside(j.record().RuntimeID) // a fallback runtime whose prompt is done
 }
 
 func uidPtr(uid int) *int {

@@ -201,6 +201,7 @@ func deliveryFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.Monitor.QuietWindow, "quiet-window", c.Monitor.QuietWindow, "quiet time after human input before injecting")
 	fs.DurationVar(&in.DeferRecheck, "defer-recheck", in.DeferRecheck, "re-check period of a deferred trigger")
 	fs.DurationVar(&in.MaxDefer, "max-defer", in.MaxDefer, "longest a trigger waits for a busy operator before DEFER_TIMEOUT and fallback")
+	fs.DurationVar(&in.AsideIdle, "fallback-idle", in.AsideIdle, "how long a runtime a fallback spawned beside a kept pane (ROLE-fb-*) stays once its prompts are done, for the next fallback to reuse, before it is stopped and deregistered (0: --max-defer)")
 	fs.DurationVar(&in.MaxHold, "max-hold", in.MaxHold, "longest a trigger waits for a busy, confirming, unknown, paused or cooling-down runtime before DEFER_TIMEOUT and fallback")
 	fs.IntVar(&in.BreakerFailures, "breaker-failures", in.BreakerFailures, "consecutive failed triggers (no ack, send-keys error) that cool a runtime down (RUNTIME_COOLDOWN); 0 turns the breaker off")
 	fs.DurationVar(&in.BreakerCooldown, "breaker-cooldown", in.BreakerCooldown, "first cooldown of a runtime's breaker; doubles after a failed probe, up to 16x")
