@@ -27,6 +27,7 @@ type lanes struct {
 	perRT    *rateLimiter     // per runtime, over all its threads
 	loops    *loopGuard
 	breakers *breakers
+	syncs    syncHolds // workers waiting for an orchestrator's sync (synchold.go)
 }
 
 // enqueue puts j at the back of its runtime's lane, starting the lane if needed. A job
@@ -331,6 +332,9 @@ func (ls *lanes) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 		return verdict{kind: hold, code: nudge.TriggerRateLimited, why: "rate limit reached", until: until}
 	}
 	if v, held := ls.collision(j, t, rt, now); held {
+		return v
+	}
+	if v, held := ls.syncGate(j, rt, now); held {
 		return v
 	}
 	return ls.readiness(j, rt, now)

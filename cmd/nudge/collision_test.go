@@ -246,3 +246,48 @@ func TestHumanInterventionSyncsTheOrchestrator(t *testing.T) {
 		t.Fatalf("orchestrator got:\n%q", got)
 	}
 }
+
+// TestHumanInterventionHoldsWorkerForOrchestratorSync (issue 36 item 3; seed 000 §13.2,
+// seed 001 §4.1): with a runtime whose role is orchestrator in the workspace (no
+// --orchestrator flag), a human's intervention in a worker's pane sends the orchestrator
+// a sync trigger, and the worker's queued trigger waits (ORCHESTRATOR_SYNC) until the
+// orchestrator took that sync: here the orchestrator is paused first, so it cannot take
+// it until it is resumed.
+func TestHumanInterventionHoldsWorkerForOrchestratorSync(t *testing.T) {
+	td := startDaemon(t, collisionConfig(t))
+	orch, orchFile := rawCat(t, td, "w1", "orchestrator")
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+orch.RuntimeID+"/pause", map[string]any{"reason": "busy elsewhere"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rt := td.spawnBash("worker")
+	op := td.attachOperator(rt.PaneID)
+	op.typeKeys("echo fixing-by-hand\r")
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.OperatorBusy })
+	if _, err := td.trigger(map[string]any{"trigger_id": "wk1", "workspace": "w1", "agent": "worker", "prompt": "carry on"}); err != nil {
+		t.Fatal(err)
+	}
+	held := td.waitTrigger("wk1", func(tr nudge.Trigger) bool { return tr.ErrorCode == "ORCHESTRATOR_SYNC" || tr.Closed })
+	if held.State != "deferred" || !strings.Contains(held.Message, "sync_") {
+		t.Fatalf("the worker's trigger was not held for the orchestrator's sync: %+v", held)
+	}
+	syncID := held.Message[strings.Index(held.Message, "sync_"):]
+	sync := td.waitTrigger(syncID, func(tr nudge.Trigger) bool { return tr.State == "deferred" })
+	if sync.RuntimeID != orch.RuntimeID || sync.Reason != "human_intervention" {
+		t.Fatalf("sync trigger: %+v", sync)
+	}
+	if again := td.waitTrigger("wk1", func(nudge.Trigger) bool { return true }); again.InjectedAt != nil {
+		t.Fatalf("the worker got its trigger before the orchestrator took the sync: %+v", again)
+	}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+orch.RuntimeID+"/resume", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := readUntil(t, orchFile, func(s string) bool { return strings.Contains(s, "reason=human_intervention") })
+	if !strings.Contains(got, "A human intervened directly in worker") {
+		t.Fatalf("orchestrator got:\n%q", got)
+	}
+	sync = td.waitTrigger(syncID, closed)
+	done := td.waitTrigger("wk1", closed)
+	if done.State != "acked" || done.InjectedAt == nil || sync.SubmittedAt == nil || done.InjectedAt.Before(*sync.SubmittedAt) {
+		t.Fatalf("worker %+v\nsync %+v", done, sync)
+	}
+}

@@ -33,7 +33,7 @@ import (
 type serveConfig struct {
 	StateDir, Socket    string
 	ProfileDir, PackDir string
-	Orchestrator        string // WS/ROLE that receives synchronisation triggers
+	Orchestrator        string // WS/ROLE or ROLE that receives synchronisation triggers ("": the role orchestrator in the worker's workspace; none: off)
 	StatusLine          bool
 	LogLevel, LogFormat string
 	TokenFile           string // read Auth.SharedToken from this 0600 file
@@ -161,7 +161,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.PackDir, "pack-dir", c.PackDir, "directory of readiness classifier pack overrides (NAME.json; default $XDG_CONFIG_HOME/nudge/packs, else ~/.config/nudge/packs; a missing one is fine)")
 	fs.Var(listFlag{&p.Roots}, "root", "allowed workspace root for spawn --dir (repeatable; default: $HOME)")
 	deliveryFlags(fs, c)
-	fs.StringVar(&c.Orchestrator, "orchestrator", "", "WS/ROLE of the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane")
+	fs.StringVar(&c.Orchestrator, "orchestrator", "", "the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane, the worker's triggers waiting until it took it: WS/ROLE, or ROLE in the worker's workspace (default: the runtime with role orchestrator in the worker's workspace, if any; none: no sync)")
 	fs.BoolVar(&c.StatusLine, "status-line", c.StatusLine, "show [role: STATE] in the status line of nudge's tmux sessions")
 	fs.BoolVar(&c.Monitor.BindKeys, "bind-keys", c.Monitor.BindKeys, "install the root-table Any binding that reports human keys at once (nudge's own server)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "trace, debug, info, warn or error")
