@@ -41,6 +41,9 @@ type Config struct {
 	Roots []string
 	// Profiles by name; nil means LoadProfiles("").
 	Profiles map[string]Profile
+	// ChannelDir is the directory (0700, the daemon's own) where an agent whose profile
+	// has a ChannelFlag opens its channel socket (ChannelSocket); "" = no such channel.
+	ChannelDir string
 	// SweepInterval is the reconciliation sweep period; 0 means 5s.
 	SweepInterval time.Duration
 	// CrashLoopFailures deaths within CrashLoopWindow mark a runtime failed; 0 means 3

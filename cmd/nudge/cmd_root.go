@@ -69,7 +69,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		runtimeActionCmd(env, "stop", "stop a runtime (C-c, then SIGHUP, SIGTERM, SIGKILL by pid)"),
 		runtimeActionCmd(env, "restart", "start a runtime's program again (after failed or exited)"),
 		deregisterCmd(env))
-	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), auditCmd(env),
+	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), unreadCmd(env), auditCmd(env),
 		eventsCmd(env))
 	add("operator", append([]*cobra.Command{watchCmd(env), attachCmd(env), switchCmd(env)}, dialogs.Commands(dialogs.CLI{Usage: usagef, Stdout: env.stdout,
 		WithClient: func(c *cobra.Command) func() *api.Client {
