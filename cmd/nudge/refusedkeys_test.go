@@ -1,8 +1,10 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nudgehq/nudge"
 )
@@ -46,5 +48,40 @@ func TestRefusedSendKeysFailsTheRuntime(t *testing.T) {
 	}
 	if got := td.waitTrigger("rk3", closed); got.State != nudge.StateAcked {
 		t.Fatalf("after the restart: %+v", got)
+	}
+}
+
+// TestRefusedResendFailsTheRuntime (issue 36 item 4): the retry of a prompt the agent did
+// not acknowledge meets a tmux that now refuses send-keys: the runtime goes from retrying
+// to failed (seed 001 §9: resend_error) and the trigger fails with SEND_KEYS_ERROR, with
+// no resume or spawn.
+func TestRefusedResendFailsTheRuntime(t *testing.T) {
+	td, resume := ackSetup(t, func(c *serveConfig) {
+		c.Inject.AckRetries = 1
+		c.Inject.Backoff = []time.Duration{2 * time.Second}
+		c.Inject.BreakerFailures = -1
+	})
+	rt := td.spawnFake("deaf", "none") // reads prompts, never acks
+	if _, err := td.trigger(map[string]any{"trigger_id": "rr1", "workspace": "w1", "agent": "deaf",
+		"prompt": "never acked", "ack_timeout_ms": 300}); err != nil {
+		t.Fatal(err)
+	}
+	td.waitTrigger("rr1", func(tr nudge.Trigger) bool { return tr.Attempts == 1 && tr.SubmittedAt != nil || tr.Closed })
+	// The first typing went; the retry (after the ack timeout and the backoff) meets a
+	// tmux that refuses send-keys.
+	td.tmux("set", "-s", "command-alias[250]", "send-keys=show-options -g nudge-refuses-send-keys")
+	got := td.waitTrigger("rr1", closed)
+	if got.State != nudge.StateFailed || got.ErrorCode != nudge.SendKeysError || got.Fallback != "" {
+		t.Fatalf("receipt %+v\nstory %s", got, events(td.audit("rr1")))
+	}
+	story := events(td.audit("rr1"))
+	if !strings.Contains(story, "trigger_retry") || strings.Contains(story, "fallback") {
+		t.Fatalf("story: %s", story)
+	}
+	if now := td.get(rt.RuntimeID); now.Status != nudge.StatusFailed || now.PaneID != rt.PaneID {
+		t.Fatalf("runtime %s pane %s, want failed in pane %s", now.Status, now.PaneID, rt.PaneID)
+	}
+	if calls, _ := os.ReadFile(resume + ".calls"); strings.Contains(string(calls), "resume") {
+		t.Fatalf("a resume ran:\n%s", calls)
 	}
 }
