@@ -2,6 +2,7 @@ package inject
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -30,6 +31,45 @@ const asideStopTimeout = 2 * time.Minute
 // a collection waits AsideIdle after the last use.
 func (f *finisher) usedAsideLocked(id string) {
 	f.asides[id] = f.cfg.Now()
+}
+
+// collectAsidesLeft starts the collection of the live fallback runtimes (ROLE-fb-*) an
+// earlier daemon left: their prompts may be done, and no trigger of this one would start
+// it. One a trigger is still in flight for waits for it.
+func (f *finisher) collectAsidesLeft() {
+	l, ok := f.deps.Runtimes.(interface{ List() []nudge.Runtime })
+	if !ok {
+		return
+	}
+	now := f.cfg.Now()
+	all := l.List()
+	for _, rt := range all {
+		if !rt.Managed || !panes.Live(rt.Status) || !spawnedBeside(rt, all) {
+			continue
+		}
+		f.mu.Lock()
+		if _, known := f.asides[rt.RuntimeID]; !known {
+			f.asides[rt.RuntimeID] = now
+		}
+		f.mu.Unlock()
+		f.collectAside(rt.RuntimeID)
+	}
+}
+
+// spawnedBeside reports whether rt is named as a fallback names the runtime it spawns
+// beside another (SpawnAside: ROLE-fb-SUFFIX, with that runtime's agent_id): one of all
+// has the same agent_id and rt's role begins with its role and the marker.
+func spawnedBeside(rt nudge.Runtime, all []nudge.Runtime) bool {
+	if !strings.Contains(rt.Role, panes.AsideMarker) || rt.AgentID == rt.Role {
+		return false
+	}
+	for _, o := range all {
+		if o.RuntimeID != rt.RuntimeID && o.WorkspaceID == rt.WorkspaceID && o.AgentID == rt.AgentID &&
+			strings.HasPrefix(rt.Role, o.Role+panes.AsideMarker) {
+			return true
+		}
+	}
+	return false
 }
 
 // collectAside starts the collection of fallback runtime id once a trigger it held

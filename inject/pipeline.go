@@ -299,6 +299,7 @@ func (p *Pipeline) Open() error {
 		close(j.created)
 		p.adopt(j)
 	}
+	p.fin.collectAsidesLeft()
 	return nil
 }
 

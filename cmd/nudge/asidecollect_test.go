@@ -61,3 +61,38 @@ func TestFallbackRuntimeCollectedOncePromptDone(t *testing.T) {
 		t.Fatalf("fresh.log: %q", b)
 	}
 }
+
+// TestFallbackRuntimeLeftByEarlierDaemonCollected: a fallback runtime an earlier daemon
+// spawned, whose prompt is done, is collected by the next daemon too (no trigger of the
+// new one would ever name it).
+func TestFallbackRuntimeLeftByEarlierDaemonCollected(t *testing.T) {
+	td, _ := readerSetup(t, func(c *serveConfig) {
+		c.Inject.MaxHold = 2 * time.Second
+		c.Inject.AsideIdle = time.Hour // not collected by this daemon
+	})
+	var rt runtimeView
+	body := spawnBody{Workspace: "w1", Role: "stuck", Agent: "reader", Dir: td.cfg.Panes.Roots[0],
+		Argv: []string{"sh", "-c", `sleep 1; printf '[#####.....] 48%% fetching\n'; exec sleep 600`}}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes", body, &rt); err != nil {
+		t.Fatal(err)
+	}
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Readiness == "BUSY" })
+	if _, err := td.trigger(map[string]any{"trigger_id": "left1", "workspace": "w1", "agent": "stuck", "prompt": "go left1"}); err != nil {
+		t.Fatal(err)
+	}
+	fb := checkAside(t, td, td.waitTrigger("left1", closed), "stuck")
+	cfg := td.cfg
+	td.stop()
+	cfg.Inject.AsideIdle = time.Second
+	td = startDaemon(t, cfg)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(td.asideRuntimes("stuck")) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the fallback runtime %s an earlier daemon left is still in the fleet", fb.RuntimeID)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if held := td.get(rt.RuntimeID); held.Status == "deregistered" || held.PaneID != rt.PaneID {
+		t.Fatalf("the held runtime was touched: %+v", held)
+	}
+}
