@@ -337,7 +337,7 @@ c nudge ls -o ""
 	if err != nil {
 		t.Fatalf("bash: %v\n%s", err, out)
 	}
-	want := []string{"schedule", "--wait --wait-for --wait-timeout", "claude codex gemini opencode pi shell", "json table"}
+	want := []string{"schedule", "--wait --wait-for --wait-timeout", "claude codex demo gemini opencode pi shell", "json table"}
 	got := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	if !slices.Equal(got, want) {
 		t.Fatalf("bash completion:\ngot  %q\nwant %q", got, want)

@@ -22,6 +22,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/buildinfo"
+	"github.com/nudgehq/nudge/cmd/nudge/demoagent"
 	"github.com/nudgehq/nudge/cmd/nudge/dialogs"
 	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
@@ -77,6 +78,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 			return func() *api.Client { return o.client(env) }
 		}})...)...)
 	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
+	root.AddCommand(demoAgentCmd())
 	root.SetHelpCommandGroupID("daemon")
 	root.SetCompletionCommandGroupID("daemon")
 	root.SetIn(env.stdin)
@@ -357,6 +359,22 @@ func (o *outputOpts) asJSON() (bool, error) {
 // shortCtx bounds one request to the daemon.
 func shortCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, 30*time.Second)
+}
+
+// demoAgentCmd is the demo agent (package demoagent) that `nudge spawn --agent demo` runs:
+// hidden, it is no command a person types.
+func demoAgentCmd() *cobra.Command {
+	return &cobra.Command{Use: "demo-agent [--session-id ID] [--work DURATION]", Short: "the demo agent (run by spawn --agent demo)",
+		Hidden: true, DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			switch demoagent.Main(args) {
+			case 0:
+				return nil
+			case 2:
+				return &usageError{}
+			}
+			return errors.New("the demo agent failed")
+		}}
 }
 
 func versionCmd(_ *cliEnv) *cobra.Command {

@@ -29,7 +29,7 @@ func spawnCmd(env *cliEnv) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&b.Workspace, "workspace", "", "workspace id (session agents_<workspace>)")
 	fs.StringVar(&b.Role, "role", "", "role (window name), e.g. reviewer")
-	fs.StringVar(&b.Agent, "agent", "codex", "agent profile: codex, claude, opencode, gemini, pi, shell")
+	fs.StringVar(&b.Agent, "agent", "codex", "agent profile: codex, claude, opencode, gemini, pi, shell, demo (a built-in stand-in)")
 	fs.StringVar(&b.AgentID, "agent-id", "", "agent id (default: the role)")
 	fs.StringVar(&b.Dir, "dir", "", "working directory (must lie under a --root of the daemon)")
 	fs.StringVar(&b.SessionID, "session-id", "", "the agent's session id, if known (for resume)")

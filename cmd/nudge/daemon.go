@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -227,10 +229,23 @@ func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 	return db, err
 }
 
+// selfExecutable is this program's path for the launch word "nudge" (panes.Config.Self),
+// "" when it is a test binary (which is no nudge).
+func selfExecutable() string {
+	exe, err := os.Executable()
+	if err != nil || strings.HasSuffix(exe, ".test") {
+		return ""
+	}
+	return exe
+}
+
 func registryConfig(cfg serveConfig, d *daemon, h *hooks) panes.Config {
 	c := cfg.Panes
 	c.Profiles, c.Env, c.Logger, c.LaunchPolicy = d.profiles, h.runtimeEnv, d.log, d.auth.Policy().LaunchPolicy
 	c.OnOutput, c.OnEvent, c.OnChange, c.OnFirstPrompt = h.onOutput, h.onEvent, h.onRuntimeChange, h.onFirstPrompt
+	if c.Self == "" {
+		c.Self = selfExecutable()
+	}
 	c.CheckPrompt = func(prompt string) error {
 		_, err := inject.Sanitize(prompt, cfg.Inject.MaxPrompt)
 		return err
