@@ -44,7 +44,7 @@ func PrintJSON(w io.Writer, v any) error {
 // PrintRuntimes prints one runtime as JSON, or runtimes as the table of `nudge ls`.
 func PrintRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
 	hosts := slices.ContainsFunc(rts, func(rt api.Runtime) bool { return rt.Host != "" })
-	head := "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATUS\tREADINESS\tOPERATOR\tINPUT\tQUEUE"
+	head := "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATE\tSTATUS\tOPERATOR\tINPUT\tQUEUE"
 	if hosts {
 		head += "\tHOST"
 	}
@@ -53,7 +53,7 @@ func PrintRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
 		if rt.OperatorBusy {
 			op = "busy"
 		}
-		status := string(rt.Status)
+		state, status := RuntimeState(rt.Runtime), string(rt.Status) // the state word as nudge status shows it
 		switch rt.Breaker { // the circuit breaker after repeated failed triggers
 		case "open":
 			status += "+cooldown"
@@ -61,7 +61,7 @@ func PrintRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
 			status += "+probing"
 		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
-			rt.PaneID, status, orDash(string(rt.Readiness)), op, orDash(string(rt.InputLine)), rt.QueueDepth)
+			orDash(rt.PaneID), state, status, op, orDash(string(rt.InputLine)), rt.QueueDepth)
 		if hosts {
 			line += "\t" + orDash(rt.Host)
 		}
