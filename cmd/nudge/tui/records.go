@@ -54,7 +54,7 @@ func PrintRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
 			op = "busy"
 		}
 		state, status := RuntimeState(rt.Runtime), string(rt.Status) // the state word as nudge status shows it
-		switch rt.Breaker { // the circuit breaker after repeated failed triggers
+		switch rt.Breaker {                                          // the circuit breaker after repeated failed triggers
 		case "open":
 			status += "+cooldown"
 		case "half_open":
