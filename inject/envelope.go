@@ -1,7 +1,10 @@
 package inject
 
 import (
+	"path/filepath"
 	"strings"
+
+	"github.com/nudgehq/nudge/controlmode"
 
 	"github.com/nudgehq/nudge"
 )
@@ -111,7 +114,39 @@ func (ty *typist) envelope(t nudge.Trigger, text string) string {
 	if reason == "" {
 		reason = "trigger"
 	}
-	return Envelope{ID: t.TriggerID, Thread: t.ThreadID, Reason: reason, AckHint: ty.ackHint(t)}.Wrap(text)
+	s := Envelope{ID: t.TriggerID, Thread: t.ThreadID, Reason: reason, AckHint: ty.ackHint(t)}.Wrap(text)
+	if ty.toShell(t) {
+		return ShellComment(s)
+	}
+	return s
+}
+
+// ShellComment makes typed text a shell comment, every line of it ("# " before each), so
+// that a plain shell shows a prompt typed into it and runs nothing of it: no word of a
+// prompt is ever a command, and no syntax error. (zsh takes # as a comment only with
+// interactive_comments set; without it, "#" is a command it does not find.)
+func ShellComment(s string) string { return "# " + strings.ReplaceAll(s, "\n", "\n# ") }
+
+// toShell reports whether t goes to a plain shell: a runtime of a profile that drives a
+// shell (panes.Profile.DrivesShell) whose program is a shell (not, say, `cat` or a REPL
+// started as the shell profile's ARGV).
+func (ty *typist) toShell(t nudge.Trigger) bool {
+	if t.RuntimeID == "" {
+		return false
+	}
+	rt, ok := ty.deps.Runtimes.Get(t.RuntimeID)
+	if !ok {
+		return false
+	}
+	prof, ok := ty.deps.Runtimes.Profile(rt.Agent)
+	if !ok || !prof.DrivesShell() {
+		return false
+	}
+	argv := rt.Argv
+	if len(argv) == 0 {
+		argv = prof.Launch
+	}
+	return len(argv) > 0 && controlmode.IsShell(filepath.Base(argv[0]))
 }
 
 // ackHint says whether t's envelope asks the agent to print the ack marker: when the
