@@ -31,6 +31,10 @@ const (
 	RuntimeStarting        Code = "RUNTIME_STARTING"         // the runtime's agent has not shown READY yet (until its start timeout)
 	HostUnreachable        Code = "HOST_UNREACHABLE"         // the workspace's host cannot be reached over ssh (redialled with backoff)
 
+	// RuntimeStopped: the trigger's runtime was stopped (`nudge stop`) and stays stopped
+	// until `nudge restart` starts it again: the trigger fails, nothing is relaunched.
+	RuntimeStopped Code = "RUNTIME_STOPPED"
+
 	// StopFailed: nudge stop could not end the pane's program (a process outlived SIGKILL
 	// and its grace); the runtime is failed, its pane kept.
 	StopFailed Code = "STOP_FAILED"

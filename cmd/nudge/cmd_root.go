@@ -11,12 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
@@ -45,7 +47,10 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 			"over its unix socket. Every setting flag is also read from NUDGE_<FLAG> (dashes become\n" +
 			"underscores) when it is not given; a call's own values (--id, --thread, --reason, ...) never\n" +
 			"are. Exit codes: 0 the state asked for was reached, 1 failed or refused, 2 usage,\n" +
-			"3 still pending when the wait ended.",
+			"3 still pending when the wait ended.\n\n" +
+			"Output: commands that list or show records print a table (-o json: JSON); commands that act\n" +
+			"(spawn, register, trigger, pause, resume, stop, restart) print a short line on a terminal and\n" +
+			"the record as JSON when stdout is a pipe or a file (-o table|json picks either).",
 		Version:           version,
 		Args:              noSubcommand,
 		RunE:              func(cmd *cobra.Command, _ []string) error { cmd.Help(); return &usageError{} }, //nolint:errcheck // help to a writer
@@ -67,7 +72,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 	add("agents", spawnCmd(env), registerCmd(env), lsCmd(env), statusCmd(env), tailCmd(env), heartbeatCmd(env),
 		runtimeActionCmd(env, "pause", "hold triggers for a runtime until resume"),
 		runtimeActionCmd(env, "resume", "let a paused runtime's triggers go"),
-		runtimeActionCmd(env, "stop", "stop a runtime (C-c, then SIGHUP, SIGTERM, SIGKILL by pid)"),
+		stopCmd(env),
 		runtimeActionCmd(env, "restart", "start a runtime's program again (after failed or exited)"),
 		deregisterCmd(env))
 	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), auditCmd(env),
@@ -333,9 +338,30 @@ func (o *clientOpts) client(env *cliEnv) *api.Client {
 }
 
 // outputOpts is -o json|table (and --json, its synonym) of a command that prints records.
+// An acting command's (addActOutputFlags) default is table on a terminal, json otherwise.
 type outputOpts struct {
 	format string
 	json   bool
+	tty    io.Writer // an acting command's stdout: the default follows whether it is a terminal
+}
+
+// actOutputHelp is the output convention of the commands that act, said in their --help.
+const actOutputHelp = "output: table (a short line for a person), json (the record); default: table on a terminal, json when stdout is a pipe or a file"
+
+// addActOutputFlags is -o of a command that acts (spawn, register, trigger, pause, resume,
+// stop, restart): a short line on a terminal, the record as JSON in a pipe or a file
+// (scripts read JSON whatever they ran before).
+func addActOutputFlags(cmd *cobra.Command, env *cliEnv) *outputOpts {
+	o := &outputOpts{tty: env.stdout}
+	cmd.Flags().StringVarP(&o.format, "output", "o", "", actOutputHelp)
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON (same as -o json)")
+	return o
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func addOutputFlags(cmd *cobra.Command, def string) *outputOpts {
@@ -352,6 +378,8 @@ func (o *outputOpts) asJSON() (bool, error) {
 		return true, nil
 	case o.format == "table":
 		return false, nil
+	case o.format == "" && o.tty != nil:
+		return !isTerminal(o.tty), nil
 	}
 	return false, usagef("-o %q: want json or table", o.format)
 }

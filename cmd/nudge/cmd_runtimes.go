@@ -22,10 +22,11 @@ func spawnCmd(env *cliEnv) *cobra.Command {
 		Short: "start a managed agent runtime in tmux",
 		Long: "Start an agent as the command of window ROLE in session agents_WS on nudge's tmux server.\n" +
 			"ARGV after -- replaces the profile's launch command (argv, never a shell string).",
-		Example: "  nudge spawn --workspace mobile_core --role reviewer --agent codex --dir ~/src/app",
+		Example: "  nudge spawn --workspace mobile_core --role reviewer --agent codex --dir ~/src/app\n" +
+			"  nudge spawn --workspace demo --role helper --agent demo    # the built-in demo agent",
 	}
 	o := addClientFlags(cmd)
-	out := addOutputFlags(cmd, "json")
+	out := addActOutputFlags(cmd, env)
 	fs := cmd.Flags()
 	fs.StringVar(&b.Workspace, "workspace", "", "workspace id (session agents_<workspace>)")
 	fs.StringVar(&b.Role, "role", "", "role (window name), e.g. reviewer")
@@ -57,7 +58,7 @@ func spawnCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printRuntimes(env.stdout, asJSON, rt)
+		return printActed(env.stdout, asJSON, "spawned", rt)
 	}
 	return cmd
 }
@@ -70,7 +71,7 @@ func registerCmd(env *cliEnv) *cobra.Command {
 		Args:  exactArgs(0, "no arguments"),
 	}
 	o := addClientFlags(cmd)
-	out := addOutputFlags(cmd, "json")
+	out := addActOutputFlags(cmd, env)
 	fs := cmd.Flags()
 	fs.StringVar(&b.Workspace, "workspace", "", "workspace id")
 	fs.StringVar(&b.Role, "role", "", "role")
@@ -103,7 +104,7 @@ func registerCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printRuntimes(env.stdout, asJSON, rt)
+		return printActed(env.stdout, asJSON, "registered", rt)
 	}
 	return cmd
 }
@@ -257,7 +258,7 @@ func heartbeatCmd(env *cliEnv) *cobra.Command {
 	return cmd
 }
 
-// runtimeActionCmd is pause, resume, stop or restart: POST /v1/runtimes/{id}/{verb}.
+// runtimeActionCmd is pause, resume or restart: POST /v1/runtimes/{id}/{verb}.
 func runtimeActionCmd(env *cliEnv, verb, short string) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
@@ -269,7 +270,7 @@ func runtimeActionCmd(env *cliEnv, verb, short string) *cobra.Command {
 		ValidArgsFunction: firstArg(completeRuntimes(env)),
 	}
 	o := addClientFlags(cmd)
-	out := addOutputFlags(cmd, "json")
+	out := addActOutputFlags(cmd, env)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (kept in the audit log)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		asJSON, err := out.asJSON()
@@ -281,23 +282,16 @@ func runtimeActionCmd(env *cliEnv, verb, short string) *cobra.Command {
 		do := map[string]func() (api.Runtime, error){
 			"pause":   func() (api.Runtime, error) { return c.Pause(cmd.Context(), args[0], reason) },
 			"resume":  func() (api.Runtime, error) { return c.Resume(cmd.Context(), args[0], reason) },
-			"stop":    func() (api.Runtime, error) { return c.Stop(cmd.Context(), args[0], reason) },
 			"restart": func() (api.Runtime, error) { return c.Restart(cmd.Context(), args[0], reason) },
 		}[verb]
-		switch verb { // these can take seconds: say what is going on (stderr: stdout is the record)
-		case "stop":
-			fmt.Fprintf(env.stderr, "stopping %s: C-c to its program, then SIGHUP, SIGTERM and SIGKILL by pid if it has not ended (serve --stop-timeout, --kill-grace)...\n", args[0])
-		case "restart":
+		if verb == "restart" { // it can take seconds: say what is going on (stderr: stdout is the record)
 			fmt.Fprintf(env.stderr, "restarting %s: ending its program (C-c, then signals by pid), then launching it again...\n", args[0])
 		}
 		rt, err := do()
 		if err != nil {
 			return err
 		}
-		if verb == "stop" {
-			fmt.Fprintf(env.stderr, "stopped %s: %s\n", rt.RuntimeID, rt.Status)
-		}
-		return printRuntimes(env.stdout, asJSON, rt)
+		return printActed(env.stdout, asJSON, map[string]string{"pause": "paused", "resume": "resumed", "restart": "restarted"}[verb], rt)
 	}
 	return cmd
 }

@@ -22,7 +22,8 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trigger --workspace WS --agent ROLE [flags] PROMPT|-",
 		Short: "deliver a prompt to a live agent",
-		Long: "Deliver PROMPT (- reads it from stdin) to the agent ROLE of workspace WS and print its receipt.\n" +
+		Long: "Deliver PROMPT (- reads it from stdin) to the agent ROLE of workspace WS and print its receipt\n" +
+			"(a line on a terminal, the JSON receipt in a pipe or a file, or as -o says).\n" +
 			"Exits 1 if the trigger failed (the receipt on stdout says why), 3 if --wait ended before\n" +
 			"the trigger was closed, or --wait-for before it reached that state (the receipt so far is on stdout).",
 		Example: "  nudge trigger --workspace mobile_core --agent reviewer --thread th_42 \"Review th_42.\" --wait\n" +
@@ -30,7 +31,7 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 		Args: exactArgs(1, "one PROMPT (or - for stdin)"),
 	}
 	o := addClientFlags(cmd)
-	out := addOutputFlags(cmd, "json")
+	out := addActOutputFlags(cmd, env)
 	fs := cmd.Flags()
 	fs.StringVar(&req.Workspace, "workspace", "", "workspace id")
 	fs.StringVar(&req.Agent, "agent", "", "the agent's role")
@@ -70,22 +71,33 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 			return err
 		}
 		if *until != "" {
-			return waitReceipt(cmd.Context(), env, c, asJSON, t.TriggerID, api.WaitFor(*until), waitFor, false)
+			return waitReceipt(cmd.Context(), env, c, receiptPrinter(asJSON, true), t.TriggerID, api.WaitFor(*until), waitFor, false)
 		}
 		if wait && !t.Closed {
 			if t, err = c.GetTrigger(cmd.Context(), t.TriggerID, waitFor); err != nil {
 				return err
 			}
 		}
-		return printReceipt(env.stdout, asJSON, t, wait)
+		return printReceipt(env.stdout, receiptPrinter(asJSON, true), t, wait)
 	}
 	return cmd
 }
 
+// receiptPrinter prints one receipt: JSON, its line (line: the trigger command's for a
+// person) or a table.
+func receiptPrinter(asJSON, line bool) func(io.Writer, api.Trigger) error {
+	return func(w io.Writer, t api.Trigger) error {
+		if line {
+			return printReceiptLine(w, asJSON, t)
+		}
+		return printTriggers(w, asJSON, t)
+	}
+}
+
 // printReceipt prints a receipt and says how the command exits: 1 for a failed trigger;
 // 3 for one still open when the wait asked for (waited) ended.
-func printReceipt(w io.Writer, asJSON bool, t api.Trigger, waited bool) error {
-	if err := printTriggers(w, asJSON, t); err != nil {
+func printReceipt(w io.Writer, print func(io.Writer, api.Trigger) error, t api.Trigger, waited bool) error {
+	if err := print(w, t); err != nil {
 		return err
 	}
 	if t.State == nudge.StateFailed {
@@ -99,7 +111,7 @@ func printReceipt(w io.Writer, asJSON bool, t api.Trigger, waited bool) error {
 
 // waitReceipt waits up to d until trigger id's receipt reaches w, prints it (replyOnly:
 // the reply's text alone) and exits 0, 1 (failed) or 3 (not reached in time).
-func waitReceipt(ctx context.Context, env *cliEnv, c *api.Client, asJSON bool, id string, w api.WaitFor, d time.Duration, replyOnly bool) error {
+func waitReceipt(ctx context.Context, env *cliEnv, c *api.Client, print func(io.Writer, api.Trigger) error, id string, w api.WaitFor, d time.Duration, replyOnly bool) error {
 	t, reached, err := c.WaitTrigger(ctx, id, w, max(d, time.Millisecond), nil)
 	switch {
 	case err != nil:
@@ -107,7 +119,7 @@ func waitReceipt(ctx context.Context, env *cliEnv, c *api.Client, asJSON bool, i
 	case replyOnly && reached:
 		_, err = fmt.Fprintln(env.stdout, tui.PrintableText(t.Reply)) // a model wrote it: it must not drive the terminal
 	case !replyOnly:
-		err = printTriggers(env.stdout, asJSON, t)
+		err = print(env.stdout, t)
 	}
 	if err == nil && !reached {
 		if t.State == nudge.StateFailed {
@@ -146,13 +158,13 @@ func receiptCmd(env *cliEnv) *cobra.Command {
 		c := o.client(env)
 		defer c.Close()
 		if *reply {
-			return waitReceipt(cmd.Context(), env, c, asJSON, args[0], api.WaitReply, wait, true)
+			return waitReceipt(cmd.Context(), env, c, receiptPrinter(asJSON, false), args[0], api.WaitReply, wait, true)
 		}
 		t, err := c.GetTrigger(cmd.Context(), args[0], wait)
 		if err != nil {
 			return err
 		}
-		return printReceipt(env.stdout, asJSON, t, wait > 0)
+		return printReceipt(env.stdout, receiptPrinter(asJSON, false), t, wait > 0)
 	}
 	return cmd
 }
@@ -283,6 +295,7 @@ func auditCmd(env *cliEnv) *cobra.Command {
 		if asJSON {
 			return printJSON(env.stdout, recs)
 		}
+		fmt.Fprintln(env.stdout, tui.AuditHeader)
 		for _, r := range recs {
 			printAudit(env.stdout, r)
 		}

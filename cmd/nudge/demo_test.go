@@ -57,7 +57,7 @@ func TestDemoAgentWholeLoop(t *testing.T) {
 	if asking.Dialog.Command != "touch demo.txt" || asking.Dialog.ApproveKey != "1" {
 		t.Fatalf("dialog: %+v", asking.Dialog)
 	}
-	if out, errOut, code := td.runCLI("approve", rt.RuntimeID, "--reason", "the demo"); code != 0 {
+	if out, errOut, code := td.runCLI("approve", rt.RuntimeID, "--reason", "the demo", "-o", "table"); code != 0 || !strings.HasPrefix(out, "answered "+rt.RuntimeID) {
 		t.Fatalf("approve: %d %s%s", code, out, errOut)
 	}
 	got := td.waitTrigger("demo-2", func(t nudge.Trigger) bool { return t.Reply != "" })
