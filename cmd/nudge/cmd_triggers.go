@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,6 +67,9 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 		req.AckTimeoutMS = ackTimeout.Milliseconds()
 		c := o.client(env)
 		defer c.Close()
+		if err := checkTarget(cmd.Context(), c, req.Workspace, req.Agent); err != nil {
+			return err
+		}
 		t, err := c.Trigger(cmd.Context(), req)
 		if err != nil {
 			return err
@@ -81,6 +85,43 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 		return printReceipt(env.stdout, receiptPrinter(asJSON, true), t, wait)
 	}
 	return cmd
+}
+
+// checkTarget refuses, before anything is sent (and so stored), a trigger to an agent no
+// runtime of the workspace answers to, naming those a typo away: the daemon would store it
+// and fail it as UNMANAGED_RUNTIME (fallback required). It checks only what the caller
+// may list: a caller that sees no runtime at all (a token that may trigger but not read)
+// leaves the answer to the daemon.
+func checkTarget(ctx context.Context, c *api.Client, ws, agent string) error {
+	rts, err := c.Runtimes(ctx, "")
+	if err != nil || len(rts) == 0 {
+		return nil
+	}
+	var wss, names []string
+	for _, rt := range rts {
+		if rt.Status == nudge.StatusDeregistered {
+			continue
+		}
+		if rt.WorkspaceID != ws {
+			wss = append(wss, rt.WorkspaceID)
+			continue
+		}
+		if rt.Role == agent || rt.AgentID == agent {
+			return nil
+		}
+		names = append(names, rt.Role)
+		if rt.AgentID != rt.Role {
+			names = append(names, rt.AgentID)
+		}
+	}
+	slices.Sort(wss)
+	wss = slices.Compact(wss)
+	msg := "no runtime of workspace " + ws + " answers to --agent " + agent + nudge.Suggest(agent, names)
+	if len(names) == 0 {
+		msg = "no runtime in workspace " + ws + nudge.Suggest(ws, wss)
+	}
+	return &api.Error{ErrorCode: nudge.UnmanagedRuntime, Message: tui.Printable(msg) +
+		": nothing was sent. `nudge ls` lists the runtimes; `nudge spawn` starts one"}
 }
 
 // receiptPrinter prints one receipt: JSON, its line (line: the trigger command's for a
