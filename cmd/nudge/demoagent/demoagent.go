@@ -203,24 +203,28 @@ func (a *agent) lineKey() (byte, error) {
 	return l[0], nil
 }
 
-// turn takes one prompt: the record's user line, the work, a dialog if it asks for
-// one, the reply on screen and in the record.
+// turn takes one prompt: a dialog first if it asks for one (drawn before the record shows
+// the prompt, so that the dialog is up once the prompt is acked), the record's user line,
+// the work, and the reply on screen and in the record.
 func (a *agent) turn(prompt string) error {
-	a.write(map[string]any{"type": "user", "text": prompt, "at": time.Now().UTC().Format(time.RFC3339Nano)})
-	a.write(map[string]any{"type": "turn_started"})
 	body := prompt
 	if m := envelope.FindStringSubmatch(prompt); m != nil {
 		body = m[1]
 	}
+	ask := askWord.MatchString(body)
+	if ask {
+		a.showDialog()
+	}
+	a.write(map[string]any{"type": "user", "text": prompt, "at": time.Now().UTC().Format(time.RFC3339Nano)})
+	a.write(map[string]any{"type": "turn_started"})
 	if m := idField.FindStringSubmatch(prompt); m != nil && strings.Contains(prompt, "nudge ack ") {
 		// The envelope asks for the ack marker (nudge did not read the record yet).
 		fmt.Fprintf(a.cfg.Out, "ACK_TRIGGER:%s\n", m[1])
 	}
-	a.work()
 	reply := fmt.Sprintf("Done. You said: %q. (This is the demo agent: it read your prompt, worked for %s and changed nothing.)",
 		clip(body, 200), a.cfg.Work)
-	if askWord.MatchString(body) {
-		approved, err := a.dialog()
+	if ask {
+		approved, err := a.answer()
 		if err != nil {
 			return err
 		}
@@ -230,6 +234,7 @@ func (a *agent) turn(prompt string) error {
 			reply = fmt.Sprintf("Denied: I left everything as it was. You said: %q.", clip(body, 200))
 		}
 	}
+	a.work()
 	fmt.Fprintf(a.cfg.Out, "● %s\n", reply)
 	a.write(map[string]any{"type": "assistant", "text": reply})
 	a.write(map[string]any{"type": "turn_ended"})
@@ -247,9 +252,13 @@ func (a *agent) work() {
 	fmt.Fprint(a.cfg.Out, "\r\x1b[2K")
 }
 
-// dialog shows the approval dialog and reads its answer: 1 (or y) yes, 2 (or n, Esc) no.
-func (a *agent) dialog() (bool, error) {
+// showDialog draws the approval dialog.
+func (a *agent) showDialog() {
 	fmt.Fprint(a.cfg.Out, "Do you want to run this command?\n  $ touch demo.txt\n› 1. Yes\n  2. No\nPress 1 or 2 (Esc to cancel)")
+}
+
+// answer reads the dialog's answer: 1 (or y) yes, 2 (or n, Esc, C-c) no.
+func (a *agent) answer() (bool, error) {
 	for {
 		k, err := a.cfg.ReadKey()
 		if err != nil {
