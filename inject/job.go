@@ -100,7 +100,7 @@ func (j *job) update(now time.Time, fn func(*nudge.Trigger)) nudge.Trigger {
 
 func tp(t time.Time) *time.Time { return &t }
 
-// ResultFor is the seed's result word for a receipt (README, "Receipts"): queued, injected
+// ResultFor is the seed's result word for a receipt (docs/orchestrators.md, "Receipts"): queued, injected
 // and submitted are pending, deferred is deferred, acked is delivered (timeout when an ack
 // or defer timeout led there through a fallback; a fallback launch closed at submitted
 // counts as acked), failed is failed or timeout; a final word once set stays.
