@@ -101,7 +101,9 @@ func stopAll(ctx context.Context, env *cliEnv, c *api.Client, ids []string, reas
 			rts[i], errs[i] = c.Stop(ctx, id, reason)
 			close(done)
 			if errs[i] != nil {
-				say(env.stderr, "stop %s: %v\n", id, errs[i])
+				if len(ids) > 1 { // one id alone: its error is the command's
+					say(env.stderr, "stop %s: %v\n", id, errs[i])
+				}
 				return
 			}
 			say(env.stderr, "stopped %s: %s\n", id, rts[i].Status)
