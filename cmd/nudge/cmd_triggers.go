@@ -90,8 +90,8 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 // checkTarget refuses, before anything is sent (and so stored), a trigger to an agent no
 // runtime of the workspace answers to, naming those a typo away: the daemon would store it
 // and fail it as UNMANAGED_RUNTIME (fallback required). It checks only what the caller
-// may list: a caller that sees no runtime at all (a token that may trigger but not read)
-// leaves the answer to the daemon.
+// may list: a caller that sees no runtime at all (a token that may trigger but not read),
+// or none of the workspace and no workspace near its name, leaves the answer to the daemon.
 func checkTarget(ctx context.Context, c *api.Client, ws, agent string) error {
 	rts, err := c.Runtimes(ctx, "")
 	if err != nil || len(rts) == 0 {
@@ -118,7 +118,13 @@ func checkTarget(ctx context.Context, c *api.Client, ws, agent string) error {
 	wss = slices.Compact(wss)
 	msg := "no runtime of workspace " + ws + " answers to --agent " + agent + nudge.Suggest(agent, names)
 	if len(names) == 0 {
-		msg = "no runtime in workspace " + ws + nudge.Suggest(ws, wss)
+		// A workspace the caller sees nothing of may be one it may not see: only a typo of
+		// one it sees is refused here; the daemon answers the rest (FORBIDDEN, or a receipt).
+		near := nudge.Suggest(ws, wss)
+		if near == "" {
+			return nil
+		}
+		msg = "no runtime in workspace " + ws + near
 	}
 	return &api.Error{ErrorCode: nudge.UnmanagedRuntime, Message: tui.Printable(msg) +
 		": nothing was sent. `nudge ls` lists the runtimes; `nudge spawn` starts one"}

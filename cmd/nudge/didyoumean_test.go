@@ -34,4 +34,18 @@ func TestUnknownNamesRefusedWithSuggestion(t *testing.T) {
 			t.Errorf("%v: %d %q", cmd, code, errOut)
 		}
 	}
+
+	// A token of another workspace is told nothing of this one's runtimes: no suggestion,
+	// the same answer as for an id that does not exist.
+	td.spawnShell("other", "reviewer")
+	tok := td.issue(t, "--subject", "other-ws", "--workspace", "other", "--verbs", "read,trigger,pause", "--ttl", "1h")
+	_, errOut, code := td.runCLI("pause", "rt_mobile_core.reveiwer", "--token", tok)
+	_, errNone, _ := td.runCLI("pause", "rt_nothing_near.zzzzzzzz", "--token", tok)
+	if code != 1 || strings.Contains(errOut, "mobile_core.reviewer") || strings.Contains(errOut, "did you mean") ||
+		strings.Replace(errOut, "rt_mobile_core.reveiwer", "X", 1) != strings.Replace(errNone, "rt_nothing_near.zzzzzzzz", "X", 1) {
+		t.Errorf("another workspace's token: %d %q (an unknown id: %q)", code, errOut, errNone)
+	}
+	if out, errOut, code := td.runCLI("trigger", "--workspace", "mobile_core", "--agent", "reveiwer", "--id", "typo-tok", "--token", tok, "hi"); strings.Contains(out+errOut, "did you mean") {
+		t.Errorf("trigger with another workspace's token: %d %q %q", code, out, errOut)
+	}
 }
