@@ -38,7 +38,7 @@ func TestUnknownNamesRefusedWithSuggestion(t *testing.T) {
 	// A token of another workspace is told nothing of this one's runtimes: no suggestion,
 	// the same answer as for an id that does not exist.
 	td.spawnShell("other", "reviewer")
-	tok := td.issue(t, "--subject", "other-ws", "--workspace", "other", "--verbs", "read,trigger,pause", "--ttl", "1h")
+	tok := td.issue(t, "--subject", "other-ws", "--workspace", "other", "--verbs", "read,trigger,admin", "--ttl", "1h")
 	_, errOut, code := td.runCLI("pause", "rt_mobile_core.reveiwer", "--token", tok)
 	_, errNone, _ := td.runCLI("pause", "rt_nothing_near.zzzzzzzz", "--token", tok)
 	if code != 1 || strings.Contains(errOut, "mobile_core.reviewer") || strings.Contains(errOut, "did you mean") ||
