@@ -2,15 +2,19 @@ package nudge
 
 import "sort"
 
-// DidYouMean returns the words of among nearest to word — a typo away: at most 2 edits,
-// or a fifth of the word's length for longer ones — those at the least distance, at most
-// 3; nil when none is near. It compares bytes (ids and names are ASCII).
+// DidYouMean returns the words of among nearest to word — a typo away: one edit (a letter
+// added, dropped, changed, or two swapped) for a word of up to 6 letters, 2 for longer
+// ones, a fifth of the length for long ids — those at the least distance, at most 3; nil
+// when none is near. It compares bytes (ids and names are ASCII).
 func DidYouMean(word string, among []string) []string {
 	type near struct {
 		s string
 		d int
 	}
 	limit := max(2, len(word)/5)
+	if len(word) <= 6 {
+		limit = 1
+	}
 	var found []near
 	for _, s := range among {
 		if s == word {
@@ -33,13 +37,15 @@ func DidYouMean(word string, among []string) []string {
 	return out
 }
 
-// editDistance is the Levenshtein distance of a and b, or limit+1 once it must exceed
-// limit (words of very different lengths are not compared letter by letter).
+// editDistance is the edit distance of a and b (Levenshtein's, with two letters swapped
+// one edit: the optimal string alignment distance), or limit+1 once it must exceed limit
+// (words of very different lengths are not compared letter by letter).
 func editDistance(a, b string, limit int) int {
 	if abs(len(a)-len(b)) > limit || len(a) > 256 || len(b) > 256 {
 		return limit + 1
 	}
-	prev := make([]int, len(b)+1)
+	prev2 := make([]int, len(b)+1) // row i-2
+	prev := make([]int, len(b)+1)  // row i-1
 	cur := make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
@@ -53,12 +59,15 @@ func editDistance(a, b string, limit int) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 			best = min(best, cur[j])
 		}
 		if best > limit {
 			return limit + 1
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
 }

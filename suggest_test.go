@@ -19,6 +19,9 @@ func TestSuggest(t *testing.T) {
 		{"rt_mobile_core.reviewr", ids, " (did you mean rt_mobile_core.reviewer?)"},
 		{"rt_web.reviewer", ids, ""},
 		{"rt_mobilecore.reviewer", ids, " (did you mean rt_mobile_core.reviewer?)"},
+		{"rt_b.y", []string{"rt_a.x"}, ""}, // two edits in a short id: another id, not a typo
+		{"pi", profiles, ""},
+		{"p", profiles, " (did you mean pi?)"},
 	} {
 		if got := Suggest(tt.word, tt.among); got != tt.want {
 			t.Errorf("#%d %q: got %q, want %q", i, tt.word, got, tt.want)
