@@ -127,15 +127,17 @@ func (ty *typist) envelope(t nudge.Trigger, text string) string {
 // interactive_comments set; without it, "#" is a command it does not find.)
 func ShellComment(s string) string { return "# " + strings.ReplaceAll(s, "\n", "\n# ") }
 
-// toShell reports whether t goes to a plain shell: a runtime of a profile that drives a
-// shell (panes.Profile.DrivesShell) whose program is a shell (not, say, `cat` or a REPL
-// started as the shell profile's ARGV).
+// toShell reports whether t goes to a plain shell: a runtime nudge spawned (its program is
+// known; a registered pane's is not, and gets the envelope as it is) of a profile that
+// drives a shell (panes.Profile.DrivesShell) whose program is an interactive shell
+// (InteractiveShell: not `cat`, a REPL, or `sh -c` and a shell script, which read the
+// text as data).
 func (ty *typist) toShell(t nudge.Trigger) bool {
 	if t.RuntimeID == "" {
 		return false
 	}
 	rt, ok := ty.deps.Runtimes.Get(t.RuntimeID)
-	if !ok {
+	if !ok || rt.Dir == "" {
 		return false
 	}
 	prof, ok := ty.deps.Runtimes.Profile(rt.Agent)
@@ -146,7 +148,25 @@ func (ty *typist) toShell(t nudge.Trigger) bool {
 	if len(argv) == 0 {
 		argv = prof.Launch
 	}
-	return len(argv) > 0 && controlmode.IsShell(filepath.Base(argv[0]))
+	return InteractiveShell(argv)
+}
+
+// InteractiveShell reports whether argv starts an interactive shell: a shell (as
+// controlmode.IsShell names them) with options only, none of them -c (a command) and no
+// script to run.
+func InteractiveShell(argv []string) bool {
+	if len(argv) == 0 || !controlmode.IsShell(filepath.Base(argv[0])) {
+		return false
+	}
+	for _, a := range argv[1:] {
+		switch {
+		case !strings.HasPrefix(a, "-") || a == "-" || a == "--":
+			return false // a script, or stdin as one
+		case !strings.HasPrefix(a, "--") && strings.ContainsRune(a, 'c'):
+			return false // -c COMMAND, also in a cluster (-lc)
+		}
+	}
+	return true
 }
 
 // ackHint says whether t's envelope asks the agent to print the ack marker: when the

@@ -225,7 +225,7 @@ func TestOutputFormats(t *testing.T) {
 		"ls -o table":                          "RUNTIME",
 		"status -o table":                      "WORKSPACE",
 		"receipt fmt-1 -o table":               "TRIGGER",
-		"resume " + rt.RuntimeID + " -o table": "RUNTIME",
+		"resume " + rt.RuntimeID + " -o table": "resumed " + rt.RuntimeID, // an acting command's line
 		"schedule ls -o table":                 "SCHEDULE",
 		"audit --trigger fmt-1":                "trigger_received",
 	} {

@@ -11,16 +11,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/act"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/buildinfo"
@@ -69,11 +68,14 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 			root.AddCommand(c)
 		}
 	}
+	acts := act.CLI{WithClient: func(c *cobra.Command) func() *api.Client {
+		o := addClientFlags(c)
+		return func() *api.Client { return o.client(env) }
+	}, Usage: usagef, Stdout: env.stdout, Stderr: env.stderr, Complete: completeRuntimes(env), CompleteFirst: firstArg(completeRuntimes(env))}
 	add("agents", spawnCmd(env), registerCmd(env), lsCmd(env), statusCmd(env), tailCmd(env), heartbeatCmd(env),
-		runtimeActionCmd(env, "pause", "hold triggers for a runtime until resume"),
-		runtimeActionCmd(env, "resume", "let a paused runtime's triggers go"),
-		stopCmd(env),
-		runtimeActionCmd(env, "restart", "start a runtime's program again (after failed or exited)"),
+		act.ActionCommand(acts, "pause", "hold triggers for a runtime until resume"),
+		act.ActionCommand(acts, "resume", "let a paused runtime's triggers go"), act.StopCommand(acts),
+		act.ActionCommand(acts, "restart", "start a runtime's program again (after failed or exited)"),
 		deregisterCmd(env))
 	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), auditCmd(env),
 		eventsCmd(env))
@@ -83,7 +85,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 			return func() *api.Client { return o.client(env) }
 		}})...)...)
 	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
-	root.AddCommand(demoAgentCmd())
+	root.AddCommand(demoagent.Command(usagef))
 	root.SetHelpCommandGroupID("daemon")
 	root.SetCompletionCommandGroupID("daemon")
 	root.SetIn(env.stdin)
@@ -338,30 +340,14 @@ func (o *clientOpts) client(env *cliEnv) *api.Client {
 }
 
 // outputOpts is -o json|table (and --json, its synonym) of a command that prints records.
-// An acting command's (addActOutputFlags) default is table on a terminal, json otherwise.
 type outputOpts struct {
 	format string
 	json   bool
-	tty    io.Writer // an acting command's stdout: the default follows whether it is a terminal
 }
 
-// actOutputHelp is the output convention of the commands that act, said in their --help.
-const actOutputHelp = "output: table (a short line for a person), json (the record); default: table on a terminal, json when stdout is a pipe or a file"
-
-// addActOutputFlags is -o of a command that acts (spawn, register, trigger, pause, resume,
-// stop, restart): a short line on a terminal, the record as JSON in a pipe or a file
-// (scripts read JSON whatever they ran before).
-func addActOutputFlags(cmd *cobra.Command, env *cliEnv) *outputOpts {
-	o := &outputOpts{tty: env.stdout}
-	cmd.Flags().StringVarP(&o.format, "output", "o", "", actOutputHelp)
-	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON (same as -o json)")
-	return o
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+// addActOutputFlags is -o of a command that acts (act.Output).
+func addActOutputFlags(cmd *cobra.Command, env *cliEnv) *act.Output {
+	return act.AddOutputFlags(cmd, env.stdout, usagef)
 }
 
 func addOutputFlags(cmd *cobra.Command, def string) *outputOpts {
@@ -378,8 +364,6 @@ func (o *outputOpts) asJSON() (bool, error) {
 		return true, nil
 	case o.format == "table":
 		return false, nil
-	case o.format == "" && o.tty != nil:
-		return !isTerminal(o.tty), nil
 	}
 	return false, usagef("-o %q: want json or table", o.format)
 }
@@ -387,22 +371,6 @@ func (o *outputOpts) asJSON() (bool, error) {
 // shortCtx bounds one request to the daemon.
 func shortCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, 30*time.Second)
-}
-
-// demoAgentCmd is the demo agent (package demoagent) that `nudge spawn --agent demo` runs:
-// hidden, it is no command a person types.
-func demoAgentCmd() *cobra.Command {
-	return &cobra.Command{Use: "demo-agent [--session-id ID] [--work DURATION]", Short: "the demo agent (run by spawn --agent demo)",
-		Hidden: true, DisableFlagParsing: true,
-		RunE: func(_ *cobra.Command, args []string) error {
-			switch demoagent.Main(args) {
-			case 0:
-				return nil
-			case 2:
-				return &usageError{}
-			}
-			return errors.New("the demo agent failed")
-		}}
 }
 
 func versionCmd(_ *cliEnv) *cobra.Command {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nudgehq/nudge/cmd/nudge/act"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
@@ -37,7 +38,7 @@ func spawnCmd(env *cliEnv) *cobra.Command {
 	fs.StringVar(&b.PromptFile, "prompt-file", "", "file holding a first task prompt (never passed through a shell)")
 	fs.StringVar(&b.Host, "host", "", "run a new workspace's tmux on USER@HOST (or an ssh config alias) through ssh -T; default: the workspace's host, this machine for a new one")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		asJSON, err := out.asJSON()
+		asJSON, err := out.AsJSON()
 		if err != nil {
 			return err
 		}
@@ -58,7 +59,7 @@ func spawnCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printActed(env.stdout, asJSON, "spawned", rt)
+		return act.PrintRuntime(env.stdout, asJSON, "spawned", rt)
 	}
 	return cmd
 }
@@ -91,7 +92,7 @@ func registerCmd(env *cliEnv) *cobra.Command {
 		"such a workspace is refused; stop leaves an unmanaged pane running). A workspace has one\n" +
 		"place: register a pane of another session under another workspace name."
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		asJSON, err := out.asJSON()
+		asJSON, err := out.AsJSON()
 		if err != nil {
 			return err
 		}
@@ -104,7 +105,7 @@ func registerCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printActed(env.stdout, asJSON, "registered", rt)
+		return act.PrintRuntime(env.stdout, asJSON, "registered", rt)
 	}
 	return cmd
 }
@@ -254,44 +255,6 @@ func heartbeatCmd(env *cliEnv) *cobra.Command {
 			return err
 		}
 		return tui.PrintRecord(env.stdout, asJSON, rep)
-	}
-	return cmd
-}
-
-// runtimeActionCmd is pause, resume or restart: POST /v1/runtimes/{id}/{verb}.
-func runtimeActionCmd(env *cliEnv, verb, short string) *cobra.Command {
-	var reason string
-	cmd := &cobra.Command{
-		Use:     verb + " RUNTIME_ID [--reason TEXT]",
-		Short:   short,
-		Example: "  nudge " + verb + " rt_mobile_core.reviewer --reason \"reviewing by hand\"",
-		Args:    exactArgs(1, "one RUNTIME_ID"),
-
-		ValidArgsFunction: firstArg(completeRuntimes(env)),
-	}
-	o := addClientFlags(cmd)
-	out := addActOutputFlags(cmd, env)
-	cmd.Flags().StringVar(&reason, "reason", "", "why (kept in the audit log)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		asJSON, err := out.asJSON()
-		if err != nil {
-			return err
-		}
-		c := o.client(env)
-		defer c.Close()
-		do := map[string]func() (api.Runtime, error){
-			"pause":   func() (api.Runtime, error) { return c.Pause(cmd.Context(), args[0], reason) },
-			"resume":  func() (api.Runtime, error) { return c.Resume(cmd.Context(), args[0], reason) },
-			"restart": func() (api.Runtime, error) { return c.Restart(cmd.Context(), args[0], reason) },
-		}[verb]
-		if verb == "restart" { // it can take seconds: say what is going on (stderr: stdout is the record)
-			fmt.Fprintf(env.stderr, "restarting %s: ending its program (C-c, then signals by pid), then launching it again...\n", args[0])
-		}
-		rt, err := do()
-		if err != nil {
-			return err
-		}
-		return printActed(env.stdout, asJSON, map[string]string{"pause": "paused", "resume": "resumed", "restart": "restarted"}[verb], rt)
 	}
 	return cmd
 }

@@ -6,12 +6,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/act"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
@@ -46,7 +46,7 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 	fs.DurationVar(&waitFor, "wait-timeout", 2*time.Minute, "with --wait or --wait-for: give up after this long")
 	until := fs.String("wait-for", "", "wait until the receipt is submitted, acked, closed, or has the agent's reply (reply)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		asJSON, err := out.asJSON()
+		asJSON, err := out.AsJSON()
 		if err != nil {
 			return err
 		}
@@ -67,7 +67,7 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 		req.AckTimeoutMS = ackTimeout.Milliseconds()
 		c := o.client(env)
 		defer c.Close()
-		if err := checkTarget(cmd.Context(), c, req.Workspace, req.Agent); err != nil {
+		if err := act.CheckTarget(cmd.Context(), c, req.Workspace, req.Agent); err != nil {
 			return err
 		}
 		t, err := c.Trigger(cmd.Context(), req)
@@ -75,70 +75,16 @@ func triggerCmd(env *cliEnv) *cobra.Command {
 			return err
 		}
 		if *until != "" {
-			return waitReceipt(cmd.Context(), env, c, receiptPrinter(asJSON, true), t.TriggerID, api.WaitFor(*until), waitFor, false)
+			return waitReceipt(cmd.Context(), env, c, act.ReceiptPrinter(asJSON, true), t.TriggerID, api.WaitFor(*until), waitFor, false)
 		}
 		if wait && !t.Closed {
 			if t, err = c.GetTrigger(cmd.Context(), t.TriggerID, waitFor); err != nil {
 				return err
 			}
 		}
-		return printReceipt(env.stdout, receiptPrinter(asJSON, true), t, wait)
+		return printReceipt(env.stdout, act.ReceiptPrinter(asJSON, true), t, wait)
 	}
 	return cmd
-}
-
-// checkTarget refuses, before anything is sent (and so stored), a trigger to an agent no
-// runtime of the workspace answers to, naming those a typo away: the daemon would store it
-// and fail it as UNMANAGED_RUNTIME (fallback required). It checks only what the caller
-// may list: a caller that sees no runtime at all (a token that may trigger but not read),
-// or none of the workspace and no workspace near its name, leaves the answer to the daemon.
-func checkTarget(ctx context.Context, c *api.Client, ws, agent string) error {
-	rts, err := c.Runtimes(ctx, "")
-	if err != nil || len(rts) == 0 {
-		return nil
-	}
-	var wss, names []string
-	for _, rt := range rts {
-		if rt.Status == nudge.StatusDeregistered {
-			continue
-		}
-		if rt.WorkspaceID != ws {
-			wss = append(wss, rt.WorkspaceID)
-			continue
-		}
-		if rt.Role == agent || rt.AgentID == agent {
-			return nil
-		}
-		names = append(names, rt.Role)
-		if rt.AgentID != rt.Role {
-			names = append(names, rt.AgentID)
-		}
-	}
-	slices.Sort(wss)
-	wss = slices.Compact(wss)
-	msg := "no runtime of workspace " + ws + " answers to --agent " + agent + nudge.Suggest(agent, names)
-	if len(names) == 0 {
-		// A workspace the caller sees nothing of may be one it may not see: only a typo of
-		// one it sees is refused here; the daemon answers the rest (FORBIDDEN, or a receipt).
-		near := nudge.Suggest(ws, wss)
-		if near == "" {
-			return nil
-		}
-		msg = "no runtime in workspace " + ws + near
-	}
-	return &api.Error{ErrorCode: nudge.UnmanagedRuntime, Message: tui.Printable(msg) +
-		": nothing was sent. `nudge ls` lists the runtimes; `nudge spawn` starts one"}
-}
-
-// receiptPrinter prints one receipt: JSON, its line (line: the trigger command's for a
-// person) or a table.
-func receiptPrinter(asJSON, line bool) func(io.Writer, api.Trigger) error {
-	return func(w io.Writer, t api.Trigger) error {
-		if line {
-			return printReceiptLine(w, asJSON, t)
-		}
-		return printTriggers(w, asJSON, t)
-	}
 }
 
 // printReceipt prints a receipt and says how the command exits: 1 for a failed trigger;
@@ -205,13 +151,13 @@ func receiptCmd(env *cliEnv) *cobra.Command {
 		c := o.client(env)
 		defer c.Close()
 		if *reply {
-			return waitReceipt(cmd.Context(), env, c, receiptPrinter(asJSON, false), args[0], api.WaitReply, wait, true)
+			return waitReceipt(cmd.Context(), env, c, act.ReceiptPrinter(asJSON, false), args[0], api.WaitReply, wait, true)
 		}
 		t, err := c.GetTrigger(cmd.Context(), args[0], wait)
 		if err != nil {
 			return err
 		}
-		return printReceipt(env.stdout, receiptPrinter(asJSON, false), t, wait > 0)
+		return printReceipt(env.stdout, act.ReceiptPrinter(asJSON, false), t, wait > 0)
 	}
 	return cmd
 }

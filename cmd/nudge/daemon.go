@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/agentrecord"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/demoagent"
 	"github.com/nudgehq/nudge/cmd/nudge/dialogs"
 	"github.com/nudgehq/nudge/cmd/nudge/doctor"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
@@ -229,22 +228,12 @@ func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 	return db, err
 }
 
-// selfExecutable is this program's path for the launch word "nudge" (panes.Config.Self),
-// "" when it is a test binary (which is no nudge).
-func selfExecutable() string {
-	exe, err := os.Executable()
-	if err != nil || strings.HasSuffix(exe, ".test") {
-		return ""
-	}
-	return exe
-}
-
 func registryConfig(cfg serveConfig, d *daemon, h *hooks) panes.Config {
 	c := cfg.Panes
 	c.Profiles, c.Env, c.Logger, c.LaunchPolicy = d.profiles, h.runtimeEnv, d.log, d.auth.Policy().LaunchPolicy
 	c.OnOutput, c.OnEvent, c.OnChange, c.OnFirstPrompt = h.onOutput, h.onEvent, h.onRuntimeChange, h.onFirstPrompt
 	if c.Self == "" {
-		c.Self = selfExecutable()
+		c.Self = demoagent.Self()
 	}
 	c.CheckPrompt = func(prompt string) error {
 		_, err := inject.Sanitize(prompt, cfg.Inject.MaxPrompt)

@@ -368,9 +368,13 @@ func unknownRuntime(id string) error {
 }
 
 // unknownRuntimeOf is unknownRuntime with the ids a typo away among the runtimes c may
-// see ("did you mean ..."): never one of a workspace c does not see, so the answer is the
-// same for an id that does not exist and for one c may not see.
+// see ("did you mean ..."): never one of a workspace c does not see, and none at all for
+// an id naming such a workspace, so the answer is the same for an id that does not exist
+// and for one c may not see.
 func unknownRuntimeOf(s *Server, c auth.Caller, id string) error {
+	if ws, _, ok := strings.Cut(strings.TrimPrefix(id, "rt_"), "."); ok && !c.Sees(ws) {
+		return unknownRuntime(id) // a workspace the caller may not see: nothing of it, nothing near it
+	}
 	var ids []string
 	for _, rt := range s.deps.Runtimes.List() {
 		if c.Sees(rt.WorkspaceID) {
