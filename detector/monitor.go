@@ -251,6 +251,17 @@ func (m *Monitor) Feed(runtimeID string, data []byte) {
 	}
 }
 
+// LastOutput is when the runtime's pane last printed (by the Monitor's clock); zero when
+// it has printed nothing since the Monitor began to watch it, or is not watched.
+func (m *Monitor) LastOutput(runtimeID string) time.Time {
+	if ps := m.get(runtimeID); ps != nil {
+		if n := ps.lastOut.Load(); n != 0 {
+			return time.Unix(0, n)
+		}
+	}
+	return time.Time{}
+}
+
 // Event takes a control-mode notification from a workspace's connection
 // (panes.Config.OnEvent). Same rules as Feed.
 func (m *Monitor) Event(workspace string, ev controlmode.Event) {

@@ -388,6 +388,12 @@ func (p *Pipeline) Progress(workspace, agent, thread string) {
 	p.lanes.loops.progress(prefix + thread)
 }
 
+// Blocked reports whether the loop guard holds thread of an agent (named by its role or
+// its agent_id), and why: a trigger on it would fail THREAD_AUTO_BLOCKED.
+func (p *Pipeline) Blocked(workspace, agent, thread string) (bool, string) {
+	return p.lanes.loops.blocked(p.lanes.agentKey(workspace, agent) + "\x00" + thread)
+}
+
 // Unblock lifts the loop guard of thread for every agent whose workspace allow accepts
 // (`nudge unblock THREAD` without --workspace and --agent) and returns the agents it
 // unblocked, as workspace/agent.

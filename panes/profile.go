@@ -105,8 +105,15 @@ type Profile struct {
 	// true without a Record and false with one (the record shows the turn).
 	AckHint bool
 	// Channel names the agent's own channel a prompt is handed over by instead of typed
-	// ("codex": Codex's app-server control socket), when it is there; "" = typed always.
+	// ("codex": Codex's app-server control socket; "claude": Claude Code's messaging
+	// socket), when it is there; "" = typed always.
 	Channel string
+	// ChannelFlag is the flag that opens the agent's channel at a path nudge chooses
+	// (Claude Code's "--messaging-socket-path"), given at a spawn when the agent's program
+	// reports ChannelSince or newer (`PROGRAM --version`); "" = none.
+	ChannelFlag string
+	// ChannelSince is the lowest version of the agent's program with ChannelFlag.
+	ChannelSince string
 	// Source is the file the profile was read from; "" = the embedded default.
 	Source string
 
@@ -142,10 +149,16 @@ type profileFile struct {
 	SessionIDFlag    string            `json:"session_id_flag"`
 	AckHint          *bool             `json:"ack_hint"`
 	Channel          string            `json:"channel"`
+	ChannelFlag      string            `json:"channel_flag"`
+	ChannelSince     string            `json:"channel_since"`
 }
 
-// ChannelCodex is Profile.Channel for Codex's app-server control socket.
-const ChannelCodex = "codex"
+// Values of Profile.Channel: Codex's app-server control socket, Claude Code's messaging
+// socket.
+const (
+	ChannelCodex  = "codex"
+	ChannelClaude = "claude"
+)
 
 // Values of Profile.ReadyOn.
 const (
@@ -277,7 +290,7 @@ func (f profileFile) profile() (Profile, error) {
 		AckSignals: f.AckSignals, SubmittedIsAck: f.SubmittedIsAck, SendsHeartbeats: f.SendsHeartbeats,
 		ResumeInteractive: f.ResumeInteract, DoneMarker: strings.TrimSpace(f.DoneMarker),
 		RestartOnExit: f.RestartOnExit, ReadyOn: f.ReadyOn, Record: f.Record, SessionIDFlag: f.SessionIDFlag,
-		AckHint: f.Record == "", Channel: f.Channel,
+		AckHint: f.Record == "", Channel: f.Channel, ChannelFlag: f.ChannelFlag, ChannelSince: f.ChannelSince,
 	}
 	if f.AckHint != nil {
 		p.AckHint = *f.AckHint
@@ -348,8 +361,16 @@ func (p *Profile) finish() error {
 	if p.SessionIDFlag != "" && !strings.HasPrefix(p.SessionIDFlag, "-") {
 		return fmt.Errorf("session_id_flag %q: want a flag such as --session-id", p.SessionIDFlag)
 	}
-	if p.Channel != "" && p.Channel != ChannelCodex {
-		return fmt.Errorf("channel %q: want %q or none", p.Channel, ChannelCodex)
+	if p.Channel != "" && p.Channel != ChannelCodex && p.Channel != ChannelClaude {
+		return fmt.Errorf("channel %q: want %q, %q or none", p.Channel, ChannelCodex, ChannelClaude)
+	}
+	if p.ChannelFlag != "" && (!strings.HasPrefix(p.ChannelFlag, "-") || p.Channel == "") {
+		return fmt.Errorf("channel_flag %q: want a flag such as --messaging-socket-path, with a channel", p.ChannelFlag)
+	}
+	if p.ChannelSince != "" {
+		if _, ok := parseVersion(p.ChannelSince); !ok {
+			return fmt.Errorf("channel_since %q: want a version such as 2.1.224", p.ChannelSince)
+		}
 	}
 	if p.Record != "" {
 		if _, err := record.Lookup(p.Record); err != nil {

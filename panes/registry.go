@@ -45,6 +45,9 @@ type Config struct {
 	// demo profile's `nudge demo-agent`), so that the demo runs the daemon's own binary
 	// whether or not it is on PATH; "" means the "nudge" found on PATH.
 	Self string
+	// ChannelDir is the directory (0700, the daemon's own) where an agent whose profile
+	// has a ChannelFlag opens its channel socket (ChannelSocket); "" = no such channel.
+	ChannelDir string
 	// SweepInterval is the reconciliation sweep period; 0 means 5s.
 	SweepInterval time.Duration
 	// CrashLoopFailures deaths within CrashLoopWindow mark a runtime failed; 0 means 3

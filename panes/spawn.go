@@ -120,6 +120,11 @@ func (l *launcher) prepareSpawn(req SpawnRequest) (rt nudge.Runtime, argv []stri
 		rt.SessionID = newSessionID()
 		argv = slices.Insert(argv, 1, prof.SessionIDFlag, rt.SessionID)
 	}
+	if len(req.Argv) == 0 && len(argv) > 0 {
+		if extra := l.channelArgs(prof, rt.RuntimeID, argv[0]); extra != nil {
+			argv = slices.Insert(argv, 1, extra...)
+		}
+	}
 	return rt, argv, prompt, nil
 }
 

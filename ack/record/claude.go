@@ -103,7 +103,10 @@ type claudeLine struct {
 	Timestamp   string  `json:"timestamp"`
 	IsMeta      bool    `json:"isMeta"`
 	IsSidechain bool    `json:"isSidechain"`
-	Message     *struct {
+	Origin      *struct {
+		Kind string `json:"kind"`
+	} `json:"origin"`
+	Message *struct {
 		Role       string          `json:"role"`
 		Content    json.RawMessage `json:"content"`
 		StopReason *string         `json:"stop_reason"`
@@ -136,7 +139,9 @@ func (Claude) Parse(dst []Event, st *State, line []byte) ([]Event, error) {
 		return dst, nil
 	}
 	switch {
-	case *l.Type == "user" && m.Role == "user" && !l.IsMeta:
+	case *l.Type == "user" && m.Role == "user" && (!l.IsMeta || l.Origin != nil && l.Origin.Kind == "peer"):
+		// A message given through the session's messaging socket (nudge's channel) is
+		// recorded as meta, from a peer: it is a prompt all the same.
 		text, tool := claudeText(m.Content)
 		if tool || text == "" {
 			return dst, nil

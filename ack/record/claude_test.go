@@ -116,3 +116,27 @@ func TestClaudeLocate(t *testing.T) {
 		t.Fatalf("by id: got %q %v, want %q", got, err, p)
 	}
 }
+
+// A prompt given through the session's messaging socket is recorded as meta from a peer
+// (Claude Code 2.1.224 and later): it is a user message; other meta lines stay none.
+func TestClaudePeerMessage(t *testing.T) {
+	lines := []string{
+		`{"type":"user","sessionId":"s","isMeta":true,"origin":{"kind":"peer","from":"uds:x"},"uuid":"u","message":{"role":"user","content":"Another Claude session sent a message:\n[BRIDGE_TRIGGER id=t1 thread=- reason=trigger] hi [/BRIDGE_TRIGGER]"}}`,
+		`{"type":"user","sessionId":"s","isMeta":true,"origin":{"kind":"system"},"message":{"role":"user","content":"reminder"}}`,
+	}
+	var st State
+	var evs []Event
+	for _, l := range lines {
+		st.Line++
+		evs, _ = Claude{}.Parse(evs, &st, []byte(l))
+	}
+	var users []string
+	for _, e := range evs {
+		if e.Kind == UserMessage {
+			users = append(users, e.Text)
+		}
+	}
+	if len(users) != 1 || !bytes.Contains([]byte(users[0]), []byte("[BRIDGE_TRIGGER id=t1 ")) {
+		t.Fatalf("user messages %q", users)
+	}
+}

@@ -77,7 +77,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		act.ActionCommand(acts, "resume", "let a paused runtime's triggers go"), act.StopCommand(acts),
 		act.ActionCommand(acts, "restart", "start a runtime's program again (after failed or exited)"),
 		deregisterCmd(env))
-	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), auditCmd(env),
+	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), unreadCmd(env), auditCmd(env),
 		eventsCmd(env))
 	add("operator", append([]*cobra.Command{watchCmd(env), attachCmd(env), switchCmd(env)}, dialogs.Commands(dialogs.CLI{Usage: usagef, Stdout: env.stdout,
 		WithClient: func(c *cobra.Command) func() *api.Client {

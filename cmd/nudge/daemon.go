@@ -25,6 +25,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/profiling"
 	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
+	"github.com/nudgehq/nudge/cmd/nudge/wake"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
@@ -45,6 +46,7 @@ type daemon struct {
 	hub      *eventstream.Hub
 	auth     *auth.Authority
 	profiles map[string]panes.Profile
+	chanDir  string // the agents' channel sockets (agentchannel.Dir; "" = off)
 	acks     *ack.Tracker
 	dlg      *dialogs.Answerer    // answers agents' dialogs (API, CLI, MCP, workspace policy)
 	rec      *agentrecord.Watcher // the agents' own records, where their profiles name one
@@ -53,6 +55,7 @@ type daemon struct {
 	mon      *detector.Monitor
 	pipe     *inject.Pipeline
 	sched    *inject.Scheduler
+	wake     *wake.Waker // wake policies: quiet, unread, dormant
 	obs      *observe.Observer
 	notify   *notify.Notifier // tmux messages and --notify-command
 	api      *server.Server
@@ -87,6 +90,10 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	doctor.ProfileOverrides(cfg.ProfileDir, d.profiles).Log(d.log)
+	if d.chanDir, err = agentchannel.Dir(cfg.StateDir); err != nil {
+		d.log.Warn("agents' channel sockets are off: prompts to Claude Code are typed", "error", err)
+		err = nil
+	}
 	d.acks = ack.NewTracker(ack.TrackerConfig{Signals: h.ackSignals, Working: h.recordWorking, RecordLive: h.recordLive,
 		SyncRecord: h.recordSync})
 	if d.tmux, err = doctor.CheckTmux(ctx, cfg.Panes, d.log); err != nil {
@@ -108,6 +115,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	d.rec = agentrecord.New(agentrecord.Config{Profiles: d.profiles, Acks: d.acks, Runtimes: d.reg, Logger: d.log.Named("record"), Reply: h.onReply})
 	d.dlg = openDialogs(d)
 	d.sched = inject.NewScheduler(d.pipe, cfg.Schedule)
+	d.wake = openWake(cfg, d)
 	if d.obs, err = openObserver(d); err != nil {
 		return nil, err
 	}
@@ -125,6 +133,19 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	}
 	d.log.Info("serving", "socket", cfg.Socket, "state_dir", cfg.StateDir, "tmux_socket", tmuxServerName(cfg.Panes), "version", version)
 	return d, nil
+}
+
+// openWake is the wake room: prompts to agents nobody prompted (quiet, unread, dormant),
+// submitted into the pipeline like any trigger, each sent or skipped one audited.
+func openWake(cfg serveConfig, d *daemon) *wake.Waker {
+	wc := cfg.Wake
+	wc.Logger = d.log.Named("wake")
+	return wake.New(wc, wake.Deps{Runtimes: d.reg, Screens: d.mon, Triggers: d.pipe,
+		Audit: func(r nudge.AuditRecord) {
+			if _, err := d.db.AppendAudit(r); err != nil {
+				d.log.Error("audit", "event", r.Event, "err", err)
+			}
+		}})
 }
 
 // openDialogs is the dialogs room: agents' approval dialogs read from the monitor's
@@ -174,6 +195,9 @@ func (d *daemon) Close() error {
 		}
 		closeIf(d.api != nil, func() error { return d.api.Close() })
 		closeIf(d.sched != nil, func() error { return d.sched.Close() }) // it submits into the pipeline: first
+		if d.wake != nil {
+			d.wake.Close() // so does it
+		}
 		// The record watcher and the dialogs answer into the pipeline and tmux: they stop first.
 		d.rec.Close()
 		d.dlg.Close()
@@ -231,6 +255,7 @@ func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 func registryConfig(cfg serveConfig, d *daemon, h *hooks) panes.Config {
 	c := cfg.Panes
 	c.Profiles, c.Env, c.Logger, c.LaunchPolicy = d.profiles, h.runtimeEnv, d.log, d.auth.Policy().LaunchPolicy
+	c.ChannelDir = d.chanDir
 	c.OnOutput, c.OnEvent, c.OnChange, c.OnFirstPrompt = h.onOutput, h.onEvent, h.onRuntimeChange, h.onFirstPrompt
 	if c.Self == "" {
 		c.Self = demoagent.Self()
@@ -298,7 +323,7 @@ func openPipeline(cfg serveConfig, d *daemon, h *hooks) (*inject.Pipeline, error
 	}
 	p, err := inject.New(ic, inject.Deps{
 		Store: d.db, Runtimes: d.reg, Conn: conn, Gates: d.mon,
-		Acks: d.acks, Fallback: d.chain, OnChange: h.onTriggerChange, Channel: &agentchannel.Channels{Profiles: d.profiles},
+		Acks: d.acks, Fallback: d.chain, OnChange: h.onTriggerChange, Channel: &agentchannel.Channels{Profiles: d.profiles, Dir: d.chanDir},
 	})
 	if err != nil {
 		return nil, err
@@ -315,7 +340,7 @@ func openServer(cfg serveConfig, d *daemon) (*server.Server, error) {
 		Auth: d.auth, Tokens: d.auth, Policy: d.auth.Policy(),
 		Runtimes: d.reg, Panes: d.reg, Triggers: d.pipe, Acks: d.acks, Store: d.db, Schedules: d.sched,
 		Events: d.hub, Metrics: d.obs,
-		Dialogs: d.dlg,
+		Dialogs: d.dlg, Heads: d.wake,
 	})
 }
 

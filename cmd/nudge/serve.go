@@ -20,6 +20,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
+	"github.com/nudgehq/nudge/cmd/nudge/wake"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
@@ -47,6 +48,7 @@ type serveConfig struct {
 	Inject   inject.Config          // defer and hold, breaker, rate limit, loop guard, prompt size, typing, acks
 	Chain    ack.ChainConfig        // resume attempts, staleness, launch grace (the crash loop is Panes')
 	Schedule inject.SchedulerConfig // seed 004's gaps
+	Wake     wake.Config            // wake policies: quiet, unread, dormant (seed 000 §8.4, seed 004)
 	Auth     auth.Config            // the shared token, peer uids, --require-token, policy, runtime tokens
 	Server   server.Config          // the metrics address, the shutdown deadline
 	Events   eventstream.Config     // the kept window of /v1/events (Keep, MaxAge)
@@ -61,7 +63,7 @@ func defaultServeConfig() serveConfig {
 		StateDir: defaultStateDir(), ProfileDir: profiles, PackDir: packs,
 		StatusLine: true, LogLevel: "info", LogFormat: "text", StoreCheckTimeout: store.DefaultCheckTimeout,
 		Panes: panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
-		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Auth: auth.DefaultConfig(),
+		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Wake: wake.DefaultConfig(), Auth: auth.DefaultConfig(),
 		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
 		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(),
 	}
@@ -176,7 +178,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.IntVar(&c.Events.Keep, "events-keep", c.Events.Keep, "events kept for /v1/events?since= replay (the newest)")
 	fs.DurationVar(&c.Events.MaxAge, "events-max-age", c.Events.MaxAge, "events older than this are dropped from the replay window")
 	fs.Int64Var(&c.Events.MaxBytes, "events-max-bytes", c.Events.MaxBytes, "the kept events' size bound in bytes (a trigger's event holds its prompt)")
-	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR, or failed; a trigger failed)")
+	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR, failed, or finished its task; a trigger failed)")
 	fs.DurationVar(&c.Notify.Timeout, "notify-timeout", c.Notify.Timeout, "a --notify-command run longer than this is killed (its process group)")
 	fs.IntVar(&c.Notify.MaxRunning, "notify-max", c.Notify.MaxRunning, "--notify-command runs at once; a notification beyond them is dropped (counted, logged)")
 	fs.Var(listFlag{&c.Notify.KeepEnv}, "notify-env", "pass this variable of the daemon's environment to --notify-command although its name looks like a credential's (*_API_KEY, *_TOKEN, *_SECRET, *_PASSWORD, ...: those are not passed); repeatable")
@@ -186,6 +188,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&in.SubmitQuiet, "submit-quiet", in.SubmitQuiet, "quiet after Enter before checking that the prompt left the composer")
 	fs.DurationVar(&in.SubmitTimeout, "submit-timeout", in.SubmitTimeout, "longest wait for output after Enter before that check")
 	fs.DurationVar(&c.Schedule.MinGap, "schedule-gap", c.Schedule.MinGap, "least time between two scheduled prompts to one agent (seed 004)")
+	wakeFlags(fs, &c.Wake)
 	fs.DurationVar(&c.Server.ShutdownTimeout, "shutdown-timeout", c.Server.ShutdownTimeout, "how long shutdown waits for requests in flight")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile here (benchmarks)")
 	fs.StringVar(&c.Trace, "trace", "", "write an execution trace here (benchmarks)")
@@ -193,6 +196,18 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.MarkHidden("cpuprofile")      //nolint:errcheck // defined just above
 	fs.MarkHidden("profile-windows") //nolint:errcheck // defined just above
 	fs.MarkHidden("trace")           //nolint:errcheck // defined just above
+}
+
+// wakeFlags are the serve flags of the wake policies (docs/wake.md).
+func wakeFlags(fs *pflag.FlagSet, w *wake.Config) {
+	fs.DurationVar(&w.Quiet, "wake-quiet", w.Quiet, "prompt a READY agent whose pane printed nothing for this long (e.g. 15m; 0: off)")
+	fs.DurationVar(&w.Unread, "wake-unread", w.Unread, "prompt an agent whose read cursor has lagged a thread head (POST /v1/threads/{id}/head) this long (0: off)")
+	fs.DurationVar(&w.Dormant, "wake-dormant", w.Dormant, "prompt an agent that sent heartbeats and has sent none for this long (0: off)")
+	fs.DurationVar(&w.Gap, "wake-gap", w.Gap, "least time between two wake prompts to one workspace (seed 004)")
+	fs.DurationVar(&w.Every, "wake-every", w.Every, "how often the wake policies are checked")
+	fs.StringVar(&w.QuietPrompt, "wake-quiet-prompt", "", "the quiet policy's prompt (default: ask for a progress report)")
+	fs.StringVar(&w.UnreadPrompt, "wake-unread-prompt", "", "the unread policy's prompt (the threads and the agent's cursor are added)")
+	fs.StringVar(&w.DormantPrompt, "wake-dormant-prompt", "", "the dormant policy's prompt (default: ask for a status report)")
 }
 
 // deliveryFlags are the serve flags of a trigger's delivery and a runtime's life.
@@ -261,6 +276,9 @@ func (c *serveConfig) complete() error {
 		return errors.New("durations must be positive")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return errors.New("--log-format must be text or json")
+	}
+	if err := c.Wake.Validate(); err != nil {
+		return err
 	}
 	if err := c.LLM.Validate(); err != nil {
 		return err

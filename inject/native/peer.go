@@ -31,3 +31,7 @@ func peerUID(c net.Conn, get func(fd int) (int, error)) error {
 	}
 	return nil
 }
+
+// PeerIsMe checks that the process at the other end of the unix socket c runs as this
+// process's uid (peer credentials on Linux, macOS and FreeBSD; elsewhere nil).
+func PeerIsMe(c net.Conn) error { return peerIsMe(c) }

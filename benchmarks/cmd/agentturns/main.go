@@ -16,6 +16,10 @@
 // Replies print the ACK_TRIGGER marker unless -marker=false (the default with
 // -interval: the receipts then rest on the agent's own session record). For Codex,
 // -floor messages then go through its own channel (`codex queue`) for comparison.
+// NAME:keys runs NAME with its profile's channel switched off (a profile override), so
+// that a prompt handed over the agent's own channel and a typed one compare in one run:
+//
+//	go run ./benchmarks/cmd/agentturns -agent claude,claude:keys -n 20
 //
 // The CLIs are found as NUDGE_TEST_<AGENT>, else .cache/npm/node_modules/.bin, else PATH.
 // -record DIR saves each pane's %output stream (package streamrec) into DIR.
@@ -75,9 +79,10 @@ func main() {
 	}
 	failed := false
 	for _, a := range strings.Split(*agents, ",") {
-		r := &run{agent: a, n: *n, nudge: bin, record: *record, timeout: *timeout, ackTimeout: *ackTimeout,
+		a, mode, _ := strings.Cut(a, ":")
+		r := &run{agent: a, keys: mode == "keys", n: *n, nudge: bin, record: *record, timeout: *timeout, ackTimeout: *ackTimeout,
 			interval: *interval, replyDelay: *replyDelay, marker: *marker, floor: *floor, stories: *stories}
-		if err := r.do(filepath.Join(dir, a)); err != nil {
+		if err := r.do(filepath.Join(dir, r.label())); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", a, err)
 			failed = true
 		}
@@ -128,6 +133,7 @@ type run struct {
 	timeout, ackTimeout  time.Duration
 	interval, replyDelay time.Duration
 	marker, stories      bool
+	keys                 bool            // the profile's channel switched off: every prompt typed
 	env                  []string        // the CLI's environment (HOME, its own configuration)
 	span                 time.Duration   // the first trigger sent → the last one's POST answered
 	answered             []time.Duration // each POST /v1/triggers → its answer
@@ -207,12 +213,16 @@ func (r *run) do(dir string) error {
 // serve starts tmux and `nudge serve`; stop ends both and every process of the HOME.
 func (r *run) serve(root string, env []string) (stop func(), err error) {
 	r.sock = filepath.Join(r.dir, "api.sock")
-	r.tmuxSock = fmt.Sprintf("agentturns-%d-%s", os.Getpid(), r.agent)
+	r.tmuxSock = fmt.Sprintf("agentturns-%d-%s", os.Getpid(), strings.ReplaceAll(r.label(), ":", "-"))
 	logf, err := os.Create(filepath.Join(r.dir, "daemon.log"))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(r.nudge, "serve", "--tmux-socket", r.tmuxSock, "--tmux-config", os.DevNull,
+	profiles, err := r.profileDir()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(r.nudge, "serve", "--tmux-socket", r.tmuxSock, "--tmux-config", os.DevNull, "--profile-dir", profiles,
 		"--state-dir", filepath.Join(r.dir, "state"), "--socket", r.sock, "--root", root,
 		"--ack-timeout", r.ackTimeout.String(), "--rate-limit", "1000000/min", "--loop-turns", "1000000", "--loop-repeats", "1000000")
 	cmd.Env = append(os.Environ(), env...)
@@ -323,4 +333,38 @@ func killHome(home string) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+}
+
+// label is the run's name in the output: the agent, with ":keys" when its channel is off.
+func (r *run) label() string {
+	if r.keys {
+		return r.agent + ":keys"
+	}
+	return r.agent
+}
+
+// profileDir is the daemon's --profile-dir: empty, or with -agent NAME:keys the module's
+// own profile of NAME without its channel.
+func (r *run) profileDir() (string, error) {
+	dir := filepath.Join(r.dir, "profiles")
+	if err := os.MkdirAll(dir, 0o700); err != nil || !r.keys {
+		return dir, err
+	}
+	mod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || len(bytes.TrimSpace(mod)) == 0 {
+		return "", fmt.Errorf("NAME:keys reads the module's profiles: run from inside the nudge module")
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(string(bytes.TrimSpace(mod))), "panes", "profiles", r.agent+".json"))
+	if err != nil {
+		return "", err
+	}
+	var prof map[string]any
+	if err := json.Unmarshal(b, &prof); err != nil {
+		return "", err
+	}
+	delete(prof, "channel")
+	delete(prof, "channel_flag")
+	delete(prof, "channel_since")
+	out, _ := json.MarshalIndent(prof, "", "  ")
+	return dir, os.WriteFile(filepath.Join(dir, r.agent+".json"), out, 0o600)
 }

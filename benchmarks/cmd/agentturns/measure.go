@@ -155,7 +155,7 @@ func (r *run) printSummary(sent int, reqs []standin.Request, t *tally) {
 		mode = fmt.Sprintf("every %v", r.interval)
 	}
 	fmt.Printf("%s: %d triggers %s, replies after %v, marker %v; sent over %v, POST answered p50 %v p95 %v\n",
-		r.agent, sent, mode, r.replyDelay, r.marker, r.span.Round(time.Millisecond), pct(r.answered, 50), pct(r.answered, 95))
+		r.label(), sent, mode, r.replyDelay, r.marker, r.span.Round(time.Millisecond), pct(r.answered, 50), pct(r.answered, 95))
 	fmt.Printf("  submitted %d  acked %d (%s)  backend %s  replied %d (reply holds its id: %d)  model got %d prompts other than once\n",
 		t.submitted, t.acked, counts(t.signals), counts(t.backends), t.replied, t.replyHolds, t.notOnce)
 	calls := 0

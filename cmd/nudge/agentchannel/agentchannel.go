@@ -1,7 +1,8 @@
 // Package agentchannel decides, per runtime, whether a trigger is handed to the agent
 // through the agent's own channel (its profile's `channel`) rather than typed into its
 // pane, and does it: for "codex", Codex's app-server control socket in the runtime's
-// CODEX_HOME, with the session id nudge read from its record. It implements
+// CODEX_HOME, with the session id nudge read from its record; for "claude", the
+// messaging socket nudge opened for the session at launch (Dir). It implements
 // inject.Channel; it keeps no state and starts no goroutine.
 package agentchannel
 
@@ -27,6 +28,7 @@ const BackendCodex = "codex_app_server"
 // Channels is the inject.Channel of the daemon.
 type Channels struct {
 	Profiles map[string]panes.Profile
+	Dir      string              // panes.Config.ChannelDir: the agents' channel sockets ("" = none)
 	Version  string              // nudge's, in the client info the agent logs
 	Getenv   func(string) string // the daemon's environment (nil: os.Getenv)
 }
@@ -38,6 +40,9 @@ type Channels struct {
 // there or refuses, inject.ErrNoChannel (the prompt is typed).
 func (c *Channels) Deliver(ctx context.Context, rt nudge.Runtime, text string) (string, error) {
 	prof, ok := c.Profiles[rt.Agent]
+	if ok && prof.Channel == panes.ChannelClaude && rt.Host == "" {
+		return c.claude(ctx, rt, text)
+	}
 	switch {
 	case !ok || prof.Channel != panes.ChannelCodex:
 		return "", inject.ErrNoChannel

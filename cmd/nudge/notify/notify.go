@@ -1,6 +1,7 @@
 // Package notify tells people when an agent wants them (seed 002's notifications): when a
 // runtime becomes READY, NEEDS_CONFIRMATION or ERROR (its screen says so, or its program
-// failed), and when a trigger fails. Each such
+// failed), when its program finished its task (status exited: exit status 0 or its
+// profile's done marker, seed 003), and when a trigger fails. Each such
 // event is shown with tmux display-message to the clients attached to the workspace's
 // session (through the daemon's control connection) and, if configured, given to a user
 // command as JSON on its stdin.
@@ -241,8 +242,15 @@ func (n *Notifier) message(v *view) string {
 		id, st := v.Runtime.RuntimeID, v.Runtime.Status
 		prev, known := n.status[id]
 		n.status[id] = st
-		if st != "failed" || prev == "failed" || !known {
-			return "" // a runtime failed before the daemon started is not news
+		if st != "failed" && st != "exited" || prev == st || !known {
+			return "" // a runtime failed or done before the daemon started is not news
+		}
+		if st == "exited" { // its task is done (seed 003): exit status 0, or its done marker
+			how := "its done marker"
+			if e := v.Runtime.ExitStatus; e != nil && *e == 0 {
+				how = "exit status 0"
+			}
+			return "nudge: " + roleOf(id) + " (" + v.Workspace + ") finished its task (" + how + ")"
 		}
 		msg := "nudge: " + roleOf(id) + " (" + v.Workspace + ") failed"
 		if e := v.Runtime.ExitStatus; e != nil {

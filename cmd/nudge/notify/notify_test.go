@@ -313,6 +313,37 @@ func TestMessages(t *testing.T) {
 	}
 }
 
+// A completed task is a notification, not only an event (seed 003: exit status 0 or the
+// profile's done marker leave the runtime exited). Before, only failed was.
+func TestMessagesTaskDone(t *testing.T) {
+	n := &Notifier{readiness: map[string]string{}, status: map[string]string{}, failed: map[string]struct{}{}}
+	zero, three := 0, 3
+	rt := func(id, status string, exit *int) *view {
+		v := &view{Type: "runtime", Workspace: "w"}
+		v.Runtime = &runtimeView{id, status, exit}
+		return v
+	}
+	for i, tt := range []struct {
+		v    *view
+		want string
+	}{
+		{rt("rt_w.old", "exited", &zero), ""}, // done before the daemon started: not news
+		{rt("rt_w.old", "exited", &zero), ""},
+		{rt("rt_w.rev", "ready", nil), ""},
+		{rt("rt_w.rev", "exited", &zero), "nudge: rev (w) finished its task (exit status 0)"},
+		{rt("rt_w.rev", "exited", &zero), ""}, // once
+		{rt("rt_w.dev", "ready", nil), ""},
+		{rt("rt_w.dev", "exited", &three), "nudge: dev (w) finished its task (its done marker)"},
+		{rt("rt_w.qa", "starting", nil), ""},
+		{rt("rt_w.qa", "exited", nil), "nudge: qa (w) finished its task (its done marker)"},
+		{rt("rt_w.qa", "offline", nil), ""}, // stopped by hand, or crashed: not a completion
+	} {
+		if got := n.message(tt.v); got != tt.want {
+			t.Errorf("#%d: got %q, want %q", i, got, tt.want)
+		}
+	}
+}
+
 // The command gets none of the credentials the daemon's environment holds for the agents
 // (a model provider's key, a forge's token), only those named in KeepEnv, and the rest of
 // the environment (a webhook URL, PATH). Before, it got them all.
@@ -395,4 +426,19 @@ func TestNoDisplayWhileNobodyAttached(t *testing.T) {
 	if got := n.Sent(); got != 2 {
 		t.Fatalf("sent %d once the list went stale, want 2 (listed again)", got)
 	}
+}
+
+// A runtime whose task completed runs the command with its event (the daemon's typed
+// record), as a failure does.
+func TestTaskDoneRunsTheCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "events.ndjson")
+	t.Setenv("NOTIFY_OUT", out)
+	h := openHub(t)
+	n := New(Config{Command: `cat >> "$NOTIFY_OUT"`}, h, nil)
+	defer n.Close()
+	zero := 0
+	h.Publish(events.Event{Type: "runtime", Workspace: "w1", Runtime: nudge.Runtime{RuntimeID: "rt_w1.dev", Status: nudge.StatusReady}})
+	h.Publish(events.Event{Type: "runtime", Workspace: "w1", Runtime: nudge.Runtime{RuntimeID: "rt_w1.dev", Status: nudge.StatusExited, ExitStatus: &zero}})
+	want := append(lastOf(h).JSON(), '\n')
+	waitFor(t, "the notification", func() bool { b, _ := os.ReadFile(out); return bytes.Equal(b, want) })
 }

@@ -30,6 +30,13 @@ type Deps struct {
 	Events    Events
 	Metrics   Metrics
 	Dialogs   Dialogs // nil: POST /v1/runtimes/{id}/answer answers 503
+	Heads     Heads   // nil: POST /v1/threads/{id}/head answers 503
+}
+
+// Heads keeps threads' newest messages for the unread wake policy (satisfied by
+// *wake.Waker).
+type Heads interface {
+	Head(workspace, agent, thread, head string) (nudge.Runtime, error)
 }
 
 // Dialogs answers an agent's approval dialog (satisfied by *dialogs.Answerer).

@@ -47,6 +47,7 @@ func (s *Server) Handler() http.Handler {
 	h("POST /v1/triggers/{id}/ack", auth.VerbAck, trig.handleAck)
 	h("POST /v1/triggers/{id}/force", auth.VerbAdmin, trig.handleForce)
 	h("POST /v1/threads/{id}/unblock", auth.VerbAdmin, trig.handleUnblock)
+	h("POST /v1/threads/{id}/head", auth.VerbTrigger, trig.handleThreadHead)
 	h("GET /v1/events", auth.VerbRead, s.handleEvents)
 	h("GET /v1/audit", auth.VerbRead, audit.handleAudit)
 	h("GET /v1/schedules", auth.VerbRead, audit.handleListSchedules)

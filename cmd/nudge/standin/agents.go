@@ -79,6 +79,15 @@ func setupClaude(home, root, url string) ([]string, error) {
 	if err := os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600); err != nil {
 		return nil, err
 	}
+	// Tool calls are put to the operator (newer releases default to an automatic mode
+	// that decides them itself).
+	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o700); err != nil {
+		return nil, err
+	}
+	settings := `{"permissions": {"defaultMode": "default", "disableAutoMode": "disable"}, "disableAutoMode": "disable"}`
+	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(settings), 0o600); err != nil {
+		return nil, err
+	}
 	return []string{
 		"ANTHROPIC_BASE_URL=" + url,
 		"ANTHROPIC_API_KEY=" + key,

@@ -1,0 +1,127 @@
+package panes
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// ChannelSocket is where the channel socket of runtime id lives in dir (Config.ChannelDir):
+// a short name, so that the path stays within a socket address's ~100 bytes.
+func ChannelSocket(dir, runtimeID string) string {
+	sum := sha256.Sum256([]byte(runtimeID))
+	return filepath.Join(dir, hex.EncodeToString(sum[:8])+".sock")
+}
+
+// channelArgs returns the flag and path that open prof's channel for rt at launch, or nil
+// when the profile has none, Config.ChannelDir is off, the workspace is on another host,
+// the path would be too long, or the agent's program does not report ChannelSince or
+// newer.
+func (l *launcher) channelArgs(prof Profile, runtimeID, program string) []string {
+	if prof.ChannelFlag == "" || l.cfg.ChannelDir == "" || l.cfg.SSHHost != "" {
+		return nil
+	}
+	path := ChannelSocket(l.cfg.ChannelDir, runtimeID)
+	if len(path) > maxSocketPath {
+		return nil
+	}
+	if prof.ChannelSince != "" && !programAtLeast(program, prof.ChannelSince) {
+		return nil
+	}
+	return []string{prof.ChannelFlag, path}
+}
+
+// maxSocketPath is the longest socket path every platform binds (sun_path is 104 bytes
+// on the BSDs and macOS, with its NUL).
+const maxSocketPath = 100
+
+// version is a dotted release number, compared part by part.
+type version []int
+
+var versionRE = regexp.MustCompile(`\b(\d+)\.(\d+)\.(\d+)\b`)
+
+// parseVersion reads the first x.y.z in s.
+func parseVersion(s string) (version, bool) {
+	m := versionRE.FindStringSubmatch(s)
+	if m == nil {
+		return nil, false
+	}
+	v := make(version, 3)
+	for i := range v {
+		n, err := strconv.Atoi(m[i+1])
+		if err != nil {
+			return nil, false
+		}
+		v[i] = n
+	}
+	return v, true
+}
+
+func (v version) atLeast(w version) bool {
+	for i := range v {
+		if v[i] != w[i] {
+			return v[i] > w[i]
+		}
+	}
+	return true
+}
+
+// programAtLeast reports whether program (found on PATH) prints a version of min or newer
+// to --version. The answer is kept per file (path, size, time), so each build of the
+// agent's program is asked once.
+func programAtLeast(program, min string) bool {
+	want, ok := parseVersion(min)
+	if !ok {
+		return false
+	}
+	have, ok := programVersion(program)
+	return ok && have.atLeast(want)
+}
+
+var versions sync.Map // versionKey → version (nil: none read)
+
+type versionKey struct {
+	path string
+	size int64
+	mod  time.Time
+}
+
+func programVersion(program string) (version, bool) {
+	path, err := exec.LookPath(program)
+	if err != nil {
+		return nil, false
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, false
+	}
+	key := versionKey{path, fi.Size(), fi.ModTime()}
+	if v, ok := versions.Load(key); ok {
+		return v.(version), v.(version) != nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--version")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.WaitDelay = time.Second
+	// Only what finds the program and its home: nothing of the daemon's own environment.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() == nil {
+			versions.Store(key, version(nil)) // it ran and failed: this build has no --version
+		}
+		return nil, false
+	}
+	v, _ := parseVersion(out.String())
+	versions.Store(key, v)
+	return v, v != nil
+}

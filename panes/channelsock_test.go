@@ -1,0 +1,58 @@
+package panes
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseVersion(t *testing.T) {
+	for _, c := range []struct {
+		out, min string
+		ok       bool
+	}{
+		{"2.1.332 (Claude Code)", "2.1.224", true},
+		{"2.1.197 (Claude Code)", "2.1.224", false},
+		{"claude 3.0.0", "2.1.224", true},
+		{"2.1.224", "2.1.224", true},
+		{"2.10.1", "2.9.99", true},
+		{"no version here", "2.1.224", false},
+	} {
+		have, ok := parseVersion(c.out)
+		want, _ := parseVersion(c.min)
+		if got := ok && have.atLeast(want); got != c.ok {
+			t.Errorf("%q ≥ %s: got %v, want %v", c.out, c.min, got, c.ok)
+		}
+	}
+}
+
+// channelArgs gives the flag only to a program that reports the version that has it, on
+// this machine, with a socket path short enough to bind.
+func TestChannelArgs(t *testing.T) {
+	bin := t.TempDir()
+	for name, ver := range map[string]string{"newcli": "2.1.332 (Claude Code)", "oldcli": "2.1.197 (Claude Code)"} {
+		os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\necho '"+ver+"'\n"), 0o755)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	prof := Profile{Channel: ChannelClaude, ChannelFlag: "--messaging-socket-path", ChannelSince: "2.1.224"}
+	l := &launcher{cfg: &Config{ChannelDir: "/tmp/nudge-0/abcd"}}
+	got := l.channelArgs(prof, "rt_ws.dev", "newcli")
+	if len(got) != 2 || got[0] != "--messaging-socket-path" || got[1] != ChannelSocket("/tmp/nudge-0/abcd", "rt_ws.dev") {
+		t.Fatalf("new CLI: %q", got)
+	}
+	if got := l.channelArgs(prof, "rt_ws.dev", "oldcli"); got != nil {
+		t.Errorf("old CLI: %q", got)
+	}
+	if got := l.channelArgs(prof, "rt_ws.dev", "missingcli"); got != nil {
+		t.Errorf("missing CLI: %q", got)
+	}
+	l.cfg.SSHHost = "far"
+	if got := l.channelArgs(prof, "rt_ws.dev", "newcli"); got != nil {
+		t.Errorf("remote workspace: %q", got)
+	}
+	l.cfg.SSHHost, l.cfg.ChannelDir = "", "/"+strings.Repeat("d", 90)
+	if got := l.channelArgs(prof, "rt_ws.dev", "newcli"); got != nil {
+		t.Errorf("path too long: %q", got)
+	}
+}
