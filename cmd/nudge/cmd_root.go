@@ -68,16 +68,13 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 			root.AddCommand(c)
 		}
 	}
-	acts := act.CLI{WithClient: func(c *cobra.Command) func() *api.Client {
-		o := addClientFlags(c)
-		return func() *api.Client { return o.client(env) }
-	}, Usage: usagef, Stdout: env.stdout, Stderr: env.stderr, Complete: completeRuntimes(env), CompleteFirst: firstArg(completeRuntimes(env))}
+	acts := actCLI(env)
 	add("agents", spawnCmd(env), registerCmd(env), lsCmd(env), statusCmd(env), tailCmd(env), heartbeatCmd(env),
 		act.ActionCommand(acts, "pause", "hold triggers for a runtime until resume"),
 		act.ActionCommand(acts, "resume", "let a paused runtime's triggers go"), act.StopCommand(acts),
 		act.ActionCommand(acts, "restart", "start a runtime's program again (after failed or exited)"),
 		deregisterCmd(env))
-	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), unreadCmd(env), auditCmd(env),
+	add("triggers", act.TriggerCommand(acts), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), unreadCmd(env), auditCmd(env),
 		eventsCmd(env))
 	add("operator", append([]*cobra.Command{watchCmd(env), attachCmd(env), switchCmd(env)}, dialogs.Commands(dialogs.CLI{Usage: usagef, Stdout: env.stdout,
 		WithClient: func(c *cobra.Command) func() *api.Client {
@@ -343,6 +340,15 @@ func (o *clientOpts) client(env *cliEnv) *api.Client {
 type outputOpts struct {
 	format string
 	json   bool
+}
+
+// actCLI is what the commands that act (package act) need from package main.
+func actCLI(env *cliEnv) act.CLI {
+	return act.CLI{WithClient: func(c *cobra.Command) func() *api.Client {
+		o := addClientFlags(c)
+		return func() *api.Client { return o.client(env) }
+	}, Usage: usagef, Stdout: env.stdout, Stderr: env.stderr, Stdin: env.stdin, Complete: completeRuntimes(env),
+		CompleteFirst: firstArg(completeRuntimes(env)), Pending: func(msg string) error { return &pendingError{msg} }}
 }
 
 // addActOutputFlags is -o of a command that acts (act.Output).

@@ -20,6 +20,8 @@ type CLI struct {
 	Stdout, Stderr io.Writer
 	Complete       cobra.CompletionFunc // runtime ids
 	CompleteFirst  cobra.CompletionFunc // one runtime id, the first argument
+	Stdin          io.Reader
+	Pending        func(msg string) error // an error that exits 3: still pending when the wait ended
 }
 
 // StopCommand is `nudge stop RUNTIME_ID... | --workspace WS`.
