@@ -36,6 +36,13 @@ type Config struct {
 	// NoOutput adds the no-output client flag: an event- and command-only connection
 	// that receives no pane output.
 	NoOutput bool
+	// IgnoreSize adds the ignore-size client flag (tmux >= 3.2): the client never counts
+	// when tmux sizes a window, so a viewer (the web view's terminal) never resizes what a
+	// person at a terminal sees. false leaves tmux's default.
+	IgnoreSize bool
+	// ReadOnly adds the read-only client flag: tmux refuses the client's commands that
+	// change anything (capture-pane still works). false leaves tmux's default.
+	ReadOnly bool
 	// SSHHost, if set, runs everything as `ssh -T -- SSHHost '<quoted tmux argv>'`.
 	// "" means tmux runs locally.
 	SSHHost string

@@ -37,6 +37,12 @@ func (c *Config) attachArgs() []string {
 	if c.NoOutput {
 		flags = append(flags, "no-output")
 	}
+	if c.IgnoreSize {
+		flags = append(flags, "ignore-size")
+	}
+	if c.ReadOnly {
+		flags = append(flags, "read-only")
+	}
 	if len(flags) > 0 {
 		a = append(a, "-f", strings.Join(flags, ","))
 	}

@@ -70,6 +70,7 @@ type paneState struct {
 	confirmAt time.Time // last fallback list-clients query
 	llm       llmAsk    // the LLM classifier's last question and answer (llm_live.go)
 	intake    intake    // nudge's prompt the agent has not shown it took yet (intake.go)
+	snap      Snapshot  // what the captures showed (snapshot.go)
 }
 
 func (m *Monitor) newPane(rt nudge.Runtime) *paneState {
@@ -176,6 +177,9 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 		return err
 	}
 	m.scanSessionID(ps, rt, sc.text)
+	if snap := ps.snapshotOf(sc.text, m.cfg.Now()); m.cfg.OnSnapshot != nil {
+		m.cfg.OnSnapshot(ps.id, snap)
+	}
 	pack := m.packFor(rt)
 	if pack == nil {
 		return nil

@@ -81,7 +81,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 			o := addClientFlags(c)
 			return func() *api.Client { return o.client(env) }
 		}})...)...)
-	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
+	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), webCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
 	root.AddCommand(demoagent.Command(usagef))
 	root.SetHelpCommandGroupID("daemon")
 	root.SetCompletionCommandGroupID("daemon")

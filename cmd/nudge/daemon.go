@@ -25,7 +25,9 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/profiling"
 	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
+	"github.com/nudgehq/nudge/cmd/nudge/statusfiles"
 	"github.com/nudgehq/nudge/cmd/nudge/wake"
+	"github.com/nudgehq/nudge/cmd/nudge/web"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
@@ -57,8 +59,10 @@ type daemon struct {
 	sched    *inject.Scheduler
 	wake     *wake.Waker // wake policies: quiet, unread, dormant
 	obs      *observe.Observer
-	notify   *notify.Notifier // tmux messages and --notify-command
+	notify   *notify.Notifier    // tmux messages and --notify-command
+	status   *statusfiles.Writer // the status files other tools read (seed 002); nil with --status-files=false
 	api      *server.Server
+	web      *web.Server // nil unless serve --web
 	hooks    *hooks
 
 	closeOnce sync.Once
@@ -122,17 +126,39 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	nc := cfg.Notify
 	nc.Session, nc.Logger = d.reg.SessionOf, d.log.Named("notify")
 	d.notify = notify.New(nc, d.hub, d.reg) // fed by the hub, shown through the registry's connections
+	d.status = openStatusFiles(cfg, d)
 
 	h.ready.Store(true) // after every room above: a hook that sees ready sees them all
 	for _, rt := range d.reg.List() {
 		d.rec.Runtime(rt) // the records of the agents running already
 	}
 	d.auth.Start(tokenRuntimes{d.reg})
+	if d.web, err = openWeb(cfg, d); err != nil {
+		return nil, err
+	}
 	if d.api, err = openServer(cfg, d); err != nil {
 		return nil, err
 	}
 	d.log.Info("serving", "socket", cfg.Socket, "state_dir", cfg.StateDir, "tmux_socket", tmuxServerName(cfg.Panes), "version", version)
 	return d, nil
+}
+
+// openStatusFiles is the status files room (seed 002's status store): fed by the hub's
+// runtime, readiness and trigger events and by the monitor's captures (hooks.onSnapshot).
+func openStatusFiles(cfg serveConfig, d *daemon) *statusfiles.Writer {
+	if !cfg.StatusFiles.On {
+		return nil
+	}
+	sc := cfg.StatusFiles.Config
+	sc.StateDir, sc.Runtimes, sc.Logger = cfg.StateDir, d.reg.List, d.log.Named("statusfiles")
+	w, err := statusfiles.Open(sc, d.hub)
+	if err != nil {
+		// A status directory that is not ours (a symlink, another owner) is never written
+		// through; the daemon runs without the files rather than not at all.
+		d.log.Error("status files off: their directory cannot be used", "dir", statusfiles.Dir(cfg.StateDir), "err", err)
+		return nil
+	}
+	return w
 }
 
 // openWake is the wake room: prompts to agents nobody prompted (quiet, unread, dormant),
@@ -169,7 +195,17 @@ func (d *daemon) Run(ctx context.Context) error {
 		return nil
 	case err := <-d.api.Err():
 		return err
+	case err := <-d.webErr():
+		return fmt.Errorf("web view: %w", err)
 	}
+}
+
+// webErr is the web view's listener failure; nil (never ready) when it is off.
+func (d *daemon) webErr() <-chan error {
+	if d.web == nil {
+		return nil
+	}
+	return d.web.Err()
 }
 
 // Close stops the rooms in reverse order of their dependencies: the token renewal and the
@@ -193,6 +229,7 @@ func (d *daemon) Close() error {
 				errs = append(errs, c())
 			}
 		}
+		closeIf(d.web != nil, func() error { return d.web.Close() }) // its streams end first
 		closeIf(d.api != nil, func() error { return d.api.Close() })
 		closeIf(d.sched != nil, func() error { return d.sched.Close() }) // it submits into the pipeline: first
 		if d.wake != nil {
@@ -205,6 +242,9 @@ func (d *daemon) Close() error {
 		closeIf(d.chain != nil, func() error { return d.chain.Close() })
 		closeIf(d.mon != nil, func() error { return d.mon.Close() })
 		closeIf(d.reg != nil, func() error { return d.reg.Close() })
+		if d.status != nil {
+			d.status.Close() // after the registry: its last changes are written
+		}
 		if d.db != nil {
 			// Every open trigger is in the store, and no write-behind write was left
 			// behind by a failing disk (its creates are replayed from the create log, but a
@@ -289,6 +329,7 @@ func openMonitor(cfg serveConfig, d *daemon, h *hooks) (*detector.Monitor, error
 	// A prompt queued in the agent is acked by heartbeats only after the agent took it up.
 	mc.OnDequeue = func(id string) { d.acks.Dequeued(id, time.Now()) }
 	mc.OnLLM = h.onLLM
+	mc.OnSnapshot = h.onSnapshot
 	if mc.LLM, err = cfg.LLM.New(); err != nil {
 		return nil, err
 	}
@@ -336,12 +377,21 @@ func openServer(cfg serveConfig, d *daemon) (*server.Server, error) {
 	sc := cfg.Server
 	sc.Socket, sc.Version, sc.Logger, sc.Paths, sc.Tmux = cfg.Socket, version, d.log, daemonPaths(cfg), d.tmux
 	sc.RecordsUnread = d.rec.Degraded
-	return server.Open(sc, server.Deps{
+	return server.Open(sc, serverDeps(d))
+}
+
+// serverDeps is what the API's handlers consume, on the socket and behind the web view.
+func serverDeps(d *daemon) server.Deps {
+	deps := server.Deps{
 		Auth: d.auth, Tokens: d.auth, Policy: d.auth.Policy(),
 		Runtimes: d.reg, Panes: d.reg, Triggers: d.pipe, Acks: d.acks, Store: d.db, Schedules: d.sched,
 		Events: d.hub, Metrics: d.obs,
 		Dialogs: d.dlg, Heads: d.wake,
-	})
+	}
+	if d.web != nil {
+		deps.Web = d.web
+	}
+	return deps
 }
 
 // daemonPaths are the paths /v1/health reports (doctor checks them), made absolute:

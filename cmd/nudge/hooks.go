@@ -90,6 +90,14 @@ func (h *hooks) onLLM(c detector.LLMCall) {
 	}
 }
 
+// onSnapshot tells the status files of a capture the monitor took (its hash, and how long
+// the screen has been stable). It runs on the pane's goroutine.
+func (h *hooks) onSnapshot(runtimeID string, s detector.Snapshot) {
+	if h.ready.Load() && h.d.status != nil {
+		h.d.status.Snapshot(runtimeID, s)
+	}
+}
+
 func (h *hooks) onReadiness(runtimeID string, c detector.Classification, busy bool) {
 	ws := eventWorkspace(h.d.reg, runtimeID)
 	d := eventstream.Readiness{RuntimeID: runtimeID, Readiness: c.State, Summary: c.Summary,

@@ -20,7 +20,9 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
+	"github.com/nudgehq/nudge/cmd/nudge/statusfiles"
 	"github.com/nudgehq/nudge/cmd/nudge/wake"
+	"github.com/nudgehq/nudge/cmd/nudge/web"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/panes"
@@ -55,6 +57,15 @@ type serveConfig struct {
 	Notify   notify.Config          // --notify-command, its timeout and pool; tmux messages
 	LLM      classifier.Config      // the optional LLM classifier
 	Keep     retention.Config       // what the store keeps: --retain, the audit archive, compaction
+	Web      web.Config             // the web view: --web ADDR, TLS, origins
+	// StatusFiles: the status files under <state-dir>/workers (--status-files, --status-history)
+	StatusFiles statusFilesConfig
+}
+
+// statusFilesConfig is the status files room's part: on or off, and its Config.
+type statusFilesConfig struct {
+	On bool
+	statusfiles.Config
 }
 
 func defaultServeConfig() serveConfig {
@@ -65,7 +76,8 @@ func defaultServeConfig() serveConfig {
 		Panes: panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
 		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Wake: wake.DefaultConfig(), Auth: auth.DefaultConfig(),
 		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
-		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(),
+		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(), Web: web.DefaultConfig(),
+		StatusFiles: statusFilesConfig{On: true, Config: statusfiles.DefaultConfig()},
 	}
 }
 
@@ -165,6 +177,8 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	deliveryFlags(fs, c)
 	fs.StringVar(&c.Orchestrator, "orchestrator", "", "WS/ROLE of the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane")
 	fs.BoolVar(&c.StatusLine, "status-line", c.StatusLine, "show [role: STATE] in the status line of nudge's tmux sessions")
+	fs.BoolVar(&c.StatusFiles.On, "status-files", c.StatusFiles.On, "keep a status file per runtime and one for the fleet under <state-dir>/workers (readable while the daemon is down)")
+	fs.IntVar(&c.StatusFiles.History, "status-history", c.StatusFiles.History, "readiness and status changes each runtime's status file keeps")
 	fs.BoolVar(&c.Monitor.BindKeys, "bind-keys", c.Monitor.BindKeys, "install the root-table Any binding that reports human keys at once (nudge's own server)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "trace, debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
@@ -172,6 +186,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.TokenFile, "api-token-file", "", "read the --api-token secret from this file (mode 0600, owned by you)")
 	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
 	retention.Flags(fs, &c.Keep)
+	webFlags(fs, &c.Web)
 	authFlags(fs, &c.Auth)
 	classifier.Flags(fs, &c.LLM)
 	fs.DurationVar(&c.Monitor.LLMSettle, "llm-settle", c.Monitor.LLMSettle, "how long a screen the packs cannot classify must stay unchanged before the LLM classifier is asked about it")
@@ -232,6 +247,8 @@ func deliveryFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.IntVar(&p.CrashLoopFailures, "crash-loop", p.CrashLoopFailures, "failures within --crash-window that make a crash loop")
 	fs.DurationVar(&p.CrashLoopWindow, "crash-window", p.CrashLoopWindow, "crash loop window")
 	fs.DurationVar(&p.RestartMaxDelay, "restart-max-delay", p.RestartMaxDelay, "most time between a crash and its automatic restart (the wait doubles with each crash of a recovery)")
+	fs.DurationVar(&p.Retention, "runtime-retention", p.Retention, "a runtime offline, failed or exited this long (and not being restarted) is dropped from the fleet (nudge ls --all still shows it); negative: never")
+	fs.DurationVar(&p.ClosedGrace, "closed-grace", p.ClosedGrace, "a worker window a human closes is recreated, but closed again within this time it is dropped, not recreated; negative: always recreate")
 	fs.DurationVar(&p.RecoveryDeadline, "recovery-deadline", p.RecoveryDeadline, "a runtime still crashing this long after its first crash is failed")
 	fs.DurationVar(&p.StartTimeout, "start-timeout", p.StartTimeout, "a starting agent that has not shown READY by then is failed (a profile's start_timeout wins)")
 	fs.DurationVar(&p.StopTimeout, "stop-timeout", p.StopTimeout, "how long nudge stop sends C-c before it signals the pane's processes (SIGHUP, SIGTERM, SIGKILL)")
@@ -282,6 +299,11 @@ func (c *serveConfig) complete() error {
 	}
 	if err := c.LLM.Validate(); err != nil {
 		return err
+	}
+	if c.Web.Addr != "" {
+		if err := c.Web.Validate(); err != nil {
+			return err
+		}
 	}
 	if hclog.LevelFromString(c.LogLevel) == hclog.NoLevel {
 		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", c.LogLevel)

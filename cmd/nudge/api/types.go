@@ -67,6 +67,23 @@ type Runtime struct {
 	QueueDepth int `json:"queue_depth"`
 }
 
+// Stray is one pane of GET /v1/unmanaged: a pane in a workspace's session that no runtime
+// claims (a window opened there by hand), until `nudge register --target PANE_ID` adopts
+// it (panes.Stray).
+type Stray struct {
+	WorkspaceID string    `json:"workspace_id"`
+	Host        string    `json:"host,omitempty"`
+	TmuxSession string    `json:"tmux_session"`
+	TmuxWindow  string    `json:"tmux_window"`
+	WindowIndex int       `json:"window_index"`
+	TmuxPane    int       `json:"tmux_pane"`
+	PaneID      string    `json:"pane_id"`
+	Target      string    `json:"target"`
+	Command     string    `json:"command"`
+	PID         int       `json:"pid,omitempty"`
+	SeenAt      time.Time `json:"seen_at"`
+}
+
 // SpawnRequest is POST /v1/runtimes: start an agent in a new pane of a workspace.
 type SpawnRequest struct {
 	Workspace   string   `json:"workspace"`

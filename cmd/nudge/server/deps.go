@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/inject"
@@ -31,12 +32,18 @@ type Deps struct {
 	Metrics   Metrics
 	Dialogs   Dialogs // nil: POST /v1/runtimes/{id}/answer answers 503
 	Heads     Heads   // nil: POST /v1/threads/{id}/head answers 503
+	Web       Web     // nil: POST /v1/web/pair answers 503 (the web view is off)
 }
 
 // Heads keeps threads' newest messages for the unread wake policy (satisfied by
 // *wake.Waker).
 type Heads interface {
 	Head(workspace, agent, thread, head string) (nudge.Runtime, error)
+}
+
+// Web makes pairing links of the web view (satisfied by *web.Server).
+type Web interface {
+	Pair(c auth.Caller, req api.WebPairRequest) (api.WebPairing, error)
 }
 
 // Dialogs answers an agent's approval dialog (satisfied by *dialogs.Answerer).
@@ -93,10 +100,11 @@ type Runtimes interface {
 	HostOf(workspace string) string
 }
 
-// Panes reads a runtime's pane: its last lines, cleaned for display and redacted
-// (satisfied by *panes.Registry).
+// Panes reads a runtime's pane: its last lines, cleaned for display and redacted; and
+// lists the panes no runtime claims (satisfied by *panes.Registry).
 type Panes interface {
 	Tail(ctx context.Context, rt nudge.Runtime, lines int) (panes.Screen, error)
+	Unmanaged() []panes.Stray
 }
 
 // Triggers is the trigger pipeline (satisfied by *inject.Pipeline).
@@ -129,6 +137,8 @@ type Store interface {
 	Audit(f store.AuditFilter) ([]nudge.AuditRecord, error)
 	VerifyAudit() (int, error)
 	ListSchedules() ([]nudge.Schedule, error)
+	// ListRuntimes lists every runtime record, the deregistered (collected) ones too.
+	ListRuntimes() ([]nudge.Runtime, error)
 }
 
 // Schedules adds and removes periodic prompts (satisfied by *inject.Scheduler).

@@ -33,6 +33,7 @@ func (s *Server) Handler() http.Handler {
 	h("POST /v1/runtimes", auth.VerbSpawn, rts.handleSpawn)
 	h("POST /v1/runtimes/register", auth.VerbSpawn, rts.handleRegister)
 	h("GET /v1/runtimes/{id}", auth.VerbRead, rts.handleGetRuntime)
+	h("GET /v1/unmanaged", auth.VerbRead, rts.handleUnmanaged)
 	h("DELETE /v1/runtimes/{id}", auth.VerbSpawn, rts.handleDeregister)
 	h("POST /v1/runtimes/{id}/stop", auth.VerbSpawn, life.handleStop)
 	h("POST /v1/runtimes/{id}/restart", auth.VerbSpawn, life.handleRestart)
@@ -58,6 +59,7 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/tokens", auth.VerbAdmin, tokens.handleListTokens)
 	h("DELETE /v1/tokens/{id}", auth.VerbAdmin, tokens.handleRevokeToken)
 	h("POST /v1/tokens/rotate-key", auth.VerbAdmin, tokens.handleRotateKey)
+	h("POST /v1/web/pair", auth.VerbAdmin, tokens.handleWebPair)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, &api.Error{ErrorCode: nudge.NotFound, Message: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})

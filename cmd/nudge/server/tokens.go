@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 )
@@ -65,4 +66,27 @@ func (a tokensAPI) handleRotateKey(w http.ResponseWriter, r *http.Request, c aut
 type newToken struct {
 	Token string `json:"token"`
 	auth.Issued
+}
+
+// handleWebPair is POST /v1/web/pair: a one-time link that pairs a browser with the web
+// view, its device token issued on the caller's behalf (never broader than the caller).
+func (a tokensAPI) handleWebPair(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
+	if s.deps.Web == nil {
+		s.fail(w, r, &api.Error{ErrorCode: nudge.Unavailable, Message: "the web view is off: start the daemon with nudge serve --web 127.0.0.1:8088"})
+		return
+	}
+	var b api.WebPairRequest
+	if err := s.decodeOptional(w, r, &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p, err := s.deps.Web.Pair(c, b)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.auditCall(r, c, "web_pairing_created", "", auth.SingleWorkspace(p.Workspaces), fmt.Sprintf("link for %s: verbs %s, workspaces %s, link expires %s",
+		p.Subject, strings.Join(p.Verbs, ","), strings.Join(p.Workspaces, ","), p.ExpiresAt.UTC().Format(time.RFC3339)))
+	writeJSON(w, http.StatusCreated, p)
 }

@@ -51,8 +51,14 @@ func serveMessages(s *Server, w http.ResponseWriter, r *http.Request) {
 	for i, m := range in.Messages {
 		ms[i] = msg{role: m.Role, text: contentText(m.Content), toolCall: m.Role == "assistant" && hasBlock(m.Content, "tool_use")}
 	}
-	if n := len(in.Messages); n > 0 && in.Messages[n-1].Role == "user" {
-		req.ToolResult = hasBlock(in.Messages[n-1].Content, "tool_result")
+	// A tool's result since the model's last message, perhaps followed by more messages
+	// the CLI adds after it (newer Claude Code releases add a "system" one), ends the
+	// conversation.
+	for i := len(in.Messages) - 1; i >= 0 && in.Messages[i].Role != "assistant"; i-- {
+		if in.Messages[i].Role == "user" && hasBlock(in.Messages[i].Content, "tool_result") {
+			req.ToolResult = true
+			break
+		}
 	}
 	req.Prompt, req.History = turn(ms)
 	reply := s.take(req)

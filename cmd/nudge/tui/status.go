@@ -163,3 +163,10 @@ func StaleNote(written, now time.Time) string {
 	return fmt.Sprintf("STALE: the daemon is not running; the last known state, as the store held it at %s (%s ago). Start it: nudge serve",
 		written.Format(time.RFC3339), Ago(written, now))
 }
+
+// StaleFilesNote is the line printed under a status read from the daemon's status files
+// (its socket did not answer): what it is and how old.
+func StaleFilesNote(written, now time.Time) string {
+	return fmt.Sprintf("STALE: the daemon is not running (its socket does not answer); the last known state, from its status files written at %s (%s ago). Start it: nudge serve",
+		written.Format(time.RFC3339), Ago(written, now))
+}

@@ -1,0 +1,367 @@
+// nudge's web view. Plain JavaScript, no dependencies. Everything an agent wrote (its
+// screen, its replies, its dialogs) is put on the page as text (textContent), never as
+// markup.
+'use strict';
+
+const S = {
+  who: null, rts: new Map(), trig: new Map(), story: new Map(),
+  es: null, loaded: false, queue: [], page: null, term: null, dirty: false, lastSeq: 0,
+};
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const k of kids.flat()) {
+    if (k === null || k === undefined || k === false) continue;
+    e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  }
+  return e;
+}
+
+async function api(method, path, body) {
+  const opt = { method, credentials: 'same-origin', headers: {} };
+  if (body !== undefined) { opt.headers['Content-Type'] = 'application/json'; opt.body = JSON.stringify(body); }
+  const r = await fetch('/api' + path, opt);
+  let data = null;
+  try { data = await r.json(); } catch (_) { /* empty body */ }
+  if (!r.ok) {
+    const e = new Error((data && data.message) || r.statusText);
+    e.status = r.status; e.code = data && data.error_code;
+    throw e;
+  }
+  return data;
+}
+
+const may = (verb) => !!S.who && (S.who.verbs || []).includes(verb);
+const clip = (s, n) => (s && s.length > n ? s.slice(0, n) + '…' : s || '');
+const when = (t) => (t ? new Date(t).toLocaleTimeString() : '');
+
+// ---- pairing ----
+
+function pairPage() {
+  const code = location.hash.slice(1);
+  history.replaceState(null, '', '/pair'); // the code leaves the address bar at once
+  const main = document.getElementById('main');
+  const msg = el('p', { id: 'pair-msg', class: 'muted' });
+  const btn = el('button', { id: 'pair', class: 'primary', onclick: async () => {
+    btn.disabled = true;
+    try {
+      const r = await fetch('/pair', { method: 'POST', credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ code }) });
+      const d = await r.json().catch(() => ({}));
+      if (!r.ok) throw new Error(d.message || r.statusText);
+      location.replace('/');
+    } catch (e) { msg.textContent = e.message; msg.className = 'err'; }
+  } }, 'Pair this browser');
+  main.replaceChildren(el('section', { class: 'panel' },
+    el('h3', {}, 'Pair this browser with nudge'),
+    el('p', {}, 'This one-time link gives this browser a device token (kept in a cookie no script can read). ',
+      'Revoke it any time with ', el('code', {}, 'nudge token revoke'), '.'),
+    code ? btn : el('p', { class: 'err' }, 'This link has no code: run nudge web pair again.'), msg));
+}
+
+function unpaired(why) {
+  if (S.es) { S.es.close(); S.es = null; }
+  setLive(false);
+  document.getElementById('who').textContent = '';
+  document.getElementById('main').replaceChildren(el('section', { class: 'panel', id: 'unpaired' },
+    el('h3', {}, 'This browser is not paired'),
+    el('p', {}, why || ''),
+    el('p', {}, 'On the machine running nudge: ', el('code', {}, 'nudge web pair --scope answer'), ', then open the link it prints here.')));
+}
+
+// ---- state ----
+
+function newer(old, cur) {
+  return !old || !cur.updated_at || !old.updated_at || cur.updated_at >= old.updated_at;
+}
+
+function note(rid, text) {
+  if (!rid) return;
+  const l = S.story.get(rid) || [];
+  l.unshift({ at: new Date().toISOString(), text });
+  if (l.length > 100) l.length = 100;
+  S.story.set(rid, l);
+}
+
+function putRuntime(rt) {
+  const old = S.rts.get(rt.runtime_id);
+  if (!newer(old, rt)) return;
+  if (old && old.status !== rt.status) note(rt.runtime_id, 'status ' + old.status + ' → ' + rt.status);
+  if (old && old.paused !== rt.paused) note(rt.runtime_id, rt.paused ? 'paused' : 'resumed');
+  if (old && (old.dialog && old.dialog.dialog_id) !== (rt.dialog && rt.dialog.dialog_id)) {
+    note(rt.runtime_id, rt.dialog ? 'dialog: ' + rt.dialog.title : 'dialog closed');
+  }
+  S.rts.set(rt.runtime_id, Object.assign({}, old || {}, rt));
+}
+
+function putTrigger(t) {
+  const old = S.trig.get(t.trigger_id);
+  if (!newer(old, t)) return;
+  if (!old || old.state !== t.state) note(t.runtime_id, 'trigger ' + t.trigger_id + ' ' + t.state + (t.error_code ? ' ' + t.error_code : ''));
+  S.trig.set(t.trigger_id, t);
+}
+
+function apply(ev) {
+  if (ev.seq) S.lastSeq = ev.seq;
+  switch (ev.type) {
+    case 'runtime': if (ev.runtime) putRuntime(ev.runtime); break;
+    case 'trigger': if (ev.trigger) putTrigger(ev.trigger); break;
+    case 'readiness': {
+      const d = ev.detail || {}, rt = S.rts.get(d.runtime_id);
+      if (rt && rt.readiness !== d.readiness) note(d.runtime_id, 'readiness ' + rt.readiness + ' → ' + d.readiness);
+      if (rt) Object.assign(rt, { readiness: d.readiness, operator_busy: d.operator_busy, summary: d.summary });
+      break;
+    }
+    case 'reply': {
+      const d = ev.detail || {};
+      note(d.runtime_id, 'reply to ' + d.trigger_id);
+      api('GET', '/v1/triggers/' + encodeURIComponent(d.trigger_id)).then((t) => { S.trig.set(t.trigger_id, t); render(); }).catch(() => {});
+      break;
+    }
+    case 'alert': case 'fallback': {
+      const d = ev.detail || {};
+      note(d.runtime_id, ev.type + ': ' + (d.message || d.kind || d.backend || ''));
+      break;
+    }
+  }
+  render();
+}
+
+async function load() {
+  const [rts, ts] = await Promise.all([api('GET', '/v1/runtimes'), api('GET', '/v1/triggers?newest=1&limit=300')]);
+  for (const rt of rts) putRuntime(rt);
+  for (const t of ts) putTrigger(t);
+  S.loaded = true;
+  for (const ev of S.queue.splice(0)) apply(ev);
+  render();
+}
+
+function setLive(on) { document.getElementById('live').className = 'dot' + (on ? ' on' : ''); }
+
+function connect() {
+  const es = new EventSource('/api/v1/events');
+  S.es = es;
+  es.onopen = () => { setLive(true); if (!S.loaded) load().catch(fatal); };
+  es.onmessage = (m) => {
+    let ev;
+    try { ev = JSON.parse(m.data); } catch (_) { return; }
+    if (S.loaded) apply(ev); else S.queue.push(ev);
+  };
+  es.onerror = () => {
+    setLive(false);
+    // The browser reconnects by itself and resumes (Last-Event-ID). A stream it gave up
+    // on (its events expired from the daemon's window, the daemon was away long) starts
+    // again from a fresh read of the state; a refused token ends it.
+    api('GET', '/v1/whoami').then(() => {
+      if (es.readyState !== EventSource.CLOSED || S.es !== es) return;
+      S.loaded = false; S.queue = [];
+      setTimeout(connect, 1000);
+    }).catch((e) => { if (e.status === 401) unpaired(e.message); });
+  };
+}
+
+function fatal(e) {
+  if (e.status === 401) return unpaired(e.message);
+  document.getElementById('main').replaceChildren(el('p', { class: 'err' }, String(e.message || e)));
+}
+
+// ---- views ----
+
+// render draws once per frame however many events came; a page the browser gives no
+// frames (a hidden tab) still draws, at the timer's pace.
+function render() {
+  if (S.dirty) return;
+  S.dirty = true;
+  const go = () => { if (S.dirty) { S.dirty = false; draw(); } };
+  requestAnimationFrame(go);
+  setTimeout(go, 100);
+}
+
+function route() {
+  const m = location.hash.match(/^#\/rt\/(.+)$/);
+  return m ? { page: 'runtime', id: decodeURIComponent(m[1]) } : { page: 'fleet' };
+}
+
+function draw() {
+  if (!S.loaded) return;
+  const r = route();
+  if (r.page === 'runtime') return drawRuntime(r.id);
+  closeTerm();
+  S.page = 'fleet';
+  drawFleet();
+}
+
+function triggersOf(id) {
+  return [...S.trig.values()].filter((t) => t.runtime_id === id).sort((a, b) => (a.created_at < b.created_at ? 1 : -1));
+}
+
+function queueOf(id) { return triggersOf(id).filter((t) => !t.closed && t.state !== 'acked' && t.state !== 'failed').length; }
+
+function stateBadge(t) { return el('span', { class: 'badge ' + t.state, 'data-state': t.state }, t.state + (t.error_code ? ' ' + t.error_code : '')); }
+
+function drawFleet() {
+  const groups = new Map();
+  for (const rt of S.rts.values()) {
+    if (!groups.has(rt.workspace_id)) groups.set(rt.workspace_id, []);
+    groups.get(rt.workspace_id).push(rt);
+  }
+  const out = [];
+  for (const ws of [...groups.keys()].sort()) {
+    const cards = groups.get(ws).sort((a, b) => a.role.localeCompare(b.role)).map(fleetCard);
+    out.push(el('h2', {}, ws), el('div', { class: 'grid' }, cards));
+  }
+  if (!out.length) out.push(el('p', { class: 'muted' }, 'No runtimes this token may see.'));
+  document.getElementById('main').replaceChildren(el('div', { id: 'fleet' }, out));
+}
+
+function fleetCard(rt) {
+  const last = triggersOf(rt.runtime_id)[0];
+  return el('a', { class: 'card', href: '#/rt/' + encodeURIComponent(rt.runtime_id), 'data-runtime': rt.runtime_id },
+    el('div', { class: 'row' },
+      el('span', { class: 'name' }, rt.role), el('span', { class: 'muted small' }, rt.agent),
+      el('span', { class: 'badge' }, rt.status),
+      el('span', { class: 'badge ' + rt.readiness, 'data-readiness': rt.readiness }, rt.readiness || '?'),
+      rt.paused && el('span', { class: 'badge', 'data-paused': '' }, 'paused'),
+      rt.operator_busy && el('span', { class: 'badge BUSY' }, 'operator typing'),
+      rt.dialog && el('span', { class: 'badge dialog', 'data-dialog': rt.dialog.dialog_id }, 'dialog waits')),
+    el('div', { class: 'row small muted' }, 'queue ', el('span', { 'data-queue': '' }, String(queueOf(rt.runtime_id)))),
+    last ? el('div', { class: 'row small', 'data-last': last.trigger_id }, stateBadge(last),
+      el('span', { class: 'clip' }, clip(last.reply || last.prompt, 90)))
+      : el('div', { class: 'small muted' }, 'no receipt yet'));
+}
+
+// The runtime page is built once per visit; its parts are redrawn in place so what the
+// operator is typing (a reason, a prompt) is never lost.
+function drawRuntime(id) {
+  const rt = S.rts.get(id);
+  const main = document.getElementById('main');
+  if (!rt) { main.replaceChildren(el('p', { class: 'muted' }, 'No runtime ' + id + ' (or not yours to see).')); return; }
+  if (S.page !== 'runtime:' + id) {
+    closeTerm();
+    S.page = 'runtime:' + id;
+    main.replaceChildren(el('div', { id: 'runtime', 'data-runtime': id },
+      el('p', {}, el('a', { href: '#/' }, '← fleet')),
+      el('div', { id: 'rt-head' }), el('section', { id: 'dialog', class: 'panel', hidden: true }),
+      el('div', { id: 'controls' }), el('section', { class: 'panel' }, el('h3', {}, 'Triggers'), el('div', { id: 'triggers' })),
+      el('section', { class: 'panel' }, el('h3', {}, 'Story'), el('ul', { id: 'story', class: 'story' })),
+      terminalPanel(rt)));
+    drawControls(rt);
+  }
+  drawHead(rt);
+  drawDialog(rt);
+  document.getElementById('pause').hidden = rt.paused;
+  document.getElementById('resume').hidden = !rt.paused;
+  document.getElementById('triggers').replaceChildren(...triggersOf(id).slice(0, 50).map((t) =>
+    el('div', { class: 'trig', 'data-trigger': t.trigger_id },
+      el('div', { class: 'row small' }, stateBadge(t), el('span', { class: 'muted' }, t.trigger_id + ' · ' + when(t.created_at))),
+      el('pre', {}, clip(t.prompt, 2000)),
+      t.reply && el('div', {}, el('span', { class: 'muted small' }, 'reply'), el('pre', { class: 'reply' }, t.reply)),
+      t.message && t.state === 'failed' && el('div', { class: 'err small' }, t.message))));
+  document.getElementById('story').replaceChildren(...(S.story.get(id) || []).slice(0, 40).map((s) =>
+    el('li', {}, el('span', { class: 'muted' }, when(s.at) + ' '), s.text)));
+}
+
+function drawHead(rt) {
+  document.getElementById('rt-head').replaceChildren(
+    el('div', { class: 'row' }, el('span', { class: 'name' }, rt.workspace_id + ' / ' + rt.role),
+      el('span', { class: 'muted' }, rt.agent), el('span', { class: 'badge' }, rt.status),
+      el('span', { class: 'badge ' + rt.readiness, 'data-readiness': rt.readiness }, rt.readiness || '?'),
+      rt.paused && el('span', { class: 'badge' }, 'paused'),
+      rt.operator_busy && el('span', { class: 'badge BUSY' }, 'operator typing')),
+    rt.summary && el('p', { class: 'small muted' }, rt.summary));
+}
+
+function drawDialog(rt) {
+  const box = document.getElementById('dialog');
+  const d = rt.dialog;
+  if (!d) { box.hidden = true; box.replaceChildren(); box.dataset.id = ''; return; }
+  if (box.dataset.id === d.dialog_id) return;
+  box.dataset.id = d.dialog_id;
+  box.hidden = false;
+  const msg = el('p', { id: 'answer-msg', class: 'small' });
+  const reason = el('input', { id: 'reason', placeholder: 'reason (goes into the audit log)', maxlength: '500' });
+  const can = may('answer');
+  const send = (choice) => async () => {
+    if (!reason.value.trim()) { msg.textContent = 'Give a reason first.'; msg.className = 'err'; reason.focus(); return; }
+    try {
+      const r = await api('POST', '/v1/runtimes/' + encodeURIComponent(rt.runtime_id) + '/answer',
+        { dialog_id: d.dialog_id, choice, reason: reason.value.trim() });
+      msg.textContent = 'Answered: ' + r.option.label; msg.className = 'small';
+      note(rt.runtime_id, 'answered ' + r.option.label + ' (' + reason.value.trim() + ')');
+    } catch (e) { msg.textContent = e.message; msg.className = 'err'; }
+  };
+  const opts = (d.options || []).map((o) => el('button', { onclick: send(o.key), disabled: !can, 'data-key': o.key,
+    class: o.key === d.approve_key ? 'primary' : o.key === d.deny_key ? 'danger' : '' }, o.label));
+  box.replaceChildren(el('h3', {}, 'The agent asks: ', d.title),
+    d.command && el('pre', { class: 'term' }, d.command),
+    d.text && el('pre', {}, clip(d.text, 4000)),
+    can ? reason : el('p', { class: 'muted small' }, 'This browser may not answer (scope).'),
+    el('div', { class: 'actions' }, opts), msg);
+}
+
+function drawControls(rt) {
+  const id = rt.runtime_id;
+  const msg = el('p', { id: 'ctl-msg', class: 'small' });
+  const act = (path) => async () => {
+    try { putRuntime(await api('POST', '/v1/runtimes/' + encodeURIComponent(id) + '/' + path, {})); render(); }
+    catch (e) { msg.textContent = e.message; msg.className = 'err'; }
+  };
+  const prompt = el('textarea', { id: 'prompt', placeholder: 'Prompt to send as a trigger (never typed over a human draft)', maxlength: '65536' });
+  const sendBtn = el('button', { id: 'send', class: 'primary', onclick: async () => {
+    const text = prompt.value.trim();
+    if (!text) return;
+    sendBtn.disabled = true;
+    try {
+      const t = await api('POST', '/v1/triggers', { workspace: rt.workspace_id, agent: rt.agent_id || rt.role, prompt: text });
+      putTrigger(t); prompt.value = ''; msg.textContent = 'Sent ' + t.trigger_id; msg.className = 'small';
+      render();
+    } catch (e) { msg.textContent = e.message; msg.className = 'err'; }
+    sendBtn.disabled = false;
+  } }, 'Send trigger');
+  document.getElementById('controls').replaceChildren(
+    may('trigger') && el('section', { class: 'panel' }, el('h3', {}, 'Prompt'), prompt, el('div', { class: 'actions' }, sendBtn)),
+    el('div', { class: 'actions' },
+      el('button', { id: 'pause', onclick: act('pause'), disabled: !may('admin'), title: may('admin') ? '' : 'scope: operate' }, 'Pause triggers'),
+      el('button', { id: 'resume', onclick: act('resume'), disabled: !may('admin') }, 'Resume triggers')),
+    msg);
+}
+
+// ---- terminal (read-only) ----
+
+function terminalPanel(rt) {
+  const pre = el('pre', { id: 'term', class: 'term', hidden: true });
+  const btn = el('button', { id: 'term-toggle', onclick: () => {
+    if (S.term) { closeTerm(); return; }
+    pre.hidden = false; btn.textContent = 'Hide terminal';
+    S.term = new EventSource('/api/v1/runtimes/' + encodeURIComponent(rt.runtime_id) + '/terminal');
+    S.term.onmessage = (m) => { try { pre.textContent = JSON.parse(m.data).lines.join('\n'); } catch (_) { /* skip */ } };
+  } }, 'Show terminal');
+  return el('section', { class: 'panel' }, el('h3', {}, 'Terminal ', el('span', { class: 'muted small' }, 'read-only')),
+    S.who && S.who.terminal ? [btn, pre] : el('p', { class: 'muted small' }, 'Not served by this daemon.'));
+}
+
+function closeTerm() {
+  if (!S.term) return;
+  S.term.close(); S.term = null;
+  const b = document.getElementById('term-toggle'), pre = document.getElementById('term');
+  if (b) b.textContent = 'Show terminal';
+  if (pre) pre.hidden = true;
+}
+
+// ---- start ----
+
+async function start() {
+  if (location.pathname === '/pair') return pairPage();
+  try { S.who = await api('GET', '/v1/whoami'); } catch (e) { return fatal(e); }
+  document.getElementById('who').textContent = S.who.subject + ' · ' + (S.who.verbs || []).join(', ');
+  window.addEventListener('hashchange', render);
+  connect();
+}
+
+start();
