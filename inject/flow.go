@@ -291,6 +291,11 @@ func (ls *lanes) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 		}
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + string(rt.Status)}
 	case nudge.StatusOffline, nudge.StatusDeregistered, nudge.StatusExited:
+		if st, ok := ls.deps.Runtimes.(interface{ Stopped(string) bool }); ok && rt.Status == nudge.StatusOffline && st.Stopped(rt.RuntimeID) {
+			// Stopped by an operator: it stays down; no fallback starts it again.
+			return verdict{kind: fail, code: nudge.RuntimeStopped, why: "runtime " + rt.RuntimeID +
+				" was stopped (nudge stop) and stays stopped: start it again with `nudge restart " + rt.RuntimeID + "`"}
+		}
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + string(rt.Status)}
 	case nudge.StatusStarting, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
 		return ls.startingHold(j, rt, now)
