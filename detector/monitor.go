@@ -326,6 +326,8 @@ func (m *Monitor) Collision(rt nudge.Runtime) (busy bool, until time.Time, why s
 		return true, ps.lastKey.Add(m.cfg.QuietWindow), "human typing"
 	case ps.checking:
 		return true, time.Time{}, "checking for a draft"
+	case ps.reportingHuman:
+		return true, time.Time{}, "reporting the human's intervention"
 	}
 	return false, time.Time{}, ""
 }

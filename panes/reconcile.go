@@ -251,6 +251,7 @@ func (rc *reconciler) deathLocked(rt *nudge.Runtime, reason string, code nudge.C
 	wait, expired := rc.recs.recovery.crashed(cur.RuntimeID, now, rc.cfg.RestartDelay, rc.cfg.RestartMaxDelay, rc.cfg.RecoveryDeadline)
 	if expired {
 		why := fmt.Sprintf("recovery deadline: still crashing %s after its first crash", rc.cfg.RecoveryDeadline)
+		rc.recs.auditLocked(cur, "runtime_restart_failed", why, nudge.SpawnFailed, nil) // seed 001 §11: repeated restart failures
 		more, err := rc.recs.transitionLocked(cur.RuntimeID, nudge.StatusFailed, why, "", nil)
 		rc.recs.logErr("reconcile", rt.RuntimeID, err)
 		return append(chs, more...), false
@@ -264,6 +265,7 @@ func (rc *reconciler) deathLocked(rt *nudge.Runtime, reason string, code nudge.C
 	}
 	rc.stats.CrashLoops.Add(1)
 	why := fmt.Sprintf("crash loop: %d failures within %s", len(cur.Failures), rc.cfg.CrashLoopWindow)
+	rc.recs.auditLocked(cur, "runtime_restart_failed", why, nudge.SpawnFailed, nil) // seed 001 §11: repeated restart failures
 	more, err := rc.recs.transitionLocked(cur.RuntimeID, nudge.StatusFailed, why, "", nil)
 	rc.recs.logErr("reconcile", rt.RuntimeID, err)
 	return append(chs, more...), false

@@ -16,6 +16,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/agentrecord"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/demoagent"
 	"github.com/nudgehq/nudge/cmd/nudge/dialogs"
 	"github.com/nudgehq/nudge/cmd/nudge/doctor"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
@@ -296,6 +297,9 @@ func registryConfig(cfg serveConfig, d *daemon, h *hooks) panes.Config {
 	c.Profiles, c.Env, c.Logger, c.LaunchPolicy = d.profiles, h.runtimeEnv, d.log, d.auth.Policy().LaunchPolicy
 	c.ChannelDir = d.chanDir
 	c.OnOutput, c.OnEvent, c.OnChange, c.OnFirstPrompt = h.onOutput, h.onEvent, h.onRuntimeChange, h.onFirstPrompt
+	if c.Self == "" {
+		c.Self = demoagent.Self()
+	}
 	c.CheckPrompt = func(prompt string) error {
 		_, err := inject.Sanitize(prompt, cfg.Inject.MaxPrompt)
 		return err
@@ -360,7 +364,7 @@ func openPipeline(cfg serveConfig, d *daemon, h *hooks) (*inject.Pipeline, error
 	}
 	p, err := inject.New(ic, inject.Deps{
 		Store: d.db, Runtimes: d.reg, Conn: conn, Gates: d.mon,
-		Acks: d.acks, Fallback: d.chain, OnChange: h.onTriggerChange, Channel: &agentchannel.Channels{Profiles: d.profiles, Dir: d.chanDir},
+		Acks: d.acks, Fallback: d.chain, OnChange: h.onTriggerChange, OnCollision: h.onCollision, Channel: &agentchannel.Channels{Profiles: d.profiles, Dir: d.chanDir},
 	})
 	if err != nil {
 		return nil, err

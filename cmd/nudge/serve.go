@@ -36,7 +36,7 @@ import (
 type serveConfig struct {
 	StateDir, Socket    string
 	ProfileDir, PackDir string
-	Orchestrator        string // WS/ROLE that receives synchronisation triggers
+	Orchestrator        string // WS/ROLE or ROLE that receives synchronisation triggers ("": the role orchestrator in the worker's workspace; none: off)
 	StatusLine          bool
 	LogLevel, LogFormat string
 	TokenFile           string // read Auth.SharedToken from this 0600 file
@@ -175,7 +175,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.PackDir, "pack-dir", c.PackDir, "directory of readiness classifier pack overrides (NAME.json; default $XDG_CONFIG_HOME/nudge/packs, else ~/.config/nudge/packs; a missing one is fine)")
 	fs.Var(listFlag{&p.Roots}, "root", "allowed workspace root for spawn --dir (repeatable; default: $HOME)")
 	deliveryFlags(fs, c)
-	fs.StringVar(&c.Orchestrator, "orchestrator", "", "WS/ROLE of the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane")
+	fs.StringVar(&c.Orchestrator, "orchestrator", "", "the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane, the worker's triggers waiting until it took it: WS/ROLE, or ROLE in the worker's workspace (default: the runtime with role orchestrator in the worker's workspace, if any; none: no sync)")
 	fs.BoolVar(&c.StatusLine, "status-line", c.StatusLine, "show [role: STATE] in the status line of nudge's tmux sessions")
 	fs.BoolVar(&c.StatusFiles.On, "status-files", c.StatusFiles.On, "keep a status file per runtime and one for the fleet under <state-dir>/workers (readable while the daemon is down)")
 	fs.IntVar(&c.StatusFiles.History, "status-history", c.StatusFiles.History, "readiness and status changes each runtime's status file keeps")
@@ -231,6 +231,7 @@ func deliveryFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.Monitor.QuietWindow, "quiet-window", c.Monitor.QuietWindow, "quiet time after human input before injecting")
 	fs.DurationVar(&in.DeferRecheck, "defer-recheck", in.DeferRecheck, "re-check period of a deferred trigger")
 	fs.DurationVar(&in.MaxDefer, "max-defer", in.MaxDefer, "longest a trigger waits for a busy operator before DEFER_TIMEOUT and fallback")
+	fs.DurationVar(&in.AsideIdle, "fallback-idle", in.AsideIdle, "how long a runtime a fallback spawned beside a kept pane (ROLE-fb-*) stays once its prompts are done, for the next fallback to reuse, before it is stopped and deregistered (0: --max-defer)")
 	fs.DurationVar(&in.MaxHold, "max-hold", in.MaxHold, "longest a trigger waits for a busy, confirming, unknown, paused or cooling-down runtime before DEFER_TIMEOUT and fallback")
 	fs.IntVar(&in.BreakerFailures, "breaker-failures", in.BreakerFailures, "consecutive failed triggers (no ack, send-keys error) that cool a runtime down (RUNTIME_COOLDOWN); 0 turns the breaker off")
 	fs.DurationVar(&in.BreakerCooldown, "breaker-cooldown", in.BreakerCooldown, "first cooldown of a runtime's breaker; doubles after a failed probe, up to 16x")

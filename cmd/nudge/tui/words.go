@@ -11,6 +11,10 @@ import (
 	"github.com/nudgehq/nudge"
 )
 
+// RuntimeState is rt's state in one word: the one word every view of a runtime shows
+// (`nudge ls`, `nudge status`, the status bar, the dashboard).
+func RuntimeState(rt nudge.Runtime) string { return StateWord(rt.Status, rt.Readiness, rt.Paused) }
+
 // StateWord is a runtime's state in one word: the lifecycle status when it says the agent
 // cannot take prompts (PAUSED, FAILED, OFFLINE, EXITED, STARTING, ...), else the
 // detector's readiness.
