@@ -74,14 +74,14 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		act.ActionCommand(acts, "resume", "let a paused runtime's triggers go"), act.StopCommand(acts),
 		act.ActionCommand(acts, "restart", "start a runtime's program again (after failed or exited)"),
 		deregisterCmd(env))
-	add("triggers", act.TriggerCommand(acts), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), unreadCmd(env), auditCmd(env),
+	add("triggers", act.TriggerCommand(acts), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), act.ScheduleCommand(acts), act.UnreadCommand(acts), auditCmd(env),
 		eventsCmd(env))
 	add("operator", append([]*cobra.Command{watchCmd(env), attachCmd(env), switchCmd(env)}, dialogs.Commands(dialogs.CLI{Usage: usagef, Stdout: env.stdout,
 		WithClient: func(c *cobra.Command) func() *api.Client {
 			o := addClientFlags(c)
 			return func() *api.Client { return o.client(env) }
 		}})...)...)
-	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), webCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
+	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), act.WebCommand(acts), mcpCmd(env), doctorCmd(env), versionCmd(env))
 	root.AddCommand(demoagent.Command(usagef))
 	root.SetHelpCommandGroupID("daemon")
 	root.SetCompletionCommandGroupID("daemon")
@@ -348,7 +348,10 @@ func actCLI(env *cliEnv) act.CLI {
 		o := addClientFlags(c)
 		return func() *api.Client { return o.client(env) }
 	}, Usage: usagef, Stdout: env.stdout, Stderr: env.stderr, Stdin: env.stdin, Complete: completeRuntimes(env),
-		CompleteFirst: firstArg(completeRuntimes(env)), Pending: func(msg string) error { return &pendingError{msg} }}
+		CompleteFirst: firstArg(completeRuntimes(env)), Pending: func(msg string) error { return &pendingError{msg} },
+		Args: exactArgs, Group: groupCmd, Output: func(cmd *cobra.Command, def string) func() (bool, error) {
+			return addOutputFlags(cmd, def).asJSON
+		}}
 }
 
 // addActOutputFlags is -o of a command that acts (act.Output).

@@ -11,7 +11,7 @@ import (
 	"github.com/nudgehq/nudge/panes"
 )
 
-// CLI is what StopCommand needs from package main.
+// CLI is what the commands of this package need from package main.
 type CLI struct {
 	// WithClient adds the client flags to a command and returns how to get its client
 	// once they are parsed.
@@ -22,6 +22,13 @@ type CLI struct {
 	CompleteFirst  cobra.CompletionFunc // one runtime id, the first argument
 	Stdin          io.Reader
 	Pending        func(msg string) error // an error that exits 3: still pending when the wait ended
+	// Args wants n arguments, named by what for the message (a usage error).
+	Args func(n int, what string) cobra.PositionalArgs
+	// Group is a command that only holds subcommands.
+	Group func(use, short string, subs ...*cobra.Command) *cobra.Command
+	// Output adds -o json|table (and --json) with the default def and returns whether to
+	// print JSON once the flags are parsed.
+	Output func(cmd *cobra.Command, def string) func() (bool, error)
 }
 
 // StopCommand is `nudge stop RUNTIME_ID... | --workspace WS`.
