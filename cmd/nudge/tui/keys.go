@@ -164,7 +164,7 @@ func (ui *watchUI) actionKey(r rune) {
 		ui.togglePause()
 	case 'f':
 		if rt, ok := m.selected(); ok {
-			id := m.deferred[rt.RuntimeID]
+			id := m.fleet.Deferred(rt.RuntimeID)
 			if id == "" {
 				m.msg = "no deferred trigger for " + rt.RuntimeID
 				return

@@ -19,6 +19,10 @@ import (
 type watchView struct {
 	s tcell.Screen
 	m *watchModel
+	// What the last draw put where, for the mouse: the list's runtime rows and the
+	// runtime page's trigger rows (y -> runtime id, y -> index in history).
+	rows map[int]string
+	hist map[int]int
 }
 
 var (
@@ -83,6 +87,7 @@ func (v *watchView) fill(x, y int, st tcell.Style) {
 func (v *watchView) draw() {
 	s, m := v.s, v.m
 	s.Clear()
+	v.rows, v.hist = map[int]string{}, map[int]int{}
 	w, h := s.Size()
 	now := time.Now()
 	v.drawTitle(w, now)
@@ -102,7 +107,7 @@ func (v *watchView) draw() {
 
 func (v *watchView) drawTitle(w int, now time.Time) {
 	m := v.m
-	x := v.put(0, 0, fmt.Sprintf("nudge watch  %d runtimes  ", len(m.rts)), stHeader)
+	x := v.put(0, 0, fmt.Sprintf("nudge watch  %d runtimes  ", m.fleet.Len()), stHeader)
 	if m.connected {
 		x = v.put(x, 0, "[live]", stDefault.Foreground(tcell.ColorGreen))
 	} else if m.syncedAt.IsZero() {
@@ -173,7 +178,7 @@ func (v *watchView) drawBottom(h int) {
 	}
 	keys := pageKeys[m.page]
 	switch {
-	case m.page == pageRuntime && m.dialogs[m.sel] != nil && m.answering == nil && m.forcing == "":
+	case m.page == pageRuntime && m.dialog(m.sel) != nil && m.answering == nil && m.forcing == "":
 		keys = "1-9 answer the dialog ↑↓ trigger ⏎ its story a attach p pause ? help q back"
 	case m.forcing != "":
 		keys = "type a reason  ⏎ force-deliver  Esc cancel"
@@ -228,7 +233,7 @@ func (v *watchView) drawList(w, h int, now time.Time) {
 		y++
 	}
 	switch {
-	case len(m.rts) == 0 && m.connected:
+	case m.fleet.Len() == 0 && m.connected:
 		v.put(2, y, "no runtimes (nudge spawn ...)", stDim)
 	case len(rows) == 0 && m.filter != "":
 		v.put(2, y, "nothing matches /"+m.filter+" (Esc clears)", stDim)
@@ -237,28 +242,29 @@ func (v *watchView) drawList(w, h int, now time.Time) {
 
 func (v *watchView) drawListRow(rt api.Runtime, y, cid, cst, cq int, now time.Time) {
 	m := v.m
+	c, _ := m.fleet.Card(rt.RuntimeID)
 	st, mark := stDefault, "  "
 	if rt.RuntimeID == m.sel {
 		st, mark = stSel, "> "
 	}
-	word := apiStateWord(rt)
 	x := v.put(0, y, mark+pad(rt.RuntimeID, cid)+" ", st)
-	state := word
-	if rt.OperatorBusy {
+	state := c.State
+	if c.Busy {
 		state += " +human"
 	}
-	x = v.put(x, y, pad(state, cst), stateStyle(word))
+	x = v.put(x, y, pad(state, cst), stateStyle(c.State))
 	receipt := "-"
-	if t, ok := m.last[rt.RuntimeID]; ok {
-		receipt = t.TriggerID + " " + apiReceiptWord(t) + " " + Ago(t.UpdatedAt, now)
+	if c.Last != nil {
+		receipt = c.Last.TriggerID + " " + c.Last.Word + " " + Ago(c.Last.UpdatedAt, now)
 	}
-	if d := m.dialogs[rt.RuntimeID]; d != nil {
-		receipt = "asks: " + d.Title
+	if c.Dialog != nil {
+		receipt = "asks: " + c.Dialog.Title
 	}
-	x = v.put(x, y, " "+pad(fmt.Sprint(m.depth(rt.RuntimeID)), cq)+" "+receipt, st)
+	x = v.put(x, y, " "+pad(fmt.Sprint(c.Queue), cq)+" "+receipt, st)
 	if rt.RuntimeID == m.sel {
 		v.fill(x, y, st)
 	}
+	v.rows[y] = rt.RuntimeID
 }
 
 func (v *watchView) drawRuntime(w, h int, now time.Time) {
@@ -280,7 +286,7 @@ func (v *watchView) drawRuntime(w, h int, now time.Time) {
 	}
 	v.put(x, 1, extra+"  "+nudge.StripANSI(rt.Summary), stDefault)
 	y := 2
-	if d := m.dialogs[rt.RuntimeID]; d != nil {
+	if d := m.dialog(rt.RuntimeID); d != nil {
 		y = v.drawDialog(d, y, w)
 	}
 	avail := h - 2 - y // rows above the message line
@@ -315,6 +321,7 @@ func (v *watchView) drawTimeline(y, n int, now time.Time) int {
 		}
 		x := v.put(0, y, mark+pad(t.TriggerID, 12)+" ", st)
 		v.put(x, y, compactTimeline(t), st)
+		v.hist[y] = i
 		y++
 	}
 	return y
