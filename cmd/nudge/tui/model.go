@@ -19,6 +19,7 @@ const (
 	pageList    page = iota // every runtime, grouped by workspace
 	pageRuntime             // one runtime: dialog, trigger timeline, readiness, screen
 	pageTrigger             // one trigger: its stamps and its whole audit story
+	pageTail                // one runtime's live screen on the whole terminal
 )
 
 // sortMode orders the runtimes within a workspace.
@@ -50,7 +51,7 @@ const readinessKept = 16
 type watchModel struct {
 	fleet     *view.Fleet // the runtimes, their newest and open triggers, their dialogs
 	readiness map[string][]readinessChange
-	alert     string                 // the latest alert's message
+	alert     string // the latest alert's message
 
 	connected bool
 	syncedAt  time.Time // when the snapshot or the last event arrived
@@ -68,6 +69,7 @@ type watchModel struct {
 	tailErr   string    // the last capture's error (the screen shown is older)
 	history   []api.Trigger
 	histSel   int
+	tailOff   int  // the tail page: lines scrolled back from the newest
 	fetching  bool // a runtime page fetch is in flight
 	fetchedAt time.Time
 	// trigger page
@@ -78,6 +80,8 @@ type watchModel struct {
 	// force-delivery prompt
 	forcing     string // trigger id being forced ("" = no prompt)
 	forceReason []rune
+	// a line being typed: a : command, a trigger's prompt, a reason
+	prompt *linePrompt
 	// dialog answer prompt
 	answering    *pendingAnswer
 	answerReason []rune
