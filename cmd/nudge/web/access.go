@@ -51,6 +51,7 @@ func (s *Server) Handler() http.Handler {
 		api.Handle(p, h)
 	}
 	api.HandleFunc("GET /v1/whoami", s.handleWhoami)
+	api.HandleFunc("GET /v1/fleet", s.handleFleet)
 	api.HandleFunc("GET /v1/runtimes/{id}/terminal", s.handleTerminal)
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, nudge.NewError(nudge.NotFound, "no such endpoint in the web view: "+r.Method+" "+r.URL.Path))

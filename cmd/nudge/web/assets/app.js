@@ -6,6 +6,7 @@
 const S = {
   who: null, rts: new Map(), trig: new Map(), story: new Map(),
   es: null, loaded: false, queue: [], page: null, term: null, dirty: false, lastSeq: 0,
+  cards: [], fleetBusy: false, fleetAgain: false,
 };
 
 function el(tag, attrs, ...kids) {
@@ -107,8 +108,25 @@ function putTrigger(t) {
   S.trig.set(t.trigger_id, t);
 }
 
+// The fleet page draws the cards the daemon makes (GET /api/v1/fleet: package view, the
+// same rows nudge watch draws), read again after each event that can change one; reads
+// that would overlap are coalesced into one more.
+async function refreshFleet() {
+  if (S.fleetBusy) { S.fleetAgain = true; return; }
+  S.fleetBusy = true;
+  try {
+    do {
+      S.fleetAgain = false;
+      S.cards = await api('GET', '/v1/fleet');
+      render();
+    } while (S.fleetAgain);
+  } catch (e) { if (e.status === 401) unpaired(e.message); }
+  finally { S.fleetBusy = false; }
+}
+
 function apply(ev) {
   if (ev.seq) S.lastSeq = ev.seq;
+  if (['runtime', 'trigger', 'readiness', 'reply'].includes(ev.type) && route().page === 'fleet') refreshFleet();
   switch (ev.type) {
     case 'runtime': if (ev.runtime) putRuntime(ev.runtime); break;
     case 'trigger': if (ev.trigger) putTrigger(ev.trigger); break;
@@ -134,7 +152,8 @@ function apply(ev) {
 }
 
 async function load() {
-  const [rts, ts] = await Promise.all([api('GET', '/v1/runtimes'), api('GET', '/v1/triggers?newest=1&limit=300')]);
+  const [rts, ts, cards] = await Promise.all([api('GET', '/v1/runtimes'), api('GET', '/v1/triggers?newest=1&limit=300'), api('GET', '/v1/fleet')]);
+  S.cards = cards;
   for (const rt of rts) putRuntime(rt);
   for (const t of ts) putTrigger(t);
   S.loaded = true;
@@ -201,38 +220,37 @@ function triggersOf(id) {
   return [...S.trig.values()].filter((t) => t.runtime_id === id).sort((a, b) => (a.created_at < b.created_at ? 1 : -1));
 }
 
-function queueOf(id) { return triggersOf(id).filter((t) => !t.closed && t.state !== 'acked' && t.state !== 'failed').length; }
-
 function stateBadge(t) { return el('span', { class: 'badge ' + t.state, 'data-state': t.state }, t.state + (t.error_code ? ' ' + t.error_code : '')); }
 
 function drawFleet() {
-  const groups = new Map();
-  for (const rt of S.rts.values()) {
-    if (!groups.has(rt.workspace_id)) groups.set(rt.workspace_id, []);
-    groups.get(rt.workspace_id).push(rt);
-  }
   const out = [];
-  for (const ws of [...groups.keys()].sort()) {
-    const cards = groups.get(ws).sort((a, b) => a.role.localeCompare(b.role)).map(fleetCard);
-    out.push(el('h2', {}, ws), el('div', { class: 'grid' }, cards));
+  let ws = null, grid = null;
+  for (const c of S.cards) { // by workspace, then role
+    if (c.workspace_id !== ws) {
+      ws = c.workspace_id; grid = el('div', { class: 'grid' });
+      out.push(el('h2', {}, ws), grid);
+    }
+    grid.append(fleetCard(c));
   }
   if (!out.length) out.push(el('p', { class: 'muted' }, 'No runtimes this token may see.'));
   document.getElementById('main').replaceChildren(el('div', { id: 'fleet' }, out));
 }
 
-function fleetCard(rt) {
-  const last = triggersOf(rt.runtime_id)[0];
-  return el('a', { class: 'card', href: '#/rt/' + encodeURIComponent(rt.runtime_id), 'data-runtime': rt.runtime_id },
+const badgeClass = { 'operator typing': 'BUSY', 'dialog waits': 'dialog' };
+
+function fleetCard(c) {
+  return el('a', { class: 'card', href: '#/rt/' + encodeURIComponent(c.runtime_id), 'data-runtime': c.runtime_id },
     el('div', { class: 'row' },
-      el('span', { class: 'name' }, rt.role), el('span', { class: 'muted small' }, rt.agent),
-      el('span', { class: 'badge' }, rt.status),
-      el('span', { class: 'badge ' + rt.readiness, 'data-readiness': rt.readiness }, rt.readiness || '?'),
-      rt.paused && el('span', { class: 'badge', 'data-paused': '' }, 'paused'),
-      rt.operator_busy && el('span', { class: 'badge BUSY' }, 'operator typing'),
-      rt.dialog && el('span', { class: 'badge dialog', 'data-dialog': rt.dialog.dialog_id }, 'dialog waits')),
-    el('div', { class: 'row small muted' }, 'queue ', el('span', { 'data-queue': '' }, String(queueOf(rt.runtime_id)))),
-    last ? el('div', { class: 'row small', 'data-last': last.trigger_id }, stateBadge(last),
-      el('span', { class: 'clip' }, clip(last.reply || last.prompt, 90)))
+      el('span', { class: 'name' }, c.role), el('span', { class: 'muted small' }, c.agent),
+      el('span', { class: 'badge' }, c.status),
+      el('span', { class: 'badge ' + c.state, 'data-readiness': c.readiness, 'data-word': c.state }, c.state),
+      c.badges.map((b) => el('span', { class: 'badge ' + (badgeClass[b] || ''), 'data-paused': b === 'paused' ? '' : null,
+        'data-dialog': b === 'dialog waits' && c.dialog ? c.dialog.dialog_id : null }, b))),
+    c.dialog && el('div', { class: 'row small' }, 'asks: ', el('span', { class: 'clip' }, c.dialog.title)),
+    el('div', { class: 'row small muted' }, 'queue ', el('span', { 'data-queue': '' }, String(c.queue))),
+    c.last ? el('div', { class: 'row small', 'data-last': c.last.trigger_id },
+      el('span', { class: 'badge ' + c.last.state, 'data-state': c.last.state }, c.last.word),
+      el('span', { class: 'clip' }, clip(c.last.text, 90)))
       : el('div', { class: 'small muted' }, 'no receipt yet'));
 }
 
@@ -360,7 +378,7 @@ async function start() {
   if (location.pathname === '/pair') return pairPage();
   try { S.who = await api('GET', '/v1/whoami'); } catch (e) { return fatal(e); }
   document.getElementById('who').textContent = S.who.subject + ' · ' + (S.who.verbs || []).join(', ');
-  window.addEventListener('hashchange', render);
+  window.addEventListener('hashchange', () => { if (route().page === 'fleet' && S.loaded) refreshFleet(); render(); });
   connect();
 }
 
