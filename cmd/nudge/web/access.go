@@ -52,6 +52,8 @@ func (s *Server) Handler() http.Handler {
 	}
 	api.HandleFunc("GET /v1/whoami", s.handleWhoami)
 	api.HandleFunc("GET /v1/fleet", s.handleFleet)
+	api.HandleFunc("GET /v1/push", s.handlePushInfo)
+	api.HandleFunc("POST /v1/push/subscribe", s.handleSubscribe)
 	api.HandleFunc("GET /v1/runtimes/{id}/terminal", s.handleTerminal)
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, nudge.NewError(nudge.NotFound, "no such endpoint in the web view: "+r.Method+" "+r.URL.Path))
@@ -65,7 +67,7 @@ func (s *Server) headers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-			"connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+			"connect-src 'self'; manifest-src 'self'; worker-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")

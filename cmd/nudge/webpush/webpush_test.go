@@ -172,7 +172,11 @@ func TestSubscriptionCheck(t *testing.T) {
 		b.subscription("file:///etc/passwd"),
 		b.subscription("https://push.example.com/" + strings.Repeat("a", maxEndpoint)),
 		func() Subscription { s := ok; s.Keys.Auth = "c2hvcnQ"; return s }(),
-		func() Subscription { s := ok; s.Keys.P256dh = base64.RawURLEncoding.EncodeToString(make([]byte, 65)); return s }(),
+		func() Subscription {
+			s := ok
+			s.Keys.P256dh = base64.RawURLEncoding.EncodeToString(make([]byte, 65))
+			return s
+		}(),
 	} {
 		if err := s.Check(); !errors.Is(err, ErrBadSubscription) {
 			t.Errorf("#%d: %v", i, err)
