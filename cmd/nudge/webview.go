@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ func webFlags(fs *pflag.FlagSet, c *web.Config) {
 	fs.StringVar(&c.TLSKey, "web-tls-key", "", "the key of --web-tls-cert (PEM)")
 	fs.BoolVar(&c.Insecure, "web-insecure", false, "allow plain HTTP for the web view on an address that is not loopback (a network you trust)")
 	fs.Var(listFlag{&c.Origins}, "web-origin", "also accept the web view's pages from this origin, e.g. a TLS proxy in front (https://box.tailnet.ts.net); repeatable")
+	fs.StringVar(&c.PushSubject, "web-push-contact", "", "the contact (mailto: or https:) Web Push services may reach you at (default mailto:nudge@localhost)")
 	fs.StringVar(&c.PublicURL, "web-url", "", "base of the links nudge web pair prints (default: the first --web-origin, else the --web address)")
 }
 
@@ -39,6 +41,9 @@ func openWeb(cfg serveConfig, d *daemon) (*web.Server, error) {
 	sc.Version, sc.Logger = version, d.log.Named("web")
 	wc := cfg.Web
 	wc.Logger = d.log.Named("web")
+	if wc.VAPIDKeyFile == "" {
+		wc.VAPIDKeyFile = filepath.Join(cfg.StateDir, "web-push-vapid.key")
+	}
 	p := cfg.Panes
 	return web.Open(wc, web.Deps{
 		API: server.New(sc, deps).Handler(), Tokens: d.auth, Runtimes: d.reg,

@@ -372,12 +372,45 @@ function closeTerm() {
   if (pre) pre.hidden = true;
 }
 
+// ---- push ----
+
+// Web Push (only when the daemon offers it: the page came over HTTPS): the service
+// worker subscribes with the daemon's key and the daemon keeps the subscription for this
+// browser's device token. A page opened again subscribes again (the daemon keeps
+// subscriptions in memory).
+async function setupPush() {
+  if (!('serviceWorker' in navigator) || !('PushManager' in window)) return;
+  let info;
+  try { info = await api('GET', '/v1/push'); } catch (_) { return; }
+  if (!info.enabled) return;
+  const btn = document.getElementById('push');
+  const key = Uint8Array.from(atob(info.key.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
+  const subscribe = async () => {
+    const reg = await navigator.serviceWorker.register('/sw.js');
+    let sub = await reg.pushManager.getSubscription();
+    if (sub && sub.options && sub.options.applicationServerKey) {
+      const old = new Uint8Array(sub.options.applicationServerKey);
+      if (old.length !== key.length || old.some((b, i) => b !== key[i])) { await sub.unsubscribe(); sub = null; }
+    }
+    if (!sub) sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
+    await api('POST', '/v1/push/subscribe', sub.toJSON());
+    btn.hidden = true;
+  };
+  if (Notification.permission === 'granted') { subscribe().catch(() => {}); return; }
+  if (Notification.permission === 'denied') return;
+  btn.hidden = false;
+  btn.onclick = async () => {
+    if (await Notification.requestPermission() === 'granted') subscribe().catch((e) => { btn.title = e.message; });
+  };
+}
+
 // ---- start ----
 
 async function start() {
   if (location.pathname === '/pair') return pairPage();
   try { S.who = await api('GET', '/v1/whoami'); } catch (e) { return fatal(e); }
   document.getElementById('who').textContent = S.who.subject + ' · ' + (S.who.verbs || []).join(', ');
+  setupPush();
   window.addEventListener('hashchange', () => { if (route().page === 'fleet' && S.loaded) refreshFleet(); render(); });
   connect();
 }
