@@ -12,6 +12,10 @@
 //	Pairing   a one-time link that gives one browser a device token (pair.go)
 //	Terminal  a read-only view of a pane (terminal.go; TmuxTerminal is tmux's)
 //
+// The fleet page's cards come from package view (fleet.go), as nudge watch's rows do.
+// Web Push (push.go) tells subscribed devices what package notify notifies, when the
+// page is served over HTTPS; Server.Notify is its entry.
+//
 // Access (access.go): a browser holds a device token (an issued token whose subject is
 // "web:NAME", listed and revoked with `nudge token`) in an HttpOnly, SameSite=Strict
 // cookie set when it redeems a pairing link. Every /api request is authenticated by that
