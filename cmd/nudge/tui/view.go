@@ -165,10 +165,10 @@ func (v *watchView) drawHelp() {
 
 // pageKeys is the keys line of each page.
 var pageKeys = map[page]string{
-	pageList:    "↑↓ select ⏎ open l tail t trigger p pause x stop y/n answer a attach : cmd / filter ? help q quit",
-	pageRuntime: "↑↓ trigger ⏎ its story l tail t trigger p pause x stop a attach : cmd ? help Esc back",
-	pageTrigger: "↑↓ scroll f force a attach r refresh : cmd ? help Esc back",
-	pageTail:    "↑↓ scroll G follow t trigger p pause y/n answer a attach : cmd ? help Esc back",
+	pageList:    "↑↓ select ⏎ open l tail t trigger p pause x stop a attach / : ? help q quit",
+	pageRuntime: "↑↓ trigger ⏎ its story l tail t trigger p pause x stop a attach ? help q back",
+	pageTrigger: "↑↓ scroll f force a attach r refresh : cmd ? help q back",
+	pageTail:    "↑↓ scroll G follow t trigger p pause a attach : cmd ? help q back",
 }
 
 func (v *watchView) drawBottom(h int) {
@@ -192,7 +192,7 @@ func (v *watchView) drawBottom(h int) {
 	case m.prompt != nil:
 		keys = orDefault(m.prompt.hint, "⏎ done  Esc cancel")
 	case m.page != pageTrigger && m.dialog(m.sel) != nil && m.answering == nil && m.forcing == "":
-		keys = "y approve n deny 1-9 answer (asks why) ⏎ open l tail a attach : cmd ? help"
+		keys = "y approve n deny 1-9 answer (asks why) ⏎ open l tail a attach ? help " + orWord(m.page == pageList, "q quit", "q back")
 	case m.forcing != "":
 		keys = "type a reason  ⏎ force-deliver  Esc cancel"
 	case m.answering != nil:
