@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strconv"
+	"net/url"
 
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/view"
@@ -14,31 +14,26 @@ import (
 // turns runtimes, triggers and dialogs into a state word, badges, a queue and a last
 // receipt, and the browser draws what it is given.
 
-// fleetTriggers bounds the newest triggers a fleet read takes (each runtime's last
-// receipt is among them on all but the largest fleets; its open ones are read apart).
-const fleetTriggers = 300
-
 // handleFleet is GET /api/v1/fleet: a card (view.Card) for every runtime this browser's
 // token may see, by workspace then role. It reads through the API's own handlers with
 // the request's bearer token, so it sees what GET /v1/runtimes and GET /v1/triggers
-// would show this token and nothing more.
+// would show this token and nothing more: the runtimes, the open triggers, and each
+// runtime's newest trigger (one small read each, as nudge watch's snapshot does).
 func (s *Server) handleFleet(w http.ResponseWriter, r *http.Request) {
 	var rts []api.Runtime
-	var open, newest []api.Trigger
-	for _, g := range []struct {
-		path string
-		out  any
-	}{
-		{"/v1/runtimes", &rts},
-		{"/v1/triggers?open=1", &open},
-		{"/v1/triggers?newest=1&limit=" + strconv.Itoa(fleetTriggers), &newest},
-	} {
-		if !s.apiGet(w, r, g.path, g.out) {
+	var open []api.Trigger
+	if !s.apiGet(w, r, "/v1/runtimes", &rts) || !s.apiGet(w, r, "/v1/triggers?open=1", &open) {
+		return
+	}
+	for _, rt := range rts {
+		var last []api.Trigger
+		if !s.apiGet(w, r, "/v1/triggers?newest=1&limit=1&runtime="+url.QueryEscape(rt.RuntimeID), &last) {
 			return
 		}
+		open = append(open, last...)
 	}
 	f := view.NewFleet()
-	f.Reset(rts, append(newest, open...))
+	f.Reset(rts, open)
 	writeJSON(w, http.StatusOK, f.Cards())
 }
 

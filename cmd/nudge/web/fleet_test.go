@@ -35,8 +35,10 @@ func TestFleetCards(t *testing.T) {
 			writeJSON(w, 200, []api.Runtime{b, a})
 		case req.URL.Path == "/v1/triggers" && req.URL.Query().Get("open") == "1":
 			writeJSON(w, 200, []api.Trigger{{TriggerID: "t2", WorkspaceID: "w", Agent: "a", State: nudge.StateQueued, Prompt: "next", CreatedAt: now}})
-		case req.URL.Path == "/v1/triggers":
+		case req.URL.Path == "/v1/triggers" && req.URL.Query().Get("runtime") == "rt_w.a" && req.URL.Query().Get("limit") == "1":
 			writeJSON(w, 200, []api.Trigger{{TriggerID: "t1", WorkspaceID: "w", Agent: "a", State: nudge.StateAcked, Closed: true, Reply: "done", CreatedAt: now.Add(-time.Minute)}})
+		case req.URL.Path == "/v1/triggers" && req.URL.Query().Get("runtime") == "rt_w.b":
+			writeJSON(w, 200, []api.Trigger{})
 		default:
 			return false
 		}

@@ -110,8 +110,8 @@ function putTrigger(t) {
 
 // The fleet page draws the cards the daemon makes (GET /api/v1/fleet: package view, the
 // same rows nudge watch draws), read again after each event that can change one. One
-// read at a time, then a quiet 50 ms: the events of a busy fleet meanwhile make one more
-// read at its end, so a page costs the daemon at most some 20 reads a second.
+// read at a time, then a quiet 20 ms: the events of a busy fleet meanwhile make one more
+// read at its end, so a page costs the daemon at most some 50 reads a second.
 async function refreshFleet() {
   if (S.fleetBusy || S.fleetTimer) { S.fleetAgain = true; return; }
   S.fleetBusy = true; S.fleetAgain = false;
@@ -123,7 +123,7 @@ async function refreshFleet() {
   S.fleetTimer = setTimeout(() => {
     S.fleetTimer = null;
     if (S.fleetAgain) refreshFleet();
-  }, 50);
+  }, 20);
 }
 
 function apply(ev) {
