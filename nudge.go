@@ -30,6 +30,10 @@ const (
 	FallbackInProgress     Code = "FALLBACK_IN_PROGRESS"     // another trigger's fallback is relaunching the runtime
 	RuntimeStarting        Code = "RUNTIME_STARTING"         // the runtime's agent has not shown READY yet (until its start timeout)
 	HostUnreachable        Code = "HOST_UNREACHABLE"         // the workspace's host cannot be reached over ssh (redialled with backoff)
+	// OrchestratorSync: a human intervened in the worker's pane, and its triggers wait until
+	// the orchestrator took the sync trigger sent for it (seed 000 §13.2); the hold lifts
+	// then, or when that trigger closes, or after the max hold.
+	OrchestratorSync Code = "ORCHESTRATOR_SYNC"
 
 	// StopFailed: nudge stop could not end the pane's program (a process outlived SIGKILL
 	// and its grace); the runtime is failed, its pane kept.

@@ -75,6 +75,10 @@ type MonitorConfig struct {
 	// quiet window and left no draft: the orchestrator gets a synchronisation trigger
 	// (seed 001 §4.1). nil means none.
 	OnHumanDone func(rt nudge.Runtime)
+	// OnSnapshot is called after every capture the Monitor took of a pane, with what it
+	// knows of its screen now (the status files show it). nil means none. Called from the
+	// pane's goroutine; it must not block.
+	OnSnapshot func(runtimeID string, s Snapshot)
 	// OnDequeue is called when a pane's agent has emptied its own input queue (its queued
 	// prompts are being worked on now). nil means none.
 	OnDequeue func(runtimeID string)
@@ -322,6 +326,8 @@ func (m *Monitor) Collision(rt nudge.Runtime) (busy bool, until time.Time, why s
 		return true, ps.lastKey.Add(m.cfg.QuietWindow), "human typing"
 	case ps.checking:
 		return true, time.Time{}, "checking for a draft"
+	case ps.reportingHuman:
+		return true, time.Time{}, "reporting the human's intervention"
 	}
 	return false, time.Time{}, ""
 }

@@ -66,10 +66,14 @@ type paneState struct {
 	lastKey   time.Time // last human key seen
 	checking  bool      // keys seen since the last capture taken after they went quiet
 	humanSeen bool      // a human typed here since the last OnHumanDone
-	opBusy    bool      // operator_busy as last persisted
-	confirmAt time.Time // last fallback list-clients query
-	llm       llmAsk    // the LLM classifier's last question and answer (llm_live.go)
-	intake    intake    // nudge's prompt the agent has not shown it took yet (intake.go)
+	// reportingHuman: the pane went quiet after a human typed and OnHumanDone is being
+	// called: Collision still says busy, so no trigger goes before what it sets up.
+	reportingHuman bool
+	opBusy         bool      // operator_busy as last persisted
+	confirmAt      time.Time // last fallback list-clients query
+	llm            llmAsk    // the LLM classifier's last question and answer (llm_live.go)
+	intake         intake    // nudge's prompt the agent has not shown it took yet (intake.go)
+	snap           Snapshot  // what the captures showed (snapshot.go)
 }
 
 func (m *Monitor) newPane(rt nudge.Runtime) *paneState {
@@ -176,6 +180,9 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 		return err
 	}
 	m.scanSessionID(ps, rt, sc.text)
+	if snap := ps.snapshotOf(sc.text, m.cfg.Now()); m.cfg.OnSnapshot != nil {
+		m.cfg.OnSnapshot(ps.id, snap)
+	}
 	pack := m.packFor(rt)
 	if pack == nil {
 		return nil

@@ -51,9 +51,17 @@ func (r *reporter) syncBusy(ps *paneState) {
 	done := !busy && ps.humanSeen
 	if done {
 		ps.humanSeen = false
+		ps.reportingHuman = true // the gates hold until OnHumanDone has run (Collision)
 	}
 	c := ps.class
 	ps.mu.Unlock()
+	if done {
+		defer func() {
+			ps.mu.Lock()
+			ps.reportingHuman = false
+			ps.mu.Unlock()
+		}()
+	}
 
 	rt, err := r.cfg.Registry.Update(ps.id, func(rt *nudge.Runtime) {
 		rt.OperatorBusy = busy
@@ -69,11 +77,19 @@ func (r *reporter) syncBusy(ps *paneState) {
 	if busy {
 		return
 	}
-	if r.cfg.OnQuiet != nil {
-		r.cfg.OnQuiet(ps.id)
-	}
+	// The human's intervention is reported before the pane is called quiet: what
+	// OnHumanDone sets up (the orchestrator's sync, which holds the worker's triggers) is
+	// in place before OnQuiet lets deferred triggers go.
 	if done && r.cfg.OnHumanDone != nil {
 		r.cfg.OnHumanDone(rt)
+	}
+	if done {
+		ps.mu.Lock()
+		ps.reportingHuman = false
+		ps.mu.Unlock()
+	}
+	if r.cfg.OnQuiet != nil {
+		r.cfg.OnQuiet(ps.id)
 	}
 }
 

@@ -87,13 +87,29 @@ func (c *core) persist(j *job, recs ...nudge.AuditRecord) {
 	defer j.pmu.Unlock()
 	rec := j.record()
 	c.deps.Store.PutTriggerLater(rec, recs...) // of several in one batch, only the last record is written
+	if rec.Closed && !j.outcomeLogged {
+		j.outcomeLogged = true
+		c.logOutcome(rec)
+	}
 	c.changed(rec)
 }
 
-func (c *core) changed(t nudge.Trigger) {
-	c.log.Debug("trigger", "trigger_id", t.TriggerID, "thread_id", t.ThreadID, "agent_id", t.Agent,
+// logFields are seed 000 §16's log fields of a trigger (request_id is its trigger_id:
+// the request is known by it).
+func logFields(t nudge.Trigger) []any {
+	return []any{"request_id", t.TriggerID, "trigger_id", t.TriggerID, "thread_id", t.ThreadID, "agent_id", t.Agent,
 		"runtime_id", t.RuntimeID, "state", t.State, "result", t.Result, "error_code", t.ErrorCode,
-		"fallback_used", t.Fallback != "")
+		"fallback_used", t.Fallback != "", "fallback", t.Fallback}
+}
+
+// logOutcome logs a trigger's final outcome at info (seed 000 §16: an operator running
+// at the default level sees every trigger's result, not only its failures).
+func (c *core) logOutcome(t nudge.Trigger) {
+	c.log.Info("trigger outcome", logFields(t)...)
+}
+
+func (c *core) changed(t nudge.Trigger) {
+	c.log.Debug("trigger", logFields(t)...)
 	c.waiters.notify(t.TriggerID)
 	if c.deps.OnChange != nil {
 		c.deps.OnChange(t)

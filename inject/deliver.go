@@ -259,6 +259,17 @@ func (ty *typist) afterPaneCheck(l *lane, j *job, v verdict) {
 		if j.paneHold.IsZero() {
 			j.paneHold = now
 		}
+		if v.code == nudge.OperatorBusy && now.Sub(j.paneHold) >= ty.cfg.MaxDefer && !j.record().ForceOverride {
+			// A person's (copy mode): held for them, never an agent beside their pane.
+			if v = ty.lanes.operatorHold(j, l.id, j.paneHold, time.Time{}, now, v.why); v.kind == fail {
+				ty.fin.finishFailed(j, v.code, v.why)
+				return
+			}
+			ty.markDeferred(j, v, now)
+			j.retryAt = now.Add(ty.cfg.DeferRecheck)
+			l.push(j, true)
+			return
+		}
 		if now.Sub(j.paneHold) >= ty.cfg.MaxDefer && !j.record().ForceOverride {
 			ty.fin.startFallback(j, nudge.DeferTimeout, v.why)
 			return
@@ -440,6 +451,12 @@ func (ty *typist) sendFailed(l *lane, j *job, err error) {
 	}
 	if connDown(err) {
 		ty.lanes.awaitConn(l, j, err)
+		return
+	}
+	if code == nudge.SendKeysError && errors.As(err, &ce) {
+		// tmux refused the keys: a relaunch of the agent would not change that (seed 001
+		// §9 triggering → failed, retrying → failed).
+		ty.fin.keysRefused(j, err)
 		return
 	}
 	ty.fin.startFallback(j, code, err.Error())

@@ -10,7 +10,10 @@
 //	           SubmitAsync accept a trigger, Get reads its receipt, Wait blocks until
 //	           a receipt meets a condition, Ack is the one decision for an explicit
 //	           ack, Force delivers a held trigger now; Kick, Observe, Progress and
-//	           Unblock are how the detector, the registry and the API nudge it
+//	           Unblock are how the detector, the registry and the API nudge it;
+//	           HoldForSync and ReleaseSync hold a worker for its orchestrator's sync
+//	Collision  the collision event of a trigger held for a person past the max defer
+//	           window (Deps.OnCollision)
 //	Config     the trigger policy (DefaultConfig: the seed defaults; Validate)
 //	Deps       its collaborators, as interfaces it declares: Runtimes (*panes.Registry),
 //	           Sender (*controlmode.Conn), Gates and InputLine (*detector.Monitor),
@@ -30,7 +33,9 @@
 //	          own: the pane's on the lane, the trigger's on its job)
 //	finisher  the ack wait, retries, the fallback chain and the closing of a receipt;
 //	          it owns the fallback bookkeeping (relaunching, spawned aside, launched in
-//	          a pane), under its mu
+//	          a pane), under its mu, the collection of the runtimes it spawned aside
+//	          once their prompts are done (aside.go), and the runtimes failed because
+//	          their tmux refused send-keys (refused.go)
 //
 // The pure, hot-path text pieces, fuzzed in package fuzz, none allocating more than
 // its result:
@@ -48,7 +53,7 @@
 // it in its runtime's lane (a trigger for an unknown or unmanaged runtime goes to the
 // fallback chain). A lane is one runtime's queue: it takes the first trigger that may
 // go (forced ones first, order kept within a thread) and asks the gates in order — runtime alive, loop guard, force, circuit breaker, pause, rate limit, human
-// collision, readiness — whose verdict (a verdictKind: proceed, hold, fail, fallback,
+// collision (collision.go), an orchestrator's sync (synchold.go), readiness — whose verdict (a verdictKind: proceed, hold, fail, fallback,
 // waitConn) either delivers it, defers it with a code and a deadline (hold.go lists
 // every hold and its end), fails it, or starts the fallback chain. The rate limit and
 // the loop guard count per runtime, never per the name (role or agent_id) a caller gives
@@ -67,8 +72,9 @@
 // waits for all of them (no part has a Close of its own). The lanes run one goroutine
 // per runtime (runLane, started on its first trigger) and a timer per open circuit
 // breaker (to wake its lane when the cooldown ends); the finisher one per trigger
-// waiting for its ack (awaitAck), one per running fallback chain (runFallback) and a
-// short one per closed trigger that forgets it once its last write is in the store; the
+// waiting for its ack (awaitAck), one per running fallback chain (runFallback), a
+// short one per closed trigger that forgets it once its last write is in the store, and
+// one per runtime spawned aside that waits for its prompts to be done (collectAside); the
 // Pipeline one per SubmitAsync, and one per reply recorded on a trigger in flight. The
 // typist runs on a lane's goroutine, or on a request's for an inline typing into an idle
 // lane (Close waits for that too), and starts only a short wait for an ack while it

@@ -34,6 +34,13 @@ type finisher struct {
 	// a runtime's own pane, and when: another trigger's fallback does not replace it
 	// (until that trigger is acked, or MaxHold has passed).
 	launched map[string]paneLaunch
+	// refused: runtimes failed because their tmux refused send-keys (refused.go).
+	refused map[string]refusal
+	// asides: the runtimes a fallback spawned beside a kept pane, and when a trigger was
+	// last handed to each; collecting and retiring: those being collected (aside.go).
+	asides     map[string]time.Time
+	collecting map[string]bool
+	retiring   map[string]bool
 }
 
 // goAwaitAck waits for j's ack in its own goroutine; on timeout it schedules a retry or,
@@ -347,6 +354,7 @@ func (f *finisher) runFallback(j *job, code nudge.Code, keep bool) {
 		f.mu.Lock()
 		if l.RuntimeID != from {
 			f.aside[from] = l.RuntimeID
+			f.usedAsideLocked(l.RuntimeID)
 		} else {
 			// The launch in the runtime's own pane is for this trigger's prompt (given
 			// at launch, or typed live next): another trigger's fallback keeps that pane.
@@ -427,7 +435,7 @@ func (f *finisher) asideFor(runtimeID string, code nudge.Code, keep bool) (nudge
 	f.mu.Lock()
 	id := f.aside[runtimeID]
 	f.mu.Unlock()
-	if rt, ok := f.deps.Runtimes.Get(id); ok && id != "" && rt.Managed && panes.Live(rt.Status) {
+	if rt, ok := f.deps.Runtimes.Get(id); ok && id != "" && rt.Managed && panes.Live(rt.Status) && f.useAside(id) {
 		return rt, true
 	}
 	// After a daemon restart: the newest live runtime named ROLE-fb-* in the workspace.
@@ -443,7 +451,21 @@ func (f *finisher) asideFor(runtimeID string, code nudge.Code, keep bool) (nudge
 			best = rt
 		}
 	}
-	return best, best.RuntimeID != ""
+	if best.RuntimeID == "" || !f.useAside(best.RuntimeID) {
+		return nudge.Runtime{}, false
+	}
+	return best, true
+}
+
+// useAside claims fallback runtime id for a trigger, unless it is being collected.
+func (f *finisher) useAside(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.retiring[id] {
+		return false
+	}
+	f.usedAsideLocked(id)
+	return true
 }
 
 // unroutable handles a trigger with no managed runtime: an unknown one fails with
@@ -472,6 +494,7 @@ func (f *finisher) done(j *job) {
 		f.deps.Store.Settle() // with the next batch: no commit of its own
 		f.forget(j)
 	})
+	f.collectAside(j.record().RuntimeID) // a fallback runtime whose prompt is done
 }
 
 func uidPtr(uid int) *int {
@@ -491,12 +514,14 @@ func (f *finisher) ackAfterFallback(id, signal string) (nudge.Trigger, bool, err
 		}
 		now := f.cfg.Now()
 		t.State, t.AckedAt, t.AckSignal, t.UpdatedAt = nudge.StateAcked, &now, signal, now
+		t.Result = resultFor(t)
 		return nil
 	})
 	if errors.Is(err, errNotFallback) {
 		return nudge.Trigger{}, false, nil
 	}
 	if err == nil {
+		f.logOutcome(t) // acked after its fallback launch closed it: the outcome as it ends
 		f.changed(t)
 		f.mu.Lock()
 		for rt, l := range f.launched {

@@ -27,6 +27,7 @@ type lanes struct {
 	perRT    *rateLimiter     // per runtime, over all its threads
 	loops    *loopGuard
 	breakers *breakers
+	syncs    syncHolds // workers waiting for an orchestrator's sync (synchold.go)
 }
 
 // enqueue puts j at the back of its runtime's lane, starting the lane if needed. A job
@@ -284,7 +285,12 @@ func (ls *lanes) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 		return verdict{kind: fallback, code: nudge.UnmanagedRuntime, why: "runtime is not managed: live delivery skipped"}
 	}
 	switch rt.Status {
-	case nudge.StatusOffline, nudge.StatusFailed, nudge.StatusDeregistered, nudge.StatusExited:
+	case nudge.StatusFailed:
+		if why := ls.fin.refusedKeys(rt); why != "" {
+			return verdict{kind: fail, code: nudge.SendKeysError, why: "runtime is failed: " + why + " (nudge restart " + rt.RuntimeID + " once tmux takes keys again)"}
+		}
+		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + string(rt.Status)}
+	case nudge.StatusOffline, nudge.StatusDeregistered, nudge.StatusExited:
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + string(rt.Status)}
 	case nudge.StatusStarting, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
 		return ls.startingHold(j, rt, now)
@@ -328,6 +334,9 @@ func (ls *lanes) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 	if v, held := ls.collision(j, t, rt, now); held {
 		return v
 	}
+	if v, held := ls.syncGate(j, rt, now); held {
+		return v
+	}
 	return ls.readiness(j, rt, now)
 }
 
@@ -356,7 +365,7 @@ func (ls *lanes) collision(j *job, t nudge.Trigger, rt nudge.Runtime, now time.T
 	}
 	busy, until, why := ls.deps.Gates.Collision(rt)
 	if !busy {
-		j.deferStart = time.Time{}
+		j.deferStart, j.collided = time.Time{}, false
 		return verdict{}, false
 	}
 	if j.deferStart.IsZero() {
@@ -364,7 +373,7 @@ func (ls *lanes) collision(j *job, t nudge.Trigger, rt nudge.Runtime, now time.T
 	}
 	limit := j.deferStart.Add(ls.cfg.MaxDefer)
 	if !now.Before(limit) {
-		return verdict{kind: fallback, code: nudge.DeferTimeout, why: "operator busy past the max defer window: " + why}, true
+		return ls.operatorHold(j, rt.RuntimeID, j.deferStart, until, now, why), true
 	}
 	if until.IsZero() || until.After(limit) {
 		until = limit

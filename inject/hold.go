@@ -12,8 +12,12 @@ import (
 // Every place a trigger can wait has an end (README, "Holds"):
 //
 //	hold                         code                      deadline
-//	human at the pane            OPERATOR_BUSY             MaxDefer after it began (collision clock)
-//	pane in copy mode            OPERATOR_BUSY             MaxDefer (pane-check clock)
+//	human at the pane            OPERATOR_BUSY             MaxDefer after it began (collision clock); then the
+//	                                                       collision event and held for them MaxHold more,
+//	                                                       then failed DEFER_TIMEOUT: no fallback (collision.go)
+//	pane in copy mode            OPERATOR_BUSY             the same, on the pane-check clock
+//	orchestrator sync pending    ORCHESTRATOR_SYNC         the sync trigger taken or closed, else MaxHold:
+//	                                                       the hold lifts (synchold.go)
 //	envelope left unentered      INPUT_LINE_BUSY           MaxDefer (pane-check clock)
 //	agent busy, no input queue   AGENT_BUSY                MaxHold (hold clock)
 //	confirmation dialog          AGENT_NEEDS_CONFIRMATION  MaxHold (hold clock)

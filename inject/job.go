@@ -13,25 +13,27 @@ import (
 // job is a trigger in flight. Its record is the freshest copy of the receipt; the store
 // copy follows it (persist).
 type job struct {
-	mu         sync.Mutex
-	t          nudge.Trigger
-	envelope   string        // sanitized prompt wrapped in its envelope: what is typed
-	created    chan struct{} // closed once the create commit is done (or failed: lost)
-	lost       bool          // the record was never committed: nothing may be persisted
-	keepIntake bool          // acked by the agent's record: the intake gate ends on its own
-	decided    chan struct{} // closed at the first decision: typed, parked or failed
-	decideOnce sync.Once
-	pmu        sync.Mutex // serializes persist
-	maybeTyped bool       // an earlier incarnation may have typed it: look before typing
-	keysOnly   bool       // withdrawn from the agent's channel (or it failed): typed from now on
-	deferStart time.Time  // when the current collision deferral began
-	holdStart  time.Time  // when the current agent or runtime hold began (busy, confirming, paused, ...)
-	counted    bool       // its live failure was counted by the runtime's breaker
-	paneHold   time.Time  // when the pane check began holding it (copy mode, a pending envelope)
-	retryAt    time.Time  // a retry waits until then
-	connWait   time.Time  // when it began waiting for a control connection (awaitConn)
-	received   time.Time  // when its request came in (zero once its first typing is timed)
-	typedBusy  bool       // the readiness gate last saw the agent at work on its screen (it let it through: the agent queues input)
+	mu            sync.Mutex
+	t             nudge.Trigger
+	envelope      string        // sanitized prompt wrapped in its envelope: what is typed
+	created       chan struct{} // closed once the create commit is done (or failed: lost)
+	lost          bool          // the record was never committed: nothing may be persisted
+	keepIntake    bool          // acked by the agent's record: the intake gate ends on its own
+	decided       chan struct{} // closed at the first decision: typed, parked or failed
+	decideOnce    sync.Once
+	pmu           sync.Mutex // serializes persist
+	outcomeLogged bool       // its final outcome was logged at info (under pmu)
+	maybeTyped    bool       // an earlier incarnation may have typed it: look before typing
+	keysOnly      bool       // withdrawn from the agent's channel (or it failed): typed from now on
+	deferStart    time.Time  // when the current collision deferral began
+	collided      bool       // its collision event went out for the current deferral (operatorHold)
+	holdStart     time.Time  // when the current agent or runtime hold began (busy, confirming, paused, ...)
+	counted       bool       // its live failure was counted by the runtime's breaker
+	paneHold      time.Time  // when the pane check began holding it (copy mode, a pending envelope)
+	retryAt       time.Time  // a retry waits until then
+	connWait      time.Time  // when it began waiting for a control connection (awaitConn)
+	received      time.Time  // when its request came in (zero once its first typing is timed)
+	typedBusy     bool       // the readiness gate last saw the agent at work on its screen (it let it through: the agent queues input)
 
 	// A TUI took its last typing out of the composer at output count submitSeq (0: not
 	// confirmed so, or typed again since); unshownSince is when a retry began waiting for
@@ -101,17 +103,22 @@ func (j *job) update(now time.Time, fn func(*nudge.Trigger)) nudge.Trigger {
 func tp(t time.Time) *time.Time { return &t }
 
 // ResultFor is the seed's result word for a receipt (README, "Receipts"): queued, injected
-// and submitted are pending, deferred is deferred, acked is delivered (timeout when an ack
-// or defer timeout led there through a fallback; a fallback launch closed at submitted
-// counts as acked), failed is failed or timeout; a final word once set stays.
-// already_active is the answer to a repeated trigger_id while the first is in flight.
+// and submitted are pending, deferred is deferred, acked is delivered (also when a
+// fallback nudge ran itself took it there: the receipt's fallback and delivery_backend
+// name that fallback, and error_code keeps the live path's ACK_TIMEOUT or DEFER_TIMEOUT;
+// a fallback launch closed at submitted counts as acked), failed is failed or timeout; a
+// final word once set stays. already_active is the answer to a repeated trigger_id while
+// the first is in flight.
 func ResultFor(t nudge.Trigger) nudge.Result { return resultFor(&t) }
 
 // resultFor derives the seed's result word from a receipt. delivered means acknowledged
 // (seed 000 §9.1): a prompt the agent took but has not acked yet is still pending, unless
-// the trigger is closed there (a fallback launch that cannot ack). A final word
-// (delivered, timeout, failed) once set is kept: the result moves only forward, so a
-// retry never turns a receipt back to pending and no trigger counts in two outcomes.
+// the trigger is closed there (a fallback launch that cannot ack). timeout is kept for a
+// prompt that reached no agent: seed 000 §9.2 has an orchestrator run its own resume on
+// timeout, which after nudge's own fallback would give the agent the prompt twice. A
+// final word (delivered, timeout, failed) once set is kept: the result moves only
+// forward, so a retry never turns a receipt back to pending and no trigger counts in two
+// outcomes.
 func resultFor(t *nudge.Trigger) nudge.Result {
 	if finalResult(t.Result) {
 		return t.Result
@@ -119,15 +126,9 @@ func resultFor(t *nudge.Trigger) nudge.Result {
 	timedOut := t.ErrorCode == nudge.AckTimeout || t.ErrorCode == nudge.DeferTimeout
 	switch t.State {
 	case nudge.StateAcked:
-		if timedOut {
-			return nudge.ResultTimeout
-		}
 		return nudge.ResultDelivered
 	case nudge.StateSubmitted:
-		switch {
-		case t.Closed && timedOut:
-			return nudge.ResultTimeout
-		case t.Closed:
+		if t.Closed {
 			return nudge.ResultDelivered
 		}
 		return nudge.ResultPending // taken, not acknowledged yet

@@ -21,6 +21,7 @@ import (
 type Config struct {
 	MaxDefer        time.Duration   // longest a collision deferral lasts before DEFER_TIMEOUT (60s)
 	MaxHold         time.Duration   // longest a busy, confirming, unknown, paused or cooling runtime holds a trigger before DEFER_TIMEOUT (10m)
+	AsideIdle       time.Duration   // how long a runtime a fallback spawned beside a kept pane stays once its prompts are done, for the next fallback to reuse, before it is stopped and deregistered (MaxDefer)
 	BreakerFailures int             // consecutive failed triggers that open a runtime's breaker (3; negative: no breaker)
 	BreakerCooldown time.Duration   // first cooldown of an open breaker; doubles on a failed probe, up to 16x (2m)
 	DeferRecheck    time.Duration   // re-check period of a deferred trigger (5s)
@@ -91,6 +92,7 @@ func (c *Config) fill() {
 	}
 	dur(&c.MaxDefer, d.MaxDefer)
 	dur(&c.MaxHold, d.MaxHold)
+	dur(&c.AsideIdle, c.MaxDefer)
 	dur(&c.BreakerCooldown, d.BreakerCooldown)
 	num(&c.BreakerFailures, d.BreakerFailures)
 	dur(&c.DeferRecheck, d.DeferRecheck)
@@ -215,6 +217,9 @@ type Deps struct {
 	Channel  Channel    // nil: every trigger is typed
 	// OnChange is called after every receipt change (events, metrics). Must not block.
 	OnChange func(t nudge.Trigger)
+	// OnCollision is called when a trigger held for a person passes the max defer window
+	// (its collision event). Must not block.
+	OnCollision func(t nudge.Trigger, c Collision)
 }
 
 // Request is one trigger request (POST /v1/triggers).
@@ -266,7 +271,8 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 	}
 	ls.breakers = newBreakers(cfg.BreakerFailures, cfg.BreakerCooldown, ls.breakerChanged)
 	fin := &finisher{core: c, lanes: ls, breakers: ls.breakers,
-		fallingBack: map[string]bool{}, aside: map[string]string{}, launched: map[string]paneLaunch{}}
+		fallingBack: map[string]bool{}, aside: map[string]string{}, launched: map[string]paneLaunch{}, refused: map[string]refusal{},
+		asides: map[string]time.Time{}, collecting: map[string]bool{}, retiring: map[string]bool{}}
 	ty := &typist{core: c, lanes: ls, fin: fin}
 	ls.typist, ls.fin = ty, fin
 	return &Pipeline{core: c, lanes: ls, typist: ty, fin: fin}, nil
@@ -293,6 +299,7 @@ func (p *Pipeline) Open() error {
 		close(j.created)
 		p.adopt(j)
 	}
+	p.fin.collectAsidesLeft()
 	return nil
 }
 

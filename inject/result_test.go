@@ -30,12 +30,31 @@ func TestResultMeansAcknowledged(t *testing.T) {
 			t.Fatalf("%s: result %s, want %s", s.name, tr.Result, s.want)
 		}
 	}
-	fb := nudge.Trigger{State: nudge.StateSubmitted, Closed: true, ErrorCode: nudge.AckTimeout}
-	if r := resultFor(&fb); r != nudge.ResultTimeout {
-		t.Fatalf("a fallback launch after an ack timeout: %s, want timeout", r)
-	}
-	fb = nudge.Trigger{State: nudge.StateSubmitted, Closed: true}
+	fb := nudge.Trigger{State: nudge.StateSubmitted, Closed: true}
 	if r := resultFor(&fb); r != nudge.ResultDelivered {
 		t.Fatalf("closed at submitted: %s, want delivered", r)
+	}
+}
+
+// TestResultAfterOwnFallbackIsDelivered: a trigger whose live path timed out (ACK_TIMEOUT,
+// DEFER_TIMEOUT) and which nudge's own fallback then delivered is delivered, the fallback
+// named on the receipt, never timeout: seed 000 §9.2 has an orchestrator resume the
+// session itself on timeout, and the agent would get the prompt twice (issue 36 item 1).
+// Only a prompt that reached no agent is timeout.
+func TestResultAfterOwnFallbackIsDelivered(t *testing.T) {
+	for i, c := range []struct {
+		t    nudge.Trigger
+		want nudge.Result
+	}{
+		{nudge.Trigger{State: nudge.StateAcked, Closed: true, ErrorCode: nudge.DeferTimeout, Fallback: "spawn"}, nudge.ResultDelivered},
+		{nudge.Trigger{State: nudge.StateAcked, Closed: true, ErrorCode: nudge.AckTimeout, Fallback: "resume"}, nudge.ResultDelivered},
+		{nudge.Trigger{State: nudge.StateSubmitted, Closed: true, ErrorCode: nudge.AckTimeout, Fallback: "resume"}, nudge.ResultDelivered},
+		{nudge.Trigger{State: nudge.StateFailed, Closed: true, ErrorCode: nudge.AckTimeout, Fallback: "resume"}, nudge.ResultTimeout},
+		{nudge.Trigger{State: nudge.StateFailed, Closed: true, ErrorCode: nudge.DeferTimeout}, nudge.ResultTimeout},
+		{nudge.Trigger{State: nudge.StateFailed, Closed: true, ErrorCode: nudge.SpawnFailed, Fallback: "spawn"}, nudge.ResultFailed},
+	} {
+		if got := resultFor(&c.t); got != c.want {
+			t.Errorf("#%d: %s %s after %q: got %s, want %s", i, c.t.State, c.t.ErrorCode, c.t.Fallback, got, c.want)
+		}
 	}
 }

@@ -28,6 +28,8 @@ type reconciler struct {
 	mu sync.Mutex
 	// deadSince: runtimes whose pane reads dead before its exit status is known.
 	deadSince map[string]time.Time
+	closed    map[string]time.Time // runtimes whose window was last closed then (collect.go)
+	strays    map[string][]Stray   // by workspace: panes no runtime claims (collect.go)
 }
 
 // reconcile compares the workspace's records with its panes (seed 001 §11): alive →
@@ -49,18 +51,32 @@ func (rc *reconciler) reconcile(ctx context.Context, w *workspace) {
 	var chs []change
 	var restarts []string
 	var overdue []startOverdue
+	drops := map[string]dropped{}
+	claimed := map[string]bool{}
 	recheck := false
 	now := rc.cfg.Now()
 	rc.recs.mu.Lock()
 	for id, rt := range rc.recs.rts {
-		if rt.WorkspaceID != w.name || rc.recs.busy[id] != "" {
+		if rt.WorkspaceID != w.name {
+			continue
+		}
+		claimed[rt.PaneID] = true
+		p, found := rc.recs.findPaneLocked(rt, byID, panes)
+		if found {
+			claimed[p.ID] = true
+		}
+		if rc.recs.busy[id] != "" {
 			continue
 		}
 		if o, late := rc.overdueLocked(rt, now); late {
 			overdue = append(overdue, o)
 		}
-		if p, found := rc.recs.findPaneLocked(rt, byID, panes); found && rc.statusPendingLocked(rt, p) {
+		if found && rc.statusPendingLocked(rt, p) {
 			recheck = true
+			continue
+		}
+		if !found && len(panes) > 0 && Live(rt.Status) && rc.closedAgainLocked(rt, now) {
+			drops[id] = dropped{why: "its window was closed again within " + rc.cfg.ClosedGrace.String() + " of the last time (closed by hand: not recreated)"}
 			continue
 		}
 		c, restart := rc.reconcileOneLocked(rt, byID, panes)
@@ -68,9 +84,16 @@ func (rc *reconciler) reconcile(ctx context.Context, w *workspace) {
 		if restart {
 			rc.recs.busy[id] = "restart-pending"
 			restarts = append(restarts, id)
+		} else if cur := rc.recs.rts[id]; cur != nil && rc.collectableLocked(cur, now) {
+			d := dropped{why: "collected: " + string(cur.Status) + " for " + rc.cfg.Retention.String() + " (the runtime retention)"}
+			if found && p.Dead && cur.Managed && w.place().owned(w.name) {
+				d.deadPane = p.ID // its dead pane (remain-on-exit) in nudge's own session goes with it
+			}
+			drops[id] = d
 		}
 	}
 	rc.recs.mu.Unlock()
+	rc.noteStrays(w, panes, claimed, now)
 	if recheck {
 		rc.conns.reap(ctx, w) // a death without its status: make tmux reap it (reap.go)
 	}
@@ -78,6 +101,9 @@ func (rc *reconciler) reconcile(ctx context.Context, w *workspace) {
 	rc.failStarts(ctx, overdue)
 	for _, id := range restarts {
 		rc.scheduleRestart(id)
+	}
+	for id, d := range drops {
+		rc.drop(ctx, w, id, d)
 	}
 	if recheck {
 		time.AfterFunc(statusRecheck, func() { poke(w.kick) })
@@ -225,6 +251,7 @@ func (rc *reconciler) deathLocked(rt *nudge.Runtime, reason string, code nudge.C
 	wait, expired := rc.recs.recovery.crashed(cur.RuntimeID, now, rc.cfg.RestartDelay, rc.cfg.RestartMaxDelay, rc.cfg.RecoveryDeadline)
 	if expired {
 		why := fmt.Sprintf("recovery deadline: still crashing %s after its first crash", rc.cfg.RecoveryDeadline)
+		rc.recs.auditLocked(cur, "runtime_restart_failed", why, nudge.SpawnFailed, nil) // seed 001 §11: repeated restart failures
 		more, err := rc.recs.transitionLocked(cur.RuntimeID, nudge.StatusFailed, why, "", nil)
 		rc.recs.logErr("reconcile", rt.RuntimeID, err)
 		return append(chs, more...), false
@@ -238,6 +265,7 @@ func (rc *reconciler) deathLocked(rt *nudge.Runtime, reason string, code nudge.C
 	}
 	rc.stats.CrashLoops.Add(1)
 	why := fmt.Sprintf("crash loop: %d failures within %s", len(cur.Failures), rc.cfg.CrashLoopWindow)
+	rc.recs.auditLocked(cur, "runtime_restart_failed", why, nudge.SpawnFailed, nil) // seed 001 §11: repeated restart failures
 	more, err := rc.recs.transitionLocked(cur.RuntimeID, nudge.StatusFailed, why, "", nil)
 	rc.recs.logErr("reconcile", rt.RuntimeID, err)
 	return append(chs, more...), false

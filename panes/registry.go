@@ -68,6 +68,15 @@ type Config struct {
 	// or a relaunch over the control connection): a tmux that stops answering fails it;
 	// 0 means 20s.
 	CommandTimeout time.Duration
+	// ClosedGrace: a managed runtime whose window is closed (by hand: its pane is gone)
+	// is recreated, but if its window is closed again within ClosedGrace of the first
+	// time it is dropped (deregistered), not recreated again. 0 means 10m; <0 recreates
+	// it every time.
+	ClosedGrace time.Duration
+	// Retention: a runtime offline, failed or exited this long, and not being restarted,
+	// is collected (deregistered; its record stays in the store). 0 means 24h; <0 keeps
+	// every runtime until deregistered by hand.
+	Retention time.Duration
 	// StartTimeout bounds starting → ready for a profile that sets none; past it the
 	// runtime is failed with its screen as evidence. 0 means 2m.
 	StartTimeout time.Duration
@@ -133,6 +142,8 @@ func (c *Config) setDefaults() {
 	def(&c.KillGrace, 3*time.Second)
 	def(&c.CommandTimeout, 20*time.Second)
 	def(&c.StartTimeout, 2*time.Minute)
+	def(&c.ClosedGrace, 10*time.Minute)
+	def(&c.Retention, 24*time.Hour)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -281,7 +292,7 @@ func Open(ctx context.Context, cfg Config, db *store.DB) (*Registry, error) {
 	r.ender = &ender{cfg: c, recs: r.records, conns: r.conns, tmux: r.tmux, kill: &r.kill}
 	r.launch = &launcher{cfg: c, stats: &r.stats, recs: r.records, conns: r.conns, tmux: r.tmux, ender: r.ender}
 	r.recon = &reconciler{cfg: c, stats: &r.stats, g: g, recs: r.records, conns: r.conns, tmux: r.tmux, launch: r.launch,
-		deadSince: map[string]time.Time{}}
+		deadSince: map[string]time.Time{}, closed: map[string]time.Time{}, strays: map[string][]Stray{}}
 	r.conns.loop = r.recon.loop
 	r.records.load(rts, func(ws string) { r.conns.getLocked(ws) })
 	return r, nil
@@ -410,6 +421,10 @@ func (r *Registry) Restart(ctx context.Context, id, reason string) (nudge.Runtim
 	r.recovery.forget(id) // restarted by hand: a new start, not a recovery
 	return r.launch.restart(context.WithoutCancel(ctx), id, reason, false)
 }
+
+// Unmanaged lists the panes in the workspaces' sessions that no runtime claims (windows
+// opened there by hand), as the last reconcile of each workspace saw them.
+func (r *Registry) Unmanaged() []Stray { return r.recon.unmanaged() }
 
 // Profile returns a profile by name.
 func (r *Registry) Profile(name string) (Profile, bool) {

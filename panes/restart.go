@@ -56,6 +56,8 @@ func (l *launcher) relaunchAs(ctx context.Context, id, reason string, auto bool,
 	}
 	var chs []change
 	if err != nil {
+		// Seed 001 §13's structured event, beside the status change it causes.
+		l.recs.auditLocked(rt, "runtime_restart_failed", reason+": "+err.Error(), nudge.SpawnFailed, map[string]string{"how": how})
 		chs, _ = l.recs.toStatusLocked(id, nudge.StatusFailed, "restart failed: "+err.Error(), nudge.SpawnFailed, nil)
 	} else {
 		chs, err = l.launchedLocked(id, p, how, reason)

@@ -7,12 +7,15 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/statusfiles"
 	"github.com/nudgehq/nudge/cmd/nudge/tui"
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/panes"
@@ -48,7 +51,7 @@ func statusCmd(env *cliEnv) *cobra.Command {
 		var stale error
 		prefix := ""
 		if snap, ok := lastKnown(o.stateDir, err); ok {
-			rows, err, stale = tui.LastKnown(snap.Runtimes, snap.Last, ws), nil, staleError{snap.Written}
+			rows, err, stale = tui.LastKnown(snap.Runtimes, snap.Last, ws), nil, snap.stale()
 			for i := range rows {
 				rows[i].StaleAsOf = &snap.Written
 			}
@@ -70,20 +73,62 @@ func statusCmd(env *cliEnv) *cobra.Command {
 	return cmd
 }
 
-// lastKnown reads the state the store last held when err says no daemon answered; ok
-// only then, and if the store could be read without taking it from a daemon.
-func lastKnown(stateDir string, err error) (store.Snapshot, bool) {
-	if !errors.Is(err, api.ErrUnreachable) {
-		return store.Snapshot{}, false
-	}
-	snap, serr := store.ReadSnapshot(storeFile(stateDir), 200*time.Millisecond)
-	return snap, serr == nil
+// lastState is the state a daemon that does not answer left behind.
+type lastState struct {
+	store.Snapshot
+	files bool // read from its status files, not its store
 }
 
-// staleError ends a command that printed the last known state: exit 1, saying so.
-type staleError struct{ written time.Time }
+// lastKnown reads the state the daemon last left when err says no daemon answered; ok
+// only then, and if it could be read. Its status files come first: they are written
+// within a second of every change and read without any lock, also while a daemon that
+// does not answer holds the store. Without them, the store is read if no daemon holds it.
+func lastKnown(stateDir string, err error) (lastState, bool) {
+	if !errors.Is(err, api.ErrUnreachable) {
+		return lastState{}, false
+	}
+	f, ferr := statusfiles.ReadFleet(stateDir)
+	if ferr == nil {
+		// The store is read instead only if it was written well after the files (a daemon
+		// run with --status-files=false since) and no daemon holds it.
+		if fi, err := os.Stat(storeFile(stateDir)); err != nil || !fi.ModTime().After(f.WrittenAt.Add(2*time.Second)) {
+			return fromFiles(f), true
+		}
+	}
+	snap, serr := store.ReadSnapshot(storeFile(stateDir), 200*time.Millisecond)
+	if serr != nil && ferr == nil {
+		return fromFiles(f), true
+	}
+	return lastState{Snapshot: snap}, serr == nil
+}
 
-func (e staleError) Error() string { return tui.StaleNote(e.written, time.Now()) }
+// fromFiles is the state the fleet's status file shows.
+func fromFiles(f statusfiles.Fleet) lastState {
+	s := lastState{Snapshot: store.Snapshot{Written: f.WrittenAt, Last: map[string]nudge.Trigger{}}, files: true}
+	for _, r := range f.Runtimes {
+		rt, t := r.Record()
+		s.Runtimes = append(s.Runtimes, rt)
+		if t != nil {
+			s.Last[rt.RuntimeID] = *t
+		}
+	}
+	return s
+}
+
+func (s lastState) stale() staleError { return staleError{s.Written, s.files} }
+
+// staleError ends a command that printed the last known state: exit 1, saying so.
+type staleError struct {
+	written time.Time
+	files   bool
+}
+
+func (e staleError) Error() string {
+	if e.files {
+		return tui.StaleFilesNote(e.written, time.Now())
+	}
+	return tui.StaleNote(e.written, time.Now())
+}
 
 func watchCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{

@@ -110,11 +110,18 @@ func registerCmd(env *cliEnv) *cobra.Command {
 
 func lsCmd(env *cliEnv) *cobra.Command {
 	var ws string
-	cmd := &cobra.Command{Use: "ls [--workspace WS]", Short: "list runtimes", Aliases: []string{"list"}, Args: exactArgs(0, "no arguments"),
-		Long: "List runtimes. With the daemon down it lists those its store last held (read-only), says\nsince when, and exits 1."}
+	var all, unmanaged bool
+	cmd := &cobra.Command{Use: "ls [--workspace WS] [--all] [--unmanaged]", Short: "list runtimes", Aliases: []string{"list"}, Args: exactArgs(0, "no arguments"),
+		Long: "List the fleet: the runtimes the daemon keeps (a runtime offline, failed or exited for --runtime-retention,\n" +
+			"or whose window a human closed twice, is dropped from it). --all adds the dropped ones the store keeps.\n" +
+			"The table ends with the panes in the workspaces' sessions that no runtime claims (windows opened\n" +
+			"by hand): adopt one with nudge register --target PANE_ID. --unmanaged lists only those.\n" +
+			"With the daemon down it lists those its status files (else its store) last held (read-only), says\nsince when, and exits 1."}
 	o := addClientFlags(cmd)
 	out := addOutputFlags(cmd, "table")
 	cmd.Flags().StringVar(&ws, "workspace", "", "only this workspace")
+	cmd.Flags().BoolVar(&all, "all", false, "also the runtimes dropped from the fleet (deregistered, collected)")
+	cmd.Flags().BoolVar(&unmanaged, "unmanaged", false, "only the panes no runtime claims (windows opened by hand)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		asJSON, err := out.asJSON()
 		if err != nil {
@@ -122,10 +129,21 @@ func lsCmd(env *cliEnv) *cobra.Command {
 		}
 		c := o.client(env)
 		defer c.Close()
-		rts, err := c.Runtimes(cmd.Context(), ws)
+		if unmanaged {
+			ps, err := c.Unmanaged(cmd.Context(), ws)
+			if err != nil {
+				return err
+			}
+			return tui.PrintUnmanaged(env.stdout, asJSON, time.Now(), ps...)
+		}
+		list := c.Runtimes
+		if all {
+			list = c.AllRuntimes
+		}
+		rts, err := list(cmd.Context(), ws)
 		var stale error
 		if snap, ok := lastKnown(o.stateDir, err); ok {
-			rts, err, stale = []api.Runtime{}, nil, staleError{snap.Written}
+			rts, err, stale = []api.Runtime{}, nil, snap.stale()
 			for _, r := range tui.LastKnown(snap.Runtimes, nil, ws) {
 				rts = append(rts, r.Runtime)
 			}
@@ -136,7 +154,14 @@ func lsCmd(env *cliEnv) *cobra.Command {
 		if asJSON {
 			return cmp.Or(printJSON(env.stdout, rts), stale)
 		}
-		return cmp.Or(printRuntimes(env.stdout, false, rts...), stale)
+		if err := printRuntimes(env.stdout, false, rts...); err != nil || stale != nil {
+			return cmp.Or(err, stale)
+		}
+		ps, err := c.Unmanaged(cmd.Context(), ws)
+		if err != nil {
+			return nil // a daemon without /v1/unmanaged: the runtimes are the answer
+		}
+		return tui.PrintUnmanaged(env.stdout, false, time.Now(), ps...)
 	}
 	return cmd
 }

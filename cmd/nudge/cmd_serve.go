@@ -29,7 +29,9 @@ func serveCmd(env *cliEnv) *cobra.Command {
 		if err := cfg.loadToken(env); err != nil {
 			return err
 		}
-		cfg.LLM.LoadKey()
+		if err := cfg.LLM.LoadKey(defaultConfigDir()); err != nil {
+			return err
+		}
 		if cfg.CPUProfile != "" {
 			stop, err := startCPUProfile(cfg.CPUProfile)
 			if err != nil {

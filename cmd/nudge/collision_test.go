@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -108,22 +109,95 @@ func TestHumanTypingDefersThenDelivers(t *testing.T) {
 }
 
 func TestDraftBlocksUntilDeferTimeout(t *testing.T) {
-	td := startDaemon(t, collisionConfig(t))
+	cfg := collisionConfig(t)
+	cfg.Inject.MaxHold = 3 * time.Second
+	td := startDaemon(t, cfg)
 	rt := td.spawnBash("rev")
 	op := td.attachOperator(rt.PaneID)
 	op.typeKeys("half-typed")
 	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.OperatorBusy })
 	td.trigger(map[string]any{"trigger_id": "d2", "workspace": "w1", "agent": "rev", "prompt": "must not land in the draft"})
 	got := td.waitTrigger("d2", closed)
-	// The fallback keeps the operator's pane: it spawns a runtime beside it (the shell
-	// takes no prompt at launch, so the prompt is typed live there, never here).
-	if got.ErrorCode != "DEFER_TIMEOUT" || got.Fallback != "spawn" || got.FallbackRuntimeID == "" ||
-		got.FallbackRuntimeID == rt.RuntimeID || (got.InjectedAt != nil && got.RuntimeID == rt.RuntimeID) {
+	// Past the max defer window the trigger is held for the person (a collision event),
+	// and past the max hold after it, it fails: never an agent spawned beside their pane
+	// (issue 36 item 2), never typed into the draft.
+	if got.State != "failed" || got.ErrorCode != "DEFER_TIMEOUT" || got.Result != "timeout" || got.Fallback != "" ||
+		got.FallbackRuntimeID != "" || got.RuntimeID != rt.RuntimeID || got.InjectedAt != nil {
 		t.Fatalf("receipt: %+v", got)
+	}
+	if story := events(td.audit("d2")); !strings.Contains(story, "trigger_collision") || strings.Contains(story, "fallback") {
+		t.Fatalf("audit: %s", story)
+	}
+	if aside := td.asideRuntimes("rev"); len(aside) != 0 {
+		t.Fatalf("an agent was started beside the operator's pane: %+v", aside)
 	}
 	screen := td.tmux("capture-pane", "-p", "-t", rt.PaneID)
 	if strings.Contains(screen, "BRIDGE_TRIGGER") || !strings.Contains(screen, "$ half-typed") {
 		t.Fatalf("the draft was touched:\n%s", screen)
+	}
+}
+
+// TestHumanTypingPastMaxDeferGetsNoSecondAgent (issue 36 item 2; seed 000 §12, §13.2, seed
+// 001 §6.6): a person who types in a worker's pane for longer than the max defer window
+// does not get a second agent (ROLE-fb-*) started beside them. The trigger is held for
+// them with a named collision event (audit trigger_collision, event collision, code
+// DEFER_TIMEOUT), stays deferred, and resumes on its own once they stop: typed into the
+// live pane, acked, delivered, no fallback.
+func TestHumanTypingPastMaxDeferGetsNoSecondAgent(t *testing.T) {
+	cfg := collisionConfig(t)
+	cfg.Inject.MaxDefer = 2 * time.Second
+	td := startDaemon(t, cfg)
+	rt := td.spawnBash("rev")
+	op := td.attachOperator(rt.PaneID)
+	op.typeKeys("echo typing-0\r")
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.OperatorBusy })
+	if _, err := td.trigger(map[string]any{"trigger_id": "long1", "workspace": "w1", "agent": "rev", "prompt": "after the human"}); err != nil {
+		t.Fatal(err)
+	}
+	// Keep typing (a line every ~300 ms, inside the 1.5 s quiet window) until the trigger
+	// is past the max defer window and held for the person.
+	deadline := time.Now().Add(30 * time.Second)
+	var held nudge.Trigger
+	for i := 1; ; i++ {
+		op.typeKeys(fmt.Sprintf("echo typing-%d\r", i))
+		held = nudge.Trigger{}
+		if err := td.c.do(t0(), "GET", "/v1/triggers/long1", nil, &held); err != nil {
+			t.Fatal(err)
+		}
+		if held.State == "deferred" && strings.Contains(held.Message, "collision reported") {
+			break
+		}
+		if held.Closed || time.Now().After(deadline) {
+			t.Fatalf("not held for the person past the max defer window: %+v\nstory %s", held, events(td.audit("long1")))
+		}
+	}
+	if held.ErrorCode != "OPERATOR_BUSY" || held.Result != "deferred" || held.DeferredUntil == nil {
+		t.Fatalf("held: %+v", held)
+	}
+	got := td.waitTrigger("long1", closed) // the person stopped: it goes into the live pane
+	if got.State != "acked" || got.Result != "delivered" || got.Fallback != "" || got.RuntimeID != rt.RuntimeID {
+		t.Fatalf("receipt: %+v\nstory %s", got, events(td.audit("long1")))
+	}
+	story := events(td.audit("long1"))
+	if !strings.Contains(story, "trigger_collision") || strings.Contains(story, "fallback") {
+		t.Fatalf("audit: %s", story)
+	}
+	if aside := td.asideRuntimes("rev"); len(aside) != 0 {
+		t.Fatalf("a second agent was started beside the person: %+v", aside)
+	}
+	for _, r := range td.audit("long1") {
+		if r.Event == "trigger_collision" && (r.Code != "DEFER_TIMEOUT" || !strings.Contains(string(r.Detail), `"held_until"`)) {
+			t.Fatalf("collision record: %+v %s", r, r.Detail)
+		}
+	}
+	resp, err := unixGet(t0(), td.cfg.Socket, "/v1/events?since=0&follow=0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"type":"collision"`) || !strings.Contains(string(body), `"trigger_id":"long1"`) {
+		t.Fatalf("no collision event on /v1/events:\n%.2000s", body)
 	}
 }
 
@@ -170,5 +244,50 @@ func TestHumanInterventionSyncsTheOrchestrator(t *testing.T) {
 	got := readUntil(t, orchFile, func(s string) bool { return strings.Contains(s, "reason=human_intervention") })
 	if !strings.Contains(got, "A human intervened directly in worker") {
 		t.Fatalf("orchestrator got:\n%q", got)
+	}
+}
+
+// TestHumanInterventionHoldsWorkerForOrchestratorSync (issue 36 item 3; seed 000 §13.2,
+// seed 001 §4.1): with a runtime whose role is orchestrator in the workspace (no
+// --orchestrator flag), a human's intervention in a worker's pane sends the orchestrator
+// a sync trigger, and the worker's queued trigger waits (ORCHESTRATOR_SYNC) until the
+// orchestrator took that sync: here the orchestrator is paused first, so it cannot take
+// it until it is resumed.
+func TestHumanInterventionHoldsWorkerForOrchestratorSync(t *testing.T) {
+	td := startDaemon(t, collisionConfig(t))
+	orch, orchFile := rawCat(t, td, "w1", "orchestrator")
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+orch.RuntimeID+"/pause", map[string]any{"reason": "busy elsewhere"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rt := td.spawnBash("worker")
+	op := td.attachOperator(rt.PaneID)
+	op.typeKeys("echo fixing-by-hand\r")
+	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.OperatorBusy })
+	if _, err := td.trigger(map[string]any{"trigger_id": "wk1", "workspace": "w1", "agent": "worker", "prompt": "carry on"}); err != nil {
+		t.Fatal(err)
+	}
+	held := td.waitTrigger("wk1", func(tr nudge.Trigger) bool { return tr.ErrorCode == "ORCHESTRATOR_SYNC" || tr.Closed })
+	if held.State != "deferred" || !strings.Contains(held.Message, "sync_") {
+		t.Fatalf("the worker's trigger was not held for the orchestrator's sync: %+v", held)
+	}
+	syncID := held.Message[strings.Index(held.Message, "sync_"):]
+	sync := td.waitTrigger(syncID, func(tr nudge.Trigger) bool { return tr.State == "deferred" })
+	if sync.RuntimeID != orch.RuntimeID || sync.Reason != "human_intervention" {
+		t.Fatalf("sync trigger: %+v", sync)
+	}
+	if again := td.waitTrigger("wk1", func(nudge.Trigger) bool { return true }); again.InjectedAt != nil {
+		t.Fatalf("the worker got its trigger before the orchestrator took the sync: %+v", again)
+	}
+	if err := td.c.do(t0(), "POST", "/v1/runtimes/"+orch.RuntimeID+"/resume", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := readUntil(t, orchFile, func(s string) bool { return strings.Contains(s, "reason=human_intervention") })
+	if !strings.Contains(got, "A human intervened directly in worker") {
+		t.Fatalf("orchestrator got:\n%q", got)
+	}
+	sync = td.waitTrigger(syncID, closed)
+	done := td.waitTrigger("wk1", closed)
+	if done.State != "acked" || done.InjectedAt == nil || sync.SubmittedAt == nil || done.InjectedAt.Before(*sync.SubmittedAt) {
+		t.Fatalf("worker %+v\nsync %+v", done, sync)
 	}
 }

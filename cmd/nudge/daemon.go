@@ -25,6 +25,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/profiling"
 	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
+	"github.com/nudgehq/nudge/cmd/nudge/statusfiles"
 	"github.com/nudgehq/nudge/cmd/nudge/wake"
 	"github.com/nudgehq/nudge/cmd/nudge/web"
 	"github.com/nudgehq/nudge/detector"
@@ -58,7 +59,8 @@ type daemon struct {
 	sched    *inject.Scheduler
 	wake     *wake.Waker // wake policies: quiet, unread, dormant
 	obs      *observe.Observer
-	notify   *notify.Notifier // tmux messages and --notify-command
+	notify   *notify.Notifier    // tmux messages and --notify-command
+	status   *statusfiles.Writer // the status files other tools read (seed 002); nil with --status-files=false
 	api      *server.Server
 	web      *web.Server // nil unless serve --web
 	hooks    *hooks
@@ -130,6 +132,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		}
 	}
 	d.notify = notify.New(nc, d.hub, d.reg) // fed by the hub, shown through the registry's connections
+	d.status = openStatusFiles(cfg, d)
 
 	h.ready.Store(true) // after every room above: a hook that sees ready sees them all
 	for _, rt := range d.reg.List() {
@@ -145,6 +148,24 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	}
 	d.log.Info("serving", "socket", cfg.Socket, "state_dir", cfg.StateDir, "tmux_socket", tmuxServerName(cfg.Panes), "version", version)
 	return d, nil
+}
+
+// openStatusFiles is the status files room (seed 002's status store): fed by the hub's
+// runtime, readiness and trigger events and by the monitor's captures (hooks.onSnapshot).
+func openStatusFiles(cfg serveConfig, d *daemon) *statusfiles.Writer {
+	if !cfg.StatusFiles.On {
+		return nil
+	}
+	sc := cfg.StatusFiles.Config
+	sc.StateDir, sc.Runtimes, sc.Logger = cfg.StateDir, d.reg.List, d.log.Named("statusfiles")
+	w, err := statusfiles.Open(sc, d.hub)
+	if err != nil {
+		// A status directory that is not ours (a symlink, another owner) is never written
+		// through; the daemon runs without the files rather than not at all.
+		d.log.Error("status files off: their directory cannot be used", "dir", statusfiles.Dir(cfg.StateDir), "err", err)
+		return nil
+	}
+	return w
 }
 
 // openWake is the wake room: prompts to agents nobody prompted (quiet, unread, dormant),
@@ -228,6 +249,9 @@ func (d *daemon) Close() error {
 		closeIf(d.chain != nil, func() error { return d.chain.Close() })
 		closeIf(d.mon != nil, func() error { return d.mon.Close() })
 		closeIf(d.reg != nil, func() error { return d.reg.Close() })
+		if d.status != nil {
+			d.status.Close() // after the registry: its last changes are written
+		}
 		if d.db != nil {
 			// Every open trigger is in the store, and no write-behind write was left
 			// behind by a failing disk (its creates are replayed from the create log, but a
@@ -309,6 +333,7 @@ func openMonitor(cfg serveConfig, d *daemon, h *hooks) (*detector.Monitor, error
 	// A prompt queued in the agent is acked by heartbeats only after the agent took it up.
 	mc.OnDequeue = func(id string) { d.acks.Dequeued(id, time.Now()) }
 	mc.OnLLM = h.onLLM
+	mc.OnSnapshot = h.onSnapshot
 	if mc.LLM, err = cfg.LLM.New(); err != nil {
 		return nil, err
 	}
@@ -343,7 +368,7 @@ func openPipeline(cfg serveConfig, d *daemon, h *hooks) (*inject.Pipeline, error
 	}
 	p, err := inject.New(ic, inject.Deps{
 		Store: d.db, Runtimes: d.reg, Conn: conn, Gates: d.mon,
-		Acks: d.acks, Fallback: d.chain, OnChange: h.onTriggerChange, Channel: &agentchannel.Channels{Profiles: d.profiles, Dir: d.chanDir},
+		Acks: d.acks, Fallback: d.chain, OnChange: h.onTriggerChange, OnCollision: h.onCollision, Channel: &agentchannel.Channels{Profiles: d.profiles, Dir: d.chanDir},
 	})
 	if err != nil {
 		return nil, err

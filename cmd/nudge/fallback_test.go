@@ -75,6 +75,11 @@ func checkAside(t *testing.T, td *testDaemon, got nudge.Trigger, role string) ru
 		got.RuntimeID != fb.RuntimeID || !fb.Managed || (got.State != "acked" && got.State != "submitted") {
 		t.Fatalf("receipt %+v\ndoes not name the runtime the prompt went to: %+v", got, fb.Runtime)
 	}
+	// The fallback delivered it: an orchestrator reading timeout would resume the session
+	// itself and give the agent the prompt twice (seed 000 §9.2; issue 36 item 1).
+	if got.Result != "delivered" {
+		t.Fatalf("result %q after the fallback delivered it, want delivered: %+v", got.Result, got)
+	}
 	return fb
 }
 

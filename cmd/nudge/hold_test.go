@@ -100,8 +100,9 @@ func TestHoldEveryAgentStateEndsWithDeferTimeout(t *testing.T) {
 		id := "h-" + c.role
 		got := td.waitTrigger(id, closed)
 		// The fallback spawns a runtime beside the held one and types the prompt there
-		// (one attempt): never into the held one.
-		if got.ErrorCode != "DEFER_TIMEOUT" || got.Result != "timeout" || !strings.Contains(got.Message, "past the max hold") ||
+		// (one attempt): never into the held one. It was delivered there (the fallback
+		// named): not timeout, which would have an orchestrator resume it a second time.
+		if got.ErrorCode != "DEFER_TIMEOUT" || got.Result != "delivered" || got.Fallback != "spawn" || !strings.Contains(got.Message, "past the max hold") ||
 			!strings.Contains(got.Message, c.screen) || got.Attempts > 1 || !strings.HasPrefix(got.RuntimeID, "rt_w1."+c.role+"-fb-") {
 			t.Fatalf("%s: receipt after the deadline: %+v", c.role, got)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/inject"
+	"github.com/nudgehq/nudge/panes"
 )
 
 // hooks carries what one room reports to the rooms that react to it: the arrows of the
@@ -90,6 +91,14 @@ func (h *hooks) onLLM(c detector.LLMCall) {
 	}
 }
 
+// onSnapshot tells the status files of a capture the monitor took (its hash, and how long
+// the screen has been stable). It runs on the pane's goroutine.
+func (h *hooks) onSnapshot(runtimeID string, s detector.Snapshot) {
+	if h.ready.Load() && h.d.status != nil {
+		h.d.status.Snapshot(runtimeID, s)
+	}
+}
+
 func (h *hooks) onReadiness(runtimeID string, c detector.Classification, busy bool) {
 	ws := eventWorkspace(h.d.reg, runtimeID)
 	d := eventstream.Readiness{RuntimeID: runtimeID, Readiness: c.State, Summary: c.Summary,
@@ -145,14 +154,19 @@ func (h *hooks) onFirstPrompt(rt nudge.Runtime, prompt string) {
 }
 
 // onHumanDone sends the orchestrator a synchronisation trigger after a human intervened
-// in a worker's pane (seed 001 §4.1). The pipeline owns the submitting goroutine.
+// in a worker's pane (seed 000 §13.2, seed 001 §4.1), and holds the worker's triggers
+// until the orchestrator took it. The orchestrator is --orchestrator's WS/ROLE, or the
+// role it names in the worker's workspace; by default the runtime whose role is
+// "orchestrator" in the worker's workspace, if there is one ("none": no sync). The
+// pipeline owns the submitting goroutine.
 func (h *hooks) onHumanDone(rt nudge.Runtime) {
-	ws, role, ok := strings.Cut(h.orchestrator, "/")
-	if !ok || !h.ready.Load() || (rt.WorkspaceID == ws && rt.Role == role) {
+	ws, role, ok := h.orchestratorFor(rt)
+	if !ok || !h.ready.Load() || (rt.WorkspaceID == ws && (rt.Role == role || strings.HasPrefix(rt.Role, role+panes.AsideMarker))) {
 		return
 	}
 	id := fmt.Sprintf("sync_%d_%s_%s", time.Now().UnixMilli(), randomHex(4), strings.ReplaceAll(rt.RuntimeID, ".", "_"))
 	id = id[:min(len(id), nudge.MaxIDLen)]
+	h.d.pipe.HoldForSync(rt.RuntimeID, id) // before the sync exists: no worker trigger slips through
 	h.d.pipe.SubmitAsync(inject.Request{
 		TriggerID: id, Workspace: ws, Agent: role, ThreadID: "sync_" + rt.WorkspaceID,
 		Prompt: fmt.Sprintf("A human intervened directly in %s (%s, pane %s). Review its pane before continuing autonomous work.",
@@ -160,9 +174,33 @@ func (h *hooks) onHumanDone(rt nudge.Runtime) {
 		Reason: "human_intervention", Caller: "nudge",
 	}, func(_ inject.Submitted, err error) {
 		if err != nil {
+			h.d.pipe.ReleaseSync(rt.RuntimeID, id)
 			h.log.Warn("sync trigger", "runtime_id", rt.RuntimeID, "err", err)
 		}
 	})
+}
+
+// defaultOrchestratorRole is the role of the runtime that gets sync triggers when
+// --orchestrator names none.
+const defaultOrchestratorRole = "orchestrator"
+
+// orchestratorFor is the workspace and role of the orchestrator that gets the sync
+// trigger for worker rt: --orchestrator WS/ROLE, else ROLE (or "orchestrator") in rt's
+// workspace when a managed, live runtime has it. ok is false when there is none.
+func (h *hooks) orchestratorFor(rt nudge.Runtime) (ws, role string, ok bool) {
+	switch o := h.orchestrator; {
+	case o == "none":
+		return "", "", false
+	case strings.Contains(o, "/"):
+		ws, role, _ = strings.Cut(o, "/")
+		return ws, role, true
+	case o != "":
+		ws, role = rt.WorkspaceID, o
+	default:
+		ws, role = rt.WorkspaceID, defaultOrchestratorRole
+	}
+	orch, found := h.d.reg.Lookup(ws, role)
+	return ws, role, found && orch.Managed && panes.Live(orch.Status)
 }
 
 func (h *hooks) onRuntimeChange(rt nudge.Runtime, prev nudge.Status) {
@@ -188,6 +226,12 @@ func (h *hooks) onTriggerChange(t nudge.Trigger) {
 	if h.ready.Load() {
 		h.d.obs.Trigger(t)
 	}
+}
+
+// onCollision puts a trigger's collision event (held for a person past the max defer
+// window: seed 000 §12) on its workspace's event stream.
+func (h *hooks) onCollision(t nudge.Trigger, c inject.Collision) {
+	h.d.hub.Publish(Event{Type: "collision", Workspace: t.WorkspaceID, Detail: mustJSON(c)})
 }
 
 func (h *hooks) onFallbackStep(step ack.Step) {

@@ -125,7 +125,9 @@ func TestLLMClassifierServe(t *testing.T) {
 	cfg.LLM.Retries = 0
 	cfg.Inject.DeferRecheck = 300 * time.Millisecond
 	t.Setenv(detector.DefaultAPIKeyEnv, "sk-standin-0123456789abcdef")
-	cfg.LLM.LoadKey()
+	if err := cfg.LLM.LoadKey(""); err != nil {
+		t.Fatal(err)
+	}
 	if v, ok := os.LookupEnv(detector.DefaultAPIKeyEnv); ok {
 		t.Fatalf("the key is still in the daemon's environment: %q", v)
 	}

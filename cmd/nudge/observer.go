@@ -1,7 +1,10 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
@@ -48,9 +51,30 @@ func openObserver(d *daemon) (*observe.Observer, error) {
 					return nil, err
 				}
 				return c, nil
-			}}
+			},
+			Down: downStatusLine(d.cfg)}
 	}
 	return observe.New(cfg)
+}
+
+// downStatusLine is the command a session's status line runs once the daemon stopped:
+// `nudge status --short` of its workspace, which reads the status files and marks the
+// line stale. "" (the line is left marked stale) when this program is not nudge (a test
+// binary: tmux must never run it).
+func downStatusLine(cfg serveConfig) func(ws string) string {
+	exe, err := os.Executable()
+	if err != nil || filepath.Base(exe) != "nudge" {
+		return func(string) string { return "" }
+	}
+	return func(ws string) string {
+		return statusLineCommand(exe, ws, cfg.StateDir, cfg.Socket)
+	}
+}
+
+// statusLineCommand is the shell command line of `nudge status --short` for ws.
+func statusLineCommand(exe, ws, stateDir, socket string) string {
+	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+	return q(exe) + " status --short --workspace " + q(ws) + " --state-dir " + q(stateDir) + " --socket " + q(socket) + " 2>/dev/null"
 }
 
 // workspaces lists the workspaces that have runtimes in nudge's own sessions: the status

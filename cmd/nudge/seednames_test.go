@@ -27,7 +27,17 @@ func TestSeedAPINames(t *testing.T) {
 	if err != nil {
 		t.Fatalf("spawn with workspace_id: %v", err)
 	}
-	td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	ready := td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" })
+	// The runtime record by the seeds' names too (seed 000 §10.1 pty_backend, pty_target;
+	// seed 001 §7.1 tmux_target), in the API and in nudge ls -o json (issue 36 item 8).
+	var raw map[string]any
+	if err := td.c.do(t0(), "GET", "/v1/runtimes/"+rt.RuntimeID, nil, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if raw["pty_backend"] != "tmux" || raw["pty_target"] != ready.Target || raw["tmux_target"] != ready.Target || ready.Target == "" {
+		t.Fatalf("runtime record without the seeds' names: pty_backend %v, pty_target %v, tmux_target %v (target %q)",
+			raw["pty_backend"], raw["pty_target"], raw["tmux_target"], ready.Target)
+	}
 	readUntil(t, file, func(string) bool { _, err := os.Stat(file); return err == nil })
 
 	send := func(id, prompt string) nudge.Trigger {

@@ -20,6 +20,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
+	"github.com/nudgehq/nudge/cmd/nudge/statusfiles"
 	"github.com/nudgehq/nudge/cmd/nudge/wake"
 	"github.com/nudgehq/nudge/cmd/nudge/web"
 	"github.com/nudgehq/nudge/detector"
@@ -35,7 +36,7 @@ import (
 type serveConfig struct {
 	StateDir, Socket    string
 	ProfileDir, PackDir string
-	Orchestrator        string // WS/ROLE that receives synchronisation triggers
+	Orchestrator        string // WS/ROLE or ROLE that receives synchronisation triggers ("": the role orchestrator in the worker's workspace; none: off)
 	StatusLine          bool
 	LogLevel, LogFormat string
 	TokenFile           string // read Auth.SharedToken from this 0600 file
@@ -57,6 +58,14 @@ type serveConfig struct {
 	LLM      classifier.Config      // the optional LLM classifier
 	Keep     retention.Config       // what the store keeps: --retain, the audit archive, compaction
 	Web      web.Config             // the web view: --web ADDR, TLS, origins
+	// StatusFiles: the status files under <state-dir>/workers (--status-files, --status-history)
+	StatusFiles statusFilesConfig
+}
+
+// statusFilesConfig is the status files room's part: on or off, and its Config.
+type statusFilesConfig struct {
+	On bool
+	statusfiles.Config
 }
 
 func defaultServeConfig() serveConfig {
@@ -68,6 +77,7 @@ func defaultServeConfig() serveConfig {
 		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Wake: wake.DefaultConfig(), Auth: auth.DefaultConfig(),
 		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
 		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(), Web: web.DefaultConfig(),
+		StatusFiles: statusFilesConfig{On: true, Config: statusfiles.DefaultConfig()},
 	}
 }
 
@@ -165,8 +175,10 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.PackDir, "pack-dir", c.PackDir, "directory of readiness classifier pack overrides (NAME.json; default $XDG_CONFIG_HOME/nudge/packs, else ~/.config/nudge/packs; a missing one is fine)")
 	fs.Var(listFlag{&p.Roots}, "root", "allowed workspace root for spawn --dir (repeatable; default: $HOME)")
 	deliveryFlags(fs, c)
-	fs.StringVar(&c.Orchestrator, "orchestrator", "", "WS/ROLE of the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane")
+	fs.StringVar(&c.Orchestrator, "orchestrator", "", "the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane, the worker's triggers waiting until it took it: WS/ROLE, or ROLE in the worker's workspace (default: the runtime with role orchestrator in the worker's workspace, if any; none: no sync)")
 	fs.BoolVar(&c.StatusLine, "status-line", c.StatusLine, "show [role: STATE] in the status line of nudge's tmux sessions")
+	fs.BoolVar(&c.StatusFiles.On, "status-files", c.StatusFiles.On, "keep a status file per runtime and one for the fleet under <state-dir>/workers (readable while the daemon is down)")
+	fs.IntVar(&c.StatusFiles.History, "status-history", c.StatusFiles.History, "readiness and status changes each runtime's status file keeps")
 	fs.BoolVar(&c.Monitor.BindKeys, "bind-keys", c.Monitor.BindKeys, "install the root-table Any binding that reports human keys at once (nudge's own server)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "trace, debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
@@ -219,6 +231,7 @@ func deliveryFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.Monitor.QuietWindow, "quiet-window", c.Monitor.QuietWindow, "quiet time after human input before injecting")
 	fs.DurationVar(&in.DeferRecheck, "defer-recheck", in.DeferRecheck, "re-check period of a deferred trigger")
 	fs.DurationVar(&in.MaxDefer, "max-defer", in.MaxDefer, "longest a trigger waits for a busy operator before DEFER_TIMEOUT and fallback")
+	fs.DurationVar(&in.AsideIdle, "fallback-idle", in.AsideIdle, "how long a runtime a fallback spawned beside a kept pane (ROLE-fb-*) stays once its prompts are done, for the next fallback to reuse, before it is stopped and deregistered (0: --max-defer)")
 	fs.DurationVar(&in.MaxHold, "max-hold", in.MaxHold, "longest a trigger waits for a busy, confirming, unknown, paused or cooling-down runtime before DEFER_TIMEOUT and fallback")
 	fs.IntVar(&in.BreakerFailures, "breaker-failures", in.BreakerFailures, "consecutive failed triggers (no ack, send-keys error) that cool a runtime down (RUNTIME_COOLDOWN); 0 turns the breaker off")
 	fs.DurationVar(&in.BreakerCooldown, "breaker-cooldown", in.BreakerCooldown, "first cooldown of a runtime's breaker; doubles after a failed probe, up to 16x")
@@ -235,6 +248,8 @@ func deliveryFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.IntVar(&p.CrashLoopFailures, "crash-loop", p.CrashLoopFailures, "failures within --crash-window that make a crash loop")
 	fs.DurationVar(&p.CrashLoopWindow, "crash-window", p.CrashLoopWindow, "crash loop window")
 	fs.DurationVar(&p.RestartMaxDelay, "restart-max-delay", p.RestartMaxDelay, "most time between a crash and its automatic restart (the wait doubles with each crash of a recovery)")
+	fs.DurationVar(&p.Retention, "runtime-retention", p.Retention, "a runtime offline, failed or exited this long (and not being restarted) is dropped from the fleet (nudge ls --all still shows it); negative: never")
+	fs.DurationVar(&p.ClosedGrace, "closed-grace", p.ClosedGrace, "a worker window a human closes is recreated, but closed again within this time it is dropped, not recreated; negative: always recreate")
 	fs.DurationVar(&p.RecoveryDeadline, "recovery-deadline", p.RecoveryDeadline, "a runtime still crashing this long after its first crash is failed")
 	fs.DurationVar(&p.StartTimeout, "start-timeout", p.StartTimeout, "a starting agent that has not shown READY by then is failed (a profile's start_timeout wins)")
 	fs.DurationVar(&p.StopTimeout, "stop-timeout", p.StopTimeout, "how long nudge stop sends C-c before it signals the pane's processes (SIGHUP, SIGTERM, SIGKILL)")

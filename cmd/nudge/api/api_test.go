@@ -97,8 +97,11 @@ func TestRecordsMirrorTheStore(t *testing.T) {
 	fill(reflect.ValueOf(&sr))
 	data, _ = json.Marshal(struct {
 		nudge.Runtime
-		QueueDepth int `json:"queue_depth"`
-	}{sr, 7})
+		QueueDepth int    `json:"queue_depth"`
+		PTYBackend string `json:"pty_backend"`
+		PTYTarget  string `json:"pty_target"`
+		TmuxTarget string `json:"tmux_target"`
+	}{sr, 7, "tmux", sr.Target, sr.Target})
 	sameJSON(t, "runtime", data, strictRoundTrip(t, data, &Runtime{}))
 
 	var sa nudge.AuditRecord

@@ -129,6 +129,28 @@ func (c *Client) Runtimes(ctx context.Context, workspace string) ([]Runtime, err
 	return out, c.Do(ctx, "GET", p, nil, &out)
 }
 
+// AllRuntimes is GET /v1/runtimes?all=1: the fleet, then the runtimes dropped from it
+// (deregistered, collected) that the store keeps.
+func (c *Client) AllRuntimes(ctx context.Context, workspace string) ([]Runtime, error) {
+	p := "/v1/runtimes?all=1"
+	if workspace != "" {
+		p += "&workspace=" + url.QueryEscape(workspace)
+	}
+	out := []Runtime{}
+	return out, c.Do(ctx, "GET", p, nil, &out)
+}
+
+// Unmanaged is GET /v1/unmanaged: the panes in the workspaces' sessions no runtime
+// claims (windows opened there by hand).
+func (c *Client) Unmanaged(ctx context.Context, workspace string) ([]Stray, error) {
+	p := "/v1/unmanaged"
+	if workspace != "" {
+		p += "?workspace=" + url.QueryEscape(workspace)
+	}
+	out := []Stray{}
+	return out, c.Do(ctx, "GET", p, nil, &out)
+}
+
 // Runtime is GET /v1/runtimes/{id}.
 func (c *Client) Runtime(ctx context.Context, id string) (Runtime, error) {
 	var rt Runtime

@@ -61,10 +61,38 @@ type Paths struct {
 }
 
 // Runtime is a managed or registered agent runtime as GET /v1/runtimes shows it: the
-// record and the depth of its trigger queue.
+// record, the depth of its trigger queue, and the seeds' names for where it runs.
 type Runtime struct {
 	nudge.Runtime
 	QueueDepth int `json:"queue_depth"`
+	// PTYBackend, PTYTarget and TmuxTarget are the names dashboards built from the seeds
+	// read (seed 000 §10.1 pty_backend and pty_target, seed 001 §7.1 tmux_target): the
+	// backend (always tmux) and the runtime's target string, session:window.pane.
+	PTYBackend string `json:"pty_backend"`
+	PTYTarget  string `json:"pty_target"`
+	TmuxTarget string `json:"tmux_target"`
+}
+
+// NewRuntime is rt as the API shows it, with its queue depth.
+func NewRuntime(rt nudge.Runtime, queueDepth int) Runtime {
+	return Runtime{Runtime: rt, QueueDepth: queueDepth, PTYBackend: nudge.BackendTmux, PTYTarget: rt.Target, TmuxTarget: rt.Target}
+}
+
+// Stray is one pane of GET /v1/unmanaged: a pane in a workspace's session that no runtime
+// claims (a window opened there by hand), until `nudge register --target PANE_ID` adopts
+// it (panes.Stray).
+type Stray struct {
+	WorkspaceID string    `json:"workspace_id"`
+	Host        string    `json:"host,omitempty"`
+	TmuxSession string    `json:"tmux_session"`
+	TmuxWindow  string    `json:"tmux_window"`
+	WindowIndex int       `json:"window_index"`
+	TmuxPane    int       `json:"tmux_pane"`
+	PaneID      string    `json:"pane_id"`
+	Target      string    `json:"target"`
+	Command     string    `json:"command"`
+	PID         int       `json:"pid,omitempty"`
+	SeenAt      time.Time `json:"seen_at"`
 }
 
 // SpawnRequest is POST /v1/runtimes: start an agent in a new pane of a workspace.

@@ -28,6 +28,16 @@ var LatencyBuckets = []float64{
 	1, 2.5, 5, 10, 30, 60,
 }
 
+// LatencyMSBuckets are LatencyBuckets in milliseconds: the upper bounds of
+// trigger_latency_ms, seed 000 §16's name and unit.
+var LatencyMSBuckets = func() []float64 {
+	ms := make([]float64, len(LatencyBuckets))
+	for i, b := range LatencyBuckets {
+		ms[i] = b * 1000
+	}
+	return ms
+}()
+
 // DeferBuckets are the upper bounds (seconds) of trigger_defer_seconds: a deferred
 // trigger waits for the pane to go quiet or its human to finish, up to --max-defer.
 var DeferBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
@@ -49,7 +59,8 @@ var help = map[string]string{
 	"tmux_trigger_timeout_total":            "Triggers through tmux whose result became timeout.",
 	"nudge_alerts_total":                    "Alerts raised (timeout ratio, fallback spike, stale heartbeat).",
 	"nudge_observer_dropped_total":          "Receipt updates the observer dropped for falling behind (not counted above).",
-	"trigger_latency_seconds":               "Request to delivery (the prompt submitted in the pane), per delivered trigger (seed 000 §16 trigger_latency_ms, in seconds).",
+	"trigger_latency_seconds":               "Request to the prompt submitted in the pane, per delivered trigger (in seconds; trigger_latency_ms is the seed's figure, to the ack).",
+	"trigger_latency_ms":                    "Request to delivery as seed 000 §16 means it: to the agent's ack (delivered_at), per delivered trigger, in milliseconds.",
 	"trigger_request_to_injected_seconds":   "Request to the prompt typed into the pane.",
 	"trigger_received_to_typed_seconds":     "nudge's own share: the API began reading the request to the prompt written to tmux.",
 	"trigger_injected_to_submitted_seconds": "Prompt typed to Enter confirmed.",
@@ -97,6 +108,7 @@ type Metrics struct {
 	llmCalls                                               map[detector.LLMOutcome]*metrics.Counter
 	llmOverrides                                           *metrics.Counter
 	latency, toInjected, toTyped, toSubmitted, toAcked     *Histogram
+	latencyMS                                              *Histogram // seed 000 §16 trigger_latency_ms: request → ack
 	deferTime, llmTime                                     *Histogram
 	histograms                                             []*Histogram // in the order written
 
@@ -138,6 +150,7 @@ func NewMetrics(start time.Time) *Metrics {
 	m.deferTime = hist("trigger_defer_seconds", DeferBuckets)
 	m.toInjected = hist("trigger_request_to_injected_seconds", LatencyBuckets)
 	m.latency = hist("trigger_latency_seconds", LatencyBuckets)
+	m.latencyMS = hist("trigger_latency_ms", LatencyMSBuckets)
 	m.toTyped = hist("trigger_received_to_typed_seconds", LatencyBuckets)
 	m.toSubmitted = hist("trigger_injected_to_submitted_seconds", LatencyBuckets)
 	m.toAcked = hist("trigger_submitted_to_acked_seconds", LatencyBuckets)
@@ -229,8 +242,9 @@ func (m *Metrics) stages(t nudge.Trigger, s *seenTrigger) {
 	}
 }
 
-// results counts a receipt's result once, and a delivered one's latency (request →
-// submitted: delivered is the seed's result for submitted and acked).
+// results counts a receipt's result once, and a delivered one's latencies: request →
+// submitted (trigger_latency_seconds) and request → delivered_at, the ack or a fallback
+// launch's accepted start (trigger_latency_ms, the seed's).
 func (m *Metrics) results(t nudge.Trigger, s *seenTrigger, tmux bool) {
 	switch t.Result {
 	case nudge.ResultDelivered:
@@ -245,6 +259,10 @@ func (m *Metrics) results(t nudge.Trigger, s *seenTrigger, tmux bool) {
 				end = *t.SubmittedAt
 			}
 			observe(m.latency, t.CreatedAt, end)
+			if t.DeliveredAt != nil {
+				end = *t.DeliveredAt
+			}
+			m.latencyMS.Update(max(float64(end.Sub(t.CreatedAt))/float64(time.Millisecond), 0))
 		}
 	case nudge.ResultTimeout:
 		if !s.timedOut {

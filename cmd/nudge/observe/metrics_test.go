@@ -55,7 +55,7 @@ func quantile(q float64, h *dto.Histogram) float64 {
 func receipt(id string, created time.Time, inject, submit, ack time.Duration) nudge.Trigger {
 	in, sub, acked := created.Add(inject), created.Add(inject+submit), created.Add(inject+submit+ack)
 	return nudge.Trigger{TriggerID: id, RuntimeID: "rt_w.a", CreatedAt: created, UpdatedAt: acked, Attempts: 1,
-		InjectedAt: &in, SubmittedAt: &sub, AckedAt: &acked, State: "acked", Result: "delivered", Closed: true}
+		InjectedAt: &in, SubmittedAt: &sub, AckedAt: &acked, DeliveredAt: &acked, State: "acked", Result: "delivered", Closed: true}
 }
 
 func fakeLive() Live {
@@ -105,7 +105,7 @@ func TestMetricsPrometheusExposition(t *testing.T) {
 	for _, name := range []string{
 		// seed 000 §16 (trigger_latency_ms in Prometheus's base unit)
 		"trigger_requests_total", "trigger_delivered_total", "trigger_timeout_total", "trigger_fallback_resume_total",
-		"trigger_latency_seconds",
+		"trigger_latency_seconds", "trigger_latency_ms",
 		// seed 001 §13
 		"tmux_trigger_attempt_total", "tmux_trigger_delivered_total", "tmux_trigger_retry_total", "tmux_trigger_timeout_total",
 		"tmux_runtime_restart_total", "tmux_reconcile_drift_total",
@@ -151,6 +151,11 @@ func TestMetricsPrometheusExposition(t *testing.T) {
 		{"trigger_submitted_to_acked_seconds", 0.95, 5, 10, 100},          // true p95 9.5 s
 		{"trigger_injected_to_submitted_seconds", 0.5, 10e-3, 25e-3, 100}, // all 20 ms
 		{"trigger_latency_seconds", 0.5, 10e-3, 25e-3, 100},               // request → submitted: 21 ms
+		// seed 000 §16's own name and unit, measured to the ack (delivered, as the seeds
+		// mean it): 21 ms + i×100 ms, true p50 5.02 s, p95 9.52 s (issue 36 item 8).
+		{"trigger_latency_ms", 0.5, 5000, 10000, 100},
+		{"trigger_latency_ms", 0.95, 5000, 10000, 100},
+		{"trigger_latency_ms", 0.01, 100, 250, 100}, // the fastest, 121 ms: never the submit's 21 ms
 	}
 	for i, tt := range tests {
 		f := fams[tt.name]
@@ -196,7 +201,7 @@ func checkCumulative(t *testing.T, name string, h *dto.Histogram) {
 	if !math.IsInf(last.GetUpperBound(), 1) || last.GetCumulativeCount() != h.GetSampleCount() {
 		t.Errorf("%s: last bucket le=%v %d, count %d", name, last.GetUpperBound(), last.GetCumulativeCount(), h.GetSampleCount())
 	}
-	if first := bs[0].GetUpperBound(); first > 50e-6 && name != "trigger_defer_seconds" {
+	if first := bs[0].GetUpperBound(); first > 50e-6 && name != "trigger_defer_seconds" && !strings.HasSuffix(name, "_ms") {
 		t.Errorf("%s: first bucket %v, want 50 µs", name, first)
 	}
 }

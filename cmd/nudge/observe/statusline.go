@@ -32,6 +32,11 @@ type StatusConfig struct {
 	Conn func(ws string) (Doer, error)
 	// Logger gets a debug line when a workspace's line could not be set; nil: none.
 	Logger hclog.Logger
+	// Down is the shell command line whose output tmux shows as ws's status line once the
+	// writer closed (the daemon stops): `nudge status --short ...`, which then reads the
+	// status files and says the state is stale. Close writes it as #(command); "" writes
+	// the last line with "(stale HH:MM) " before it. nil leaves the last line as it is.
+	Down func(ws string) string
 }
 
 // StatusLine keeps status-right of each agents_<ws> session set to the short status of its
@@ -79,7 +84,8 @@ func NewStatusLine(cfg StatusConfig) (*StatusLine, error) {
 	return s, nil
 }
 
-// Close stops the writer and waits for it. Idempotent; safe on nil.
+// Close stops the writer, waits for it, and leaves each line it wrote saying the daemon
+// is down (StatusConfig.Down). Idempotent; safe on nil.
 func (s *StatusLine) Close() {
 	if s == nil {
 		return
@@ -87,7 +93,29 @@ func (s *StatusLine) Close() {
 	s.once.Do(func() {
 		s.cancel()
 		<-s.done
+		if s.cfg.Down != nil {
+			s.leave()
+		}
 	})
+}
+
+// leave writes each workspace's line for a daemon that is down: #(Down(ws)), or the last
+// line marked stale. Called once run has ended; each write bounded by statusTimeout.
+func (s *StatusLine) leave() {
+	stamp := "(stale " + time.Now().Format("15:04") + ") "
+	for ws, last := range s.last {
+		val := tmuxLiteral(stamp + last)
+		if cmd := s.cfg.Down(ws); cmd != "" {
+			val = "#(" + tmuxLiteral(cmd) + ")"
+		}
+		c, err := s.cfg.Conn(ws)
+		if err != nil || c != s.lastConn[ws] {
+			continue // the session is gone, or another one: nothing of ours to mark
+		}
+		if err := s.set(context.Background(), c, ws, val, len(stamp)+len(last)); err != nil {
+			s.cfg.Logger.Debug("status line at shutdown", "workspace", ws, "err", err)
+		}
+	}
 }
 
 // Mark asks for ws's line to be recomputed ("" = all). It never blocks; safe on nil.
@@ -186,24 +214,29 @@ func (s *StatusLine) apply(ctx context.Context, ws string) error {
 	if prev, ok := s.last[ws]; ok && prev == line && s.lastConn[ws] == c {
 		return nil
 	}
+	if err := s.set(ctx, c, ws, tmuxLiteral(line), len(line)); err != nil {
+		return err
+	}
+	s.last[ws], s.lastConn[ws] = line, c
+	return nil
+}
+
+// set sets ws's status-right to the tmux format val, wide enough for n characters.
+func (s *StatusLine) set(ctx context.Context, c Doer, ws, val string, n int) error {
 	target, err := controlmode.Quote("=" + panes.SessionName(ws) + ":")
 	if err != nil {
 		return err
 	}
-	val, err := controlmode.Quote(tmuxLiteral(line))
+	q, err := controlmode.Quote(val)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	length := max(40, len(line)+2)
-	if _, err := c.DoAll(ctx,
-		"set-option -t "+target+" status-right-length "+strconv.Itoa(length),
-		"set-option -t "+target+" status-right "+val); err != nil {
-		return err
-	}
-	s.last[ws], s.lastConn[ws] = line, c
-	return nil
+	_, err = c.DoAll(ctx,
+		"set-option -t "+target+" status-right-length "+strconv.Itoa(max(40, n+2)),
+		"set-option -t "+target+" status-right "+q)
+	return err
 }
 
 // tmuxLiteral keeps tmux from format-expanding a status string: # becomes ##, and

@@ -116,3 +116,40 @@ func TestStatusLineNeedsItsInputs(t *testing.T) {
 	s.Mark("w") // nil: no status line
 	s.Close()
 }
+
+// When the daemon stops, a status line it wrote says so: it becomes the command that reads
+// the status files (`nudge status --short`, stale-marked), or without one the last line
+// marked stale (before: the last line stayed, read as live).
+func TestStatusLineLeftSayingDown(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		down func(string) string
+		want string
+	}{
+		{"Command", func(ws string) string { return "/usr/bin/nudge status --short --workspace " + ws },
+			`status-right '#(/usr/bin/nudge status --short --workspace w)'`},
+		{"Stale", func(string) string { return "" }, `status-right '(stale `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn := &fakeConn{sent: make(chan struct{}, 1)}
+			s, err := NewStatusLine(StatusConfig{
+				Workspaces: func() []string { return []string{"w"} },
+				Line:       func(string) string { return "[a: READY]" },
+				Conn:       func(string) (Doer, error) { return conn, nil },
+				Down:       tc.down,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the line written", func() bool { return len(conn.commands()) == 2 })
+			s.Close()
+			cmds := conn.commands()
+			if len(cmds) != 4 || !strings.Contains(cmds[3], tc.want) {
+				t.Fatalf("commands: %q, want the last to hold %q", cmds, tc.want)
+			}
+			if tc.name == "Stale" && !strings.HasSuffix(cmds[3], `) [a: READY]'`) {
+				t.Errorf("stale line: %q", cmds[3])
+			}
+		})
+	}
+}

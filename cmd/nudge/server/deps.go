@@ -100,10 +100,11 @@ type Runtimes interface {
 	HostOf(workspace string) string
 }
 
-// Panes reads a runtime's pane: its last lines, cleaned for display and redacted
-// (satisfied by *panes.Registry).
+// Panes reads a runtime's pane: its last lines, cleaned for display and redacted; and
+// lists the panes no runtime claims (satisfied by *panes.Registry).
 type Panes interface {
 	Tail(ctx context.Context, rt nudge.Runtime, lines int) (panes.Screen, error)
+	Unmanaged() []panes.Stray
 }
 
 // Triggers is the trigger pipeline (satisfied by *inject.Pipeline).
@@ -136,6 +137,8 @@ type Store interface {
 	Audit(f store.AuditFilter) ([]nudge.AuditRecord, error)
 	VerifyAudit() (int, error)
 	ListSchedules() ([]nudge.Schedule, error)
+	// ListRuntimes lists every runtime record, the deregistered (collected) ones too.
+	ListRuntimes() ([]nudge.Runtime, error)
 }
 
 // Schedules adds and removes periodic prompts (satisfied by *inject.Scheduler).

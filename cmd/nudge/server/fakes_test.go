@@ -98,6 +98,8 @@ type fakePanes struct {
 
 var _ Panes = (*fakePanes)(nil)
 
+func (f *fakePanes) Unmanaged() []panes.Stray { return nil }
+
 func (f *fakePanes) Tail(ctx context.Context, rt nudge.Runtime, n int) (panes.Screen, error) {
 	lines, err := f.tail(ctx, rt, n)
 	return panes.Screen{Lines: lines}, err
@@ -171,6 +173,7 @@ func (f *fakeStore) AppendAudit(recs ...nudge.AuditRecord) ([]nudge.AuditRecord,
 func (f *fakeStore) Audit(store.AuditFilter) ([]nudge.AuditRecord, error) { return f.audit, nil }
 func (f *fakeStore) VerifyAudit() (int, error)                            { return len(f.audit), nil }
 func (f *fakeStore) ListSchedules() ([]nudge.Schedule, error)             { return f.schedules, nil }
+func (f *fakeStore) ListRuntimes() ([]nudge.Runtime, error)               { return nil, nil }
 
 type fakeSchedules struct {
 	add    func(ws, agent, prompt string, every time.Duration) (nudge.Schedule, error)

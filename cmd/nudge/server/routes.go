@@ -33,6 +33,7 @@ func (s *Server) Handler() http.Handler {
 	h("POST /v1/runtimes", auth.VerbSpawn, rts.handleSpawn)
 	h("POST /v1/runtimes/register", auth.VerbSpawn, rts.handleRegister)
 	h("GET /v1/runtimes/{id}", auth.VerbRead, rts.handleGetRuntime)
+	h("GET /v1/unmanaged", auth.VerbRead, rts.handleUnmanaged)
 	h("DELETE /v1/runtimes/{id}", auth.VerbSpawn, rts.handleDeregister)
 	h("POST /v1/runtimes/{id}/stop", auth.VerbSpawn, life.handleStop)
 	h("POST /v1/runtimes/{id}/restart", auth.VerbSpawn, life.handleRestart)

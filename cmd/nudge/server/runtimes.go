@@ -15,16 +15,50 @@ import (
 )
 
 func view(s *Server, rt nudge.Runtime) api.Runtime {
-	return api.Runtime{Runtime: rt, QueueDepth: s.deps.Triggers.Depth(rt.RuntimeID)}
+	return api.NewRuntime(rt, s.deps.Triggers.Depth(rt.RuntimeID))
 }
 
+// handleListRuntimes is GET /v1/runtimes: the fleet (the registry's runtimes). With
+// ?all=1 the runtimes dropped from it (deregistered by hand, a window closed again, the
+// runtime retention over) follow, as the store keeps them.
 func (a runtimesAPI) handleListRuntimes(w http.ResponseWriter, r *http.Request, c auth.Caller) {
 	s := a.s
 	out := []api.Runtime{}
 	ws := r.URL.Query().Get("workspace")
+	show := func(rt nudge.Runtime) bool {
+		return (ws == "" || rt.WorkspaceID == ws) && c.Allow(auth.VerbRead, rt.WorkspaceID) == nil
+	}
+	fleet := map[string]bool{}
 	for _, rt := range s.deps.Runtimes.List() {
-		if (ws == "" || rt.WorkspaceID == ws) && c.Allow(auth.VerbRead, rt.WorkspaceID) == nil {
+		fleet[rt.RuntimeID] = true
+		if show(rt) {
 			out = append(out, view(s, rt))
+		}
+	}
+	if all, _ := strconv.ParseBool(r.URL.Query().Get("all")); all {
+		s.deps.Store.Flush() // a runtime dropped a moment ago: its last record
+		rts, err := s.deps.Store.ListRuntimes()
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		for _, rt := range rts {
+			if !fleet[rt.RuntimeID] && show(rt) {
+				out = append(out, api.Runtime{Runtime: rt})
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleUnmanaged is GET /v1/unmanaged: the panes in the workspaces' sessions that no
+// runtime claims (windows opened there by hand), of the workspaces the caller may read.
+func (a runtimesAPI) handleUnmanaged(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	out := []panes.Stray{}
+	ws := r.URL.Query().Get("workspace")
+	for _, p := range a.s.deps.Panes.Unmanaged() {
+		if (ws == "" || p.WorkspaceID == ws) && c.Allow(auth.VerbRead, p.WorkspaceID) == nil {
+			out = append(out, p)
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -69,6 +69,24 @@ func PrintRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
 	})
 }
 
+// PrintUnmanaged prints the panes no runtime claims, as JSON or as a table under a line
+// that says how to adopt one (nothing for none, as a table).
+func PrintUnmanaged(w io.Writer, asJSON bool, now time.Time, ps ...api.Stray) error {
+	if asJSON {
+		return PrintJSON(w, ps) // a list, also of one
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	if !asJSON {
+		fmt.Fprintln(w, "\nUNMANAGED PANES (opened by hand; adopt one: nudge register --workspace WS --role ROLE --target PANE_ID)")
+	}
+	return PrintRecords(w, asJSON, ps, "WORKSPACE\tPANE_ID\tTARGET\tWINDOW\tCOMMAND\tSEEN", func(p api.Stray) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", p.WorkspaceID, p.PaneID, Printable(p.Target), Printable(p.TmuxWindow),
+			Printable(p.Command), Ago(p.SeenAt, now))
+	})
+}
+
 // PrintTriggers prints one receipt as JSON, or receipts as a table.
 func PrintTriggers(w io.Writer, asJSON bool, ts ...api.Trigger) error {
 	return PrintRecords(w, asJSON, ts, "TRIGGER\tWORKSPACE\tAGENT\tRUNTIME\tSTATE\tRESULT\tCODE\tUPDATED\tMESSAGE", func(t api.Trigger) string {

@@ -121,7 +121,7 @@ func LastKnown(rts []nudge.Runtime, last map[string]nudge.Trigger, workspace str
 		if rt.Status == nudge.StatusDeregistered || workspace != "" && rt.WorkspaceID != workspace {
 			continue
 		}
-		row := StatusRow{Runtime: api.Runtime{Runtime: rt}, State: StateWord(rt.Status, rt.Readiness, rt.Paused)}
+		row := StatusRow{Runtime: api.NewRuntime(rt, 0), State: StateWord(rt.Status, rt.Readiness, rt.Paused)}
 		if t, ok := last[rt.RuntimeID]; ok {
 			row.LastTrigger = &t
 		}
@@ -161,5 +161,12 @@ func PrintStatus(w io.Writer, rows []StatusRow, now time.Time) error {
 // old.
 func StaleNote(written, now time.Time) string {
 	return fmt.Sprintf("STALE: the daemon is not running; the last known state, as the store held it at %s (%s ago). Start it: nudge serve",
+		written.Format(time.RFC3339), Ago(written, now))
+}
+
+// StaleFilesNote is the line printed under a status read from the daemon's status files
+// (its socket did not answer): what it is and how old.
+func StaleFilesNote(written, now time.Time) string {
+	return fmt.Sprintf("STALE: the daemon is not running (its socket does not answer); the last known state, from its status files written at %s (%s ago). Start it: nudge serve",
 		written.Format(time.RFC3339), Ago(written, now))
 }
