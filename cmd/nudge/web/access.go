@@ -45,8 +45,11 @@ func (s *Server) Handler() http.Handler {
 	api := http.NewServeMux()
 	for _, p := range APIRoutes {
 		h := s.deps.API
-		if p == "POST /v1/triggers" {
+		switch p {
+		case "POST /v1/triggers":
 			h = noForce(h)
+		case "GET /v1/events":
+			h = s.withCards(h)
 		}
 		api.Handle(p, h)
 	}

@@ -4,10 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/url"
-
-	"github.com/nudgehq/nudge/cmd/nudge/api"
-	"github.com/nudgehq/nudge/cmd/nudge/view"
 )
 
 // The fleet page's cards come from package view, as `nudge watch`'s rows do: one place
@@ -20,20 +16,10 @@ import (
 // would show this token and nothing more: the runtimes, the open triggers, and each
 // runtime's newest trigger (one small read each, as nudge watch's snapshot does).
 func (s *Server) handleFleet(w http.ResponseWriter, r *http.Request) {
-	var rts []api.Runtime
-	var open []api.Trigger
-	if !s.apiGet(w, r, "/v1/runtimes", &rts) || !s.apiGet(w, r, "/v1/triggers?open=1", &open) {
+	f, ok := s.readFleet(w, r)
+	if !ok {
 		return
 	}
-	for _, rt := range rts {
-		var last []api.Trigger
-		if !s.apiGet(w, r, "/v1/triggers?newest=1&limit=1&runtime="+url.QueryEscape(rt.RuntimeID), &last) {
-			return
-		}
-		open = append(open, last...)
-	}
-	f := view.NewFleet()
-	f.Reset(rts, open)
 	writeJSON(w, http.StatusOK, f.Cards())
 }
 

@@ -2,7 +2,9 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -66,5 +68,48 @@ func TestFleetCards(t *testing.T) {
 	refuse = true
 	if resp, body := c.do("GET", "/api/v1/fleet", ""); resp.StatusCode != 403 {
 		t.Fatalf("the API's refusal: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestCardFrames: the event stream a page reads carries, after each event that changes
+// a runtime, that runtime's card as package view makes it; frames cut across writes are
+// read whole; a runtime that leaves is a "gone" card; other events pass untouched.
+func TestCardFrames(t *testing.T) {
+	f := view.NewFleet()
+	f.Reset([]api.Runtime{{Runtime: nudge.Runtime{RuntimeID: "rt_w.a", WorkspaceID: "w", Role: "a", Status: nudge.StatusReady, Readiness: nudge.Ready}}}, nil)
+	rec := httptest.NewRecorder()
+	cw := &cardWriter{ResponseWriter: rec, fleet: f}
+	frames := `id: 1
+data: {"type":"runtime","workspace":"w","runtime":{"runtime_id":"rt_w.a","workspace_id":"w","role":"a","status":"ready","readiness":"READY","paused":true}}
+
+id: 2
+data: {"type":"alert","detail":{"message":"x"}}
+
+id: 3
+data: {"type":"trigger","workspace":"w","trigger":{"trigger_id":"t1","workspace":"w","agent":"a","state":"queued","prompt":"hi"}}
+
+id: 4
+data: {"type":"runtime","workspace":"w","runtime":{"runtime_id":"rt_w.a","workspace_id":"w","role":"a","status":"deregistered"}}
+
+`
+	for _, part := range []string{frames[:40], frames[40:300], frames[300:]} {
+		if n, err := cw.Write([]byte(part)); err != nil || n != len(part) {
+			t.Fatalf("write: %d %v", n, err)
+		}
+	}
+	out := rec.Body.String()
+	if !strings.Contains(out, `data: {"type":"alert"`) || strings.Count(out, "event: card\n") != 3 {
+		t.Fatalf("stream:\n%s", out)
+	}
+	var cards []map[string]any
+	for _, l := range strings.Split(out, "\n") {
+		if d, ok := strings.CutPrefix(l, "data: "); ok && !strings.Contains(d, `"type"`) {
+			var c map[string]any
+			json.Unmarshal([]byte(d), &c)
+			cards = append(cards, c)
+		}
+	}
+	if fmt.Sprint(cards[0]["badges"]) != "[paused]" || cards[0]["state"] != "PAUSED" || cards[1]["queue"] != float64(1) || cards[2]["gone"] != true {
+		t.Fatalf("cards: %v", cards)
 	}
 }

@@ -108,10 +108,18 @@ function putTrigger(t) {
   S.trig.set(t.trigger_id, t);
 }
 
-// The fleet page draws the cards the daemon makes (GET /api/v1/fleet: package view, the
-// same rows nudge watch draws), read again after each event that can change one. One
-// read at a time, then a quiet 20 ms: the events of a busy fleet meanwhile make one more
-// read at its end, so a page costs the daemon at most some 50 reads a second.
+// The fleet page draws the cards the daemon makes (package view, the same rows nudge
+// watch draws): all of them from GET /api/v1/fleet at the start, then each one the event
+// stream sends as it changes (`event: card`). A reply is on its trigger, not its event:
+// the cards are read again then, one read at a time with a quiet 20 ms after each.
+function putCard(c) {
+  const i = S.cards.findIndex((o) => o.runtime_id === c.runtime_id);
+  if (c.gone) { if (i >= 0) S.cards.splice(i, 1); return; }
+  if (i >= 0) { S.cards[i] = c; return; }
+  S.cards.push(c);
+  S.cards.sort((a, b) => (a.workspace_id === b.workspace_id ? a.role.localeCompare(b.role) : a.workspace_id < b.workspace_id ? -1 : 1));
+}
+
 async function refreshFleet() {
   if (S.fleetBusy || S.fleetTimer) { S.fleetAgain = true; return; }
   S.fleetBusy = true; S.fleetAgain = false;
@@ -128,7 +136,7 @@ async function refreshFleet() {
 
 function apply(ev) {
   if (ev.seq) S.lastSeq = ev.seq;
-  if (['runtime', 'trigger', 'readiness', 'reply'].includes(ev.type) && route().page === 'fleet') refreshFleet();
+  if (ev.type === 'reply') refreshFleet();
   switch (ev.type) {
     case 'runtime': if (ev.runtime) putRuntime(ev.runtime); break;
     case 'trigger': if (ev.trigger) putTrigger(ev.trigger); break;
@@ -169,6 +177,10 @@ function connect() {
   const es = new EventSource('/api/v1/events');
   S.es = es;
   es.onopen = () => { setLive(true); if (!S.loaded) load().catch(fatal); };
+  es.addEventListener('card', (m) => {
+    try { putCard(JSON.parse(m.data)); } catch (_) { return; }
+    render();
+  });
   es.onmessage = (m) => {
     let ev;
     try { ev = JSON.parse(m.data); } catch (_) { return; }
@@ -413,7 +425,7 @@ async function start() {
   try { S.who = await api('GET', '/v1/whoami'); } catch (e) { return fatal(e); }
   document.getElementById('who').textContent = S.who.subject + ' · ' + (S.who.verbs || []).join(', ');
   setupPush();
-  window.addEventListener('hashchange', () => { if (route().page === 'fleet' && S.loaded) refreshFleet(); render(); });
+  window.addEventListener('hashchange', render);
   connect();
 }
 
