@@ -12,7 +12,8 @@
 //	Pairing   a one-time link that gives one browser a device token (pair.go)
 //	Terminal  a read-only view of a pane (terminal.go; TmuxTerminal is tmux's)
 //
-// The fleet page's cards come from package view (fleet.go), as nudge watch's rows do.
+// The fleet page's cards come from package view, as nudge watch's rows do: all of them
+// from GET /api/v1/fleet (fleet.go), then each changed one on the event stream (cards.go).
 // Web Push (push.go) tells subscribed devices what package notify notifies, when the
 // page is served over HTTPS; Server.Notify is its entry.
 //
