@@ -35,6 +35,10 @@ const (
 	// then, or when that trigger closes, or after the max hold.
 	OrchestratorSync Code = "ORCHESTRATOR_SYNC"
 
+	// RuntimeStopped: the trigger's runtime was stopped (`nudge stop`) and stays stopped
+	// until `nudge restart` starts it again: the trigger fails, nothing is relaunched.
+	RuntimeStopped Code = "RUNTIME_STOPPED"
+
 	// StopFailed: nudge stop could not end the pane's program (a process outlived SIGKILL
 	// and its grace); the runtime is failed, its pane kept.
 	StopFailed Code = "STOP_FAILED"

@@ -239,3 +239,48 @@ func FuzzRecordOpenCode(f *testing.F) {
 		}
 	})
 }
+
+// demoCorpus seeds FuzzRecordDemo: the demo agent's record lines of each kind.
+var demoCorpus = []string{
+	"{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"user\",\"text\":\"[BRIDGE_TRIGGER id=t] hi [/BRIDGE_TRIGGER]\"}\n{\"type\":\"turn_started\"}\n{\"type\":\"assistant\",\"text\":\"ok\"}\n{\"type\":\"turn_ended\"}",
+	"{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"assistant\",\"text\":\"[BRIDGE_TRIGGER id=t]\"}\n{\"type\":\"turn_ended\"}",
+	"{\"type\":\"user\",\"te", // cut mid-line
+	"{\"type\":\"session\"}\n{\"type\":\"user\",\"text\":{}}",
+}
+
+// FuzzRecordDemo: Parse never panics, keeps Text within MaxText, a user message only ever
+// comes from a line of type "user", and turns alternate.
+func FuzzRecordDemo(f *testing.F) {
+	for _, s := range demoCorpus {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var st record.State
+		for _, line := range bytes.Split(in, []byte("\n")) {
+			st.Line++
+			open := st.InTurn
+			evs, _ := record.Demo{}.Parse(nil, &st, line)
+			for _, e := range evs {
+				if len(e.Text) > record.MaxText {
+					t.Fatalf("text of %d bytes", len(e.Text))
+				}
+				var l struct{ Type string }
+				_ = json.Unmarshal(line, &l)
+				if e.Kind == record.UserMessage && l.Type != "user" {
+					t.Fatalf("user message from %q", line)
+				}
+				switch {
+				case e.Kind == record.TurnEnded && !open:
+					t.Fatalf("turn ended with none open, from %q", line)
+				case e.Kind == record.TurnStarted:
+					open = true
+				case e.Kind == record.TurnEnded:
+					open = false
+				}
+			}
+			if open != st.InTurn {
+				t.Fatalf("events leave a turn open=%v, the state says %v, after %q", open, st.InTurn, line)
+			}
+		}
+	})
+}

@@ -77,9 +77,9 @@
 // one per runtime spawned aside that waits for its prompts to be done (collectAside); the
 // Pipeline one per SubmitAsync, and one per reply recorded on a trigger in flight. The
 // typist runs on a lane's goroutine, or on a request's for an inline typing into an idle
-// lane (Close waits for that too), and starts only a short wait for an ack while it
-// confirms a submit. Submit also runs the store create beside the lane's first decision
-// and joins it before returning. The Scheduler owns one goroutine of its own, started by
+// lane while no other delivery is in progress (Close waits for that too), and starts
+// only a short wait for an ack while it confirms a submit. Submit also runs the store
+// create beside the lane's first decision and joins it before returning. The Scheduler owns one goroutine of its own, started by
 // NewScheduler and stopped and joined by its Close (the daemon closes it before the
 // pipeline, into which it submits).
 //

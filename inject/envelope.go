@@ -1,7 +1,10 @@
 package inject
 
 import (
+	"path/filepath"
 	"strings"
+
+	"github.com/nudgehq/nudge/controlmode"
 
 	"github.com/nudgehq/nudge"
 )
@@ -111,7 +114,59 @@ func (ty *typist) envelope(t nudge.Trigger, text string) string {
 	if reason == "" {
 		reason = "trigger"
 	}
-	return Envelope{ID: t.TriggerID, Thread: t.ThreadID, Reason: reason, AckHint: ty.ackHint(t)}.Wrap(text)
+	s := Envelope{ID: t.TriggerID, Thread: t.ThreadID, Reason: reason, AckHint: ty.ackHint(t)}.Wrap(text)
+	if ty.toShell(t) {
+		return ShellComment(s)
+	}
+	return s
+}
+
+// ShellComment makes typed text a shell comment, every line of it ("# " before each), so
+// that a plain shell shows a prompt typed into it and runs nothing of it: no word of a
+// prompt is ever a command, and no syntax error. (zsh takes # as a comment only with
+// interactive_comments set; without it, "#" is a command it does not find.)
+func ShellComment(s string) string { return "# " + strings.ReplaceAll(s, "\n", "\n# ") }
+
+// toShell reports whether t goes to a plain shell: a runtime nudge spawned (its program is
+// known; a registered pane's is not, and gets the envelope as it is) of a profile that
+// drives a shell (panes.Profile.DrivesShell) whose program is an interactive shell
+// (InteractiveShell: not `cat`, a REPL, or `sh -c` and a shell script, which read the
+// text as data).
+func (ty *typist) toShell(t nudge.Trigger) bool {
+	if t.RuntimeID == "" {
+		return false
+	}
+	rt, ok := ty.deps.Runtimes.Get(t.RuntimeID)
+	if !ok || rt.Dir == "" {
+		return false
+	}
+	prof, ok := ty.deps.Runtimes.Profile(rt.Agent)
+	if !ok || !prof.DrivesShell() {
+		return false
+	}
+	argv := rt.Argv
+	if len(argv) == 0 {
+		argv = prof.Launch
+	}
+	return InteractiveShell(argv)
+}
+
+// InteractiveShell reports whether argv starts an interactive shell: a shell (as
+// controlmode.IsShell names them) with options only, none of them -c (a command) and no
+// script to run.
+func InteractiveShell(argv []string) bool {
+	if len(argv) == 0 || !controlmode.IsShell(filepath.Base(argv[0])) {
+		return false
+	}
+	for _, a := range argv[1:] {
+		switch {
+		case !strings.HasPrefix(a, "-") || a == "-" || a == "--":
+			return false // a script, or stdin as one
+		case !strings.HasPrefix(a, "--") && strings.ContainsRune(a, 'c'):
+			return false // -c COMMAND, also in a cluster (-lc)
+		}
+	}
+	return true
 }
 
 // ackHint says whether t's envelope asks the agent to print the ack marker: when the

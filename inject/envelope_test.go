@@ -59,3 +59,27 @@ func TestWrapHintNeverHoldsMarker(t *testing.T) {
 		}
 	}
 }
+
+func TestInteractiveShell(t *testing.T) {
+	for i, tt := range []struct {
+		argv []string
+		want bool
+	}{
+		{[]string{"bash", "--norc", "--noprofile"}, true},
+		{[]string{"/bin/zsh", "-l"}, true},
+		{[]string{"sh"}, true},
+		{[]string{"sh", "-c", "exec cat"}, false},
+		{[]string{"bash", "-lc", "make"}, false},
+		{[]string{"bash", "script.sh"}, false},
+		{[]string{"cat"}, false},
+		{[]string{"python3", "-i"}, false},
+		{nil, false},
+	} {
+		if got := InteractiveShell(tt.argv); got != tt.want {
+			t.Errorf("#%d %q: got %v, want %v", i, tt.argv, got, tt.want)
+		}
+	}
+	if got := ShellComment("a\nb"); got != "# a\n# b" {
+		t.Errorf("ShellComment: %q", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -28,13 +29,22 @@ type lanes struct {
 	loops    *loopGuard
 	breakers *breakers
 	syncs    syncHolds // workers waiting for an orchestrator's sync (synchold.go)
+
+	// delivering counts the deliveries in progress: typing, the echo wait, Enter and
+	// its confirmation, on a lane's goroutine or typed by a request's (typeInline, then
+	// the lane's cont). While it is above zero a new trigger is not typed on its
+	// request's goroutine and its request does not wait for its lane: the answer would
+	// wait behind the other deliveries' commands in tmux and its own typing (an accept's
+	// p99 under a backlog was the typing's).
+	delivering atomic.Int32
 }
 
 // enqueue puts j at the back of its runtime's lane, starting the lane if needed. A job
-// that queues behind others has had its first decision: it waits its turn (Submit
-// answers "queued" at once instead of waiting on the triggers ahead of it).
+// that queues behind others, or while any delivery is in progress, has had its first
+// decision: it waits its turn (Submit answers "queued" at once instead of
+// waiting on the deliveries in progress and on its own typing behind them).
 func (ls *lanes) enqueue(j *job) {
-	if behind := ls.laneFor(j.t.RuntimeID).push(j, false); behind {
+	if behind := ls.laneFor(j.t.RuntimeID).push(j, false); behind || ls.delivering.Load() > 0 {
 		j.decide()
 	}
 }
@@ -52,7 +62,7 @@ func (ls *lanes) typeInline(j *job) bool {
 	}
 	defer ls.wg.Done()
 	l := ls.laneFor(j.t.RuntimeID)
-	if !l.turn.TryLock() {
+	if ls.delivering.Load() > 0 || !l.turn.TryLock() {
 		return false
 	}
 	defer func() {
@@ -75,7 +85,11 @@ func (ls *lanes) typeInline(j *job) bool {
 	}
 	trace.Log(j.traceCtx(), "lane", "inline")
 	l.inline = true
+	ls.delivering.Add(1)
 	ls.typist.deliver(l, j, rt)
+	if l.cont == nil { // else the delivery goes on in the lane's cont, which ends the count
+		ls.delivering.Add(-1)
+	}
 	return true
 }
 
@@ -121,6 +135,7 @@ func (ls *lanes) runLane(l *lane) {
 		if cont := l.cont; cont != nil {
 			l.cont = nil
 			cont()
+			ls.delivering.Add(-1) // counted by typeInline
 		}
 		wait := ls.stepLane(l)
 		l.turn.Unlock()
@@ -247,7 +262,9 @@ func (ls *lanes) decide(l *lane, j *job, rt nudge.Runtime, now time.Time) (again
 		}
 	default:
 		if l.remove(j) {
+			ls.delivering.Add(1)
 			ls.typist.deliver(l, j, rt)
+			ls.delivering.Add(-1)
 		}
 	}
 	return 0, false
@@ -291,6 +308,11 @@ func (ls *lanes) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
 		}
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + string(rt.Status)}
 	case nudge.StatusOffline, nudge.StatusDeregistered, nudge.StatusExited:
+		if st, ok := ls.deps.Runtimes.(interface{ Stopped(string) bool }); ok && rt.Status == nudge.StatusOffline && st.Stopped(rt.RuntimeID) {
+			// Stopped by an operator: it stays down; no fallback starts it again.
+			return verdict{kind: fail, code: nudge.RuntimeStopped, why: "runtime " + rt.RuntimeID +
+				" was stopped (nudge stop) and stays stopped: start it again with `nudge restart " + rt.RuntimeID + "`"}
+		}
 		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + string(rt.Status)}
 	case nudge.StatusStarting, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
 		return ls.startingHold(j, rt, now)

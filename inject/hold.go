@@ -9,7 +9,7 @@ import (
 	"github.com/nudgehq/nudge"
 )
 
-// Every place a trigger can wait has an end (README, "Holds"):
+// Every place a trigger can wait has an end (docs/orchestrators.md, "Holds"):
 //
 //	hold                         code                      deadline
 //	human at the pane            OPERATOR_BUSY             MaxDefer after it began (collision clock); then the

@@ -102,7 +102,7 @@ func (j *job) update(now time.Time, fn func(*nudge.Trigger)) nudge.Trigger {
 
 func tp(t time.Time) *time.Time { return &t }
 
-// ResultFor is the seed's result word for a receipt (README, "Receipts"): queued, injected
+// ResultFor is the seed's result word for a receipt (docs/orchestrators.md, "Receipts"): queued, injected
 // and submitted are pending, deferred is deferred, acked is delivered (also when a
 // fallback nudge ran itself took it there: the receipt's fallback and delivery_backend
 // name that fallback, and error_code keeps the live path's ACK_TIMEOUT or DEFER_TIMEOUT;

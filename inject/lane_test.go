@@ -3,6 +3,8 @@ package inject
 import (
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 // waitUntil polls cond with a generous deadline (the machine may be loaded).
@@ -57,5 +59,49 @@ func TestSettleDoneDeregisters(t *testing.T) {
 	}
 	if n := l.waiters.Load(); n != 0 {
 		t.Fatalf("waiters %d after settle returned", n)
+	}
+}
+
+// TestAcceptWhileDelivering: a trigger that arrives while another delivery is in
+// progress is not typed on its request's goroutine and has its first decision (queued)
+// at once, so its request does not wait for a lane to type it behind the deliveries in
+// progress (under a backlog the accept's p99 was that typing's: benchmarks/README.md).
+// With nothing delivering and nothing ahead, the lane decides as before.
+func TestAcceptWhileDelivering(t *testing.T) {
+	p := newWaitPipeline(t, nil)
+	ls := p.lanes
+	newFor := func(id, rt string) *job {
+		ls.mu.Lock()
+		if ls.m[rt] == nil {
+			ls.m[rt] = newLane(rt) // no lane goroutine: nothing decides but enqueue
+		}
+		ls.mu.Unlock()
+		return newJob(nudge.Trigger{TriggerID: id, RuntimeID: rt}, false)
+	}
+	decided := func(j *job) bool {
+		select {
+		case <-j.decided:
+			return true
+		default:
+			return false
+		}
+	}
+	idle := newFor("a1", "rt_a")
+	ls.enqueue(idle)
+	if decided(idle) {
+		t.Fatal("a1 decided at enqueue with nothing ahead and nothing delivering: its lane decides")
+	}
+	ls.delivering.Add(1) // another lane is typing, waiting for an echo or confirming Enter
+	defer ls.delivering.Add(-1)
+	busy := newFor("b1", "rt_b")
+	if ls.typeInline(busy) {
+		t.Fatal("b1 typed on its request's goroutine while another delivery was in progress")
+	}
+	ls.enqueue(busy)
+	if !decided(busy) {
+		t.Fatal("b1 not decided at enqueue while another delivery was in progress: its request waits for its typing")
+	}
+	if st := busy.record().State; st != "" && st != nudge.StateQueued {
+		t.Fatalf("b1 is %s; want queued", st)
 	}
 }

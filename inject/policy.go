@@ -11,7 +11,7 @@ import (
 	"github.com/nudgehq/nudge/store"
 )
 
-// Both gates are durable (README, "Durable gates"): every change is written behind to the
+// Both gates are durable (docs/orchestrators.md, "Receipts": loop-guard blocks and rate-limit windows are durable): every change is written behind to the
 // store (a loop-guard block at once, before the trigger that tripped it is answered), and
 // Pipeline.Open loads them, so a daemon restart neither unblocks a blocked thread nor
 // resets a rate-limit window. db nil keeps them in memory only.

@@ -19,8 +19,11 @@ type Submitted struct {
 
 // Submit accepts a trigger. It returns once the record is in the store's create log (so a
 // kill -9 of the daemon cannot lose it; the bbolt commit follows in the background) and the runtime's lane has made its first decision
-// (typed it, deferred it, queued it behind others, or failed it). A repeated trigger_id
-// returns the first request's record and never delivers twice.
+// (typed it, deferred it, queued it behind others, or failed it). While any delivery is
+// in progress the trigger is queued at once and its answer waits for no typing: an idle
+// daemon types it before answering, a busy one does not keep the caller behind its
+// backlog. A repeated trigger_id returns the first request's record and never delivers
+// twice.
 func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 	start := time.Now()
 	var task *trace.Task

@@ -33,6 +33,9 @@ type LauncherRule struct {
 	Cwd string
 }
 
+// SelfLauncher is the launch word that runs Config.Self, the daemon's own binary.
+const SelfLauncher = "nudge"
+
 // ErrLauncherRefused: argv[0] does not resolve to an allowed launcher.
 var ErrLauncherRefused = errors.New("launcher refused")
 
@@ -159,7 +162,12 @@ func (l *launcher) resolveArgv(rt *nudge.Runtime, argv []string) ([]string, erro
 	if len(argv) == 0 || rt.Host != "" {
 		return argv, nil
 	}
-	prog, err := ResolveLauncher(argv[0], l.launcherRule(rt))
+	rule := l.launcherRule(rt)
+	if argv[0] == SelfLauncher && l.cfg.Self != "" {
+		argv = append([]string{l.cfg.Self}, argv[1:]...)
+		rule.Allowed = append(rule.Allowed, l.cfg.Self)
+	}
+	prog, err := ResolveLauncher(argv[0], rule)
 	if err != nil {
 		return nil, nudge.NewError(nudge.SpawnFailed, fmt.Sprintf("runtime %s: %v", rt.RuntimeID, err))
 	}

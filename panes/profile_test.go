@@ -21,7 +21,7 @@ func defaults(t *testing.T) map[string]Profile {
 
 func TestLoadProfiles_Defaults(t *testing.T) {
 	ps := defaults(t)
-	for _, name := range []string{"codex", "claude", "opencode", "gemini", "pi", "shell"} {
+	for _, name := range []string{"codex", "claude", "opencode", "gemini", "pi", "shell", "demo"} {
 		p, ok := ps[name]
 		if !ok {
 			t.Fatalf("missing default profile %q", name)
@@ -126,7 +126,7 @@ func TestLoadProfiles_Errors(t *testing.T) {
 
 func TestLoadProfiles_MissingDir(t *testing.T) {
 	ps, err := LoadProfiles(filepath.Join(t.TempDir(), "nope"))
-	if err != nil || len(ps) != 6 {
+	if err != nil || len(ps) != 7 { // codex claude opencode gemini pi shell demo
 		t.Fatalf("got %d profiles, err %v", len(ps), err)
 	}
 }

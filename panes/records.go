@@ -423,6 +423,14 @@ func (r *records) findPaneLocked(rt *nudge.Runtime, byID map[string]paneInfo, pa
 	return paneInfo{}, false
 }
 
+// Stopped reports whether runtime id was stopped (`nudge stop`) and not started again
+// since (a restart or a new spawn clears it): it stays down, and no trigger relaunches it.
+func (r *records) Stopped(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped[id]
+}
+
 // restartableLocked: an offline managed runtime that was not stopped and whose restarts
 // are not held by a fallback chain.
 func (r *records) restartableLocked(rt *nudge.Runtime) bool {

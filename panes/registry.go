@@ -41,6 +41,10 @@ type Config struct {
 	Roots []string
 	// Profiles by name; nil means LoadProfiles("").
 	Profiles map[string]Profile
+	// Self is the nudge executable a launch whose program is the word "nudge" runs (the
+	// demo profile's `nudge demo-agent`), so that the demo runs the daemon's own binary
+	// whether or not it is on PATH; "" means the "nudge" found on PATH.
+	Self string
 	// ChannelDir is the directory (0700, the daemon's own) where an agent whose profile
 	// has a ChannelFlag opens its channel socket (ChannelSocket); "" = no such channel.
 	ChannelDir string

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -149,7 +150,13 @@ func (l *launcher) checkNames(ws, role string, agent *string) (Profile, error) {
 	}
 	prof, ok := l.cfg.Profiles[*agent]
 	if !ok {
-		return Profile{}, badRequest("unknown agent profile %q", *agent)
+		names := make([]string, 0, len(l.cfg.Profiles))
+		for n := range l.cfg.Profiles {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return Profile{}, badRequest("unknown agent profile %q%s; the profiles: %s", *agent,
+			nudge.Suggest(*agent, names), strings.Join(names, ", "))
 	}
 	return prof, nil
 }

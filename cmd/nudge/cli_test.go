@@ -225,7 +225,7 @@ func TestOutputFormats(t *testing.T) {
 		"ls -o table":                          "RUNTIME",
 		"status -o table":                      "WORKSPACE",
 		"receipt fmt-1 -o table":               "TRIGGER",
-		"resume " + rt.RuntimeID + " -o table": "RUNTIME",
+		"resume " + rt.RuntimeID + " -o table": "resumed " + rt.RuntimeID, // an acting command's line
 		"schedule ls -o table":                 "SCHEDULE",
 		"audit --trigger fmt-1":                "trigger_received",
 	} {
@@ -337,7 +337,7 @@ c nudge ls -o ""
 	if err != nil {
 		t.Fatalf("bash: %v\n%s", err, out)
 	}
-	want := []string{"schedule", "--wait --wait-for --wait-timeout", "claude codex gemini opencode pi shell", "json table"}
+	want := []string{"schedule", "--wait --wait-for --wait-timeout", "claude codex demo gemini opencode pi shell", "json table"}
 	got := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	if !slices.Equal(got, want) {
 		t.Fatalf("bash completion:\ngot  %q\nwant %q", got, want)

@@ -14,6 +14,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/doctor"
+	"github.com/nudgehq/nudge/cmd/nudge/flagvals"
 	"github.com/nudgehq/nudge/cmd/nudge/mcp"
 	"github.com/nudgehq/nudge/panes"
 )
@@ -36,8 +37,8 @@ func tokenIssueCmd(env *cliEnv) *cobra.Command {
 	o := addClientFlags(cmd)
 	out := addOutputFlags(cmd, "table")
 	cmd.Flags().StringVar(&b.Subject, "subject", "", "who the token is for (e.g. orchestrator)")
-	cmd.Flags().Var(listFlag{&b.Workspaces}, "workspace", "workspace it may touch (repeatable or comma-separated; * for all)")
-	cmd.Flags().Var(listFlag{&b.Verbs}, "verbs", "verbs: "+strings.Join(auth.Verbs, ","))
+	cmd.Flags().Var(flagvals.List{V: &b.Workspaces}, "workspace", "workspace it may touch (repeatable or comma-separated; * for all)")
+	cmd.Flags().Var(flagvals.List{V: &b.Verbs}, "verbs", "verbs: "+strings.Join(auth.Verbs, ","))
 	cmd.Flags().StringVar(&b.TTL, "ttl", auth.DefaultTokenTTL.String(), "lifetime")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		asJSON, err := out.asJSON()
@@ -184,7 +185,7 @@ func doctorCmd(env *cliEnv) *cobra.Command {
 	out := addOutputFlags(cmd, "table")
 	t := addTmuxFlags(cmd.Flags())
 	fs := cmd.Flags()
-	fs.Var(listFlag{&hosts}, "host", "also check this host (USER@HOST or an ssh config alias; repeatable)")
+	fs.Var(flagvals.List{V: &hosts}, "host", "also check this host (USER@HOST or an ssh config alias; repeatable)")
 	fs.StringVar(&ssh, "ssh", panes.DefaultConfig().SSH, "ssh binary")
 	fs.StringVar(&sshConfig, "ssh-config", "", "ssh config file (ssh -F); default: the user's own")
 	profileDir, packDir := defaultOverrideDirs()

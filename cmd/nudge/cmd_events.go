@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
 func eventsCmd(env *cliEnv) *cobra.Command {
@@ -37,7 +38,12 @@ func eventsCmd(env *cliEnv) *cobra.Command {
 		}
 		c := o.client(env)
 		defer c.Close()
+		headed := false
 		err = c.Events(cmd.Context(), api.EventsOptions{Since: since, Follow: follow}, func(ev api.Event) error {
+			if !asJSON && !headed {
+				headed = true
+				fmt.Fprintln(env.stdout, tui.EventHeader)
+			}
 			if asJSON {
 				_, err := fmt.Fprintf(env.stdout, "%s\n", ev.Raw)
 				return err

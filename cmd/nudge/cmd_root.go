@@ -19,9 +19,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/act"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/buildinfo"
+	"github.com/nudgehq/nudge/cmd/nudge/demoagent"
 	"github.com/nudgehq/nudge/cmd/nudge/dialogs"
 	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
@@ -44,7 +46,10 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 			"over its unix socket. Every setting flag is also read from NUDGE_<FLAG> (dashes become\n" +
 			"underscores) when it is not given; a call's own values (--id, --thread, --reason, ...) never\n" +
 			"are. Exit codes: 0 the state asked for was reached, 1 failed or refused, 2 usage,\n" +
-			"3 still pending when the wait ended.",
+			"3 still pending when the wait ended.\n\n" +
+			"Output: commands that list or show records print a table (-o json: JSON); commands that act\n" +
+			"(spawn, register, trigger, pause, resume, stop, restart) print a short line on a terminal and\n" +
+			"the record as JSON when stdout is a pipe or a file (-o table|json picks either).",
 		Version:           version,
 		Args:              noSubcommand,
 		RunE:              func(cmd *cobra.Command, _ []string) error { cmd.Help(); return &usageError{} }, //nolint:errcheck // help to a writer
@@ -63,20 +68,21 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 			root.AddCommand(c)
 		}
 	}
+	acts := actCLI(env)
 	add("agents", spawnCmd(env), registerCmd(env), lsCmd(env), statusCmd(env), tailCmd(env), heartbeatCmd(env),
-		runtimeActionCmd(env, "pause", "hold triggers for a runtime until resume"),
-		runtimeActionCmd(env, "resume", "let a paused runtime's triggers go"),
-		runtimeActionCmd(env, "stop", "stop a runtime (C-c, then SIGHUP, SIGTERM, SIGKILL by pid)"),
-		runtimeActionCmd(env, "restart", "start a runtime's program again (after failed or exited)"),
+		act.ActionCommand(acts, "pause", "hold triggers for a runtime until resume"),
+		act.ActionCommand(acts, "resume", "let a paused runtime's triggers go"), act.StopCommand(acts),
+		act.ActionCommand(acts, "restart", "start a runtime's program again (after failed or exited)"),
 		deregisterCmd(env))
-	add("triggers", triggerCmd(env), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), scheduleCmd(env), unreadCmd(env), auditCmd(env),
+	add("triggers", act.TriggerCommand(acts), receiptCmd(env), ackCmd(env), forceCmd(env), unblockCmd(env), act.ScheduleCommand(acts), act.UnreadCommand(acts), auditCmd(env),
 		eventsCmd(env))
 	add("operator", append([]*cobra.Command{watchCmd(env), attachCmd(env), switchCmd(env)}, dialogs.Commands(dialogs.CLI{Usage: usagef, Stdout: env.stdout,
 		WithClient: func(c *cobra.Command) func() *api.Client {
 			o := addClientFlags(c)
 			return func() *api.Client { return o.client(env) }
 		}})...)...)
-	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), webCmd(env), mcpCmd(env), doctorCmd(env), versionCmd(env))
+	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), act.WebCommand(acts), mcpCmd(env), doctorCmd(env), versionCmd(env))
+	root.AddCommand(demoagent.Command(usagef))
 	root.SetHelpCommandGroupID("daemon")
 	root.SetCompletionCommandGroupID("daemon")
 	root.SetIn(env.stdin)
@@ -334,6 +340,23 @@ func (o *clientOpts) client(env *cliEnv) *api.Client {
 type outputOpts struct {
 	format string
 	json   bool
+}
+
+// actCLI is what the commands that act (package act) need from package main.
+func actCLI(env *cliEnv) act.CLI {
+	return act.CLI{WithClient: func(c *cobra.Command) func() *api.Client {
+		o := addClientFlags(c)
+		return func() *api.Client { return o.client(env) }
+	}, Usage: usagef, Stdout: env.stdout, Stderr: env.stderr, Stdin: env.stdin, Complete: completeRuntimes(env),
+		CompleteFirst: firstArg(completeRuntimes(env)), Pending: func(msg string) error { return &pendingError{msg} },
+		Args: exactArgs, Group: groupCmd, Output: func(cmd *cobra.Command, def string) func() (bool, error) {
+			return addOutputFlags(cmd, def).asJSON
+		}}
+}
+
+// addActOutputFlags is -o of a command that acts (act.Output).
+func addActOutputFlags(cmd *cobra.Command, env *cliEnv) *act.Output {
+	return act.AddOutputFlags(cmd, env.stdout, usagef)
 }
 
 func addOutputFlags(cmd *cobra.Command, def string) *outputOpts {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nudgehq/nudge/cmd/nudge/act"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
@@ -22,21 +23,22 @@ func spawnCmd(env *cliEnv) *cobra.Command {
 		Short: "start a managed agent runtime in tmux",
 		Long: "Start an agent as the command of window ROLE in session agents_WS on nudge's tmux server.\n" +
 			"ARGV after -- replaces the profile's launch command (argv, never a shell string).",
-		Example: "  nudge spawn --workspace mobile_core --role reviewer --agent codex --dir ~/src/app",
+		Example: "  nudge spawn --workspace mobile_core --role reviewer --agent codex --dir ~/src/app\n" +
+			"  nudge spawn --workspace demo --role helper --agent demo    # the built-in demo agent",
 	}
 	o := addClientFlags(cmd)
-	out := addOutputFlags(cmd, "json")
+	out := addActOutputFlags(cmd, env)
 	fs := cmd.Flags()
 	fs.StringVar(&b.Workspace, "workspace", "", "workspace id (session agents_<workspace>)")
 	fs.StringVar(&b.Role, "role", "", "role (window name), e.g. reviewer")
-	fs.StringVar(&b.Agent, "agent", "codex", "agent profile: codex, claude, opencode, gemini, pi, shell")
+	fs.StringVar(&b.Agent, "agent", "codex", "agent profile: codex, claude, opencode, gemini, pi, shell, demo (a built-in stand-in)")
 	fs.StringVar(&b.AgentID, "agent-id", "", "agent id (default: the role)")
 	fs.StringVar(&b.Dir, "dir", "", "working directory (must lie under a --root of the daemon)")
 	fs.StringVar(&b.SessionID, "session-id", "", "the agent's session id, if known (for resume)")
 	fs.StringVar(&b.PromptFile, "prompt-file", "", "file holding a first task prompt (never passed through a shell)")
 	fs.StringVar(&b.Host, "host", "", "run a new workspace's tmux on USER@HOST (or an ssh config alias) through ssh -T; default: the workspace's host, this machine for a new one")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		asJSON, err := out.asJSON()
+		asJSON, err := out.AsJSON()
 		if err != nil {
 			return err
 		}
@@ -57,7 +59,7 @@ func spawnCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printRuntimes(env.stdout, asJSON, rt)
+		return act.PrintRuntime(env.stdout, asJSON, "spawned", rt)
 	}
 	return cmd
 }
@@ -70,7 +72,7 @@ func registerCmd(env *cliEnv) *cobra.Command {
 		Args:  exactArgs(0, "no arguments"),
 	}
 	o := addClientFlags(cmd)
-	out := addOutputFlags(cmd, "json")
+	out := addActOutputFlags(cmd, env)
 	fs := cmd.Flags()
 	fs.StringVar(&b.Workspace, "workspace", "", "workspace id")
 	fs.StringVar(&b.Role, "role", "", "role")
@@ -90,7 +92,7 @@ func registerCmd(env *cliEnv) *cobra.Command {
 		"such a workspace is refused; stop leaves an unmanaged pane running). A workspace has one\n" +
 		"place: register a pane of another session under another workspace name."
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		asJSON, err := out.asJSON()
+		asJSON, err := out.AsJSON()
 		if err != nil {
 			return err
 		}
@@ -103,7 +105,7 @@ func registerCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printRuntimes(env.stdout, asJSON, rt)
+		return act.PrintRuntime(env.stdout, asJSON, "registered", rt)
 	}
 	return cmd
 }
@@ -278,51 +280,6 @@ func heartbeatCmd(env *cliEnv) *cobra.Command {
 			return err
 		}
 		return tui.PrintRecord(env.stdout, asJSON, rep)
-	}
-	return cmd
-}
-
-// runtimeActionCmd is pause, resume, stop or restart: POST /v1/runtimes/{id}/{verb}.
-func runtimeActionCmd(env *cliEnv, verb, short string) *cobra.Command {
-	var reason string
-	cmd := &cobra.Command{
-		Use:     verb + " RUNTIME_ID [--reason TEXT]",
-		Short:   short,
-		Example: "  nudge " + verb + " rt_mobile_core.reviewer --reason \"reviewing by hand\"",
-		Args:    exactArgs(1, "one RUNTIME_ID"),
-
-		ValidArgsFunction: firstArg(completeRuntimes(env)),
-	}
-	o := addClientFlags(cmd)
-	out := addOutputFlags(cmd, "json")
-	cmd.Flags().StringVar(&reason, "reason", "", "why (kept in the audit log)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		asJSON, err := out.asJSON()
-		if err != nil {
-			return err
-		}
-		c := o.client(env)
-		defer c.Close()
-		do := map[string]func() (api.Runtime, error){
-			"pause":   func() (api.Runtime, error) { return c.Pause(cmd.Context(), args[0], reason) },
-			"resume":  func() (api.Runtime, error) { return c.Resume(cmd.Context(), args[0], reason) },
-			"stop":    func() (api.Runtime, error) { return c.Stop(cmd.Context(), args[0], reason) },
-			"restart": func() (api.Runtime, error) { return c.Restart(cmd.Context(), args[0], reason) },
-		}[verb]
-		switch verb { // these can take seconds: say what is going on (stderr: stdout is the record)
-		case "stop":
-			fmt.Fprintf(env.stderr, "stopping %s: C-c to its program, then SIGHUP, SIGTERM and SIGKILL by pid if it has not ended (serve --stop-timeout, --kill-grace)...\n", args[0])
-		case "restart":
-			fmt.Fprintf(env.stderr, "restarting %s: ending its program (C-c, then signals by pid), then launching it again...\n", args[0])
-		}
-		rt, err := do()
-		if err != nil {
-			return err
-		}
-		if verb == "stop" {
-			fmt.Fprintf(env.stderr, "stopped %s: %s\n", rt.RuntimeID, rt.Status)
-		}
-		return printRuntimes(env.stdout, asJSON, rt)
 	}
 	return cmd
 }

@@ -3,124 +3,15 @@ package main
 // Commands on triggers and their story: trigger, receipt, ack, force, unblock, audit.
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/act"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
-
-func triggerCmd(env *cliEnv) *cobra.Command {
-	var req api.TriggerRequest
-	var ackTimeout, waitFor time.Duration
-	var wait bool
-	cmd := &cobra.Command{
-		Use:   "trigger --workspace WS --agent ROLE [flags] PROMPT|-",
-		Short: "deliver a prompt to a live agent",
-		Long: "Deliver PROMPT (- reads it from stdin) to the agent ROLE of workspace WS and print its receipt.\n" +
-			"Exits 1 if the trigger failed (the receipt on stdout says why), 3 if --wait ended before\n" +
-			"the trigger was closed, or --wait-for before it reached that state (the receipt so far is on stdout).",
-		Example: "  nudge trigger --workspace mobile_core --agent reviewer --thread th_42 \"Review th_42.\" --wait\n" +
-			"  git diff | nudge trigger --workspace mobile_core --agent reviewer -",
-		Args: exactArgs(1, "one PROMPT (or - for stdin)"),
-	}
-	o := addClientFlags(cmd)
-	out := addOutputFlags(cmd, "json")
-	fs := cmd.Flags()
-	fs.StringVar(&req.Workspace, "workspace", "", "workspace id")
-	fs.StringVar(&req.Agent, "agent", "", "the agent's role")
-	fs.StringVar(&req.TriggerID, "id", "", "trigger id (idempotency key; default: generated)")
-	fs.StringVar(&req.ThreadID, "thread", "", "thread id")
-	fs.BoolVar(&req.ForceOverride, "force", false, "inject even if a human is at the pane (needs --reason)")
-	fs.StringVar(&req.Reason, "reason", "", "why (required with --force)")
-	fs.StringVar(&req.OverrideIntent, "intent", "", "with --force: human_override or coordinator_override")
-	fs.DurationVar(&ackTimeout, "ack-timeout", 0, "ack timeout for this trigger (default: the daemon's)")
-	fs.BoolVar(&wait, "wait", false, "wait for the final receipt")
-	fs.DurationVar(&waitFor, "wait-timeout", 2*time.Minute, "with --wait or --wait-for: give up after this long")
-	until := fs.String("wait-for", "", "wait until the receipt is submitted, acked, closed, or has the agent's reply (reply)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		asJSON, err := out.asJSON()
-		if err != nil {
-			return err
-		}
-		if req.Workspace == "" || req.Agent == "" {
-			return usagef("want --workspace, --agent and one PROMPT (or - for stdin)")
-		}
-		if w := api.WaitFor(*until); w != "" && !w.Known() {
-			return usagef("--wait-for %q: want submitted, acked, closed or reply", w)
-		}
-		req.Prompt = args[0]
-		if req.Prompt == "-" {
-			b, err := io.ReadAll(io.LimitReader(env.stdin, 16<<20))
-			if err != nil {
-				return fmt.Errorf("read prompt: %w", err)
-			}
-			req.Prompt = string(b)
-		}
-		req.AckTimeoutMS = ackTimeout.Milliseconds()
-		c := o.client(env)
-		defer c.Close()
-		t, err := c.Trigger(cmd.Context(), req)
-		if err != nil {
-			return err
-		}
-		if *until != "" {
-			return waitReceipt(cmd.Context(), env, c, asJSON, t.TriggerID, api.WaitFor(*until), waitFor, false)
-		}
-		if wait && !t.Closed {
-			if t, err = c.GetTrigger(cmd.Context(), t.TriggerID, waitFor); err != nil {
-				return err
-			}
-		}
-		return printReceipt(env.stdout, asJSON, t, wait)
-	}
-	return cmd
-}
-
-// printReceipt prints a receipt and says how the command exits: 1 for a failed trigger;
-// 3 for one still open when the wait asked for (waited) ended.
-func printReceipt(w io.Writer, asJSON bool, t api.Trigger, waited bool) error {
-	if err := printTriggers(w, asJSON, t); err != nil {
-		return err
-	}
-	if t.State == nudge.StateFailed {
-		return fmt.Errorf("trigger %s failed: %s %s", t.TriggerID, t.ErrorCode, t.Message)
-	}
-	if waited && !t.Closed {
-		return &pendingError{fmt.Sprintf("trigger %s is still %s: the wait ended first (nudge receipt %s --wait DURATION waits again)", t.TriggerID, t.State, t.TriggerID)}
-	}
-	return nil
-}
-
-// waitReceipt waits up to d until trigger id's receipt reaches w, prints it (replyOnly:
-// the reply's text alone) and exits 0, 1 (failed) or 3 (not reached in time).
-func waitReceipt(ctx context.Context, env *cliEnv, c *api.Client, asJSON bool, id string, w api.WaitFor, d time.Duration, replyOnly bool) error {
-	t, reached, err := c.WaitTrigger(ctx, id, w, max(d, time.Millisecond), nil)
-	switch {
-	case err != nil:
-		return err
-	case replyOnly && reached:
-		_, err = fmt.Fprintln(env.stdout, tui.PrintableText(t.Reply)) // a model wrote it: it must not drive the terminal
-	case !replyOnly:
-		err = printTriggers(env.stdout, asJSON, t)
-	}
-	if err == nil && !reached {
-		if t.State == nudge.StateFailed {
-			return fmt.Errorf("trigger %s failed: %s %s", t.TriggerID, t.ErrorCode, t.Message)
-		}
-		again := "--wait DURATION"
-		if w == api.WaitReply {
-			again = "--reply " + again
-		}
-		return &pendingError{fmt.Sprintf("trigger %s is %s, not %s yet (nudge receipt %s %s waits again)", id, t.State, w, id, again)}
-	}
-	return err
-}
 
 func receiptCmd(env *cliEnv) *cobra.Command {
 	var wait time.Duration
@@ -146,13 +37,13 @@ func receiptCmd(env *cliEnv) *cobra.Command {
 		c := o.client(env)
 		defer c.Close()
 		if *reply {
-			return waitReceipt(cmd.Context(), env, c, asJSON, args[0], api.WaitReply, wait, true)
+			return actCLI(env).WaitReceipt(cmd.Context(), c, act.ReceiptPrinter(asJSON, false), args[0], api.WaitReply, wait, true)
 		}
 		t, err := c.GetTrigger(cmd.Context(), args[0], wait)
 		if err != nil {
 			return err
 		}
-		return printReceipt(env.stdout, asJSON, t, wait > 0)
+		return actCLI(env).PrintReceiptExit(act.ReceiptPrinter(asJSON, false), t, wait > 0)
 	}
 	return cmd
 }
@@ -283,90 +174,11 @@ func auditCmd(env *cliEnv) *cobra.Command {
 		if asJSON {
 			return printJSON(env.stdout, recs)
 		}
+		fmt.Fprintln(env.stdout, tui.AuditHeader)
 		for _, r := range recs {
 			printAudit(env.stdout, r)
 		}
 		return nil
-	}
-	return cmd
-}
-
-func scheduleCmd(env *cliEnv) *cobra.Command {
-	return groupCmd("schedule", "manage periodic prompts", scheduleAddCmd(env), scheduleLsCmd(env), scheduleRmCmd(env))
-}
-
-func scheduleAddCmd(env *cliEnv) *cobra.Command {
-	var b api.ScheduleRequest
-	cmd := &cobra.Command{
-		Use:     "add --workspace WS --agent ROLE [--every 10m] PROMPT",
-		Short:   "add a periodic prompt",
-		Example: "  nudge schedule add --workspace mobile_core --agent reviewer --every 30m \"Check the open PRs.\"",
-		Args:    exactArgs(1, "one PROMPT"),
-	}
-	o := addClientFlags(cmd)
-	out := addOutputFlags(cmd, "json")
-	cmd.Flags().StringVar(&b.Workspace, "workspace", "", "workspace id")
-	cmd.Flags().StringVar(&b.Agent, "agent", "", "the agent's role")
-	cmd.Flags().StringVar(&b.Every, "every", "10m", "period (Go duration)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		asJSON, err := out.asJSON()
-		if err != nil {
-			return err
-		}
-		if b.Workspace == "" || b.Agent == "" {
-			return usagef("want --workspace, --agent and one PROMPT")
-		}
-		b.Prompt = args[0]
-		c := o.client(env)
-		defer c.Close()
-		s, err := c.AddSchedule(cmd.Context(), b)
-		if err != nil {
-			return err
-		}
-		return printSchedules(env.stdout, asJSON, s)
-	}
-	return cmd
-}
-
-func scheduleLsCmd(env *cliEnv) *cobra.Command {
-	cmd := &cobra.Command{Use: "ls", Aliases: []string{"list"}, Short: "list periodic prompts", Args: exactArgs(0, "no arguments")}
-	o := addClientFlags(cmd)
-	out := addOutputFlags(cmd, "table")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		asJSON, err := out.asJSON()
-		if err != nil {
-			return err
-		}
-		c := o.client(env)
-		defer c.Close()
-		all, err := c.Schedules(cmd.Context())
-		if err != nil {
-			return err
-		}
-		if asJSON {
-			return printJSON(env.stdout, all)
-		}
-		return printSchedules(env.stdout, false, all...)
-	}
-	return cmd
-}
-
-func scheduleRmCmd(env *cliEnv) *cobra.Command {
-	cmd := &cobra.Command{Use: "rm SCHEDULE_ID", Aliases: []string{"remove"}, Short: "remove a periodic prompt", Args: exactArgs(1, "one SCHEDULE_ID")}
-	o := addClientFlags(cmd)
-	out := addOutputFlags(cmd, "json")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		asJSON, err := out.asJSON()
-		if err != nil {
-			return err
-		}
-		c := o.client(env)
-		defer c.Close()
-		r, err := c.RemoveSchedule(cmd.Context(), args[0])
-		if err != nil {
-			return err
-		}
-		return tui.PrintRecord(env.stdout, asJSON, r)
 	}
 	return cmd
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/agentrecord"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
+	"github.com/nudgehq/nudge/cmd/nudge/demoagent"
 	"github.com/nudgehq/nudge/cmd/nudge/dialogs"
 	"github.com/nudgehq/nudge/cmd/nudge/doctor"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
@@ -304,6 +305,9 @@ func registryConfig(cfg serveConfig, d *daemon, h *hooks) panes.Config {
 	c.Profiles, c.Env, c.Logger, c.LaunchPolicy = d.profiles, h.runtimeEnv, d.log, d.auth.Policy().LaunchPolicy
 	c.ChannelDir = d.chanDir
 	c.OnOutput, c.OnEvent, c.OnChange, c.OnFirstPrompt = h.onOutput, h.onEvent, h.onRuntimeChange, h.onFirstPrompt
+	if c.Self == "" {
+		c.Self = demoagent.Self()
+	}
 	c.CheckPrompt = func(prompt string) error {
 		_, err := inject.Sanitize(prompt, cfg.Inject.MaxPrompt)
 		return err

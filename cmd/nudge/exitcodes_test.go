@@ -36,10 +36,14 @@ func TestExitCodes(t *testing.T) {
 	if _, errOut, code = td.runCLI("receipt", "held"); code != 0 {
 		t.Fatalf("receipt without a wait: exit %d (want 0), %s", code, errOut)
 	}
-	// A failed trigger exits 1 from trigger and from receipt alike.
-	out, _, code = td.runCLI("trigger", "--workspace", "w1", "--agent", "nobody", "--id", "lost", "--wait", "--wait-timeout", "30s", "echo lost")
-	if tr := receipt(out); tr.State != nudge.StateFailed || code != 1 {
-		t.Fatalf("trigger to no runtime: exit %d, state %s (want failed, exit 1)", code, tr.State)
+	// A failed trigger exits 1 from trigger and from receipt alike. (The CLI refuses a
+	// trigger to no runtime before sending it, exit 1; the API stores it, failed.)
+	out, errOut, code = td.runCLI("trigger", "--workspace", "w1", "--agent", "nobody", "--id", "lost", "--wait", "--wait-timeout", "30s", "echo lost")
+	if code != 1 || out != "" || !strings.Contains(errOut, "UNMANAGED_RUNTIME") {
+		t.Fatalf("trigger to no runtime: exit %d (want 1, nothing sent)\n%s%s", code, out, errOut)
+	}
+	if tr, err := td.trigger(map[string]any{"trigger_id": "lost", "workspace": "w1", "agent": "nobody", "prompt": "echo lost"}); err != nil || tr.State != nudge.StateFailed {
+		t.Fatalf("API trigger to no runtime: %+v %v (want failed)", tr, err)
 	}
 	if _, _, code = td.runCLI("receipt", "lost"); code != 1 {
 		t.Fatalf("receipt of a failed trigger: exit %d (want 1)", code)

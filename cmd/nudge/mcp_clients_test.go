@@ -21,11 +21,11 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/mcp"
 )
 
-// readmeSnippets returns the README's MCP snippets: the Codex config.toml table and the
-// Claude Code .mcp.json.
+// readmeSnippets returns the documented MCP snippets (docs/orchestrators.md, where the
+// README's reference moved): the Codex config.toml table and the Claude Code .mcp.json.
 func readmeSnippets(t *testing.T) (codexTOML, claudeJSON string) {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/orchestrators.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func readmeSnippets(t *testing.T) (codexTOML, claudeJSON string) {
 		}
 	}
 	if codexTOML == "" || claudeJSON == "" {
-		t.Fatalf("README lacks the Codex (%t) or the Claude Code (%t) MCP snippet", codexTOML != "", claudeJSON != "")
+		t.Fatalf("docs/orchestrators.md lacks the Codex (%t) or the Claude Code (%t) MCP snippet", codexTOML != "", claudeJSON != "")
 	}
 	return codexTOML, claudeJSON
 }
@@ -84,7 +84,7 @@ func inspectorCLI(t *testing.T) string {
 	return dir
 }
 
-// TestMCPSnippetsRunNudgeMCP: the README's MCP snippets name `nudge mcp`, and that command,
+// TestMCPSnippetsRunNudgeMCP: the documented MCP snippets name `nudge mcp`, and that command,
 // started by real MCP clients as their config says, serves the daemon's tools: the npm
 // MCP Inspector CLI lists them and calls one; Codex reads the config.toml snippet; Claude
 // Code connects through the .mcp.json snippet.

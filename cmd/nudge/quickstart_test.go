@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -76,29 +75,15 @@ func shellWords(t *testing.T, line, home string) []string {
 }
 
 // TestQuickStartFromREADME runs the README's quick start as it stands (flags after
-// arguments and all) against a daemon on a private tmux server, with a shell standing in
-// for codex. serve is the harness's daemon; attach and watch take over the terminal, so
-// they are only parsed (--help).
+// arguments and all) against a daemon on a private tmux server whose launch word "nudge"
+// is a nudge built from this tree, so that `--agent demo` runs the real demo agent: the
+// receipts, the reply, the dialog and its answer, the stop. serve is the harness's daemon;
+// attach and watch take over the terminal, so they are only parsed (--help); `mkdir -p`
+// makes its directory.
 func TestQuickStartFromREADME(t *testing.T) {
 	cfg := newTestConfig(t)
 	home := cfg.Panes.Roots[0]
-	if err := os.MkdirAll(filepath.Join(home, "src", "app"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	shell, err := os.ReadFile("../../panes/profiles/shell.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var prof map[string]any
-	if err := json.Unmarshal(shell, &prof); err != nil {
-		t.Fatal(err)
-	}
-	prof["name"] = "codex"
-	b, _ := json.Marshal(prof)
-	cfg.ProfileDir = t.TempDir()
-	if err := os.WriteFile(filepath.Join(cfg.ProfileDir, "codex.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg.Panes.Self = buildWatchBinary(t)
 	td := startDaemon(t, cfg)
 	cmds := quickStart(t, home)
 	if len(cmds) < 5 {
@@ -106,6 +91,12 @@ func TestQuickStartFromREADME(t *testing.T) {
 	}
 	ran := map[string]bool{}
 	for _, argv := range cmds {
+		if len(argv) == 3 && argv[0] == "mkdir" && argv[1] == "-p" && strings.HasPrefix(argv[2], home+"/") {
+			if err := os.MkdirAll(argv[2], 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		if argv[0] != "bin/nudge" && argv[0] != "nudge" {
 			t.Fatalf("quick start line %q is not a nudge command", argv)
 		}
@@ -134,16 +125,24 @@ func TestQuickStartFromREADME(t *testing.T) {
 		}
 		t.Logf("nudge %s: %s", strings.Join(args, " "), firstLine(out.String()))
 		ran[args[0]] = true
-		if args[0] == "trigger" {
-			var tr struct{ State, Result string }
+		switch args[0] {
+		case "trigger":
+			var tr struct{ State, Reply string }
 			if err := json.Unmarshal(out.Bytes(), &tr); err != nil || tr.State != "acked" {
 				t.Fatalf("the quick start's trigger: %v %s", err, out.String())
 			}
+		case "receipt":
+			if !strings.HasPrefix(out.String(), "Approved") {
+				t.Fatalf("the quick start's reply after the dialog: %q", out.String())
+			}
 		}
 	}
-	for _, c := range []string{"spawn", "trigger", "ls", "tail", "audit", "pause"} {
+	for _, c := range []string{"spawn", "trigger", "ls", "approve", "receipt", "tail", "audit", "pause", "stop"} {
 		if !ran[c] {
 			t.Errorf("the quick start no longer runs %s", c)
 		}
+	}
+	if got := td.get("rt_demo.helper"); got.Status != "offline" {
+		t.Errorf("after the quick start's stop: %s", got.Status)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/classifier"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/cmd/nudge/flagvals"
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
@@ -81,84 +82,6 @@ func defaultServeConfig() serveConfig {
 	}
 }
 
-// listFlag is a repeatable or comma-separated string flag.
-type listFlag struct{ v *[]string }
-
-func (l listFlag) String() string {
-	if l.v == nil {
-		return ""
-	}
-	return strings.Join(*l.v, ",")
-}
-
-func (l listFlag) Type() string { return "list" }
-
-func (l listFlag) Set(s string) error {
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			*l.v = append(*l.v, p)
-		}
-	}
-	return nil
-}
-
-// rateFlag parses "10/min", "5/30s", "100/h".
-type rateFlag struct {
-	n   *int
-	per *time.Duration
-}
-
-func (r rateFlag) String() string {
-	if r.n == nil {
-		return ""
-	}
-	unit := map[time.Duration]string{time.Second: "s", time.Minute: "min", time.Hour: "h"}[*r.per]
-	if unit == "" {
-		unit = r.per.String()
-	}
-	return fmt.Sprintf("%d/%s", *r.n, unit) // as it is written: 10/min
-}
-
-func (r rateFlag) Type() string { return "rate" }
-
-func (r rateFlag) Set(s string) error {
-	n, per, err := auth.ParseRate(s)
-	if err != nil {
-		return err
-	}
-	*r.n, *r.per = n, per
-	return nil
-}
-
-// backoffFlag parses "2s,4s".
-type backoffFlag struct{ v *[]time.Duration }
-
-func (b backoffFlag) String() string {
-	if b.v == nil {
-		return ""
-	}
-	var s []string
-	for _, d := range *b.v {
-		s = append(s, d.String())
-	}
-	return strings.Join(s, ",")
-}
-
-func (b backoffFlag) Type() string { return "durations" }
-
-func (b backoffFlag) Set(s string) error {
-	var out []time.Duration
-	for _, p := range strings.Split(s, ",") {
-		d, err := time.ParseDuration(strings.TrimSpace(p))
-		if err != nil || d < 0 {
-			return fmt.Errorf("bad backoff %q", p)
-		}
-		out = append(out, d)
-	}
-	*b.v = out
-	return nil
-}
-
 func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	p, in := &c.Panes, &c.Inject
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "state directory (the bbolt store, the default socket)")
@@ -173,7 +96,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.Server.MetricsAddr, "metrics-addr", "", "also serve /metrics on this TCP address (e.g. 127.0.0.1:9464)")
 	fs.StringVar(&c.ProfileDir, "profile-dir", c.ProfileDir, "directory of agent profile overrides (NAME.json; default $XDG_CONFIG_HOME/nudge/profiles, else ~/.config/nudge/profiles; a missing one is fine)")
 	fs.StringVar(&c.PackDir, "pack-dir", c.PackDir, "directory of readiness classifier pack overrides (NAME.json; default $XDG_CONFIG_HOME/nudge/packs, else ~/.config/nudge/packs; a missing one is fine)")
-	fs.Var(listFlag{&p.Roots}, "root", "allowed workspace root for spawn --dir (repeatable; default: $HOME)")
+	fs.Var(flagvals.List{V: &p.Roots}, "root", "allowed workspace root for spawn --dir (repeatable; default: $HOME)")
 	deliveryFlags(fs, c)
 	fs.StringVar(&c.Orchestrator, "orchestrator", "", "the orchestrator runtime that gets a sync trigger after a human intervened in a worker pane, the worker's triggers waiting until it took it: WS/ROLE, or ROLE in the worker's workspace (default: the runtime with role orchestrator in the worker's workspace, if any; none: no sync)")
 	fs.BoolVar(&c.StatusLine, "status-line", c.StatusLine, "show [role: STATE] in the status line of nudge's tmux sessions")
@@ -186,7 +109,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.TokenFile, "api-token-file", "", "read the --api-token secret from this file (mode 0600, owned by you)")
 	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
 	retention.Flags(fs, &c.Keep)
-	webFlags(fs, &c.Web)
+	web.Flags(fs, &c.Web)
 	authFlags(fs, &c.Auth)
 	classifier.Flags(fs, &c.LLM)
 	fs.DurationVar(&c.Monitor.LLMSettle, "llm-settle", c.Monitor.LLMSettle, "how long a screen the packs cannot classify must stay unchanged before the LLM classifier is asked about it")
@@ -196,14 +119,14 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.StringVar(&c.Notify.Command, "notify-command", "", "shell command run with each notification's event JSON on stdin (a runtime became READY, NEEDS_CONFIRMATION or ERROR, failed, or finished its task; a trigger failed)")
 	fs.DurationVar(&c.Notify.Timeout, "notify-timeout", c.Notify.Timeout, "a --notify-command run longer than this is killed (its process group)")
 	fs.IntVar(&c.Notify.MaxRunning, "notify-max", c.Notify.MaxRunning, "--notify-command runs at once; a notification beyond them is dropped (counted, logged)")
-	fs.Var(listFlag{&c.Notify.KeepEnv}, "notify-env", "pass this variable of the daemon's environment to --notify-command although its name looks like a credential's (*_API_KEY, *_TOKEN, *_SECRET, *_PASSWORD, ...: those are not passed); repeatable")
+	fs.Var(flagvals.List{V: &c.Notify.KeepEnv}, "notify-env", "pass this variable of the daemon's environment to --notify-command although its name looks like a credential's (*_API_KEY, *_TOKEN, *_SECRET, *_PASSWORD, ...: those are not passed); repeatable")
 	fs.BoolVar(&c.Notify.NoDisplay, "no-notify-tmux", c.Notify.NoDisplay, "do not show notifications with tmux display-message to the clients attached to a workspace's session")
 	fs.DurationVar(&c.Schedule.MinEvery, "schedule-min-every", c.Schedule.MinEvery, "shortest period a schedule may have")
 	fs.DurationVar(&in.EchoTimeout, "echo-timeout", in.EchoTimeout, "longest wait for the typed text's echo before Enter")
 	fs.DurationVar(&in.SubmitQuiet, "submit-quiet", in.SubmitQuiet, "quiet after Enter before checking that the prompt left the composer")
 	fs.DurationVar(&in.SubmitTimeout, "submit-timeout", in.SubmitTimeout, "longest wait for output after Enter before that check")
 	fs.DurationVar(&c.Schedule.MinGap, "schedule-gap", c.Schedule.MinGap, "least time between two scheduled prompts to one agent (seed 004)")
-	wakeFlags(fs, &c.Wake)
+	wake.Flags(fs, &c.Wake)
 	fs.DurationVar(&c.Server.ShutdownTimeout, "shutdown-timeout", c.Server.ShutdownTimeout, "how long shutdown waits for requests in flight")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile here (benchmarks)")
 	fs.StringVar(&c.Trace, "trace", "", "write an execution trace here (benchmarks)")
@@ -211,18 +134,6 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.MarkHidden("cpuprofile")      //nolint:errcheck // defined just above
 	fs.MarkHidden("profile-windows") //nolint:errcheck // defined just above
 	fs.MarkHidden("trace")           //nolint:errcheck // defined just above
-}
-
-// wakeFlags are the serve flags of the wake policies (docs/wake.md).
-func wakeFlags(fs *pflag.FlagSet, w *wake.Config) {
-	fs.DurationVar(&w.Quiet, "wake-quiet", w.Quiet, "prompt a READY agent whose pane printed nothing for this long (e.g. 15m; 0: off)")
-	fs.DurationVar(&w.Unread, "wake-unread", w.Unread, "prompt an agent whose read cursor has lagged a thread head (POST /v1/threads/{id}/head) this long (0: off)")
-	fs.DurationVar(&w.Dormant, "wake-dormant", w.Dormant, "prompt an agent that sent heartbeats and has sent none for this long (0: off)")
-	fs.DurationVar(&w.Gap, "wake-gap", w.Gap, "least time between two wake prompts to one workspace (seed 004)")
-	fs.DurationVar(&w.Every, "wake-every", w.Every, "how often the wake policies are checked")
-	fs.StringVar(&w.QuietPrompt, "wake-quiet-prompt", "", "the quiet policy's prompt (default: ask for a progress report)")
-	fs.StringVar(&w.UnreadPrompt, "wake-unread-prompt", "", "the unread policy's prompt (the threads and the agent's cursor are added)")
-	fs.StringVar(&w.DormantPrompt, "wake-dormant-prompt", "", "the dormant policy's prompt (default: ask for a status report)")
 }
 
 // deliveryFlags are the serve flags of a trigger's delivery and a runtime's life.
@@ -237,8 +148,8 @@ func deliveryFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&in.BreakerCooldown, "breaker-cooldown", in.BreakerCooldown, "first cooldown of a runtime's breaker; doubles after a failed probe, up to 16x")
 	fs.DurationVar(&in.AckTimeout, "ack-timeout", in.AckTimeout, "ack timeout per attempt")
 	fs.IntVar(&in.AckRetries, "ack-retries", in.AckRetries, "retries after an ack timeout before the fallback chain")
-	fs.Var(backoffFlag{&in.Backoff}, "ack-backoff", "backoff before each retry")
-	fs.Var(rateFlag{&in.RateLimit, &in.RatePer}, "rate-limit", "triggers per thread of an agent, and to an agent over all its threads and names")
+	fs.Var(flagvals.Backoff{V: &in.Backoff}, "ack-backoff", "backoff before each retry")
+	fs.Var(flagvals.Rate{N: &in.RateLimit, Per: &in.RatePer}, "rate-limit", "triggers per thread of an agent, and to an agent over all its threads and names")
 	fs.IntVar(&in.LoopTurns, "loop-turns", in.LoopTurns, "triggers on a thread without progress before THREAD_AUTO_BLOCKED")
 	fs.IntVar(&in.LoopRepeats, "loop-repeats", in.LoopRepeats, "identical prompts on a thread without progress before THREAD_AUTO_BLOCKED")
 	fs.IntVar(&in.MaxPrompt, "max-prompt", in.MaxPrompt, "largest prompt in bytes after sanitizing")

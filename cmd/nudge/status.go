@@ -6,7 +6,7 @@ import (
 )
 
 // stateWord is a runtime's state in one word (tui.StateWord).
-func stateWord(rt nudge.Runtime) string { return tui.StateWord(rt.Status, rt.Readiness, rt.Paused) }
+func stateWord(rt nudge.Runtime) string { return tui.RuntimeState(rt) }
 
 // statusRow is one line of `nudge status`.
 type statusRow = tui.StatusRow

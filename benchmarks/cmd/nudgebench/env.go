@@ -337,6 +337,7 @@ type eventStream struct {
 	waiters map[*waiter]struct{}
 	final   map[string]chan struct{} // trigger id → closed when it is closed
 	counts  map[string]int64         // events seen, by type
+	closed  int64                    // triggers registered with expectFinal and closed since
 }
 
 type waiter struct {
@@ -391,6 +392,7 @@ func (s *eventStream) dispatch(ev *event) {
 		if ch, ok := s.final[ev.tr.TriggerID]; ok {
 			close(ch)
 			delete(s.final, ev.tr.TriggerID)
+			s.closed++
 		}
 	}
 	for w := range s.waiters {
@@ -408,6 +410,13 @@ func (s *eventStream) count() map[string]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.counts)
+}
+
+// finals is how many triggers registered with expectFinal have been closed.
+func (s *eventStream) finals() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // expectFinal registers a trigger id before it is sent; the channel closes when the

@@ -1,7 +1,7 @@
 // Command nudgebench measures nudge end to end against the subprocess tools it replaces
 // and prints one table. It is run by hand, never in CI:
 //
-//	go run ./benchmarks/cmd/nudgebench [-phases trigger,fanout,detect,scale,fleet,throughput,host] [-n 2000]
+//	go run ./benchmarks/cmd/nudgebench [-phases trigger,fanout,detect,scale,fleet,throughput,host,soak] [-n 2000]
 //
 // It builds ./cmd/nudge (or uses -nudge), runs `nudge serve` on a private tmux server
 // (tmux -L nudgebench-PID, -f /dev/null) with a fresh state dir, and spawns managed runtimes
@@ -50,6 +50,11 @@ type options struct {
 	sshConfig      string // set by the host phase: its loopback sshd's client config
 	serveArgs      string // more `nudge serve` flags, space-separated (e.g. "--retain 1m --retain-every 10s")
 	quiet          time.Duration
+	soakN          int
+	soakPanes      int
+	soakEvery      int
+	soakBacklog    int
+	soakQuiet      time.Duration
 }
 
 func main() {
@@ -100,6 +105,11 @@ func main() {
 	flag.DurationVar(&o.quiet, "quiet", 15*time.Second, "trigger phase: quiet time after each pane count before the store size and the daemon's RSS are read again")
 	flag.IntVar(&o.daemonProcs, "daemon-gomaxprocs", 0, "GOMAXPROCS of the daemon (0: the Go default)")
 	flag.IntVar(&o.hostN, "host-n", 200, "host phase (not in the default phases; needs sshd): triggers per path")
+	flag.IntVar(&o.soakN, "soak-n", 100000, "soak phase (not in the default phases): triggers in all")
+	flag.IntVar(&o.soakPanes, "soak-panes", 20, "soak phase: plain panes the triggers go to, round-robin")
+	flag.IntVar(&o.soakEvery, "soak-every", 10000, "soak phase: a row (store, RSS, accept, rate) every this many triggers")
+	flag.IntVar(&o.soakBacklog, "soak-backlog", 200, "soak phase: at most this many triggers open (sent, not closed) at once")
+	flag.DurationVar(&o.soakQuiet, "soak-quiet", time.Minute, "soak phase: quiet time before each row's RSS is read (the store's idle release is at 10 s)")
 	flag.Parse()
 	for _, s := range strings.Split(panes, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(s))
@@ -205,6 +215,14 @@ func (b *bench) runPhases(rep *report, sshd *loopSSHD) error {
 	if o.phase("host") {
 		if rep.host, err = b.hostLatency(sshd, o.hostN, o.warmup); err != nil {
 			return fmt.Errorf("host: %w", err)
+		}
+	}
+	if o.phase("soak") {
+		if rep.soak, err = b.soak(); err != nil {
+			if rep.soak != nil {
+				rep.soak.print(os.Stderr, o)
+			}
+			return fmt.Errorf("soak: %w", err)
 		}
 	}
 	if o.phase("throughput") {

@@ -23,6 +23,7 @@ type report struct {
 	fleet      *fleetResult
 	throughput *throughputResult
 	host       *hostResult
+	soak       *soakResult
 }
 
 func newReport(o options, e *env) *report {
@@ -114,9 +115,12 @@ func (r *report) print(w io.Writer) {
 	if r.host != nil {
 		r.host.print(w)
 	}
+	if r.soak != nil {
+		r.soak.print(w, r.o)
+	}
 }
 
 func (o options) servedFlags() []string {
 	return []string{"--submit-quiet", o.submitQuiet.String(), "--echo-timeout", o.echoTimeout.String(),
-		"--submit-timeout", o.submitTimeout.String(), "--rate-limit 1000000/min --loop-turns 1000000 --loop-repeats 1000000"}
+		"--submit-timeout", o.submitTimeout.String(), "--rate-limit 1000000/min --loop-turns 1000000 --loop-repeats 1000000", o.serveArgs}
 }

@@ -46,6 +46,7 @@ func Commands(cli CLI) []*cobra.Command {
 func command(cli CLI, use, fixed, short, long string) *cobra.Command {
 	var req api.AnswerRequest
 	var output string
+	var asJSON bool
 	cmd := &cobra.Command{Use: use, Short: short, Long: long, Args: func(_ *cobra.Command, args []string) error {
 		if len(args) != 1 {
 			return cli.Usage("want one RUNTIME, got %d argument(s)", len(args))
@@ -56,7 +57,8 @@ func command(cli CLI, use, fixed, short, long string) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&req.DialogID, "dialog", "", "the dialog's id: answer only if this dialog is still the one on screen")
 	fs.StringVar(&req.Reason, "reason", "", "why (required: it goes into the audit log)")
-	fs.StringVarP(&output, "output", "o", "text", "text or json")
+	fs.StringVarP(&output, "output", "o", "table", "output format: json (the answer as a record) or table (a line; text is the same)")
+	fs.BoolVar(&asJSON, "json", false, "print JSON (same as -o json)")
 	if fixed == "" {
 		fs.StringVar(&req.Choice, "choice", "", "the option's key or number (required)")
 	}
@@ -69,8 +71,8 @@ func command(cli CLI, use, fixed, short, long string) *cobra.Command {
 			return cli.Usage("--choice is required: an option's key or number (`nudge ls -o json` shows the dialog)")
 		case req.Reason == "":
 			return cli.Usage("--reason is required: it goes into the audit log")
-		case output != "text" && output != "json":
-			return cli.Usage("-o %q: want text or json", output)
+		case output != "table" && output != "text" && output != "json":
+			return cli.Usage("-o %q: want json or table", output)
 		}
 		c := client()
 		defer c.Close()
@@ -78,7 +80,7 @@ func command(cli CLI, use, fixed, short, long string) *cobra.Command {
 		if err := c.Do(cmd.Context(), "POST", "/v1/runtimes/"+url.PathEscape(args[0])+"/answer", req, &out); err != nil {
 			return err
 		}
-		if output == "json" {
+		if output == "json" || asJSON {
 			enc := json.NewEncoder(cli.Stdout)
 			enc.SetIndent("", "  ")
 			return enc.Encode(out)

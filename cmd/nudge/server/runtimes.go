@@ -67,7 +67,7 @@ func (a runtimesAPI) handleUnmanaged(w http.ResponseWriter, r *http.Request, c a
 func runtimeFor(s *Server, w http.ResponseWriter, r *http.Request, c auth.Caller, verb string) (nudge.Runtime, bool) {
 	rt, ok := s.deps.Runtimes.Get(r.PathValue("id"))
 	if !ok || !c.Sees(rt.WorkspaceID) {
-		s.fail(w, r, unknownRuntime(r.PathValue("id")))
+		s.fail(w, r, unknownRuntimeOf(s, c, r.PathValue("id")))
 		return nudge.Runtime{}, false
 	}
 	if err := c.AllowRuntime(verb, rt.RuntimeID, rt.WorkspaceID); err != nil {
@@ -258,7 +258,7 @@ func (a lifecycleAPI) handleAnswer(w http.ResponseWriter, r *http.Request, c aut
 	s := a.s
 	rt, ok := s.deps.Runtimes.Get(r.PathValue("id"))
 	if !ok || !c.Sees(rt.WorkspaceID) {
-		s.fail(w, r, unknownRuntime(r.PathValue("id")))
+		s.fail(w, r, unknownRuntimeOf(s, c, r.PathValue("id")))
 		return
 	}
 	var b api.AnswerRequest
@@ -399,6 +399,23 @@ const (
 // caller may not see: the same status and body.
 func unknownRuntime(id string) error {
 	return &api.Error{ErrorCode: nudge.NotFound, Message: "no runtime " + id}
+}
+
+// unknownRuntimeOf is unknownRuntime with the ids a typo away among the runtimes c may
+// see ("did you mean ..."): never one of a workspace c does not see, and none at all for
+// an id naming such a workspace, so the answer is the same for an id that does not exist
+// and for one c may not see.
+func unknownRuntimeOf(s *Server, c auth.Caller, id string) error {
+	if ws, _, ok := strings.Cut(strings.TrimPrefix(id, "rt_"), "."); ok && !c.Sees(ws) {
+		return unknownRuntime(id) // a workspace the caller may not see: nothing of it, nothing near it
+	}
+	var ids []string
+	for _, rt := range s.deps.Runtimes.List() {
+		if c.Sees(rt.WorkspaceID) {
+			ids = append(ids, rt.RuntimeID)
+		}
+	}
+	return &api.Error{ErrorCode: nudge.NotFound, Message: "no runtime " + id + nudge.Suggest(id, ids)}
 }
 
 func (a runtimesAPI) handleHealth(w http.ResponseWriter, r *http.Request, c auth.Caller) {

@@ -5,10 +5,12 @@ package tui
 // cannot drive the terminal.
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -44,7 +46,7 @@ func PrintJSON(w io.Writer, v any) error {
 // PrintRuntimes prints one runtime as JSON, or runtimes as the table of `nudge ls`.
 func PrintRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
 	hosts := slices.ContainsFunc(rts, func(rt api.Runtime) bool { return rt.Host != "" })
-	head := "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATUS\tREADINESS\tOPERATOR\tINPUT\tQUEUE"
+	head := "RUNTIME\tWORKSPACE\tROLE\tAGENT\tPANE\tSTATE\tSTATUS\tOPERATOR\tINPUT\tQUEUE"
 	if hosts {
 		head += "\tHOST"
 	}
@@ -53,15 +55,15 @@ func PrintRuntimes(w io.Writer, asJSON bool, rts ...api.Runtime) error {
 		if rt.OperatorBusy {
 			op = "busy"
 		}
-		status := string(rt.Status)
-		switch rt.Breaker { // the circuit breaker after repeated failed triggers
+		state, status := RuntimeState(rt.Runtime), string(rt.Status) // the state word as nudge status shows it
+		switch rt.Breaker {                                          // the circuit breaker after repeated failed triggers
 		case "open":
 			status += "+cooldown"
 		case "half_open":
 			status += "+probing"
 		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", rt.RuntimeID, rt.WorkspaceID, rt.Role, rt.Agent,
-			rt.PaneID, status, orDash(string(rt.Readiness)), op, orDash(string(rt.InputLine)), rt.QueueDepth)
+			orDash(rt.PaneID), state, status, op, orDash(string(rt.InputLine)), rt.QueueDepth)
 		if hosts {
 			line += "\t" + orDash(rt.Host)
 		}
@@ -96,6 +98,12 @@ func PrintTriggers(w io.Writer, asJSON bool, ts ...api.Trigger) error {
 	})
 }
 
+// AuditHeader heads the lines of PrintAudit.
+const AuditHeader = "   SEQ TIME                    EVENT                      DETAIL"
+
+// EventHeader heads the lines of PrintEvent.
+const EventHeader = "SEQ\tTIME\tTYPE\tWORKSPACE\tABOUT"
+
 // PrintAudit prints one audit record on one line, control characters escaped.
 func PrintAudit(w io.Writer, r api.AuditRecord) {
 	var parts []string
@@ -114,7 +122,7 @@ func PrintAudit(w io.Writer, r api.AuditRecord) {
 	add("code", string(r.Code))
 	add("reason", r.Reason)
 	if len(r.Detail) > 0 && string(r.Detail) != "null" {
-		add("detail", CompactJSON(r.Detail))
+		parts = append(parts, DetailWords(r.Detail))
 	}
 	fmt.Fprintf(w, "%6d %s %-26s %s\n", r.Seq, r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Event, strings.Join(parts, " "))
 }
@@ -164,6 +172,77 @@ func CompactJSON(b []byte) string {
 	return string(out)
 }
 
+// DetailWords is a record's JSON detail as key=value words, for a table cell: nested
+// objects as dotted keys (ended_by=C-c, dialog.title=...), lists of values joined by
+// commas, a value with a space or a quote in it quoted, control characters escaped. A
+// detail that is not a JSON object is shown as detail=TEXT.
+func DetailWords(b []byte) string {
+	var v any
+	if len(b) == 0 || string(b) == "null" {
+		return ""
+	}
+	if json.Unmarshal(b, &v) != nil {
+		return "detail=" + Printable(string(b))
+	}
+	var words []string
+	flattenDetail(&words, "", v)
+	return strings.Join(words, " ")
+}
+
+func flattenDetail(words *[]string, key string, v any) {
+	join := func(k string) string {
+		if key == "" {
+			return k
+		}
+		return key + "." + k
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			flattenDetail(words, join(k), x[k])
+		}
+	case []any:
+		vals := make([]string, 0, len(x))
+		for i, e := range x {
+			switch e.(type) {
+			case map[string]any, []any:
+				flattenDetail(words, join(strconv.Itoa(i)), e)
+			default:
+				vals = append(vals, detailValue(e))
+			}
+		}
+		if len(vals) > 0 || len(x) == 0 {
+			*words = append(*words, cmp.Or(key, "detail")+"="+quoteWord(strings.Join(vals, ",")))
+		}
+	case nil:
+	default:
+		*words = append(*words, cmp.Or(key, "detail")+"="+quoteWord(detailValue(x)))
+	}
+}
+
+func detailValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
+}
+
+// quoteWord escapes s and quotes it when it would not read as one word.
+func quoteWord(s string) string {
+	if s == "" || strings.ContainsAny(s, " \t\"'=") {
+		return strconv.Quote(s)
+	}
+	return Printable(s)
+}
+
 // PrintSchedules prints one schedule as JSON, or schedules as a table.
 func PrintSchedules(w io.Writer, asJSON bool, all ...api.Schedule) error {
 	return PrintRecords(w, asJSON, all, "SCHEDULE\tWORKSPACE\tAGENT\tEVERY\tNEXT\tPROMPT", func(s api.Schedule) string {
@@ -207,7 +286,7 @@ func PrintEvent(w io.Writer, ev api.Event) error {
 		add("status", string(ev.Runtime.Status))
 	}
 	if len(ev.Detail) > 0 {
-		about = append(about, Printable(CompactJSON(ev.Detail)))
+		about = append(about, DetailWords(ev.Detail))
 	}
 	ws := ev.Workspace
 	if ws == "" {

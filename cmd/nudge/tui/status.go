@@ -28,7 +28,7 @@ type StatusEntry struct {
 
 // EntryOf is the status line's entry of a runtime with queue open triggers.
 func EntryOf(rt nudge.Runtime, queue int) StatusEntry {
-	return StatusEntry{rt.WorkspaceID, rt.Role, rt.Status, StateWord(rt.Status, rt.Readiness, rt.Paused), rt.OperatorBusy, queue}
+	return StatusEntry{rt.WorkspaceID, rt.Role, rt.Status, RuntimeState(rt), rt.OperatorBusy, queue}
 }
 
 // ShortLine is the one-line status for a tmux status bar: `[reviewer: READY]
@@ -121,7 +121,7 @@ func LastKnown(rts []nudge.Runtime, last map[string]nudge.Trigger, workspace str
 		if rt.Status == nudge.StatusDeregistered || workspace != "" && rt.WorkspaceID != workspace {
 			continue
 		}
-		row := StatusRow{Runtime: api.NewRuntime(rt, 0), State: StateWord(rt.Status, rt.Readiness, rt.Paused)}
+		row := StatusRow{Runtime: api.NewRuntime(rt, 0), State: RuntimeState(rt)}
 		if t, ok := last[rt.RuntimeID]; ok {
 			row.LastTrigger = &t
 		}

@@ -130,7 +130,7 @@ func newWatchUI(ctx context.Context, cfg Config, s tcell.Screen) *watchUI {
 }
 
 // apiStateWord is StateWord for a runtime as package api has it.
-func apiStateWord(rt api.Runtime) string { return StateWord(rt.Status, rt.Readiness, rt.Paused) }
+func apiStateWord(rt api.Runtime) string { return RuntimeState(rt.Runtime) }
 
 // apiReceiptWord is ReceiptWord for a receipt as package api has it.
 func apiReceiptWord(t api.Trigger) string {

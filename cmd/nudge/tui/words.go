@@ -12,6 +12,10 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/view"
 )
 
+// RuntimeState is rt's state in one word: the one word every view of a runtime shows
+// (`nudge ls`, `nudge status`, the status bar, the dashboard).
+func RuntimeState(rt nudge.Runtime) string { return StateWord(rt.Status, rt.Readiness, rt.Paused) }
+
 // StateWord is a runtime's state in one word (view.StateWord).
 func StateWord(status nudge.Status, readiness nudge.Readiness, paused bool) string {
 	return view.StateWord(status, readiness, paused)
