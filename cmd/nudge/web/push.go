@@ -39,6 +39,8 @@ const (
 	maxPushSubs    = 4
 	// pushQueue bounds the notifications waiting to be pushed; more are dropped.
 	pushQueue = 64
+	// maxPushText bounds a notification's text (runes); a push carries 4 KB at most.
+	maxPushText = 500
 	// pushTimeout bounds one post to a push service.
 	pushTimeout = 10 * time.Second
 )
@@ -168,7 +170,11 @@ func (s *Server) pushLoop() {
 // token is refused now and the subscriptions their service says are gone.
 func (s *Server) pushOne(n pushNote) {
 	p := s.push
-	payload, _ := json.Marshal(map[string]string{"title": "nudge", "body": n.text, "workspace": n.workspace})
+	text := n.text // it holds what the agent's screen said: cut to fit a push
+	if r := []rune(text); len(r) > maxPushText {
+		text = string(r[:maxPushText-1]) + "…"
+	}
+	payload, _ := json.Marshal(map[string]string{"title": "nudge", "body": text, "workspace": n.workspace})
 	p.mu.Lock()
 	devs := make(map[string]pushDevice, len(p.devices))
 	for id, d := range p.devices {

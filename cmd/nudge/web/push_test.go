@@ -127,6 +127,18 @@ func TestPushToDevices(t *testing.T) {
 		t.Fatal("nothing reached the push service")
 	}
 
+	// A screen's worth of text is cut to fit a push, never dropped.
+	r.s.Notify("w", "nudge: reviewer (w) is ERROR: "+strings.Repeat("日本", 2000))
+	<-pushed
+	select {
+	case b := <-svc.got:
+		if m := sub.open(t, b); len([]rune(m["body"])) != maxPushText || !strings.HasSuffix(m["body"], "…") {
+			t.Fatalf("long body: %d runes", len([]rune(m["body"])))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a long notification was not pushed")
+	}
+
 	list, _ := r.a.List(r.admin)
 	if _, err := r.a.Revoke(r.admin, list[0].ID); err != nil {
 		t.Fatal(err)
