@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,8 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/statusfiles"
 	"github.com/nudgehq/nudge/cmd/nudge/tui"
+	"github.com/nudgehq/nudge/controlmode"
+	"github.com/nudgehq/nudge/panes"
 	"github.com/nudgehq/nudge/store"
 )
 
@@ -134,16 +137,27 @@ func watchCmd(env *cliEnv) *cobra.Command {
 		Long: "A full-screen live dashboard of every runtime, grouped by workspace: one snapshot, then\n" +
 			"the event stream. Pages: the list, a runtime (its trigger timeline, readiness changes and\n" +
 			"live screen) and a trigger (its stamps and audit story).\n" +
-			"Keys: ↑↓ select, ⏎ open, / filter, o sort, a attach (switch your tmux client, else tmux\n" +
-			"attach until you detach), p pause/resume, f force, r refresh, q/Esc back or quit.",
+			"Keys: ↑↓ j/k g/G Home/End select (the mouse too), ⏎ open, l live tail, t trigger, p pause/resume,\n" +
+			"x stop, y/n/1-9 answer a dialog, a attach (on the runtime's own tmux server, or its host\n" +
+			"through ssh), : commands, / filter, o sort, f force, r refresh, Esc back, q quit, ? help.",
 		Args: exactArgs(0, "no arguments"),
 	}
 	o := addClientFlags(cmd)
 	t := addTmuxFlags(cmd.Flags())
+	var ssh, sshConfig string
+	cmd.Flags().StringVar(&ssh, "ssh", panes.DefaultConfig().SSH, "ssh binary (to attach to a runtime on another host)")
+	cmd.Flags().StringVar(&sshConfig, "ssh-config", "", "ssh config file (ssh -F)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		c := o.client(env)
 		defer c.Close()
-		return tui.Run(cmd.Context(), tui.Config{Client: c, Getenv: env.getenv, TmuxArgv: t.argv})
+		sshArgv := func(host string, remote []string) []string {
+			argv := controlmode.SSHArgv(ssh, sshConfig, host, remote)
+			if i := slices.Index(argv, "-T"); i >= 0 {
+				argv[i] = "-t" // the remote tmux client needs a terminal
+			}
+			return argv
+		}
+		return tui.Run(cmd.Context(), tui.Config{Client: c, Getenv: env.getenv, TmuxArgv: t.argv, SSHArgv: sshArgv})
 	}
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -125,6 +126,12 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	}
 	nc := cfg.Notify
 	nc.Session, nc.Logger = d.reg.SessionOf, d.log.Named("notify")
+	var pushTo atomic.Pointer[web.Server] // the web view, once open: its Web Push
+	nc.Push = func(ws, msg string) {
+		if w := pushTo.Load(); w != nil {
+			w.Notify(ws, msg)
+		}
+	}
 	d.notify = notify.New(nc, d.hub, d.reg) // fed by the hub, shown through the registry's connections
 	d.status = openStatusFiles(cfg, d)
 
@@ -136,6 +143,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	if d.web, err = openWeb(cfg, d); err != nil {
 		return nil, err
 	}
+	pushTo.Store(d.web)
 	if d.api, err = openServer(cfg, d); err != nil {
 		return nil, err
 	}

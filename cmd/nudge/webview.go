@@ -3,6 +3,8 @@ package main
 // The web view (serve --web ADDR) and `nudge web pair`.
 
 import (
+	"path/filepath"
+
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/cmd/nudge/web"
@@ -22,6 +24,9 @@ func openWeb(cfg serveConfig, d *daemon) (*web.Server, error) {
 	sc.Version, sc.Logger = version, d.log.Named("web")
 	wc := cfg.Web
 	wc.Logger = d.log.Named("web")
+	if wc.VAPIDKeyFile == "" {
+		wc.VAPIDKeyFile = filepath.Join(cfg.StateDir, "web-push-vapid.key")
+	}
 	p := cfg.Panes
 	return web.Open(wc, web.Deps{
 		API: server.New(sc, deps).Handler(), Tokens: d.auth, Runtimes: d.reg,

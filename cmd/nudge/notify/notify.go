@@ -48,6 +48,9 @@ type Config struct {
 	Env []string
 	// KeepEnv names credential-looking variables (CommandEnv) Command gets all the same.
 	KeepEnv []string
+	// Push, when set, is given each notification too (the web view's Web Push: its
+	// workspace and text). It is called inside the hub's Publish and must not block.
+	Push func(workspace, msg string)
 	// NoDisplay turns the tmux display-message off.
 	NoDisplay bool
 	// Session is the tmux session of a workspace (panes.SessionName).
@@ -286,6 +289,9 @@ func (n *Notifier) notify(ws, msg string, raw []byte) {
 	}
 	if n.cfg.Command != "" {
 		n.spawn(n.cmds, "command", func() { n.run(raw) })
+	}
+	if n.cfg.Push != nil {
+		n.cfg.Push(ws, msg)
 	}
 }
 

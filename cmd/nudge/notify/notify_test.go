@@ -442,3 +442,26 @@ func TestTaskDoneRunsTheCommand(t *testing.T) {
 	want := append(lastOf(h).JSON(), '\n')
 	waitFor(t, "the notification", func() bool { b, _ := os.ReadFile(out); return bytes.Equal(b, want) })
 }
+
+// TestPushGetsNotifications: Config.Push (the web view's Web Push) is given what needs a
+// person (a dialog, a failed trigger), with its workspace, and nothing else.
+func TestPushGetsNotifications(t *testing.T) {
+	h := openHub(t)
+	var mu sync.Mutex
+	var got []string
+	n := New(Config{NoDisplay: true, Push: func(ws, msg string) {
+		mu.Lock()
+		got = append(got, ws+": "+msg)
+		mu.Unlock()
+	}}, h, nil)
+	defer n.Close()
+	h.Publish(readiness("w1", "rt_w1.rev", "BUSY", ""))
+	h.Publish(readiness("w1", "rt_w1.rev", "NEEDS_CONFIRMATION", "Run rm?"))
+	h.Publish(failedTrigger("w1", "t1"))
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"w1: nudge: rev (w1) is NEEDS_CONFIRMATION: Run rm?", "w1: nudge: trigger t1 to rev (w1) failed: ACK_TIMEOUT"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}

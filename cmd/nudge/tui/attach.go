@@ -6,56 +6,84 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
-// Attaching: `a` (and `s`) bring the person's own terminal to the selected runtime's pane.
+// Attaching: `a` (and `s`) bring the person's own terminal to the selected runtime's pane,
+// on whichever tmux server it lives: nudge's own, the person's own tmux server (a
+// registered pane: the runtime's tmux socket), or a tmux on another host (through ssh).
 //
-//   - Inside a client of nudge's tmux server: switch-client -c THAT-CLIENT. The client is
+//   - Inside a client of that tmux server: switch-client -c THAT-CLIENT. The client is
 //     named: without -c tmux picks "the best" client of the server, which can be one of
 //     nudge's own control clients (moving it to another session, not the person).
 //   - Outside tmux, or inside a tmux of another server (switch-client cannot cross
-//     servers): the dashboard hands the terminal to `tmux attach` on nudge's server and
-//     comes back when the person detaches.
+//     servers), or on another host: the dashboard hands the terminal to `tmux attach`
+//     (through `ssh -t` for a host) and comes back when the person detaches.
+//   - Else it says why not (no pane known; a host but no ssh configured).
 
 // watchAttachHere asks the UI goroutine to attach in place (it owns the terminal).
-type watchAttachHere struct{ target, runtime string }
+type watchAttachHere struct {
+	argv    []string
+	runtime string
+}
 
 // ErrOtherServer says that the terminal is not in a client of nudge's tmux server (none,
 // or a tmux of another server): switch-client cannot reach it; attach instead.
 var ErrOtherServer = errors.New("not inside a client of nudge's tmux server")
+
+// ServerArgv is tmux's argv builder for the tmux server a runtime's pane lives on: socket
+// "" is nudge's own (base), an absolute path tmux -S, else a socket name (tmux -L;
+// "default" is the server a plain tmux uses). The binary is base's.
+func ServerArgv(base func(args ...string) []string, socket string) func(args ...string) []string {
+	if socket == "" {
+		return base
+	}
+	flag := "-L"
+	if filepath.IsAbs(socket) {
+		flag = "-S"
+	}
+	bin := base()[0]
+	return func(args ...string) []string { return append([]string{bin, flag, socket}, args...) }
+}
 
 func (ui *watchUI) attach() {
 	rt, ok := ui.m.selected()
 	if !ok {
 		return
 	}
-	if rt.Host != "" {
-		ui.m.msg = "on host " + rt.Host + ": run `nudge attach " + rt.WorkspaceID + " --host " + rt.Host + "`"
-		return
-	}
-	if rt.TmuxSocket != "" { // a pane of the user's own tmux server: its pane id means another pane on nudge's
-		ui.m.msg = "on tmux server " + rt.TmuxSocket + ": run `nudge switch " + rt.RuntimeID + "`"
-		return
-	}
 	target := orDefault(rt.PaneID, rt.Target)
+	if target == "" {
+		ui.m.msg = "attach: " + rt.RuntimeID + " has no pane (status " + string(rt.Status) + ")"
+		return
+	}
+	tmux := ServerArgv(ui.tmux, rt.TmuxSocket)
+	if rt.Host != "" {
+		if ui.ssh == nil {
+			ui.m.msg = "attach: " + rt.RuntimeID + " runs on " + rt.Host + " and this dashboard has no ssh: run `nudge attach " + rt.WorkspaceID + " --host " + rt.Host + "`"
+			return
+		}
+		ui.attachHere(ui.ssh(rt.Host, tmux("attach-session", "-t", target)), rt.RuntimeID)
+		return
+	}
+	here := tmux("attach-session", "-t", target)
 	if ui.getenv("TMUX") == "" {
-		ui.attachHere(target, rt.RuntimeID)
+		ui.attachHere(here, rt.RuntimeID)
 		return
 	}
 	ui.calls.Go(func() {
 		ctx, cancel := shortCtx(ui.ctx)
 		defer cancel()
-		client, err := UserClient(ctx, ui.tmux, ui.getenv)
+		client, err := UserClient(ctx, tmux, ui.getenv)
 		if errors.Is(err, ErrOtherServer) {
-			ui.feed.send(watchAttachHere{target, rt.RuntimeID})
+			ui.feed.send(watchAttachHere{here, rt.RuntimeID})
 			return
 		}
 		if err != nil {
 			ui.feed.send(watchResult{"attach: " + err.Error()})
 			return
 		}
-		if out, err := runTmux(ctx, ui.tmux, "switch-client", "-c", client, "-t", target); err != nil {
+		if out, err := runTmux(ctx, tmux, "switch-client", "-c", client, "-t", target); err != nil {
 			ui.feed.send(watchResult{"switch-client: " + err.Error() + ": " + out})
 			return
 		}
@@ -119,10 +147,13 @@ func OutsideTmux(env []string) []string {
 	return out
 }
 
-// attachHere hands the terminal to `tmux attach` on nudge's server until the person
-// detaches, then draws the dashboard again. It runs on the UI goroutine.
-func (ui *watchUI) attachHere(target, runtime string) {
-	argv := ui.tmux("attach-session", "-t", target)
+// attachHere hands the terminal to argv (`tmux attach`, or ssh running it) until the
+// person detaches, then draws the dashboard again. It runs on the UI goroutine.
+func (ui *watchUI) attachHere(argv []string, runtime string) {
+	if ui.attachRun != nil {
+		ui.m.msg = ui.attachRun(argv)
+		return
+	}
 	if err := ui.s.Suspend(); err != nil {
 		ui.m.msg = "attach: " + err.Error()
 		return

@@ -2,65 +2,17 @@ package tui
 
 import (
 	"context"
-	"encoding/json"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/gdamore/tcell/v2"
 
-	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge"
 )
 
 // A runtime's pending dialog (an agent asking for approval): the runtime record's
 // "dialog" field, shown on the list and the runtime's page, answered with the option's
 // number and a reason (POST /v1/runtimes/{id}/answer).
-
-// dialogView is a runtime record's "dialog" field; nil when no dialog is up.
-type dialogView struct {
-	DialogID string         `json:"dialog_id"`
-	Title    string         `json:"title"`
-	Text     string         `json:"text"`
-	Options  []dialogOption `json:"options"`
-	ShownAt  time.Time      `json:"shown_at"`
-}
-
-type dialogOption struct {
-	Key   string `json:"key"`
-	Label string `json:"label"`
-}
-
-// dialogOf reads the dialog field of a runtime record's JSON.
-func dialogOf(raw json.RawMessage) *dialogView {
-	var r struct {
-		Dialog *dialogView `json:"dialog"`
-	}
-	if json.Unmarshal(raw, &r) != nil || r.Dialog == nil || r.Dialog.DialogID == "" {
-		return nil
-	}
-	return r.Dialog
-}
-
-// runtimesWithDialogs is GET /v1/runtimes with each record's dialog.
-func runtimesWithDialogs(ctx context.Context, c *api.Client) ([]api.Runtime, map[string]*dialogView, error) {
-	var raw []json.RawMessage
-	if err := c.Do(ctx, "GET", "/v1/runtimes", nil, &raw); err != nil {
-		return nil, nil, err
-	}
-	rts := make([]api.Runtime, 0, len(raw))
-	dialogs := map[string]*dialogView{}
-	for _, b := range raw {
-		var rt api.Runtime
-		if err := json.Unmarshal(b, &rt); err != nil {
-			return nil, nil, err
-		}
-		rts = append(rts, rt)
-		if d := dialogOf(b); d != nil {
-			dialogs[rt.RuntimeID] = d
-		}
-	}
-	return rts, dialogs, nil
-}
 
 // answerRequest is the body of POST /v1/runtimes/{id}/answer.
 type answerRequest struct {
@@ -73,7 +25,7 @@ type answerRequest struct {
 // option (1-based).
 func (ui *watchUI) startAnswer(n int) {
 	m := ui.m
-	d := m.dialogs[m.sel]
+	d := m.dialog(m.sel)
 	if d == nil || n < 1 || n > len(d.Options) {
 		return
 	}
@@ -84,7 +36,7 @@ func (ui *watchUI) startAnswer(n int) {
 // pendingAnswer is an answer being given a reason.
 type pendingAnswer struct {
 	runtime, dialog string
-	option          dialogOption
+	option          nudge.DialogOption
 }
 
 func (ui *watchUI) answerKey(ev *tcell.EventKey) {
@@ -118,7 +70,7 @@ func (ui *watchUI) answerKey(ev *tcell.EventKey) {
 }
 
 // drawDialog shows the selected runtime's dialog from row y; it returns the next row.
-func (v *watchView) drawDialog(d *dialogView, y, w int) int {
+func (v *watchView) drawDialog(d *nudge.Dialog, y, w int) int {
 	st := stateStyle("NEEDS_CONFIRMATION")
 	v.put(0, y, "Dialog: "+d.Title+"  (shown "+d.ShownAt.Format("15:04:05")+")", st)
 	y++

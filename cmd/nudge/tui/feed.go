@@ -81,7 +81,7 @@ func (f *watchFeed) snapshot(ctx context.Context) (watchSnapshot, error) {
 	defer cancel()
 	var s watchSnapshot
 	var err error
-	if s.runtimes, s.dialogs, err = runtimesWithDialogs(ctx, f.c); err != nil {
+	if s.runtimes, err = f.c.Runtimes(ctx, ""); err != nil {
 		return s, err
 	}
 	open, err := f.c.Triggers(ctx, api.TriggerFilter{OpenOnly: true})

@@ -10,13 +10,17 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 )
 
-// key handles one key; it reports whether to quit.
+// key handles one key; it reports whether to quit. Esc goes back a page (on the list it
+// clears the filter) and never quits; q quits from the list and goes back elsewhere;
+// Ctrl-C quits from anywhere.
 func (ui *watchUI) key(ev *tcell.EventKey) bool {
 	m := ui.m
 	switch {
 	case m.help:
 		m.help = false
 		return false
+	case m.prompt != nil:
+		return ui.promptKey(ev)
 	case ev.Key() == tcell.KeyRune && ev.Rune() == '?' && m.forcing == "" && m.answering == nil && !m.filtering:
 		m.help = true
 		return false
@@ -31,8 +35,22 @@ func (ui *watchUI) key(ev *tcell.EventKey) bool {
 		return false
 	case ev.Key() == tcell.KeyCtrlC:
 		return true
-	case ev.Key() == tcell.KeyEscape || ev.Key() == tcell.KeyRune && ev.Rune() == 'q':
-		return ui.back(ev.Key() == tcell.KeyEscape)
+	case ev.Key() == tcell.KeyEscape:
+		ui.back()
+		return false
+	case ev.Key() == tcell.KeyRune && ev.Rune() == 'q':
+		if m.page == pageList {
+			return true
+		}
+		ui.back()
+		return false
+	case ev.Key() == tcell.KeyRune && ev.Rune() == ':':
+		ui.startCommand()
+		return false
+	}
+	if d := updown(ev); d != 0 {
+		ui.step(d)
+		return false
 	}
 	switch m.page {
 	case pageList:
@@ -41,32 +59,34 @@ func (ui *watchUI) key(ev *tcell.EventKey) bool {
 		ui.runtimeKey(ev)
 	case pageTrigger:
 		ui.triggerKey(ev)
+	case pageTail:
+		if ev.Key() == tcell.KeyRune {
+			ui.actionKey(ev.Rune())
+		}
 	}
 	return false
 }
 
-// back leaves the page (or, on the list, clears the filter with Esc, else quits).
-func (ui *watchUI) back(esc bool) bool {
+// back leaves the page; on the list it clears the filter (and the message line).
+func (ui *watchUI) back() {
 	m := ui.m
 	switch m.page {
 	case pageTrigger:
 		m.page = pageRuntime
 		ui.fetchDetail(m.sel)
-	case pageRuntime:
+	case pageRuntime, pageTail:
 		m.page = pageList
 		m.fixSel()
 	default:
-		if esc && m.filter != "" {
-			m.filter = ""
-			m.fixSel()
-			return false
-		}
-		return true
+		m.filter, m.msg = "", ""
+		m.fixSel()
 	}
-	return false
 }
 
-// updown maps ↑↓, j/k and the page keys to a step.
+// far is a step past either end: g/G and Home/End go to the first or last row.
+const far = 1 << 30
+
+// updown maps ↑↓, j/k, the page keys, g/G and Home/End to a step.
 func updown(ev *tcell.EventKey) int {
 	switch ev.Key() {
 	case tcell.KeyUp:
@@ -77,23 +97,46 @@ func updown(ev *tcell.EventKey) int {
 		return -10
 	case tcell.KeyPgDn:
 		return 10
+	case tcell.KeyHome:
+		return -far
+	case tcell.KeyEnd:
+		return far
 	case tcell.KeyRune:
 		switch ev.Rune() {
 		case 'k':
 			return -1
 		case 'j':
 			return 1
+		case 'g':
+			return -far
+		case 'G':
+			return far
 		}
 	}
 	return 0
 }
 
+// step moves what the page lists by d rows (keys and the mouse wheel): the list's
+// selection, a runtime's triggers, a trigger's audit, the tail (up is back in time).
+func (ui *watchUI) step(d int) {
+	m := ui.m
+	switch m.page {
+	case pageList:
+		m.move(d)
+	case pageRuntime:
+		m.histSel = clamp(m.histSel+d, 0, len(m.history)-1)
+	case pageTrigger:
+		m.scroll = clamp(m.scroll+d, 0, len(m.audit)-1)
+	case pageTail:
+		m.tailOff = clamp(m.tailOff-d, 0, len(m.tail)-1)
+	}
+}
+
+// clamp is v within [lo, hi] (lo when hi < lo), without overflowing at ±far.
+func clamp(v, lo, hi int) int { return max(min(v, hi), lo) }
+
 func (ui *watchUI) listKey(ev *tcell.EventKey) {
 	m := ui.m
-	if d := updown(ev); d != 0 {
-		m.move(d)
-		return
-	}
 	if ev.Key() == tcell.KeyEnter {
 		if _, ok := m.selected(); ok {
 			ui.openRuntime()
@@ -116,10 +159,6 @@ func (ui *watchUI) listKey(ev *tcell.EventKey) {
 
 func (ui *watchUI) runtimeKey(ev *tcell.EventKey) {
 	m := ui.m
-	if d := updown(ev); d != 0 {
-		m.histSel = min(max(m.histSel+d, 0), max(len(m.history)-1, 0))
-		return
-	}
 	if ev.Key() == tcell.KeyEnter {
 		if t, ok := m.selectedTrigger(); ok {
 			m.page, m.trig, m.audit, m.scroll = pageTrigger, t, nil, 0
@@ -128,20 +167,12 @@ func (ui *watchUI) runtimeKey(ev *tcell.EventKey) {
 		return
 	}
 	if ev.Key() == tcell.KeyRune {
-		if r := ev.Rune(); r >= '1' && r <= '9' {
-			ui.startAnswer(int(r - '0'))
-			return
-		}
 		ui.actionKey(ev.Rune())
 	}
 }
 
 func (ui *watchUI) triggerKey(ev *tcell.EventKey) {
 	m := ui.m
-	if d := updown(ev); d != 0 {
-		m.scroll = min(max(m.scroll+d, 0), max(len(m.audit)-1, 0))
-		return
-	}
 	if ev.Key() == tcell.KeyRune {
 		switch ev.Rune() {
 		case 'f':
@@ -154,7 +185,7 @@ func (ui *watchUI) triggerKey(ev *tcell.EventKey) {
 	}
 }
 
-// actionKey is a key that acts on the selected runtime, on the list and its page.
+// actionKey is a key that acts on the selected runtime, on the list and its pages.
 func (ui *watchUI) actionKey(r rune) {
 	m := ui.m
 	switch r {
@@ -162,9 +193,21 @@ func (ui *watchUI) actionKey(r rune) {
 		ui.attach()
 	case 'p':
 		ui.togglePause()
+	case 't':
+		ui.startTrigger()
+	case 'x':
+		ui.startStop()
+	case 'y':
+		ui.startVerdict(true)
+	case 'n':
+		ui.startVerdict(false)
+	case 'l':
+		ui.openTail()
+	case '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		ui.startAnswer(int(r - '0'))
 	case 'f':
 		if rt, ok := m.selected(); ok {
-			id := m.deferred[rt.RuntimeID]
+			id := m.fleet.Deferred(rt.RuntimeID)
 			if id == "" {
 				m.msg = "no deferred trigger for " + rt.RuntimeID
 				return
@@ -174,6 +217,19 @@ func (ui *watchUI) actionKey(r rune) {
 	case 'r':
 		ui.refreshPage()
 	}
+}
+
+// openTail shows the selected runtime's screen on the whole terminal, following it.
+func (ui *watchUI) openTail() {
+	m := ui.m
+	if _, ok := m.selected(); !ok {
+		return
+	}
+	if m.page != pageRuntime {
+		m.tail, m.tailErr, m.tailAt = nil, "", time.Time{}
+	}
+	m.page, m.tailOff = pageTail, 0
+	ui.fetchDetail(m.sel)
 }
 
 func (ui *watchUI) openRuntime() {
@@ -234,18 +290,21 @@ func (ui *watchUI) forceKey(ev *tcell.EventKey) {
 }
 
 func (ui *watchUI) togglePause() {
-	rt, ok := ui.m.selected()
-	if !ok {
-		return
+	if rt, ok := ui.m.selected(); ok {
+		ui.setPaused(rt, !rt.Paused)
 	}
-	verb := "pause"
-	if rt.Paused {
-		verb = "resume"
+}
+
+// setPaused pauses (or resumes) rt's triggers.
+func (ui *watchUI) setPaused(rt api.Runtime, pause bool) {
+	verb := "resume"
+	if pause {
+		verb = "pause"
 	}
 	ui.async(func(ctx context.Context) string {
-		act := ui.c.Pause
-		if verb == "resume" {
-			act = ui.c.Resume
+		act := ui.c.Resume
+		if pause {
+			act = ui.c.Pause
 		}
 		if _, err := act(ctx, rt.RuntimeID, "nudge watch"); err != nil {
 			return verb + " " + rt.RuntimeID + ": " + err.Error()

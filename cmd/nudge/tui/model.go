@@ -9,7 +9,7 @@ import (
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
-	"github.com/nudgehq/nudge/panes"
+	"github.com/nudgehq/nudge/cmd/nudge/view"
 )
 
 // page is which of the dashboard's pages is shown.
@@ -19,6 +19,7 @@ const (
 	pageList    page = iota // every runtime, grouped by workspace
 	pageRuntime             // one runtime: dialog, trigger timeline, readiness, screen
 	pageTrigger             // one trigger: its stamps and its whole audit story
+	pageTail                // one runtime's live screen on the whole terminal
 )
 
 // sortMode orders the runtimes within a workspace.
@@ -48,13 +49,9 @@ const readinessKept = 16
 // deferred trigger, fed by one initial snapshot and then /v1/events, and what the open
 // page shows. It is owned by the UI goroutine.
 type watchModel struct {
-	rts       map[string]api.Runtime
-	last      map[string]api.Trigger     // newest trigger per runtime
-	deferred  map[string]string          // runtime -> an open deferred trigger id
-	open      map[string]map[string]bool // runtime -> its open (queued, in flight) triggers
+	fleet     *view.Fleet // the runtimes, their newest and open triggers, their dialogs
 	readiness map[string][]readinessChange
-	dialogs   map[string]*dialogView // runtime -> its pending dialog
-	alert     string                 // the latest alert's message
+	alert     string // the latest alert's message
 
 	connected bool
 	syncedAt  time.Time // when the snapshot or the last event arrived
@@ -72,6 +69,7 @@ type watchModel struct {
 	tailErr   string    // the last capture's error (the screen shown is older)
 	history   []api.Trigger
 	histSel   int
+	tailOff   int  // the tail page: lines scrolled back from the newest
 	fetching  bool // a runtime page fetch is in flight
 	fetchedAt time.Time
 	// trigger page
@@ -82,6 +80,8 @@ type watchModel struct {
 	// force-delivery prompt
 	forcing     string // trigger id being forced ("" = no prompt)
 	forceReason []rune
+	// a line being typed: a : command, a trigger's prompt, a reason
+	prompt *linePrompt
 	// dialog answer prompt
 	answering    *pendingAnswer
 	answerReason []rune
@@ -91,34 +91,21 @@ type watchModel struct {
 }
 
 func newWatchModel() *watchModel {
-	return &watchModel{rts: map[string]api.Runtime{}, last: map[string]api.Trigger{}, deferred: map[string]string{},
-		open: map[string]map[string]bool{}, readiness: map[string][]readinessChange{}, dialogs: map[string]*dialogView{}}
+	return &watchModel{fleet: view.NewFleet(), readiness: map[string][]readinessChange{}}
 }
 
 // watchSnapshot is the initial (and on-reconnect) state.
 type watchSnapshot struct {
 	runtimes []api.Runtime
-	dialogs  map[string]*dialogView
 	triggers []api.Trigger // open triggers and each runtime's newest ones
 }
 
 func (m *watchModel) applySnapshot(s watchSnapshot, now time.Time) {
-	m.rts = map[string]api.Runtime{}
-	m.last = map[string]api.Trigger{}
-	m.deferred = map[string]string{}
-	m.open = map[string]map[string]bool{}
-	m.dialogs = map[string]*dialogView{}
-	for id, d := range s.dialogs {
-		m.dialogs[id] = d
-	}
+	m.fleet.Reset(s.runtimes, s.triggers)
 	for _, rt := range s.runtimes {
-		m.rts[rt.RuntimeID] = rt
 		if rt.Readiness != "" {
 			m.noteReadiness(rt.RuntimeID, readinessChange{rt.UpdatedAt, string(rt.Readiness), rt.Summary, rt.OperatorBusy})
 		}
-	}
-	for _, t := range s.triggers {
-		m.applyTrigger(t)
 	}
 	m.connected, m.syncedAt = true, now
 	m.fixSel()
@@ -143,17 +130,7 @@ func (m *watchModel) applyEvent(ev wireEvent, now time.Time) (touched string) {
 		if json.Unmarshal(ev.Runtime, &rt) != nil || rt.RuntimeID == "" {
 			return ""
 		}
-		if d := dialogOf(ev.Runtime); d != nil {
-			m.dialogs[rt.RuntimeID] = d
-		} else {
-			delete(m.dialogs, rt.RuntimeID)
-		}
-		if rt.Status == nudge.StatusDeregistered {
-			delete(m.rts, rt.RuntimeID)
-		} else {
-			rt.QueueDepth = m.rts[rt.RuntimeID].QueueDepth // the event's record has no queue
-			m.rts[rt.RuntimeID] = rt
-		}
+		m.fleet.PutRuntime(rt)
 		m.fixSel()
 		return rt.RuntimeID
 	case "readiness":
@@ -164,10 +141,7 @@ func (m *watchModel) applyEvent(ev wireEvent, now time.Time) (touched string) {
 			OperatorBusy bool   `json:"operator_busy"`
 		}
 		if json.Unmarshal(ev.Detail, &d) == nil {
-			if rt, ok := m.rts[d.RuntimeID]; ok {
-				rt.Readiness, rt.Summary, rt.OperatorBusy = nudge.Readiness(d.Readiness), d.Summary, d.OperatorBusy
-				m.rts[d.RuntimeID] = rt
-			}
+			m.fleet.SetReadiness(d.RuntimeID, nudge.Readiness(d.Readiness), d.Summary, d.OperatorBusy)
 			at := ev.Time
 			if at.IsZero() {
 				at = now
@@ -178,8 +152,7 @@ func (m *watchModel) applyEvent(ev wireEvent, now time.Time) (touched string) {
 	case "trigger":
 		var t api.Trigger
 		if json.Unmarshal(ev.Trigger, &t) == nil && t.TriggerID != "" {
-			m.applyTrigger(t)
-			return m.triggerRuntime(t)
+			return m.applyTrigger(t)
 		}
 	case "alert":
 		var a observe.Alert
@@ -204,34 +177,14 @@ func (m *watchModel) noteReadiness(id string, c readinessChange) {
 	m.readiness[id] = h
 }
 
-func (m *watchModel) triggerRuntime(t api.Trigger) string {
-	if t.RuntimeID != "" {
-		return t.RuntimeID
-	}
-	return panes.RuntimeID(t.WorkspaceID, t.Agent)
-}
+func (m *watchModel) triggerRuntime(t api.Trigger) string { return view.RuntimeOf(t) }
 
-func (m *watchModel) applyTrigger(t api.Trigger) {
-	id := m.triggerRuntime(t)
-	if prev, ok := m.last[id]; !ok || !t.CreatedAt.Before(prev.CreatedAt) || prev.TriggerID == t.TriggerID {
-		m.last[id] = t
-	}
-	if t.State == nudge.StateDeferred && !t.Closed {
-		m.deferred[id] = t.TriggerID
-	} else if m.deferred[id] == t.TriggerID {
-		delete(m.deferred, id)
-	}
-	if m.open[id] == nil {
-		m.open[id] = map[string]bool{}
-	}
-	if t.Closed {
-		delete(m.open[id], t.TriggerID)
-	} else {
-		m.open[id][t.TriggerID] = true
-	}
+// applyTrigger takes a trigger's receipt; it returns the runtime it addresses.
+func (m *watchModel) applyTrigger(t api.Trigger) string {
 	if m.page == pageTrigger && m.trig.TriggerID == t.TriggerID {
 		m.trig = t
 	}
+	return m.fleet.PutTrigger(t)
 }
 
 // setHistory keeps a runtime's triggers newest first, whatever order they came in.
@@ -243,7 +196,16 @@ func (m *watchModel) setHistory(ts []api.Trigger) {
 }
 
 // depth is the runtime's open triggers as seen on the stream.
-func (m *watchModel) depth(id string) int { return len(m.open[id]) }
+func (m *watchModel) depth(id string) int { return m.fleet.Queue(id) }
+
+// dialog is the runtime's waiting dialog, nil when none.
+func (m *watchModel) dialog(id string) *nudge.Dialog {
+	rt, ok := m.fleet.Runtime(id)
+	if !ok || rt.Dialog == nil || rt.Dialog.DialogID == "" {
+		return nil
+	}
+	return rt.Dialog
+}
 
 // matches reports whether rt passes the / filter: every word of it is in the runtime's
 // id, workspace, role, agent or state (case-insensitive).
@@ -260,27 +222,10 @@ func (m *watchModel) matches(rt api.Runtime) bool {
 	return true
 }
 
-// stateRank orders states for sortState: what needs a person first.
-func stateRank(word string) int {
-	switch word {
-	case string(nudge.NeedsConfirmation):
-		return 0
-	case string(nudge.ErrorState), "FAILED":
-		return 1
-	case string(nudge.Ready):
-		return 2
-	case string(nudge.Busy):
-		return 3
-	case "PAUSED":
-		return 4
-	}
-	return 5
-}
-
 // order is the runtimes shown, in the order shown: by workspace, then by the sort mode.
 func (m *watchModel) order() []api.Runtime {
-	out := make([]api.Runtime, 0, len(m.rts))
-	for _, rt := range m.rts {
+	out := make([]api.Runtime, 0, m.fleet.Len())
+	for _, rt := range m.fleet.Runtimes() {
 		if m.matches(rt) {
 			out = append(out, rt)
 		}
@@ -292,11 +237,13 @@ func (m *watchModel) order() []api.Runtime {
 		}
 		switch m.sort {
 		case sortState:
-			if ra, rb := stateRank(apiStateWord(a)), stateRank(apiStateWord(b)); ra != rb {
+			if ra, rb := view.NeedsPerson(apiStateWord(a)), view.NeedsPerson(apiStateWord(b)); ra != rb {
 				return ra < rb
 			}
 		case sortRecent:
-			ta, tb := m.last[a.RuntimeID].CreatedAt, m.last[b.RuntimeID].CreatedAt
+			la, _ := m.fleet.Last(a.RuntimeID)
+			lb, _ := m.fleet.Last(b.RuntimeID)
+			ta, tb := la.CreatedAt, lb.CreatedAt
 			if !ta.Equal(tb) {
 				return ta.After(tb)
 			}
@@ -341,7 +288,7 @@ func (m *watchModel) fixSel() {
 			return
 		}
 	}
-	if _, ok := m.rts[m.sel]; ok && m.page != pageList {
+	if _, ok := m.fleet.Runtime(m.sel); ok && m.page != pageList {
 		return // a page stays on its runtime while the filter hides it
 	}
 	m.sel = ""
@@ -367,8 +314,7 @@ func (m *watchModel) move(delta int) {
 }
 
 func (m *watchModel) selected() (api.Runtime, bool) {
-	rt, ok := m.rts[m.sel]
-	return rt, ok
+	return m.fleet.Runtime(m.sel)
 }
 
 // selectedTrigger is the trigger selected on the runtime page.

@@ -51,15 +51,15 @@ func TestWatchModelFollowsEvents(t *testing.T) {
 		t.Fatalf("selection %q connected %v", m.sel, m.connected)
 	}
 	m.applyEvent(wire(t, "readiness", map[string]any{"runtime_id": "rt_w.b", "readiness": "NEEDS_CONFIRMATION", "operator_busy": true}), now)
-	if rt := m.rts["rt_w.b"]; rt.Readiness != "NEEDS_CONFIRMATION" || !rt.OperatorBusy {
+	if rt, _ := m.fleet.Runtime("rt_w.b"); rt.Readiness != "NEEDS_CONFIRMATION" || !rt.OperatorBusy {
 		t.Fatalf("readiness not applied: %+v", rt)
 	}
 	tr := api.Trigger{TriggerID: "d1", WorkspaceID: "w", Agent: "b", RuntimeID: "rt_w.b", State: "deferred", CreatedAt: now}
 	if got := m.applyEvent(wire(t, "trigger", tr), now); got != "rt_w.b" {
 		t.Fatalf("touched %q", got)
 	}
-	if m.deferred["rt_w.b"] != "d1" || m.depth("rt_w.b") != 1 || m.last["rt_w.b"].TriggerID != "d1" {
-		t.Fatalf("deferred %v depth %d", m.deferred, m.depth("rt_w.b"))
+	if m.fleet.Deferred("rt_w.b") != "d1" || m.depth("rt_w.b") != 1 || last(m, "rt_w.b").TriggerID != "d1" {
+		t.Fatalf("deferred %v depth %d", m.fleet.Deferred("rt_w.b"), m.depth("rt_w.b"))
 	}
 	m.move(1)
 	if m.sel != "rt_w.b" {
@@ -67,19 +67,19 @@ func TestWatchModelFollowsEvents(t *testing.T) {
 	}
 	tr.State, tr.Result, tr.Closed = "acked", "delivered", true
 	m.applyEvent(wire(t, "trigger", tr), now)
-	if m.deferred["rt_w.b"] != "" || m.depth("rt_w.b") != 0 || m.last["rt_w.b"].State != "acked" {
-		t.Fatalf("after ack: deferred %v depth %d", m.deferred, m.depth("rt_w.b"))
+	if m.fleet.Deferred("rt_w.b") != "" || m.depth("rt_w.b") != 0 || last(m, "rt_w.b").State != "acked" {
+		t.Fatalf("after ack: deferred %v depth %d", m.fleet.Deferred("rt_w.b"), m.depth("rt_w.b"))
 	}
 	m.applyEvent(wire(t, "alert", observe.Alert{Kind: "timeout_ratio", Message: "too many timeouts"}), now)
 	if m.alert != "too many timeouts" {
 		t.Fatalf("alert %q", m.alert)
 	}
 	m.applyEvent(wire(t, "runtime", nudge.Runtime{RuntimeID: "rt_w.b", WorkspaceID: "w", Role: "b", Status: "paused", Paused: true}), now)
-	if rt := m.rts["rt_w.b"]; !rt.Paused || rt.QueueDepth != 2 || apiStateWord(rt) != "PAUSED" {
+	if rt, _ := m.fleet.Runtime("rt_w.b"); !rt.Paused || rt.QueueDepth != 2 || apiStateWord(rt) != "PAUSED" {
 		t.Fatalf("a runtime event: %+v", rt)
 	}
 	m.applyEvent(wire(t, "runtime", nudge.Runtime{RuntimeID: "rt_w.b", WorkspaceID: "w", Role: "b", Status: "deregistered"}), now)
-	if _, ok := m.rts["rt_w.b"]; ok || m.sel != "rt_w.a" {
+	if _, ok := m.fleet.Runtime("rt_w.b"); ok || m.sel != "rt_w.a" {
 		t.Fatalf("deregistered runtime kept; sel %q", m.sel)
 	}
 }
@@ -183,12 +183,17 @@ func TestWatchDialogFromRuntimeRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.applyEvent(ev, time.Now())
-	d := m.dialogs["rt_w.a"]
+	d := m.dialog("rt_w.a")
 	if d == nil || d.DialogID != "d1" || len(d.Options) != 2 || d.Options[1].Label != "No" || d.ShownAt.IsZero() {
 		t.Fatalf("dialog: %+v", d)
 	}
 	m.applyEvent(wire(t, "runtime", nudge.Runtime{RuntimeID: "rt_w.a", WorkspaceID: "w", Role: "a", Status: "ready"}), time.Now())
-	if m.dialogs["rt_w.a"] != nil {
+	if m.dialog("rt_w.a") != nil {
 		t.Fatal("the dialog outlived its record")
 	}
+}
+
+func last(m *watchModel, id string) api.Trigger {
+	t, _ := m.fleet.Last(id)
+	return t
 }

@@ -3,9 +3,14 @@
 // words a person reads a runtime's state and a receipt by (StateWord, ReceiptWord, Width,
 // Truncate), which the CLI's tables and the tmux status line share.
 //
-// Three pages: the list (runtimes grouped by workspace, filtered with / and sorted with
-// o), a runtime's page (its trigger timeline, readiness changes and live screen) and a
-// trigger's page (its stamps and its whole audit story).
+// Four pages: the list (runtimes grouped by workspace, filtered with / and sorted with
+// o), a runtime's page (its trigger timeline, readiness changes and live screen), its
+// tail (the live screen on the whole terminal) and a trigger's page (its stamps and its
+// whole audit story). The keys are those a k9s or lazygit user tries first (keys.go):
+// j/k, g/G, Home/End, Enter, Esc back, q quit, : commands (prompt.go), the mouse
+// (mouse.go); the actions (trigger, pause, resume, stop, answer, attach) work from the
+// list and every runtime page. The rows and cards come from package view, which the
+// web view serves too.
 //
 // Run owns the UI goroutine (keys, messages, drawing; the caller's) and the feed goroutine
 // (the snapshot and the event stream), which it joins before it returns. Every call to
@@ -64,7 +69,11 @@ type watchUI struct {
 	msgs   chan any
 	feed   *watchFeed
 	view   *watchView
-	calls  sync.WaitGroup // the calls to the daemon and tmux in flight; Run waits for them
+	ssh    func(host string, remote []string) []string
+	// attachRun, when set (tests), stands in for handing the terminal to argv.
+	attachRun func(argv []string) string
+	mouseB    tcell.ButtonMask // the buttons held at the last mouse event (a click is a press)
+	calls     sync.WaitGroup   // the calls to the daemon and tmux in flight; Run waits for them
 }
 
 // Config is what the dashboard needs: a client of the daemon, the environment (is it
@@ -73,14 +82,14 @@ type Config struct {
 	Client   *api.Client
 	Getenv   func(string) string           // nil: os.Getenv
 	TmuxArgv func(args ...string) []string // the argv of a tmux command on nudge's server
+	// SSHArgv is the argv that runs remote (a tmux client) on host through ssh with a
+	// terminal (ssh -t); nil: a runtime on another host cannot be attached from here.
+	SSHArgv func(host string, remote []string) []string
 }
 
 // Run runs the dashboard on the terminal until q, Esc or ctx ends.
 func Run(ctx context.Context, cfg Config) error {
-	c, env := cfg.Client, cfg.Getenv
-	if env == nil {
-		env = os.Getenv
-	}
+	c := cfg.Client
 	// Fail fast, before taking over the terminal, if there is no daemon.
 	hctx, cancel := shortCtx(ctx)
 	_, err := c.Health(hctx)
@@ -95,10 +104,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := s.Init(); err != nil {
 		return fmt.Errorf("terminal: %w", err)
 	}
+	s.EnableMouse()
 	ctx, stop := context.WithCancel(ctx)
-	ui := &watchUI{ctx: ctx, c: c, tmux: cfg.TmuxArgv, getenv: env, m: newWatchModel(), s: s, msgs: make(chan any, 256)}
-	ui.feed = &watchFeed{ctx: ctx, c: c, msgs: ui.msgs}
-	ui.view = &watchView{s: s, m: ui.m}
+	ui := newWatchUI(ctx, cfg, s)
 	done := make(chan struct{})
 	go func() { defer close(done); ui.feed.stream(ctx) }()
 	err = ui.loop()
@@ -107,6 +115,18 @@ func Run(ctx context.Context, cfg Config) error {
 	<-done
 	ui.calls.Wait()
 	return err
+}
+
+// newWatchUI is the dashboard on screen s, not yet fed or drawn.
+func newWatchUI(ctx context.Context, cfg Config, s tcell.Screen) *watchUI {
+	env := cfg.Getenv
+	if env == nil {
+		env = os.Getenv
+	}
+	ui := &watchUI{ctx: ctx, c: cfg.Client, tmux: cfg.TmuxArgv, ssh: cfg.SSHArgv, getenv: env, m: newWatchModel(), s: s, msgs: make(chan any, 256)}
+	ui.feed = &watchFeed{ctx: ctx, c: cfg.Client, msgs: ui.msgs}
+	ui.view = &watchView{s: s, m: ui.m}
+	return ui
 }
 
 // apiStateWord is StateWord for a runtime as package api has it.
@@ -142,6 +162,8 @@ func (ui *watchUI) loop() error {
 				if ui.key(ev) {
 					return nil
 				}
+			case *tcell.EventMouse:
+				ui.mouse(ev)
 			}
 		case <-tick.C:
 			ui.handle(watchTick{})
@@ -183,9 +205,9 @@ func (ui *watchUI) handle(msg any) {
 	case watchResult:
 		m.msg = msg.msg
 	case watchAttachHere:
-		ui.attachHere(msg.target, msg.runtime)
+		ui.attachHere(msg.argv, msg.runtime)
 	case watchTick:
-		if m.page == pageRuntime && !m.fetching {
+		if (m.page == pageRuntime || m.page == pageTail) && !m.fetching {
 			ui.fetchDetail(m.sel)
 		}
 	}

@@ -19,6 +19,10 @@ import (
 type watchView struct {
 	s tcell.Screen
 	m *watchModel
+	// What the last draw put where, for the mouse: the list's runtime rows and the
+	// runtime page's trigger rows (y -> runtime id, y -> index in history).
+	rows map[int]string
+	hist map[int]int
 }
 
 var (
@@ -83,6 +87,7 @@ func (v *watchView) fill(x, y int, st tcell.Style) {
 func (v *watchView) draw() {
 	s, m := v.s, v.m
 	s.Clear()
+	v.rows, v.hist = map[int]string{}, map[int]int{}
 	w, h := s.Size()
 	now := time.Now()
 	v.drawTitle(w, now)
@@ -93,6 +98,8 @@ func (v *watchView) draw() {
 		v.drawRuntime(w, h, now)
 	case m.page == pageTrigger:
 		v.drawTrigger(w, h)
+	case m.page == pageTail:
+		v.drawTail(h, now)
 	default:
 		v.drawList(w, h, now)
 	}
@@ -102,7 +109,7 @@ func (v *watchView) draw() {
 
 func (v *watchView) drawTitle(w int, now time.Time) {
 	m := v.m
-	x := v.put(0, 0, fmt.Sprintf("nudge watch  %d runtimes  ", len(m.rts)), stHeader)
+	x := v.put(0, 0, fmt.Sprintf("nudge watch  %d runtimes  ", m.fleet.Len()), stHeader)
 	if m.connected {
 		x = v.put(x, 0, "[live]", stDefault.Foreground(tcell.ColorGreen))
 	} else if m.syncedAt.IsZero() {
@@ -124,21 +131,27 @@ func (v *watchView) drawTitle(w int, now time.Time) {
 var helpText = []string{
 	"Keys (any key closes this page)",
 	"",
-	"  ↑ ↓  j k  PgUp PgDn   move: runtimes, a runtime's triggers, a trigger's audit",
+	"  ↑ ↓  j k  PgUp PgDn   move: runtimes, a runtime's triggers, a trigger's audit, the tail",
+	"  g G  Home End         the first, the last",
+	"  mouse                 click selects (a second click opens), the wheel scrolls",
 	"  Enter                 open: a runtime's page, then a trigger's page",
-	"  q  Esc                back a page; on the list: quit (Esc first clears the filter)",
+	"  Esc                   back a page (on the list: clear the filter); never quits",
+	"  q                     back a page; on the list: quit (Ctrl-C quits anywhere)",
+	"  :                     a command: q, trigger TEXT, pause, resume, stop REASON,",
+	"                        approve|deny REASON, answer N REASON, tail, attach, open ID,",
+	"                        filter WORDS, sort name|state|recent, refresh",
 	"  /                     filter the list: words matched against id, workspace, role,",
 	"                        agent and state; Enter keeps it, Esc clears it",
-	"  o                     sort within each workspace: name, state (needs a person",
-	"                        first), the newest trigger",
-	"  a  s                  attach your terminal to the runtime's pane (switch-client",
-	"                        inside nudge's tmux; else tmux attach until you detach)",
+	"  o                     sort within each workspace: name, state, the newest trigger",
+	"  l                     the runtime's live screen on the whole terminal (its tail)",
+	"  t                     send the runtime a trigger (asks for the prompt)",
 	"  p                     pause or resume the runtime's triggers",
+	"  x                     stop the runtime (asks for a reason)",
+	"  y  n  1-9             answer its dialog: approve, deny, or that option (asks why)",
+	"  a  s                  attach your terminal to the runtime's pane, on whichever",
+	"                        tmux server (or ssh host) it lives; detach to come back",
 	"  f                     force-deliver its deferred trigger (asks for a reason)",
-	"  1-9                   on a runtime's page: answer its dialog with that option",
-	"                        (asks for a reason)",
 	"  r                     refresh the page now",
-	"  ?                     this page",
 	"",
 	"States: READY green, BUSY yellow, NEEDS_CONFIRMATION magenta, ERROR/FAILED red,",
 	"PAUSED blue, OFFLINE/EXITED grey; +human: a person is typing in the pane.",
@@ -152,14 +165,17 @@ func (v *watchView) drawHelp() {
 
 // pageKeys is the keys line of each page.
 var pageKeys = map[page]string{
-	pageList:    "↑↓ select ⏎ open / filter o sort a attach p pause f force ? help q quit",
-	pageRuntime: "↑↓ trigger ⏎ its story a attach p pause f force r refresh ? help q back",
-	pageTrigger: "↑↓ scroll f force a attach r refresh ? help q back",
+	pageList:    "↑↓ select ⏎ open l tail t trigger p pause x stop a attach / : ? help q quit",
+	pageRuntime: "↑↓ trigger ⏎ its story l tail t trigger p pause x stop a attach ? help q back",
+	pageTrigger: "↑↓ scroll f force a attach r refresh : cmd ? help q back",
+	pageTail:    "↑↓ scroll G follow t trigger p pause a attach : cmd ? help q back",
 }
 
 func (v *watchView) drawBottom(h int) {
 	m := v.m
 	switch {
+	case m.prompt != nil:
+		v.put(0, h-2, m.prompt.label+string(m.prompt.text)+"_", stHeader)
 	case m.forcing != "":
 		v.put(0, h-2, "force "+m.forcing+" - reason: "+string(m.forceReason)+"_", stHeader)
 	case m.answering != nil:
@@ -173,8 +189,10 @@ func (v *watchView) drawBottom(h int) {
 	}
 	keys := pageKeys[m.page]
 	switch {
-	case m.page == pageRuntime && m.dialogs[m.sel] != nil && m.answering == nil && m.forcing == "":
-		keys = "1-9 answer the dialog ↑↓ trigger ⏎ its story a attach p pause ? help q back"
+	case m.prompt != nil:
+		keys = orDefault(m.prompt.hint, "⏎ done  Esc cancel")
+	case m.page != pageTrigger && m.dialog(m.sel) != nil && m.answering == nil && m.forcing == "":
+		keys = "y approve n deny 1-9 answer (asks why) ⏎ open l tail a attach ? help " + orWord(m.page == pageList, "q quit", "q back")
 	case m.forcing != "":
 		keys = "type a reason  ⏎ force-deliver  Esc cancel"
 	case m.answering != nil:
@@ -228,7 +246,7 @@ func (v *watchView) drawList(w, h int, now time.Time) {
 		y++
 	}
 	switch {
-	case len(m.rts) == 0 && m.connected:
+	case m.fleet.Len() == 0 && m.connected:
 		v.put(2, y, "no runtimes (nudge spawn ...)", stDim)
 	case len(rows) == 0 && m.filter != "":
 		v.put(2, y, "nothing matches /"+m.filter+" (Esc clears)", stDim)
@@ -237,28 +255,29 @@ func (v *watchView) drawList(w, h int, now time.Time) {
 
 func (v *watchView) drawListRow(rt api.Runtime, y, cid, cst, cq int, now time.Time) {
 	m := v.m
+	c, _ := m.fleet.Card(rt.RuntimeID)
 	st, mark := stDefault, "  "
 	if rt.RuntimeID == m.sel {
 		st, mark = stSel, "> "
 	}
-	word := apiStateWord(rt)
 	x := v.put(0, y, mark+pad(rt.RuntimeID, cid)+" ", st)
-	state := word
-	if rt.OperatorBusy {
+	state := c.State
+	if c.Busy {
 		state += " +human"
 	}
-	x = v.put(x, y, pad(state, cst), stateStyle(word))
+	x = v.put(x, y, pad(state, cst), stateStyle(c.State))
 	receipt := "-"
-	if t, ok := m.last[rt.RuntimeID]; ok {
-		receipt = t.TriggerID + " " + apiReceiptWord(t) + " " + Ago(t.UpdatedAt, now)
+	if c.Last != nil {
+		receipt = c.Last.TriggerID + " " + c.Last.Word + " " + Ago(c.Last.UpdatedAt, now)
 	}
-	if d := m.dialogs[rt.RuntimeID]; d != nil {
-		receipt = "asks: " + d.Title
+	if c.Dialog != nil {
+		receipt = "asks: " + c.Dialog.Title
 	}
-	x = v.put(x, y, " "+pad(fmt.Sprint(m.depth(rt.RuntimeID)), cq)+" "+receipt, st)
+	x = v.put(x, y, " "+pad(fmt.Sprint(c.Queue), cq)+" "+receipt, st)
 	if rt.RuntimeID == m.sel {
 		v.fill(x, y, st)
 	}
+	v.rows[y] = rt.RuntimeID
 }
 
 func (v *watchView) drawRuntime(w, h int, now time.Time) {
@@ -280,7 +299,7 @@ func (v *watchView) drawRuntime(w, h int, now time.Time) {
 	}
 	v.put(x, 1, extra+"  "+nudge.StripANSI(rt.Summary), stDefault)
 	y := 2
-	if d := m.dialogs[rt.RuntimeID]; d != nil {
+	if d := m.dialog(rt.RuntimeID); d != nil {
 		y = v.drawDialog(d, y, w)
 	}
 	avail := h - 2 - y // rows above the message line
@@ -315,6 +334,7 @@ func (v *watchView) drawTimeline(y, n int, now time.Time) int {
 		}
 		x := v.put(0, y, mark+pad(t.TriggerID, 12)+" ", st)
 		v.put(x, y, compactTimeline(t), st)
+		v.hist[y] = i
 		y++
 	}
 	return y
@@ -344,9 +364,37 @@ func (v *watchView) drawReadiness(id string, y, n int) int {
 	return y
 }
 
-// drawScreen shows the newest lines of the runtime's screen between rows y and end.
-func (v *watchView) drawScreen(y, end int, now time.Time) {
+// drawTail is the tail page: the runtime's screen on every row, newest at the bottom,
+// m.tailOff lines scrolled back.
+func (v *watchView) drawTail(h int, now time.Time) {
 	m := v.m
+	rt, ok := m.selected()
+	if !ok {
+		v.put(0, 1, "runtime gone (Esc: back)", stDim)
+		return
+	}
+	word := apiStateWord(rt)
+	x := v.put(0, 1, rt.RuntimeID+"  ", stHeader)
+	x = v.put(x, 1, word, stateStyle(word))
+	if m.tailOff > 0 {
+		v.put(x, 1, fmt.Sprintf("  %d lines back (G: follow)", m.tailOff), stDim)
+	}
+	head, st := screenHead(m)
+	v.put(0, 2, head, st)
+	lines := trimBlank(m.tail)
+	v.drawLines(3, h-2, lines[:max(len(lines)-m.tailOff, 0)])
+}
+
+// drawScreen shows the newest lines of the runtime's screen between rows y and end.
+func (v *watchView) drawScreen(y, end int, _ time.Time) {
+	head, st := screenHead(v.m)
+	v.put(0, y, head, st)
+	v.drawLines(y+1, end, trimBlank(v.m.tail))
+}
+
+// screenHead is the heading over a runtime's screen: when it was captured, or why it is
+// stale.
+func screenHead(m *watchModel) (string, tcell.Style) {
 	head := "Screen"
 	switch {
 	case m.tailAt.IsZero() && m.tailErr == "":
@@ -356,20 +404,23 @@ func (v *watchView) drawScreen(y, end int, now time.Time) {
 		if !m.tailAt.IsZero() {
 			head += " since " + m.tailAt.Format("15:04:05")
 		}
-		head += ": " + m.tailErr + ")"
+		return head + ": " + m.tailErr + ")", stWarn
 	default:
 		head += " (live, " + m.tailAt.Format("15:04:05") + ")"
 	}
-	st := stHeader
-	if m.tailErr != "" {
-		st = stWarn
-	}
-	v.put(0, y, head, st)
-	y++
-	lines := m.tail
+	return head, stHeader
+}
+
+// trimBlank is lines without the blank ones at the end.
+func trimBlank(lines []string) []string {
 	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
 		lines = lines[:len(lines)-1]
 	}
+	return lines
+}
+
+// drawLines shows the last of lines that fit between rows y and end.
+func (v *watchView) drawLines(y, end int, lines []string) {
 	if room := end - y; len(lines) > room {
 		lines = lines[len(lines)-max(room, 0):]
 	}

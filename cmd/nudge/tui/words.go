@@ -9,43 +9,21 @@ import (
 	"github.com/rivo/uniseg"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/view"
 )
 
 // RuntimeState is rt's state in one word: the one word every view of a runtime shows
 // (`nudge ls`, `nudge status`, the status bar, the dashboard).
 func RuntimeState(rt nudge.Runtime) string { return StateWord(rt.Status, rt.Readiness, rt.Paused) }
 
-// StateWord is a runtime's state in one word: the lifecycle status when it says the agent
-// cannot take prompts (PAUSED, FAILED, OFFLINE, EXITED, STARTING, ...), else the
-// detector's readiness.
+// StateWord is a runtime's state in one word (view.StateWord).
 func StateWord(status nudge.Status, readiness nudge.Readiness, paused bool) string {
-	switch status {
-	case nudge.StatusFailed, nudge.StatusOffline, nudge.StatusStarting, nudge.StatusDeregistered,
-		nudge.StatusFallbackResume, nudge.StatusSpawnRecovery, nudge.StatusExited:
-		return strings.ToUpper(string(status))
-	}
-	if paused || status == nudge.StatusPaused {
-		return "PAUSED"
-	}
-	if readiness == "" {
-		return string(nudge.Unknown)
-	}
-	return string(readiness)
+	return view.StateWord(status, readiness, paused)
 }
 
-// ReceiptWord summarises a receipt: state, result, error code and fallback.
+// ReceiptWord summarises a receipt: state, result, error code and fallback (view.ReceiptWord).
 func ReceiptWord(state nudge.TriggerState, result nudge.Result, code nudge.Code, fallback string) string {
-	s := string(state)
-	if result != "" && string(result) != string(state) {
-		s += "/" + string(result)
-	}
-	if code != "" {
-		s += " " + string(code)
-	}
-	if fallback != "" {
-		s += " (" + fallback + ")"
-	}
-	return s
+	return view.ReceiptWord(state, result, code, fallback)
 }
 
 // Ago is a compact age: 5s, 3m, 2h, 4d.

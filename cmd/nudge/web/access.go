@@ -45,12 +45,18 @@ func (s *Server) Handler() http.Handler {
 	api := http.NewServeMux()
 	for _, p := range APIRoutes {
 		h := s.deps.API
-		if p == "POST /v1/triggers" {
+		switch p {
+		case "POST /v1/triggers":
 			h = noForce(h)
+		case "GET /v1/events":
+			h = s.withCards(h)
 		}
 		api.Handle(p, h)
 	}
 	api.HandleFunc("GET /v1/whoami", s.handleWhoami)
+	api.HandleFunc("GET /v1/fleet", s.handleFleet)
+	api.HandleFunc("GET /v1/push", s.handlePushInfo)
+	api.HandleFunc("POST /v1/push/subscribe", s.handleSubscribe)
 	api.HandleFunc("GET /v1/runtimes/{id}/terminal", s.handleTerminal)
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, nudge.NewError(nudge.NotFound, "no such endpoint in the web view: "+r.Method+" "+r.URL.Path))
@@ -64,7 +70,7 @@ func (s *Server) headers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-			"connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+			"connect-src 'self'; manifest-src 'self'; worker-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")

@@ -27,7 +27,7 @@ func assetHandler() http.Handler {
 			return
 		}
 		switch r.URL.Path {
-		case "/app.js", "/app.css", "/icon.svg", "/manifest.json":
+		case "/app.js", "/app.css", "/icon.svg", "/manifest.json", "/sw.js":
 			w.Header().Set("Cache-Control", "no-cache")
 			files.ServeHTTP(w, r)
 		default:

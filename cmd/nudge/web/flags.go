@@ -13,5 +13,6 @@ func Flags(fs *pflag.FlagSet, c *Config) {
 	fs.StringVar(&c.TLSKey, "web-tls-key", "", "the key of --web-tls-cert (PEM)")
 	fs.BoolVar(&c.Insecure, "web-insecure", false, "allow plain HTTP for the web view on an address that is not loopback (a network you trust)")
 	fs.Var(flagvals.List{V: &c.Origins}, "web-origin", "also accept the web view's pages from this origin, e.g. a TLS proxy in front (https://box.tailnet.ts.net); repeatable")
+	fs.StringVar(&c.PushSubject, "web-push-contact", "", "the contact (mailto: or https:) Web Push services may reach you at (default mailto:nudge@localhost)")
 	fs.StringVar(&c.PublicURL, "web-url", "", "base of the links nudge web pair prints (default: the first --web-origin, else the --web address)")
 }

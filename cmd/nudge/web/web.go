@@ -12,6 +12,11 @@
 //	Pairing   a one-time link that gives one browser a device token (pair.go)
 //	Terminal  a read-only view of a pane (terminal.go; TmuxTerminal is tmux's)
 //
+// The fleet page's cards come from package view, as nudge watch's rows do: all of them
+// from GET /api/v1/fleet (fleet.go), then each changed one on the event stream (cards.go).
+// Web Push (push.go) tells subscribed devices what package notify notifies, when the
+// page is served over HTTPS; Server.Notify is its entry.
+//
 // Access (access.go): a browser holds a device token (an issued token whose subject is
 // "web:NAME", listed and revoked with `nudge token`) in an HttpOnly, SameSite=Strict
 // cookie set when it redeems a pairing link. Every /api request is authenticated by that
@@ -67,6 +72,17 @@ type Config struct {
 	// TokenCheck is how often an open stream checks its device token again (revoked,
 	// expired). 0 means one second.
 	TokenCheck time.Duration
+	// VAPIDKeyFile keeps the key that signs Web Push requests (made there, 0600, when
+	// missing). "" makes one for this run (browsers then subscribe again).
+	VAPIDKeyFile string
+	// PushServices are the hosts (with their subdomains) a push subscription may point
+	// at. nil means DefaultPushServices.
+	PushServices []string
+	// PushSubject is the contact push services may reach the operator at (mailto: or
+	// https:). "" means mailto:nudge@localhost.
+	PushSubject string
+	// PushClient posts to push services. nil means a client with a 10-second timeout.
+	PushClient *http.Client
 	// ShutdownTimeout is how long Close waits for requests in flight. 0 means 3 s.
 	ShutdownTimeout time.Duration
 	// Now is the clock. nil means time.Now.
@@ -194,6 +210,7 @@ type Server struct {
 	log   hclog.Logger
 	pairs *pairings
 	terms chan struct{} // a slot per open terminal stream
+	push  *pusher       // nil: no Web Push (not over HTTPS)
 
 	base      context.Context // every request's; cancelled by Close so streams end
 	cancel    context.CancelFunc
@@ -214,6 +231,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger, terms: make(chan struct{}, cfg.MaxTerminals), errc: make(chan error, 1)}
 	s.pairs = newPairings(cfg.MaxPending, cfg.PairTTL, cfg.Now)
 	s.base, s.cancel = context.WithCancel(context.Background())
+	var err error
+	if s.push, err = newPusher(cfg); err != nil {
+		return nil, fmt.Errorf("web push: %w", err)
+	}
+	if s.push != nil {
+		s.wg.Add(1)
+		go s.pushLoop()
+	}
 	return s, nil
 }
 

@@ -66,6 +66,8 @@ type rig struct {
 	mu      sync.Mutex
 	reached []string
 	admin   auth.Caller
+	// answer, when set, answers an API request first (false: the default answer).
+	answer func(w http.ResponseWriter, req *http.Request, c auth.Caller) bool
 }
 
 func newRig(t *testing.T, cfg Config) *rig {
@@ -84,12 +86,19 @@ func newRig(t *testing.T, cfg Config) *rig {
 		r.mu.Lock()
 		r.reached = append(r.reached, req.Method+" "+req.URL.Path+" as "+c.Subject)
 		r.mu.Unlock()
+		if r.answer != nil && r.answer(w, req, c) {
+			return
+		}
 		if strings.HasSuffix(req.URL.Path, "/events") {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(200)
 			io.WriteString(w, "data: {}\n\n")
 			w.(http.Flusher).Flush()
 			<-req.Context().Done()
+			return
+		}
+		if req.Method == "GET" && (req.URL.Path == "/v1/runtimes" || req.URL.Path == "/v1/triggers") {
+			writeJSON(w, 200, []any{}) // the lists the fleet's cards are read from
 			return
 		}
 		writeJSON(w, 200, map[string]string{"ok": "yes"})

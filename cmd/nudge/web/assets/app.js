@@ -6,6 +6,7 @@
 const S = {
   who: null, rts: new Map(), trig: new Map(), story: new Map(),
   es: null, loaded: false, queue: [], page: null, term: null, dirty: false, lastSeq: 0,
+  cards: [], fleetBusy: false, fleetAgain: false, fleetTimer: null,
 };
 
 function el(tag, attrs, ...kids) {
@@ -107,8 +108,35 @@ function putTrigger(t) {
   S.trig.set(t.trigger_id, t);
 }
 
+// The fleet page draws the cards the daemon makes (package view, the same rows nudge
+// watch draws): all of them from GET /api/v1/fleet at the start, then each one the event
+// stream sends as it changes (`event: card`). A reply is on its trigger, not its event:
+// the cards are read again then, one read at a time with a quiet 20 ms after each.
+function putCard(c) {
+  const i = S.cards.findIndex((o) => o.runtime_id === c.runtime_id);
+  if (c.gone) { if (i >= 0) S.cards.splice(i, 1); return; }
+  if (i >= 0) { S.cards[i] = c; return; }
+  S.cards.push(c);
+  S.cards.sort((a, b) => (a.workspace_id === b.workspace_id ? a.role.localeCompare(b.role) : a.workspace_id < b.workspace_id ? -1 : 1));
+}
+
+async function refreshFleet() {
+  if (S.fleetBusy || S.fleetTimer) { S.fleetAgain = true; return; }
+  S.fleetBusy = true; S.fleetAgain = false;
+  try {
+    S.cards = await api('GET', '/v1/fleet');
+    render();
+  } catch (e) { if (e.status === 401) unpaired(e.message); }
+  S.fleetBusy = false;
+  S.fleetTimer = setTimeout(() => {
+    S.fleetTimer = null;
+    if (S.fleetAgain) refreshFleet();
+  }, 20);
+}
+
 function apply(ev) {
   if (ev.seq) S.lastSeq = ev.seq;
+  if (ev.type === 'reply') refreshFleet();
   switch (ev.type) {
     case 'runtime': if (ev.runtime) putRuntime(ev.runtime); break;
     case 'trigger': if (ev.trigger) putTrigger(ev.trigger); break;
@@ -134,7 +162,8 @@ function apply(ev) {
 }
 
 async function load() {
-  const [rts, ts] = await Promise.all([api('GET', '/v1/runtimes'), api('GET', '/v1/triggers?newest=1&limit=300')]);
+  const [rts, ts, cards] = await Promise.all([api('GET', '/v1/runtimes'), api('GET', '/v1/triggers?newest=1&limit=300'), api('GET', '/v1/fleet')]);
+  S.cards = cards;
   for (const rt of rts) putRuntime(rt);
   for (const t of ts) putTrigger(t);
   S.loaded = true;
@@ -148,6 +177,10 @@ function connect() {
   const es = new EventSource('/api/v1/events');
   S.es = es;
   es.onopen = () => { setLive(true); if (!S.loaded) load().catch(fatal); };
+  es.addEventListener('card', (m) => {
+    try { putCard(JSON.parse(m.data)); } catch (_) { return; }
+    render();
+  });
   es.onmessage = (m) => {
     let ev;
     try { ev = JSON.parse(m.data); } catch (_) { return; }
@@ -201,38 +234,37 @@ function triggersOf(id) {
   return [...S.trig.values()].filter((t) => t.runtime_id === id).sort((a, b) => (a.created_at < b.created_at ? 1 : -1));
 }
 
-function queueOf(id) { return triggersOf(id).filter((t) => !t.closed && t.state !== 'acked' && t.state !== 'failed').length; }
-
 function stateBadge(t) { return el('span', { class: 'badge ' + t.state, 'data-state': t.state }, t.state + (t.error_code ? ' ' + t.error_code : '')); }
 
 function drawFleet() {
-  const groups = new Map();
-  for (const rt of S.rts.values()) {
-    if (!groups.has(rt.workspace_id)) groups.set(rt.workspace_id, []);
-    groups.get(rt.workspace_id).push(rt);
-  }
   const out = [];
-  for (const ws of [...groups.keys()].sort()) {
-    const cards = groups.get(ws).sort((a, b) => a.role.localeCompare(b.role)).map(fleetCard);
-    out.push(el('h2', {}, ws), el('div', { class: 'grid' }, cards));
+  let ws = null, grid = null;
+  for (const c of S.cards) { // by workspace, then role
+    if (c.workspace_id !== ws) {
+      ws = c.workspace_id; grid = el('div', { class: 'grid' });
+      out.push(el('h2', {}, ws), grid);
+    }
+    grid.append(fleetCard(c));
   }
   if (!out.length) out.push(el('p', { class: 'muted' }, 'No runtimes this token may see.'));
   document.getElementById('main').replaceChildren(el('div', { id: 'fleet' }, out));
 }
 
-function fleetCard(rt) {
-  const last = triggersOf(rt.runtime_id)[0];
-  return el('a', { class: 'card', href: '#/rt/' + encodeURIComponent(rt.runtime_id), 'data-runtime': rt.runtime_id },
+const badgeClass = { 'operator typing': 'BUSY', 'dialog waits': 'dialog' };
+
+function fleetCard(c) {
+  return el('a', { class: 'card', href: '#/rt/' + encodeURIComponent(c.runtime_id), 'data-runtime': c.runtime_id },
     el('div', { class: 'row' },
-      el('span', { class: 'name' }, rt.role), el('span', { class: 'muted small' }, rt.agent),
-      el('span', { class: 'badge' }, rt.status),
-      el('span', { class: 'badge ' + rt.readiness, 'data-readiness': rt.readiness }, rt.readiness || '?'),
-      rt.paused && el('span', { class: 'badge', 'data-paused': '' }, 'paused'),
-      rt.operator_busy && el('span', { class: 'badge BUSY' }, 'operator typing'),
-      rt.dialog && el('span', { class: 'badge dialog', 'data-dialog': rt.dialog.dialog_id }, 'dialog waits')),
-    el('div', { class: 'row small muted' }, 'queue ', el('span', { 'data-queue': '' }, String(queueOf(rt.runtime_id)))),
-    last ? el('div', { class: 'row small', 'data-last': last.trigger_id }, stateBadge(last),
-      el('span', { class: 'clip' }, clip(last.reply || last.prompt, 90)))
+      el('span', { class: 'name' }, c.role), el('span', { class: 'muted small' }, c.agent),
+      el('span', { class: 'badge' }, c.status),
+      el('span', { class: 'badge ' + c.state, 'data-readiness': c.readiness, 'data-word': c.state }, c.state),
+      c.badges.map((b) => el('span', { class: 'badge ' + (badgeClass[b] || ''), 'data-paused': b === 'paused' ? '' : null,
+        'data-dialog': b === 'dialog waits' && c.dialog ? c.dialog.dialog_id : null }, b))),
+    c.dialog && el('div', { class: 'row small' }, 'asks: ', el('span', { class: 'clip' }, c.dialog.title)),
+    el('div', { class: 'row small muted' }, 'queue ', el('span', { 'data-queue': '' }, String(c.queue))),
+    c.last ? el('div', { class: 'row small', 'data-last': c.last.trigger_id },
+      el('span', { class: 'badge ' + c.last.state, 'data-state': c.last.state }, c.last.word),
+      el('span', { class: 'clip' }, clip(c.last.text, 90)))
       : el('div', { class: 'small muted' }, 'no receipt yet'));
 }
 
@@ -354,12 +386,45 @@ function closeTerm() {
   if (pre) pre.hidden = true;
 }
 
+// ---- push ----
+
+// Web Push (only when the daemon offers it: the page came over HTTPS): the service
+// worker subscribes with the daemon's key and the daemon keeps the subscription for this
+// browser's device token. A page opened again subscribes again (the daemon keeps
+// subscriptions in memory).
+async function setupPush() {
+  if (!('serviceWorker' in navigator) || !('PushManager' in window)) return;
+  let info;
+  try { info = await api('GET', '/v1/push'); } catch (_) { return; }
+  if (!info.enabled) return;
+  const btn = document.getElementById('push');
+  const key = Uint8Array.from(atob(info.key.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
+  const subscribe = async () => {
+    const reg = await navigator.serviceWorker.register('/sw.js');
+    let sub = await reg.pushManager.getSubscription();
+    if (sub && sub.options && sub.options.applicationServerKey) {
+      const old = new Uint8Array(sub.options.applicationServerKey);
+      if (old.length !== key.length || old.some((b, i) => b !== key[i])) { await sub.unsubscribe(); sub = null; }
+    }
+    if (!sub) sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
+    await api('POST', '/v1/push/subscribe', sub.toJSON());
+    btn.hidden = true;
+  };
+  if (Notification.permission === 'granted') { subscribe().catch(() => {}); return; }
+  if (Notification.permission === 'denied') return;
+  btn.hidden = false;
+  btn.onclick = async () => {
+    if (await Notification.requestPermission() === 'granted') subscribe().catch((e) => { btn.title = e.message; });
+  };
+}
+
 // ---- start ----
 
 async function start() {
   if (location.pathname === '/pair') return pairPage();
   try { S.who = await api('GET', '/v1/whoami'); } catch (e) { return fatal(e); }
   document.getElementById('who').textContent = S.who.subject + ' · ' + (S.who.verbs || []).join(', ');
+  setupPush();
   window.addEventListener('hashchange', render);
   connect();
 }
