@@ -7,13 +7,11 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/statusfiles"
 	"github.com/nudgehq/nudge/cmd/nudge/tui"
@@ -80,39 +78,13 @@ type lastState struct {
 }
 
 // lastKnown reads the state the daemon last left when err says no daemon answered; ok
-// only then, and if it could be read. Its status files come first: they are written
-// within a second of every change and read without any lock, also while a daemon that
-// does not answer holds the store. Without them, the store is read if no daemon holds it.
+// only then, and if it could be read (statusfiles.LastKnown).
 func lastKnown(stateDir string, err error) (lastState, bool) {
 	if !errors.Is(err, api.ErrUnreachable) {
 		return lastState{}, false
 	}
-	f, ferr := statusfiles.ReadFleet(stateDir)
-	if ferr == nil {
-		// The store is read instead only if it was written well after the files (a daemon
-		// run with --status-files=false since) and no daemon holds it.
-		if fi, err := os.Stat(storeFile(stateDir)); err != nil || !fi.ModTime().After(f.WrittenAt.Add(2*time.Second)) {
-			return fromFiles(f), true
-		}
-	}
-	snap, serr := store.ReadSnapshot(storeFile(stateDir), 200*time.Millisecond)
-	if serr != nil && ferr == nil {
-		return fromFiles(f), true
-	}
-	return lastState{Snapshot: snap}, serr == nil
-}
-
-// fromFiles is the state the fleet's status file shows.
-func fromFiles(f statusfiles.Fleet) lastState {
-	s := lastState{Snapshot: store.Snapshot{Written: f.WrittenAt, Last: map[string]nudge.Trigger{}}, files: true}
-	for _, r := range f.Runtimes {
-		rt, t := r.Record()
-		s.Runtimes = append(s.Runtimes, rt)
-		if t != nil {
-			s.Last[rt.RuntimeID] = *t
-		}
-	}
-	return s
+	snap, files, ok := statusfiles.LastKnown(stateDir, storeFile(stateDir))
+	return lastState{Snapshot: snap, files: files}, ok
 }
 
 func (s lastState) stale() staleError { return staleError{s.Written, s.files} }
