@@ -16,7 +16,7 @@ func serveCmd(env *cliEnv) *cobra.Command {
 		Use:   "serve [flags]",
 		Short: "run the daemon",
 		Long: "Run the daemon in the foreground: one tmux -C connection per workspace, the API on a unix\n" +
-			"socket (0600). Every flag is also read from NUDGE_<FLAG>; the defaults are the seeds'.",
+			"socket (0600). Every flag is also read from NUDGE_<FLAG>.",
 		Example: "  nudge serve &\n  NUDGE_API_TOKEN=... nudge serve --metrics-addr 127.0.0.1:9464",
 		Args:    exactArgs(0, "no arguments"),
 	}

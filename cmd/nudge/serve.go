@@ -125,7 +125,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&in.EchoTimeout, "echo-timeout", in.EchoTimeout, "longest wait for the typed text's echo before Enter")
 	fs.DurationVar(&in.SubmitQuiet, "submit-quiet", in.SubmitQuiet, "quiet after Enter before checking that the prompt left the composer")
 	fs.DurationVar(&in.SubmitTimeout, "submit-timeout", in.SubmitTimeout, "longest wait for output after Enter before that check")
-	fs.DurationVar(&c.Schedule.MinGap, "schedule-gap", c.Schedule.MinGap, "least time between two scheduled prompts to one agent (seed 004)")
+	fs.DurationVar(&c.Schedule.MinGap, "schedule-gap", c.Schedule.MinGap, "least time between two scheduled prompts to one agent")
 	wake.Flags(fs, &c.Wake)
 	fs.DurationVar(&c.Server.ShutdownTimeout, "shutdown-timeout", c.Server.ShutdownTimeout, "how long shutdown waits for requests in flight")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile here (benchmarks)")

@@ -44,7 +44,7 @@ func Defaults() Config {
 
 // Flags adds the --llm-* flags to fs.
 func Flags(fs *pflag.FlagSet, c *Config) {
-	fs.StringVar(&c.URL, "llm-url", c.URL, "chat-completions URL of an LLM that classifies the screens the packs cannot (seed 002), e.g. https://openrouter.ai/api/v1/chat/completions; off when empty. The API key is read from $"+detector.DefaultAPIKeyEnv+" (never a flag)")
+	fs.StringVar(&c.URL, "llm-url", c.URL, "chat-completions URL of an LLM that classifies the screens the packs cannot, e.g. https://openrouter.ai/api/v1/chat/completions; off when empty. The API key is read from $"+detector.DefaultAPIKeyEnv+" (never a flag)")
 	fs.StringVar(&c.Model, "llm-model", c.Model, "model the LLM classifier asks")
 	fs.DurationVar(&c.Timeout, "llm-timeout", c.Timeout, "longest one LLM classifier request may take (the packs' verdict stands meanwhile)")
 	fs.IntVar(&c.Retries, "llm-retries", c.Retries, "retries of an LLM classifier request after a 5xx, 429, timeout or connection error")
