@@ -319,3 +319,78 @@ func pctMS(sorted []float64, p float64) float64 {
 	i := int(float64(len(sorted)-1) * p / 100)
 	return sorted[i]
 }
+
+// TestWebBusyFleetCPU: the daemon's CPU while a busy fleet works (10 shell panes, each
+// printing a burst of 20 lines every 0.5 s, and a trigger to one of them every 200 ms,
+// whose receipts are events on the stream) with
+// 0, 1 and 10 pages of the web view open on it: the cost of a viewer. Run by hand
+// (NUDGE_BENCH_WEB=1 go test -run TestWebBusyFleetCPU -v ./benchmarks).
+func TestWebBusyFleetCPU(t *testing.T) {
+	if os.Getenv("NUDGE_BENCH_WEB") == "" {
+		t.Skip("set NUDGE_BENCH_WEB=1 (needs chromium)")
+	}
+	chrome, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("no chromium")
+	}
+	w := startWebDaemon(t)
+	for i := range 10 {
+		if _, err := w.cli("spawn", "--workspace", "wb", "--role", fmt.Sprintf("busy%d", i), "--agent", "shell", "--dir", w.dir, "--",
+			"sh", "-c", "while :; do i=0; while [ $i -lt 20 ]; do echo busy line $i; i=$((i+1)); done; sleep 0.5; done"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(3 * time.Second) // the fleet settles into its rhythm
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()))...)
+	defer acancel()
+	browser, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	if err := chromedp.Do(browser, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	const window = 20 * time.Second
+	var tabs []context.Context
+	for _, n := range []int{0, 1, 10} {
+		for len(tabs) < n {
+			tabs = append(tabs, w.openTab(t, browser))
+		}
+		time.Sleep(2 * time.Second)
+		events := w.countEvents(t, window)
+		cpu0, start := procCPU(w.cmd.Process.Pid), time.Now()
+		for i := 0; time.Since(start) < window; i++ { // and a trigger every 200 ms, round the fleet
+			w.cli("trigger", "--workspace", "wb", "--agent", fmt.Sprintf("busy%d", i%10), "--id", fmt.Sprintf("v%d-%d", n, i), "status?")
+			time.Sleep(200 * time.Millisecond)
+		}
+		cpu := float64(procCPU(w.cmd.Process.Pid)-cpu0) / clockTicks / time.Since(start).Seconds() * 100
+		t.Logf("%2d page(s) open on a busy fleet of 10 panes: daemon CPU %.2f %% of a core over %v (%d events on the stream)", n, cpu, window, <-events)
+	}
+}
+
+// countEvents counts the events on the daemon's stream for d (the socket API's own stream,
+// one more reader beside the pages) and sends the count when d is over.
+func (w *webDaemon) countEvents(t *testing.T, d time.Duration) <-chan int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://nudge/v1/events", nil)
+	resp, err := w.http.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	out := make(chan int, 1)
+	go func() {
+		defer cancel()
+		defer resp.Body.Close()
+		n := 0
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if len(bytes.TrimSpace(sc.Bytes())) > 0 {
+				n++
+			}
+		}
+		out <- n
+	}()
+	return out
+}
