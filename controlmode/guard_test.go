@@ -223,6 +223,13 @@ func TestIfAgentAgainstTmux(t *testing.T) {
 	c := dial(t, col.attach(srv.config()))
 	f := strings.Fields(do(t, c, "display -p -t =s: '#{pane_id} #{pane_pid}'")[0])
 	pane, pid := f[0], atoi(t, f[1])
+	// The pane's program is started through tmux's default shell, which shows for a moment
+	// before it execs sh: wait for sh.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if do(t, c, "display -p -t "+pane+" '#{pane_current_command}'")[0] == "sh" {
+			break
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	typeLine := func(text string) error {
