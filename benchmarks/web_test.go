@@ -33,24 +33,11 @@ import (
 // card shows a "paused" badge, watched by a MutationObserver the harness puts in the page
 // (the app itself does not know it is measured). Pages are tabs of one browser.
 func TestWebFigures(t *testing.T) {
-	if os.Getenv("NUDGE_BENCH_WEB") == "" {
-		t.Skip("set NUDGE_BENCH_WEB=1 (needs chromium)")
-	}
-	chrome, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("no chromium")
-	}
+	chrome := benchChromium(t)
 	w := startWebDaemon(t)
 	t.Logf("page weight: %s", w.pageWeight(t))
 
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()))...)
-	defer acancel()
-	browser, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if err := chromedp.Do(browser, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatal(err)
-	}
+	browser := headless(t, chrome)
 	var tabs []context.Context
 	for _, n := range []int{1, 20} {
 		for len(tabs) < n {
@@ -326,13 +313,7 @@ func pctMS(sorted []float64, p float64) float64 {
 // 0, 1 and 10 pages of the web view open on it: the cost of a viewer. Run by hand
 // (NUDGE_BENCH_WEB=1 go test -run TestWebBusyFleetCPU -v ./benchmarks).
 func TestWebBusyFleetCPU(t *testing.T) {
-	if os.Getenv("NUDGE_BENCH_WEB") == "" {
-		t.Skip("set NUDGE_BENCH_WEB=1 (needs chromium)")
-	}
-	chrome, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("no chromium")
-	}
+	chrome := benchChromium(t)
 	w := startWebDaemon(t)
 	for i := range 10 {
 		if _, err := w.cli("spawn", "--workspace", "wb", "--role", fmt.Sprintf("busy%d", i), "--agent", "shell", "--dir", w.dir, "--",
@@ -341,14 +322,7 @@ func TestWebBusyFleetCPU(t *testing.T) {
 		}
 	}
 	time.Sleep(3 * time.Second) // the fleet settles into its rhythm
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()))...)
-	defer acancel()
-	browser, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if err := chromedp.Do(browser, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatal(err)
-	}
+	browser := headless(t, chrome)
 	const window = 20 * time.Second
 	var tabs []context.Context
 	for _, n := range []int{0, 1, 10} {
@@ -393,4 +367,32 @@ func (w *webDaemon) countEvents(t *testing.T, d time.Duration) <-chan int {
 		out <- n
 	}()
 	return out
+}
+
+// benchChromium skips the test unless NUDGE_BENCH_WEB is set and chromium is installed,
+// and returns its path.
+func benchChromium(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("NUDGE_BENCH_WEB") == "" {
+		t.Skip("set NUDGE_BENCH_WEB=1 (needs chromium)")
+	}
+	chrome, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("no chromium")
+	}
+	return chrome
+}
+
+// headless starts a headless chromium for the test, closed when it ends.
+func headless(t *testing.T, chrome string) context.Context {
+	t.Helper()
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()))...)
+	t.Cleanup(acancel)
+	browser, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(browser, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	return browser
 }
