@@ -145,10 +145,13 @@ func afterBreaker(v *view) verdict {
 	if out, held := collision(v); held {
 		return out
 	}
-	if out, held := syncGate(v); held {
-		return out
+	sync, held := syncGate(v)
+	if held {
+		return sync
 	}
-	return readiness(v)
+	out := readiness(v)
+	out.dropSync = sync.dropSync
+	return out
 }
 
 // admitView is the breaker's answer for trigger id at now (breakers.admit without its
