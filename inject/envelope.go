@@ -108,7 +108,7 @@ func writeHint(b *strings.Builder, id []byte) {
 	b.WriteString(")")
 }
 
-// envelope wraps a trigger's sanitized text in its envelope: what the typist types.
+// envelope wraps a trigger's sanitized text in its envelope: what an attempt types.
 func (p *Pipeline) envelope(t nudge.Trigger, text string) string {
 	reason := t.Reason
 	if reason == "" {

@@ -427,6 +427,9 @@ func (p *Pipeline) apply(l *lane, j *job, rt nudge.Runtime, o outcome) (goOn boo
 			p.markDeferred(j, st.hold, p.cfg.Now())
 		}
 		j.markDecided() // answered as it stands (queued, deferred, or injected)
+		if l == nil {
+			l = p.laneFor(j.record().RuntimeID)
+		}
 		l.push(j, true)
 	case sYield:
 		if !p.yieldTo(l, j, st.pending) {

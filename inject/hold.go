@@ -30,7 +30,7 @@ import (
 //	control connection down      (state unchanged)         MaxDefer, then TARGET_NOT_FOUND
 //	remote host unreachable      HOST_UNREACHABLE          MaxDefer, then HOST_UNREACHABLE (injected: unchanged)
 //	ack wait                     (submitted)               ack timeout x retries, then ACK_TIMEOUT
-//	retry of a prompt taken      AGENT_BUSY                MaxHold (holdUnshown: the agent took it
+//	retry of a prompt taken      AGENT_BUSY                MaxHold (next: unshown; the agent took it
 //	  but not drawn since                                  and drew nothing yet), then ACK_TIMEOUT
 //
 // An expired hold ends in DEFER_TIMEOUT and the fallback chain (failed, with the

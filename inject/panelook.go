@@ -11,7 +11,7 @@ import (
 	"github.com/nudgehq/nudge/controlmode"
 )
 
-// The typist's looks at a pane: one round trip each, read by pure functions of tmux's
+// An attempt's looks at a pane: one round trip each, read by pure functions of tmux's
 // answer (the cursor's row, the pane's identity), so tests feed them recorded answers.
 
 // paneCheck asks tmux, in one round trip, whether the pane exists, is alive and is not in

@@ -134,7 +134,7 @@ func (p *Pipeline) newJobFor(req Request, text string, start time.Time) (j *job,
 
 // route starts a new trigger on its way: for a managed runtime, typed at once from this
 // goroutine if its lane is idle, else queued on the lane. Any other trigger waits for its
-// create (Submit then hands it to the finisher: unroutable).
+// create (Submit then closes it or starts its fallback chain: unroutable).
 func (p *Pipeline) route(ctx context.Context, j *job, managed bool) {
 	if !managed {
 		j.endTask()
