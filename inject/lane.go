@@ -9,8 +9,10 @@ import (
 
 // lane is one runtime's delivery queue and its view of the runtime's pane (paneWatch).
 // One goroutine (Pipeline.runLane) owns the front of the queue: it makes the lane's
-// decisions and deliveries, and is the only code that changes a job while it is in the
-// lane or being delivered from it.
+// decisions and deliveries, and whoever holds the lane's turn (that goroutine, or a
+// request's typing inline) is the only code that changes a job while it is in the lane
+// or being delivered from it. A job leaves the lane for its ack wait or its fallback
+// chain, whose goroutines apply their own ends.
 type lane struct {
 	id string
 	paneWatch
