@@ -322,7 +322,7 @@ func (c *Chain) step(r *run, event string, s Step) {
 	s.Cause, s.Chain = string(r.cause), append([]string(nil), r.chain...)
 	rec := nudge.AuditRecord{Event: event, TriggerID: r.t.TriggerID, ThreadID: r.t.ThreadID,
 		RuntimeID: r.rt.RuntimeID, Workspace: r.rt.WorkspaceID, Code: nudge.Code(s.Code), Reason: s.Error, Detail: jsonOf(s)}
-	if _, err := c.db.AppendAudit(rec); err != nil {
+	if _, err := c.db.AuditLog().AppendAudit(rec); err != nil {
 		c.log.Error("audit fallback step", "err", err)
 	}
 	if c.cfg.OnStep != nil {

@@ -86,7 +86,7 @@ func (c *core) persist(j *job, recs ...nudge.AuditRecord) {
 	j.pmu.Lock()
 	defer j.pmu.Unlock()
 	rec := j.record()
-	c.deps.Store.PutTriggerLater(rec, recs...) // of several in one batch, only the last record is written
+	c.deps.Store.Triggers().PutTriggerLater(rec, recs...) // of several in one batch, only the last record is written
 	if rec.Closed && !j.outcomeLogged {
 		j.outcomeLogged = true
 		c.logOutcome(rec)

@@ -508,7 +508,7 @@ func uidPtr(uid int) *int {
 // launch (the resumed agent acknowledged it). Other triggers are acked through Acker.
 func (f *finisher) ackAfterFallback(id, signal string) (nudge.Trigger, bool, error) {
 	f.deps.Store.Flush() // the fallback's own write-behind record first
-	t, err := f.deps.Store.UpdateTrigger(id, func(t *nudge.Trigger) error {
+	t, err := f.deps.Store.Triggers().UpdateTrigger(id, func(t *nudge.Trigger) error {
 		if t.Fallback == "" || t.State != nudge.StateSubmitted {
 			return errNotFallback
 		}

@@ -284,12 +284,12 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 func (p *Pipeline) Open() error {
 	p.opened = p.cfg.Now()
 	p.lanes.restoreBreakers()
-	gates, err := p.deps.Store.ListGates()
+	gates, err := p.deps.Store.Gates().ListGates()
 	if err != nil {
 		return fmt.Errorf("load gates: %w", err)
 	}
 	p.lanes.restoreGates(gates, p.opened)
-	open, err := p.deps.Store.ListTriggers(store.TriggerFilter{OpenOnly: true})
+	open, err := p.deps.Store.Triggers().ListTriggers(store.TriggerFilter{OpenOnly: true})
 	if err != nil {
 		return fmt.Errorf("resume triggers: %w", err)
 	}

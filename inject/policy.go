@@ -48,7 +48,7 @@ func (r *rateLimiter) take(key string, now time.Time) {
 	defer r.mu.Unlock()
 	r.hits[key] = append(r.prune(key, now), now)
 	if r.db != nil {
-		r.db.PutGateLater(store.Gate{Kind: r.kind, Key: key, Hits: slices.Clone(r.hits[key]), UpdatedAt: now})
+		r.db.Gates().PutGateLater(store.Gate{Kind: r.kind, Key: key, Hits: slices.Clone(r.hits[key]), UpdatedAt: now})
 	}
 }
 
@@ -71,13 +71,13 @@ func (r *rateLimiter) load(gates []store.Gate, now time.Time, canon func(string)
 			continue
 		}
 		if key != g.Key {
-			r.db.DeleteGateLater(r.kind, g.Key)
+			r.db.Gates().DeleteGateLater(r.kind, g.Key)
 		}
 		switch {
 		case r.prune(key, now) == nil:
-			r.db.DeleteGateLater(r.kind, key)
+			r.db.Gates().DeleteGateLater(r.kind, key)
 		case merged || key != g.Key:
-			r.db.PutGateLater(store.Gate{Kind: r.kind, Key: key, Hits: slices.Clone(r.hits[key]), UpdatedAt: now})
+			r.db.Gates().PutGateLater(store.Gate{Kind: r.kind, Key: key, Hits: slices.Clone(r.hits[key]), UpdatedAt: now})
 		}
 	}
 }
@@ -164,10 +164,10 @@ func (g *loopGuard) save(key string, t *threadLoop) {
 	st := store.Gate{Kind: store.GateLoop, Key: key, Turns: t.turns, Same: t.same, Last: t.last[:],
 		Blocked: t.blocked, UpdatedAt: time.Now()}
 	if t.blocked == "" {
-		g.db.PutGateLater(st)
+		g.db.Gates().PutGateLater(st)
 		return
 	}
-	g.db.PutGate(st)
+	g.db.Gates().PutGate(st)
 }
 
 // load restores the threads' counters and blocks from stored gates, each under its
@@ -188,7 +188,7 @@ func (g *loopGuard) load(gates []store.Gate, canon func(string) string) {
 		}
 		g.threads[key] = t
 		if key != st.Key && g.db != nil {
-			g.db.DeleteGateLater(store.GateLoop, st.Key)
+			g.db.Gates().DeleteGateLater(store.GateLoop, st.Key)
 		}
 		if (key != st.Key || prev != nil) && g.db != nil {
 			g.save(key, t)
@@ -212,7 +212,7 @@ func (g *loopGuard) progress(key string) {
 	defer g.mu.Unlock()
 	delete(g.threads, key)
 	if g.db != nil {
-		g.db.DeleteGateLater(store.GateLoop, key)
+		g.db.Gates().DeleteGateLater(store.GateLoop, key)
 	}
 }
 
@@ -240,7 +240,7 @@ func (g *loopGuard) progressPrefix(prefix string) {
 		}
 	}
 	if g.db != nil {
-		g.db.DeleteGatesLater(store.GateLoop, prefix)
+		g.db.Gates().DeleteGatesLater(store.GateLoop, prefix)
 	}
 }
 

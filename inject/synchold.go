@@ -76,7 +76,7 @@ func (ls *lanes) syncTaken(h syncHold, now time.Time) bool {
 	var t nudge.Trigger
 	if j := ls.inflight(h.trigger); j != nil {
 		t = j.record()
-	} else if st, err := ls.deps.Store.GetTrigger(h.trigger); err == nil {
+	} else if st, err := ls.deps.Store.Triggers().GetTrigger(h.trigger); err == nil {
 		t = st
 	} else {
 		return now.Sub(h.since) >= syncSubmitGrace

@@ -64,7 +64,7 @@ func (r *records) load(rts []nudge.Runtime, ws func(name string)) {
 		r.rts[rt.RuntimeID] = &rt
 		r.indexPane(&rt)
 		r.watchMarkerLocked(&rt)
-		if b, err := r.db.GetMeta(stoppedKey(rt.RuntimeID)); err == nil && len(b) > 0 {
+		if b, err := r.db.Meta().GetMeta(stoppedKey(rt.RuntimeID)); err == nil && len(b) > 0 {
 			r.stopped[rt.RuntimeID] = true
 		}
 		ws(rt.WorkspaceID)
@@ -361,7 +361,7 @@ func (r *records) recordIf(rt nudge.Runtime, event string, detail map[string]any
 }
 
 func (r *records) clearStoppedLocked(id string) {
-	if err := r.db.PutMeta(stoppedKey(id), nil); err != nil {
+	if err := r.db.Meta().PutMeta(stoppedKey(id), nil); err != nil {
 		r.logErr("clear stopped", id, err)
 	}
 }
@@ -499,7 +499,7 @@ func (r *records) beginStop(id, reason string) (nudge.Runtime, error) {
 	r.busy[id] = "stopping"
 	r.stopped[id] = true
 	r.recovery.forget(id)
-	if err := r.db.PutMeta(stoppedKey(id), []byte(reason+" ")); err != nil {
+	if err := r.db.Meta().PutMeta(stoppedKey(id), []byte(reason+" ")); err != nil {
 		delete(r.busy, id)
 		return nudge.Runtime{}, err
 	}

@@ -284,7 +284,7 @@ func Open(ctx context.Context, cfg Config, db *store.DB) (*Registry, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rts, err := db.ListRuntimes()
+	rts, err := db.Runtimes().ListRuntimes()
 	if err != nil {
 		return nil, fmt.Errorf("open registry: %w", err)
 	}

@@ -122,7 +122,7 @@ func (e *env) sawStatus(id string, s nudge.Status) (nudge.Runtime, bool) {
 
 func (e *env) audit(id, event string) []nudge.AuditRecord {
 	e.db.Flush() // the registry's writes are write-behind
-	recs, err := e.db.Audit(store.AuditFilter{RuntimeID: id, Event: event})
+	recs, err := e.db.AuditLog().Audit(store.AuditFilter{RuntimeID: id, Event: event})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestSpawnTwoRolesKillRestart(t *testing.T) {
 		t.Errorf("new pane: %q, want its window a, index 0, remain-on-exit on", out)
 	}
 	e.db.Flush()
-	if stored, err := e.db.GetRuntime(a.RuntimeID); err != nil || stored.PID != rt.PID || stored.Status != rt.Status {
+	if stored, err := e.db.Runtimes().GetRuntime(a.RuntimeID); err != nil || stored.PID != rt.PID || stored.Status != rt.Status {
 		t.Errorf("store: got %+v, %v", stored, err)
 	}
 	if len(e.audit(a.RuntimeID, "runtime_status_changed")) < 4 {
@@ -428,7 +428,7 @@ func (e *env) assertUnchanged(t *testing.T) {
 	if w := e.windows("ws"); len(w) != 1 || w[0] != "a" {
 		t.Errorf("windows changed: %q", w)
 	}
-	if rts, _ := e.db.ListRuntimes(); len(rts) != 1 || len(e.reg.List()) != 1 {
+	if rts, _ := e.db.Runtimes().ListRuntimes(); len(rts) != 1 || len(e.reg.List()) != 1 {
 		t.Errorf("records changed: %d stored, %d listed", len(rts), len(e.reg.List()))
 	}
 }

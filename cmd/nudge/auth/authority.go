@@ -65,7 +65,8 @@ func DefaultConfig() Config {
 }
 
 // Store is where the authority keeps its state: the revocation list, the issued-token
-// index, runtime epochs and the key binding (satisfied by *store.DB). A missing key is
+// index, runtime epochs and the key binding (satisfied by *store.Meta beside
+// *store.AuditLog). A missing key is
 // store.ErrNotFound.
 type Store interface {
 	GetMeta(key string) ([]byte, error)
