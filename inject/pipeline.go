@@ -206,9 +206,20 @@ type Fallbacker interface {
 	Fallback(ctx context.Context, t nudge.Trigger, code nudge.Code, keep bool) (nudge.Launched, error)
 }
 
+// Store is the pipeline's durable state (*store.DB): the write-behind queue, and the
+// parts of the store it keeps triggers, gates, schedules and audit records in.
+type Store interface {
+	Flush()
+	Settle()
+	Triggers() *store.Triggers
+	Gates() *store.Gates
+	Schedules() *store.Schedules
+	AuditLog() *store.AuditLog
+}
+
 // Deps are the pipeline's collaborators.
 type Deps struct {
-	Store    *store.DB
+	Store    Store
 	Runtimes Runtimes
 	Conn     func(workspace string) (Sender, error)
 	Gates    Gates      // nil: never busy, always READY, composer unknown

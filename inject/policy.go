@@ -16,10 +16,18 @@ import (
 // Pipeline.Open loads them, so a daemon restart neither unblocks a blocked thread nor
 // resets a rate-limit window. db nil keeps them in memory only.
 
+// gateStore keeps the gates' state (*store.Gates).
+type gateStore interface {
+	PutGate(g store.Gate) error
+	PutGateLater(g store.Gate)
+	DeleteGateLater(kind, key string)
+	DeleteGatesLater(kind, prefix string)
+}
+
 // rateLimiter allows n deliveries per window per key, sliding: a thread of a runtime
 // (kind store.GateRate), or a runtime over all its threads (store.GateRuntimeRate).
 type rateLimiter struct {
-	db     *store.DB
+	db     gateStore
 	kind   string
 	mu     sync.Mutex
 	n      int
@@ -48,7 +56,7 @@ func (r *rateLimiter) take(key string, now time.Time) {
 	defer r.mu.Unlock()
 	r.hits[key] = append(r.prune(key, now), now)
 	if r.db != nil {
-		r.db.Gates().PutGateLater(store.Gate{Kind: r.kind, Key: key, Hits: slices.Clone(r.hits[key]), UpdatedAt: now})
+		r.db.PutGateLater(store.Gate{Kind: r.kind, Key: key, Hits: slices.Clone(r.hits[key]), UpdatedAt: now})
 	}
 }
 
@@ -71,13 +79,13 @@ func (r *rateLimiter) load(gates []store.Gate, now time.Time, canon func(string)
 			continue
 		}
 		if key != g.Key {
-			r.db.Gates().DeleteGateLater(r.kind, g.Key)
+			r.db.DeleteGateLater(r.kind, g.Key)
 		}
 		switch {
 		case r.prune(key, now) == nil:
-			r.db.Gates().DeleteGateLater(r.kind, key)
+			r.db.DeleteGateLater(r.kind, key)
 		case merged || key != g.Key:
-			r.db.Gates().PutGateLater(store.Gate{Kind: r.kind, Key: key, Hits: slices.Clone(r.hits[key]), UpdatedAt: now})
+			r.db.PutGateLater(store.Gate{Kind: r.kind, Key: key, Hits: slices.Clone(r.hits[key]), UpdatedAt: now})
 		}
 	}
 }
@@ -100,7 +108,7 @@ func (r *rateLimiter) prune(key string, now time.Time) []time.Time {
 // loopGuard blocks a thread that keeps being triggered without progress: after turns
 // deliveries, or after the same prompt repeats times in a row (seed 000 §14).
 type loopGuard struct {
-	db      *store.DB
+	db      gateStore
 	mu      sync.Mutex
 	turns   int
 	repeats int
@@ -164,10 +172,10 @@ func (g *loopGuard) save(key string, t *threadLoop) {
 	st := store.Gate{Kind: store.GateLoop, Key: key, Turns: t.turns, Same: t.same, Last: t.last[:],
 		Blocked: t.blocked, UpdatedAt: time.Now()}
 	if t.blocked == "" {
-		g.db.Gates().PutGateLater(st)
+		g.db.PutGateLater(st)
 		return
 	}
-	g.db.Gates().PutGate(st)
+	g.db.PutGate(st)
 }
 
 // load restores the threads' counters and blocks from stored gates, each under its
@@ -188,7 +196,7 @@ func (g *loopGuard) load(gates []store.Gate, canon func(string) string) {
 		}
 		g.threads[key] = t
 		if key != st.Key && g.db != nil {
-			g.db.Gates().DeleteGateLater(store.GateLoop, st.Key)
+			g.db.DeleteGateLater(store.GateLoop, st.Key)
 		}
 		if (key != st.Key || prev != nil) && g.db != nil {
 			g.save(key, t)
@@ -212,7 +220,7 @@ func (g *loopGuard) progress(key string) {
 	defer g.mu.Unlock()
 	delete(g.threads, key)
 	if g.db != nil {
-		g.db.Gates().DeleteGateLater(store.GateLoop, key)
+		g.db.DeleteGateLater(store.GateLoop, key)
 	}
 }
 
@@ -240,7 +248,7 @@ func (g *loopGuard) progressPrefix(prefix string) {
 		}
 	}
 	if g.db != nil {
-		g.db.Gates().DeleteGatesLater(store.GateLoop, prefix)
+		g.db.DeleteGatesLater(store.GateLoop, prefix)
 	}
 }
 
@@ -248,7 +256,10 @@ func (g *loopGuard) progressPrefix(prefix string) {
 // (a daemon restart neither resets a rate window nor unblocks a thread); from now on they
 // write their changes there.
 func (ls *lanes) restoreGates(gates []store.Gate, now time.Time) {
-	ls.rate.db, ls.perRT.db, ls.loops.db = ls.deps.Store, ls.deps.Store, ls.deps.Store
+	if ls.deps.Store != nil {
+		db := ls.deps.Store.Gates()
+		ls.rate.db, ls.perRT.db, ls.loops.db = db, db, db
+	}
 	ls.rate.load(gates, now, ls.canonKey)
 	ls.perRT.load(gates, now, ls.canonKey)
 	ls.loops.load(gates, ls.canonKey)

@@ -110,7 +110,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	chain := cfg.Chain
 	chain.CrashLoopFailures, chain.CrashLoopWindow = cfg.Panes.CrashLoopFailures, cfg.Panes.CrashLoopWindow
 	chain.Logger, chain.OnStep = d.log, h.onFallbackStep
-	d.chain = ack.NewChain(chain, d.reg, d.db)
+	d.chain = ack.NewChain(chain, d.reg, d.db.AuditLog())
 	if d.mon, err = openMonitor(cfg, d, h); err != nil {
 		return nil, err
 	}
