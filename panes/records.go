@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // records is the registry of runtime records that every other part shares: the live
@@ -19,7 +18,7 @@ import (
 // recovery clock have their own locks. It starts no goroutine; Close flushes the store.
 type records struct {
 	cfg *Config
-	db  *store.DB
+	db  Store
 
 	mu      sync.Mutex
 	rts     map[string]*nudge.Runtime // by runtime id; never deregistered ones
@@ -39,7 +38,7 @@ type records struct {
 	recovery recoveryClock // the pace and deadline of automatic restarts
 }
 
-func newRecords(cfg *Config, db *store.DB) *records {
+func newRecords(cfg *Config, db Store) *records {
 	return &records{cfg: cfg, db: db, rts: map[string]*nudge.Runtime{}, busy: map[string]string{},
 		stopped: map[string]bool{}, held: map[string]int{}, oneOff: map[string]string{},
 		resumed: map[string]bool{}, noResume: map[string]bool{}}

@@ -463,7 +463,7 @@ func TestSpawnDirEnvAndPromptFile(t *testing.T) {
 	}
 	p := profs["shell"]
 	p.PromptArg = "append"
-	e.reg.cfg.Profiles = map[string]Profile{"shell": p}
+	e.reg.recs.cfg.Profiles = map[string]Profile{"shell": p}
 	script := `printf '%s|%s|%s|%s' "$PWD" "$NUDGE_RUNTIME_ID" "$#" "$*" > ` + shellQuote(out) + `; exec cat`
 	rt, err := e.reg.Spawn(context.Background(), SpawnRequest{Workspace: "ws", Role: "p", Agent: "shell", Dir: sub,
 		PromptFile: prompt, Argv: []string{"sh", "-c", script, "sh"}})
@@ -534,7 +534,7 @@ func TestUnsetEnv(t *testing.T) {
 	}
 	p := profs["shell"]
 	p.UnsetEnv = profs["gemini"].UnsetEnv
-	e.reg.cfg.Profiles = map[string]Profile{"shell": p}
+	e.reg.recs.cfg.Profiles = map[string]Profile{"shell": p}
 	out := filepath.Join(e.root, "out")
 	script := `printf '%s|%s|%s' "${CI-unset}" "${GITHUB_ACTIONS-unset}" "$KEPT_VAR" > ` + shellQuote(out) + `; exec cat`
 	if _, err := e.reg.Spawn(context.Background(), SpawnRequest{Workspace: "ws", Role: "u", Agent: "shell", Argv: []string{"sh", "-c", script}}); err != nil {
