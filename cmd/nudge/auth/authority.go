@@ -66,8 +66,7 @@ func DefaultConfig() Config {
 
 // Store is where the authority keeps its state: the revocation list, the issued-token
 // index, runtime epochs and the key binding (satisfied by *store.Meta beside
-// *store.AuditLog). A missing key is
-// store.ErrNotFound.
+// *store.AuditLog, whose head tells a new store). A missing key is store.ErrNotFound.
 type Store interface {
 	GetMeta(key string) ([]byte, error)
 	PutMeta(key string, val []byte) error
