@@ -148,7 +148,7 @@ func TestAckWhileDelivering(t *testing.T) {
 	p.lanes.mu.Lock()
 	p.lanes.m["rt"] = l // no lane goroutine: the test plays it
 	p.lanes.mu.Unlock()
-	stored, err := p.deps.Store.GetTrigger("a1")
+	stored, err := p.deps.Store.Triggers().GetTrigger("a1")
 	if err != nil {
 		t.Fatal(err)
 	}
