@@ -19,6 +19,9 @@ func (a attempt) submit(ctx context.Context, s Sender) outcome {
 		d.EchoSeen = true // on screen already: nothing new will echo
 	} else {
 		d.EchoSeen = a.pane.settle(ctx.Done(), a.env.now, a.seq, a.prof.SubmitSettle, a.env.echoTimeout)
+		if a.env.gates != nil && a.prof.Pack != "shell" && NeedsPaste(a.envelope) {
+			d.EchoSeen = a.awaitShown(ctx)
+		}
 	}
 	seen, o, ok := a.pressEnter(ctx, s, &d)
 	if !ok {
@@ -157,6 +160,27 @@ func (a *attempt) confirmSubmitted(d attemptDetail) outcome {
 		o.note = "typed while the agent was BUSY with a turn (its profile queues input): it waits for that turn to end"
 	}
 	return o
+}
+
+// awaitShown waits, at most SubmitTimeout, until the TUI's composer shows a pasted
+// prompt, and reports whether it did. Output after the paste is not its echo yet: an
+// agent may draw something else first and the paste only seconds later (Gemini CLI, a
+// 63 KiB paste on a loaded machine), and an Enter pressed before it shows the prompt is
+// read before the paste or with it, and lost; the empty composer after it would read as
+// the prompt having left.
+func (a *attempt) awaitShown(ctx context.Context) bool {
+	now := a.env.now
+	deadline := now().Add(a.env.submitTimeout)
+	for {
+		seq := a.pane.outSeq.Load()
+		if c, err := a.env.gates.Composer(ctx, a.rt); err == nil && a.holds(c) {
+			return true
+		}
+		if ctx.Err() != nil || !now().Before(deadline) {
+			return false
+		}
+		a.pane.settle(ctx.Done(), now, seq, a.prof.SubmitSettle, min(submitPoll, deadline.Sub(now())))
+	}
 }
 
 // foldedPause is the wait before the last Enter for a prompt still folded in the composer.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nudgehq/nudge"
 )
@@ -26,9 +27,10 @@ import (
 //	swallow  it reads the first Enter and drops it, drawing its composer again with the
 //	         prompt in it (an Enter taken while the TUI still read the paste as part of
 //	         it); the next Enter submits.
-//	slow     it reads a prompt's first keys and then nothing for slowEcho, longer than
-//	         the echo timeout, drawing nothing (Gemini CLI reading a 63 KiB paste on a
-//	         loaded machine); then it draws the prompt in its composer and takes it.
+//	slow     it reads a prompt's first keys, draws a word that is not the prompt, and
+//	         then reads and draws nothing for slowEcho, longer than the echo timeout
+//	         (Gemini CLI reading a 63 KiB paste on a loaded machine); then it draws the
+//	         prompt in its composer and takes it at Enter.
 //
 // Each prompt it submits is logged ($NUDGE_ENTER_TUI/log: "submitted ID"; the file at-ID
 // holds when, in unix nanoseconds), then drawn with its ack marker.
@@ -70,9 +72,12 @@ func TestEnterTUI(t *testing.T) {
 		for _, s := range transcript {
 			b.WriteString(s + "\r\n")
 		}
-		if composer == "" {
+		switch n := utf8.RuneCountInString(composer); {
+		case n == 0:
 			b.WriteString("› \x1b[2mAsk Codex to do anything\x1b[0m\r\n")
-		} else {
+		case n > 200: // folded, as Codex shows a paste
+			fmt.Fprintf(&b, "› [Pasted Content %d chars]\r\n", n)
+		default:
 			b.WriteString("› " + composer + "\r\n")
 		}
 		b.WriteString("\r\n  fake-model default · ~/src\r\n  ← for agents · ? for shortcuts")
@@ -100,7 +105,8 @@ func TestEnterTUI(t *testing.T) {
 			return
 		}
 		if mode == "slow" && composer == "" && len(pending) == 0 {
-			time.Sleep(slowEcho) // reading the paste: nothing drawn, nothing more read
+			os.Stdout.WriteString("\x1b[1;30H(reading)") // drawn at once, not the prompt
+			time.Sleep(slowEcho)                         // reading the paste: nothing more drawn or read
 			for more := true; more; {
 				select {
 				case b := <-in:
@@ -239,13 +245,15 @@ func TestRepairEnterAfterSwallow(t *testing.T) {
 	}
 }
 
-// TestEnterAfterSlowEcho: an agent that draws nothing of a prompt for longer than the
-// echo timeout gets Enter after it, and its empty composer is not read as the prompt
-// having left it while it has drawn nothing since: the receipt says submitted only once
-// the agent took the prompt, which it does once.
+// TestEnterAfterSlowEcho: an agent that draws a pasted prompt only after the echo
+// timeout (having drawn something else at once) gets Enter once its composer shows the
+// prompt, not before (the Enter would be read with the paste and lost, and the empty
+// composer read as the prompt having left it): the receipt says submitted only once the
+// agent took the prompt, which it does once.
 func TestEnterAfterSlowEcho(t *testing.T) {
 	td, rt, dir := startEnterTUI(t, "slow", 30*time.Second)
-	if _, err := td.trigger(map[string]any{"trigger_id": "slow1", "workspace": "enter", "agent": "dev", "prompt": "the task"}); err != nil {
+	prompt := "the task " + strings.Repeat("word ", 200) // over 512 bytes: pasted
+	if _, err := td.trigger(map[string]any{"trigger_id": "slow1", "workspace": "enter", "agent": "dev", "prompt": prompt}); err != nil {
 		t.Fatal(err)
 	}
 	got := td.waitTriggerFor("slow1", time.Minute, func(t nudge.Trigger) bool { return t.Closed })
