@@ -45,7 +45,11 @@ func keysRig(t *testing.T) (*rig, *fakeKeyboard, func() []nudge.AuditRecord) {
 	r.s.deps.Audit = func(rec nudge.AuditRecord) { mu.Lock(); recs = append(recs, rec); mu.Unlock() }
 	r.s.deps.Runtimes = fakeRuntimes{"rt_w1.a": {RuntimeID: "rt_w1.a", WorkspaceID: "w1", PaneID: "%3", PID: 42}}
 	r.ts.Config.Handler = r.s.Handler()
-	return r, kb, func() []nudge.AuditRecord { mu.Lock(); defer mu.Unlock(); return append([]nudge.AuditRecord(nil), recs...) }
+	return r, kb, func() []nudge.AuditRecord {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]nudge.AuditRecord(nil), recs...)
+	}
 }
 
 const someKeys = `{"keys":[{"text":"ls"},{"key":"Escape"},{"key":"C-c"},{"key":"Up"}]}`
