@@ -6,7 +6,7 @@
 const S = {
   who: null, rts: new Map(), trig: new Map(), story: new Map(),
   es: null, loaded: false, queue: [], page: null, term: null, dirty: false, lastSeq: 0,
-  typing: false, ctrl: false, keys: [], keysBusy: false,
+  typing: false, ctrl: false, keys: [], keysBusy: false, swallow: null,
   cards: [], fleetBusy: false, fleetAgain: false, fleetTimer: null,
 };
 
@@ -405,12 +405,14 @@ function typingParts(id) {
     if (!name && e.key.length === 1 && /[a-z]/i.test(e.key) && (e.ctrlKey || S.ctrl)) name = 'C-' + e.key.toLowerCase();
     if (!name) return;
     e.preventDefault();
+    if (name.startsWith('C-')) S.swallow = e.key; // a browser that types it all the same
     press(name);
   });
+  input.addEventListener('keyup', () => { S.swallow = null; });
   input.addEventListener('input', () => {
     const text = input.value;
     input.value = '';
-    if (!text) return;
+    if (!text || text === S.swallow) return;
     if (S.ctrl && /^[a-z]$/i.test(text)) { press('C-' + text.toLowerCase()); return; }
     sendKey(id, { text });
   });
