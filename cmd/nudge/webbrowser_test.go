@@ -121,7 +121,7 @@ func TestWebBrowser(t *testing.T) {
 
 			// Pause from the page, send a prompt: it waits; resume: it is delivered, acked,
 			// and the reply is the one the demo agent wrote in its session record.
-			must(t, "runtime page", chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = '#/rt/`+demo.RuntimeID+`'`), chromedp.WaitVisible("#pause")))
+			openRuntime(t, ctx, demo.RuntimeID)
 			must(t, "pause", chromedp.Do(ctx, chromedp.Click("#pause")))
 			waitJS(t, ctx, "paused", `!document.getElementById('resume').hidden`)
 			marker := "WEB_" + strings.ToUpper(vp.name)
@@ -145,8 +145,8 @@ func TestWebBrowser(t *testing.T) {
 			}
 
 			// Typing: off until switched on; then the keyboard and the key bar reach the pane.
-			must(t, "keys page", chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = '#/rt/`+kb.RuntimeID+`'`),
-				chromedp.WaitVisible("#term-toggle"), chromedp.Click("#term-toggle"), chromedp.WaitVisible("#term-type")))
+			openRuntime(t, ctx, kb.RuntimeID)
+			must(t, "keys page", chromedp.Do(ctx, chromedp.Click("#term-toggle"), chromedp.WaitVisible("#term-type")))
 			waitJS(t, ctx, "typing off at first", `document.getElementById('typing').hidden && !S.typing`)
 			must(t, "typing on", chromedp.Do(ctx, chromedp.Click("#term-type"), chromedp.WaitVisible("#keybar")))
 			must(t, "type", chromedp.Do(ctx, chromedp.SendKeys("#term-input", "hi"),
@@ -172,8 +172,8 @@ func TestWebBrowser(t *testing.T) {
 			}
 
 			// The dialog: approve it from the page with a reason.
-			must(t, "dialog page", chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = '#/rt/`+dlg.RuntimeID+`'`),
-				chromedp.WaitVisible("#dialog button.primary")))
+			openRuntime(t, ctx, dlg.RuntimeID)
+			must(t, "dialog page", chromedp.Do(ctx, chromedp.WaitVisible("#dialog button.primary")))
 			must(t, "reason", chromedp.Do(ctx, chromedp.SendKeys("#reason", "approved from the "+vp.name)))
 			if vp.mobile {
 				must(t, "scroll", chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`)))
@@ -209,8 +209,9 @@ func TestWebBrowser(t *testing.T) {
 
 			// A read-only device sees the terminal and no way to type.
 			webPair(t, td, ctx, "read", vp.name+"-ro")
-			must(t, "read-only terminal", chromedp.Do(ctx, chromedp.WaitVisible("#fleet"), chromedp.Evaluate[chromedp.Void](`location.hash = '#/rt/`+kb.RuntimeID+`'`),
-				chromedp.WaitVisible("#term-toggle"), chromedp.Click("#term-toggle")))
+			waitJS(t, ctx, "the fleet", `location.pathname === '/' && !!document.querySelector('#fleet')`)
+			openRuntime(t, ctx, kb.RuntimeID)
+			must(t, "read-only terminal", chromedp.Do(ctx, chromedp.Click("#term-toggle")))
 			waitJS(t, ctx, "no typing for a read-only device", `!document.getElementById('term').hidden && !document.getElementById('term-type') && !document.getElementById('keybar') && !document.getElementById('term-input')`)
 		})
 	}
@@ -223,6 +224,13 @@ const composerBox = `printf '╭────────────────
 // rawKeys is standinKeys with the terminal raw: Ctrl-C reaches the file as \x03 (no
 // signal) and Enter as \r.
 var rawKeys = strings.Replace(standinKeys, "stty -icanon -echo min 1", "stty raw -echo", 1)
+
+// openRuntime shows runtime id's page and waits until it is drawn (not the page before).
+func openRuntime(t *testing.T, ctx context.Context, id string) {
+	t.Helper()
+	must(t, "runtime page", chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = '#/rt/`+id+`'`)))
+	waitJS(t, ctx, "the page of "+id, `(document.getElementById('runtime')||{dataset:{}}).dataset.runtime === `+jsString(id)+` && !!document.getElementById('term-toggle')`)
+}
 
 // spawnDemo spawns the demo agent (nudge demo-agent: the daemon's Panes.Self must be a
 // nudge binary) and waits until it is ready.
