@@ -84,7 +84,10 @@ func startWebDaemon(t *testing.T) *webDaemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	bin, err := buildNudgeBinary(dir)
+	bin, err := os.Getenv("NUDGE_BENCH_WEB_BIN"), error(nil) // another build, to compare in one run
+	if bin == "" {
+		bin, err = buildNudgeBinary(dir)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +177,7 @@ func (w *webDaemon) openTab(t *testing.T, browser context.Context) context.Conte
 	  const look = () => { const c = document.querySelector('[data-runtime="` + w.rt + `"]'); if (!c) return;
 	    const p = !!c.querySelector('[data-paused]'); if (last !== null && p !== last) window.__seen.push(performance.timeOrigin + performance.now()); last = p; };
 	  new MutationObserver(look).observe(document.getElementById('main'), { subtree: true, childList: true }); look();
-	  window.__arrive = []; let lastA = null;
+	  window.__arrive = []; let lastA = false; // unpaused between runs of flips
 	  S.es.addEventListener('card', (m) => { const at = performance.timeOrigin + performance.now(); const c = JSON.parse(m.data);
 	    if (c.runtime_id !== '` + w.rt + `') return; const p = (c.badges || []).includes('paused');
 	    if (lastA !== null && p !== lastA) window.__arrive.push(at); lastA = p; });
@@ -327,7 +330,7 @@ func (r *streamReader) read(body io.ReadCloser, rt string) {
 	defer body.Close()
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	card, last := false, -1
+	card, last := false, 0 // unpaused between runs of flips
 	for sc.Scan() {
 		line := sc.Bytes()
 		switch {
@@ -347,7 +350,7 @@ func (r *streamReader) read(body io.ReadCloser, rt string) {
 			if slices.Contains(c.Badges, "paused") {
 				p = 1
 			}
-			if last >= 0 && p != last {
+			if p != last {
 				r.mu.Lock()
 				r.times = append(r.times, at)
 				r.mu.Unlock()

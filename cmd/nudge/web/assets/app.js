@@ -113,12 +113,21 @@ function putTrigger(t) {
 // watch draws): all of them from GET /api/v1/fleet at the start, then each one the event
 // stream sends as it changes (`event: card`). A reply is on its trigger, not its event:
 // the cards are read again then, one read at a time with a quiet 20 ms after each.
+// putCard reports whether it drew the card itself: a card the fleet page shows already
+// is replaced in place at once, not at the next frame (a frame is up to 17 ms away, more
+// on a busy machine); a new or gone card redraws the page.
 function putCard(c) {
   const i = S.cards.findIndex((o) => o.runtime_id === c.runtime_id);
-  if (c.gone) { if (i >= 0) S.cards.splice(i, 1); return; }
-  if (i >= 0) { S.cards[i] = c; return; }
+  if (c.gone) { if (i >= 0) S.cards.splice(i, 1); return false; }
+  if (i >= 0) {
+    S.cards[i] = c;
+    const old = S.page === 'fleet' && document.querySelector('#fleet [data-runtime="' + CSS.escape(c.runtime_id) + '"]');
+    if (old) { old.replaceWith(fleetCard(c)); return true; }
+    return false;
+  }
   S.cards.push(c);
   S.cards.sort((a, b) => (a.workspace_id === b.workspace_id ? a.role.localeCompare(b.role) : a.workspace_id < b.workspace_id ? -1 : 1));
+  return false;
 }
 
 async function refreshFleet() {
@@ -179,8 +188,9 @@ function connect() {
   S.es = es;
   es.onopen = () => { setLive(true); if (!S.loaded) load().catch(fatal); };
   es.addEventListener('card', (m) => {
-    try { putCard(JSON.parse(m.data)); } catch (_) { return; }
-    render();
+    let c;
+    try { c = JSON.parse(m.data); } catch (_) { return; }
+    if (!putCard(c)) render();
   });
   es.onmessage = (m) => {
     let ev;
