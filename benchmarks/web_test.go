@@ -77,7 +77,7 @@ type webDaemon struct {
 	http                               *http.Client // on the unix socket
 }
 
-func startWebDaemon(t *testing.T) *webDaemon {
+func startWebDaemon(t *testing.T, serveArgs ...string) *webDaemon {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "nwb")
 	if err != nil {
@@ -103,6 +103,7 @@ func startWebDaemon(t *testing.T) *webDaemon {
 	}}}
 	w.cmd = exec.Command(bin, "serve", "--state-dir", filepath.Join(dir, "state"), "--socket", w.sock, "--tmux-socket", w.tmuxSock,
 		"--tmux-config", "/dev/null", "--root", dir, "--web", addr, "--log-level", "warn")
+	w.cmd.Args = append(w.cmd.Args, serveArgs...)
 	w.cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
 	logf, err := os.Create(filepath.Join(dir, "daemon.log"))
 	if err != nil {
@@ -452,7 +453,7 @@ func pctMS(sorted []float64, p float64) float64 {
 // (NUDGE_BENCH_WEB=1 go test -run TestWebBusyFleetCPU -v ./benchmarks).
 func TestWebBusyFleetCPU(t *testing.T) {
 	chrome := benchChromium(t)
-	w := startWebDaemon(t)
+	w := startWebDaemon(t, "--rate-limit", "1000/min") // every trigger goes: 3 a minute per pane is past the default
 	for i := range 10 {
 		if _, err := w.cli("spawn", "--workspace", "wb", "--role", fmt.Sprintf("busy%d", i), "--agent", "shell", "--dir", w.dir, "--",
 			"sh", "-c", "while :; do i=0; while [ $i -lt 20 ]; do echo busy line $i; i=$((i+1)); done; sleep 0.5; done"); err != nil {
