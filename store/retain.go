@@ -153,7 +153,7 @@ func (db *DB) Retain(ctx context.Context, r Retention) RetainStats {
 		}
 	}
 	if st.Err == nil && r.sealing() {
-		st.Err = db.AuditLog.seal(ctx, r, now.Add(-r.AuditWindow), &st)
+		st.Err = db.audit.seal(ctx, r, now.Add(-r.AuditWindow), &st)
 	}
 	return st
 }

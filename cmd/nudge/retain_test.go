@@ -139,7 +139,7 @@ func TestCleanStartAfterEveryTriggerAgedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, _, err := db.CreateTrigger(nudge.Trigger{TriggerID: "t1", WorkspaceID: "w", Agent: "a", Closed: true}, nil); err != nil {
+	if _, _, err := db.Triggers().CreateTrigger(nudge.Trigger{TriggerID: "t1", WorkspaceID: "w", Agent: "a", Closed: true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(48 * time.Hour)
