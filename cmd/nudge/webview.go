@@ -34,7 +34,7 @@ func openWeb(cfg serveConfig, d *daemon) (*web.Server, error) {
 			ConfigFile: p.ConfigFile, SSH: p.SSH, SSHConfig: p.SSHConfig, Logger: d.log.Named("web")}},
 		Keys: &web.PaneKeys{Conn: func(ws string) (web.Doer, error) { return d.reg.Conn(ws) }, Beside: d.pipe.Beside, Keyed: d.mon.Keyed},
 		Audit: func(rec nudge.AuditRecord) {
-			if _, err := d.db.AppendAudit(rec); err != nil {
+			if _, err := d.db.AuditLog().AppendAudit(rec); err != nil {
 				d.log.Error("audit", "event", rec.Event, "err", err)
 			}
 		},
