@@ -49,11 +49,18 @@ func TestWebFigures(t *testing.T) {
 			n, pctMS(lat.onPage, 50), pctMS(lat.onPage, 99), lat.onPage[len(lat.onPage)-1], len(lat.onPage), cpu, span.Seconds())
 	}
 
+	// NUDGE_BENCH_WEB_BROWSERS=1: each viewer in a Chromium of its own (its own browser
+	// and network processes), not a tab of one.
+	own := os.Getenv("NUDGE_BENCH_WEB_BROWSERS") != ""
 	browser := headless(t, chrome)
 	var tabs []context.Context
 	for _, n := range []int{1, 20} {
 		for len(tabs) < n {
-			tabs = append(tabs, w.openTab(t, browser))
+			b := browser
+			if own && len(tabs) > 0 {
+				b = headless(t, chrome)
+			}
+			tabs = append(tabs, w.openTab(t, b))
 		}
 		lat, cpu, span := w.flips(t, tabs, nil, 60)
 		for _, l := range [][]float64{lat.onPage, lat.arrived, lat.drawn} {
