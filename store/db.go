@@ -176,7 +176,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db.retain = opts.Retain
-	if opts.Retain.active() {
+	if opts.Retain.active() || opts.Retain.OnPass != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		db.retainStop = cancel
 		db.retainWG.Add(1)

@@ -278,6 +278,45 @@ func TestRetainLoop(t *testing.T) {
 	}
 }
 
+// With OnPass set and nothing to remove (no window, no sealing: --retain 0), the loop
+// still runs its passes, so a caller watching the file's size is called; they write
+// nothing and never arm the idle release.
+func TestRetainLoopKeepAllStillCalls(t *testing.T) {
+	passes := make(chan RetainStats, 16)
+	r := Retention{Every: 5 * time.Millisecond, OnPass: func(st RetainStats) {
+		select {
+		case passes <- st:
+		default:
+		}
+	}}
+	idle := make(chan struct{}, 1)
+	db := openAt(t, filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true, Retain: r,
+		IdleAfter: time.Millisecond, OnIdle: func() {
+			select {
+			case idle <- struct{}{}:
+			default:
+			}
+		}})
+	for range 3 {
+		select {
+		case st := <-passes:
+			if st != (RetainStats{}) {
+				t.Fatalf("a pass with nothing to keep did %+v", st)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("no pass runs when nothing is kept but OnPass is set")
+		}
+	}
+	select {
+	case <-idle:
+		t.Fatal("a pass that wrote nothing armed the idle release")
+	default:
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A crash after a segment was written and before its records left the store: the next
 // pass writes them again into an overlapping segment, and the archive still verifies.
 func TestRetainSealOverlap(t *testing.T) {

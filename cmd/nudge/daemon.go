@@ -288,11 +288,11 @@ func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = -1 // --store-check-timeout 0: skip the check
 	}
-	cfg.Keep.Options(&o, path, log)
+	keep := cfg.Keep.Options(&o, path, log)
 	before := retention.FileSize(path)
 	db, err := store.Open(path, o)
 	if err == nil {
-		cfg.Keep.Opened(log, path, before)
+		keep.Opened(before)
 	}
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("another nudge daemon is using %s (stop it first, or give this one another --state-dir)", cfg.StateDir)
@@ -419,7 +419,7 @@ func daemonPaths(cfg serveConfig) api.Paths {
 		return p
 	}
 	return api.Paths{StateDir: abs(cfg.StateDir), Socket: abs(cfg.Socket), Store: abs(storePath(cfg)),
-		ProfileDir: abs(cfg.ProfileDir), PackDir: abs(cfg.PackDir)}
+		ProfileDir: abs(cfg.ProfileDir), PackDir: abs(cfg.PackDir), StoreWarnSize: cfg.Keep.WarnSize}
 }
 
 func tmuxServerName(p panes.Config) string {
