@@ -15,9 +15,13 @@ import (
 // The busy-fleet phase: 100 managed panes in a workspace of their own (fleetWorkspace),
 // 20 for each of the five agent packs, each window as large as the recordings (80x24).
 // Each workload runs for -fleet-window while the daemon's and the tmux server's CPU
-// (utime+stime, /proc/PID/stat) are read over the same interval.
+// (utime+stime, /proc/PID/stat) are read over the same interval. The shell workloads run
+// on a second fleet of 100 panes of the built-in `shell` profile (what `nudge spawn
+// --agent shell` starts) in a workspace of its own (shellWorkspace), spawned once the
+// agent fleet is stopped, so that the tmux server carries 100 panes in either.
 const (
 	fleetWorkspace = "fleet"
+	shellWorkspace = "shells"
 	fleetPanes     = 100
 )
 
@@ -25,13 +29,32 @@ const (
 var fleetAgents = []string{"claude", "codex", "gemini", "opencode", "pi"}
 
 // fleetWorkloads are the workloads in the order they run; -fleet-workloads selects.
+// cmd is what pane i runs ("" = nothing).
 var fleetWorkloads = []struct {
 	name, desc string
+	shell      bool // on the `--agent shell` fleet
+	cmd        func(i int) string
 }{
-	{"idle", "100 panes idle"},
-	{"spinner", "50 panes each redrawing a status row at 12.5 Hz"},
-	{"replay", "100 panes replaying the five CLIs' recorded full turns at their pace"},
-	{"lines", "10 panes each printing a 66-byte line every 10 ms"},
+	{"idle", "100 panes idle", false, func(int) string { return "" }},
+	{"spinner", "50 panes each redrawing a status row at 12.5 Hz", false, spinner},
+	{"replay", "100 panes replaying the five CLIs' recorded full turns at their pace", false, nil},
+	{"lines", "10 panes each printing a 66-byte line every 10 ms", false, lines},
+	{"shell-spinner", "`--agent shell` fleet: 50 panes each redrawing a status row at 12.5 Hz", true, spinner},
+	{"shell-lines", "`--agent shell` fleet: 10 panes each printing a 66-byte line every 10 ms", true, lines},
+}
+
+func spinner(i int) string {
+	if i < 50 {
+		return "spin 80ms"
+	}
+	return ""
+}
+
+func lines(i int) string {
+	if i < 10 {
+		return "stream 10ms"
+	}
+	return ""
 }
 
 type fleetWindow struct {
@@ -52,16 +75,20 @@ type fleetResult struct {
 	windows []fleetWindow
 }
 
-// fleet runs the busy-fleet workloads.
-func (b *bench) fleet() (*fleetResult, error) {
-	streams, err := streamsDir()
-	if err != nil {
-		return nil, err
-	}
+// spawnFleet spawns the 100 panes of the agent fleet (shell false) or of the shell fleet.
+func (b *bench) spawnFleet(shell bool) ([]*bpane, error) {
 	var ps []*bpane
 	for i := 0; i < fleetPanes; i++ {
-		agent := fleetAgents[i%len(fleetAgents)]
-		p, err := b.e.spawnOn(fleetWorkspace, fmt.Sprintf("f%03d", i), "fleet"+agent, "")
+		var p *bpane
+		var err error
+		if shell {
+			// The shell profile allows shells as launchers: the reader is exec'd by sh.
+			role := fmt.Sprintf("s%03d", i)
+			p, err = b.e.spawnArgv(shellWorkspace, role, "shell", "",
+				[]string{"sh", "-c", `exec "$0" -pane-reader "$1" "$2"`, b.e.self, b.e.readerSock, role})
+		} else {
+			p, err = b.e.spawnOn(fleetWorkspace, fmt.Sprintf("f%03d", i), "fleet"+fleetAgents[i%len(fleetAgents)], "")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("spawn fleet pane %d: %w", i, err)
 		}
@@ -70,26 +97,62 @@ func (b *bench) fleet() (*fleetResult, error) {
 		}
 		ps = append(ps, p)
 	}
+	time.Sleep(2 * time.Second)
+	return ps, nil
+}
+
+// stopFleet takes the fleet away: each runtime deregistered, then its pane killed (a
+// stop would wait for each reader to ignore C-c for seconds).
+func (b *bench) stopFleet(ps []*bpane) error {
+	for _, p := range ps {
+		if err := b.e.del("/v1/runtimes/" + p.rt.RuntimeID + "?reason=nudgebench"); err != nil {
+			return err
+		}
+	}
+	for _, p := range ps {
+		if out, err := exec.Command(b.e.tmux, "-L", b.e.tmuxSock, "kill-pane", "-t", p.rt.PaneID).CombinedOutput(); err != nil {
+			return fmt.Errorf("kill-pane %s: %v: %s", p.rt.PaneID, err, out)
+		}
+	}
+	time.Sleep(2 * time.Second)
+	return nil
+}
+
+// fleet runs the busy-fleet workloads.
+func (b *bench) fleet() (*fleetResult, error) {
+	streams, err := streamsDir()
+	if err != nil {
+		return nil, err
+	}
 	selected := func(name string) bool {
 		return b.o.fleetWorkloads == "" || strings.Contains(","+b.o.fleetWorkloads+",", ","+name+",")
 	}
 	res := &fleetResult{}
-	time.Sleep(2 * time.Second)
+	var ps []*bpane
+	onShells := false
 	for _, wl := range fleetWorkloads {
 		if !selected(wl.name) {
 			continue
 		}
+		if ps == nil || wl.shell != onShells {
+			if ps != nil {
+				if err := b.stopFleet(ps); err != nil {
+					return nil, err
+				}
+			}
+			if ps, err = b.spawnFleet(wl.shell); err != nil {
+				return nil, err
+			}
+			onShells = wl.shell
+		}
 		for i, p := range ps {
 			var cmd string
-			switch {
-			case wl.name == "spinner" && i < 50:
-				cmd = "spin 80ms"
-			case wl.name == "replay":
+			if wl.cmd != nil {
+				cmd = wl.cmd(i)
+			} else { // replay
 				agent := fleetAgents[i%len(fleetAgents)]
 				frac := float64(i/len(fleetAgents)) / float64(fleetPanes/len(fleetAgents))
 				cmd = fmt.Sprintf("replay %s %.3f", filepath.Join(streams, agent+"_fullturn.stream"), frac)
-			case wl.name == "lines" && i < 10:
-				cmd = "stream 10ms"
 			}
 			if cmd != "" {
 				if err := p.r.Send(cmd); err != nil {
@@ -103,7 +166,11 @@ func (b *bench) fleet() (*fleetResult, error) {
 			return nil, err
 		}
 		if wl.name != "idle" {
-			if w.bareCPU, w.bareLines, err = b.fleetBare(); err != nil {
+			ws := fleetWorkspace
+			if wl.shell {
+				ws = shellWorkspace
+			}
+			if w.bareCPU, w.bareLines, err = b.fleetBare(ws); err != nil {
 				return nil, err
 			}
 		}
@@ -154,9 +221,9 @@ func (b *bench) fleetWindow(name, desc string, ps []*bpane) (fleetWindow, error)
 
 // fleetBare runs a bare control client (-bare-client) on the fleet's session for an
 // equal window: what decoding the same stream costs a Go client that does nothing else.
-func (b *bench) fleetBare() (cpu float64, lines int64, err error) {
+func (b *bench) fleetBare(ws string) (cpu float64, lines int64, err error) {
 	e := b.e
-	cmd := exec.Command(e.self, "-bare-client", e.tmux, e.tmuxSock, "agents_"+fleetWorkspace, b.o.fleetWindow.String())
+	cmd := exec.Command(e.self, "-bare-client", e.tmux, e.tmuxSock, "agents_"+ws, b.o.fleetWindow.String())
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = dieWithHarness()
 	out, err := cmd.Output()
@@ -250,7 +317,7 @@ func streamsDir() (string, error) {
 }
 
 func (r *fleetResult) print(w io.Writer) {
-	fmt.Fprintln(w, "Busy fleet: 100 managed panes (20 per agent pack, 80x24), daemon and tmux server CPU (utime+stime) in the same window")
+	fmt.Fprintln(w, "Busy fleet: 100 managed panes (20 per agent pack, 80x24; the shell rows: 100 `--agent shell` panes instead), daemon and tmux server CPU (utime+stime) in the same window")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| workload | s | pane writes/s | KB/s | readiness changes/s | daemon CPU % | tmux server CPU % | daemon / tmux | daemon µs per write | daemon context switches per write | bare client CPU % | bare client / tmux | daemon RSS MB | load avg |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -274,9 +274,14 @@ func (b *bench) sshSample(s *loopSSHD, p *bpane, res *hostResult, keep bool) err
 // spawnOn starts a managed runtime running the reader in workspace ws, bound to host
 // ("" = local), and waits for the reader and for the runtime to be ready.
 func (e *env) spawnOn(ws, role, agent, host string) (*bpane, error) {
+	return e.spawnArgv(ws, role, agent, host, []string{e.self, "-pane-reader", e.readerSock, role})
+}
+
+// spawnArgv is spawnOn with the pane's argv given (it must start the reader as role).
+func (e *env) spawnArgv(ws, role, agent, host string, argv []string) (*bpane, error) {
 	b, err := e.post("/v1/runtimes", map[string]any{
 		"workspace": ws, "role": role, "agent": agent, "dir": e.dir, "host": host,
-		"argv": []string{e.self, "-pane-reader", e.readerSock, role},
+		"argv": argv,
 	})
 	if err != nil {
 		return nil, err
