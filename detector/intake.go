@@ -13,14 +13,35 @@ import (
 // nothing while it reads it: Gemini CLI, given a 63 KiB paste, shows an empty composer
 // and no busy sign for seconds (tens of seconds on a loaded machine), and its screen
 // reads READY all that time. A trigger typed then is queued behind the paste, not given
-// to an idle agent. So until the agent shows it took the prompt (it draws anything: its
-// busy sign, the prompt in its transcript, an answer; or the trigger is acked) or its
+// to an idle agent. So until the agent shows it took the prompt (its busy sign, the
+// prompt in its transcript, a dialog or an error; or the trigger is acked) or its
 // profile's intake window passes, the pane does not count as READY.
+//
+// What else shows it depends on the TUI. For most, anything drawn after the prompt left
+// the composer is the turn's (an answer, its transcript). A TUI whose pack says
+// IntakeNeedsTurn (Gemini CLI) may draw something at Enter and start the turn seconds
+// later: under load it redraws, reads READY, and only then writes the prompt's user line
+// to its record. Its drawing counts only once its record showed the prompt (Recorded:
+// the turn started), and then only drawing after that; the turn's end in the record
+// (Settled) ends the intake too.
 type intake struct {
-	trigger string    // the trigger whose prompt it is ("" none)
-	seq     uint64    // the pane's output count when the prompt left the composer
-	until   time.Time // the end of the intake window
-	held    bool      // the verdict last published is BUSY because of it: a real one must follow
+	trigger  string    // the trigger whose prompt it is ("" none)
+	seq      uint64    // the pane's output count when the prompt left the composer
+	until    time.Time // the end of the intake window
+	held     bool      // the verdict last published is BUSY because of it: a real one must follow
+	strict   bool      // the pack's IntakeNeedsTurn: drawing alone is no sign of the turn
+	recorded bool      // the agent's record showed the prompt (its turn started)
+	recSeq   uint64    // the pane's output count when it did
+}
+
+// drawn reports whether output count seq shows that the agent drew since it took the
+// prompt: since the prompt left the composer, or, for a strict intake, since its record
+// showed the prompt.
+func (in *intake) drawn(seq uint64) bool {
+	if in.strict {
+		return in.recorded && seq != in.recSeq
+	}
+	return seq != in.seq
 }
 
 // pending reports whether the intake is still waited for at now.
@@ -41,7 +62,8 @@ func (m *Monitor) Submitted(runtimeID, triggerID string) {
 		return
 	}
 	rt, ok := m.cfg.Registry.Get(runtimeID)
-	if !ok || m.packFor(rt) == nil {
+	pack := m.packFor(rt)
+	if !ok || pack == nil {
 		return // no pack reads its screen: its readiness says nothing either way
 	}
 	window := panes.DefaultIntakeTimeout
@@ -50,14 +72,36 @@ func (m *Monitor) Submitted(runtimeID, triggerID string) {
 	}
 	now := m.cfg.Now()
 	ps.mu.Lock()
-	ps.intake = intake{trigger: triggerID, seq: ps.outSeq.Load(), until: now.Add(window), held: ps.intake.held}
+	ps.intake = intake{trigger: triggerID, seq: ps.outSeq.Load(), until: now.Add(window), held: ps.intake.held,
+		strict: pack.IntakeNeedsTurn}
 	ps.mu.Unlock()
 	signal(ps.intakeCh)
 }
 
+// Recorded says that the agent's own record shows trigger triggerID's prompt as a user
+// message: its turn started. For an intake that drawing alone does not end (the pack's
+// IntakeNeedsTurn), what the pane draws from now on shows the agent took the prompt; a
+// screen still unchanged may be one drawn before the turn began, and still holds.
+func (m *Monitor) Recorded(runtimeID, triggerID string) {
+	ps := m.get(runtimeID)
+	if ps == nil {
+		return
+	}
+	ps.mu.Lock()
+	in := &ps.intake
+	hit := triggerID != "" && in.trigger == triggerID && in.strict && !in.recorded
+	if hit {
+		in.recorded, in.recSeq = true, ps.outSeq.Load()
+	}
+	ps.mu.Unlock()
+	if hit {
+		signal(ps.intakeCh)
+	}
+}
+
 // Settled ends the wait for trigger triggerID's intake, if it is the one waited for: the
 // trigger is closed (acked: the agent took it; failed or fallen back: there is nothing
-// more to wait for in this pane).
+// more to wait for in this pane), or the turn that took it ended in the agent's record.
 func (m *Monitor) Settled(runtimeID, triggerID string) {
 	ps := m.get(runtimeID)
 	if ps == nil {
@@ -92,8 +136,8 @@ func (m *Monitor) Working(rt nudge.Runtime) bool {
 }
 
 // Intaking reports the trigger whose prompt the runtime's agent took out of its composer
-// and has not yet shown that it took (nothing drawn since, no ack, within its profile's
-// intake window), and when that window ends.
+// and has not yet shown that it took (nothing drawn since, or for a strict intake no sign
+// of its turn; no ack, within its profile's intake window), and when that window ends.
 func (m *Monitor) Intaking(rt nudge.Runtime) (triggerID string, until time.Time, ok bool) {
 	ps := m.get(rt.RuntimeID)
 	if ps == nil {
@@ -102,27 +146,28 @@ func (m *Monitor) Intaking(rt nudge.Runtime) (triggerID string, until time.Time,
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	in := ps.intake
-	if !in.pending(m.cfg.Now()) || ps.outSeq.Load() != in.seq {
+	if !in.pending(m.cfg.Now()) || in.drawn(ps.outSeq.Load()) {
 		return "", time.Time{}, false // over, or the pane drew since: the quiet capture ends it
 	}
 	return in.trigger, in.until, true
 }
 
 // intakeView applies the pane's intake to c, a verdict on screen, captured when the pane's
-// output count was seq, and ends the intake once the screen shows the prompt taken. While
-// it is pending, a READY screen is reported BUSY. Called with ps.mu held.
+// output count was seq, and ends the intake once the screen shows the prompt taken (for a
+// strict intake, drawing counts only as intake.drawn says). While it is pending, a READY
+// screen is reported BUSY. Called with ps.mu held.
 func (ps *paneState) intakeView(c Classification, seq uint64, screen string, now time.Time) Classification {
 	in := &ps.intake
 	if in.trigger != "" {
 		switch {
-		case seq != in.seq: // the agent drew since the prompt left its composer
+		case in.drawn(seq): // the agent drew since it took the prompt
 		case c.State == nudge.Busy || c.State == nudge.NeedsConfirmation || c.State == nudge.ErrorState:
 		case echoed(screen, c.Draft, in.trigger): // the prompt in its transcript
 		case !now.Before(in.until): // the window passed
 		case c.State == nudge.Ready:
 			in.held = true
 			c.State, c.Confident = nudge.Busy, true
-			c.Summary = "taking in the prompt of trigger " + in.trigger + ": nothing drawn since it left the composer"
+			c.Summary = "taking in the prompt of trigger " + in.trigger + ": " + in.waitingFor()
 			return c
 		default: // not understood: say so, and wait on
 			return c
@@ -131,6 +176,17 @@ func (ps *paneState) intakeView(c Classification, seq uint64, screen string, now
 	}
 	in.held = false
 	return c
+}
+
+// waitingFor says what a pending intake waits for, for the summary of the BUSY it reads.
+func (in *intake) waitingFor() string {
+	switch {
+	case !in.strict:
+		return "nothing drawn since it left the composer"
+	case in.recorded:
+		return "its record shows it, nothing drawn since"
+	}
+	return "no sign of its turn since it left the composer"
 }
 
 // echoed reports whether the screen shows the envelope of trigger id outside the composer

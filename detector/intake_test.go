@@ -1,11 +1,15 @@
 package detector
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/panes"
 )
 
 // TestIntakeView: while nudge's prompt is in intake, a READY screen reads BUSY; the
@@ -44,6 +48,34 @@ func TestIntakeView(t *testing.T) {
 			t.Errorf("%s: the override %+v does not name the trigger, keep the composer, or mark itself held", c.name, got)
 		}
 	}
+	// A strict intake (the pack's IntakeNeedsTurn: Gemini CLI may draw before it takes a
+	// prompt) is not ended by drawing alone: only once the record showed the prompt, by
+	// drawing after that; the signs of the turn end it as before.
+	strict := []struct {
+		name   string
+		in     intake
+		c      Classification
+		seq    uint64
+		screen string
+		want   nudge.Readiness
+		ended  bool
+	}{
+		{"drew, not recorded", intake{}, ready, 8, "> \n", nudge.Busy, false},
+		{"recorded, nothing drawn since", intake{recorded: true, recSeq: 8}, ready, 8, "> \n", nudge.Busy, false},
+		{"recorded, drew since", intake{recorded: true, recSeq: 8}, ready, 9, "> \n", nudge.Ready, true},
+		{"busy sign", intake{}, Classification{State: nudge.Busy, Summary: "⠋ Thinking"}, 8, "", nudge.Busy, true},
+		{"dialog", intake{}, Classification{State: nudge.NeedsConfirmation}, 8, "", nudge.NeedsConfirmation, true},
+		{"in transcript", intake{}, ready, 8, "> [BRIDGE_TRIGGER id=t1 thread=- reason=trigger] hi\n> \n", nudge.Ready, true},
+	}
+	for _, c := range strict {
+		in := c.in
+		in.trigger, in.seq, in.until, in.strict = "t1", 7, now.Add(30*time.Second), true
+		ps := &paneState{intake: in}
+		got := ps.intakeView(c.c, c.seq, c.screen, now)
+		if got.State != c.want || (ps.intake.trigger == "") != c.ended {
+			t.Errorf("strict, %s: got %s (intake %+v), want %s, ended %v", c.name, got.State, ps.intake, c.want, c.ended)
+		}
+	}
 	// The prompt still in the composer (a draft holding its envelope) is not its echo.
 	ps := &paneState{intake: intake{trigger: "t1", seq: 7, until: now.Add(time.Second)}}
 	c := ready
@@ -55,5 +87,76 @@ func TestIntakeView(t *testing.T) {
 	ps.intake.end()
 	if got := ps.intakeView(ready, 9, "", now); got.State != nudge.Ready || ps.intake.held {
 		t.Errorf("after the intake: %s held %v", got.State, ps.intake.held)
+	}
+}
+
+// TestIntakeNeedsTurnLive: a fake Gemini CLI in a real pane, watched with the gemini pack
+// (IntakeNeedsTurn), redraws its idle screen right after nudge's prompt left its
+// composer and takes the prompt only later (Gemini CLI under load, given a large paste).
+// That drawing does not end the intake: the pane reads BUSY and Intaking names the
+// trigger. Once the record showed the prompt, a screen unchanged since still holds; what
+// it draws after that ends the intake, and the pane reads READY.
+func TestIntakeNeedsTurnLive(t *testing.T) {
+	t.Parallel()
+	e := newLiveEnvPanes(t, func(c *panes.Config) {
+		profs, err := panes.LoadProfiles("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := profs["shell"] // the shell's profile (it runs sh) with Gemini CLI's pack
+		p.Name, p.Pack, p.IntakeTimeout = "fake-gemini", "gemini", 10*time.Minute
+		profs[p.Name] = p
+		c.Profiles = profs
+	}, nil)
+	dir := t.TempDir()
+	idle := `printf '\033[2J\033[H%s\n────────────────────────────────\n Shift+Tab to accept edits\n >   Type your message or @path/to/file\n workspace (/directory)    sandbox     /model\n'`
+	script := `stty -echo; ` + idle + ` ''; ` +
+		`until [ -e ` + dir + `/draw ]; do sleep 0.05; done; ` + idle + ` ''; ` + // drawn at Enter: still idle
+		`until [ -e ` + dir + `/answer ]; do sleep 0.05; done; ` + idle + ` ' ✦ done'; ` + // the turn's answer
+		`exec sleep 600`
+	rt, err := e.reg.Spawn(context.Background(), panes.SpawnRequest{Workspace: "ws", Role: "gem",
+		Agent: "fake-gemini", Argv: []string{"sh", "-c", script}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitReadiness(rt.RuntimeID, nudge.Ready)
+	ps := e.mon.get(rt.RuntimeID)
+	e.mon.Submitted(rt.RuntimeID, "t1")
+	intaking := func() bool { id, _, ok := e.mon.Intaking(e.rt(rt.RuntimeID)); return ok && id == "t1" }
+	if !intaking() || e.mon.Readiness(e.rt(rt.RuntimeID)) != nudge.Busy {
+		t.Fatal("no intake right after the prompt was submitted")
+	}
+	// captured waits until a capture taken after output count seq was classified.
+	captured := func(what string, seq uint64) {
+		e.waitFor(what, func() bool {
+			ps.mu.Lock()
+			defer ps.mu.Unlock()
+			return ps.outSeq.Load() > seq && ps.snap.PolledAt.UnixNano() > ps.lastOut.Load() && ps.class.Summary != outputSummary
+		})
+	}
+	seq := ps.outSeq.Load()
+	touch(t, filepath.Join(dir, "draw"))
+	captured("the redraw at Enter to be captured", seq)
+	if !intaking() || e.mon.Readiness(e.rt(rt.RuntimeID)) != nudge.Busy {
+		t.Fatalf("a redraw before the turn ended the intake: intaking %v, readiness %s (%s)",
+			intaking(), e.mon.Readiness(e.rt(rt.RuntimeID)), e.rt(rt.RuntimeID).Summary)
+	}
+	e.mon.Recorded(rt.RuntimeID, "t1")
+	if !intaking() {
+		t.Fatal("the record showing the prompt ended the intake with nothing drawn since")
+	}
+	seq = ps.outSeq.Load()
+	touch(t, filepath.Join(dir, "answer"))
+	captured("the answer to be captured", seq)
+	e.waitReadiness(rt.RuntimeID, nudge.Ready)
+	if intaking() {
+		t.Error("the intake outlived what the agent drew after its record showed the prompt")
+	}
+}
+
+func touch(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

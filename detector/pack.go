@@ -41,6 +41,13 @@ type Pack struct {
 	// NoPromptMeansBusy is true for shells: no prompt on the cursor line means
 	// a foreground program runs (BUSY, not confident).
 	NoPromptMeansBusy bool `json:"no_prompt_means_busy,omitempty"`
+	// IntakeNeedsTurn is true for TUIs that may draw something after a prompt left their
+	// composer and only start its turn seconds later (Gemini CLI, given a large paste):
+	// their drawing does not show that they took the prompt. The intake of a prompt nudge
+	// submitted then ends only on a sign of its turn: a busy, confirmation or error
+	// verdict, the prompt in the transcript, the agent's record showing it (and the pane
+	// drawing since), the turn's end in the record, its ack, or the intake window.
+	IntakeNeedsTurn bool `json:"intake_needs_turn,omitempty"`
 
 	// Ready, Busy, Confirm and Error are the state cues (see Cue: a cue may be scoped
 	// to the TUI's chrome, so that the agent's prose never reads as a status line).

@@ -234,7 +234,7 @@ func readiness(v *view) verdict {
 	// one it reads, and its receipt would not say so.
 	if v.intakeID != "" && v.intakeID != v.t.TriggerID {
 		out := holdFor(v, nudge.AgentBusy, "agent is BUSY taking in trigger "+v.intakeID+
-			"'s prompt: it left the composer and the agent has drawn nothing since", v.intakeUntil)
+			"'s prompt: it left the composer and the agent has not shown since that it took it", v.intakeUntil)
 		out.poll = intakePoll
 		return out
 	}

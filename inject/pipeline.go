@@ -178,6 +178,13 @@ type Intake interface {
 	Intaking(rt nudge.Runtime) (triggerID string, until time.Time, ok bool)
 }
 
+// intakeRecorder is an Intake that is told when the agent's own record shows a trigger's
+// prompt (*detector.Monitor): its turn started, and for a TUI that may draw before it
+// takes a prompt (Gemini CLI), what the pane draws from then on shows it took it.
+type intakeRecorder interface {
+	Recorded(runtimeID, triggerID string)
+}
+
 // Working is implemented by Gates that tell a working agent from a pane whose output
 // merely flows (*detector.Monitor does): its screen shows its busy sign.
 type Working interface {

@@ -27,7 +27,8 @@ type Reply struct {
 // stream hear of it. The first reply of a trigger is kept: a later one (the record read
 // again) changes nothing and writes nothing. It never moves the receipt's state. It
 // reports whether this reply was recorded. It does not wait for a disk write (it runs on
-// a record reader's goroutine).
+// a record reader's goroutine). The wait for the prompt's intake (Intake) is over: the
+// turn that took it ended.
 //
 // A record is written by its agent: only a trigger handed to runtimeID (typed or given to
 // it, or launched there by a fallback) takes a reply from its record. Another runtime's
@@ -35,6 +36,9 @@ type Reply struct {
 // is (false, nil): an agent that writes another trigger's envelope
 // into its record neither sets that trigger's reply nor learns whether the id exists.
 func (p *Pipeline) Reply(runtimeID, id string, r Reply) (bool, error) {
+	if in, ok := p.deps.Gates.(Intake); ok {
+		in.Settled(runtimeID, id) // the turn that took it ended: its intake is over
+	}
 	text, cut := clipReply(nudge.Redact(r.Text))
 	at := r.EndedAt
 	if at.IsZero() {
