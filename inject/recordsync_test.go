@@ -3,8 +3,10 @@ package inject
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nudgehq/nudge"
 )
@@ -55,5 +57,56 @@ func TestAckTimeoutReadsTheRecord(t *testing.T) {
 	}
 	if len(acks.synced) != 1 || acks.synced[0] != "rt" {
 		t.Fatalf("records read: %v, want [rt]", acks.synced)
+	}
+}
+
+// intakeGates are Gates that follow the intake (Intake) and hear of the record showing a
+// prompt (intakeRecorder): they log the calls.
+type intakeGates struct {
+	Gates
+	mu    sync.Mutex
+	calls []string
+}
+
+func (g *intakeGates) log(s string)            { g.mu.Lock(); g.calls = append(g.calls, s); g.mu.Unlock() }
+func (g *intakeGates) Submitted(rt, id string) { g.log("submitted " + rt + " " + id) }
+func (g *intakeGates) Settled(rt, id string)   { g.log("settled " + rt + " " + id) }
+func (g *intakeGates) Recorded(rt, id string)  { g.log("recorded " + rt + " " + id) }
+func (g *intakeGates) Intaking(nudge.Runtime) (string, time.Time, bool) {
+	return "", time.Time{}, false
+}
+
+// TestRecordAckKeepsIntake: a trigger acked by the agent's record tells the intake gate
+// that the record shows its prompt, and does not end its intake (the agent may still be
+// taking it in); the end of the turn that took it, in the record (Reply), does.
+func TestRecordAckKeepsIntake(t *testing.T) {
+	acks := &syncAcker{fakeAcker: fakeAcker{apiAck: func(string) bool { return false }}}
+	p := newWaitPipeline(t, acks, nudge.Trigger{TriggerID: "t1", State: nudge.StateSubmitted, RuntimeID: "rt", Attempts: 1})
+	g := &intakeGates{}
+	p.deps.Gates = g
+	stored, err := p.deps.Store.Triggers().GetTrigger("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := newJob(stored, false)
+	close(j.created)
+	p.mu.Lock()
+	p.jobs["t1"] = j
+	p.mu.Unlock()
+	p.finishAcked(j, signalRecord)
+	g.mu.Lock()
+	got := strings.Join(g.calls, "; ")
+	g.mu.Unlock()
+	if got != "recorded rt t1" {
+		t.Fatalf("intake calls at the record ack: %q, want only recorded rt t1", got)
+	}
+	if _, err := p.Reply("rt", "t1", Reply{Text: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	got = strings.Join(g.calls, "; ")
+	g.mu.Unlock()
+	if got != "recorded rt t1; settled rt t1" {
+		t.Fatalf("intake calls after the turn's end: %q, want it settled", got)
 	}
 }
