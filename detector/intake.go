@@ -23,7 +23,9 @@ import (
 // later: under load it redraws, reads READY, and only then writes the prompt's user line
 // to its record. Its drawing counts only once its record showed the prompt (Recorded:
 // the turn started), and then only drawing after that; the turn's end in the record
-// (Settled) ends the intake too.
+// (Settled) ends the intake too. While its composer holds input again (the prompt back in
+// it: not taken), the screen's READY stands (shown), so that the ack wait can repair the
+// Enter; the next trigger still waits.
 type intake struct {
 	trigger  string    // the trigger whose prompt it is ("" none)
 	seq      uint64    // the pane's output count when the prompt left the composer
@@ -47,6 +49,14 @@ func (in *intake) drawn(seq uint64) bool {
 // pending reports whether the intake is still waited for at now.
 func (in *intake) pending(now time.Time) bool {
 	return in.trigger != "" && now.Before(in.until)
+}
+
+// shown reports whether a strict intake lets c, a READY verdict, stand: its composer holds
+// input (the prompt back in it, not taken into a turn, or a person's text), which the
+// gates that read drafts and the ack wait (a repair Enter) must see as it is. The intake
+// still waits for a sign of the turn.
+func (in *intake) shown(c Classification) bool {
+	return in.strict && c.Draft != ""
 }
 
 // end forgets the intake (held stays: the published verdict still needs replacing).
@@ -164,6 +174,9 @@ func (ps *paneState) intakeView(c Classification, seq uint64, screen string, now
 		case c.State == nudge.Busy || c.State == nudge.NeedsConfirmation || c.State == nudge.ErrorState:
 		case echoed(screen, c.Draft, in.trigger): // the prompt in its transcript
 		case !now.Before(in.until): // the window passed
+		case c.State == nudge.Ready && in.shown(c):
+			in.held = false
+			return c
 		case c.State == nudge.Ready:
 			in.held = true
 			c.State, c.Confident = nudge.Busy, true

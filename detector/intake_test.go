@@ -66,6 +66,7 @@ func TestIntakeView(t *testing.T) {
 		{"busy sign", intake{}, Classification{State: nudge.Busy, Summary: "⠋ Thinking"}, 8, "", nudge.Busy, true},
 		{"dialog", intake{}, Classification{State: nudge.NeedsConfirmation}, 8, "", nudge.NeedsConfirmation, true},
 		{"in transcript", intake{}, ready, 8, "> [BRIDGE_TRIGGER id=t1 thread=- reason=trigger] hi\n> \n", nudge.Ready, true},
+		{"prompt back in the composer", intake{}, withDraft(ready, "[BRIDGE_TRIGGER id=t1 thread=- reason=trigger] hi"), 8, "", nudge.Ready, false},
 	}
 	for _, c := range strict {
 		in := c.in
@@ -152,6 +153,11 @@ func TestIntakeNeedsTurnLive(t *testing.T) {
 	if intaking() {
 		t.Error("the intake outlived what the agent drew after its record showed the prompt")
 	}
+}
+
+func withDraft(c Classification, draft string) Classification {
+	c.Draft = draft
+	return c
 }
 
 func touch(t *testing.T, path string) {

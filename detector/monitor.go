@@ -348,7 +348,7 @@ func (m *Monitor) Readiness(rt nudge.Runtime) nudge.Readiness {
 	if ps := m.get(rt.RuntimeID); ps != nil {
 		ps.mu.Lock()
 		r := ps.class.State
-		if r == nudge.Ready && ps.intake.pending(m.cfg.Now()) {
+		if r == nudge.Ready && ps.intake.pending(m.cfg.Now()) && !ps.intake.shown(ps.class) {
 			r = nudge.Busy // the quiet capture that says so may not have run yet
 		}
 		ps.mu.Unlock()
