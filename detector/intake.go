@@ -20,30 +20,26 @@ import (
 // What else shows it depends on the TUI. For most, anything drawn after the prompt left
 // the composer is the turn's (an answer, its transcript). A TUI whose pack says
 // IntakeNeedsTurn (Gemini CLI) may draw something at Enter and start the turn seconds
-// later: under load it redraws, reads READY, and only then writes the prompt's user line
-// to its record. Its drawing counts only once its record showed the prompt (Recorded:
-// the turn started), and then only drawing after that; the turn's end in the record
-// (Settled) ends the intake too. While its composer holds input again (the prompt back in
-// it: not taken), the screen's READY stands (shown), so that the ack wait can repair the
-// Enter; the next trigger still waits.
+// later: under load it redraws, reads READY, shows the prompt queued, even writes its
+// user line to its record, and reaches its model only seconds after that. For it only a
+// sign of the turn ends the intake: its busy sign (not the line of its own queue), a
+// dialog or an error, the prompt in its transcript (not while its queue is shown, which
+// holds the prompt too), the turn's end in its record or
+// another ack (Settled). While its composer holds input again (the prompt back in it: not
+// taken), the screen's READY stands (shown), so that the ack wait can repair the Enter;
+// the next trigger still waits.
 type intake struct {
-	trigger  string    // the trigger whose prompt it is ("" none)
-	seq      uint64    // the pane's output count when the prompt left the composer
-	until    time.Time // the end of the intake window
-	held     bool      // the verdict last published is BUSY because of it: a real one must follow
-	strict   bool      // the pack's IntakeNeedsTurn: drawing alone is no sign of the turn
-	recorded bool      // the agent's record showed the prompt (its turn started)
-	recSeq   uint64    // the pane's output count when it did
+	trigger string    // the trigger whose prompt it is ("" none)
+	seq     uint64    // the pane's output count when the prompt left the composer
+	until   time.Time // the end of the intake window
+	held    bool      // the verdict last published is BUSY because of it: a real one must follow
+	strict  bool      // the pack's IntakeNeedsTurn: drawing alone is no sign of the turn
 }
 
-// drawn reports whether output count seq shows that the agent drew since it took the
-// prompt: since the prompt left the composer, or, for a strict intake, since its record
-// showed the prompt.
+// drawn reports whether output count seq shows that the agent drew since the prompt left
+// its composer, for an intake that drawing ends (not a strict one).
 func (in *intake) drawn(seq uint64) bool {
-	if in.strict {
-		return in.recorded && seq != in.recSeq
-	}
-	return seq != in.seq
+	return !in.strict && seq != in.seq
 }
 
 // pending reports whether the intake is still waited for at now.
@@ -86,27 +82,6 @@ func (m *Monitor) Submitted(runtimeID, triggerID string) {
 		strict: pack.IntakeNeedsTurn}
 	ps.mu.Unlock()
 	signal(ps.intakeCh)
-}
-
-// Recorded says that the agent's own record shows trigger triggerID's prompt as a user
-// message: its turn started. For an intake that drawing alone does not end (the pack's
-// IntakeNeedsTurn), what the pane draws from now on shows the agent took the prompt; a
-// screen still unchanged may be one drawn before the turn began, and still holds.
-func (m *Monitor) Recorded(runtimeID, triggerID string) {
-	ps := m.get(runtimeID)
-	if ps == nil {
-		return
-	}
-	ps.mu.Lock()
-	in := &ps.intake
-	hit := triggerID != "" && in.trigger == triggerID && in.strict && !in.recorded
-	if hit {
-		in.recorded, in.recSeq = true, ps.outSeq.Load()
-	}
-	ps.mu.Unlock()
-	if hit {
-		signal(ps.intakeCh)
-	}
 }
 
 // Settled ends the wait for trigger triggerID's intake, if it is the one waited for: the
@@ -164,15 +139,15 @@ func (m *Monitor) Intaking(rt nudge.Runtime) (triggerID string, until time.Time,
 
 // intakeView applies the pane's intake to c, a verdict on screen, captured when the pane's
 // output count was seq, and ends the intake once the screen shows the prompt taken (for a
-// strict intake, drawing counts only as intake.drawn says). While it is pending, a READY
-// screen is reported BUSY. Called with ps.mu held.
+// strict intake, a sign of its turn). While it is pending, a READY screen is reported
+// BUSY. Called with ps.mu held.
 func (ps *paneState) intakeView(c Classification, seq uint64, screen string, now time.Time) Classification {
 	in := &ps.intake
 	if in.trigger != "" {
 		switch {
-		case in.drawn(seq): // the agent drew since it took the prompt
-		case c.State == nudge.Busy || c.State == nudge.NeedsConfirmation || c.State == nudge.ErrorState:
-		case echoed(screen, c.Draft, in.trigger): // the prompt in its transcript
+		case in.drawn(seq): // the agent drew since the prompt left its composer
+		case c.State == nudge.Busy && !(in.strict && c.Queued), c.State == nudge.NeedsConfirmation, c.State == nudge.ErrorState:
+		case !(in.strict && c.Queued) && echoed(screen, c.Draft, in.trigger): // the prompt in its transcript (not its queue)
 		case !now.Before(in.until): // the window passed
 		case c.State == nudge.Ready && in.shown(c):
 			in.held = false
@@ -193,13 +168,10 @@ func (ps *paneState) intakeView(c Classification, seq uint64, screen string, now
 
 // waitingFor says what a pending intake waits for, for the summary of the BUSY it reads.
 func (in *intake) waitingFor() string {
-	switch {
-	case !in.strict:
-		return "nothing drawn since it left the composer"
-	case in.recorded:
-		return "its record shows it, nothing drawn since"
+	if in.strict {
+		return "no sign of its turn since it left the composer"
 	}
-	return "no sign of its turn since it left the composer"
+	return "nothing drawn since it left the composer"
 }
 
 // echoed reports whether the screen shows the envelope of trigger id outside the composer

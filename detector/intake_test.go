@@ -49,29 +49,25 @@ func TestIntakeView(t *testing.T) {
 		}
 	}
 	// A strict intake (the pack's IntakeNeedsTurn: Gemini CLI may draw before it takes a
-	// prompt) is not ended by drawing alone: only once the record showed the prompt, by
-	// drawing after that; the signs of the turn end it as before.
+	// prompt) is not ended by drawing alone, nor by its queue's line; the signs of the
+	// turn end it as before; the prompt back in the composer reads as it is.
 	strict := []struct {
 		name   string
-		in     intake
 		c      Classification
 		seq    uint64
 		screen string
 		want   nudge.Readiness
 		ended  bool
 	}{
-		{"drew, not recorded", intake{}, ready, 8, "> \n", nudge.Busy, false},
-		{"recorded, nothing drawn since", intake{recorded: true, recSeq: 8}, ready, 8, "> \n", nudge.Busy, false},
-		{"recorded, drew since", intake{recorded: true, recSeq: 8}, ready, 9, "> \n", nudge.Ready, true},
-		{"busy sign", intake{}, Classification{State: nudge.Busy, Summary: "⠋ Thinking"}, 8, "", nudge.Busy, true},
-		{"dialog", intake{}, Classification{State: nudge.NeedsConfirmation}, 8, "", nudge.NeedsConfirmation, true},
-		{"in transcript", intake{}, ready, 8, "> [BRIDGE_TRIGGER id=t1 thread=- reason=trigger] hi\n> \n", nudge.Ready, true},
-		{"prompt back in the composer", intake{}, withDraft(ready, "[BRIDGE_TRIGGER id=t1 thread=- reason=trigger] hi"), 8, "", nudge.Ready, false},
+		{"drew since", ready, 8, "> \n", nudge.Busy, false},
+		{"queued", Classification{State: nudge.Busy, Summary: "queued", Queued: true}, 8, "Queued (press ↑ to edit):\n [BRIDGE_TRIGGER id=t1 thread=- reason=trigger] hi\n", nudge.Busy, false},
+		{"busy sign", Classification{State: nudge.Busy, Summary: "⠋ Thinking"}, 8, "", nudge.Busy, true},
+		{"dialog", Classification{State: nudge.NeedsConfirmation}, 8, "", nudge.NeedsConfirmation, true},
+		{"in transcript", ready, 8, "> [BRIDGE_TRIGGER id=t1 thread=- reason=trigger] hi\n> \n", nudge.Ready, true},
+		{"prompt back in the composer", withDraft(ready, "[BRIDGE_TRIGGER id=t1 thread=- reason=trigger] hi"), 8, "", nudge.Ready, false},
 	}
 	for _, c := range strict {
-		in := c.in
-		in.trigger, in.seq, in.until, in.strict = "t1", 7, now.Add(30*time.Second), true
-		ps := &paneState{intake: in}
+		ps := &paneState{intake: intake{trigger: "t1", seq: 7, until: now.Add(30 * time.Second), strict: true}}
 		got := ps.intakeView(c.c, c.seq, c.screen, now)
 		if got.State != c.want || (ps.intake.trigger == "") != c.ended {
 			t.Errorf("strict, %s: got %s (intake %+v), want %s, ended %v", c.name, got.State, ps.intake, c.want, c.ended)
@@ -93,10 +89,10 @@ func TestIntakeView(t *testing.T) {
 
 // TestIntakeNeedsTurnLive: a fake Gemini CLI in a real pane, watched with the gemini pack
 // (IntakeNeedsTurn), redraws its idle screen right after nudge's prompt left its
-// composer and takes the prompt only later (Gemini CLI under load, given a large paste).
-// That drawing does not end the intake: the pane reads BUSY and Intaking names the
-// trigger. Once the record showed the prompt, a screen unchanged since still holds; what
-// it draws after that ends the intake, and the pane reads READY.
+// composer, then shows it queued, and starts its turn only later (Gemini CLI under load,
+// given a large paste). Neither the redraw nor the queue ends the intake: the pane reads
+// BUSY and Intaking names the trigger. Its busy sign ends it, and once the turn is over
+// the pane reads READY.
 func TestIntakeNeedsTurnLive(t *testing.T) {
 	t.Parallel()
 	e := newLiveEnvPanes(t, func(c *panes.Config) {
@@ -110,10 +106,15 @@ func TestIntakeNeedsTurnLive(t *testing.T) {
 		c.Profiles = profs
 	}, nil)
 	dir := t.TempDir()
-	idle := `printf '\033[2J\033[H%s\n────────────────────────────────\n Shift+Tab to accept edits\n >   Type your message or @path/to/file\n workspace (/directory)    sandbox     /model\n'`
-	script := `stty -echo; ` + idle + ` ''; ` +
-		`until [ -e ` + dir + `/draw ]; do sleep 0.05; done; ` + idle + ` ''; ` + // drawn at Enter: still idle
-		`until [ -e ` + dir + `/answer ]; do sleep 0.05; done; ` + idle + ` ' ✦ done'; ` + // the turn's answer
+	screen := `printf '\033[2J\033[H%b\n────────────────────────────────\n Shift+Tab to accept edits\n >   Type your message or @path/to/file\n workspace (/directory)    sandbox     /model\n'`
+	step := func(file, above string) string {
+		return `until [ -e ` + dir + `/` + file + ` ]; do sleep 0.05; done; ` + screen + ` '` + above + `'; `
+	}
+	script := `stty -echo; ` + screen + ` ''; ` +
+		step("draw", "") + // drawn at Enter: still idle
+		step("queue", ` Queued (press ↑ to edit):\n   [BRIDGE_TRIGGER id=t1]`) +
+		step("spin", ` ⠋ Thinking... (esc to cancel, 1s)`) + // the turn
+		step("answer", ` ✦ done`) +
 		`exec sleep 600`
 	rt, err := e.reg.Spawn(context.Background(), panes.SpawnRequest{Workspace: "ws", Role: "gem",
 		Agent: "fake-gemini", Argv: []string{"sh", "-c", script}})
@@ -127,32 +128,30 @@ func TestIntakeNeedsTurnLive(t *testing.T) {
 	if !intaking() || e.mon.Readiness(e.rt(rt.RuntimeID)) != nudge.Busy {
 		t.Fatal("no intake right after the prompt was submitted")
 	}
-	// captured waits until a capture taken after output count seq was classified.
-	captured := func(what string, seq uint64) {
-		e.waitFor(what, func() bool {
+	// show draws the next screen and waits until a capture taken after it was classified.
+	show := func(file string) {
+		t.Helper()
+		seq := ps.outSeq.Load()
+		touch(t, filepath.Join(dir, file))
+		e.waitFor(file+" to be captured", func() bool {
 			ps.mu.Lock()
 			defer ps.mu.Unlock()
 			return ps.outSeq.Load() > seq && ps.snap.PolledAt.UnixNano() > ps.lastOut.Load() && ps.class.Summary != outputSummary
 		})
 	}
-	seq := ps.outSeq.Load()
-	touch(t, filepath.Join(dir, "draw"))
-	captured("the redraw at Enter to be captured", seq)
-	if !intaking() || e.mon.Readiness(e.rt(rt.RuntimeID)) != nudge.Busy {
-		t.Fatalf("a redraw before the turn ended the intake: intaking %v, readiness %s (%s)",
-			intaking(), e.mon.Readiness(e.rt(rt.RuntimeID)), e.rt(rt.RuntimeID).Summary)
+	for _, file := range []string{"draw", "queue"} {
+		show(file)
+		if !intaking() || e.mon.Readiness(e.rt(rt.RuntimeID)) != nudge.Busy {
+			t.Fatalf("%s before the turn ended the intake: intaking %v, readiness %s (%s)",
+				file, intaking(), e.mon.Readiness(e.rt(rt.RuntimeID)), e.rt(rt.RuntimeID).Summary)
+		}
 	}
-	e.mon.Recorded(rt.RuntimeID, "t1")
-	if !intaking() {
-		t.Fatal("the record showing the prompt ended the intake with nothing drawn since")
-	}
-	seq = ps.outSeq.Load()
-	touch(t, filepath.Join(dir, "answer"))
-	captured("the answer to be captured", seq)
-	e.waitReadiness(rt.RuntimeID, nudge.Ready)
+	show("spin")
 	if intaking() {
-		t.Error("the intake outlived what the agent drew after its record showed the prompt")
+		t.Fatal("the busy sign of the turn did not end the intake")
 	}
+	show("answer")
+	e.waitReadiness(rt.RuntimeID, nudge.Ready)
 }
 
 func withDraft(c Classification, draft string) Classification {

@@ -44,9 +44,9 @@ type Pack struct {
 	// IntakeNeedsTurn is true for TUIs that may draw something after a prompt left their
 	// composer and only start its turn seconds later (Gemini CLI, given a large paste):
 	// their drawing does not show that they took the prompt. The intake of a prompt nudge
-	// submitted then ends only on a sign of its turn: a busy, confirmation or error
-	// verdict, the prompt in the transcript, the agent's record showing it (and the pane
-	// drawing since), the turn's end in the record, its ack, or the intake window.
+	// submitted then ends only on a sign of its turn: a busy verdict (not its own queue's
+	// line), a dialog or an error, the prompt in the transcript, the turn's end in the
+	// agent's record or another ack, or the intake window.
 	IntakeNeedsTurn bool `json:"intake_needs_turn,omitempty"`
 
 	// Ready, Busy, Confirm and Error are the state cues (see Cue: a cue may be scoped

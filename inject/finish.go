@@ -222,13 +222,9 @@ func (p *Pipeline) finishAcked(j *job, signal string) {
 	if signal == signalRecord {
 		// Its user message is in the agent's record, but the agent may still be taking it
 		// in (Gemini CLI reads a large paste for seconds after writing it): the next
-		// trigger keeps waiting until the agent draws, as the intake gate says (for a TUI
-		// whose drawing alone shows nothing, drawing from now on: its turn has started),
-		// or until the turn's end in the record (Reply).
+		// trigger keeps waiting until the agent shows it, as the intake gate says, or
+		// until the turn's end in the record (Reply).
 		j.keepIntake = true
-		if in, ok := p.deps.Gates.(intakeRecorder); ok {
-			in.Recorded(j.record().RuntimeID, j.id())
-		}
 	} else if in, ok := p.deps.Gates.(Intake); ok {
 		// Before the receipt says acked: a caller that sends the next trigger as soon as it
 		// reads acked must not find the agent still taking this one in.

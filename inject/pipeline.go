@@ -171,18 +171,12 @@ type Intake interface {
 	// Submitted records that trigger triggerID's prompt has just left the runtime's
 	// composer (after the composer was seen without it).
 	Submitted(runtimeID, triggerID string)
-	// Settled stops waiting for trigger triggerID's intake: it is closed.
+	// Settled stops waiting for trigger triggerID's intake: it is closed, or the turn
+	// that took it ended in the agent's record (Reply).
 	Settled(runtimeID, triggerID string)
 	// Intaking reports the trigger whose prompt the agent has not shown yet that it took,
 	// and when the wait for it ends.
 	Intaking(rt nudge.Runtime) (triggerID string, until time.Time, ok bool)
-}
-
-// intakeRecorder is an Intake that is told when the agent's own record shows a trigger's
-// prompt (*detector.Monitor): its turn started, and for a TUI that may draw before it
-// takes a prompt (Gemini CLI), what the pane draws from then on shows it took it.
-type intakeRecorder interface {
-	Recorded(runtimeID, triggerID string)
 }
 
 // Working is implemented by Gates that tell a working agent from a pane whose output
