@@ -26,6 +26,7 @@ type TriggerChanged struct {
 // the pack reads one.
 type ReadinessChanged struct {
 	RuntimeID     string
+	Workspace     string
 	Readiness     Readiness
 	Summary       string
 	ActionsNeeded []string
@@ -72,6 +73,7 @@ type ReplyRead struct {
 // FallbackStep is one step of a trigger's fallback chain (ack.Chain), for the event
 // stream; every step is audited too.
 type FallbackStep struct {
+	Workspace string    `json:"-"` // the trigger's workspace (its event stream)
 	Time      time.Time `json:"time"`
 	Event     string    `json:"event"` // fallback_resume_started, fallback_resume_succeeded, ...
 	TriggerID string    `json:"trigger_id"`
@@ -102,3 +104,30 @@ const (
 	PaneOutputPaused                           // tmux paused the pane's output (flow control): output was dropped
 	PaneLayoutChanged                          // windows or sessions were added, closed or changed
 )
+
+// Collision is the collision event of a trigger held for a person past the max defer
+// window (seed 000 §12 "emit collision event"): what the event stream and the audit log
+// carry.
+type Collision struct {
+	TriggerID string    `json:"trigger_id"`
+	ThreadID  string    `json:"thread_id,omitempty"`
+	RuntimeID string    `json:"runtime_id"`
+	Code      Code      `json:"error_code"` // DEFER_TIMEOUT: the max defer window has passed
+	Operator  string    `json:"operator"`   // what the person is doing (typing, a draft, copy mode)
+	Since     time.Time `json:"since"`      // when the trigger began to wait for them
+	HeldUntil time.Time `json:"held_until"` // the trigger waits for them until then, then fails with DEFER_TIMEOUT
+}
+
+// TriggerTyped: a trigger's first typing was written to tmux, Took after the API began
+// reading its request: nudge's own share of the delivery (inject.Pipeline; metrics).
+type TriggerTyped struct {
+	TriggerID string
+	Took      time.Duration
+}
+
+// CollisionHeld: Trigger has been held for a person past the max defer window
+// (inject.Pipeline): its collision event.
+type CollisionHeld struct {
+	Trigger   Trigger
+	Collision Collision
+}

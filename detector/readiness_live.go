@@ -180,9 +180,8 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 		return err
 	}
 	m.scanSessionID(ps, rt, sc.text)
-	if snap := ps.snapshotOf(sc.text, m.cfg.Now()); m.cfg.OnSnapshot != nil {
-		m.cfg.OnSnapshot(ps.id, snap)
-	}
+	snap := ps.snapshotOf(sc.text, m.cfg.Now())
+	nudge.Publish(m.cfg.Bus, Captured{RuntimeID: ps.id, Snapshot: snap})
 	pack := m.packFor(rt)
 	if pack == nil {
 		return nil
@@ -199,8 +198,8 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	if changed {
 		m.report.publish(ps, c)
 	}
-	if dequeued && m.cfg.OnDequeue != nil {
-		m.cfg.OnDequeue(ps.id)
+	if dequeued {
+		nudge.Publish(m.cfg.Bus, nudge.QueueEmptied{RuntimeID: ps.id, At: m.cfg.Now()})
 	}
 	m.report.syncBusy(ps)
 	if ask {

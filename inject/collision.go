@@ -19,17 +19,8 @@ import (
 // orchestrator decides what comes next.
 
 // Collision is the collision event of a trigger held for a person past the max defer
-// window (seed 000 §12 "emit collision event"): what the event stream and the audit log
-// carry.
-type Collision struct {
-	TriggerID string     `json:"trigger_id"`
-	ThreadID  string     `json:"thread_id,omitempty"`
-	RuntimeID string     `json:"runtime_id"`
-	Code      nudge.Code `json:"error_code"` // DEFER_TIMEOUT: the max defer window has passed
-	Operator  string     `json:"operator"`   // what the person is doing (typing, a draft, copy mode)
-	Since     time.Time  `json:"since"`      // when the trigger began to wait for them
-	HeldUntil time.Time  `json:"held_until"` // the trigger waits for them until then, then fails with DEFER_TIMEOUT
-}
+// window (nudge.Collision).
+type Collision = nudge.Collision
 
 // operatorHold is the verdict for a trigger a person has held since since, at now past
 // the max defer window: held on (the collision reported once) until MaxHold after the
@@ -60,7 +51,5 @@ func (f *finisher) collided(j *job, c Collision) {
 	a := f.auditDetail("trigger_collision", rec, c.Operator, c)
 	a.Code = nudge.DeferTimeout
 	f.persist(j, a)
-	if f.deps.OnCollision != nil {
-		f.deps.OnCollision(rec, c)
-	}
+	nudge.Publish(f.deps.Bus, nudge.CollisionHeld{Trigger: rec, Collision: c})
 }

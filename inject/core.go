@@ -28,6 +28,8 @@ type core struct {
 	jobs    map[string]*job // triggers not yet closed, by id
 	closed  bool            // Close has begun: no lane, SubmitAsync or inline typing starts
 	waiters watchers        // Wait's: woken by changed
+
+	news news // the pipeline's subscriptions (news.go)
 }
 
 // enter counts the calling goroutine in the pipeline's WaitGroup (Close then waits for
@@ -78,7 +80,11 @@ func (c *core) forget(j *job) {
 // are write-behind (in order, many per fsync): a crash can lose the latest of them, and
 // recovery then looks in the pane before typing anything again. Writes are serialized
 // per job so the store never goes back to an older copy.
-func (c *core) persist(j *job, recs ...nudge.AuditRecord) {
+func (c *core) persist(j *job, recs ...nudge.AuditRecord) { c.persistReply(j, nil, recs...) }
+
+// persistReply is persist for the change that records reply r on j's receipt (nil: any
+// other change): its TriggerChanged carries r.
+func (c *core) persistReply(j *job, r *nudge.ReplyRead, recs ...nudge.AuditRecord) {
 	<-j.created
 	if j.lost {
 		return
@@ -91,7 +97,7 @@ func (c *core) persist(j *job, recs ...nudge.AuditRecord) {
 		j.outcomeLogged = true
 		c.logOutcome(rec)
 	}
-	c.changed(rec)
+	c.changedReply(rec, r)
 }
 
 // logFields are seed 000 §16's log fields of a trigger (request_id is its trigger_id:
@@ -108,12 +114,13 @@ func (c *core) logOutcome(t nudge.Trigger) {
 	c.log.Info("trigger outcome", logFields(t)...)
 }
 
-func (c *core) changed(t nudge.Trigger) {
+func (c *core) changed(t nudge.Trigger) { c.changedReply(t, nil) }
+
+// changedReply wakes t's waiters and publishes its change (with r, the reply it recorded).
+func (c *core) changedReply(t nudge.Trigger, r *nudge.ReplyRead) {
 	c.log.Debug("trigger", logFields(t)...)
 	c.waiters.notify(t.TriggerID)
-	if c.deps.OnChange != nil {
-		c.deps.OnChange(t)
-	}
+	nudge.Publish(c.deps.Bus, nudge.TriggerChanged{Trigger: t, Reply: r})
 }
 
 func (c *core) audit(event string, t nudge.Trigger, reason string) nudge.AuditRecord {

@@ -385,9 +385,7 @@ func (ty *typist) typeEnvelope(ctx context.Context, conn Sender, j *job, target 
 		return err
 	}
 	if !j.received.IsZero() {
-		if ty.cfg.OnTyped != nil {
-			ty.cfg.OnTyped(time.Since(j.received))
-		}
+		nudge.Publish(ty.deps.Bus, nudge.TriggerTyped{TriggerID: j.id(), Took: time.Since(j.received)})
 		j.received = time.Time{}
 	}
 	if il, ok := ty.deps.Gates.(InputLine); ok {

@@ -95,15 +95,14 @@ type Config struct {
 	// Logger; nil means a null logger.
 	Logger hclog.Logger
 
-	// Hooks, called on connection read goroutines or registry goroutines; they must not
-	// block. nil means none.
-	OnOutput func(runtimeID string, data []byte) // decoded output of a managed pane; data valid during the call
-	OnEvent  func(workspace string, ev controlmode.Event)
-	OnChange func(rt nudge.Runtime, prev nudge.Status) // after every persisted change
-	// OnFirstPrompt is given a spawn's first prompt once its runtime is recorded, to be
-	// delivered as a trigger (typed once the agent is ready): no prompt ever goes on a
-	// command line. nil: a spawn with a first prompt is refused.
-	OnFirstPrompt func(rt nudge.Runtime, prompt string)
+	// Bus carries what the registry reports: a managed pane's decoded output, directly
+	// on the connection's read goroutine (nudge.Bus.Output: the hot path), and as events
+	// nudge.RuntimeChanged (after every persisted change), nudge.PaneEvent (a pane's mode,
+	// flow control, the layout) and nudge.FirstPrompt (a spawn's first prompt, once its
+	// runtime is recorded, to be delivered as a trigger once the agent is ready: no prompt
+	// ever goes on a command line). nil: nothing is reported, and a spawn with a first
+	// prompt is refused.
+	Bus *nudge.Bus
 	// CheckPrompt, if set, is asked about a spawn's first prompt before anything is
 	// created: an error (the trigger pipeline's own refusal, PAYLOAD_REJECTED) refuses the
 	// spawn, so a prompt the pipeline would drop is never accepted silently.

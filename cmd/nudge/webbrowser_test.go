@@ -13,7 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/standin"
 )
 
@@ -139,7 +139,7 @@ func TestWebBrowser(t *testing.T) {
 			must(t, "resume", chromedp.Do(ctx, chromedp.Click("#resume")))
 			waitJS(t, ctx, "acked", `document.querySelector('#triggers [data-trigger="`+id+`"] [data-state]').dataset.state === 'acked'`)
 			reply := "The answer from the " + vp.name + " run."
-			td.d.hooks.onReply(sh.RuntimeID, id, ack.Reply{Text: reply, EndedAt: time.Now(), Evidence: "test"})
+			nudge.Publish(td.d.bus, nudge.ReplyRead{RuntimeID: sh.RuntimeID, TriggerID: id, Text: reply, EndedAt: time.Now(), Evidence: "test"})
 			waitJS(t, ctx, "the reply", `(document.querySelector('#triggers [data-trigger="`+id+`"] .reply')||{}).textContent === `+jsString(reply))
 
 			// The terminal: the pane's screen, through a read-only control client with ignore-size.

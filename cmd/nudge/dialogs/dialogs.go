@@ -49,6 +49,9 @@ type Config struct {
 	}
 	// Audit records an automatic answer (a caller's answer is audited by the API).
 	Audit func(rec nudge.AuditRecord)
+	// Bus: from New the Answerer reads the dialogs the screens show on it
+	// (nudge.ReadinessChanged: Shown). nil: it is told by hand.
+	Bus *nudge.Bus
 }
 
 // Doer runs one tmux command (*controlmode.Conn).
@@ -61,20 +64,25 @@ type Answerer struct {
 	cfg   Config
 	shown sync.Map // runtime id → the id of the last dialog put on the event stream
 	wg    sync.WaitGroup
+	sub   *nudge.Client // the dialogs the screens show
 
 	mu       sync.Mutex
 	sending  map[string]bool   // runtime id → an answer is being read and sent
 	answered map[string]string // runtime id → the dialog answered, until a capture shows it gone
 }
 
-// New returns an Answerer.
+// New returns an Answerer reading the screens' dialogs on cfg.Bus; Close stops it.
 func New(cfg Config) *Answerer {
-	return &Answerer{cfg: cfg, sending: map[string]bool{}, answered: map[string]string{}}
+	a := &Answerer{cfg: cfg, sending: map[string]bool{}, answered: map[string]string{}}
+	a.sub = nudge.NewClient(cfg.Bus, "dialogs", 256)
+	nudge.Subscribe(a.sub, func(ev nudge.ReadinessChanged) { a.Shown(ev.RuntimeID, ev.Dialog) })
+	return a
 }
 
-// Close waits for the automatic answers under way.
+// Close stops reading the bus and waits for the automatic answers under way.
 func (a *Answerer) Close() {
 	if a != nil {
+		a.sub.Close()
 		a.wg.Wait()
 	}
 }
