@@ -3,6 +3,7 @@ package store
 import (
 	"time"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -50,9 +51,7 @@ func (db *DB) idle() {
 	l.mu.Unlock()
 	defer db.bg.Done()
 	db.ReleaseMapped()
-	if db.onIdle != nil {
-		db.onIdle()
-	}
+	nudge.Publish(db.bus, Idle{})
 }
 
 // ReleaseMapped drops the store's file pages from the process's resident set (see

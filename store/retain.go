@@ -47,9 +47,6 @@ type Retention struct {
 	Batch int
 	// Pause is the rest between two transactions of a pass. 0 means DefaultRetainPause.
 	Pause time.Duration
-	// OnPass, if set, is told what each pass did (on the store's goroutine, never after
-	// Close returns). A pass that failed has Err set.
-	OnPass func(RetainStats)
 }
 
 // Retention defaults.
@@ -392,9 +389,7 @@ func (db *DB) retainLoop(ctx context.Context, r Retention) {
 		if st.Transactions > 0 {
 			db.afterWrites() // the pages a pass wrote go back at the next idle release
 		}
-		if r.OnPass != nil {
-			r.OnPass(st)
-		}
+		nudge.Publish(db.bus, st) // what the pass did; a pass that failed has Err set
 	}
 }
 

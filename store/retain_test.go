@@ -242,20 +242,22 @@ func TestRetainLoop(t *testing.T) {
 	passes := make(chan RetainStats, 16)
 	r := retention(dir)
 	r.Every = 10 * time.Millisecond
-	r.OnPass = func(st RetainStats) {
+	news := newTestNews(t)
+	on(news, func(st RetainStats) {
 		select {
 		case passes <- st:
 		default:
 		}
-	}
+	})
 	idle := make(chan struct{}, 1)
+	on(news, func(Idle) {
+		select {
+		case idle <- struct{}{}:
+		default:
+		}
+	})
 	db := openAt(t, filepath.Join(dir, "nudge.db"), Options{NoSync: true, Now: c.Now, Retain: r,
-		IdleAfter: 5 * time.Millisecond, OnIdle: func() {
-			select {
-			case idle <- struct{}{}:
-			default:
-			}
-		}})
+		IdleAfter: 5 * time.Millisecond, Bus: news.b})
 	tr := trig("old")
 	tr.Closed = true
 	if _, _, err := db.CreateTrigger(tr, nil); err != nil {

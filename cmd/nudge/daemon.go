@@ -78,7 +78,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 			d.Close()
 		}
 	}()
-	if d.db, err = openStore(cfg, d.log); err != nil {
+	if d.db, err = openStore(cfg, d.bus, d.log); err != nil {
 		return nil, err
 	}
 	ec := cfg.Events
@@ -271,23 +271,27 @@ func storePath(cfg serveConfig) string { return storeFile(cfg.StateDir) }
 // storeFile is the store in state dir dir.
 func storeFile(dir string) string { return filepath.Join(dir, "nudge.db") }
 
-// openStore opens the bbolt store in the state dir.
-func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
+// openStore opens the bbolt store in the state dir. What it reports on the bus is logged
+// (its retention passes too), and its writer gone idle returns the idle heap to the OS.
+func openStore(cfg serveConfig, bus *nudge.Bus, log hclog.Logger) (*store.DB, error) {
 	path := storePath(cfg)
-	o := store.Options{Timeout: time.Second, CheckTimeout: cfg.StoreCheckTimeout, OnIdle: profiling.ReleaseIdleHeap,
-		OnLaterError: func(op string, err error) { log.Error("store write failed", "op", op, "err", err) },
-		OnHealth: func(err error) {
-			if err != nil {
-				log.Error("store cannot write: new triggers are refused (UNAVAILABLE) until it can; accepted ones are kept in the create log",
-					"path", path, "err", err)
-			} else {
-				log.Info("store writes again: accepting triggers")
-			}
-		}}
+	c := nudge.NewClient(bus, "store", 64) // closed with the bus, after the store's Close
+	nudge.Subscribe(c, func(f store.LaterFailed) { log.Error("store write failed", "op", f.Op, "err", f.Err) })
+	nudge.Subscribe(c, func(h store.HealthChanged) {
+		if h.Err != nil {
+			log.Error("store cannot write: new triggers are refused (UNAVAILABLE) until it can; accepted ones are kept in the create log",
+				"path", path, "err", h.Err)
+		} else {
+			log.Info("store writes again: accepting triggers")
+		}
+	})
+	nudge.Subscribe(c, func(store.Idle) { profiling.ReleaseIdleHeap() })
+	nudge.Subscribe(c, cfg.Keep.Pass(log, path))
+	o := store.Options{Timeout: time.Second, CheckTimeout: cfg.StoreCheckTimeout, Bus: bus}
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = -1 // --store-check-timeout 0: skip the check
 	}
-	cfg.Keep.Options(&o, path, log)
+	cfg.Keep.Options(&o)
 	before := retention.FileSize(path)
 	db, err := store.Open(path, o)
 	if err == nil {

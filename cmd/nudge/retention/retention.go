@@ -58,16 +58,20 @@ func (c *Config) Complete(stateDir string) error {
 	return nil
 }
 
-// Options sets o's retention and compaction for the store at path; each pass is logged
-// to log, with a warning when the file is past WarnSize.
-func (c Config) Options(o *store.Options, path string, log hclog.Logger) {
+// Options sets o's retention and compaction.
+func (c Config) Options(o *store.Options) {
 	o.CompactFree = c.CompactFree
 	o.Retain = store.Retention{Window: c.Retain, AuditWindow: c.AuditRetain, AuditDir: c.AuditArchive,
-		Tombstones: c.Tombstones, Every: c.Every,
-		OnPass: func(st store.RetainStats) {
-			logPass(log, st)
-			c.Warn(log, path)
-		}}
+		Tombstones: c.Tombstones, Every: c.Every}
+}
+
+// Pass takes what a retention pass of the store at path did (store.RetainStats, on the
+// store's bus): it is logged to log, with a warning when the file is past WarnSize.
+func (c Config) Pass(log hclog.Logger, path string) func(store.RetainStats) {
+	return func(st store.RetainStats) {
+		logPass(log, st)
+		c.Warn(log, path)
+	}
 }
 
 // Opened logs what Open did to the file (a compaction: its size went from before down)
