@@ -15,7 +15,7 @@ const llmRetryAfter = 30 * time.Second
 // DefaultLLMSettle is MonitorConfig.LLMSettle's default.
 const DefaultLLMSettle = 2 * time.Second
 
-// LLMCall is one question the Monitor asked the LLM classifier (MonitorConfig.OnLLM).
+// LLMCall is one question the Monitor asked the LLM classifier (published on MonitorConfig.Bus).
 type LLMCall struct {
 	RuntimeID string
 	Outcome   LLMOutcome

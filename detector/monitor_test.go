@@ -298,7 +298,7 @@ func TestHumanTyping(t *testing.T) {
 		t.Logf("collision: %s until %v", why, until)
 	}
 	e.waitFor("operator_busy cleared", func() bool { return !e.rt(rt.RuntimeID).OperatorBusy })
-	e.waitFor("OnQuiet and OnHumanDone", func() bool {
+	e.waitFor("OperatorQuiet and HumanDone", func() bool {
 		return e.count(&e.quiet, rt.RuntimeID) > 0 && e.count(&e.humanDone, rt.RuntimeID) > 0
 	})
 	if busy, _, why := e.mon.Collision(e.rt(rt.RuntimeID)); busy {
@@ -331,7 +331,7 @@ func TestHumanDraft(t *testing.T) {
 		t.Fatalf("Composer = %q, %v", d, err)
 	}
 	if e.count(&e.humanDone, rt.RuntimeID) != 0 {
-		t.Fatal("OnHumanDone fired while the draft is there")
+		t.Fatal("HumanDone published while the draft is there")
 	}
 
 	h.typeKeys("\x15") // the human's own C-u
@@ -339,7 +339,7 @@ func TestHumanDraft(t *testing.T) {
 		busy, _, _ := e.mon.Collision(e.rt(rt.RuntimeID))
 		return !busy && !e.rt(rt.RuntimeID).OperatorBusy
 	})
-	e.waitFor("OnHumanDone", func() bool { return e.count(&e.humanDone, rt.RuntimeID) > 0 })
+	e.waitFor("HumanDone", func() bool { return e.count(&e.humanDone, rt.RuntimeID) > 0 })
 }
 
 func TestHumanFallback(t *testing.T) {

@@ -65,9 +65,9 @@ type paneState struct {
 	inMode    bool
 	lastKey   time.Time // last human key seen
 	checking  bool      // keys seen since the last capture taken after they went quiet
-	humanSeen bool      // a human typed here since the last OnHumanDone
-	// reportingHuman: the pane went quiet after a human typed and OnHumanDone is being
-	// called: Collision still says busy, so no trigger goes before what it sets up.
+	humanSeen bool      // a human typed here since the last HumanDone
+	// reportingHuman: the pane went quiet after a human typed and HumanDone is being
+	// published: Collision still says busy until it is on the bus.
 	reportingHuman bool
 	opBusy         bool      // operator_busy as last persisted
 	confirmAt      time.Time // last fallback list-clients query

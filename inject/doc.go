@@ -13,11 +13,11 @@
 //	           Unblock are how the detector, the registry and the API nudge it;
 //	           HoldForSync and ReleaseSync hold a worker for its orchestrator's sync
 //	Collision  the collision event of a trigger held for a person past the max defer
-//	           window (Deps.OnCollision)
+//	           window (nudge.Collision; published as nudge.CollisionHeld)
 //	Config     the trigger policy (DefaultConfig: the seed defaults; Validate)
 //	Deps       its collaborators, as interfaces it declares: Runtimes (*panes.Registry),
 //	           Sender (*controlmode.Conn), Gates and InputLine (*detector.Monitor),
-//	           Acker (*ack.Tracker), Fallbacker (*ack.Chain), and the store
+//	           Acker (*ack.Tracker), Fallbacker (*ack.Chain), the store and the Bus
 //	Request    one trigger request; Submitted, Submit's answer
 //	Scheduler  periodic prompts (seed 004) turned into triggers: Add, Remove, Close
 //
@@ -63,7 +63,19 @@
 // typing a prompt twice), types it, waits for its echo, presses Enter and checks that it
 // left the composer; then the finisher waits for its ack (Acker), with retries and, when
 // they are spent, the fallback chain. Later receipt states are written behind; an ack is flushed
-// at once. Every change goes to Deps.OnChange and wakes Wait's waiters.
+// at once. Every change wakes Wait's waiters and is published (nudge.TriggerChanged).
+//
+// # The bus
+//
+// From Open to Close the Pipeline reads the daemon's bus (news.go): pane output, a direct
+// call (PaneOutput: Observe); on one subscriber, in the order published, what lets a held
+// trigger go (nudge.ReadinessChanged READY and not operator_busy, RuntimeChanged ready,
+// OperatorQuiet: Kick) and a human's intervention (nudge.HumanDone: the orchestrator's
+// sync, held before the OperatorQuiet that follows it kicks the lane); on another, the
+// replies read in the agents' records (nudge.ReplyRead: Reply) and spawns' first prompts
+// (nudge.FirstPrompt: submitted as triggers). It publishes nudge.TriggerChanged (with the
+// ReplyRead it recorded, for the event stream's reply event), CollisionHeld and
+// TriggerTyped.
 //
 // # Goroutines
 //
@@ -75,7 +87,8 @@
 // waiting for its ack (awaitAck), one per running fallback chain (runFallback), a
 // short one per closed trigger that forgets it once its last write is in the store, and
 // one per runtime spawned aside that waits for its prompts to be done (collectAside); the
-// Pipeline one per SubmitAsync, and one per reply recorded on a trigger in flight. The
+// Pipeline one per SubmitAsync, one per reply recorded on a trigger in flight, and its
+// two bus subscribers (nudge.Client; closed first in Close, after the events they hold). The
 // typist runs on a lane's goroutine, or on a request's for an inline typing into an idle
 // lane while no other delivery is in progress (Close waits for that too), and starts
 // only a short wait for an ack while it confirms a submit. Submit also runs the store
@@ -84,5 +97,5 @@
 // pipeline, into which it submits).
 //
 // Observe runs on a control connection's read goroutine and neither blocks nor
-// allocates; Kick and the Deps callbacks never block either.
+// allocates; Kick and Publish never block either.
 package inject

@@ -250,7 +250,7 @@ func (w *Writer) signal() {
 }
 
 // Snapshot records a capture the detector took of a runtime's pane
-// (detector.MonitorConfig.OnSnapshot). It never blocks.
+// (detector.Captured, on the bus). It never blocks.
 func (w *Writer) Snapshot(runtimeID string, s detector.Snapshot) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
