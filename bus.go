@@ -57,8 +57,8 @@ func NewBus() *Bus {
 // subscription is one handler of one client for one event type.
 type subscription struct {
 	c   *Client
-	fn  any                      // func(T)
-	key func(any) (string, bool) // SubscribeLatest's key; nil: every event is queued
+	fn  any              // func(T)
+	key func(any) string // SubscribeLatest's key; nil: every event is queued
 }
 
 // Client is one subscriber: a goroutine and its queue. Its owner makes it in its Open
@@ -129,7 +129,7 @@ func Subscribe[T any](c *Client, fn func(T)) {
 // key: an event whose key (key(ev)) has an event still queued replaces it there, so the
 // handler sees the newest one, at the older one's place in the queue.
 func SubscribeLatest[T any](c *Client, key func(T) string, fn func(T)) {
-	k := func(ev any) (string, bool) { return key(ev.(T)), true }
+	k := func(ev any) string { return key(ev.(T)) }
 	c.subscribe(reflect.TypeFor[T](), &subscription{c: c, fn: fn, key: k})
 }
 
@@ -160,8 +160,7 @@ func Publish[T any](b *Bus, ev T) {
 		fn := s.fn.(func(T))
 		it := &item{run: func() { fn(ev) }}
 		if s.key != nil {
-			k, _ := s.key(ev)
-			it.key = reflect.TypeFor[T]().String() + "\x00" + k
+			it.key = reflect.TypeFor[T]().String() + "\x00" + s.key(ev)
 		}
 		s.c.enqueue(it)
 	}

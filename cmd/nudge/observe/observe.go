@@ -121,8 +121,11 @@ func New(cfg Config) (*Observer, error) {
 	go o.run(ctx)
 	o.sub = nudge.NewClient(cfg.Bus, "observe", 1024)
 	nudge.Subscribe(o.sub, func(ev nudge.TriggerChanged) { o.Trigger(ev.Trigger) })
-	nudge.Subscribe(o.sub, func(ev nudge.RuntimeChanged) { o.Workspace(ev.Runtime.WorkspaceID) })
-	nudge.Subscribe(o.sub, func(ev nudge.ReadinessChanged) { o.Workspace(ev.Workspace) })
+	// A workspace's status line is recomputed from the registry: one mark of it is enough.
+	nudge.SubscribeLatest(o.sub, func(ev nudge.RuntimeChanged) string { return ev.Runtime.WorkspaceID },
+		func(ev nudge.RuntimeChanged) { o.Workspace(ev.Runtime.WorkspaceID) })
+	nudge.SubscribeLatest(o.sub, func(ev nudge.ReadinessChanged) string { return ev.Workspace },
+		func(ev nudge.ReadinessChanged) { o.Workspace(ev.Workspace) })
 	nudge.Subscribe(o.sub, func(ev nudge.TriggerTyped) { o.ObserveTyped(ev.Took) })
 	nudge.Subscribe(o.sub, o.ObserveLLM)
 	return o, nil

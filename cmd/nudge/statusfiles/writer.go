@@ -136,7 +136,9 @@ func Open(cfg Config, src Source) (*Writer, error) {
 		kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{})}
 	w.stop = src.Observe(w.observe) // first: a change after the list below is not missed
 	w.sub = nudge.NewClient(cfg.Bus, "statusfiles", 256)
-	nudge.Subscribe(w.sub, func(c detector.Captured) { w.Snapshot(c.RuntimeID, c.Snapshot) })
+	// A runtime's latest capture is what its file shows: an older one still queued is replaced.
+	nudge.SubscribeLatest(w.sub, func(c detector.Captured) string { return c.RuntimeID },
+		func(c detector.Captured) { w.Snapshot(c.RuntimeID, c.Snapshot) })
 	w.load()
 	go w.run()
 	return w, nil
