@@ -89,7 +89,8 @@
 // operator_busy, the input line and a discovered session id are persisted through the
 // Registry and published on the Bus (nudge.ReadinessChanged, HumanDone then
 // OperatorQuiet, QueueEmptied; Captured and LLMCall for the status files and metrics). The Monitor answers the inject pipeline's gates: Collision, Readiness,
-// Composer, Injecting, and the input-line questions Typed, Ours, Queued.
+// Composer, Injecting, the input-line questions Typed, Ours, Queued, and HumanTaken (a
+// pane a human just left is held until the pipeline took up its HumanDone).
 //
 // Inside, the Monitor is a few types, each with its own state:
 //

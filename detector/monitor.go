@@ -335,10 +335,25 @@ func (m *Monitor) Collision(rt nudge.Runtime) (busy bool, until time.Time, why s
 		return true, ps.lastKey.Add(m.cfg.QuietWindow), "human typing"
 	case ps.checking:
 		return true, time.Time{}, "checking for a draft"
-	case ps.reportingHuman:
-		return true, time.Time{}, "reporting the human's intervention"
+	case !ps.humanReported.IsZero() && now.Before(ps.humanReported.Add(humanTakeWait)):
+		return true, ps.humanReported.Add(humanTakeWait), "reporting the human's intervention"
 	}
 	return false, time.Time{}, ""
+}
+
+// humanTakeWait bounds how long Collision holds a pane for its HumanDone to be taken up
+// (HumanTaken): a Monitor whose HumanDone no one takes up lets triggers go after it.
+const humanTakeWait = 5 * time.Second
+
+// HumanTaken says that the subscriber of nudge.HumanDone (the pipeline) has set up what
+// the human's intervention in runtimeID's pane asks (the orchestrator's sync, holding
+// the worker's triggers): Collision no longer holds the pane for it. It never blocks.
+func (m *Monitor) HumanTaken(runtimeID string) {
+	if ps := m.get(runtimeID); ps != nil {
+		ps.mu.Lock()
+		ps.humanReported = time.Time{}
+		ps.mu.Unlock()
+	}
 }
 
 // Readiness is the pane's current readiness as last classified (BUSY while output flows,

@@ -30,6 +30,7 @@ type liveEnv struct {
 	sock string
 	reg  *panes.Registry
 	mon  *Monitor
+	fwd  atomic.Pointer[Monitor] // mon, for the bus subscriber
 
 	mu        sync.Mutex
 	quiet     []string
@@ -82,6 +83,9 @@ func newLiveEnvPanes(t *testing.T, pmod func(*panes.Config), mod func(*MonitorCo
 		e.mu.Lock()
 		e.humanDone = append(e.humanDone, ev.Runtime.RuntimeID)
 		e.mu.Unlock()
+		if m := e.fwd.Load(); m != nil {
+			m.HumanTaken(ev.Runtime.RuntimeID) // as the pipeline does
+		}
 	})
 	nudge.Subscribe(news, func(nudge.ReadinessChanged) { e.mu.Lock(); e.changes++; e.mu.Unlock() })
 	if mod != nil {
@@ -92,6 +96,7 @@ func newLiveEnvPanes(t *testing.T, pmod func(*panes.Config), mod func(*MonitorCo
 		t.Fatal(err)
 	}
 	e.mon = mon
+	e.fwd.Store(mon)
 	t.Cleanup(func() { mon.Close() })
 	return e
 }

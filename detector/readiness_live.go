@@ -66,14 +66,15 @@ type paneState struct {
 	lastKey   time.Time // last human key seen
 	checking  bool      // keys seen since the last capture taken after they went quiet
 	humanSeen bool      // a human typed here since the last HumanDone
-	// reportingHuman: the pane went quiet after a human typed and HumanDone is being
-	// published: Collision still says busy until it is on the bus.
-	reportingHuman bool
-	opBusy         bool      // operator_busy as last persisted
-	confirmAt      time.Time // last fallback list-clients query
-	llm            llmAsk    // the LLM classifier's last question and answer (llm_live.go)
-	intake         intake    // nudge's prompt the agent has not shown it took yet (intake.go)
-	snap           Snapshot  // what the captures showed (snapshot.go)
+	// humanReported: when the pane went quiet after a human typed and HumanDone was
+	// published; Collision says busy until HumanTaken (or humanTakeWait after it). Zero:
+	// none waits.
+	humanReported time.Time
+	opBusy        bool      // operator_busy as last persisted
+	confirmAt     time.Time // last fallback list-clients query
+	llm           llmAsk    // the LLM classifier's last question and answer (llm_live.go)
+	intake        intake    // nudge's prompt the agent has not shown it took yet (intake.go)
+	snap          Snapshot  // what the captures showed (snapshot.go)
 }
 
 func (m *Monitor) newPane(rt nudge.Runtime) *paneState {

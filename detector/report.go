@@ -1,6 +1,10 @@
 package detector
 
-import "github.com/nudgehq/nudge"
+import (
+	"time"
+
+	"github.com/nudgehq/nudge"
+)
 
 // reporter persists what the pane goroutines and the gates learn about a pane (readiness
 // and summary, operator_busy, the input line) through the Registry, and publishes it on
@@ -55,17 +59,10 @@ func (r *reporter) syncBusy(ps *paneState) {
 	done := !busy && ps.humanSeen
 	if done {
 		ps.humanSeen = false
-		ps.reportingHuman = true // the gates hold until HumanDone is published (Collision)
+		ps.humanReported = now // the gates hold until HumanDone is taken up (Collision, HumanTaken)
 	}
 	c := ps.class
 	ps.mu.Unlock()
-	if done {
-		defer func() {
-			ps.mu.Lock()
-			ps.reportingHuman = false
-			ps.mu.Unlock()
-		}()
-	}
 
 	rt, err := r.cfg.Registry.Update(ps.id, func(rt *nudge.Runtime) {
 		rt.OperatorBusy = busy
@@ -73,23 +70,23 @@ func (r *reporter) syncBusy(ps *paneState) {
 	})
 	if err != nil {
 		r.cfg.Logger.Debug("persist operator_busy failed", "runtime", ps.id, "error", err)
+		if done {
+			ps.mu.Lock()
+			ps.humanReported = time.Time{} // nothing was published: nothing to wait for
+			ps.mu.Unlock()
+		}
 		return
 	}
 	r.changed(rt, c, busy)
 	if busy {
 		return
 	}
-	// The human's intervention is published before the pane is called quiet: a
-	// subscriber to both (the pipeline) sets up what HumanDone asks (the orchestrator's
-	// sync, which holds the worker's triggers) before OperatorQuiet lets deferred
-	// triggers go, as a client runs its events in the order they were published.
+	// The human's intervention is published before the pane is called quiet. Until its
+	// subscriber (the pipeline) has set up what it asks (the orchestrator's sync, which
+	// holds the worker's triggers) and says so (Monitor.HumanTaken), Collision holds the
+	// pane, whatever goes first on the subscriber's goroutine or a lane's timer.
 	if done {
 		nudge.Publish(r.cfg.Bus, nudge.HumanDone{Runtime: rt})
-	}
-	if done {
-		ps.mu.Lock()
-		ps.reportingHuman = false
-		ps.mu.Unlock()
 	}
 	nudge.Publish(r.cfg.Bus, nudge.OperatorQuiet{RuntimeID: ps.id})
 }

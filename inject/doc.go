@@ -16,8 +16,9 @@
 //	           window (nudge.Collision; published as nudge.CollisionHeld)
 //	Config     the trigger policy (DefaultConfig: the seed defaults; Validate)
 //	Deps       its collaborators, as interfaces it declares: Runtimes (*panes.Registry),
-//	           Sender (*controlmode.Conn), Gates and InputLine (*detector.Monitor),
-//	           Acker (*ack.Tracker), Fallbacker (*ack.Chain), the store and the Bus
+//	           Sender (*controlmode.Conn), Gates, InputLine and HumanSync
+//	           (*detector.Monitor), Acker (*ack.Tracker), Fallbacker (*ack.Chain),
+//	           the store and the Bus
 //	Request    one trigger request; Submitted, Submit's answer
 //	Scheduler  periodic prompts (seed 004) turned into triggers: Add, Remove, Close
 //

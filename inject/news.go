@@ -87,8 +87,13 @@ func (p *Pipeline) firstPrompt(ev nudge.FirstPrompt) {
 // until the orchestrator took it. The orchestrator is Config.Orchestrator's WS/ROLE, or
 // the role it names in the worker's workspace; by default the runtime whose role is
 // "orchestrator" in the worker's workspace, if there is one ("none": no sync).
+//
+// The Gates hold the worker's pane until this is done (HumanSync).
 func (p *Pipeline) humanDone(ev nudge.HumanDone) {
 	rt := ev.Runtime
+	if hs, ok := p.deps.Gates.(HumanSync); ok {
+		defer hs.HumanTaken(rt.RuntimeID)
+	}
 	ws, role, ok := p.orchestratorFor(rt)
 	if !ok || (rt.WorkspaceID == ws && (rt.Role == role || strings.HasPrefix(rt.Role, role+panes.AsideMarker))) {
 		return
@@ -107,6 +112,14 @@ func (p *Pipeline) humanDone(ev nudge.HumanDone) {
 			p.log.Warn("sync trigger", "runtime_id", rt.RuntimeID, "err", err)
 		}
 	})
+}
+
+// HumanSync is implemented by Gates that hold a pane a human has just left until the
+// pipeline took up the intervention (*detector.Monitor does): no worker trigger slips
+// through before the orchestrator's sync holds it.
+type HumanSync interface {
+	// HumanTaken says the intervention in runtimeID's pane (nudge.HumanDone) is taken up.
+	HumanTaken(runtimeID string)
 }
 
 // defaultOrchestratorRole is the role of the runtime that gets sync triggers when
