@@ -16,10 +16,18 @@ import (
 // Pipeline.Open loads them, so a daemon restart neither unblocks a blocked thread nor
 // resets a rate-limit window. db nil keeps them in memory only.
 
+// gateStore keeps the gates' state (*store.Gates).
+type gateStore interface {
+	PutGate(g store.Gate) error
+	PutGateLater(g store.Gate)
+	DeleteGateLater(kind, key string)
+	DeleteGatesLater(kind, prefix string)
+}
+
 // rateLimiter allows n deliveries per window per key, sliding: a thread of a runtime
 // (kind store.GateRate), or a runtime over all its threads (store.GateRuntimeRate).
 type rateLimiter struct {
-	db     *store.DB
+	db     gateStore
 	kind   string
 	mu     sync.Mutex
 	n      int
@@ -100,7 +108,7 @@ func (r *rateLimiter) prune(key string, now time.Time) []time.Time {
 // loopGuard blocks a thread that keeps being triggered without progress: after turns
 // deliveries, or after the same prompt repeats times in a row (seed 000 §14).
 type loopGuard struct {
-	db      *store.DB
+	db      gateStore
 	mu      sync.Mutex
 	turns   int
 	repeats int
@@ -247,22 +255,25 @@ func (g *loopGuard) progressPrefix(prefix string) {
 // restoreGates takes the rate limiter's and the loop guard's state back from the store
 // (a daemon restart neither resets a rate window nor unblocks a thread); from now on they
 // write their changes there.
-func (ls *lanes) restoreGates(gates []store.Gate, now time.Time) {
-	ls.rate.db, ls.perRT.db, ls.loops.db = ls.deps.Store, ls.deps.Store, ls.deps.Store
-	ls.rate.load(gates, now, ls.canonKey)
-	ls.perRT.load(gates, now, ls.canonKey)
-	ls.loops.load(gates, ls.canonKey)
+func (p *Pipeline) restoreGates(gates []store.Gate, now time.Time) {
+	if p.deps.Store != nil {
+		db := p.deps.Store.Gates()
+		p.gate.rate.db, p.gate.perRT.db, p.gate.loops.db = db, db, db
+	}
+	p.gate.rate.load(gates, now, p.canonKey)
+	p.gate.perRT.load(gates, now, p.canonKey)
+	p.gate.loops.load(gates, p.canonKey)
 }
 
 // canonKey is a stored gate key with its agent named as agentKey names it: its
 // runtime's role for an agent_id.
-func (ls *lanes) canonKey(key string) string {
+func (p *Pipeline) canonKey(key string) string {
 	agent, thread, threaded := strings.Cut(key, "\x00")
 	ws, name, ok := strings.Cut(agent, "/")
 	if !ok {
 		return key
 	}
-	agent = ls.agentKey(ws, name)
+	agent = p.agentKey(ws, name)
 	if threaded {
 		return agent + "\x00" + thread
 	}

@@ -38,7 +38,7 @@ func (a *syncAcker) Wait(context.Context, string) (string, error) {
 func TestAckTimeoutReadsTheRecord(t *testing.T) {
 	acks := &syncAcker{fakeAcker: fakeAcker{apiAck: func(string) bool { return false }}}
 	p := newWaitPipeline(t, acks, nudge.Trigger{TriggerID: "t1", State: nudge.StateSubmitted, RuntimeID: "rt", Attempts: 1})
-	stored, err := p.deps.Store.GetTrigger("t1")
+	stored, err := p.deps.Store.Triggers().GetTrigger("t1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestAckTimeoutReadsTheRecord(t *testing.T) {
 	p.mu.Lock()
 	p.jobs["t1"] = j
 	p.mu.Unlock()
-	p.fin.ackTimedOut(j)
+	p.ackTimedOut(j)(nil)
 	got := j.record()
 	if got.State != nudge.StateAcked || got.AckSignal != signalRecord || got.Attempts != 1 || got.NextAttemptAt != nil || got.Fallback != "" {
 		t.Fatalf("after the ack timeout: %s signal=%q attempts=%d next=%v fallback=%q; want acked by the record, not retried",

@@ -83,7 +83,7 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 		return Submitted{}, err
 	}
 	if !known || !rt.Managed {
-		p.fin.unroutable(j, known)
+		p.unroutable(j, known)
 	}
 	p.awaitDecision(ctx, j)
 	return Submitted{Trigger: j.record(), Created: true}, nil
@@ -97,7 +97,7 @@ func (p *Pipeline) known(req Request, text string) (s Submitted, known bool, err
 		s, err := repeated(j.record(), req, text)
 		return s, true, err
 	}
-	t, err := p.deps.Store.GetTrigger(req.TriggerID)
+	t, err := p.deps.Store.Triggers().GetTrigger(req.TriggerID)
 	var aged *store.AgedOutError
 	switch {
 	case err == nil:
@@ -124,7 +124,7 @@ func (p *Pipeline) newJobFor(req Request, text string, start time.Time) (j *job,
 		t.RuntimeID, t.Host = rt.RuntimeID, rt.Host
 	}
 	j = newJob(t, p.cfg.Now().Sub(p.opened) < p.cfg.RedeliveryCheck)
-	j.envelope = p.typist.envelope(t, text)
+	j.envelope = p.envelope(t, text)
 	j.received = req.Received
 	if j.received.IsZero() {
 		j.received = start
@@ -134,15 +134,15 @@ func (p *Pipeline) newJobFor(req Request, text string, start time.Time) (j *job,
 
 // route starts a new trigger on its way: for a managed runtime, typed at once from this
 // goroutine if its lane is idle, else queued on the lane. Any other trigger waits for its
-// create (Submit then hands it to the finisher: unroutable).
+// create (Submit then closes it or starts its fallback chain: unroutable).
 func (p *Pipeline) route(ctx context.Context, j *job, managed bool) {
 	if !managed {
 		j.endTask()
 		return
 	}
-	if !p.lanes.typeInline(j) {
+	if !p.typeInline(j) {
 		trace.Log(ctx, "lane", "enqueue")
-		p.lanes.enqueue(j)
+		p.enqueue(j)
 	}
 }
 
@@ -179,7 +179,7 @@ func (p *Pipeline) Get(id string) (nudge.Trigger, error) {
 	if j := p.inflight(id); j != nil {
 		return j.record(), nil
 	}
-	return p.deps.Store.GetTrigger(id)
+	return p.deps.Store.Triggers().GetTrigger(id)
 }
 
 func (p *Pipeline) checkRequest(req *Request) error {
@@ -227,7 +227,7 @@ func (p *Pipeline) newRecord(req Request, text string) nudge.Trigger {
 func (p *Pipeline) create(j *job, known bool) error {
 	t := j.record()
 	rec := p.audit("trigger_received", t, t.Reason) // the caller's reason
-	got, created, err := p.deps.Store.CreateTriggerQuick(t, &rec)
+	got, created, err := p.deps.Store.Triggers().CreateTriggerQuick(t, &rec)
 	if err != nil || !created {
 		// The lane may already hold the job: it must not wait for a record that will never
 		// be written (persist skips a lost job).
@@ -254,5 +254,5 @@ func (p *Pipeline) release(j *job) {
 	p.mu.Lock()
 	delete(p.jobs, j.id())
 	p.mu.Unlock()
-	p.lanes.removeFromLane(j)
+	p.removeFromLane(j)
 }

@@ -47,6 +47,11 @@ type Retention struct {
 	Batch int
 	// Pause is the rest between two transactions of a pass. 0 means DefaultRetainPause.
 	Pause time.Duration
+	// Watched makes the passes run also when nothing is to be removed (they then write
+	// nothing), so a subscriber of RetainStats that watches the file's size hears every
+	// Every (what each pass did is published on Options.Bus; a pass that failed has Err
+	// set).
+	Watched bool
 }
 
 // Retention defaults.
@@ -148,7 +153,7 @@ func (db *DB) Retain(ctx context.Context, r Retention) RetainStats {
 		}
 	}
 	if st.Err == nil && r.sealing() {
-		st.Err = db.AuditLog.seal(ctx, r, now.Add(-r.AuditWindow), &st)
+		st.Err = db.audit.seal(ctx, r, now.Add(-r.AuditWindow), &st)
 	}
 	return st
 }
