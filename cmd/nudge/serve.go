@@ -18,6 +18,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/classifier"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/flagvals"
+	"github.com/nudgehq/nudge/cmd/nudge/hub"
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
@@ -59,6 +60,7 @@ type serveConfig struct {
 	LLM      classifier.Config      // the optional LLM classifier
 	Keep     retention.Config       // what the store keeps: --retain, the audit archive, compaction
 	Web      web.Config             // the web view: --web ADDR, TLS, origins
+	Hub      hub.Config             // the fleet: --hub-listen, --hub, --host-name, identities (docs/hub.md)
 	// StatusFiles: the status files under <state-dir>/workers (--status-files, --status-history)
 	StatusFiles statusFilesConfig
 }
@@ -77,7 +79,7 @@ func defaultServeConfig() serveConfig {
 		Panes: panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
 		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Wake: wake.DefaultConfig(), Auth: auth.DefaultConfig(),
 		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
-		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(), Web: web.DefaultConfig(),
+		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(), Web: web.DefaultConfig(), Hub: hub.DefaultConfig(),
 		StatusFiles: statusFilesConfig{On: true, Config: statusfiles.DefaultConfig()},
 	}
 }
@@ -110,6 +112,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
 	retention.Flags(fs, &c.Keep)
 	web.Flags(fs, &c.Web)
+	hub.Flags(fs, &c.Hub)
 	authFlags(fs, &c.Auth)
 	classifier.Flags(fs, &c.LLM)
 	fs.DurationVar(&c.Monitor.LLMSettle, "llm-settle", c.Monitor.LLMSettle, "how long a screen the packs cannot classify must stay unchanged before the LLM classifier is asked about it")

@@ -1,0 +1,259 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/server"
+	"github.com/nudgehq/nudge/inject"
+	"github.com/nudgehq/nudge/store"
+)
+
+// fakeLocal is a pipeline that takes every trigger at once and closes it.
+type fakeLocal struct {
+	mu   sync.Mutex
+	seen map[string]int // submits per trigger id that created a record
+	recs map[string]nudge.Trigger
+}
+
+var _ Local = (*fakeLocal)(nil)
+
+func newFakeLocal() *fakeLocal {
+	return &fakeLocal{seen: map[string]int{}, recs: map[string]nudge.Trigger{}}
+}
+
+func (l *fakeLocal) Submit(_ context.Context, req inject.Request) (inject.Submitted, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.recs[req.TriggerID]; ok {
+		return inject.Submitted{Trigger: t}, nil
+	}
+	now := time.Now()
+	t := nudge.Trigger{TriggerID: req.TriggerID, WorkspaceID: req.Workspace, Agent: req.Agent, Prompt: req.Prompt,
+		Caller: req.Caller, State: nudge.StateSubmitted, Closed: true, CreatedAt: now, SubmittedAt: &now, UpdatedAt: now}
+	l.recs[req.TriggerID] = t
+	l.seen[req.TriggerID]++
+	return inject.Submitted{Trigger: t, Created: true}, nil
+}
+
+func (l *fakeLocal) Get(id string) (nudge.Trigger, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.recs[id]; ok {
+		return t, nil
+	}
+	return nudge.Trigger{}, fmt.Errorf("get %s: %w", id, store.ErrNotFound)
+}
+
+func (l *fakeLocal) Wait(ctx context.Context, id string, cond func(nudge.Trigger) bool) (nudge.Trigger, error) {
+	for {
+		t, err := l.Get(id)
+		if err != nil || cond(t) {
+			return t, err
+		}
+		select {
+		case <-ctx.Done():
+			return t, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (l *fakeLocal) Ack(_ context.Context, id string) (nudge.Trigger, error) { return l.Get(id) }
+
+func (l *fakeLocal) count(id string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seen[id]
+}
+
+// fakeRuntimes lists one runtime per workspace.
+type fakeRuntimes struct{ ws []string }
+
+func (r fakeRuntimes) List() []nudge.Runtime {
+	var out []nudge.Runtime
+	for _, ws := range r.ws {
+		out = append(out, nudge.Runtime{RuntimeID: ws + "-a", WorkspaceID: ws, Role: "a", Status: nudge.StatusReady})
+	}
+	return out
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
+
+type member struct {
+	f     *Fleet
+	local *fakeLocal
+}
+
+func writeFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func openMember(t *testing.T, cfg Config, ws ...string) member {
+	t.Helper()
+	m := member{local: newFakeLocal()}
+	cfg.Heartbeat = 100 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	log := hclog.New(&hclog.LoggerOptions{Name: cfg.HostName, Level: hclog.Debug, Output: testWriter{t}})
+	f, err := Open(ctx, cfg, Deps{Local: m.local, Runtimes: fakeRuntimes{ws}, StateDir: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatalf("open %s: %v", cfg.HostName, err)
+	}
+	t.Cleanup(func() { f.Close() })
+	m.f = f
+	return m
+}
+
+// fleet is a hub and two members, a and b (b may hold only wb).
+func fleet(t *testing.T) (hub, a, b member, dir string) {
+	dir = t.TempDir()
+	users := writeFile(t, dir, "users", "a secret-a\nb secret-b wb\n")
+	cfg := DefaultConfig()
+	cfg.Listen, cfg.HostName, cfg.Users = "127.0.0.1:0", "hub", users
+	hub = openMember(t, cfg, "wh")
+	mc := DefaultConfig()
+	mc.URL = "nats://" + hub.f.Addr()
+	mc.HostName, mc.Credentials = "a", writeFile(t, dir, "a.cred", "a secret-a\n")
+	a = openMember(t, mc, "wa")
+	mc.HostName, mc.Credentials = "b", writeFile(t, dir, "b.cred", "b secret-b\n")
+	b = openMember(t, mc, "wb", "wa") // b also lists wa: not its own
+	for _, ws := range []string{"wh", "wa", "wb"} {
+		waitFor(t, "claim of "+ws, func() bool {
+			h, _ := a.f.HostOf(ws)
+			h2, _ := b.f.HostOf(ws)
+			return h != "" && h2 != ""
+		})
+	}
+	return hub, a, b, dir
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+	}
+}
+
+func deps(m member) server.Deps {
+	d := server.Deps{Runtimes: nil, Triggers: nil}
+	d.Triggers = localTriggers{m.local}
+	m.f.Wrap(&d)
+	return d
+}
+
+// localTriggers gives a fakeLocal the rest of server.Triggers.
+type localTriggers struct{ *fakeLocal }
+
+func (localTriggers) Depth(string) int                               { return 0 }
+func (localTriggers) Kick(string)                                    {}
+func (localTriggers) Progress(_, _, _ string)                        {}
+func (localTriggers) Force(_, _, _, _ string) (nudge.Trigger, error) { return nudge.Trigger{}, nil }
+func (localTriggers) Unblock(string, func(string) bool) []string     { return nil }
+func (l localTriggers) Wait(ctx context.Context, id string, c func(nudge.Trigger) bool) (nudge.Trigger, error) {
+	return l.fakeLocal.Wait(ctx, id, c)
+}
+
+func TestRoute(t *testing.T) {
+	t.Parallel()
+	hub, a, b, _ := fleet(t)
+	if h, _ := hub.f.HostOf("wa"); h != "a" {
+		t.Fatalf("wa is held by %q, want a (b listed it second)", h)
+	}
+	d := deps(b)
+	ctx := context.Background()
+	req := inject.Request{TriggerID: "t-1", Workspace: "wa", Agent: "a", Prompt: "hello"}
+	res, err := d.Triggers.Submit(ctx, req)
+	if err != nil || !res.Created || res.Trigger.Host != "a" {
+		t.Fatalf("route: %+v, %v", res, err)
+	}
+	got, err := d.Triggers.Wait(ctx, "t-1", func(t nudge.Trigger) bool { return t.Closed })
+	if err != nil || got.State != nudge.StateSubmitted || got.Host != "a" {
+		t.Fatalf("receipt: %+v, %v", got, err)
+	}
+	// A repeat, on any member, is the same receipt, never a second delivery.
+	for _, m := range []member{b, hub} {
+		res, err := deps(m).Triggers.Submit(ctx, req)
+		if err != nil || res.Created || res.Trigger.State != nudge.StateSubmitted {
+			t.Fatalf("repeat on %s: %+v, %v", m.f.Host(), res, err)
+		}
+	}
+	if n := a.local.count("t-1"); n != 1 {
+		t.Fatalf("a took t-1 %d times, want 1", n)
+	}
+	req.Prompt = "other"
+	if _, err := d.Triggers.Submit(ctx, req); !isCode(err, nudge.IdempotencyConflict) {
+		t.Fatalf("a repeat with another prompt: %v", err)
+	}
+	// The fleet's runtimes: every host's.
+	waitFor(t, "the other hosts' runtimes on b", func() bool { return len(b.f.Remote()) == 2 }) // wh-a, wa-a; not b's own
+}
+
+func isCode(err error, c nudge.Code) bool {
+	var ne *nudge.Error
+	return errors.As(err, &ne) && ne.Code == c
+}
+
+// TestPermissions: a member's credentials publish nothing for another member.
+func TestPermissions(t *testing.T) {
+	t.Parallel()
+	hub, _, _, _ := fleet(t)
+	nc, err := nats.Connect("nats://"+hub.f.Addr(), nats.UserInfo("b", "secret-b"), nats.CustomInboxPrefix("_INBOX_b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for _, subj := range []string{"$KV.nudge_runtimes.a", "$KV.nudge_receipts.a.x", "$KV.nudge_ws.wa", "$KV.nudge_hosts.a"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		if _, err := js.Publish(ctx, subj, []byte(`b`)); err == nil {
+			t.Errorf("b published on %s", subj)
+		}
+		cancel()
+	}
+	for _, durableName := range []string{durable("a"), durable("b")} {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		if _, err := js.CreateOrUpdateConsumer(ctx, triggerStream, jetstream.ConsumerConfig{Durable: durableName, FilterSubject: triggerSubject("a")}); err == nil {
+			t.Errorf("b made a consumer %s of a's triggers", durableName)
+		}
+		cancel()
+	}
+	if _, err := nc.SubscribeSync("_INBOX_a.>"); err == nil {
+		nc.Flush()
+		if err := nc.LastError(); err == nil {
+			t.Error("b subscribed to a's inbox")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, bucketRTs)
+	if err != nil {
+		t.Fatalf("b reads the runtimes bucket: %v", err)
+	}
+	if _, err := kv.Get(ctx, "a"); err != nil {
+		t.Fatalf("b reads a's runtimes: %v", err)
+	}
+	if _, err := kv.Put(ctx, "b", []byte("[]")); err != nil {
+		t.Fatalf("b writes its own runtimes: %v", err)
+	}
+}

@@ -1,0 +1,288 @@
+package hub
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/server"
+	"github.com/nudgehq/nudge/inject"
+	"github.com/nudgehq/nudge/store"
+)
+
+// wireTrigger is a trigger on its way through the hub: the request as the member that
+// took it accepted it (its caller's token already checked there).
+type wireTrigger struct {
+	inject.Request
+	From      string    `json:"from"` // the member that took the request
+	Caller    string    `json:"caller,omitempty"`
+	CallerUID int       `json:"caller_uid"`
+	Deadline  time.Time `json:"deadline"`
+}
+
+// Wrap makes the API's runtimes and triggers the fleet's: the runtime list holds every
+// host's runtimes, and a trigger for a workspace held by another host goes there through
+// the hub. The caller's token is checked by the API before either is called.
+func (f *Fleet) Wrap(d *server.Deps) {
+	if f == nil {
+		return
+	}
+	d.Runtimes = fleetRuntimes{d.Runtimes, f}
+	d.Triggers = fleetTriggers{d.Triggers, f}
+}
+
+type fleetRuntimes struct {
+	server.Runtimes
+	f *Fleet
+}
+
+func (r fleetRuntimes) List() []nudge.Runtime { return append(r.Runtimes.List(), r.f.Remote()...) }
+
+func (r fleetRuntimes) Get(id string) (nudge.Runtime, bool) {
+	if rt, ok := r.Runtimes.Get(id); ok {
+		return rt, true
+	}
+	return r.f.remoteRuntime(id)
+}
+
+type fleetTriggers struct {
+	server.Triggers
+	f *Fleet
+}
+
+// Submit routes a trigger: to this host's pipeline when the workspace is here (or held
+// by no host, or the id is known here), else to the host that holds it.
+func (t fleetTriggers) Submit(ctx context.Context, req inject.Request) (inject.Submitted, error) {
+	host, away := t.f.HostOf(req.Workspace)
+	if host == "" || host == t.f.Host() || t.knownHere(req.TriggerID) {
+		return t.Triggers.Submit(ctx, req)
+	}
+	return t.f.route(ctx, host, away, req)
+}
+
+func (t fleetTriggers) knownHere(id string) bool {
+	if id == "" {
+		return false
+	}
+	_, err := t.Triggers.Get(id)
+	return !errors.Is(err, store.ErrNotFound)
+}
+
+func (t fleetTriggers) Get(id string) (nudge.Trigger, error) {
+	tr, err := t.Triggers.Get(id)
+	if !errors.Is(err, store.ErrNotFound) {
+		return tr, err
+	}
+	if r, ok := t.f.receipt(id); ok {
+		return r, nil
+	}
+	return tr, err
+}
+
+func (t fleetTriggers) Wait(ctx context.Context, id string, cond func(nudge.Trigger) bool) (nudge.Trigger, error) {
+	if _, err := t.Triggers.Get(id); !errors.Is(err, store.ErrNotFound) {
+		return t.Triggers.Wait(ctx, id, cond)
+	}
+	return t.f.wait(ctx, id, cond)
+}
+
+func (t fleetTriggers) Ack(ctx context.Context, id string) (nudge.Trigger, error) {
+	if _, err := t.Triggers.Get(id); !errors.Is(err, store.ErrNotFound) {
+		return t.Triggers.Ack(ctx, id)
+	}
+	return t.f.ack(ctx, id)
+}
+
+// isLocal reports whether this host has a runtime in workspace ws.
+func (f *Fleet) isLocal(ws string) bool {
+	for _, rt := range f.deps.Runtimes.List() {
+		if rt.WorkspaceID == ws {
+			return true
+		}
+	}
+	return false
+}
+
+// route publishes req for host on the work queue, the trigger id its message id, and
+// writes the receipt this member keeps for it (queued; the holder's own receipt wins
+// once it writes one). A hub that cannot be reached is UNAVAILABLE: nothing was taken.
+func (f *Fleet) route(ctx context.Context, host string, away bool, req inject.Request) (inject.Submitted, error) {
+	if req.TriggerID == "" {
+		req.TriggerID = newTriggerID()
+	}
+	if err := nudge.CheckID("trigger_id", req.TriggerID); err != nil {
+		return inject.Submitted{}, err
+	}
+	if prev, ok := f.receipt(req.TriggerID); ok {
+		return repeated(prev, req)
+	}
+	now := time.Now().UTC()
+	w := wireTrigger{Request: req, From: f.cfg.HostName, Caller: req.Caller, CallerUID: req.CallerUID, Deadline: now.Add(f.cfg.MaxQueue)}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return inject.Submitted{}, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ack, err := f.js.Publish(pctx, triggerSubject(host), b, jetstream.WithMsgID(req.TriggerID), jetstream.WithMsgTTL(f.cfg.MaxQueue))
+	if err != nil {
+		return inject.Submitted{}, nudge.NewError(nudge.Unavailable, "the fleet's hub did not take the trigger for host "+host+": "+err.Error()+" (nothing was queued: send it again)")
+	}
+	if ack.Duplicate {
+		if prev, ok := f.receipt(req.TriggerID); ok {
+			return repeated(prev, req)
+		}
+	}
+	deadline := w.Deadline
+	t := nudge.Trigger{TriggerID: req.TriggerID, WorkspaceID: req.Workspace, Agent: req.Agent, Host: host,
+		ThreadID: req.ThreadID, Prompt: req.Prompt, Reason: req.Reason, AckTimeoutMS: req.AckTimeoutMS,
+		ForceOverride: req.ForceOverride, OverrideIntent: req.OverrideIntent, Caller: req.Caller, CallerUID: req.CallerUID,
+		State: nudge.StateQueued, CreatedAt: now, QueuedAt: now, UpdatedAt: now, DeferredUntil: &deadline,
+		Message: "routed through the fleet's hub to host " + host}
+	if away {
+		t.Message = "host " + host + " is away: queued in the fleet's hub until it returns (or deferred_until passes)"
+	}
+	t.Result = inject.ResultFor(t)
+	f.putReceipt(ctx, t)
+	return inject.Submitted{Trigger: t, Created: true}, nil
+}
+
+// repeated answers a trigger id seen before: its receipt, or a conflict when the request
+// differs from the first.
+func repeated(prev nudge.Trigger, req inject.Request) (inject.Submitted, error) {
+	if prev.WorkspaceID != req.Workspace || prev.Agent != req.Agent || prev.Prompt != req.Prompt {
+		return inject.Submitted{}, nudge.NewError(nudge.IdempotencyConflict, "trigger_id "+req.TriggerID+" was used with another workspace, agent or prompt")
+	}
+	return inject.Submitted{Trigger: prev}, nil
+}
+
+// putReceipt writes t under this host's name, retrying while the hub is away.
+func (f *Fleet) putReceipt(ctx context.Context, t nudge.Trigger) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return
+	}
+	for {
+		_, err := f.kv[bucketRcpt].Put(ctx, f.cfg.HostName+"."+key(t.TriggerID), b)
+		if err == nil || ctx.Err() != nil || f.ctx.Err() != nil {
+			return
+		}
+		f.log.Debug("hub receipt", "trigger", t.TriggerID, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-f.ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// getReceipt reads the receipt writer keeps for id.
+func (f *Fleet) getReceipt(writer, id string) (nudge.Trigger, bool) {
+	ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
+	defer cancel()
+	e, err := f.kv[bucketRcpt].Get(ctx, writer+"."+key(id))
+	if err != nil {
+		return nudge.Trigger{}, false
+	}
+	var t nudge.Trigger
+	if json.Unmarshal(e.Value(), &t) != nil || t.TriggerID != id {
+		return nudge.Trigger{}, false
+	}
+	return t, true
+}
+
+// receipt is a routed trigger's receipt: the holder's (Host names it) when it wrote one,
+// else the routing member's, failed DEFER_TIMEOUT once its deadline passed.
+func (f *Fleet) receipt(id string) (nudge.Trigger, bool) {
+	for _, h := range f.hosts() {
+		t, ok := f.getReceipt(h, id)
+		if !ok {
+			continue
+		}
+		if t.Host == h {
+			return t, true // the holder's own
+		}
+		if own, ok := f.getReceipt(t.Host, id); ok && own.Host == t.Host {
+			return own, true
+		}
+		if t.DeferredUntil != nil && time.Now().After(*t.DeferredUntil) && !t.Closed {
+			at := *t.DeferredUntil
+			t.State, t.Closed, t.ErrorCode, t.FailedAt, t.UpdatedAt = nudge.StateFailed, true, nudge.DeferTimeout, &at, at
+			t.Message = "host " + t.Host + " did not take it before its deadline (--hub-max-queue)"
+			t.Result = inject.ResultFor(t)
+		}
+		return t, true
+	}
+	return nudge.Trigger{}, false
+}
+
+// wait blocks until a routed trigger's receipt meets cond (or ctx ends): every write of
+// a receipt for id is seen on the bucket's subject as it happens.
+func (f *Fleet) wait(ctx context.Context, id string, cond func(nudge.Trigger) bool) (nudge.Trigger, error) {
+	ch := make(chan *nats.Msg, 16)
+	sub, err := f.nc.ChanSubscribe("$KV."+bucketRcpt+".*."+key(id), ch)
+	if err != nil {
+		return nudge.Trigger{}, err
+	}
+	defer sub.Unsubscribe() //nolint:errcheck // best effort
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		t, ok := f.receipt(id)
+		if !ok {
+			return t, fmt.Errorf("get trigger %s: %w", id, store.ErrNotFound)
+		}
+		if cond(t) {
+			return t, nil
+		}
+		select {
+		case <-ctx.Done():
+			return t, ctx.Err()
+		case <-ch:
+		case <-tick.C:
+		}
+	}
+}
+
+// ack sends an API ack to the host that holds the trigger.
+func (f *Fleet) ack(ctx context.Context, id string) (nudge.Trigger, error) {
+	t, ok := f.receipt(id)
+	if !ok {
+		return t, fmt.Errorf("get trigger %s: %w", id, store.ErrNotFound)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	m, err := f.nc.RequestWithContext(rctx, ctlSubject(t.Host, "ack"), []byte(id))
+	if err != nil {
+		return t, nudge.NewError(nudge.Unavailable, "host "+t.Host+" did not answer the ack: "+err.Error())
+	}
+	var r ctlReply
+	if err := json.Unmarshal(m.Data, &r); err != nil {
+		return t, err
+	}
+	if r.Code != "" {
+		return r.Trigger, nudge.NewError(r.Code, r.Message)
+	}
+	return r.Trigger, nil
+}
+
+// ctlReply is a host's answer to a control request.
+type ctlReply struct {
+	Trigger nudge.Trigger `json:"trigger"`
+	Code    nudge.Code    `json:"error_code,omitempty"`
+	Message string        `json:"message,omitempty"`
+}
+
+func newTriggerID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "trg_" + time.Now().UTC().Format("20060102T150405") + "_" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,148 @@
+package hub
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Names of the hub's stream, buckets and subjects.
+const (
+	triggerStream = "NUDGE_TRIGGERS" // work queue: nudge.trig.HOST
+	bucketHosts   = "nudge_hosts"    // HOST → heartbeat (TTL)
+	bucketRTs     = "nudge_runtimes" // HOST → the host's runtimes
+	bucketWS      = "nudge_ws"       // WORKSPACE → HOST (written by the hub only)
+	bucketRcpt    = "nudge_receipts" // WRITER.ID → a receipt
+)
+
+func triggerSubject(host string) string { return "nudge.trig." + host }
+func ctlSubject(host, op string) string { return "nudge.ctl." + host + "." + op }
+func durable(host string) string        { return "host_" + host }
+func inboxPrefix(host string) string    { return "_INBOX_" + host }
+
+// embedded is the hub's NATS server and the random password of its own (in-process)
+// user, who alone may write the workspace claims.
+type embedded struct {
+	srv   *server.Server
+	admin string
+}
+
+// startServer runs the embedded NATS server with JetStream on cfg.Listen, its store
+// under stateDir/hub, one user per member from cfg.Users.
+func startServer(cfg Config, stateDir string, log hclog.Logger) (*embedded, []identity, error) {
+	host, portS, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--hub-listen: %w", err)
+	}
+	port, err := strconv.Atoi(portS)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--hub-listen: port %q", portS)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT // NATS reads 0 as its default port
+	}
+	var members []identity
+	if cfg.Users != "" {
+		if members, err = readIdentities(cfg.Users); err != nil {
+			return nil, nil, fmt.Errorf("--hub-users: %w", err)
+		}
+	} else {
+		log.Warn("no --hub-users: no member can join this hub (it serves its own host only)")
+	}
+	e := &embedded{admin: randomSecret()}
+	opts := &server.Options{
+		ServerName: "nudge-" + cfg.HostName, Host: host, Port: port,
+		JetStream: true, StoreDir: filepath.Join(stateDir, "hub"),
+		NoSigs: true, MaxPayload: 4 << 20, PingInterval: cfg.Heartbeat * 2, MaxPingsOut: 3,
+		Users: []*server.User{{Username: "nudge-hub-" + cfg.HostName, Password: e.admin}},
+	}
+	for _, m := range members {
+		perms := memberPermissions(m.Name)
+		if isNKey(m.Secret) {
+			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: m.Secret, Permissions: perms})
+		} else {
+			opts.Users = append(opts.Users, &server.User{Username: m.Name, Password: m.Secret, Permissions: perms})
+		}
+	}
+	if cfg.TLSCert != "" {
+		if _, err := readPrivate(cfg.TLSKey); err != nil {
+			return nil, nil, fmt.Errorf("--hub-tls-key: %w", err)
+		}
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey})
+		if err != nil {
+			return nil, nil, fmt.Errorf("hub tls: %w", err)
+		}
+		opts.TLSConfig, opts.TLSTimeout = tc, 5
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("hub server: %w", err)
+	}
+	s.SetLoggerV2(natsLogger{log.Named("nats")}, false, false, false)
+	s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		s.Shutdown()
+		return nil, nil, fmt.Errorf("hub server on %s did not start", cfg.Listen)
+	}
+	e.srv = s
+	return e, members, nil
+}
+
+// Addr is where the hub listens (its port resolved when --hub-listen asked for :0).
+func (e *embedded) Addr() string { return e.srv.Addr().String() }
+
+func (e *embedded) close() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+}
+
+// memberPermissions lets host h use the fleet and publish only under its own name: its
+// heartbeat, its runtimes, its receipts; triggers to any host (the member that takes a
+// request checks its caller's token); a consumer of its own triggers only. It reads
+// every bucket, and replies arrive on its own inbox prefix only (no other member's
+// deliveries). The workspace claims are the hub's alone.
+func memberPermissions(h string) *server.Permissions {
+	pub := []string{
+		"$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.FC.>",
+		"$JS.API.CONSUMER.CREATE." + triggerStream + "." + durable(h) + "." + triggerSubject(h),
+		"$JS.API.CONSUMER.INFO." + triggerStream + "." + durable(h),
+		"$JS.API.CONSUMER.MSG.NEXT." + triggerStream + "." + durable(h),
+		"$JS.ACK." + triggerStream + "." + durable(h) + ".>",
+		"nudge.trig.*", "nudge.ctl.*.*",
+		"$KV." + bucketHosts + "." + h, "$KV." + bucketRTs + "." + h, "$KV." + bucketRcpt + "." + h + ".*",
+	}
+	for _, b := range []string{bucketHosts, bucketRTs, bucketWS, bucketRcpt} {
+		s := "KV_" + b
+		pub = append(pub, "$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>", "$JS.API.STREAM.MSG.GET."+s,
+			"$JS.API.CONSUMER.CREATE."+s, "$JS.API.CONSUMER.CREATE."+s+".>", "$JS.API.CONSUMER.DELETE."+s+".*",
+			"$JS.API.CONSUMER.INFO."+s+".*", "$JS.API.CONSUMER.MSG.NEXT."+s+".*")
+	}
+	return &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: pub},
+		Subscribe: &server.SubjectPermission{Allow: []string{inboxPrefix(h) + ".>", "nudge.ctl." + h + ".*", "$KV." + bucketRcpt + ".>"}},
+		Response:  &server.ResponsePermission{MaxMsgs: 1, Expires: time.Minute},
+	}
+}
+
+func randomSecret() string {
+	b := make([]byte, 24)
+	rand.Read(b) //nolint:errcheck // crypto/rand does not fail
+	return hex.EncodeToString(b)
+}
+
+// natsLogger writes the NATS server's log through the daemon's logger.
+type natsLogger struct{ l hclog.Logger }
+
+func (n natsLogger) Noticef(f string, v ...any) { n.l.Debug(fmt.Sprintf(f, v...)) }
+func (n natsLogger) Warnf(f string, v ...any)   { n.l.Warn(fmt.Sprintf(f, v...)) }
+func (n natsLogger) Fatalf(f string, v ...any)  { n.l.Error(fmt.Sprintf(f, v...)) }
+func (n natsLogger) Errorf(f string, v ...any)  { n.l.Error(fmt.Sprintf(f, v...)) }
+func (n natsLogger) Debugf(f string, v ...any)  { n.l.Trace(fmt.Sprintf(f, v...)) }
+func (n natsLogger) Tracef(f string, v ...any)  { n.l.Trace(fmt.Sprintf(f, v...)) }
