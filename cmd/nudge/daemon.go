@@ -20,8 +20,8 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/demoagent"
 	"github.com/nudgehq/nudge/cmd/nudge/dialogs"
 	"github.com/nudgehq/nudge/cmd/nudge/doctor"
-	"github.com/nudgehq/nudge/cmd/nudge/hub"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/cmd/nudge/hub"
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/cmd/nudge/profiling"
@@ -244,7 +244,7 @@ func (d *daemon) Close() error {
 		}
 		closeIf(d.web != nil, func() error { return d.web.Close() }) // its streams end first
 		closeIf(d.api != nil, func() error { return d.api.Close() })
-		closeIf(d.fleet != nil, d.fleet.Close) // no more triggers from the hub
+		closeIf(d.fleet != nil, d.fleet.Close)                           // no more triggers from the hub
 		closeIf(d.sched != nil, func() error { return d.sched.Close() }) // it submits into the pipeline: first
 		if d.wake != nil {
 			d.wake.Close() // so does it
