@@ -12,6 +12,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/inject"
+	"github.com/nudgehq/nudge/store"
 )
 
 // consume starts this host's durable consumer of its triggers on the work queue
@@ -149,27 +150,37 @@ func (f *Fleet) resumeFollows() {
 	})
 }
 
-// onControl answers another member's request about a trigger this host holds (an API
-// ack). The member that took the request checked its caller's token.
+// onControl answers another member's request about a trigger this host holds: its
+// receipt (get) or an API ack (ack). The member that took the request checked its
+// caller's token; members are the fleet's daemons, each trusted to do so.
 func (f *Fleet) onControl(m *nats.Msg) {
 	op := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 	id := string(m.Data)
-	var r ctlReply
-	if own, ok := f.getReceipt(f.cfg.HostName, id); !ok || own.Host != f.cfg.HostName {
-		r.Code, r.Message = nudge.NotFound, "trigger "+id+" did not come to host "+f.cfg.HostName+" through the hub"
-	} else if op != "ack" {
-		r.Code, r.Message = nudge.BadRequest, "unknown request "+op
-	} else {
+	var (
+		r   ctlReply
+		err error
+	)
+	switch op {
+	case "get":
+		r.Trigger, err = f.deps.Local.Get(id)
+	case "ack":
 		ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
-		t, err := f.deps.Local.Ack(ctx, id)
+		r.Trigger, err = f.deps.Local.Ack(ctx, id)
 		cancel()
-		r.Trigger = t
-		var ne *nudge.Error
-		if errors.As(err, &ne) {
-			r.Code, r.Message = ne.Code, ne.Message
-		} else if err != nil {
-			r.Code, r.Message = nudge.Internal, err.Error()
-		}
+	default:
+		err = nudge.NewError(nudge.BadRequest, "unknown request "+op)
+	}
+	var ne *nudge.Error
+	switch {
+	case errors.As(err, &ne):
+		r.Code, r.Message = ne.Code, ne.Message
+	case errors.Is(err, store.ErrNotFound):
+		r.Code, r.Message = nudge.NotFound, err.Error()
+	case err != nil:
+		r.Code, r.Message = nudge.Internal, err.Error()
+	}
+	if r.Code == "" && r.Trigger.Host == "" {
+		r.Trigger.Host = f.cfg.HostName
 	}
 	b, _ := json.Marshal(r)
 	m.Respond(b) //nolint:errcheck // the requester times out

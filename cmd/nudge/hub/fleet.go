@@ -43,13 +43,14 @@ type Deps struct {
 // Fleet is one daemon's part in the fleet. Open starts it; Close stops its goroutines,
 // its connection and, on the hub, the embedded server. A nil *Fleet is no fleet.
 type Fleet struct {
-	cfg  Config
-	deps Deps
-	log  hclog.Logger
-	srv  *embedded // the hub's server; nil on a member
-	nc   *nats.Conn
-	js   jetstream.JetStream
-	kv   map[string]jetstream.KeyValue
+	cfg   Config
+	deps  Deps
+	log   hclog.Logger
+	srv   *embedded // the hub's server; nil on a member
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	kv    map[string]jetstream.KeyValue // set once, before ready is closed
+	ready chan struct{}                 // closed once the buckets are bound: the fleet is up
 
 	mu       sync.Mutex
 	runtimes map[string][]nudge.Runtime // other hosts' runtimes, by host
@@ -71,7 +72,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Fleet, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
 	}
-	f := &Fleet{cfg: cfg, deps: deps, log: deps.Logger, kv: map[string]jetstream.KeyValue{},
+	f := &Fleet{cfg: cfg, deps: deps, log: deps.Logger, ready: make(chan struct{}),
 		runtimes: map[string][]nudge.Runtime{}, alive: map[string]time.Time{}, claims: map[string]string{}, follow: map[string]bool{}}
 	if f.log == nil {
 		f.log = hclog.NewNullLogger()
@@ -122,10 +123,17 @@ func (f *Fleet) open(ctx context.Context) error {
 	if f.js, err = jetstream.New(nc); err != nil {
 		return err
 	}
-	if f.srv != nil {
-		if err := f.createStreams(ctx); err != nil {
-			return err
-		}
+	if f.srv == nil {
+		// A member serves its own host at once; it joins the fleet once the hub answers.
+		f.goLoop(func() {
+			if err := f.start(f.ctx); err != nil && f.ctx.Err() == nil {
+				f.log.Error("hub: cannot join the fleet", "err", err)
+			}
+		})
+		return nil
+	}
+	if err := f.createStreams(ctx); err != nil {
+		return err
 	}
 	return f.start(ctx)
 }
@@ -182,13 +190,16 @@ func (f *Fleet) createStreams(ctx context.Context) error {
 
 // start binds the buckets (waiting for the hub while it is away) and starts the loops.
 func (f *Fleet) start(ctx context.Context) error {
+	kvs := map[string]jetstream.KeyValue{}
 	for _, b := range []string{bucketHosts, bucketRTs, bucketWS, bucketRcpt} {
 		kv, err := f.bind(ctx, b)
 		if err != nil {
 			return err
 		}
-		f.kv[b] = kv
+		kvs[b] = kv
 	}
+	f.kv = kvs
+	close(f.ready)
 	if err := f.consume(); err != nil {
 		return err
 	}
@@ -219,6 +230,16 @@ func (f *Fleet) bind(ctx context.Context, bucket string) (jetstream.KeyValue, er
 			return nil, fmt.Errorf("hub: %w", err)
 		case <-time.After(time.Second):
 		}
+	}
+}
+
+// up reports whether the fleet is joined (its buckets bound).
+func (f *Fleet) up() bool {
+	select {
+	case <-f.ready:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -218,7 +218,8 @@ func isCode(err error, c nudge.Code) bool {
 func TestPermissions(t *testing.T) {
 	t.Parallel()
 	hub, _, _, _ := fleet(t)
-	nc, err := nats.Connect("nats://"+hub.f.Addr(), nats.UserInfo("b", "secret-b"), nats.CustomInboxPrefix("_INBOX_b"))
+	nc, err := nats.Connect("nats://"+hub.f.Addr(), nats.UserInfo("b", "secret-b"), nats.CustomInboxPrefix("_INBOX_b"),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		t.Fatal(err)
 	}

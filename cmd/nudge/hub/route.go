@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -121,6 +122,9 @@ func (f *Fleet) route(ctx context.Context, host string, away bool, req inject.Re
 	if err := nudge.CheckID("trigger_id", req.TriggerID); err != nil {
 		return inject.Submitted{}, err
 	}
+	if !f.up() {
+		return inject.Submitted{}, nudge.NewError(nudge.Unavailable, "this host has not joined the fleet's hub yet: nothing was queued, send it again")
+	}
 	if prev, ok := f.receipt(req.TriggerID); ok {
 		return repeated(prev, req)
 	}
@@ -202,6 +206,9 @@ func (f *Fleet) getReceipt(writer, id string) (nudge.Trigger, bool) {
 // receipt is a routed trigger's receipt: the holder's (Host names it) when it wrote one,
 // else the routing member's, failed DEFER_TIMEOUT once its deadline passed.
 func (f *Fleet) receipt(id string) (nudge.Trigger, bool) {
+	if !f.up() {
+		return nudge.Trigger{}, false
+	}
 	for _, h := range f.hosts() {
 		t, ok := f.getReceipt(h, id)
 		if !ok {
@@ -221,7 +228,58 @@ func (f *Fleet) receipt(id string) (nudge.Trigger, bool) {
 		}
 		return t, true
 	}
-	return nudge.Trigger{}, false
+	t, _, ok := f.askHosts(id)
+	return t, ok
+}
+
+// askHosts asks every other host that is here for its own trigger id (one not routed
+// through the hub: a trigger taken on that host).
+func (f *Fleet) askHosts(id string) (t nudge.Trigger, holder string, ok bool) {
+	f.mu.Lock()
+	var hosts []string
+	for h := range f.alive {
+		if h != f.cfg.HostName && f.aliveLocked(h) {
+			hosts = append(hosts, h)
+		}
+	}
+	f.mu.Unlock()
+	type answer struct {
+		t nudge.Trigger
+		h string
+	}
+	found := make(chan answer, len(hosts))
+	var wg sync.WaitGroup
+	for _, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r, err := f.control(h, "get", id); err == nil {
+				found <- answer{r, h}
+			}
+		}()
+	}
+	wg.Wait()
+	close(found)
+	a, ok := <-found
+	return a.t, a.h, ok
+}
+
+// control sends a request about trigger id to host h.
+func (f *Fleet) control(h, op, id string) (nudge.Trigger, error) {
+	ctx, cancel := context.WithTimeout(f.ctx, 2*time.Second)
+	defer cancel()
+	m, err := f.nc.RequestWithContext(ctx, ctlSubject(h, op), []byte(id))
+	if err != nil {
+		return nudge.Trigger{}, nudge.NewError(nudge.Unavailable, "host "+h+" did not answer: "+err.Error())
+	}
+	var r ctlReply
+	if err := json.Unmarshal(m.Data, &r); err != nil {
+		return nudge.Trigger{}, err
+	}
+	if r.Code != "" {
+		return r.Trigger, nudge.NewError(r.Code, r.Message)
+	}
+	return r.Trigger, nil
 }
 
 // wait blocks until a routed trigger's receipt meets cond (or ctx ends): every write of
@@ -253,25 +311,26 @@ func (f *Fleet) wait(ctx context.Context, id string, cond func(nudge.Trigger) bo
 }
 
 // ack sends an API ack to the host that holds the trigger.
-func (f *Fleet) ack(ctx context.Context, id string) (nudge.Trigger, error) {
-	t, ok := f.receipt(id)
-	if !ok {
-		return t, fmt.Errorf("get trigger %s: %w", id, store.ErrNotFound)
+func (f *Fleet) ack(_ context.Context, id string) (nudge.Trigger, error) {
+	if !f.up() {
+		return nudge.Trigger{}, fmt.Errorf("get trigger %s: %w", id, store.ErrNotFound)
 	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	m, err := f.nc.RequestWithContext(rctx, ctlSubject(t.Host, "ack"), []byte(id))
-	if err != nil {
-		return t, nudge.NewError(nudge.Unavailable, "host "+t.Host+" did not answer the ack: "+err.Error())
+	holder := ""
+	for _, h := range f.hosts() { // routed through the hub: its holder wrote a receipt
+		if t, ok := f.getReceipt(h, id); ok && t.Host == h {
+			holder = h
+			break
+		}
 	}
-	var r ctlReply
-	if err := json.Unmarshal(m.Data, &r); err != nil {
-		return t, err
+	if holder == "" {
+		if _, h, ok := f.askHosts(id); ok {
+			holder = h
+		}
 	}
-	if r.Code != "" {
-		return r.Trigger, nudge.NewError(r.Code, r.Message)
+	if holder == "" {
+		return nudge.Trigger{}, fmt.Errorf("get trigger %s: %w", id, store.ErrNotFound)
 	}
-	return r.Trigger, nil
+	return f.control(holder, "ack", id)
 }
 
 // ctlReply is a host's answer to a control request.
