@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,6 +97,8 @@ func (w testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return le
 type member struct {
 	f     *Fleet
 	local *fakeLocal
+	cfg   Config
+	ws    []string
 }
 
 func writeFile(t *testing.T, dir, name, body string) string {
@@ -109,7 +112,7 @@ func writeFile(t *testing.T, dir, name, body string) string {
 
 func openMember(t *testing.T, cfg Config, ws ...string) member {
 	t.Helper()
-	m := member{local: newFakeLocal()}
+	m := member{local: newFakeLocal(), cfg: cfg, ws: ws}
 	cfg.Heartbeat = 100 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -256,5 +259,38 @@ func TestPermissions(t *testing.T) {
 	}
 	if _, err := kv.Put(ctx, "b", []byte("[]")); err != nil {
 		t.Fatalf("b writes its own runtimes: %v", err)
+	}
+}
+
+// TestAwayHost: a trigger for a host that is away is queued with the reason; the host
+// takes it once back. One whose deadline passed first fails DEFER_TIMEOUT and is never
+// delivered.
+func TestAwayHost(t *testing.T) {
+	t.Parallel()
+	_, a, b, _ := fleet(t)
+	b.f.cfg.MaxQueue = time.Second
+	a.f.Close()
+	waitFor(t, "a away", func() bool { _, away := b.f.HostOf("wa"); return away })
+	d := deps(b)
+	ctx := context.Background()
+	res, err := d.Triggers.Submit(ctx, inject.Request{TriggerID: "late", Workspace: "wa", Agent: "a", Prompt: "p"})
+	if err != nil || res.Trigger.State != nudge.StateQueued || !strings.Contains(res.Trigger.Message, "away") {
+		t.Fatalf("queued for an away host: %+v %v", res.Trigger, err)
+	}
+	got, err := d.Triggers.Wait(ctx, "late", func(t nudge.Trigger) bool { return t.Closed })
+	if err != nil || got.ErrorCode != nudge.DeferTimeout {
+		t.Fatalf("past its deadline: %+v %v", got, err)
+	}
+	b.f.cfg.MaxQueue = time.Hour
+	if _, err := d.Triggers.Submit(ctx, inject.Request{TriggerID: "kept", Workspace: "wa", Agent: "a", Prompt: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	back := openMember(t, a.cfg, a.ws...)
+	got, err = d.Triggers.Wait(ctx, "kept", func(t nudge.Trigger) bool { return t.Closed })
+	if err != nil || got.State != nudge.StateSubmitted || back.local.count("kept") != 1 {
+		t.Fatalf("delivered once back: %+v %v (%d)", got, err, back.local.count("kept"))
+	}
+	if n := back.local.count("late"); n != 0 {
+		t.Fatalf("a trigger past its deadline was delivered %d times", n)
 	}
 }

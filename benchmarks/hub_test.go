@@ -1,0 +1,156 @@
+package benchmarks
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
+)
+
+// TestHubFigures measures a trigger through the fleet's hub to another member beside a
+// local trigger, in the same run, on real daemons (the nudge binary built here): a hub
+// and members a and b on loopback, each with its own state dir, socket and tmux server.
+// Each trigger is sent to b: to b's own workspace (local), or to a's (through the hub),
+// alternating, one at a time; a figure is the time from the request until b's receipt
+// says closed (the shell's prompt submitted), and the request's own answer. Run by hand
+// (NUDGE_BENCH_HUB=1 go test -run TestHubFigures -v ./benchmarks).
+func TestHubFigures(t *testing.T) {
+	if os.Getenv("NUDGE_BENCH_HUB") != "1" {
+		t.Skip("NUDGE_BENCH_HUB=1 runs the hub figures")
+	}
+	dir, err := os.MkdirTemp("", "nhb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin, err := buildNudgeBinary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	hubAddr := freeLoopback(t)
+	users := write("users", "a pw-a-0123456789\nb pw-b-0123456789\n")
+	startHubDaemon(t, bin, dir, "hub", "--hub-listen", hubAddr, "--hub-users", users)
+	a := startHubDaemon(t, bin, dir, "a", "--hub", "nats://"+hubAddr, "--hub-credentials", write("a.cred", "a pw-a-0123456789\n"))
+	b := startHubDaemon(t, bin, dir, "b", "--hub", "nats://"+hubAddr, "--hub-credentials", write("b.cred", "b pw-b-0123456789\n"))
+	ra := spawnCat(t, a, "wa", dir)
+	spawnCat(t, b, "wb", dir)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var rts []nudge.Runtime
+		if b.Do(context.Background(), "GET", "/v1/runtimes", nil, &rts) == nil && slices.ContainsFunc(rts, func(r nudge.Runtime) bool { return r.RuntimeID == ra }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("b never saw a's runtime")
+		}
+	}
+	n := 200
+	lat := map[string][]float64{}
+	acc := map[string][]float64{}
+	for i := range 2 * n {
+		kind, ws := "local", "wb"
+		if i%2 == 1 {
+			kind, ws = "hub", "wa"
+		}
+		if i < 20 {
+			kind = "warm"
+		}
+		id := fmt.Sprintf("hb-%04d", i)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		start := time.Now()
+		var tr nudge.Trigger
+		if err := b.Do(ctx, "POST", "/v1/triggers", map[string]any{"trigger_id": id, "workspace": ws, "agent": "w", "prompt": "hub figure " + id}, &tr); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		accepted := time.Since(start)
+		if err := b.Do(ctx, "GET", "/v1/triggers/"+id+"?wait=15s", nil, &tr); err != nil || !tr.Closed || tr.State == nudge.StateFailed {
+			t.Fatalf("%s: %+v %v", id, tr, err)
+		}
+		closed := time.Since(start)
+		cancel()
+		lat[kind] = append(lat[kind], float64(closed.Microseconds())/1000)
+		acc[kind] = append(acc[kind], float64(accepted.Microseconds())/1000)
+	}
+	for _, k := range []string{"local", "hub"} {
+		slices.Sort(lat[k])
+		slices.Sort(acc[k])
+		t.Logf("%-5s trigger on b (%d): request → closed receipt p50 %.2f ms, p99 %.2f ms; request → answer p50 %.2f ms, p99 %.2f ms",
+			k, len(lat[k]), pctMS(lat[k], 50), pctMS(lat[k], 99), pctMS(acc[k], 50), pctMS(acc[k], 99))
+	}
+}
+
+func freeLoopback(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startHubDaemon runs `nudge serve` named name with its own state dir, socket and tmux
+// server, and returns its API client.
+func startHubDaemon(t *testing.T, bin, dir, name string, args ...string) *api.Client {
+	t.Helper()
+	sock := filepath.Join(dir, name+".sock")
+	tmuxSock := fmt.Sprintf("nudge-hb-%d-%s", os.Getpid(), name)
+	args = append([]string{"serve", "--state-dir", filepath.Join(dir, name+"-state"), "--socket", sock, "--tmux-socket", tmuxSock,
+		"--tmux-config", "/dev/null", "--root", dir, "--log-level", "warn", "--host-name", name, "--rate-limit", "100000/min"}, args...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "TMUX=")
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		exec.Command("tmux", "-L", tmuxSock, "kill-server").Run()
+	})
+	c := api.NewClient(sock, "")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c.Do(context.Background(), "GET", "/v1/health", nil, nil) == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(dir, name+".log"))
+			t.Fatalf("%s did not start\n%s", name, b)
+		}
+	}
+}
+
+// spawnCat starts a shell runtime in ws that reads its prompts into /dev/null.
+func spawnCat(t *testing.T, c *api.Client, ws, dir string) string {
+	t.Helper()
+	var rt nudge.Runtime
+	body := map[string]any{"workspace": ws, "role": "w", "agent": "shell", "dir": dir, "argv": []string{"sh", "-c", "exec cat >/dev/null"}}
+	if err := c.Do(context.Background(), "POST", "/v1/runtimes", body, &rt); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); rt.Status != nudge.StatusReady; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never ready: %+v", ws, rt)
+		}
+		c.Do(context.Background(), "GET", "/v1/runtimes/"+rt.RuntimeID, nil, &rt)
+	}
+	return rt.RuntimeID
+}
