@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,9 +148,11 @@ func seesRuntime(t *testing.T, cd *chaosDaemon, id string) {
 	t.Fatalf("%s never listed runtime %s\n%s", cd.stateDir, id, cd.logTail(3000))
 }
 
-// TestFleetKill9AndCut: triggers for a's workspace are sent through b while a is killed
-// with kill -9 and restarted, and while a's link to the hub is cut and restored. Every
-// trigger is delivered once: 0 lost, 0 given twice.
+// TestFleetKill9AndCut: triggers for a's workspace are sent through b and the hub while a
+// is killed with kill -9 and restarted, while a's link to the hub is cut and restored, and
+// while the hub is killed with kill -9 and restarted (a sender retries the same id while
+// it is answered UNAVAILABLE or not at all). Every trigger is delivered once: 0 lost, 0
+// given twice.
 func TestFleetKill9AndCut(t *testing.T) {
 	t.Parallel()
 	fl := startFleet(t)
@@ -157,31 +160,39 @@ func TestFleetKill9AndCut(t *testing.T) {
 	seesRuntime(t, fl.b, rt.RuntimeID)
 	seesRuntime(t, fl.hub, rt.RuntimeID)
 
-	const n = 60
-	ids := make([]string, n)
+	var retried atomic.Int64 // requests sent again (no answer, or UNAVAILABLE)
+	var ids []string
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	stop := make(chan struct{})
 	sent := make(chan error, 1)
-	go func() {
-		for i := range n {
-			ids[i] = fmt.Sprintf("fl-%03d", i)
+	go func() { // sends until the chaos below is over
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				sent <- nil
+				return
+			default:
+			}
+			id := fmt.Sprintf("fl-%04d", i)
 			via := fl.b
 			if i%3 == 0 {
 				via = fl.hub
 			}
-			req := map[string]any{"trigger_id": ids[i], "workspace": "wa", "agent": "w", "prompt": fmt.Sprintf("fleet prompt %d", i)}
-			tr, _, err := via.submitRetry(ctx, req)
+			req := map[string]any{"trigger_id": id, "workspace": "wa", "agent": "w", "prompt": fmt.Sprintf("fleet prompt %d", i)}
+			tr, tries, err := via.submitRetry(ctx, req)
+			retried.Add(int64(tries - 1))
 			if err != nil {
-				sent <- fmt.Errorf("trigger %s: %w", ids[i], err)
+				sent <- fmt.Errorf("trigger %s: %w", id, err)
 				return
 			}
 			if tr.Host != "a" {
-				sent <- fmt.Errorf("trigger %s: host %q, want a", ids[i], tr.Host)
+				sent <- fmt.Errorf("trigger %s: host %q, want a", id, tr.Host)
 				return
 			}
+			ids = append(ids, id)
 			time.Sleep(20 * time.Millisecond)
 		}
-		sent <- nil
 	}()
 	time.Sleep(300 * time.Millisecond)
 	fl.a.kill9() // mid-stream: triggers queue in the hub while it is away
@@ -191,9 +202,16 @@ func TestFleetKill9AndCut(t *testing.T) {
 	fl.proxy.Cut() // a is cut off: the hub keeps its triggers
 	time.Sleep(time.Second)
 	fl.proxy.Restore()
+	time.Sleep(300 * time.Millisecond)
+	fl.hub.kill9() // the hub itself: what it queued is on its disk
+	time.Sleep(300 * time.Millisecond)
+	fl.hub.start()
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
 	if err := <-sent; err != nil {
 		t.Fatal(err)
 	}
+	n := len(ids)
 	got := map[string]nudge.Trigger{}
 	for deadline := time.Now().Add(2 * time.Minute); len(got) < n && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		for _, id := range ids {
@@ -219,7 +237,7 @@ func TestFleetKill9AndCut(t *testing.T) {
 			t.Logf("%s: %+v", id, got[id])
 		}
 	}
-	t.Logf("fleet: %d triggers through the hub, a killed (kill -9) once and cut once: %d lost, %d given twice, %d not closed well", n, lost, twice, failed)
+	t.Logf("fleet: %d triggers through the hub, a killed (kill -9) once and cut once, the hub killed once (%d requests sent again): %d lost, %d given twice, %d not closed well", n, retried.Load(), lost, twice, failed)
 	if lost != 0 || twice != 0 || failed != 0 {
 		t.Fatalf("%d lost, %d given twice, %d failed or open\na:\n%s", lost, twice, failed, fl.a.logTail(4000))
 	}

@@ -125,7 +125,7 @@ func (f *Fleet) route(ctx context.Context, host string, away bool, req inject.Re
 	if !f.up() {
 		return inject.Submitted{}, nudge.NewError(nudge.Unavailable, "this host has not joined the fleet's hub yet: nothing was queued, send it again")
 	}
-	if prev, ok := f.receipt(req.TriggerID); ok {
+	if prev, ok := f.routed(req.TriggerID); ok {
 		return repeated(prev, req)
 	}
 	now := time.Now().UTC()
@@ -141,7 +141,7 @@ func (f *Fleet) route(ctx context.Context, host string, away bool, req inject.Re
 		return inject.Submitted{}, nudge.NewError(nudge.Unavailable, "the fleet's hub did not take the trigger for host "+host+": "+err.Error()+" (nothing was queued: send it again)")
 	}
 	if ack.Duplicate {
-		if prev, ok := f.receipt(req.TriggerID); ok {
+		if prev, ok := f.routed(req.TriggerID); ok {
 			return repeated(prev, req)
 		}
 	}
@@ -206,6 +206,15 @@ func (f *Fleet) getReceipt(writer, id string) (nudge.Trigger, bool) {
 // receipt is a routed trigger's receipt: the holder's (Host names it) when it wrote one,
 // else the routing member's, failed DEFER_TIMEOUT once its deadline passed.
 func (f *Fleet) receipt(id string) (nudge.Trigger, bool) {
+	if t, ok := f.routed(id); ok {
+		return t, true
+	}
+	t, _, ok := f.askHosts(id)
+	return t, ok
+}
+
+// routed is the receipt of a trigger routed through the hub, from the receipts bucket.
+func (f *Fleet) routed(id string) (nudge.Trigger, bool) {
 	if !f.up() {
 		return nudge.Trigger{}, false
 	}
@@ -228,8 +237,7 @@ func (f *Fleet) receipt(id string) (nudge.Trigger, bool) {
 		}
 		return t, true
 	}
-	t, _, ok := f.askHosts(id)
-	return t, ok
+	return nudge.Trigger{}, false
 }
 
 // askHosts asks every other host that is here for its own trigger id (one not routed
