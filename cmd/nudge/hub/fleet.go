@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/nudgehq/nudge"
+	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/inject"
 )
 
@@ -32,10 +33,17 @@ type Runtimes interface {
 	List() []nudge.Runtime
 }
 
+// Events is the daemon's event stream (satisfied by *events.Hub): the receipts of the
+// triggers this member routed to other hosts are published on it as they change.
+type Events interface {
+	Publish(ev eventstream.Event) eventstream.Event
+}
+
 // Deps is what a Fleet needs from the daemon.
 type Deps struct {
 	Local    Local
 	Runtimes Runtimes
+	Events   Events // nil: none
 	StateDir string // the hub keeps its streams under StateDir/hub
 	Logger   hclog.Logger
 }

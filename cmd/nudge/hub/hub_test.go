@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nudgehq/nudge"
+	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/store"
@@ -94,11 +96,38 @@ type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
 
+// fakeEvents records the events published.
+type fakeEvents struct {
+	mu  sync.Mutex
+	evs []eventstream.Event
+}
+
+func (e *fakeEvents) Publish(ev eventstream.Event) eventstream.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.evs = append(e.evs, ev)
+	return ev
+}
+
+// states is the trigger states of id's events, in order.
+func (e *fakeEvents) states(id string) []nudge.TriggerState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []nudge.TriggerState
+	for _, ev := range e.evs {
+		if t, ok := ev.Trigger.(nudge.Trigger); ok && ev.Type == "trigger" && t.TriggerID == id {
+			out = append(out, t.State)
+		}
+	}
+	return out
+}
+
 type member struct {
-	f     *Fleet
-	local *fakeLocal
-	cfg   Config
-	ws    []string
+	f      *Fleet
+	local  *fakeLocal
+	events *fakeEvents
+	cfg    Config
+	ws     []string
 }
 
 func writeFile(t *testing.T, dir, name, body string) string {
@@ -112,12 +141,12 @@ func writeFile(t *testing.T, dir, name, body string) string {
 
 func openMember(t *testing.T, cfg Config, ws ...string) member {
 	t.Helper()
-	m := member{local: newFakeLocal(), cfg: cfg, ws: ws}
+	m := member{local: newFakeLocal(), cfg: cfg, ws: ws, events: &fakeEvents{}}
 	cfg.Heartbeat = 100 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	log := hclog.New(&hclog.LoggerOptions{Name: cfg.HostName, Level: hclog.Debug, Output: testWriter{t}})
-	f, err := Open(ctx, cfg, Deps{Local: m.local, Runtimes: fakeRuntimes{ws}, StateDir: t.TempDir(), Logger: log})
+	f, err := Open(ctx, cfg, Deps{Local: m.local, Runtimes: fakeRuntimes{ws}, Events: m.events, StateDir: t.TempDir(), Logger: log})
 	if err != nil {
 		t.Fatalf("open %s: %v", cfg.HostName, err)
 	}
@@ -194,6 +223,8 @@ func TestRoute(t *testing.T) {
 	if err != nil || got.State != nudge.StateSubmitted || got.Host != "a" {
 		t.Fatalf("receipt: %+v, %v", got, err)
 	}
+	// b's event stream has the receipt as it went: queued on b, submitted on a.
+	waitFor(t, "t-1's events on b", func() bool { return slices.Equal(b.events.states("t-1"), []nudge.TriggerState{"queued", "submitted"}) })
 	// A repeat, on any member, is the same receipt, never a second delivery.
 	for _, m := range []member{b, hub} {
 		res, err := deps(m).Triggers.Submit(ctx, req)

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nudgehq/nudge"
+	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/inject"
 	"github.com/nudgehq/nudge/store"
@@ -156,7 +157,50 @@ func (f *Fleet) route(ctx context.Context, host string, away bool, req inject.Re
 	}
 	t.Result = inject.ResultFor(t)
 	f.putReceipt(ctx, t)
+	f.followRouted(t)
 	return inject.Submitted{Trigger: t, Created: true}, nil
+}
+
+// followRouted puts a routed trigger's receipt on this member's event stream, as the
+// trigger's holder writes it, until it is closed (or this daemon stops).
+func (f *Fleet) followRouted(t nudge.Trigger) {
+	if f.deps.Events == nil {
+		return
+	}
+	f.deps.Events.Publish(eventstream.Event{Type: "trigger", Workspace: t.WorkspaceID, Trigger: t})
+	ch := make(chan *nats.Msg, 64)
+	sub, err := f.nc.ChanSubscribe("$KV."+bucketRcpt+"."+t.Host+"."+key(t.TriggerID), ch)
+	if err != nil {
+		return
+	}
+	f.goLoop(func() {
+		defer sub.Unsubscribe() //nolint:errcheck // best effort
+		last := t
+		publish := func(r nudge.Trigger) bool {
+			if r.TriggerID != t.TriggerID || r.WorkspaceID != t.WorkspaceID || r.Host != t.Host {
+				return false
+			}
+			if r.State != last.State || !r.UpdatedAt.Equal(last.UpdatedAt) || r.Closed != last.Closed {
+				f.deps.Events.Publish(eventstream.Event{Type: "trigger", Workspace: r.WorkspaceID, Trigger: r})
+				last = r
+			}
+			return r.Closed
+		}
+		if r, ok := f.getReceipt(t.Host, t.TriggerID); ok && publish(r) { // written before the subscription
+			return
+		}
+		for {
+			select {
+			case <-f.ctx.Done():
+				return
+			case m := <-ch:
+				var r nudge.Trigger
+				if json.Unmarshal(m.Data, &r) == nil && publish(r) {
+					return
+				}
+			}
+		}
+	})
 }
 
 // repeated answers a trigger id seen before: its receipt, or a conflict when the request
