@@ -181,3 +181,56 @@ func TestDialogHeldThroughRedraws(t *testing.T) {
 	e.waitReadiness(rt.RuntimeID, nudge.Ready)
 	t.Logf("published %v", ch.of(rt.RuntimeID))
 }
+
+// TestDialogRedrawnWhileDrawing: a dialog that changes while the pane keeps drawing (a
+// timer above it never lets the pane go quiet) is reported as it is now: the captures
+// taken while output flows read the dialog again, and a new one is published with its
+// own command, so a dialog first read half drawn (or followed by the next one) is not
+// what the policy and the operator are left with.
+func TestDialogRedrawnWhileDrawing(t *testing.T) {
+	var ch changeLog
+	e := newLiveEnvPanes(t, func(c *panes.Config) {
+		profs, err := panes.LoadProfiles("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := profs["shell"]
+		p.Name, p.Pack = "dialog-claude", "claude"
+		profs[p.Name] = p
+		c.Profiles = profs
+	}, func(c *MonitorConfig) { c.OnChange = ch.add })
+	dir := t.TempDir()
+	dialog := func(cmd string) string {
+		return "\n● Bash(" + cmd + ")\n  ⎿  Waiting…\n\n" + strings.Repeat("─", 60) + "\n Bash command\n\n   " + cmd +
+			"\n   Run a command\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to tmp/ from this project\n   3. No\n\n Esc to cancel · Tab to amend · ctrl+e to explain\n"
+	}
+	for name, cmd := range map[string]string{"first": "touch first.txt", "second": "touch second.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(dialog(cmd)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goFile := filepath.Join(dir, "go")
+	script := `stty -echo; clear; cat ` + filepath.Join(dir, "first") + `; until [ -e ` + goFile + ` ]; do sleep 0.05; done; ` +
+		`(i=0; while :; do i=$((i+1)); printf '\0337\033[1;1Hworking %s\0338' $i; sleep 0.05; done) & ` +
+		`sleep 0.5; clear; cat ` + filepath.Join(dir, "second") + `; sleep 600`
+	rt, err := e.reg.Spawn(context.Background(), panes.SpawnRequest{Workspace: "ws", Role: "dlg", Agent: "dialog-claude", Argv: []string{"sh", "-c", script}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitReadiness(rt.RuntimeID, nudge.NeedsConfirmation)
+	first := e.rt(rt.RuntimeID).Dialog
+	if first == nil || !strings.HasPrefix(first.Command, "touch first.txt") {
+		t.Fatalf("first dialog %+v", first)
+	}
+	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the second dialog reported while the pane draws", func() bool {
+		d := e.rt(rt.RuntimeID).Dialog
+		return d != nil && strings.HasPrefix(d.Command, "touch second.txt")
+	})
+	if r := e.rt(rt.RuntimeID).Readiness; r != nudge.NeedsConfirmation {
+		t.Fatalf("readiness %s", r)
+	}
+	t.Logf("published %v", ch.of(rt.RuntimeID))
+}

@@ -190,6 +190,7 @@ func (l *paneLoop) dialogCheck() {
 		m.cfg.Logger.Debug("dialog capture failed", "runtime", ps.id, "error", err)
 	case ClassifyScreen(pack, Screen{Text: sc.text, CursorY: sc.cursorY}).State == nudge.NeedsConfirmation:
 		l.dialogMisses = 0
+		m.dialogRedrawn(ps, pack, sc.text)
 	default:
 		if l.dialogMisses++; l.dialogMisses >= dialogMissLimit {
 			l.dialogMisses = 0

@@ -164,6 +164,27 @@ func (m *Monitor) dialogGone(ps *paneState) {
 	m.report.publish(ps, c)
 }
 
+// dialogRedrawn takes a capture, taken while output flowed over a dialog's verdict, that
+// still shows a dialog: when it reads as another dialog than the verdict's (one drawn in
+// pieces, or the next one asked), the verdict takes it and is published, so the dialog
+// reported (and answered by policy) is the one on screen, not a first partial drawing.
+func (m *Monitor) dialogRedrawn(ps *paneState, pack *Pack, screen string) {
+	d := ParseDialog(pack, screen)
+	if d == nil {
+		return
+	}
+	ps.mu.Lock()
+	if !ps.dialog || dialogID(ps.class.Dialog) == d.DialogID {
+		ps.mu.Unlock()
+		return
+	}
+	d.ShownAt = m.cfg.Now()
+	ps.class.Dialog = d
+	c := ps.class
+	ps.mu.Unlock()
+	m.report.publish(ps, c)
+}
+
 // classifyNow takes one capture and applies the verdict, unless output arrived meanwhile.
 // It fails only when the capture failed (the caller retries).
 func (m *Monitor) classifyNow(ps *paneState) error {

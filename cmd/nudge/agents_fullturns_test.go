@@ -186,9 +186,11 @@ func TestClaudeDialogAutoAnswered(t *testing.T) {
 		}
 	}
 	if _, err := os.Stat(auto); err != nil {
-		var refused []nudge.AuditRecord
-		ft.td.c.do(t0(), "GET", "/v1/audit?event=dialog_answer_refused&runtime="+ft.rt.RuntimeID, nil, &refused)
-		t.Fatalf("the policy did not approve: %v\nrefusals: %+v\nscreen:\n%s", err, refused, ft.screen())
+		var all []nudge.AuditRecord
+		ft.td.c.do(t0(), "GET", "/v1/audit?runtime="+ft.rt.RuntimeID, nil, &all)
+		var rt nudge.Runtime
+		ft.td.c.do(t0(), "GET", "/v1/runtimes/"+ft.rt.RuntimeID, nil, &rt)
+		t.Fatalf("the policy did not approve: %v\naudit: %+v\nreadiness %s, dialog %+v\nscreen:\n%s", err, all, rt.Readiness, rt.Dialog, ft.screen())
 	}
 	var recs []nudge.AuditRecord
 	ft.td.c.do(t0(), "GET", "/v1/audit?event=dialog_answered&runtime="+ft.rt.RuntimeID, nil, &recs)

@@ -19,11 +19,12 @@ import (
 // from the live dialog at the bottom of the screen, answered only when the same capture
 // classifies as NEEDS_CONFIRMATION, one answer at a time, and a policy rule matches the
 // dialog's command whole. Each test runs a stand-in program in a real tmux pane under
-// the claude pack: it prints a screen, then records every key it gets (no echo, so the
-// screen stays as drawn) in a file.
+// the claude pack: it prints a screen, then records every key it gets in a file (no echo,
+// so the dialog stays as drawn) and writes to the terminal (saves and restores its
+// cursor: output that changes nothing), as an agent that took a key redraws.
 
 // standinKeys ends a stand-in's script: from here on each key goes to the file $1.
-const standinKeys = "stty -icanon -echo min 1; exec cat >> \"$1\"\n"
+const standinKeys = "stty -icanon -echo min 1; while dd bs=1 count=1 >> \"$1\" 2>/dev/null; do printf '\\0337\\0338'; done\n"
 
 // claudeBash defines show: it draws a Claude Code Bash dialog as 2.1 draws it (the
 // description in grey) for the command $1 (taken literally).

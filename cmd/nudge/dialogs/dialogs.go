@@ -6,14 +6,17 @@
 // pane, the pane has not drawn since that capture, and the pane still runs the runtime's
 // program (the same if-shell guard as a prompt's keys). One answer goes at a time per
 // runtime, and a dialog answered is not answered again until a capture shows it gone: a
-// second answer never lands on the dialog that follows. The caller records the answer in
-// the audit log and on the event stream.
+// second answer never lands on the dialog that follows. The one exception is a key the
+// agent lost (it came before the dialog listened for keys): a dialog still shown on a pane
+// that has drawn nothing for notTaken since the key went may be answered again, and the
+// policy's answer does so itself. The caller records the answer in the audit log and on
+// the event stream.
 //
 // Shown puts each new dialog on the event stream and answers it when the workspace
 // policy's auto_answer rules say so (off by default).
 //
 // Ownership: Answer runs on the caller's goroutine; an automatic answer on one of its own,
-// which Close waits for.
+// which Close stops and waits for.
 package dialogs
 
 import (
@@ -61,20 +64,38 @@ type Answerer struct {
 	cfg   Config
 	shown sync.Map // runtime id → the id of the last dialog put on the event stream
 	wg    sync.WaitGroup
+	stop  context.Context // ends at Close: the automatic answers give up
+	close context.CancelFunc
 
 	mu       sync.Mutex
 	sending  map[string]bool   // runtime id → an answer is being read and sent
-	answered map[string]string // runtime id → the dialog answered, until a capture shows it gone
+	answered map[string]answer // runtime id → the dialog answered, until a capture shows it gone
 }
+
+// answer is a dialog answered: its id, when the key went, and whether the pane has drawn
+// since just before it went (an agent that takes the key redraws at once).
+type answer struct {
+	dialogID string
+	at       time.Time
+	drew     func() bool
+}
+
+// notTaken is how long a pane that shows the dialog answered, and has drawn nothing since
+// the key went, waits before the answer counts as not taken: a key that reached the agent
+// before its dialog listened for keys (a CLI still mounting it on a loaded machine) is lost,
+// and the dialog may then be answered again.
+var notTaken = 4 * time.Second // a variable for tests
 
 // New returns an Answerer.
 func New(cfg Config) *Answerer {
-	return &Answerer{cfg: cfg, sending: map[string]bool{}, answered: map[string]string{}}
+	stop, cancel := context.WithCancel(context.Background())
+	return &Answerer{cfg: cfg, sending: map[string]bool{}, answered: map[string]answer{}, stop: stop, close: cancel}
 }
 
-// Close waits for the automatic answers under way.
+// Close stops the automatic answers under way and waits for them.
 func (a *Answerer) Close() {
 	if a != nil {
+		a.close()
 		a.wg.Wait()
 	}
 }
@@ -106,7 +127,7 @@ func (a *Answerer) Shown(runtimeID string, d *nudge.Dialog) {
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), autoPatience)
+		ctx, cancel := context.WithTimeout(a.stop, autoPatience)
 		defer cancel()
 		got, opt, err := a.autoAnswer(ctx, rt, d.DialogID, choice, reason)
 		rec := nudge.AuditRecord{Event: "dialog_answered", RuntimeID: rt.RuntimeID, Workspace: rt.WorkspaceID, Subject: autoSubject,
@@ -116,6 +137,9 @@ func (a *Answerer) Shown(runtimeID string, d *nudge.Dialog) {
 		}
 		if a.cfg.Audit != nil {
 			a.cfg.Audit(rec)
+		}
+		if err == nil {
+			a.resend(ctx, rt, got.DialogID, choice, reason)
 		}
 	}()
 }
@@ -151,6 +175,42 @@ func (a *Answerer) autoAnswer(ctx context.Context, rt nudge.Runtime, dialogID, c
 		}
 		if now, ok := a.cfg.Runtimes.Get(rt.RuntimeID); ok {
 			rt = now
+		}
+	}
+}
+
+// resend answers dialogID on rt again, for the policy, while its key was not taken (see
+// notTaken), autoResend times at most. The first answer is the one audited.
+func (a *Answerer) resend(ctx context.Context, rt nudge.Runtime, dialogID, choice, reason string) {
+	for i := 0; i < autoResend && !a.waitTaken(ctx, rt.RuntimeID, dialogID); i++ {
+		if _, _, err := a.Answer(ctx, rt, dialogID, choice, autoSubject, reason+" (sent again: the first key was not taken)"); err != nil {
+			return
+		}
+	}
+}
+
+// autoResend is how many times the policy answers a dialog again whose key was not taken.
+const autoResend = 2
+
+// waitTaken waits until the answer to dialogID on runtime id is taken (the dialog gone, or
+// the pane drew since the key went) or counts as lost (notTaken), and reports whether it
+// was taken. A context that ends counts as taken: nothing is sent again.
+func (a *Answerer) waitTaken(ctx context.Context, id, dialogID string) bool {
+	for {
+		a.mu.Lock()
+		last, ok := a.answered[id]
+		a.mu.Unlock()
+		cur, _ := a.shown.Load(id)
+		switch {
+		case !ok || last.dialogID != dialogID || cur != dialogID || (last.drew != nil && last.drew()):
+			return true
+		case a.lost(last):
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return true
+		case <-time.After(autoRetry):
 		}
 	}
 }
@@ -198,7 +258,7 @@ func (a *Answerer) Answer(ctx context.Context, rt nudge.Runtime, dialogID, choic
 		return nudge.Dialog{}, none, err
 	}
 	a.mu.Lock()
-	a.answered[rt.RuntimeID] = d.DialogID
+	a.answered[rt.RuntimeID] = answer{dialogID: d.DialogID, at: time.Now(), drew: drew}
 	a.mu.Unlock()
 	// The screen is not read afresh here: the dialog stays the gate's verdict until a
 	// capture after the agent's own output shows it gone, so a trigger it held is never
@@ -320,16 +380,24 @@ func (a *Answerer) end(id string) {
 }
 
 // seen takes a capture's dialog on runtime id (dialogID "" for none) and reports whether
-// it is the dialog last answered there, still shown; any other forgets that answer.
+// it is the dialog last answered there, still shown and its answer maybe taken; any other
+// forgets that answer, and so does the same dialog when the pane has drawn nothing for
+// notTaken since the key went (the key was lost: see notTaken).
 func (a *Answerer) seen(id, dialogID string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	last, ok := a.answered[id]
-	if ok && last == dialogID {
+	if ok && last.dialogID == dialogID && !a.lost(last) {
 		return true
 	}
 	delete(a.answered, id)
 	return false
+}
+
+// lost reports whether answer last was not taken: the pane has drawn nothing since its key
+// went, notTaken ago.
+func (a *Answerer) lost(last answer) bool {
+	return last.drew != nil && time.Since(last.at) >= notTaken && !last.drew()
 }
 
 // pick finds the option choice names in d.

@@ -2,6 +2,7 @@ package dialogs
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,16 +13,29 @@ import (
 	"github.com/nudgehq/nudge/controlmode"
 )
 
+// fakeConn records the commands sent; the agent takes the answer's keys (taken) unless
+// lose says how many of the first sends it loses.
 type fakeConn struct {
-	mu   sync.Mutex
-	sent []string
+	mu    sync.Mutex
+	sent  []string
+	lose  int
+	taken atomic.Bool
 }
 
 func (c *fakeConn) Do(_ context.Context, cmd string) (*controlmode.Reply, error) {
 	c.mu.Lock()
 	c.sent = append(c.sent, cmd)
+	if len(c.sent) > c.lose {
+		c.taken.Store(true)
+	}
 	c.mu.Unlock()
 	return &controlmode.Reply{}, nil
+}
+
+func (c *fakeConn) sends() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.sent)
 }
 
 type oneRuntime nudge.Runtime
@@ -29,7 +43,7 @@ type oneRuntime nudge.Runtime
 func (r oneRuntime) Get(id string) (nudge.Runtime, bool) { return nudge.Runtime(r), id == r.RuntimeID }
 
 // policyAnswerer is an Answerer whose pane shows dlg and draws on the first drawing
-// captures, with a rule that approves every dialog.
+// captures, and once the agent took an answer, with a rule that approves every dialog.
 func policyAnswerer(dlg *nudge.Dialog, drawing int64) (*Answerer, *fakeConn, chan nudge.AuditRecord, *atomic.Int64) {
 	conn := &fakeConn{}
 	audits := make(chan nudge.AuditRecord, 4)
@@ -38,7 +52,7 @@ func policyAnswerer(dlg *nudge.Dialog, drawing int64) (*Answerer, *fakeConn, cha
 	a := New(Config{
 		Screen: func(context.Context, nudge.Runtime) (*nudge.Dialog, func() bool, error) {
 			n := captures.Add(1)
-			return dlg, func() bool { return n <= drawing }, nil
+			return dlg, func() bool { return n <= drawing || conn.taken.Load() }, nil
 		},
 		Conn:     func(string) (Doer, error) { return conn, nil },
 		Runtimes: oneRuntime(rt),
@@ -88,5 +102,45 @@ func TestPolicyAnswerStopsWhenDialogGoes(t *testing.T) {
 	a.Close()
 	if rec.Event != "dialog_answer_refused" || len(conn.sent) != 0 {
 		t.Fatalf("audit %+v, sent %q", rec, conn.sent)
+	}
+}
+
+// TestPolicyAnswerSentAgainWhenNotTaken: an answer whose key the agent lost (it reached
+// the pane before the dialog listened: the dialog stays and the pane draws nothing) is
+// sent again once it counts as not taken, and audited once as the policy's; an answer
+// taken is never sent twice (TestPolicyAnswerOutlastsDrawing).
+func TestPolicyAnswerSentAgainWhenNotTaken(t *testing.T) {
+	defer func(d time.Duration) { notTaken = d }(notTaken)
+	notTaken = 300 * time.Millisecond
+	a, conn, audits, _ := policyAnswerer(testDialog(), 0)
+	conn.lose = 1
+	a.Shown("rt1", testDialog())
+	rec := <-audits
+	for deadline := time.Now().Add(10 * time.Second); conn.sends() < 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(2 * notTaken) // a third key would go by now
+	a.Close()
+	if rec.Event != "dialog_answered" || rec.Subject != autoSubject {
+		t.Fatalf("audit %+v", rec)
+	}
+	if n := conn.sends(); n != 2 {
+		t.Fatalf("sent %d times, want 2 (the lost key, then once more): %q", n, conn.sent)
+	}
+	// A human's answer to a dialog still shown, its key maybe taken, is refused; once the
+	// key counts as lost, the dialog may be answered again.
+	b, conn2, _, _ := policyAnswerer(testDialog(), 0)
+	conn2.lose = 1 << 30
+	rt := nudge.Runtime{RuntimeID: "rt1", WorkspaceID: "ws", Agent: "claude", PaneID: "%1", PID: 42, Status: nudge.StatusReady}
+	if _, _, err := b.Answer(context.Background(), rt, "d1", "approve", "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	var ne *nudge.Error
+	if _, _, err := b.Answer(context.Background(), rt, "d1", "approve", "alice", ""); !errors.As(err, &ne) || ne.Code != nudge.DialogAnswered {
+		t.Fatalf("second answer at once: %v, want DIALOG_ANSWERED", err)
+	}
+	time.Sleep(notTaken + 50*time.Millisecond)
+	if _, _, err := b.Answer(context.Background(), rt, "d1", "approve", "alice", ""); err != nil {
+		t.Fatalf("answer after the key was lost: %v", err)
 	}
 }
