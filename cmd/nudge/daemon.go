@@ -146,7 +146,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	pushTo.Store(d.web)
-	if d.fleet, err = hub.Open(ctx, cfg.Hub, hub.Deps{Local: d.pipe, Runtimes: d.reg, Events: d.hub, StateDir: cfg.StateDir, Logger: d.log.Named("hub")}); err != nil {
+	if d.fleet, err = hub.Open(ctx, cfg.Hub, hub.Deps{Local: d.pipe, Runtimes: d.reg, Events: d.hub, Dialogs: d.dlg, StateDir: cfg.StateDir, Logger: d.log.Named("hub")}); err != nil {
 		return nil, err
 	}
 	if d.api, err = openServer(cfg, d); err != nil {

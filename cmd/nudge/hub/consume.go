@@ -151,7 +151,7 @@ func (f *Fleet) resumeFollows() {
 }
 
 // onControl answers another member's request about a trigger this host holds: its
-// receipt (get) or an API ack (ack). The member that took the request checked its
+// receipt (get), an API ack (ack), or the answer to a dialog of one of its runtimes. The member that took the request checked its
 // caller's token; members are the fleet's daemons, each trusted to do so.
 func (f *Fleet) onControl(m *nats.Msg) {
 	op := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
@@ -167,6 +167,8 @@ func (f *Fleet) onControl(m *nats.Msg) {
 		ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
 		r.Trigger, err = f.deps.Local.Ack(ctx, id)
 		cancel()
+	case "answer":
+		r.Answer, err = f.answerHere(m.Data)
 	default:
 		err = nudge.NewError(nudge.BadRequest, "unknown request "+op)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nudgehq/nudge"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/inject"
 )
 
@@ -43,8 +44,9 @@ type Events interface {
 type Deps struct {
 	Local    Local
 	Runtimes Runtimes
-	Events   Events // nil: none
-	StateDir string // the hub keeps its streams under StateDir/hub
+	Events   Events         // nil: none
+	Dialogs  server.Dialogs // answers this host's dialogs for other members; nil: none
+	StateDir string         // the hub keeps its streams under StateDir/hub
 	Logger   hclog.Logger
 }
 
@@ -211,7 +213,7 @@ func (f *Fleet) start(ctx context.Context) error {
 	if err := f.consume(); err != nil {
 		return err
 	}
-	if _, err := f.nc.Subscribe(ctlSubject(f.cfg.HostName, "*"), f.onControl); err != nil {
+	if _, err := f.nc.Subscribe(ctlSubject(f.cfg.HostName, "*"), func(m *nats.Msg) { f.goLoop(func() { f.onControl(m) }) }); err != nil {
 		return err
 	}
 	f.resumeFollows()

@@ -122,12 +122,32 @@ func (e *fakeEvents) states(id string) []nudge.TriggerState {
 	return out
 }
 
+// fakeDialogs records who answered which runtime's dialog.
+type fakeDialogs struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (d *fakeDialogs) Answer(_ context.Context, rt nudge.Runtime, dialogID, choice, who, _ string) (nudge.Dialog, nudge.DialogOption, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.got = append(d.got, rt.RuntimeID+" "+dialogID+" "+choice+" "+who)
+	return nudge.Dialog{DialogID: dialogID}, nudge.DialogOption{Key: choice}, nil
+}
+
+func (d *fakeDialogs) answers() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.got)
+}
+
 type member struct {
-	f      *Fleet
-	local  *fakeLocal
-	events *fakeEvents
-	cfg    Config
-	ws     []string
+	dialogs *fakeDialogs
+	f       *Fleet
+	local   *fakeLocal
+	events  *fakeEvents
+	cfg     Config
+	ws      []string
 }
 
 func writeFile(t *testing.T, dir, name, body string) string {
@@ -141,12 +161,12 @@ func writeFile(t *testing.T, dir, name, body string) string {
 
 func openMember(t *testing.T, cfg Config, ws ...string) member {
 	t.Helper()
-	m := member{local: newFakeLocal(), cfg: cfg, ws: ws, events: &fakeEvents{}}
+	m := member{local: newFakeLocal(), cfg: cfg, ws: ws, events: &fakeEvents{}, dialogs: &fakeDialogs{}}
 	cfg.Heartbeat = 100 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	log := hclog.New(&hclog.LoggerOptions{Name: cfg.HostName, Level: hclog.Debug, Output: testWriter{t}})
-	f, err := Open(ctx, cfg, Deps{Local: m.local, Runtimes: fakeRuntimes{ws}, Events: m.events, StateDir: t.TempDir(), Logger: log})
+	f, err := Open(ctx, cfg, Deps{Local: m.local, Runtimes: fakeRuntimes{ws}, Events: m.events, Dialogs: m.dialogs, StateDir: t.TempDir(), Logger: log})
 	if err != nil {
 		t.Fatalf("open %s: %v", cfg.HostName, err)
 	}
@@ -190,6 +210,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 func deps(m member) server.Deps {
 	d := server.Deps{Runtimes: nil, Triggers: nil}
 	d.Triggers = localTriggers{m.local}
+	d.Dialogs = m.dialogs
 	m.f.Wrap(&d)
 	return d
 }
@@ -238,6 +259,13 @@ func TestRoute(t *testing.T) {
 	req.Prompt = "other"
 	if _, err := d.Triggers.Submit(ctx, req); !isCode(err, nudge.IdempotencyConflict) {
 		t.Fatalf("a repeat with another prompt: %v", err)
+	}
+	// A dialog of a's runtime answered on b is answered on a, by b's caller.
+	if _, opt, err := d.Dialogs.Answer(ctx, nudge.Runtime{RuntimeID: "wa-a", WorkspaceID: "wa"}, "dlg-1", "2", "op", "why"); err != nil || opt.Key != "2" {
+		t.Fatalf("answer through the hub: %+v %v", opt, err)
+	}
+	if got := a.dialogs.answers(); !slices.Equal(got, []string{"wa-a dlg-1 2 hub:b:op"}) || len(b.dialogs.answers()) != 0 {
+		t.Fatalf("a answered %q, b %q", got, b.dialogs.answers())
 	}
 	// The fleet's runtimes: every host's.
 	waitFor(t, "the other hosts' runtimes on b", func() bool { return len(b.f.Remote()) == 2 }) // wh-a, wa-a; not b's own

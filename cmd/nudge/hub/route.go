@@ -39,6 +39,9 @@ func (f *Fleet) Wrap(d *server.Deps) {
 	}
 	d.Runtimes = fleetRuntimes{d.Runtimes, f}
 	d.Triggers = fleetTriggers{d.Triggers, f}
+	if d.Dialogs != nil {
+		d.Dialogs = fleetDialogs{d.Dialogs, f}
+	}
 }
 
 type fleetRuntimes struct {
@@ -388,6 +391,7 @@ func (f *Fleet) ack(_ context.Context, id string) (nudge.Trigger, error) {
 // ctlReply is a host's answer to a control request.
 type ctlReply struct {
 	Trigger nudge.Trigger `json:"trigger"`
+	Answer  *answered     `json:"answer,omitempty"`
 	Code    nudge.Code    `json:"error_code,omitempty"`
 	Message string        `json:"message,omitempty"`
 }
