@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/nudgehq/nudge"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
@@ -352,4 +353,16 @@ func TestAwayHost(t *testing.T) {
 	if n := back.local.count("late"); n != 0 {
 		t.Fatalf("a trigger past its deadline was delivered %d times", n)
 	}
+}
+
+// newNKey makes an NKey user pair: its seed (the member's file) and public key (the hub's).
+func newNKey(t *testing.T) (seed, pub string) {
+	t.Helper()
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := kp.Seed()
+	p, _ := kp.PublicKey()
+	return string(s), p
 }

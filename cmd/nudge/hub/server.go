@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -68,6 +69,9 @@ func startServer(cfg Config, stateDir string, log hclog.Logger) (*embedded, []id
 		if isNKey(m.Secret) {
 			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: m.Secret, Permissions: perms})
 		} else {
+			if !strings.HasPrefix(m.Secret, "$2") {
+				log.Warn("a member's password is in the clear in --hub-users: prefer its bcrypt hash or an NKey", "member", m.Name)
+			}
 			opts.Users = append(opts.Users, &server.User{Username: m.Name, Password: m.Secret, Permissions: perms})
 		}
 	}
@@ -141,8 +145,12 @@ func randomSecret() string {
 type natsLogger struct{ l hclog.Logger }
 
 func (n natsLogger) Noticef(f string, v ...any) { n.l.Debug(fmt.Sprintf(f, v...)) }
-func (n natsLogger) Warnf(f string, v ...any)   { n.l.Warn(fmt.Sprintf(f, v...)) }
-func (n natsLogger) Fatalf(f string, v ...any)  { n.l.Error(fmt.Sprintf(f, v...)) }
-func (n natsLogger) Errorf(f string, v ...any)  { n.l.Error(fmt.Sprintf(f, v...)) }
-func (n natsLogger) Debugf(f string, v ...any)  { n.l.Trace(fmt.Sprintf(f, v...)) }
-func (n natsLogger) Tracef(f string, v ...any)  { n.l.Trace(fmt.Sprintf(f, v...)) }
+func (n natsLogger) Warnf(f string, v ...any) {
+	if msg := fmt.Sprintf(f, v...); !strings.HasPrefix(msg, "Plaintext passwords") { // the hub's own random one; members' are warned of above
+		n.l.Warn(msg)
+	}
+}
+func (n natsLogger) Fatalf(f string, v ...any) { n.l.Error(fmt.Sprintf(f, v...)) }
+func (n natsLogger) Errorf(f string, v ...any) { n.l.Error(fmt.Sprintf(f, v...)) }
+func (n natsLogger) Debugf(f string, v ...any) { n.l.Trace(fmt.Sprintf(f, v...)) }
+func (n natsLogger) Tracef(f string, v ...any) { n.l.Trace(fmt.Sprintf(f, v...)) }
