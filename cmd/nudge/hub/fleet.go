@@ -117,7 +117,7 @@ func (f *Fleet) open(ctx context.Context) error {
 			f.allowed[m.Name] = m.Workspaces
 		}
 		url = ""
-		opts = append(opts, nats.InProcessServer(srv.srv), nats.UserInfo("nudge-hub-"+f.cfg.HostName, srv.admin))
+		opts = append(opts, nats.InProcessServer(srv.inProcess()), nats.UserInfo("nudge-hub-"+f.cfg.HostName, srv.admin))
 	} else {
 		o, err := memberAuth(f.cfg)
 		if err != nil {

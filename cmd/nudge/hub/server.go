@@ -1,3 +1,5 @@
+//go:build !nohubserver
+
 package hub
 
 import (
@@ -12,21 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
-
-// Names of the hub's stream, buckets and subjects.
-const (
-	triggerStream = "NUDGE_TRIGGERS" // work queue: nudge.trig.HOST
-	bucketHosts   = "nudge_hosts"    // HOST → heartbeat (TTL)
-	bucketRTs     = "nudge_runtimes" // HOST → the host's runtimes
-	bucketWS      = "nudge_ws"       // WORKSPACE → HOST (written by the hub only)
-	bucketRcpt    = "nudge_receipts" // WRITER.ID → a receipt
-)
-
-func triggerSubject(host string) string { return "nudge.trig." + host }
-func ctlSubject(host, op string) string { return "nudge.ctl." + host + "." + op }
-func durable(host string) string        { return "host_" + host }
-func inboxPrefix(host string) string    { return "_INBOX_" + host }
 
 // embedded is the hub's NATS server and the random password of its own (in-process)
 // user, who alone may write the workspace claims.
@@ -98,6 +87,9 @@ func startServer(cfg Config, stateDir string, log hclog.Logger) (*embedded, []id
 	e.srv = s
 	return e, members, nil
 }
+
+// inProcess is the server, for the hub's own connection (no TCP).
+func (e *embedded) inProcess() nats.InProcessConnProvider { return e.srv }
 
 // Addr is where the hub listens (its port resolved when --hub-listen asked for :0).
 func (e *embedded) Addr() string { return e.srv.Addr().String() }
