@@ -296,12 +296,12 @@ func TestFleetScopes(t *testing.T) {
 	}
 	defer nc.Close()
 	for _, subj := range []string{"$KV.nudge_runtimes.a", "$KV.nudge_receipts.a.sc-1", "$KV.nudge_ws.wa", "$KV.nudge_hosts.a",
-		"$JS.API.CONSUMER.CREATE.NUDGE_TRIGGERS.host_a.nudge.trig.a", "$JS.API.CONSUMER.MSG.NEXT.NUDGE_TRIGGERS.host_a"} {
+		"$JS.API.CONSUMER.CREATE.NUDGE_TRIGGERS.host_a.nudge.trig.a.*", "nudge.trig.hub.a", "$JS.API.CONSUMER.MSG.NEXT.NUDGE_TRIGGERS.host_a"} {
 		if _, err := nc.Request(subj, []byte(`{}`), 500*time.Millisecond); err == nil {
 			t.Errorf("b's credentials were answered on %s", subj)
 		}
 	}
-	if _, err := nc.SubscribeSync("nudge.trig.a"); err == nil {
+	if _, err := nc.SubscribeSync("nudge.trig.a.*"); err == nil {
 		nc.Flush()
 		time.Sleep(100 * time.Millisecond)
 		if err := nc.LastError(); err == nil || !strings.Contains(err.Error(), "ermissions") {

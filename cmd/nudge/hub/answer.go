@@ -23,7 +23,6 @@ type answerRequest struct {
 	Choice    string `json:"choice"`
 	Who       string `json:"who"`
 	Reason    string `json:"reason"`
-	From      string `json:"from"`
 }
 
 // answered is a host's answer: the dialog and the option chosen.
@@ -40,10 +39,10 @@ func (d fleetDialogs) Answer(ctx context.Context, rt nudge.Runtime, dialogID, ch
 	if host == "" {
 		return nudge.Dialog{}, nudge.DialogOption{}, nudge.NewError(nudge.NotFound, "runtime "+rt.RuntimeID+" is on no host of the fleet")
 	}
-	b, _ := json.Marshal(answerRequest{RuntimeID: rt.RuntimeID, DialogID: dialogID, Choice: choice, Who: who, Reason: reason, From: d.f.cfg.HostName})
+	b, _ := json.Marshal(answerRequest{RuntimeID: rt.RuntimeID, DialogID: dialogID, Choice: choice, Who: who, Reason: reason})
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	m, err := d.f.nc.RequestWithContext(rctx, ctlSubject(host, "answer"), b)
+	m, err := d.f.nc.RequestWithContext(rctx, ctlSubject(host, d.f.cfg.HostName, "answer"), b)
 	if err != nil {
 		return nudge.Dialog{}, nudge.DialogOption{}, nudge.NewError(nudge.Unavailable, "host "+host+" did not answer: "+err.Error())
 	}
@@ -79,7 +78,7 @@ func (f *Fleet) local(id string) (nudge.Runtime, bool) {
 
 // answerHere answers a dialog of this host's runtime for another member (which checked
 // its caller's token); the answer is audited here as any, by hub:MEMBER:SUBJECT.
-func (f *Fleet) answerHere(data []byte) (*answered, error) {
+func (f *Fleet) answerHere(from string, data []byte) (*answered, error) {
 	var req answerRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, nudge.NewError(nudge.BadRequest, "unreadable answer request")
@@ -93,7 +92,7 @@ func (f *Fleet) answerHere(data []byte) (*answered, error) {
 	}
 	ctx, cancel := context.WithTimeout(f.ctx, 15*time.Second)
 	defer cancel()
-	d, opt, err := f.deps.Dialogs.Answer(ctx, rt, req.DialogID, req.Choice, "hub:"+req.From+":"+req.Who, req.Reason)
+	d, opt, err := f.deps.Dialogs.Answer(ctx, rt, req.DialogID, req.Choice, "hub:"+from+":"+req.Who, req.Reason)
 	if err != nil {
 		return nil, err
 	}

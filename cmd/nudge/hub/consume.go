@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -21,7 +20,7 @@ func (f *Fleet) consume() error {
 	f.goLoop(func() {
 		for f.ctx.Err() == nil {
 			cons, err := f.js.CreateOrUpdateConsumer(f.ctx, triggerStream, jetstream.ConsumerConfig{
-				Durable: durable(f.cfg.HostName), FilterSubject: triggerSubject(f.cfg.HostName),
+				Durable: durable(f.cfg.HostName), FilterSubject: triggersFor(f.cfg.HostName),
 				AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 256,
 			})
 			if err == nil {
@@ -53,6 +52,7 @@ func (f *Fleet) onTrigger(m jetstream.Msg) {
 		m.Term() //nolint:errcheck // nothing to do
 		return
 	}
+	w.From = token(m.Subject(), 3) // the sender, as the hub's permissions vouch for it
 	req := w.Request
 	req.Caller, req.CallerUID, req.Received = "hub:"+w.From+":"+w.Caller, w.CallerUID, time.Time{}
 	var t nudge.Trigger
@@ -154,7 +154,7 @@ func (f *Fleet) resumeFollows() {
 // receipt (get), an API ack (ack), or the answer to a dialog of one of its runtimes. The member that took the request checked its
 // caller's token; members are the fleet's daemons, each trusted to do so.
 func (f *Fleet) onControl(m *nats.Msg) {
-	op := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	from, op := token(m.Subject, 3), token(m.Subject, 4)
 	id := string(m.Data)
 	var (
 		r   ctlReply
@@ -168,7 +168,7 @@ func (f *Fleet) onControl(m *nats.Msg) {
 		r.Trigger, err = f.deps.Local.Ack(ctx, id)
 		cancel()
 	case "answer":
-		r.Answer, err = f.answerHere(m.Data)
+		r.Answer, err = f.answerHere(from, m.Data)
 	default:
 		err = nudge.NewError(nudge.BadRequest, "unknown request "+op)
 	}

@@ -5,7 +5,7 @@
 // alone: its own store, its own tmux, its own pipeline. The hub adds:
 //
 //   - routing: a trigger for a workspace that lives on another host is published on the
-//     work-queue stream NUDGE_TRIGGERS (subject nudge.trig.HOST) with the trigger id as
+//     work-queue stream NUDGE_TRIGGERS (subject nudge.trig.HOST.SENDER) with the trigger id as
 //     its message id (JetStream drops a repeat); that host's durable consumer hands it to
 //     its local pipeline, which is idempotent by trigger id, and only then acks it. A host
 //     that is away finds it waiting when it returns, unless its deadline (a per-message

@@ -179,7 +179,7 @@ func memberAuth(cfg Config) ([]nats.Option, error) {
 // createStreams makes the hub's stream and buckets (the hub only; members find them).
 func (f *Fleet) createStreams(ctx context.Context) error {
 	_, err := f.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: triggerStream, Subjects: []string{"nudge.trig.*"}, Retention: jetstream.WorkQueuePolicy,
+		Name: triggerStream, Subjects: []string{"nudge.trig.*.*"}, Retention: jetstream.WorkQueuePolicy,
 		Storage: jetstream.FileStorage, Duplicates: 24 * time.Hour, AllowMsgTTL: true, MaxAge: 7 * 24 * time.Hour,
 	})
 	if err != nil {
@@ -213,7 +213,7 @@ func (f *Fleet) start(ctx context.Context) error {
 	if err := f.consume(); err != nil {
 		return err
 	}
-	if _, err := f.nc.Subscribe(ctlSubject(f.cfg.HostName, "*"), func(m *nats.Msg) { f.goLoop(func() { f.onControl(m) }) }); err != nil {
+	if _, err := f.nc.Subscribe(ctlFor(f.cfg.HostName), func(m *nats.Msg) { f.goLoop(func() { f.onControl(m) }) }); err != nil {
 		return err
 	}
 	f.resumeFollows()

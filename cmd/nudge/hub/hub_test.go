@@ -288,7 +288,8 @@ func TestPermissions(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	for _, subj := range []string{"$KV.nudge_runtimes.a", "$KV.nudge_receipts.a.x", "$KV.nudge_ws.wa", "$KV.nudge_hosts.a"} {
+	// Nor can it send a trigger as a (the holder takes the sender from the subject).
+	for _, subj := range []string{"$KV.nudge_runtimes.a", "$KV.nudge_receipts.a.x", "$KV.nudge_ws.wa", "$KV.nudge_hosts.a", "nudge.trig.hub.a"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		if _, err := js.Publish(ctx, subj, []byte(`b`)); err == nil {
 			t.Errorf("b published on %s", subj)
@@ -297,7 +298,7 @@ func TestPermissions(t *testing.T) {
 	}
 	for _, durableName := range []string{durable("a"), durable("b")} {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		if _, err := js.CreateOrUpdateConsumer(ctx, triggerStream, jetstream.ConsumerConfig{Durable: durableName, FilterSubject: triggerSubject("a")}); err == nil {
+		if _, err := js.CreateOrUpdateConsumer(ctx, triggerStream, jetstream.ConsumerConfig{Durable: durableName, FilterSubject: triggersFor("a")}); err == nil {
 			t.Errorf("b made a consumer %s of a's triggers", durableName)
 		}
 		cancel()
@@ -319,6 +320,9 @@ func TestPermissions(t *testing.T) {
 	}
 	if _, err := kv.Put(ctx, "b", []byte("[]")); err != nil {
 		t.Fatalf("b writes its own runtimes: %v", err)
+	}
+	if _, err := js.Publish(ctx, triggerSubject("hub", "b"), []byte(`{"trigger_id":"x"}`)); err != nil {
+		t.Fatalf("b sends a trigger as itself: %v", err)
 	}
 }
 

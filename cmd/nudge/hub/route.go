@@ -24,7 +24,7 @@ import (
 // took it accepted it (its caller's token already checked there).
 type wireTrigger struct {
 	inject.Request
-	From      string    `json:"from"` // the member that took the request
+	From      string    `json:"-"` // the member that took the request: the subject's last token
 	Caller    string    `json:"caller,omitempty"`
 	CallerUID int       `json:"caller_uid"`
 	Deadline  time.Time `json:"deadline"`
@@ -140,7 +140,7 @@ func (f *Fleet) route(ctx context.Context, host string, away bool, req inject.Re
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	ack, err := f.js.Publish(pctx, triggerSubject(host), b, jetstream.WithMsgID(req.TriggerID), jetstream.WithMsgTTL(f.cfg.MaxQueue))
+	ack, err := f.js.Publish(pctx, triggerSubject(host, f.cfg.HostName), b, jetstream.WithMsgID(req.TriggerID), jetstream.WithMsgTTL(f.cfg.MaxQueue))
 	if err != nil {
 		return inject.Submitted{}, nudge.NewError(nudge.Unavailable, "the fleet's hub did not take the trigger for host "+host+": "+err.Error()+" (nothing was queued: send it again)")
 	}
@@ -323,7 +323,7 @@ func (f *Fleet) askHosts(id string) (t nudge.Trigger, holder string, ok bool) {
 func (f *Fleet) control(h, op, id string) (nudge.Trigger, error) {
 	ctx, cancel := context.WithTimeout(f.ctx, 2*time.Second)
 	defer cancel()
-	m, err := f.nc.RequestWithContext(ctx, ctlSubject(h, op), []byte(id))
+	m, err := f.nc.RequestWithContext(ctx, ctlSubject(h, f.cfg.HostName, op), []byte(id))
 	if err != nil {
 		return nudge.Trigger{}, nudge.NewError(nudge.Unavailable, "host "+h+" did not answer: "+err.Error())
 	}

@@ -107,11 +107,11 @@ func (e *embedded) close() {
 func memberPermissions(h string) *server.Permissions {
 	pub := []string{
 		"$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.FC.>",
-		"$JS.API.CONSUMER.CREATE." + triggerStream + "." + durable(h) + "." + triggerSubject(h),
+		"$JS.API.CONSUMER.CREATE." + triggerStream + "." + durable(h) + "." + triggersFor(h),
 		"$JS.API.CONSUMER.INFO." + triggerStream + "." + durable(h),
 		"$JS.API.CONSUMER.MSG.NEXT." + triggerStream + "." + durable(h),
 		"$JS.ACK." + triggerStream + "." + durable(h) + ".>",
-		"nudge.trig.*", "nudge.ctl.*.*",
+		triggerSubject("*", h), ctlSubject("*", h, "*"),
 		"$KV." + bucketHosts + "." + h, "$KV." + bucketRTs + "." + h, "$KV." + bucketRcpt + "." + h + ".*",
 	}
 	for _, b := range []string{bucketHosts, bucketRTs, bucketWS, bucketRcpt} {
@@ -122,7 +122,7 @@ func memberPermissions(h string) *server.Permissions {
 	}
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: pub},
-		Subscribe: &server.SubjectPermission{Allow: []string{inboxPrefix(h) + ".>", "nudge.ctl." + h + ".*", "$KV." + bucketRcpt + ".>"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{inboxPrefix(h) + ".>", ctlFor(h), "$KV." + bucketRcpt + ".>"}},
 		Response:  &server.ResponsePermission{MaxMsgs: 1, Expires: time.Minute},
 	}
 }
