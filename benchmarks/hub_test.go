@@ -2,17 +2,22 @@ package benchmarks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/hub"
+	"github.com/nudgehq/nudge/inject"
 )
 
 // TestHubFigures measures a trigger through the fleet's hub to another member beside a
@@ -106,6 +111,12 @@ func freeLoopback(t *testing.T) string {
 // startHubDaemon runs `nudge serve` named name with its own state dir, socket and tmux
 // server, and returns its API client.
 func startHubDaemon(t *testing.T, bin, dir, name string, args ...string) *api.Client {
+	c, _ := startHubProcess(t, bin, dir, name, args...)
+	return c
+}
+
+// startHubProcess is startHubDaemon, with the process.
+func startHubProcess(t *testing.T, bin, dir, name string, args ...string) (*api.Client, *exec.Cmd) {
 	t.Helper()
 	sock := filepath.Join(dir, name+".sock")
 	tmuxSock := fmt.Sprintf("nudge-hb-%d-%s", os.Getpid(), name)
@@ -129,7 +140,7 @@ func startHubDaemon(t *testing.T, bin, dir, name string, args ...string) *api.Cl
 	c := api.NewClient(sock, "")
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if c.Do(context.Background(), "GET", "/v1/health", nil, nil) == nil {
-			return c
+			return c, cmd
 		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(filepath.Join(dir, name+".log"))
@@ -153,4 +164,92 @@ func spawnCat(t *testing.T, c *api.Client, ws, dir string) string {
 		c.Do(context.Background(), "GET", "/v1/runtimes/"+rt.RuntimeID, nil, &rt)
 	}
 	return rt.RuntimeID
+}
+
+// TestHubIdleMembers measures what members cost the hub while nothing happens: the hub
+// daemon's CPU and RSS with no member, then with 100 simulated members (each a real
+// connection with its own identity, as a member daemon makes it: heartbeats every 2 s, its
+// runtimes, its consumer; no tmux behind them). Run by hand (NUDGE_BENCH_HUB=1 go test
+// -run TestHubIdleMembers -v ./benchmarks).
+func TestHubIdleMembers(t *testing.T) {
+	if os.Getenv("NUDGE_BENCH_HUB") != "1" {
+		t.Skip("NUDGE_BENCH_HUB=1 runs the hub figures")
+	}
+	const members, window = 100, 30 * time.Second
+	dir, err := os.MkdirTemp("", "nhi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin, err := buildNudgeBinary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users strings.Builder
+	for i := range members {
+		fmt.Fprintf(&users, "m%03d pw-%03d-0123456789\n", i, i)
+	}
+	usersFile := filepath.Join(dir, "users")
+	if err := os.WriteFile(usersFile, []byte(users.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeLoopback(t)
+	_, cmd := startHubProcess(t, bin, dir, "hub", "--hub-listen", addr, "--hub-users", usersFile)
+	pid := cmd.Process.Pid
+	measure := func() (cpu float64, rssKB int) {
+		c0, t0 := procCPU(pid), time.Now()
+		time.Sleep(window)
+		return float64(procCPU(pid)-c0) / clockTicks / time.Since(t0).Seconds() * 100, vmRSS(pid)
+	}
+	cpu0, rss0 := measure()
+	for i := range members {
+		cfg := hub.DefaultConfig()
+		cfg.URL, cfg.HostName = "nats://"+addr, fmt.Sprintf("m%03d", i)
+		cfg.Credentials = filepath.Join(dir, cfg.HostName+".cred")
+		if err := os.WriteFile(cfg.Credentials, fmt.Appendf(nil, "%s pw-%03d-0123456789\n", cfg.HostName, i), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := hub.Open(context.Background(), cfg, hub.Deps{Local: idleLocal{}, Runtimes: idleRuntimes{"w" + cfg.HostName}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+	}
+	time.Sleep(5 * time.Second) // joined, claimed
+	cpu1, rss1 := measure()
+	t.Logf("hub daemon idle: no member %.2f %% of a core, RSS %.1f MB; %d members %.2f %% of a core, RSS %.1f MB (%.0f s windows)",
+		cpu0, float64(rss0)/1024, members, cpu1, float64(rss1)/1024, window.Seconds())
+}
+
+// vmRSS is pid's resident set in kB.
+func vmRSS(pid int) int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.Fields(v)[0])
+			return n
+		}
+	}
+	return 0
+}
+
+// idleLocal is a member's pipeline that never gets a trigger.
+type idleLocal struct{}
+
+func (idleLocal) Submit(context.Context, inject.Request) (inject.Submitted, error) {
+	return inject.Submitted{}, errors.New("idle")
+}
+func (idleLocal) Get(string) (nudge.Trigger, error) { return nudge.Trigger{}, errors.New("idle") }
+func (idleLocal) Wait(context.Context, string, func(nudge.Trigger) bool) (nudge.Trigger, error) {
+	return nudge.Trigger{}, errors.New("idle")
+}
+func (idleLocal) Ack(context.Context, string) (nudge.Trigger, error) {
+	return nudge.Trigger{}, errors.New("idle")
+}
+
+// idleRuntimes is a member's one runtime, in its own workspace.
+type idleRuntimes struct{ ws string }
+
+func (r idleRuntimes) List() []nudge.Runtime {
+	return []nudge.Runtime{{RuntimeID: r.ws + ".a", WorkspaceID: r.ws, Role: "a", Status: nudge.StatusReady}}
 }

@@ -64,7 +64,8 @@ type Fleet struct {
 
 	mu       sync.Mutex
 	runtimes map[string][]nudge.Runtime // other hosts' runtimes, by host
-	alive    map[string]time.Time       // when each host's last heartbeat came
+	alive    map[string]bool            // the hosts that are here, as the hub says
+	seen     map[string]time.Time       // hub only: when each host's last heartbeat came
 	claims   map[string]string          // workspace → host
 	allowed  map[string][]string        // hub only: host → workspaces it may hold (nil: any)
 	follow   map[string]bool            // triggers whose receipts this host publishes
@@ -83,7 +84,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Fleet, error) {
 		return nil, err
 	}
 	f := &Fleet{cfg: cfg, deps: deps, log: deps.Logger, ready: make(chan struct{}),
-		runtimes: map[string][]nudge.Runtime{}, alive: map[string]time.Time{}, claims: map[string]string{}, follow: map[string]bool{}}
+		runtimes: map[string][]nudge.Runtime{}, alive: map[string]bool{}, seen: map[string]time.Time{}, claims: map[string]string{}, follow: map[string]bool{}}
 	if f.log == nil {
 		f.log = hclog.NewNullLogger()
 	}
@@ -187,6 +188,7 @@ func (f *Fleet) createStreams(ctx context.Context) error {
 	}
 	for _, kc := range []jetstream.KeyValueConfig{
 		{Bucket: bucketHosts, TTL: 3 * f.cfg.Heartbeat, Storage: jetstream.MemoryStorage},
+		{Bucket: bucketAlive, Storage: jetstream.MemoryStorage},
 		{Bucket: bucketRTs, Storage: jetstream.FileStorage},
 		{Bucket: bucketWS, Storage: jetstream.FileStorage},
 		{Bucket: bucketRcpt, Storage: jetstream.FileStorage, TTL: 7 * 24 * time.Hour},
@@ -201,7 +203,7 @@ func (f *Fleet) createStreams(ctx context.Context) error {
 // start binds the buckets (waiting for the hub while it is away) and starts the loops.
 func (f *Fleet) start(ctx context.Context) error {
 	kvs := map[string]jetstream.KeyValue{}
-	for _, b := range []string{bucketHosts, bucketRTs, bucketWS, bucketRcpt} {
+	for _, b := range []string{bucketHosts, bucketAlive, bucketRTs, bucketWS, bucketRcpt} {
 		kv, err := f.bind(ctx, b)
 		if err != nil {
 			return err
@@ -219,7 +221,13 @@ func (f *Fleet) start(ctx context.Context) error {
 	f.resumeFollows()
 	f.goLoop(f.beat)
 	f.goLoop(func() { f.watch(bucketRTs, f.onRuntimes) })
-	f.goLoop(func() { f.watch(bucketHosts, f.onHost) })
+	f.goLoop(func() { f.watch(bucketAlive, f.onAlive) })
+	if f.srv != nil {
+		// The hub alone reads every beat, and tells the members who is here when that
+		// changes: a beat is one message to the hub, not one to every member.
+		f.goLoop(func() { f.watch(bucketHosts, f.onBeat) })
+		f.goLoop(f.judge)
+	}
 	f.goLoop(func() { f.watch(bucketWS, f.onClaim) })
 	return nil
 }

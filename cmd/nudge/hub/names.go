@@ -5,7 +5,8 @@ import "strings"
 // Names of the hub's stream, buckets and subjects.
 const (
 	triggerStream = "NUDGE_TRIGGERS" // work queue: nudge.trig.TO.FROM
-	bucketHosts   = "nudge_hosts"    // HOST → heartbeat (TTL)
+	bucketHosts   = "nudge_hosts"    // HOST → heartbeat (TTL); read by the hub alone
+	bucketAlive   = "nudge_alive"    // "hosts" → the hosts whose beats come (written by the hub only)
 	bucketRTs     = "nudge_runtimes" // HOST → the host's runtimes
 	bucketWS      = "nudge_ws"       // WORKSPACE → HOST (written by the hub only)
 	bucketRcpt    = "nudge_receipts" // WRITER.ID → a receipt

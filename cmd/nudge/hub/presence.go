@@ -74,22 +74,63 @@ func (f *Fleet) drain(w jetstream.KeyWatcher, fn func(string, []byte)) {
 	}
 }
 
-// onHost takes a heartbeat. A key's age-out (the bucket's TTL) is not seen by a watcher:
-// a host is away when no beat came for 3 beats (aliveLocked).
-func (f *Fleet) onHost(host string, val []byte) {
+// onBeat takes a heartbeat (the hub only). A key's age-out (the bucket's TTL) is not seen
+// by a watcher: a host is away when no beat came for 3 beats (judge).
+func (f *Fleet) onBeat(host string, val []byte) {
 	f.mu.Lock()
 	if val == nil {
-		delete(f.alive, host)
+		delete(f.seen, host)
 	} else {
-		f.alive[host] = time.Now()
+		f.seen[host] = time.Now()
 	}
 	f.mu.Unlock()
 }
 
-func (f *Fleet) aliveLocked(host string) bool {
-	at, ok := f.alive[host]
-	return ok && time.Since(at) < 3*f.cfg.Heartbeat
+// judge is the hub's: every beat, the hosts whose beat came within 3 beats are here;
+// when that set changes it is written for every member to read.
+func (f *Fleet) judge() {
+	t := time.NewTicker(f.cfg.Heartbeat)
+	defer t.Stop()
+	var last []byte
+	for {
+		f.mu.Lock()
+		here := []string{}
+		for h, at := range f.seen {
+			if time.Since(at) < 3*f.cfg.Heartbeat {
+				here = append(here, h)
+			}
+		}
+		f.mu.Unlock()
+		sort.Strings(here)
+		b, _ := json.Marshal(here)
+		if !bytes.Equal(b, last) {
+			if _, err := f.kv[bucketAlive].Put(f.ctx, "hosts", b); err == nil {
+				last = b
+			}
+		}
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
+
+// onAlive takes the hub's word on which hosts are here.
+func (f *Fleet) onAlive(_ string, val []byte) {
+	var here []string
+	if val != nil && json.Unmarshal(val, &here) != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.alive)
+	for _, h := range here {
+		f.alive[h] = true
+	}
+}
+
+func (f *Fleet) aliveLocked(host string) bool { return f.alive[host] }
 
 func (f *Fleet) onClaim(ws string, val []byte) {
 	f.mu.Lock()

@@ -114,7 +114,7 @@ func memberPermissions(h string) *server.Permissions {
 		triggerSubject("*", h), ctlSubject("*", h, "*"),
 		"$KV." + bucketHosts + "." + h, "$KV." + bucketRTs + "." + h, "$KV." + bucketRcpt + "." + h + ".*",
 	}
-	for _, b := range []string{bucketHosts, bucketRTs, bucketWS, bucketRcpt} {
+	for _, b := range []string{bucketAlive, bucketRTs, bucketWS, bucketRcpt} {
 		s := "KV_" + b
 		pub = append(pub, "$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>", "$JS.API.STREAM.MSG.GET."+s,
 			"$JS.API.CONSUMER.CREATE."+s, "$JS.API.CONSUMER.CREATE."+s+".>", "$JS.API.CONSUMER.DELETE."+s+".*",
