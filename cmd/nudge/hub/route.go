@@ -129,7 +129,9 @@ func (f *Fleet) route(ctx context.Context, host string, away bool, req inject.Re
 	if !f.up() {
 		return inject.Submitted{}, nudge.NewError(nudge.Unavailable, "this host has not joined the fleet's hub yet: nothing was queued, send it again")
 	}
-	if prev, ok := f.routed(req.TriggerID); ok {
+	// A repeat of one routed here or taken by host (another member's repeat is the hub's
+	// duplicate, below): two reads, however many hosts.
+	if prev, ok := f.routedAmong(req.TriggerID, []string{f.cfg.HostName, host}); ok {
 		return repeated(prev, req)
 	}
 	now := time.Now().UTC()
@@ -262,10 +264,15 @@ func (f *Fleet) receipt(id string) (nudge.Trigger, bool) {
 
 // routed is the receipt of a trigger routed through the hub, from the receipts bucket.
 func (f *Fleet) routed(id string) (nudge.Trigger, bool) {
+	return f.routedAmong(id, f.hosts())
+}
+
+// routedAmong is routed, looking only under the names of hosts.
+func (f *Fleet) routedAmong(id string, hosts []string) (nudge.Trigger, bool) {
 	if !f.up() {
 		return nudge.Trigger{}, false
 	}
-	for _, h := range f.hosts() {
+	for _, h := range hosts {
 		t, ok := f.getReceipt(h, id)
 		if !ok {
 			continue
