@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -252,4 +253,149 @@ type idleRuntimes struct{ ws string }
 
 func (r idleRuntimes) List() []nudge.Runtime {
 	return []nudge.Runtime{{RuntimeID: r.ws + ".a", WorkspaceID: r.ws, Role: "a", Status: nudge.StatusReady}}
+}
+
+// TestHubFanout measures a fan-out through the hub: one prompt to each of 100 panes spread
+// over 4 members (25 on the hub, a, c, and b itself), sent to b by 10 clients, until every
+// receipt is closed (all followed at once); beside the same fan-out to 100 panes all on b (local), rounds
+// alternating, same run. Run by hand (NUDGE_BENCH_HUB=1 go test -run TestHubFanout -v
+// ./benchmarks).
+func TestHubFanout(t *testing.T) {
+	if os.Getenv("NUDGE_BENCH_HUB") != "1" {
+		t.Skip("NUDGE_BENCH_HUB=1 runs the hub figures")
+	}
+	dir, err := os.MkdirTemp("", "nhf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin, err := buildNudgeBinary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"a", "b", "c"}
+	var users strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&users, "%s pw-%s-0123456789\n", n, n)
+	}
+	usersFile := filepath.Join(dir, "users")
+	if err := os.WriteFile(usersFile, []byte(users.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeLoopback(t)
+	clients := map[string]*api.Client{"hub": startHubDaemon(t, bin, dir, "hub", "--hub-listen", addr, "--hub-users", usersFile)}
+	for _, n := range names {
+		cred := filepath.Join(dir, n+".cred")
+		if err := os.WriteFile(cred, fmt.Appendf(nil, "%s pw-%s-0123456789\n", n, n), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		clients[n] = startHubDaemon(t, bin, dir, n, "--hub", "nats://"+addr, "--hub-credentials", cred)
+	}
+	type pane struct{ ws, role string }
+	spawn := func(c *api.Client, ws string, n int) []pane {
+		var out []pane
+		for i := range n {
+			out = append(out, pane{ws, fmt.Sprintf("r%02d", i)})
+		}
+		for _, p := range out { // one at a time in a workspace: concurrent spawns race for a window index
+			spawnRole(t, c, p.ws, p.role, dir)
+		}
+		return out
+	}
+	hosts := []string{"hub", "a", "c", "b", "b"}
+	parts := make([][]pane, len(hosts))
+	runParallel(len(hosts), len(hosts), func(i int) {
+		if i == 4 {
+			parts[i] = spawn(clients["b"], "lb", 100)
+		} else {
+			parts[i] = spawn(clients[hosts[i]], "f"+hosts[i], 25)
+		}
+	})
+	fleet, local := slices.Concat(parts[:4]...), parts[4]
+	b := clients["b"]
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var rts []nudge.Runtime
+		if b.Do(context.Background(), "GET", "/v1/runtimes", nil, &rts) == nil && len(rts) == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("b never listed the 200 runtimes")
+		}
+	}
+	round := func(kind string, ps []pane, r int) float64 {
+		start := time.Now()
+		runParallel(10, len(ps), func(i int) {
+			id := fmt.Sprintf("fo-%s-%d-%03d", kind, r, i)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var tr nudge.Trigger
+			if err := b.Do(ctx, "POST", "/v1/triggers", map[string]any{"trigger_id": id, "workspace": ps[i].ws, "agent": ps[i].role, "prompt": "fan-out " + id}, &tr); err != nil {
+				t.Errorf("%s: %v", id, err)
+			}
+		})
+		runParallel(len(ps), len(ps), func(i int) { // then every receipt, at once
+			id := fmt.Sprintf("fo-%s-%d-%03d", kind, r, i)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var tr nudge.Trigger
+			if err := b.Do(ctx, "GET", "/v1/triggers/"+id+"?wait=50s", nil, &tr); err != nil || !tr.Closed || tr.State == nudge.StateFailed {
+				t.Errorf("%s: %+v %v", id, tr.State, err)
+			}
+		})
+		return float64(time.Since(start).Microseconds()) / 1000
+	}
+	got := map[string][]float64{}
+	for r := range 6 {
+		for _, k := range []string{"local", "fleet"} {
+			ps := local
+			if k == "fleet" {
+				ps = fleet
+			}
+			ms := round(k, ps, r)
+			if r > 0 { // the first round warms up
+				got[k] = append(got[k], ms)
+			}
+		}
+	}
+	for _, k := range []string{"local", "fleet"} {
+		slices.Sort(got[k])
+		t.Logf("fan-out to 100 panes, %-5s: every receipt closed in %.0f ms median (rounds %v ms)", k, got[k][len(got[k])/2], got[k])
+	}
+}
+
+// runParallel calls fn(0..n-1) on workers goroutines and waits.
+func runParallel(workers, n int, fn func(int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fn(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// spawnRole starts a shell runtime ws/role that reads its prompts into /dev/null.
+func spawnRole(t *testing.T, c *api.Client, ws, role, dir string) {
+	var rt nudge.Runtime
+	body := map[string]any{"workspace": ws, "role": role, "agent": "shell", "dir": dir, "argv": []string{"sh", "-c", "exec cat >/dev/null"}}
+	if err := c.Do(context.Background(), "POST", "/v1/runtimes", body, &rt); err != nil {
+		t.Errorf("spawn %s/%s: %v", ws, role, err)
+		return
+	}
+	for deadline := time.Now().Add(60 * time.Second); rt.Status != nudge.StatusReady; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("%s/%s never ready", ws, role)
+			return
+		}
+		c.Do(context.Background(), "GET", "/v1/runtimes/"+rt.RuntimeID, nil, &rt)
+	}
 }
