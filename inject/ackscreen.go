@@ -24,12 +24,12 @@ const ackScrollback = 1000
 
 // markerOnScreen reports whether t's ack marker is on its runtime's screen or in the
 // scrollback. With seen non-nil, it looks only if the pane drew since the last look.
-func (f *finisher) markerOnScreen(t nudge.Trigger, seen *uint64) bool {
-	if f.deps.Acks == nil || t.RuntimeID == "" {
+func (p *Pipeline) markerOnScreen(t nudge.Trigger, seen *uint64) bool {
+	if p.deps.Acks == nil || t.RuntimeID == "" {
 		return false
 	}
 	if seen != nil {
-		l := f.lanes.get(t.RuntimeID)
+		l := p.lane(t.RuntimeID)
 		if l == nil {
 			return false
 		}
@@ -39,48 +39,43 @@ func (f *finisher) markerOnScreen(t nudge.Trigger, seen *uint64) bool {
 			*seen = n
 		}
 	}
-	rt, ok := f.deps.Runtimes.Get(t.RuntimeID)
+	rt, ok := p.deps.Runtimes.Get(t.RuntimeID)
 	if !ok {
 		return false
 	}
-	conn, err := f.deps.Conn(rt.WorkspaceID)
+	conn, err := p.deps.Conn(rt.WorkspaceID)
 	if err != nil {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(f.ctx, 2*time.Second)
+	return markerOnScreen(p.ctx, p.deps.Acks, conn, rt, t.TriggerID)
+}
+
+// markerOnScreen captures rt's pane through s and reports whether it shows trigger id's
+// ack marker.
+func markerOnScreen(ctx context.Context, acks Acker, s Sender, rt nudge.Runtime, id string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	r, err := conn.Do(ctx, "capture-pane -p -J -S -"+strconv.Itoa(ackScrollback)+" -t "+quote(paneTarget(rt)))
+	r, err := s.Do(ctx, "capture-pane -p -J -S -"+strconv.Itoa(ackScrollback)+" -t "+quote(paneTarget(rt)))
 	if err != nil || r == nil {
 		return false
 	}
-	return f.deps.Acks.OnScreen(rt.RuntimeID, Field(t.TriggerID), r.Lines)
+	return acks.OnScreen(rt.RuntimeID, Field(id), r.Lines)
 }
 
 // ackedMeanwhile reports whether a trigger about to be typed again (a retry) was acked
 // since its last ack wait ended: by a signal the tracker saw during the backoff, or by
 // the marker on screen. It returns the signal.
-func (f *finisher) ackedMeanwhile(j *job) (string, bool) {
-	if f.deps.Acks == nil {
+func ackedMeanwhile(ctx context.Context, acks Acker, s Sender, rt nudge.Runtime, id string) (string, bool) {
+	if acks == nil {
 		return "", false
 	}
-	t := j.record()
-	ctx, cancel := context.WithCancel(f.ctx)
-	cancel()
-	if sig, err := f.deps.Acks.Wait(ctx, t.TriggerID); err == nil {
+	if sig, ok := ackedNow(ctx, acks, id); ok {
 		return sig, true
 	}
-	if f.markerOnScreen(t, nil) {
+	if rt.RuntimeID != "" && markerOnScreen(ctx, acks, s, rt, id) {
 		return signalScreen, true
 	}
 	return "", false
-}
-
-// ackedNow reports whether the Acker acked j already (without waiting), and how.
-func (f *finisher) ackedNow(j *job) (string, bool) {
-	ctx, cancel := context.WithCancel(f.ctx)
-	cancel()
-	sig, err := f.deps.Acks.Wait(ctx, j.id())
-	return sig, err == nil
 }
 
 // signalScreen is the ack signal of a marker found on the screen (ack.SignalMarker: the
@@ -91,13 +86,4 @@ const signalScreen = "marker"
 // (ack.Tracker.Handed): what the runtime writes acks it only from then on.
 type hander interface {
 	Handed(runtimeID, triggerID string)
-}
-
-// handed tells the Acker that j is being typed or handed to rt now, before it is: the
-// agent's record may show the prompt before the typing returns. A marker or a record line
-// naming j from before (the agent's own writing, while j was queued) acks nothing.
-func (ty *typist) handed(j *job, rt nudge.Runtime) {
-	if h, ok := ty.deps.Acks.(hander); ok {
-		h.Handed(rt.RuntimeID, j.id())
-	}
 }

@@ -27,32 +27,32 @@ type asideStopper interface {
 // asideStopTimeout bounds a collection's stop and deregister.
 const asideStopTimeout = 2 * time.Minute
 
-// usedAside records that a trigger is handed to the fallback runtime id now (under f.mu):
+// usedAside records that a trigger is handed to the fallback runtime id now (under p.fb.mu):
 // a collection waits AsideIdle after the last use.
-func (f *finisher) usedAsideLocked(id string) {
-	f.asides[id] = f.cfg.Now()
+func (p *Pipeline) usedAsideLocked(id string) {
+	p.fb.asides[id] = p.cfg.Now()
 }
 
 // collectAsidesLeft starts the collection of the live fallback runtimes (ROLE-fb-*) an
 // earlier daemon left: their prompts may be done, and no trigger of this one would start
 // it. One a trigger is still in flight for waits for it.
-func (f *finisher) collectAsidesLeft() {
-	l, ok := f.deps.Runtimes.(interface{ List() []nudge.Runtime })
+func (p *Pipeline) collectAsidesLeft() {
+	l, ok := p.deps.Runtimes.(interface{ List() []nudge.Runtime })
 	if !ok {
 		return
 	}
-	now := f.cfg.Now()
+	now := p.cfg.Now()
 	all := l.List()
 	for _, rt := range all {
 		if !rt.Managed || !panes.Live(rt.Status) || !spawnedBeside(rt, all) {
 			continue
 		}
-		f.mu.Lock()
-		if _, known := f.asides[rt.RuntimeID]; !known {
-			f.asides[rt.RuntimeID] = now
+		p.fb.mu.Lock()
+		if _, known := p.fb.asides[rt.RuntimeID]; !known {
+			p.fb.asides[rt.RuntimeID] = now
 		}
-		f.mu.Unlock()
-		f.collectAside(rt.RuntimeID)
+		p.fb.mu.Unlock()
+		p.collectAside(rt.RuntimeID)
 	}
 }
 
@@ -74,57 +74,57 @@ func spawnedBeside(rt nudge.Runtime, all []nudge.Runtime) bool {
 
 // collectAside starts the collection of fallback runtime id once a trigger it held
 // closed; one collection per runtime at a time.
-func (f *finisher) collectAside(id string) {
-	if _, ok := f.deps.Runtimes.(asideStopper); !ok {
+func (p *Pipeline) collectAside(id string) {
+	if _, ok := p.deps.Runtimes.(asideStopper); !ok {
 		return
 	}
-	f.mu.Lock()
-	_, spawned := f.asides[id]
-	if !spawned || f.collecting[id] {
-		f.mu.Unlock()
+	p.fb.mu.Lock()
+	_, spawned := p.fb.asides[id]
+	if !spawned || p.fb.collecting[id] {
+		p.fb.mu.Unlock()
 		return
 	}
-	f.collecting[id] = true
-	f.mu.Unlock()
-	f.goOwned(func() {
+	p.fb.collecting[id] = true
+	p.fb.mu.Unlock()
+	p.goOwned(func() {
 		defer func() {
-			f.mu.Lock()
-			delete(f.collecting, id)
-			f.mu.Unlock()
+			p.fb.mu.Lock()
+			delete(p.fb.collecting, id)
+			p.fb.mu.Unlock()
 		}()
-		f.awaitAsideDone(id)
+		p.awaitAsideDone(id)
 	})
 }
 
 // awaitAsideDone polls fallback runtime id until it has been done for AsideIdle, then
 // stops and deregisters it. It gives up when the runtime is gone, or work comes for it
 // (that work's close starts a collection again).
-func (f *finisher) awaitAsideDone(id string) {
+func (p *Pipeline) awaitAsideDone(id string) {
 	var doneSince time.Time
 	for {
 		select {
-		case <-f.ctx.Done():
+		case <-p.ctx.Done():
 			return
-		case <-time.After(f.cfg.DeferRecheck):
+		case <-time.After(p.cfg.DeferRecheck):
 		}
-		rt, ok := f.deps.Runtimes.Get(id)
+		rt, ok := p.deps.Runtimes.Get(id)
 		if !ok || !panes.Live(rt.Status) {
-			f.forgetAside(id)
+			p.forgetAside(id)
 			return
 		}
-		if f.asideWorking(rt) {
-			if f.asideInFlight(id) {
+		if p.asideWorking(rt) {
+			if p.asideInFlight(id) {
 				return
 			}
 			doneSince = time.Time{}
 			continue
 		}
-		now := f.cfg.Now()
+		now := p.cfg.Now()
 		if doneSince.IsZero() {
 			doneSince = now
 		}
-		if now.Sub(doneSince) >= f.cfg.AsideIdle && f.retireAside(id, now) {
-			f.stopAside(id)
+		if now.Sub(doneSince) >= p.cfg.AsideIdle && p.retireAside(id, now) {
+			p.stopAside(id)
 			return
 		}
 	}
@@ -132,11 +132,11 @@ func (f *finisher) awaitAsideDone(id string) {
 
 // asideWorking reports whether fallback runtime rt still has work: a trigger in flight
 // for it, a screen that is not READY, a person at its pane.
-func (f *finisher) asideWorking(rt nudge.Runtime) bool {
-	if rt.Status != nudge.StatusReady || f.asideInFlight(rt.RuntimeID) {
+func (p *Pipeline) asideWorking(rt nudge.Runtime) bool {
+	if rt.Status != nudge.StatusReady || p.asideInFlight(rt.RuntimeID) {
 		return true
 	}
-	if g := f.deps.Gates; g != nil {
+	if g := p.deps.Gates; g != nil {
 		if g.Readiness(rt) != nudge.Ready {
 			return true
 		}
@@ -148,10 +148,10 @@ func (f *finisher) asideWorking(rt nudge.Runtime) bool {
 }
 
 // asideInFlight reports whether a trigger not closed is addressed to runtime id.
-func (f *finisher) asideInFlight(id string) bool {
-	f.core.mu.Lock()
-	defer f.core.mu.Unlock()
-	for _, j := range f.jobs {
+func (p *Pipeline) asideInFlight(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, j := range p.jobs {
 		if t := j.record(); t.RuntimeID == id && !t.Closed {
 			return true
 		}
@@ -161,46 +161,46 @@ func (f *finisher) asideInFlight(id string) bool {
 
 // retireAside takes fallback runtime id out of reuse, unless a trigger was handed to it
 // within AsideIdle or one is in flight for it (then false).
-func (f *finisher) retireAside(id string, now time.Time) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if now.Sub(f.asides[id]) < f.cfg.AsideIdle || f.asideInFlight(id) {
+func (p *Pipeline) retireAside(id string, now time.Time) bool {
+	p.fb.mu.Lock()
+	defer p.fb.mu.Unlock()
+	if now.Sub(p.fb.asides[id]) < p.cfg.AsideIdle || p.asideInFlight(id) {
 		return false
 	}
-	f.retiring[id] = true
-	for from, to := range f.aside {
+	p.fb.retiring[id] = true
+	for from, to := range p.fb.aside {
 		if to == id {
-			delete(f.aside, from)
+			delete(p.fb.aside, from)
 		}
 	}
 	return true
 }
 
 // stopAside ends fallback runtime id's program and drops its record.
-func (f *finisher) stopAside(id string) {
-	st := f.deps.Runtimes.(asideStopper)
-	ctx, cancel := context.WithTimeout(f.ctx, asideStopTimeout)
+func (p *Pipeline) stopAside(id string) {
+	st := p.deps.Runtimes.(asideStopper)
+	ctx, cancel := context.WithTimeout(p.ctx, asideStopTimeout)
 	defer cancel()
 	const why = "fallback runtime collected: its prompts are done"
 	if err := st.Stop(ctx, id, why); err != nil {
-		f.log.Warn("collect fallback runtime: stop", "runtime_id", id, "err", err)
-		f.forgetAside(id)
+		p.log.Warn("collect fallback runtime: stop", "runtime_id", id, "err", err)
+		p.forgetAside(id)
 		return
 	}
 	if err := st.Deregister(ctx, id, why); err != nil {
-		f.log.Warn("collect fallback runtime: deregister", "runtime_id", id, "err", err)
+		p.log.Warn("collect fallback runtime: deregister", "runtime_id", id, "err", err)
 	}
-	f.forgetAside(id)
+	p.forgetAside(id)
 }
 
-func (f *finisher) forgetAside(id string) {
-	f.mu.Lock()
-	delete(f.asides, id)
-	delete(f.retiring, id)
-	for from, to := range f.aside {
+func (p *Pipeline) forgetAside(id string) {
+	p.fb.mu.Lock()
+	delete(p.fb.asides, id)
+	delete(p.fb.retiring, id)
+	for from, to := range p.fb.aside {
 		if to == id {
-			delete(f.aside, from)
+			delete(p.fb.aside, from)
 		}
 	}
-	f.mu.Unlock()
+	p.fb.mu.Unlock()
 }

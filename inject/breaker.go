@@ -19,10 +19,12 @@ const (
 // again meanwhile. After the cooldown it is half-open: the first trigger to pass the
 // gates probes it; an ack closes it, another failure opens it again for twice the last
 // cooldown (at most 16x Cooldown). Failures < 0 turns it off.
+//
+// Its methods report a change of a breaker's state; the pipeline shows it on the
+// runtime's record (breakerChanged).
 type breakers struct {
 	failures int
 	cooldown time.Duration
-	onChange func(runtimeID, state string, until time.Time) // outside mu
 
 	mu sync.Mutex
 	m  map[string]*breaker
@@ -36,8 +38,22 @@ type breaker struct {
 	probe string        // half_open: the trigger probing the runtime
 }
 
-func newBreakers(failures int, cooldown time.Duration, onChange func(string, string, time.Time)) *breakers {
-	return &breakers{failures: failures, cooldown: cooldown, onChange: onChange, m: map[string]*breaker{}}
+func newBreakers(failures int, cooldown time.Duration) *breakers {
+	return &breakers{failures: failures, cooldown: cooldown, m: map[string]*breaker{}}
+}
+
+// view returns the runtime's breaker as the gates read it (decide).
+func (b *breakers) view(runtimeID string) breakerView {
+	if b.failures < 0 {
+		return breakerView{off: true}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	br := b.m[runtimeID]
+	if br == nil {
+		return breakerView{}
+	}
+	return breakerView{state: br.state, until: br.until, probe: br.probe}
 }
 
 // breakerFailure reports whether a live-path failure code counts against the runtime.
@@ -46,42 +62,35 @@ func breakerFailure(code nudge.Code) bool {
 }
 
 // admit reports whether the runtime's breaker holds trigger id now, until when and why.
-// An open breaker whose cooldown is over goes half-open with id as its probe.
-func (b *breakers) admit(runtimeID, id string, now time.Time) (until time.Time, why string, held bool) {
+// An open breaker whose cooldown is over goes half-open with id as its probe (halfOpen).
+func (b *breakers) admit(runtimeID, id string, now time.Time) (until time.Time, why string, held, halfOpen bool) {
 	if b.failures < 0 {
-		return time.Time{}, "", false
+		return time.Time{}, "", false, false
 	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	br := b.m[runtimeID]
 	if br == nil || br.state == "" {
-		b.mu.Unlock()
-		return time.Time{}, "", false
+		return time.Time{}, "", false, false
 	}
 	switch {
 	case br.state == BreakerOpen && now.Before(br.until):
-		until = br.until
-		b.mu.Unlock()
-		return until, "runtime cooling down after repeated failed triggers", true
+		return br.until, "runtime cooling down after repeated failed triggers", true, false
 	case br.state == BreakerOpen:
 		br.state, br.probe = BreakerHalfOpen, id
-		b.mu.Unlock()
-		b.changed(runtimeID, BreakerHalfOpen, time.Time{})
-		return time.Time{}, "", false
+		return time.Time{}, "", false, true
 	case br.probe == "" || br.probe == id:
 		br.probe = id
-		b.mu.Unlock()
-		return time.Time{}, "", false
+		return time.Time{}, "", false, false
 	}
-	why = "runtime half-open after a cooldown: waiting for probe trigger " + br.probe
-	b.mu.Unlock()
-	return time.Time{}, why, true
+	return time.Time{}, "runtime half-open after a cooldown: waiting for probe trigger " + br.probe, true, false
 }
 
 // fail counts a trigger whose live delivery failed; it reports whether that opened the
-// breaker.
-func (b *breakers) fail(runtimeID, id string, now time.Time) bool {
+// breaker, and until when.
+func (b *breakers) fail(runtimeID, id string, now time.Time) (bool, time.Time) {
 	if b.failures < 0 || runtimeID == "" {
-		return false
+		return false, time.Time{}
 	}
 	b.mu.Lock()
 	br := b.m[runtimeID]
@@ -106,26 +115,20 @@ func (b *breakers) fail(runtimeID, id string, now time.Time) bool {
 		until = br.until
 	}
 	b.mu.Unlock()
-	if open {
-		b.changed(runtimeID, BreakerOpen, until)
-	}
-	return open
+	return open, until
 }
 
-// success closes the runtime's breaker (an acked trigger).
-func (b *breakers) success(runtimeID string) {
+// success closes the runtime's breaker (an acked trigger) and reports whether it was
+// open or half-open.
+func (b *breakers) success(runtimeID string) bool {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	br := b.m[runtimeID]
 	if br == nil {
-		b.mu.Unlock()
-		return
+		return false
 	}
-	was := br.state
 	delete(b.m, runtimeID)
-	b.mu.Unlock()
-	if was != "" {
-		b.changed(runtimeID, "", time.Time{})
-	}
+	return br.state != ""
 }
 
 // settle frees the half-open probe slot of a trigger that ended neither acked nor
@@ -148,51 +151,45 @@ func (b *breakers) state(runtimeID string) (string, time.Time) {
 	return "", time.Time{}
 }
 
-func (b *breakers) changed(runtimeID, state string, until time.Time) {
-	if b.onChange != nil {
-		b.onChange(runtimeID, state, until)
-	}
-}
-
 // breakerChanged shows a breaker's state on its runtime's record and lets the runtime's
 // lane look again (a closed or half-open breaker lets triggers go).
-func (ls *lanes) breakerChanged(runtimeID, state string, until time.Time) {
-	_, err := ls.deps.Runtimes.Update(runtimeID, func(rt *nudge.Runtime) {
+func (p *Pipeline) breakerChanged(runtimeID, state string, until time.Time) {
+	_, err := p.deps.Runtimes.Update(runtimeID, func(rt *nudge.Runtime) {
 		rt.Breaker, rt.CooldownUntil = state, nil
 		if state == BreakerOpen {
 			rt.CooldownUntil = tp(until)
 		}
 	})
 	if err != nil {
-		ls.log.Debug("breaker state", "runtime_id", runtimeID, "err", err)
+		p.log.Debug("breaker state", "runtime_id", runtimeID, "err", err)
 	}
 	switch state {
 	case BreakerOpen:
-		ls.log.Warn("runtime cooling down after repeated failed triggers", "runtime_id", runtimeID, "until", until)
+		p.log.Warn("runtime cooling down after repeated failed triggers", "runtime_id", runtimeID, "until", until)
 		// Wake its lane at the cooldown's end, so the half-open probe goes then.
-		ls.goOwned(func() {
-			t := time.NewTimer(max(until.Sub(ls.cfg.Now()), 0))
+		p.goOwned(func() {
+			t := time.NewTimer(max(until.Sub(p.cfg.Now()), 0))
 			defer t.Stop()
 			select {
-			case <-ls.ctx.Done():
+			case <-p.ctx.Done():
 			case <-t.C:
-				ls.kick(runtimeID)
+				p.kick(runtimeID)
 			}
 		})
 	default:
-		ls.kick(runtimeID)
+		p.kick(runtimeID)
 	}
 }
 
 // restoreBreakers takes open breakers back from the runtime records after a restart: a
 // cooldown survives the daemon. A half-open one is open again until now (its probe is
 // gone), so its next trigger probes.
-func (ls *lanes) restoreBreakers() {
-	l, ok := ls.deps.Runtimes.(interface{ List() []nudge.Runtime })
-	if !ok || ls.breakers.failures < 0 {
+func (p *Pipeline) restoreBreakers() {
+	l, ok := p.deps.Runtimes.(interface{ List() []nudge.Runtime })
+	if !ok || p.gate.breakers.failures < 0 {
 		return
 	}
-	now := ls.cfg.Now()
+	now := p.cfg.Now()
 	for _, rt := range l.List() {
 		if rt.Breaker == "" {
 			continue
@@ -201,19 +198,21 @@ func (ls *lanes) restoreBreakers() {
 		if rt.CooldownUntil != nil && rt.CooldownUntil.After(now) {
 			until = *rt.CooldownUntil
 		}
-		ls.breakers.mu.Lock()
-		ls.breakers.m[rt.RuntimeID] = &breaker{fails: ls.breakers.failures, state: BreakerOpen, until: until, cool: ls.breakers.cooldown}
-		ls.breakers.mu.Unlock()
+		p.gate.breakers.mu.Lock()
+		p.gate.breakers.m[rt.RuntimeID] = &breaker{fails: p.gate.breakers.failures, state: BreakerOpen, until: until, cool: p.gate.breakers.cooldown}
+		p.gate.breakers.mu.Unlock()
 	}
 }
 
 // countFailure counts j's live failure with code against its runtime's breaker, once per
 // trigger.
-func (f *finisher) countFailure(j *job, code nudge.Code) {
+func (p *Pipeline) countFailure(j *job, code nudge.Code) {
 	if j.counted || !breakerFailure(code) {
 		return
 	}
 	j.counted = true
 	t := j.record()
-	f.breakers.fail(t.RuntimeID, t.TriggerID, f.cfg.Now())
+	if opened, until := p.gate.breakers.fail(t.RuntimeID, t.TriggerID, p.cfg.Now()); opened {
+		p.breakerChanged(t.RuntimeID, BreakerOpen, until)
+	}
 }

@@ -3,8 +3,6 @@ package inject
 import (
 	"context"
 	"errors"
-	"runtime/trace"
-	"time"
 
 	"github.com/nudgehq/nudge"
 )
@@ -29,35 +27,6 @@ type Channel interface {
 // ErrNoChannel: the agent's channel did not take the prompt and nothing was sent.
 var ErrNoChannel = errors.New("no channel")
 
-// viaChannel delivers j through the agent's own channel, if it has one, and reports
-// whether it did: then j is submitted and its ack awaited as for a typed prompt; an
-// error that may have left the prompt with the agent counts as submitted too (the
-// agent's record says, and a retry looks there before anything goes again).
-func (ty *typist) viaChannel(l *lane, j *job, rt nudge.Runtime, d attemptDetail) bool {
-	if ty.deps.Channel == nil || j.envelope == "" || j.keysOnly {
-		return false
-	}
-	reg := trace.StartRegion(j.traceCtx(), "deliver.channel")
-	ty.handed(j, rt)
-	backend, err := ty.deps.Channel.Deliver(ty.ctx, rt, j.envelope)
-	reg.End()
-	if errors.Is(err, ErrNoChannel) {
-		return false
-	}
-	ty.lanes.takeTurn(j)
-	j.endTask()
-	j.submitSeq, j.unshownSince, j.ackFrom = 0, time.Time{}, time.Time{}
-	d.Typed, d.EchoSeen = false, false
-	ty.markInjectedVia(j, d, true, backend)
-	l.clean.Store(true) // nothing was typed into the composer
-	note := "handed to the agent through " + backend
-	if err != nil {
-		note = "sent through " + backend + ", its answer lost (" + err.Error() + "): the agent's record decides"
-	}
-	ty.markSubmitted(j, d, note)
-	return true
-}
-
 // channelMark is the text that finds trigger id's envelope in an agent's queue.
 func channelMark(id string) string { return "[BRIDGE_TRIGGER id=" + id + " " }
 
@@ -66,18 +35,18 @@ func channelMark(id string) string { return "[BRIDGE_TRIGGER id=" + id + " " }
 // the user interrupted): it never reached the agent, and the retry types it. A prompt
 // the agent took is left to the retry as a typed one would be: the agent's record
 // acked it, or kept the wait going while the agent worked, if it could.
-func (f *finisher) withdraw(j *job) {
+func (p *Pipeline) withdraw(j *job) {
 	t := j.record()
-	if f.deps.Channel == nil || t.DeliveryBackend == "" || t.DeliveryBackend == nudge.BackendTmux {
+	if p.deps.Channel == nil || t.DeliveryBackend == "" || t.DeliveryBackend == nudge.BackendTmux {
 		return
 	}
 	j.keysOnly = true
-	rt, ok := f.deps.Runtimes.Get(t.RuntimeID)
+	rt, ok := p.deps.Runtimes.Get(t.RuntimeID)
 	if !ok {
 		return
 	}
-	if took, _ := f.deps.Channel.Withdraw(f.ctx, rt, channelMark(t.TriggerID)); took {
-		f.persist(j, f.auditDetail("trigger_withdrawn", t, "still waiting in the agent's queue after the ack timeout: taken out, typed instead",
+	if took, _ := p.deps.Channel.Withdraw(p.ctx, rt, channelMark(t.TriggerID)); took {
+		p.persist(j, p.auditDetail("trigger_withdrawn", t, "still waiting in the agent's queue after the ack timeout: taken out, typed instead",
 			map[string]any{"backend": t.DeliveryBackend}))
 	}
 }

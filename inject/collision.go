@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/nudgehq/nudge"
@@ -31,36 +30,13 @@ type Collision struct {
 	HeldUntil time.Time  `json:"held_until"` // the trigger waits for them until then, then fails with DEFER_TIMEOUT
 }
 
-// operatorHold is the verdict for a trigger a person has held since since, at now past
-// the max defer window: held on (the collision reported once) until MaxHold after the
-// window, then failed with DEFER_TIMEOUT. until is when the person may be done (zero:
-// unknown).
-func (ls *lanes) operatorHold(j *job, runtimeID string, since, until, now time.Time, why string) verdict {
-	end := since.Add(ls.cfg.MaxDefer + ls.cfg.MaxHold)
-	if !now.Before(end) {
-		return verdict{kind: fail, code: nudge.DeferTimeout, why: fmt.Sprintf(
-			"operator busy past the max defer window (%s) and the max hold after it (%s): %s; nothing was typed and no agent was started beside their pane",
-			ls.cfg.MaxDefer, ls.cfg.MaxHold, why)}
-	}
-	if !j.collided {
-		j.collided = true
-		ls.fin.collided(j, Collision{TriggerID: j.id(), ThreadID: j.record().ThreadID, RuntimeID: runtimeID,
-			Code: nudge.DeferTimeout, Operator: why, Since: since, HeldUntil: end})
-	}
-	if until.IsZero() || until.After(end) {
-		until = end
-	}
-	return verdict{kind: hold, code: nudge.OperatorBusy, until: until,
-		why: fmt.Sprintf("held for the operator past the max defer window (%s; collision reported): %s", ls.cfg.MaxDefer, why)}
-}
-
 // collided audits and publishes j's collision event.
-func (f *finisher) collided(j *job, c Collision) {
+func (p *Pipeline) collided(j *job, c Collision) {
 	rec := j.record()
-	a := f.auditDetail("trigger_collision", rec, c.Operator, c)
+	a := p.auditDetail("trigger_collision", rec, c.Operator, c)
 	a.Code = nudge.DeferTimeout
-	f.persist(j, a)
-	if f.deps.OnCollision != nil {
-		f.deps.OnCollision(rec, c)
+	p.persist(j, a)
+	if p.deps.OnCollision != nil {
+		p.deps.OnCollision(rec, c)
 	}
 }

@@ -21,21 +21,43 @@
 //	Request    one trigger request; Submitted, Submit's answer
 //	Scheduler  periodic prompts (seed 004) turned into triggers: Add, Remove, Close
 //
-// Inside, the Pipeline is a façade over parts that each own their state and lock:
+// Inside, the Pipeline is the one owner of the pipeline's state, and no part of it holds
+// a pointer to another:
 //
-//	core      shared by all: the Config and Deps (read-only after New), the context and
-//	          WaitGroup of every goroutine, and the ledger of triggers in flight (jobs
-//	          by id, under its mu) with the writes of their receipts (persist, audit)
-//	lanes     order, gates and holds: a lane per runtime (under its mu), the rate
-//	          limiter, the loop guard and the circuit breakers (each under its own lock)
-//	typist    the pane check, guarded typing of the envelope, echo wait, Enter and its
-//	          repair, and the check that the prompt left the composer (no state of its
-//	          own: the pane's on the lane, the trigger's on its job)
-//	finisher  the ack wait, retries, the fallback chain and the closing of a receipt;
-//	          it owns the fallback bookkeeping (relaunching, spawned aside, launched in
-//	          a pane), under its mu, the collection of the runtimes it spawned aside
-//	          once their prompts are done (aside.go), and the runtimes failed because
-//	          their tmux refused send-keys (refused.go)
+//	ledger    the Config and Deps (read-only after New), the context and WaitGroup of
+//	          every goroutine, and the triggers in flight (jobs by id, under its mu) with
+//	          the writes of their receipts (persist, audit, markDeferred; receipt.go:
+//	          markInjected, markSubmitted)
+//	lanes     a lane per runtime (lane.go): its queue, and its paneWatch (pane.go: the
+//	          pane's output activity, cursor row and whether the last delivery was
+//	          confirmed), which it lends to each attempt
+//	gate      the rate limiters, the loop guard, the circuit breakers and the sync holds,
+//	          each under its own lock
+//	fb        the fallback bookkeeping (relaunching, spawned aside, launched in a pane,
+//	          refused keys), under its mu (finish.go, aside.go, refused.go)
+//
+// A lane's goroutine takes each trigger through three steps and applies each one's
+// answer itself (flow.go):
+//
+//	decide      view -> verdict, pure (decide.go): the gates in order over what the lane
+//	            gathered of them (Pipeline.view); the verdict carries the job's hold
+//	            clocks and the few effects it asks (a breaker's probe slot, a sync hold
+//	            ended, a collision to report, the pane's last lines for an expired hold)
+//	runAttempt  (ctx, Sender, attempt) -> outcome (attempt.go, enter.go): the look at the
+//	            pane, the look for an earlier typing, the agent's channel or the guarded
+//	            typing, then (its second stage, after the lane recorded the typing) the
+//	            echo wait, Enter and its repair, and the confirmation; an attempt is a
+//	            value made by the lane (newAttempt) and knows nothing of the lane, the
+//	            ledger or the fallback chain
+//	next        (job, outcome) -> step, pure (next.go): go on to Enter, submitted and the
+//	            ack wait, a hold and a retry at the lane's front, a yield to a trigger
+//	            whose envelope waits at the cursor, the fallback chain, or a close; an ack
+//	            wait's end (acked, or oAckTimeout: a retry or the fallback) is judged the
+//	            same way
+//
+// Pipeline.apply applies a step: the store and the audit, the lane's queue, the ack wait,
+// the fallback chain (startFallback, runFallback) and the closing of a receipt
+// (finishAcked, finishFailed).
 //
 // The pure, hot-path text pieces, fuzzed in package fuzz, none allocating more than
 // its result:
@@ -52,36 +74,47 @@
 // against kill -9 before it returns; the bbolt commit follows, write-behind) and puts
 // it in its runtime's lane (a trigger for an unknown or unmanaged runtime goes to the
 // fallback chain). A lane is one runtime's queue: it takes the first trigger that may
-// go (forced ones first, order kept within a thread) and asks the gates in order — runtime alive, loop guard, force, circuit breaker, pause, rate limit, human
-// collision (collision.go), an orchestrator's sync (synchold.go), readiness — whose verdict (a verdictKind: proceed, hold, fail, fallback,
-// waitConn) either delivers it, defers it with a code and a deadline (hold.go lists
-// every hold and its end), fails it, or starts the fallback chain. The rate limit and
-// the loop guard count per runtime, never per the name (role or agent_id) a caller gives
-// the agent: a thread of it has its budget (Config.RateLimit), and the runtime one over
-// all its threads (Config.RuntimeRate), so new thread ids buy no more triggers. Delivery (the typist)
-// looks in the pane first when an earlier attempt may have typed the envelope (never
-// typing a prompt twice), types it, waits for its echo, presses Enter and checks that it
-// left the composer; then the finisher waits for its ack (Acker), with retries and, when
-// they are spent, the fallback chain. Later receipt states are written behind; an ack is flushed
-// at once. Every change goes to Deps.OnChange and wakes Wait's waiters.
+// go (forced ones first, order kept within a thread) and decides on it: runtime alive,
+// loop guard, force, circuit breaker, pause, rate limit, human collision (collision.go),
+// an orchestrator's sync (synchold.go), readiness. The verdict (a verdictKind: proceed,
+// hold, fail, fallback, waitConn) either delivers it, defers it with a code and a
+// deadline (hold.go lists every hold and its end), fails it, or starts the fallback
+// chain. The rate limit and the loop guard count per runtime, never per the name (role
+// or agent_id) a caller gives the agent: a thread of it has its budget
+// (Config.RateLimit), and the runtime one over all its threads (Config.RuntimeRate), so
+// new thread ids buy no more triggers. An attempt looks in the pane first when an
+// earlier attempt may have typed the envelope (never typing a prompt twice), types it,
+// waits for its echo, presses Enter and checks that it left the composer; then the
+// trigger waits for its ack (Acker), with retries and, when they are spent, the
+// fallback chain. Later receipt states are written behind; an ack is flushed at once.
+// Every change goes to Deps.OnChange and wakes Wait's waiters.
+//
+// Followed from the API to tmux, a trigger goes one way: Submit, route, typeInline (an
+// idle lane, on the request's goroutine) or enqueue and runLane, stepLane, decideFor
+// (view, decide), deliver (newAttempt, runAttempt: lookAndType, typeInto, typeEnvelope,
+// Sender.DoAll), then carry (apply, next, markInjected) and runAttempt's Enter stage
+// (submit, pressEnter, enter, Sender.Do), apply (next, markSubmitted), goAwaitAck.
 //
 // # Goroutines
 //
-// The Pipeline owns every goroutine its parts start: each is counted in the core's one
-// WaitGroup and stopped through its one context, and the Pipeline's Close cancels and
-// waits for all of them (no part has a Close of its own). The lanes run one goroutine
-// per runtime (runLane, started on its first trigger) and a timer per open circuit
-// breaker (to wake its lane when the cooldown ends); the finisher one per trigger
-// waiting for its ack (awaitAck), one per running fallback chain (runFallback), a
-// short one per closed trigger that forgets it once its last write is in the store, and
-// one per runtime spawned aside that waits for its prompts to be done (collectAside); the
-// Pipeline one per SubmitAsync, and one per reply recorded on a trigger in flight. The
-// typist runs on a lane's goroutine, or on a request's for an inline typing into an idle
-// lane while no other delivery is in progress (Close waits for that too), and starts
-// only a short wait for an ack while it confirms a submit. Submit also runs the store
-// create beside the lane's first decision and joins it before returning. The Scheduler owns one goroutine of its own, started by
-// NewScheduler and stopped and joined by its Close (the daemon closes it before the
-// pipeline, into which it submits).
+// The Pipeline owns every goroutine it starts: each is counted in its one WaitGroup and
+// stopped through its one context, and Close cancels and waits for all of them. It runs
+// one goroutine per lane (runLane, started on the lane's first trigger), a timer per
+// open circuit breaker (to wake its lane when the cooldown ends), one per trigger
+// waiting for its ack (goAwaitAck), one per running fallback chain (runFallback), a
+// short one per closed trigger that forgets it once its last write is in the store, one
+// per runtime spawned aside that waits for its prompts to be done (collectAside), one
+// per SubmitAsync, and one per reply recorded on a trigger in flight. A lane's
+// goroutine makes its decisions and its attempts; a request's goroutine makes them
+// instead for an inline typing into an idle lane while no other delivery is in
+// progress (typeInline, under the lane's turn; Close waits for it too), and leaves the
+// typing's outcome to the lane's goroutine (lane.cont). An attempt starts only a short
+// wait for an ack while it confirms a submit. The ack wait's and the fallback chain's
+// goroutines apply their own ends (finishAcked, ackTimedOut, the chain's close or its
+// live delivery in a lane). Submit also runs the store create beside the lane's first
+// decision and joins it before returning. The Scheduler owns one goroutine of its own,
+// started by NewScheduler and stopped and joined by its Close (the daemon closes it
+// before the pipeline, into which it submits).
 //
 // Observe runs on a control connection's read goroutine and neither blocks nor
 // allocates; Kick and the Deps callbacks never block either.

@@ -108,14 +108,14 @@ func writeHint(b *strings.Builder, id []byte) {
 	b.WriteString(")")
 }
 
-// envelope wraps a trigger's sanitized text in its envelope: what the typist types.
-func (ty *typist) envelope(t nudge.Trigger, text string) string {
+// envelope wraps a trigger's sanitized text in its envelope: what an attempt types.
+func (p *Pipeline) envelope(t nudge.Trigger, text string) string {
 	reason := t.Reason
 	if reason == "" {
 		reason = "trigger"
 	}
-	s := Envelope{ID: t.TriggerID, Thread: t.ThreadID, Reason: reason, AckHint: ty.ackHint(t)}.Wrap(text)
-	if ty.toShell(t) {
+	s := Envelope{ID: t.TriggerID, Thread: t.ThreadID, Reason: reason, AckHint: p.ackHint(t)}.Wrap(text)
+	if p.toShell(t) {
 		return ShellComment(s)
 	}
 	return s
@@ -132,15 +132,15 @@ func ShellComment(s string) string { return "# " + strings.ReplaceAll(s, "\n", "
 // drives a shell (panes.Profile.DrivesShell) whose program is an interactive shell
 // (InteractiveShell: not `cat`, a REPL, or `sh -c` and a shell script, which read the
 // text as data).
-func (ty *typist) toShell(t nudge.Trigger) bool {
+func (p *Pipeline) toShell(t nudge.Trigger) bool {
 	if t.RuntimeID == "" {
 		return false
 	}
-	rt, ok := ty.deps.Runtimes.Get(t.RuntimeID)
+	rt, ok := p.deps.Runtimes.Get(t.RuntimeID)
 	if !ok || rt.Dir == "" {
 		return false
 	}
-	prof, ok := ty.deps.Runtimes.Profile(rt.Agent)
+	prof, ok := p.deps.Runtimes.Profile(rt.Agent)
 	if !ok || !prof.DrivesShell() {
 		return false
 	}
@@ -172,21 +172,21 @@ func InteractiveShell(argv []string) bool {
 // ackHint says whether t's envelope asks the agent to print the ack marker: when the
 // pipeline is configured to and the runtime's profile wants it (a profile whose agent's
 // own record shows its turns does not while that record is read, unless it says so).
-func (ty *typist) ackHint(t nudge.Trigger) bool {
-	if !ty.cfg.AckHint || t.RuntimeID == "" {
-		return ty.cfg.AckHint
+func (p *Pipeline) ackHint(t nudge.Trigger) bool {
+	if !p.cfg.AckHint || t.RuntimeID == "" {
+		return p.cfg.AckHint
 	}
-	rt, ok := ty.deps.Runtimes.Get(t.RuntimeID)
+	rt, ok := p.deps.Runtimes.Get(t.RuntimeID)
 	if !ok {
 		return true
 	}
-	prof, ok := ty.deps.Runtimes.Profile(rt.Agent)
+	prof, ok := p.deps.Runtimes.Profile(rt.Agent)
 	if !ok || prof.AckHint {
 		return true
 	}
 	// The profile's agent keeps a record; while it is not being read (not written yet,
 	// or unreadable), the marker is the ack.
-	l, ok := ty.deps.Acks.(recordLive)
+	l, ok := p.deps.Acks.(recordLive)
 	return !ok || !l.RecordLive(rt.RuntimeID)
 }
 

@@ -11,18 +11,16 @@ import (
 	"github.com/nudgehq/nudge/panes"
 )
 
-// finisher drives a typed trigger to its end: the ack wait, the retries, the fallback
-// chain, and the closing of its receipt (acked, failed, fell back). It owns the fallback
-// bookkeeping, under mu: the runtimes a chain is relaunching, the runtimes a fallback
-// spawned beside a kept pane, and the launches that hold a prompt in a runtime's own pane.
-// It starts one goroutine per trigger waiting for its ack (awaitAck), one per running
-// fallback chain (runFallback) and a short one per closed trigger (done): all counted
-// in the pipeline's WaitGroup and stopped by the pipeline's Close.
-type finisher struct {
-	*core
-	lanes    *lanes
-	breakers *breakers // the lanes' circuit breakers: an ack closes one, a failure counts
+// A typed trigger's end: the ack wait, the retries, the fallback chain, and the closing
+// of its receipt (acked, failed, fell back). The pipeline starts one goroutine per
+// trigger waiting for its ack (awaitAck), one per running fallback chain (runFallback)
+// and a short one per closed trigger (done): all counted in its WaitGroup and stopped by
+// its Close.
 
+// fallbacks is the fallback chains' bookkeeping, under mu: the runtimes a chain is
+// relaunching, the runtimes a fallback spawned beside a kept pane, and the launches that
+// hold a prompt in a runtime's own pane.
+type fallbacks struct {
 	mu sync.Mutex
 	// fallingBack: runtimes a fallback chain is relaunching (one chain at a time).
 	fallingBack map[string]bool
@@ -43,64 +41,73 @@ type finisher struct {
 	retiring   map[string]bool
 }
 
+func newFallbacks() fallbacks {
+	return fallbacks{fallingBack: map[string]bool{}, aside: map[string]string{}, launched: map[string]paneLaunch{},
+		refused: map[string]refusal{}, asides: map[string]time.Time{}, collecting: map[string]bool{}, retiring: map[string]bool{}}
+}
+
 // goAwaitAck waits for j's ack in its own goroutine; on timeout it schedules a retry or,
 // with retries spent, the fallback chain.
-func (f *finisher) goAwaitAck(j *job) {
-	f.goOwned(func() {
-		f.awaitAck(j)
+func (p *Pipeline) goAwaitAck(j *job) {
+	p.goOwned(func() {
+		switch o := p.awaitAck(j); o.kind {
+		case oAcked:
+			p.finishAcked(j, o.signal)
+		case oAckTimeout:
+			p.ackTimedOut(j)
+		}
 	})
 }
 
-func (f *finisher) awaitAck(j *job) {
+// awaitAck waits for j's ack: oAcked, oAckTimeout, or oStopped (the pipeline is closing,
+// or the trigger was closed another way).
+func (p *Pipeline) awaitAck(j *job) outcome {
 	t := j.record()
-	timeout := f.cfg.AckTimeout
+	timeout := p.cfg.AckTimeout
 	if t.AckTimeoutMS > 0 {
 		timeout = time.Duration(t.AckTimeoutMS) * time.Millisecond
 	}
-	if !j.ackFrom.IsZero() { // the agent showed the prompt only then (shownAtLast)
-		timeout -= f.cfg.Now().Sub(j.ackFrom)
+	if from := j.clocks.ackFrom; !from.IsZero() { // the agent showed the prompt only then (oShown)
+		timeout -= p.cfg.Now().Sub(from)
 	} else if t.SubmittedAt != nil { // resumed after a restart: only what is left
-		timeout -= f.cfg.Now().Sub(*t.SubmittedAt)
+		timeout -= p.cfg.Now().Sub(*t.SubmittedAt)
 	}
-	if f.deps.Acks == nil {
-		return
+	if p.deps.Acks == nil {
+		return outcome{kind: oStopped}
 	}
-	f.deps.Acks.Expect(t)
-	began := f.cfg.Now()
+	p.deps.Acks.Expect(t)
+	began := p.cfg.Now()
 	// Wait in steps: while the pane draws, its screen is searched for the marker every
 	// screenPoll, and always once more at the deadline, before a retry or the fallback.
-	deadline := f.cfg.Now().Add(max(timeout, 0))
+	deadline := p.cfg.Now().Add(max(timeout, 0))
 	var seen uint64
 	for {
-		step := min(screenPoll, max(deadline.Sub(f.cfg.Now()), 0))
-		ctx, cancel := context.WithTimeout(f.ctx, step)
-		sig, err := f.deps.Acks.Wait(ctx, t.TriggerID)
+		step := min(screenPoll, max(deadline.Sub(p.cfg.Now()), 0))
+		ctx, cancel := context.WithTimeout(p.ctx, step)
+		sig, err := p.deps.Acks.Wait(ctx, t.TriggerID)
 		stepOver := ctx.Err() != nil
 		cancel()
-		last := !f.cfg.Now().Before(deadline)
+		last := !p.cfg.Now().Before(deadline)
 		since := &seen // during the wait: only if the pane drew since the last look
 		if last {
 			since = nil
 		}
 		switch {
 		case err == nil:
-			f.finishAcked(j, sig)
-			return
-		case f.ctx.Err() != nil:
-			return // shutting down: the trigger stays open in the store and Open resumes it
+			return outcome{kind: oAcked, signal: sig}
+		case p.ctx.Err() != nil:
+			return outcome{kind: oStopped} // shutting down: the trigger stays open in the store and Open resumes it
 		case !stepOver:
-			return // nothing waits on it any more: it was closed another way
-		case f.markerOnScreen(t, since):
-			f.finishAcked(j, signalScreen)
-			return
-		case last && f.agentWorking(t, began):
+			return outcome{kind: oStopped} // nothing waits on it any more: it was closed another way
+		case p.markerOnScreen(t, since):
+			return outcome{kind: oAcked, signal: signalScreen}
+		case last && p.agentWorking(t, began):
 			// The agent's own record shows it mid-turn: the prompt waits in its queue
 			// (or the turn is this prompt's and its first entry is not written yet).
 			// Typing it again could only give it twice; the wait goes on.
-			deadline = f.cfg.Now().Add(max(timeout, f.cfg.AckTimeout))
+			deadline = p.cfg.Now().Add(max(timeout, p.cfg.AckTimeout))
 		case last:
-			f.ackTimedOut(j)
-			return
+			return outcome{kind: oAckTimeout}
 		}
 	}
 }
@@ -118,21 +125,21 @@ type working interface {
 // at work: its record shows it mid-turn, or, for an agent whose record nudge does not read
 // (yet: Pi writes nothing before its first answer is complete; OpenCode's is not read),
 // its screen reads BUSY. A retype could only give the prompt twice.
-func (f *finisher) agentWorking(t nudge.Trigger, began time.Time) bool {
-	if t.RuntimeID == "" || f.cfg.Now().Sub(began) >= recordBusyMax {
+func (p *Pipeline) agentWorking(t nudge.Trigger, began time.Time) bool {
+	if t.RuntimeID == "" || p.cfg.Now().Sub(began) >= recordBusyMax {
 		return false
 	}
-	if w, ok := f.deps.Acks.(working); ok && w.Working(t.RuntimeID) {
+	if w, ok := p.deps.Acks.(working); ok && w.Working(t.RuntimeID) {
 		return true
 	}
-	rt, ok := f.deps.Runtimes.Get(t.RuntimeID)
-	if !ok || f.deps.Gates == nil {
+	rt, ok := p.deps.Runtimes.Get(t.RuntimeID)
+	if !ok || p.deps.Gates == nil {
 		return false
 	}
-	prof, _ := f.deps.Runtimes.Profile(rt.Agent)
-	l, live := f.deps.Acks.(recordLive)
+	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
+	l, live := p.deps.Acks.(recordLive)
 	agent := prof.Record != "" || prof.Pack != "" && prof.Pack != "shell" // a TUI agent, not a program in a shell
-	return agent && !(live && l.RecordLive(rt.RuntimeID)) && f.deps.Gates.Readiness(rt) == nudge.Busy
+	return agent && !(live && l.RecordLive(rt.RuntimeID)) && p.deps.Gates.Readiness(rt) == nudge.Busy
 }
 
 // signalRecord is the ack signal of a prompt found in the agent's own record
@@ -144,61 +151,76 @@ type evidencer interface {
 	Evidence(triggerID string) string
 }
 
-// ackTimedOut retries the trigger after the next backoff, or falls back.
-func (f *finisher) ackTimedOut(j *job) {
-	if sig, ok := f.inRecord(j); ok {
-		f.finishAcked(j, sig)
+// ackTimedOut is the end of an ack wait without an ack: the agent's record is read once
+// more (a prompt found there is acked, never given again), a prompt handed over by a
+// channel is withdrawn from the agent's queue, and next says: a retry after the next
+// backoff, or the fallback chain.
+func (p *Pipeline) ackTimedOut(j *job) {
+	if sig, ok := inRecord(p.ctx, p.deps.Acks, j.record().RuntimeID, j.id()); ok {
+		p.finishAcked(j, sig)
 		return
 	}
-	f.withdraw(j)
-	t := j.record()
-	wait, retry := f.cfg.retryAfter(t.Attempts)
-	if !retry {
-		f.startFallback(j, nudge.AckTimeout, "no ack after retries")
-		return
-	}
-	now := f.cfg.Now()
-	j.retryAt = now.Add(wait)
-	rec := j.update(now, func(t *nudge.Trigger) { t.NextAttemptAt = tp(j.retryAt); t.Message = "no ack yet: retrying" })
-	f.persist(j, f.auditDetail("trigger_retry", rec, "ack timeout", map[string]any{
+	p.withdraw(j)
+	p.apply(nil, j, nudge.Runtime{}, outcome{kind: oAckTimeout})
+}
+
+// retry puts j back at the front of its lane, to be typed again after wait (an ack
+// timeout with retries left).
+func (p *Pipeline) retry(j *job, wait time.Duration) {
+	rec := j.update(p.cfg.Now(), func(t *nudge.Trigger) { t.NextAttemptAt = tp(j.clocks.retryAt); t.Message = "no ack yet: retrying" })
+	p.persist(j, p.auditDetail("trigger_retry", rec, "ack timeout", map[string]any{
 		"attempt": rec.Attempts + 1, "backoff_ms": wait.Milliseconds()}))
-	f.transition(rec.RuntimeID, nudge.StatusRetrying, "ack timeout for "+rec.TriggerID)
-	f.lanes.laneFor(rec.RuntimeID).push(j, true)
+	p.transition(rec.RuntimeID, nudge.StatusRetrying, "ack timeout for "+rec.TriggerID)
+	p.laneFor(rec.RuntimeID).push(j, true)
+}
+
+// ackWaitAgain: the pane drew after an unshown hold; the agent is showing the prompt it
+// took only now, so the wait for its ack starts again from now (clocks.ackFrom).
+func (p *Pipeline) ackWaitAgain(j *job) {
+	rec := j.update(p.cfg.Now(), func(t *nudge.Trigger) {
+		t.State = nudge.StateSubmitted
+		j.settleCause(t, "the agent drew after it took the prompt: waiting for its ack again")
+		t.DeferredUntil, t.NextAttemptAt = nil, nil
+		t.Result = resultFor(t)
+	})
+	p.persist(j, p.audit("trigger_ack_wait", rec, rec.Message))
+	p.transition(rec.RuntimeID, nudge.StatusAwaitingAck, "trigger "+rec.TriggerID)
+	p.goAwaitAck(j)
 }
 
 // retryAfter says whether a trigger delivered `attempts` times without an ack gets
 // another attempt, and the backoff before it (the last Backoff entry repeats).
-func (c *Config) retryAfter(attempts int) (time.Duration, bool) {
-	if attempts > c.AckRetries {
+func retryAfter(attempts, retries int, backoff []time.Duration) (time.Duration, bool) {
+	if attempts > retries {
 		return 0, false
 	}
-	if len(c.Backoff) == 0 || attempts < 1 {
+	if len(backoff) == 0 || attempts < 1 {
 		return 0, true
 	}
-	return c.Backoff[min(attempts-1, len(c.Backoff)-1)], true
+	return backoff[min(attempts-1, len(backoff)-1)], true
 }
 
 // finishAcked records j's ack (the Acker's signal, the marker found on screen, or an ack
 // found before a retry) and closes it.
-func (f *finisher) finishAcked(j *job, signal string) {
-	f.mu.Lock()
-	for rt, l := range f.launched {
+func (p *Pipeline) finishAcked(j *job, signal string) {
+	p.fb.mu.Lock()
+	for rt, l := range p.fb.launched {
 		if l.trigger == j.id() {
-			delete(f.launched, rt) // its fallback launch took the prompt: the pane is the runtime's again
+			delete(p.fb.launched, rt) // its fallback launch took the prompt: the pane is the runtime's again
 		}
 	}
-	f.mu.Unlock()
+	p.fb.mu.Unlock()
 	if signal == signalRecord {
 		// Its user message is in the agent's record, but the agent may still be taking it
 		// in (Gemini CLI reads a large paste for seconds after writing it): the next
 		// trigger keeps waiting until the agent draws, as the intake gate says.
 		j.keepIntake = true
-	} else if in, ok := f.deps.Gates.(Intake); ok {
+	} else if in, ok := p.deps.Gates.(Intake); ok {
 		// Before the receipt says acked: a caller that sends the next trigger as soon as it
 		// reads acked must not find the agent still taking this one in.
 		in.Settled(j.record().RuntimeID, j.id())
 	}
-	now := f.cfg.Now()
+	now := p.cfg.Now()
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.State = nudge.StateAcked
 		t.AckedAt, t.DeliveredAt = tp(now), tp(now) // delivered means acknowledged
@@ -207,27 +229,29 @@ func (f *finisher) finishAcked(j *job, signal string) {
 		t.Closed = true
 		t.Result = resultFor(t)
 	})
-	ackRec := f.audit("ack_received", rec, signal)
-	if e, ok := f.deps.Acks.(evidencer); ok {
+	ackRec := p.audit("ack_received", rec, signal)
+	if e, ok := p.deps.Acks.(evidencer); ok {
 		if ev := e.Evidence(rec.TriggerID); ev != "" {
 			ackRec.Detail = mustJSON(map[string]string{"evidence": ev})
 		}
 	}
-	f.persist(j, ackRec)
-	f.breakers.success(rec.RuntimeID)
+	p.persist(j, ackRec)
+	if p.gate.breakers.success(rec.RuntimeID) {
+		p.breakerChanged(rec.RuntimeID, "", time.Time{})
+	}
 	// The runtime's transition is queued before the flush so that it goes in the same
 	// commit (one fsync per closed trigger, not two).
-	f.transition(rec.RuntimeID, nudge.StatusReady, "ack for "+rec.TriggerID)
+	p.transition(rec.RuntimeID, nudge.StatusReady, "ack for "+rec.TriggerID)
 	// An ack is made durable at once, not with the next write-behind batch: a kill -9 in
 	// between would leave the restarted daemon an answered prompt in `submitted`, and its
 	// retry could type it again into an agent whose marker has left the pane (a relaunch).
-	f.deps.Store.Flush()
-	f.done(j)
+	p.deps.Store.Flush()
+	p.done(j)
 }
 
-func (f *finisher) finishFailed(j *job, code nudge.Code, why string) {
-	f.countFailure(j, code)
-	now := f.cfg.Now()
+func (p *Pipeline) finishFailed(j *job, code nudge.Code, why string) {
+	p.countFailure(j, code)
+	now := p.cfg.Now()
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.State = nudge.StateFailed
 		t.FailedAt = tp(now)
@@ -235,64 +259,64 @@ func (f *finisher) finishFailed(j *job, code nudge.Code, why string) {
 		t.Closed = true
 		t.Result = resultFor(t)
 	})
-	j.decide()
-	if rt, ok := f.deps.Runtimes.Get(rec.RuntimeID); ok && rec.Fallback != "" && waitingOn(rt.Status) {
+	j.markDecided()
+	if rt, ok := p.deps.Runtimes.Get(rec.RuntimeID); ok && rec.Fallback != "" && waitingOn(rt.Status) {
 		// The runtime a fallback launched did not take the prompt typed into it: it is
 		// the runtime's program now, waiting for the next trigger, not for this one.
-		f.transition(rec.RuntimeID, nudge.StatusReady, "trigger "+rec.TriggerID+" failed")
+		p.transition(rec.RuntimeID, nudge.StatusReady, "trigger "+rec.TriggerID+" failed")
 	}
-	f.persist(j, f.audit("trigger_failed", rec, why))
-	f.done(j)
+	p.persist(j, p.audit("trigger_failed", rec, why))
+	p.done(j)
 }
 
 // startFallback hands j to the fallback chain in its own goroutine.
-func (f *finisher) startFallback(j *job, code nudge.Code, why string) {
+func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 	if j.record().Attempts > 0 || j.maybeTyped {
 		// It may have reached the agent: a prompt its record holds is not given again.
-		if sig, ok := f.inRecord(j); ok {
-			f.finishAcked(j, sig)
+		if sig, ok := inRecord(p.ctx, p.deps.Acks, j.record().RuntimeID, j.id()); ok {
+			p.finishAcked(j, sig)
 			return
 		}
 	}
-	f.countFailure(j, code)
-	if f.deps.Fallback == nil {
-		f.finishFailed(j, code, why)
+	p.countFailure(j, code)
+	if p.deps.Fallback == nil {
+		p.finishFailed(j, code, why)
 		return
 	}
-	keep := f.paneTaken(j.record().RuntimeID, j.id())
-	if rt, ok := f.asideFor(j.record().RuntimeID, code, keep); ok && j.record().Fallback == "" {
+	keep := p.paneTaken(j.record().RuntimeID, j.id())
+	if rt, ok := p.asideFor(j.record().RuntimeID, code, keep); ok && j.record().Fallback == "" {
 		// An earlier fallback already spawned a runtime beside this one: deliver there
 		// instead of spawning one runtime per trigger.
-		j.update(f.cfg.Now(), func(*nudge.Trigger) { j.cause.code, j.cause.why = code, why })
-		f.deliverTo(j, rt.RuntimeID, rt.PaneID, nudge.BackendSpawn, "fallback_redirect",
+		j.update(p.cfg.Now(), func(*nudge.Trigger) { j.cause.code, j.cause.why = code, why })
+		p.deliverTo(j, rt.RuntimeID, rt.PaneID, nudge.BackendSpawn, "fallback_redirect",
 			string(code)+": "+why+"; delivering to "+rt.RuntimeID+", spawned beside it by an earlier fallback")
 		return
 	}
 	if t := j.record(); t.Fallback != "" {
 		// Its fallback already relaunched the runtime and the live delivery to the fresh
 		// one failed too: no second relaunch for the same trigger.
-		f.finishFailed(j, code, why+" (after the fallback "+t.Fallback+")")
+		p.finishFailed(j, code, why+" (after the fallback "+t.Fallback+")")
 		return
 	}
-	now := f.cfg.Now()
+	now := p.cfg.Now()
 	rt := j.record().RuntimeID
-	if !f.beginFallback(rt) {
+	if !p.beginFallback(rt) {
 		// Another trigger's fallback is relaunching this runtime: wait for it, then go
 		// through the gates again (the relaunched agent may take this one live).
-		j.retryAt = now.Add(fallbackWait)
-		f.markDeferred(j, verdict{kind: hold, code: nudge.FallbackInProgress, why: "waiting for the runtime's fallback relaunch", until: j.retryAt}, now)
-		f.lanes.laneFor(rt).push(j, true)
+		j.clocks.retryAt = now.Add(fallbackWait)
+		p.markDeferred(j, verdict{kind: hold, code: nudge.FallbackInProgress, why: "waiting for the runtime's fallback relaunch", until: j.clocks.retryAt}, now)
+		p.laneFor(rt).push(j, true)
 		return
 	}
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.ErrorCode, t.Message = code, why
 		j.cause.code, j.cause.why = code, why
 	})
-	j.decide()
-	f.persist(j, f.audit("fallback_required", rec, why))
-	f.goOwned(func() {
-		defer f.endFallback(rt)
-		f.runFallback(j, code, keep)
+	j.markDecided()
+	p.persist(j, p.audit("fallback_required", rec, why))
+	p.goOwned(func() {
+		defer p.endFallback(rt)
+		p.runFallback(j, code, keep)
 	})
 }
 
@@ -304,11 +328,11 @@ type paneLaunch struct {
 
 // paneTaken reports whether runtimeID's pane runs another trigger's fallback launch that
 // is not acked yet (within MaxHold): a fallback for trigger id must then keep the pane.
-func (f *finisher) paneTaken(runtimeID, id string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, ok := f.launched[runtimeID]
-	return ok && l.trigger != id && f.cfg.Now().Sub(l.at) < f.cfg.MaxHold
+func (p *Pipeline) paneTaken(runtimeID, id string) bool {
+	p.fb.mu.Lock()
+	defer p.fb.mu.Unlock()
+	l, ok := p.fb.launched[runtimeID]
+	return ok && l.trigger != id && p.cfg.Now().Sub(l.at) < p.cfg.MaxHold
 }
 
 // fallbackWait is how often a trigger held behind another's fallback looks again.
@@ -319,52 +343,52 @@ const fallbackWait = 250 * time.Millisecond
 const fallbackTimeout = 5 * time.Minute
 
 // beginFallback claims the runtime for one fallback chain at a time ("" never conflicts).
-func (f *finisher) beginFallback(runtimeID string) bool {
+func (p *Pipeline) beginFallback(runtimeID string) bool {
 	if runtimeID == "" {
 		return true
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fallingBack[runtimeID] {
+	p.fb.mu.Lock()
+	defer p.fb.mu.Unlock()
+	if p.fb.fallingBack[runtimeID] {
 		return false
 	}
-	f.fallingBack[runtimeID] = true
+	p.fb.fallingBack[runtimeID] = true
 	return true
 }
 
-func (f *finisher) endFallback(runtimeID string) {
+func (p *Pipeline) endFallback(runtimeID string) {
 	if runtimeID == "" {
 		return
 	}
-	f.mu.Lock()
-	delete(f.fallingBack, runtimeID)
-	f.mu.Unlock()
-	f.lanes.kick(runtimeID)
+	p.fb.mu.Lock()
+	delete(p.fb.fallingBack, runtimeID)
+	p.fb.mu.Unlock()
+	p.kick(runtimeID)
 }
 
-func (f *finisher) runFallback(j *job, code nudge.Code, keep bool) {
+func (p *Pipeline) runFallback(j *job, code nudge.Code, keep bool) {
 	from := j.record().RuntimeID
-	ctx, cancel := context.WithTimeout(f.ctx, fallbackTimeout)
-	l, err := f.deps.Fallback.Fallback(ctx, j.record(), code, keep)
+	ctx, cancel := context.WithTimeout(p.ctx, fallbackTimeout)
+	l, err := p.deps.Fallback.Fallback(ctx, j.record(), code, keep)
 	cancel()
-	if f.ctx.Err() != nil {
+	if p.ctx.Err() != nil {
 		return
 	}
 	if err == nil && l.RuntimeID != "" {
-		f.mu.Lock()
+		p.fb.mu.Lock()
 		if l.RuntimeID != from {
-			f.aside[from] = l.RuntimeID
-			f.usedAsideLocked(l.RuntimeID)
+			p.fb.aside[from] = l.RuntimeID
+			p.usedAsideLocked(l.RuntimeID)
 		} else {
 			// The launch in the runtime's own pane is for this trigger's prompt (given
 			// at launch, or typed live next): another trigger's fallback keeps that pane.
-			f.launched[from] = paneLaunch{trigger: j.id(), at: f.cfg.Now()}
+			p.fb.launched[from] = paneLaunch{trigger: j.id(), at: p.cfg.Now()}
 		}
-		f.mu.Unlock()
+		p.fb.mu.Unlock()
 	}
 	if err == nil && !l.Given {
 		if l.RuntimeID == "" {
-			f.finishFailed(j, nudge.SpawnFailed, "fresh runtime started without the prompt and no runtime to deliver it to")
+			p.finishFailed(j, nudge.SpawnFailed, "fresh runtime started without the prompt and no runtime to deliver it to")
 			return
 		}
 		// The launched runtime is up but has not got the prompt (none goes on a command
@@ -372,7 +396,7 @@ func (f *finisher) runFallback(j *job, code nudge.Code, keep bool) {
 		// (never the old one's, unless the launch took the old one's place) once that is
 		// ready. Only once: another failure of that delivery ends the trigger
 		// (startFallback).
-		f.deliverTo(j, l.RuntimeID, l.PaneID, l.Backend, "fallback_deliver_live",
+		p.deliverTo(j, l.RuntimeID, l.PaneID, l.Backend, "fallback_deliver_live",
 			"runtime "+l.RuntimeID+" (pane "+l.PaneID+", "+l.Backend+") started without the prompt: delivering it live there")
 		return
 	}
@@ -382,10 +406,10 @@ func (f *finisher) runFallback(j *job, code nudge.Code, keep bool) {
 		if errors.As(err, &ne) {
 			fc = ne.Code
 		}
-		f.finishFailed(j, fc, err.Error())
+		p.finishFailed(j, fc, err.Error())
 		return
 	}
-	now := f.cfg.Now()
+	now := p.cfg.Now()
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.State = nudge.StateSubmitted
 		t.SubmittedAt, t.DeliveredAt = tp(now), tp(now)
@@ -394,37 +418,38 @@ func (f *finisher) runFallback(j *job, code nudge.Code, keep bool) {
 		t.Closed = true
 		t.Result = resultFor(t)
 	})
-	f.lastTrigger(rec)
-	f.persist(j, f.auditDetail("trigger_fell_back", rec, l.Backend, map[string]any{
+	p.lastTrigger(rec)
+	p.persist(j, p.auditDetail("trigger_fell_back", rec, l.Backend, map[string]any{
 		"backend": l.Backend, "runtime_id": l.RuntimeID, "pane_id": l.PaneID}))
-	f.done(j)
+	p.done(j)
 }
 
 // deliverTo moves j to runtime id's lane for a live delivery there (a fresh runtime a
 // fallback started without the prompt, or the runtime an earlier fallback spawned beside
 // a kept pane). The receipt names the runtime and its pane.
-func (f *finisher) deliverTo(j *job, id, pane, backend, event, why string) {
-	now := f.cfg.Now()
+func (p *Pipeline) deliverTo(j *job, id, pane, backend, event, why string) {
+	now := p.cfg.Now()
 	old := j.record().RuntimeID
 	if old != id {
-		if f.deps.Acks != nil {
-			f.deps.Acks.Forget(j.id()) // its ack comes from the new runtime's pane
+		if p.deps.Acks != nil {
+			p.deps.Acks.Forget(j.id()) // its ack comes from the new runtime's pane
 		}
-		f.breakers.settle(old, j.id())
+		p.gate.breakers.settle(old, j.id())
 	}
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.Fallback, t.FallbackRuntimeID, t.FallbackPane = backend, id, pane
 		t.RuntimeID = id
 		t.Message = why
 	})
-	f.persist(j, f.auditDetail(event, rec, why, map[string]any{"from_runtime_id": old, "runtime_id": id, "pane_id": pane}))
-	j.maybeTyped, j.retryAt, j.paneHold, j.deferStart, j.holdStart = true, time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	f.lanes.laneFor(id).push(j, true)
+	p.persist(j, p.auditDetail(event, rec, why, map[string]any{"from_runtime_id": old, "runtime_id": id, "pane_id": pane}))
+	j.maybeTyped = true
+	j.clocks.retryAt, j.clocks.paneHold, j.clocks.deferStart, j.clocks.holdStart = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	p.laneFor(id).push(j, true)
 }
 
 // asideFor returns the live runtime an earlier fallback spawned beside runtimeID, if the
 // cause is one that keeps runtimeID's pane (or keep says it must be kept).
-func (f *finisher) asideFor(runtimeID string, code nudge.Code, keep bool) (nudge.Runtime, bool) {
+func (p *Pipeline) asideFor(runtimeID string, code nudge.Code, keep bool) (nudge.Runtime, bool) {
 	switch code {
 	case nudge.DeferTimeout, nudge.OperatorBusy, nudge.UnmanagedRuntime:
 	default:
@@ -432,15 +457,15 @@ func (f *finisher) asideFor(runtimeID string, code nudge.Code, keep bool) (nudge
 			return nudge.Runtime{}, false
 		}
 	}
-	f.mu.Lock()
-	id := f.aside[runtimeID]
-	f.mu.Unlock()
-	if rt, ok := f.deps.Runtimes.Get(id); ok && id != "" && rt.Managed && panes.Live(rt.Status) && f.useAside(id) {
+	p.fb.mu.Lock()
+	id := p.fb.aside[runtimeID]
+	p.fb.mu.Unlock()
+	if rt, ok := p.deps.Runtimes.Get(id); ok && id != "" && rt.Managed && panes.Live(rt.Status) && p.useAside(id) {
 		return rt, true
 	}
 	// After a daemon restart: the newest live runtime named ROLE-fb-* in the workspace.
-	from, ok := f.deps.Runtimes.Get(runtimeID)
-	l, canList := f.deps.Runtimes.(interface{ List() []nudge.Runtime })
+	from, ok := p.deps.Runtimes.Get(runtimeID)
+	l, canList := p.deps.Runtimes.(interface{ List() []nudge.Runtime })
 	if !ok || !canList {
 		return nudge.Runtime{}, false
 	}
@@ -451,50 +476,50 @@ func (f *finisher) asideFor(runtimeID string, code nudge.Code, keep bool) (nudge
 			best = rt
 		}
 	}
-	if best.RuntimeID == "" || !f.useAside(best.RuntimeID) {
+	if best.RuntimeID == "" || !p.useAside(best.RuntimeID) {
 		return nudge.Runtime{}, false
 	}
 	return best, true
 }
 
 // useAside claims fallback runtime id for a trigger, unless it is being collected.
-func (f *finisher) useAside(id string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.retiring[id] {
+func (p *Pipeline) useAside(id string) bool {
+	p.fb.mu.Lock()
+	defer p.fb.mu.Unlock()
+	if p.fb.retiring[id] {
 		return false
 	}
-	f.usedAsideLocked(id)
+	p.usedAsideLocked(id)
 	return true
 }
 
 // unroutable handles a trigger with no managed runtime: an unknown one fails with
 // UNMANAGED_RUNTIME (the caller must fall back itself); a registered but unmanaged one
 // goes straight to the fallback chain.
-func (f *finisher) unroutable(j *job, known bool) {
+func (p *Pipeline) unroutable(j *job, known bool) {
 	if known {
-		f.startFallback(j, nudge.UnmanagedRuntime, "runtime is not managed: live delivery skipped")
+		p.startFallback(j, nudge.UnmanagedRuntime, "runtime is not managed: live delivery skipped")
 		return
 	}
 	t := j.record()
-	f.finishFailed(j, nudge.UnmanagedRuntime, "no managed runtime "+t.WorkspaceID+"/"+t.Agent+": fallback required")
+	p.finishFailed(j, nudge.UnmanagedRuntime, "no managed runtime "+t.WorkspaceID+"/"+t.Agent+": fallback required")
 }
 
 // done forgets a closed job once its last write is in the store (until then Get keeps
 // answering from memory, so a receipt never goes back to an older state).
-func (f *finisher) done(j *job) {
-	f.breakers.settle(j.record().RuntimeID, j.id())
-	if in, ok := f.deps.Gates.(Intake); ok && !j.keepIntake {
+func (p *Pipeline) done(j *job) {
+	p.gate.breakers.settle(j.record().RuntimeID, j.id())
+	if in, ok := p.deps.Gates.(Intake); ok && !j.keepIntake {
 		in.Settled(j.record().RuntimeID, j.id())
 	}
-	if f.deps.Acks != nil {
-		f.deps.Acks.Forget(j.id())
+	if p.deps.Acks != nil {
+		p.deps.Acks.Forget(j.id())
 	}
-	f.goOwned(func() {
-		f.deps.Store.Settle() // with the next batch: no commit of its own
-		f.forget(j)
+	p.goOwned(func() {
+		p.deps.Store.Settle() // with the next batch: no commit of its own
+		p.forget(j)
 	})
-	f.collectAside(j.record().RuntimeID) // a fallback runtime whose prompt is done
+	p.collectAside(j.record().RuntimeID) // a fallback runtime whose prompt is done
 }
 
 func uidPtr(uid int) *int {
@@ -506,13 +531,13 @@ func uidPtr(uid int) *int {
 
 // ackAfterFallback records an ack for a trigger whose live path ended in a fallback
 // launch (the resumed agent acknowledged it). Other triggers are acked through Acker.
-func (f *finisher) ackAfterFallback(id, signal string) (nudge.Trigger, bool, error) {
-	f.deps.Store.Flush() // the fallback's own write-behind record first
-	t, err := f.deps.Store.UpdateTrigger(id, func(t *nudge.Trigger) error {
+func (p *Pipeline) ackAfterFallback(id, signal string) (nudge.Trigger, bool, error) {
+	p.deps.Store.Flush() // the fallback's own write-behind record first
+	t, err := p.deps.Store.UpdateTrigger(id, func(t *nudge.Trigger) error {
 		if t.Fallback == "" || t.State != nudge.StateSubmitted {
 			return errNotFallback
 		}
-		now := f.cfg.Now()
+		now := p.cfg.Now()
 		t.State, t.AckedAt, t.AckSignal, t.UpdatedAt = nudge.StateAcked, &now, signal, now
 		t.Result = resultFor(t)
 		return nil
@@ -521,15 +546,15 @@ func (f *finisher) ackAfterFallback(id, signal string) (nudge.Trigger, bool, err
 		return nudge.Trigger{}, false, nil
 	}
 	if err == nil {
-		f.logOutcome(t) // acked after its fallback launch closed it: the outcome as it ends
-		f.changed(t)
-		f.mu.Lock()
-		for rt, l := range f.launched {
+		p.logOutcome(t) // acked after its fallback launch closed it: the outcome as it ends
+		p.changed(t)
+		p.fb.mu.Lock()
+		for rt, l := range p.fb.launched {
 			if l.trigger == id {
-				delete(f.launched, rt)
+				delete(p.fb.launched, rt)
 			}
 		}
-		f.mu.Unlock()
+		p.fb.mu.Unlock()
 	}
 	return t, err == nil, err
 }

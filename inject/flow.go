@@ -4,140 +4,32 @@ import (
 	"runtime/trace"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nudgehq/nudge"
 )
 
-// lanes is the runtimes' delivery lanes and the gates in front of them: order, gates and
-// holds. It owns the lanes by runtime id (under mu), and the rate limiter, the loop guard
-// and the circuit breakers (each under its own lock). It runs one goroutine per lane
-// (runLane, started on the lane's first trigger, stopped by the pipeline's Close) and a
-// timer goroutine per open breaker. A lane's goroutine hands the trigger that may go to
-// the typist, and one that must not to the finisher (failed, or the fallback chain).
-type lanes struct {
-	*core
-	typist *typist
-	fin    *finisher
-
-	mu       sync.Mutex
-	m        map[string]*lane // by runtime id
-	rate     *rateLimiter     // per thread of a runtime
-	perRT    *rateLimiter     // per runtime, over all its threads
-	loops    *loopGuard
-	breakers *breakers
-	syncs    syncHolds // workers waiting for an orchestrator's sync (synchold.go)
-
-	// delivering counts the deliveries in progress: typing, the echo wait, Enter and
-	// its confirmation, on a lane's goroutine or typed by a request's (typeInline, then
-	// the lane's cont). While it is above zero a new trigger is not typed on its
-	// request's goroutine and its request does not wait for its lane: the answer would
-	// wait behind the other deliveries' commands in tmux and its own typing (an accept's
-	// p99 under a backlog was the typing's).
-	delivering atomic.Int32
-}
-
-// enqueue puts j at the back of its runtime's lane, starting the lane if needed. A job
-// that queues behind others, or while any delivery is in progress, has had its first
-// decision: it waits its turn (Submit answers "queued" at once instead of
-// waiting on the deliveries in progress and on its own typing behind them).
-func (ls *lanes) enqueue(j *job) {
-	if behind := ls.laneFor(j.t.RuntimeID).push(j, false); behind || ls.delivering.Load() > 0 {
-		j.decide()
-	}
-}
-
-// typeInline types a new trigger from the request's goroutine when its lane is idle (no
-// delivery running, nothing queued): no goroutine hop between the request and the write
-// to tmux. It runs the lane's gates and deliver's steps up to the typing on this
-// goroutine and leaves the rest of the delivery to the lane's goroutine. It reports false,
-// having changed nothing, when the trigger must take the lane's usual path: the lane is
-// busy, the trigger needs a look at the pane first (a pane check, or a retry), or a gate
-// holds it (the lane's goroutine then decides, as for any queued trigger).
-func (ls *lanes) typeInline(j *job) bool {
-	if !ls.enter() { // Close waits for a typing in flight on a request's goroutine too
-		return false
-	}
-	defer ls.wg.Done()
-	l := ls.laneFor(j.t.RuntimeID)
-	if ls.delivering.Load() > 0 || !l.turn.TryLock() {
-		return false
-	}
-	defer func() {
-		l.inline = false
-		l.turn.Unlock()
-		l.kick() // the rest of the delivery, or the next decision, is the lane's
-	}()
-	if l.cont != nil || l.depth() > 0 || j.maybeTyped || j.record().Attempts > 0 || ls.typist.needsPaneCheck(l, j) {
-		return false
-	}
-	rt, ok := ls.deps.Runtimes.Get(l.id)
-	if !ok {
-		return false
-	}
-	reg := trace.StartRegion(j.traceCtx(), "lane.gate")
-	v := ls.gate(j, rt, ls.cfg.Now())
-	reg.End()
-	if v.kind != proceed {
-		return false
-	}
-	trace.Log(j.traceCtx(), "lane", "inline")
-	l.inline = true
-	ls.delivering.Add(1)
-	ls.typist.deliver(l, j, rt)
-	if l.cont == nil { // else the delivery goes on in the lane's cont, which ends the count
-		ls.delivering.Add(-1)
-	}
-	return true
-}
-
-func (ls *lanes) laneFor(id string) *lane {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	l, ok := ls.m[id]
-	if !ok {
-		l = newLane(id)
-		ls.m[id] = l
-		ls.goIfOpen(func() { ls.runLane(l) })
-	}
-	return l
-}
-
-// get returns runtime id's lane, nil if it has none. It never blocks for long: the
-// control connection's read goroutine calls it for every chunk of output (observe).
-func (ls *lanes) get(id string) *lane {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	return ls.m[id]
-}
-
-func (ls *lanes) removeFromLane(j *job) {
-	if l := ls.get(j.record().RuntimeID); l != nil {
-		l.remove(j)
-	}
-}
-
-// kick makes runtime id's lane look again now.
-func (ls *lanes) kick(id string) {
-	if l := ls.get(id); l != nil {
-		l.kick()
-	}
-}
+// A trigger's way through its lane, in one direction: the lane's goroutine (runLane)
+// takes the first trigger that may go (stepLane), gathers what the gates say of it
+// (view) and decides (decide: a verdict); a trigger that may go is delivered: the lane
+// makes an attempt (newAttempt), runAttempt types it into tmux and returns an outcome,
+// next judges the outcome (a step), and the lane applies the step (apply: the store,
+// the audit, the queue, the ack wait or the fallback chain). A request's goroutine may
+// make the first decision and the typing itself for an idle lane (typeInline); the lane's
+// goroutine then goes on from the typing's outcome (lane.cont).
 
 // runLane delivers one runtime's triggers until the pipeline closes.
-func (ls *lanes) runLane(l *lane) {
+func (p *Pipeline) runLane(l *lane) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		l.turn.Lock()
-		if cont := l.cont; cont != nil {
-			l.cont = nil
-			cont()
-			ls.delivering.Add(-1) // counted by typeInline
+		if c := l.cont; c.j != nil {
+			l.cont = typed{}
+			p.carry(l, c.j, c.rt, c.conn, c.o)
+			p.lanes.delivering.Add(-1) // counted by typeInline
 		}
-		wait := ls.stepLane(l)
+		wait := p.stepLane(l)
 		l.turn.Unlock()
 		if wait == 0 {
 			continue
@@ -147,7 +39,7 @@ func (ls *lanes) runLane(l *lane) {
 		}
 		resetTimer(timer, wait)
 		select {
-		case <-ls.ctx.Done():
+		case <-p.ctx.Done():
 			return
 		case <-l.wake:
 		case <-timer.C:
@@ -155,7 +47,7 @@ func (ls *lanes) runLane(l *lane) {
 	}
 }
 
-// verdict is a gate's decision for the job at the front of a lane.
+// verdict is decide's answer for the job at the front of a lane (and a pane look's).
 type verdict struct {
 	kind  verdictKind
 	code  nudge.Code
@@ -164,6 +56,15 @@ type verdict struct {
 	// poll: a hold that may end without a wake-up (the agent draws after it took the
 	// previous prompt in) is looked at again this soon, before until.
 	poll time.Duration
+
+	// What decide asks the lane to do besides: the job's clocks after the gates, take
+	// the breaker's probe slot, drop the sync hold that ended, quote the pane's last
+	// lines in why (a hold that expired), report an operator's collision.
+	clocks    jobClocks
+	probe     bool
+	dropSync  bool
+	evidence  bool
+	collision *Collision
 }
 
 // verdictKind is what a verdict says to do with the job.
@@ -186,16 +87,16 @@ const (
 // per-thread gate (rate limit, a retry's backoff) so holds only its own thread; a
 // runtime-wide hold (an operator at the pane, a busy agent) holds each trigger on its
 // own clock, each receipt saying why and until when.
-func (ls *lanes) stepLane(l *lane) time.Duration {
+func (p *Pipeline) stepLane(l *lane) time.Duration {
 	var buf [16]*job
 	jobs := l.snapshot(buf[:0])
 	if len(jobs) == 0 {
 		return -1
 	}
-	now := ls.cfg.Now()
-	rt, ok := ls.deps.Runtimes.Get(l.id)
+	now := p.cfg.Now()
+	rt, ok := p.deps.Runtimes.Get(l.id)
 	if !ok {
-		ls.unregistered(l, jobs)
+		p.unregistered(l, jobs)
 		return 0
 	}
 	wait := time.Duration(-1)
@@ -216,11 +117,11 @@ func (ls *lanes) stepLane(l *lane) time.Duration {
 			if !t.ForceOverride && slices.Contains(waiting, t.ThreadID) {
 				continue // behind its thread's earlier trigger
 			}
-			if j.retryAt.After(now) {
-				held(t.ThreadID, j.retryAt.Sub(now))
+			if j.clocks.retryAt.After(now) {
+				held(t.ThreadID, j.clocks.retryAt.Sub(now))
 				continue
 			}
-			if d, hold := ls.decide(l, j, rt, now); hold {
+			if d, hold := p.decideFor(l, j, rt, now); hold {
 				held(t.ThreadID, d)
 				continue
 			}
@@ -231,43 +132,123 @@ func (ls *lanes) stepLane(l *lane) time.Duration {
 }
 
 // unregistered hands every trigger of a lane whose runtime is gone to the fallback chain.
-func (ls *lanes) unregistered(l *lane, jobs []*job) {
+func (p *Pipeline) unregistered(l *lane, jobs []*job) {
 	for _, j := range jobs {
 		if l.remove(j) {
-			ls.fin.startFallback(j, nudge.TargetNotFound, "runtime is no longer registered")
+			p.startFallback(j, nudge.TargetNotFound, "runtime is no longer registered")
 		}
 	}
 }
 
-// decide applies the gates to j, the first of its thread in l that may go now, and acts
-// on the verdict. A hold defers j and says how soon to look again (held); any other
-// verdict takes j out of the lane: delivered, failed, or handed to the fallback chain.
-func (ls *lanes) decide(l *lane, j *job, rt nudge.Runtime, now time.Time) (again time.Duration, held bool) {
+// decideFor decides for j, the first of its thread in l that may go now, and acts on the
+// verdict. A hold defers j and says how soon to look again (held); any other verdict
+// takes j out of the lane: delivered, failed, or handed to the fallback chain.
+func (p *Pipeline) decideFor(l *lane, j *job, rt nudge.Runtime, now time.Time) (again time.Duration, held bool) {
 	reg := trace.StartRegion(j.traceCtx(), "lane.gate")
-	v := ls.gate(j, rt, now)
+	vw := p.view(j, rt, now)
+	v := decide(vw)
+	p.verdictTaken(j, rt, vw, &v)
 	reg.End()
 	switch v.kind {
 	case hold:
-		ls.markDeferred(j, v, now)
-		return recheckIn(v, now, ls.cfg.DeferRecheck), true
+		p.markDeferred(j, v, now)
+		return recheckIn(v, now, p.cfg.DeferRecheck), true
 	case fail:
 		if l.remove(j) {
 			j.endTask()
-			ls.fin.finishFailed(j, v.code, v.why)
+			p.finishFailed(j, v.code, v.why)
 		}
 	case fallback:
 		if l.remove(j) {
 			j.endTask()
-			ls.fin.startFallback(j, v.code, v.why)
+			p.startFallback(j, v.code, v.why)
 		}
 	default:
 		if l.remove(j) {
-			ls.delivering.Add(1)
-			ls.typist.deliver(l, j, rt)
-			ls.delivering.Add(-1)
+			p.lanes.delivering.Add(1)
+			p.deliver(l, j, rt)
+			p.lanes.delivering.Add(-1)
 		}
 	}
 	return 0, false
+}
+
+// view gathers what decide reads of j and its runtime now: the gates' answers. A runtime
+// that is not up needs none of them.
+func (p *Pipeline) view(j *job, rt nudge.Runtime, now time.Time) view {
+	t := j.record()
+	v := view{windows: p.windows(now), t: t, rt: rt, forced: j.forced.Load(), clocks: j.clocks, gates: p.deps.Gates != nil}
+	switch rt.Status {
+	case nudge.StatusFailed:
+		v.refused = p.refusedKeys(rt)
+	case nudge.StatusOffline:
+		if st, ok := p.deps.Runtimes.(interface{ Stopped(string) bool }); ok {
+			v.stopped = st.Stopped(rt.RuntimeID)
+		}
+	case nudge.StatusStarting:
+		if sd, ok := p.deps.Runtimes.(interface{ StartDeadline(string) time.Time }); ok {
+			v.startDeadline = sd.StartDeadline(rt.RuntimeID)
+		}
+	}
+	if !rt.Managed || !live(rt.Status) {
+		return v
+	}
+	if t.ThreadID != "" && t.ScheduleID == "" {
+		v.loopBlocked, v.loopWhy = p.gate.loops.blocked(threadKey(t))
+	}
+	v.rateOK, v.rateUntil = p.rateCheck(t, now)
+	v.breaker = p.gate.breakers.view(rt.RuntimeID)
+	if g := p.deps.Gates; g != nil {
+		v.busy, v.busyUntil, v.busyWhy = g.Collision(rt)
+		if in, ok := g.(Intake); ok {
+			if id, until, ok := in.Intaking(rt); ok {
+				v.intakeID, v.intakeUntil = id, until
+			}
+		}
+		v.readiness = g.Readiness(rt)
+		if w, ok := g.(Working); ok {
+			v.hasWorking, v.working = true, w.Working(rt)
+		}
+	}
+	v.sync = p.syncView(rt.RuntimeID, t.TriggerID, now)
+	prof, _ := p.deps.Runtimes.Profile(rt.Agent)
+	v.queuesInput = prof.QueuesInput
+	return v
+}
+
+// live reports whether a runtime's status lets the gates past the runtime's own state.
+func live(s nudge.Status) bool {
+	switch s {
+	case nudge.StatusFailed, nudge.StatusOffline, nudge.StatusDeregistered, nudge.StatusExited,
+		nudge.StatusStarting, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
+		return false
+	}
+	return true
+}
+
+func (p *Pipeline) windows(now time.Time) windows {
+	return windows{now: now, maxDefer: p.cfg.MaxDefer, maxHold: p.cfg.MaxHold}
+}
+
+// verdictTaken stores what decide changed of j (its clocks) and does what v asks
+// besides: the breaker's probe slot, the end of a sync hold, a collision's report, the
+// evidence of an expired hold.
+func (p *Pipeline) verdictTaken(j *job, rt nudge.Runtime, vw view, v *verdict) {
+	j.clocks = v.clocks
+	if v.probe {
+		if _, _, _, halfOpen := p.gate.breakers.admit(rt.RuntimeID, j.id(), vw.now); halfOpen {
+			p.breakerChanged(rt.RuntimeID, BreakerHalfOpen, time.Time{})
+		}
+	}
+	if v.dropSync {
+		p.gate.syncs.drop(rt.RuntimeID, vw.sync.h)
+	}
+	if v.collision != nil {
+		p.collided(j, *v.collision)
+	}
+	if v.evidence {
+		v.why += p.evidence(rt)
+	}
 }
 
 // recheckIn is how soon a lane looks again at a trigger a hold verdict v deferred at now:
@@ -283,172 +264,208 @@ func recheckIn(v verdict, now time.Time, recheck time.Duration) time.Duration {
 	return d
 }
 
-// gate applies the gates in order: runtime alive, loop guard, force, circuit breaker,
-// pause, rate limit, human collision, readiness. The hold clock runs only while an agent
-// or runtime state holds the trigger.
-func (ls *lanes) gate(j *job, rt nudge.Runtime, now time.Time) verdict {
-	v := ls.gates(j, rt, now)
-	if v.kind != hold || !agentHold(v.code) {
-		j.holdStart = time.Time{}
+// typeInline types a new trigger from the request's goroutine when its lane is idle (no
+// delivery running, nothing queued): no goroutine hop between the request and the write
+// to tmux. It makes the lane's decision and the attempt's first stage on this goroutine
+// and leaves the rest of the delivery to the lane's goroutine (lane.cont). It reports
+// false, having changed nothing, when the trigger must take the lane's usual path: the
+// lane is busy, the trigger needs a look at the pane first (a pane check, or a retry), or
+// a gate holds it (the lane's goroutine then decides, as for any queued trigger).
+func (p *Pipeline) typeInline(j *job) bool {
+	if !p.enter() { // Close waits for a typing in flight on a request's goroutine too
+		return false
 	}
-	return v
+	defer p.wg.Done()
+	l := p.laneFor(j.t.RuntimeID)
+	if p.lanes.delivering.Load() > 0 || !l.turn.TryLock() {
+		return false
+	}
+	defer func() {
+		l.turn.Unlock()
+		l.kick() // the rest of the delivery, or the next decision, is the lane's
+	}()
+	if l.cont.j != nil || l.depth() > 0 || j.maybeTyped || j.record().Attempts > 0 ||
+		needsPaneCheck(&l.paneWatch, false, 0, p.deps.Gates != nil, j.envelope) {
+		return false
+	}
+	rt, ok := p.deps.Runtimes.Get(l.id)
+	if !ok {
+		return false
+	}
+	reg := trace.StartRegion(j.traceCtx(), "lane.gate")
+	vw := p.view(j, rt, p.cfg.Now())
+	v := decide(vw)
+	if v.kind == proceed {
+		p.verdictTaken(j, rt, vw, &v)
+	}
+	reg.End()
+	if v.kind != proceed {
+		return false
+	}
+	trace.Log(j.traceCtx(), "lane", "inline")
+	p.lanes.delivering.Add(1)
+	conn, err := p.deps.Conn(rt.WorkspaceID)
+	if err != nil {
+		p.apply(l, j, rt, outcome{kind: oConnDown, err: err})
+		p.lanes.delivering.Add(-1)
+		return true
+	}
+	o := runAttempt(p.ctx, conn, p.newAttempt(l, j, rt))
+	if o.kind == oTyped {
+		// Typed from the request's goroutine: the lane's goroutine does the rest (the
+		// record of the typing, the echo wait, Enter, the confirmation) and ends the
+		// delivery's count.
+		l.cont = typed{j: j, rt: rt, conn: conn, o: o}
+		return true
+	}
+	p.carry(l, j, rt, conn, o)
+	p.lanes.delivering.Add(-1)
+	return true
 }
 
-func (ls *lanes) gates(j *job, rt nudge.Runtime, now time.Time) verdict {
+// deliver delivers j, taken out of lane l, into runtime rt's pane: an attempt, its
+// outcome judged and applied, and its Enter stage after the typing.
+func (p *Pipeline) deliver(l *lane, j *job, rt nudge.Runtime) {
+	conn, err := p.deps.Conn(rt.WorkspaceID)
+	if err != nil {
+		p.apply(l, j, rt, outcome{kind: oConnDown, err: err})
+		return
+	}
+	p.carry(l, j, rt, conn, runAttempt(p.ctx, conn, p.newAttempt(l, j, rt)))
+}
+
+// carry applies an attempt's outcome o and runs the attempt's next stage, for as long as
+// the step says to go on.
+func (p *Pipeline) carry(l *lane, j *job, rt nudge.Runtime, conn Sender, o outcome) {
+	for p.apply(l, j, rt, o) {
+		o = runAttempt(p.ctx, conn, o.next)
+	}
+}
+
+// newAttempt is the attempt the lane hands to runAttempt for j.
+func (p *Pipeline) newAttempt(l *lane, j *job, rt nudge.Runtime) attempt {
 	t := j.record()
-	if !rt.Managed {
-		// Never typed into (seed 001 §4.2), also for a trigger that came back to the
-		// lane after waiting for another trigger's fallback.
-		return verdict{kind: fallback, code: nudge.UnmanagedRuntime, why: "runtime is not managed: live delivery skipped"}
+	target := paneTarget(rt)
+	prof, ok := p.deps.Runtimes.Profile(rt.Agent)
+	return attempt{
+		env: &p.env, pane: &l.paneWatch, tctx: j.traceCtx(),
+		t: t, rt: rt, prof: prof, profOK: ok, target: target, envelope: j.envelope,
+		received: j.received, detail: newDetail(t, target, p.deps.Gates != nil),
+		maybeTyped: j.maybeTyped, keysOnly: j.keysOnly, typedBusy: j.clocks.typedBusy,
+		submitSeq: j.clocks.submitSeq, unshownSince: j.clocks.unshownSince,
 	}
-	switch rt.Status {
-	case nudge.StatusFailed:
-		if why := ls.fin.refusedKeys(rt); why != "" {
-			return verdict{kind: fail, code: nudge.SendKeysError, why: "runtime is failed: " + why + " (nudge restart " + rt.RuntimeID + " once tmux takes keys again)"}
-		}
-		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + string(rt.Status)}
-	case nudge.StatusOffline, nudge.StatusDeregistered, nudge.StatusExited:
-		if st, ok := ls.deps.Runtimes.(interface{ Stopped(string) bool }); ok && rt.Status == nudge.StatusOffline && st.Stopped(rt.RuntimeID) {
-			// Stopped by an operator: it stays down; no fallback starts it again.
-			return verdict{kind: fail, code: nudge.RuntimeStopped, why: "runtime " + rt.RuntimeID +
-				" was stopped (nudge stop) and stays stopped: start it again with `nudge restart " + rt.RuntimeID + "`"}
-		}
-		return verdict{kind: fallback, code: nudge.PaneDead, why: "runtime is " + string(rt.Status)}
-	case nudge.StatusStarting, nudge.StatusFallbackResume, nudge.StatusSpawnRecovery:
-		return ls.startingHold(j, rt, now)
-	}
-	key := threadKey(t)
-	if t.ThreadID != "" && t.ScheduleID == "" {
-		if b, why := ls.loops.blocked(key); b {
-			return verdict{kind: fail, code: nudge.ThreadAutoBlocked, why: why}
-		}
-	}
-	if t.ForceOverride {
-		// Explicit operator intent (seed 000 §13.2, §14: force-inject a deferred trigger):
-		// past the pause, the breaker, the operator and the readiness. Past the rate limit
-		// and a dialog only when an operator forced it (Force, admin): a force_override
-		// asked with the trigger is a trigger token's own word, and the runtime's budget
-		// and the dialog's answer verb hold for it.
-		if j.forced.Load() {
-			return verdict{kind: proceed}
-		}
-		if ok, until := ls.rateCheck(t, now); !ok {
-			return verdict{kind: hold, code: nudge.TriggerRateLimited, why: "rate limit reached (force_override does not lift it; an operator's nudge force does)", until: until}
-		}
-		// Nor into a dialog: typed there, its Enter answers it, for a caller that may not
-		// answer dialogs (the answer verb), past the live-dialog rule and the audit.
-		if ls.deps.Gates != nil && ls.deps.Gates.Readiness(rt) == nudge.NeedsConfirmation {
-			return ls.holdFor(j, rt, now, nudge.AgentNeedsConfirmation, "agent shows a dialog: force_override does not type into it (answer it: nudge answer; an operator's nudge force does)", time.Time{})
-		}
-		return verdict{kind: proceed}
-	}
-	// A fallback's own delivery into the runtime it launched (the prompt that used to go
-	// on that launch's command line) is not held by the breaker its failure opened.
-	if until, why, open := ls.breakers.admit(rt.RuntimeID, t.TriggerID, now); open && t.Fallback == "" {
-		return ls.holdFor(j, rt, now, nudge.RuntimeCooldown, why, until)
-	}
-	if rt.Paused {
-		return ls.holdFor(j, rt, now, nudge.RuntimePaused, "triggers paused for this runtime", time.Time{})
-	}
-	if ok, until := ls.rateCheck(t, now); !ok {
-		return verdict{kind: hold, code: nudge.TriggerRateLimited, why: "rate limit reached", until: until}
-	}
-	if v, held := ls.collision(j, t, rt, now); held {
-		return v
-	}
-	if v, held := ls.syncGate(j, rt, now); held {
-		return v
-	}
-	return ls.readiness(j, rt, now)
 }
 
-// startingHold holds a trigger for a runtime that cannot take one yet: still starting (its
-// agent has not shown READY: RUNTIME_STARTING until its start deadline, when the registry
-// fails the start and the trigger takes the fallback path), or being relaunched by a
-// fallback (FALLBACK_IN_PROGRESS on the hold clock: a resume run in the runtime's pane
-// reads no input). Nothing is typed into it meanwhile.
-func (ls *lanes) startingHold(j *job, rt nudge.Runtime, now time.Time) verdict {
-	why := "runtime is " + rt.Status + ": not ready for input yet"
-	if rt.Status != nudge.StatusStarting {
-		return ls.holdFor(j, rt, now, nudge.FallbackInProgress, string(why), time.Time{})
-	}
-	v := verdict{kind: hold, code: nudge.RuntimeStarting, why: string(why)}
-	if sd, ok := ls.deps.Runtimes.(interface{ StartDeadline(string) time.Time }); ok {
-		if until := sd.StartDeadline(rt.RuntimeID); until.After(now) {
-			v.until = until
-		}
-	}
-	return v
+// needsPaneCheck says whether to ask tmux about the pane before typing. It may be skipped
+// only on the hot path's best case: the lane's last delivery was confirmed (nothing of
+// ours is left in the input line), nothing may have been typed for this trigger before,
+// the detectors watch for copy mode and pane death, and the text goes by send-keys (a
+// paste into a dead pane crashes tmux 3.3a, so a paste is always preceded by the check).
+func needsPaneCheck(w *paneWatch, maybeTyped bool, attempts int, gates bool, envelope string) bool {
+	return !w.clean.Load() || maybeTyped || attempts > 0 || !gates || NeedsPaste(envelope)
 }
 
-func (ls *lanes) collision(j *job, t nudge.Trigger, rt nudge.Runtime, now time.Time) (verdict, bool) {
-	if ls.deps.Gates == nil {
-		return verdict{}, false
+// jobView is what next reads of j (on runtime rt) now.
+func (p *Pipeline) jobView(j *job, rt nudge.Runtime) jobView {
+	ackNow := p.deps.Acks == nil
+	if !ackNow {
+		prof, _ := p.deps.Runtimes.Profile(rt.Agent)
+		ackNow = prof.SubmittedIsAck
 	}
-	busy, until, why := ls.deps.Gates.Collision(rt)
-	if !busy {
-		j.deferStart, j.collided = time.Time{}, false
-		return verdict{}, false
+	return jobView{
+		windows: p.windows(p.cfg.Now()), recheck: p.cfg.DeferRecheck, retries: p.cfg.AckRetries, backoff: p.cfg.Backoff,
+		t: j.record(), clocks: j.clocks, host: rt.Host, closing: p.ctx.Err() != nil, ackNow: ackNow,
 	}
-	if j.deferStart.IsZero() {
-		j.deferStart = now
-	}
-	limit := j.deferStart.Add(ls.cfg.MaxDefer)
-	if !now.Before(limit) {
-		return ls.operatorHold(j, rt.RuntimeID, j.deferStart, until, now, why), true
-	}
-	if until.IsZero() || until.After(limit) {
-		until = limit
-	}
-	return verdict{kind: hold, code: nudge.OperatorBusy, why: why, until: until}, true
 }
 
-// readiness holds a trigger for an agent that cannot take it now: a confirmation dialog
-// (never typed into unless forced), or, for an agent that does not queue input, a busy
-// or not understood screen.
-func (ls *lanes) readiness(j *job, rt nudge.Runtime, now time.Time) verdict {
-	if ls.deps.Gates == nil {
-		return verdict{kind: proceed}
+// apply judges outcome o of j's attempt in lane l (next) and applies the step. It reports
+// whether the attempt goes on with its next stage (o.next).
+func (p *Pipeline) apply(l *lane, j *job, rt nudge.Runtime, o outcome) (goOn bool) {
+	st := next(p.jobView(j, rt), o)
+	j.clocks = st.clocks
+	if st.turn {
+		p.takeTurn(j)
 	}
-	if in, ok := ls.deps.Gates.(Intake); ok {
-		// Also for an agent that queues input: typed now, the prompt would wait behind the
-		// one it reads, and its receipt would not say so.
-		if id, until, ok := in.Intaking(rt); ok && id != j.id() {
-			v := ls.holdFor(j, rt, now, nudge.AgentBusy, "agent is BUSY taking in trigger "+id+
-				"'s prompt: it left the composer and the agent has drawn nothing since", until)
-			v.poll = intakePoll
-			return v
+	if st.retyped {
+		j.endTask()
+	}
+	if st.timed {
+		j.received = time.Time{}
+	}
+	if st.maybeTyped {
+		j.maybeTyped = true
+	}
+	if st.collision != nil {
+		p.collided(j, *st.collision)
+	}
+	d := o.detail
+	switch st.kind {
+	case sGoOn:
+		p.markInjected(j, d, st.newAttempt, st.backend)
+		return true
+	case sSubmitted:
+		if st.inject {
+			p.markInjected(j, d, st.newAttempt, st.backend)
 		}
+		if st.queued {
+			j.update(p.cfg.Now(), func(t *nudge.Trigger) { t.QueuedInAgent = true })
+		}
+		p.markSubmitted(j, d, st.note, st.ackNow)
+	case sAcked:
+		p.finishAcked(j, st.signal)
+	case sFailed:
+		p.finishFailed(j, st.code, st.why)
+	case sFallback:
+		p.startFallback(j, st.code, st.why)
+	case sKeysRefused:
+		p.keysRefused(j, st.err)
+	case sDefer:
+		if st.connWaits {
+			p.log.Debug("control connection down: trigger waits", "trigger_id", j.id(), "err", st.err)
+		}
+		if st.hold.kind == hold {
+			p.markDeferred(j, st.hold, p.cfg.Now())
+		}
+		j.markDecided() // answered as it stands (queued, deferred, or injected)
+		if l == nil {
+			l = p.laneFor(j.record().RuntimeID)
+		}
+		l.push(j, true)
+	case sYield:
+		if !p.yieldTo(l, j, st.pending) {
+			return p.apply(l, j, rt, outcome{kind: oPaneHeld, v: verdict{kind: hold, code: nudge.InputLineBusy,
+				why: "the input line holds trigger " + st.pending + "'s prompt, never entered"}})
+		}
+	case sAckWait:
+		p.ackWaitAgain(j)
+	case sRetry:
+		p.retry(j, st.wait)
 	}
-	prof, _ := ls.deps.Runtimes.Profile(rt.Agent)
-	var code nudge.Code
-	r := ls.deps.Gates.Readiness(rt)
-	if w, ok := ls.deps.Gates.(Working); ok {
-		j.typedBusy = r == nudge.Busy && w.Working(rt) // let through only if the agent queues input
+	return false
+}
+
+// yieldTo puts the in-flight trigger id at the front of l, ahead of j, and reports
+// whether it could: its envelope waits unentered at the cursor, and it needs only Enter.
+func (p *Pipeline) yieldTo(l *lane, j *job, id string) bool {
+	pj := p.inflight(id)
+	if pj == nil || !l.remove(pj) { // only a trigger waiting in this lane, not one in an ack wait or a fallback
+		return false
 	}
-	switch {
-	case r == nudge.NeedsConfirmation:
-		code = nudge.AgentNeedsConfirmation
-	case r == nudge.Busy && !prof.QueuesInput:
-		code = nudge.AgentBusy
-	case r == nudge.Unknown && !prof.QueuesInput:
-		code = nudge.AgentUnknown
-	}
-	if code == "" {
-		return verdict{kind: proceed}
-	}
-	return ls.holdFor(j, rt, now, code, "agent is "+string(ls.deps.Gates.Readiness(rt)), time.Time{})
+	pj.maybeTyped, pj.clocks.retryAt = true, time.Time{}
+	l.push(j, true)
+	l.push(pj, true)
+	return true
 }
 
 // takeTurn counts the delivery for the rate limiter and the loop guard.
-func (ls *lanes) takeTurn(j *job) {
+func (p *Pipeline) takeTurn(j *job) {
 	t := j.record()
-	key, now := threadKey(t), ls.cfg.Now()
-	ls.rate.take(key, now)
-	ls.perRT.take(runtimeKey(t), now)
+	key, now := threadKey(t), p.cfg.Now()
+	p.gate.rate.take(key, now)
+	p.gate.perRT.take(runtimeKey(t), now)
 	if t.ThreadID != "" && t.ScheduleID == "" && t.Attempts == 0 {
-		if tripped, why := ls.loops.turn(key, t.Prompt); tripped {
-			ls.log.Warn("thread auto-blocked", "thread_id", t.ThreadID, "agent_id", t.Agent, "why", why)
+		if tripped, why := p.gate.loops.turn(key, t.Prompt); tripped {
+			p.log.Warn("thread auto-blocked", "thread_id", t.ThreadID, "agent_id", t.Agent, "why", why)
 		}
 	}
 }
@@ -460,9 +477,9 @@ const intakePoll = 100 * time.Millisecond
 // rateCheck applies both rate limits: the thread's (RateLimit), and the runtime's over
 // all its threads (RuntimeRate), so no count of thread ids, and neither name of the
 // agent, buys a runtime more triggers. Refused, it says when both let one through.
-func (ls *lanes) rateCheck(t nudge.Trigger, now time.Time) (bool, time.Time) {
-	okThread, untilThread := ls.rate.check(threadKey(t), now)
-	okRT, untilRT := ls.perRT.check(runtimeKey(t), now)
+func (p *Pipeline) rateCheck(t nudge.Trigger, now time.Time) (bool, time.Time) {
+	okThread, untilThread := p.gate.rate.check(threadKey(t), now)
+	okRT, untilRT := p.gate.perRT.check(runtimeKey(t), now)
 	switch {
 	case okThread && okRT:
 		return true, time.Time{}
@@ -492,8 +509,8 @@ func threadKey(t nudge.Trigger) string { return runtimeKey(t) + "\x00" + t.Threa
 
 // agentKey is workspace/role of the runtime a caller names agent (its role or its
 // agent_id), or workspace/agent when there is none.
-func (ls *lanes) agentKey(workspace, agent string) string {
-	if rt, ok := ls.deps.Runtimes.Lookup(workspace, agent); ok {
+func (p *Pipeline) agentKey(workspace, agent string) string {
+	if rt, ok := p.deps.Runtimes.Lookup(workspace, agent); ok {
 		return rt.WorkspaceID + "/" + rt.Role
 	}
 	return workspace + "/" + agent

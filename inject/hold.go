@@ -2,7 +2,6 @@ package inject
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -31,7 +30,7 @@ import (
 //	control connection down      (state unchanged)         MaxDefer, then TARGET_NOT_FOUND
 //	remote host unreachable      HOST_UNREACHABLE          MaxDefer, then HOST_UNREACHABLE (injected: unchanged)
 //	ack wait                     (submitted)               ack timeout x retries, then ACK_TIMEOUT
-//	retry of a prompt taken      AGENT_BUSY                MaxHold (holdUnshown: the agent took it
+//	retry of a prompt taken      AGENT_BUSY                MaxHold (next: unshown; the agent took it
 //	  but not drawn since                                  and drew nothing yet), then ACK_TIMEOUT
 //
 // An expired hold ends in DEFER_TIMEOUT and the fallback chain (failed, with the
@@ -48,41 +47,18 @@ func agentHold(code nudge.Code) bool {
 	return false
 }
 
-// holdFor holds j on the hold clock for an agent or runtime state. until is when the
-// state may end, if known. Once MaxHold has passed since the hold began, the verdict is
-// DEFER_TIMEOUT and the fallback chain, with the last screen lines as evidence.
-func (ls *lanes) holdFor(j *job, rt nudge.Runtime, now time.Time, code nudge.Code, why string, until time.Time) verdict {
-	if j.holdStart.IsZero() {
-		j.holdStart = now
-	}
-	limit := j.holdStart.Add(ls.cfg.MaxHold)
-	if !now.Before(limit) {
-		v := verdict{kind: fallback, code: nudge.DeferTimeout,
-			why: fmt.Sprintf("held %s past the max hold (%s): %s%s", code, ls.cfg.MaxHold, why, ls.evidence(rt))}
-		if code == nudge.RuntimePaused {
-			// An operator paused the runtime: no fallback launches an agent in its stead.
-			v.kind, v.why = fail, fmt.Sprintf("held %s past the max hold (%s): %s", code, ls.cfg.MaxHold, why)
-		}
-		return v
-	}
-	if until.IsZero() || until.After(limit) {
-		until = limit
-	}
-	return verdict{kind: hold, code: code, why: why, until: until}
-}
-
 // evidenceLines is how many of the pane's last non-blank lines a failure quotes.
 const evidenceLines = 8
 
 // evidence returns the pane's last screen lines, redacted, for the receipt of a hold that
 // expired ("" if the pane cannot be read). It runs only at the end of a hold: one capture
 // through the control connection, no fork.
-func (ls *lanes) evidence(rt nudge.Runtime) string {
-	conn, err := ls.deps.Conn(rt.WorkspaceID)
+func (p *Pipeline) evidence(rt nudge.Runtime) string {
+	conn, err := p.deps.Conn(rt.WorkspaceID)
 	if err != nil {
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(ls.ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
 	defer cancel()
 	r, err := conn.Do(ctx, "capture-pane -p -J -t "+quote(paneTarget(rt)))
 	if err != nil || r == nil {

@@ -25,22 +25,12 @@ type job struct {
 	outcomeLogged bool       // its final outcome was logged at info (under pmu)
 	maybeTyped    bool       // an earlier incarnation may have typed it: look before typing
 	keysOnly      bool       // withdrawn from the agent's channel (or it failed): typed from now on
-	deferStart    time.Time  // when the current collision deferral began
-	collided      bool       // its collision event went out for the current deferral (operatorHold)
-	holdStart     time.Time  // when the current agent or runtime hold began (busy, confirming, paused, ...)
 	counted       bool       // its live failure was counted by the runtime's breaker
-	paneHold      time.Time  // when the pane check began holding it (copy mode, a pending envelope)
-	retryAt       time.Time  // a retry waits until then
-	connWait      time.Time  // when it began waiting for a control connection (awaitConn)
 	received      time.Time  // when its request came in (zero once its first typing is timed)
-	typedBusy     bool       // the readiness gate last saw the agent at work on its screen (it let it through: the agent queues input)
 
-	// A TUI took its last typing out of the composer at output count submitSeq (0: not
-	// confirmed so, or typed again since); unshownSince is when a retry began waiting for
-	// the pane to draw anything after that (holdUnshown).
-	submitSeq    uint64
-	unshownSince time.Time
-	ackFrom      time.Time // the ack wait counts from then, not from the submit (zero: the submit)
+	// clocks are its holds' clocks and the marks its steps leave (decide's and next's),
+	// changed only as the lane applies a verdict or a step.
+	clocks jobClocks
 
 	// cause is the code and message that sent it to its fallback (read and written under
 	// mu, inside update): a live delivery into the runtime the fallback started keeps
@@ -81,7 +71,8 @@ func newJob(t nudge.Trigger, recovered bool) *job {
 	return &job{t: t, created: make(chan struct{}), decided: make(chan struct{}), maybeTyped: recovered}
 }
 
-func (j *job) decide() { j.decideOnce.Do(func() { close(j.decided) }) }
+// markDecided says that the lane made its first decision on j: typed, parked or failed.
+func (j *job) markDecided() { j.decideOnce.Do(func() { close(j.decided) }) }
 
 func (j *job) record() nudge.Trigger {
 	j.mu.Lock()
@@ -101,6 +92,25 @@ func (j *job) update(now time.Time, fn func(*nudge.Trigger)) nudge.Trigger {
 }
 
 func tp(t time.Time) *time.Time { return &t }
+
+// jobClocks are a job's hold clocks and the marks its steps leave: the gates' (decide)
+// and the attempt's and ack wait's (next).
+type jobClocks struct {
+	holdStart  time.Time // when the current agent or runtime hold began (busy, confirming, paused, ...)
+	deferStart time.Time // when the current collision deferral began
+	collided   bool      // its collision event went out for the current deferral (operatorHold)
+	typedBusy  bool      // the readiness gate last saw the agent at work on its screen (it let it through: the agent queues input)
+	paneHold   time.Time // when the pane check began holding it (copy mode, a pending envelope)
+	connWait   time.Time // when it began waiting for a control connection (connStep)
+	retryAt    time.Time // a retry or a hold waits until then
+
+	// A TUI took its last typing out of the composer at output count submitSeq (0: not
+	// confirmed so, or typed again since); unshownSince is when a retry began waiting for
+	// the pane to draw anything after that (unshown).
+	submitSeq    uint64
+	unshownSince time.Time
+	ackFrom      time.Time // the ack wait counts from then, not from the submit (zero: the submit)
+}
 
 // ResultFor is the seed's result word for a receipt (docs/orchestrators.md, "Receipts"): queued, injected
 // and submitted are pending, deferred is deferred, acked is delivered (also when a

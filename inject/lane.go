@@ -3,13 +3,19 @@ package inject
 import (
 	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
-// lane is one runtime's delivery queue and its view of the pane's output activity.
-// One goroutine (runLane) owns the front of the queue.
+// lane is one runtime's delivery queue and its view of the runtime's pane (paneWatch).
+// One goroutine (Pipeline.runLane) owns the front of the queue: it makes the lane's
+// decisions and deliveries, and whoever holds the lane's turn (that goroutine, or a
+// request's typing inline) is the only code that changes a job while it is in the lane
+// or being delivered from it. A job leaves the lane for its ack wait or its fallback
+// chain, whose goroutines apply their own ends.
 type lane struct {
 	id string
+	paneWatch
 
 	mu    sync.Mutex
 	queue []*job
@@ -17,24 +23,24 @@ type lane struct {
 
 	// turn is held by whoever makes the lane's decisions and deliveries: its goroutine
 	// (runLane), or a request's goroutine typing a trigger into an idle lane
-	// (typeInline). Under turn: inline says a delivery runs on a request's goroutine,
-	// and cont is the rest of a delivery typed that way, for the lane's goroutine.
-	turn   sync.Mutex
-	inline bool
-	cont   func()
+	// (typeInline). Under turn: cont is the rest of a delivery typed that way (its
+	// typing's outcome), for the lane's goroutine.
+	turn sync.Mutex
+	cont typed
+}
 
-	clean   atomic.Bool   // the last delivery here was confirmed: no envelope of ours is left unentered
-	cursorY atomic.Int32  // the cursor's row at the last pane check (-1: not known yet)
-	lastOut atomic.Int64  // unix nanos of the latest output chunk
-	outSeq  atomic.Uint64 // output chunks seen
-	nmu     sync.Mutex
-	notify  chan struct{} // closed and replaced on output while waiters exist
-	waiters atomic.Int32
+// typed is a delivery whose typing a request's goroutine made (typeInline): its outcome
+// (oTyped), for the lane's goroutine to record and go on with (its Enter stage).
+type typed struct {
+	j    *job // nil: none
+	rt   nudge.Runtime
+	conn Sender
+	o    outcome
 }
 
 func newLane(id string) *lane {
-	l := &lane{id: id, wake: make(chan struct{}, 1), notify: make(chan struct{})}
-	l.cursorY.Store(-1)
+	l := &lane{id: id, wake: make(chan struct{}, 1)}
+	l.paneWatch.init()
 	return l
 }
 
@@ -85,95 +91,60 @@ func (l *lane) depth() int {
 	return len(l.queue)
 }
 
-// observe records a chunk of pane output. It runs on the control connection's read
-// goroutine: no allocation, no blocking.
-func (l *lane) observe(now time.Time) {
-	l.lastOut.Store(now.UnixNano())
-	l.outSeq.Add(1)
-	if l.waiters.Load() > 0 {
-		l.nmu.Lock()
-		close(l.notify)
-		l.notify = make(chan struct{})
-		l.nmu.Unlock()
+// lanes are the pipeline's lanes by runtime id.
+type lanes struct {
+	mu sync.Mutex
+	m  map[string]*lane
+
+	// delivering counts the deliveries in progress: typing, the echo wait, Enter and
+	// its confirmation, on a lane's goroutine or typed by a request's (typeInline, then
+	// the lane's cont). While it is above zero a new trigger is not typed on its
+	// request's goroutine and its request does not wait for its lane: the answer would
+	// wait behind the other deliveries' commands in tmux and its own typing (an accept's
+	// p99 under a backlog was the typing's).
+	delivering atomic.Int32
+}
+
+// laneFor returns runtime id's lane, starting it (and its goroutine) if needed.
+func (p *Pipeline) laneFor(id string) *lane {
+	p.lanes.mu.Lock()
+	defer p.lanes.mu.Unlock()
+	l, ok := p.lanes.m[id]
+	if !ok {
+		l = newLane(id)
+		p.lanes.m[id] = l
+		p.goIfOpen(func() { p.runLane(l) })
+	}
+	return l
+}
+
+// lane returns runtime id's lane, nil if it has none. It never blocks for long: the
+// control connection's read goroutine calls it for every chunk of output (Observe).
+func (p *Pipeline) lane(id string) *lane {
+	p.lanes.mu.Lock()
+	defer p.lanes.mu.Unlock()
+	return p.lanes.m[id]
+}
+
+// kick makes runtime id's lane look again now.
+func (p *Pipeline) kick(id string) {
+	if l := p.lane(id); l != nil {
+		l.kick()
 	}
 }
 
-func (l *lane) outputChan() <-chan struct{} {
-	l.nmu.Lock()
-	defer l.nmu.Unlock()
-	return l.notify
-}
-
-// settle waits until output has arrived after seq and then stayed quiet for quiet, or
-// until max has passed. It reports whether any output arrived. With quiet 0 it returns at
-// the first output. It is woken by the first output only; after that its timer reads
-// lastOut.
-func (l *lane) settle(done <-chan struct{}, now func() time.Time, seq uint64, quiet, max time.Duration) bool {
-	l.waiters.Add(1)
-	registered := true
-	defer func() {
-		if registered {
-			l.waiters.Add(-1)
-		}
-	}()
-	deadline := now().Add(max)
-	timer := time.NewTimer(max)
-	defer timer.Stop()
-	for {
-		ch := l.outputChan()
-		t := now()
-		seen := l.outSeq.Load() != seq
-		if seen && registered {
-			l.waiters.Add(-1) // no more wake-ups needed
-			registered = false
-		}
-		if seen {
-			idle := t.Sub(time.Unix(0, l.lastOut.Load()))
-			if idle >= quiet {
-				return true
-			}
-			resetTimer(timer, minDur(quiet-idle, deadline.Sub(t)))
-		} else {
-			resetTimer(timer, deadline.Sub(t))
-		}
-		if !t.Before(deadline) {
-			return seen
-		}
-		if seen {
-			// Output has come: only its end matters now, and lastOut tells it when the
-			// timer fires. Waking at every further chunk would cost a goroutine switch
-			// per %output line of a streaming pane.
-			select {
-			case <-done:
-				return seen
-			case <-timer.C:
-			}
-			continue
-		}
-		select {
-		case <-done:
-			return seen
-		case <-ch:
-		case <-timer.C:
-		}
+// enqueue puts j at the back of its runtime's lane, starting the lane if needed. A job
+// that queues behind others, or while any delivery is in progress, has had its first
+// decision: it waits its turn (Submit answers "queued" at once instead of
+// waiting on the deliveries in progress and on its own typing behind them).
+func (p *Pipeline) enqueue(j *job) {
+	if behind := p.laneFor(j.t.RuntimeID).push(j, false); behind || p.lanes.delivering.Load() > 0 {
+		j.markDecided()
 	}
 }
 
-func resetTimer(t *time.Timer, d time.Duration) {
-	if d < 0 {
-		d = 0
+func (p *Pipeline) removeFromLane(j *job) {
+	if l := p.lane(j.record().RuntimeID); l != nil {
+		l.remove(j)
 	}
-	t.Stop()
-	select {
-	case <-t.C:
-	default:
-	}
-	t.Reset(d)
-}
-
-func minDur(a, b time.Duration) time.Duration {
-	if a < b {
-		return a
-	}
-	return b
 }

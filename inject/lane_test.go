@@ -69,7 +69,7 @@ func TestSettleDoneDeregisters(t *testing.T) {
 // With nothing delivering and nothing ahead, the lane decides as before.
 func TestAcceptWhileDelivering(t *testing.T) {
 	p := newWaitPipeline(t, nil)
-	ls := p.lanes
+	ls := &p.lanes
 	newFor := func(id, rt string) *job {
 		ls.mu.Lock()
 		if ls.m[rt] == nil {
@@ -87,17 +87,17 @@ func TestAcceptWhileDelivering(t *testing.T) {
 		}
 	}
 	idle := newFor("a1", "rt_a")
-	ls.enqueue(idle)
+	p.enqueue(idle)
 	if decided(idle) {
 		t.Fatal("a1 decided at enqueue with nothing ahead and nothing delivering: its lane decides")
 	}
 	ls.delivering.Add(1) // another lane is typing, waiting for an echo or confirming Enter
 	defer ls.delivering.Add(-1)
 	busy := newFor("b1", "rt_b")
-	if ls.typeInline(busy) {
+	if p.typeInline(busy) {
 		t.Fatal("b1 typed on its request's goroutine while another delivery was in progress")
 	}
-	ls.enqueue(busy)
+	p.enqueue(busy)
 	if !decided(busy) {
 		t.Fatal("b1 not decided at enqueue while another delivery was in progress: its request waits for its typing")
 	}

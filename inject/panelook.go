@@ -11,7 +11,7 @@ import (
 	"github.com/nudgehq/nudge/controlmode"
 )
 
-// The typist's looks at a pane: one round trip each, read by pure functions of tmux's
+// An attempt's looks at a pane: one round trip each, read by pure functions of tmux's
 // answer (the cursor's row, the pane's identity), so tests feed them recorded answers.
 
 // paneCheck asks tmux, in one round trip, whether the pane exists, is alive and is not in
@@ -28,7 +28,7 @@ import (
 //
 // seen is the pane's identity in the same server step (its id, dead or not, its pid):
 // the final check after Enter reads it instead of asking tmux again.
-func paneCheck(ctx context.Context, conn Sender, target string, l *lane) (v verdict, stop bool, pending string, seen []string) {
+func paneCheck(ctx context.Context, conn Sender, target string, l *paneWatch) (v verdict, stop bool, pending string, seen []string) {
 	from := -1 // the whole screen
 	if l != nil {
 		if y := int(l.cursorY.Load()); y >= 0 {
@@ -48,7 +48,7 @@ const cursorMargin = 8
 
 // paneCheckFrom is paneCheck with the capture starting at screen row from (-1: the whole
 // screen). again says that rows above from are needed to decide.
-func paneCheckFrom(ctx context.Context, conn Sender, target string, l *lane, from int) (v verdict, stop bool, pending string, seen []string, again bool) {
+func paneCheckFrom(ctx context.Context, conn Sender, target string, l *paneWatch, from int) (v verdict, stop bool, pending string, seen []string, again bool) {
 	capture := "capture-pane -p -t " + quote(target)
 	if from > 0 {
 		capture += " -S " + strconv.Itoa(from)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -241,16 +242,40 @@ type Request struct {
 	Received time.Time `json:"-"`
 }
 
-// Pipeline accepts triggers and drives each to a final receipt. It is the façade over its
-// parts, which it wires in New: the lanes (one per runtime: order, gates, holds), the
-// typist (guarded typing, echo, Enter) and the finisher (acks, retries, the fallback
-// chain), all sharing the core (policy, collaborators, goroutines, the triggers in
-// flight). Close stops every goroutine of every part.
+// Pipeline accepts triggers and drives each to a final receipt. It is the one owner of
+// everything the trigger pipeline keeps: the policy and collaborators (read-only after
+// New), the goroutines it starts (Close cancels and joins them all), the ledger of
+// triggers in flight, the lanes (one per runtime: order, gates, holds; lane.go), the
+// gates' state (gateState) and the fallback bookkeeping (fallbacks). Its parts hold no
+// pointer to one another: a lane's goroutine decides (decide), attempts (runAttempt),
+// judges (next) and applies, in that order (flow.go).
 type Pipeline struct {
-	*core
-	lanes  *lanes
-	typist *typist
-	fin    *finisher
+	cfg    Config
+	deps   Deps
+	log    hclog.Logger
+	env    attemptEnv      // what each attempt asks of Deps and Config
+	ctx    context.Context // ends on Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine the pipeline starts
+	opened time.Time
+
+	mu      sync.Mutex
+	jobs    map[string]*job // triggers not yet closed, by id
+	closed  bool            // Close has begun: no lane, SubmitAsync or inline typing starts
+	waiters watchers        // Wait's: woken by changed
+
+	lanes lanes     // by runtime id (lane.go)
+	gate  gateState // the rate limits, the loop guard, the breakers, the sync holds
+	fb    fallbacks // the fallback chains' bookkeeping (finish.go)
+}
+
+// gateState is what the gates count and hold across triggers, each under its own lock.
+type gateState struct {
+	rate     *rateLimiter // per thread of a runtime
+	perRT    *rateLimiter // per runtime, over all its threads
+	loops    *loopGuard
+	breakers *breakers
+	syncs    syncHolds // workers waiting for an orchestrator's sync (synchold.go)
 }
 
 // New returns a pipeline; call Open to start it.
@@ -263,19 +288,19 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 		return nil, errors.New("inject: Store, Runtimes and Conn are required")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &core{cfg: cfg, deps: deps, log: cfg.Logger.Named("inject"), ctx: ctx, cancel: cancel, jobs: map[string]*job{}}
-	ls := &lanes{core: c, m: map[string]*lane{},
-		rate:  newRateLimiter(store.GateRate, cfg.RateLimit, cfg.RatePer),
-		perRT: newRateLimiter(store.GateRuntimeRate, cfg.RuntimeRate, cfg.RatePer),
-		loops: newLoopGuard(cfg.LoopTurns, cfg.LoopRepeats),
+	p := &Pipeline{cfg: cfg, deps: deps, log: cfg.Logger.Named("inject"), ctx: ctx, cancel: cancel, jobs: map[string]*job{},
+		env: attemptEnv{gates: deps.Gates, acks: deps.Acks, channel: deps.Channel, now: cfg.Now, onTyped: cfg.OnTyped,
+			echoTimeout: cfg.EchoTimeout, submitTimeout: cfg.SubmitTimeout, submitQuiet: cfg.SubmitQuiet},
+		lanes: lanes{m: map[string]*lane{}},
+		gate: gateState{
+			rate:     newRateLimiter(store.GateRate, cfg.RateLimit, cfg.RatePer),
+			perRT:    newRateLimiter(store.GateRuntimeRate, cfg.RuntimeRate, cfg.RatePer),
+			loops:    newLoopGuard(cfg.LoopTurns, cfg.LoopRepeats),
+			breakers: newBreakers(cfg.BreakerFailures, cfg.BreakerCooldown),
+		},
+		fb: newFallbacks(),
 	}
-	ls.breakers = newBreakers(cfg.BreakerFailures, cfg.BreakerCooldown, ls.breakerChanged)
-	fin := &finisher{core: c, lanes: ls, breakers: ls.breakers,
-		fallingBack: map[string]bool{}, aside: map[string]string{}, launched: map[string]paneLaunch{}, refused: map[string]refusal{},
-		asides: map[string]time.Time{}, collecting: map[string]bool{}, retiring: map[string]bool{}}
-	ty := &typist{core: c, lanes: ls, fin: fin}
-	ls.typist, ls.fin = ty, fin
-	return &Pipeline{core: c, lanes: ls, typist: ty, fin: fin}, nil
+	return p, nil
 }
 
 // Open resumes every trigger the store holds as not closed: queued and deferred ones are
@@ -283,23 +308,23 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 // submitted ones wait for their ack.
 func (p *Pipeline) Open() error {
 	p.opened = p.cfg.Now()
-	p.lanes.restoreBreakers()
+	p.restoreBreakers()
 	gates, err := p.deps.Store.ListGates()
 	if err != nil {
 		return fmt.Errorf("load gates: %w", err)
 	}
-	p.lanes.restoreGates(gates, p.opened)
+	p.restoreGates(gates, p.opened)
 	open, err := p.deps.Store.ListTriggers(store.TriggerFilter{OpenOnly: true})
 	if err != nil {
 		return fmt.Errorf("resume triggers: %w", err)
 	}
 	for _, t := range open {
 		j := newJob(t, true)
-		j.envelope = p.typist.envelope(t, t.Prompt) // the stored prompt is the sanitized text
+		j.envelope = p.envelope(t, t.Prompt) // the stored prompt is the sanitized text
 		close(j.created)
 		p.adopt(j)
 	}
-	p.fin.collectAsidesLeft()
+	p.collectAsidesLeft()
 	return nil
 }
 
@@ -315,13 +340,13 @@ func (p *Pipeline) adopt(j *job) {
 		// Submitted is its ack (a program that cannot ack): the ack was decided before
 		// the daemon stopped, only its write may not have landed. Waiting for an ack
 		// that cannot come would type the prompt again.
-		p.fin.finishAcked(j, "submitted")
+		p.finishAcked(j, "submitted")
 	case t.State == nudge.StateSubmitted && t.Fallback == "":
-		p.fin.goAwaitAck(j)
+		p.goAwaitAck(j)
 	case t.RuntimeID == "":
-		p.fin.unroutable(j, false)
+		p.unroutable(j, false)
 	default:
-		p.lanes.enqueue(j)
+		p.enqueue(j)
 	}
 }
 
@@ -363,7 +388,7 @@ func newTriggerID(now time.Time) string {
 // Observe records output of a runtime's pane (echo and submit detection). It is called
 // on the control connection's read goroutine and never blocks.
 func (p *Pipeline) Observe(runtimeID string) {
-	if l := p.lanes.get(runtimeID); l != nil {
+	if l := p.lane(runtimeID); l != nil {
 		l.observe(p.cfg.Now())
 	}
 }
@@ -371,12 +396,12 @@ func (p *Pipeline) Observe(runtimeID string) {
 // Kick makes a runtime's lane re-check its deferred trigger now (the pane went quiet, a
 // draft was cleared, the runtime was resumed).
 func (p *Pipeline) Kick(runtimeID string) {
-	p.lanes.kick(runtimeID)
+	p.kick(runtimeID)
 }
 
 // Depth is the number of triggers queued for a runtime.
 func (p *Pipeline) Depth(runtimeID string) int {
-	l := p.lanes.get(runtimeID)
+	l := p.lane(runtimeID)
 	if l == nil {
 		return 0
 	}
@@ -387,18 +412,18 @@ func (p *Pipeline) Depth(runtimeID string) int {
 // on a heartbeat cursor advance or an explicit unblock. The agent is its runtime, named
 // by its role or its agent_id (agentKey).
 func (p *Pipeline) Progress(workspace, agent, thread string) {
-	prefix := p.lanes.agentKey(workspace, agent) + "\x00"
+	prefix := p.agentKey(workspace, agent) + "\x00"
 	if thread == "" {
-		p.lanes.loops.progressPrefix(prefix)
+		p.gate.loops.progressPrefix(prefix)
 		return
 	}
-	p.lanes.loops.progress(prefix + thread)
+	p.gate.loops.progress(prefix + thread)
 }
 
 // Blocked reports whether the loop guard holds thread of an agent (named by its role or
 // its agent_id), and why: a trigger on it would fail THREAD_AUTO_BLOCKED.
 func (p *Pipeline) Blocked(workspace, agent, thread string) (bool, string) {
-	return p.lanes.loops.blocked(p.lanes.agentKey(workspace, agent) + "\x00" + thread)
+	return p.gate.loops.blocked(p.agentKey(workspace, agent) + "\x00" + thread)
 }
 
 // Unblock lifts the loop guard of thread for every agent whose workspace allow accepts
@@ -406,11 +431,11 @@ func (p *Pipeline) Blocked(workspace, agent, thread string) (bool, string) {
 // unblocked, as workspace/agent.
 func (p *Pipeline) Unblock(thread string, allow func(workspace string) bool) []string {
 	var out []string
-	for _, key := range p.lanes.loops.keysOf(thread) {
+	for _, key := range p.gate.loops.keysOf(thread) {
 		agent, _, _ := strings.Cut(key, "\x00")
 		ws, _, _ := strings.Cut(agent, "/")
 		if allow(ws) {
-			p.lanes.loops.progress(key)
+			p.gate.loops.progress(key)
 			out = append(out, agent)
 		}
 	}

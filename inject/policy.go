@@ -247,22 +247,22 @@ func (g *loopGuard) progressPrefix(prefix string) {
 // restoreGates takes the rate limiter's and the loop guard's state back from the store
 // (a daemon restart neither resets a rate window nor unblocks a thread); from now on they
 // write their changes there.
-func (ls *lanes) restoreGates(gates []store.Gate, now time.Time) {
-	ls.rate.db, ls.perRT.db, ls.loops.db = ls.deps.Store, ls.deps.Store, ls.deps.Store
-	ls.rate.load(gates, now, ls.canonKey)
-	ls.perRT.load(gates, now, ls.canonKey)
-	ls.loops.load(gates, ls.canonKey)
+func (p *Pipeline) restoreGates(gates []store.Gate, now time.Time) {
+	p.gate.rate.db, p.gate.perRT.db, p.gate.loops.db = p.deps.Store, p.deps.Store, p.deps.Store
+	p.gate.rate.load(gates, now, p.canonKey)
+	p.gate.perRT.load(gates, now, p.canonKey)
+	p.gate.loops.load(gates, p.canonKey)
 }
 
 // canonKey is a stored gate key with its agent named as agentKey names it: its
 // runtime's role for an agent_id.
-func (ls *lanes) canonKey(key string) string {
+func (p *Pipeline) canonKey(key string) string {
 	agent, thread, threaded := strings.Cut(key, "\x00")
 	ws, name, ok := strings.Cut(agent, "/")
 	if !ok {
 		return key
 	}
-	agent = ls.agentKey(ws, name)
+	agent = p.agentKey(ws, name)
 	if threaded {
 		return agent + "\x00" + thread
 	}

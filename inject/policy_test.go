@@ -21,13 +21,13 @@ func TestRetryAfter(t *testing.T) {
 		{3, 0, false},
 	}
 	for i, tc := range cases {
-		wait, retry := c.retryAfter(tc.attempts)
+		wait, retry := retryAfter(tc.attempts, c.AckRetries, c.Backoff)
 		if wait != tc.wait || retry != tc.retry {
 			t.Errorf("#%d: attempts %d: got %s %v, want %s %v", i, tc.attempts, wait, retry, tc.wait, tc.retry)
 		}
 	}
 	c.AckRetries, c.Backoff = 4, []time.Duration{time.Second}
-	if wait, retry := c.retryAfter(4); wait != time.Second || !retry {
+	if wait, retry := retryAfter(4, c.AckRetries, c.Backoff); wait != time.Second || !retry {
 		t.Errorf("last backoff repeats: got %s %v", wait, retry)
 	}
 }
@@ -91,11 +91,11 @@ func (oneRuntime) Lookup(ws, name string) (nudge.Runtime, bool) {
 	return nudge.Runtime{}, false
 }
 
-func gateLanes(rateLimit, runtimeRate int) *lanes {
-	return &lanes{core: &core{deps: Deps{Runtimes: oneRuntime{}}},
+func gateLanes(rateLimit, runtimeRate int) *Pipeline {
+	return &Pipeline{deps: Deps{Runtimes: oneRuntime{}}, gate: gateState{
 		rate:  newRateLimiter(store.GateRate, rateLimit, time.Minute),
 		perRT: newRateLimiter(store.GateRuntimeRate, runtimeRate, time.Minute),
-		loops: newLoopGuard(20, 3)}
+		loops: newLoopGuard(20, 3)}}
 }
 
 // TestRateCheckPerRuntime: twelve thread ids, and the role and the agent_id of one
@@ -114,15 +114,15 @@ func TestRateCheckPerRuntime(t *testing.T) {
 			t.Fatalf("#%d: got %v until %s, want refused until %s", i+1, ok, until, t0.Add(time.Minute))
 		}
 		if ok {
-			ls.rate.take(threadKey(tr), now)
-			ls.perRT.take(runtimeKey(tr), now)
+			ls.gate.rate.take(threadKey(tr), now)
+			ls.gate.perRT.take(runtimeKey(tr), now)
 		}
 	}
 	ls = gateLanes(2, 10)
 	tr := nudge.Trigger{WorkspaceID: "w1", RuntimeID: "rt_w1.rev", Agent: "rev", ThreadID: "a"}
 	for range 2 {
-		ls.rate.take(threadKey(tr), t0)
-		ls.perRT.take(runtimeKey(tr), t0)
+		ls.gate.rate.take(threadKey(tr), t0)
+		ls.gate.perRT.take(runtimeKey(tr), t0)
 	}
 	if ok, _ := ls.rateCheck(nudge.Trigger{WorkspaceID: "w1", RuntimeID: "rt_w1.rev", Agent: "reviewer", ThreadID: "a"}, t0); ok {
 		t.Fatal("thread a by the agent_id: past the thread's budget of 2")
@@ -146,10 +146,10 @@ func TestGatesLoadUnderRuntime(t *testing.T) {
 		{Kind: store.GateRate, Key: "w1/rev\x00th", Hits: []time.Time{now.Add(-2 * time.Second)}},
 	}
 	ls.restoreGates(gates, now)
-	if b, _ := ls.loops.blocked("w1/rev\x00th"); !b {
+	if b, _ := ls.gate.loops.blocked("w1/rev\x00th"); !b {
 		t.Error("the block stored under the agent_id did not hold for the runtime")
 	}
-	if keys := ls.loops.keysOf("th"); fmt.Sprint(keys) != fmt.Sprint([]string{"w1/rev\x00th", "w9/gone\x00th"}) {
+	if keys := ls.gate.loops.keysOf("th"); fmt.Sprint(keys) != fmt.Sprint([]string{"w1/rev\x00th", "w9/gone\x00th"}) {
 		t.Errorf("loop keys: %q", keys)
 	}
 	tr := nudge.Trigger{WorkspaceID: "w1", RuntimeID: "rt_w1.rev", Agent: "rev", ThreadID: "th"}

@@ -15,16 +15,16 @@ type recordSyncer interface {
 // locked) is left to the ack wait's own reads.
 const recordSyncWait = 2 * time.Second
 
-// inRecord reads j's runtime's record to its end, and reports whether j is acked now:
-// before any retype, retry or fallback, a prompt the agent has is found in its record
-// even when the reader had not seen its write yet, and is never given again.
-func (f *finisher) inRecord(j *job) (string, bool) {
-	s, ok := f.deps.Acks.(recordSyncer)
-	if !ok || j.record().RuntimeID == "" {
+// inRecord reads runtimeID's record to its end, and reports whether trigger id is acked
+// now: before any retype, retry or fallback, a prompt the agent has is found in its
+// record even when the reader had not seen its write yet, and is never given again.
+func inRecord(ctx context.Context, acks Acker, runtimeID, id string) (string, bool) {
+	s, ok := acks.(recordSyncer)
+	if !ok || runtimeID == "" {
 		return "", false
 	}
-	ctx, cancel := context.WithTimeout(f.ctx, recordSyncWait)
-	s.SyncRecord(ctx, j.record().RuntimeID)
+	ctx, cancel := context.WithTimeout(ctx, recordSyncWait)
+	s.SyncRecord(ctx, runtimeID)
 	cancel()
-	return f.ackedNow(j)
+	return ackedNow(ctx, acks, id)
 }

@@ -19,29 +19,29 @@ type refusal struct {
 }
 
 // keysRefused fails j after tmux refused its keys, and the runtime with it.
-func (f *finisher) keysRefused(j *job, err error) {
+func (p *Pipeline) keysRefused(j *job, err error) {
 	t := j.record()
 	why := "tmux refused send-keys: " + err.Error()
-	if rt, ok := f.deps.Runtimes.Get(t.RuntimeID); ok {
-		f.mu.Lock()
-		f.refused[rt.RuntimeID] = refusal{pane: rt.PaneID, pid: rt.PID, why: why}
-		f.mu.Unlock()
-		f.transition(rt.RuntimeID, nudge.StatusFailed, "trigger "+t.TriggerID+": "+why)
+	if rt, ok := p.deps.Runtimes.Get(t.RuntimeID); ok {
+		p.fb.mu.Lock()
+		p.fb.refused[rt.RuntimeID] = refusal{pane: rt.PaneID, pid: rt.PID, why: why}
+		p.fb.mu.Unlock()
+		p.transition(rt.RuntimeID, nudge.StatusFailed, "trigger "+t.TriggerID+": "+why)
 	}
-	f.finishFailed(j, nudge.SendKeysError, why+"; the runtime is failed: nudge restart "+t.RuntimeID+" once tmux takes keys again")
+	p.finishFailed(j, nudge.SendKeysError, why+"; the runtime is failed: nudge restart "+t.RuntimeID+" once tmux takes keys again")
 }
 
 // refusedKeys reports why rt, failed, is failed because its tmux refused keys in the pane
 // it still has ("" when it failed for another reason, or was relaunched since).
-func (f *finisher) refusedKeys(rt nudge.Runtime) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r, ok := f.refused[rt.RuntimeID]
+func (p *Pipeline) refusedKeys(rt nudge.Runtime) string {
+	p.fb.mu.Lock()
+	defer p.fb.mu.Unlock()
+	r, ok := p.fb.refused[rt.RuntimeID]
 	if !ok {
 		return ""
 	}
 	if r.pane != rt.PaneID || r.pid != rt.PID {
-		delete(f.refused, rt.RuntimeID)
+		delete(p.fb.refused, rt.RuntimeID)
 		return ""
 	}
 	return r.why

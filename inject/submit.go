@@ -83,7 +83,7 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 		return Submitted{}, err
 	}
 	if !known || !rt.Managed {
-		p.fin.unroutable(j, known)
+		p.unroutable(j, known)
 	}
 	p.awaitDecision(ctx, j)
 	return Submitted{Trigger: j.record(), Created: true}, nil
@@ -124,7 +124,7 @@ func (p *Pipeline) newJobFor(req Request, text string, start time.Time) (j *job,
 		t.RuntimeID, t.Host = rt.RuntimeID, rt.Host
 	}
 	j = newJob(t, p.cfg.Now().Sub(p.opened) < p.cfg.RedeliveryCheck)
-	j.envelope = p.typist.envelope(t, text)
+	j.envelope = p.envelope(t, text)
 	j.received = req.Received
 	if j.received.IsZero() {
 		j.received = start
@@ -134,15 +134,15 @@ func (p *Pipeline) newJobFor(req Request, text string, start time.Time) (j *job,
 
 // route starts a new trigger on its way: for a managed runtime, typed at once from this
 // goroutine if its lane is idle, else queued on the lane. Any other trigger waits for its
-// create (Submit then hands it to the finisher: unroutable).
+// create (Submit then closes it or starts its fallback chain: unroutable).
 func (p *Pipeline) route(ctx context.Context, j *job, managed bool) {
 	if !managed {
 		j.endTask()
 		return
 	}
-	if !p.lanes.typeInline(j) {
+	if !p.typeInline(j) {
 		trace.Log(ctx, "lane", "enqueue")
-		p.lanes.enqueue(j)
+		p.enqueue(j)
 	}
 }
 
@@ -254,5 +254,5 @@ func (p *Pipeline) release(j *job) {
 	p.mu.Lock()
 	delete(p.jobs, j.id())
 	p.mu.Unlock()
-	p.lanes.removeFromLane(j)
+	p.removeFromLane(j)
 }

@@ -30,53 +30,52 @@ const syncPoll = 250 * time.Millisecond
 // HoldForSync holds the triggers of runtime runtimeID until the orchestrator took
 // trigger syncID (a later hold for the same runtime replaces an earlier one).
 func (p *Pipeline) HoldForSync(runtimeID, syncID string) {
-	p.lanes.syncs.mu.Lock()
-	if p.lanes.syncs.m == nil {
-		p.lanes.syncs.m = map[string]syncHold{}
+	p.gate.syncs.mu.Lock()
+	if p.gate.syncs.m == nil {
+		p.gate.syncs.m = map[string]syncHold{}
 	}
-	p.lanes.syncs.m[runtimeID] = syncHold{trigger: syncID, since: p.cfg.Now()}
-	p.lanes.syncs.mu.Unlock()
+	p.gate.syncs.m[runtimeID] = syncHold{trigger: syncID, since: p.cfg.Now()}
+	p.gate.syncs.mu.Unlock()
 }
 
 // ReleaseSync lifts the hold of runtimeID for syncID (the sync trigger was refused).
 func (p *Pipeline) ReleaseSync(runtimeID, syncID string) {
-	p.lanes.syncs.mu.Lock()
-	if h, ok := p.lanes.syncs.m[runtimeID]; ok && h.trigger == syncID {
-		delete(p.lanes.syncs.m, runtimeID)
+	p.gate.syncs.mu.Lock()
+	if h, ok := p.gate.syncs.m[runtimeID]; ok && h.trigger == syncID {
+		delete(p.gate.syncs.m, runtimeID)
 	}
-	p.lanes.syncs.mu.Unlock()
-	p.lanes.kick(runtimeID)
+	p.gate.syncs.mu.Unlock()
+	p.kick(runtimeID)
 }
 
-// syncGate holds j while its runtime waits for an orchestrator's sync.
-func (ls *lanes) syncGate(j *job, rt nudge.Runtime, now time.Time) (verdict, bool) {
-	ls.syncs.mu.Lock()
-	h, ok := ls.syncs.m[rt.RuntimeID]
-	ls.syncs.mu.Unlock()
-	if !ok || h.trigger == j.id() {
-		return verdict{}, false
+// syncView is the sync hold on runtimeID as decide reads it for trigger id (syncGate).
+func (p *Pipeline) syncView(runtimeID, id string, now time.Time) syncView {
+	p.gate.syncs.mu.Lock()
+	h, ok := p.gate.syncs.m[runtimeID]
+	p.gate.syncs.mu.Unlock()
+	if !ok || h.trigger == id {
+		return syncView{held: ok, h: h}
 	}
-	end := h.since.Add(ls.cfg.MaxHold)
-	if ls.syncTaken(h, now) || !now.Before(end) {
-		ls.syncs.mu.Lock()
-		if cur, ok := ls.syncs.m[rt.RuntimeID]; ok && cur == h {
-			delete(ls.syncs.m, rt.RuntimeID)
-		}
-		ls.syncs.mu.Unlock()
-		return verdict{}, false
+	return syncView{held: true, h: h, taken: p.syncTaken(h, now)}
+}
+
+// drop ends the sync hold h on runtimeID, unless another replaced it meanwhile.
+func (s *syncHolds) drop(runtimeID string, h syncHold) {
+	s.mu.Lock()
+	if cur, ok := s.m[runtimeID]; ok && cur == h {
+		delete(s.m, runtimeID)
 	}
-	return verdict{kind: hold, code: nudge.OrchestratorSync, until: end, poll: syncPoll,
-		why: "a human intervened in this pane: waiting for the orchestrator to take sync trigger " + h.trigger}, true
+	s.mu.Unlock()
 }
 
 // syncTaken reports whether h's sync trigger reached the orchestrator (submitted or
 // acked) or closed (failed: nothing more to wait for). One still unknown is being
 // submitted (HoldForSync comes first); unknown after syncSubmitGrace, it never will be.
-func (ls *lanes) syncTaken(h syncHold, now time.Time) bool {
+func (p *Pipeline) syncTaken(h syncHold, now time.Time) bool {
 	var t nudge.Trigger
-	if j := ls.inflight(h.trigger); j != nil {
+	if j := p.inflight(h.trigger); j != nil {
 		t = j.record()
-	} else if st, err := ls.deps.Store.GetTrigger(h.trigger); err == nil {
+	} else if st, err := p.deps.Store.GetTrigger(h.trigger); err == nil {
 		t = st
 	} else {
 		return now.Sub(h.since) >= syncSubmitGrace

@@ -115,7 +115,7 @@ func (p *Pipeline) Ack(ctx context.Context, id string) (nudge.Trigger, error) {
 		}
 		return t, nil
 	}
-	got, ok, err := p.fin.ackAfterFallback(id, "api")
+	got, ok, err := p.ackAfterFallback(id, "api")
 	switch {
 	case err != nil:
 		return got, err

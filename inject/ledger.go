@@ -1,54 +1,34 @@
 package inject
 
 import (
-	"context"
-	"sync"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/nudgehq/nudge"
 )
 
-// core is what every part of the pipeline shares: the policy and collaborators (read-only
-// after New), the context and WaitGroup of every goroutine the pipeline starts (Close
-// cancels the one and joins the other), and the ledger of triggers in flight: their jobs
-// by id (under mu) and the writes of their receipts (persist, changed, audit,
-// markDeferred), which every part makes and Wait's waiters hear of.
-type core struct {
-	cfg    Config
-	deps   Deps
-	log    hclog.Logger
-	ctx    context.Context // ends on Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // every goroutine the pipeline starts
-	opened time.Time
-
-	mu      sync.Mutex
-	jobs    map[string]*job // triggers not yet closed, by id
-	closed  bool            // Close has begun: no lane, SubmitAsync or inline typing starts
-	waiters watchers        // Wait's: woken by changed
-}
+// The ledger of triggers in flight: their jobs by id (Pipeline.jobs, under mu), the
+// goroutines the pipeline owns (its context and WaitGroup), and the writes of their
+// receipts (persist, changed, audit, markDeferred), which Wait's waiters hear of.
 
 // enter counts the calling goroutine in the pipeline's WaitGroup (Close then waits for
-// it) unless Close has begun; the caller ends with c.wg.Done() if it reports true.
-func (c *core) enter() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+// it) unless Close has begun; the caller ends with p.wg.Done() if it reports true.
+func (p *Pipeline) enter() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
 		return false
 	}
-	c.wg.Add(1)
+	p.wg.Add(1)
 	return true
 }
 
 // goIfOpen runs fn on a goroutine the pipeline owns, unless Close has begun.
-func (c *core) goIfOpen(fn func()) bool {
-	if !c.enter() {
+func (p *Pipeline) goIfOpen(fn func()) bool {
+	if !p.enter() {
 		return false
 	}
 	go func() {
-		defer c.wg.Done()
+		defer p.wg.Done()
 		fn()
 	}()
 	return true
@@ -56,21 +36,21 @@ func (c *core) goIfOpen(fn func()) bool {
 
 // goOwned runs fn on a goroutine the pipeline owns (from one it owns already, or before
 // Close: Close waits for it).
-func (c *core) goOwned(fn func()) {
-	c.wg.Add(1)
+func (p *Pipeline) goOwned(fn func()) {
+	p.wg.Add(1)
 	go func() {
-		defer c.wg.Done()
+		defer p.wg.Done()
 		fn()
 	}()
 }
 
 // forget drops j from the jobs in flight (if it is still the one under its id).
-func (c *core) forget(j *job) {
-	c.mu.Lock()
-	if c.jobs[j.id()] == j {
-		delete(c.jobs, j.id())
+func (p *Pipeline) forget(j *job) {
+	p.mu.Lock()
+	if p.jobs[j.id()] == j {
+		delete(p.jobs, j.id())
 	}
-	c.mu.Unlock()
+	p.mu.Unlock()
 }
 
 // persist queues the job's current record (and audit records) for the store once the
@@ -78,7 +58,7 @@ func (c *core) forget(j *job) {
 // are write-behind (in order, many per fsync): a crash can lose the latest of them, and
 // recovery then looks in the pane before typing anything again. Writes are serialized
 // per job so the store never goes back to an older copy.
-func (c *core) persist(j *job, recs ...nudge.AuditRecord) {
+func (p *Pipeline) persist(j *job, recs ...nudge.AuditRecord) {
 	<-j.created
 	if j.lost {
 		return
@@ -86,12 +66,12 @@ func (c *core) persist(j *job, recs ...nudge.AuditRecord) {
 	j.pmu.Lock()
 	defer j.pmu.Unlock()
 	rec := j.record()
-	c.deps.Store.PutTriggerLater(rec, recs...) // of several in one batch, only the last record is written
+	p.deps.Store.PutTriggerLater(rec, recs...) // of several in one batch, only the last record is written
 	if rec.Closed && !j.outcomeLogged {
 		j.outcomeLogged = true
-		c.logOutcome(rec)
+		p.logOutcome(rec)
 	}
-	c.changed(rec)
+	p.changed(rec)
 }
 
 // logFields are seed 000 §16's log fields of a trigger (request_id is its trigger_id:
@@ -104,19 +84,19 @@ func logFields(t nudge.Trigger) []any {
 
 // logOutcome logs a trigger's final outcome at info (seed 000 §16: an operator running
 // at the default level sees every trigger's result, not only its failures).
-func (c *core) logOutcome(t nudge.Trigger) {
-	c.log.Info("trigger outcome", logFields(t)...)
+func (p *Pipeline) logOutcome(t nudge.Trigger) {
+	p.log.Info("trigger outcome", logFields(t)...)
 }
 
-func (c *core) changed(t nudge.Trigger) {
-	c.log.Debug("trigger", logFields(t)...)
-	c.waiters.notify(t.TriggerID)
-	if c.deps.OnChange != nil {
-		c.deps.OnChange(t)
+func (p *Pipeline) changed(t nudge.Trigger) {
+	p.log.Debug("trigger", logFields(t)...)
+	p.waiters.notify(t.TriggerID)
+	if p.deps.OnChange != nil {
+		p.deps.OnChange(t)
 	}
 }
 
-func (c *core) audit(event string, t nudge.Trigger, reason string) nudge.AuditRecord {
+func (p *Pipeline) audit(event string, t nudge.Trigger, reason string) nudge.AuditRecord {
 	return nudge.AuditRecord{
 		Event: event, TriggerID: t.TriggerID, ThreadID: t.ThreadID, RuntimeID: t.RuntimeID,
 		Workspace: t.WorkspaceID, Subject: t.Caller, PeerUID: uidPtr(t.CallerUID),
@@ -124,51 +104,51 @@ func (c *core) audit(event string, t nudge.Trigger, reason string) nudge.AuditRe
 	}
 }
 
-func (c *core) auditDetail(event string, t nudge.Trigger, reason string, detail any) nudge.AuditRecord {
-	r := c.audit(event, t, reason)
+func (p *Pipeline) auditDetail(event string, t nudge.Trigger, reason string, detail any) nudge.AuditRecord {
+	r := p.audit(event, t, reason)
 	r.Detail = mustJSON(detail)
 	return r
 }
 
-func (c *core) transition(runtimeID string, to nudge.Status, reason string) {
+func (p *Pipeline) transition(runtimeID string, to nudge.Status, reason string) {
 	if runtimeID == "" {
 		return
 	}
-	if _, err := c.deps.Runtimes.Transition(runtimeID, to, reason); err != nil {
-		c.log.Debug("runtime transition", "runtime_id", runtimeID, "to", to, "err", err)
+	if _, err := p.deps.Runtimes.Transition(runtimeID, to, reason); err != nil {
+		p.log.Debug("runtime transition", "runtime_id", runtimeID, "to", to, "err", err)
 	}
 }
 
 // lastTrigger records on the runtime the trigger last delivered to it (seed 001 §5
 // last_trigger_id).
-func (c *core) lastTrigger(t nudge.Trigger) {
+func (p *Pipeline) lastTrigger(t nudge.Trigger) {
 	if t.RuntimeID == "" {
 		return
 	}
-	if _, err := c.deps.Runtimes.Update(t.RuntimeID, func(rt *nudge.Runtime) { rt.LastTriggerID = t.TriggerID }); err != nil {
-		c.log.Debug("last trigger id", "runtime_id", t.RuntimeID, "err", err)
+	if _, err := p.deps.Runtimes.Update(t.RuntimeID, func(rt *nudge.Runtime) { rt.LastTriggerID = t.TriggerID }); err != nil {
+		p.log.Debug("last trigger id", "runtime_id", t.RuntimeID, "err", err)
 	}
 }
 
 // claim registers j as in flight; if its id is already in flight, it returns that job.
-func (c *core) claim(j *job) (*job, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if prev, ok := c.jobs[j.id()]; ok {
+func (p *Pipeline) claim(j *job) (*job, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if prev, ok := p.jobs[j.id()]; ok {
 		return prev, true
 	}
-	c.jobs[j.id()] = j
+	p.jobs[j.id()] = j
 	return nil, false
 }
 
-func (c *core) inflight(id string) *job {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.jobs[id]
+func (p *Pipeline) inflight(id string) *job {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.jobs[id]
 }
 
 // markDeferred records a hold; the store is written only when the reason changes.
-func (c *core) markDeferred(j *job, v verdict, now time.Time) {
+func (p *Pipeline) markDeferred(j *job, v verdict, now time.Time) {
 	prev := j.record()
 	changed := prev.State != nudge.StateDeferred || prev.ErrorCode != v.code || prev.Message != v.why
 	rec := j.update(now, func(t *nudge.Trigger) {
@@ -184,8 +164,8 @@ func (c *core) markDeferred(j *job, v verdict, now time.Time) {
 		}
 		t.Result = resultFor(t)
 	})
-	j.decide()
+	j.markDecided()
 	if changed {
-		c.persist(j, c.audit("trigger_deferred", rec, v.why))
+		p.persist(j, p.audit("trigger_deferred", rec, v.why))
 	}
 }
