@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,45 +16,83 @@ import (
 	"github.com/nudgehq/nudge/store"
 )
 
-// consume starts this host's durable consumer of its triggers on the work queue
-// (waiting for the hub while it is away).
-func (f *Fleet) consume() error {
-	f.goLoop(func() {
-		for f.ctx.Err() == nil {
-			cons, err := f.js.CreateOrUpdateConsumer(f.ctx, triggerStream, jetstream.ConsumerConfig{
-				Durable: durable(f.cfg.HostName), FilterSubject: triggersFor(f.cfg.HostName),
-				AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 256,
-			})
-			if err == nil {
-				var cc jetstream.ConsumeContext
-				if cc, err = cons.Consume(f.onTrigger); err == nil {
-					<-f.ctx.Done()
-					cc.Stop()
-					return
-				}
-			}
-			f.log.Warn("hub: cannot consume this host's triggers yet", "err", err)
-			select {
-			case <-f.ctx.Done():
-			case <-time.After(time.Second):
-			}
+// deliver runs, on the hub, one durable consumer per host (each member of --hub-users and
+// the hub's own) of its triggers on the work queue. A trigger for the hub's host is taken
+// here; one for a member is sent to it (nudge.deliver.HOST) and acked once the member
+// answers that it took it. A member away is tried again every 2 s until it answers or
+// the message's TTL (the trigger's deadline) takes it off the queue.
+func (f *Fleet) deliver(ctx context.Context) error {
+	hosts := []string{f.cfg.HostName}
+	for h := range f.allowed {
+		if h != f.cfg.HostName {
+			hosts = append(hosts, h)
 		}
-	})
+	}
+	for _, h := range hosts {
+		cons, err := f.js.CreateOrUpdateConsumer(ctx, triggerStream, jetstream.ConsumerConfig{
+			Durable: durable(h), FilterSubject: triggersFor(h),
+			AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 256,
+		})
+		if err != nil {
+			return fmt.Errorf("hub consumer for %s: %w", h, err)
+		}
+		cc, err := cons.Consume(func(m jetstream.Msg) { f.handOver(h, m) })
+		if err != nil {
+			return fmt.Errorf("hub consumer for %s: %w", h, err)
+		}
+		f.goLoop(func() {
+			<-f.ctx.Done()
+			cc.Stop()
+		})
+	}
 	return nil
 }
 
-// onTrigger hands a trigger from the hub to the local pipeline. The message is acked
-// only once the pipeline holds the trigger and this host's receipt for it is written: a
-// crash before that has the hub deliver it again, and the pipeline answers a known id
-// with its record, never a second delivery.
-func (f *Fleet) onTrigger(m jetstream.Msg) {
-	var w wireTrigger
-	if err := json.Unmarshal(m.Data(), &w); err != nil || w.TriggerID == "" {
-		f.log.Warn("hub: unreadable trigger message dropped", "err", err)
-		m.Term() //nolint:errcheck // nothing to do
+// handOver takes a trigger off the queue for host h (the hub's).
+func (f *Fleet) handOver(h string, m jetstream.Msg) {
+	from := token(m.Subject(), 3) // the sender, as the hub's permissions vouch for it
+	ok := false
+	if h == f.cfg.HostName {
+		ok = f.take(m.Data(), from)
+	} else {
+		out := nats.NewMsg(deliverSubject(h))
+		out.Data = m.Data()
+		out.Header.Set("Nudge-From", from)
+		ctx, cancel := context.WithTimeout(f.ctx, 20*time.Second)
+		r, err := f.nc.RequestMsgWithContext(ctx, out)
+		cancel()
+		ok = err == nil && string(r.Data) == "ok"
+	}
+	if !ok {
+		m.NakWithDelay(2 * time.Second) //nolint:errcheck // redelivered after AckWait anyway
 		return
 	}
-	w.From = token(m.Subject(), 3) // the sender, as the hub's permissions vouch for it
+	if err := m.DoubleAck(f.ctx); err != nil {
+		f.log.Debug("hub ack", "err", err) // delivered again: the pipeline knows it
+	}
+}
+
+// onDeliver takes a trigger the hub hands this member, and answers "ok" once taken.
+func (f *Fleet) onDeliver(m *nats.Msg) {
+	if m.Reply == "" || m.Header.Get("Status") != "" {
+		return // not the hub's request
+	}
+	if f.take(m.Data, m.Header.Get("Nudge-From")) {
+		m.Respond([]byte("ok")) //nolint:errcheck // the hub delivers it again
+	}
+}
+
+// take hands a trigger from the hub to the local pipeline. It reports true only once the
+// pipeline holds the trigger and this host's receipt for it is written: the hub delivers
+// it again otherwise, and the pipeline answers a known id with its record, never a second
+// delivery. An unreadable message is taken (and dropped).
+func (f *Fleet) take(data []byte, from string) bool {
+	var w wireTrigger
+	if err := json.Unmarshal(data, &w); err != nil || w.TriggerID == "" || !validName.MatchString(from) {
+		f.log.Warn("hub: unreadable trigger message dropped", "err", err)
+		return true
+	}
+	w.From = from
 	req := w.Request
 	req.Caller, req.CallerUID, req.Received = "hub:"+w.From+":"+w.Caller, w.CallerUID, time.Time{}
 	var t nudge.Trigger
@@ -68,18 +108,17 @@ func (f *Fleet) onTrigger(m jetstream.Msg) {
 			t = f.failed(w, ne.Code, ne.Message)
 		default:
 			f.log.Warn("hub: the pipeline did not take a trigger; the hub delivers it again", "trigger", req.TriggerID, "err", err)
-			m.NakWithDelay(time.Second) //nolint:errcheck // redelivered after AckWait anyway
-			return
+			return false
 		}
 	}
 	t.Host = f.cfg.HostName
-	f.putReceipt(f.ctx, t)
-	if err := m.DoubleAck(f.ctx); err != nil {
-		f.log.Debug("hub ack", "trigger", t.TriggerID, "err", err) // delivered again: the pipeline knows it
+	if !f.putReceipt(f.ctx, t) {
+		return false
 	}
 	if !t.Closed {
 		f.startFollow(t.TriggerID)
 	}
+	return true
 }
 
 // failed is the receipt of a trigger this host refused.
@@ -128,23 +167,20 @@ func (f *Fleet) startFollow(id string) {
 // receipts were not closed.
 func (f *Fleet) resumeFollows() {
 	f.goLoop(func() {
-		kl, err := f.kv[bucketRcpt].ListKeysFiltered(f.ctx, f.cfg.HostName+".*")
-		if err != nil {
-			f.log.Warn("hub: list this host's receipts", "err", err)
-			return
-		}
-		var keys []string
-		for k := range kl.Keys() {
-			keys = append(keys, k)
-		}
-		for _, k := range keys {
-			e, err := f.kv[bucketRcpt].Get(f.ctx, k)
-			var t nudge.Trigger
-			if err != nil || json.Unmarshal(e.Value(), &t) != nil {
-				continue
+		for f.ctx.Err() == nil {
+			recs, err := f.api.mine(f.ctx)
+			if err == nil {
+				for _, b := range recs {
+					var t nudge.Trigger
+					if json.Unmarshal(b, &t) == nil && t.Host == f.cfg.HostName && !t.Closed {
+						f.startFollow(t.TriggerID)
+					}
+				}
+				return
 			}
-			if t.Host == f.cfg.HostName && !t.Closed {
-				f.startFollow(t.TriggerID)
+			select { // the hub is away: again
+			case <-f.ctx.Done():
+			case <-time.After(time.Second):
 			}
 		}
 	})
@@ -155,6 +191,9 @@ func (f *Fleet) resumeFollows() {
 // caller's token; members are the fleet's daemons, each trusted to do so.
 func (f *Fleet) onControl(m *nats.Msg) {
 	from, op := token(m.Subject, 3), token(m.Subject, 4)
+	if !strings.HasPrefix(m.Reply, inboxPrefix(from)+".") {
+		return // a reply elsewhere than the requester's own inbox would publish in this host's name
+	}
 	id := string(m.Data)
 	var (
 		r   ctlReply

@@ -5,23 +5,29 @@
 // alone: its own store, its own tmux, its own pipeline. The hub adds:
 //
 //   - routing: a trigger for a workspace that lives on another host is published on the
-//     work-queue stream NUDGE_TRIGGERS (subject nudge.trig.HOST.SENDER) with the trigger id as
-//     its message id (JetStream drops a repeat); that host's durable consumer hands it to
-//     its local pipeline, which is idempotent by trigger id, and only then acks it. A host
-//     that is away finds it waiting when it returns, unless its deadline (a per-message
-//     TTL, --hub-max-queue) passed first.
-//   - receipts: each host writes the receipts of the triggers it routed or holds to the
-//     bucket nudge_receipts under its own name; any member reads them.
-//   - the fleet: each host writes its runtimes to nudge_runtimes and a heartbeat to
-//     nudge_hosts (a TTL: a host that stops beating is away); the hub alone decides which
-//     host holds a workspace (nudge_ws, first claim wins, --hub-users may restrict it).
+//     work-queue stream NUDGE_TRIGGERS (subject nudge.trig.HOST.SENDER) with the trigger
+//     id as its message id (JetStream drops a repeat). The hub runs a durable consumer per
+//     host and hands each trigger to its host (nudge.deliver.HOST), whose pipeline is
+//     idempotent by trigger id; the message is acked only once the host answers that it
+//     holds it. A host that is away finds it waiting when it returns, unless its deadline
+//     (a per-message TTL, --hub-max-queue) passed first.
+//   - receipts: each host's receipts of the triggers it routed or holds are kept in the
+//     bucket nudge_receipts under its name; any member reads them.
+//   - the fleet: each host sends its heartbeat and its runtimes; the hub judges who is
+//     here (3 beats), keeps the runtime lists (nudge_runtimes) and alone decides which host
+//     holds a workspace (nudge_ws, first claim wins, --hub-users may restrict it).
 //   - identities: each member authenticates with its own user (password or NKey, from a
-//     file) whose subject permissions let it publish only under its own name.
+//     file). A member has no JetStream access: it asks the hub's service (api.go:
+//     nudge.api.HOST.OP) and other members (nudge.ctl.TO.FROM.OP), its own name in each
+//     subject, which its permissions allow with no other name; the hub and members answer
+//     only on the requester's own inbox. So a member can write nothing in another's name,
+//     not even by having the server or a responder reply onto another's subject.
 //
 // Main types:
 //
 //	Config  the serve flags of the hub (Flags binds them)
-//	Fleet   one daemon's part in the fleet: Open, Wrap, List, Close
+//	Fleet   one daemon's part in the fleet: Open, Wrap, Remote, HostOf, Close
+//	hubAPI  what a host asks of the hub (direct on the hub, remote on a member)
 //	Local   what the fleet hands triggers to (satisfied by *inject.Pipeline)
 //
 // The daemon opens one Fleet (nil when neither --hub nor --hub-listen is given: every

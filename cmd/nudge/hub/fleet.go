@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -53,18 +52,22 @@ type Deps struct {
 // Fleet is one daemon's part in the fleet. Open starts it; Close stops its goroutines,
 // its connection and, on the hub, the embedded server. A nil *Fleet is no fleet.
 type Fleet struct {
-	cfg   Config
-	deps  Deps
-	log   hclog.Logger
-	srv   *embedded // the hub's server; nil on a member
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	kv    map[string]jetstream.KeyValue // set once, before ready is closed
-	ready chan struct{}                 // closed once the buckets are bound: the fleet is up
+	cfg  Config
+	deps Deps
+	log  hclog.Logger
+	srv  *embedded // the hub's server; nil on a member
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	kv   map[string]jetstream.KeyValue // the hub's only: members have no JetStream of their own
+	api  hubAPI                        // the hub's service: direct on the hub, remote on a member
+
+	ready     chan struct{} // closed once the fleet is known: the fleet is up
+	readyOnce sync.Once
 
 	mu       sync.Mutex
 	runtimes map[string][]nudge.Runtime // other hosts' runtimes, by host
 	alive    map[string]bool            // the hosts that are here, as the hub says
+	versions map[string]uint64          // the version of each host's runtime list
 	seen     map[string]time.Time       // hub only: when each host's last heartbeat came
 	claims   map[string]string          // workspace → host
 	allowed  map[string][]string        // hub only: host → workspaces it may hold (nil: any)
@@ -84,7 +87,7 @@ func Open(ctx context.Context, cfg Config, deps Deps) (*Fleet, error) {
 		return nil, err
 	}
 	f := &Fleet{cfg: cfg, deps: deps, log: deps.Logger, ready: make(chan struct{}),
-		runtimes: map[string][]nudge.Runtime{}, alive: map[string]bool{}, seen: map[string]time.Time{}, claims: map[string]string{}, follow: map[string]bool{}}
+		runtimes: map[string][]nudge.Runtime{}, alive: map[string]bool{}, seen: map[string]time.Time{}, versions: map[string]uint64{}, claims: map[string]string{}, follow: map[string]bool{}}
 	if f.log == nil {
 		f.log = hclog.NewNullLogger()
 	}
@@ -136,17 +139,13 @@ func (f *Fleet) open(ctx context.Context) error {
 	}
 	if f.srv == nil {
 		// A member serves its own host at once; it joins the fleet once the hub answers.
-		f.goLoop(func() {
-			if err := f.start(f.ctx); err != nil && f.ctx.Err() == nil {
-				f.log.Error("hub: cannot join the fleet", "err", err)
-			}
-		})
-		return nil
+		f.api = remote{f}
+		return f.startMember()
 	}
 	if err := f.createStreams(ctx); err != nil {
 		return err
 	}
-	return f.start(ctx)
+	return f.startHub(ctx)
 }
 
 // memberAuth is a member's identity, read from its --hub-credentials file, and the CA
@@ -187,8 +186,6 @@ func (f *Fleet) createStreams(ctx context.Context) error {
 		return fmt.Errorf("hub stream: %w", err)
 	}
 	for _, kc := range []jetstream.KeyValueConfig{
-		{Bucket: bucketHosts, TTL: 3 * f.cfg.Heartbeat, Storage: jetstream.MemoryStorage},
-		{Bucket: bucketAlive, Storage: jetstream.MemoryStorage},
 		{Bucket: bucketRTs, Storage: jetstream.FileStorage},
 		{Bucket: bucketWS, Storage: jetstream.FileStorage},
 		{Bucket: bucketRcpt, Storage: jetstream.FileStorage, TTL: 7 * 24 * time.Hour},
@@ -200,55 +197,46 @@ func (f *Fleet) createStreams(ctx context.Context) error {
 	return nil
 }
 
-// start binds the buckets (waiting for the hub while it is away) and starts the loops.
-func (f *Fleet) start(ctx context.Context) error {
+// startHub binds the hub's buckets and starts its loops: its service to the members, the
+// watches of the runtime lists and the claims, the judge of who is here, the deliveries.
+func (f *Fleet) startHub(ctx context.Context) error {
 	kvs := map[string]jetstream.KeyValue{}
-	for _, b := range []string{bucketHosts, bucketAlive, bucketRTs, bucketWS, bucketRcpt} {
-		kv, err := f.bind(ctx, b)
+	for _, b := range []string{bucketRTs, bucketWS, bucketRcpt} {
+		kv, err := f.js.KeyValue(ctx, b)
 		if err != nil {
 			return err
 		}
 		kvs[b] = kv
 	}
-	f.kv = kvs
-	close(f.ready)
-	if err := f.consume(); err != nil {
+	f.kv, f.api = kvs, direct{f, f.cfg.HostName}
+	if _, err := f.nc.Subscribe(apiSubject("*", "*"), func(m *nats.Msg) { f.goLoop(func() { f.serve(m) }) }); err != nil {
 		return err
 	}
+	if err := f.deliver(ctx); err != nil {
+		return err
+	}
+	f.goLoop(func() { f.watch(bucketRTs, f.onRuntimes) })
+	f.goLoop(func() { f.watch(bucketWS, f.onClaim) })
+	f.goLoop(f.judge)
+	close(f.ready)
+	return f.startCommon()
+}
+
+// startMember starts a member's loops; it is up once the hub's index came.
+func (f *Fleet) startMember() error {
+	if _, err := f.nc.Subscribe(deliverSubject(f.cfg.HostName), f.onDeliver); err != nil {
+		return err
+	}
+	return f.startCommon()
+}
+
+func (f *Fleet) startCommon() error {
 	if _, err := f.nc.Subscribe(ctlFor(f.cfg.HostName), func(m *nats.Msg) { f.goLoop(func() { f.onControl(m) }) }); err != nil {
 		return err
 	}
-	f.resumeFollows()
 	f.goLoop(f.beat)
-	f.goLoop(func() { f.watch(bucketRTs, f.onRuntimes) })
-	f.goLoop(func() { f.watch(bucketAlive, f.onAlive) })
-	if f.srv != nil {
-		// The hub alone reads every beat, and tells the members who is here when that
-		// changes: a beat is one message to the hub, not one to every member.
-		f.goLoop(func() { f.watch(bucketHosts, f.onBeat) })
-		f.goLoop(f.judge)
-	}
-	f.goLoop(func() { f.watch(bucketWS, f.onClaim) })
+	f.resumeFollows()
 	return nil
-}
-
-// bind finds a bucket, retrying while the hub is unreachable (a member may start first).
-func (f *Fleet) bind(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
-	for {
-		kv, err := f.js.KeyValue(ctx, bucket)
-		if err == nil {
-			return kv, nil
-		}
-		if errors.Is(err, jetstream.ErrBucketNotFound) && f.srv != nil {
-			return nil, err
-		}
-		f.log.Warn("waiting for the hub", "bucket", bucket, "err", err)
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("hub: %w", err)
-		case <-time.After(time.Second):
-		}
-	}
 }
 
 // up reports whether the fleet is joined (its buckets bound).

@@ -14,7 +14,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
 	"github.com/nudgehq/nudge"
@@ -277,52 +276,61 @@ func isCode(err error, c nudge.Code) bool {
 	return errors.As(err, &ne) && ne.Code == c
 }
 
-// TestPermissions: a member's credentials publish nothing for another member.
+// TestPermissions: a member's credentials publish nothing for another member, directly
+// or by having the server, the hub or a member reply onto another's subject.
 func TestPermissions(t *testing.T) {
 	t.Parallel()
-	hub, _, _, _ := fleet(t)
+	hub, a, _, _ := fleet(t)
 	nc, err := nats.Connect("nats://"+hub.f.Addr(), nats.UserInfo("b", "secret-b"), nats.CustomInboxPrefix("_INBOX_b"),
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	// Nor can it send a trigger as a (the holder takes the sender from the subject).
-	for _, subj := range []string{"$KV.nudge_runtimes.a", "$KV.nudge_receipts.a.x", "$KV.nudge_ws.wa", "$KV.nudge_hosts.a", "nudge.trig.hub.a"} {
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		if _, err := js.Publish(ctx, subj, []byte(`b`)); err == nil {
-			t.Errorf("b published on %s", subj)
+	for _, subj := range []string{"$KV.nudge_runtimes.a", "$KV.nudge_receipts.a.x", "$KV.nudge_ws.wa",
+		triggerSubject("a", "a"), triggerSubject("a", "b"), apiSubject("a", "receipt"), ctlSubject("a", "hub", "get"),
+		"$JS.API.STREAM.INFO.KV_nudge_ws", "$JS.API.DIRECT.GET.KV_nudge_runtimes.$KV.nudge_runtimes.b",
+		"$JS.API.CONSUMER.CREATE.NUDGE_TRIGGERS.host_a.nudge.trig.a.*", deliverSubject("a")} {
+		if _, err := nc.Request(subj, []byte(`{}`), 300*time.Millisecond); err == nil {
+			t.Errorf("b was answered on %s", subj)
 		}
-		cancel()
 	}
-	for _, durableName := range []string{durable("a"), durable("b")} {
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		if _, err := js.CreateOrUpdateConsumer(ctx, triggerStream, jetstream.ConsumerConfig{Durable: durableName, FilterSubject: triggersFor("a")}); err == nil {
-			t.Errorf("b made a consumer %s of a's triggers", durableName)
+	for _, subj := range []string{"_INBOX_a.>", triggersFor("a"), deliverSubject("a"), ctlFor("a")} {
+		sub, err := nc.SubscribeSync(subj)
+		if err != nil {
+			continue
 		}
-		cancel()
-	}
-	if _, err := nc.SubscribeSync("_INBOX_a.>"); err == nil {
 		nc.Flush()
-		if err := nc.LastError(); err == nil {
-			t.Error("b subscribed to a's inbox")
+		time.Sleep(50 * time.Millisecond)
+		if !sub.IsValid() {
+			continue
+		}
+		if err := nc.LastError(); err == nil || !strings.Contains(err.Error(), "ermissions") {
+			t.Errorf("b subscribed to %s", subj)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	kv, err := js.KeyValue(ctx, bucketRTs)
-	if err != nil {
-		t.Fatalf("b reads the runtimes bucket: %v", err)
+	// b asks the hub and a member to answer onto a's subjects, not its own inbox.
+	hubGet := nats.NewMsg(apiSubject("b", "get"))
+	hubGet.Data, hubGet.Reply = []byte(`{"Host":"a","ID":"x"}`), "$KV.nudge_ws.wa"
+	aGet := nats.NewMsg(ctlSubject("a", "b", "get"))
+	aGet.Data, aGet.Reply = []byte(`x`), deliverSubject("a")
+	for _, m := range []*nats.Msg{hubGet, aGet} {
+		if err := nc.PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := kv.Get(ctx, "a"); err != nil {
-		t.Fatalf("b reads a's runtimes: %v", err)
+	nc.Flush()
+	time.Sleep(300 * time.Millisecond)
+	if h, _ := hub.f.HostOf("wa"); h != "a" {
+		t.Fatalf("wa is held by %q after b's tries", h)
 	}
-	if _, err := kv.Put(ctx, "b", []byte("[]")); err != nil {
-		t.Fatalf("b writes its own runtimes: %v", err)
+	if n := a.local.count("x"); n != 0 {
+		t.Fatalf("a took %d triggers", n)
 	}
-	if _, err := js.Publish(ctx, triggerSubject("hub", "b"), []byte(`{"trigger_id":"x"}`)); err != nil {
-		t.Fatalf("b sends a trigger as itself: %v", err)
+	// What b may do, it can: its own runtimes, a read.
+	m, err := nc.Request(apiSubject("b", "index"), []byte(`{}`), 2*time.Second)
+	if err != nil || !strings.Contains(string(m.Data), `"wa":"a"`) {
+		t.Fatalf("b reads the fleet's index: %v %s", err, m.Data)
 	}
 }
 

@@ -5,8 +5,6 @@ import "strings"
 // Names of the hub's stream, buckets and subjects.
 const (
 	triggerStream = "NUDGE_TRIGGERS" // work queue: nudge.trig.TO.FROM
-	bucketHosts   = "nudge_hosts"    // HOST → heartbeat (TTL); read by the hub alone
-	bucketAlive   = "nudge_alive"    // "hosts" → the hosts whose beats come (written by the hub only)
 	bucketRTs     = "nudge_runtimes" // HOST → the host's runtimes
 	bucketWS      = "nudge_ws"       // WORKSPACE → HOST (written by the hub only)
 	bucketRcpt    = "nudge_receipts" // WRITER.ID → a receipt
@@ -20,6 +18,7 @@ func triggersFor(to string) string          { return "nudge.trig." + to + ".*" }
 func ctlSubject(to, from, op string) string { return "nudge.ctl." + to + "." + from + "." + op }
 func ctlFor(to string) string               { return "nudge.ctl." + to + ".*.*" }
 func durable(host string) string            { return "host_" + host }
+func deliverSubject(to string) string       { return "nudge.deliver." + to }
 func inboxPrefix(host string) string        { return "_INBOX_" + host }
 
 // token is the nth dot-separated token of a subject ("" past its end).

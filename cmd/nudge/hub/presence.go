@@ -2,6 +2,7 @@ package hub
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 	"sort"
@@ -12,22 +13,27 @@ import (
 	"github.com/nudgehq/nudge"
 )
 
-// beat writes this host's heartbeat every beat, and its runtimes whenever they changed.
+// beat sends this host's heartbeat every beat, and its runtimes whenever they changed; a
+// member also reads the fleet's index (who is here, who holds what) and the runtime lists
+// that changed. The member is up (its fleet known) after its first index.
 func (f *Fleet) beat() {
 	t := time.NewTicker(f.cfg.Heartbeat)
 	defer t.Stop()
 	var last []byte
 	for {
 		ctx := f.ctx
-		if _, err := f.kv[bucketHosts].Put(ctx, f.cfg.HostName, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil && ctx.Err() == nil {
+		if err := f.api.beat(ctx); err != nil && ctx.Err() == nil {
 			f.log.Debug("hub heartbeat", "err", err)
 		}
 		if b, err := json.Marshal(f.deps.Runtimes.List()); err == nil && !bytes.Equal(b, last) {
-			if _, err := f.kv[bucketRTs].Put(ctx, f.cfg.HostName, b); err == nil {
+			if err := f.api.putRuntimes(ctx, b); err == nil {
 				last = b
 			} else if ctx.Err() == nil {
 				f.log.Debug("hub runtimes", "err", err)
 			}
+		}
+		if f.srv == nil {
+			f.sync(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -37,8 +43,43 @@ func (f *Fleet) beat() {
 	}
 }
 
-// watch follows a bucket from its start, handing every key's latest value (nil: gone)
-// to fn, and watches again after a failure (the hub away).
+// sync reads the fleet's index and the runtime lists whose version moved (a member).
+func (f *Fleet) sync(ctx context.Context) {
+	ix, err := f.api.index(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			f.log.Debug("hub index", "err", err)
+		}
+		return
+	}
+	f.mu.Lock()
+	clear(f.alive)
+	for _, h := range ix.Alive {
+		f.alive[h] = true
+	}
+	f.claims = ix.Claims
+	var stale []string
+	for h, v := range ix.Versions {
+		if h != f.cfg.HostName && f.versions[h] != v {
+			stale = append(stale, h)
+		}
+	}
+	f.mu.Unlock()
+	for _, h := range stale {
+		b, err := f.api.runtimesOf(ctx, h)
+		var rts []nudge.Runtime
+		if err != nil || json.Unmarshal(b, &rts) != nil {
+			continue
+		}
+		f.mu.Lock()
+		f.runtimes[h], f.versions[h] = rts, ix.Versions[h]
+		f.mu.Unlock()
+	}
+	f.readyOnce.Do(func() { close(f.ready) })
+}
+
+// watch follows a bucket of the hub from its start, handing every key's latest value
+// (nil: gone) to fn, and watches again after a failure.
 func (f *Fleet) watch(bucket string, fn func(key string, val []byte)) {
 	for f.ctx.Err() == nil {
 		w, err := f.kv[bucket].WatchAll(f.ctx)
@@ -74,40 +115,19 @@ func (f *Fleet) drain(w jetstream.KeyWatcher, fn func(string, []byte)) {
 	}
 }
 
-// onBeat takes a heartbeat (the hub only). A key's age-out (the bucket's TTL) is not seen
-// by a watcher: a host is away when no beat came for 3 beats (judge).
-func (f *Fleet) onBeat(host string, val []byte) {
-	f.mu.Lock()
-	if val == nil {
-		delete(f.seen, host)
-	} else {
-		f.seen[host] = time.Now()
-	}
-	f.mu.Unlock()
-}
-
-// judge is the hub's: every beat, the hosts whose beat came within 3 beats are here;
-// when that set changes it is written for every member to read.
+// judge is the hub's: every beat, the hosts whose beat came within 3 beats are here.
 func (f *Fleet) judge() {
 	t := time.NewTicker(f.cfg.Heartbeat)
 	defer t.Stop()
-	var last []byte
 	for {
 		f.mu.Lock()
-		here := []string{}
+		clear(f.alive)
 		for h, at := range f.seen {
 			if time.Since(at) < 3*f.cfg.Heartbeat {
-				here = append(here, h)
+				f.alive[h] = true
 			}
 		}
 		f.mu.Unlock()
-		sort.Strings(here)
-		b, _ := json.Marshal(here)
-		if !bytes.Equal(b, last) {
-			if _, err := f.kv[bucketAlive].Put(f.ctx, "hosts", b); err == nil {
-				last = b
-			}
-		}
 		select {
 		case <-f.ctx.Done():
 			return
@@ -115,22 +135,6 @@ func (f *Fleet) judge() {
 		}
 	}
 }
-
-// onAlive takes the hub's word on which hosts are here.
-func (f *Fleet) onAlive(_ string, val []byte) {
-	var here []string
-	if val != nil && json.Unmarshal(val, &here) != nil {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	clear(f.alive)
-	for _, h := range here {
-		f.alive[h] = true
-	}
-}
-
-func (f *Fleet) aliveLocked(host string) bool { return f.alive[host] }
 
 func (f *Fleet) onClaim(ws string, val []byte) {
 	f.mu.Lock()
@@ -155,6 +159,7 @@ func (f *Fleet) onRuntimes(host string, val []byte) {
 	if host != f.cfg.HostName {
 		f.runtimes[host] = rts
 	}
+	f.versions[host]++
 	f.mu.Unlock()
 	if f.srv != nil {
 		f.arbitrate(host, rts)
@@ -270,3 +275,5 @@ func (f *Fleet) hosts() []string {
 	}
 	return out
 }
+
+func (f *Fleet) aliveLocked(host string) bool { return f.alive[host] }

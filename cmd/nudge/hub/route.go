@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nudgehq/nudge"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
@@ -142,11 +141,11 @@ func (f *Fleet) route(ctx context.Context, host string, away bool, req inject.Re
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	ack, err := f.js.Publish(pctx, triggerSubject(host, f.cfg.HostName), b, jetstream.WithMsgID(req.TriggerID), jetstream.WithMsgTTL(f.cfg.MaxQueue))
+	duplicate, err := f.api.route(pctx, host, req.TriggerID, b, f.cfg.MaxQueue)
 	if err != nil {
 		return inject.Submitted{}, nudge.NewError(nudge.Unavailable, "the fleet's hub did not take the trigger for host "+host+": "+err.Error()+" (nothing was queued: send it again)")
 	}
-	if ack.Duplicate {
+	if duplicate {
 		if prev, ok := f.routed(req.TriggerID); ok {
 			return repeated(prev, req)
 		}
@@ -217,16 +216,20 @@ func repeated(prev nudge.Trigger, req inject.Request) (inject.Submitted, error) 
 	return inject.Submitted{Trigger: prev}, nil
 }
 
-// putReceipt writes t under this host's name, retrying while the hub is away.
-func (f *Fleet) putReceipt(ctx context.Context, t nudge.Trigger) {
+// putReceipt writes t under this host's name, retrying while the hub is away; false
+// when this daemon stopped first.
+func (f *Fleet) putReceipt(ctx context.Context, t nudge.Trigger) bool {
 	b, err := json.Marshal(t)
 	if err != nil {
-		return
+		return false
 	}
 	for {
-		_, err := f.kv[bucketRcpt].Put(ctx, f.cfg.HostName+"."+key(t.TriggerID), b)
-		if err == nil || ctx.Err() != nil || f.ctx.Err() != nil {
-			return
+		err := f.api.putReceipt(ctx, t.TriggerID, b)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil || f.ctx.Err() != nil {
+			return false
 		}
 		f.log.Debug("hub receipt", "trigger", t.TriggerID, "err", err)
 		select {
@@ -241,12 +244,12 @@ func (f *Fleet) putReceipt(ctx context.Context, t nudge.Trigger) {
 func (f *Fleet) getReceipt(writer, id string) (nudge.Trigger, bool) {
 	ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
 	defer cancel()
-	e, err := f.kv[bucketRcpt].Get(ctx, writer+"."+key(id))
+	b, err := f.api.getReceipt(ctx, writer, id)
 	if err != nil {
 		return nudge.Trigger{}, false
 	}
 	var t nudge.Trigger
-	if json.Unmarshal(e.Value(), &t) != nil || t.TriggerID != id {
+	if json.Unmarshal(b, &t) != nil || t.TriggerID != id {
 		return nudge.Trigger{}, false
 	}
 	return t, true

@@ -99,31 +99,17 @@ func (e *embedded) close() {
 	e.srv.WaitForShutdown()
 }
 
-// memberPermissions lets host h use the fleet and publish only under its own name: its
-// heartbeat, its runtimes, its receipts; triggers to any host (the member that takes a
-// request checks its caller's token); a consumer of its own triggers only. It reads
-// every bucket, and replies arrive on its own inbox prefix only (no other member's
-// deliveries). The workspace claims are the hub's alone.
+// memberPermissions lets host h ask the hub's service (nudge.api.h.*: its heartbeat, its
+// runtimes, its receipts, triggers it sends, reads) and other members (nudge.ctl.*.h.*),
+// each with its own name in the subject; receive its own inbox, requests and triggers;
+// and watch receipts being written. No JetStream API: a request to it could have the
+// server reply onto any subject, a bucket's or the queue's among them.
 func memberPermissions(h string) *server.Permissions {
-	pub := []string{
-		"$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.FC.>",
-		"$JS.API.CONSUMER.CREATE." + triggerStream + "." + durable(h) + "." + triggersFor(h),
-		"$JS.API.CONSUMER.INFO." + triggerStream + "." + durable(h),
-		"$JS.API.CONSUMER.MSG.NEXT." + triggerStream + "." + durable(h),
-		"$JS.ACK." + triggerStream + "." + durable(h) + ".>",
-		triggerSubject("*", h), ctlSubject("*", h, "*"),
-		"$KV." + bucketHosts + "." + h, "$KV." + bucketRTs + "." + h, "$KV." + bucketRcpt + "." + h + ".*",
-	}
-	for _, b := range []string{bucketAlive, bucketRTs, bucketWS, bucketRcpt} {
-		s := "KV_" + b
-		pub = append(pub, "$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>", "$JS.API.STREAM.MSG.GET."+s,
-			"$JS.API.CONSUMER.CREATE."+s, "$JS.API.CONSUMER.CREATE."+s+".>", "$JS.API.CONSUMER.DELETE."+s+".*",
-			"$JS.API.CONSUMER.INFO."+s+".*", "$JS.API.CONSUMER.MSG.NEXT."+s+".*")
-	}
 	return &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: pub},
-		Subscribe: &server.SubjectPermission{Allow: []string{inboxPrefix(h) + ".>", ctlFor(h), "$KV." + bucketRcpt + ".>"}},
-		Response:  &server.ResponsePermission{MaxMsgs: 1, Expires: time.Minute},
+		Publish: &server.SubjectPermission{Allow: []string{apiSubject(h, "*"), ctlSubject("*", h, "*")}},
+		Subscribe: &server.SubjectPermission{Allow: []string{inboxPrefix(h) + ".>", ctlFor(h), deliverSubject(h),
+			"$KV." + bucketRcpt + ".>"}},
+		Response: &server.ResponsePermission{MaxMsgs: 1, Expires: time.Minute},
 	}
 }
 
