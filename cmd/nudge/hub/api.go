@@ -155,6 +155,9 @@ func (d direct) mine(ctx context.Context) ([][]byte, error) {
 // inbox only (else nothing), as direct for that member.
 func (f *Fleet) serve(m *nats.Msg) {
 	from, op := token(m.Subject, 2), token(m.Subject, 3)
+	if m.Header.Get("Status") != "" {
+		return // the server's "no responders" to a request of another, sent here as its reply
+	}
 	if op != "beat" && !strings.HasPrefix(m.Reply, inboxPrefix(from)+".") {
 		f.log.Warn("hub: a request whose reply is not the requester's own inbox is dropped", "from", from, "op", op, "reply", m.Reply)
 		return

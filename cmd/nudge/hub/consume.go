@@ -191,7 +191,7 @@ func (f *Fleet) resumeFollows() {
 // caller's token; members are the fleet's daemons, each trusted to do so.
 func (f *Fleet) onControl(m *nats.Msg) {
 	from, op := token(m.Subject, 3), token(m.Subject, 4)
-	if !strings.HasPrefix(m.Reply, inboxPrefix(from)+".") {
+	if !strings.HasPrefix(m.Reply, inboxPrefix(from)+".") || m.Header.Get("Status") != "" {
 		return // a reply elsewhere than the requester's own inbox would publish in this host's name
 	}
 	id := string(m.Data)

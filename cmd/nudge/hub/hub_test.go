@@ -339,10 +339,21 @@ func TestPermissions(t *testing.T) {
 // delivered.
 func TestAwayHost(t *testing.T) {
 	t.Parallel()
-	_, a, b, _ := fleet(t)
+	hub, a, b, _ := fleet(t)
 	b.f.cfg.MaxQueue = time.Second
 	a.f.Close()
 	waitFor(t, "a away", func() bool { _, away := b.f.HostOf("wa"); return away })
+	// b cannot beat for a: not even with the server's "no responders" sent as a's beat.
+	for range 5 {
+		m := nats.NewMsg(ctlSubject("nobody", "b", "get"))
+		m.Reply = apiSubject("a", "beat")
+		b.f.nc.PublishMsg(m)
+	}
+	b.f.nc.Flush()
+	time.Sleep(3 * b.f.cfg.Heartbeat)
+	if _, away := hub.f.HostOf("wa"); !away {
+		t.Fatal("a is here by b's beats")
+	}
 	d := deps(b)
 	ctx := context.Background()
 	res, err := d.Triggers.Submit(ctx, inject.Request{TriggerID: "late", Workspace: "wa", Agent: "a", Prompt: "p"})
