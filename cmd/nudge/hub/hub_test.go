@@ -342,7 +342,9 @@ func TestAwayHost(t *testing.T) {
 	hub, a, b, _ := fleet(t)
 	b.f.cfg.MaxQueue = time.Second
 	a.f.Close()
-	waitFor(t, "a away", func() bool { _, away := b.f.HostOf("wa"); return away })
+	time.Sleep(4 * b.f.cfg.Heartbeat) // its last beat is older than 3 beats
+	waitFor(t, "a away", func() bool { _, away := hub.f.HostOf("wa"); return away })
+	waitFor(t, "a away, as b knows", func() bool { _, away := b.f.HostOf("wa"); return away })
 	// b cannot beat for a: not even with the server's "no responders" sent as a's beat.
 	for range 5 {
 		m := nats.NewMsg(ctlSubject("nobody", "b", "get"))

@@ -128,11 +128,8 @@ func (f *Fleet) route(ctx context.Context, host string, away bool, req inject.Re
 	if !f.up() {
 		return inject.Submitted{}, nudge.NewError(nudge.Unavailable, "this host has not joined the fleet's hub yet: nothing was queued, send it again")
 	}
-	// A repeat of one routed here or taken by host (another member's repeat is the hub's
-	// duplicate, below): two reads, however many hosts.
-	if prev, ok := f.routedAmong(req.TriggerID, []string{f.cfg.HostName, host}); ok {
-		return repeated(prev, req)
-	}
+	// A repeat is the hub's duplicate (the message id, kept 24 h), answered below with the
+	// first one's receipt; past that, the holder's pipeline knows the id.
 	now := time.Now().UTC()
 	w := wireTrigger{Request: req, From: f.cfg.HostName, Caller: req.Caller, CallerUID: req.CallerUID, Deadline: now.Add(f.cfg.MaxQueue)}
 	b, err := json.Marshal(w)
