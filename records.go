@@ -147,7 +147,8 @@ type Attempt struct {
 }
 
 // AuditRecord is one entry of the append-only, hash-chained audit log. Seq and Hash are
-// assigned by store.DB.AppendAudit; PrevHash is the Hash of the record before (hex SHA-256).
+// assigned by store.AuditLog.AppendAudit; PrevHash is the Hash of the record before
+// (hex SHA-256).
 type AuditRecord struct {
 	Seq       uint64          `json:"seq"`
 	Time      time.Time       `json:"time"`

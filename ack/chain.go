@@ -12,7 +12,6 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/panes"
-	"github.com/nudgehq/nudge/store"
 )
 
 // ChainConfig is the fallback policy (seed 000 §12, seed 001 §7.3). Zero values take the
@@ -74,6 +73,11 @@ type Launcher interface {
 	SpawnAside(ctx context.Context, from nudge.Runtime, resume bool) (nudge.Runtime, error)
 }
 
+// Auditor keeps the chain's audit records (*store.AuditLog).
+type Auditor interface {
+	AppendAudit(recs ...nudge.AuditRecord) ([]nudge.AuditRecord, error)
+}
+
 // Step is one step of a fallback chain, as audited and published.
 type Step struct {
 	Time      time.Time `json:"time"`
@@ -94,19 +98,19 @@ type Step struct {
 // spawn is a launch: it succeeds when the process started and stayed up past LaunchGrace
 // (or exited 0); completion is observed later through acks and heartbeats.
 type Chain struct {
-	cfg ChainConfig
-	l   Launcher
-	db  *store.DB
-	log hclog.Logger
+	cfg   ChainConfig
+	l     Launcher
+	audit Auditor
+	log   hclog.Logger
 
 	mu     sync.Mutex
 	closed bool
 }
 
-// NewChain returns a chain over l, auditing into db.
-func NewChain(cfg ChainConfig, l Launcher, db *store.DB) *Chain {
+// NewChain returns a chain over l, auditing into audit.
+func NewChain(cfg ChainConfig, l Launcher, audit Auditor) *Chain {
 	cfg.fill()
-	return &Chain{cfg: cfg, l: l, db: db, log: cfg.Logger.Named("fallback")}
+	return &Chain{cfg: cfg, l: l, audit: audit, log: cfg.Logger.Named("fallback")}
 }
 
 // Close is a no-op kept for symmetry; launches in flight end with their context.
@@ -322,7 +326,7 @@ func (c *Chain) step(r *run, event string, s Step) {
 	s.Cause, s.Chain = string(r.cause), append([]string(nil), r.chain...)
 	rec := nudge.AuditRecord{Event: event, TriggerID: r.t.TriggerID, ThreadID: r.t.ThreadID,
 		RuntimeID: r.rt.RuntimeID, Workspace: r.rt.WorkspaceID, Code: nudge.Code(s.Code), Reason: s.Error, Detail: jsonOf(s)}
-	if _, err := c.db.AppendAudit(rec); err != nil {
+	if _, err := c.audit.AppendAudit(rec); err != nil {
 		c.log.Error("audit fallback step", "err", err)
 	}
 	if c.cfg.OnStep != nil {

@@ -20,7 +20,8 @@
 //	         another launch holds the session), then spawn it fresh with a summary
 //	         prompt; beside the pane instead of in it when a human is at it or nudge
 //	         does not manage it. It implements
-//	         inject.Fallbacker; every step is audited and published (OnStep)
+//	         inject.Fallbacker; every step is audited (into an Auditor,
+//	         *store.AuditLog) and published (OnStep)
 //
 // What a runtime writes (its marker, its record, its heartbeats) acks only a trigger
 // handed to that runtime: waited for on it (Expect) and typed or given to it (Handed, or

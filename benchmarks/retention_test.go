@@ -75,10 +75,10 @@ func soak(t *testing.T, n int, retain bool) {
 		tr := storeTrigger(i)
 		tr.RuntimeID = fmt.Sprintf("rt_bench.r%02d", i%20)
 		start := time.Now()
-		if _, err := db.GetTrigger(tr.TriggerID); err == nil {
+		if _, err := db.Triggers().GetTrigger(tr.TriggerID); err == nil {
 			t.Fatal("a new id is known")
 		}
-		if _, _, err := db.CreateTriggerQuick(tr, &nudge.AuditRecord{Event: "trigger_received", Reason: "bench"}); err != nil {
+		if _, _, err := db.Triggers().CreateTriggerQuick(tr, &nudge.AuditRecord{Event: "trigger_received", Reason: "bench"}); err != nil {
 			t.Fatal(err)
 		}
 		lat = append(lat, time.Since(start))
@@ -87,7 +87,7 @@ func soak(t *testing.T, n int, retain bool) {
 			db.Flush()
 		}
 		if i%1000 == 0 {
-			db.TrimEventsLater(store.EventWindow{Keep: 10_000})
+			db.Events().TrimEventsLater(store.EventWindow{Keep: 10_000})
 		}
 		if retain && i%500 == 0 {
 			passes.Add(1)
@@ -111,16 +111,16 @@ func soak(t *testing.T, n int, retain bool) {
 	}
 	passes.Wait()
 	db.Flush()
-	if _, err := db.VerifyAudit(); err != nil {
+	if _, err := db.AuditLog().VerifyAudit(); err != nil {
 		t.Fatalf("VerifyAudit: %v", err)
 	}
 	if retain {
-		seq, hash, _ := db.AuditArchived()
+		seq, hash, _ := db.AuditLog().AuditArchived()
 		if _, err := store.VerifyArchive(r.AuditDir, seq, hash); err != nil {
 			t.Fatalf("VerifyArchive: %v", err)
 		}
 	}
-	kept, _ := db.ListTriggers(store.TriggerFilter{})
+	kept, _ := db.Triggers().ListTriggers(store.TriggerFilter{})
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -156,16 +156,16 @@ func deliver(db *store.DB, tr nudge.Trigger, clk *simClock, evSeq *uint64, event
 	for _, st := range []nudge.TriggerState{nudge.StateInjected, nudge.StateSubmitted, nudge.StateAcked} {
 		clk.advance(600 * time.Millisecond)
 		tr.State, tr.Closed = st, st == nudge.StateAcked
-		db.PutTriggerLater(tr, nudge.AuditRecord{Event: "trigger_" + string(st),
+		db.Triggers().PutTriggerLater(tr, nudge.AuditRecord{Event: "trigger_" + string(st),
 			Detail: []byte(`{"attempt":1,"target":"%1","typed":true,"echo_seen":true,"collision_gate":"enforced"}`)})
 	}
-	db.PutRuntimeLater(rt)
+	db.Runtimes().PutRuntimeLater(rt)
 	evs := make([]store.Event, 5)
 	for k := range evs {
 		*evSeq++
 		evs[k] = store.Event{Seq: *evSeq, Time: clk.now(), Data: event}
 	}
-	db.AppendEventsLater(nil, evs...)
+	db.Events().AppendEventsLater(nil, evs...)
 	clk.advance(200 * time.Millisecond)
 }
 

@@ -58,14 +58,14 @@ func storeTrigger(i int) nudge.Trigger {
 func commitTrigger(db *store.DB, i int, twoTx bool) error {
 	audit := &nudge.AuditRecord{Event: "trigger_received", Subject: "uid:1000", Reason: "bench"}
 	if !twoTx {
-		_, _, err := db.CreateTrigger(storeTrigger(i), audit)
+		_, _, err := db.Triggers().CreateTrigger(storeTrigger(i), audit)
 		return err
 	}
-	if _, _, err := db.CreateTrigger(storeTrigger(i), nil); err != nil {
+	if _, _, err := db.Triggers().CreateTrigger(storeTrigger(i), nil); err != nil {
 		return err
 	}
 	audit.TriggerID = storeTrigger(i).TriggerID
-	_, err := db.AppendAudit(*audit)
+	_, err := db.AuditLog().AppendAudit(*audit)
 	return err
 }
 

@@ -40,7 +40,7 @@ func fanoutBatch(b *testing.B, db *store.DB, put bool, seq *int) {
 		*seq++
 		t := storeTrigger(*seq)
 		t.RuntimeID = fmt.Sprintf("rt_bench.r%03d", i)
-		if _, _, err := db.CreateTriggerQuick(t, &nudge.AuditRecord{Event: "trigger_received", Reason: "bench"}); err != nil {
+		if _, _, err := db.Triggers().CreateTriggerQuick(t, &nudge.AuditRecord{Event: "trigger_received", Reason: "bench"}); err != nil {
 			b.Fatal(err)
 		}
 		rt := nudge.Runtime{RuntimeID: t.RuntimeID, WorkspaceID: "bench", Role: fmt.Sprintf("r%03d", i), Agent: "bench",
@@ -51,19 +51,19 @@ func fanoutBatch(b *testing.B, db *store.DB, put bool, seq *int) {
 			t.Closed = st == nudge.StateAcked
 			a := nudge.AuditRecord{Event: "trigger_" + string(st), Detail: []byte(`{"attempt":1,"target":"%1","typed":true,"echo_seen":true,"collision_gate":"enforced"}`)}
 			if put {
-				db.PutTriggerLater(t, a)
+				db.Triggers().PutTriggerLater(t, a)
 			} else {
 				t := t
-				db.UpdateTriggerLater(t.TriggerID, func(r *nudge.Trigger) error { *r = t; return nil }, a)
+				db.Triggers().UpdateTriggerLater(t.TriggerID, func(r *nudge.Trigger) error { *r = t; return nil }, a)
 			}
 			rt.Status = []nudge.Status{nudge.StatusTriggering, nudge.StatusTriggering, nudge.StatusReady}[k]
-			db.PutRuntimeLater(rt)
+			db.Runtimes().PutRuntimeLater(rt)
 		}
 		evs := make([]store.Event, 5)
 		for k := range evs {
 			evs[k] = store.Event{Seq: uint64(*seq*5 + k), Time: now, Data: event}
 		}
-		db.AppendEventsLater(nil, evs...)
+		db.Events().AppendEventsLater(nil, evs...)
 	}
 	db.Flush()
 }

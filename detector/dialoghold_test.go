@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -120,7 +121,17 @@ func replayDialog(t *testing.T, e *liveEnv, ch *changeLog, rec *streamrec.Record
 		switch {
 		case ev.Mark == string(nudge.NeedsConfirmation) && held == nil:
 			waited := time.Now()
-			e.waitReadiness(rt.RuntimeID, nudge.NeedsConfirmation)
+			// On the subtest's own t (e's is the parent's), with the published changes
+			// and the screen when it times out.
+			for deadline := waited.Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if now, ok := e.reg.Get(rt.RuntimeID); ok && now.Readiness == nudge.NeedsConfirmation && e.mon.Readiness(now) == nudge.NeedsConfirmation {
+					break
+				}
+				if time.Now().After(deadline) {
+					screen, _ := exec.Command("tmux", "-L", e.sock, "capture-pane", "-p", "-t", rt.PaneID).CombinedOutput()
+					t.Fatalf("at %.3fs (%s): no NEEDS_CONFIRMATION after 60 s; published %v; screen:\n%s", ev.At.Seconds(), ev.Note, ch.of(rt.RuntimeID), screen)
+				}
+			}
 			dialog = dialogID(e.rt(rt.RuntimeID).Dialog)
 			held = ch.of(rt.RuntimeID)
 			start = start.Add(time.Since(waited)) // the rest keeps its pace

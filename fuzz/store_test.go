@@ -24,7 +24,7 @@ func sealedSegment(f *testing.F) (seg []byte, baseSeq uint64, baseHash string) {
 	}
 	defer db.Close()
 	for _, ev := range []string{"trigger_received", "trigger_injected", "ack_received", "thread_unblocked"} {
-		if _, err := db.AppendAudit(nudge.AuditRecord{Event: ev, TriggerID: "t-1", Reason: "r \"q\" <x>", Detail: []byte(`{"a":1}`)}); err != nil {
+		if _, err := db.AuditLog().AppendAudit(nudge.AuditRecord{Event: ev, TriggerID: "t-1", Reason: "r \"q\" <x>", Detail: []byte(`{"a":1}`)}); err != nil {
 			f.Fatal(err)
 		}
 	}
@@ -40,7 +40,7 @@ func sealedSegment(f *testing.F) (seg []byte, baseSeq uint64, baseHash string) {
 	if seg, err = os.ReadFile(names[0]); err != nil {
 		f.Fatal(err)
 	}
-	baseSeq, baseHash, _ = db.AuditArchived()
+	baseSeq, baseHash, _ = db.AuditLog().AuditArchived()
 	return seg, baseSeq, baseHash
 }
 

@@ -17,7 +17,8 @@
 //	Config     the trigger policy (DefaultConfig: the seed defaults; Validate)
 //	Deps       its collaborators, as interfaces it declares: Runtimes (*panes.Registry),
 //	           Sender (*controlmode.Conn), Gates and InputLine (*detector.Monitor),
-//	           Acker (*ack.Tracker), Fallbacker (*ack.Chain), and the store
+//	           Acker (*ack.Tracker), Fallbacker (*ack.Chain), and the Store (*store.DB:
+//	           its write-behind queue and the parts it hands out)
 //	Request    one trigger request; Submitted, Submit's answer
 //	Scheduler  periodic prompts (seed 004) turned into triggers: Add, Remove, Close
 //

@@ -533,7 +533,7 @@ func uidPtr(uid int) *int {
 // launch (the resumed agent acknowledged it). Other triggers are acked through Acker.
 func (p *Pipeline) ackAfterFallback(id, signal string) (nudge.Trigger, bool, error) {
 	p.deps.Store.Flush() // the fallback's own write-behind record first
-	t, err := p.deps.Store.UpdateTrigger(id, func(t *nudge.Trigger) error {
+	t, err := p.deps.Store.Triggers().UpdateTrigger(id, func(t *nudge.Trigger) error {
 		if t.Fallback == "" || t.State != nudge.StateSubmitted {
 			return errNotFallback
 		}

@@ -66,7 +66,7 @@ func (p *Pipeline) persist(j *job, recs ...nudge.AuditRecord) {
 	j.pmu.Lock()
 	defer j.pmu.Unlock()
 	rec := j.record()
-	p.deps.Store.PutTriggerLater(rec, recs...) // of several in one batch, only the last record is written
+	p.deps.Store.Triggers().PutTriggerLater(rec, recs...) // of several in one batch, only the last record is written
 	if rec.Closed && !j.outcomeLogged {
 		j.outcomeLogged = true
 		p.logOutcome(rec)

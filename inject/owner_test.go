@@ -74,14 +74,14 @@ func TestScheduleGapSurvivesRestart(t *testing.T) {
 	now := time.Now()
 	sc := nudge.Schedule{ScheduleID: "sch_gap", WorkspaceID: "ws", Agent: "a", Prompt: "health check",
 		Every: 2 * time.Minute, NextAt: now.Add(-time.Second), LastAt: now.Add(-time.Minute), CreatedAt: now.Add(-time.Hour)}
-	if err := p.deps.Store.PutSchedule(sc); err != nil {
+	if err := p.deps.Store.Schedules().PutSchedule(sc); err != nil {
 		t.Fatal(err)
 	}
 	s := NewScheduler(p, SchedulerConfig{MinGap: 5 * time.Minute})
 	defer s.Close()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		recs, err := p.deps.Store.Audit(store.AuditFilter{})
+		recs, err := p.deps.Store.AuditLog().Audit(store.AuditFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}

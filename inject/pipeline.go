@@ -207,9 +207,20 @@ type Fallbacker interface {
 	Fallback(ctx context.Context, t nudge.Trigger, code nudge.Code, keep bool) (nudge.Launched, error)
 }
 
+// Store is the pipeline's durable state (*store.DB): the write-behind queue, and the
+// parts of the store it keeps triggers, gates, schedules and audit records in.
+type Store interface {
+	Flush()
+	Settle()
+	Triggers() *store.Triggers
+	Gates() *store.Gates
+	Schedules() *store.Schedules
+	AuditLog() *store.AuditLog
+}
+
 // Deps are the pipeline's collaborators.
 type Deps struct {
-	Store    *store.DB
+	Store    Store
 	Runtimes Runtimes
 	Conn     func(workspace string) (Sender, error)
 	Gates    Gates      // nil: never busy, always READY, composer unknown
@@ -309,12 +320,12 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 func (p *Pipeline) Open() error {
 	p.opened = p.cfg.Now()
 	p.restoreBreakers()
-	gates, err := p.deps.Store.ListGates()
+	gates, err := p.deps.Store.Gates().ListGates()
 	if err != nil {
 		return fmt.Errorf("load gates: %w", err)
 	}
 	p.restoreGates(gates, p.opened)
-	open, err := p.deps.Store.ListTriggers(store.TriggerFilter{OpenOnly: true})
+	open, err := p.deps.Store.Triggers().ListTriggers(store.TriggerFilter{OpenOnly: true})
 	if err != nil {
 		return fmt.Errorf("resume triggers: %w", err)
 	}

@@ -16,10 +16,18 @@ import (
 // Pipeline.Open loads them, so a daemon restart neither unblocks a blocked thread nor
 // resets a rate-limit window. db nil keeps them in memory only.
 
+// gateStore keeps the gates' state (*store.Gates).
+type gateStore interface {
+	PutGate(g store.Gate) error
+	PutGateLater(g store.Gate)
+	DeleteGateLater(kind, key string)
+	DeleteGatesLater(kind, prefix string)
+}
+
 // rateLimiter allows n deliveries per window per key, sliding: a thread of a runtime
 // (kind store.GateRate), or a runtime over all its threads (store.GateRuntimeRate).
 type rateLimiter struct {
-	db     *store.DB
+	db     gateStore
 	kind   string
 	mu     sync.Mutex
 	n      int
@@ -100,7 +108,7 @@ func (r *rateLimiter) prune(key string, now time.Time) []time.Time {
 // loopGuard blocks a thread that keeps being triggered without progress: after turns
 // deliveries, or after the same prompt repeats times in a row (seed 000 §14).
 type loopGuard struct {
-	db      *store.DB
+	db      gateStore
 	mu      sync.Mutex
 	turns   int
 	repeats int
@@ -248,7 +256,10 @@ func (g *loopGuard) progressPrefix(prefix string) {
 // (a daemon restart neither resets a rate window nor unblocks a thread); from now on they
 // write their changes there.
 func (p *Pipeline) restoreGates(gates []store.Gate, now time.Time) {
-	p.gate.rate.db, p.gate.perRT.db, p.gate.loops.db = p.deps.Store, p.deps.Store, p.deps.Store
+	if p.deps.Store != nil {
+		db := p.deps.Store.Gates()
+		p.gate.rate.db, p.gate.perRT.db, p.gate.loops.db = db, db, db
+	}
 	p.gate.rate.load(gates, now, p.canonKey)
 	p.gate.perRT.load(gates, now, p.canonKey)
 	p.gate.loops.load(gates, p.canonKey)

@@ -38,7 +38,7 @@ func (a *syncAcker) Wait(context.Context, string) (string, error) {
 func TestAckTimeoutReadsTheRecord(t *testing.T) {
 	acks := &syncAcker{fakeAcker: fakeAcker{apiAck: func(string) bool { return false }}}
 	p := newWaitPipeline(t, acks, nudge.Trigger{TriggerID: "t1", State: nudge.StateSubmitted, RuntimeID: "rt", Attempts: 1})
-	stored, err := p.deps.Store.GetTrigger("t1")
+	stored, err := p.deps.Store.Triggers().GetTrigger("t1")
 	if err != nil {
 		t.Fatal(err)
 	}

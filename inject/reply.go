@@ -67,12 +67,12 @@ func (p *Pipeline) Reply(runtimeID, id string, r Reply) (bool, error) {
 		return fresh, nil
 	}
 	p.deps.Store.Flush() // the trigger's last write-behind record first
-	t, err := p.deps.Store.GetTrigger(id)
+	t, err := p.deps.Store.Triggers().GetTrigger(id)
 	if err != nil || t.TurnEndedAt != nil || !HandedTo(t, runtimeID) {
 		return false, err
 	}
 	// The record and its audit in one commit; none at all for a reply already kept.
-	t, err = p.deps.Store.UpdateTrigger(id, func(t *nudge.Trigger) error {
+	t, err = p.deps.Store.Triggers().UpdateTrigger(id, func(t *nudge.Trigger) error {
 		if !set(t) {
 			return errReplied
 		}

@@ -23,7 +23,7 @@ func countChanges(p *Pipeline) func() int {
 
 func replyAudits(t *testing.T, p *Pipeline, id string) []nudge.AuditRecord {
 	t.Helper()
-	recs, err := p.deps.Store.Audit(store.AuditFilter{TriggerID: id, Event: "reply_received"})
+	recs, err := p.deps.Store.AuditLog().Audit(store.AuditFilter{TriggerID: id, Event: "reply_received"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestReplyClosedTrigger(t *testing.T) {
 func TestReplyInFlight(t *testing.T) {
 	p := newWaitPipeline(t, nil, nudge.Trigger{TriggerID: "t1", State: nudge.StateSubmitted, RuntimeID: "rt"})
 	changes := countChanges(p)
-	stored, err := p.deps.Store.GetTrigger("t1")
+	stored, err := p.deps.Store.Triggers().GetTrigger("t1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestReplyInFlight(t *testing.T) {
 		t.Errorf("second Reply in flight: %v, %v, %q; want the first kept untouched", ok, err, j.record().Reply)
 	}
 	p.deps.Store.Flush()
-	if got, err := p.deps.Store.GetTrigger("t1"); err != nil || got.Reply != "done" || got.TurnEndedAt == nil {
+	if got, err := p.deps.Store.Triggers().GetTrigger("t1"); err != nil || got.Reply != "done" || got.TurnEndedAt == nil {
 		t.Errorf("store copy: %+v, %v; want the reply", got, err)
 	}
 	if n := len(replyAudits(t, p, "t1")); n != 1 {
@@ -127,7 +127,7 @@ func TestReplyInFlight(t *testing.T) {
 // forgotten but before the reply's write is in the store still gets the reply.
 func TestReplyForgottenMeanwhile(t *testing.T) {
 	p := newWaitPipeline(t, nil, nudge.Trigger{TriggerID: "t1", RuntimeID: "rt", State: nudge.StateAcked, Closed: true})
-	stored, _ := p.deps.Store.GetTrigger("t1")
+	stored, _ := p.deps.Store.Triggers().GetTrigger("t1")
 	j := newJob(stored, false)
 	close(j.created)
 	p.mu.Lock()

@@ -85,7 +85,7 @@ func (s *Scheduler) Add(ws, agent, prompt string, every time.Duration) (nudge.Sc
 	_, _ = rand.Read(b[:])
 	sc := nudge.Schedule{ScheduleID: "sch_" + hex.EncodeToString(b[:]), WorkspaceID: ws, Agent: agent,
 		Prompt: text, Every: every, NextAt: now.Add(every), CreatedAt: now}
-	if err := s.p.deps.Store.PutSchedule(sc); err != nil {
+	if err := s.p.deps.Store.Schedules().PutSchedule(sc); err != nil {
 		return nudge.Schedule{}, err
 	}
 	s.audit("schedule_added", sc, "")
@@ -95,7 +95,7 @@ func (s *Scheduler) Add(ws, agent, prompt string, every time.Duration) (nudge.Sc
 
 // Remove deletes a schedule.
 func (s *Scheduler) Remove(id string) error {
-	if err := s.p.deps.Store.DeleteSchedule(id); err != nil {
+	if err := s.p.deps.Store.Schedules().DeleteSchedule(id); err != nil {
 		return err
 	}
 	s.audit("schedule_removed", nudge.Schedule{ScheduleID: id}, "")
@@ -129,7 +129,7 @@ func (s *Scheduler) loop() {
 // runDue fires every due schedule and returns the wait until the next one. Schedules of
 // an agent that are due soon (within batchWindow) join a batch that is due now.
 func (s *Scheduler) runDue() time.Duration {
-	all, err := s.p.deps.Store.ListSchedules()
+	all, err := s.p.deps.Store.Schedules().ListSchedules()
 	if err != nil {
 		s.p.log.Error("list schedules", "err", err)
 		return time.Minute
@@ -236,7 +236,7 @@ func (s *Scheduler) advance(sc nudge.Schedule, now time.Time, fired bool) {
 	if fired {
 		sc.LastAt = now
 	}
-	if err := s.p.deps.Store.PutSchedule(sc); err != nil {
+	if err := s.p.deps.Store.Schedules().PutSchedule(sc); err != nil {
 		s.p.log.Error("update schedule", "schedule_id", sc.ScheduleID, "err", err)
 	}
 }
@@ -244,7 +244,7 @@ func (s *Scheduler) advance(sc nudge.Schedule, now time.Time, fired bool) {
 func (s *Scheduler) audit(event string, sc nudge.Schedule, reason string) {
 	rec := nudge.AuditRecord{Event: event, Workspace: sc.WorkspaceID, Reason: reason,
 		Detail: mustJSON(map[string]any{"schedule_id": sc.ScheduleID, "agent": sc.Agent, "every": sc.Every.String()})}
-	if _, err := s.p.deps.Store.AppendAudit(rec); err != nil {
+	if _, err := s.p.deps.Store.AuditLog().AppendAudit(rec); err != nil {
 		s.p.log.Error("audit schedule", "err", err)
 	}
 }

@@ -97,7 +97,7 @@ func (p *Pipeline) known(req Request, text string) (s Submitted, known bool, err
 		s, err := repeated(j.record(), req, text)
 		return s, true, err
 	}
-	t, err := p.deps.Store.GetTrigger(req.TriggerID)
+	t, err := p.deps.Store.Triggers().GetTrigger(req.TriggerID)
 	var aged *store.AgedOutError
 	switch {
 	case err == nil:
@@ -179,7 +179,7 @@ func (p *Pipeline) Get(id string) (nudge.Trigger, error) {
 	if j := p.inflight(id); j != nil {
 		return j.record(), nil
 	}
-	return p.deps.Store.GetTrigger(id)
+	return p.deps.Store.Triggers().GetTrigger(id)
 }
 
 func (p *Pipeline) checkRequest(req *Request) error {
@@ -227,7 +227,7 @@ func (p *Pipeline) newRecord(req Request, text string) nudge.Trigger {
 func (p *Pipeline) create(j *job, known bool) error {
 	t := j.record()
 	rec := p.audit("trigger_received", t, t.Reason) // the caller's reason
-	got, created, err := p.deps.Store.CreateTriggerQuick(t, &rec)
+	got, created, err := p.deps.Store.Triggers().CreateTriggerQuick(t, &rec)
 	if err != nil || !created {
 		// The lane may already hold the job: it must not wait for a record that will never
 		// be written (persist skips a lost job).

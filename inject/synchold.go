@@ -75,7 +75,7 @@ func (p *Pipeline) syncTaken(h syncHold, now time.Time) bool {
 	var t nudge.Trigger
 	if j := p.inflight(h.trigger); j != nil {
 		t = j.record()
-	} else if st, err := p.deps.Store.GetTrigger(h.trigger); err == nil {
+	} else if st, err := p.deps.Store.Triggers().GetTrigger(h.trigger); err == nil {
 		t = st
 	} else {
 		return now.Sub(h.since) >= syncSubmitGrace

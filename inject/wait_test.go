@@ -47,7 +47,7 @@ func newWaitPipeline(t *testing.T, acks Acker, trigs ...nudge.Trigger) *Pipeline
 	}
 	t.Cleanup(func() { db.Close() })
 	for _, tr := range trigs {
-		if _, _, err := db.CreateTrigger(tr, nil); err != nil {
+		if _, _, err := db.Triggers().CreateTrigger(tr, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,7 +62,7 @@ func newWaitPipeline(t *testing.T, acks Acker, trigs ...nudge.Trigger) *Pipeline
 
 // record updates trigger id in the store as a lane would, and announces the change.
 func record(t *testing.T, p *Pipeline, id string, fn func(*nudge.Trigger)) {
-	got, err := p.deps.Store.UpdateTrigger(id, func(tr *nudge.Trigger) error { fn(tr); return nil })
+	got, err := p.deps.Store.Triggers().UpdateTrigger(id, func(tr *nudge.Trigger) error { fn(tr); return nil })
 	if err != nil {
 		t.Error(err)
 		return

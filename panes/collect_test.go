@@ -93,7 +93,7 @@ func TestRetentionCollectsEnded(t *testing.T) {
 	if got, ok := e.reg.Get(live.RuntimeID); !ok || got.Status != nudge.StatusReady {
 		t.Errorf("live runtime collected: %+v %v", got, ok)
 	}
-	if rt, err := e.db.GetRuntime(done.RuntimeID); err != nil || rt.Status != nudge.StatusDeregistered {
+	if rt, err := e.db.Runtimes().GetRuntime(done.RuntimeID); err != nil || rt.Status != nudge.StatusDeregistered {
 		t.Errorf("the collected runtime's record: %+v %v", rt, err)
 	}
 }

@@ -8,7 +8,11 @@
 //
 //	Registry  the live registry: Open, Spawn, Register, Stop, Deregister, Restart,
 //	          SetPaused, Transition, Update, Get/Lookup/List, Conn, Close; and for the
-//	          fallback chain RelaunchWith, LaunchWindow, SpawnAside, EnterRecovery
+//	          fallback chain RelaunchWith, LaunchWindow, SpawnAside, EnterRecovery,
+//	          HoldRestarts; each a method of its own that calls the part doing it
+//	Reader    the registry's read model (Get, Lookup, List), for a consumer that only
+//	          looks at runtimes
+//	Store     what Open takes of the store (*store.DB hands out the parts it names)
 //	Config    tmux server selection, workspace roots, profiles, reconciliation policy,
 //	          launcher policy, hooks (OnOutput, OnEvent, OnChange, OnFirstPrompt)
 //	Profile   one agent CLI as data (LoadProfiles: built-ins from profiles/*.json,
@@ -19,9 +23,10 @@
 //
 //	records     the runtime records (nudge.Runtime by id) and what is noted about each
 //	            (busy, stopped, held, a fallback resume run, a crash resume), under one
-//	            lock; persisted write-behind (persist.go). Embedded in Registry: Get,
-//	            Lookup, List, Transition, Update, SetPaused, EnterRecovery, HoldRestarts.
-//	            The others share it through that lock and its methods.
+//	            lock; persisted write-behind (persist.go). The Registry's Get, Lookup,
+//	            List, Transition, Update, SetPaused, EnterRecovery, Stopped and
+//	            HoldRestarts call its own. The others share it through that lock and its
+//	            methods.
 //	conns       the workspaces (workspace.go): one control connection each, the place
 //	            (host, tmux server, session: place.go) a workspace is bound to, and what
 //	            runs over the connection (list-panes,
@@ -46,7 +51,7 @@
 // window in by nudge; runtime ids
 // are RuntimeID(ws, role), stable across restarts of the same role. The registry owns
 // the live records (nudge.Runtime) and writes every change behind to the store
-// (store.DB.PutRuntimeLater, in order); Spawn, Register and Stop flush before they
+// (store.Runtimes.PutRuntimeLater, in order); Spawn, Register and Stop flush before they
 // return, so what they did is durable.
 //
 // Done is not a crash (seed 003, exit.go): a program that exits 0 or prints its

@@ -23,9 +23,9 @@ func TestRelaunchRechecksLauncher(t *testing.T) {
 	if err := os.WriteFile(planted, []byte("#!/bin/sh\ntouch "+marker+"\nexec sleep 600\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e.reg.mu.Lock()
-	e.reg.rts[rt.RuntimeID].Argv = []string{"evil/cat"}
-	e.reg.mu.Unlock()
+	e.reg.recs.mu.Lock()
+	e.reg.recs.rts[rt.RuntimeID].Argv = []string{"evil/cat"}
+	e.reg.recs.mu.Unlock()
 	if err := syscall.Kill(rt.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

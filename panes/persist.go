@@ -41,9 +41,9 @@ func cloneRuntime(rt *nudge.Runtime) nudge.Runtime {
 func (r *records) putLocked(rt *nudge.Runtime) error {
 	old := r.rts[rt.RuntimeID]
 	if old != nil && volatileOnly(old, rt) {
-		r.db.PutRuntimeLazy(*rt) // readiness is recomputed at start: once a second is enough
+		r.db.Runtimes().PutRuntimeLazy(*rt) // readiness is recomputed at start: once a second is enough
 	} else {
-		r.db.PutRuntimeLater(*rt)
+		r.db.Runtimes().PutRuntimeLater(*rt)
 	}
 	if old != nil && old.PaneID != rt.PaneID {
 		r.panes.Delete(keyOf(old))
@@ -127,7 +127,7 @@ func (r *records) auditLocked(rt *nudge.Runtime, event, reason string, code nudg
 	if detail != nil {
 		rec.Detail, _ = json.Marshal(detail)
 	}
-	r.db.AppendAuditLater(rec)
+	r.db.AuditLog().AppendAuditLater(rec)
 }
 
 // wrapped is a *nudge.Error that also unwraps to its cause (e.g. *TransitionError).

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/store"
 )
 
 // records is the registry of runtime records that every other part shares: the live
@@ -19,7 +18,7 @@ import (
 // recovery clock have their own locks. It starts no goroutine; Close flushes the store.
 type records struct {
 	cfg *Config
-	db  *store.DB
+	db  Store
 
 	mu      sync.Mutex
 	rts     map[string]*nudge.Runtime // by runtime id; never deregistered ones
@@ -39,7 +38,7 @@ type records struct {
 	recovery recoveryClock // the pace and deadline of automatic restarts
 }
 
-func newRecords(cfg *Config, db *store.DB) *records {
+func newRecords(cfg *Config, db Store) *records {
 	return &records{cfg: cfg, db: db, rts: map[string]*nudge.Runtime{}, busy: map[string]string{},
 		stopped: map[string]bool{}, held: map[string]int{}, oneOff: map[string]string{},
 		resumed: map[string]bool{}, noResume: map[string]bool{}}
@@ -64,7 +63,7 @@ func (r *records) load(rts []nudge.Runtime, ws func(name string)) {
 		r.rts[rt.RuntimeID] = &rt
 		r.indexPane(&rt)
 		r.watchMarkerLocked(&rt)
-		if b, err := r.db.GetMeta(stoppedKey(rt.RuntimeID)); err == nil && len(b) > 0 {
+		if b, err := r.db.Meta().GetMeta(stoppedKey(rt.RuntimeID)); err == nil && len(b) > 0 {
 			r.stopped[rt.RuntimeID] = true
 		}
 		ws(rt.WorkspaceID)
@@ -361,7 +360,7 @@ func (r *records) recordIf(rt nudge.Runtime, event string, detail map[string]any
 }
 
 func (r *records) clearStoppedLocked(id string) {
-	if err := r.db.PutMeta(stoppedKey(id), nil); err != nil {
+	if err := r.db.Meta().PutMeta(stoppedKey(id), nil); err != nil {
 		r.logErr("clear stopped", id, err)
 	}
 }
@@ -499,7 +498,7 @@ func (r *records) beginStop(id, reason string) (nudge.Runtime, error) {
 	r.busy[id] = "stopping"
 	r.stopped[id] = true
 	r.recovery.forget(id)
-	if err := r.db.PutMeta(stoppedKey(id), []byte(reason+" ")); err != nil {
+	if err := r.db.Meta().PutMeta(stoppedKey(id), []byte(reason+" ")); err != nil {
 		delete(r.busy, id)
 		return nudge.Runtime{}, err
 	}

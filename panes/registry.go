@@ -185,11 +185,32 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// Store is where the registry keeps its records (*store.DB): the runtimes, their audit
+// records and what is noted about a stopped runtime, written behind; Flush waits for
+// them.
+type Store interface {
+	Flush()
+	Runtimes() *store.Runtimes
+	AuditLog() *store.AuditLog
+	Meta() *store.Meta
+}
+
+// Reader is the registry's read model: what a consumer that only looks at the runtimes
+// takes (*Registry is one). The records it returns are copies.
+type Reader interface {
+	Get(id string) (nudge.Runtime, bool)
+	Lookup(workspace, role string) (nudge.Runtime, bool)
+	List() []nudge.Runtime
+}
+
+var _ Reader = (*Registry)(nil)
+
 // Registry is the live registry of runtimes: the façade that wires the parts below and
 // keeps the API callers use. Each part owns its own state and says so on its type:
 //
-//	records     the runtime records and their bookkeeping, one lock (embedded: Get,
-//	            Lookup, List, Transition, Update, SetPaused, EnterRecovery, HoldRestarts)
+//	records     the runtime records and their bookkeeping, one lock (the Registry's
+//	            verbs Get, Lookup, List, Transition, Update, SetPaused, EnterRecovery,
+//	            Stopped and HoldRestarts are its)
 //	conns       the workspaces' control connections and the commands run over them
 //	launcher    argv, launcher policy, spawn, register, restart, relaunch, fallback launches
 //	ender       ending a pane's program by pid, locally and over ssh; Stop
@@ -199,7 +220,7 @@ func (c *Config) Validate() error {
 // Every goroutine is in one group (a context and a WaitGroup) that Close stops and waits
 // for. All methods are safe for concurrent use.
 type Registry struct {
-	*records
+	recs   *records
 	tmux   *tmuxClient
 	conns  *conns
 	ender  *ender
@@ -280,33 +301,84 @@ func (r *Registry) Stats() StatsSnapshot {
 // Open loads the runtimes from db and starts watching every workspace that has any: live
 // panes are re-adopted by pane id (or target), missing ones are audited as REGISTRY_DRIFT
 // and restarted per policy. The caller keeps ownership of db and closes it after Close.
-func Open(ctx context.Context, cfg Config, db *store.DB) (*Registry, error) {
+func Open(ctx context.Context, cfg Config, db Store) (*Registry, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rts, err := db.ListRuntimes()
+	rts, err := db.Runtimes().ListRuntimes()
 	if err != nil {
 		return nil, fmt.Errorf("open registry: %w", err)
 	}
 	c := &cfg
 	g := &group{}
 	g.ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	r := &Registry{records: newRecords(c, db), tmux: &tmuxClient{cfg: c}, g: g}
-	r.conns = &conns{cfg: c, stats: &r.stats, g: g, recs: r.records, tmux: r.tmux, ws: map[string]*workspace{}}
-	r.ender = &ender{cfg: c, recs: r.records, conns: r.conns, tmux: r.tmux, kill: &r.kill}
-	r.launch = &launcher{cfg: c, stats: &r.stats, recs: r.records, conns: r.conns, tmux: r.tmux, ender: r.ender}
-	r.recon = &reconciler{cfg: c, stats: &r.stats, g: g, recs: r.records, conns: r.conns, tmux: r.tmux, launch: r.launch,
+	r := &Registry{recs: newRecords(c, db), tmux: &tmuxClient{cfg: c}, g: g}
+	r.conns = &conns{cfg: c, stats: &r.stats, g: g, recs: r.recs, tmux: r.tmux, ws: map[string]*workspace{}}
+	r.ender = &ender{cfg: c, recs: r.recs, conns: r.conns, tmux: r.tmux, kill: &r.kill}
+	r.launch = &launcher{cfg: c, stats: &r.stats, recs: r.recs, conns: r.conns, tmux: r.tmux, ender: r.ender}
+	r.recon = &reconciler{cfg: c, stats: &r.stats, g: g, recs: r.recs, conns: r.conns, tmux: r.tmux, launch: r.launch,
 		deadSince: map[string]time.Time{}, closed: map[string]time.Time{}, strays: map[string][]Stray{}}
 	r.conns.loop = r.recon.loop
-	r.records.load(rts, func(ws string) { r.conns.getLocked(ws) })
+	r.recs.load(rts, func(ws string) { r.conns.getLocked(ws) })
 	return r, nil
 }
+
+// Get returns a runtime by id.
+func (r *Registry) Get(id string) (nudge.Runtime, bool) { return r.recs.Get(id) }
+
+// Lookup returns the runtime of a workspace's role.
+func (r *Registry) Lookup(workspace, role string) (nudge.Runtime, bool) {
+	return r.recs.Lookup(workspace, role)
+}
+
+// List returns every runtime, ordered by workspace then role.
+func (r *Registry) List() []nudge.Runtime { return r.recs.List() }
+
+// Transition moves a runtime to another status: validated against the state machine,
+// persisted, audited (runtime_status_changed with from, to and reason), then OnChange. A
+// transition to the current status is a no-op. An illegal one returns a CONFLICT
+// *nudge.Error wrapping *TransitionError and changes nothing.
+func (r *Registry) Transition(id string, to nudge.Status, reason string) (nudge.Runtime, error) {
+	return r.recs.Transition(id, to, reason)
+}
+
+// Update changes a runtime's other fields (readiness, operator_busy, heartbeat, session
+// id, last trigger, ...) through fn, persists the result and calls OnChange. fn must not
+// change RuntimeID or Status (use Transition); such an Update is refused.
+func (r *Registry) Update(id string, fn func(*nudge.Runtime)) (nudge.Runtime, error) {
+	return r.recs.Update(id, fn)
+}
+
+// SetPaused pauses or resumes triggers for a runtime (`nudge pause|resume`). The paused
+// flag is the trigger gate; the status shows it: a ready runtime goes to paused at once,
+// one in the middle of a trigger (or still starting) when it would next be ready, and
+// resuming a paused runtime makes it ready again. Pausing twice is a no-op.
+func (r *Registry) SetPaused(id string, paused bool, reason string) (nudge.Runtime, error) {
+	return r.recs.SetPaused(id, paused, reason)
+}
+
+// EnterRecovery shows in the state machine that a fallback chain is recovering the
+// runtime: stage is fallback_resume or spawn_recovery (seed 001 §9). RelaunchWith enters
+// them by itself (its argv tells a resume from a spawn); a chain that recovers a runtime
+// some other way (a launch in a window of its own) calls this, and Transition to leave
+// them.
+func (r *Registry) EnterRecovery(id string, stage nudge.Status, reason string) (nudge.Runtime, error) {
+	return r.recs.EnterRecovery(id, stage, reason)
+}
+
+// Stopped reports whether runtime id was stopped (`nudge stop`) and not started again
+// since (a restart or a new spawn clears it): it stays down, and no trigger relaunches it.
+func (r *Registry) Stopped(id string) bool { return r.recs.Stopped(id) }
+
+// HoldRestarts stops automatic restarts of a runtime (and keeps deaths out of its crash
+// count) until the returned release is called: the fallback chain owns the pane meanwhile.
+func (r *Registry) HoldRestarts(id string) (release func()) { return r.recs.HoldRestarts(id) }
 
 // Close stops every goroutine the registry started (control connections, reconcilers,
 // restart timers) and waits for them. It leaves every pane running. Idempotent.
 func (r *Registry) Close() error {
 	r.g.close()
-	r.db.Flush()
+	r.recs.db.Flush()
 	return nil
 }
 
@@ -402,7 +474,7 @@ func (r *Registry) Stop(ctx context.Context, id, reason string) error {
 // Deregister stops tracking a runtime (its pane keeps running): status deregistered,
 // persisted and audited with the reason. The role can then be spawned or registered again.
 func (r *Registry) Deregister(ctx context.Context, id, reason string) error {
-	return r.records.deregister(ctx, id, reason, r.conns.screens.drop)
+	return r.recs.deregister(ctx, id, reason, r.conns.screens.drop)
 }
 
 // Tail reads the last n lines of a runtime's pane over its workspace's control
@@ -422,7 +494,7 @@ func (r *Registry) Tail(ctx context.Context, rt nudge.Runtime, n int) (Screen, e
 //
 // Like Stop it runs to its end once begun, even if ctx is cancelled: every step is bounded.
 func (r *Registry) Restart(ctx context.Context, id, reason string) (nudge.Runtime, error) {
-	r.recovery.forget(id) // restarted by hand: a new start, not a recovery
+	r.recs.recovery.forget(id) // restarted by hand: a new start, not a recovery
 	return r.launch.restart(context.WithoutCancel(ctx), id, reason, false)
 }
 
@@ -432,7 +504,7 @@ func (r *Registry) Unmanaged() []Stray { return r.recon.unmanaged() }
 
 // Profile returns a profile by name.
 func (r *Registry) Profile(name string) (Profile, bool) {
-	p, ok := r.cfg.Profiles[name]
+	p, ok := r.recs.cfg.Profiles[name]
 	return p, ok
 }
 

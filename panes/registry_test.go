@@ -122,7 +122,7 @@ func (e *env) sawStatus(id string, s nudge.Status) (nudge.Runtime, bool) {
 
 func (e *env) audit(id, event string) []nudge.AuditRecord {
 	e.db.Flush() // the registry's writes are write-behind
-	recs, err := e.db.Audit(store.AuditFilter{RuntimeID: id, Event: event})
+	recs, err := e.db.AuditLog().Audit(store.AuditFilter{RuntimeID: id, Event: event})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestSpawnTwoRolesKillRestart(t *testing.T) {
 		t.Errorf("new pane: %q, want its window a, index 0, remain-on-exit on", out)
 	}
 	e.db.Flush()
-	if stored, err := e.db.GetRuntime(a.RuntimeID); err != nil || stored.PID != rt.PID || stored.Status != rt.Status {
+	if stored, err := e.db.Runtimes().GetRuntime(a.RuntimeID); err != nil || stored.PID != rt.PID || stored.Status != rt.Status {
 		t.Errorf("store: got %+v, %v", stored, err)
 	}
 	if len(e.audit(a.RuntimeID, "runtime_status_changed")) < 4 {
@@ -428,7 +428,7 @@ func (e *env) assertUnchanged(t *testing.T) {
 	if w := e.windows("ws"); len(w) != 1 || w[0] != "a" {
 		t.Errorf("windows changed: %q", w)
 	}
-	if rts, _ := e.db.ListRuntimes(); len(rts) != 1 || len(e.reg.List()) != 1 {
+	if rts, _ := e.db.Runtimes().ListRuntimes(); len(rts) != 1 || len(e.reg.List()) != 1 {
 		t.Errorf("records changed: %d stored, %d listed", len(rts), len(e.reg.List()))
 	}
 }
@@ -463,7 +463,7 @@ func TestSpawnDirEnvAndPromptFile(t *testing.T) {
 	}
 	p := profs["shell"]
 	p.PromptArg = "append"
-	e.reg.cfg.Profiles = map[string]Profile{"shell": p}
+	e.reg.recs.cfg.Profiles = map[string]Profile{"shell": p}
 	script := `printf '%s|%s|%s|%s' "$PWD" "$NUDGE_RUNTIME_ID" "$#" "$*" > ` + shellQuote(out) + `; exec cat`
 	rt, err := e.reg.Spawn(context.Background(), SpawnRequest{Workspace: "ws", Role: "p", Agent: "shell", Dir: sub,
 		PromptFile: prompt, Argv: []string{"sh", "-c", script, "sh"}})
@@ -534,7 +534,7 @@ func TestUnsetEnv(t *testing.T) {
 	}
 	p := profs["shell"]
 	p.UnsetEnv = profs["gemini"].UnsetEnv
-	e.reg.cfg.Profiles = map[string]Profile{"shell": p}
+	e.reg.recs.cfg.Profiles = map[string]Profile{"shell": p}
 	out := filepath.Join(e.root, "out")
 	script := `printf '%s|%s|%s' "${CI-unset}" "${GITHUB_ACTIONS-unset}" "$KEPT_VAR" > ` + shellQuote(out) + `; exec cat`
 	if _, err := e.reg.Spawn(context.Background(), SpawnRequest{Workspace: "ws", Role: "u", Agent: "shell", Argv: []string{"sh", "-c", script}}); err != nil {

@@ -23,11 +23,11 @@ func TestAppendAudit(t *testing.T) {
 		{Event: "runtime_registered", RuntimeID: "rt1", PeerUID: &uid, Reason: "spawn"},
 		{Event: "trigger_sent", TriggerID: "t1", Detail: json.RawMessage(`{"a":1}`)},
 	}
-	got, err := db.AppendAudit(in...)
+	got, err := db.AuditLog().AppendAudit(in...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	more, err := db.AppendAudit(nudge.AuditRecord{Event: "ack_received", TriggerID: "t1",
+	more, err := db.AuditLog().AppendAudit(nudge.AuditRecord{Event: "ack_received", TriggerID: "t1",
 		Time: time.Date(2025, 1, 1, 0, 0, 0, 0, time.FixedZone("x", 3600))})
 	if err != nil {
 		t.Fatal(err)
@@ -48,17 +48,17 @@ func TestAppendAudit(t *testing.T) {
 		}
 		prev = r.Hash
 	}
-	stored, err := db.Audit(AuditFilter{})
+	stored, err := db.AuditLog().Audit(AuditFilter{})
 	if err != nil || len(stored) != 3 {
 		t.Fatalf("Audit = %d records, %v", len(stored), err)
 	}
 	if stored[0].Hash != got[0].Hash || *stored[0].PeerUID != 1000 || string(stored[1].Detail) != `{"a":1}` {
 		t.Errorf("stored records differ from returned: %+v", stored)
 	}
-	if seq, hash, _ := db.AuditHead(); seq != 3 || hash != got[2].Hash {
+	if seq, hash, _ := db.AuditLog().AuditHead(); seq != 3 || hash != got[2].Hash {
 		t.Errorf("AuditHead = %d %s, want 3 %s", seq, hash, got[2].Hash)
 	}
-	if n, err := db.VerifyAudit(); n != 3 || err != nil {
+	if n, err := db.AuditLog().VerifyAudit(); n != 3 || err != nil {
 		t.Errorf("VerifyAudit = %d, %v", n, err)
 	}
 }
@@ -67,7 +67,7 @@ func TestAuditFilter(t *testing.T) {
 	db := open(t)
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 1; i <= 6; i++ {
-		_, err := db.AppendAudit(nudge.AuditRecord{
+		_, err := db.AuditLog().AppendAudit(nudge.AuditRecord{
 			Time: base.Add(time.Duration(i) * time.Minute), Event: fmt.Sprintf("e%d", i%2),
 			TriggerID: fmt.Sprintf("t%d", i%3), RuntimeID: fmt.Sprintf("rt%d", i%2),
 			ThreadID: "th", Workspace: fmt.Sprintf("ws%d", i/4),
@@ -91,7 +91,7 @@ func TestAuditFilter(t *testing.T) {
 		{AuditFilter{Limit: 10, Newest: true, AfterSeq: 3}, "4 5 6"},
 		{AuditFilter{ThreadID: "none"}, ""},
 	} {
-		recs, err := db.Audit(tc.f)
+		recs, err := db.AuditLog().Audit(tc.f)
 		if err != nil {
 			t.Fatalf("#%d: %v", i, err)
 		}
@@ -117,14 +117,14 @@ func auditFile(t *testing.T) string {
 	rec := func(i int) nudge.AuditRecord {
 		return nudge.AuditRecord{Event: "trigger_sent", TriggerID: fmt.Sprintf("t%d", i), Reason: fmt.Sprintf("needle-reason-%d", i)}
 	}
-	if _, err := db.AppendAudit(rec(1), rec(2)); err != nil {
+	if _, err := db.AuditLog().AppendAudit(rec(1), rec(2)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.CreateTrigger(trig("t3"), &nudge.AuditRecord{Event: "trigger_received", Reason: "needle-reason-3"}); err != nil {
+	if _, _, err := db.Triggers().CreateTrigger(trig("t3"), &nudge.AuditRecord{Event: "trigger_received", Reason: "needle-reason-3"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 4; i <= 5; i++ {
-		if _, err := db.AppendAudit(rec(i)); err != nil {
+		if _, err := db.AuditLog().AppendAudit(rec(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -155,7 +155,7 @@ func verifyFile(t *testing.T, path string) (int, error) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	return db.VerifyAudit()
+	return db.AuditLog().VerifyAudit()
 }
 
 func wantChainError(t *testing.T, err error, seq uint64) {

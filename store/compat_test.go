@@ -133,24 +133,24 @@ func writeCompatFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range compatRuntimes() {
-		must(t, db.PutRuntime(r))
+		must(t, db.Runtimes().PutRuntime(r))
 	}
 	for _, tr := range compatTriggers() {
-		_, _, err := db.CreateTrigger(tr, &nudge.AuditRecord{Time: tr.CreatedAt, Event: "trigger_received", Subject: "orchestrator"})
+		_, _, err := db.Triggers().CreateTrigger(tr, &nudge.AuditRecord{Time: tr.CreatedAt, Event: "trigger_received", Subject: "orchestrator"})
 		must(t, err)
 	}
 	for _, a := range compatAttempts() {
-		must(t, db.AddAttempt(a))
+		must(t, db.Triggers().AddAttempt(a))
 	}
-	_, err = db.AppendAudit(compatAudit()...)
+	_, err = db.AuditLog().AppendAudit(compatAudit()...)
 	must(t, err)
 	for _, s := range compatSchedules() {
-		must(t, db.PutSchedule(s))
+		must(t, db.Schedules().PutSchedule(s))
 	}
 	for _, g := range compatGates() {
-		must(t, db.PutGate(g))
+		must(t, db.Gates().PutGate(g))
 	}
-	must(t, db.PutMeta("token_epoch", []byte("7")))
+	must(t, db.Meta().PutMeta("token_epoch", []byte("7")))
 	must(t, db.Close())
 	must(t, os.MkdirAll("testdata", 0o755))
 	buf, err := os.ReadFile(path)
@@ -185,25 +185,25 @@ func TestCompatFile(t *testing.T) {
 
 	db := openAt(t, path, Options{NoSync: true, Now: func() time.Time { return compatAt(200) }})
 
-	rts, err := db.ListRuntimes()
+	rts, err := db.Runtimes().ListRuntimes()
 	must(t, err)
 	if want := compatRuntimes(); !reflect.DeepEqual(rts, want) {
 		t.Errorf("runtimes:\n got %+v\nwant %+v", rts, want)
 	}
-	trs, err := db.ListTriggers(TriggerFilter{})
+	trs, err := db.Triggers().ListTriggers(TriggerFilter{})
 	must(t, err)
 	want := append(compatTriggers(), compatLogged())
 	if !reflect.DeepEqual(trs, want) {
 		t.Errorf("triggers:\n got %+v\nwant %+v", trs, want)
 	}
-	open, err := db.ListTriggers(TriggerFilter{OpenOnly: true})
+	open, err := db.Triggers().ListTriggers(TriggerFilter{OpenOnly: true})
 	must(t, err)
 	if len(open) != 2 || open[0].TriggerID != "t-open" || open[1].TriggerID != "t-logged" {
 		t.Errorf("open triggers: got %d, want t-open and t-logged", len(open))
 	}
 	var atts []nudge.Attempt
 	for _, id := range []string{"t-acked", "t-failed"} {
-		a, err := db.Attempts(id)
+		a, err := db.Triggers().Attempts(id)
 		must(t, err)
 		atts = append(atts, a...)
 	}
@@ -211,17 +211,17 @@ func TestCompatFile(t *testing.T) {
 		t.Errorf("attempts:\n got %+v\nwant %+v", atts, want)
 	}
 	checkCompatAudit(t, db)
-	scs, err := db.ListSchedules()
+	scs, err := db.Schedules().ListSchedules()
 	must(t, err)
 	if want := compatSchedules(); !reflect.DeepEqual(scs, want) {
 		t.Errorf("schedules:\n got %+v\nwant %+v", scs, want)
 	}
-	gates, err := db.ListGates()
+	gates, err := db.Gates().ListGates()
 	must(t, err)
 	if want := compatGates(); !reflect.DeepEqual(gates, want) {
 		t.Errorf("gates:\n got %+v\nwant %+v", gates, want)
 	}
-	meta, err := db.GetMeta("token_epoch")
+	meta, err := db.Meta().GetMeta("token_epoch")
 	if err != nil || string(meta) != "7" {
 		t.Errorf("meta token_epoch: got %q, %v; want \"7\"", meta, err)
 	}
@@ -231,7 +231,7 @@ func TestCompatFile(t *testing.T) {
 // appended, then compatAudit, then the replayed create's, and the chain verifies.
 func checkCompatAudit(t *testing.T, db *DB) {
 	t.Helper()
-	recs, err := db.Audit(AuditFilter{})
+	recs, err := db.AuditLog().Audit(AuditFilter{})
 	must(t, err)
 	var events []string
 	for _, r := range recs {
@@ -249,7 +249,7 @@ func checkCompatAudit(t *testing.T, db *DB) {
 			t.Errorf("audit #%d:\n got %+v\nwant %+v", 3+i, got, w)
 		}
 	}
-	if n, err := db.VerifyAudit(); err != nil || n != len(wantEvents) {
+	if n, err := db.AuditLog().VerifyAudit(); err != nil || n != len(wantEvents) {
 		t.Errorf("VerifyAudit: got %d, %v; want %d, nil", n, err, len(wantEvents))
 	}
 }

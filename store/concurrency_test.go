@@ -36,11 +36,11 @@ func TestConcurrent(t *testing.T) {
 		go func() { // reader
 			defer wg.Done()
 			for i := 0; i < iters/4; i++ {
-				if _, err := db.ListTriggers(TriggerFilter{OpenOnly: true}); err != nil {
+				if _, err := db.Triggers().ListTriggers(TriggerFilter{OpenOnly: true}); err != nil {
 					errc <- err
 					return
 				}
-				if _, err := db.VerifyAudit(); err != nil {
+				if _, err := db.AuditLog().VerifyAudit(); err != nil {
 					errc <- err
 					return
 				}
@@ -57,7 +57,7 @@ func TestConcurrent(t *testing.T) {
 		if c := created[k].Load(); c != 1 {
 			t.Errorf("%s: created=true returned %d times, want exactly 1", id, c)
 		}
-		tr, err := db.GetTrigger(id)
+		tr, err := db.Triggers().GetTrigger(id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func TestConcurrent(t *testing.T) {
 			t.Errorf("%s: Attempts = %d after %d increments (lost update)", id, tr.Attempts, want)
 		}
 	}
-	if n, err := db.VerifyAudit(); err != nil || int64(n) != audits.Load() {
+	if n, err := db.AuditLog().VerifyAudit(); err != nil || int64(n) != audits.Load() {
 		t.Errorf("VerifyAudit = %d, %v; want %d, nil", n, err, audits.Load())
 	}
 }
@@ -75,7 +75,7 @@ func TestConcurrent(t *testing.T) {
 func concurrentStep(db *DB, k int, created, updates *atomic.Int32) (int64, error) {
 	id := fmt.Sprintf("t%d", k)
 	n := int64(2) // the update's record and the tick
-	_, ok, err := db.CreateTrigger(trig(id), &nudge.AuditRecord{Event: "trigger_received"})
+	_, ok, err := db.Triggers().CreateTrigger(trig(id), &nudge.AuditRecord{Event: "trigger_received"})
 	if err != nil {
 		return 0, err
 	}
@@ -83,12 +83,12 @@ func concurrentStep(db *DB, k int, created, updates *atomic.Int32) (int64, error
 		created.Add(1)
 		n++
 	}
-	_, err = db.UpdateTrigger(id, func(tr *nudge.Trigger) error { tr.Attempts++; return nil },
+	_, err = db.Triggers().UpdateTrigger(id, func(tr *nudge.Trigger) error { tr.Attempts++; return nil },
 		nudge.AuditRecord{Event: "attempt"})
 	if err != nil {
 		return 0, err
 	}
 	updates.Add(1)
-	_, err = db.AppendAudit(nudge.AuditRecord{Event: "tick", TriggerID: id})
+	_, err = db.AuditLog().AppendAudit(nudge.AuditRecord{Event: "tick", TriggerID: id})
 	return n, err
 }

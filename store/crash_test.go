@@ -51,9 +51,9 @@ func TestHelperProcess(t *testing.T) {
 func crashStep(db *DB, id string, i int) error {
 	tr := trig(id)
 	tr.Prompt = strings.Repeat("p", 100+i%500) // vary sizes so pages split and spill
-	create := db.CreateTrigger
+	create := db.Triggers().CreateTrigger
 	if os.Getenv(envCrashQuick) != "" {
-		create = db.CreateTriggerQuick // the create log: replayed by the next Open
+		create = db.Triggers().CreateTriggerQuick // the create log: replayed by the next Open
 	}
 	if _, _, err := create(tr, &nudge.AuditRecord{Event: "trigger_received"}); err != nil {
 		return err
@@ -63,16 +63,16 @@ func crashStep(db *DB, id string, i int) error {
 		return nil
 	}
 	db.Flush()
-	if err := db.AddAttempt(nudge.Attempt{TriggerID: id, Backend: "tmux"}); err != nil {
+	if err := db.Triggers().AddAttempt(nudge.Attempt{TriggerID: id, Backend: "tmux"}); err != nil {
 		return err
 	}
-	_, err := db.UpdateTrigger(id, func(t *nudge.Trigger) error { t.Closed, t.State = true, "acked"; return nil },
+	_, err := db.Triggers().UpdateTrigger(id, func(t *nudge.Trigger) error { t.Closed, t.State = true, "acked"; return nil },
 		nudge.AuditRecord{Event: "ack_received"}, nudge.AuditRecord{Event: "trigger_closed"})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("X %s\n", id)
-	_, err = db.AppendAudit(nudge.AuditRecord{Event: "tick", Detail: []byte(fmt.Sprintf(`{"i":%d}`, i))})
+	_, err = db.AuditLog().AppendAudit(nudge.AuditRecord{Event: "tick", Detail: []byte(fmt.Sprintf(`{"i":%d}`, i))})
 	return err
 }
 
@@ -174,27 +174,27 @@ func readLines(r io.Reader, out chan<- string) {
 func checkAfterCrash(t *testing.T, db *DB, round int, created, closed []string) {
 	t.Helper()
 	for _, id := range created {
-		if _, err := db.GetTrigger(id); err != nil {
+		if _, err := db.Triggers().GetTrigger(id); err != nil {
 			t.Errorf("round %d: committed trigger %s lost: %v", round, id, err)
 		}
 	}
 	for _, id := range closed {
-		if tr, err := db.GetTrigger(id); err != nil || !tr.Closed {
+		if tr, err := db.Triggers().GetTrigger(id); err != nil || !tr.Closed {
 			t.Errorf("round %d: closed trigger %s: closed=%v, %v", round, id, tr.Closed, err)
 		}
 	}
-	n, err := db.VerifyAudit()
+	n, err := db.AuditLog().VerifyAudit()
 	if err != nil {
 		t.Fatalf("round %d: VerifyAudit after kill: %v", round, err)
 	}
 	if n < len(created)+2*len(closed) {
 		t.Errorf("round %d: %d audit records, fewer than the %d committed", round, n, len(created)+2*len(closed))
 	}
-	all, err := db.ListTriggers(TriggerFilter{})
+	all, err := db.Triggers().ListTriggers(TriggerFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	open, err := db.ListTriggers(TriggerFilter{OpenOnly: true})
+	open, err := db.Triggers().ListTriggers(TriggerFilter{OpenOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,12 +31,12 @@ func damageFixtureReach(t *testing.T) ([]byte, int) {
 	}
 	for i := range 150 {
 		id := fmt.Sprintf("t%03d", i)
-		if _, _, err := db.CreateTrigger(trig(id), &nudge.AuditRecord{Event: "trigger_created", TriggerID: id}); err != nil {
+		if _, _, err := db.Triggers().CreateTrigger(trig(id), &nudge.AuditRecord{Event: "trigger_created", TriggerID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range 20 {
-		if err := db.PutRuntime(nudge.Runtime{RuntimeID: fmt.Sprintf("rt_ws.r%d", i), WorkspaceID: "ws"}); err != nil {
+		if err := db.Runtimes().PutRuntime(nudge.Runtime{RuntimeID: fmt.Sprintf("rt_ws.r%d", i), WorkspaceID: "ws"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -133,13 +133,13 @@ func TestOpenFlippedBytes(t *testing.T) {
 					t.Fatalf("seed %d: read panicked after a clean Open: %v", seed, r)
 				}
 			}()
-			if _, err := db.ListTriggers(TriggerFilter{}); err != nil {
+			if _, err := db.Triggers().ListTriggers(TriggerFilter{}); err != nil {
 				t.Fatalf("seed %d: opened, then ListTriggers: %v", seed, err)
 			}
-			if _, err := db.ListRuntimes(); err != nil {
+			if _, err := db.Runtimes().ListRuntimes(); err != nil {
 				t.Fatalf("seed %d: opened, then ListRuntimes: %v", seed, err)
 			}
-			if _, err := db.Audit(AuditFilter{}); err != nil {
+			if _, err := db.AuditLog().Audit(AuditFilter{}); err != nil {
 				t.Fatalf("seed %d: opened, then Audit: %v", seed, err)
 			}
 		}()

@@ -62,16 +62,17 @@ const DefaultTimeout = time.Second
 //
 // DB itself owns the file (Open, Close, the consistency check), the write-behind queue
 // (Flush, Settle, Unavailable) and the idle release. The records are kept by one type
-// per entity, embedded so that their methods are the DB's: db.GetTrigger is
-// db.Triggers.GetTrigger. Open sets them up; they share the file and the queue.
+// per entity, which the DB hands out: db.Triggers().GetTrigger(id). Open sets them up;
+// they share the file and the queue and live as long as the DB. A consumer declares the
+// small interface it uses of one of them (events.Log is *store.Events).
 type DB struct {
-	Triggers
-	Runtimes
-	Events
-	AuditLog
-	Gates
-	Schedules
-	Meta
+	triggers  Triggers
+	runtimes  Runtimes
+	events    Events
+	audit     AuditLog
+	gates     Gates
+	schedules Schedules
+	meta      Meta
 
 	bolt *bolt.DB
 	path string
@@ -153,8 +154,8 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db := &DB{bolt: bdb, path: path, now: opts.Now, idleAfter: opts.IdleAfter, onIdle: opts.OnIdle, releaser: releaser}
-	db.Triggers.db, db.Runtimes.db, db.Events.db, db.AuditLog.db = db, db, db, db
-	db.Gates.db, db.Schedules.db, db.Meta.db = db, db, db
+	db.triggers.db, db.runtimes.db, db.events.db, db.audit.db = db, db, db, db
+	db.gates.db, db.schedules.db, db.meta.db = db, db, db
 	if db.idleAfter == 0 {
 		db.idleAfter = DefaultIdleAfter
 	}
@@ -170,12 +171,12 @@ func Open(path string, opts Options) (*DB, error) {
 		bdb.Close()
 		return nil, err
 	}
-	if err := db.Triggers.openWAL(); err != nil {
+	if err := db.triggers.openWAL(); err != nil {
 		bdb.Close()
 		return nil, err
 	}
 	db.retain = opts.Retain
-	if opts.Retain.active() {
+	if opts.Retain.active() || opts.Retain.OnPass != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		db.retainStop = cancel
 		db.retainWG.Add(1)
@@ -210,9 +211,9 @@ func (db *DB) Close() error {
 		db.closeLater()
 		if db.Unavailable() == nil {
 			// Everything queued was written: the event log was closed cleanly.
-			db.closeErr = db.Events.closeEvents()
+			db.closeErr = db.events.closeEvents()
 		}
-		db.Triggers.closeWAL()
+		db.triggers.closeWAL()
 		if err := db.bolt.Close(); err != nil { // waits for a check still reading
 			db.closeErr = errors.Join(db.closeErr, fmt.Errorf("close store: %w", err))
 		}
@@ -220,6 +221,27 @@ func (db *DB) Close() error {
 	})
 	return db.closeErr
 }
+
+// Triggers returns the store's triggers, their attempts and the create log.
+func (db *DB) Triggers() *Triggers { return &db.triggers }
+
+// Runtimes returns the store's runtime records.
+func (db *DB) Runtimes() *Runtimes { return &db.runtimes }
+
+// Events returns the event log kept for replay.
+func (db *DB) Events() *Events { return &db.events }
+
+// AuditLog returns the hash-chained audit log.
+func (db *DB) AuditLog() *AuditLog { return &db.audit }
+
+// Gates returns the per-thread trigger gates.
+func (db *DB) Gates() *Gates { return &db.gates }
+
+// Schedules returns the schedules.
+func (db *DB) Schedules() *Schedules { return &db.schedules }
+
+// Meta returns the small daemon state.
+func (db *DB) Meta() *Meta { return &db.meta }
 
 // Path returns the file the store was opened on.
 func (db *DB) Path() string { return db.path }

@@ -49,17 +49,17 @@ func TestOpen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := db.CreateTrigger(trig("t1"), &nudge.AuditRecord{Event: "trigger_received"}); err != nil {
+		if _, _, err := db.Triggers().CreateTrigger(trig("t1"), &nudge.AuditRecord{Event: "trigger_received"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
 		db = openAt(t, path, Options{})
-		if got, err := db.GetTrigger("t1"); err != nil || got.Prompt != "hello t1" {
+		if got, err := db.Triggers().GetTrigger("t1"); err != nil || got.Prompt != "hello t1" {
 			t.Fatalf("after reopen GetTrigger = %+v, %v", got, err)
 		}
-		if n, err := db.VerifyAudit(); n != 1 || err != nil {
+		if n, err := db.AuditLog().VerifyAudit(); n != 1 || err != nil {
 			t.Fatalf("after reopen VerifyAudit = %d, %v; want 1, nil", n, err)
 		}
 	})
@@ -90,10 +90,10 @@ func TestClose(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if _, err := db.GetTrigger("x"); !errors.Is(err, ErrClosed) {
+	if _, err := db.Triggers().GetTrigger("x"); !errors.Is(err, ErrClosed) {
 		t.Errorf("GetTrigger after Close: %v, want ErrClosed", err)
 	}
-	if _, err := db.AppendAudit(nudge.AuditRecord{Event: "x"}); !errors.Is(err, ErrClosed) {
+	if _, err := db.AuditLog().AppendAudit(nudge.AuditRecord{Event: "x"}); !errors.Is(err, ErrClosed) {
 		t.Errorf("AppendAudit after Close: %v, want ErrClosed", err)
 	}
 }

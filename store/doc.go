@@ -5,19 +5,22 @@
 //
 //	DB           an open store; Open, Close; safe for concurrent use. It owns the file,
 //	             the write-behind queue (Flush, Settle, Unavailable) and the idle
-//	             release, and embeds one type per entity, so their methods are its own
-//	             (db.GetTrigger is db.Triggers.GetTrigger):
+//	             release, and hands out one type per entity, whose methods keep the
+//	             records (db.Triggers().GetTrigger(id)):
 //	  Triggers   triggers, their attempts and the create log (CreateTrigger,
 //	             CreateTriggerQuick, GetTrigger, UpdateTrigger, PutTriggerLater, ...)
 //	  Runtimes   runtimes (PutRuntime, PutRuntimeLater, GetRuntime, ListRuntimes, ...)
 //	  Events     the event log kept for /v1/events replay (AppendEventsLater,
-//	             EventsSince, TrimEventsLater, ReserveEvents, LoseEventsLater, EventLog)
+//	             EventsSince, TrimEventsLater, ReserveEvents, LoseEventsLater, EventLog,
+//	             Unavailable)
 //	  AuditLog   the hash-chained audit log (AppendAudit, Audit, AuditHead, VerifyAudit)
 //	  Gates      per-thread trigger gates (PutGate, PutGateLater, ListGates, ...)
 //	  Schedules  schedules (PutSchedule, ListSchedules, DeleteSchedule)
 //	  Meta       small daemon state (PutMeta, GetMeta, DeleteMeta)
 //	             The entity types share the DB's bbolt handle, clock and queue; Open
-//	             sets them up and they have no lifecycle of their own.
+//	             sets them up and they have no lifecycle of their own. A consumer
+//	             takes the one it uses, through a small interface of its own, rather
+//	             than the whole DB.
 //	Options      lock timeout, NoSync, clock, consistency-check budget, and the
 //	             write-behind callbacks (OnLaterError, OnHealth, OnIdle)
 //	Gate         the durable state of one per-thread trigger gate

@@ -84,6 +84,10 @@ func (s eventsState) put(meta *bolt.Bucket) error {
 	return meta.Put(eventsStateKey, v)
 }
 
+// Unavailable returns why the event log cannot be written now: the store's write-behind
+// commits are failing (DB.Unavailable), so what AppendEventsLater queues waits.
+func (el *Events) Unavailable() error { return el.db.Unavailable() }
+
 // EventLog returns the log's state.
 func (el *Events) EventLog() (EventLog, error) {
 	var out EventLog

@@ -43,17 +43,17 @@ func TestCommitFailureKeepsCreates(t *testing.T) {
 			}
 			ids := []string{"a", "b", "c"}
 			for _, id := range ids {
-				if _, created, err := db.CreateTriggerQuick(trig(id), &nudge.AuditRecord{Event: "trigger_received"}); err != nil || !created {
+				if _, created, err := db.Triggers().CreateTriggerQuick(trig(id), &nudge.AuditRecord{Event: "trigger_received"}); err != nil || !created {
 					t.Fatalf("create %s: %v %v", id, created, err)
 				}
-				db.UpdateTriggerLater(id, func(tr *nudge.Trigger) error { tr.State = "injected"; return nil })
+				db.Triggers().UpdateTriggerLater(id, func(tr *nudge.Trigger) error { tr.State = "injected"; return nil })
 			}
 			waitUntil(t, "unavailable", func() bool { return db.Unavailable() != nil })
-			if _, _, err := db.CreateTriggerQuick(trig("d"), nil); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no space left") {
+			if _, _, err := db.Triggers().CreateTriggerQuick(trig("d"), nil); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no space left") {
 				t.Fatalf("a create while commits fail: %v", err)
 			}
 			for _, id := range ids {
-				if _, err := db.GetTrigger(id); err != nil {
+				if _, err := db.Triggers().GetTrigger(id); err != nil {
 					t.Fatalf("accepted %s: %v", id, err)
 				}
 			}
@@ -82,7 +82,7 @@ func TestCommitFailureKeepsCreates(t *testing.T) {
 			}
 			defer db.Close()
 			for _, id := range ids {
-				tr, err := db.committedTrigger(id)
+				tr, err := db.triggers.committedTrigger(id)
 				if err != nil {
 					t.Fatalf("%s not committed: %v", id, err)
 				}
@@ -90,10 +90,10 @@ func TestCommitFailureKeepsCreates(t *testing.T) {
 					t.Fatalf("%s: the later update was lost: %s", id, tr.State)
 				}
 			}
-			if recs, err := db.Audit(AuditFilter{Event: "trigger_received"}); err != nil || len(recs) != 3 {
+			if recs, err := db.AuditLog().Audit(AuditFilter{Event: "trigger_received"}); err != nil || len(recs) != 3 {
 				t.Fatalf("audit: %d %v", len(recs), err)
 			}
-			if _, err := db.VerifyAudit(); err != nil {
+			if _, err := db.AuditLog().VerifyAudit(); err != nil {
 				t.Fatal(err)
 			}
 			if !reopen {

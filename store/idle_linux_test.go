@@ -66,14 +66,14 @@ func testReleasesMappedPages(t *testing.T, r pageReleaser) {
 	for i := 0; i < n; i++ {
 		tr := trig(fmt.Sprintf("t%05d", i))
 		tr.Prompt = big
-		if _, _, err := db.CreateTriggerQuick(tr, nil); err != nil {
+		if _, _, err := db.Triggers().CreateTriggerQuick(tr, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	db.Flush()
 	readAll := func() int {
 		t.Helper()
-		ts, err := db.ListTriggers(TriggerFilter{})
+		ts, err := db.Triggers().ListTriggers(TriggerFilter{})
 		if err != nil || len(ts) != n {
 			t.Fatalf("ListTriggers: %d, %v", len(ts), err)
 		}
@@ -99,7 +99,7 @@ func testReleasesMappedPages(t *testing.T, r pageReleaser) {
 		db.releaser = r
 	}
 	before = readAll()
-	db.UpdateTriggerLater("t00001", func(*nudge.Trigger) error { return nil })
+	db.Triggers().UpdateTriggerLater("t00001", func(*nudge.Trigger) error { return nil })
 	select {
 	case <-idled:
 	case <-time.After(30 * time.Second):
@@ -110,7 +110,7 @@ func testReleasesMappedPages(t *testing.T, r pageReleaser) {
 	if after > before/4 {
 		t.Fatal("the idle release left the store's pages resident")
 	}
-	if got, err := db.GetTrigger("t01234"); err != nil || got.Prompt != big {
+	if got, err := db.Triggers().GetTrigger("t01234"); err != nil || got.Prompt != big {
 		t.Fatalf("GetTrigger after the release: %v", err)
 	}
 }

@@ -193,7 +193,7 @@ func (db *DB) takeBatch() (ops []laterOp, ok bool) {
 // If the commit failed it returns the ops to retry and why.
 func (db *DB) commitBatch(ops []laterOp) (retry []laterOp, err error) {
 	committed, retry, err := db.applyLater(ops)
-	db.Triggers.settleWAL(committed)
+	db.triggers.settleWAL(committed)
 	for _, op := range committed {
 		if op.after != nil {
 			op.after(nil)

@@ -20,27 +20,27 @@ func TestLaterWritesApplyInOrderAndFlush(t *testing.T) {
 		failed = append(failed, op)
 		mu.Unlock()
 	}})
-	tr, _, err := db.CreateTrigger(nudge.Trigger{TriggerID: "t1", State: "queued"}, nil)
+	tr, _, err := db.Triggers().CreateTrigger(nudge.Trigger{TriggerID: "t1", State: "queued"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range []nudge.TriggerState{"injected", "submitted", "acked"} {
 		st := st
-		db.UpdateTriggerLater(tr.TriggerID, func(t *nudge.Trigger) error { t.State = st; return nil },
+		db.Triggers().UpdateTriggerLater(tr.TriggerID, func(t *nudge.Trigger) error { t.State = st; return nil },
 			nudge.AuditRecord{Event: "trigger_" + string(st)})
 	}
-	db.UpdateTriggerLater("missing", func(*nudge.Trigger) error { return nil })
-	db.PutRuntimeLater(nudge.Runtime{RuntimeID: "rt1", Status: "ready"})
-	db.AppendAuditLater(nudge.AuditRecord{Event: "last"})
+	db.Triggers().UpdateTriggerLater("missing", func(*nudge.Trigger) error { return nil })
+	db.Runtimes().PutRuntimeLater(nudge.Runtime{RuntimeID: "rt1", Status: "ready"})
+	db.AuditLog().AppendAuditLater(nudge.AuditRecord{Event: "last"})
 	db.Flush()
-	got, err := db.GetTrigger("t1")
+	got, err := db.Triggers().GetTrigger("t1")
 	if err != nil || got.State != "acked" {
 		t.Fatalf("trigger: %+v %v", got, err)
 	}
-	if _, err := db.GetRuntime("rt1"); err != nil {
+	if _, err := db.Runtimes().GetRuntime("rt1"); err != nil {
 		t.Fatalf("runtime: %v", err)
 	}
-	recs, _ := db.Audit(AuditFilter{})
+	recs, _ := db.AuditLog().Audit(AuditFilter{})
 	var events []string
 	for _, r := range recs {
 		events = append(events, r.Event)
@@ -54,7 +54,7 @@ func TestLaterWritesApplyInOrderAndFlush(t *testing.T) {
 			t.Fatalf("audit %v, want %v", events, want)
 		}
 	}
-	if n, err := db.VerifyAudit(); err != nil || n != 4 {
+	if n, err := db.AuditLog().VerifyAudit(); err != nil || n != 4 {
 		t.Fatalf("verify: %d %v", n, err)
 	}
 	mu.Lock()
@@ -65,7 +65,7 @@ func TestLaterWritesApplyInOrderAndFlush(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db.PutRuntimeLater(nudge.Runtime{RuntimeID: "rt2"})
+	db.Runtimes().PutRuntimeLater(nudge.Runtime{RuntimeID: "rt2"})
 	mu.Lock()
 	if len(failed) != 2 {
 		t.Fatalf("a write after Close was not refused: %v", failed)
@@ -78,17 +78,17 @@ func TestLaterWritesApplyInOrderAndFlush(t *testing.T) {
 func TestSettleWaitsForQueuedWrites(t *testing.T) {
 	db := openAt(t, filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true})
 	db.Settle() // nothing queued yet: returns at once
-	tr, _, err := db.CreateTrigger(nudge.Trigger{TriggerID: "t1", State: "queued"}, nil)
+	tr, _, err := db.Triggers().CreateTrigger(nudge.Trigger{TriggerID: "t1", State: "queued"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.UpdateTriggerLater(tr.TriggerID, func(t *nudge.Trigger) error { t.State = "acked"; return nil })
-	db.PutRuntimeLater(nudge.Runtime{RuntimeID: "rt1", Status: "ready"})
+	db.Triggers().UpdateTriggerLater(tr.TriggerID, func(t *nudge.Trigger) error { t.State = "acked"; return nil })
+	db.Runtimes().PutRuntimeLater(nudge.Runtime{RuntimeID: "rt1", Status: "ready"})
 	db.Settle()
-	if got, err := db.GetTrigger("t1"); err != nil || got.State != "acked" {
+	if got, err := db.Triggers().GetTrigger("t1"); err != nil || got.State != "acked" {
 		t.Fatalf("trigger after Settle: %+v %v", got, err)
 	}
-	if _, err := db.GetRuntime("rt1"); err != nil {
+	if _, err := db.Runtimes().GetRuntime("rt1"); err != nil {
 		t.Fatalf("runtime after Settle: %v", err)
 	}
 }
@@ -106,7 +106,7 @@ func TestCloseJoinsDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.failCommit = func() error { return errors.New("disk full") }
-	db.PutRuntimeLater(nudge.Runtime{RuntimeID: "rt1"})
+	db.Runtimes().PutRuntimeLater(nudge.Runtime{RuntimeID: "rt1"})
 	waitUntil(t, "failing commits", func() bool { return db.Unavailable() != nil })
 	db.Close()
 	closed.Store(true)
@@ -136,7 +136,7 @@ func TestPutTriggerLaterWritesTheLastRecordOfABatch(t *testing.T) {
 	go db.bolt.Update(func(*bolt.Tx) error { close(held); <-hold; return nil }) //nolint:errcheck // nothing written
 	<-held
 	tr := nudge.Trigger{TriggerID: "t1", RuntimeID: "rt1", WorkspaceID: "ws", State: "queued"}
-	if _, created, err := db.CreateTriggerQuick(tr, &nudge.AuditRecord{Event: "trigger_received"}); err != nil || !created {
+	if _, created, err := db.Triggers().CreateTriggerQuick(tr, &nudge.AuditRecord{Event: "trigger_received"}); err != nil || !created {
 		t.Fatalf("create: %v %v", created, err)
 	}
 	for i, st := range []nudge.TriggerState{"injected", "submitted", "acked"} {
@@ -144,29 +144,29 @@ func TestPutTriggerLaterWritesTheLastRecordOfABatch(t *testing.T) {
 		if i == 2 {
 			tr.RuntimeID, tr.Closed = "rt2", true
 		}
-		db.PutTriggerLater(tr, nudge.AuditRecord{Event: "trigger_" + string(st)})
-		db.PutRuntimeLater(nudge.Runtime{RuntimeID: "rt1", Status: nudge.Status("s" + string(st))})
+		db.Triggers().PutTriggerLater(tr, nudge.AuditRecord{Event: "trigger_" + string(st)})
+		db.Runtimes().PutRuntimeLater(nudge.Runtime{RuntimeID: "rt1", Status: nudge.Status("s" + string(st))})
 	}
 	close(hold)
 	db.Flush()
-	if n := db.triggerPuts.Load(); n != 1 {
+	if n := db.triggers.triggerPuts.Load(); n != 1 {
 		t.Errorf("%d trigger records written for one trigger in one batch, want 1", n)
 	}
-	db.PutTriggerLater(nudge.Trigger{TriggerID: "missing", State: "acked"}, nudge.AuditRecord{Event: "never"})
-	db.AppendAuditLater(nudge.AuditRecord{Event: "last"})
+	db.Triggers().PutTriggerLater(nudge.Trigger{TriggerID: "missing", State: "acked"}, nudge.AuditRecord{Event: "never"})
+	db.AuditLog().AppendAuditLater(nudge.AuditRecord{Event: "last"})
 	db.Flush()
 
-	got, err := db.GetTrigger("t1")
+	got, err := db.Triggers().GetTrigger("t1")
 	if err != nil || got.State != "acked" || !got.Closed || got.RuntimeID != "rt2" {
 		t.Fatalf("trigger: %+v %v", got, err)
 	}
-	if open, _ := db.ListTriggers(TriggerFilter{OpenOnly: true}); len(open) != 0 {
+	if open, _ := db.Triggers().ListTriggers(TriggerFilter{OpenOnly: true}); len(open) != 0 {
 		t.Fatalf("closed trigger still in the open index: %+v", open)
 	}
-	if rt, err := db.GetRuntime("rt1"); err != nil || rt.Status != "sacked" {
+	if rt, err := db.Runtimes().GetRuntime("rt1"); err != nil || rt.Status != "sacked" {
 		t.Fatalf("runtime: %+v %v", rt, err)
 	}
-	recs, _ := db.Audit(AuditFilter{})
+	recs, _ := db.AuditLog().Audit(AuditFilter{})
 	var events []string
 	for _, r := range recs {
 		events = append(events, r.Event+"@"+r.RuntimeID)
@@ -175,7 +175,7 @@ func TestPutTriggerLaterWritesTheLastRecordOfABatch(t *testing.T) {
 	if strings.Join(events, " ") != strings.Join(want, " ") {
 		t.Fatalf("audit %v, want %v", events, want)
 	}
-	if n, err := db.VerifyAudit(); err != nil || n != len(want) {
+	if n, err := db.AuditLog().VerifyAudit(); err != nil || n != len(want) {
 		t.Fatalf("verify: %d %v", n, err)
 	}
 	mu.Lock()
@@ -190,25 +190,25 @@ func TestPutTriggerLaterWritesTheLastRecordOfABatch(t *testing.T) {
 func TestLazyWritesRideTheNextCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nudge.db")
 	db := openAt(t, path, Options{NoSync: true})
-	db.PutRuntimeLazy(nudge.Runtime{RuntimeID: "rt1", Readiness: nudge.Ready})
-	db.PutRuntimeLater(nudge.Runtime{RuntimeID: "rt2", Status: "ready"})
+	db.Runtimes().PutRuntimeLazy(nudge.Runtime{RuntimeID: "rt1", Readiness: nudge.Ready})
+	db.Runtimes().PutRuntimeLater(nudge.Runtime{RuntimeID: "rt2", Status: "ready"})
 	db.Settle()
 	for _, id := range []string{"rt1", "rt2"} {
-		if _, err := db.GetRuntime(id); err != nil {
+		if _, err := db.Runtimes().GetRuntime(id); err != nil {
 			t.Fatalf("%s after Settle: %v", id, err)
 		}
 	}
-	db.PutRuntimeLazy(nudge.Runtime{RuntimeID: "rt1", Readiness: nudge.Busy})
+	db.Runtimes().PutRuntimeLazy(nudge.Runtime{RuntimeID: "rt1", Readiness: nudge.Busy})
 	db.Flush()
-	if rt, err := db.GetRuntime("rt1"); err != nil || rt.Readiness != nudge.Busy {
+	if rt, err := db.Runtimes().GetRuntime("rt1"); err != nil || rt.Readiness != nudge.Busy {
 		t.Fatalf("rt1 after Flush: %+v %v", rt, err)
 	}
-	db.PutRuntimeLazy(nudge.Runtime{RuntimeID: "rt3"})
+	db.Runtimes().PutRuntimeLazy(nudge.Runtime{RuntimeID: "rt3"})
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	db2 := openAt(t, path, Options{NoSync: true})
-	if _, err := db2.GetRuntime("rt3"); err != nil {
+	if _, err := db2.Runtimes().GetRuntime("rt3"); err != nil {
 		t.Fatalf("a lazy write before Close: %v", err)
 	}
 }

@@ -48,7 +48,9 @@ type Retention struct {
 	// Pause is the rest between two transactions of a pass. 0 means DefaultRetainPause.
 	Pause time.Duration
 	// OnPass, if set, is told what each pass did (on the store's goroutine, never after
-	// Close returns). A pass that failed has Err set.
+	// Close returns). A pass that failed has Err set. With OnPass set the passes run
+	// also when nothing is to be removed (they then write nothing), so a caller that
+	// watches the file's size is called every Every.
 	OnPass func(RetainStats)
 }
 
@@ -151,7 +153,7 @@ func (db *DB) Retain(ctx context.Context, r Retention) RetainStats {
 		}
 	}
 	if st.Err == nil && r.sealing() {
-		st.Err = db.AuditLog.seal(ctx, r, now.Add(-r.AuditWindow), &st)
+		st.Err = db.audit.seal(ctx, r, now.Add(-r.AuditWindow), &st)
 	}
 	return st
 }

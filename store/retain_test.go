@@ -30,14 +30,14 @@ func retainStore(t *testing.T, n int) (*DB, *clock, string) {
 	db := openAt(t, filepath.Join(dir, "nudge.db"), Options{NoSync: true, Now: c.Now})
 	for i := range n {
 		id := fmt.Sprintf("t%d", i)
-		if _, _, err := db.CreateTrigger(trig(id), &nudge.AuditRecord{Event: "trigger_received"}); err != nil {
+		if _, _, err := db.Triggers().CreateTrigger(trig(id), &nudge.AuditRecord{Event: "trigger_received"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.AddAttempt(nudge.Attempt{TriggerID: id, Backend: "tmux"}); err != nil {
+		if err := db.Triggers().AddAttempt(nudge.Attempt{TriggerID: id, Backend: "tmux"}); err != nil {
 			t.Fatal(err)
 		}
 		if i%2 == 0 {
-			if _, err := db.UpdateTrigger(id, func(tr *nudge.Trigger) error { tr.Closed, tr.State = true, "acked"; return nil },
+			if _, err := db.Triggers().UpdateTrigger(id, func(tr *nudge.Trigger) error { tr.Closed, tr.State = true, "acked"; return nil },
 				nudge.AuditRecord{Event: "trigger_closed"}); err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +58,7 @@ func TestRetainRemovesFinishedKeepsOpen(t *testing.T) {
 	}
 	c.advance(testWindow + time.Hour)
 	// A finished trigger written again inside the window (a late reply) stays.
-	if _, err := db.UpdateTrigger("t18", func(tr *nudge.Trigger) error { tr.Reply = "late"; return nil }); err != nil {
+	if _, err := db.Triggers().UpdateTrigger("t18", func(tr *nudge.Trigger) error { tr.Reply = "late"; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	st = db.Retain(context.Background(), retention(dir))
@@ -70,7 +70,7 @@ func TestRetainRemovesFinishedKeepsOpen(t *testing.T) {
 	}
 	for i := range 20 {
 		id := fmt.Sprintf("t%d", i)
-		tr, err := db.GetTrigger(id)
+		tr, err := db.Triggers().GetTrigger(id)
 		switch {
 		case i%2 == 1 || i == 18:
 			if err != nil {
@@ -87,12 +87,12 @@ func TestRetainRemovesFinishedKeepsOpen(t *testing.T) {
 			if aged.Workspace != "ws" || aged.Finished.IsZero() || !aged.Removed.After(aged.Finished) {
 				t.Errorf("%s: tombstone %+v", id, aged)
 			}
-			if as, _ := db.Attempts(id); len(as) != 0 {
+			if as, _ := db.Triggers().Attempts(id); len(as) != 0 {
 				t.Errorf("%s: %d attempts kept", id, len(as))
 			}
 		}
 	}
-	open, err := db.ListTriggers(TriggerFilter{OpenOnly: true})
+	open, err := db.Triggers().ListTriggers(TriggerFilter{OpenOnly: true})
 	if err != nil || len(open) != 10 {
 		t.Fatalf("open triggers after retention: %d, %v; want 10", len(open), err)
 	}
@@ -102,7 +102,7 @@ func TestRetainRemovesFinishedKeepsOpen(t *testing.T) {
 	if st.Tombstones != 9 || st.Triggers != 1 { // t18 is past the window now
 		t.Fatalf("second pass: %+v, want 9 tombstones and t18 removed", st)
 	}
-	_, err = db.GetTrigger("t0")
+	_, err = db.Triggers().GetTrigger("t0")
 	var aged *AgedOutError
 	if !errors.Is(err, ErrNotFound) || errors.As(err, &aged) {
 		t.Fatalf("t0 after its tombstone went: %v", err)
@@ -112,26 +112,26 @@ func TestRetainRemovesFinishedKeepsOpen(t *testing.T) {
 func TestRetainSealsAuditAndVerifies(t *testing.T) {
 	db, c, dir := retainStore(t, 30)
 	c.advance(testWindow + time.Hour)
-	if _, err := db.AppendAudit(nudge.AuditRecord{Event: "kept", Reason: "needle-kept"}); err != nil {
+	if _, err := db.AuditLog().AppendAudit(nudge.AuditRecord{Event: "kept", Reason: "needle-kept"}); err != nil {
 		t.Fatal(err)
 	}
-	before, _, _ := db.AuditHead()
+	before, _, _ := db.AuditLog().AuditHead()
 	st := db.Retain(context.Background(), retention(dir))
 	if st.Err != nil || st.AuditSealed != int(before)-1 || st.Segments != 1 {
 		t.Fatalf("pass: %+v, want %d records sealed in one segment", st, before-1)
 	}
-	n, err := db.VerifyAudit()
+	n, err := db.AuditLog().VerifyAudit()
 	if err != nil || n != 1 {
 		t.Fatalf("VerifyAudit after sealing: %d, %v; want 1 record checked", n, err)
 	}
 	// Appends go on from the head; the chain still verifies.
-	if _, err := db.AppendAudit(nudge.AuditRecord{Event: "after"}); err != nil {
+	if _, err := db.AuditLog().AppendAudit(nudge.AuditRecord{Event: "after"}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := db.VerifyAudit(); err != nil || n != 2 {
+	if n, err := db.AuditLog().VerifyAudit(); err != nil || n != 2 {
 		t.Fatalf("VerifyAudit after an append: %d, %v", n, err)
 	}
-	baseSeq, baseHash, err := db.AuditArchived()
+	baseSeq, baseHash, err := db.AuditLog().AuditArchived()
 	if err != nil || baseSeq != before-1 {
 		t.Fatalf("AuditArchived: %d, %v; want %d", baseSeq, err, before-1)
 	}
@@ -143,11 +143,11 @@ func TestRetainSealsAuditAndVerifies(t *testing.T) {
 	if st := db.Retain(context.Background(), retention(dir)); st.Err != nil || st.AuditSealed != 2 {
 		t.Fatalf("second pass: %+v", st)
 	}
-	baseSeq, baseHash, _ = db.AuditArchived()
+	baseSeq, baseHash, _ = db.AuditLog().AuditArchived()
 	if n, err := VerifyArchive(filepath.Join(dir, "audit"), baseSeq, baseHash); err != nil || n != int(baseSeq) {
 		t.Fatalf("VerifyArchive across two segments: %d, %v", n, err)
 	}
-	if n, err := db.VerifyAudit(); err != nil || n != 0 {
+	if n, err := db.AuditLog().VerifyAudit(); err != nil || n != 0 {
 		t.Fatalf("VerifyAudit with every record sealed: %d, %v", n, err)
 	}
 }
@@ -158,7 +158,7 @@ func TestRetainAuditTampered(t *testing.T) {
 		db, c, dir := retainStore(t, 10)
 		c.advance(testWindow + time.Hour)
 		for i := range 3 {
-			if _, err := db.AppendAudit(nudge.AuditRecord{Event: "kept", Reason: fmt.Sprintf("needle-kept-%d", i)}); err != nil {
+			if _, err := db.AuditLog().AppendAudit(nudge.AuditRecord{Event: "kept", Reason: fmt.Sprintf("needle-kept-%d", i)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -207,11 +207,11 @@ func TestRetainAuditTampered(t *testing.T) {
 			t.Fatal(err)
 		}
 		db := openAt(t, path, Options{})
-		seq, hash, _ := db.AuditArchived()
+		seq, hash, _ := db.AuditLog().AuditArchived()
 		if _, err := VerifyArchive(archive, seq, hash); err == nil {
 			t.Fatal("an edited segment verifies")
 		}
-		if _, err := db.VerifyAudit(); err != nil {
+		if _, err := db.AuditLog().VerifyAudit(); err != nil {
 			t.Fatalf("the kept log: %v", err)
 		}
 	})
@@ -258,7 +258,7 @@ func TestRetainLoop(t *testing.T) {
 		}})
 	tr := trig("old")
 	tr.Closed = true
-	if _, _, err := db.CreateTrigger(tr, nil); err != nil {
+	if _, _, err := db.Triggers().CreateTrigger(tr, nil); err != nil {
 		t.Fatal(err)
 	}
 	c.advance(testWindow + time.Hour)
@@ -278,13 +278,52 @@ func TestRetainLoop(t *testing.T) {
 	}
 }
 
+// With OnPass set and nothing to remove (no window, no sealing: --retain 0), the loop
+// still runs its passes, so a caller watching the file's size is called; they write
+// nothing and never arm the idle release.
+func TestRetainLoopKeepAllStillCalls(t *testing.T) {
+	passes := make(chan RetainStats, 16)
+	r := Retention{Every: 5 * time.Millisecond, OnPass: func(st RetainStats) {
+		select {
+		case passes <- st:
+		default:
+		}
+	}}
+	idle := make(chan struct{}, 1)
+	db := openAt(t, filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true, Retain: r,
+		IdleAfter: time.Millisecond, OnIdle: func() {
+			select {
+			case idle <- struct{}{}:
+			default:
+			}
+		}})
+	for range 3 {
+		select {
+		case st := <-passes:
+			if st != (RetainStats{}) {
+				t.Fatalf("a pass with nothing to keep did %+v", st)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("no pass runs when nothing is kept but OnPass is set")
+		}
+	}
+	select {
+	case <-idle:
+		t.Fatal("a pass that wrote nothing armed the idle release")
+	default:
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A crash after a segment was written and before its records left the store: the next
 // pass writes them again into an overlapping segment, and the archive still verifies.
 func TestRetainSealOverlap(t *testing.T) {
 	db, c, dir := retainStore(t, 10)
 	c.advance(testWindow + time.Hour)
 	archive := filepath.Join(dir, "audit")
-	recs, _, err := db.AuditLog.sealable(c.Now(), 5, sealBytes)
+	recs, _, err := db.audit.sealable(c.Now(), 5, sealBytes)
 	if err != nil || len(recs) != 5 {
 		t.Fatalf("sealable: %d, %v", len(recs), err)
 	}
@@ -298,11 +337,11 @@ func TestRetainSealOverlap(t *testing.T) {
 	if len(names) != 2 {
 		t.Fatalf("segments %v, want the overlapping two", names)
 	}
-	seq, hash, _ := db.AuditArchived()
+	seq, hash, _ := db.AuditLog().AuditArchived()
 	if n, err := VerifyArchive(archive, seq, hash); err != nil || n != int(seq) {
 		t.Fatalf("VerifyArchive with an overlap: %d, %v; want %d", n, err, seq)
 	}
-	if _, err := db.VerifyAudit(); err != nil {
+	if _, err := db.AuditLog().VerifyAudit(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -318,7 +357,7 @@ func TestRetainSealsSeveralSegments(t *testing.T) {
 	if st.Err != nil || st.Segments < 5 || st.AuditSealed != 60 {
 		t.Fatalf("pass: %+v, want 60 records in several segments", st)
 	}
-	seq, hash, _ := db.AuditArchived()
+	seq, hash, _ := db.AuditLog().AuditArchived()
 	if n, err := VerifyArchive(filepath.Join(dir, "audit"), seq, hash); err != nil || n != 60 {
 		t.Fatalf("VerifyArchive: %d, %v", n, err)
 	}
@@ -349,7 +388,7 @@ func TestRetainAuditOnly(t *testing.T) {
 	if st.Err != nil || st.Triggers != 0 || st.AuditSealed != 9 {
 		t.Fatalf("pass: %+v, want 9 audit records sealed and no trigger removed", st)
 	}
-	if ts, _ := db.ListTriggers(TriggerFilter{}); len(ts) != 6 {
+	if ts, _ := db.Triggers().ListTriggers(TriggerFilter{}); len(ts) != 6 {
 		t.Fatalf("%d triggers kept, want 6", len(ts))
 	}
 }
@@ -360,7 +399,7 @@ func TestRetainSealOverlapTampered(t *testing.T) {
 	db, c, dir := retainStore(t, 10)
 	c.advance(testWindow + time.Hour)
 	archive := filepath.Join(dir, "audit")
-	recs, _, err := db.AuditLog.sealable(c.Now(), 5, sealBytes)
+	recs, _, err := db.audit.sealable(c.Now(), 5, sealBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +425,7 @@ func TestRetainSealOverlapTampered(t *testing.T) {
 	if err := os.WriteFile(names[1], []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	seq, hash, _ := db.AuditArchived()
+	seq, hash, _ := db.AuditLog().AuditArchived()
 	if _, err := VerifyArchive(archive, seq, hash); err == nil {
 		t.Fatal("an edited record in an overlap verifies")
 	}
@@ -396,17 +435,17 @@ func TestRetainSealOverlapTampered(t *testing.T) {
 // check must not take it for a new one).
 func TestTriggersCreatedAfterRetention(t *testing.T) {
 	db, c, dir := retainStore(t, 2)
-	if _, err := db.UpdateTrigger("t1", func(tr *nudge.Trigger) error { tr.Closed = true; return nil }); err != nil {
+	if _, err := db.Triggers().UpdateTrigger("t1", func(tr *nudge.Trigger) error { tr.Closed = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	c.advance(testWindow + time.Hour)
 	if st := db.Retain(context.Background(), retention(dir)); st.Triggers != 2 {
 		t.Fatalf("pass: %+v", st)
 	}
-	if ts, _ := db.ListTriggers(TriggerFilter{}); len(ts) != 0 {
+	if ts, _ := db.Triggers().ListTriggers(TriggerFilter{}); len(ts) != 0 {
 		t.Fatalf("%d triggers left", len(ts))
 	}
-	if n, err := db.TriggersCreated(); err != nil || n != 2 {
+	if n, err := db.Triggers().TriggersCreated(); err != nil || n != 2 {
 		t.Fatalf("TriggersCreated: %d, %v; want 2", n, err)
 	}
 }

@@ -63,14 +63,14 @@ func crashStore(t *testing.T, n int, prompt int) string {
 	for i := range n {
 		tr := trig(fmt.Sprintf("t%d", i))
 		tr.Prompt = strings.Repeat("p", prompt)
-		if _, _, err := db.CreateTrigger(tr, &nudge.AuditRecord{Event: "trigger_received"}); err != nil {
+		if _, _, err := db.Triggers().CreateTrigger(tr, &nudge.AuditRecord{Event: "trigger_received"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.AddAttempt(nudge.Attempt{TriggerID: tr.TriggerID, Backend: "tmux"}); err != nil {
+		if err := db.Triggers().AddAttempt(nudge.Attempt{TriggerID: tr.TriggerID, Backend: "tmux"}); err != nil {
 			t.Fatal(err)
 		}
 		if i%2 == 0 {
-			if _, err := db.UpdateTrigger(tr.TriggerID, func(tr *nudge.Trigger) error { tr.Closed = true; return nil },
+			if _, err := db.Triggers().UpdateTrigger(tr.TriggerID, func(tr *nudge.Trigger) error { tr.Closed = true; return nil },
 				nudge.AuditRecord{Event: "trigger_closed"}); err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +121,7 @@ func checkKept(t *testing.T, path string, n int) (removed int) {
 	defer db.Close()
 	for i := range n {
 		id := fmt.Sprintf("t%d", i)
-		tr, err := db.GetTrigger(id)
+		tr, err := db.Triggers().GetTrigger(id)
 		var aged *AgedOutError
 		switch {
 		case i%2 == 1 && (err != nil || tr.Closed):
@@ -132,10 +132,10 @@ func checkKept(t *testing.T, path string, n int) (removed int) {
 			t.Fatalf("finished trigger %s lost without a tombstone: %v", id, err)
 		}
 	}
-	if _, err := db.VerifyAudit(); err != nil {
+	if _, err := db.AuditLog().VerifyAudit(); err != nil {
 		t.Fatalf("VerifyAudit: %v", err)
 	}
-	seq, hash, err := db.AuditArchived()
+	seq, hash, err := db.AuditLog().AuditArchived()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestCompactShrinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	head, _, _ := db.AuditHead()
+	head, _, _ := db.AuditLog().AuditHead()
 	if st := db.Retain(context.Background(), Retention{Window: time.Hour, Batch: 50, Pause: time.Microsecond}); st.Err != nil {
 		t.Fatal(st.Err)
 	}
@@ -243,13 +243,13 @@ func TestCompactShrinks(t *testing.T) {
 	}
 	// The handle is the new file's, and writable: sequences carried over.
 	tr := trig("new")
-	if _, _, err := db.CreateTrigger(tr, &nudge.AuditRecord{Event: "trigger_received"}); err != nil {
+	if _, _, err := db.Triggers().CreateTrigger(tr, &nudge.AuditRecord{Event: "trigger_received"}); err != nil {
 		t.Fatal(err)
 	}
-	if h, _, _ := db.AuditHead(); h != head+1 {
+	if h, _, _ := db.AuditLog().AuditHead(); h != head+1 {
 		t.Errorf("audit head %d after compaction and one append, want %d", h, head+1)
 	}
-	if _, err := db.VerifyAudit(); err != nil {
+	if _, err := db.AuditLog().VerifyAudit(); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

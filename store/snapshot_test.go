@@ -16,12 +16,12 @@ func TestReadSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"rt_w.a", "rt_w.b", "rt_w.c"} {
-		if err := db.CreateRuntime(nudge.Runtime{RuntimeID: id, WorkspaceID: "w", Status: nudge.StatusReady}); err != nil {
+		if err := db.Runtimes().CreateRuntime(nudge.Runtime{RuntimeID: id, WorkspaceID: "w", Status: nudge.StatusReady}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i, tr := range []struct{ id, rt string }{{"t1", "rt_w.a"}, {"t2", "rt_w.b"}, {"t3", "rt_w.a"}} {
-		if _, _, err := db.CreateTrigger(nudge.Trigger{TriggerID: tr.id, RuntimeID: tr.rt, WorkspaceID: "w", Attempts: i}, nil); err != nil {
+		if _, _, err := db.Triggers().CreateTrigger(nudge.Trigger{TriggerID: tr.id, RuntimeID: tr.rt, WorkspaceID: "w", Attempts: i}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

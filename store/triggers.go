@@ -61,7 +61,7 @@ func (tg *Triggers) CreateTrigger(t nudge.Trigger, audit *nudge.AuditRecord) (go
 		if txErr != nil || !created || audit == nil {
 			return txErr
 		}
-		_, txErr = tg.db.AuditLog.appendAuditTx(tx, []nudge.AuditRecord{auditFor(*audit, &got)})
+		_, txErr = tg.db.audit.appendAuditTx(tx, []nudge.AuditRecord{auditFor(*audit, &got)})
 		return txErr
 	})
 	if err != nil {
@@ -195,7 +195,7 @@ func (tg *Triggers) appendTriggerAudit(tx *bolt.Tx, t *nudge.Trigger, audit []nu
 	for i := range audit {
 		recs[i] = auditFor(audit[i], t)
 	}
-	_, err := tg.db.AuditLog.appendAuditTx(tx, recs)
+	_, err := tg.db.audit.appendAuditTx(tx, recs)
 	return err
 }
 

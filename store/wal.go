@@ -124,7 +124,7 @@ func (tg *Triggers) CreateTriggerQuick(t nudge.Trigger, audit *nudge.AuditRecord
 		if err != nil || !created || audit == nil {
 			return err
 		}
-		_, err = tg.db.AuditLog.appendAuditTx(tx, []nudge.AuditRecord{auditFor(*audit, &got)})
+		_, err = tg.db.audit.appendAuditTx(tx, []nudge.AuditRecord{auditFor(*audit, &got)})
 		return err
 	}})
 	return t, true, nil

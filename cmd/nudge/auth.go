@@ -33,8 +33,11 @@ func openAuthority(cfg serveConfig, db *store.DB) (*auth.Authority, error) {
 	if db == nil {
 		return auth.Open(ac, nil, nil)
 	}
-	return auth.Open(ac, db, func(event, reason string) error {
-		_, err := db.AppendAudit(nudge.AuditRecord{Event: event, Subject: "nudge", Reason: reason})
+	return auth.Open(ac, struct {
+		*store.Meta
+		*store.AuditLog
+	}{db.Meta(), db.AuditLog()}, func(event, reason string) error {
+		_, err := db.AuditLog().AppendAudit(nudge.AuditRecord{Event: event, Subject: "nudge", Reason: reason})
 		return err
 	})
 }

@@ -211,15 +211,15 @@ func TestChaosKill9DuringTriggers(t *testing.T) {
 	}
 	defer db.Close()
 	for _, id := range all {
-		tr, err := db.GetTrigger(id)
+		tr, err := db.Triggers().GetTrigger(id)
 		if err != nil || !tr.Closed {
 			t.Errorf("%s in store: %+v %v", id, tr, err)
 		}
 	}
-	if open, err := db.ListTriggers(store.TriggerFilter{OpenOnly: true}); err != nil || len(open) != 0 {
+	if open, err := db.Triggers().ListTriggers(store.TriggerFilter{OpenOnly: true}); err != nil || len(open) != 0 {
 		t.Errorf("open triggers left in the store: %d %v", len(open), err)
 	}
-	if n, err := db.VerifyAudit(); err != nil {
+	if n, err := db.AuditLog().VerifyAudit(); err != nil {
 		t.Errorf("audit verify on the store: %d records: %v", n, err)
 	}
 }

@@ -87,7 +87,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	}
 	ec := cfg.Events
 	ec.Logger = d.log.Named("events")
-	if d.hub, err = eventstream.Open(ec, d.db); err != nil {
+	if d.hub, err = eventstream.Open(ec, d.db.Events()); err != nil {
 		return nil, err
 	}
 	if d.auth, err = openAuthority(cfg, d.db); err != nil {
@@ -112,7 +112,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	chain := cfg.Chain
 	chain.CrashLoopFailures, chain.CrashLoopWindow = cfg.Panes.CrashLoopFailures, cfg.Panes.CrashLoopWindow
 	chain.Logger, chain.OnStep = d.log, h.onFallbackStep
-	d.chain = ack.NewChain(chain, d.reg, d.db)
+	d.chain = ack.NewChain(chain, d.reg, d.db.AuditLog())
 	if d.mon, err = openMonitor(cfg, d, h); err != nil {
 		return nil, err
 	}
@@ -181,7 +181,7 @@ func openWake(cfg serveConfig, d *daemon) *wake.Waker {
 	wc.Logger = d.log.Named("wake")
 	return wake.New(wc, wake.Deps{Runtimes: d.reg, Screens: d.mon, Triggers: d.pipe,
 		Audit: func(r nudge.AuditRecord) {
-			if _, err := d.db.AppendAudit(r); err != nil {
+			if _, err := d.db.AuditLog().AppendAudit(r); err != nil {
 				d.log.Error("audit", "event", r.Event, "err", err)
 			}
 		}})
@@ -194,7 +194,7 @@ func openDialogs(d *daemon) *dialogs.Answerer {
 		Conn: func(ws string) (dialogs.Doer, error) { return d.reg.Conn(ws) }, Runtimes: d.reg, Rule: d.auth.Policy().AutoAnswer,
 		Publish: func(typ, ws string, v any) { d.hub.Publish(Event{Type: typ, Workspace: ws, Detail: mustJSON(v)}) },
 		Audit: func(r nudge.AuditRecord) {
-			if _, err := d.db.AppendAudit(r); err != nil {
+			if _, err := d.db.AuditLog().AppendAudit(r); err != nil {
 				d.log.Error("audit", "event", r.Event, "err", err)
 			}
 		}})
@@ -264,7 +264,7 @@ func (d *daemon) Close() error {
 			// behind by a failing disk (its creates are replayed from the create log, but a
 			// later state, e.g. typed, would be lost: the next start must look in the pane).
 			if d.pipe != nil && errors.Join(errs...) == nil && d.db.Unavailable() == nil {
-				errs = append(errs, d.db.PutMeta(cleanShutdownKey, []byte(time.Now().UTC().Format(time.RFC3339))))
+				errs = append(errs, d.db.Meta().PutMeta(cleanShutdownKey, []byte(time.Now().UTC().Format(time.RFC3339))))
 			}
 			errs = append(errs, d.db.Close())
 		}
@@ -294,11 +294,11 @@ func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = -1 // --store-check-timeout 0: skip the check
 	}
-	cfg.Keep.Options(&o, path, log)
+	keep := cfg.Keep.Options(&o, path, log)
 	before := retention.FileSize(path)
 	db, err := store.Open(path, o)
 	if err == nil {
-		cfg.Keep.Opened(log, path, before)
+		keep.Opened(before)
 	}
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("another nudge daemon is using %s (stop it first, or give this one another --state-dir)", cfg.StateDir)
@@ -398,7 +398,14 @@ func openServer(cfg serveConfig, d *daemon) (*server.Server, error) {
 func serverDeps(d *daemon) server.Deps {
 	deps := server.Deps{
 		Auth: d.auth, Tokens: d.auth, Policy: d.auth.Policy(),
-		Runtimes: d.reg, Panes: d.reg, Triggers: d.pipe, Acks: d.acks, Store: d.db, Schedules: d.sched,
+		Runtimes: d.reg, Panes: d.reg, Triggers: d.pipe, Acks: d.acks, Schedules: d.sched,
+		Store: struct { // Flush, and what the API reads and audits into
+			*store.DB
+			*store.Triggers
+			*store.AuditLog
+			*store.Schedules
+			*store.Runtimes
+		}{d.db, d.db.Triggers(), d.db.AuditLog(), d.db.Schedules(), d.db.Runtimes()},
 		Events: d.hub, Metrics: d.obs,
 		Dialogs: d.dlg, Heads: d.wake,
 	}
@@ -419,7 +426,7 @@ func daemonPaths(cfg serveConfig) api.Paths {
 		return p
 	}
 	return api.Paths{StateDir: abs(cfg.StateDir), Socket: abs(cfg.Socket), Store: abs(storePath(cfg)),
-		ProfileDir: abs(cfg.ProfileDir), PackDir: abs(cfg.PackDir)}
+		ProfileDir: abs(cfg.ProfileDir), PackDir: abs(cfg.PackDir), StoreWarnSize: cfg.Keep.WarnSize}
 }
 
 func tmuxServerName(p panes.Config) string {
@@ -437,14 +444,14 @@ const cleanShutdownKey = "nudge.clean_shutdown"
 // the store never held a trigger; one whose triggers all aged out did), and clears the
 // mark.
 func cleanStart(db *store.DB, log hclog.Logger) bool {
-	if n, err := db.TriggersCreated(); err == nil && n == 0 {
+	if n, err := db.Triggers().TriggersCreated(); err == nil && n == 0 {
 		return true
 	}
-	v, err := db.GetMeta(cleanShutdownKey)
+	v, err := db.Meta().GetMeta(cleanShutdownKey)
 	if err != nil || len(v) == 0 {
 		return false
 	}
-	if err := db.DeleteMeta(cleanShutdownKey); err != nil {
+	if err := db.Meta().DeleteMeta(cleanShutdownKey); err != nil {
 		log.Warn("clear clean-shutdown mark", "err", err)
 		return false
 	}

@@ -18,7 +18,7 @@ import (
 func openObserver(d *daemon) (*observe.Observer, error) {
 	cfg := observe.DefaultConfig()
 	cfg.Live = observe.Live{
-		Runtimes: d.reg.List, Stats: d.reg.Stats, Store: d.db,
+		Runtimes: d.reg.List, Stats: d.reg.Stats, Store: d.db, StoreWarnSize: d.cfg.Keep.WarnSize,
 		QueueDepth: d.pipe.Depth, Started: d.started, EventSeq: d.hub.Last,
 		EventWrites: func() (uint64, uint64) {
 			st := d.hub.Stats()

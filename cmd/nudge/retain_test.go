@@ -109,10 +109,12 @@ func TestRetainAgedOutHiddenFromOtherWorkspace(t *testing.T) {
 	}
 }
 
-// Doctor says how big the daemon's store is and how much room its file system has left.
+// Doctor says how big the daemon's store is, against the daemon's --store-warn-size, and
+// how much room its file system has left.
 func TestDoctorStoreSpace(t *testing.T) {
 	cfg := newTestConfig(t)
 	cfg.StateDir = filepath.Join(cfg.StateDir, "state")
+	cfg.Keep.WarnSize = 1 << 30
 	startDaemon(t, cfg)
 	newDoctorEnv(t)
 	out, code := runDoctorCLI(t, cfg.Socket, "--state-dir", cfg.StateDir)
@@ -120,7 +122,7 @@ func TestDoctorStoreSpace(t *testing.T) {
 		t.Fatalf("exit %d, want 0:\n%s", code, out)
 	}
 	wantLines(t, out, "ok    local: store "+filepath.Join(cfg.StateDir, "nudge.db")+": ")
-	if !strings.Contains(out, "left on its file system") {
+	if !strings.Contains(out, " of serve --store-warn-size 1024.0 MB, ") || !strings.Contains(out, "left on its file system") {
 		t.Fatalf("no free space in:\n%s", out)
 	}
 }
@@ -137,7 +139,7 @@ func TestCleanStartAfterEveryTriggerAgedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, _, err := db.CreateTrigger(nudge.Trigger{TriggerID: "t1", WorkspaceID: "w", Agent: "a", Closed: true}, nil); err != nil {
+	if _, _, err := db.Triggers().CreateTrigger(nudge.Trigger{TriggerID: "t1", WorkspaceID: "w", Agent: "a", Closed: true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(48 * time.Hour)

@@ -6,7 +6,7 @@ import (
 )
 
 // eventWorkspace is the workspace of the runtime an event is about ("" if unknown).
-func eventWorkspace(reg *panes.Registry, runtimeID string) string {
+func eventWorkspace(reg panes.Reader, runtimeID string) string {
 	if rt, ok := reg.Get(runtimeID); ok {
 		return rt.WorkspaceID
 	}

@@ -79,7 +79,7 @@ func TestOtherUIDRefused(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "FORBIDDEN") {
 		t.Fatalf("trigger from uid 65534: exit %d: %s", code, out)
 	}
-	recs, err := td.d.db.Audit(store.AuditFilter{Event: "api_refused"})
+	recs, err := td.d.db.AuditLog().Audit(store.AuditFilter{Event: "api_refused"})
 	if err != nil || len(recs) == 0 || recs[len(recs)-1].PeerUID == nil || *recs[len(recs)-1].PeerUID != 65534 {
 		t.Fatalf("refusal not audited with the peer uid: %v %+v", err, recs)
 	}

@@ -33,7 +33,7 @@ func openWeb(cfg serveConfig, d *daemon) (*web.Server, error) {
 		Terminal: web.TmuxTerminal{Base: controlmode.Config{Tmux: p.Tmux, SocketName: p.SocketName, SocketPath: p.SocketPath,
 			ConfigFile: p.ConfigFile, SSH: p.SSH, SSHConfig: p.SSHConfig, Logger: d.log.Named("web")}},
 		Audit: func(rec nudge.AuditRecord) {
-			if _, err := d.db.AppendAudit(rec); err != nil {
+			if _, err := d.db.AuditLog().AppendAudit(rec); err != nil {
 				d.log.Error("audit", "event", rec.Event, "err", err)
 			}
 		},

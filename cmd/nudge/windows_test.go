@@ -52,7 +52,7 @@ func TestLsFleetUnmanagedAndAll(t *testing.T) {
 		seen[r.RuntimeID] = string(r.Status)
 	}
 	if seen[live.RuntimeID] != "ready" || seen[done.RuntimeID] != "deregistered" {
-		all, _ := td.d.db.ListRuntimes()
+		all, _ := td.d.db.Runtimes().ListRuntimes()
 		t.Errorf("ls --all: %v\n%s\nstore: %+v", seen, out, all)
 	}
 	out, _, code = td.runCLI("ls", "--unmanaged", "-o", "json")

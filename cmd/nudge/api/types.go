@@ -58,6 +58,9 @@ type Paths struct {
 	Store      string `json:"store"`       // the bbolt file
 	ProfileDir string `json:"profile_dir"` // "": none, the built-in profiles only
 	PackDir    string `json:"pack_dir"`    // "": none, the built-in packs only
+	// StoreWarnSize is serve --store-warn-size: a store file larger than this many
+	// bytes is warned about (doctor compares); 0 (absent): no bound.
+	StoreWarnSize int64 `json:"store_warn_size,omitempty"`
 }
 
 // Runtime is a managed or registered agent runtime as GET /v1/runtimes shows it: the

@@ -65,8 +65,8 @@ func DefaultConfig() Config {
 }
 
 // Store is where the authority keeps its state: the revocation list, the issued-token
-// index, runtime epochs and the key binding (satisfied by *store.DB). A missing key is
-// store.ErrNotFound.
+// index, runtime epochs and the key binding (satisfied by *store.Meta beside
+// *store.AuditLog, whose head tells a new store). A missing key is store.ErrNotFound.
 type Store interface {
 	GetMeta(key string) ([]byte, error)
 	PutMeta(key string, val []byte) error

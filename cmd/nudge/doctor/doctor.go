@@ -2,8 +2,9 @@
 // host in use (this machine, the hosts of the daemon's workspaces, and each --host): ssh
 // reaches it, tmux there is new enough, the programs its runtimes launch are on its PATH;
 // and on this machine the agent CLIs of the known profiles, the state and socket
-// permissions, the profile and pack override directories, and whether the daemon answers.
-// Each check prints one line, ok, warn or FAIL, with what to do.
+// permissions, the store's size (against serve --store-warn-size, which the daemon says)
+// and its file system's room, the profile and pack override directories, and whether the
+// daemon answers. Each check prints one line, ok, warn or FAIL, with what to do.
 //
 // It also describes the override directories for serve's log (ProfileOverrides,
 // PackOverrides, MissingPacks), so the daemon and doctor say the same.
@@ -74,6 +75,7 @@ type doctor struct {
 	say                 doctorLines
 	stateDir            string
 	store               string // the daemon's store file, when it said; "" otherwise
+	storeWarn           int64  // the daemon's --store-warn-size, when it said; 0 otherwise
 	profileDir, packDir string
 	given               struct{ StateDir, ProfileDir, PackDir bool }
 	hosts               []string // --host

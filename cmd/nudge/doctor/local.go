@@ -78,7 +78,7 @@ func (d *doctor) adopt(p *api.Paths) string {
 	if p == nil {
 		return "it did not say which directories it uses (a scoped token, or an older daemon): the defaults and flags were checked"
 	}
-	d.store = p.Store
+	d.store, d.storeWarn = p.Store, p.StoreWarnSize
 	take := func(what string, mine *string, given bool, theirs string) {
 		switch {
 		case !given:

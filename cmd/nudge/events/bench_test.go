@@ -14,7 +14,7 @@ import (
 func BenchmarkPublish(b *testing.B) {
 	db := openStore(&testing.T{}, filepath.Join(b.TempDir(), "nudge.db"))
 	defer db.Close()
-	h, err := Open(Config{}, db)
+	h, err := Open(Config{}, db.Events())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -211,7 +211,7 @@ func TestReplayAcrossFullDisk(t *testing.T) {
 
 	db := openStore(t, filepath.Join(dir, "nudge.db"))
 	defer db.Close()
-	st, err := db.EventLog()
+	st, err := db.Events().EventLog()
 	if err != nil || st.Unclean || st.Lost != 0 {
 		t.Fatalf("after a clean close: %+v %v", st, err)
 	}
@@ -264,7 +264,7 @@ func TestChildReplayAcrossFullDisk(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	stored, _, err := db.EventsSince(0, 0)
+	stored, _, err := db.Events().EventsSince(0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestFullDiskBacklogOverflow(t *testing.T) {
 
 	db := openStore(t, filepath.Join(dir, "nudge.db"))
 	defer db.Close()
-	st, err := db.EventLog()
+	st, err := db.Events().EventLog()
 	if err != nil || st.Lost == 0 || st.Unclean {
 		t.Fatalf("after the overflow and a clean close: %+v %v", st, err)
 	}
@@ -481,7 +481,7 @@ func TestChildLiveStreamResumesAcrossFullDisk(t *testing.T) {
 // small commit that often still fits in the file's free pages; this is the case where
 // it does not.
 type refusingDisk struct {
-	*store.DB
+	*store.Events
 	full atomic.Bool
 }
 
@@ -491,25 +491,25 @@ func (d *refusingDisk) Unavailable() error {
 	if d.full.Load() {
 		return errNoSpace
 	}
-	return d.DB.Unavailable()
+	return d.Events.Unavailable()
 }
 
 func (d *refusingDisk) ReserveEvents(through uint64) error {
 	if d.full.Load() {
 		return errNoSpace
 	}
-	return d.DB.ReserveEvents(through)
+	return d.Events.ReserveEvents(through)
 }
 
 func (d *refusingDisk) AppendEventsLater(after func(error), evs ...store.Event) {
 	if !d.full.Load() {
-		d.DB.AppendEventsLater(after, evs...)
+		d.Events.AppendEventsLater(after, evs...)
 	}
 }
 
 func (d *refusingDisk) LoseEventsLater(through uint64) {
 	if !d.full.Load() {
-		d.DB.LoseEventsLater(through)
+		d.Events.LoseEventsLater(through)
 	}
 }
 
@@ -526,7 +526,7 @@ func TestNumbersStayAboveTheReservation(t *testing.T) {
 		t.Run(fmt.Sprintf("crash=%v", crash), func(t *testing.T) {
 			db := openStore(t, filepath.Join(t.TempDir(), "nudge.db"))
 			defer db.Close()
-			disk := &refusingDisk{DB: db}
+			disk := &refusingDisk{Events: db.Events()}
 			var logged syncBuffer
 			logger := hclog.New(&hclog.LoggerOptions{Output: &logged, Level: hclog.Info})
 			h, err := Open(Config{Recent: 16, Buffer: 3 * reserveBlock, Backlog: 3 * reserveBlock, Logger: logger}, disk)
@@ -552,7 +552,7 @@ func TestNumbersStayAboveTheReservation(t *testing.T) {
 			}
 			if crash {
 				h.Close() // what it held is lost with the disk
-				h, err = Open(Config{}, db)
+				h, err = Open(Config{}, db.Events())
 				if err != nil {
 					t.Fatal(err)
 				}

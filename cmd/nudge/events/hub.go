@@ -8,7 +8,7 @@
 //	Event       one event (a runtime or trigger change, readiness, an alert, ...)
 //	Hub         numbers, persists and fans events out; Open, Publish, Subscribe, Close
 //	Subscriber  a live, bounded feed of a Hub's events
-//	Log         what the Hub needs of the store (satisfied by *store.DB)
+//	Log         what the Hub needs of the store (satisfied by *store.Events)
 //	Config      the kept window and the clock; DefaultConfig
 //	ExpiredError  a replay that cannot be complete (HTTP 410 EVENTS_EXPIRED)
 //
@@ -70,7 +70,7 @@ type Readiness struct {
 // shared: do not modify them. It is nil for an Event that was never published.
 func (e Event) JSON() []byte { return e.raw }
 
-// Log is what the Hub needs of the store: *store.DB.
+// Log is what the Hub needs of the store: its event log, *store.Events.
 type Log interface {
 	EventLog() (store.EventLog, error)
 	ReserveEvents(through uint64) error
@@ -82,7 +82,7 @@ type Log interface {
 	Unavailable() error
 }
 
-var _ Log = (*store.DB)(nil)
+var _ Log = (*store.Events)(nil)
 
 // Config configures a Hub. Zero fields take DefaultConfig's values.
 type Config struct {

@@ -29,7 +29,7 @@ func openStore(t *testing.T, path string) *store.DB {
 
 func openHub(t *testing.T, cfg Config, db *store.DB) *Hub {
 	t.Helper()
-	h, err := Open(cfg, db)
+	h, err := Open(cfg, db.Events())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func openHub(t *testing.T) *events.Hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := events.Open(events.Config{}, db)
+	h, err := events.Open(events.Config{}, db.Events())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,6 +78,7 @@ var help = map[string]string{
 	"nudge_store_unavailable":               "1 while the store cannot write (new triggers are refused).",
 	"nudge_store_file_bytes":                "Size of the store's file (nudge.db); bounded by --retain, shrunk by a start that compacts it.",
 	"nudge_store_free_bytes":                "Free pages inside the store's file: reused by later writes, given back by a start that compacts (--compact-free).",
+	"nudge_store_warn_bytes":                "The store file size --store-warn-size warns past (absent without a bound): alert on nudge_store_file_bytes > nudge_store_warn_bytes.",
 	"nudge_runtimes":                        "Runtimes by lifecycle status.",
 	"nudge_runtimes_readiness":              "Runtimes by detected readiness.",
 	"nudge_runtimes_operator_busy":          "Runtimes whose pane a human is typing in.",
@@ -298,6 +299,9 @@ type Live struct {
 	// Notifications are the notifications handed to a display or command, and those
 	// dropped for a full pool (notify.Notifier.Sent, Dropped).
 	Notifications func() (sent, dropped uint64)
+	// StoreWarnSize is serve --store-warn-size, written as nudge_store_warn_bytes beside
+	// the store file's size; 0 writes nothing.
+	StoreWarnSize int64
 }
 
 // StoreHealth is the store's write health; *store.DB is one.
@@ -359,6 +363,9 @@ func writeLive(w io.Writer, l Live) {
 			space := sp.Space()
 			metrics.WriteGaugeUint64(w, "nudge_store_file_bytes", uint64(space.File))
 			metrics.WriteGaugeUint64(w, "nudge_store_free_bytes", uint64(space.Free))
+		}
+		if l.StoreWarnSize > 0 {
+			metrics.WriteGaugeUint64(w, "nudge_store_warn_bytes", uint64(l.StoreWarnSize))
 		}
 	}
 	if l.Runtimes != nil {

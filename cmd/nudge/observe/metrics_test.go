@@ -71,6 +71,7 @@ func fakeLive() Live {
 		EventSeq:      func() uint64 { return 4242 },
 		EventWrites:   func() (uint64, uint64) { return 3, 7 },
 		Notifications: func() (uint64, uint64) { return 7, 1 },
+		StoreWarnSize: 4 << 20,
 	}
 }
 
@@ -137,6 +138,11 @@ func TestMetricsPrometheusExposition(t *testing.T) {
 	}
 	if got := fams["tmux_runtime_restart_total"].GetMetric()[0].GetCounter().GetValue(); got != 2 {
 		t.Errorf("tmux_runtime_restart_total %v, want 2", got)
+	}
+	for name, want := range map[string]float64{"nudge_store_file_bytes": 8 << 20, "nudge_store_warn_bytes": 4 << 20} {
+		if got := fams[name].GetMetric()[0].GetGauge().GetValue(); got != want {
+			t.Errorf("%s %v, want %v", name, got, want)
+		}
 	}
 
 	tests := []struct {
@@ -236,6 +242,21 @@ func TestMetricsCountEachTransitionOnce(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("%s = %d, want %d", tt.name, tt.got, tt.want)
 		}
+	}
+}
+
+// Without --store-warn-size there is no bound to show: nudge_store_warn_bytes is absent
+// (an alert on file > warn then matches nothing), the file's size is still there.
+func TestMetricsNoStoreBound(t *testing.T) {
+	live := fakeLive()
+	live.StoreWarnSize = 0
+	var b bytes.Buffer
+	if err := NewMetrics(time.Now()).WritePrometheus(&b, live); err != nil {
+		t.Fatal(err)
+	}
+	fams := parse(t, b.Bytes())
+	if fams["nudge_store_warn_bytes"] != nil || fams["nudge_store_file_bytes"] == nil {
+		t.Fatalf("warn %v, file %v", fams["nudge_store_warn_bytes"], fams["nudge_store_file_bytes"])
 	}
 }
 

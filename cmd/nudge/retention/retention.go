@@ -1,6 +1,7 @@
 // Package retention is the daemon's room for what its store keeps: the serve flags of
 // retention, sealing and compaction (Config, Flags), the store options they make
-// (Config.Options) and what the daemon logs about them. docs/retention.md describes
+// (Config.Options) and what the daemon logs about them: each pass, a compaction at
+// start, and a store file past --store-warn-size (Watch). docs/retention.md describes
 // the behaviour; the work is the store's (store.Retention, store.Options.CompactFree).
 package retention
 
@@ -43,7 +44,7 @@ func Flags(fs *pflag.FlagSet, c *Config) {
 	fs.DurationVar(&c.Every, "retain-every", c.Every, "time between retention passes (default 10m)")
 	fs.MarkHidden("retain-every") //nolint:errcheck // defined just above
 	fs.StringVar(&c.AuditArchive, "audit-archive", c.AuditArchive, "directory of the sealed audit segments (default <state-dir>/audit; keep or delete them as you wish)")
-	fs.Int64Var(&c.WarnSize, "store-warn-size", c.WarnSize, "warn in the log when the store file grows past this many bytes (checked at start and after each retention pass; 0: never; the size is on /metrics as nudge_store_file_bytes)")
+	fs.Int64Var(&c.WarnSize, "store-warn-size", c.WarnSize, "warn in the log when the store file grows past this many bytes, once when it crosses and again each time it grows a quarter further (checked at start and every 10m; 0: never); nudge doctor compares too, /metrics has nudge_store_file_bytes and nudge_store_warn_bytes")
 	fs.Int64Var(&c.CompactFree, "compact-free", c.CompactFree, "a start compacts the store file when its free space reaches this many bytes and half the file (default 32 MiB; negative: never)")
 }
 
@@ -58,33 +59,20 @@ func (c *Config) Complete(stateDir string) error {
 	return nil
 }
 
-// Options sets o's retention and compaction for the store at path; each pass is logged
-// to log, with a warning when the file is past WarnSize.
-func (c Config) Options(o *store.Options, path string, log hclog.Logger) {
+// Options sets o's retention and compaction for the store at path, and returns the
+// Watch that logs each pass to log and warns when the file is past WarnSize. Every
+// pass runs, also one with nothing to remove (--retain 0), so the size is checked
+// every --retain-every.
+func (c Config) Options(o *store.Options, path string, log hclog.Logger) *Watch {
+	w := newWatch(path, c.WarnSize, log)
 	o.CompactFree = c.CompactFree
 	o.Retain = store.Retention{Window: c.Retain, AuditWindow: c.AuditRetain, AuditDir: c.AuditArchive,
 		Tombstones: c.Tombstones, Every: c.Every,
 		OnPass: func(st store.RetainStats) {
 			logPass(log, st)
-			c.Warn(log, path)
+			w.Check()
 		}}
-}
-
-// Opened logs what Open did to the file (a compaction: its size went from before down)
-// and warns when it is past WarnSize.
-func (c Config) Opened(log hclog.Logger, path string, before int64) {
-	if after := FileSize(path); after < before {
-		log.Info("store compacted at start", "path", path, "bytes_before", before, "bytes_after", after)
-	}
-	c.Warn(log, path)
-}
-
-// Warn warns when the store file is past WarnSize.
-func (c Config) Warn(log hclog.Logger, path string) {
-	if size := FileSize(path); c.WarnSize > 0 && size > c.WarnSize {
-		log.Warn("store file is past --store-warn-size: shorten --retain, or restart to compact it (--compact-free)",
-			"path", path, "bytes", size, "bound", c.WarnSize)
-	}
+	return w
 }
 
 // FileSize is path's size, 0 if it cannot be read.
@@ -95,7 +83,7 @@ func FileSize(path string) int64 {
 	return 0
 }
 
-// logPass logs what a retention pass removed (nothing when it removed nothing).
+// logPass logs what a retention pass removed (at debug level when it removed nothing).
 func logPass(log hclog.Logger, st store.RetainStats) {
 	if st.Err != nil {
 		log.Error("store retention pass stopped", "err", st.Err, "triggers_removed", st.Triggers, "audit_sealed", st.AuditSealed)
@@ -104,5 +92,7 @@ func logPass(log hclog.Logger, st store.RetainStats) {
 	if st.Triggers+st.Tombstones+st.AuditSealed > 0 {
 		log.Info("store retention", "triggers_removed", st.Triggers, "attempts_removed", st.Attempts,
 			"tombstones_removed", st.Tombstones, "audit_sealed", st.AuditSealed, "audit_sealed_through", st.AuditThrough)
+		return
 	}
+	log.Debug("store retention pass: nothing due")
 }

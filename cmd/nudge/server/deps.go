@@ -128,7 +128,9 @@ type Acks interface {
 	Offline(runtimeID, cursor string)
 }
 
-// Store is the part of the store the API reads and audits into (satisfied by *store.DB).
+// Store is the part of the store the API reads and audits into (satisfied by the
+// store's parts side by side: *store.DB for Flush, its Triggers, AuditLog, Schedules
+// and Runtimes).
 type Store interface {
 	Flush()
 	GetTrigger(id string) (nudge.Trigger, error)
