@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
-	"runtime/trace"
 	"strings"
 	"time"
 
@@ -275,41 +273,4 @@ func newLogger(cfg serveConfig, env *cliEnv) hclog.Logger {
 		Name: "nudge", Level: hclog.LevelFromString(cfg.LogLevel),
 		Output: env.stderr, JSONFormat: cfg.LogFormat == "json",
 	})
-}
-
-// startCPUProfile writes a CPU profile of the daemon to path until stop is called, and
-// then its allocation profile to path.allocs.
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("cpuprofile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cpuprofile: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-		// The allocations beside it (go tool pprof -sample_index=alloc_space): the hot
-		// path's garbage is what the GC's share of a trigger's CPU comes from.
-		if af, err := os.Create(path + ".allocs"); err == nil {
-			_ = pprof.Lookup("allocs").WriteTo(af, 0)
-			af.Close()
-		}
-	}, nil
-}
-
-// startTrace writes an execution trace of the daemon to path until stop is called (go
-// tool trace; the hot path marks its stages as trace regions).
-func startTrace(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
-	}
-	if err := trace.Start(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("trace: %w", err)
-	}
-	return func() { trace.Stop(); f.Close() }, nil
 }
