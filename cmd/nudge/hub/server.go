@@ -54,6 +54,9 @@ func startServer(cfg Config, stateDir string, log hclog.Logger) (*embedded, []id
 		Users: []*server.User{{Username: "nudge-hub-" + cfg.HostName, Password: e.admin}},
 	}
 	for _, m := range members {
+		if m.Name == cfg.HostName || strings.HasPrefix(m.Name, "nudge-hub-") {
+			return nil, nil, fmt.Errorf("--hub-users: %q is the hub's own name: a member needs another", m.Name)
+		}
 		perms := memberPermissions(m.Name)
 		if isNKey(m.Secret) {
 			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: m.Secret, Permissions: perms})
