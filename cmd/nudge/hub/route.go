@@ -105,16 +105,6 @@ func (t fleetTriggers) Ack(ctx context.Context, id string) (nudge.Trigger, error
 	return t.f.ack(ctx, id)
 }
 
-// isLocal reports whether this host has a runtime in workspace ws.
-func (f *Fleet) isLocal(ws string) bool {
-	for _, rt := range f.deps.Runtimes.List() {
-		if rt.WorkspaceID == ws {
-			return true
-		}
-	}
-	return false
-}
-
 // route publishes req for host on the work queue, the trigger id its message id, and
 // writes the receipt this member keeps for it (queued; the holder's own receipt wins
 // once it writes one). A hub that cannot be reached is UNAVAILABLE: nothing was taken.
@@ -264,15 +254,10 @@ func (f *Fleet) receipt(id string) (nudge.Trigger, bool) {
 
 // routed is the receipt of a trigger routed through the hub, from the receipts bucket.
 func (f *Fleet) routed(id string) (nudge.Trigger, bool) {
-	return f.routedAmong(id, f.hosts())
-}
-
-// routedAmong is routed, looking only under the names of hosts.
-func (f *Fleet) routedAmong(id string, hosts []string) (nudge.Trigger, bool) {
 	if !f.up() {
 		return nudge.Trigger{}, false
 	}
-	for _, h := range hosts {
+	for _, h := range f.hosts() {
 		t, ok := f.getReceipt(h, id)
 		if !ok {
 			continue
