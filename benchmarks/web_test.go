@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,18 +38,44 @@ func TestWebFigures(t *testing.T) {
 	w := startWebDaemon(t)
 	t.Logf("page weight: %s", w.pageWeight(t))
 
+	// The daemon's side alone: Go clients that read the page's event stream as a page
+	// does (a device's cookie, /api/v1/events), no browser.
+	for _, n := range []int{1, 20} {
+		readers, stop := w.streamReaders(t, n)
+		lat, cpu, span := w.flips(t, nil, readers, 60)
+		stop()
+		slices.Sort(lat.onPage)
+		t.Logf("%2d stream reader(s), no browser: event → card frame read p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d samples); daemon CPU %.2f %% of a core over %.1f s",
+			n, pctMS(lat.onPage, 50), pctMS(lat.onPage, 99), lat.onPage[len(lat.onPage)-1], len(lat.onPage), cpu, span.Seconds())
+	}
+
+	// NUDGE_BENCH_WEB_BROWSERS=1: each viewer in a Chromium of its own (its own browser
+	// and network processes), not a tab of one.
+	own := os.Getenv("NUDGE_BENCH_WEB_BROWSERS") != ""
 	browser := headless(t, chrome)
 	var tabs []context.Context
 	for _, n := range []int{1, 20} {
 		for len(tabs) < n {
-			tabs = append(tabs, w.openTab(t, browser))
+			b := browser
+			if own && len(tabs) > 0 {
+				b = headless(t, chrome)
+			}
+			tabs = append(tabs, w.openTab(t, b))
 		}
-		lat, cpu, span := w.flips(t, tabs, 60)
-		slices.Sort(lat)
+		lat, cpu, span := w.flips(t, tabs, nil, 60)
+		for _, l := range [][]float64{lat.onPage, lat.arrived, lat.drawn} {
+			slices.Sort(l)
+		}
 		t.Logf("%2d page(s): event → on every page p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d samples); daemon CPU %.2f %% of a core over %.1f s",
-			n, pctMS(lat, 50), pctMS(lat, 99), lat[len(lat)-1], len(lat), cpu, span.Seconds())
+			n, pctMS(lat.onPage, 50), pctMS(lat.onPage, 99), lat.onPage[len(lat.onPage)-1], len(lat.onPage), cpu, span.Seconds())
+		t.Logf("%2d page(s): of which event → card frame in the page p50 %.1f ms, p99 %.1f ms; frame → drawn p50 %.1f ms, p99 %.1f ms",
+			n, pctMS(lat.arrived, 50), pctMS(lat.arrived, 99), pctMS(lat.drawn, 50), pctMS(lat.drawn, 99))
 	}
 }
+
+// latencies are a flip's times on each page (ms): the card drawn (onPage), its frame
+// handed to the page's script (arrived), and between the two (drawn).
+type latencies struct{ onPage, arrived, drawn []float64 }
 
 // webDaemon is a nudge serve --web on a private tmux server, with one shell runtime.
 type webDaemon struct {
@@ -57,14 +84,17 @@ type webDaemon struct {
 	http                               *http.Client // on the unix socket
 }
 
-func startWebDaemon(t *testing.T) *webDaemon {
+func startWebDaemon(t *testing.T, serveArgs ...string) *webDaemon {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "nwb")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	bin, err := buildNudgeBinary(dir)
+	bin, err := os.Getenv("NUDGE_BENCH_WEB_BIN"), error(nil) // another build, to compare in one run
+	if bin == "" {
+		bin, err = buildNudgeBinary(dir)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +110,7 @@ func startWebDaemon(t *testing.T) *webDaemon {
 	}}}
 	w.cmd = exec.Command(bin, "serve", "--state-dir", filepath.Join(dir, "state"), "--socket", w.sock, "--tmux-socket", w.tmuxSock,
 		"--tmux-config", "/dev/null", "--root", dir, "--web", addr, "--log-level", "warn")
+	w.cmd.Args = append(w.cmd.Args, serveArgs...)
 	w.cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
 	logf, err := os.Create(filepath.Join(dir, "daemon.log"))
 	if err != nil {
@@ -153,7 +184,12 @@ func (w *webDaemon) openTab(t *testing.T, browser context.Context) context.Conte
 	obs := `(() => { window.__seen = []; let last = null;
 	  const look = () => { const c = document.querySelector('[data-runtime="` + w.rt + `"]'); if (!c) return;
 	    const p = !!c.querySelector('[data-paused]'); if (last !== null && p !== last) window.__seen.push(performance.timeOrigin + performance.now()); last = p; };
-	  new MutationObserver(look).observe(document.getElementById('main'), { subtree: true, childList: true }); look(); return true; })()`
+	  new MutationObserver(look).observe(document.getElementById('main'), { subtree: true, childList: true }); look();
+	  window.__arrive = []; let lastA = false; // unpaused between runs of flips
+	  S.es.addEventListener('card', (m) => { const at = performance.timeOrigin + performance.now(); const c = JSON.parse(m.data);
+	    if (c.runtime_id !== '` + w.rt + `') return; const p = (c.badges || []).includes('paused');
+	    if (lastA !== null && p !== lastA) window.__arrive.push(at); lastA = p; });
+	  return true; })()`
 	for range 5 { // the page's own navigation after pairing cuts a poll short
 		if err = chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`location.pathname === '/' && !!document.querySelector('[data-runtime="`+w.rt+`"]')`,
 			chromedp.WithPollingTimeout(20*time.Second))); err == nil || !strings.Contains(err.Error(), "-32000") {
@@ -171,10 +207,10 @@ func (w *webDaemon) openTab(t *testing.T, browser context.Context) context.Conte
 	return ctx
 }
 
-// flips pauses and resumes the runtime n times, each after the last was on every page;
-// it returns every page's latency of every flip (ms), the daemon's CPU (% of a core) and
-// how long it took.
-func (w *webDaemon) flips(t *testing.T, tabs []context.Context, n int) ([]float64, float64, time.Duration) {
+// flips pauses and resumes the runtime n times, each after the last was on every page
+// and with every reader; it returns every page's (or reader's) latency of every flip
+// (ms), the daemon's CPU (% of a core) and how long it took.
+func (w *webDaemon) flips(t *testing.T, tabs []context.Context, readers []*streamReader, n int) (latencies, float64, time.Duration) {
 	t.Helper()
 	times := w.followPaused(t)
 	var base []int
@@ -184,6 +220,10 @@ func (w *webDaemon) flips(t *testing.T, tabs []context.Context, n int) ([]float6
 			t.Fatal(err)
 		}
 		base = append(base, k)
+	}
+	rbase := make([]int, len(readers))
+	for j, r := range readers {
+		rbase[j] = len(r.seen())
 	}
 	cpu0, start := procCPU(w.cmd.Process.Pid), time.Now()
 	var evAt []float64
@@ -207,21 +247,127 @@ func (w *webDaemon) flips(t *testing.T, tabs []context.Context, n int) ([]float6
 				t.Fatalf("page %d never showed flip %d: %v", j, i, err)
 			}
 		}
+		for j, r := range readers {
+			for deadline := time.Now().Add(20 * time.Second); len(r.seen()) < rbase[j]+i+1; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("reader %d never read flip %d", j, i)
+				}
+			}
+		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	span := time.Since(start)
 	cpu := float64(procCPU(w.cmd.Process.Pid)-cpu0) / clockTicks / span.Seconds() * 100
-	var lat []float64
+	var lat latencies
 	for j, tab := range tabs {
 		seen, err := chromedp.Run(tab, chromedp.Evaluate[[]float64](`window.__seen`))
 		if err != nil {
 			t.Fatal(err)
 		}
+		arrive, err := chromedp.Run(tab, chromedp.Evaluate[[]float64](`window.__arrive`))
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i, at := range evAt {
-			lat = append(lat, seen[base[j]+i]-at)
+			lat.onPage = append(lat.onPage, seen[base[j]+i]-at)
+			if k := len(arrive) - n + i; k >= 0 {
+				lat.arrived = append(lat.arrived, arrive[k]-at)
+				lat.drawn = append(lat.drawn, seen[base[j]+i]-arrive[k])
+			}
+		}
+	}
+	for j, r := range readers {
+		seen := r.seen()
+		for i, at := range evAt {
+			lat.onPage = append(lat.onPage, seen[rbase[j]+i]-at)
 		}
 	}
 	return lat, cpu, span
+}
+
+// streamReader reads the web view's event stream as a page does, with a paired device's
+// cookie, and notes when the runtime's card changes its paused badge (unix ms).
+type streamReader struct {
+	mu    sync.Mutex
+	times []float64
+}
+
+func (r *streamReader) seen() []float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]float64(nil), r.times...)
+}
+
+// streamReaders pairs n devices and opens a reader of each one's stream; stop closes
+// them.
+func (w *webDaemon) streamReaders(t *testing.T, n int) (_ []*streamReader, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var out []*streamReader
+	for range n {
+		link, err := w.cli("web", "pair", "--scope", "read", "--name", "reader", "--no-qr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := strings.TrimSpace(string(link))
+		code = code[strings.IndexByte(code, '#')+1:]
+		req, _ := http.NewRequest("POST", w.base+"/pair", strings.NewReader(`{"code":"`+code+`"}`))
+		req.Header.Set("Origin", w.base)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("pair a reader: %v %v", err, resp)
+		}
+		resp.Body.Close()
+		req, _ = http.NewRequestWithContext(ctx, "GET", w.base+"/api/v1/events", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		for _, c := range resp.Cookies() {
+			req.AddCookie(c)
+		}
+		if resp, err = http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("a reader's stream: %v %v", err, resp)
+		}
+		r := &streamReader{}
+		go r.read(resp.Body, w.rt)
+		out = append(out, r)
+	}
+	return out, cancel
+}
+
+func (r *streamReader) read(body io.ReadCloser, rt string) {
+	defer body.Close()
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	card, last := false, 0 // unpaused between runs of flips
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case bytes.Equal(line, []byte("event: card")):
+			card = true
+		case card && bytes.HasPrefix(line, []byte("data: ")):
+			at := float64(time.Now().UnixNano()) / 1e6
+			card = false
+			var c struct {
+				ID     string   `json:"runtime_id"`
+				Badges []string `json:"badges"`
+			}
+			if json.Unmarshal(line[6:], &c) != nil || c.ID != rt {
+				continue
+			}
+			p := 0
+			if slices.Contains(c.Badges, "paused") {
+				p = 1
+			}
+			if p != last {
+				r.mu.Lock()
+				r.times = append(r.times, at)
+				r.mu.Unlock()
+			}
+			last = p
+		case len(line) == 0:
+			card = false
+		}
+	}
 }
 
 // followPaused reads the daemon's event stream and sends the time (unix ms) of every
@@ -314,7 +460,7 @@ func pctMS(sorted []float64, p float64) float64 {
 // (NUDGE_BENCH_WEB=1 go test -run TestWebBusyFleetCPU -v ./benchmarks).
 func TestWebBusyFleetCPU(t *testing.T) {
 	chrome := benchChromium(t)
-	w := startWebDaemon(t)
+	w := startWebDaemon(t, "--rate-limit", "1000/min") // every trigger goes: 3 a minute per pane is past the default
 	for i := range 10 {
 		if _, err := w.cli("spawn", "--workspace", "wb", "--role", fmt.Sprintf("busy%d", i), "--agent", "shell", "--dir", w.dir, "--",
 			"sh", "-c", "while :; do i=0; while [ $i -lt 20 ]; do echo busy line $i; i=$((i+1)); done; sleep 0.5; done"); err != nil {

@@ -304,6 +304,15 @@ func (m *Monitor) Injecting(runtimeID string, until time.Time) {
 	}
 }
 
+// Keyed records keys a person sent to the runtime's pane by another way than a tmux
+// client (the web view's terminal), which no key binding sees: the collision gate holds
+// triggers for the quiet window after them, as after keys typed at the pane.
+func (m *Monitor) Keyed(runtimeID string) {
+	if ps := m.get(runtimeID); ps != nil {
+		ps.humanKey(m.cfg.Now())
+	}
+}
+
 // Collision reports whether a human is at the pane: keys within the quiet window (until is
 // the last key + QuietWindow), a draft in the composer or copy mode (until zero: unknown).
 func (m *Monitor) Collision(rt nudge.Runtime) (busy bool, until time.Time, why string) {

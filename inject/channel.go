@@ -34,18 +34,32 @@ func channelMark(id string) string { return "[BRIDGE_TRIGGER id=" + id + " " }
 // the agent's queue if it still waits there (Codex does not run its queue after a turn
 // the user interrupted): it never reached the agent, and the retry types it. A prompt
 // the agent took is left to the retry as a typed one would be: the agent's record
-// acked it, or kept the wait going while the agent worked, if it could.
-func (p *Pipeline) withdraw(j *job) {
+// acked it, or kept the wait going while the agent worked, if it could. It asks the
+// channel on the caller's goroutine (the ack wait's); j's lane applies what it found
+// (withdrawal.apply).
+func (p *Pipeline) withdraw(j *job) withdrawal {
 	t := j.record()
 	if p.deps.Channel == nil || t.DeliveryBackend == "" || t.DeliveryBackend == nudge.BackendTmux {
-		return
+		return withdrawal{}
 	}
-	j.keysOnly = true
-	rt, ok := p.deps.Runtimes.Get(t.RuntimeID)
-	if !ok {
-		return
+	w := withdrawal{keysOnly: true}
+	if rt, ok := p.deps.Runtimes.Get(t.RuntimeID); ok {
+		w.took, _ = p.deps.Channel.Withdraw(p.ctx, rt, channelMark(t.TriggerID))
 	}
-	if took, _ := p.deps.Channel.Withdraw(p.ctx, rt, channelMark(t.TriggerID)); took {
+	return w
+}
+
+// withdrawal is what withdraw did: the trigger goes by keys from now on (keysOnly), and
+// its prompt was taken out of the agent's queue (took).
+type withdrawal struct{ keysOnly, took bool }
+
+// apply records the withdrawal on j.
+func (w withdrawal) apply(p *Pipeline, j *job) {
+	if w.keysOnly {
+		j.keysOnly = true
+	}
+	if w.took {
+		t := j.record()
 		p.persist(j, p.auditDetail("trigger_withdrawn", t, "still waiting in the agent's queue after the ack timeout: taken out, typed instead",
 			map[string]any{"backend": t.DeliveryBackend}))
 	}

@@ -58,7 +58,13 @@
 //
 // Pipeline.apply applies a step: the store and the audit, the lane's queue, the ack wait,
 // the fallback chain (startFallback, runFallback) and the closing of a receipt
-// (finishAcked, finishFailed).
+// (finishAcked, finishFailed). The lane's goroutine is the one code that changes its
+// jobs, from their first decision to their close: an ack wait and a fallback chain run
+// on goroutines of their own, read what they need (the agent's record, the chain's
+// launches) and post their end to the lane (lane.go: post), whose goroutine applies it
+// (drainEnds) before its next decision, while it waits, and while an attempt runs on a
+// goroutine of its own (attemptServing): an ack recorded while the lane delivers another
+// trigger does not wait behind that delivery (Pipeline.Ack waits at most APIAckWait).
 //
 // The pure, hot-path text pieces, fuzzed in package fuzz, none allocating more than
 // its result:
@@ -102,18 +108,23 @@
 // stopped through its one context, and Close cancels and waits for all of them. It runs
 // one goroutine per lane (runLane, started on the lane's first trigger), a timer per
 // open circuit breaker (to wake its lane when the cooldown ends), one per trigger
-// waiting for its ack (goAwaitAck), one per running fallback chain (runFallback), a
-// short one per closed trigger that forgets it once its last write is in the store, one
+// waiting for its ack (goAwaitAck), one per running fallback chain (runFallback), one
+// per stage of an attempt a lane's goroutine runs (attemptServing), a short one per
+// closed trigger that forgets it once its last write is in the store, one
 // per runtime spawned aside that waits for its prompts to be done (collectAside), one
 // per SubmitAsync, and one per reply recorded on a trigger in flight. A lane's
 // goroutine makes its decisions and its attempts; a request's goroutine makes them
 // instead for an inline typing into an idle lane while no other delivery is in
 // progress (typeInline, under the lane's turn; Close waits for it too), and leaves the
-// typing's outcome to the lane's goroutine (lane.cont). An attempt starts only a short
-// wait for an ack while it confirms a submit. The ack wait's and the fallback chain's
-// goroutines apply their own ends (finishAcked, ackTimedOut, the chain's close or its
-// live delivery in a lane). Submit also runs the store create beside the lane's first
-// decision and joins it before returning. The Scheduler owns one goroutine of its own,
+// typing's outcome to the lane's goroutine (lane.cont). The lane's goroutine runs each
+// stage of an attempt on a short goroutine of its own (attemptServing) and applies the
+// ends posted meanwhile; an attempt starts only a short wait for an ack while it
+// confirms a submit. The ack wait's and the fallback chain's goroutines post their ends
+// (the ack, the timeout's retry or fallback, the chain's close or its live delivery in a
+// lane) to the job's lane instead of applying them; an end posted once Close has begun
+// may not be applied, and the trigger, open in the store, is resumed by the next Open.
+// Submit also runs the store create beside the lane's first decision and joins it
+// before returning. The Scheduler owns one goroutine of its own,
 // started by NewScheduler and stopped and joined by its Close (the daemon closes it
 // before the pipeline, into which it submits).
 //

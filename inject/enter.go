@@ -19,6 +19,9 @@ func (a attempt) submit(ctx context.Context, s Sender) outcome {
 		d.EchoSeen = true // on screen already: nothing new will echo
 	} else {
 		d.EchoSeen = a.pane.settle(ctx.Done(), a.env.now, a.seq, a.prof.SubmitSettle, a.env.echoTimeout)
+		if a.env.gates != nil && a.prof.Pack != "shell" && NeedsPaste(a.envelope) {
+			d.EchoSeen = a.awaitShown(ctx)
+		}
 	}
 	seen, o, ok := a.pressEnter(ctx, s, &d)
 	if !ok {
@@ -36,6 +39,12 @@ func (a attempt) submit(ctx context.Context, s Sender) outcome {
 // placeholder. It reports false, with the outcome, when the attempt ends otherwise. seen
 // is the pane's identity from the look that saw the composer without the prompt, when
 // that was the last look (nil: ask tmux again).
+//
+// A repair Enter never goes to an agent that may have taken the prompt: each Enter waits
+// the whole SubmitTimeout for it to leave the composer (awaitSubmit), and the agent's
+// record is read to its end before the next one. An agent can take a prompt at Enter and
+// redraw its composer only seconds later (Gemini CLI after a 63 KiB paste, on a loaded
+// machine): a second Enter read before that redraw gives it the prompt again.
 func (a *attempt) pressEnter(ctx context.Context, s Sender, d *attemptDetail) (seen []string, o outcome, ok bool) {
 	tries := 2
 	for try := 0; try < tries; try++ {
@@ -46,7 +55,10 @@ func (a *attempt) pressEnter(ctx context.Context, s Sender, d *attemptDetail) (s
 		if a.env.gates == nil {
 			break
 		}
-		c, left, sn, err := a.awaitSubmit(ctx, s, seq, try == tries-1)
+		c, left, sn, err := a.awaitSubmit(ctx, s, seq, d.EchoSeen)
+		if !left && err == nil && ctx.Err() == nil && try < tries-1 && a.inRecord(ctx) {
+			left = true // the agent has it: its composer has not been redrawn yet
+		}
 		if left || err != nil {
 			a.pane.clean.Store(err == nil) // seen to leave the composer
 			if err == nil {
@@ -71,6 +83,16 @@ func (a *attempt) pressEnter(ctx context.Context, s Sender, d *attemptDetail) (s
 		d.Repaired = true
 	}
 	return seen, outcome{}, true
+}
+
+// inRecord reports whether the agent's record, read to its end, shows the prompt (the
+// trigger is acked): before a repair Enter, a prompt the agent took is not entered again.
+func (a *attempt) inRecord(ctx context.Context) bool {
+	if a.env.acks == nil {
+		return false
+	}
+	_, ok := inRecord(ctx, a.env.acks, a.rt.RuntimeID, a.id())
+	return ok
 }
 
 // enter presses Enter in the pane. No separate look at the pane comes before it: the
@@ -140,6 +162,27 @@ func (a *attempt) confirmSubmitted(d attemptDetail) outcome {
 	return o
 }
 
+// awaitShown waits, at most SubmitTimeout, until the TUI's composer shows a pasted
+// prompt, and reports whether it did. Output after the paste is not its echo yet: an
+// agent may draw something else first and the paste only seconds later (Gemini CLI, a
+// 63 KiB paste on a loaded machine), and an Enter pressed before it shows the prompt is
+// read before the paste or with it, and lost; the empty composer after it would read as
+// the prompt having left.
+func (a *attempt) awaitShown(ctx context.Context) bool {
+	now := a.env.now
+	deadline := now().Add(a.env.submitTimeout)
+	for {
+		seq := a.pane.outSeq.Load()
+		if c, err := a.env.gates.Composer(ctx, a.rt); err == nil && a.holds(c) {
+			return true
+		}
+		if ctx.Err() != nil || !now().Before(deadline) {
+			return false
+		}
+		a.pane.settle(ctx.Done(), now, seq, a.prof.SubmitSettle, min(submitPoll, deadline.Sub(now())))
+	}
+}
+
 // foldedPause is the wait before the last Enter for a prompt still folded in the composer.
 const foldedPause = time.Second
 
@@ -153,19 +196,27 @@ const submitPoll = 500 * time.Millisecond
 // submitPoll, so the submit is confirmed as soon as the envelope has gone instead of
 // after the whole timeout.
 //
-// A quiet pane that still shows the envelope is taken as "not taken" early (a repair
-// Enter follows) except on the last Enter (final): a loaded machine can stall the
-// agent longer than SubmitQuiet before it reads the Enter (seen with Codex: a prompt
-// failed as not submitted 0.8 s after it was typed), so the last one waits the whole
-// SubmitTimeout before the trigger fails.
-func (a *attempt) awaitSubmit(ctx context.Context, s Sender, seq uint64, final bool) (string, bool, []string, error) {
+// A pane gone quiet that still shows the envelope is not taken as "not taken" before the
+// whole SubmitTimeout has passed: quiet after output says nothing of whether the agent
+// has read the Enter. The output may be the end of the typing's echo, and an agent may
+// take the prompt and then work for seconds before it redraws its composer (Gemini CLI,
+// given a 63 KiB paste on a loaded machine, took the repair Enter that followed 250 ms of
+// quiet as a second copy of the prompt; Codex, stalled by the load, had a prompt fail as
+// not submitted 0.8 s after it was typed).
+//
+// Nor does a composer without the envelope count as left while the agent has drawn
+// nothing since Enter, when the typing's echo was not seen before it (echoed false): it
+// may not have drawn the typing yet (Gemini CLI reads a large paste for seconds before
+// it shows it), and the envelope leaves only when it reads the Enter after it. At the
+// timeout it counts as left.
+func (a *attempt) awaitSubmit(ctx context.Context, s Sender, seq uint64, echoed bool) (string, bool, []string, error) {
 	now := a.env.now
 	deadline := now().Add(a.env.submitTimeout)
 	woke, stop := ackedOrDone(ctx, a.env.acks, a.id())
 	defer stop()
 	for {
 		step := min(submitPoll, deadline.Sub(now()))
-		quiet := a.pane.settle(woke, now, seq, a.env.submitQuiet, step)
+		a.pane.settle(woke, now, seq, a.env.submitQuiet, step)
 		if a.env.acks != nil {
 			if _, acked := ackedNow(ctx, a.env.acks, a.id()); acked {
 				// Acked while the pane settles (the agent's record shows the prompt as
@@ -174,11 +225,12 @@ func (a *attempt) awaitSubmit(ctx context.Context, s Sender, seq uint64, final b
 			}
 		}
 		c, left, seen, err := a.leftComposer(ctx, s)
-		if left || err != nil || ctx.Err() != nil || !now().Before(deadline) {
-			return c, left, seen, err
+		late := !now().Before(deadline)
+		if left && !echoed && !late && err == nil && ctx.Err() == nil && a.pane.outSeq.Load() == seq && a.prof.Pack != "shell" {
+			continue // not drawn yet, maybe: the agent has shown nothing since Enter
 		}
-		if !final && quiet && a.pane.outSeq.Load() != seq && now().Sub(time.Unix(0, a.pane.lastOut.Load())) >= a.env.submitQuiet {
-			return c, left, seen, err // quiet after output, and still in the composer: not taken
+		if left || err != nil || ctx.Err() != nil || late {
+			return c, left, seen, err
 		}
 	}
 }

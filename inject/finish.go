@@ -15,7 +15,8 @@ import (
 // of its receipt (acked, failed, fell back). The pipeline starts one goroutine per
 // trigger waiting for its ack (awaitAck), one per running fallback chain (runFallback)
 // and a short one per closed trigger (done): all counted in its WaitGroup and stopped by
-// its Close.
+// its Close. The ack wait's and the chain's goroutines post their ends to the job's lane
+// (post), whose goroutine applies them.
 
 // fallbacks is the fallback chains' bookkeeping, under mu: the runtimes a chain is
 // relaunching, the runtimes a fallback spawned beside a kept pane, and the launches that
@@ -46,16 +47,21 @@ func newFallbacks() fallbacks {
 		refused: map[string]refusal{}, asides: map[string]time.Time{}, collecting: map[string]bool{}, retiring: map[string]bool{}}
 }
 
-// goAwaitAck waits for j's ack in its own goroutine; on timeout it schedules a retry or,
-// with retries spent, the fallback chain.
+// goAwaitAck waits for j's ack in its own goroutine and hands the wait's end to j's
+// lane (post): the ack, or, on timeout, a retry or, with retries spent, the fallback
+// chain. The lane's goroutine applies it.
 func (p *Pipeline) goAwaitAck(j *job) {
 	p.goOwned(func() {
+		var end func(*lane)
 		switch o := p.awaitAck(j); o.kind {
 		case oAcked:
-			p.finishAcked(j, o.signal)
+			end = func(*lane) { p.finishAcked(j, o.signal) }
 		case oAckTimeout:
-			p.ackTimedOut(j)
+			end = p.ackTimedOut(j)
+		default:
+			return
 		}
+		p.post(j, end)
 	})
 }
 
@@ -154,14 +160,17 @@ type evidencer interface {
 // ackTimedOut is the end of an ack wait without an ack: the agent's record is read once
 // more (a prompt found there is acked, never given again), a prompt handed over by a
 // channel is withdrawn from the agent's queue, and next says: a retry after the next
-// backoff, or the fallback chain.
-func (p *Pipeline) ackTimedOut(j *job) {
+// backoff, or the fallback chain. The reads run on the caller's goroutine (the ack
+// wait's); what they found is applied by the end it returns, on j's lane.
+func (p *Pipeline) ackTimedOut(j *job) func(*lane) {
 	if sig, ok := inRecord(p.ctx, p.deps.Acks, j.record().RuntimeID, j.id()); ok {
-		p.finishAcked(j, sig)
-		return
+		return func(*lane) { p.finishAcked(j, sig) }
 	}
-	p.withdraw(j)
-	p.apply(nil, j, nudge.Runtime{}, outcome{kind: oAckTimeout})
+	w := p.withdraw(j)
+	return func(l *lane) {
+		w.apply(p, j)
+		p.apply(l, j, nudge.Runtime{}, outcome{kind: oAckTimeout})
+	}
 }
 
 // retry puts j back at the front of its lane, to be typed again after wait (an ack
@@ -315,8 +324,10 @@ func (p *Pipeline) startFallback(j *job, code nudge.Code, why string) {
 	j.markDecided()
 	p.persist(j, p.audit("fallback_required", rec, why))
 	p.goOwned(func() {
-		defer p.endFallback(rt)
-		p.runFallback(j, code, keep)
+		defer p.endFallback(rt) // after its end is posted: the lane applies that first
+		if end := p.runFallback(j, code, keep); end != nil {
+			p.post(j, end)
+		}
 	})
 }
 
@@ -366,13 +377,16 @@ func (p *Pipeline) endFallback(runtimeID string) {
 	p.kick(runtimeID)
 }
 
-func (p *Pipeline) runFallback(j *job, code nudge.Code, keep bool) {
+// runFallback runs j's fallback chain (its launches, in the chain's goroutine) and
+// returns its end for j's lane to apply: the trigger closed (fell back or failed) or
+// moved to a lane for a live delivery; nil when the pipeline is closing.
+func (p *Pipeline) runFallback(j *job, code nudge.Code, keep bool) func(*lane) {
 	from := j.record().RuntimeID
 	ctx, cancel := context.WithTimeout(p.ctx, fallbackTimeout)
 	l, err := p.deps.Fallback.Fallback(ctx, j.record(), code, keep)
 	cancel()
 	if p.ctx.Err() != nil {
-		return
+		return nil
 	}
 	if err == nil && l.RuntimeID != "" {
 		p.fb.mu.Lock()
@@ -388,17 +402,19 @@ func (p *Pipeline) runFallback(j *job, code nudge.Code, keep bool) {
 	}
 	if err == nil && !l.Given {
 		if l.RuntimeID == "" {
-			p.finishFailed(j, nudge.SpawnFailed, "fresh runtime started without the prompt and no runtime to deliver it to")
-			return
+			return func(*lane) {
+				p.finishFailed(j, nudge.SpawnFailed, "fresh runtime started without the prompt and no runtime to deliver it to")
+			}
 		}
 		// The launched runtime is up but has not got the prompt (none goes on a command
 		// line): it goes through the gates again and is typed into that runtime's pane
 		// (never the old one's, unless the launch took the old one's place) once that is
 		// ready. Only once: another failure of that delivery ends the trigger
 		// (startFallback).
-		p.deliverTo(j, l.RuntimeID, l.PaneID, l.Backend, "fallback_deliver_live",
-			"runtime "+l.RuntimeID+" (pane "+l.PaneID+", "+l.Backend+") started without the prompt: delivering it live there")
-		return
+		return func(*lane) {
+			p.deliverTo(j, l.RuntimeID, l.PaneID, l.Backend, "fallback_deliver_live",
+				"runtime "+l.RuntimeID+" (pane "+l.PaneID+", "+l.Backend+") started without the prompt: delivering it live there")
+		}
 	}
 	if err != nil {
 		fc := nudge.ResumeFailed
@@ -406,9 +422,13 @@ func (p *Pipeline) runFallback(j *job, code nudge.Code, keep bool) {
 		if errors.As(err, &ne) {
 			fc = ne.Code
 		}
-		p.finishFailed(j, fc, err.Error())
-		return
+		return func(*lane) { p.finishFailed(j, fc, err.Error()) }
 	}
+	return func(*lane) { p.fellBack(j, l) }
+}
+
+// fellBack closes j, whose fallback launch took its prompt (launch l).
+func (p *Pipeline) fellBack(j *job, l nudge.Launched) {
 	now := p.cfg.Now()
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.State = nudge.StateSubmitted

@@ -24,6 +24,7 @@ func (p *Pipeline) runLane(l *lane) {
 	defer timer.Stop()
 	for {
 		l.turn.Lock()
+		p.drainEnds(l)
 		if c := l.cont; c.j != nil {
 			l.cont = typed{}
 			p.carry(l, c.j, c.rt, c.conn, c.o)
@@ -40,8 +41,12 @@ func (p *Pipeline) runLane(l *lane) {
 		resetTimer(timer, wait)
 		select {
 		case <-p.ctx.Done():
+			l.turn.Lock()
+			p.drainEnds(l) // those posted before the close
+			l.turn.Unlock()
 			return
 		case <-l.wake:
+		case <-l.endc:
 		case <-timer.C:
 		}
 	}
@@ -331,14 +336,32 @@ func (p *Pipeline) deliver(l *lane, j *job, rt nudge.Runtime) {
 		p.apply(l, j, rt, outcome{kind: oConnDown, err: err})
 		return
 	}
-	p.carry(l, j, rt, conn, runAttempt(p.ctx, conn, p.newAttempt(l, j, rt)))
+	p.carry(l, j, rt, conn, p.attemptServing(l, conn, p.newAttempt(l, j, rt)))
 }
 
 // carry applies an attempt's outcome o and runs the attempt's next stage, for as long as
 // the step says to go on.
 func (p *Pipeline) carry(l *lane, j *job, rt nudge.Runtime, conn Sender, o outcome) {
 	for p.apply(l, j, rt, o) {
-		o = runAttempt(p.ctx, conn, o.next)
+		o = p.attemptServing(l, conn, o.next)
+	}
+}
+
+// attemptServing runs attempt a (runAttempt) on a goroutine of its own while the lane's
+// goroutine applies the ends of its other jobs posted meanwhile (drainEnds): an attempt
+// waits seconds for an echo, an Enter's effect and the agent's record, and an ack
+// recorded then (Pipeline.Ack waits at most APIAckWait for it) must not wait behind it.
+// The attempt changes no job: it only returns its outcome.
+func (p *Pipeline) attemptServing(l *lane, conn Sender, a attempt) outcome {
+	res := make(chan outcome, 1)
+	p.goOwned(func() { res <- runAttempt(p.ctx, conn, a) })
+	for {
+		select {
+		case o := <-res:
+			return o
+		case <-l.endc:
+			p.drainEnds(l)
+		}
 	}
 }
 

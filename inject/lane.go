@@ -10,9 +10,11 @@ import (
 // lane is one runtime's delivery queue and its view of the runtime's pane (paneWatch).
 // One goroutine (Pipeline.runLane) owns the front of the queue: it makes the lane's
 // decisions and deliveries, and whoever holds the lane's turn (that goroutine, or a
-// request's typing inline) is the only code that changes a job while it is in the lane
-// or being delivered from it. A job leaves the lane for its ack wait or its fallback
-// chain, whose goroutines apply their own ends.
+// request's typing inline) is the only code that changes the lane's jobs, from their
+// first decision to their close. A job's ack wait and its fallback chain run on
+// goroutines of their own and change nothing of it: they post their end (the ack, the
+// timeout, the chain's close or live delivery) to the lane, whose goroutine applies it
+// before its next decision, while it waits, and while an attempt runs.
 type lane struct {
 	id string
 	paneWatch
@@ -27,6 +29,14 @@ type lane struct {
 	// typing's outcome), for the lane's goroutine.
 	turn sync.Mutex
 	cont typed
+
+	// ends are the ends of this lane's jobs that other goroutines came to (an ack wait's
+	// ack or timeout, a fallback chain's close or live delivery: post), for the lane's
+	// goroutine to apply (drainEnds): before each decision, while it waits, and while an
+	// attempt runs (attemptServing), so that an ack never waits behind a delivery.
+	emu  sync.Mutex
+	ends []func(*lane)
+	endc chan struct{} // buffered 1: ends were posted
 }
 
 // typed is a delivery whose typing a request's goroutine made (typeInline): its outcome
@@ -39,7 +49,7 @@ type typed struct {
 }
 
 func newLane(id string) *lane {
-	l := &lane{id: id, wake: make(chan struct{}, 1)}
+	l := &lane{id: id, wake: make(chan struct{}, 1), endc: make(chan struct{}, 1)}
 	l.paneWatch.init()
 	return l
 }
@@ -146,5 +156,41 @@ func (p *Pipeline) enqueue(j *job) {
 func (p *Pipeline) removeFromLane(j *job) {
 	if l := p.lane(j.record().RuntimeID); l != nil {
 		l.remove(j)
+	}
+}
+
+// post hands an end of j, reached on another goroutine (its ack wait's, its fallback
+// chain's), to the lane of j's runtime: its goroutine applies it, the one code that
+// changes the lane's jobs. A job closed meanwhile ignores it. Posted once the pipeline
+// is closing, it may never be applied: the trigger then stays open in the store, and
+// Open resumes it.
+func (p *Pipeline) post(j *job, end func(*lane)) {
+	l := p.laneFor(j.record().RuntimeID)
+	l.emu.Lock()
+	l.ends = append(l.ends, func(l *lane) {
+		if !j.record().Closed {
+			end(l)
+		}
+	})
+	l.emu.Unlock()
+	select {
+	case l.endc <- struct{}{}:
+	default:
+	}
+}
+
+// drainEnds applies the ends posted to l, in order. Its caller holds l's turn.
+func (p *Pipeline) drainEnds(l *lane) {
+	for {
+		l.emu.Lock()
+		ends := l.ends
+		l.ends = nil
+		l.emu.Unlock()
+		if len(ends) == 0 {
+			return
+		}
+		for _, end := range ends {
+			end(l)
+		}
 	}
 }

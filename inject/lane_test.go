@@ -1,10 +1,12 @@
 package inject
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/controlmode"
 )
 
 // waitUntil polls cond with a generous deadline (the machine may be loaded).
@@ -104,4 +106,76 @@ func TestAcceptWhileDelivering(t *testing.T) {
 	if st := busy.record().State; st != "" && st != nudge.StateQueued {
 		t.Fatalf("b1 is %s; want queued", st)
 	}
+}
+
+// chanAcker is an Acker whose Wait returns once APIAck acked the trigger.
+type chanAcker struct {
+	fakeAcker
+	acked chan struct{}
+}
+
+func (a chanAcker) Wait(ctx context.Context, _ string) (string, error) {
+	select {
+	case <-a.acked:
+		return "api", nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (a chanAcker) APIAck(string) bool { close(a.acked); return true }
+
+// blockedSender is a Sender whose commands wait until release is closed.
+type blockedSender struct{ release chan struct{} }
+
+func (s blockedSender) Do(ctx context.Context, cmd string) (*controlmode.Reply, error) {
+	_, err := s.DoAll(ctx, cmd)
+	return nil, err
+}
+
+func (s blockedSender) DoAll(context.Context, ...string) ([]*controlmode.Reply, error) {
+	<-s.release
+	return nil, controlmode.ErrClosed
+}
+
+// TestAckWhileDelivering: an ack wait's end goes to its job's lane, whose goroutine
+// applies it while an attempt of another trigger runs (here one whose tmux never
+// answers): Pipeline.Ack finds the trigger acked, not held behind the delivery.
+func TestAckWhileDelivering(t *testing.T) {
+	acks := chanAcker{acked: make(chan struct{})}
+	p := newWaitPipeline(t, acks, nudge.Trigger{TriggerID: "a1", State: nudge.StateSubmitted, RuntimeID: "rt", Attempts: 1})
+	l := newLane("rt")
+	p.lanes.mu.Lock()
+	p.lanes.m["rt"] = l // no lane goroutine: the test plays it
+	p.lanes.mu.Unlock()
+	stored, err := p.deps.Store.Triggers().GetTrigger("a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1 := newJob(stored, false)
+	close(a1.created)
+	p.mu.Lock()
+	p.jobs["a1"] = a1
+	p.mu.Unlock()
+	p.goAwaitAck(a1)
+
+	s := blockedSender{release: make(chan struct{})}
+	b1 := newJob(nudge.Trigger{TriggerID: "b1", RuntimeID: "rt"}, false)
+	delivered := make(chan outcome, 1)
+	go func() { // the lane's goroutine, delivering b1
+		l.turn.Lock()
+		defer l.turn.Unlock()
+		delivered <- p.attemptServing(l, s, p.newAttempt(l, b1, nudge.Runtime{RuntimeID: "rt", PaneID: "%1"}))
+	}()
+	got, err := p.Ack(context.Background(), "a1")
+	if err != nil || got.State != nudge.StateAcked || !got.Closed {
+		t.Errorf("Ack while the lane delivers b1: %s closed=%v, %v; want acked", got.State, got.Closed, err)
+	}
+	select {
+	case o := <-delivered:
+		t.Errorf("b1's attempt ended (%v) before its tmux answered", o.kind)
+	default:
+	}
+	close(s.release)
+	<-delivered
 }

@@ -34,7 +34,7 @@ type Config struct {
 	MaxPrompt       int             // prompt bytes after sanitizing (64 KiB)
 	EchoTimeout     time.Duration   // longest wait for the typed text's echo before Enter (2s)
 	SubmitTimeout   time.Duration   // longest wait for output after Enter before checking the composer (3s)
-	SubmitQuiet     time.Duration   // quiet after Enter before checking the composer (250ms)
+	SubmitQuiet     time.Duration   // quiet after Enter before looking at the composer (250ms)
 	AckTimeout      time.Duration   // per attempt (8s)
 	AckRetries      int             // (2)
 	Backoff         []time.Duration // before each retry (2s, 4s)

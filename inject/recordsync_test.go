@@ -47,7 +47,7 @@ func TestAckTimeoutReadsTheRecord(t *testing.T) {
 	p.mu.Lock()
 	p.jobs["t1"] = j
 	p.mu.Unlock()
-	p.ackTimedOut(j)
+	p.ackTimedOut(j)(nil)
 	got := j.record()
 	if got.State != nudge.StateAcked || got.AckSignal != signalRecord || got.Attempts != 1 || got.NextAttemptAt != nil || got.Fallback != "" {
 		t.Fatalf("after the ack timeout: %s signal=%q attempts=%d next=%v fallback=%q; want acked by the record, not retried",

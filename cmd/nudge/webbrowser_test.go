@@ -13,7 +13,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/cmd/nudge/standin"
 )
 
@@ -88,19 +87,22 @@ func jsString(s string) string {
 
 // TestWebBrowser drives the web view in headless Chromium at a desktop size and at a
 // phone's (390×844): pair with the printed link (its code leaves the address bar), see
-// the fleet, pause a runtime and send a prompt from the page (it waits, queued), resume
-// it and watch the receipt reach acked with its reply, open the read-only terminal (its
-// control client has ignore-size: the window's size never changes), approve a real
-// stand-in's dialog, and revoke the device: the open page says it is not paired.
-// Screenshots go to $NUDGE_TEST_SCREENSHOTS when it is set (docs/).
+// the fleet, pause the demo agent and send it a prompt from the page (it waits, queued),
+// resume it and watch the receipt reach acked with the reply the agent wrote in its own
+// session record, watch its terminal (a control client with ignore-size: the window's
+// size never changes), switch typing on and type into a stand-in's pane with the
+// keyboard and the key bar (Esc, Tab, Ctrl then c, an arrow, Enter), approve a real
+// stand-in's dialog, and revoke the device: the open page says it is not paired. A
+// read-only device then sees the terminal with no typing toggle. Screenshots go to
+// $NUDGE_TEST_SCREENSHOTS when it is set (docs/).
 func TestWebBrowser(t *testing.T) {
 	chromium(t)
-	td := webSetup(t)
-	sh := td.spawnShell("w1", "sh", "sh")
-	size := func() string {
-		return strings.TrimSpace(td.tmux("display-message", "-p", "-t", sh.PaneID, "#{window_width}x#{window_height}"))
+	td := webSetup(t, func(cfg *serveConfig) { cfg.Panes.Self = buildWatchBinary(t) })
+	demo := td.spawnDemo("w1", "demo")
+	size := func(pane string) string {
+		return strings.TrimSpace(td.tmux("display-message", "-p", "-t", pane, "#{window_width}x#{window_height}"))
 	}
-	before := size()
+	before := size(demo.PaneID)
 	for _, vp := range []struct {
 		name   string
 		w, h   int64
@@ -108,39 +110,28 @@ func TestWebBrowser(t *testing.T) {
 	}{{"desktop", 1280, 860, false}, {"phone", 390, 844, true}} {
 		t.Run(vp.name, func(t *testing.T) {
 			dlg, keys := td.spawnStandin("dlg-"+vp.name, claudeBash+`show "touch web-`+vp.name+`.txt"`+"\n"+standinKeys, "", "NEEDS_CONFIRMATION")
+			kb, kbKeys := td.spawnStandin("kb-"+vp.name, composerBox+rawKeys, "", "READY")
+			kbBefore := size(kb.PaneID)
 			ctx := browserCtx(t, vp.w, vp.h, vp.mobile)
-			out, errOut, code := td.runCLI("web", "pair", "--scope", "operate", "--name", vp.name, "--no-qr")
-			if code != 0 {
-				t.Fatalf("nudge web pair: %s", errOut)
-			}
-			link, _ := url.Parse(strings.TrimSpace(out))
-			base := link.Scheme + "://" + link.Host
-
-			must(t, "open the link", chromedp.Do(ctx, chromedp.Navigate(link.String()), chromedp.WaitVisible("#pair")))
-			href, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
-			if strings.Contains(href, link.Fragment) {
-				t.Errorf("the pairing code stays in the address bar: %s", href)
-			}
-			must(t, "pair", chromedp.Do(ctx, chromedp.Click("#pair")))
-			waitJS(t, ctx, "the fleet", `location.pathname === '/' && !!document.querySelector('#fleet [data-runtime="`+sh.RuntimeID+`"]') && !!document.querySelector('#fleet [data-runtime="`+dlg.RuntimeID+`"] [data-dialog]')`)
+			base := webPair(t, td, ctx, "type", vp.name)
+			waitJS(t, ctx, "the fleet", `location.pathname === '/' && !!document.querySelector('#fleet [data-runtime="`+demo.RuntimeID+`"]') && !!document.querySelector('#fleet [data-runtime="`+dlg.RuntimeID+`"] [data-dialog]')`)
 			if href, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`)); href != base+"/" {
 				t.Errorf("after pairing the page is at %s", href)
 			}
 
-			// Pause from the page, send a prompt: it waits; resume: it is delivered and acked.
-			must(t, "runtime page", chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = '#/rt/`+sh.RuntimeID+`'`), chromedp.WaitVisible("#pause")))
+			// Pause from the page, send a prompt: it waits; resume: it is delivered, acked,
+			// and the reply is the one the demo agent wrote in its session record.
+			openRuntime(t, ctx, demo.RuntimeID)
 			must(t, "pause", chromedp.Do(ctx, chromedp.Click("#pause")))
 			waitJS(t, ctx, "paused", `!document.getElementById('resume').hidden`)
 			marker := "WEB_" + strings.ToUpper(vp.name)
-			must(t, "prompt", chromedp.Do(ctx, chromedp.SendKeys("#prompt", "echo "+marker), chromedp.Click("#send")))
+			must(t, "prompt", chromedp.Do(ctx, chromedp.SendKeys("#prompt", "Say "+marker), chromedp.Click("#send")))
 			waitJS(t, ctx, "queued while paused", `['queued','deferred'].includes((document.querySelector('#triggers [data-state]')||{dataset:{}}).dataset.state)`)
 			id, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#triggers [data-trigger]').dataset.trigger`))
 			must(t, "trigger id", err)
 			must(t, "resume", chromedp.Do(ctx, chromedp.Click("#resume")))
 			waitJS(t, ctx, "acked", `document.querySelector('#triggers [data-trigger="`+id+`"] [data-state]').dataset.state === 'acked'`)
-			reply := "The answer from the " + vp.name + " run."
-			td.d.hooks.onReply(sh.RuntimeID, id, ack.Reply{Text: reply, EndedAt: time.Now(), Evidence: "test"})
-			waitJS(t, ctx, "the reply", `(document.querySelector('#triggers [data-trigger="`+id+`"] .reply')||{}).textContent === `+jsString(reply))
+			waitJS(t, ctx, "the reply from the agent's record", `((document.querySelector('#triggers [data-trigger="`+id+`"] .reply')||{}).textContent||'').startsWith('Done. You said: "Say `+marker+`"')`)
 
 			// The terminal: the pane's screen, through a read-only control client with ignore-size.
 			must(t, "terminal", chromedp.Do(ctx, chromedp.Click("#term-toggle")))
@@ -152,13 +143,37 @@ func TestWebBrowser(t *testing.T) {
 			if !viewer {
 				t.Errorf("no control client with ignore-size and read-only: %q", td.tmux("list-clients", "-F", "#{client_flags}"))
 			}
-			if got := size(); got != before {
-				t.Errorf("the window's size changed while the page viewed it: %s, was %s", got, before)
+
+			// Typing: off until switched on; then the keyboard and the key bar reach the pane.
+			openRuntime(t, ctx, kb.RuntimeID)
+			must(t, "keys page", chromedp.Do(ctx, chromedp.Click("#term-toggle"), chromedp.WaitVisible("#term-type")))
+			waitJS(t, ctx, "typing off at first", `document.getElementById('typing').hidden && !S.typing`)
+			must(t, "typing on", chromedp.Do(ctx, chromedp.Click("#term-type"), chromedp.WaitVisible("#keybar")))
+			must(t, "type", chromedp.Do(ctx, chromedp.SendKeys("#term-input", "hi"),
+				chromedp.Click(`#keybar [data-key="Escape"]`), chromedp.Click(`#keybar [data-key="Tab"]`),
+				chromedp.Click("#key-ctrl"), chromedp.SendKeys("#term-input", "c"),
+				chromedp.Click(`#keybar [data-key="Up"]`), chromedp.Click(`#keybar [data-key="Enter"]`)))
+			waitJS(t, ctx, "keys sent", `!S.keysBusy && S.keys.length === 0 && document.getElementById('term-msg').textContent === ''`)
+			if vp.mobile {
+				shot(t, ctx, "web-phone-keys.png")
+			}
+			if got, want := td.keysAfterSentinel(kb.PaneID, kbKeys), "hi\x1b\t\x03\x1b[A\r"; got != want {
+				t.Errorf("the pane got %q, want %q", got, want)
+			}
+			found := false
+			for _, r := range td.runtimeRecords(kb.RuntimeID) {
+				found = found || r.Event == "terminal_keys" && strings.HasPrefix(r.Subject, "web:"+vp.name+"#")
+			}
+			if !found {
+				t.Errorf("no terminal_keys audit record by the device: %+v", td.runtimeRecords(kb.RuntimeID))
+			}
+			if got := size(kb.PaneID); got != kbBefore {
+				t.Errorf("the window's size changed while the page typed into it: %s, was %s", got, kbBefore)
 			}
 
 			// The dialog: approve it from the page with a reason.
-			must(t, "dialog page", chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = '#/rt/`+dlg.RuntimeID+`'`),
-				chromedp.WaitVisible("#dialog button.primary")))
+			openRuntime(t, ctx, dlg.RuntimeID)
+			must(t, "dialog page", chromedp.Do(ctx, chromedp.WaitVisible("#dialog button.primary")))
 			must(t, "reason", chromedp.Do(ctx, chromedp.SendKeys("#reason", "approved from the "+vp.name)))
 			if vp.mobile {
 				must(t, "scroll", chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`)))
@@ -170,7 +185,7 @@ func TestWebBrowser(t *testing.T) {
 				t.Errorf("keys the dialog got: %q, want 1", got)
 			}
 			recs := td.runtimeRecords(dlg.RuntimeID)
-			found := false
+			found = false
 			for _, r := range recs {
 				found = found || r.Event == "dialog_answered" && strings.HasPrefix(r.Subject, "web:"+vp.name+"#") && strings.Contains(r.Reason, "approved from the "+vp.name)
 			}
@@ -182,7 +197,7 @@ func TestWebBrowser(t *testing.T) {
 				waitJS(t, ctx, "the fleet again", `!!document.querySelector('#fleet [data-last]')`)
 				shot(t, ctx, "web-desktop.png")
 			}
-			if got := size(); got != before {
+			if got := size(demo.PaneID); got != before {
 				t.Errorf("the window's size changed: %s, was %s", got, before)
 			}
 
@@ -191,8 +206,59 @@ func TestWebBrowser(t *testing.T) {
 				t.Fatal(errOut)
 			}
 			waitJS(t, ctx, "not paired after revoke", `!!document.getElementById('unpaired')`)
+
+			// A read-only device sees the terminal and no way to type.
+			webPair(t, td, ctx, "read", vp.name+"-ro")
+			waitJS(t, ctx, "the fleet", `location.pathname === '/' && !!document.querySelector('#fleet')`)
+			openRuntime(t, ctx, kb.RuntimeID)
+			must(t, "read-only terminal", chromedp.Do(ctx, chromedp.Click("#term-toggle")))
+			waitJS(t, ctx, "no typing for a read-only device", `!document.getElementById('term').hidden && !document.getElementById('term-type') && !document.getElementById('keybar') && !document.getElementById('term-input')`)
 		})
 	}
+}
+
+// composerBox draws an idle Claude Code composer (READY under the claude pack).
+const composerBox = `printf '╭────────────────────────────────────────╮\n│ ❯                                      │\n╰────────────────────────────────────────╯\n'
+`
+
+// rawKeys is standinKeys with the terminal raw: Ctrl-C reaches the file as \x03 (no
+// signal) and Enter as \r.
+var rawKeys = strings.Replace(standinKeys, "stty -icanon -echo min 1", "stty raw -echo", 1)
+
+// openRuntime shows runtime id's page and waits until it is drawn (not the page before).
+func openRuntime(t *testing.T, ctx context.Context, id string) {
+	t.Helper()
+	must(t, "runtime page", chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = '#/rt/`+id+`'`)))
+	waitJS(t, ctx, "the page of "+id, `(document.getElementById('runtime')||{dataset:{}}).dataset.runtime === `+jsString(id)+` && !!document.getElementById('term-toggle')`)
+}
+
+// spawnDemo spawns the demo agent (nudge demo-agent: the daemon's Panes.Self must be a
+// nudge binary) and waits until it is ready.
+func (td *testDaemon) spawnDemo(ws, role string) runtimeView {
+	td.t.Helper()
+	out, errOut, code := td.runCLI("spawn", "--workspace", ws, "--role", role, "--agent", "demo", "--dir", td.cfg.Panes.Roots[0], "-o", "json")
+	var rt runtimeView
+	if code != 0 || json.Unmarshal([]byte(out), &rt) != nil {
+		td.t.Fatalf("spawn --agent demo: %d %s%s", code, out, errOut)
+	}
+	return td.waitRuntime(rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" })
+}
+
+// webPair pairs the browser of ctx with scope through the link `nudge web pair` prints
+// (its code leaves the address bar at once) and returns the page's base URL.
+func webPair(t *testing.T, td *testDaemon, ctx context.Context, scope, name string) string {
+	t.Helper()
+	out, errOut, code := td.runCLI("web", "pair", "--scope", scope, "--name", name, "--no-qr")
+	if code != 0 {
+		t.Fatalf("nudge web pair: %s", errOut)
+	}
+	link, _ := url.Parse(strings.TrimSpace(out))
+	must(t, "open the link", chromedp.Do(ctx, chromedp.Navigate(link.String()), chromedp.WaitVisible("#pair")))
+	if href, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`)); strings.Contains(href, link.Fragment) {
+		t.Errorf("the pairing code stays in the address bar: %s", href)
+	}
+	must(t, "pair", chromedp.Do(ctx, chromedp.Click("#pair")))
+	return link.Scheme + "://" + link.Host
 }
 
 // shot saves the page as name under $NUDGE_TEST_SCREENSHOTS (the docs' pictures), else

@@ -32,6 +32,7 @@ func openWeb(cfg serveConfig, d *daemon) (*web.Server, error) {
 		API: server.New(sc, deps).Handler(), Tokens: d.auth, Runtimes: d.reg,
 		Terminal: web.TmuxTerminal{Base: controlmode.Config{Tmux: p.Tmux, SocketName: p.SocketName, SocketPath: p.SocketPath,
 			ConfigFile: p.ConfigFile, SSH: p.SSH, SSHConfig: p.SSHConfig, Logger: d.log.Named("web")}},
+		Keys: &web.PaneKeys{Conn: func(ws string) (web.Doer, error) { return d.reg.Conn(ws) }, Beside: d.pipe.Beside, Keyed: d.mon.Keyed},
 		Audit: func(rec nudge.AuditRecord) {
 			if _, err := d.db.AuditLog().AppendAudit(rec); err != nil {
 				d.log.Error("audit", "event", rec.Event, "err", err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +19,13 @@ import (
 
 // webSetup starts a daemon with the web view on a free loopback port and the dialog
 // stand-in profile of dialogSetup.
-func webSetup(t *testing.T) *testDaemon {
+func webSetup(t *testing.T, opts ...func(*serveConfig)) *testDaemon {
 	t.Helper()
 	cfg := newTestConfig(t)
 	cfg.Web.Addr = "127.0.0.1:0"
+	for _, o := range opts {
+		o(&cfg)
+	}
 	prof := map[string]any{
 		"name": "stand", "launch": []string{"sh"}, "allowed_launchers": []string{"sh"},
 		"prompt_arg": "append", "resume": []string{}, "pack": "claude", "submit_settle": "20ms",
@@ -106,8 +110,15 @@ func TestWebReadOnlyChangesNothing(t *testing.T) {
 		"answer":  {"/answer"},
 		"trigger": {"/answer", "/v1/triggers"},
 	}
-	for _, scope := range []string{"read", "answer", "trigger"} {
+	for _, scope := range []string{"read", "answer", "trigger", "operate"} {
 		b := td.pairBrowser(scope)
+		// Typing into a pane is the type scope's alone.
+		if code, body := b.do("POST", "/api/v1/runtimes/"+dlg.RuntimeID+"/keys", `{"keys":[{"text":"1"},{"key":"Enter"}]}`); code != http.StatusForbidden {
+			t.Errorf("%s: keys: %d %s; want 403", scope, code, body)
+		}
+		if scope == "operate" {
+			continue
+		}
 		for _, route := range web.APIRoutes {
 			method, path, _ := strings.Cut(route, " ")
 			id := sh.RuntimeID
@@ -151,6 +162,40 @@ func TestWebReadOnlyChangesNothing(t *testing.T) {
 	}
 	if got := td.keysAfterSentinel(dlg.PaneID, keys); got != "" {
 		t.Errorf("a device without answer typed into the dialog: %q", got)
+	}
+}
+
+// TestWebKeysReachThePane: a device paired with the type scope types into a stand-in's
+// pane through the daemon's control connection (text, Esc, Tab, Ctrl-C, an arrow,
+// Enter), audited with its name and never with the text; the window keeps its size.
+func TestWebKeysReachThePane(t *testing.T) {
+	t.Parallel()
+	td := webSetup(t)
+	kb, keys := td.spawnStandin("kb", composerBox+rawKeys, "", "READY")
+	size := func() string {
+		return td.tmux("display-message", "-p", "-t", kb.PaneID, "#{window_width}x#{window_height}")
+	}
+	before := size()
+	b := td.pairBrowser("type")
+	for _, body := range []string{`{"keys":[{"text":"hi"}]}`, `{"keys":[{"key":"Escape"},{"key":"Tab"},{"key":"C-c"},{"key":"Up"},{"key":"Enter"}]}`} {
+		if code, got := b.do("POST", "/api/v1/runtimes/"+kb.RuntimeID+"/keys", body); code != 200 {
+			t.Fatalf("keys %s: %d %s", body, code, got)
+		}
+	}
+	if got, want := td.keysAfterSentinel(kb.PaneID, keys), "hi\x1b\t\x03\x1b[A\r"; got != want {
+		t.Errorf("the pane got %q, want %q", got, want)
+	}
+	var reasons []string
+	for _, r := range td.runtimeRecords(kb.RuntimeID) {
+		if r.Event == "terminal_keys" && strings.HasPrefix(r.Subject, "web:test-type#") {
+			reasons = append(reasons, r.Reason)
+		}
+	}
+	if want := []string{"typed in the web view's terminal: 2 characters", "typed in the web view's terminal: Escape, Tab, C-c, Up, Enter"}; !slices.Equal(reasons, want) {
+		t.Errorf("audit: %q, want %q", reasons, want)
+	}
+	if got := size(); got != before {
+		t.Errorf("the window's size changed: %s, was %s", got, before)
 	}
 }
 

@@ -17,8 +17,10 @@ import (
 
 // bareClient runs in a child process (-bare-client): a controlmode.Conn attached to the
 // benchmark's workspace session that only counts %output lines for d, then prints
-// "lines bytes cpu-seconds" (its own utime+stime over the window). It is the "bare Go
-// client decoding the same stream" the daemon's per-line cost is compared with.
+// "lines bytes cpu-seconds switches" (its own utime+stime and voluntary context switches
+// over the window: each is a sleep until tmux wrote more, so switches per line says how
+// many lines a read brings). It is the "bare Go client decoding the same stream" the
+// daemon's per-line cost is compared with.
 func bareClient(tmux, sock, session string, d time.Duration) error {
 	var lines, bytes atomic.Int64
 	c, err := controlmode.Dial(context.Background(), controlmode.Config{Tmux: tmux, SocketName: sock, Session: session,
@@ -28,9 +30,9 @@ func bareClient(tmux, sock, session string, d time.Duration) error {
 	}
 	defer c.Close()
 	time.Sleep(time.Second) // attach and first redraw are not part of the window
-	l0, b0, cpu0 := lines.Load(), bytes.Load(), selfCPU()
+	l0, b0, cpu0, sw0 := lines.Load(), bytes.Load(), selfCPU(), selfSwitches()
 	time.Sleep(d)
-	fmt.Printf("%d %d %.4f\n", lines.Load()-l0, bytes.Load()-b0, selfCPU()-cpu0)
+	fmt.Printf("%d %d %.4f %d\n", lines.Load()-l0, bytes.Load()-b0, selfCPU()-cpu0, selfSwitches()-sw0)
 	return nil
 }
 
@@ -39,6 +41,13 @@ func selfCPU() float64 {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// selfSwitches is the process's voluntary context switches so far.
+func selfSwitches() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return int64(ru.Nvcsw)
 }
 
 // streamCost is the per-%output-line cost of the daemon beside a bare client and the tmux
@@ -74,7 +83,7 @@ func (b *bench) measureStreamCost(d time.Duration, alone window) (*streamCost, e
 	res := &streamCost{dur: el, daemonCPU: float64(cpuTicks(dp, false)-d0) / clockTicks,
 		serverCPU: float64(cpuTicks(sp, false)-s0) / clockTicks, daemonAlone: alone.daemonPct, serverAlone: alone.serverPct}
 	f := strings.Fields(string(out))
-	if len(f) != 3 {
+	if len(f) < 3 {
 		return nil, fmt.Errorf("bare client said %q", out)
 	}
 	res.lines, _ = strconv.ParseInt(f[0], 10, 64)

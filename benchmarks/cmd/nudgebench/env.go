@@ -273,6 +273,23 @@ func (e *env) post(path string, body any) ([]byte, error) {
 	return b, err
 }
 
+func (e *env) del(path string) error {
+	req, err := http.NewRequest(http.MethodDelete, "http://nudge"+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := e.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("DELETE %s: %s: %s", path, resp.Status, b)
+	}
+	return nil
+}
+
 // rtRecord is the part of a runtime record the harness uses.
 type rtRecord struct {
 	RuntimeID string `json:"runtime_id"`

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/benchmarks/internal/panereader"
+	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/inject"
 )
 
@@ -31,20 +32,27 @@ type fanoutResult struct {
 	nudgeServerCPU, nudgeDaemonCPU, floorServerCPU []int64
 	// The same from the start to the last receipt submitted (nudge's whole delivery).
 	nudgeServerAll, nudgeDaemonAll []int64
+
+	load []string // /proc/loadavg's 1-minute figure at each round's start
 }
 
-// fanout runs rounds broadcasts over the first n panes (all quiet for the phase).
+// fanoutWorkspace holds the fan-out's panes: spawned for the phase, so its first round
+// is the first trigger each pane ever gets (cold), whatever phases ran before.
+const fanoutWorkspace = "fanout"
+
+// fanout runs rounds broadcasts over n panes of their own, all quiet. Round 1 is cold:
+// every pane's first trigger (what a user's first broadcast to a new fleet meets); the
+// later rounds are warm.
 func (b *bench) fanout(n, rounds int) (*fanoutResult, error) {
-	if err := b.grow(n); err != nil {
-		return nil, err
-	}
-	targets := b.panes[:n]
-	for _, p := range targets {
-		if p.streaming {
-			p.r.Send("quiet")
+	var targets []*bpane
+	for i := 0; i < n; i++ {
+		p, err := b.e.spawnOn(fanoutWorkspace, fmt.Sprintf("o%03d", i), "bench", "")
+		if err != nil {
+			return nil, fmt.Errorf("spawn fan-out pane %d: %w", i, err)
 		}
+		targets = append(targets, p)
 	}
-	time.Sleep(time.Second) // let the streamers' last lines settle into READY
+	time.Sleep(time.Second) // every new pane's first readiness look is done
 	conns := make([]*rawClient, n)
 	for i := range conns {
 		c, err := dialRaw(b.e.apiSock)
@@ -64,6 +72,7 @@ func (b *bench) fanout(n, rounds int) (*fanoutResult, error) {
 				b.profileStop(fmt.Sprintf("fanout-%d", r))
 			}
 			if i == 0 {
+				res.load = append(res.load, loadavg())
 				b.profileStart()
 			}
 			if err := path(targets, conns, res); err != nil {
@@ -171,7 +180,7 @@ func (b *bench) fanRequests(targets []*bpane) (reqs [][]byte, markers []string, 
 		id := fmt.Sprintf("nb%d", b.seq)
 		b.final[id] = b.e.events.expectFinal(id)
 		p.last, markers[i], ids[id] = id, marker, true
-		js, _ := json.Marshal(map[string]any{"trigger_id": id, "workspace": workspace, "agent": p.rt.Role, "prompt": body})
+		js, _ := json.Marshal(map[string]any{"trigger_id": id, "workspace": p.workspace(), "agent": p.rt.Role, "prompt": body})
 		reqs[i] = request("/v1/triggers", js)
 	}
 	return reqs, markers, ids
@@ -230,17 +239,17 @@ func awaitSubmitted(evs <-chan *event, n int) (lastSub int64, err error) {
 	return lastSub, nil
 }
 
-// fanFloor: one send-keys -l per pane written by the bare control client, all at once
-// (pipelined on the one connection), then Enter to each once its text was read.
+// fanFloor: one send-keys -l per pane, every line in one write of the bare control
+// client, then Enter to each pane once its text was read.
 func (b *bench) fanFloor(targets []*bpane, _ []*rawClient, res *fanoutResult) error {
 	markers := make([]string, len(targets))
-	texts := make([]string, len(targets))
-	for i := range targets {
+	lines := make([]string, len(targets))
+	for i, p := range targets {
 		marker, body := b.nextPrompt()
 		markers[i] = marker
-		texts[i] = inject.Envelope{ID: fmt.Sprintf("nb%d", b.seq), Reason: "trigger", AckHint: true}.Wrap(body)
+		lines[i] = controlmode.SendKeys(p.rt.PaneID, inject.Envelope{ID: fmt.Sprintf("nb%d", b.seq), Reason: "trigger", AckHint: true}.Wrap(body))[0]
 	}
-	errs := make(chan error, 2*len(targets))
+	errs := make(chan error, 2*len(targets)+1)
 	read := make([]int64, len(targets))
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -249,10 +258,6 @@ func (b *bench) fanFloor(targets []*bpane, _ []*rawClient, res *fanoutResult) er
 		go func() {
 			defer wg.Done()
 			<-start
-			if err := b.floor.typeText(p.rt.PaneID, p.rt.PID, texts[i], false); err != nil {
-				errs <- err
-				return
-			}
 			m, err := p.r.Await("m", markers[i], 20*time.Second)
 			if err != nil {
 				errs <- err
@@ -267,6 +272,7 @@ func (b *bench) fanFloor(targets []*bpane, _ []*rawClient, res *fanoutResult) er
 	s0 := runNS(sp)
 	t0 := panereader.Mono()
 	close(start)
+	errs <- b.floor.typeAll(lines)
 	wg.Wait()
 	s1 := runNS(sp)
 	close(errs)
@@ -311,28 +317,66 @@ func (b *bench) fanChildren(targets []*bpane, _ []*rawClient, res *fanoutResult)
 }
 
 func (f *fanoutResult) print(w io.Writer) {
-	fmt.Fprintf(w, "Fan-out: one prompt to each of %d idle panes at once, %d rounds; ms from the first request (write, fork)\n\n", f.panes, len(f.nudgeLast))
-	fmt.Fprintln(w, "| path | until | p50 ms | max ms |")
-	fmt.Fprintln(w, "|---|---|---|---|")
+	fmt.Fprintf(w, "Fan-out: one prompt to each of %d idle panes at once, %d rounds; ms from the first request (write, fork). Round 1 is cold (each pane's first trigger), the others warm\n\n", f.panes, len(f.nudgeLast))
+	fmt.Fprintln(w, "| path | until | cold: round 1 ms | warm p50 ms | warm max ms |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
 	n := f.panes
 	ms := func(name, until string, s []int64) {
-		s = slices.Clone(s)
-		fmt.Fprintf(w, "| %s | %s | %.1f | %.1f |\n", name, until, pct(s, .5)/1e3, pct(s, 1)/1e3)
+		if len(s) == 0 {
+			return
+		}
+		warm := "— | —"
+		if len(s) > 1 {
+			ws := slices.Clone(s[1:])
+			warm = fmt.Sprintf("%.1f | %.1f", pct(ws, .5)/1e3, pct(ws, 1)/1e3)
+		}
+		fmt.Fprintf(w, "| %s | %s | %.1f | %s |\n", name, until, float64(s[0])/1e6, warm)
 	}
 	ms(fmt.Sprintf("nudge (%d concurrent requests)", n), "first pane read its prompt", f.nudgeFirst)
 	ms(fmt.Sprintf("nudge (%d concurrent requests)", n), "every pane read its prompt", f.nudgeLast)
 	ms(fmt.Sprintf("nudge (%d concurrent requests)", n), "every receipt submitted", f.nudgeSubmitted)
-	ms(fmt.Sprintf("floor (%d control-mode writes)", n), "first pane read its prompt", f.floorFirst)
-	ms(fmt.Sprintf("floor (%d control-mode writes)", n), "every pane read its prompt", f.floorLast)
+	ms(fmt.Sprintf("floor (%d send-keys in one control-mode write)", n), "first pane read its prompt", f.floorFirst)
+	ms(fmt.Sprintf("floor (%d send-keys in one control-mode write)", n), "every pane read its prompt", f.floorLast)
 	ms(fmt.Sprintf("send-keys children (%d pairs in turn)", n), "first pane read its prompt", f.subFirst)
 	ms(fmt.Sprintf("send-keys children (%d pairs in turn)", n), "every pane read its prompt", f.subLast)
 	fmt.Fprintln(w)
+	// Each round's ratio is of two figures taken moments apart; the warm figure is the
+	// median of the rounds' ratios, not a ratio of medians.
+	ratios := func(a, b []int64) (cold float64, warm []float64) {
+		for i := range min(len(a), len(b)) {
+			r := float64(a[i]) / float64(b[i])
+			if i == 0 {
+				cold = r
+			} else {
+				warm = append(warm, r)
+			}
+		}
+		return cold, warm
+	}
+	line := func(what string, a, b []int64) {
+		cold, warm := ratios(a, b)
+		fmt.Fprintf(w, "%s: cold %.2f×", what, cold)
+		if len(warm) > 0 {
+			slices.Sort(warm)
+			fmt.Fprintf(w, ", warm median %.2f× (%.2f–%.2f×)", warm[len(warm)/2], warm[0], warm[len(warm)-1])
+		}
+		fmt.Fprintln(w)
+	}
+	line("every pane read, nudge / floor", f.nudgeLast, f.floorLast)
+	line("every receipt submitted / floor's every pane read", f.nudgeSubmitted, f.floorLast)
+	fmt.Fprintf(w, "load average (1 min) at each round's start: %s\n\n", strings.Join(f.load, ", "))
 	if len(f.nudgeServerCPU) > 0 {
-		fmt.Fprintf(w, "CPU until every pane read its prompt, ms per round (p50): nudge path: tmux server %.1f, daemon %.1f; floor path: tmux server %.1f\n\n",
-			pct(slices.Clone(f.nudgeServerCPU), .5)/1e3, pct(slices.Clone(f.nudgeDaemonCPU), .5)/1e3, pct(slices.Clone(f.floorServerCPU), .5)/1e3)
-		fmt.Fprintf(w, "CPU until every receipt submitted, ms per round (p50): tmux server %.1f, daemon %.1f (per trigger: %.0f and %.0f µs)\n\n",
-			pct(slices.Clone(f.nudgeServerAll), .5)/1e3, pct(slices.Clone(f.nudgeDaemonAll), .5)/1e3,
-			pct(slices.Clone(f.nudgeServerAll), .5)/float64(n), pct(slices.Clone(f.nudgeDaemonAll), .5)/float64(n))
+		cpu := func(s []int64) string {
+			c := fmt.Sprintf("%.1f", float64(s[0])/1e6)
+			if len(s) > 1 {
+				c += fmt.Sprintf(" cold, %.1f warm", pct(slices.Clone(s[1:]), .5)/1e3)
+			}
+			return c
+		}
+		fmt.Fprintf(w, "CPU until every pane read its prompt, ms per round (warm: p50): nudge path: tmux server %s, daemon %s; floor path: tmux server %s\n\n",
+			cpu(f.nudgeServerCPU), cpu(f.nudgeDaemonCPU), cpu(f.floorServerCPU))
+		fmt.Fprintf(w, "CPU until every receipt submitted, ms per round (warm: p50): tmux server %s, daemon %s\n\n",
+			cpu(f.nudgeServerAll), cpu(f.nudgeDaemonAll))
 	}
 }
 

@@ -51,6 +51,15 @@ func (f *floor) typeText(pane string, pid int, text string, guarded bool) error 
 	return err
 }
 
+// typeAll writes every command line (send-keys -l, one per pane) in one write and
+// returns when tmux answered them all: the fan-out's floor.
+func (f *floor) typeAll(lines []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := f.c.DoAll(ctx, lines...)
+	return err
+}
+
 func (f *floor) enter(pane string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -274,10 +274,17 @@ func (b *bench) sshSample(s *loopSSHD, p *bpane, res *hostResult, keep bool) err
 // spawnOn starts a managed runtime running the reader in workspace ws, bound to host
 // ("" = local), and waits for the reader and for the runtime to be ready.
 func (e *env) spawnOn(ws, role, agent, host string) (*bpane, error) {
-	b, err := e.post("/v1/runtimes", map[string]any{
-		"workspace": ws, "role": role, "agent": agent, "dir": e.dir, "host": host,
-		"argv": []string{e.self, "-pane-reader", e.readerSock, role},
-	})
+	return e.spawnArgv(ws, role, agent, host, []string{e.self, "-pane-reader", e.readerSock, role})
+}
+
+// spawnArgv is spawnOn with the pane's argv given: it must start the reader as role, or
+// be nil for the profile's own program (then the pane has no reader: bpane.r is nil).
+func (e *env) spawnArgv(ws, role, agent, host string, argv []string) (*bpane, error) {
+	req := map[string]any{"workspace": ws, "role": role, "agent": agent, "dir": e.dir, "host": host}
+	if argv != nil {
+		req["argv"] = argv
+	}
+	b, err := e.post("/v1/runtimes", req)
 	if err != nil {
 		return nil, err
 	}
@@ -285,9 +292,11 @@ func (e *env) spawnOn(ws, role, agent, host string) (*bpane, error) {
 	if err := json.Unmarshal(b, &rt); err != nil {
 		return nil, err
 	}
-	r, err := e.readers.Wait(role, 30*time.Second)
-	if err != nil {
-		return nil, err
+	var r *panereader.Pane
+	if argv != nil {
+		if r, err = e.readers.Wait(role, 30*time.Second); err != nil {
+			return nil, err
+		}
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for rt.Status != "ready" || rt.PaneID == "" {

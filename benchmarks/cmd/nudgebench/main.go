@@ -99,7 +99,7 @@ func main() {
 	flag.IntVar(&o.fanoutPanes, "fanout-panes", 100, "fan-out phase: panes that each get one prompt at once")
 	flag.IntVar(&o.fanoutRounds, "fanout-rounds", 10, "fan-out phase: rounds per path")
 	flag.DurationVar(&o.fleetWindow, "fleet-window", 30*time.Second, "fleet phase: measured window per workload")
-	flag.StringVar(&o.fleetWorkloads, "fleet-workloads", "", "fleet phase: workloads to run (idle,spinner,replay,lines; default all)")
+	flag.StringVar(&o.fleetWorkloads, "fleet-workloads", "", "fleet phase: workloads to run (idle,spinner,replay,lines,shell-spinner,shell-lines; default all)")
 	flag.StringVar(&o.profileWindows, "profile-windows", "", "folder: profile the daemon (CPU, allocations) during each fleet window (nudge serve --profile-windows)")
 	flag.StringVar(&o.serveArgs, "serve-args", "", "more nudge serve flags, space-separated (e.g. \"--retain 1m --retain-every 10s\")")
 	flag.DurationVar(&o.quiet, "quiet", 15*time.Second, "trigger phase: quiet time after each pane count before the store size and the daemon's RSS are read again")

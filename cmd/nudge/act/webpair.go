@@ -23,7 +23,7 @@ func WebCommand(cli CLI) *cobra.Command {
 func webPair(cli CLI) *cobra.Command {
 	var b api.WebPairRequest
 	cmd := &cobra.Command{
-		Use:   "pair [--scope read|answer|trigger|operate] [--name NAME] [--workspace WS] [--ttl 720h]",
+		Use:   "pair [--scope read|answer|trigger|operate|type] [--name NAME] [--workspace WS] [--ttl 720h]",
 		Short: "print a one-time link (and its QR code) that pairs a browser with the web view",
 		Long: "Print a link that, opened once within 10 minutes, gives that browser a device token (subject\n" +
 			"web:NAME) with the scope asked for: read (see only), answer (and answer dialogs), trigger (and\n" +
@@ -35,7 +35,7 @@ func webPair(cli CLI) *cobra.Command {
 	}
 	client := cli.WithClient(cmd)
 	asJSONf := cli.Output(cmd, "table")
-	cmd.Flags().StringVar(&b.Scope, "scope", "read", "what the browser may do: read, answer, trigger or operate")
+	cmd.Flags().StringVar(&b.Scope, "scope", "read", "what the browser may do: read, answer, trigger, operate or type")
 	cmd.Flags().StringVar(&b.Name, "name", "browser", "the device's name (its token's subject is web:NAME)")
 	cmd.Flags().Var(flagvals.List{V: &b.Workspaces}, "workspace", "workspaces it may see (repeatable; default: all yours)")
 	cmd.Flags().StringVar(&b.TTL, "ttl", web.DefaultDeviceTTL.String(), "the device token's lifetime")

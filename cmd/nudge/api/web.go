@@ -7,7 +7,7 @@ import (
 
 // WebPairRequest is POST /v1/web/pair (admin): a one-time link that pairs one browser
 // with the web view (nudge web pair). Name becomes the device token's subject web:NAME;
-// Scope is read, answer, trigger or operate; Workspaces nil means the caller's own (all
+// Scope is read, answer, trigger, operate or type; Workspaces nil means the caller's own (all
 // for an unrestricted caller); TTL is the device token's lifetime (a Go duration; "" is
 // 30 days).
 type WebPairRequest struct {

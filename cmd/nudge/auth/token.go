@@ -47,10 +47,13 @@ const (
 	VerbAdmin     = "admin"
 	// VerbAnswer answers an agent's approval dialog (nudge answer, approve, deny).
 	VerbAnswer = "answer"
+	// VerbType types keys into a runtime's pane from the web view's terminal: whatever a
+	// person at the pane could do, past every gate a trigger or an answer passes.
+	VerbType = "type"
 )
 
 // Verbs lists every verb, in a stable order.
-var Verbs = []string{VerbRead, VerbTrigger, VerbAck, VerbHeartbeat, VerbSpawn, VerbAdmin, VerbAnswer}
+var Verbs = []string{VerbRead, VerbTrigger, VerbAck, VerbHeartbeat, VerbSpawn, VerbAdmin, VerbAnswer, VerbType}
 
 // AllWorkspaces in Claims.Workspaces means every workspace.
 const AllWorkspaces = "*"

@@ -58,6 +58,7 @@ func (s *Server) Handler() http.Handler {
 	api.HandleFunc("GET /v1/push", s.handlePushInfo)
 	api.HandleFunc("POST /v1/push/subscribe", s.handleSubscribe)
 	api.HandleFunc("GET /v1/runtimes/{id}/terminal", s.handleTerminal)
+	api.HandleFunc("POST /v1/runtimes/{id}/keys", s.handleKeys)
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, nudge.NewError(nudge.NotFound, "no such endpoint in the web view: "+r.Method+" "+r.URL.Path))
 	})
@@ -242,12 +243,13 @@ type Whoami struct {
 	Workspaces []string  `json:"workspaces"` // nil: all
 	Expires    time.Time `json:"expires"`
 	Terminal   bool      `json:"terminal"` // the daemon serves a terminal view
+	Typing     bool      `json:"typing"`   // and this device may switch typing into it on
 }
 
 func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	c := caller(r)
 	writeJSON(w, http.StatusOK, Whoami{Subject: c.Subject, TokenID: c.TokenID, Verbs: c.Verbs, Workspaces: c.Workspaces,
-		Expires: c.Expires, Terminal: s.deps.Terminal != nil})
+		Expires: c.Expires, Terminal: s.deps.Terminal != nil, Typing: s.deps.Terminal != nil && s.deps.Keys != nil && mayType(c)})
 }
 
 // handlePair is POST /pair {code}: it redeems a pairing link once, issues the device

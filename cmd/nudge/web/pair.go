@@ -15,13 +15,16 @@ import (
 )
 
 // Scopes a device may be paired with, and the verbs each gives. Pause and resume are
-// the API's admin verb: only "operate" holds it (and the web view reaches none of the
-// other admin routes: APIRoutes).
+// the API's admin verb: only "operate" and "type" hold it (and the web view reaches none
+// of the other admin routes: APIRoutes). Typing into a pane's terminal is the type verb,
+// held by the "type" scope alone: keys reach the agent past every gate a trigger or an
+// answer passes, so it is the broadest scope and never implied by another.
 var Scopes = map[string][]string{
 	"read":    {auth.VerbRead},
 	"answer":  {auth.VerbRead, auth.VerbAnswer},
 	"trigger": {auth.VerbRead, auth.VerbAnswer, auth.VerbTrigger},
 	"operate": {auth.VerbRead, auth.VerbAnswer, auth.VerbTrigger, auth.VerbAdmin},
+	"type":    {auth.VerbRead, auth.VerbAnswer, auth.VerbTrigger, auth.VerbAdmin, auth.VerbType},
 }
 
 // DefaultDeviceTTL is a device token's lifetime when the pairing names none.
@@ -67,7 +70,7 @@ func (s *Server) Pair(c auth.Caller, req api.WebPairRequest) (api.WebPairing, er
 	case !nameRE.MatchString(req.Name):
 		return api.WebPairing{}, nudge.NewError(nudge.BadRequest, "name "+req.Name+": want 1 to 40 of A-Z a-z 0-9 _ . -")
 	case !ok:
-		return api.WebPairing{}, nudge.NewError(nudge.BadRequest, "scope "+req.Scope+": want read, answer, trigger or operate")
+		return api.WebPairing{}, nudge.NewError(nudge.BadRequest, "scope "+req.Scope+": want read, answer, trigger, operate or type")
 	}
 	ws := req.Workspaces
 	if len(ws) == 0 {

@@ -10,7 +10,10 @@
 //	Config    the address, TLS, the origins a page may come from; DefaultConfig, Validate
 //	Deps      what it consumes: the API's handlers, the token authority, the registry
 //	Pairing   a one-time link that gives one browser a device token (pair.go)
-//	Terminal  a read-only view of a pane (terminal.go; TmuxTerminal is tmux's)
+//	Terminal  a view of a pane (terminal.go; TmuxTerminal is tmux's), read-only
+//	Keyboard  typing into a pane from the page, for a device with the type verb, once
+//	          it switched typing on (keys.go; PaneKeys types through the daemon's own
+//	          control connection, with the pane guard, never while nudge types there)
 //
 // The fleet page's cards come from package view, as nudge watch's rows do: all of them
 // from GET /api/v1/fleet (fleet.go), then each changed one on the event stream (cards.go).
@@ -164,6 +167,9 @@ type Deps struct {
 	Tokens   Tokens
 	Runtimes Runtimes
 	Terminal Terminal // nil: no terminal view
+	// Keys types a viewer's keys into a pane (keys.go); nil: the terminal is read-only
+	// for every device.
+	Keys Keyboard
 	// Audit records a pairing redeemed (a device token issued); nil records nothing.
 	Audit func(rec nudge.AuditRecord)
 }

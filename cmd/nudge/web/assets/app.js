@@ -6,6 +6,7 @@
 const S = {
   who: null, rts: new Map(), trig: new Map(), story: new Map(),
   es: null, loaded: false, queue: [], page: null, term: null, dirty: false, lastSeq: 0,
+  typing: false, ctrl: false, keys: [], keysBusy: false, swallow: null,
   cards: [], fleetBusy: false, fleetAgain: false, fleetTimer: null,
 };
 
@@ -112,12 +113,21 @@ function putTrigger(t) {
 // watch draws): all of them from GET /api/v1/fleet at the start, then each one the event
 // stream sends as it changes (`event: card`). A reply is on its trigger, not its event:
 // the cards are read again then, one read at a time with a quiet 20 ms after each.
+// putCard reports whether it drew the card itself: a card the fleet page shows already
+// is replaced in place at once, not at the next frame (a frame is up to 17 ms away, more
+// on a busy machine); a new or gone card redraws the page.
 function putCard(c) {
   const i = S.cards.findIndex((o) => o.runtime_id === c.runtime_id);
-  if (c.gone) { if (i >= 0) S.cards.splice(i, 1); return; }
-  if (i >= 0) { S.cards[i] = c; return; }
+  if (c.gone) { if (i >= 0) S.cards.splice(i, 1); return false; }
+  if (i >= 0) {
+    S.cards[i] = c;
+    const old = S.page === 'fleet' && document.querySelector('#fleet [data-runtime="' + CSS.escape(c.runtime_id) + '"]');
+    if (old) { old.replaceWith(fleetCard(c)); return true; }
+    return false;
+  }
   S.cards.push(c);
   S.cards.sort((a, b) => (a.workspace_id === b.workspace_id ? a.role.localeCompare(b.role) : a.workspace_id < b.workspace_id ? -1 : 1));
+  return false;
 }
 
 async function refreshFleet() {
@@ -178,8 +188,9 @@ function connect() {
   S.es = es;
   es.onopen = () => { setLive(true); if (!S.loaded) load().catch(fatal); };
   es.addEventListener('card', (m) => {
-    try { putCard(JSON.parse(m.data)); } catch (_) { return; }
-    render();
+    let c;
+    try { c = JSON.parse(m.data); } catch (_) { return; }
+    if (!putCard(c)) render();
   });
   es.onmessage = (m) => {
     let ev;
@@ -364,26 +375,107 @@ function drawControls(rt) {
     msg);
 }
 
-// ---- terminal (read-only) ----
+// ---- terminal ----
 
+// The terminal is read-only until the viewer switches typing on (a device whose scope
+// holds the type verb: S.who.typing); it is off again on every visit. Keys go in order,
+// one request at a time, the ones typed meanwhile together in the next.
 function terminalPanel(rt) {
   const pre = el('pre', { id: 'term', class: 'term', hidden: true });
+  const typing = el('div', { id: 'typing', hidden: true });
   const btn = el('button', { id: 'term-toggle', onclick: () => {
     if (S.term) { closeTerm(); return; }
     pre.hidden = false; btn.textContent = 'Hide terminal';
+    if (typeBtn) typeBtn.hidden = false;
     S.term = new EventSource('/api/v1/runtimes/' + encodeURIComponent(rt.runtime_id) + '/terminal');
     S.term.onmessage = (m) => { try { pre.textContent = JSON.parse(m.data).lines.join('\n'); } catch (_) { /* skip */ } };
   } }, 'Show terminal');
-  return el('section', { class: 'panel' }, el('h3', {}, 'Terminal ', el('span', { class: 'muted small' }, 'read-only')),
-    S.who && S.who.terminal ? [btn, pre] : el('p', { class: 'muted small' }, 'Not served by this daemon.'));
+  const can = S.who && S.who.typing;
+  const typeBtn = can ? el('button', { id: 'term-type', hidden: true, 'aria-pressed': 'false', onclick: () => setTyping(!S.typing) }, 'Type into the pane') : null;
+  if (can) typing.append(...typingParts(rt.runtime_id));
+  return el('section', { class: 'panel' }, el('h3', {}, 'Terminal ', el('span', { id: 'term-mode', class: 'muted small' }, 'read-only')),
+    S.who && S.who.terminal ? [el('div', { class: 'actions' }, btn, typeBtn), pre, typing] : el('p', { class: 'muted small' }, 'Not served by this daemon.'));
+}
+
+const keyNames = { Enter: 'Enter', Tab: 'Tab', Escape: 'Escape', Backspace: 'BSpace', Delete: 'DC', ArrowUp: 'Up', ArrowDown: 'Down',
+  ArrowLeft: 'Left', ArrowRight: 'Right', Home: 'Home', End: 'End', PageUp: 'PPage', PageDown: 'NPage' };
+
+// typingParts is the input line keys are typed into (a text field, so a phone shows its
+// keyboard) and the key bar: Esc, Tab, Ctrl (sticky: it applies to the next key), the
+// arrows and Enter.
+function typingParts(id) {
+  const msg = el('p', { id: 'term-msg', class: 'small' });
+  const input = el('input', { id: 'term-input', autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false',
+    placeholder: 'keys typed here go to the pane' });
+  const ctrl = el('button', { id: 'key-ctrl', class: 'key', 'aria-pressed': 'false', onclick: () => { setCtrl(!S.ctrl); input.focus(); } }, 'Ctrl');
+  const press = (name) => { sendKey(id, { key: S.ctrl && /^(Up|Down|Left|Right)$/.test(name) ? 'C-' + name : name }); setCtrl(false); input.focus(); };
+  const key = (label, name) => el('button', { class: 'key', 'data-key': name, onclick: () => press(name) }, label);
+  input.addEventListener('keydown', (e) => {
+    let name = keyNames[e.key];
+    if (!name && e.key.length === 1 && /[a-z]/i.test(e.key) && (e.ctrlKey || S.ctrl)) name = 'C-' + e.key.toLowerCase();
+    if (!name) return;
+    e.preventDefault();
+    if (name.startsWith('C-')) S.swallow = e.key; // a browser that types it all the same
+    press(name);
+  });
+  input.addEventListener('keyup', () => { S.swallow = null; });
+  input.addEventListener('input', () => {
+    const text = input.value;
+    input.value = '';
+    if (!text || text === S.swallow) return;
+    if (S.ctrl && /^[a-z]$/i.test(text)) { press('C-' + text.toLowerCase()); return; }
+    sendKey(id, { text });
+  });
+  return [input, el('div', { id: 'keybar', class: 'keybar' }, key('Esc', 'Escape'), key('Tab', 'Tab'), ctrl,
+    key('←', 'Left'), key('↑', 'Up'), key('↓', 'Down'), key('→', 'Right'), key('Enter', 'Enter')), msg];
+}
+
+function setCtrl(on) {
+  S.ctrl = on;
+  const b = document.getElementById('key-ctrl');
+  if (b) { b.setAttribute('aria-pressed', String(on)); b.classList.toggle('on', on); }
+}
+
+function setTyping(on) {
+  S.typing = on; S.keys = []; setCtrl(false);
+  const b = document.getElementById('term-type'), box = document.getElementById('typing');
+  if (b) { b.textContent = on ? 'Stop typing' : 'Type into the pane'; b.setAttribute('aria-pressed', String(on)); }
+  if (box) box.hidden = !on;
+  const mode = document.getElementById('term-mode');
+  if (mode) mode.textContent = on ? 'typing: your keys go to the pane' : 'read-only';
+  if (on) { const i = document.getElementById('term-input'); if (i) i.focus(); }
+}
+
+function sendKey(id, k) {
+  if (!S.typing) return;
+  S.keys.push(k);
+  if (!S.keysBusy) flushKeys(id);
+}
+
+async function flushKeys(id) {
+  S.keysBusy = true;
+  while (S.typing && S.keys.length) {
+    const keys = S.keys.splice(0);
+    const msg = document.getElementById('term-msg');
+    try {
+      await api('POST', '/v1/runtimes/' + encodeURIComponent(id) + '/keys', { keys });
+      if (msg) { msg.textContent = ''; msg.className = 'small'; }
+    } catch (e) {
+      S.keys = []; // what was typed after a refused key is not sent either
+      if (msg) { msg.textContent = e.message; msg.className = 'err'; }
+    }
+  }
+  S.keysBusy = false;
 }
 
 function closeTerm() {
+  if (S.typing || S.term) setTyping(false);
   if (!S.term) return;
   S.term.close(); S.term = null;
-  const b = document.getElementById('term-toggle'), pre = document.getElementById('term');
+  const b = document.getElementById('term-toggle'), pre = document.getElementById('term'), t = document.getElementById('term-type');
   if (b) b.textContent = 'Show terminal';
   if (pre) pre.hidden = true;
+  if (t) t.hidden = true;
 }
 
 // ---- push ----
