@@ -236,7 +236,7 @@ func (h *hooks) onCollision(t nudge.Trigger, c inject.Collision) {
 
 func (h *hooks) onFallbackStep(step ack.Step) {
 	ws := eventWorkspace(h.d.reg, step.RuntimeID)
-	if t, err := h.d.pipe.Get(step.TriggerID); err == nil {
+	if t, err := h.d.db.Triggers().GetTrigger(step.TriggerID); err == nil { // not d.pipe: it may be opening
 		ws = t.WorkspaceID
 	}
 	h.d.hub.Publish(Event{Type: "fallback", Workspace: ws, Detail: mustJSON(step)})
