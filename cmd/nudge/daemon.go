@@ -20,6 +20,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/dialogs"
 	"github.com/nudgehq/nudge/cmd/nudge/doctor"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/cmd/nudge/hub"
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/cmd/nudge/profiling"
@@ -65,6 +66,7 @@ type daemon struct {
 	status   *statusfiles.Writer // the status files other tools read (seed 002); nil with --status-files=false
 	api      *server.Server
 	web      *web.Server // nil unless serve --web
+	fleet    *hub.Fleet  // nil unless serve --hub or --hub-listen
 
 	closeOnce sync.Once
 }
@@ -137,6 +139,9 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		return nil, err
 	}
 	pushTo.Store(d.web)
+	if d.fleet, err = hub.Open(ctx, cfg.Hub, hub.Deps{Local: d.pipe, Runtimes: d.reg, Events: d.hub, Dialogs: d.dlg, StateDir: cfg.StateDir, Logger: d.log.Named("hub")}); err != nil {
+		return nil, err
+	}
 	if d.api, err = openServer(cfg, d); err != nil {
 		return nil, err
 	}
@@ -232,6 +237,7 @@ func (d *daemon) Close() error {
 		}
 		closeIf(d.web != nil, func() error { return d.web.Close() }) // its streams end first
 		closeIf(d.api != nil, func() error { return d.api.Close() })
+		closeIf(d.fleet != nil, d.fleet.Close)                           // no more triggers from the hub
 		closeIf(d.sched != nil, func() error { return d.sched.Close() }) // it submits into the pipeline: first
 		if d.wake != nil {
 			d.wake.Close() // so does it
@@ -406,6 +412,7 @@ func serverDeps(d *daemon) server.Deps {
 	if d.web != nil {
 		deps.Web = d.web
 	}
+	d.fleet.Wrap(&deps) // the fleet's runtimes and routed triggers (no-op without a hub)
 	return deps
 }
 
