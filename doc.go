@@ -1,8 +1,10 @@
 // Package nudge holds the vocabulary shared by nudge's packages: failure codes,
-// runtime states, trigger states and results, and readiness; and the domain records
-// every package passes around (records.go): Runtime, Trigger, Attempt, AuditRecord and
-// Schedule, whose JSON is both the API's and the store's encoding. Beside them, the
-// text rules every package shares, each in one place: the id charset and validator
+// runtime states, trigger states and results, and readiness; the domain records every
+// package passes around (records.go): Runtime, Trigger, Attempt, AuditRecord and
+// Schedule, whose JSON is both the API's and the store's encoding; and the in-process
+// Bus the rooms tell each other their news on (bus.go), with the domain events it
+// carries (events.go: RuntimeChanged, TriggerChanged, ReadinessChanged, ReplyRead, ...).
+// Beside them, the text rules every package shares, each in one place: the id charset and validator
 // (id.go: IsIDByte, ValidID, CheckID), the redactor (redact.go: Redact) and the ANSI
 // stripper (plain.go: Plain for a stream, StripANSI for a string). It imports only the
 // standard library.
@@ -43,14 +45,33 @@
 //	panes, inject, ack, auth, events → store (which imports none of them)
 //	every package → nudge (which imports only the standard library)
 //
-// A room learns what happens elsewhere only through the hooks its Config takes (OnOutput,
-// OnChange, OnStep, ...). Package main wires them (cmd/nudge/hooks.go), which carries
-// the arrows that run against the imports: a pane's output goes from the registry's
-// connection to the pipeline (echo and submit detection), the ack tracker and the
-// monitor; readiness from the monitor, runtime changes from the registry, trigger changes
-// from the pipeline and fallback steps from the chain go to the event hub, the observer,
-// and back to the pipeline as a kick. The server holds no state: it calls the registry,
-// pipeline, store, scheduler, authority and hub through interfaces it declares.
+// A room learns what happens elsewhere only from the Bus (bus.go): it publishes the
+// events it owns (events.go) and subscribes in its own Open to those it reacts to, each
+// subscriber with its own goroutine and queue. "Who reacts to X" is a search for
+// Subscribe(…, func(ev X)). The news that runs against the imports:
+//
+//	panes     RuntimeChanged  → ack (follow its record), detector (watch it), inject (kick
+//	                            a ready runtime), observe, the event stream
+//	          PaneEvent       → detector
+//	          FirstPrompt     → inject (the spawn's first trigger)
+//	detector  ReadinessChanged → inject (kick), dialogs (a dialog shown), observe, the stream
+//	          HumanDone, OperatorQuiet → inject (the orchestrator's sync, then a kick)
+//	          QueueEmptied    → ack (heartbeats ack the queued prompts from then)
+//	ack       ReplyRead       → inject (the reply on the receipt)
+//	          FallbackStep    → the event stream
+//	inject    TriggerChanged  → observe, the event stream (its reply event, when it carries one)
+//	          CollisionHeld   → the event stream
+//
+// and, for telemetry, events of their publishers' own packages: detector.Captured → the
+// status files, detector.LLMCall and TriggerTyped → observe, observe.Alert → the event
+// stream, store.LaterFailed, HealthChanged, Idle and RetainStats → the daemon's log.
+//
+// Pane output is not an event but the hot path: the registry's connection read goroutine
+// calls every OutputReader directly (Bus.Output: the ack tracker's marker matcher, the
+// monitor, the pipeline's echo detection), with no queue and no allocation. The event
+// stream (cmd/nudge/feed.go) is the daemon's own subscriber, opened before the registry.
+// The server holds no state: it calls the registry, pipeline, store, scheduler,
+// authority and hub through interfaces it declares.
 //
 // # Who owns which goroutine
 //
@@ -58,21 +79,24 @@
 // stops and joins it in Close; the daemon (cmd/nudge, openDaemon) opens the owners in
 // dependency order and closes them in reverse:
 //
+//	nudge.Bus            one goroutine per subscriber (nudge.Client), each closed by
+//	                     the room that made it; Bus.Close, last, drains those left
 //	controlmode.Conn     its read loop (and the tmux process), until Close
 //	panes.Registry       per workspace, a connection loop and a reconciliation loop
-//	detector.Monitor     its refresh loop and one goroutine per watched pane
+//	ack.Tracker          one reader per followed agent record, and its subscriber
+//	detector.Monitor     its refresh loop, one goroutine per watched pane, its subscriber
 //	inject.Pipeline      one lane per runtime (in order delivery), finishing and
-//	                     SubmitAsync goroutines
+//	                     SubmitAsync goroutines, its two subscribers
 //	inject.Scheduler     its loop (Close before the pipeline it submits into)
 //	store.DB             the write-behind drain and the consistency check
 //	events.Hub           its background sequencer and trimmer
-//	observe.Observer     the hub consumer and the status-line writer
+//	observe.Observer     its counting loop, its subscriber and the status-line writer
 //	notify.Notifier      the hub consumer and each --notify-command run
 //	auth.Authority       the runtime-token renewal loop (Start, Close)
 //	server.Server        one serving goroutine per listener; net/http's per-connection
 //	                     goroutines end in its Shutdown
 //
-// ack owns no goroutine: its tracker is fed by the registry's read loops, its chain runs
-// on the pipeline's goroutines. Hooks run on the reporting room's goroutine and never
-// block it.
+// The ack chain runs on the pipeline's goroutines. Publish never blocks the publisher: a
+// subscriber's queue grows rather than drop an event (see Bus), so a slow subscriber (a
+// notify command, a full disk) delays only itself.
 package nudge

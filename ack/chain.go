@@ -22,7 +22,7 @@ type ChainConfig struct {
 	CrashLoopFailures int           // failures within CrashLoopWindow that skip resume (3)
 	CrashLoopWindow   time.Duration // (15m)
 	LaunchGrace       time.Duration // a launch must stay up this long, or exit 0, to count (1.5s)
-	OnStep            func(Step)    // every step, for the event stream; must not block
+	Bus               *nudge.Bus    // every step is published on it (nudge.FallbackStep); nil: none
 	Now               func() time.Time
 	Logger            hclog.Logger
 }
@@ -79,20 +79,7 @@ type Auditor interface {
 }
 
 // Step is one step of a fallback chain, as audited and published.
-type Step struct {
-	Time      time.Time `json:"time"`
-	Event     string    `json:"event"` // fallback_resume_started, fallback_resume_succeeded, ...
-	TriggerID string    `json:"trigger_id"`
-	ThreadID  string    `json:"thread_id,omitempty"`
-	RuntimeID string    `json:"runtime_id,omitempty"`
-	Cause     string    `json:"cause"`           // the failure code that started the chain
-	Chain     []string  `json:"chain"`           // steps taken so far, e.g. [resume resume spawn]
-	Argv      []string  `json:"argv,omitempty"`  // what was launched (never a prompt: elided if it were)
-	Where     string    `json:"where,omitempty"` // "pane %N", or "runtime ID pane %N" beside
-	Ended     string    `json:"ended,omitempty"` // how the program the launch replaced ended: "ended by SIGTERM after 3s (pid 12)"
-	Error     string    `json:"error,omitempty"`
-	Code      string    `json:"error_code,omitempty"`
-}
+type Step = nudge.FallbackStep
 
 // Chain runs the fallback chain: resume (up to ResumeAttempts), then spawn. A resume or
 // spawn is a launch: it succeeds when the process started and stayed up past LaunchGrace
@@ -321,7 +308,10 @@ func (c *Chain) failed(r *run, kind string, code nudge.Code, err error) error {
 
 // step audits and publishes one step.
 func (c *Chain) step(r *run, event string, s Step) {
-	s.Time, s.Event = c.cfg.Now(), event
+	s.Time, s.Event, s.Workspace = c.cfg.Now(), event, r.t.WorkspaceID
+	if s.Workspace == "" {
+		s.Workspace = r.rt.WorkspaceID
+	}
 	s.TriggerID, s.ThreadID, s.RuntimeID = r.t.TriggerID, r.t.ThreadID, r.rt.RuntimeID
 	s.Cause, s.Chain = string(r.cause), append([]string(nil), r.chain...)
 	rec := nudge.AuditRecord{Event: event, TriggerID: r.t.TriggerID, ThreadID: r.t.ThreadID,
@@ -329,9 +319,7 @@ func (c *Chain) step(r *run, event string, s Step) {
 	if _, err := c.audit.AppendAudit(rec); err != nil {
 		c.log.Error("audit fallback step", "err", err)
 	}
-	if c.cfg.OnStep != nil {
-		c.cfg.OnStep(s)
-	}
+	nudge.Publish(c.cfg.Bus, s)
 }
 
 // elide replaces the prompt in an argv with a placeholder for logs and audit.

@@ -8,40 +8,41 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack/record"
 )
 
-// Reply is the agent's answer in the turn that took a trigger's prompt, read from its
-// record.
-type Reply struct {
-	Text      string
-	Truncated bool      // Text was cut at record.MaxText
-	EndedAt   time.Time // when the turn ended (the record's time, else when it was read)
-	Evidence  string    // file:line of the turn's end in the record
-}
-
-// RecordsConfig says whom Records tell what the records show. Every callback runs on the
-// runtime's reader goroutine and must not block for long.
-type RecordsConfig struct {
-	// OnPrompt: a trigger's prompt is in the record as a user message (evidence:
+// RecordSink takes what Records read in the runtimes' records. Every method runs on the
+// runtime's reader goroutine and must not block for long. The Tracker's records watcher
+// is the daemon's (watch.go); a test may have its own.
+type RecordSink interface {
+	// Prompt: a trigger's prompt is in the record as a user message (evidence:
 	// file:line). The agent has it: it is never to be given again. It answers whose
 	// trigger it was (Tracker.RecordAck): the first of this runtime's own proves the
 	// record is this runtime's (Live); one of another runtime's proves it is not, and the
-	// reader ends with OnForeign.
-	OnPrompt func(runtimeID, triggerID, evidence string) RecordOwner
-	// OnForeign: the record at path is another runtime's (two agents in one directory);
-	// the caller follows again, passing path over (record.Spec.Exclude).
-	OnForeign func(runtimeID, path string)
-	// OnReply: the turn that took the trigger's prompt ended.
-	OnReply func(runtimeID, triggerID string, r Reply)
-	// OnSession: the record names the agent's session id: the id the record file named
+	// reader ends with Foreign.
+	Prompt(runtimeID, triggerID, evidence string) RecordOwner
+	// Foreign: the record at path is another runtime's (two agents in one directory);
+	// the sink follows again, passing path over (record.Spec.Exclude). It runs on a
+	// goroutine of its own (it replaces the reader).
+	Foreign(runtimeID, path string)
+	// Reply: the turn that took the trigger's prompt ended.
+	Reply(r nudge.ReplyRead)
+	// Session: the record names the agent's session id: the id the record file named
 	// first, once a prompt of this runtime's was seen in that file (see tellSession).
-	OnSession func(runtimeID, sessionID string)
-	// OnFound: the runtime's record file was found (the first event read from it).
-	OnFound func(runtimeID, path string)
-	// OnEnd: the runtime's reader ended on its own (err: why; record.ErrUnknownFormat
+	Session(runtimeID, sessionID string)
+	// Found: the runtime's record file was found (the first event read from it).
+	Found(runtimeID, path string)
+	// End: the runtime's reader ended on its own (err: why; record.ErrUnknownFormat
 	// means the CLI's format changed): acks rest on the screen again.
-	OnEnd func(runtimeID string, err error)
+	End(runtimeID string, err error)
+}
+
+// RecordsConfig says whom Records tell what the records show.
+type RecordsConfig struct {
+	// Sink takes what the records show; nil: every prompt is remembered as seen and
+	// nothing is told.
+	Sink RecordSink
 	// Open opens a reader (record.Open by default; tests replace it).
 	Open func(f record.Format, s record.Spec) record.Reader
 	Now  func() time.Time
@@ -76,11 +77,11 @@ type follow struct {
 	turnEnd time.Time         // the last turn's end (zero: none yet)
 	syncSeq uint64            // the last Sync request's number
 	syncs   []syncWait        // the Sync requests not answered yet
-	foreign bool              // OnForeign was called: this reader is being replaced
+	foreign bool              // Sink.Foreign was called: this reader is being replaced
 	// sessions: the session id each record file (or database key) named first. A file
 	// that names another later (its session_meta rewritten) is not believed.
 	sessions map[string]string
-	told     string // the session id reported (OnSession)
+	told     string // the session id reported (Sink.Session)
 }
 
 // maxSessions bounds the record files whose session a follow remembers.
@@ -232,8 +233,8 @@ func (rs *Records) run(runtimeID string, fl *follow) {
 			fl.mu.Lock()
 			fl.live = true
 			fl.mu.Unlock()
-			if rs.cfg.OnFound != nil {
-				rs.cfg.OnFound(runtimeID, ev.File)
+			if rs.cfg.Sink != nil {
+				rs.cfg.Sink.Found(runtimeID, ev.File)
 			}
 		}
 		rs.event(runtimeID, fl, ev)
@@ -241,8 +242,8 @@ func (rs *Records) run(runtimeID string, fl *follow) {
 	fl.mu.Lock()
 	fl.live, fl.inTurn = false, false
 	fl.mu.Unlock()
-	if err := fl.r.Err(); err != nil && rs.cfg.OnEnd != nil {
-		rs.cfg.OnEnd(runtimeID, err)
+	if err := fl.r.Err(); err != nil && rs.cfg.Sink != nil {
+		rs.cfg.Sink.End(runtimeID, err)
 	}
 }
 
@@ -274,8 +275,8 @@ func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 }
 
 // userMessage takes the prompts of a user message in the record: each one not taken
-// before is reported (OnPrompt) and waits for the reply of the turn that answers it. A
-// prompt is taken (remembered, and never reported again) once OnPrompt knows whose it is;
+// before is reported (Sink.Prompt) and waits for the reply of the turn that answers it. A
+// prompt is taken (remembered, and never reported again) once Sink.Prompt knows whose it is;
 // one it does not (RecordUnknown: the agent wrote the envelope of a trigger not handed to
 // it yet) is reported again when it shows again, so that the genuine prompt, typed
 // later, still acks its trigger and gets its reply.
@@ -286,7 +287,7 @@ func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 		if _, ok := fl.seen[id]; ok {
 			continue // the same prompt again (a file read anew): once is enough
 		}
-		if rs.cfg.OnPrompt == nil {
+		if rs.cfg.Sink == nil {
 			fl.remember(id, evidence(ev))
 		}
 		if len(fl.open) == maxOpen {
@@ -297,11 +298,11 @@ func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 		fresh = append(fresh, id)
 	}
 	fl.mu.Unlock()
-	if rs.cfg.OnPrompt == nil {
+	if rs.cfg.Sink == nil {
 		return
 	}
 	for _, id := range fresh {
-		owner := rs.cfg.OnPrompt(runtimeID, id, evidence(ev))
+		owner := rs.cfg.Sink.Prompt(runtimeID, id, evidence(ev))
 		if owner != RecordUnknown {
 			fl.mu.Lock()
 			fl.remember(id, evidence(ev))
@@ -320,21 +321,21 @@ func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 			// A record shown to be another's is passed over; so is the other's part of a
 			// record spanning several (OpenCode's sessions of one directory), even after
 			// this runtime's own prompts were seen in it. Once per reader: it is replaced.
-			if (!mine || ev.File != fl.r.Path()) && !told && rs.cfg.OnForeign != nil {
+			if (!mine || ev.File != fl.r.Path()) && !told {
 				fl.mu.Lock()
 				fl.foreign = true
 				fl.mu.Unlock()
 				rs.wg.Add(1)
 				go func(path string) { // it replaces this reader: not on its goroutine
 					defer rs.wg.Done()
-					rs.cfg.OnForeign(runtimeID, path)
+					rs.cfg.Sink.Foreign(runtimeID, path)
 				}(ev.File)
 			}
 		}
 	}
 }
 
-// tellSession reports the session that record file names (OnSession), once a prompt of
+// tellSession reports the session that record file names (Sink.Session), once a prompt of
 // this runtime's was seen in it: a record's session id is taken only from a record shown
 // to be this runtime's, and only the id its file named first (an agent that rewrites its
 // record's header to name another session, another workspace's, is not believed).
@@ -346,8 +347,8 @@ func (rs *Records) tellSession(runtimeID string, fl *follow, file string) {
 		fl.told = s
 	}
 	fl.mu.Unlock()
-	if tell && rs.cfg.OnSession != nil {
-		rs.cfg.OnSession(runtimeID, s)
+	if tell {
+		rs.cfg.Sink.Session(runtimeID, s)
 	}
 }
 
@@ -363,11 +364,12 @@ func (rs *Records) turnEnded(runtimeID string, fl *follow, ev record.Event) {
 	fl.open = append([]*turnReply(nil), fl.open[n:]...)
 	fl.inTurn, fl.turnEnd = false, at
 	fl.mu.Unlock()
-	if rs.cfg.OnReply == nil {
+	if rs.cfg.Sink == nil {
 		return
 	}
 	for _, tr := range open {
-		rs.cfg.OnReply(runtimeID, tr.id, Reply{Text: tr.b.String(), Truncated: tr.truncated, EndedAt: at, Evidence: evidence(ev)})
+		rs.cfg.Sink.Reply(nudge.ReplyRead{RuntimeID: runtimeID, TriggerID: tr.id,
+			Text: tr.b.String(), Truncated: tr.truncated, EndedAt: at, Evidence: evidence(ev)})
 	}
 }
 

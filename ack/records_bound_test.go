@@ -67,7 +67,7 @@ func TestRecordsIDFloodBounded(t *testing.T) {
 	var base runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&base)
-	rs := NewRecords(RecordsConfig{OnPrompt: func(rt, id, ev string) RecordOwner { return RecordUnknown }})
+	rs := newRecords(testSink{OnPrompt: func(rt, id, ev string) RecordOwner { return RecordUnknown }})
 	defer rs.Close()
 	rs.Follow("w.a", record.Claude{}, record.Spec{Home: home, Dir: dir, SessionID: "s1"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -116,7 +116,7 @@ func TestEnvelopeIDsBounded(t *testing.T) {
 func TestRecordsForeignOnce(t *testing.T) {
 	fr := &fakeReader{ch: make(chan record.Event, 16)}
 	foreign := make(chan string, 1024)
-	rs := NewRecords(RecordsConfig{
+	rs := newRecords(testSink{
 		Open:      func(record.Format, record.Spec) record.Reader { return fr },
 		OnPrompt:  func(rt, id, ev string) RecordOwner { return RecordForeign },
 		OnForeign: func(rt, path string) { foreign <- path },

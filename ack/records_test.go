@@ -54,10 +54,10 @@ func TestRecordsTurn(t *testing.T) {
 	fr := &fakeReader{ch: make(chan record.Event, 16)}
 	var mu sync.Mutex
 	prompts := map[string]string{}
-	replies := map[string]Reply{}
+	replies := map[string]nudge.ReplyRead{}
 	var session string
 	got := make(chan struct{}, 16)
-	rs := NewRecords(RecordsConfig{
+	rs := newRecords(testSink{
 		Open: func(record.Format, record.Spec) record.Reader { return fr },
 		OnPrompt: func(rt, id, ev string) RecordOwner {
 			mu.Lock()
@@ -65,7 +65,7 @@ func TestRecordsTurn(t *testing.T) {
 			mu.Unlock()
 			return RecordMine
 		},
-		OnReply: func(rt, id string, r Reply) {
+		OnReply: func(rt, id string, r nudge.ReplyRead) {
 			mu.Lock()
 			replies[id] = r
 			mu.Unlock()
@@ -235,7 +235,7 @@ func TestTrackerForgedBeforeHanded(t *testing.T) {
 func TestRecordsForeignPartPassedOver(t *testing.T) {
 	fr := &fakeReader{ch: make(chan record.Event, 16)}
 	foreign := make(chan string, 4)
-	rs := NewRecords(RecordsConfig{
+	rs := newRecords(testSink{
 		Open: func(record.Format, record.Spec) record.Reader { return fr },
 		OnPrompt: func(rt, id, ev string) RecordOwner {
 			if strings.HasPrefix(id, "other") {
@@ -320,7 +320,7 @@ func TestRecordsSync(t *testing.T) {
 		unseen: "[BRIDGE_TRIGGER id=t1 thread=- reason=r] one [/BRIDGE_TRIGGER]"}
 	var mu sync.Mutex
 	acked := map[string]string{}
-	rs := NewRecords(RecordsConfig{
+	rs := newRecords(testSink{
 		Open: func(record.Format, record.Spec) record.Reader { return sr },
 		OnPrompt: func(rt, id, ev string) RecordOwner {
 			mu.Lock()
@@ -361,10 +361,10 @@ func TestRecordsQueuedReply(t *testing.T) {
 	var mu sync.Mutex
 	replies := map[string]string{}
 	got := make(chan struct{}, 16)
-	rs := NewRecords(RecordsConfig{
+	rs := newRecords(testSink{
 		Open:     func(record.Format, record.Spec) record.Reader { return fr },
 		OnPrompt: func(rt, id, ev string) RecordOwner { return RecordMine },
-		OnReply: func(rt, id string, r Reply) {
+		OnReply: func(rt, id string, r nudge.ReplyRead) {
 			mu.Lock()
 			replies[id] = r.Text
 			mu.Unlock()
@@ -405,7 +405,7 @@ func TestRecordsSessionPinned(t *testing.T) {
 	fr := &fakeReader{ch: make(chan record.Event, 16)}
 	sessions := make(chan string, 8)
 	prompts := make(chan string, 16)
-	rs := NewRecords(RecordsConfig{
+	rs := newRecords(testSink{
 		Open: func(record.Format, record.Spec) record.Reader { return fr },
 		OnPrompt: func(rt, id, ev string) RecordOwner {
 			prompts <- id
@@ -444,3 +444,47 @@ func TestRecordsSessionPinned(t *testing.T) {
 		t.Fatalf("session %q, want s-next (the rewritten header's was told before it?)", s)
 	}
 }
+
+// testSink is a RecordSink of function fields (nil: nothing told; Prompt nil: unknown).
+type testSink struct {
+	OnPrompt  func(runtimeID, triggerID, evidence string) RecordOwner
+	OnForeign func(runtimeID, path string)
+	OnReply   func(runtimeID, triggerID string, r nudge.ReplyRead)
+	OnSession func(runtimeID, sessionID string)
+	Open      func(f record.Format, s record.Spec) record.Reader
+	Now       func() time.Time
+}
+
+var _ RecordSink = (*testSink)(nil)
+
+func newRecords(s testSink) *Records {
+	return NewRecords(RecordsConfig{Sink: &s, Open: s.Open, Now: s.Now})
+}
+
+func (s *testSink) Prompt(rt, id, ev string) RecordOwner {
+	if s.OnPrompt == nil {
+		return RecordUnknown
+	}
+	return s.OnPrompt(rt, id, ev)
+}
+
+func (s *testSink) Foreign(rt, path string) {
+	if s.OnForeign != nil {
+		s.OnForeign(rt, path)
+	}
+}
+
+func (s *testSink) Reply(r nudge.ReplyRead) {
+	if s.OnReply != nil {
+		s.OnReply(r.RuntimeID, r.TriggerID, r)
+	}
+}
+
+func (s *testSink) Session(rt, id string) {
+	if s.OnSession != nil {
+		s.OnSession(rt, id)
+	}
+}
+
+func (s *testSink) Found(string, string) {}
+func (s *testSink) End(string, error)    {}

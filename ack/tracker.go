@@ -3,11 +3,16 @@ package ack
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/ack/record"
+	"github.com/nudgehq/nudge/panes"
 )
 
 // Signal names, as recorded in a receipt's ack_signal.
@@ -27,24 +32,36 @@ var (
 	ErrNotExpected = errors.New("ack: trigger is not awaiting an ack")
 )
 
-// TrackerConfig configures a Tracker.
+// TrackerConfig configures a Tracker. The zero value tracks the signals of the
+// triggers it is told of and follows no record.
 type TrackerConfig struct {
-	// Signals returns the ack signals a runtime can give (its profile's AckSignals);
-	// nil or an empty answer accepts all.
+	// Signals returns the ack signals a runtime can give; nil means its profile's
+	// AckSignals (Runtimes, Profiles); nil or an empty answer accepts all.
 	Signals func(runtimeID string) []string
-	// OnAck is called once per acked trigger, on the goroutine that saw the signal. It
-	// must not block.
-	OnAck func(triggerID, runtimeID, signal string)
-	// Working reports whether the runtime's own record shows its agent mid-turn (nil:
-	// never known): a prompt's ack wait is not over while the agent works on a turn
-	// (see Working).
-	Working func(runtimeID string) bool
-	// RecordLive reports whether the runtime's own record is being read (nil: never).
-	RecordLive func(runtimeID string) bool
-	// SyncRecord reads the runtime's own record to its end and returns once the prompts
-	// it holds are acked (RecordAck) or ctx ends (nil: nothing to read; see SyncRecord).
-	SyncRecord func(ctx context.Context, runtimeID string)
+	// Bus: the Tracker reads pane output (nudge.Bus.ReadOutput), runtime changes and
+	// emptied queues on it from Open, and publishes the replies its records show
+	// (nudge.ReplyRead). nil: it is fed by hand (Feed, Dequeued) and follows no record.
+	Bus *nudge.Bus
+	// Runtimes is the registry: the runtimes whose records are followed (from their
+	// profile's Record), and where a session id read from a record is written. nil: no
+	// record is followed.
+	Runtimes Runtimes
+	// Profiles are the agent profiles by name.
+	Profiles map[string]panes.Profile
+	// Getenv is the daemon's environment (records live where the CLIs' variables say);
+	// nil means os.Getenv.
+	Getenv func(string) string
+	// OpenRecord opens a record reader; nil means record.Open (tests replace it).
+	OpenRecord func(f record.Format, s record.Spec) record.Reader
+	Logger     hclog.Logger
 	Now        func() time.Time
+}
+
+// Runtimes is what the Tracker needs of the registry (*panes.Registry).
+type Runtimes interface {
+	Get(id string) (nudge.Runtime, bool)
+	List() []nudge.Runtime
+	Update(id string, fn func(*nudge.Runtime)) (nudge.Runtime, error)
 }
 
 // Tracker collects ack signals for triggers that wait for one: the ACK_TRIGGER:<id>
@@ -53,6 +70,9 @@ type TrackerConfig struct {
 // connection's read goroutine and neither blocks nor allocates.
 type Tracker struct {
 	cfg TrackerConfig
+	rec *watcher // the runtimes' own records (watch.go)
+	sub *nudge.Client
+	out func() // stops reading pane output
 
 	mu       sync.Mutex
 	pending  map[string]*pending  // by trigger id
@@ -84,13 +104,61 @@ type watchset struct {
 	t       *Tracker
 }
 
-// NewTracker returns an empty Tracker.
+// NewTracker returns an empty Tracker; Open starts its reading.
 func NewTracker(cfg TrackerConfig) *Tracker {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Tracker{cfg: cfg, pending: map[string]*pending{}, runtimes: map[string]*watchset{}, recorded: map[string]string{}}
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	k := &Tracker{cfg: cfg, pending: map[string]*pending{}, runtimes: map[string]*watchset{}, recorded: map[string]string{}}
+	k.rec = &watcher{k: k, program: map[string]time.Time{}, follows: map[string]following{}, degraded: map[string]string{}}
+	k.rec.rs = NewRecords(RecordsConfig{Sink: k.rec, Open: cfg.OpenRecord, Now: cfg.Now})
+	if cfg.Signals == nil && cfg.Runtimes != nil {
+		k.cfg.Signals = func(id string) []string {
+			rt, _ := cfg.Runtimes.Get(id)
+			return cfg.Profiles[rt.Agent].AckSignals
+		}
+	}
+	return k
 }
+
+// Open starts reading: pane output (the ack marker), runtime changes (a program that
+// started has its record followed; one gone has its reader stopped), emptied input
+// queues; and follows the records of the runtimes running already. Close stops it.
+func (k *Tracker) Open() {
+	k.out = k.cfg.Bus.ReadOutput(k)
+	k.sub = nudge.NewClient(k.cfg.Bus, "ack", 256)
+	nudge.Subscribe(k.sub, func(ev nudge.QueueEmptied) { k.Dequeued(ev.RuntimeID, ev.At) })
+	if k.cfg.Runtimes == nil {
+		return
+	}
+	nudge.Subscribe(k.sub, func(ev nudge.RuntimeChanged) { k.rec.follow(ev.Runtime) })
+	for _, rt := range k.cfg.Runtimes.List() { // after subscribing: no start is missed
+		k.rec.follow(rt)
+	}
+}
+
+// Close stops reading, ends every record reader and waits for them. Idempotent.
+func (k *Tracker) Close() {
+	if k.out != nil {
+		k.out()
+	}
+	if k.sub != nil {
+		k.sub.Close()
+	}
+	k.rec.rs.Close()
+}
+
+// PaneOutput takes a managed pane's output (nudge.OutputReader): Feed.
+func (k *Tracker) PaneOutput(runtimeID string, data []byte) { k.Feed(runtimeID, data) }
+
+// Degraded lists the runtimes whose record could not be read, and why.
+func (k *Tracker) Degraded() map[string]string { return k.rec.degradedCopy() }
 
 // Expect starts (or refreshes) the wait for t's ack. Each call moves the delivery time
 // that heartbeats must follow to now.
@@ -275,25 +343,20 @@ func (k *Tracker) Evidence(triggerID string) string {
 	return ""
 }
 
-// Working reports whether the runtime's record shows its agent mid-turn (see
-// TrackerConfig.Working).
-func (k *Tracker) Working(runtimeID string) bool {
-	return k.cfg.Working != nil && k.cfg.Working(runtimeID)
-}
+// Working reports whether the runtime's own record is being read and shows its agent
+// mid-turn: a prompt's ack wait is not over while the agent works on a turn, and a
+// prompt typed meanwhile waits in its own queue.
+func (k *Tracker) Working(runtimeID string) bool { return k.rec.rs.Working(runtimeID) }
 
 // RecordLive reports whether the runtime's record is being read: its acks come from it,
 // and the envelope need not ask the agent to print the marker.
-func (k *Tracker) RecordLive(runtimeID string) bool {
-	return k.cfg.RecordLive != nil && k.cfg.RecordLive(runtimeID)
-}
+func (k *Tracker) RecordLive(runtimeID string) bool { return k.rec.rs.Live(runtimeID) }
 
 // SyncRecord reads the runtime's own record to its end now, so that a prompt it holds
 // is acked before a retype, retry or fallback is decided (a write its reader had not
 // seen yet counts); it returns when that read is done or ctx ends.
 func (k *Tracker) SyncRecord(ctx context.Context, runtimeID string) {
-	if k.cfg.SyncRecord != nil {
-		k.cfg.SyncRecord(ctx, runtimeID)
-	}
+	_ = k.rec.rs.Sync(ctx, runtimeID)
 }
 
 // Heartbeat records a runtime heartbeat: activity at `at` acks every trigger delivered
@@ -383,9 +446,6 @@ func (k *Tracker) ackLocked(p *pending, signal string) {
 	}
 	p.signal = signal
 	close(p.done)
-	if k.cfg.OnAck != nil {
-		k.cfg.OnAck(p.triggerID, p.runtimeID, signal)
-	}
 }
 
 // Cursor returns the last cursor a runtime reported.

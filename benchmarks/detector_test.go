@@ -17,7 +17,6 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/controlmode"
 	"github.com/nudgehq/nudge/detector"
 	"github.com/nudgehq/nudge/panes"
 	"github.com/nudgehq/nudge/store"
@@ -40,7 +39,6 @@ type detEnv struct {
 	sock string
 	reg  *panes.Registry
 	mon  *detector.Monitor
-	fwd  atomic.Pointer[detector.Monitor]
 
 	mu      sync.Mutex
 	lastOut map[string]time.Time
@@ -58,20 +56,10 @@ func newDetEnv(t *testing.T, quiet time.Duration) *detEnv {
 	t.Cleanup(func() { db.Close() })
 	pcfg := panes.DefaultConfig()
 	pcfg.SocketName, pcfg.ConfigFile, pcfg.Roots = e.sock, "/dev/null", []string{t.TempDir()}
-	pcfg.OnOutput = func(id string, data []byte) {
-		now := time.Now()
-		e.mu.Lock()
-		e.lastOut[id] = now
-		e.mu.Unlock()
-		if m := e.fwd.Load(); m != nil {
-			m.Feed(id, data)
-		}
-	}
-	pcfg.OnEvent = func(ws string, ev controlmode.Event) {
-		if m := e.fwd.Load(); m != nil {
-			m.Event(ws, ev)
-		}
-	}
+	bus := nudge.NewBus()
+	t.Cleanup(bus.Close) // last: after the monitor and the registry
+	bus.ReadOutput(e)    // before the monitor's: a chunk's time is taken before it sees it
+	pcfg.Bus = bus
 	reg, err := panes.Open(context.Background(), pcfg, db)
 	if err != nil {
 		t.Fatal(err)
@@ -80,26 +68,34 @@ func newDetEnv(t *testing.T, quiet time.Duration) *detEnv {
 	t.Cleanup(func() { reg.Close() })
 	cfg := detector.DefaultMonitorConfig()
 	cfg.Registry, cfg.SocketName, cfg.QuietWindow = reg, e.sock, quiet
-	cfg.OnChange = func(id string, c detector.Classification, busy bool) {
-		now := time.Now()
+	cfg.Bus = bus
+	nudge.Subscribe(nudge.NewClient(bus, "bench", 64), func(ev nudge.ReadinessChanged) {
+		now := time.Now() // as a subscriber of the daemon's sees it
 		e.mu.Lock()
 		fb, fr := e.onBusy, e.onReady
 		e.mu.Unlock()
 		if fb != nil {
-			fb(id, busy, now)
+			fb(ev.RuntimeID, ev.OperatorBusy, now)
 		}
 		if fr != nil {
-			fr(id, c.State, now)
+			fr(ev.RuntimeID, ev.Readiness, now)
 		}
-	}
+	})
 	mon, err := detector.NewMonitor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.mon = mon
-	e.fwd.Store(mon)
 	t.Cleanup(func() { mon.Close() })
 	return e
+}
+
+// PaneOutput notes when a pane last printed (nudge.OutputReader).
+func (e *detEnv) PaneOutput(id string, _ []byte) {
+	now := time.Now()
+	e.mu.Lock()
+	e.lastOut[id] = now
+	e.mu.Unlock()
 }
 
 func (e *detEnv) spawn(role string, argv ...string) nudge.Runtime {

@@ -53,7 +53,7 @@ func TestDialogHeldSteady(t *testing.T) {
 			profs[p.Name] = p
 		}
 		c.Profiles = profs
-	}, func(c *MonitorConfig) { c.OnChange = ch.add })
+	}, func(c *MonitorConfig) { onReadiness(c, ch.add) })
 	for name, rec := range recs {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -62,7 +62,7 @@ func TestDialogHeldSteady(t *testing.T) {
 	}
 }
 
-// changeLog is every readiness the Monitor published (OnChange), by runtime.
+// changeLog is every readiness the Monitor published (ReadinessChanged), by runtime.
 type changeLog struct {
 	mu  sync.Mutex
 	got map[string][]string
@@ -163,7 +163,7 @@ func replayDialog(t *testing.T, e *liveEnv, ch *changeLog, rec *streamrec.Record
 // ends while it does.
 func TestDialogHeldThroughRedraws(t *testing.T) {
 	var ch changeLog
-	e := newLiveEnv(t, func(c *MonitorConfig) { c.OnChange = ch.add })
+	e := newLiveEnv(t, func(c *MonitorConfig) { onReadiness(c, ch.add) })
 	rt := e.spawnShell("sh")
 	// Once go exists, a redraw of the top row every 50 ms, as long as the question is up.
 	goFile := filepath.Join(t.TempDir(), "go")
@@ -209,7 +209,7 @@ func TestDialogRedrawnWhileDrawing(t *testing.T) {
 		p.Name, p.Pack = "dialog-claude", "claude"
 		profs[p.Name] = p
 		c.Profiles = profs
-	}, func(c *MonitorConfig) { c.OnChange = ch.add })
+	}, func(c *MonitorConfig) { onReadiness(c, ch.add) })
 	dir := t.TempDir()
 	dialog := func(cmd string) string {
 		return "\n● Bash(" + cmd + ")\n  ⎿  Waiting…\n\n" + strings.Repeat("─", 60) + "\n Bash command\n\n   " + cmd +

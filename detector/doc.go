@@ -27,7 +27,7 @@
 //	                The screen it sends is stripped (nudge.StripANSI) and its
 //	                secrets masked (nudge.Redact) before it leaves the machine.
 //	LLMCall         one question the Monitor asked it, for metrics
-//	                (MonitorConfig.OnLLM): its LLMOutcome (LLMOutcomeOf: ok,
+//	                (published on MonitorConfig.Bus): its LLMOutcome (LLMOutcomeOf: ok,
 //	                error, timeout, refused, invalid, canceled), time and
 //	                whether its verdict overrode the pack's.
 //
@@ -68,8 +68,11 @@
 // # The live half
 //
 // Monitor (NewMonitor, MonitorConfig, Close) follows every managed pane: Feed takes its
-// %output (on the control connection's read goroutine, without allocating or blocking;
-// the text is stripped with nudge.Plain), Event its control-mode notifications. Output
+// %output (PaneOutput, a direct call on the control connection's read goroutine through
+// the Bus's output lane, without allocating or blocking; the text is stripped with
+// nudge.Plain), Event what the connection reports of its panes (nudge.PaneEvent), and
+// runtime changes (nudge.RuntimeChanged: a new pane is watched at once, a new program's
+// screen read afresh); it subscribes to them on the Bus in NewMonitor. Output
 // marks a pane BUSY; once the pane has been quiet for its profile's ReadyQuiet the
 // Monitor captures it (capture-pane over the workspace's control connection) and
 // classifies it, asking the LLM only when the pack is unsure and never waiting for it
@@ -84,9 +87,10 @@
 // otherwise, and for the keys not bound on 3.2, it is inferred from output nudge did not
 // cause, confirmed by list-clients. Readiness, summary,
 // operator_busy, the input line and a discovered session id are persisted through the
-// Registry and reported through the callbacks (OnChange, OnQuiet, OnHumanDone,
-// OnDequeue). The Monitor answers the inject pipeline's gates: Collision, Readiness,
-// Composer, Injecting, and the input-line questions Typed, Ours, Queued.
+// Registry and published on the Bus (nudge.ReadinessChanged, HumanDone then
+// OperatorQuiet, QueueEmptied; Captured and LLMCall for the status files and metrics). The Monitor answers the inject pipeline's gates: Collision, Readiness,
+// Composer, Injecting, the input-line questions Typed, Ours, Queued, and HumanTaken (a
+// pane a human just left is held until the pipeline took up its HumanDone).
 //
 // Inside, the Monitor is a few types, each with its own state:
 //
@@ -102,7 +106,7 @@
 //	humanWatch  the key-event connection of one tmux server: the Any binding (or each
 //	            key's, on tmux 3.2) and the wait-for loop that turns a key into a pane.
 //	reporter    persists readiness, operator_busy and the input line through the
-//	            Registry and calls OnChange, OnQuiet and OnHumanDone.
+//	            Registry and publishes ReadinessChanged, HumanDone and OperatorQuiet.
 //	llmAsker    asks the LLM about a screen the pack was unsure of, one question per
 //	            pane in flight, and applies its answer.
 //
@@ -112,6 +116,8 @@
 // per runtime (paneLoop.run: its quiet, key, confirmation and intake timers; started when
 // the runtime appears, cancelled when it goes), one that re-reads the registry (Refresh),
 // one key-event watcher per tmux server with BindKeys (humanWatch.run: it redials its
-// connection and removes the binding on Close), and one per LLM question in flight
-// (llmAsker.ask; cancelled when a newer screen replaces it). The pure half starts none.
+// connection and removes the binding on Close), one per LLM question in flight
+// (llmAsker.ask; cancelled when a newer screen replaces it), and its bus subscriber
+// (nudge.Client "detector": runtime changes and pane events; closed first in Close). The
+// pure half starts none.
 package detector

@@ -15,7 +15,7 @@ const llmRetryAfter = 30 * time.Second
 // DefaultLLMSettle is MonitorConfig.LLMSettle's default.
 const DefaultLLMSettle = 2 * time.Second
 
-// LLMCall is one question the Monitor asked the LLM classifier (MonitorConfig.OnLLM).
+// LLMCall is one question the Monitor asked the LLM classifier (published on MonitorConfig.Bus).
 type LLMCall struct {
 	RuntimeID string
 	Outcome   LLMOutcome
@@ -105,11 +105,9 @@ func (a *llmAsker) ask(ps *paneState, pack *Pack, screen string, seq uint64, rul
 		}
 		start := time.Now()
 		lc, err := a.cfg.LLM.Classify(ctx, pack, screen)
-		if a.cfg.OnLLM != nil {
-			out := LLMOutcomeOf(err)
-			a.cfg.OnLLM(LLMCall{RuntimeID: ps.id, Outcome: out, Took: time.Since(start),
-				Override: out == LLMOK && lc.State != rules})
-		}
+		out := LLMOutcomeOf(err)
+		nudge.Publish(a.cfg.Bus, LLMCall{RuntimeID: ps.id, Outcome: out, Took: time.Since(start),
+			Override: out == LLMOK && lc.State != rules})
 		a.apply(ps, gen, seq, lc, err)
 	}()
 }

@@ -64,24 +64,14 @@ type MonitorConfig struct {
 	// DefaultMonitorConfig sets it.
 	BindKeys bool
 
-	// OnChange is called after a pane's readiness, summary or operator_busy changed (and
-	// was persisted). nil means none. Called from the Monitor's goroutines; it must not
-	// call back into the Monitor synchronously with a lock held by the caller.
-	OnChange func(runtimeID string, c Classification, operatorBusy bool)
-	// OnQuiet is called when a pane stops being operator_busy (keys quiet for the window,
-	// draft cleared, copy mode left): re-check deferred triggers at once. nil means none.
-	OnQuiet func(runtimeID string)
-	// OnHumanDone is called when a human who typed into the pane has been quiet for the
-	// quiet window and left no draft: the orchestrator gets a synchronisation trigger
-	// (seed 001 §4.1). nil means none.
-	OnHumanDone func(rt nudge.Runtime)
-	// OnSnapshot is called after every capture the Monitor took of a pane, with what it
-	// knows of its screen now (the status files show it). nil means none. Called from the
-	// pane's goroutine; it must not block.
-	OnSnapshot func(runtimeID string, s Snapshot)
-	// OnDequeue is called when a pane's agent has emptied its own input queue (its queued
-	// prompts are being worked on now). nil means none.
-	OnDequeue func(runtimeID string)
+	// Bus: the Monitor reads pane output (nudge.Bus.ReadOutput), runtime changes and pane
+	// events on it, and publishes what it learns: nudge.ReadinessChanged (after a pane's
+	// readiness, summary or operator_busy changed and was persisted), nudge.HumanDone and
+	// then nudge.OperatorQuiet (a pane stops being operator_busy), nudge.QueueEmptied (an
+	// agent emptied its own input queue), and for telemetry Captured (after every capture)
+	// and LLMCall (a question to the LLM ended, however it ended). nil: it is fed by hand
+	// (Feed, Event, Refresh, Reclassify) and tells no one.
+	Bus *nudge.Bus
 	// LLM classifies a screen the pack was unsure about (Confident false). nil means the
 	// packs decide alone.
 	LLM *LLM
@@ -89,9 +79,6 @@ type MonitorConfig struct {
 	// it (seed 002: a screen stable for a few polls), so that a build or a stream pausing
 	// now and then does not cost a request per pause; 0 means DefaultLLMSettle (2s).
 	LLMSettle time.Duration
-	// OnLLM is called when a question to the LLM ends, however it ended (for metrics).
-	// nil means none. Called from the question's goroutine; it must not block.
-	OnLLM func(LLMCall)
 
 	// CaptureTimeout bounds one capture (and one list-clients query); 0 means 5s.
 	CaptureTimeout time.Duration
@@ -153,6 +140,8 @@ type Monitor struct {
 	asker     llmAsker // asks the LLM about screens the packs were unsure of
 
 	refresh   chan struct{} // cap 1: re-read the registry
+	out       func()        // stops reading pane output
+	sub       *nudge.Client // runtime changes and pane events
 	closeOnce sync.Once
 }
 
@@ -187,16 +176,37 @@ func NewMonitor(cfg MonitorConfig) (*Monitor, error) {
 	}
 	m.report.cfg = &m.cfg
 	m.asker = llmAsker{cfg: &m.cfg, wg: &m.wg, report: &m.report}
+	m.out = cfg.Bus.ReadOutput(m)
+	m.sub = nudge.NewClient(cfg.Bus, "detector", 256)
+	nudge.Subscribe(m.sub, m.runtimeChanged)
+	nudge.Subscribe(m.sub, m.Event)
 	m.sync()
 	m.wg.Add(1)
 	go m.refreshLoop()
 	return m, nil
 }
 
+// runtimeChanged watches a new runtime (or a relaunch in a new pane) now, and reads
+// the screen of a new program afresh, even if it reads as the old one's did.
+func (m *Monitor) runtimeChanged(ev nudge.RuntimeChanged) {
+	rt := ev.Runtime
+	if ev.Prev == "" || rt.Status == nudge.StatusStarting {
+		m.Refresh()
+	}
+	if s := rt.Status; s != ev.Prev && (s == nudge.StatusStarting || s == nudge.StatusFallbackResume) {
+		m.Reclassify(rt.RuntimeID)
+	}
+}
+
+// PaneOutput takes a managed pane's output (nudge.OutputReader): Feed.
+func (m *Monitor) PaneOutput(runtimeID string, data []byte) { m.Feed(runtimeID, data) }
+
 // Close removes the Any binding (if this Monitor installed it), stops every goroutine and
 // the key-event connection, and waits for them. Idempotent.
 func (m *Monitor) Close() error {
 	m.closeOnce.Do(func() {
+		m.out()
+		m.sub.Close()
 		m.mu.Lock()
 		m.closed = true
 		watches := make([]*humanWatch, 0, len(m.human))
@@ -216,7 +226,7 @@ func (m *Monitor) Close() error {
 	return nil
 }
 
-// Feed takes decoded output of a managed pane (panes.Config.OnOutput). It runs on the
+// Feed takes decoded output of a managed pane (PaneOutput, from the Bus). It runs on the
 // control connection's read goroutine: it allocates nothing, never blocks on I/O, and
 // only records the output. data is not retained.
 //
@@ -266,23 +276,22 @@ func (m *Monitor) LastOutput(runtimeID string) time.Time {
 	return time.Time{}
 }
 
-// Event takes a control-mode notification from a workspace's connection
-// (panes.Config.OnEvent). Same rules as Feed.
-func (m *Monitor) Event(workspace string, ev controlmode.Event) {
-	switch e := ev.(type) {
-	case *controlmode.PaneModeChanged:
-		if ps := m.pane(workspace, e.Pane); ps != nil {
+// Event takes what a workspace's connection reported of its panes (nudge.PaneEvent, from
+// the Bus).
+func (m *Monitor) Event(ev nudge.PaneEvent) {
+	switch ev.Kind {
+	case nudge.PaneModeChanged:
+		if ps := m.pane(ev.Workspace, ev.Pane); ps != nil {
 			signal(ps.modeCh)
 		} else {
 			m.poke()
 		}
-	case *controlmode.Pause:
-		if ps := m.pane(workspace, e.Pane); ps != nil {
+	case nudge.PaneOutputPaused:
+		if ps := m.pane(ev.Workspace, ev.Pane); ps != nil {
 			ps.outSeq.Add(1)
 			signal(ps.outCh) // output was dropped: resync with a capture once quiet
 		}
-	case *controlmode.WindowAdd, *controlmode.WindowClose, *controlmode.SessionsChanged,
-		*controlmode.LayoutChange, *controlmode.SessionChanged:
+	case nudge.PaneLayoutChanged:
 		m.poke()
 		m.mu.RLock()
 		for _, h := range m.human {
@@ -335,10 +344,25 @@ func (m *Monitor) Collision(rt nudge.Runtime) (busy bool, until time.Time, why s
 		return true, ps.lastKey.Add(m.cfg.QuietWindow), "human typing"
 	case ps.checking:
 		return true, time.Time{}, "checking for a draft"
-	case ps.reportingHuman:
-		return true, time.Time{}, "reporting the human's intervention"
+	case !ps.humanReported.IsZero() && now.Before(ps.humanReported.Add(humanTakeWait)):
+		return true, ps.humanReported.Add(humanTakeWait), "reporting the human's intervention"
 	}
 	return false, time.Time{}, ""
+}
+
+// humanTakeWait bounds how long Collision holds a pane for its HumanDone to be taken up
+// (HumanTaken): a Monitor whose HumanDone no one takes up lets triggers go after it.
+const humanTakeWait = 5 * time.Second
+
+// HumanTaken says that the subscriber of nudge.HumanDone (the pipeline) has set up what
+// the human's intervention in runtimeID's pane asks (the orchestrator's sync, holding
+// the worker's triggers): Collision no longer holds the pane for it. It never blocks.
+func (m *Monitor) HumanTaken(runtimeID string) {
+	if ps := m.get(runtimeID); ps != nil {
+		ps.mu.Lock()
+		ps.humanReported = time.Time{}
+		ps.mu.Unlock()
+	}
 }
 
 // Readiness is the pane's current readiness as last classified (BUSY while output flows,
@@ -379,8 +403,8 @@ func (m *Monitor) Composer(ctx context.Context, rt nudge.Runtime) (string, error
 		dequeued := ps.readInput(pack, c)
 		ps.inMode = sc.inMode
 		ps.mu.Unlock()
-		if dequeued && m.cfg.OnDequeue != nil {
-			m.cfg.OnDequeue(ps.id)
+		if dequeued {
+			nudge.Publish(m.cfg.Bus, nudge.QueueEmptied{RuntimeID: ps.id, At: m.cfg.Now()})
 		}
 		m.report.syncBusy(ps)
 	}

@@ -30,7 +30,7 @@ type liveEnv struct {
 	sock string
 	reg  *panes.Registry
 	mon  *Monitor
-	fwd  atomic.Pointer[Monitor]
+	fwd  atomic.Pointer[Monitor] // mon, for the bus subscriber
 
 	mu        sync.Mutex
 	quiet     []string
@@ -60,16 +60,9 @@ func newLiveEnvPanes(t *testing.T, pmod func(*panes.Config), mod func(*MonitorCo
 	pcfg := panes.DefaultConfig()
 	pcfg.SocketName, pcfg.ConfigFile = e.sock, "/dev/null"
 	pcfg.Roots = []string{t.TempDir()}
-	pcfg.OnOutput = func(id string, data []byte) {
-		if m := e.fwd.Load(); m != nil {
-			m.Feed(id, data)
-		}
-	}
-	pcfg.OnEvent = func(ws string, ev controlmode.Event) {
-		if m := e.fwd.Load(); m != nil {
-			m.Event(ws, ev)
-		}
-	}
+	bus := nudge.NewBus()
+	t.Cleanup(bus.Close) // last: after the Monitor and the registry
+	pcfg.Bus = bus
 	if pmod != nil {
 		pmod(&pcfg)
 	}
@@ -83,13 +76,18 @@ func newLiveEnvPanes(t *testing.T, pmod func(*panes.Config), mod func(*MonitorCo
 	cfg := DefaultMonitorConfig()
 	cfg.Registry, cfg.SocketName = reg, e.sock
 	cfg.QuietWindow = 500 * time.Millisecond
-	cfg.OnQuiet = func(id string) { e.mu.Lock(); e.quiet = append(e.quiet, id); e.mu.Unlock() }
-	cfg.OnHumanDone = func(rt nudge.Runtime) {
+	cfg.Bus = bus
+	news := nudge.NewClient(bus, "test", 64)
+	nudge.Subscribe(news, func(ev nudge.OperatorQuiet) { e.mu.Lock(); e.quiet = append(e.quiet, ev.RuntimeID); e.mu.Unlock() })
+	nudge.Subscribe(news, func(ev nudge.HumanDone) {
 		e.mu.Lock()
-		e.humanDone = append(e.humanDone, rt.RuntimeID)
+		e.humanDone = append(e.humanDone, ev.Runtime.RuntimeID)
 		e.mu.Unlock()
-	}
-	cfg.OnChange = func(string, Classification, bool) { e.mu.Lock(); e.changes++; e.mu.Unlock() }
+		if m := e.fwd.Load(); m != nil {
+			m.HumanTaken(ev.Runtime.RuntimeID) // as the pipeline does
+		}
+	})
+	nudge.Subscribe(news, func(nudge.ReadinessChanged) { e.mu.Lock(); e.changes++; e.mu.Unlock() })
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -101,6 +99,13 @@ func newLiveEnvPanes(t *testing.T, pmod func(*panes.Config), mod func(*MonitorCo
 	e.fwd.Store(mon)
 	t.Cleanup(func() { mon.Close() })
 	return e
+}
+
+// onReadiness calls fn with every readiness the Monitor publishes on its bus.
+func onReadiness(c *MonitorConfig, fn func(id string, c Classification, busy bool)) {
+	nudge.Subscribe(nudge.NewClient(c.Bus, "readiness", 64), func(ev nudge.ReadinessChanged) {
+		fn(ev.RuntimeID, Classification{State: ev.Readiness, Summary: ev.Summary, ActionsNeeded: ev.ActionsNeeded, Dialog: ev.Dialog}, ev.OperatorBusy)
+	})
 }
 
 // spawnShell starts a bash pane with PS1='$ ' and waits for it to be READY.
@@ -298,7 +303,7 @@ func TestHumanTyping(t *testing.T) {
 		t.Logf("collision: %s until %v", why, until)
 	}
 	e.waitFor("operator_busy cleared", func() bool { return !e.rt(rt.RuntimeID).OperatorBusy })
-	e.waitFor("OnQuiet and OnHumanDone", func() bool {
+	e.waitFor("OperatorQuiet and HumanDone", func() bool {
 		return e.count(&e.quiet, rt.RuntimeID) > 0 && e.count(&e.humanDone, rt.RuntimeID) > 0
 	})
 	if busy, _, why := e.mon.Collision(e.rt(rt.RuntimeID)); busy {
@@ -331,7 +336,7 @@ func TestHumanDraft(t *testing.T) {
 		t.Fatalf("Composer = %q, %v", d, err)
 	}
 	if e.count(&e.humanDone, rt.RuntimeID) != 0 {
-		t.Fatal("OnHumanDone fired while the draft is there")
+		t.Fatal("HumanDone published while the draft is there")
 	}
 
 	h.typeKeys("\x15") // the human's own C-u
@@ -339,7 +344,7 @@ func TestHumanDraft(t *testing.T) {
 		busy, _, _ := e.mon.Collision(e.rt(rt.RuntimeID))
 		return !busy && !e.rt(rt.RuntimeID).OperatorBusy
 	})
-	e.waitFor("OnHumanDone", func() bool { return e.count(&e.humanDone, rt.RuntimeID) > 0 })
+	e.waitFor("HumanDone", func() bool { return e.count(&e.humanDone, rt.RuntimeID) > 0 })
 }
 
 func TestHumanFallback(t *testing.T) {

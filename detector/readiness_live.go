@@ -65,15 +65,16 @@ type paneState struct {
 	inMode    bool
 	lastKey   time.Time // last human key seen
 	checking  bool      // keys seen since the last capture taken after they went quiet
-	humanSeen bool      // a human typed here since the last OnHumanDone
-	// reportingHuman: the pane went quiet after a human typed and OnHumanDone is being
-	// called: Collision still says busy, so no trigger goes before what it sets up.
-	reportingHuman bool
-	opBusy         bool      // operator_busy as last persisted
-	confirmAt      time.Time // last fallback list-clients query
-	llm            llmAsk    // the LLM classifier's last question and answer (llm_live.go)
-	intake         intake    // nudge's prompt the agent has not shown it took yet (intake.go)
-	snap           Snapshot  // what the captures showed (snapshot.go)
+	humanSeen bool      // a human typed here since the last HumanDone
+	// humanReported: when the pane went quiet after a human typed and HumanDone was
+	// published; Collision says busy until HumanTaken (or humanTakeWait after it). Zero:
+	// none waits.
+	humanReported time.Time
+	opBusy        bool      // operator_busy as last persisted
+	confirmAt     time.Time // last fallback list-clients query
+	llm           llmAsk    // the LLM classifier's last question and answer (llm_live.go)
+	intake        intake    // nudge's prompt the agent has not shown it took yet (intake.go)
+	snap          Snapshot  // what the captures showed (snapshot.go)
 }
 
 func (m *Monitor) newPane(rt nudge.Runtime) *paneState {
@@ -201,9 +202,8 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 		return err
 	}
 	m.scanSessionID(ps, rt, sc.text)
-	if snap := ps.snapshotOf(sc.text, m.cfg.Now()); m.cfg.OnSnapshot != nil {
-		m.cfg.OnSnapshot(ps.id, snap)
-	}
+	snap := ps.snapshotOf(sc.text, m.cfg.Now())
+	nudge.Publish(m.cfg.Bus, Captured{RuntimeID: ps.id, Snapshot: snap})
 	pack := m.packFor(rt)
 	if pack == nil {
 		return nil
@@ -220,8 +220,8 @@ func (m *Monitor) classifyNow(ps *paneState) error {
 	if changed {
 		m.report.publish(ps, c)
 	}
-	if dequeued && m.cfg.OnDequeue != nil {
-		m.cfg.OnDequeue(ps.id)
+	if dequeued {
+		nudge.Publish(m.cfg.Bus, nudge.QueueEmptied{RuntimeID: ps.id, At: m.cfg.Now()})
 	}
 	m.report.syncBusy(ps)
 	if ask {

@@ -1,18 +1,22 @@
 package detector
 
-import "github.com/nudgehq/nudge"
+import (
+	"time"
+
+	"github.com/nudgehq/nudge"
+)
 
 // reporter persists what the pane goroutines and the gates learn about a pane (readiness
-// and summary, operator_busy, the input line) through the Registry, and reports it
-// through MonitorConfig's callbacks (OnChange, OnQuiet, OnHumanDone). It has no state of
+// and summary, operator_busy, the input line) through the Registry, and publishes it on
+// the Bus (nudge.ReadinessChanged, HumanDone, OperatorQuiet). It has no state of
 // its own: what was last persisted is the pane's (paneState.opBusy, input), and the pane's
 // persistMu serialises its operator_busy decisions with their persistence. It runs on
 // the caller's goroutine.
 type reporter struct{ cfg *MonitorConfig }
 
-// publish persists a changed readiness and summary, then calls OnChange.
+// publish persists a changed readiness and summary, then publishes it.
 func (r *reporter) publish(ps *paneState, c Classification) {
-	_, err := r.cfg.Registry.Update(ps.id, func(rt *nudge.Runtime) {
+	rt, err := r.cfg.Registry.Update(ps.id, func(rt *nudge.Runtime) {
 		rt.Readiness = c.State
 		rt.Summary = c.Summary
 		rt.Dialog = c.Dialog // output alone never gets here while a dialog is up (markBusy)
@@ -21,16 +25,20 @@ func (r *reporter) publish(ps *paneState, c Classification) {
 		r.cfg.Logger.Debug("persist readiness failed", "runtime", ps.id, "error", err)
 		return
 	}
-	if r.cfg.OnChange != nil {
-		ps.mu.Lock()
-		busy := ps.opBusy
-		ps.mu.Unlock()
-		r.cfg.OnChange(ps.id, c, busy)
-	}
+	ps.mu.Lock()
+	busy := ps.opBusy
+	ps.mu.Unlock()
+	r.changed(rt, c, busy)
 }
 
-// syncBusy recomputes operator_busy and persists it when it changes. Going quiet calls
-// OnQuiet and, if a human typed, OnHumanDone.
+// changed publishes a pane's readiness and operator_busy.
+func (r *reporter) changed(rt nudge.Runtime, c Classification, busy bool) {
+	nudge.Publish(r.cfg.Bus, nudge.ReadinessChanged{RuntimeID: rt.RuntimeID, Workspace: rt.WorkspaceID, Readiness: c.State, Summary: c.Summary,
+		ActionsNeeded: c.ActionsNeeded, Dialog: c.Dialog, OperatorBusy: busy})
+}
+
+// syncBusy recomputes operator_busy and persists it when it changes. Going quiet
+// publishes OperatorQuiet and, first, if a human typed, HumanDone.
 func (r *reporter) syncBusy(ps *paneState) {
 	ps.persistMu.Lock()
 	defer ps.persistMu.Unlock()
@@ -51,17 +59,10 @@ func (r *reporter) syncBusy(ps *paneState) {
 	done := !busy && ps.humanSeen
 	if done {
 		ps.humanSeen = false
-		ps.reportingHuman = true // the gates hold until OnHumanDone has run (Collision)
+		ps.humanReported = now // the gates hold until HumanDone is taken up (Collision, HumanTaken)
 	}
 	c := ps.class
 	ps.mu.Unlock()
-	if done {
-		defer func() {
-			ps.mu.Lock()
-			ps.reportingHuman = false
-			ps.mu.Unlock()
-		}()
-	}
 
 	rt, err := r.cfg.Registry.Update(ps.id, func(rt *nudge.Runtime) {
 		rt.OperatorBusy = busy
@@ -69,28 +70,25 @@ func (r *reporter) syncBusy(ps *paneState) {
 	})
 	if err != nil {
 		r.cfg.Logger.Debug("persist operator_busy failed", "runtime", ps.id, "error", err)
+		if done {
+			ps.mu.Lock()
+			ps.humanReported = time.Time{} // nothing was published: nothing to wait for
+			ps.mu.Unlock()
+		}
 		return
 	}
-	if r.cfg.OnChange != nil {
-		r.cfg.OnChange(ps.id, c, busy)
-	}
+	r.changed(rt, c, busy)
 	if busy {
 		return
 	}
-	// The human's intervention is reported before the pane is called quiet: what
-	// OnHumanDone sets up (the orchestrator's sync, which holds the worker's triggers) is
-	// in place before OnQuiet lets deferred triggers go.
-	if done && r.cfg.OnHumanDone != nil {
-		r.cfg.OnHumanDone(rt)
-	}
+	// The human's intervention is published before the pane is called quiet. Until its
+	// subscriber (the pipeline) has set up what it asks (the orchestrator's sync, which
+	// holds the worker's triggers) and says so (Monitor.HumanTaken), Collision holds the
+	// pane, whatever goes first on the subscriber's goroutine or a lane's timer.
 	if done {
-		ps.mu.Lock()
-		ps.reportingHuman = false
-		ps.mu.Unlock()
+		nudge.Publish(r.cfg.Bus, nudge.HumanDone{Runtime: rt})
 	}
-	if r.cfg.OnQuiet != nil {
-		r.cfg.OnQuiet(ps.id)
-	}
+	nudge.Publish(r.cfg.Bus, nudge.OperatorQuiet{RuntimeID: ps.id})
 }
 
 // syncInput persists the runtime's input_line when it changed. Called with persistMu held.

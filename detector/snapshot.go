@@ -10,6 +10,13 @@ import (
 // last_snapshot_hash, last_change_ts, last_polled_ts and stable_count. The Monitor
 // captures a pane when its output has been quiet for the profile's ReadyQuiet (and, while
 // a dialog is shown, once a second), not on a fixed poll: Stable counts those captures.
+// Captured is published on the Bus after every capture the Monitor took of a pane, with
+// what it knows of its screen now (the status files show it).
+type Captured struct {
+	RuntimeID string
+	Snapshot  Snapshot
+}
+
 type Snapshot struct {
 	Hash      string    // of the last capture's text: sha256, the first 16 bytes in hex
 	ChangedAt time.Time // when the screen last changed: the last output before a capture unlike the one before

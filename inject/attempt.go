@@ -63,7 +63,7 @@ type attemptEnv struct {
 	acks    Acker
 	channel Channel
 	now     func() time.Time
-	onTyped func(time.Duration)
+	bus     *nudge.Bus // a first typing's time goes on it (nudge.TriggerTyped)
 
 	echoTimeout, submitTimeout, submitQuiet time.Duration
 }
@@ -274,7 +274,7 @@ func (a *attempt) handed() {
 func (a *attempt) shellOK() bool { return a.profOK && a.prof.DrivesShell() }
 
 // typeEnvelope writes the typing's commands to tmux; timed says that the request's time
-// to its first typing went to Config.OnTyped.
+// to its first typing was published (nudge.TriggerTyped).
 func (a *attempt) typeEnvelope(ctx context.Context, s Sender) (timed bool, err error) {
 	if a.envelope == "" {
 		return false, errors.New("nothing to type: the trigger has no envelope")
@@ -290,9 +290,7 @@ func (a *attempt) typeEnvelope(ctx context.Context, s Sender) (timed bool, err e
 		return false, err
 	}
 	if !a.received.IsZero() {
-		if a.env.onTyped != nil {
-			a.env.onTyped(time.Since(a.received))
-		}
+		nudge.Publish(a.env.bus, nudge.TriggerTyped{TriggerID: a.id(), Took: time.Since(a.received)})
 		timed = true
 	}
 	if il, ok := a.env.gates.(InputLine); ok {

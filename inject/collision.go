@@ -1,10 +1,6 @@
 package inject
 
-import (
-	"time"
-
-	"github.com/nudgehq/nudge"
-)
+import "github.com/nudgehq/nudge"
 
 // A person at the pane (typing, a draft in the composer, copy mode) holds a trigger
 // (OPERATOR_BUSY). Seed 000 §13.2: the trigger stays deferred and queued, and resumes on
@@ -18,17 +14,8 @@ import (
 // orchestrator decides what comes next.
 
 // Collision is the collision event of a trigger held for a person past the max defer
-// window (seed 000 §12 "emit collision event"): what the event stream and the audit log
-// carry.
-type Collision struct {
-	TriggerID string     `json:"trigger_id"`
-	ThreadID  string     `json:"thread_id,omitempty"`
-	RuntimeID string     `json:"runtime_id"`
-	Code      nudge.Code `json:"error_code"` // DEFER_TIMEOUT: the max defer window has passed
-	Operator  string     `json:"operator"`   // what the person is doing (typing, a draft, copy mode)
-	Since     time.Time  `json:"since"`      // when the trigger began to wait for them
-	HeldUntil time.Time  `json:"held_until"` // the trigger waits for them until then, then fails with DEFER_TIMEOUT
-}
+// window (nudge.Collision).
+type Collision = nudge.Collision
 
 // collided audits and publishes j's collision event.
 func (p *Pipeline) collided(j *job, c Collision) {
@@ -36,7 +23,5 @@ func (p *Pipeline) collided(j *job, c Collision) {
 	a := p.auditDetail("trigger_collision", rec, c.Operator, c)
 	a.Code = nudge.DeferTimeout
 	p.persist(j, a)
-	if p.deps.OnCollision != nil {
-		p.deps.OnCollision(rec, c)
-	}
+	nudge.Publish(p.deps.Bus, nudge.CollisionHeld{Trigger: rec, Collision: c})
 }

@@ -13,12 +13,13 @@
 //	           Unblock are how the detector, the registry and the API nudge it;
 //	           HoldForSync and ReleaseSync hold a worker for its orchestrator's sync
 //	Collision  the collision event of a trigger held for a person past the max defer
-//	           window (Deps.OnCollision)
+//	           window (nudge.Collision; published as nudge.CollisionHeld)
 //	Config     the trigger policy (DefaultConfig: the seed defaults; Validate)
 //	Deps       its collaborators, as interfaces it declares: Runtimes (*panes.Registry),
-//	           Sender (*controlmode.Conn), Gates and InputLine (*detector.Monitor),
-//	           Acker (*ack.Tracker), Fallbacker (*ack.Chain), and the Store (*store.DB:
-//	           its write-behind queue and the parts it hands out)
+//	           Sender (*controlmode.Conn), Gates, InputLine and HumanSync
+//	           (*detector.Monitor), Acker (*ack.Tracker), Fallbacker (*ack.Chain), the
+//	           Store (*store.DB: its write-behind queue and the parts it hands out) and
+//	           the Bus
 //	Request    one trigger request; Submitted, Submit's answer
 //	Scheduler  periodic prompts (seed 004) turned into triggers: Add, Remove, Close
 //
@@ -94,13 +95,25 @@
 // waits for its echo, presses Enter and checks that it left the composer; then the
 // trigger waits for its ack (Acker), with retries and, when they are spent, the
 // fallback chain. Later receipt states are written behind; an ack is flushed at once.
-// Every change goes to Deps.OnChange and wakes Wait's waiters.
+// Every change wakes Wait's waiters and is published (nudge.TriggerChanged).
 //
 // Followed from the API to tmux, a trigger goes one way: Submit, route, typeInline (an
 // idle lane, on the request's goroutine) or enqueue and runLane, stepLane, decideFor
 // (view, decide), deliver (newAttempt, runAttempt: lookAndType, typeInto, typeEnvelope,
 // Sender.DoAll), then carry (apply, next, markInjected) and runAttempt's Enter stage
 // (submit, pressEnter, enter, Sender.Do), apply (next, markSubmitted), goAwaitAck.
+//
+// # The bus
+//
+// From Open to Close the Pipeline reads the daemon's bus (news.go): pane output, a direct
+// call (PaneOutput: Observe); on one subscriber, in the order published, what lets a held
+// trigger go (nudge.ReadinessChanged READY and not operator_busy, RuntimeChanged ready,
+// OperatorQuiet: Kick) and a human's intervention (nudge.HumanDone: the orchestrator's
+// sync, held before the OperatorQuiet that follows it kicks the lane; the Gates hold the
+// pane until then: HumanSync); on another, the replies read in the agents' records
+// (nudge.ReplyRead: Reply) and spawns' first prompts (nudge.FirstPrompt: submitted as
+// triggers). It publishes nudge.TriggerChanged (with the ReplyRead it recorded, for the
+// event stream's reply event), CollisionHeld and TriggerTyped.
 //
 // # Goroutines
 //
@@ -112,7 +125,8 @@
 // per stage of an attempt a lane's goroutine runs (attemptServing), a short one per
 // closed trigger that forgets it once its last write is in the store, one
 // per runtime spawned aside that waits for its prompts to be done (collectAside), one
-// per SubmitAsync, and one per reply recorded on a trigger in flight. A lane's
+// per SubmitAsync, one per reply recorded on a trigger in flight, and its two bus
+// subscribers (nudge.Client; closed first in Close, after the events they hold). A lane's
 // goroutine makes its decisions and its attempts; a request's goroutine makes them
 // instead for an inline typing into an idle lane while no other delivery is in
 // progress (typeInline, under the lane's turn; Close waits for it too), and leaves the
@@ -129,5 +143,5 @@
 // before the pipeline, into which it submits).
 //
 // Observe runs on a control connection's read goroutine and neither blocks nor
-// allocates; Kick and the Deps callbacks never block either.
+// allocates; Kick and Publish never block either.
 package inject

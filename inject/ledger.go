@@ -58,7 +58,11 @@ func (p *Pipeline) forget(j *job) {
 // are write-behind (in order, many per fsync): a crash can lose the latest of them, and
 // recovery then looks in the pane before typing anything again. Writes are serialized
 // per job so the store never goes back to an older copy.
-func (p *Pipeline) persist(j *job, recs ...nudge.AuditRecord) {
+func (p *Pipeline) persist(j *job, recs ...nudge.AuditRecord) { p.persistReply(j, nil, recs...) }
+
+// persistReply is persist for the change that records reply r on j's receipt (nil: any
+// other change): its TriggerChanged carries r.
+func (p *Pipeline) persistReply(j *job, r *nudge.ReplyRead, recs ...nudge.AuditRecord) {
 	<-j.created
 	if j.lost {
 		return
@@ -71,7 +75,7 @@ func (p *Pipeline) persist(j *job, recs ...nudge.AuditRecord) {
 		j.outcomeLogged = true
 		p.logOutcome(rec)
 	}
-	p.changed(rec)
+	p.changedReply(rec, r)
 }
 
 // logFields are seed 000 §16's log fields of a trigger (request_id is its trigger_id:
@@ -88,12 +92,13 @@ func (p *Pipeline) logOutcome(t nudge.Trigger) {
 	p.log.Info("trigger outcome", logFields(t)...)
 }
 
-func (p *Pipeline) changed(t nudge.Trigger) {
+func (p *Pipeline) changed(t nudge.Trigger) { p.changedReply(t, nil) }
+
+// changedReply wakes t's waiters and publishes its change (with r, the reply it recorded).
+func (p *Pipeline) changedReply(t nudge.Trigger, r *nudge.ReplyRead) {
 	p.log.Debug("trigger", logFields(t)...)
 	p.waiters.notify(t.TriggerID)
-	if p.deps.OnChange != nil {
-		p.deps.OnChange(t)
-	}
+	nudge.Publish(p.deps.Bus, nudge.TriggerChanged{Trigger: t, Reply: r})
 }
 
 func (p *Pipeline) audit(event string, t nudge.Trigger, reason string) nudge.AuditRecord {

@@ -29,7 +29,7 @@ type outcome struct {
 	queued     bool          // oSubmitted: the agent holds it in its own queue
 	submitSeq  uint64        // oSubmitted: the pane's output count when a TUI gave the prompt up
 	typedNow   bool          // oTyped: typed by this attempt (false: it waited in the composer)
-	timed      bool          // oTyped: Config.OnTyped got the request's time
+	timed      bool          // oTyped: the request's time was published (nudge.TriggerTyped)
 	connUp     bool          // the pane answered past the first look: a wait for a connection ends
 	detail     attemptDetail // what the attempt's audit record says
 	next       attempt       // oTyped: the attempt's Enter stage

@@ -40,11 +40,12 @@ type Config struct {
 	Backoff         []time.Duration // before each retry (2s, 4s)
 	RedeliveryCheck time.Duration   // after Open, new ids are looked for in the pane for this long (10m)
 	AckHint         bool            // ask the agent to print the ack marker in the envelope
-	Now             func() time.Time
-	Logger          hclog.Logger
-	// OnTyped, if set, gets a trigger's time from Request.Received to the write of its
-	// first typing to tmux: nudge's own share of the delivery. It must not block.
-	OnTyped func(time.Duration)
+	// Orchestrator is who gets a sync trigger after a human intervened in a worker's pane
+	// (nudge.HumanDone; seed 000 §13.2): WS/ROLE, or ROLE in the worker's workspace; ""
+	// means the role "orchestrator" there, if a runtime has it; "none" means no sync.
+	Orchestrator string
+	Now          func() time.Time
+	Logger       hclog.Logger
 }
 
 // DefaultConfig returns the seed defaults.
@@ -228,11 +229,15 @@ type Deps struct {
 	Acks     Acker      // nil: submitted is the final state
 	Fallback Fallbacker // nil: failures stay failures
 	Channel  Channel    // nil: every trigger is typed
-	// OnChange is called after every receipt change (events, metrics). Must not block.
-	OnChange func(t nudge.Trigger)
-	// OnCollision is called when a trigger held for a person passes the max defer window
-	// (its collision event). Must not block.
-	OnCollision func(t nudge.Trigger, c Collision)
+	// Bus: from Open the pipeline reads pane output on it (echo and submit detection),
+	// the news that lets a held trigger go (nudge.ReadinessChanged, OperatorQuiet,
+	// RuntimeChanged), the prompts it is to deliver (nudge.FirstPrompt, HumanDone: the
+	// orchestrator's sync) and the replies read in the agents' records (nudge.ReplyRead);
+	// and it publishes every receipt change (nudge.TriggerChanged), a trigger held for a
+	// person past the max defer window (nudge.CollisionHeld) and its typing's time
+	// (nudge.TriggerTyped). nil:
+	// it reads and tells nothing.
+	Bus *nudge.Bus
 }
 
 // Request is one trigger request (POST /v1/triggers).
@@ -279,6 +284,7 @@ type Pipeline struct {
 	lanes lanes     // by runtime id (lane.go)
 	gate  gateState // the rate limits, the loop guard, the breakers, the sync holds
 	fb    fallbacks // the fallback chains' bookkeeping (finish.go)
+	news  news      // what it reads on the bus (news.go)
 }
 
 // gateState is what the gates count and hold across triggers, each under its own lock.
@@ -301,7 +307,7 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pipeline{cfg: cfg, deps: deps, log: cfg.Logger.Named("inject"), ctx: ctx, cancel: cancel, jobs: map[string]*job{},
-		env: attemptEnv{gates: deps.Gates, acks: deps.Acks, channel: deps.Channel, now: cfg.Now, onTyped: cfg.OnTyped,
+		env: attemptEnv{gates: deps.Gates, acks: deps.Acks, channel: deps.Channel, now: cfg.Now, bus: deps.Bus,
 			echoTimeout: cfg.EchoTimeout, submitTimeout: cfg.SubmitTimeout, submitQuiet: cfg.SubmitQuiet},
 		lanes: lanes{m: map[string]*lane{}},
 		gate: gateState{
@@ -337,6 +343,7 @@ func (p *Pipeline) Open() error {
 		p.adopt(j)
 	}
 	p.collectAsidesLeft()
+	p.subscribe()
 	return nil
 }
 
@@ -386,6 +393,7 @@ func (p *Pipeline) Close() error {
 	}
 	p.closed = true
 	p.mu.Unlock()
+	p.unsubscribe() // what is queued runs on a closing pipeline: it starts nothing new
 	p.cancel()
 	p.wg.Wait()
 	return nil
@@ -396,6 +404,9 @@ func newTriggerID(now time.Time) string {
 	_, _ = rand.Read(b[:])
 	return "trg_" + now.UTC().Format("20060102T150405") + "_" + hex.EncodeToString(b[:])
 }
+
+// PaneOutput takes a managed pane's output (nudge.OutputReader): Observe.
+func (p *Pipeline) PaneOutput(runtimeID string, _ []byte) { p.Observe(runtimeID) }
 
 // Observe records output of a runtime's pane (echo and submit detection). It is called
 // on the control connection's read goroutine and never blocks.

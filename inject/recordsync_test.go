@@ -98,7 +98,7 @@ func TestRecordAckKeepsIntake(t *testing.T) {
 	if got != "" {
 		t.Fatalf("intake calls at the record ack: %q, want none", got)
 	}
-	if _, err := p.Reply("rt", "t1", Reply{Text: "done"}); err != nil {
+	if _, err := p.Reply(nudge.ReplyRead{RuntimeID: "rt", TriggerID: "t1", Text: "done"}); err != nil {
 		t.Fatal(err)
 	}
 	g.mu.Lock()

@@ -2,7 +2,6 @@ package inject
 
 import (
 	"errors"
-	"time"
 	"unicode/utf8"
 
 	"github.com/nudgehq/nudge"
@@ -12,19 +11,10 @@ import (
 // boundary and marked reply_truncated.
 const MaxReply = 64 << 10
 
-// Reply is the agent's answer in the turn that took a trigger's prompt, as its own record
-// shows it (ack.Records).
-type Reply struct {
-	Text      string
-	Truncated bool      // cut before it reached the pipeline
-	EndedAt   time.Time // the turn's end
-	Evidence  string    // file:line of the turn's end in the record
-}
-
-// Reply records the reply of trigger id's turn, read from runtimeID's record, on its
-// receipt (reply, reply_truncated, turn_ended_at), redacted and bounded, with a
+// Reply records the reply of trigger r.TriggerID's turn, read from r.RuntimeID's
+// record (ack.Tracker publishes it), on its receipt (reply, reply_truncated, turn_ended_at), redacted and bounded, with a
 // reply_received audit record citing the evidence; waiters for the reply and the event
-// stream hear of it. The first reply of a trigger is kept: a later one (the record read
+// stream hear of it (its nudge.TriggerChanged carries r). The first reply of a trigger is kept: a later one (the record read
 // again) changes nothing and writes nothing. It never moves the receipt's state. It
 // reports whether this reply was recorded. It does not wait for a disk write (it runs on
 // a record reader's goroutine). The wait for the prompt's intake (Intake) is over: the
@@ -35,7 +25,8 @@ type Reply struct {
 // trigger, of this workspace or another, or one of its own still queued, is left as it
 // is (false, nil): an agent that writes another trigger's envelope
 // into its record neither sets that trigger's reply nor learns whether the id exists.
-func (p *Pipeline) Reply(runtimeID, id string, r Reply) (bool, error) {
+func (p *Pipeline) Reply(r nudge.ReplyRead) (bool, error) {
+	runtimeID, id := r.RuntimeID, r.TriggerID
 	if in, ok := p.deps.Gates.(Intake); ok {
 		in.Settled(runtimeID, id) // the turn that took it ended: its intake is over
 	}
@@ -59,7 +50,7 @@ func (p *Pipeline) Reply(runtimeID, id string, r Reply) (bool, error) {
 		rec := j.t
 		j.mu.Unlock()
 		if fresh {
-			p.persist(j, p.auditDetail("reply_received", rec, "the agent's turn ended", detail))
+			p.persistReply(j, &r, p.auditDetail("reply_received", rec, "the agent's turn ended", detail))
 			// The job may be forgotten (done) before this write is in the store, and a
 			// waiter woken in between reads the older store copy: wake it again once the
 			// write is in (with the next batch, not a commit of its own).
@@ -88,7 +79,7 @@ func (p *Pipeline) Reply(runtimeID, id string, r Reply) (bool, error) {
 	case err != nil:
 		return false, err
 	}
-	p.changed(t)
+	p.changedReply(t, &r)
 	return true, nil
 }
 

@@ -13,12 +13,25 @@ import (
 	"github.com/nudgehq/nudge/store"
 )
 
-// countChanges counts the receipts a pipeline's OnChange is shown.
-func countChanges(p *Pipeline) func() int {
+// countChanges counts the receipt changes a pipeline publishes (nudge.TriggerChanged).
+func countChanges(t *testing.T, p *Pipeline) func() int {
+	b := nudge.NewBus()
+	t.Cleanup(b.Close)
+	p.deps.Bus = b
+	c := nudge.NewClient(b, "test", 16)
 	var mu sync.Mutex
 	n := 0
-	p.deps.OnChange = func(nudge.Trigger) { mu.Lock(); n++; mu.Unlock() }
-	return func() int { mu.Lock(); defer mu.Unlock(); return n }
+	nudge.Subscribe(c, func(nudge.TriggerChanged) { mu.Lock(); n++; mu.Unlock() })
+	type flush chan struct{}
+	nudge.Subscribe(c, func(f flush) { close(f) })
+	return func() int {
+		f := make(flush)
+		nudge.Publish(b, f)
+		<-f // every change published before it is counted
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
 }
 
 func replyAudits(t *testing.T, p *Pipeline, id string) []nudge.AuditRecord {
@@ -37,9 +50,9 @@ func TestReplyClosedTrigger(t *testing.T) {
 	acked := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	p := newWaitPipeline(t, nil, nudge.Trigger{TriggerID: "t1", WorkspaceID: "ws", Agent: "rev", RuntimeID: "rt_ws.rev",
 		State: nudge.StateAcked, Result: nudge.ResultDelivered, AckedAt: &acked, Closed: true, Caller: "orch", CallerUID: 7})
-	changes := countChanges(p)
+	changes := countChanges(t, p)
 	ended := acked.Add(3 * time.Second)
-	ok, err := p.Reply("rt_ws.rev", "t1", Reply{Text: "The answer is 42.\nSecond line.", EndedAt: ended, Evidence: "rollout.jsonl:17"})
+	ok, err := p.Reply(nudge.ReplyRead{RuntimeID: "rt_ws.rev", TriggerID: "t1", Text: "The answer is 42.\nSecond line.", EndedAt: ended, Evidence: "rollout.jsonl:17"})
 	if !ok || err != nil {
 		t.Fatalf("Reply: %v, %v; want recorded", ok, err)
 	}
@@ -59,11 +72,11 @@ func TestReplyClosedTrigger(t *testing.T) {
 		t.Errorf("audit: %+v; want one reply_received record with the evidence", audits)
 	}
 	if n := changes(); n != 1 {
-		t.Errorf("OnChange called %d times, want 1", n)
+		t.Errorf("TriggerChanged published %d times, want 1", n)
 	}
 
 	// The first reply is kept: a later one changes nothing, not even updated_at.
-	ok, err = p.Reply("rt_ws.rev", "t1", Reply{Text: "another turn", EndedAt: ended.Add(time.Minute)})
+	ok, err = p.Reply(nudge.ReplyRead{RuntimeID: "rt_ws.rev", TriggerID: "t1", Text: "another turn", EndedAt: ended.Add(time.Minute)})
 	if ok || err != nil {
 		t.Fatalf("second Reply: %v, %v; want not recorded, no error", ok, err)
 	}
@@ -74,9 +87,9 @@ func TestReplyClosedTrigger(t *testing.T) {
 		t.Errorf("%d reply audit records after a second reply, want 1", n)
 	}
 	if n := changes(); n != 1 {
-		t.Errorf("a second reply announced: OnChange called %d times", n)
+		t.Errorf("a second reply announced: TriggerChanged published %d times", n)
 	}
-	if ok, err := p.Reply("rt_ws.rev", "missing", Reply{Text: "x"}); ok || !errors.Is(err, store.ErrNotFound) {
+	if ok, err := p.Reply(nudge.ReplyRead{RuntimeID: "rt_ws.rev", TriggerID: "missing", Text: "x"}); ok || !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown trigger: %v, %v; want ErrNotFound", ok, err)
 	}
 }
@@ -86,7 +99,7 @@ func TestReplyClosedTrigger(t *testing.T) {
 // copy follows, and its ack keeps it.
 func TestReplyInFlight(t *testing.T) {
 	p := newWaitPipeline(t, nil, nudge.Trigger{TriggerID: "t1", State: nudge.StateSubmitted, RuntimeID: "rt"})
-	changes := countChanges(p)
+	changes := countChanges(t, p)
 	stored, err := p.deps.Store.Triggers().GetTrigger("t1")
 	if err != nil {
 		t.Fatal(err)
@@ -97,14 +110,14 @@ func TestReplyInFlight(t *testing.T) {
 	p.jobs["t1"] = j
 	p.mu.Unlock()
 
-	if ok, err := p.Reply("rt", "t1", Reply{Text: "done", Truncated: true, Evidence: "session.jsonl:3"}); !ok || err != nil {
+	if ok, err := p.Reply(nudge.ReplyRead{RuntimeID: "rt", TriggerID: "t1", Text: "done", Truncated: true, Evidence: "session.jsonl:3"}); !ok || err != nil {
 		t.Fatalf("Reply: %v, %v", ok, err)
 	}
 	if got := j.record(); got.Reply != "done" || !got.ReplyTruncated || got.TurnEndedAt == nil || got.State != nudge.StateSubmitted {
 		t.Errorf("in memory: %+v; want the reply, truncated as the reader said, still submitted", got)
 	}
 	before := j.record().UpdatedAt
-	if ok, err := p.Reply("rt", "t1", Reply{Text: "later"}); ok || err != nil || j.record().Reply != "done" || !j.record().UpdatedAt.Equal(before) {
+	if ok, err := p.Reply(nudge.ReplyRead{RuntimeID: "rt", TriggerID: "t1", Text: "later"}); ok || err != nil || j.record().Reply != "done" || !j.record().UpdatedAt.Equal(before) {
 		t.Errorf("second Reply in flight: %v, %v, %q; want the first kept untouched", ok, err, j.record().Reply)
 	}
 	p.deps.Store.Flush()
@@ -115,7 +128,7 @@ func TestReplyInFlight(t *testing.T) {
 		t.Errorf("%d reply audit records, want 1", n)
 	}
 	if n := changes(); n != 1 {
-		t.Errorf("OnChange called %d times, want 1", n)
+		t.Errorf("TriggerChanged published %d times, want 1", n)
 	}
 	rec := j.update(p.cfg.Now(), func(t *nudge.Trigger) { t.State, t.Closed = nudge.StateAcked, true })
 	if rec.Reply != "done" || rec.TurnEndedAt == nil {
@@ -133,21 +146,27 @@ func TestReplyForgottenMeanwhile(t *testing.T) {
 	p.mu.Lock()
 	p.jobs["t1"] = j
 	p.mu.Unlock()
-	// The job is forgotten the moment the reply's change is announced: the waiter then
-	// reads the store, whose copy may not have the reply yet.
-	p.deps.OnChange = func(tr nudge.Trigger) {
-		if tr.TurnEndedAt != nil {
+	// The job is forgotten as the reply's change is announced: the waiter then reads
+	// the store, whose copy may not have the reply yet.
+	b := nudge.NewBus()
+	defer b.Close()
+	p.deps.Bus = b
+	nudge.Subscribe(nudge.NewClient(b, "test", 1), func(ev nudge.TriggerChanged) {
+		if ev.Trigger.TurnEndedAt != nil {
 			p.mu.Lock()
 			delete(p.jobs, "t1")
 			p.mu.Unlock()
 		}
-	}
+	})
+	replied := make(chan struct{})
 	go func() {
+		defer close(replied)
 		waiting(t, p, "t1")
-		if ok, err := p.Reply("rt", "t1", Reply{Text: "hello"}); !ok || err != nil {
+		if ok, err := p.Reply(nudge.ReplyRead{RuntimeID: "rt", TriggerID: "t1", Text: "hello"}); !ok || err != nil {
 			t.Errorf("Reply: %v, %v", ok, err)
 		}
 	}()
+	defer func() { <-replied }()
 	// The deadline only bounds a broken test: Wait returns on the change.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -163,7 +182,7 @@ func TestReplyBounded(t *testing.T) {
 	secret := "sk-ant-" + strings.Repeat("A1b2", 10)
 	long := "key " + secret + " " + strings.Repeat("é", MaxReply) // 2 bytes a rune: an odd cut lands mid-rune
 	p := newWaitPipeline(t, nil, nudge.Trigger{TriggerID: "long", RuntimeID: "rt", State: nudge.StateAcked, Closed: true})
-	if ok, err := p.Reply("rt", "long", Reply{Text: long}); !ok || err != nil {
+	if ok, err := p.Reply(nudge.ReplyRead{RuntimeID: "rt", TriggerID: "long", Text: long}); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	got, _ := p.Get("long")
@@ -195,9 +214,9 @@ func TestReplyOnlyForItsRuntime(t *testing.T) {
 		nudge.Trigger{TriggerID: "fell-back", WorkspaceID: "ws", RuntimeID: "rt_ws.b", FallbackRuntimeID: "rt_ws.b-fb-1",
 			State: nudge.StateSubmitted, SubmittedAt: &acked, Fallback: nudge.BackendSpawn, Closed: true},
 	)
-	changes := countChanges(p)
+	changes := countChanges(t, p)
 	for _, id := range []string{"same-ws", "other-ws", "own-queued", "fell-back"} {
-		if ok, err := p.Reply("rt_ws.a", id, Reply{Text: "forged by rt_ws.a", Evidence: "a.jsonl:9"}); ok || err != nil {
+		if ok, err := p.Reply(nudge.ReplyRead{RuntimeID: "rt_ws.a", TriggerID: id, Text: "forged by rt_ws.a", Evidence: "a.jsonl:9"}); ok || err != nil {
 			t.Errorf("%s: rt_ws.a's record set the reply: %v, %v", id, ok, err)
 		}
 		if got, _ := p.Get(id); got.Reply != "" || got.TurnEndedAt != nil {
@@ -213,7 +232,7 @@ func TestReplyOnlyForItsRuntime(t *testing.T) {
 	// The genuine replies: from the runtime the trigger was sent to, or the one its
 	// fallback launched it in.
 	for id, rt := range map[string]string{"same-ws": "rt_ws.b", "other-ws": "rt_ws2.c", "fell-back": "rt_ws.b-fb-1"} {
-		if ok, err := p.Reply(rt, id, Reply{Text: "genuine"}); !ok || err != nil {
+		if ok, err := p.Reply(nudge.ReplyRead{RuntimeID: rt, TriggerID: id, Text: "genuine"}); !ok || err != nil {
 			t.Errorf("%s: the genuine reply from %s: %v, %v", id, rt, ok, err)
 		}
 		if got, _ := p.Get(id); got.Reply != "genuine" {

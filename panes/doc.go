@@ -14,7 +14,8 @@
 //	          looks at runtimes
 //	Store     what Open takes of the store (*store.DB hands out the parts it names)
 //	Config    tmux server selection, workspace roots, profiles, reconciliation policy,
-//	          launcher policy, hooks (OnOutput, OnEvent, OnChange, OnFirstPrompt)
+//	          launcher policy, the Bus it reports on (pane output; RuntimeChanged,
+//	          PaneEvent, FirstPrompt)
 //	Profile   one agent CLI as data (LoadProfiles: built-ins from profiles/*.json,
 //	          overridable file by file; LaunchArgv, ResumeLiveArgv, DrivesShell)
 //	Target    a parsed register target (ParseTarget)
@@ -75,6 +76,7 @@
 // owns and closes it; and reconciler.loop, which reconciles on every event that can
 // change the panes and on the sweep. An automatic restart (reconciler.scheduleRestart)
 // waits RestartDelay on a goroutine of its own. The launcher and the ender start none:
-// they run on their caller's goroutine, every step bounded. The hooks OnOutput and
-// OnEvent run on a connection's read goroutine and must not block.
+// they run on their caller's goroutine, every step bounded. Pane output
+// (nudge.Bus.Output) and the events published from a connection's read goroutine
+// (nudge.PaneEvent) never block it: the bus queues an event for its subscribers.
 package panes

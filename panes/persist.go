@@ -8,18 +8,16 @@ import (
 	"github.com/nudgehq/nudge"
 )
 
-// change is one persisted change, reported to OnChange after the lock is released.
+// change is one persisted change, published (nudge.RuntimeChanged) after the lock is
+// released.
 type change struct {
 	rt   nudge.Runtime
 	prev nudge.Status
 }
 
 func (r *records) notify(chs []change) {
-	if r.cfg.OnChange == nil {
-		return
-	}
 	for _, c := range chs {
-		r.cfg.OnChange(c.rt, c.prev)
+		nudge.Publish(r.cfg.Bus, nudge.RuntimeChanged{Runtime: c.rt, Prev: c.prev})
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 // records is the registry of runtime records that every other part shares: the live
 // nudge.Runtime of each runtime, written behind to the store in order (persist.go), with
 // what the operations and the reconciler note about each (busy, stopped, held, a fallback
-// resume run, a crash resume) and the pane index OnOutput resolves pane ids through. One
+// resume run, a crash resume) and the pane index pane output resolves pane ids through. One
 // lock, mu, guards all of it; the others read and change records only through it (Get,
 // List, Transition, Update and the *Locked methods with mu held). Its marker scan and
 // recovery clock have their own locks. It starts no goroutine; Close flushes the store.
@@ -33,7 +33,7 @@ type records struct {
 	resumed  map[string]bool
 	noResume map[string]bool
 
-	panes    sync.Map      // pane key -> runtime id, for OnOutput
+	panes    sync.Map      // pane key -> runtime id, for pane output
 	markers  markerScan    // completion markers in pane output
 	recovery recoveryClock // the pace and deadline of automatic restarts
 }
@@ -131,7 +131,7 @@ func notFound(id string) error {
 }
 
 // Transition moves a runtime to another status: validated against the state machine,
-// persisted, audited (runtime_status_changed with from, to and reason), then OnChange. A
+// persisted, audited (runtime_status_changed with from, to and reason), then published (nudge.RuntimeChanged). A
 // transition to the current status is a no-op. An illegal one returns a CONFLICT
 // *nudge.Error wrapping *TransitionError and changes nothing.
 func (r *records) Transition(id string, to nudge.Status, reason string) (nudge.Runtime, error) {
@@ -155,7 +155,7 @@ func (r *records) Transition(id string, to nudge.Status, reason string) (nudge.R
 }
 
 // Update changes a runtime's other fields (readiness, operator_busy, heartbeat, session
-// id, last trigger, ...) through fn, persists the result and calls OnChange. fn must not
+// id, last trigger, ...) through fn, persists the result and publishes it (nudge.RuntimeChanged). fn must not
 // change RuntimeID or Status (use Transition); such an Update is refused.
 func (r *records) Update(id string, fn func(*nudge.Runtime)) (nudge.Runtime, error) {
 	r.mu.Lock()

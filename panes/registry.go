@@ -95,15 +95,14 @@ type Config struct {
 	// Logger; nil means a null logger.
 	Logger hclog.Logger
 
-	// Hooks, called on connection read goroutines or registry goroutines; they must not
-	// block. nil means none.
-	OnOutput func(runtimeID string, data []byte) // decoded output of a managed pane; data valid during the call
-	OnEvent  func(workspace string, ev controlmode.Event)
-	OnChange func(rt nudge.Runtime, prev nudge.Status) // after every persisted change
-	// OnFirstPrompt is given a spawn's first prompt once its runtime is recorded, to be
-	// delivered as a trigger (typed once the agent is ready): no prompt ever goes on a
-	// command line. nil: a spawn with a first prompt is refused.
-	OnFirstPrompt func(rt nudge.Runtime, prompt string)
+	// Bus carries what the registry reports: a managed pane's decoded output, directly
+	// on the connection's read goroutine (nudge.Bus.Output: the hot path), and as events
+	// nudge.RuntimeChanged (after every persisted change), nudge.PaneEvent (a pane's mode,
+	// flow control, the layout) and nudge.FirstPrompt (a spawn's first prompt, once its
+	// runtime is recorded, to be delivered as a trigger once the agent is ready: no prompt
+	// ever goes on a command line). nil: nothing is reported, and a spawn with a first
+	// prompt is refused.
+	Bus *nudge.Bus
 	// CheckPrompt, if set, is asked about a spawn's first prompt before anything is
 	// created: an error (the trigger pipeline's own refusal, PAYLOAD_REJECTED) refuses the
 	// spawn, so a prompt the pipeline would drop is never accepted silently.
@@ -335,16 +334,17 @@ func (r *Registry) Lookup(workspace, role string) (nudge.Runtime, bool) {
 func (r *Registry) List() []nudge.Runtime { return r.recs.List() }
 
 // Transition moves a runtime to another status: validated against the state machine,
-// persisted, audited (runtime_status_changed with from, to and reason), then OnChange. A
-// transition to the current status is a no-op. An illegal one returns a CONFLICT
+// persisted, audited (runtime_status_changed with from, to and reason), then published
+// (nudge.RuntimeChanged). A transition to the current status is a no-op. An illegal one returns a CONFLICT
 // *nudge.Error wrapping *TransitionError and changes nothing.
 func (r *Registry) Transition(id string, to nudge.Status, reason string) (nudge.Runtime, error) {
 	return r.recs.Transition(id, to, reason)
 }
 
 // Update changes a runtime's other fields (readiness, operator_busy, heartbeat, session
-// id, last trigger, ...) through fn, persists the result and calls OnChange. fn must not
-// change RuntimeID or Status (use Transition); such an Update is refused.
+// id, last trigger, ...) through fn, persists the result and publishes it
+// (nudge.RuntimeChanged). fn must not change RuntimeID or Status (use Transition); such an
+// Update is refused.
 func (r *Registry) Update(id string, fn func(*nudge.Runtime)) (nudge.Runtime, error) {
 	return r.recs.Update(id, fn)
 }

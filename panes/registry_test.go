@@ -40,9 +40,12 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 	}
 	e := &env{t: t, root: t.TempDir()}
 	sock := fmt.Sprintf("nudge-t-%d-%d", os.Getpid(), serverSeq.Add(1))
+	bus := nudge.NewBus()
+	t.Cleanup(bus.Close) // after the registry's Close (cleanups run last first)
+	changes := nudge.NewClient(bus, "test", 64)
+	nudge.Subscribe(changes, func(ev nudge.RuntimeChanged) { e.mu.Lock(); e.changes = append(e.changes, ev.Runtime); e.mu.Unlock() })
 	e.cfg = Config{SocketName: sock, ConfigFile: "/dev/null", Roots: []string{e.root},
-		SweepInterval: 200 * time.Millisecond, RestartDelay: 100 * time.Millisecond, StopTimeout: time.Second,
-		OnChange: func(rt nudge.Runtime, _ nudge.Status) { e.mu.Lock(); e.changes = append(e.changes, rt); e.mu.Unlock() }}
+		SweepInterval: 200 * time.Millisecond, RestartDelay: 100 * time.Millisecond, StopTimeout: time.Second, Bus: bus}
 	if mod != nil {
 		mod(&e.cfg)
 	}
@@ -108,7 +111,7 @@ func (e *env) spawn(ws, role string, argv ...string) nudge.Runtime {
 	return got
 }
 
-// sawStatus reports whether OnChange saw id in status s (and returns that record).
+// sawStatus reports whether a RuntimeChanged showed id in status s (and returns that record).
 func (e *env) sawStatus(id string, s nudge.Status) (nudge.Runtime, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -434,7 +437,7 @@ func (e *env) assertUnchanged(t *testing.T) {
 }
 
 // TestSpawnDirEnvAndPromptFile: a spawn runs in its directory with its environment; its
-// first prompt (read from a file, never through a shell) is handed to OnFirstPrompt for
+// first prompt (read from a file, never through a shell) is published (nudge.FirstPrompt) for
 // the runtime just recorded, and never put on the agent's command line (issue 32 item
 // 10: every local uid reads argv).
 func TestSpawnDirEnvAndPromptFile(t *testing.T) {
@@ -442,11 +445,11 @@ func TestSpawnDirEnvAndPromptFile(t *testing.T) {
 	var firstRT, firstPrompt string
 	e := newEnv(t, func(c *Config) {
 		c.Env = func(rt nudge.Runtime) []string { return []string{"NUDGE_RUNTIME_ID=" + rt.RuntimeID} }
-		c.OnFirstPrompt = func(rt nudge.Runtime, prompt string) {
+		nudge.Subscribe(nudge.NewClient(c.Bus, "first", 1), func(ev nudge.FirstPrompt) {
 			firstMu.Lock()
-			firstRT, firstPrompt = rt.RuntimeID, prompt
+			firstRT, firstPrompt = ev.Runtime.RuntimeID, ev.Prompt
 			firstMu.Unlock()
-		}
+		})
 	})
 	sub := filepath.Join(e.root, "proj")
 	if err := os.Mkdir(sub, 0o700); err != nil {
@@ -476,9 +479,10 @@ func TestSpawnDirEnvAndPromptFile(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("got %q, want %q (no prompt on the command line)", b, want)
 	}
+	e.waitFor("first prompt", func() bool { firstMu.Lock(); defer firstMu.Unlock(); return firstRT != "" })
 	firstMu.Lock()
 	if firstRT != rt.RuntimeID || firstPrompt != "line one; $(touch pwned)\nline 'two'" {
-		t.Errorf("OnFirstPrompt got %q for %q", firstPrompt, firstRT)
+		t.Errorf("FirstPrompt got %q for %q", firstPrompt, firstRT)
 	}
 	firstMu.Unlock()
 	if _, err := os.Stat(filepath.Join(sub, "pwned")); err == nil {

@@ -68,14 +68,14 @@ func (l *launcher) spawn(ctx context.Context, req SpawnRequest) (nudge.Runtime, 
 	setPane(&rt, p)
 	rt, err = l.recorded(l.recs.record(rt, "runtime_spawned", map[string]any{"argv": rt.Argv, "dir": rt.Dir, "pid": rt.PID}))
 	if err == nil && prompt != "" {
-		l.cfg.OnFirstPrompt(rt, prompt)
+		nudge.Publish(l.cfg.Bus, nudge.FirstPrompt{Runtime: rt, Prompt: prompt})
 	}
 	return rt, err
 }
 
 // prepareSpawn validates a request and builds the record, the launch argv and the first
 // prompt. The prompt never goes on the argv, where every local uid reads it (ps,
-// /proc/PID/cmdline): Config.OnFirstPrompt hands it to the trigger pipeline, which types
+// /proc/PID/cmdline): it is published (nudge.FirstPrompt) to the trigger pipeline, which types
 // it into the agent once it is ready. A profile that takes no prompt at launch
 // (PromptArg "") still refuses one.
 func (l *launcher) prepareSpawn(req SpawnRequest) (rt nudge.Runtime, argv []string, prompt string, err error) {
@@ -104,7 +104,7 @@ func (l *launcher) prepareSpawn(req SpawnRequest) (rt nudge.Runtime, argv []stri
 		if _, err := prof.LaunchArgv(req.Argv, prompt); err != nil {
 			return nudge.Runtime{}, nil, "", badRequest("%v", err)
 		}
-		if l.cfg.OnFirstPrompt == nil {
+		if l.cfg.Bus == nil {
 			return nudge.Runtime{}, nil, "", badRequest("a first prompt needs the trigger pipeline (none is wired to this registry)")
 		}
 		if l.cfg.CheckPrompt != nil {

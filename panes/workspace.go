@@ -170,11 +170,11 @@ func (cs *conns) connConfig(w *workspace) controlmode.Config {
 func (cs *conns) onOutput(pane paneKey, data []byte, age time.Duration) {
 	cs.stats.LagNanos.Store(int64(age))
 	cs.recs.markers.feed(pane, data)
-	if cs.cfg.OnOutput == nil {
+	if cs.cfg.Bus == nil {
 		return
 	}
 	if id, ok := cs.recs.panes.Load(pane); ok {
-		cs.cfg.OnOutput(id.(string), data)
+		cs.cfg.Bus.Output(id.(string), data)
 	}
 }
 
@@ -188,9 +188,23 @@ func (cs *conns) onEvent(w *workspace, ev controlmode.Event) {
 		*controlmode.Exit, *controlmode.SessionsChanged:
 		poke(w.kick)
 	}
-	if cs.cfg.OnEvent != nil {
-		cs.cfg.OnEvent(w.name, ev)
+	if pe, ok := paneEvent(w.name, ev); ok {
+		nudge.Publish(cs.cfg.Bus, pe)
 	}
+}
+
+// paneEvent is what a control-mode event tells the readiness monitor, if anything.
+func paneEvent(ws string, ev controlmode.Event) (nudge.PaneEvent, bool) {
+	switch e := ev.(type) {
+	case *controlmode.PaneModeChanged:
+		return nudge.PaneEvent{Workspace: ws, Pane: e.Pane, Kind: nudge.PaneModeChanged}, true
+	case *controlmode.Pause:
+		return nudge.PaneEvent{Workspace: ws, Pane: e.Pane, Kind: nudge.PaneOutputPaused}, true
+	case *controlmode.WindowAdd, *controlmode.WindowClose, *controlmode.SessionsChanged,
+		*controlmode.LayoutChange, *controlmode.SessionChanged:
+		return nudge.PaneEvent{Workspace: ws, Pane: -1, Kind: nudge.PaneLayoutChanged}, true
+	}
+	return nudge.PaneEvent{}, false
 }
 
 // listPanes lists the workspace session's panes: one command over the control

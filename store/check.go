@@ -61,7 +61,7 @@ var recordTypes = map[string]func() any{
 // free, keys in order) and decodes every record, within timeout. A damaged store is
 // refused before anything writes to it. The pre-check has already walked the page tree
 // for cycles and wild offsets, so the check ends; a check that needs longer than timeout
-// (a very big store) goes on in the background and reports damage to OnLaterError. A
+// (a very big store) goes on in the background and reports damage (LaterFailed). A
 // negative timeout skips the check.
 func (db *DB) check(timeout time.Duration) error {
 	if timeout < 0 {

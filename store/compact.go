@@ -29,7 +29,7 @@ const DefaultCompactFree = 32 << 20
 const compactTxSize = 16 << 20
 
 // errCompactSkipped: the copy could not be made (a full disk, say); the store opens on
-// the file as it was, and Open reports it to Options.OnLaterError.
+// the file as it was, and Open reports it (LaterFailed).
 var errCompactSkipped = errors.New("compact store: skipped, the store is used as it is")
 
 // maybeCompact returns bdb, or the handle of its compacted copy now at path (bdb then

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -24,24 +25,21 @@ type Options struct {
 	NoSync bool
 	// Now is the clock used for CreatedAt, UpdatedAt and audit times. nil means time.Now.
 	Now func() time.Time
-	// OnLaterError is told about a write-behind write that failed (see PutRuntimeLater).
-	// nil means such failures are dropped silently.
-	OnLaterError func(op string, err error)
-	// OnHealth is told when write-behind commits start failing (the error) and when they
-	// succeed again (nil). See DB.Unavailable.
-	OnHealth func(err error)
+	// Bus is where the store reports what happens behind its callers' backs: a
+	// write-behind write that failed (LaterFailed; see PutRuntimeLater), write-behind
+	// commits that start failing or succeed again (HealthChanged; see DB.Unavailable),
+	// the writer gone idle (Idle) and each retention pass (RetainStats). nil means none
+	// is reported.
+	Bus *nudge.Bus
 	// CheckTimeout bounds how long Open waits for the consistency check (bbolt's page
 	// check plus a decode of every record); a check that needs longer finishes in the
-	// background and reports damage to OnLaterError. 0 means DefaultCheckTimeout; a
+	// background and reports damage (LaterFailed). 0 means DefaultCheckTimeout; a
 	// negative value skips the check.
 	CheckTimeout time.Duration
 	// IdleAfter is how long the write-behind writer must be idle before the store drops
-	// its file pages from the process's resident set (see ReleaseMapped) and calls
-	// OnIdle. 0 means DefaultIdleAfter; a negative value never does.
+	// its file pages from the process's resident set (see ReleaseMapped) and publishes
+	// Idle. 0 means DefaultIdleAfter; a negative value never does.
 	IdleAfter time.Duration
-	// OnIdle, if set, is called (on a goroutine of the store's, never after Close
-	// returns) each time the writer has been idle for IdleAfter after writing.
-	OnIdle func()
 	// Retain is what the store keeps of finished triggers, their tombstones and the
 	// audit log (retain.go). The zero value keeps everything and runs no pass.
 	Retain Retention
@@ -85,8 +83,8 @@ type DB struct {
 
 	idleAfter time.Duration
 	releaser  pageReleaser // the OS's (idle_*.go); a test may set another
-	onIdle    func()
-	idleTimer *time.Timer // under later.mu
+	bus       *nudge.Bus   // Options.Bus
+	idleTimer *time.Timer  // under later.mu
 
 	failCommit func() error // tests only: fail write-behind commits with this error
 
@@ -135,9 +133,7 @@ func Open(path string, opts Options) (*DB, error) {
 		bdb, err = maybeCompact(bdb, path, bo, opts.CompactFree)
 		switch {
 		case errors.Is(err, errCompactSkipped):
-			if opts.OnLaterError != nil {
-				opts.OnLaterError("compact store", err)
-			}
+			nudge.Publish(opts.Bus, LaterFailed{Op: "compact store", Err: err})
 			err = nil
 		case err != nil:
 			bdb.Close()
@@ -153,13 +149,13 @@ func Open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db := &DB{bolt: bdb, path: path, now: opts.Now, idleAfter: opts.IdleAfter, onIdle: opts.OnIdle, releaser: releaser}
+	db := &DB{bolt: bdb, path: path, now: opts.Now, idleAfter: opts.IdleAfter, bus: opts.Bus, releaser: releaser}
 	db.triggers.db, db.runtimes.db, db.events.db, db.audit.db = db, db, db, db
 	db.gates.db, db.schedules.db, db.meta.db = db, db, db
 	if db.idleAfter == 0 {
 		db.idleAfter = DefaultIdleAfter
 	}
-	db.later.onErr, db.later.onHealth = opts.OnLaterError, opts.OnHealth
+	db.later.bus = opts.Bus
 	if db.now == nil {
 		db.now = time.Now
 	}
@@ -176,7 +172,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db.retain = opts.Retain
-	if opts.Retain.active() || opts.Retain.OnPass != nil {
+	if opts.Retain.active() || opts.Retain.Watched {
 		ctx, cancel := context.WithCancel(context.Background())
 		db.retainStop = cancel
 		db.retainWG.Add(1)

@@ -21,8 +21,8 @@
 //	             sets them up and they have no lifecycle of their own. A consumer
 //	             takes the one it uses, through a small interface of its own, rather
 //	             than the whole DB.
-//	Options      lock timeout, NoSync, clock, consistency-check budget, and the
-//	             write-behind callbacks (OnLaterError, OnHealth, OnIdle)
+//	Options      lock timeout, NoSync, clock, consistency-check budget, and the bus
+//	             it reports on (LaterFailed, HealthChanged, Idle, RetainStats: news.go)
 //	Gate         the durable state of one per-thread trigger gate
 //	Event        one entry of the event log; EventLog its state
 //	TriggerFilter, AuditFilter  what ListTriggers and Audit select
@@ -70,8 +70,8 @@
 // consistency check outlives Options.CheckTimeout, the check that goes on in the
 // background. A retention pass arms the idle release too. Once the writer has
 // been idle for Options.IdleAfter, a timer's goroutine drops the file's pages from the
-// process's resident set (ReleaseMapped) and calls Options.OnIdle; Close stops the timer
-// and waits for a release under way. No callback runs after Close returns. The caller
+// process's resident set (ReleaseMapped) and publishes Idle; Close stops the timer
+// and waits for a release under way. Nothing is published after Close returns. The caller
 // that opened the DB closes it. The entity types (Triggers, Runtimes, ...) start none.
 //
 // # Durability

@@ -128,7 +128,7 @@ func (el *Events) ReserveEvents(through uint64) error {
 // lazy write (PutRuntimeLazy): it returns at once, and the events commit in the order
 // they were queued, together with the other writes queued around them, at the latest
 // about a second later. Seq must increase across calls; an event whose Seq
-// is not above the newest stored one is dropped (reported to Options.OnLaterError).
+// is not above the newest stored one is dropped (reported as LaterFailed).
 // after, if not nil, is told once what became of evs: nil once they are committed, the
 // error if they were dropped; never if a Close dropped them while commits failed (the
 // log is then Unclean at the next Open) or they came after Close. It runs on the

@@ -23,13 +23,15 @@ func TestCommitFailureKeepsCreates(t *testing.T) {
 		t.Run(fmt.Sprintf("reopen=%v", reopen), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "nudge.db")
 			var health atomic.Int32
-			db, err := Open(path, Options{NoSync: true, OnHealth: func(err error) {
-				if err != nil {
+			news := newTestNews(t)
+			on(news, func(h HealthChanged) {
+				if h.Err != nil {
 					health.Add(1)
 				} else {
 					health.Add(100)
 				}
-			}})
+			})
+			db, err := Open(path, Options{NoSync: true, Bus: news.b})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,6 +65,7 @@ func TestCommitFailureKeepsCreates(t *testing.T) {
 					t.Fatalf("create log lost %s: %q", id, log)
 				}
 			}
+			news.drain()
 			if db.CommitErrors() == 0 || health.Load() != 1 {
 				t.Fatalf("commit errors %d, health reports %d", db.CommitErrors(), health.Load())
 			}
@@ -76,6 +79,7 @@ func TestCommitFailureKeepsCreates(t *testing.T) {
 				full.Store(false)
 				waitUntil(t, "recovered", func() bool { return db.Unavailable() == nil })
 				db.Flush()
+				news.drain()
 				if health.Load() != 101 {
 					t.Fatalf("health reports %d, want a failure then a recovery", health.Load())
 				}

@@ -3,6 +3,7 @@ package store
 import (
 	"time"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -13,7 +14,7 @@ import (
 // 28 MB of the daemon's RSS at idle, more than its heap and its binary together. The
 // pages are the kernel's page cache, clean and reclaimable, but they count against the
 // daemon. Once the write-behind writer has been idle for IdleAfter, the store drops the
-// mapping's page-table entries and then calls Options.OnIdle, where the daemon can return
+// mapping's page-table entries and then publishes Idle, where the daemon can return
 // its own idle heap. How the entries are dropped is the OS's (pageReleaser): on Linux
 // madvise MADV_DONTNEED on the shared file mapping; on macOS and the BSDs, where that
 // advice only ages the pages, the same range is mapped again from the file in place
@@ -50,9 +51,7 @@ func (db *DB) idle() {
 	l.mu.Unlock()
 	defer db.bg.Done()
 	db.ReleaseMapped()
-	if db.onIdle != nil {
-		db.onIdle()
-	}
+	nudge.Publish(db.bus, Idle{})
 }
 
 // ReleaseMapped drops the store's file pages from the process's resident set (see

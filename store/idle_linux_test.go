@@ -40,7 +40,7 @@ func mappedKB(t *testing.T, path string) int {
 
 // After a burst the store's whole file was left resident in the daemon (every page a
 // read touches stays mapped): 28 MB of a 33 MB store at idle. ReleaseMapped drops the
-// pages, and the store does it by itself (then calls OnIdle) once its writer has been
+// pages, and the store does it by itself (then publishes Idle) once its writer has been
 // idle; reads still see everything.
 func TestIdleReleasesMappedPages(t *testing.T) {
 	testReleasesMappedPages(t, nil)
@@ -93,8 +93,14 @@ func testReleasesMappedPages(t *testing.T, r pageReleaser) {
 
 	// The writer has not run since Open: nothing is counting down until it does.
 	idled := make(chan struct{}, 1)
-	db = openAt(t, path, Options{NoSync: true, Now: newClock().Now, IdleAfter: 50 * time.Millisecond,
-		OnIdle: func() { idled <- struct{}{} }})
+	news := newTestNews(t)
+	on(news, func(Idle) {
+		select {
+		case idled <- struct{}{}:
+		default:
+		}
+	})
+	db = openAt(t, path, Options{NoSync: true, Now: newClock().Now, IdleAfter: 50 * time.Millisecond, Bus: news.b})
 	if r != nil {
 		db.releaser = r
 	}
@@ -103,7 +109,7 @@ func testReleasesMappedPages(t *testing.T, r pageReleaser) {
 	select {
 	case <-idled:
 	case <-time.After(30 * time.Second):
-		t.Fatal("OnIdle was not called after the writer went idle")
+		t.Fatal("Idle was not published after the writer went idle")
 	}
 	after := mappedKB(t, path)
 	t.Logf("resident mapping of the store: %d KB before, %d KB after the idle release", before, after)

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -15,11 +16,11 @@ import (
 // for everything queued before it; Close flushes. Lazy writes (PutRuntimeLazy,
 // AppendEventsLater) may wait up to a second for a commit; any other write or a Flush
 // takes them along at once. A write that fails (its trigger is
-// gone, say) is reported to Options.OnLaterError and skipped; the others still commit.
+// gone, say) is reported (LaterFailed) and skipped; the others still commit.
 //
 // A commit that fails (a full disk, an I/O error) loses nothing: its writes stay first
 // in the queue and are retried with backoff, the creates among them stay in the create
-// log, and the store reports itself unavailable (Unavailable, Options.OnHealth) so that
+// log, and the store reports itself unavailable (Unavailable, HealthChanged) so that
 // no new trigger is accepted until a commit succeeds again.
 
 type laterOp struct {
@@ -63,8 +64,7 @@ type later struct {
 	flushers int           // Flushes waiting: commit without gathering
 	eager    bool          // an op that is not lazy is queued
 	wake     chan struct{} // cap 1: an eager op or a Flush ends a lazy gather
-	onErr    func(op string, err error)
-	onHealth func(err error)
+	bus      *nudge.Bus    // LaterFailed, HealthChanged
 
 	failing    error  // the last commit's error while commits fail; nil when healthy
 	commitErrs uint64 // failed commits, ever
@@ -204,7 +204,7 @@ func (db *DB) commitBatch(ops []laterOp) (retry []laterOp, err error) {
 
 // account records what became of a batch of n ops. With ops to retry it puts them back
 // at the head of the queue, marks commits failing (reporting the first failure of a run
-// to OnLaterError and OnHealth) and returns true; otherwise it marks commits healthy
+// as LaterFailed and HealthChanged) and returns true; otherwise it marks commits healthy
 // again. It takes l.mu and wakes the waiters (Flush, Settle).
 func (l *later) account(n int, retry []laterOp, err error) (failed bool) {
 	l.mu.Lock()
@@ -315,11 +315,7 @@ func (l *later) sleep(d time.Duration) {
 	}
 }
 
-func (l *later) health(err error) {
-	if l.onHealth != nil {
-		l.onHealth(err)
-	}
-}
+func (l *later) health(err error) { nudge.Publish(l.bus, HealthChanged{Err: err}) }
 
 // Unavailable returns why the store cannot write (a commit failed and has not succeeded
 // since), or nil. New triggers are refused meanwhile (ErrUnavailable).
@@ -336,11 +332,7 @@ func (db *DB) CommitErrors() uint64 {
 	return db.later.commitErrs
 }
 
-func (l *later) report(op string, err error) {
-	if l.onErr != nil {
-		l.onErr(op, err)
-	}
-}
+func (l *later) report(op string, err error) { nudge.Publish(l.bus, LaterFailed{Op: op, Err: err}) }
 
 // Flush waits until every write queued before it has been applied, or until commits
 // fail (it does not wait for a full disk to drain: see Unavailable).

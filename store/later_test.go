@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/nudgehq/nudge"
@@ -15,11 +14,13 @@ import (
 func TestLaterWritesApplyInOrderAndFlush(t *testing.T) {
 	var mu sync.Mutex
 	var failed []string
-	db := openAt(t, filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true, OnLaterError: func(op string, err error) {
+	news := newTestNews(t)
+	on(news, func(f LaterFailed) {
 		mu.Lock()
-		failed = append(failed, op)
+		failed = append(failed, f.Op)
 		mu.Unlock()
-	}})
+	})
+	db := openAt(t, filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true, Bus: news.b})
 	tr, _, err := db.Triggers().CreateTrigger(nudge.Trigger{TriggerID: "t1", State: "queued"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +58,7 @@ func TestLaterWritesApplyInOrderAndFlush(t *testing.T) {
 	if n, err := db.AuditLog().VerifyAudit(); err != nil || n != 4 {
 		t.Fatalf("verify: %d %v", n, err)
 	}
+	news.drain()
 	mu.Lock()
 	if len(failed) != 1 || failed[0] != "update trigger missing" {
 		t.Fatalf("failed ops: %v", failed)
@@ -66,6 +68,7 @@ func TestLaterWritesApplyInOrderAndFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Runtimes().PutRuntimeLater(nudge.Runtime{RuntimeID: "rt2"})
+	news.drain()
 	mu.Lock()
 	if len(failed) != 2 {
 		t.Fatalf("a write after Close was not refused: %v", failed)
@@ -96,12 +99,9 @@ func TestSettleWaitsForQueuedWrites(t *testing.T) {
 // TestCloseJoinsDrain: Close waits for the write-behind goroutine, even while it backs
 // off from failing commits; nothing of it runs after Close returns.
 func TestCloseJoinsDrain(t *testing.T) {
-	var closed atomic.Bool
-	db, err := Open(filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true, OnLaterError: func(op string, err error) {
-		if closed.Load() {
-			t.Errorf("write-behind report after Close: %s: %v", op, err)
-		}
-	}})
+	news := newTestNews(t)
+	on(news, func(LaterFailed) {})
+	db, err := Open(filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true, Bus: news.b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +109,16 @@ func TestCloseJoinsDrain(t *testing.T) {
 	db.Runtimes().PutRuntimeLater(nudge.Runtime{RuntimeID: "rt1"})
 	waitUntil(t, "failing commits", func() bool { return db.Unavailable() != nil })
 	db.Close()
-	closed.Store(true)
+	news.drain()
+	reported := news.c.Stats().Delivered
 	db.later.mu.Lock()
 	running := db.later.running
 	db.later.mu.Unlock()
 	if running {
 		t.Fatal("the write-behind goroutine is still running after Close")
+	}
+	if news.drain(); news.c.Stats().Delivered != reported+1 { // the drain's own event only
+		t.Errorf("write-behind reports after Close: %d", news.c.Stats().Delivered-reported-1)
 	}
 }
 
@@ -126,11 +130,13 @@ func TestCloseJoinsDrain(t *testing.T) {
 func TestPutTriggerLaterWritesTheLastRecordOfABatch(t *testing.T) {
 	var mu sync.Mutex
 	var failed []string
-	db := openAt(t, filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true, OnLaterError: func(op string, err error) {
+	news := newTestNews(t)
+	on(news, func(f LaterFailed) {
 		mu.Lock()
-		failed = append(failed, op)
+		failed = append(failed, f.Op)
 		mu.Unlock()
-	}})
+	})
+	db := openAt(t, filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true, Bus: news.b})
 	// Hold the writer so that everything below is queued before its next batch.
 	hold, held := make(chan struct{}), make(chan struct{})
 	go db.bolt.Update(func(*bolt.Tx) error { close(held); <-hold; return nil }) //nolint:errcheck // nothing written

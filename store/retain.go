@@ -47,11 +47,11 @@ type Retention struct {
 	Batch int
 	// Pause is the rest between two transactions of a pass. 0 means DefaultRetainPause.
 	Pause time.Duration
-	// OnPass, if set, is told what each pass did (on the store's goroutine, never after
-	// Close returns). A pass that failed has Err set. With OnPass set the passes run
-	// also when nothing is to be removed (they then write nothing), so a caller that
-	// watches the file's size is called every Every.
-	OnPass func(RetainStats)
+	// Watched makes the passes run also when nothing is to be removed (they then write
+	// nothing), so a subscriber of RetainStats that watches the file's size hears every
+	// Every (what each pass did is published on Options.Bus; a pass that failed has Err
+	// set).
+	Watched bool
 }
 
 // Retention defaults.
@@ -394,9 +394,7 @@ func (db *DB) retainLoop(ctx context.Context, r Retention) {
 		if st.Transactions > 0 {
 			db.afterWrites() // the pages a pass wrote go back at the next idle release
 		}
-		if r.OnPass != nil {
-			r.OnPass(st)
-		}
+		nudge.Publish(db.bus, st) // what the pass did; a pass that failed has Err set
 	}
 }
 

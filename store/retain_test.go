@@ -242,20 +242,22 @@ func TestRetainLoop(t *testing.T) {
 	passes := make(chan RetainStats, 16)
 	r := retention(dir)
 	r.Every = 10 * time.Millisecond
-	r.OnPass = func(st RetainStats) {
+	news := newTestNews(t)
+	on(news, func(st RetainStats) {
 		select {
 		case passes <- st:
 		default:
 		}
-	}
+	})
 	idle := make(chan struct{}, 1)
+	on(news, func(Idle) {
+		select {
+		case idle <- struct{}{}:
+		default:
+		}
+	})
 	db := openAt(t, filepath.Join(dir, "nudge.db"), Options{NoSync: true, Now: c.Now, Retain: r,
-		IdleAfter: 5 * time.Millisecond, OnIdle: func() {
-			select {
-			case idle <- struct{}{}:
-			default:
-			}
-		}})
+		IdleAfter: 5 * time.Millisecond, Bus: news.b})
 	tr := trig("old")
 	tr.Closed = true
 	if _, _, err := db.Triggers().CreateTrigger(tr, nil); err != nil {
@@ -278,25 +280,28 @@ func TestRetainLoop(t *testing.T) {
 	}
 }
 
-// With OnPass set and nothing to remove (no window, no sealing: --retain 0), the loop
-// still runs its passes, so a caller watching the file's size is called; they write
+// With Watched set and nothing to remove (no window, no sealing: --retain 0), the loop
+// still runs its passes, so a subscriber watching the file's size hears them; they write
 // nothing and never arm the idle release.
 func TestRetainLoopKeepAllStillCalls(t *testing.T) {
 	passes := make(chan RetainStats, 16)
-	r := Retention{Every: 5 * time.Millisecond, OnPass: func(st RetainStats) {
+	news := newTestNews(t)
+	on(news, func(st RetainStats) {
 		select {
 		case passes <- st:
 		default:
 		}
-	}}
+	})
+	r := Retention{Every: 5 * time.Millisecond, Watched: true}
 	idle := make(chan struct{}, 1)
+	on(news, func(Idle) {
+		select {
+		case idle <- struct{}{}:
+		default:
+		}
+	})
 	db := openAt(t, filepath.Join(t.TempDir(), "nudge.db"), Options{NoSync: true, Retain: r,
-		IdleAfter: time.Millisecond, OnIdle: func() {
-			select {
-			case idle <- struct{}{}:
-			default:
-			}
-		}})
+		IdleAfter: time.Millisecond, Bus: news.b})
 	for range 3 {
 		select {
 		case st := <-passes:
@@ -304,7 +309,7 @@ func TestRetainLoopKeepAllStillCalls(t *testing.T) {
 				t.Fatalf("a pass with nothing to keep did %+v", st)
 			}
 		case <-time.After(time.Minute):
-			t.Fatal("no pass runs when nothing is kept but OnPass is set")
+			t.Fatal("no pass runs when nothing is kept but Watched is set")
 		}
 	}
 	select {

@@ -274,13 +274,14 @@ func TestCompactFailsOpenAnyway(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reported []string
-	db, err = Open(path, Options{NoSync: true, CompactFree: 1, OnLaterError: func(op string, err error) {
-		reported = append(reported, op+": "+err.Error())
-	}})
+	news := newTestNews(t)
+	on(news, func(f LaterFailed) { reported = append(reported, f.Op+": "+f.Err.Error()) })
+	db, err = Open(path, Options{NoSync: true, CompactFree: 1, Bus: news.b})
 	if err != nil {
 		t.Fatalf("Open with a compaction that cannot write: %v", err)
 	}
 	db.Close()
+	news.drain()
 	if len(reported) != 1 || !strings.Contains(reported[0], "skipped") {
 		t.Fatalf("reported %q", reported)
 	}

@@ -301,7 +301,7 @@ func (tg *Triggers) UpdateTriggerLater(id string, fn func(*nudge.Trigger) error,
 // receipt kept in memory. When a later PutTriggerLater of the same trigger goes in the
 // same batch, only the last record is written; every one's audit records are appended,
 // in order, filled from its own record. A trigger that does not exist fails the write
-// (ErrNotFound, reported to Options.OnLaterError), as UpdateTriggerLater does.
+// (ErrNotFound, reported as LaterFailed), as UpdateTriggerLater does.
 func (tg *Triggers) PutTriggerLater(t nudge.Trigger, audit ...nudge.AuditRecord) {
 	id := t.TriggerID
 	if id == "" {

@@ -33,7 +33,7 @@ func serveCmd(env *cliEnv) *cobra.Command {
 			return err
 		}
 		if cfg.CPUProfile != "" {
-			stop, err := startCPUProfile(cfg.CPUProfile)
+			stop, err := profiling.CPU(cfg.CPUProfile)
 			if err != nil {
 				return err
 			}
@@ -47,7 +47,7 @@ func serveCmd(env *cliEnv) *cobra.Command {
 			defer stop()
 		}
 		if cfg.Trace != "" {
-			stop, err := startTrace(cfg.Trace)
+			stop, err := profiling.Trace(cfg.Trace)
 			if err != nil {
 				return err
 			}

@@ -14,13 +14,13 @@ import (
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/cmd/nudge/agentchannel"
-	"github.com/nudgehq/nudge/cmd/nudge/agentrecord"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/demoagent"
 	"github.com/nudgehq/nudge/cmd/nudge/dialogs"
 	"github.com/nudgehq/nudge/cmd/nudge/doctor"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
+	"github.com/nudgehq/nudge/cmd/nudge/hub"
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/cmd/nudge/profiling"
@@ -37,22 +37,24 @@ import (
 
 // daemon is a running `nudge serve`: each room of the root package's map, opened in
 // dependency order by openDaemon and closed in reverse by Close. Between them, Run
-// waits. The daemon holds the rooms; hooks (hooks.go) carries what one room reports to
-// the rooms that react to it.
+// waits. The daemon holds the rooms and the bus they tell each other's news on: each
+// room publishes what it owns and subscribes in its own Open (the event stream's feed,
+// feed.go, is the daemon's own subscriber).
 type daemon struct {
 	cfg     serveConfig
 	log     hclog.Logger
 	started time.Time
 	tmux    *api.Tmux // the tmux version and what is degraded on it (doctor.CheckTmux)
 
+	bus      *nudge.Bus    // the rooms' news (nudge.Publish, nudge.Subscribe) and pane output
+	feed     *nudge.Client // the event stream's subscription (feed.go)
 	db       *store.DB
 	hub      *eventstream.Hub
 	auth     *auth.Authority
 	profiles map[string]panes.Profile
-	chanDir  string // the agents' channel sockets (agentchannel.Dir; "" = off)
-	acks     *ack.Tracker
-	dlg      *dialogs.Answerer    // answers agents' dialogs (API, CLI, MCP, workspace policy)
-	rec      *agentrecord.Watcher // the agents' own records, where their profiles name one
+	chanDir  string            // the agents' channel sockets (agentchannel.Dir; "" = off)
+	acks     *ack.Tracker      // ack signals, and the agents' own records where their profiles name one
+	dlg      *dialogs.Answerer // answers agents' dialogs (API, CLI, MCP, workspace policy)
 	reg      *panes.Registry
 	chain    *ack.Chain
 	mon      *detector.Monitor
@@ -64,23 +66,21 @@ type daemon struct {
 	status   *statusfiles.Writer // the status files other tools read (seed 002); nil with --status-files=false
 	api      *server.Server
 	web      *web.Server // nil unless serve --web
-	hooks    *hooks
+	fleet    *hub.Fleet  // nil unless serve --hub or --hub-listen
 
 	closeOnce sync.Once
 }
 
 // openDaemon opens everything in dependency order; on error it closes what it opened.
 func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, err error) {
-	d := &daemon{cfg: cfg, log: newLogger(cfg, env), started: time.Now()}
-	h := &hooks{d: d, orchestrator: cfg.Orchestrator, socket: cfg.Socket, log: d.log}
-	d.hooks = h
+	d := &daemon{cfg: cfg, log: newLogger(cfg, env), started: time.Now(), bus: nudge.NewBus()}
 	defer func() {
 		// d, not the result: an early `return nil, err` must still close what was opened.
 		if err != nil {
 			d.Close()
 		}
 	}()
-	if d.db, err = openStore(cfg, d.log); err != nil {
+	if d.db, err = openStore(cfg, d.bus, d.log); err != nil {
 		return nil, err
 	}
 	ec := cfg.Events
@@ -88,6 +88,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	if d.hub, err = eventstream.Open(ec, d.db.Events()); err != nil {
 		return nil, err
 	}
+	d.feed = openFeed(d) // before the registry: the stream has every change from the start
 	if d.auth, err = openAuthority(cfg, d.db); err != nil {
 		return nil, err
 	}
@@ -99,25 +100,24 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 		d.log.Warn("agents' channel sockets are off: prompts to Claude Code are typed", "error", err)
 		err = nil
 	}
-	d.acks = ack.NewTracker(ack.TrackerConfig{Signals: h.ackSignals, Working: h.recordWorking, RecordLive: h.recordLive,
-		SyncRecord: h.recordSync})
 	if d.tmux, err = doctor.CheckTmux(ctx, cfg.Panes, d.log); err != nil {
 		return nil, err
 	}
-	if d.reg, err = panes.Open(ctx, registryConfig(cfg, d, h), d.db); err != nil {
+	if d.reg, err = panes.Open(ctx, registryConfig(cfg, d), d.db); err != nil {
 		return nil, fmt.Errorf("open registry: %w", err)
 	}
+	d.acks = ack.NewTracker(ack.TrackerConfig{Bus: d.bus, Runtimes: d.reg, Profiles: d.profiles, Logger: d.log.Named("record")})
+	d.acks.Open() // the records of the agents running already, and those that start
 	chain := cfg.Chain
 	chain.CrashLoopFailures, chain.CrashLoopWindow = cfg.Panes.CrashLoopFailures, cfg.Panes.CrashLoopWindow
-	chain.Logger, chain.OnStep = d.log, h.onFallbackStep
+	chain.Logger, chain.Bus = d.log, d.bus
 	d.chain = ack.NewChain(chain, d.reg, d.db.AuditLog())
-	if d.mon, err = openMonitor(cfg, d, h); err != nil {
+	if d.mon, err = openMonitor(cfg, d); err != nil {
 		return nil, err
 	}
-	if d.pipe, err = openPipeline(cfg, d, h); err != nil {
+	if d.pipe, err = openPipeline(cfg, d); err != nil {
 		return nil, err
 	}
-	d.rec = agentrecord.New(agentrecord.Config{Profiles: d.profiles, Acks: d.acks, Runtimes: d.reg, Logger: d.log.Named("record"), Reply: h.onReply})
 	d.dlg = openDialogs(d)
 	d.sched = inject.NewScheduler(d.pipe, cfg.Schedule)
 	d.wake = openWake(cfg, d)
@@ -134,16 +134,14 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 	}
 	d.notify = notify.New(nc, d.hub, d.reg) // fed by the hub, shown through the registry's connections
 	d.status = openStatusFiles(cfg, d)
-
-	h.ready.Store(true) // after every room above: a hook that sees ready sees them all
-	for _, rt := range d.reg.List() {
-		d.rec.Runtime(rt) // the records of the agents running already
-	}
 	d.auth.Start(tokenRuntimes{d.reg})
 	if d.web, err = openWeb(cfg, d); err != nil {
 		return nil, err
 	}
 	pushTo.Store(d.web)
+	if d.fleet, err = hub.Open(ctx, cfg.Hub, hub.Deps{Local: d.pipe, Runtimes: d.reg, Events: d.hub, Dialogs: d.dlg, StateDir: cfg.StateDir, Logger: d.log.Named("hub")}); err != nil {
+		return nil, err
+	}
 	if d.api, err = openServer(cfg, d); err != nil {
 		return nil, err
 	}
@@ -152,13 +150,13 @@ func openDaemon(ctx context.Context, cfg serveConfig, env *cliEnv) (_ *daemon, e
 }
 
 // openStatusFiles is the status files room (seed 002's status store): fed by the hub's
-// runtime, readiness and trigger events and by the monitor's captures (hooks.onSnapshot).
+// runtime, readiness and trigger events and by the monitor's captures (on the bus).
 func openStatusFiles(cfg serveConfig, d *daemon) *statusfiles.Writer {
 	if !cfg.StatusFiles.On {
 		return nil
 	}
 	sc := cfg.StatusFiles.Config
-	sc.StateDir, sc.Runtimes, sc.Logger = cfg.StateDir, d.reg.List, d.log.Named("statusfiles")
+	sc.StateDir, sc.Runtimes, sc.Logger, sc.Bus = cfg.StateDir, d.reg.List, d.log.Named("statusfiles"), d.bus
 	w, err := statusfiles.Open(sc, d.hub)
 	if err != nil {
 		// A status directory that is not ours (a symlink, another owner) is never written
@@ -187,7 +185,7 @@ func openWake(cfg serveConfig, d *daemon) *wake.Waker {
 func openDialogs(d *daemon) *dialogs.Answerer {
 	return dialogs.New(dialogs.Config{Screen: d.mon.DialogNow, Busy: d.mon.Collision,
 		Conn: func(ws string) (dialogs.Doer, error) { return d.reg.Conn(ws) }, Runtimes: d.reg, Rule: d.auth.Policy().AutoAnswer,
-		Publish: func(typ, ws string, v any) { d.hub.Publish(Event{Type: typ, Workspace: ws, Detail: mustJSON(v)}) },
+		Publish: func(typ, ws string, v any) { d.hub.Publish(Event{Type: typ, Workspace: ws, Detail: mustJSON(v)}) }, Bus: d.bus,
 		Audit: func(r nudge.AuditRecord) {
 			if _, err := d.db.AuditLog().AppendAudit(r); err != nil {
 				d.log.Error("audit", "event", r.Event, "err", err)
@@ -239,20 +237,27 @@ func (d *daemon) Close() error {
 		}
 		closeIf(d.web != nil, func() error { return d.web.Close() }) // its streams end first
 		closeIf(d.api != nil, func() error { return d.api.Close() })
+		closeIf(d.fleet != nil, d.fleet.Close)                           // no more triggers from the hub
 		closeIf(d.sched != nil, func() error { return d.sched.Close() }) // it submits into the pipeline: first
 		if d.wake != nil {
 			d.wake.Close() // so does it
 		}
-		// The record watcher and the dialogs answer into the pipeline and tmux: they stop first.
-		d.rec.Close()
+		// The dialogs answer into tmux: they stop first.
 		d.dlg.Close()
 		closeIf(d.pipe != nil, func() error { return d.pipe.Close() })
 		closeIf(d.chain != nil, func() error { return d.chain.Close() })
 		closeIf(d.mon != nil, func() error { return d.mon.Close() })
+		if d.acks != nil {
+			d.acks.Close() // its record readers publish replies into the pipeline's queue: closed
+		}
 		closeIf(d.reg != nil, func() error { return d.reg.Close() })
 		if d.status != nil {
 			d.status.Close() // after the registry: its last changes are written
 		}
+		if d.feed != nil {
+			d.feed.Close() // the registry's last changes go on the stream before the hub stops
+		}
+		d.bus.Close() // every subscriber left has drained; nothing publishes any more
 		if d.db != nil {
 			// Every open trigger is in the store, and no write-behind write was left
 			// behind by a failing disk (its creates are replayed from the create log, but a
@@ -272,23 +277,27 @@ func storePath(cfg serveConfig) string { return storeFile(cfg.StateDir) }
 // storeFile is the store in state dir dir.
 func storeFile(dir string) string { return filepath.Join(dir, "nudge.db") }
 
-// openStore opens the bbolt store in the state dir.
-func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
+// openStore opens the bbolt store in the state dir. What it reports on the bus is logged
+// (its retention passes too), and its writer gone idle returns the idle heap to the OS.
+func openStore(cfg serveConfig, bus *nudge.Bus, log hclog.Logger) (*store.DB, error) {
 	path := storePath(cfg)
-	o := store.Options{Timeout: time.Second, CheckTimeout: cfg.StoreCheckTimeout, OnIdle: profiling.ReleaseIdleHeap,
-		OnLaterError: func(op string, err error) { log.Error("store write failed", "op", op, "err", err) },
-		OnHealth: func(err error) {
-			if err != nil {
-				log.Error("store cannot write: new triggers are refused (UNAVAILABLE) until it can; accepted ones are kept in the create log",
-					"path", path, "err", err)
-			} else {
-				log.Info("store writes again: accepting triggers")
-			}
-		}}
+	c := nudge.NewClient(bus, "store", 64) // closed with the bus, after the store's Close
+	nudge.Subscribe(c, func(f store.LaterFailed) { log.Error("store write failed", "op", f.Op, "err", f.Err) })
+	nudge.Subscribe(c, func(h store.HealthChanged) {
+		if h.Err != nil {
+			log.Error("store cannot write: new triggers are refused (UNAVAILABLE) until it can; accepted ones are kept in the create log",
+				"path", path, "err", h.Err)
+		} else {
+			log.Info("store writes again: accepting triggers")
+		}
+	})
+	nudge.Subscribe(c, func(store.Idle) { profiling.ReleaseIdleHeap() })
+	o := store.Options{Timeout: time.Second, CheckTimeout: cfg.StoreCheckTimeout, Bus: bus}
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = -1 // --store-check-timeout 0: skip the check
 	}
 	keep := cfg.Keep.Options(&o, path, log)
+	nudge.Subscribe(c, keep.Pass)
 	before := retention.FileSize(path)
 	db, err := store.Open(path, o)
 	if err == nil {
@@ -300,11 +309,10 @@ func openStore(cfg serveConfig, log hclog.Logger) (*store.DB, error) {
 	return db, err
 }
 
-func registryConfig(cfg serveConfig, d *daemon, h *hooks) panes.Config {
+func registryConfig(cfg serveConfig, d *daemon) panes.Config {
 	c := cfg.Panes
-	c.Profiles, c.Env, c.Logger, c.LaunchPolicy = d.profiles, h.runtimeEnv, d.log, d.auth.Policy().LaunchPolicy
-	c.ChannelDir = d.chanDir
-	c.OnOutput, c.OnEvent, c.OnChange, c.OnFirstPrompt = h.onOutput, h.onEvent, h.onRuntimeChange, h.onFirstPrompt
+	c.Profiles, c.Env, c.Logger, c.LaunchPolicy = d.profiles, d.runtimeEnv, d.log, d.auth.Policy().LaunchPolicy
+	c.ChannelDir, c.Bus = d.chanDir, d.bus
 	if c.Self == "" {
 		c.Self = demoagent.Self()
 	}
@@ -315,7 +323,19 @@ func registryConfig(cfg serveConfig, d *daemon, h *hooks) panes.Config {
 	return c
 }
 
-func openMonitor(cfg serveConfig, d *daemon, h *hooks) (*detector.Monitor, error) {
+// runtimeEnv is the environment a spawned runtime gets: where the daemon is, and a token
+// for itself only.
+func (d *daemon) runtimeEnv(rt nudge.Runtime) []string {
+	env := []string{"NUDGE_SOCKET=" + d.cfg.Socket, "NUDGE_RUNTIME_ID=" + rt.RuntimeID}
+	tok, err := d.auth.MintRuntime(rt.RuntimeID, rt.WorkspaceID)
+	if err != nil {
+		d.log.Error("mint runtime token", "runtime_id", rt.RuntimeID, "err", err)
+		return env
+	}
+	return append(env, "NUDGE_RUNTIME_TOKEN="+tok)
+}
+
+func openMonitor(cfg serveConfig, d *daemon) (*detector.Monitor, error) {
 	packs, err := detector.LoadPacks(cfg.PackDir)
 	if err != nil {
 		return nil, err
@@ -328,16 +348,7 @@ func openMonitor(cfg serveConfig, d *daemon, h *hooks) (*detector.Monitor, error
 	mc.Packs, mc.Registry, mc.Logger = packs, d.reg, d.log
 	p := cfg.Panes
 	mc.Tmux, mc.SocketName, mc.SocketPath, mc.SSH, mc.SSHConfig = p.Tmux, p.SocketName, p.SocketPath, p.SSH, p.SSHConfig
-	mc.OnChange, mc.OnHumanDone = h.onReadiness, h.onHumanDone
-	mc.OnQuiet = func(id string) { // the operator is done: deferred triggers are checked at once
-		if h.ready.Load() {
-			d.pipe.Kick(id)
-		}
-	}
-	// A prompt queued in the agent is acked by heartbeats only after the agent took it up.
-	mc.OnDequeue = func(id string) { d.acks.Dequeued(id, time.Now()) }
-	mc.OnLLM = h.onLLM
-	mc.OnSnapshot = h.onSnapshot
+	mc.Bus = d.bus
 	if mc.LLM, err = cfg.LLM.New(); err != nil {
 		return nil, err
 	}
@@ -347,7 +358,7 @@ func openMonitor(cfg serveConfig, d *daemon, h *hooks) (*detector.Monitor, error
 	return detector.NewMonitor(mc)
 }
 
-func openPipeline(cfg serveConfig, d *daemon, h *hooks) (*inject.Pipeline, error) {
+func openPipeline(cfg serveConfig, d *daemon) (*inject.Pipeline, error) {
 	ic := cfg.Inject
 	if ic.BreakerFailures == 0 {
 		ic.BreakerFailures = -1 // --breaker-failures 0: no breaker
@@ -357,12 +368,7 @@ func openPipeline(cfg serveConfig, d *daemon, h *hooks) (*inject.Pipeline, error
 		// new triggers skip looking for their envelope in the pane first.
 		ic.RedeliveryCheck = -1
 	}
-	ic.Logger = d.log
-	ic.OnTyped = func(took time.Duration) {
-		if h.ready.Load() {
-			d.obs.ObserveTyped(took)
-		}
-	}
+	ic.Logger, ic.Orchestrator = d.log, cfg.Orchestrator
 	conn := func(workspace string) (inject.Sender, error) { // the workspace's control connection
 		c, err := d.reg.Conn(workspace)
 		if err != nil {
@@ -372,7 +378,7 @@ func openPipeline(cfg serveConfig, d *daemon, h *hooks) (*inject.Pipeline, error
 	}
 	p, err := inject.New(ic, inject.Deps{
 		Store: d.db, Runtimes: d.reg, Conn: conn, Gates: d.mon,
-		Acks: d.acks, Fallback: d.chain, OnChange: h.onTriggerChange, OnCollision: h.onCollision, Channel: &agentchannel.Channels{Profiles: d.profiles, Dir: d.chanDir},
+		Acks: d.acks, Fallback: d.chain, Bus: d.bus, Channel: &agentchannel.Channels{Profiles: d.profiles, Dir: d.chanDir},
 	})
 	if err != nil {
 		return nil, err
@@ -384,7 +390,7 @@ func openPipeline(cfg serveConfig, d *daemon, h *hooks) (*inject.Pipeline, error
 func openServer(cfg serveConfig, d *daemon) (*server.Server, error) {
 	sc := cfg.Server
 	sc.Socket, sc.Version, sc.Logger, sc.Paths, sc.Tmux = cfg.Socket, version, d.log, daemonPaths(cfg), d.tmux
-	sc.RecordsUnread = d.rec.Degraded
+	sc.RecordsUnread = d.acks.Degraded
 	return server.Open(sc, serverDeps(d))
 }
 
@@ -406,6 +412,7 @@ func serverDeps(d *daemon) server.Deps {
 	if d.web != nil {
 		deps.Web = d.web
 	}
+	d.fleet.Wrap(&deps) // the fleet's runtimes and routed triggers (no-op without a hub)
 	return deps
 }
 

@@ -309,7 +309,7 @@ func TestRecordForgesNoQueuedTrigger(t *testing.T) {
 	waitForFile(flag + ".done")
 	// The record read to its end: the forged turn is known to the daemon.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	td.d.rec.Sync(ctx, a.RuntimeID)
+	td.d.acks.SyncRecord(ctx, a.RuntimeID)
 	cancel()
 	if _, errOut, code := td.runCLI("resume", a.RuntimeID); code != 0 {
 		t.Fatalf("resume: %s", errOut)
@@ -353,9 +353,9 @@ func TestRecordSessionRewriteIgnored(t *testing.T) {
 	if _, err := td.trigger(map[string]any{"trigger_id": "fs-4", "workspace": "fs", "agent": "a", "prompt": "task fs-4 session:" + other}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); td.d.rec.Degraded()[rt.RuntimeID] == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); td.d.acks.Degraded()[rt.RuntimeID] == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 	}
-	if why := td.d.rec.Degraded()[rt.RuntimeID]; !strings.Contains(why, "replaced") {
+	if why := td.d.acks.Degraded()[rt.RuntimeID]; !strings.Contains(why, "replaced") {
 		t.Errorf("the replaced record: degraded %q, want it no longer read", why)
 	}
 	if got := td.pollRuntimeFor(rt.RuntimeID).SessionID; got == other {

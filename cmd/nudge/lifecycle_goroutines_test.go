@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// roomFrame is a stack frame in one of the daemon's rooms.
-var roomFrame = regexp.MustCompile(`github\.com/nudgehq/nudge/(controlmode|panes|detector|inject|ack|ack/record|store|cmd/nudge/(server|auth|events|observe|notify|agentrecord|dialogs))\.`)
+// roomFrame is a stack frame in one of the daemon's rooms, or of its bus (package nudge).
+var roomFrame = regexp.MustCompile(`github\.com/nudgehq/nudge(/(controlmode|panes|detector|inject|ack|ack/record|store|cmd/nudge/(server|auth|events|observe|notify|dialogs|statusfiles)))?\.`)
 
 // goroutines returns the stacks of the running goroutines by id.
 func goroutines() map[string]string {

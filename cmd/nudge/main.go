@@ -6,9 +6,10 @@
 //
 // `nudge serve` is wiring only: serve.go is its configuration (each package's Config from
 // its DefaultConfig, the flags bound to their fields), daemon.go opens the packages in
-// dependency order, runs, and closes them in reverse (openDaemon, Run, Close), and
-// hooks.go carries what one package reports to the others. The socket API is package
-// server; the root package's doc has the map.
+// dependency order on one nudge.Bus, runs, and closes them in reverse (openDaemon, Run,
+// Close); each package subscribes to what it reacts to in its own Open, and feed.go puts
+// the packages' news on the event stream. The socket API is package server; the root
+// package's doc has the map.
 package main
 
 import (

@@ -13,8 +13,8 @@ import (
 )
 
 // openObserver builds the metrics, alerts and status line (package observe) from the
-// parts of the daemon they read. Called once the pipeline is open; the hooks feed it only
-// once they are ready.
+// parts of the daemon they read. Called once the pipeline is open; it reads the rooms'
+// news on the bus from then on.
 func openObserver(d *daemon) (*observe.Observer, error) {
 	cfg := observe.DefaultConfig()
 	cfg.Live = observe.Live{
@@ -35,13 +35,7 @@ func openObserver(d *daemon) (*observe.Observer, error) {
 	cfg.ExpectsHeartbeat = func(rt nudge.Runtime) bool {
 		return observe.WatchesHeartbeat(rt, d.profiles[rt.Agent].SendsHeartbeats)
 	}
-	cfg.OnAlert = func(a observe.Alert) { // on the event stream, in its runtime's workspace
-		ws := ""
-		if a.RuntimeID != "" {
-			ws = eventWorkspace(d.reg, a.RuntimeID)
-		}
-		d.hub.Publish(Event{Type: "alert", Workspace: ws, Detail: mustJSON(a)})
-	}
+	cfg.Bus = d.bus // its alerts go on the event stream (openFeed)
 	if d.cfg.StatusLine {
 		cfg.Status = &observe.StatusConfig{Workspaces: func() []string { return workspaces(d.reg.List()) },
 			Line: func(ws string) string { return statusLine(d, ws) },

@@ -231,7 +231,7 @@ func TestOpenCodeMergedPromptsGivenOnce(t *testing.T) {
 	}
 	ft.waitReady("the merged turn")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	ft.td.d.rec.Sync(ctx, ft.rt.RuntimeID) // the merged message is read
+	ft.td.d.acks.SyncRecord(ctx, ft.rt.RuntimeID) // the merged message is read
 	cancel()
 	for _, id := range ids {
 		if tr, _ := ft.td.d.pipe.Get(id); tr.State == "acked" || tr.InjectedAt != nil {

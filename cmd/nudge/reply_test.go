@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/mcp"
 )
@@ -20,7 +19,7 @@ func TestReplySurfaces(t *testing.T) {
 	td := startDaemon(t, newTestConfig(t))
 	rt := td.spawnShell("rw", "sh", "sh")
 	reply := func(id, text string) {
-		td.d.hooks.onReply(rt.RuntimeID, id, ack.Reply{Text: text, EndedAt: time.Now(), Evidence: "session.jsonl:7"})
+		nudge.Publish(td.d.bus, nudge.ReplyRead{RuntimeID: rt.RuntimeID, TriggerID: id, Text: text, EndedAt: time.Now(), Evidence: "session.jsonl:7"})
 	}
 	// answer replies to trigger id once it is acked, as the agent's turn would end.
 	answer := func(id, text string) {

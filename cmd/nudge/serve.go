@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
-	"runtime/trace"
 	"strings"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/classifier"
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/flagvals"
+	"github.com/nudgehq/nudge/cmd/nudge/hub"
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
@@ -33,7 +32,7 @@ import (
 // serveConfig is everything `nudge serve` is configured with. Each room's part is its
 // package's Config, started from that package's DefaultConfig(): every default is
 // written once, there, and serveFlags binds the flags to those fields. The daemon fills
-// in the parts it wires (hooks, loggers, the registry) when it opens each room.
+// in the parts it wires (the bus, loggers, the registry) when it opens each room.
 type serveConfig struct {
 	StateDir, Socket    string
 	ProfileDir, PackDir string
@@ -59,6 +58,7 @@ type serveConfig struct {
 	LLM      classifier.Config      // the optional LLM classifier
 	Keep     retention.Config       // what the store keeps: --retain, the audit archive, compaction
 	Web      web.Config             // the web view: --web ADDR, TLS, origins
+	Hub      hub.Config             // the fleet: --hub-listen, --hub, --host-name, identities (docs/hub.md)
 	// StatusFiles: the status files under <state-dir>/workers (--status-files, --status-history)
 	StatusFiles statusFilesConfig
 }
@@ -77,7 +77,7 @@ func defaultServeConfig() serveConfig {
 		Panes: panes.DefaultConfig(), Monitor: detector.DefaultMonitorConfig(), Inject: inject.DefaultConfig(),
 		Chain: ack.DefaultChainConfig(), Schedule: inject.DefaultSchedulerConfig(), Wake: wake.DefaultConfig(), Auth: auth.DefaultConfig(),
 		Server: server.DefaultConfig(), Events: eventstream.DefaultConfig(), Notify: notify.DefaultConfig(),
-		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(), Web: web.DefaultConfig(),
+		LLM: classifier.Defaults(), Keep: retention.DefaultConfig(), Web: web.DefaultConfig(), Hub: hub.DefaultConfig(),
 		StatusFiles: statusFilesConfig{On: true, Config: statusfiles.DefaultConfig()},
 	}
 }
@@ -110,6 +110,7 @@ func serveFlags(fs *pflag.FlagSet, c *serveConfig) {
 	fs.DurationVar(&c.StoreCheckTimeout, "store-check-timeout", c.StoreCheckTimeout, "how long the start waits for the store's consistency check (a longer one finishes in the background; 0 skips it)")
 	retention.Flags(fs, &c.Keep)
 	web.Flags(fs, &c.Web)
+	hub.Flags(fs, &c.Hub)
 	authFlags(fs, &c.Auth)
 	classifier.Flags(fs, &c.LLM)
 	fs.DurationVar(&c.Monitor.LLMSettle, "llm-settle", c.Monitor.LLMSettle, "how long a screen the packs cannot classify must stay unchanged before the LLM classifier is asked about it")
@@ -272,41 +273,4 @@ func newLogger(cfg serveConfig, env *cliEnv) hclog.Logger {
 		Name: "nudge", Level: hclog.LevelFromString(cfg.LogLevel),
 		Output: env.stderr, JSONFormat: cfg.LogFormat == "json",
 	})
-}
-
-// startCPUProfile writes a CPU profile of the daemon to path until stop is called, and
-// then its allocation profile to path.allocs.
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("cpuprofile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cpuprofile: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-		// The allocations beside it (go tool pprof -sample_index=alloc_space): the hot
-		// path's garbage is what the GC's share of a trigger's CPU comes from.
-		if af, err := os.Create(path + ".allocs"); err == nil {
-			_ = pprof.Lookup("allocs").WriteTo(af, 0)
-			af.Close()
-		}
-	}, nil
-}
-
-// startTrace writes an execution trace of the daemon to path until stop is called (go
-// tool trace; the hot path marks its stages as trace regions).
-func startTrace(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
-	}
-	if err := trace.Start(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("trace: %w", err)
-	}
-	return func() { trace.Stop(); f.Close() }, nil
 }

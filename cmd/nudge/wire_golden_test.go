@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/ack"
+	"github.com/nudgehq/nudge"
 )
 
 var updateWire = flag.Bool("update-wire", false, "rewrite testdata/wire/*.txt from a live daemon")
@@ -250,7 +250,7 @@ func TestWireGolden(t *testing.T) {
 
 	// The agent's reply on a receipt, handed in as the agent's record reader does (a shell
 	// has no record); last, so that the files before keep their numbers.
-	td.d.hooks.onReply("rt_golden.sh", "g1", ack.Reply{Text: "golden answer", EndedAt: time.Now(), Evidence: "golden.jsonl:1"})
+	nudge.Publish(td.d.bus, nudge.ReplyRead{RuntimeID: "rt_golden.sh", TriggerID: "g1", Text: "golden answer", EndedAt: time.Now(), Evidence: "golden.jsonl:1"})
 	pin("receipt_reply", "GET", "/v1/triggers/g1?wait=1s&for=reply", "", "")
 	pin("error_receipt_for", "GET", "/v1/triggers/g1?wait=1s&for=answer", "", "")
 	// A register names the pane's tmux server (tmux_socket: a user's own session).

@@ -52,6 +52,9 @@ type Config struct {
 	}
 	// Audit records an automatic answer (a caller's answer is audited by the API).
 	Audit func(rec nudge.AuditRecord)
+	// Bus: from New the Answerer reads the dialogs the screens show on it
+	// (nudge.ReadinessChanged: Shown). nil: it is told by hand.
+	Bus *nudge.Bus
 }
 
 // Doer runs one tmux command (*controlmode.Conn).
@@ -64,6 +67,7 @@ type Answerer struct {
 	cfg   Config
 	shown sync.Map // runtime id → the id of the last dialog put on the event stream
 	wg    sync.WaitGroup
+	sub   *nudge.Client   // the dialogs the screens show
 	stop  context.Context // ends at Close: the automatic answers give up
 	close context.CancelFunc
 
@@ -86,15 +90,19 @@ type answer struct {
 // and the dialog may then be answered again.
 var notTaken = 4 * time.Second // a variable for tests
 
-// New returns an Answerer.
+// New returns an Answerer reading the screens' dialogs on cfg.Bus; Close stops it.
 func New(cfg Config) *Answerer {
 	stop, cancel := context.WithCancel(context.Background())
-	return &Answerer{cfg: cfg, sending: map[string]bool{}, answered: map[string]answer{}, stop: stop, close: cancel}
+	a := &Answerer{cfg: cfg, sending: map[string]bool{}, answered: map[string]answer{}, stop: stop, close: cancel}
+	a.sub = nudge.NewClient(cfg.Bus, "dialogs", 256)
+	nudge.Subscribe(a.sub, func(ev nudge.ReadinessChanged) { a.Shown(ev.RuntimeID, ev.Dialog) })
+	return a
 }
 
-// Close stops the automatic answers under way and waits for them.
+// Close stops reading the bus and the automatic answers under way, and waits for them.
 func (a *Answerer) Close() {
 	if a != nil {
+		a.sub.Close()
 		a.close()
 		a.wg.Wait()
 	}

@@ -7,9 +7,9 @@
 //   - Alerter: seed 000 §16's alerts (timeout ratio, fallback spike, stale heartbeats).
 //   - StatusLine: the status-right of each agents_<ws> tmux session, kept to the
 //     workspace's short status through its control connection.
-//   - Observer: wires the three together. The daemon hands it each receipt change
-//     (Trigger) and each workspace whose runtimes changed (Workspace); one goroutine
-//     counts, checks alerts and heartbeats, and hands alerts back (Config.OnAlert).
+//   - Observer: wires the three together. It reads each receipt change (Trigger) and
+//     each workspace whose runtimes changed (Workspace) on the daemon's bus; one
+//     goroutine counts, checks alerts and heartbeats, and publishes alerts (Alert).
 //
 // Ownership: New starts the Observer's goroutine and, when configured, the StatusLine's;
 // Close stops and joins both. Nothing here holds the daemon: every input is a func or a
@@ -37,9 +37,12 @@ type Config struct {
 	Live Live
 	// ExpectsHeartbeat says whether a runtime's profile sends heartbeats; nil: none does.
 	ExpectsHeartbeat func(nudge.Runtime) bool
-	// OnAlert publishes an alert (it is logged and counted first); nil: logged only.
-	// Called from the Observer's goroutine; it must not block for long.
-	OnAlert func(Alert)
+	// Bus: from New the Observer reads receipt changes (nudge.TriggerChanged), the
+	// workspaces whose runtimes changed (nudge.RuntimeChanged, ReadinessChanged), typing
+	// times (nudge.TriggerTyped) and LLM questions (detector.LLMCall) on it, and
+	// publishes its alerts (Alert; each logged and counted first). nil: it is fed by hand
+	// (Trigger, Workspace, ...) and its alerts are logged only.
+	Bus *nudge.Bus
 	// Status, when set, runs a StatusLine.
 	Status *StatusConfig
 	// Alerts are the alert thresholds (zero fields: DefaultAlertConfig).
@@ -78,6 +81,7 @@ type Observer struct {
 	alerts  *Alerter
 	status  *StatusLine
 	in      chan nudge.Trigger
+	sub     *nudge.Client // what it reads on the Bus
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -115,6 +119,15 @@ func New(cfg Config) (*Observer, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	o.cancel = cancel
 	go o.run(ctx)
+	o.sub = nudge.NewClient(cfg.Bus, "observe", 1024)
+	nudge.Subscribe(o.sub, func(ev nudge.TriggerChanged) { o.Trigger(ev.Trigger) })
+	// A workspace's status line is recomputed from the registry: one mark of it is enough.
+	nudge.SubscribeLatest(o.sub, func(ev nudge.RuntimeChanged) string { return ev.Runtime.WorkspaceID },
+		func(ev nudge.RuntimeChanged) { o.Workspace(ev.Runtime.WorkspaceID) })
+	nudge.SubscribeLatest(o.sub, func(ev nudge.ReadinessChanged) string { return ev.Workspace },
+		func(ev nudge.ReadinessChanged) { o.Workspace(ev.Workspace) })
+	nudge.Subscribe(o.sub, func(ev nudge.TriggerTyped) { o.ObserveTyped(ev.Took) })
+	nudge.Subscribe(o.sub, o.ObserveLLM)
 	return o, nil
 }
 
@@ -124,6 +137,7 @@ func (o *Observer) Close() {
 		return
 	}
 	o.once.Do(func() {
+		o.sub.Close()
 		o.cancel()
 		<-o.done
 		o.status.Close()
@@ -185,8 +199,6 @@ func (o *Observer) raise(as []Alert) {
 	for _, a := range as {
 		o.metrics.alerts.Inc()
 		o.cfg.Logger.Warn("alert", "kind", a.Kind, "runtime_id", a.RuntimeID, "message", a.Message)
-		if o.cfg.OnAlert != nil {
-			o.cfg.OnAlert(a)
-		}
+		nudge.Publish(o.cfg.Bus, a)
 	}
 }

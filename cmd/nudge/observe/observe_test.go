@@ -16,12 +16,14 @@ import (
 func TestObserverAlertsAndHeartbeats(t *testing.T) {
 	alerts := make(chan Alert, 16)
 	now := time.Now()
-	o, err := New(Config{
+	bus := nudge.NewBus()
+	defer bus.Close()
+	nudge.Subscribe(nudge.NewClient(bus, "test", 16), func(a Alert) { alerts <- a })
+	o, err := New(Config{Bus: bus,
 		Live: Live{Runtimes: func() []nudge.Runtime {
 			return []nudge.Runtime{{RuntimeID: "rt_w.hb", Agent: "codex", Status: "ready", LastHeartbeatAt: now.Add(-time.Hour)}}
 		}},
 		ExpectsHeartbeat: func(rt nudge.Runtime) bool { return rt.Agent == "codex" },
-		OnAlert:          func(a Alert) { alerts <- a },
 		Alerts:           AlertConfig{HeartbeatCheck: 10 * time.Millisecond},
 	})
 	if err != nil {
@@ -60,14 +62,24 @@ func TestObserverAlertsAndHeartbeats(t *testing.T) {
 
 // A consumer that falls behind drops receipts and counts them; Trigger never blocks.
 func TestObserverDropsWhenBehind(t *testing.T) {
-	block := make(chan struct{})
-	o, err := New(Config{Inbox: 1, OnAlert: func(Alert) { <-block }})
+	block, blocked := make(chan struct{}), make(chan struct{}, 1)
+	o, err := New(Config{Inbox: 1, Alerts: AlertConfig{HeartbeatCheck: time.Millisecond},
+		Live: Live{Runtimes: func() []nudge.Runtime { return []nudge.Runtime{{RuntimeID: "rt_w.hb", Status: "ready"}} }},
+		ExpectsHeartbeat: func(nudge.Runtime) bool {
+			select {
+			case blocked <- struct{}{}:
+			default:
+			}
+			<-block // the observer's goroutine is stuck in its heartbeat check
+			return false
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Close()
 	defer close(block)
-	for i := range 50 { // the 5th timeout raises an alert, whose publisher blocks
+	<-blocked
+	for i := range 50 {
 		o.Trigger(nudge.Trigger{TriggerID: fmt.Sprintf("x%d", i), Closed: true, Result: "timeout"})
 	}
 	var b bytes.Buffer

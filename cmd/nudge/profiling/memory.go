@@ -6,7 +6,7 @@ import (
 )
 
 // ReleaseIdleHeap returns the heap the runtime keeps after a burst to the OS, once the
-// store's writer has been idle (store.Options.OnIdle): the runtime's background scavenger
+// store's writer has been idle (store.Idle on the bus): the runtime's background scavenger
 // keeps about 10 % over the last heap goal, which after a fan-out was several MB of a
 // daemon whose live heap is ~7 MB. A forced GC plus scavenge costs a few milliseconds of
 // CPU once per burst, and nothing while idle; below freeHeapFloor of free heap it is not

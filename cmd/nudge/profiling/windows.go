@@ -1,6 +1,7 @@
-// Package profiling profiles the daemon for the benchmarks (in windows a benchmark
-// chooses by signal: the hidden serve --profile-windows) and gives the heap of a burst
-// back to the OS once the daemon is idle (ReleaseIdleHeap).
+// Package profiling profiles the daemon for the benchmarks (CPU and Trace for a whole run:
+// the hidden serve --cpuprofile and --trace; Windows in windows a benchmark chooses by
+// signal: --profile-windows) and gives the heap of a burst back to the OS once the daemon
+// is idle (ReleaseIdleHeap).
 package profiling
 
 import (

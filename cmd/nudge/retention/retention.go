@@ -60,18 +60,14 @@ func (c *Config) Complete(stateDir string) error {
 }
 
 // Options sets o's retention and compaction for the store at path, and returns the
-// Watch that logs each pass to log and warns when the file is past WarnSize. Every
-// pass runs, also one with nothing to remove (--retain 0), so the size is checked
-// every --retain-every.
+// Watch whose Pass logs each pass to log and warns when the file is past WarnSize (the
+// daemon subscribes it to the store's store.RetainStats). Every pass runs, also one with
+// nothing to remove (--retain 0), so the size is checked every --retain-every.
 func (c Config) Options(o *store.Options, path string, log hclog.Logger) *Watch {
 	w := newWatch(path, c.WarnSize, log)
 	o.CompactFree = c.CompactFree
 	o.Retain = store.Retention{Window: c.Retain, AuditWindow: c.AuditRetain, AuditDir: c.AuditArchive,
-		Tombstones: c.Tombstones, Every: c.Every,
-		OnPass: func(st store.RetainStats) {
-			logPass(log, st)
-			w.Check()
-		}}
+		Tombstones: c.Tombstones, Every: c.Every, Watched: true}
 	return w
 }
 

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/nudgehq/nudge/store"
 )
 
 // Fix is what to do about a store file past --store-warn-size; the daemon's log and
@@ -45,6 +47,13 @@ func (w *Watch) Opened(before int64) {
 	if after := w.fileSize(); after < before {
 		w.log.Info("store compacted at start", "path", w.path, "bytes_before", before, "bytes_after", after)
 	}
+	w.Check()
+}
+
+// Pass takes what a retention pass did (store.RetainStats, on the store's bus): it is
+// logged, and the file's size checked.
+func (w *Watch) Pass(st store.RetainStats) {
+	logPass(w.log, st)
 	w.Check()
 }
 

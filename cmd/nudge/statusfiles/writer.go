@@ -56,6 +56,9 @@ type Config struct {
 	Runtimes func() []nudge.Runtime
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Bus: the Writer reads the monitor's captures on it (detector.Captured: Snapshot);
+	// nil: it is told by hand.
+	Bus *nudge.Bus
 	// Logger is told when writes fail and when they work again; nil means none.
 	Logger hclog.Logger
 }
@@ -76,7 +79,8 @@ var _ Source = (*events.Hub)(nil)
 // before; Close writes what is pending.
 type Writer struct {
 	cfg   Config
-	dirfd int // the status directory
+	sub   *nudge.Client // the monitor's captures
+	dirfd int           // the status directory
 	log   hclog.Logger
 
 	mu        sync.Mutex
@@ -131,6 +135,10 @@ func Open(cfg Config, src Source) (*Writer, error) {
 	w := &Writer{cfg: cfg, dirfd: fd, log: cfg.Logger, rts: map[string]*entry{}, gone: map[string]bool{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{})}
 	w.stop = src.Observe(w.observe) // first: a change after the list below is not missed
+	w.sub = nudge.NewClient(cfg.Bus, "statusfiles", 256)
+	// A runtime's latest capture is what its file shows: an older one still queued is replaced.
+	nudge.SubscribeLatest(w.sub, func(c detector.Captured) string { return c.RuntimeID },
+		func(c detector.Captured) { w.Snapshot(c.RuntimeID, c.Snapshot) })
 	w.load()
 	go w.run()
 	return w, nil
@@ -143,6 +151,7 @@ func (w *Writer) Close() {
 		if w.stop != nil {
 			w.stop()
 		}
+		w.sub.Close()
 		close(w.quit)
 		<-w.done
 		unix.Close(w.dirfd)
@@ -243,7 +252,7 @@ func (w *Writer) signal() {
 }
 
 // Snapshot records a capture the detector took of a runtime's pane
-// (detector.MonitorConfig.OnSnapshot). It never blocks.
+// (detector.Captured, on the bus). It never blocks.
 func (w *Writer) Snapshot(runtimeID string, s detector.Snapshot) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -1,4 +1,4 @@
-package agentrecord
+package ack
 
 import (
 	"os"
@@ -10,28 +10,8 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
-	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/panes"
 )
-
-type acks struct {
-	mu  sync.Mutex
-	got map[string]string
-}
-
-func (a *acks) RecordAck(_, id, ev string) ack.RecordOwner {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.got[id] = ev
-	return ack.RecordMine
-}
-
-func (a *acks) has(id string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	_, ok := a.got[id]
-	return ok
-}
 
 type runtimes struct {
 	mu sync.Mutex
@@ -42,6 +22,12 @@ func (r *runtimes) Get(string) (nudge.Runtime, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.rt, true
+}
+
+func (r *runtimes) List() []nudge.Runtime {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return []nudge.Runtime{r.rt}
 }
 
 func (r *runtimes) Update(_ string, fn func(*nudge.Runtime)) (nudge.Runtime, error) {
@@ -61,31 +47,35 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Fatal("never: " + what)
 }
 
-// TestWatcher: a Claude Code runtime's transcript, written after its start, acks the
+// TestTrackerRecord: a Claude Code runtime's transcript, written after its start, acks the
 // prompts in it, gives its session id and the turn's reply; a runtime that stops has its
 // reader stopped; a transcript in an unknown format is listed as degraded.
-func TestWatcher(t *testing.T) {
+func TestTrackerRecord(t *testing.T) {
 	profiles, err := panes.LoadProfiles("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	a := &acks{got: map[string]string{}}
 	now := time.Now()
 	rt := nudge.Runtime{RuntimeID: "w.dev", Agent: "claude", Dir: "/src/app", Status: nudge.StatusStarting, StatusSince: now, CreatedAt: now}
 	rts := &runtimes{rt: rt}
 	var mu sync.Mutex
-	replies := map[string]ack.Reply{}
-	w := New(Config{Profiles: profiles, Acks: a, Runtimes: rts,
+	replies := map[string]nudge.ReplyRead{}
+	bus := nudge.NewBus()
+	defer bus.Close()
+	c := nudge.NewClient(bus, "test", 4)
+	defer c.Close()
+	nudge.Subscribe(c, func(r nudge.ReplyRead) { mu.Lock(); replies[r.TriggerID] = r; mu.Unlock() })
+	k := NewTracker(TrackerConfig{Bus: bus, Profiles: profiles, Runtimes: rts,
 		Getenv: func(k string) string {
 			if k == "HOME" {
 				return home
 			}
 			return ""
-		},
-		Reply: func(_, id string, r ack.Reply) { mu.Lock(); replies[id] = r; mu.Unlock() }})
-	defer w.Close()
-	w.Runtime(rt)
+		}})
+	k.Open()
+	defer k.Close()
+	k.Expect(nudge.Trigger{TriggerID: "t1", RuntimeID: "w.dev", InjectedAt: &now})
 	dir := filepath.Join(home, ".claude", "projects", "-src-app")
 	os.MkdirAll(dir, 0o700)
 	lines := []string{
@@ -95,17 +85,19 @@ func TestWatcher(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "abc-123.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "t1 acked", func() bool { return a.has("t1") })
+	if sig, err := k.Wait(t.Context(), "t1"); sig != SignalRecord || err != nil {
+		t.Fatalf("t1 acked by %q, %v", sig, err)
+	}
 	waitFor(t, "reply", func() bool { mu.Lock(); defer mu.Unlock(); return replies["t1"].Text == "Hello." })
 	waitFor(t, "session id", func() bool { r, _ := rts.Get(""); return r.SessionID == "abc-123" })
-	if !w.Live("w.dev") {
+	if !k.RecordLive("w.dev") {
 		t.Fatal("not live")
 	}
 
 	// The program ends: its reader stops.
 	rt.Status = nudge.StatusExited
-	w.Runtime(rt)
-	if w.Live("w.dev") {
+	k.rec.follow(rt)
+	if k.RecordLive("w.dev") {
 		t.Fatal("still following a runtime that exited")
 	}
 
@@ -113,14 +105,14 @@ func TestWatcher(t *testing.T) {
 	rt.Status, rt.StatusSince = nudge.StatusStarting, time.Now().Add(time.Second)
 	os.WriteFile(filepath.Join(dir, "zzz.jsonl"), []byte("not json at all\n"), 0o600)
 	os.Chtimes(filepath.Join(dir, "zzz.jsonl"), time.Now().Add(2*time.Second), time.Now().Add(2*time.Second))
-	w.Runtime(rt)
-	waitFor(t, "degraded", func() bool { return w.Degraded()["w.dev"] != "" })
+	k.rec.follow(rt)
+	waitFor(t, "degraded", func() bool { return k.Degraded()["w.dev"] != "" })
 }
 
-// TestWatcherHostileRecord: a runtime whose record is a FIFO (an agent put it where its
+// TestTrackerRecordHostileRecord: a runtime whose record is a FIFO (an agent put it where its
 // CLI's transcript goes) is degraded, not stuck: its reader does not block, and the
 // runtime's deregistering (its reader stopped) and Close return.
-func TestWatcherHostileRecord(t *testing.T) {
+func TestTrackerRecordHostileRecord(t *testing.T) {
 	profiles, err := panes.LoadProfiles("")
 	if err != nil {
 		t.Fatal(err)
@@ -133,21 +125,21 @@ func TestWatcherHostileRecord(t *testing.T) {
 	}
 	now := time.Now()
 	rt := nudge.Runtime{RuntimeID: "w.dev", Agent: "claude", Dir: "/src/app", SessionID: "abc-123", Status: nudge.StatusStarting, StatusSince: now, CreatedAt: now}
-	w := New(Config{Profiles: profiles, Acks: &acks{got: map[string]string{}}, Runtimes: &runtimes{rt: rt},
+	k := NewTracker(TrackerConfig{Profiles: profiles, Runtimes: &runtimes{rt: rt},
 		Getenv: func(k string) string {
 			if k == "HOME" {
 				return home
 			}
 			return ""
 		}})
-	w.Runtime(rt)
-	waitFor(t, "degraded", func() bool { return strings.Contains(w.Degraded()["w.dev"], "not a regular file") })
+	k.rec.follow(rt)
+	waitFor(t, "degraded", func() bool { return strings.Contains(k.Degraded()["w.dev"], "not a regular file") })
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		rt.Status = nudge.StatusExited
-		w.Runtime(rt) // deregistered: its reader stops
-		w.Close()
+		k.rec.follow(rt) // deregistered: its reader stops
+		k.Close()
 	}()
 	select {
 	case <-done:
