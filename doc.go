@@ -40,10 +40,14 @@
 // Imports point one way, from the binary down to the connection:
 //
 //	cmd/nudge → server → api, auth, events, and the library rooms below
-//	cmd/nudge → observe, notify, mcp, tui, doctor → (api | events | panes, controlmode)
+//	cmd/nudge → observe, notify, mcp, doctor → (api | events | panes, controlmode)
+//	cmd/nudge → tui → view → api: the dashboard speaks only the client
 //	cmd/nudge → inject, ack, detector → panes → controlmode
 //	panes, inject, ack, auth, events → store (which imports none of them)
 //	every package → nudge (which imports only the standard library)
+//
+// The test rigs (cmd/nudge/standin, cmd/nudge/streamrec, benchmarks/internal) are imported
+// by tests and benchmarks only. cmd/nudge's TestImportArrows holds these arrows.
 //
 // A room learns what happens elsewhere only from the Bus (bus.go): it publishes the
 // events it owns (events.go) and subscribes in its own Open to those it reacts to, each

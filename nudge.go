@@ -168,3 +168,6 @@ const (
 	BackendResume = "resume"
 	BackendSpawn  = "spawn"
 )
+
+// RuntimeID is the id of the runtime with role in workspace ws: rt_WS.ROLE.
+func RuntimeID(ws, role string) string { return "rt_" + ws + "." + role }

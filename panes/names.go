@@ -57,7 +57,7 @@ func TargetString(ws, role string, pane int) string {
 
 // RuntimeID is the stable id of a workspace's role. Workspaces hold no '.', so the first
 // '.' separates the two parts unambiguously.
-func RuntimeID(ws, role string) string { return "rt_" + ws + "." + role }
+func RuntimeID(ws, role string) string { return nudge.RuntimeID(ws, role) }
 
 // Target is a parsed register target: either a pane id (%N) or session:window.pane.
 type Target struct {

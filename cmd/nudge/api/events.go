@@ -15,6 +15,17 @@ import (
 	"github.com/nudgehq/nudge"
 )
 
+// Alert is the detail of an "alert" event: a threshold the daemon's health checks crossed
+// (observe raises them).
+type Alert struct {
+	Kind      string    `json:"kind"` // timeout_ratio, fallback_spike, stale_heartbeat
+	Message   string    `json:"message"`
+	RuntimeID string    `json:"runtime_id,omitempty"`
+	Value     float64   `json:"value,omitempty"`
+	Threshold float64   `json:"threshold,omitempty"`
+	Time      time.Time `json:"time"`
+}
+
 // Event is one event of GET /v1/events (one NDJSON line).
 type Event struct {
 	Seq       uint64          `json:"seq"`

@@ -5,18 +5,13 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge"
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 )
 
-// Alert is the detail of an alert event (seed 000 §16): a timeout ratio over its
-// threshold, a spike of fallbacks, or a runtime whose heartbeats went stale.
-type Alert struct {
-	Kind      string    `json:"kind"` // timeout_ratio, fallback_spike, stale_heartbeat
-	Message   string    `json:"message"`
-	RuntimeID string    `json:"runtime_id,omitempty"`
-	Value     float64   `json:"value,omitempty"`
-	Threshold float64   `json:"threshold,omitempty"`
-	Time      time.Time `json:"time"`
-}
+// Alert is the detail of an alert event: a timeout ratio over its threshold, a spike of
+// fallbacks, or a runtime whose heartbeats went stale. The type is the client's (api.Alert),
+// so a client decodes it without the daemon's packages.
+type Alert = api.Alert
 
 // AlertConfig holds the thresholds. A zero field takes its DefaultAlertConfig value.
 type AlertConfig struct {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
-	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/cmd/nudge/view"
 )
 
@@ -155,7 +154,7 @@ func (m *watchModel) applyEvent(ev wireEvent, now time.Time) (touched string) {
 			return m.applyTrigger(t)
 		}
 	case "alert":
-		var a observe.Alert
+		var a api.Alert
 		if json.Unmarshal(ev.Detail, &a) == nil {
 			m.alert = a.Message
 		}

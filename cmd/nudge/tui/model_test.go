@@ -9,7 +9,6 @@ import (
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
 	"github.com/nudgehq/nudge/cmd/nudge/events"
-	"github.com/nudgehq/nudge/cmd/nudge/observe"
 )
 
 func wire(t *testing.T, typ string, v any) wireEvent {
@@ -70,7 +69,7 @@ func TestWatchModelFollowsEvents(t *testing.T) {
 	if m.fleet.Deferred("rt_w.b") != "" || m.depth("rt_w.b") != 0 || last(m, "rt_w.b").State != "acked" {
 		t.Fatalf("after ack: deferred %v depth %d", m.fleet.Deferred("rt_w.b"), m.depth("rt_w.b"))
 	}
-	m.applyEvent(wire(t, "alert", observe.Alert{Kind: "timeout_ratio", Message: "too many timeouts"}), now)
+	m.applyEvent(wire(t, "alert", api.Alert{Kind: "timeout_ratio", Message: "too many timeouts"}), now)
 	if m.alert != "too many timeouts" {
 		t.Fatalf("alert %q", m.alert)
 	}

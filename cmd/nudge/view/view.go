@@ -23,7 +23,6 @@ import (
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
-	"github.com/nudgehq/nudge/panes"
 )
 
 // StateWord is a runtime's state in one word: the lifecycle status when it says the agent
@@ -207,7 +206,7 @@ func RuntimeOf(t api.Trigger) string {
 	if t.RuntimeID != "" {
 		return t.RuntimeID
 	}
-	return panes.RuntimeID(t.WorkspaceID, t.Agent)
+	return nudge.RuntimeID(t.WorkspaceID, t.Agent)
 }
 
 // PutTrigger takes a trigger's receipt and returns the runtime it addresses.
