@@ -51,13 +51,13 @@ func TestGeminiUnknownFormat(t *testing.T) {
 // first 8 characters of its id, else the newest since the spawn.
 func TestGeminiLocate(t *testing.T) {
 	home := t.TempDir()
-	s := Spec{Home: home, Dir: "/work/proj", Spawned: time.Now().Add(-time.Minute)}
+	s := Spec{Home: home, Dir: "/home/dev/proj", Spawned: time.Now().Add(-time.Minute)}
 	if _, err := (Gemini{}).Locate(s); !errors.Is(err, ErrNotYet) {
 		t.Fatalf("before projects.json: %v", err)
 	}
 	root := filepath.Join(home, ".gemini")
 	os.MkdirAll(filepath.Join(root, "tmp", "proj", "chats"), 0o700)
-	os.WriteFile(filepath.Join(root, "projects.json"), []byte(`{"projects":{"/work/proj":"proj","/elsewhere":"../../etc"}}`), 0o600)
+	os.WriteFile(filepath.Join(root, "projects.json"), []byte(`{"projects":{"/home/dev/proj":"proj","/elsewhere":"../../etc"}}`), 0o600)
 	if d := (Gemini{}).Dirs(s); len(d) != 1 || d[0] != filepath.Join(root, "tmp", "proj", "chats") {
 		t.Fatalf("dirs %v", d)
 	}

@@ -16,7 +16,7 @@ import (
 
 // fakeCwd is the directory the fake's thread-1 works in; thread-other works elsewhere
 // (another runtime's session of the shared app-server).
-const fakeCwd = "/work/proj"
+const fakeCwd = "/home/dev/proj"
 
 // fakeCodex serves the control socket as Codex 0.169 does: initialize, then
 // thread/read and thread/queue/add for the threads it knows, with a notification between.
@@ -56,7 +56,7 @@ func fakeCodex(t *testing.T, home string, got chan<- map[string]any) {
 				out = map[string]any{"id": m["id"], "result": map[string]any{"userAgent": "codex-tui/0.169.0"}}
 			case "thread/read":
 				p := m["params"].(map[string]any)
-				cwd := map[any]string{"thread-1": fakeCwd, "thread-other": "/work/other-workspace"}[p["threadId"]]
+				cwd := map[any]string{"thread-1": fakeCwd, "thread-other": "/home/dev/other-workspace"}[p["threadId"]]
 				out = map[string]any{"id": m["id"], "result": map[string]any{"thread": map[string]any{"id": p["threadId"], "cwd": cwd}}}
 				if cwd == "" {
 					out = map[string]any{"id": m["id"], "error": map[string]any{"code": -32600, "message": "thread not found"}}
