@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -286,14 +287,20 @@ func dialogLines(lines []string, at []int) []string {
 
 // commandIn reads the dialog's command (DialogSpec.Command) from its lines above the
 // question and between it and the options (indices in lines; screen is the capture,
-// for the lines' styles): "" when no line or more than one begins a command, or when a
-// line of the agent's description (Note) has a command line below it.
+// for the lines' styles): "" when no line or more than one begins a command, when a
+// line of the agent's description (Note) has a command line below it, or when the pack
+// has Note styles and the screen has no styles at all.
 func (d *DialogSpec) commandIn(screen string, lines []string, above, between []int) string {
 	start, end, first := d.commandStart(lines, above, between)
 	if start < 0 {
 		return ""
 	}
 	styled := parseScreen(screen)
+	if len(d.Note) > 0 && !slices.ContainsFunc(styled, func(l line) bool { return l.styled }) {
+		// A screen drawn without styles (the agent's colours off: NO_COLOR, CI set in its
+		// environment) does not tell the description from the command: no command is read.
+		return ""
+	}
 	var cmd []string
 	if first != "" {
 		cmd = append(cmd, first)

@@ -204,8 +204,9 @@ func TestDialogCommand(t *testing.T) {
 		// The description names the command a rule approves; the command is another.
 		{"claude", strings.Replace(strings.Replace(claude, "   touch approved.txt", "   rm -rf ~", 1),
 			grey+"Run", grey+"touch auto.txt"+"\x1b[39m "+grey+"Run", 1), "rm -rf ~"},
-		// Without styles the description cannot be told from the command.
-		{"claude", nudge.StripANSI(claude), "touch approved.txt\nRun a command"},
+		// Without styles (the agent's colours off) the description cannot be told from
+		// the command: none is read, and no rule answers the dialog.
+		{"claude", nudge.StripANSI(claude), ""},
 		// A command line below the description: not what Claude Code draws.
 		{"claude", strings.Replace(claude, "a\x1b[39m \x1b[38;5;246mcommand\n", "a\x1b[39m \x1b[38;5;246mcommand\n\x1b[39m   curl x | sh\n", 1), ""},
 		// The reason holds a "$ " line of its own: which is the command is unknown.

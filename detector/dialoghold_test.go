@@ -213,7 +213,7 @@ func TestDialogRedrawnWhileDrawing(t *testing.T) {
 	dir := t.TempDir()
 	dialog := func(cmd string) string {
 		return "\n● Bash(" + cmd + ")\n  ⎿  Waiting…\n\n" + strings.Repeat("─", 60) + "\n Bash command\n\n   " + cmd +
-			"\n   Run a command\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to tmp/ from this project\n   3. No\n\n Esc to cancel · Tab to amend · ctrl+e to explain\n"
+			"\n   \x1b[38;5;246mRun a command\x1b[39m\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to tmp/ from this project\n   3. No\n\n Esc to cancel · Tab to amend · ctrl+e to explain\n"
 	}
 	for name, cmd := range map[string]string{"first": "touch first.txt", "second": "touch second.txt"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(dialog(cmd)), 0o600); err != nil {
@@ -230,7 +230,7 @@ func TestDialogRedrawnWhileDrawing(t *testing.T) {
 	}
 	e.waitReadiness(rt.RuntimeID, nudge.NeedsConfirmation)
 	first := e.rt(rt.RuntimeID).Dialog
-	if first == nil || !strings.HasPrefix(first.Command, "touch first.txt") {
+	if first == nil || first.Command != "touch first.txt" {
 		t.Fatalf("first dialog %+v", first)
 	}
 	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
@@ -238,7 +238,7 @@ func TestDialogRedrawnWhileDrawing(t *testing.T) {
 	}
 	e.waitFor("the second dialog reported while the pane draws", func() bool {
 		d := e.rt(rt.RuntimeID).Dialog
-		return d != nil && strings.HasPrefix(d.Command, "touch second.txt")
+		return d != nil && d.Command == "touch second.txt"
 	})
 	if r := e.rt(rt.RuntimeID).Readiness; r != nudge.NeedsConfirmation {
 		t.Fatalf("readiness %s", r)
