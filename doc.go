@@ -24,7 +24,10 @@
 //	                 the scheduler of periodic prompts
 //	ack              receipts: ack signals and their tracker, the fallback chain
 //	store            bbolt behind domain methods; it persists this package's records
-//	cmd/nudge        package main: flags, the daemon's wiring, the CLI and the TUI
+//	cmd/nudge        package main: wires the command line to the process, nothing else
+//	cmd/nudge/cli    the command line: cobra commands, flags, exit codes, printers; its
+//	                 tests are the end-to-end suite on real daemons
+//	cmd/nudge/daemon `nudge serve`: its config and flags, Open, Run, Close, the feed
 //	cmd/nudge/api    the external contract: request, answer and event bodies, Client
 //	cmd/nudge/server the unix-socket HTTP server and every handler, on interfaces
 //	cmd/nudge/auth   tokens, the token authority, policy, the caller's scope
@@ -39,15 +42,15 @@
 //
 // Imports point one way, from the binary down to the connection:
 //
-//	cmd/nudge → server → api, auth, events, and the library rooms below
-//	cmd/nudge → observe, notify, mcp, doctor → (api | events | panes, controlmode)
-//	cmd/nudge → tui → view → api: the dashboard speaks only the client
-//	cmd/nudge → inject, ack, detector → panes → controlmode
+//	cmd/nudge → cli → daemon (from serve alone) → server → api, auth, events, and below
+//	daemon → observe, notify, doctor → (api | events | panes, controlmode)
+//	cli → mcp, tui → view → api: the dashboard speaks only the client
+//	daemon → inject, ack, detector → panes → controlmode
 //	panes, inject, ack, auth, events → store (which imports none of them)
 //	every package → nudge (which imports only the standard library)
 //
 // The test rigs (cmd/nudge/standin, cmd/nudge/streamrec, benchmarks/internal) are imported
-// by tests and benchmarks only. cmd/nudge's TestImportArrows holds these arrows.
+// by tests and benchmarks only. cmd/nudge/cli's TestImportArrows holds these arrows.
 //
 // A room learns what happens elsewhere only from the Bus (bus.go): it publishes the
 // events it owns (events.go) and subscribes in its own Open to those it reacts to, each
@@ -73,7 +76,7 @@
 // Pane output is not an event but the hot path: the registry's connection read goroutine
 // calls every OutputReader directly (Bus.Output: the ack tracker's marker matcher, the
 // monitor, the pipeline's echo detection), with no queue and no allocation. The event
-// stream (cmd/nudge/feed.go) is the daemon's own subscriber, opened before the registry.
+// stream (cmd/nudge/daemon/feed.go) is the daemon's own subscriber, opened before the registry.
 // The server holds no state: it calls the registry, pipeline, store, scheduler,
 // authority and hub through interfaces it declares.
 //

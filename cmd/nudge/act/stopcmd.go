@@ -11,7 +11,7 @@ import (
 	"github.com/nudgehq/nudge/panes"
 )
 
-// CLI is what the commands of this package need from package main.
+// CLI is what the commands of this package need from the command line (package cli).
 type CLI struct {
 	// WithClient adds the client flags to a command and returns how to get its client
 	// once they are parsed.

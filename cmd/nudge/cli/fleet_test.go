@@ -1,0 +1,313 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/nudgehq/nudge"
+)
+
+// tcpProxy forwards a loopback port to target until Cut: then every link is closed and
+// new ones are refused until Restore. It stands between a member and its hub.
+type tcpProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	cut    bool
+	wg     sync.WaitGroup
+}
+
+func startProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{ln: ln, target: target}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(func() { ln.Close(); p.Cut(); p.wg.Wait() })
+	return p
+}
+
+func (p *tcpProxy) Addr() string { return p.ln.Addr().String() }
+
+func (p *tcpProxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go func() { defer p.wg.Done(); io.Copy(up, c); up.Close() }()
+		go func() { defer p.wg.Done(); io.Copy(c, up); c.Close() }()
+	}
+}
+
+// Cut closes every link through the proxy and refuses new ones.
+func (p *tcpProxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *tcpProxy) Restore() {
+	p.mu.Lock()
+	p.cut = false
+	p.mu.Unlock()
+}
+
+func writePrivate(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// testFleet is a hub daemon and members a and b, each a real `nudge serve` process with
+// its own state dir, socket, tmux server and identity; a reaches the hub through a proxy
+// the test cuts.
+type testFleet struct {
+	hub, a, b *chaosDaemon
+	proxy     *tcpProxy
+	hubAddr   string
+}
+
+func startFleet(t *testing.T) *testFleet {
+	t.Helper()
+	bin := buildChaosNudge(t)
+	dir := privateTempDir(t)
+	fl := &testFleet{hubAddr: freeAddr(t)}
+	users := writePrivate(t, dir, "users", "a pw-a-0123456789\nb pw-b-0123456789\n")
+	common := []string{"--rate-limit", "100000/min", "--hub-heartbeat", "200ms", "--submit-quiet", "100ms"}
+	fl.hub = newChaosDaemon(t, bin, append(common, "--hub-listen", fl.hubAddr, "--host-name", "hub", "--hub-users", users)...)
+	fl.hub.start()
+	fl.proxy = startProxy(t, fl.hubAddr)
+	fl.a = newChaosDaemon(t, bin, append(common, "--hub", "nats://"+fl.proxy.Addr(), "--host-name", "a",
+		"--hub-credentials", writePrivate(t, dir, "a.cred", "a pw-a-0123456789\n"))...)
+	fl.b = newChaosDaemon(t, bin, append(common, "--hub", "nats://"+fl.hubAddr, "--host-name", "b",
+		"--hub-credentials", writePrivate(t, dir, "b.cred", "b pw-b-0123456789\n"))...)
+	fl.a.start()
+	fl.b.start()
+	return fl
+}
+
+// catRuntime spawns a shell runtime that appends every line it reads to a file.
+func catRuntime(cd *chaosDaemon, ws string) (runtimeView, string) {
+	file := filepath.Join(cd.root, ws+".lines")
+	rt := cd.spawn(spawnBody{Workspace: ws, Role: "w", Agent: "shell", Argv: []string{"sh", "-c", "exec cat >> " + file}})
+	return rt, file
+}
+
+// seesRuntime waits until cd lists runtime id (another host's, through the hub).
+func seesRuntime(t *testing.T, cd *chaosDaemon, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var rts []runtimeView
+		if err := cd.call("GET", "/v1/runtimes", nil, &rts); err == nil {
+			for _, rt := range rts {
+				if rt.RuntimeID == id {
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("%s never listed runtime %s\n%s", cd.stateDir, id, cd.logTail(3000))
+}
+
+// TestFleetKill9AndCut: triggers for a's workspace are sent through b and the hub while a
+// is killed with kill -9 and restarted, while a's link to the hub is cut and restored, and
+// while the hub is killed with kill -9 and restarted (a sender retries the same id while
+// it is answered UNAVAILABLE or not at all). Every trigger is delivered once: 0 lost, 0
+// given twice.
+func TestFleetKill9AndCut(t *testing.T) {
+	t.Parallel()
+	fl := startFleet(t)
+	rt, file := catRuntime(fl.a, "wa")
+	seesRuntime(t, fl.b, rt.RuntimeID)
+	seesRuntime(t, fl.hub, rt.RuntimeID)
+
+	var retried atomic.Int64 // requests sent again (no answer, or UNAVAILABLE)
+	var ids []string
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	stop := make(chan struct{})
+	sent := make(chan error, 1)
+	go func() { // sends until the chaos below is over
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				sent <- nil
+				return
+			default:
+			}
+			id := fmt.Sprintf("fl-%04d", i)
+			via := fl.b
+			if i%3 == 0 {
+				via = fl.hub
+			}
+			req := map[string]any{"trigger_id": id, "workspace": "wa", "agent": "w", "prompt": fmt.Sprintf("fleet prompt %d", i)}
+			tr, tries, err := via.submitRetry(ctx, req)
+			retried.Add(int64(tries - 1))
+			if err != nil {
+				sent <- fmt.Errorf("trigger %s: %w", id, err)
+				return
+			}
+			if tr.Host != "a" {
+				sent <- fmt.Errorf("trigger %s: host %q, want a", id, tr.Host)
+				return
+			}
+			ids = append(ids, id)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	fl.a.kill9() // mid-stream: triggers queue in the hub while it is away
+	time.Sleep(500 * time.Millisecond)
+	fl.a.start()
+	time.Sleep(300 * time.Millisecond)
+	fl.proxy.Cut() // a is cut off: the hub keeps its triggers
+	time.Sleep(time.Second)
+	fl.proxy.Restore()
+	time.Sleep(300 * time.Millisecond)
+	fl.hub.kill9() // the hub itself: what it queued is on its disk
+	time.Sleep(300 * time.Millisecond)
+	fl.hub.start()
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	n := len(ids)
+	got := map[string]nudge.Trigger{}
+	for deadline := time.Now().Add(2 * time.Minute); len(got) < n && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for _, id := range ids {
+			if _, ok := got[id]; ok {
+				continue
+			}
+			if tr, err := fl.b.getTrigger(id); err == nil && tr.Closed {
+				got[id] = tr
+			}
+		}
+	}
+	lost, twice, failed := 0, 0, 0
+	counts := countIDs(file)
+	for _, id := range ids {
+		switch c := counts[id]; {
+		case c == 0:
+			lost++
+		case c > 1:
+			twice++
+		}
+		if tr, ok := got[id]; !ok || tr.State == nudge.StateFailed {
+			failed++
+			t.Logf("%s: %+v", id, got[id])
+		}
+	}
+	t.Logf("fleet: %d triggers through the hub, a killed (kill -9) once and cut once, the hub killed once (%d requests sent again): %d lost, %d given twice, %d not closed well", n, retried.Load(), lost, twice, failed)
+	if lost != 0 || twice != 0 || failed != 0 {
+		t.Fatalf("%d lost, %d given twice, %d failed or open\na:\n%s", lost, twice, failed, fl.a.logTail(4000))
+	}
+}
+
+// TestFleetScopes: a token scoped to one workspace acts on it through the hub wherever
+// it lives and on nothing else; a member's credentials publish nothing for another.
+func TestFleetScopes(t *testing.T) {
+	t.Parallel()
+	fl := startFleet(t)
+	rta, _ := catRuntime(fl.a, "wa")
+	rth, _ := catRuntime(fl.hub, "wh")
+	seesRuntime(t, fl.b, rta.RuntimeID)
+	seesRuntime(t, fl.b, rth.RuntimeID)
+
+	var issued struct {
+		Token string `json:"token"`
+	}
+	if err := fl.b.call("POST", "/v1/tokens", issueBody{Subject: "orch", Workspaces: []string{"wa"}, Verbs: []string{"trigger"}}, &issued); err != nil {
+		t.Fatalf("issue: %v", err)
+	}
+	orch := newClient(fl.b.socket, issued.Token)
+	var tr nudge.Trigger
+	if err := orch.do(bg(), "POST", "/v1/triggers", map[string]any{"trigger_id": "sc-1", "workspace": "wa", "agent": "w", "prompt": "hi"}, &tr); err != nil || tr.Host != "a" {
+		t.Fatalf("in scope, on another host: %+v %v", tr, err)
+	}
+	err := orch.do(bg(), "POST", "/v1/triggers", map[string]any{"trigger_id": "sc-2", "workspace": "wh", "agent": "w", "prompt": "hi"}, nil)
+	wantAPIError(t, "another workspace through the hub", err, "FORBIDDEN", `"wh"`)
+	// A trigger of wh sent by an admin on the hub: the scoped token cannot read it on b.
+	if err := fl.hub.call("POST", "/v1/triggers", map[string]any{"trigger_id": "sc-3", "workspace": "wh", "agent": "w", "prompt": "x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fl.b.getTrigger("sc-3"); err != nil {
+		t.Fatalf("b's admin reads the hub's trigger: %v", err) // the fleet's receipts
+	}
+	err = orch.do(bg(), "GET", "/v1/triggers/sc-3", nil, nil)
+	wantAPIError(t, "another workspace's receipt", err, "NOT_FOUND", "sc-3")
+	var rts []runtimeView
+	if err := orch.do(bg(), "GET", "/v1/runtimes", nil, &rts); err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range rts {
+		if rt.WorkspaceID != "wa" {
+			t.Fatalf("the scoped token lists %s", rt.RuntimeID)
+		}
+	}
+	if len(rts) != 1 {
+		t.Fatalf("the scoped token lists %d runtimes, want wa's one", len(rts))
+	}
+
+	// b's identity, used by hand: nothing it publishes can pass for a.
+	nc, err := nats.Connect("nats://"+fl.hubAddr, nats.UserInfo("b", "pw-b-0123456789"), nats.CustomInboxPrefix("_INBOX_b"),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	for _, subj := range []string{"$KV.nudge_runtimes.a", "$KV.nudge_receipts.a.sc-1", "$KV.nudge_ws.wa",
+		"nudge.trig.a.b", "nudge.trig.hub.a", "nudge.api.a.receipt", "nudge.ctl.a.hub.get", "nudge.deliver.a",
+		"$JS.API.DIRECT.GET.KV_nudge_runtimes.$KV.nudge_runtimes.b", "$JS.API.CONSUMER.CREATE.NUDGE_TRIGGERS.host_a.nudge.trig.a.*"} {
+		if _, err := nc.Request(subj, []byte(`{}`), 500*time.Millisecond); err == nil {
+			t.Errorf("b's credentials were answered on %s", subj)
+		}
+	}
+	// Nor can b have the hub answer onto a workspace's claim (a reply not to b's own inbox).
+	m := nats.NewMsg("nudge.api.b.get")
+	m.Data, m.Reply = []byte(`{"Host":"b","ID":"x"}`), "$KV.nudge_ws.wa"
+	if err := nc.PublishMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	// The workspace stays a's: b's own listing of it would not move it either.
+	seesRuntime(t, fl.b, rta.RuntimeID)
+}

@@ -1,0 +1,11 @@
+package daemon
+
+import "encoding/json"
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
