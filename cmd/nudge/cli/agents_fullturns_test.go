@@ -170,7 +170,10 @@ func scriptedModel(t *testing.T, home, root, agent string, script standin.Script
 // TestClaudeDialogAutoAnswered: a workspace policy's auto_answer rule approves a tool
 // call's dialog with no one at the pane; the approved command runs, the answer is audited
 // as the policy's with its reason, and a dialog the rule does not match waits for a human.
+// The daemon runs as in a CI job (CI=true, which turns Claude Code's colours off): the
+// claude profile takes CI out of the agent's environment, so the dialog's command is read.
 func TestClaudeDialogAutoAnswered(t *testing.T) {
+	t.Setenv("CI", "true")
 	c := agentCase{agent: "claude", env: "NUDGE_TEST_CLAUDE", pkg: "@anthropic-ai/claude-code", api: standin.Messages}
 	c.config = func(cfg *daemon.Config) {
 		pol := filepath.Join(t.TempDir(), "policy.json")
