@@ -214,6 +214,7 @@ type Fallbacker interface {
 type Store interface {
 	Flush()
 	Settle()
+	Unavailable() error // why the store cannot write now (nil: it can)
 	Triggers() *store.Triggers
 	Gates() *store.Gates
 	Schedules() *store.Schedules

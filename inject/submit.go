@@ -52,6 +52,12 @@ func (p *Pipeline) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if s, known, err := p.known(req, text); known {
 		return s, err
 	}
+	// A store that cannot write refuses the trigger before any key goes: the typing runs
+	// beside the create below, and a trigger typed and then refused would be typed again
+	// when the caller sends it again.
+	if err := p.deps.Store.Unavailable(); err != nil {
+		return Submitted{}, fmt.Errorf("store trigger: create trigger: %w: %v", store.ErrUnavailable, err)
+	}
 	j, rt, known := p.newJobFor(req, text, start)
 	j.tctx, j.task = ctx, task
 	reg.End()

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -310,4 +312,104 @@ func TestFleetScopes(t *testing.T) {
 	nc.Flush()
 	// The workspace stays a's: b's own listing of it would not move it either.
 	seesRuntime(t, fl.b, rta.RuntimeID)
+}
+
+// TestFleetMemberDiskFull: member a's state dir fills up while triggers for its workspace
+// come through b and the hub. While a's store cannot write, a does not take them (the hub
+// keeps them and hands them over again); once space returns each is delivered: 0 lost, 0
+// given twice, every receipt closed.
+func TestFleetMemberDiskFull(t *testing.T) {
+	t.Parallel()
+	bin := buildChaosNudge(t)
+	dir := privateTempDir(t)
+	fl := &testFleet{hubAddr: freeAddr(t)}
+	users := writePrivate(t, dir, "users", "a pw-a-0123456789\nb pw-b-0123456789\n")
+	common := []string{"--rate-limit", "100000/min", "--hub-heartbeat", "200ms", "--submit-quiet", "100ms"}
+	fl.hub = newChaosDaemon(t, bin, append(common, "--hub-listen", fl.hubAddr, "--host-name", "hub", "--hub-users", users)...)
+	fl.hub.start()
+	full := smallTmpfs(t, "400k") // first: unmounted after a is stopped
+	fl.a = newChaosDaemon(t, bin, append(common, "--hub", "nats://"+fl.hubAddr, "--host-name", "a",
+		"--hub-credentials", writePrivate(t, dir, "a.cred", "a pw-a-0123456789\n"))...)
+	fl.a.stateDir = full
+	fl.a.logPath = filepath.Join(dir, "a.log") // the log is not what fills the disk
+	fl.b = newChaosDaemon(t, bin, append(common, "--hub", "nats://"+fl.hubAddr, "--host-name", "b",
+		"--hub-credentials", writePrivate(t, dir, "b.cred", "b pw-b-0123456789\n"))...)
+	fl.a.start()
+	fl.b.start()
+	// A raw tty: a 30 KiB prompt reaches cat whole (a cooked one keeps 4 KiB of a line).
+	file := filepath.Join(fl.a.root, "wa.bytes")
+	rt := fl.a.spawn(spawnBody{Workspace: "wa", Role: "w", Agent: "shell", Argv: []string{"sh", "-c", "stty raw; exec cat >> " + file}})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(file); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the raw cat never started: %v", err)
+		}
+	}
+	seesRuntime(t, fl.b, rt.RuntimeID)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	prompt := func(i int) string {
+		return fmt.Sprintf("prompt %d ", i) + strings.Repeat(string(rune('a'+i%26)), 30<<10)
+	}
+	refusedBefore := func() int { return strings.Count(fl.a.log(), "the pipeline did not take a trigger") }
+	var ids []string
+	for i := 0; i < 60; i++ {
+		id := fmt.Sprintf("fd-%02d", i)
+		tr, _, err := fl.b.submitRetry(ctx, map[string]any{"trigger_id": id, "workspace": "wa", "agent": "w", "prompt": prompt(i)})
+		if err != nil {
+			t.Fatalf("trigger %s through the hub: %v", id, err)
+		}
+		if tr.Host != "a" {
+			t.Fatalf("trigger %s: host %q, want a", id, tr.Host)
+		}
+		ids = append(ids, id)
+		if refusedBefore() > 0 && i >= 20 {
+			break // a's disk is full and the hub holds what a cannot take
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	refused := refusedBefore()
+	if refused == 0 {
+		t.Fatalf("a's disk never filled up: every trigger was taken\n%s", fl.a.logTail(3000))
+	}
+	time.Sleep(3 * time.Second) // the hub hands them over again while the disk is still full
+	if out, err := exec.Command("mount", "-o", "remount,size=16m", fl.a.stateDir).CombinedOutput(); err != nil {
+		t.Fatalf("remount: %v: %s", err, out)
+	}
+	got := map[string]nudge.Trigger{}
+	for deadline := time.Now().Add(2 * time.Minute); len(got) < len(ids) && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for _, id := range ids {
+			if _, ok := got[id]; ok {
+				continue
+			}
+			if tr, err := fl.b.getTrigger(id); err == nil && tr.Closed {
+				got[id] = tr
+			}
+		}
+	}
+	lost, twice, notClosed := 0, 0, 0
+	counts := countIDs(file)
+	for _, id := range ids {
+		switch c := counts[id]; {
+		case c == 0:
+			lost++
+		case c > 1:
+			twice++
+			t.Logf("%s given %d times", id, c)
+		}
+		if tr, ok := got[id]; !ok || tr.State == nudge.StateFailed {
+			notClosed++
+			now, err := fl.b.getTrigger(id)
+			var here nudge.Trigger
+			herr := fl.a.call("GET", "/v1/triggers/"+id, nil, &here)
+			t.Logf("%s (given %d times): through b %s %v (closed %v), err %v; on a %s (closed %v), err %v", id, counts[id], now.State, now.Host, now.Closed, err, here.State, here.Closed, herr)
+		}
+	}
+	t.Logf("fleet, a member's disk full: %d triggers through the hub, a refused to take one %d times while full: %d lost, %d given twice, %d not closed well",
+		len(ids), refusedBefore(), lost, twice, notClosed)
+	if lost != 0 || twice != 0 || notClosed != 0 {
+		t.Fatalf("%d lost, %d given twice, %d failed or open (refused while full: %d)\na:\n%s", lost, twice, notClosed, refused, fl.a.logTail(4000))
+	}
 }

@@ -43,12 +43,12 @@ func TestFullDiskLosesNoAcceptedTrigger(t *testing.T) {
 	cfg.StateDir = smallTmpfs(t, "400k")
 	cfg.Inject.AckTimeout = time.Hour // the cat pane never acks: keep the fallbacks out of it
 	td := startDaemon(t, cfg)
-	rawCat(t, td, "w1", "rev")
+	_, typed := rawCat(t, td, "w1", "rev")
 
 	prompt := func(i int) string {
 		return fmt.Sprintf("prompt %d ", i) + strings.Repeat(string(rune('a'+i%26)), 30<<10)
 	}
-	var accepted []string
+	var accepted, refusedIDs []string
 	refused := 0
 	for i := 0; i < 60 && refused < 3; i++ {
 		id := fmt.Sprintf("fd-%02d", i)
@@ -59,6 +59,7 @@ func TestFullDiskLosesNoAcceptedTrigger(t *testing.T) {
 			accepted = append(accepted, id)
 		case errors.As(err, &ae) && ae.ErrorCode == "UNAVAILABLE":
 			refused++
+			refusedIDs = append(refusedIDs, id)
 			if !strings.Contains(ae.Message, "no space left") {
 				t.Errorf("UNAVAILABLE without the reason: %s", ae.Message)
 			}
@@ -69,6 +70,15 @@ func TestFullDiskLosesNoAcceptedTrigger(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Errorf("the disk filled up but every trigger was accepted (%d): none refused with UNAVAILABLE", len(accepted))
+	}
+	// A refused trigger was never typed: its caller sends it again once space returns,
+	// and it would then be given twice.
+	time.Sleep(500 * time.Millisecond)
+	b, _ := os.ReadFile(typed)
+	for _, id := range refusedIDs {
+		if strings.Contains(string(b), "id="+id+" ") {
+			t.Errorf("trigger %s was refused (UNAVAILABLE) but typed", id)
+		}
 	}
 	t.Logf("%d accepted, then refused; commit errors %v", len(accepted), td.metrics()["nudge_store_commit_errors_total"])
 	// Every accepted trigger has its receipt while the disk is full.

@@ -72,14 +72,17 @@ func (f *Fleet) handOver(h string, m jetstream.Msg) {
 	}
 }
 
-// onDeliver takes a trigger the hub hands this member, and answers "ok" once taken.
+// onDeliver takes a trigger the hub hands this member, and answers "ok" once taken, or
+// "again" when it could not take it now (the hub hands it over again 2 s later).
 func (f *Fleet) onDeliver(m *nats.Msg) {
 	if m.Reply == "" || m.Header.Get("Status") != "" {
 		return // not the hub's request
 	}
-	if f.take(m.Data, m.Header.Get("Nudge-From")) {
-		m.Respond([]byte("ok")) //nolint:errcheck // the hub delivers it again
+	answer := "ok"
+	if !f.take(m.Data, m.Header.Get("Nudge-From")) {
+		answer = "again" // at once: the hub's request would otherwise wait out its timeout, and every trigger behind this one with it
 	}
+	m.Respond([]byte(answer)) //nolint:errcheck // the hub delivers it again
 }
 
 // take hands a trigger from the hub to the local pipeline. It reports true only once the
@@ -131,6 +134,13 @@ func (f *Fleet) failed(w wireTrigger, code nudge.Code, msg string) nudge.Trigger
 	return t
 }
 
+// followRecheck is how often a followed trigger is read again without news of it;
+// followFailures how many reads in a row may fail (about an hour) before it is let go.
+const (
+	followRecheck  = 5 * time.Second
+	followFailures = 720
+)
+
 // startFollow publishes a trigger's receipt on every change until it is closed.
 func (f *Fleet) startFollow(id string) {
 	f.mu.Lock()
@@ -147,13 +157,35 @@ func (f *Fleet) startFollow(id string) {
 			f.mu.Unlock()
 		}()
 		var last nudge.Trigger
+		failing := 0
 		for {
-			t, err := f.deps.Local.Wait(f.ctx, id, func(t nudge.Trigger) bool {
+			// A bounded wait: a change the store writes behind the pipeline's back (the
+			// closing update it could not write while the disk was full, written once it
+			// can) wakes no waiter, and is read at the next look.
+			ctx, cancel := context.WithTimeout(f.ctx, followRecheck)
+			t, err := f.deps.Local.Wait(ctx, id, func(t nudge.Trigger) bool {
 				return t.State != last.State || t.Closed != last.Closed || !t.UpdatedAt.Equal(last.UpdatedAt)
 			})
-			if err != nil {
+			timedOut := ctx.Err() != nil
+			cancel()
+			switch {
+			case f.ctx.Err() != nil:
 				return
+			case err != nil && timedOut:
+				continue
+			case err != nil:
+				if failing++; failing > followFailures {
+					f.log.Warn("hub: a trigger's receipt is no longer followed", "trigger", id, "err", err)
+					return
+				}
+				select {
+				case <-f.ctx.Done():
+					return
+				case <-time.After(followRecheck):
+				}
+				continue
 			}
+			failing = 0
 			t.Host = f.cfg.HostName
 			f.putReceipt(f.ctx, t)
 			if last = t; t.Closed {
