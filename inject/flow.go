@@ -170,6 +170,10 @@ func (p *Pipeline) decideFor(l *lane, j *job, rt nudge.Runtime, now time.Time) (
 		}
 	default:
 		if l.remove(j) {
+			if !j.recorded() {
+				j.endTask() // refused by Submit (its create failed): never typed
+				break
+			}
 			p.lanes.delivering.Add(1)
 			p.deliver(l, j, rt)
 			p.lanes.delivering.Add(-1)
@@ -292,6 +296,9 @@ func (p *Pipeline) typeInline(j *job) bool {
 	if l.cont.j != nil || l.depth() > 0 || j.maybeTyped || j.record().Attempts > 0 ||
 		needsPaneCheck(&l.paneWatch, false, 0, p.deps.Gates != nil, j.envelope) {
 		return false
+	}
+	if !j.recorded() {
+		return true // refused by Submit: nothing is typed (and nothing queued)
 	}
 	rt, ok := p.deps.Runtimes.Get(l.id)
 	if !ok {

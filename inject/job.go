@@ -17,7 +17,7 @@ type job struct {
 	t             nudge.Trigger
 	envelope      string        // sanitized prompt wrapped in its envelope: what is typed
 	created       chan struct{} // closed once the create commit is done (or failed: lost)
-	lost          bool          // the record was never committed: nothing may be persisted
+	lost          bool          // the record was never committed: nothing may be persisted, nothing typed
 	keepIntake    bool          // acked by the agent's record: the intake gate ends on its own
 	decided       chan struct{} // closed at the first decision: typed, parked or failed
 	decideOnce    sync.Once
@@ -158,4 +158,12 @@ func resultFor(t *nudge.Trigger) nudge.Result {
 // on the way.
 func finalResult(r nudge.Result) bool {
 	return r == nudge.ResultDelivered || r == nudge.ResultTimeout || r == nudge.ResultFailed
+}
+
+// recorded waits for the job's create and reports whether it was written. A job whose
+// record was not written (a full disk) is refused by Submit and is never typed: the
+// caller sends it again, and it must not be given twice.
+func (j *job) recorded() bool {
+	<-j.created
+	return !j.lost
 }

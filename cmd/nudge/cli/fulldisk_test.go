@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +165,89 @@ func TestFullDiskLosesNoAcceptedTrigger(t *testing.T) {
 	if err := td.c.do(bg(), "GET", "/v1/audit?verify=1", nil, &v); err != nil || v["ok"] != true {
 		t.Errorf("audit verify: %v %v", v, err)
 	}
+}
+
+// A trigger refused because the store cannot write its create (the disk fills under a
+// store that was healthy a moment before) is never typed: its caller sends it again once
+// space returns, and it is then given once. Before, the typing beside the create went
+// ahead and the refused trigger was typed twice.
+func TestFullDiskRefusedNeverTyped(t *testing.T) {
+	cfg := newTestConfig(t)
+	cfg.StateDir = smallTmpfs(t, "4m")
+	td := startDaemon(t, cfg)
+	_, typed := rawCat(t, td, "w1", "rev")
+	td.d.Rooms().DB.Flush() // the store is idle and healthy: the create meets the full disk first
+
+	filler, err := os.Create(filepath.Join(cfg.StateDir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{64 << 10, 4 << 10, 1} {
+		buf := make([]byte, size)
+		for {
+			if _, err := filler.Write(buf); err != nil {
+				break
+			}
+		}
+	}
+	filler.Close()
+
+	prompt := func(i int) string { return fmt.Sprintf("prompt %d ", i) + strings.Repeat("x", 16<<10) }
+	var refused []string
+	for i := 0; i < 5; i++ {
+		id := fmt.Sprintf("rf-%d", i)
+		_, err := td.trigger(map[string]any{"trigger_id": id, "thread_id": id, "workspace": "w1", "agent": "rev", "prompt": prompt(i)})
+		var ae *api.Error
+		if errors.As(err, &ae) && ae.ErrorCode == "UNAVAILABLE" {
+			refused = append(refused, id)
+		} else if err != nil {
+			t.Fatalf("trigger %s: %v", id, err)
+		}
+	}
+	if len(refused) == 0 {
+		t.Fatal("the disk is full but every trigger was accepted")
+	}
+	time.Sleep(time.Second)
+	b, _ := os.ReadFile(typed)
+	for _, id := range refused {
+		if strings.Contains(string(b), "id="+id+" ") {
+			t.Errorf("trigger %s was refused (UNAVAILABLE) but typed", id)
+		}
+	}
+
+	// Space returns; the caller sends the refused triggers again: each is given once.
+	if err := os.Remove(filepath.Join(cfg.StateDir, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range refused {
+		var i int
+		fmt.Sscanf(id, "rf-%d", &i)
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			_, err := td.trigger(map[string]any{"trigger_id": id, "thread_id": id, "workspace": "w1", "agent": "rev", "prompt": prompt(i)})
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("trigger %s still refused after space returned: %v", id, err)
+			}
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		b, _ = os.ReadFile(typed)
+		all := true
+		for _, id := range refused {
+			all = all && strings.Contains(string(b), "id="+id+" ")
+		}
+		if all {
+			break
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	b, _ = os.ReadFile(typed)
+	for _, id := range refused {
+		if n := strings.Count(string(b), "[BRIDGE_TRIGGER id="+id+" "); n != 1 {
+			t.Errorf("trigger %s given %d times, want 1", id, n)
+		}
+	}
+	t.Logf("%d of 5 refused while the disk was full, each given once after", len(refused))
 }
