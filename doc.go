@@ -68,6 +68,7 @@
 //	          FallbackStep    → the event stream
 //	inject    TriggerChanged  → observe, the event stream (its reply event, when it carries one)
 //	          CollisionHeld   → the event stream
+//	dialogs   DialogShown, DialogAnswerSent → the event stream
 //
 // and, for telemetry, events of their publishers' own packages: detector.Captured → the
 // status files, detector.LLMCall and TriggerTyped → observe, observe.Alert → the event

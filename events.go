@@ -57,6 +57,27 @@ type FirstPrompt struct {
 	Prompt  string
 }
 
+// DialogShown: a new approval dialog is on a runtime's screen (dialogs.Answerer, from the
+// detector's ReadinessChanged), for the event stream.
+type DialogShown struct {
+	RuntimeID string
+	Workspace string
+	Dialog    Dialog
+}
+
+// DialogAnswerSent: a runtime's dialog was answered from afar, by a caller (By names it)
+// or the workspace policy (dialogs.Answerer), for the event stream; the answer is
+// audited apart.
+type DialogAnswerSent struct {
+	RuntimeID string
+	Workspace string
+	DialogID  string
+	Title     string
+	Option    DialogOption
+	By        string
+	Reason    string
+}
+
 // ReplyRead: the turn that took trigger TriggerID's prompt ended in RuntimeID's own
 // record, with this reply (ack.Tracker, from the agent's record). It is the agent's
 // writing: the pipeline records it on the receipt only if that trigger was handed to

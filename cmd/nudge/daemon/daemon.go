@@ -187,7 +187,7 @@ func openWake(cfg Config, d *Daemon) *wake.Waker {
 func openDialogs(d *Daemon) *dialogs.Answerer {
 	return dialogs.New(dialogs.Config{Screen: d.mon.DialogNow, Busy: d.mon.Collision,
 		Conn: func(ws string) (dialogs.Doer, error) { return d.reg.Conn(ws) }, Runtimes: d.reg, Rule: d.auth.Policy().AutoAnswer,
-		Publish: func(typ, ws string, v any) { d.hub.Publish(Event{Type: typ, Workspace: ws, Detail: mustJSON(v)}) }, Bus: d.bus,
+		Bus: d.bus,
 		Audit: func(r nudge.AuditRecord) {
 			if _, err := d.db.AuditLog().AppendAudit(r); err != nil {
 				d.log.Error("audit", "event", r.Event, "err", err)

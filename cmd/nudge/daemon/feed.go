@@ -7,7 +7,7 @@ import (
 )
 
 // openFeed subscribes the event stream (/v1/events) to the rooms' news on the daemon's
-// bus: runtime, readiness, trigger, reply, collision, fallback and alert events, each on
+// bus: runtime, readiness, trigger, reply, collision, fallback, dialog and alert events, each on
 // its own workspace's stream. It is opened before the registry, so the stream has every
 // change from the daemon's start. One client: the stream has the events in the order the
 // bus took them (a receipt's change before its reply). The hub numbers and keeps them.
@@ -35,6 +35,13 @@ func openFeed(d *Daemon) *nudge.Client {
 	})
 	nudge.Subscribe(c, func(s nudge.FallbackStep) {
 		publish(Event{Type: "fallback", Workspace: s.Workspace, Detail: mustJSON(s)})
+	})
+	nudge.Subscribe(c, func(ev nudge.DialogShown) {
+		publish(Event{Type: "dialog_shown", Workspace: ev.Workspace, Detail: mustJSON(map[string]any{"runtime_id": ev.RuntimeID, "dialog": ev.Dialog})})
+	})
+	nudge.Subscribe(c, func(ev nudge.DialogAnswerSent) {
+		publish(Event{Type: "dialog_answered", Workspace: ev.Workspace, Detail: mustJSON(map[string]any{"runtime_id": ev.RuntimeID,
+			"dialog_id": ev.DialogID, "title": ev.Title, "option": ev.Option, "by": ev.By, "reason": ev.Reason})})
 	})
 	nudge.Subscribe(c, func(a observe.Alert) { // on the event stream, in its runtime's workspace
 		ws := ""

@@ -42,8 +42,6 @@ type Config struct {
 	Busy func(rt nudge.Runtime) (bool, time.Time, string)
 	// Conn is the workspace's control connection.
 	Conn func(workspace string) (Doer, error)
-	// Publish puts an event on the stream (dialog_shown, dialog_answered); may be nil.
-	Publish func(typ, workspace string, detail any)
 	// Rule is the workspace policy's automatic answer to a dialog (off: nil, or ok false).
 	Rule func(workspace, agent string, d nudge.Dialog) (choice, reason string, ok bool)
 	// Runtimes finds a runtime (for Shown).
@@ -53,7 +51,8 @@ type Config struct {
 	// Audit records an automatic answer (a caller's answer is audited by the API).
 	Audit func(rec nudge.AuditRecord)
 	// Bus: from New the Answerer reads the dialogs the screens show on it
-	// (nudge.ReadinessChanged: Shown). nil: it is told by hand.
+	// (nudge.ReadinessChanged: Shown), and publishes each new one (nudge.DialogShown) and
+	// each answer it sends (nudge.DialogAnswerSent). nil: it is told by hand, and tells no one.
 	Bus *nudge.Bus
 }
 
@@ -124,7 +123,7 @@ func (a *Answerer) Shown(runtimeID string, d *nudge.Dialog) {
 	if !ok {
 		return
 	}
-	a.publish("dialog_shown", rt.WorkspaceID, map[string]any{"runtime_id": runtimeID, "dialog": d})
+	nudge.Publish(a.cfg.Bus, nudge.DialogShown{RuntimeID: runtimeID, Workspace: rt.WorkspaceID, Dialog: *d})
 	if a.cfg.Rule == nil {
 		return
 	}
@@ -228,12 +227,6 @@ func passing(c nudge.Code) bool {
 	return c == nudge.DialogChanged || c == nudge.OperatorBusy
 }
 
-func (a *Answerer) publish(typ, ws string, detail any) {
-	if a.cfg.Publish != nil {
-		a.cfg.Publish(typ, ws, detail)
-	}
-}
-
 // Answer reads rt's dialog now and, if it is the one dialogID names ("": the one the
 // runtime's record shows, else whatever dialog is on screen), presses the key of the
 // chosen option: its key, its 1-based number, or "approve"/"deny" for the dialog's yes
@@ -271,8 +264,8 @@ func (a *Answerer) Answer(ctx context.Context, rt nudge.Runtime, dialogID, choic
 	// The screen is not read afresh here: the dialog stays the gate's verdict until a
 	// capture after the agent's own output shows it gone, so a trigger it held is never
 	// typed into a dialog still open (an agent slow to take the key).
-	a.publish("dialog_answered", rt.WorkspaceID, map[string]any{"runtime_id": rt.RuntimeID, "dialog_id": d.DialogID,
-		"title": d.Title, "option": opt, "by": who, "reason": reason})
+	nudge.Publish(a.cfg.Bus, nudge.DialogAnswerSent{RuntimeID: rt.RuntimeID, Workspace: rt.WorkspaceID, DialogID: d.DialogID,
+		Title: d.Title, Option: opt, By: who, Reason: reason})
 	return d, opt, nil
 }
 
