@@ -25,6 +25,7 @@ func serveCmd(env *cliEnv) *cobra.Command {
 	daemon.Flags(cmd.Flags(), &cfg)
 	cmd.Flags().SortFlags = false // grouped as serveFlags writes them
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg.Version = version // what /v1/health, the log and the web view say
 		if err := cfg.Complete(); err != nil {
 			return &usageError{err.Error()}
 		}

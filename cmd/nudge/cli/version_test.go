@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nudgehq/nudge/cmd/nudge/api"
 )
 
 // nudgeVersion runs `bin version -o json` and returns the version it names.
@@ -38,6 +40,13 @@ func TestVersionStampedAtLinkTime(t *testing.T) {
 	out, err := exec.Command(bin, "version").Output()
 	if err != nil || !strings.HasPrefix(string(out), "nudge v9.8.7-test") {
 		t.Errorf("nudge version: %q %v", out, err)
+	}
+	// The daemon says the same: /v1/health (and the log, the web view) carry it.
+	cd := newChaosDaemon(t, bin)
+	cd.start()
+	var h api.Health
+	if err := cd.call("GET", "/v1/health", nil, &h); err != nil || h.Version != "v9.8.7-test" {
+		t.Errorf("the daemon's /v1/health version %q (%v), want the one set at link time", h.Version, err)
 	}
 }
 
