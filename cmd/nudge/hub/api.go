@@ -31,6 +31,10 @@ type hubAPI interface {
 
 var errNoReceipt = errors.New("no receipt")
 
+// errLoading: the hub has not read its buckets yet (just started): its index would be
+// partial.
+var errLoading = errors.New("the hub is loading the fleet's state")
+
 // fleetIndex is who is here, who holds which workspace, and the version of each host's
 // runtime list (a member fetches a list again when its version moved).
 type fleetIndex struct {
@@ -107,6 +111,9 @@ func (d direct) route(ctx context.Context, to, id string, msg []byte, ttl time.D
 
 func (d direct) index(context.Context) (fleetIndex, error) {
 	f := d.f
+	if !f.up() {
+		return fleetIndex{}, errLoading // a member keeps the claims it knew
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ix := fleetIndex{Claims: map[string]string{}, Versions: map[string]uint64{}}

@@ -215,10 +215,18 @@ func (f *Fleet) startHub(ctx context.Context) error {
 	if err := f.deliver(ctx); err != nil {
 		return err
 	}
-	f.goLoop(func() { f.watch(bucketRTs, f.onRuntimes) })
-	f.goLoop(func() { f.watch(bucketWS, f.onClaim) })
+	// The hub is up once both buckets' present values are in: until then its claims are
+	// partial (a restarted hub), and neither it nor a member may take a workspace it has
+	// not read yet for one held by no host.
+	var loading sync.WaitGroup
+	loading.Add(2)
+	f.goLoop(func() { f.watch(bucketRTs, f.onRuntimes, loading.Done) })
+	f.goLoop(func() { f.watch(bucketWS, f.onClaim, loading.Done) })
+	f.goLoop(func() {
+		loading.Wait()
+		f.readyOnce.Do(func() { close(f.ready) })
+	})
 	f.goLoop(f.judge)
-	close(f.ready)
 	return f.startCommon()
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,12 +80,16 @@ func (f *Fleet) sync(ctx context.Context) {
 }
 
 // watch follows a bucket of the hub from its start, handing every key's latest value
-// (nil: gone) to fn, and watches again after a failure.
-func (f *Fleet) watch(bucket string, fn func(key string, val []byte)) {
+// (nil: gone) to fn, and watches again after a failure. loaded runs once, when the
+// bucket's present values have all been handed over the first time (or ctx ended: the
+// WaitGroup it releases must not hold a Close).
+func (f *Fleet) watch(bucket string, fn func(key string, val []byte), loaded func()) {
+	var once sync.Once
+	defer once.Do(loaded)
 	for f.ctx.Err() == nil {
 		w, err := f.kv[bucket].WatchAll(f.ctx)
 		if err == nil {
-			f.drain(w, fn)
+			f.drain(w, fn, func() { once.Do(loaded) })
 			w.Stop() //nolint:errcheck // ends with ctx
 		}
 		select {
@@ -94,7 +99,7 @@ func (f *Fleet) watch(bucket string, fn func(key string, val []byte)) {
 	}
 }
 
-func (f *Fleet) drain(w jetstream.KeyWatcher, fn func(string, []byte)) {
+func (f *Fleet) drain(w jetstream.KeyWatcher, fn func(string, []byte), loaded func()) {
 	for {
 		select {
 		case <-f.ctx.Done():
@@ -104,7 +109,8 @@ func (f *Fleet) drain(w jetstream.KeyWatcher, fn func(string, []byte)) {
 				return
 			}
 			if e == nil {
-				continue // the initial values are all in
+				loaded() // the initial values are all in
+				continue
 			}
 			if e.Operation() == jetstream.KeyValuePut {
 				fn(e.Key(), e.Value())
@@ -215,6 +221,16 @@ func (f *Fleet) HostOf(ws string) (host string, away bool) {
 	defer f.mu.Unlock()
 	h := f.claims[ws]
 	return h, h != "" && !f.aliveLocked(h)
+}
+
+// holdsHere reports whether this host runs a runtime of workspace ws.
+func (f *Fleet) holdsHere(ws string) bool {
+	for _, rt := range f.deps.Runtimes.List() {
+		if rt.WorkspaceID == ws {
+			return true
+		}
+	}
+	return false
 }
 
 // Remote lists the other hosts' runtimes, each with Host set to its host's name (when it

@@ -65,6 +65,12 @@ type fleetTriggers struct {
 // Submit routes a trigger: to this host's pipeline when the workspace is here (or held
 // by no host, or the id is known here), else to the host that holds it.
 func (t fleetTriggers) Submit(ctx context.Context, req inject.Request) (inject.Submitted, error) {
+	if !t.f.up() && !t.f.holdsHere(req.Workspace) && !t.knownHere(req.TriggerID) {
+		// Where the workspace lives is not known yet (a hub still reading its claims after
+		// a restart, a member before the hub's first answer): taken here, a trigger for
+		// another host's workspace would find no runtime. The sender tries again.
+		return inject.Submitted{}, nudge.NewError(nudge.Unavailable, "the fleet's hub has not said yet which host holds workspace "+req.Workspace+": try again")
+	}
 	host, away := t.f.HostOf(req.Workspace)
 	if host == "" || host == t.f.Host() || t.knownHere(req.TriggerID) {
 		return t.Triggers.Submit(ctx, req)
