@@ -192,7 +192,7 @@ func fleet(t *testing.T) (hub, a, b member, dir string) {
 		waitFor(t, "claim of "+ws, func() bool {
 			h, _ := a.f.HostOf(ws)
 			h2, _ := b.f.HostOf(ws)
-			return h != "" && h2 != ""
+			return h != "" && h2 != "" && a.f.up() && b.f.up()
 		})
 	}
 	return hub, a, b, dir

@@ -66,6 +66,7 @@ func (f *Fleet) sync(ctx context.Context) {
 		}
 	}
 	f.mu.Unlock()
+	f.readyOnce.Do(func() { close(f.ready) }) // who holds which workspace is known: up
 	for _, h := range stale {
 		b, err := f.api.runtimesOf(ctx, h)
 		var rts []nudge.Runtime
@@ -76,7 +77,6 @@ func (f *Fleet) sync(ctx context.Context) {
 		f.runtimes[h], f.versions[h] = rts, ix.Versions[h]
 		f.mu.Unlock()
 	}
-	f.readyOnce.Do(func() { close(f.ready) })
 }
 
 // watch follows a bucket of the hub from its start, handing every key's latest value
