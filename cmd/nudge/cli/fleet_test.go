@@ -107,7 +107,9 @@ type testFleet struct {
 	hubAddr   string
 }
 
-func startFleet(t *testing.T) *testFleet {
+// startFleet starts the fleet; aState, if not "", is member a's state dir (its log goes
+// elsewhere).
+func startFleet(t *testing.T, aState string) *testFleet {
 	t.Helper()
 	bin := buildChaosNudge(t)
 	dir := privateTempDir(t)
@@ -119,11 +121,48 @@ func startFleet(t *testing.T) *testFleet {
 	fl.proxy = startProxy(t, fl.hubAddr)
 	fl.a = newChaosDaemon(t, bin, append(common, "--hub", "nats://"+fl.proxy.Addr(), "--host-name", "a",
 		"--hub-credentials", writePrivate(t, dir, "a.cred", "a pw-a-0123456789\n"))...)
+	if aState != "" {
+		fl.a.stateDir, fl.a.logPath = aState, filepath.Join(dir, "a.log")
+	}
 	fl.b = newChaosDaemon(t, bin, append(common, "--hub", "nats://"+fl.hubAddr, "--host-name", "b",
 		"--hub-credentials", writePrivate(t, dir, "b.cred", "b pw-b-0123456789\n"))...)
 	fl.a.start()
 	fl.b.start()
 	return fl
+}
+
+// deliveredOnce waits until every trigger of ids has a closed receipt on via and counts,
+// from file (what a's pane read), those lost, given twice, and failed or still open.
+func deliveredOnce(t *testing.T, fl *testFleet, via *chaosDaemon, ids []string, file string) (lost, twice, notClosed int) {
+	t.Helper()
+	got := map[string]nudge.Trigger{}
+	for deadline := time.Now().Add(2 * time.Minute); len(got) < len(ids) && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for _, id := range ids {
+			if _, ok := got[id]; ok {
+				continue
+			}
+			if tr, err := via.getTrigger(id); err == nil && tr.Closed {
+				got[id] = tr
+			}
+		}
+	}
+	counts := countIDs(file)
+	for _, id := range ids {
+		switch c := counts[id]; {
+		case c == 0:
+			lost++
+		case c > 1:
+			twice++
+			t.Logf("%s given %d times", id, c)
+		}
+		if tr, ok := got[id]; !ok || tr.State == nudge.StateFailed {
+			notClosed++
+			var here nudge.Trigger
+			herr := fl.a.call("GET", "/v1/triggers/"+id, nil, &here)
+			t.Logf("%s: %+v; on a %s (closed %v), err %v", id, got[id], here.State, here.Closed, herr)
+		}
+	}
+	return lost, twice, notClosed
 }
 
 // catRuntime spawns a shell runtime that appends every line it reads to a file.
@@ -156,7 +195,7 @@ func seesRuntime(t *testing.T, cd *chaosDaemon, id string) {
 // given twice.
 func TestFleetKill9AndCut(t *testing.T) {
 	t.Parallel()
-	fl := startFleet(t)
+	fl := startFleet(t, "")
 	rt, file := catRuntime(fl.a, "wa")
 	seesRuntime(t, fl.b, rt.RuntimeID)
 	seesRuntime(t, fl.hub, rt.RuntimeID)
@@ -213,31 +252,7 @@ func TestFleetKill9AndCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := len(ids)
-	got := map[string]nudge.Trigger{}
-	for deadline := time.Now().Add(2 * time.Minute); len(got) < n && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		for _, id := range ids {
-			if _, ok := got[id]; ok {
-				continue
-			}
-			if tr, err := fl.b.getTrigger(id); err == nil && tr.Closed {
-				got[id] = tr
-			}
-		}
-	}
-	lost, twice, failed := 0, 0, 0
-	counts := countIDs(file)
-	for _, id := range ids {
-		switch c := counts[id]; {
-		case c == 0:
-			lost++
-		case c > 1:
-			twice++
-		}
-		if tr, ok := got[id]; !ok || tr.State == nudge.StateFailed {
-			failed++
-			t.Logf("%s: %+v", id, got[id])
-		}
-	}
+	lost, twice, failed := deliveredOnce(t, fl, fl.b, ids, file)
 	t.Logf("fleet: %d triggers through the hub, a killed (kill -9) once and cut once, the hub killed once (%d requests sent again): %d lost, %d given twice, %d not closed well", n, retried.Load(), lost, twice, failed)
 	if lost != 0 || twice != 0 || failed != 0 {
 		t.Fatalf("%d lost, %d given twice, %d failed or open\na:\n%s", lost, twice, failed, fl.a.logTail(4000))
@@ -248,7 +263,7 @@ func TestFleetKill9AndCut(t *testing.T) {
 // it lives and on nothing else; a member's credentials publish nothing for another.
 func TestFleetScopes(t *testing.T) {
 	t.Parallel()
-	fl := startFleet(t)
+	fl := startFleet(t, "")
 	rta, _ := catRuntime(fl.a, "wa")
 	rth, _ := catRuntime(fl.hub, "wh")
 	seesRuntime(t, fl.b, rta.RuntimeID)
@@ -320,22 +335,8 @@ func TestFleetScopes(t *testing.T) {
 // given twice, every receipt closed.
 func TestFleetMemberDiskFull(t *testing.T) {
 	t.Parallel()
-	bin := buildChaosNudge(t)
-	dir := privateTempDir(t)
-	fl := &testFleet{hubAddr: freeAddr(t)}
-	users := writePrivate(t, dir, "users", "a pw-a-0123456789\nb pw-b-0123456789\n")
-	common := []string{"--rate-limit", "100000/min", "--hub-heartbeat", "200ms", "--submit-quiet", "100ms"}
-	fl.hub = newChaosDaemon(t, bin, append(common, "--hub-listen", fl.hubAddr, "--host-name", "hub", "--hub-users", users)...)
-	fl.hub.start()
 	full := smallTmpfs(t, "400k") // first: unmounted after a is stopped
-	fl.a = newChaosDaemon(t, bin, append(common, "--hub", "nats://"+fl.hubAddr, "--host-name", "a",
-		"--hub-credentials", writePrivate(t, dir, "a.cred", "a pw-a-0123456789\n"))...)
-	fl.a.stateDir = full
-	fl.a.logPath = filepath.Join(dir, "a.log") // the log is not what fills the disk
-	fl.b = newChaosDaemon(t, bin, append(common, "--hub", "nats://"+fl.hubAddr, "--host-name", "b",
-		"--hub-credentials", writePrivate(t, dir, "b.cred", "b pw-b-0123456789\n"))...)
-	fl.a.start()
-	fl.b.start()
+	fl := startFleet(t, full)
 	// A raw tty: a 30 KiB prompt reaches cat whole (a cooked one keeps 4 KiB of a line).
 	file := filepath.Join(fl.a.root, "wa.bytes")
 	rt := fl.a.spawn(spawnBody{Workspace: "wa", Role: "w", Agent: "shell", Argv: []string{"sh", "-c", "stty raw; exec cat >> " + file}})
@@ -375,38 +376,10 @@ func TestFleetMemberDiskFull(t *testing.T) {
 		t.Fatalf("a's disk never filled up: every trigger was taken\n%s", fl.a.logTail(3000))
 	}
 	time.Sleep(3 * time.Second) // the hub hands them over again while the disk is still full
-	if out, err := exec.Command("mount", "-o", "remount,size=16m", fl.a.stateDir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-o", "remount,size=16m", full).CombinedOutput(); err != nil {
 		t.Fatalf("remount: %v: %s", err, out)
 	}
-	got := map[string]nudge.Trigger{}
-	for deadline := time.Now().Add(2 * time.Minute); len(got) < len(ids) && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		for _, id := range ids {
-			if _, ok := got[id]; ok {
-				continue
-			}
-			if tr, err := fl.b.getTrigger(id); err == nil && tr.Closed {
-				got[id] = tr
-			}
-		}
-	}
-	lost, twice, notClosed := 0, 0, 0
-	counts := countIDs(file)
-	for _, id := range ids {
-		switch c := counts[id]; {
-		case c == 0:
-			lost++
-		case c > 1:
-			twice++
-			t.Logf("%s given %d times", id, c)
-		}
-		if tr, ok := got[id]; !ok || tr.State == nudge.StateFailed {
-			notClosed++
-			now, err := fl.b.getTrigger(id)
-			var here nudge.Trigger
-			herr := fl.a.call("GET", "/v1/triggers/"+id, nil, &here)
-			t.Logf("%s (given %d times): through b %s %v (closed %v), err %v; on a %s (closed %v), err %v", id, counts[id], now.State, now.Host, now.Closed, err, here.State, here.Closed, herr)
-		}
-	}
+	lost, twice, notClosed := deliveredOnce(t, fl, fl.b, ids, file)
 	t.Logf("fleet, a member's disk full: %d triggers through the hub, a refused to take one %d times while full: %d lost, %d given twice, %d not closed well",
 		len(ids), refusedBefore(), lost, twice, notClosed)
 	if lost != 0 || twice != 0 || notClosed != 0 {
