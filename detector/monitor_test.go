@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/creack/pty"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
@@ -36,6 +37,24 @@ type liveEnv struct {
 	quiet     []string
 	humanDone []string
 	changes   int
+}
+
+// syncBuffer is a log's output, written from many goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // newLiveEnv starts a registry on a private server; mod adjusts the MonitorConfig.
@@ -63,6 +82,13 @@ func newLiveEnvPanes(t *testing.T, pmod func(*panes.Config), mod func(*MonitorCo
 	bus := nudge.NewBus()
 	t.Cleanup(bus.Close) // last: after the Monitor and the registry
 	pcfg.Bus = bus
+	logs := &syncBuffer{}
+	pcfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "panes", Output: logs, Level: hclog.Debug})
+	t.Cleanup(func() { // the registry's and the Monitor's log, when a test failed
+		if t.Failed() {
+			t.Logf("log:\n%s", logs.String())
+		}
+	})
 	if pmod != nil {
 		pmod(&pcfg)
 	}
@@ -77,6 +103,7 @@ func newLiveEnvPanes(t *testing.T, pmod func(*panes.Config), mod func(*MonitorCo
 	cfg.Registry, cfg.SocketName = reg, e.sock
 	cfg.QuietWindow = 500 * time.Millisecond
 	cfg.Bus = bus
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "monitor", Output: logs, Level: hclog.Debug})
 	news := nudge.NewClient(bus, "test", 64)
 	nudge.Subscribe(news, func(ev nudge.OperatorQuiet) { e.mu.Lock(); e.quiet = append(e.quiet, ev.RuntimeID); e.mu.Unlock() })
 	nudge.Subscribe(news, func(ev nudge.HumanDone) {

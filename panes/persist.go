@@ -49,6 +49,8 @@ func (r *records) putLocked(rt *nudge.Runtime) error {
 	}
 	if old == nil || old.PaneID != rt.PaneID {
 		r.watchMarkerLocked(rt)
+		r.paneSeq++
+		r.paneAt[rt.RuntimeID] = r.paneSeq
 	}
 	c := cloneRuntime(rt)
 	r.rts[rt.RuntimeID] = &c

@@ -36,8 +36,10 @@ type reconciler struct {
 // ready (from starting, offline or failed); dead → offline with the exit status; missing
 // → REGISTRY_DRIFT then offline; offline managed runtimes are restarted after
 // RestartDelay unless stopped or crash-looping (then failed). Runtimes being spawned,
-// restarted or stopped are left to that operation.
+// restarted or stopped are left to that operation, and so is one whose pane was set after
+// the panes were listed (a spawn that ended meanwhile: its pane is not in the list).
 func (rc *reconciler) reconcile(ctx context.Context, w *workspace) {
+	mark := rc.recs.paneMark()
 	panes, err := rc.conns.listPanes(ctx, w)
 	if err != nil {
 		rc.cfg.Logger.Warn("reconcile: list panes", "workspace", w.name, "error", err)
@@ -65,8 +67,8 @@ func (rc *reconciler) reconcile(ctx context.Context, w *workspace) {
 		if found {
 			claimed[p.ID] = true
 		}
-		if rc.recs.busy[id] != "" {
-			continue
+		if rc.recs.busy[id] != "" || rc.recs.paneAt[id] > mark {
+			continue // being worked on, or given its pane after the list was taken (it wakes the workspace)
 		}
 		if o, late := rc.overdueLocked(rt, now); late {
 			overdue = append(overdue, o)

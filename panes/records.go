@@ -32,6 +32,11 @@ type records struct {
 	// a crash; if that crashes too, the next restart is fresh.
 	resumed  map[string]bool
 	noResume map[string]bool
+	// paneSeq counts the panes records were given; paneAt is the count when each runtime
+	// got its current pane. A reconcile lists the panes before it takes mu: a runtime given
+	// its pane since (a spawn or a restart that just ended) is not judged by that list.
+	paneSeq uint64
+	paneAt  map[string]uint64
 
 	panes    sync.Map      // pane key -> runtime id, for pane output
 	markers  markerScan    // completion markers in pane output
@@ -41,7 +46,7 @@ type records struct {
 func newRecords(cfg *Config, db Store) *records {
 	return &records{cfg: cfg, db: db, rts: map[string]*nudge.Runtime{}, busy: map[string]string{},
 		stopped: map[string]bool{}, held: map[string]int{}, oneOff: map[string]string{},
-		resumed: map[string]bool{}, noResume: map[string]bool{}}
+		resumed: map[string]bool{}, noResume: map[string]bool{}, paneAt: map[string]uint64{}}
 }
 
 // load takes the runtimes read from the store (all but the deregistered) and calls ws for
@@ -323,6 +328,14 @@ func (r *records) reserve(id, what string) error {
 	return nil
 }
 
+// paneMark is the pane count now: a list of panes taken after it shows every runtime
+// whose paneAt is at most the mark.
+func (r *records) paneMark() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.paneSeq
+}
+
 func (r *records) release(id string) {
 	r.mu.Lock()
 	delete(r.busy, id)
@@ -479,6 +492,7 @@ func (r *records) deregister(ctx context.Context, id, reason string, drop func(i
 		delete(r.rts, id)
 		delete(r.busy, id)
 		delete(r.stopped, id)
+		delete(r.paneAt, id)
 	}
 	r.mu.Unlock()
 	r.notify(chs)

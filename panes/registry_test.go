@@ -549,3 +549,36 @@ func TestUnsetEnv(t *testing.T) {
 		t.Errorf("agent environment CI|GITHUB_ACTIONS|KEPT_VAR: got %q, want unset|unset|kept", b)
 	}
 }
+
+// TestSpawnsTogetherNeverDrift: spawns that end while another spawn's reconcile has listed
+// the panes but not yet judged the records are not judged by that list (their pane is
+// not in it): no runtime reads missing, none is restarted.
+func TestSpawnsTogetherNeverDrift(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.spawn("ws", "first", "sh", "-c", "sleep 600")
+	var wg sync.WaitGroup
+	for i := range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := e.reg.Spawn(context.Background(), SpawnRequest{Workspace: "ws", Role: fmt.Sprintf("r%d", i), Agent: "shell",
+				Argv: []string{"sh", "-c", "sleep 600"}}); err != nil {
+				t.Errorf("spawn r%d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	e.waitFor("every runtime ready", func() bool {
+		for _, rt := range e.reg.List() {
+			if rt.Status != nudge.StatusReady {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(3 * e.cfg.SweepInterval)
+	if s := e.reg.Stats(); s.Drifts != 0 || s.Restarts != 0 || s.PaneDeaths != 0 {
+		t.Fatalf("spawned together: %d read missing, %d restarted, %d dead", s.Drifts, s.Restarts, s.PaneDeaths)
+	}
+}

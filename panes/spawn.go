@@ -246,8 +246,8 @@ const newPaneFormat = "#{pane_id} #{pane_pid} #{pane_index} #{window_index}"
 
 // newWindow starts argv in a new window named after the role (creating the session if
 // missing), detached, with remain-on-exit set in the same tmux command list so even an
-// instant exit is kept. The window index is chosen explicitly so the option can target
-// it; a race with a human creating a window is retried.
+// instant exit is kept. tmux chooses the window's index, so spawns at once never take
+// the same one; a race for the session is retried.
 func (l *launcher) newWindow(ctx context.Context, rt *nudge.Runtime, argv []string) (paneInfo, error) {
 	launch, err := l.launchArgs(rt, argv)
 	if err != nil {
@@ -279,19 +279,17 @@ func (l *launcher) tryNewWindow(ctx context.Context, rt *nudge.Runtime, launch [
 	if err != nil {
 		return paneInfo{}, spawnFailed(err)
 	}
-	next := 0
 	for _, line := range splitLines(out) {
-		idx, name, _ := strings.Cut(line, " ")
-		if name == rt.Role {
+		if _, name, _ := strings.Cut(line, " "); name == rt.Role {
 			return paneInfo{}, nudge.NewError(nudge.Conflict, fmt.Sprintf("window %q already exists in %s", name, sess))
 		}
-		if n, err := strconv.Atoi(idx); err == nil && n >= next {
-			next = n + 1
-		}
 	}
-	win := "=" + sess + ":" + strconv.Itoa(next)
-	args := append([]string{"new-window", "-d", "-t", win, "-n", rt.Role, "-P", "-F", newPaneFormat}, launch...)
-	args = append(args, ";", "set-option", "-p", "-t", win, "remain-on-exit", "on")
+	// tmux takes the next free index; a name of its own lets the same command list set
+	// remain-on-exit on the new pane before its program can exit, then name it for the role.
+	tmp := "nudge-new-" + strconv.FormatInt(l.cfg.Now().UnixNano()%1e9, 36)
+	win := "=" + sess + ":" + tmp
+	args := append([]string{"new-window", "-d", "-t", "=" + sess + ":", "-n", tmp, "-P", "-F", newPaneFormat}, launch...)
+	args = append(args, ";", "set-option", "-p", "-t", win, "remain-on-exit", "on", ";", "rename-window", "-t", win, rt.Role)
 	return l.startPane(ctx, rt, args)
 }
 
