@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,6 +106,7 @@ type testFleet struct {
 	hub, a, b *chaosDaemon
 	proxy     *tcpProxy
 	hubAddr   string
+	users     string // the hub's --hub-users file
 }
 
 // startFleet starts the fleet; aState, if not "", is member a's state dir (its log goes
@@ -115,6 +117,7 @@ func startFleet(t *testing.T, aState string) *testFleet {
 	dir := privateTempDir(t)
 	fl := &testFleet{hubAddr: freeAddr(t)}
 	users := writePrivate(t, dir, "users", "a pw-a-0123456789\nb pw-b-0123456789\n")
+	fl.users = users
 	common := []string{"--rate-limit", "100000/min", "--hub-heartbeat", "200ms", "--submit-quiet", "100ms"}
 	fl.hub = newChaosDaemon(t, bin, append(common, "--hub-listen", fl.hubAddr, "--host-name", "hub", "--hub-users", users)...)
 	fl.hub.start()
@@ -384,5 +387,55 @@ func TestFleetMemberDiskFull(t *testing.T) {
 		len(ids), refusedBefore(), lost, twice, notClosed)
 	if lost != 0 || twice != 0 || notClosed != 0 {
 		t.Fatalf("%d lost, %d given twice, %d failed or open (refused while full: %d)\na:\n%s", lost, twice, notClosed, refused, fl.a.logTail(4000))
+	}
+}
+
+// TestFleetMembersChangedLive: the hub's users file is edited while everything runs. b
+// taken out: its link is closed, its runtime leaves the fleet, a trigger for its
+// workspace never reaches it. b put back (the file replaced by a rename, as editors do):
+// it joins again by itself and a trigger through the hub reaches its pane once. No
+// daemon is restarted.
+func TestFleetMembersChangedLive(t *testing.T) {
+	t.Parallel()
+	fl := startFleet(t, "")
+	rt, file := catRuntime(fl.b, "wb")
+	seesRuntime(t, fl.hub, rt.RuntimeID)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	if err := os.WriteFile(fl.users, []byte("a pw-a-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var rts []runtimeView
+		if err := fl.hub.call("GET", "/v1/runtimes", nil, &rts); err == nil && !slices.ContainsFunc(rts, func(r runtimeView) bool { return r.RuntimeID == rt.RuntimeID }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b's runtime still listed on the hub after b was taken out\n%s", fl.hub.logTail(3000))
+		}
+	}
+	if !strings.Contains(fl.b.log(), "hub link down") {
+		t.Errorf("b's link was not closed when it was taken out\n%s", fl.b.logTail(2000))
+	}
+	if tr, _, err := fl.hub.submitRetry(ctx, map[string]any{"trigger_id": "out-1", "workspace": "wb", "agent": "w", "prompt": "while out"}); err == nil && tr.Host == "b" {
+		t.Fatalf("a trigger for b's workspace went to b after it was taken out: %+v", tr)
+	}
+
+	next := writePrivate(t, filepath.Dir(fl.users), "users.new", "a pw-a-0123456789\nb pw-b-0123456789\n")
+	if err := os.Rename(next, fl.users); err != nil {
+		t.Fatal(err)
+	}
+	seesRuntime(t, fl.hub, rt.RuntimeID)
+	tr, _, err := fl.hub.submitRetry(ctx, map[string]any{"trigger_id": "back-1", "workspace": "wb", "agent": "w", "prompt": "back again"})
+	if err != nil || tr.Host != "b" {
+		t.Fatalf("trigger for b's workspace once b is back: %+v, %v\n%s", tr, err, fl.hub.logTail(3000))
+	}
+	lost, twice, notClosed := deliveredOnce(t, fl, fl.hub, []string{"back-1"}, file)
+	if lost != 0 || twice != 0 || notClosed != 0 {
+		t.Fatalf("back-1: lost %d, twice %d, not closed %d\nb:\n%s", lost, twice, notClosed, fl.b.logTail(3000))
+	}
+	if n := countIDs(file)["out-1"]; n != 0 {
+		t.Fatalf("the trigger sent while b was out reached it %d times", n)
 	}
 }

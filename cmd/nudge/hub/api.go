@@ -165,6 +165,10 @@ func (f *Fleet) serve(m *nats.Msg) {
 	if m.Header.Get("Status") != "" {
 		return // the server's "no responders" to a request of another, sent here as its reply
 	}
+	if !f.member(from) {
+		f.log.Warn("hub: a request from a host that is no member is dropped", "from", from, "op", op)
+		return
+	}
 	if op != "beat" && !strings.HasPrefix(m.Reply, inboxPrefix(from)+".") {
 		f.log.Warn("hub: a request whose reply is not the requester's own inbox is dropped", "from", from, "op", op, "reply", m.Reply)
 		return

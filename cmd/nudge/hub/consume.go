@@ -29,23 +29,51 @@ func (f *Fleet) deliver(ctx context.Context) error {
 		}
 	}
 	for _, h := range hosts {
-		cons, err := f.js.CreateOrUpdateConsumer(ctx, triggerStream, jetstream.ConsumerConfig{
-			Durable: durable(h), FilterSubject: triggersFor(h),
-			AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 256,
-		})
-		if err != nil {
-			return fmt.Errorf("hub consumer for %s: %w", h, err)
+		if err := f.startConsumer(ctx, h); err != nil {
+			return err
 		}
-		cc, err := cons.Consume(func(m jetstream.Msg) { f.handOver(h, m) })
-		if err != nil {
-			return fmt.Errorf("hub consumer for %s: %w", h, err)
-		}
-		f.goLoop(func() {
-			<-f.ctx.Done()
-			cc.Stop()
-		})
 	}
 	return nil
+}
+
+// startConsumer starts host h's durable consumer of its triggers (the hub's); it stops
+// with the fleet, or when h leaves the members (stopConsumer).
+func (f *Fleet) startConsumer(ctx context.Context, h string) error {
+	cons, err := f.js.CreateOrUpdateConsumer(ctx, triggerStream, jetstream.ConsumerConfig{
+		Durable: durable(h), FilterSubject: triggersFor(h),
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 256,
+	})
+	if err != nil {
+		return fmt.Errorf("hub consumer for %s: %w", h, err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { f.handOver(h, m) })
+	if err != nil {
+		return fmt.Errorf("hub consumer for %s: %w", h, err)
+	}
+	cctx, stop := context.WithCancel(f.ctx)
+	f.mu.Lock()
+	if f.consumers == nil {
+		f.consumers = map[string]context.CancelFunc{}
+	}
+	f.consumers[h] = stop
+	f.mu.Unlock()
+	f.goLoop(func() {
+		<-cctx.Done()
+		cc.Stop()
+	})
+	return nil
+}
+
+// stopConsumer stops host h's consumer: its triggers wait in the stream (until their
+// deadline) for it to be a member again.
+func (f *Fleet) stopConsumer(h string) {
+	f.mu.Lock()
+	stop := f.consumers[h]
+	delete(f.consumers, h)
+	f.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 // handOver takes a trigger off the queue for host h (the hub's).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -61,6 +62,7 @@ type Fleet struct {
 	kv   map[string]jetstream.KeyValue // the hub's only: members have no JetStream of their own
 	api  hubAPI                        // the hub's service: direct on the hub, remote on a member
 
+	resend    atomic.Bool   // send this host's runtimes at the next beat even if unchanged
 	ready     chan struct{} // closed once the fleet is known: the fleet is up
 	readyOnce sync.Once
 
@@ -71,7 +73,9 @@ type Fleet struct {
 	seen     map[string]time.Time       // hub only: when each host's last heartbeat came
 	claims   map[string]string          // workspace → host
 	allowed  map[string][]string        // hub only: host → workspaces it may hold (nil: any)
-	follow   map[string]bool            // triggers whose receipts this host publishes
+	// consumers: hub only, each host's consumer of its triggers.
+	consumers map[string]context.CancelFunc
+	follow    map[string]bool // triggers whose receipts this host publishes
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -103,13 +107,17 @@ func (f *Fleet) open(ctx context.Context) error {
 	opts := []nats.Option{nats.Name("nudge " + f.cfg.HostName), nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond), nats.CustomInboxPrefix(inboxPrefix(f.cfg.HostName)),
 		nats.RetryOnFailedConnect(true), nats.PingInterval(f.cfg.Heartbeat * 2),
+		nats.IgnoreAuthErrorAbort(), // a member taken out of the hub's users file comes back when put in again
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { f.log.Warn("hub", "err", err) }),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if f.ctx.Err() == nil {
 				f.log.Warn("hub link down", "err", err)
 			}
 		}),
-		nats.ReconnectHandler(func(*nats.Conn) { f.log.Info("hub link up again") })}
+		nats.ReconnectHandler(func(*nats.Conn) {
+			f.log.Info("hub link up again")
+			f.resend.Store(true) // the hub may have dropped this host's runtimes meanwhile (taken out of its members)
+		})}
 	url := f.cfg.URL
 	if f.cfg.Listen != "" {
 		srv, members, err := startServer(f.cfg, f.deps.StateDir, f.log)
@@ -227,6 +235,9 @@ func (f *Fleet) startHub(ctx context.Context) error {
 		f.readyOnce.Do(func() { close(f.ready) })
 	})
 	f.goLoop(f.judge)
+	if f.cfg.Users != "" {
+		f.goLoop(f.watchUsers)
+	}
 	return f.startCommon()
 }
 

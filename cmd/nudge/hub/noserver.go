@@ -20,3 +20,6 @@ func startServer(Config, string, hclog.Logger) (*embedded, []identity, error) {
 func (e *embedded) inProcess() nats.InProcessConnProvider { return nil }
 func (e *embedded) Addr() string                          { return "" }
 func (e *embedded) close()                                {}
+func (e *embedded) reload(string, []identity, hclog.Logger) error {
+	return errors.New("built without the hub's server")
+}

@@ -26,6 +26,9 @@ func (f *Fleet) beat() {
 		if err := f.api.beat(ctx); err != nil && ctx.Err() == nil {
 			f.log.Debug("hub heartbeat", "err", err)
 		}
+		if f.resend.Swap(false) {
+			last = nil
+		}
 		if b, err := json.Marshal(f.deps.Runtimes.List()); err == nil && !bytes.Equal(b, last) {
 			if err := f.api.putRuntimes(ctx, b); err == nil {
 				last = b

@@ -22,6 +22,7 @@ import (
 type embedded struct {
 	srv   *server.Server
 	admin string
+	opts  *server.Options // as last applied; a reload changes the members only
 }
 
 // startServer runs the embedded NATS server with JetStream on cfg.Listen, its store
@@ -51,21 +52,9 @@ func startServer(cfg Config, stateDir string, log hclog.Logger) (*embedded, []id
 		ServerName: "nudge-" + cfg.HostName, Host: host, Port: port,
 		JetStream: true, StoreDir: filepath.Join(stateDir, "hub"),
 		NoSigs: true, MaxPayload: 4 << 20, PingInterval: cfg.Heartbeat * 2, MaxPingsOut: 3,
-		Users: []*server.User{{Username: "nudge-hub-" + cfg.HostName, Password: e.admin}},
 	}
-	for _, m := range members {
-		if m.Name == cfg.HostName || strings.HasPrefix(m.Name, "nudge-hub-") {
-			return nil, nil, fmt.Errorf("--hub-users: %q is the hub's own name: a member needs another", m.Name)
-		}
-		perms := memberPermissions(m.Name)
-		if isNKey(m.Secret) {
-			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: m.Secret, Permissions: perms})
-		} else {
-			if !strings.HasPrefix(m.Secret, "$2") {
-				log.Warn("a member's password is in the clear in --hub-users: prefer its bcrypt hash or an NKey", "member", m.Name)
-			}
-			opts.Users = append(opts.Users, &server.User{Username: m.Name, Password: m.Secret, Permissions: perms})
-		}
+	if err := e.setMembers(opts, cfg.HostName, members, log); err != nil {
+		return nil, nil, err
 	}
 	if cfg.TLSCert != "" {
 		if _, err := readPrivate(cfg.TLSKey); err != nil {
@@ -87,8 +76,43 @@ func startServer(cfg Config, stateDir string, log hclog.Logger) (*embedded, []id
 		s.Shutdown()
 		return nil, nil, fmt.Errorf("hub server on %s did not start", cfg.Listen)
 	}
-	e.srv = s
+	e.srv, e.opts = s, opts
 	return e, members, nil
+}
+
+// setMembers makes opts' users the hub's own and one per member.
+func (e *embedded) setMembers(opts *server.Options, hostName string, members []identity, log hclog.Logger) error {
+	opts.Users = []*server.User{{Username: "nudge-hub-" + hostName, Password: e.admin}}
+	opts.Nkeys = nil
+	for _, m := range members {
+		if m.Name == hostName || strings.HasPrefix(m.Name, "nudge-hub-") {
+			return fmt.Errorf("--hub-users: %q is the hub's own name: a member needs another", m.Name)
+		}
+		perms := memberPermissions(m.Name)
+		if isNKey(m.Secret) {
+			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: m.Secret, Permissions: perms})
+		} else {
+			if !strings.HasPrefix(m.Secret, "$2") {
+				log.Warn("a member's password is in the clear in --hub-users: prefer its bcrypt hash or an NKey", "member", m.Name)
+			}
+			opts.Users = append(opts.Users, &server.User{Username: m.Name, Password: m.Secret, Permissions: perms})
+		}
+	}
+	return nil
+}
+
+// reload makes members the hub's members on the running server: NATS closes the
+// connections of those no longer listed (or whose secret changed).
+func (e *embedded) reload(hostName string, members []identity, log hclog.Logger) error {
+	opts := e.opts.Clone()
+	if err := e.setMembers(opts, hostName, members, log); err != nil {
+		return err
+	}
+	if err := e.srv.ReloadOptions(opts); err != nil {
+		return err
+	}
+	e.opts = opts
+	return nil
 }
 
 // inProcess is the server, for the hub's own connection (no TCP).
