@@ -36,6 +36,9 @@ type TriggerFilter struct {
 	Newest    bool      // with Limit: the newest Limit matches instead of the oldest
 }
 
+// Match reports whether t passes the filter (all but Limit and Newest).
+func (f *TriggerFilter) Match(t *nudge.Trigger) bool { return f.match(t) }
+
 func (f *TriggerFilter) match(t *nudge.Trigger) bool {
 	return (f.RuntimeID == "" || t.RuntimeID == f.RuntimeID) &&
 		(f.ThreadID == "" || t.ThreadID == f.ThreadID) &&

@@ -294,6 +294,34 @@ func TestFleetScopes(t *testing.T) {
 	}
 	err = orch.do(bg(), "GET", "/v1/triggers/sc-3", nil, nil)
 	wantAPIError(t, "another workspace's receipt", err, "NOT_FOUND", "sc-3")
+	// The list is the fleet's: b's admin lists what b routed (sc-1, held by a), what the
+	// hub and a took themselves (sc-3, sc-4); the scoped token lists only wa's.
+	if err := fl.a.call("POST", "/v1/triggers", map[string]any{"trigger_id": "sc-4", "workspace": "wa", "agent": "w", "prompt": "y"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	listed := func(c *client) map[string]string {
+		var ts []nudge.Trigger
+		if err := c.do(bg(), "GET", "/v1/triggers", nil, &ts); err != nil {
+			t.Fatal(err)
+		}
+		hosts := map[string]string{}
+		for _, tr := range ts {
+			hosts[tr.TriggerID] = tr.Host
+		}
+		return hosts
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got := listed(fl.b.c)
+		if got["sc-1"] == "a" && got["sc-3"] == "hub" && got["sc-4"] == "a" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b's admin lists %v, want sc-1 and sc-4 on a, sc-3 on the hub", got)
+		}
+	}
+	if got := listed(orch); got["sc-1"] != "a" || got["sc-4"] != "a" || len(got) != 2 {
+		t.Fatalf("the scoped token lists %v, want sc-1 and sc-4 (wa's) only", got)
+	}
 	var rts []runtimeView
 	if err := orch.do(bg(), "GET", "/v1/runtimes", nil, &rts); err != nil {
 		t.Fatal(err)

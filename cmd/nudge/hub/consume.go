@@ -268,6 +268,8 @@ func (f *Fleet) onControl(m *nats.Msg) {
 		cancel()
 	case "answer":
 		r.Answer, err = f.answerHere(from, m.Data)
+	case "list":
+		r.List, err = f.listHere(m.Data)
 	default:
 		err = nudge.NewError(nudge.BadRequest, "unknown request "+op)
 	}

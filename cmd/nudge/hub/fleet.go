@@ -17,6 +17,7 @@ import (
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/inject"
+	"github.com/nudgehq/nudge/store"
 )
 
 // Local is the daemon's own trigger pipeline, which the fleet hands the triggers of this
@@ -27,6 +28,11 @@ type Local interface {
 	Get(id string) (nudge.Trigger, error)
 	Wait(ctx context.Context, id string, cond func(nudge.Trigger) bool) (nudge.Trigger, error)
 	Ack(ctx context.Context, id string) (nudge.Trigger, error)
+}
+
+// Triggers lists this host's stored triggers (satisfied by the store's Triggers).
+type Triggers interface {
+	ListTriggers(f store.TriggerFilter) ([]nudge.Trigger, error)
 }
 
 // Runtimes lists this host's runtimes (satisfied by *panes.Registry).
@@ -44,6 +50,7 @@ type Events interface {
 type Deps struct {
 	Local    Local
 	Runtimes Runtimes
+	Triggers Triggers       // this host's stored triggers, for another member's list; nil: none
 	Events   Events         // nil: none
 	Dialogs  server.Dialogs // answers this host's dialogs for other members; nil: none
 	StateDir string         // the hub keeps its streams under StateDir/hub

@@ -38,6 +38,7 @@ func (f *Fleet) Wrap(d *server.Deps) {
 	}
 	d.Runtimes = fleetRuntimes{d.Runtimes, f}
 	d.Triggers = fleetTriggers{d.Triggers, f}
+	d.Store = fleetStore{d.Store, f}
 	if d.Dialogs != nil {
 		d.Dialogs = fleetDialogs{d.Dialogs, f}
 	}
@@ -288,14 +289,7 @@ func (f *Fleet) routed(id string) (nudge.Trigger, bool) {
 // askHosts asks every other host that is here for its own trigger id (one not routed
 // through the hub: a trigger taken on that host).
 func (f *Fleet) askHosts(id string) (t nudge.Trigger, holder string, ok bool) {
-	f.mu.Lock()
-	var hosts []string
-	for h := range f.alive {
-		if h != f.cfg.HostName && f.aliveLocked(h) {
-			hosts = append(hosts, h)
-		}
-	}
-	f.mu.Unlock()
+	hosts := f.otherHosts()
 	type answer struct {
 		t nudge.Trigger
 		h string
@@ -319,20 +313,26 @@ func (f *Fleet) askHosts(id string) (t nudge.Trigger, holder string, ok bool) {
 
 // control sends a request about trigger id to host h.
 func (f *Fleet) control(h, op, id string) (nudge.Trigger, error) {
+	r, err := f.controlData(h, op, []byte(id))
+	return r.Trigger, err
+}
+
+// controlData sends request op with data to host h and reads its answer.
+func (f *Fleet) controlData(h, op string, data []byte) (ctlReply, error) {
 	ctx, cancel := context.WithTimeout(f.ctx, 2*time.Second)
 	defer cancel()
-	m, err := f.nc.RequestWithContext(ctx, ctlSubject(h, f.cfg.HostName, op), []byte(id))
+	m, err := f.nc.RequestWithContext(ctx, ctlSubject(h, f.cfg.HostName, op), data)
 	if err != nil {
-		return nudge.Trigger{}, nudge.NewError(nudge.Unavailable, "host "+h+" did not answer: "+err.Error())
+		return ctlReply{}, nudge.NewError(nudge.Unavailable, "host "+h+" did not answer: "+err.Error())
 	}
 	var r ctlReply
 	if err := json.Unmarshal(m.Data, &r); err != nil {
-		return nudge.Trigger{}, err
+		return ctlReply{}, err
 	}
 	if r.Code != "" {
-		return r.Trigger, nudge.NewError(r.Code, r.Message)
+		return r, nudge.NewError(r.Code, r.Message)
 	}
-	return r.Trigger, nil
+	return r, nil
 }
 
 // wait blocks until a routed trigger's receipt meets cond (or ctx ends): every write of
@@ -388,10 +388,11 @@ func (f *Fleet) ack(_ context.Context, id string) (nudge.Trigger, error) {
 
 // ctlReply is a host's answer to a control request.
 type ctlReply struct {
-	Trigger nudge.Trigger `json:"trigger"`
-	Answer  *answered     `json:"answer,omitempty"`
-	Code    nudge.Code    `json:"error_code,omitempty"`
-	Message string        `json:"message,omitempty"`
+	Trigger nudge.Trigger   `json:"trigger"`
+	List    []nudge.Trigger `json:"list,omitempty"`
+	Answer  *answered       `json:"answer,omitempty"`
+	Code    nudge.Code      `json:"error_code,omitempty"`
+	Message string          `json:"message,omitempty"`
 }
 
 func newTriggerID() string {

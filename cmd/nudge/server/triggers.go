@@ -131,8 +131,10 @@ func (a triggersAPI) handleListTriggers(w http.ResponseWriter, r *http.Request, 
 	out := []nudge.Trigger{}
 	for _, t := range ts {
 		if c.Allow(auth.VerbRead, t.WorkspaceID) == nil {
-			if live, err := s.deps.Triggers.Get(t.TriggerID); err == nil {
-				t = live
+			if t.Host == "" { // this host's own (another host's came as it stands now)
+				if live, err := s.deps.Triggers.Get(t.TriggerID); err == nil {
+					t = live
+				}
 			}
 			out = append(out, withResult(t))
 		}
