@@ -467,3 +467,85 @@ func TestFleetMembersChangedLive(t *testing.T) {
 		t.Fatalf("the trigger sent while b was out reached it %d times", n)
 	}
 }
+
+// TestFleetActsOnAnotherHost: from member b, an admin reads the screen of a runtime on a,
+// pauses it (a trigger for it waits), resumes it (the trigger is delivered once), stops
+// and restarts it, all through the hub; a's own record names b as who asked. A token
+// scoped to another workspace cannot do any of it.
+func TestFleetActsOnAnotherHost(t *testing.T) {
+	t.Parallel()
+	fl := startFleet(t, "")
+	file := filepath.Join(fl.a.root, "wa.lines")
+	rt := fl.a.spawn(spawnBody{Workspace: "wa", Role: "w", Agent: "shell", Argv: []string{"sh", "-c", "echo HELLO-FROM-A; exec cat >> " + file}})
+	seesRuntime(t, fl.b, rt.RuntimeID)
+	base := "/v1/runtimes/" + rt.RuntimeID
+
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var tail struct {
+			Lines []string `json:"lines"`
+		}
+		err := fl.b.call("GET", base+"/tail?lines=20", nil, &tail)
+		if err == nil && strings.Contains(strings.Join(tail.Lines, "\n"), "HELLO-FROM-A") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b never read a's screen: %v %q", err, tail.Lines)
+		}
+	}
+
+	var view runtimeView
+	if err := fl.b.call("POST", base+"/pause", map[string]string{"reason": "hold on"}, &view); err != nil {
+		t.Fatalf("pause through the hub: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, _, err := fl.b.submitRetry(ctx, map[string]any{"trigger_id": "act-1", "workspace": "wa", "agent": "w", "prompt": "after the pause"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // long enough for a delivery, were it not paused
+	if n := countIDs(file)["act-1"]; n != 0 {
+		t.Fatalf("a paused runtime was given act-1 %d times", n)
+	}
+	if err := fl.b.call("POST", base+"/resume", nil, &view); err != nil {
+		t.Fatalf("resume through the hub: %v", err)
+	}
+	if lost, twice, notClosed := deliveredOnce(t, fl, fl.b, []string{"act-1"}, file); lost+twice+notClosed != 0 {
+		t.Fatalf("act-1 after the resume: lost %d, twice %d, not closed %d", lost, twice, notClosed)
+	}
+	var issued struct {
+		Token string `json:"token"`
+	}
+	if err := fl.b.call("POST", "/v1/tokens", issueBody{Subject: "other", Workspaces: []string{"wb"}, Verbs: []string{"spawn", "admin", "read"}}, &issued); err != nil {
+		t.Fatal(err)
+	}
+	other := newClient(fl.b.socket, issued.Token)
+	for _, op := range []string{"stop", "restart", "pause"} {
+		if err := other.do(bg(), "POST", base+"/"+op, nil, nil); err == nil {
+			t.Fatalf("a token of wb could %s a runtime of wa on another host", op)
+		}
+	}
+	if err := other.do(bg(), "GET", base+"/tail", nil, nil); err == nil {
+		t.Fatal("a token of wb read the screen of a runtime of wa on another host")
+	}
+
+	if err := fl.b.call("POST", base+"/stop", map[string]string{"reason": "done"}, &view); err != nil {
+		t.Fatalf("stop through the hub: %v", err)
+	}
+	var here runtimeView
+	if err := fl.a.call("GET", base, nil, &here); err != nil || here.Status != nudge.StatusOffline {
+		t.Fatalf("on a after the stop: %+v %v", here, err)
+	}
+	if err := fl.b.call("POST", base+"/restart", nil, &view); err != nil {
+		t.Fatalf("restart through the hub: %v", err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err := fl.a.call("GET", base, nil, &here); err == nil && here.Status == nudge.StatusReady {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("on a after the restart: %+v %v", here, err)
+		}
+	}
+	if log := fl.a.log(); !strings.Contains(log, "hub: an act on a runtime here") || !strings.Contains(log, "from=b") {
+		t.Errorf("a's log does not say b asked")
+	}
+}

@@ -270,6 +270,8 @@ func (f *Fleet) onControl(m *nats.Msg) {
 		r.Answer, err = f.answerHere(from, m.Data)
 	case "list":
 		r.List, err = f.listHere(m.Data)
+	case "manage":
+		r, err = f.manageHere(from, m.Data)
 	default:
 		err = nudge.NewError(nudge.BadRequest, "unknown request "+op)
 	}

@@ -50,10 +50,12 @@ type Events interface {
 type Deps struct {
 	Local    Local
 	Runtimes Runtimes
-	Triggers Triggers       // this host's stored triggers, for another member's list; nil: none
-	Events   Events         // nil: none
-	Dialogs  server.Dialogs // answers this host's dialogs for other members; nil: none
-	StateDir string         // the hub keeps its streams under StateDir/hub
+	Triggers Triggers               // this host's stored triggers, for another member's list; nil: none
+	Events   Events                 // nil: none
+	Dialogs  server.Dialogs         // answers this host's dialogs for other members; nil: none
+	Manage   Manage                 // other members' acts on this host's runtimes; nil: none
+	Kick     func(runtimeID string) // the pipeline goes on with a resumed runtime's triggers
+	StateDir string                 // the hub keeps its streams under StateDir/hub
 	Logger   hclog.Logger
 }
 

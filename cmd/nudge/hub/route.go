@@ -16,6 +16,7 @@ import (
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/inject"
+	"github.com/nudgehq/nudge/panes"
 	"github.com/nudgehq/nudge/store"
 )
 
@@ -41,6 +42,9 @@ func (f *Fleet) Wrap(d *server.Deps) {
 	d.Store = fleetStore{d.Store, f}
 	if d.Dialogs != nil {
 		d.Dialogs = fleetDialogs{d.Dialogs, f}
+	}
+	if d.Panes != nil {
+		d.Panes = fleetPanes{d.Panes, f}
 	}
 }
 
@@ -390,6 +394,8 @@ func (f *Fleet) ack(_ context.Context, id string) (nudge.Trigger, error) {
 type ctlReply struct {
 	Trigger nudge.Trigger   `json:"trigger"`
 	List    []nudge.Trigger `json:"list,omitempty"`
+	Runtime *nudge.Runtime  `json:"runtime,omitempty"`
+	Screen  *panes.Screen   `json:"screen,omitempty"`
 	Answer  *answered       `json:"answer,omitempty"`
 	Code    nudge.Code      `json:"error_code,omitempty"`
 	Message string          `json:"message,omitempty"`
