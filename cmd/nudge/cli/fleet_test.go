@@ -549,3 +549,37 @@ func TestFleetActsOnAnotherHost(t *testing.T) {
 		t.Errorf("a's log does not say b asked")
 	}
 }
+
+// TestFleetOverWebSocket: a member that can only reach the hub over WebSocket (ws://, as
+// behind an HTTPS ingress that ends TLS) joins the fleet, and a trigger sent on the hub for
+// its workspace reaches its pane once.
+func TestFleetOverWebSocket(t *testing.T) {
+	t.Parallel()
+	bin := buildChaosNudge(t)
+	dir := privateTempDir(t)
+	users := writePrivate(t, dir, "users", "w pw-w-0123456789\n")
+	wsAddr := freeAddr(t)
+	common := []string{"--rate-limit", "100000/min", "--hub-heartbeat", "200ms", "--submit-quiet", "100ms"}
+	hub := newChaosDaemon(t, bin, append(common, "--hub-listen", freeAddr(t), "--hub-websocket", wsAddr, "--host-name", "hub", "--hub-users", users)...)
+	hub.start()
+	w := newChaosDaemon(t, bin, append(common, "--hub", "ws://"+wsAddr, "--host-name", "w",
+		"--hub-credentials", writePrivate(t, dir, "w.cred", "w pw-w-0123456789\n"))...)
+	w.start()
+	rt, file := catRuntime(w, "ww")
+	seesRuntime(t, hub, rt.RuntimeID)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tr, _, err := hub.submitRetry(ctx, map[string]any{"trigger_id": "ws-1", "workspace": "ww", "agent": "w", "prompt": "over a websocket"})
+	if err != nil || tr.Host != "w" {
+		t.Fatalf("trigger for w's workspace: %+v %v", tr, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); countIDs(file)["ws-1"] == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ws-1 never reached w's pane\n%s", w.logTail(3000))
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := countIDs(file)["ws-1"]; n != 1 {
+		t.Fatalf("ws-1 reached w's pane %d times", n)
+	}
+}

@@ -14,6 +14,7 @@ import (
 // Config is the hub's part of `nudge serve`. The zero value is off: no hub, no member.
 type Config struct {
 	Listen      string        // --hub-listen: run the hub (embedded NATS server) on this TCP address
+	WebSocket   string        // --hub-websocket: the hub also takes members over WebSocket on this address
 	URL         string        // --hub: join the hub at this nats:// (or tls://) URL as a member
 	HostName    string        // --host-name: this host's name in the fleet ("": the machine's short host name)
 	Users       string        // --hub-users: the members' identities (hub only; NAME SECRET [WS,...] per line, 0600)
@@ -33,7 +34,8 @@ func DefaultConfig() Config {
 // Flags binds the hub's serve flags to c.
 func Flags(fs *pflag.FlagSet, c *Config) {
 	fs.StringVar(&c.Listen, "hub-listen", c.Listen, "run the fleet's hub in this daemon: an embedded NATS server with JetStream on this address (e.g. 0.0.0.0:4222); see docs/hub.md")
-	fs.StringVar(&c.URL, "hub", c.URL, "join the fleet's hub at this URL as a member (nats://HOST:4222, tls://HOST:4222)")
+	fs.StringVar(&c.WebSocket, "hub-websocket", c.WebSocket, "the hub also takes members over WebSocket on this address (wss:// with --hub-tls-cert; plain ws:// behind an HTTPS ingress that ends TLS)")
+	fs.StringVar(&c.URL, "hub", c.URL, "join the fleet's hub at this URL as a member (nats://HOST:4222, tls://HOST:4222, wss://HOST/PATH, ws://HOST:PORT)")
 	fs.StringVar(&c.HostName, "host-name", c.HostName, "this host's name in the fleet (default: the machine's short host name)")
 	fs.StringVar(&c.Users, "hub-users", c.Users, "the hub's file of member identities, one per line: NAME PASSWORD|NKEY [WORKSPACE,...] (mode 0600)")
 	fs.StringVar(&c.Credentials, "hub-credentials", c.Credentials, "this member's identity file: NAME PASSWORD|NKEY-SEED (mode 0600)")
@@ -57,6 +59,10 @@ func (c *Config) complete() error {
 		return errors.New("--hub-listen and --hub are exclusive: the hub is a member already")
 	case c.URL != "" && c.Credentials == "":
 		return errors.New("--hub needs --hub-credentials (this host's identity)")
+	case c.WebSocket != "" && c.Listen == "":
+		return errors.New("--hub-websocket is the hub's: give --hub-listen too")
+	case c.URL != "" && !validURL(c.URL):
+		return fmt.Errorf("--hub %q: want HOST:PORT with nats://, tls://, ws:// or wss:// (or none)", c.URL)
 	case (c.TLSCert == "") != (c.TLSKey == ""):
 		return errors.New("--hub-tls-cert and --hub-tls-key go together")
 	case c.MaxQueue <= 0 || c.Heartbeat <= 0:
@@ -73,6 +79,23 @@ func (c *Config) complete() error {
 		return fmt.Errorf("--host-name %q: want 1-64 of [A-Za-z0-9_-]", c.HostName)
 	}
 	return nil
+}
+
+// validURL reports whether u is a hub URL a member can dial: HOST:PORT, or one with a
+// scheme NATS speaks (a comma-separated list: each).
+func validURL(u string) bool {
+	for _, one := range strings.Split(u, ",") {
+		scheme, rest, ok := strings.Cut(strings.TrimSpace(one), "://")
+		if !ok {
+			rest = scheme
+		} else if scheme != "nats" && scheme != "tls" && scheme != "ws" && scheme != "wss" {
+			return false
+		}
+		if rest == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // identity is one line of an identity file: a host's name, its secret (a password, a

@@ -18,6 +18,11 @@ func TestConfigComplete(t *testing.T) {
 		{func(c *Config) { c.Listen, c.TLSCert = "127.0.0.1:0", "c.pem" }, "go together"},
 		{func(c *Config) { c.Listen, c.HostName = "127.0.0.1:0", "a.b" }, "--host-name"},
 		{func(c *Config) { c.Listen, c.MaxQueue = "127.0.0.1:0", 0 }, "positive"},
+		{func(c *Config) { c.WebSocket = "127.0.0.1:0" }, "--hub-listen"},
+		{func(c *Config) { c.Listen, c.WebSocket = "127.0.0.1:0", "127.0.0.1:0" }, ""},
+		{func(c *Config) { c.URL, c.Credentials = "http://x:1", "c" }, "nats://"},
+		{func(c *Config) { c.URL, c.Credentials = "wss://hub.example/nats", "c" }, ""},
+		{func(c *Config) { c.URL, c.Credentials = "hub.example:4222,tls://b:4222", "c" }, ""},
 	} {
 		c := DefaultConfig()
 		c.HostName = "h"

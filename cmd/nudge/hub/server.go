@@ -4,6 +4,7 @@ package hub
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -66,6 +67,11 @@ func startServer(cfg Config, stateDir string, log hclog.Logger) (*embedded, []id
 		}
 		opts.TLSConfig, opts.TLSTimeout = tc, 5
 	}
+	if cfg.WebSocket != "" {
+		if opts.Websocket, err = websocketOptions(cfg.WebSocket, opts.TLSConfig, log); err != nil {
+			return nil, nil, err
+		}
+	}
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("hub server: %w", err)
@@ -113,6 +119,29 @@ func (e *embedded) reload(hostName string, members []identity, log hclog.Logger)
 	}
 	e.opts = opts
 	return nil
+}
+
+// websocketOptions is the hub's WebSocket listener on addr: members behind firewalls
+// that let only HTTPS out dial it (wss://), or an HTTPS ingress that ends TLS forwards to
+// it (ws://). Members authenticate as on the TCP port.
+func websocketOptions(addr string, tc *tls.Config, log hclog.Logger) (server.WebsocketOpts, error) {
+	host, portS, err := net.SplitHostPort(addr)
+	if err != nil {
+		return server.WebsocketOpts{}, fmt.Errorf("--hub-websocket: %w", err)
+	}
+	port, err := strconv.Atoi(portS)
+	if err != nil {
+		return server.WebsocketOpts{}, fmt.Errorf("--hub-websocket: port %q", portS)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	ws := server.WebsocketOpts{Host: host, Port: port, TLSConfig: tc, Compression: true, HandshakeTimeout: 10 * time.Second}
+	if tc == nil {
+		ws.NoTLS = true
+		log.Warn("the hub's WebSocket listener has no TLS (no --hub-tls-cert): use it only behind an HTTPS ingress that ends TLS, or on loopback")
+	}
+	return ws, nil
 }
 
 // inProcess is the server, for the hub's own connection (no TCP).
