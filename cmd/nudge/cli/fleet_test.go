@@ -99,11 +99,11 @@ func writePrivate(t *testing.T, dir, name, body string) string {
 	return p
 }
 
-// testFleet is a hub daemon and members a and b, each a real `nudge serve` process with
-// its own state dir, socket, tmux server and identity; a reaches the hub through a proxy
-// the test cuts.
+// testFleet is a hub daemon and members a, b and c, each a real `nudge serve` process
+// with its own state dir, socket, tmux server and identity; a reaches the hub through a
+// proxy the test cuts.
 type testFleet struct {
-	hub, a, b *chaosDaemon
+	hub, a, b, c *chaosDaemon
 	proxy     *tcpProxy
 	hubAddr   string
 	users     string // the hub's --hub-users file
@@ -116,7 +116,7 @@ func startFleet(t *testing.T, aState string) *testFleet {
 	bin := buildChaosNudge(t)
 	dir := privateTempDir(t)
 	fl := &testFleet{hubAddr: freeAddr(t)}
-	users := writePrivate(t, dir, "users", "a pw-a-0123456789\nb pw-b-0123456789\n")
+	users := writePrivate(t, dir, "users", "a pw-a-0123456789\nb pw-b-0123456789\nc pw-c-0123456789\n")
 	fl.users = users
 	common := []string{"--rate-limit", "100000/min", "--hub-heartbeat", "200ms", "--submit-quiet", "100ms"}
 	fl.hub = newChaosDaemon(t, bin, append(common, "--hub-listen", fl.hubAddr, "--host-name", "hub", "--hub-users", users)...)
@@ -129,8 +129,11 @@ func startFleet(t *testing.T, aState string) *testFleet {
 	}
 	fl.b = newChaosDaemon(t, bin, append(common, "--hub", "nats://"+fl.hubAddr, "--host-name", "b",
 		"--hub-credentials", writePrivate(t, dir, "b.cred", "b pw-b-0123456789\n"))...)
+	fl.c = newChaosDaemon(t, bin, append(common, "--hub", "nats://"+fl.hubAddr, "--host-name", "c",
+		"--hub-credentials", writePrivate(t, dir, "c.cred", "c pw-c-0123456789\n"))...)
 	fl.a.start()
 	fl.b.start()
+	fl.c.start()
 	return fl
 }
 
@@ -200,11 +203,13 @@ func TestFleetKill9AndCut(t *testing.T) {
 	t.Parallel()
 	fl := startFleet(t, "")
 	rt, file := catRuntime(fl.a, "wa")
+	rtc, fileC := catRuntime(fl.c, "wc")
 	seesRuntime(t, fl.b, rt.RuntimeID)
 	seesRuntime(t, fl.hub, rt.RuntimeID)
+	seesRuntime(t, fl.b, rtc.RuntimeID)
 
 	var retried atomic.Int64 // requests sent again (no answer, or UNAVAILABLE)
-	var ids []string
+	var ids, idsC []string // a's and c's
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	stop := make(chan struct{})
@@ -222,18 +227,26 @@ func TestFleetKill9AndCut(t *testing.T) {
 			if i%3 == 0 {
 				via = fl.hub
 			}
-			req := map[string]any{"trigger_id": id, "workspace": "wa", "agent": "w", "prompt": fmt.Sprintf("fleet prompt %d", i)}
+			ws, host := "wa", "a"
+			if i%4 == 3 {
+				ws, host = "wc", "c"
+			}
+			req := map[string]any{"trigger_id": id, "workspace": ws, "agent": "w", "prompt": fmt.Sprintf("fleet prompt %d", i)}
 			tr, tries, err := via.submitRetry(ctx, req)
 			retried.Add(int64(tries - 1))
 			if err != nil {
 				sent <- fmt.Errorf("trigger %s: %w", id, err)
 				return
 			}
-			if tr.Host != "a" {
-				sent <- fmt.Errorf("trigger %s: host %q, want a", id, tr.Host)
+			if tr.Host != host {
+				sent <- fmt.Errorf("trigger %s: host %q, want %s", id, tr.Host, host)
 				return
 			}
-			ids = append(ids, id)
+			if host == "c" {
+				idsC = append(idsC, id)
+			} else {
+				ids = append(ids, id)
+			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
@@ -254,9 +267,11 @@ func TestFleetKill9AndCut(t *testing.T) {
 	if err := <-sent; err != nil {
 		t.Fatal(err)
 	}
-	n := len(ids)
+	n := len(ids) + len(idsC)
 	lost, twice, failed := deliveredOnce(t, fl, fl.b, ids, file)
-	t.Logf("fleet: %d triggers through the hub, a killed (kill -9) once and cut once, the hub killed once (%d requests sent again): %d lost, %d given twice, %d not closed well", n, retried.Load(), lost, twice, failed)
+	lostC, twiceC, failedC := deliveredOnce(t, fl, fl.b, idsC, fileC)
+	lost, twice, failed = lost+lostC, twice+twiceC, failed+failedC
+	t.Logf("fleet: %d triggers through the hub (%d to a, %d to c), a killed (kill -9) once and cut once, the hub killed once (%d requests sent again): %d lost, %d given twice, %d not closed well", n, len(ids), len(idsC), retried.Load(), lost, twice, failed)
 	if lost != 0 || twice != 0 || failed != 0 {
 		t.Fatalf("%d lost, %d given twice, %d failed or open\na:\n%s", lost, twice, failed, fl.a.logTail(4000))
 	}
