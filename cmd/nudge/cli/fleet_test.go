@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,9 +106,9 @@ func writePrivate(t *testing.T, dir, name, body string) string {
 // proxy the test cuts.
 type testFleet struct {
 	hub, a, b, c *chaosDaemon
-	proxy     *tcpProxy
-	hubAddr   string
-	users     string // the hub's --hub-users file
+	proxy        *tcpProxy
+	hubAddr      string
+	users        string // the hub's --hub-users file
 }
 
 // startFleet starts the fleet; aState, if not "", is member a's state dir (its log goes
@@ -209,7 +211,7 @@ func TestFleetKill9AndCut(t *testing.T) {
 	seesRuntime(t, fl.b, rtc.RuntimeID)
 
 	var retried atomic.Int64 // requests sent again (no answer, or UNAVAILABLE)
-	var ids, idsC []string // a's and c's
+	var ids, idsC []string   // a's and c's
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	stop := make(chan struct{})
@@ -596,5 +598,103 @@ func TestFleetOverWebSocket(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if n := countIDs(file)["ws-1"]; n != 1 {
 		t.Fatalf("ws-1 reached w's pane %d times", n)
+	}
+}
+
+// TestFleetEvents: every host's events reach every member's /v1/events with their host;
+// a token scoped to one workspace sees only its events there; a member cannot put an
+// event of a workspace another host holds on the others' streams.
+func TestFleetEvents(t *testing.T) {
+	t.Parallel()
+	fl := startFleet(t, "")
+	rta, _ := catRuntime(fl.a, "wa")
+	rtc, _ := catRuntime(fl.c, "wc")
+	seesRuntime(t, fl.b, rta.RuntimeID)
+	seesRuntime(t, fl.b, rtc.RuntimeID)
+
+	// c's own identity, used by hand: an event of a's workspace under c's name.
+	nc, err := nats.Connect("nats://"+fl.hubAddr, nats.UserInfo("c", "pw-c-0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if err := nc.Publish("nudge.ev.c", []byte(`{"seq":1,"time":"2026-01-01T00:00:00Z","type":"alert","workspace":"wa","detail":{"forged":"by c"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, _, err := fl.hub.submitRetry(ctx, map[string]any{"trigger_id": "ev-c", "workspace": "wc", "agent": "w", "prompt": "to c"}); err != nil {
+		t.Fatal(err)
+	}
+
+	type seen struct{ host, ws, typ, trigger string }
+	read := func(cd *chaosDaemon, token string) ([]seen, string) {
+		hdr := map[string]string{}
+		if token != "" {
+			hdr["Authorization"] = "Bearer " + token
+		}
+		resp, err := unixGet(ctx, cd.socket, "/v1/events?since=0&follow=0", hdr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s /v1/events: %s %s", cd.stateDir, resp.Status, body)
+		}
+		var out []seen
+		for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+			var ev struct {
+				Host, Workspace, Type string
+				Trigger               struct {
+					TriggerID string `json:"trigger_id"`
+				}
+			}
+			if json.Unmarshal([]byte(line), &ev) == nil {
+				out = append(out, seen{ev.Host, ev.Workspace, ev.Type, ev.Trigger.TriggerID})
+			}
+		}
+		return out, string(body)
+	}
+	has := func(evs []seen, want seen) bool {
+		for _, e := range evs {
+			if e.host == want.host && e.ws == want.ws && e.typ == want.typ && (want.trigger == "" || e.trigger == want.trigger) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, cd := range []*chaosDaemon{fl.b, fl.hub} {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			evs, _ := read(cd, "")
+			// The hub routed ev-c: its stream has its own copy of the receipt; b has c's.
+			if has(evs, seen{"a", "wa", "runtime", ""}) && (cd == fl.hub || has(evs, seen{"c", "wc", "trigger", "ev-c"})) {
+				break
+			}
+			if time.Now().After(deadline) {
+				_, body := read(cd, "")
+				t.Fatalf("%s's events never showed a's runtime and c's trigger:\n%.3000s", cd.stateDir, body)
+			}
+		}
+	}
+	evs, body := read(fl.b, "")
+	if has(evs, seen{"c", "wa", "alert", ""}) {
+		t.Fatalf("c put an event of a's workspace on b's stream:\n%.3000s", body)
+	}
+	var issued struct {
+		Token string `json:"token"`
+	}
+	if err := fl.b.call("POST", "/v1/tokens", issueBody{Subject: "orch", Workspaces: []string{"wc"}, Verbs: []string{"read"}}, &issued); err != nil {
+		t.Fatal(err)
+	}
+	scoped, body := read(fl.b, issued.Token)
+	if !has(scoped, seen{"c", "wc", "trigger", "ev-c"}) {
+		t.Fatalf("the wc token does not see c's trigger on b:\n%.3000s", body)
+	}
+	for _, e := range scoped {
+		if e.ws != "wc" {
+			t.Fatalf("the wc token sees an event of %q on b: %+v", e.ws, e)
+		}
 	}
 }

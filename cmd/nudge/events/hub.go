@@ -45,10 +45,12 @@ type Event struct {
 	Type string    `json:"type"` // runtime, trigger, alert, readiness, fallback, ...
 	// Workspace the event belongs to; "" for a daemon-wide one. Streams are filtered by
 	// it (the caller's scope).
-	Workspace string          `json:"workspace,omitempty"`
-	Runtime   any             `json:"runtime,omitempty"`
-	Trigger   any             `json:"trigger,omitempty"`
-	Detail    json.RawMessage `json:"detail,omitempty"`
+	Workspace string `json:"workspace,omitempty"`
+	// Host is the fleet host an event was relayed from (docs/hub.md); "" for this host's.
+	Host    string          `json:"host,omitempty"`
+	Runtime any             `json:"runtime,omitempty"`
+	Trigger any             `json:"trigger,omitempty"`
+	Detail  json.RawMessage `json:"detail,omitempty"`
 	// Value is the record Detail was made from (a Readiness), for the daemon's own
 	// readers (the notifier): they need not decode Detail. Never streamed or stored.
 	Value any `json:"-"`

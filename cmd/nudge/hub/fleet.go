@@ -72,6 +72,7 @@ type Fleet struct {
 	api  hubAPI                        // the hub's service: direct on the hub, remote on a member
 
 	resend    atomic.Bool   // send this host's runtimes at the next beat even if unchanged
+	relay     *eventRelay   // the fleet's events (nil: no event stream)
 	ready     chan struct{} // closed once the fleet is known: the fleet is up
 	readyOnce sync.Once
 
@@ -262,6 +263,9 @@ func (f *Fleet) startCommon() error {
 	if _, err := f.nc.Subscribe(ctlFor(f.cfg.HostName), func(m *nats.Msg) { f.goLoop(func() { f.onControl(m) }) }); err != nil {
 		return err
 	}
+	if err := f.startEvents(); err != nil {
+		return err
+	}
 	f.goLoop(f.beat)
 	f.resumeFollows()
 	return nil
@@ -307,6 +311,7 @@ func (f *Fleet) Close() error {
 	if f == nil || f.cancel == nil {
 		return nil
 	}
+	f.stopEvents()
 	f.cancel()
 	if f.nc != nil {
 		f.nc.Close()

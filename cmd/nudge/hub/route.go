@@ -169,6 +169,7 @@ func (f *Fleet) followRouted(t nudge.Trigger) {
 	if f.deps.Events == nil {
 		return
 	}
+	f.noteRouted(t.TriggerID)
 	f.deps.Events.Publish(eventstream.Event{Type: "trigger", Workspace: t.WorkspaceID, Trigger: t})
 	ch := make(chan *nats.Msg, 64)
 	sub, err := f.nc.ChanSubscribe("$KV."+bucketRcpt+"."+t.Host+"."+key(t.TriggerID), ch)

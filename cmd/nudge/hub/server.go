@@ -162,9 +162,9 @@ func (e *embedded) close() {
 // server reply onto any subject, a bucket's or the queue's among them.
 func memberPermissions(h string) *server.Permissions {
 	return &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: []string{apiSubject(h, "*"), ctlSubject("*", h, "*")}},
+		Publish: &server.SubjectPermission{Allow: []string{apiSubject(h, "*"), ctlSubject("*", h, "*"), evSubject(h)}},
 		Subscribe: &server.SubjectPermission{Allow: []string{inboxPrefix(h) + ".>", ctlFor(h), deliverSubject(h),
-			"$KV." + bucketRcpt + ".>"}},
+			"$KV." + bucketRcpt + ".>", evAll}},
 		Response: &server.ResponsePermission{MaxMsgs: 1, Expires: time.Minute},
 	}
 }

@@ -181,7 +181,7 @@ type triggerView struct {
 // event notifies if ev is worth it.
 func (n *Notifier) event(ev events.Event) {
 	raw := ev.JSON()
-	if raw == nil {
+	if raw == nil || ev.Host != "" { // another host's event: its own daemon notifies
 		return
 	}
 	var v view
