@@ -76,6 +76,7 @@ type DialogAnswerSent struct {
 	Option    DialogOption
 	By        string
 	Reason    string
+	Via       string // how the answer went: "tmux" (keys), or the agent's channel ("codex_app_server")
 }
 
 // ReplyRead: the turn that took trigger TriggerID's prompt ended in RuntimeID's own

@@ -150,10 +150,19 @@ func (w *watcher) Foreign(runtimeID, path string) {
 // maxExclude bounds the records a runtime passes over.
 const maxExclude = 64
 
+// Session takes the session id a runtime's record names, unless another live runtime
+// holds it: a record that names another runtime's session (an agent that
+// wrote one) would have prompts, and answers to approvals, go to that runtime's session.
 func (w *watcher) Session(runtimeID, sessionID string) {
 	rt, ok := w.k.cfg.Runtimes.Get(runtimeID)
 	if !ok || rt.SessionID == sessionID || !w.k.cfg.Profiles[rt.Agent].ValidSessionID(sessionID) {
 		return
+	}
+	for _, o := range w.k.cfg.Runtimes.List() {
+		if o.RuntimeID != runtimeID && o.SessionID == sessionID && panes.Live(o.Status) {
+			w.k.cfg.Logger.Warn("a record names the session of another runtime: not taken", "runtime_id", runtimeID, "session_id", sessionID, "holder", o.RuntimeID)
+			return
+		}
 	}
 	if _, err := w.k.cfg.Runtimes.Update(runtimeID, func(r *nudge.Runtime) { r.SessionID = sessionID }); err == nil {
 		w.k.cfg.Logger.Info("session id from the agent's record", "runtime_id", runtimeID, "session_id", sessionID)

@@ -147,3 +147,60 @@ func TestTrackerRecordHostileRecord(t *testing.T) {
 		t.Fatal("stopping the runtime's reader hung")
 	}
 }
+
+// twoRuntimes is a registry of several runtimes, by id.
+type twoRuntimes struct {
+	mu  sync.Mutex
+	rts map[string]nudge.Runtime
+}
+
+func (r *twoRuntimes) Get(id string) (nudge.Runtime, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt, ok := r.rts[id]
+	return rt, ok
+}
+
+func (r *twoRuntimes) List() []nudge.Runtime {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []nudge.Runtime
+	for _, rt := range r.rts {
+		out = append(out, rt)
+	}
+	return out
+}
+
+func (r *twoRuntimes) Update(id string, fn func(*nudge.Runtime)) (nudge.Runtime, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt := r.rts[id]
+	fn(&rt)
+	r.rts[id] = rt
+	return rt, nil
+}
+
+// TestSessionOfAnotherRuntimeNotTaken: a record that names the session another live
+// runtime holds (an agent that wrote one naming its neighbour's) gives the runtime no
+// session id: its prompts and its answers to approvals would go to that session.
+func TestSessionOfAnotherRuntimeNotTaken(t *testing.T) {
+	profiles, err := panes.LoadProfiles("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const theirs = "01a24f46-783e-7213-88fe-4326a89c2873"
+	rts := &twoRuntimes{rts: map[string]nudge.Runtime{
+		"w.a": {RuntimeID: "w.a", Agent: "codex", Status: nudge.StatusReady},
+		"w.b": {RuntimeID: "w.b", Agent: "codex", Status: nudge.StatusReady, SessionID: theirs},
+	}}
+	k := NewTracker(TrackerConfig{Profiles: profiles, Runtimes: rts})
+	k.rec.Session("w.a", theirs)
+	if rt, _ := rts.Get("w.a"); rt.SessionID != "" {
+		t.Fatalf("w.a took w.b's session %q", rt.SessionID)
+	}
+	rts.Update("w.b", func(r *nudge.Runtime) { r.Status = nudge.StatusExited })
+	k.rec.Session("w.a", theirs) // the other has ended: a resume of its session may be this one's
+	if rt, _ := rts.Get("w.a"); rt.SessionID != theirs {
+		t.Fatalf("w.a's session %q once w.b ended, want %q", rt.SessionID, theirs)
+	}
+}

@@ -70,6 +70,16 @@ func (c *Channels) Withdraw(ctx context.Context, rt nudge.Runtime, mark string) 
 	return c.codex(prof).Withdraw(ctx, rt.SessionID, rt.Dir, mark)
 }
 
+// Codex is the app-server of rt's Codex: ok false when rt's profile has no Codex channel
+// or rt runs on another host.
+func (c *Channels) Codex(rt nudge.Runtime) (native.Codex, bool) {
+	prof, ok := c.Profiles[rt.Agent]
+	if !ok || prof.Channel != panes.ChannelCodex || rt.Host != "" {
+		return native.Codex{}, false
+	}
+	return c.codex(prof), true
+}
+
 func (c *Channels) codex(prof panes.Profile) native.Codex {
 	version := c.Version
 	if version == "" {

@@ -11,7 +11,7 @@ import (
 )
 
 // roomFrame is a stack frame in one of the daemon's rooms, or of its bus (package nudge).
-var roomFrame = regexp.MustCompile(`github\.com/nudgehq/nudge(/(controlmode|panes|detector|inject|ack|ack/record|store|cmd/nudge/(server|auth|events|observe|notify|dialogs|statusfiles)))?\.`)
+var roomFrame = regexp.MustCompile(`github\.com/nudgehq/nudge(/(controlmode|panes|detector|inject|inject/native|ack|ack/record|store|cmd/nudge/(server|auth|events|observe|notify|dialogs|approvals|statusfiles|hub)))?\.`)
 
 // goroutines returns the stacks of the running goroutines by id.
 func goroutines() map[string]string {

@@ -16,6 +16,7 @@ import (
 	"github.com/nudgehq/nudge/ack"
 	"github.com/nudgehq/nudge/cmd/nudge/agentchannel"
 	"github.com/nudgehq/nudge/cmd/nudge/api"
+	"github.com/nudgehq/nudge/cmd/nudge/approvals"
 	"github.com/nudgehq/nudge/cmd/nudge/auth"
 	"github.com/nudgehq/nudge/cmd/nudge/demoagent"
 	"github.com/nudgehq/nudge/cmd/nudge/dialogs"
@@ -54,9 +55,10 @@ type Daemon struct {
 	hub      *eventstream.Hub
 	auth     *auth.Authority
 	profiles map[string]panes.Profile
-	chanDir  string            // the agents' channel sockets (agentchannel.Dir; "" = off)
-	acks     *ack.Tracker      // ack signals, and the agents' own records where their profiles name one
-	dlg      *dialogs.Answerer // answers agents' dialogs (API, CLI, MCP, workspace policy)
+	chanDir  string              // the agents' channel sockets (agentchannel.Dir; "" = off)
+	acks     *ack.Tracker        // ack signals, and the agents' own records where their profiles name one
+	dlg      *dialogs.Answerer   // answers agents' dialogs (API, CLI, MCP, workspace policy)
+	appr     *approvals.Follower // the approvals agents state over their channels, answered there
 	reg      *panes.Registry
 	chain    *ack.Chain
 	mon      *detector.Monitor
@@ -120,6 +122,7 @@ func Open(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err err
 	if d.pipe, err = openPipeline(cfg, d); err != nil {
 		return nil, err
 	}
+	d.appr = approvals.Open(approvals.Config{Profiles: d.profiles, Codex: d.channels().Codex, Runtimes: d.reg, Bus: d.bus, Logger: d.log.Named("approvals")})
 	d.dlg = openDialogs(d)
 	d.sched = inject.NewScheduler(d.pipe, cfg.Schedule)
 	d.wake = openWake(cfg, d)
@@ -182,12 +185,18 @@ func openWake(cfg Config, d *Daemon) *wake.Waker {
 		}})
 }
 
+// channels is the agents' own channels (prompts, and Codex's app-server for approvals).
+func (d *Daemon) channels() *agentchannel.Channels {
+	return &agentchannel.Channels{Profiles: d.profiles, Dir: d.chanDir}
+}
+
 // openDialogs is the dialogs room: agents' approval dialogs read from the monitor's
 // screens and answered through the workspace's connection, each answer audited.
 func openDialogs(d *Daemon) *dialogs.Answerer {
 	return dialogs.New(dialogs.Config{Screen: d.mon.DialogNow, Busy: d.mon.Collision,
 		Conn: func(ws string) (dialogs.Doer, error) { return d.reg.Conn(ws) }, Runtimes: d.reg, Rule: d.auth.Policy().AutoAnswer,
-		Bus: d.bus,
+		Channel: d.appr.Answer,
+		Bus:     d.bus,
 		Audit: func(r nudge.AuditRecord) {
 			if _, err := d.db.AuditLog().AppendAudit(r); err != nil {
 				d.log.Error("audit", "event", r.Event, "err", err)
@@ -198,24 +207,25 @@ func openDialogs(d *Daemon) *dialogs.Answerer {
 // Rooms are a running daemon's rooms, for a program that embeds it (the end-to-end
 // suite, benchmarks) to look into; the daemon owns them and closes them in Close.
 type Rooms struct {
-	Bus      *nudge.Bus
-	DB       *store.DB
-	Events   *eventstream.Hub
-	Auth     *auth.Authority
-	Profiles map[string]panes.Profile
-	Acks     *ack.Tracker
-	Registry *panes.Registry
-	Pipeline *inject.Pipeline
-	Wake     *wake.Waker
-	Observer *observe.Observer
-	Status   *statusfiles.Writer // nil with --status-files=false
-	Fleet    *hub.Fleet          // nil unless the daemon joins or runs a hub
+	Bus       *nudge.Bus
+	DB        *store.DB
+	Events    *eventstream.Hub
+	Auth      *auth.Authority
+	Profiles  map[string]panes.Profile
+	Acks      *ack.Tracker
+	Registry  *panes.Registry
+	Pipeline  *inject.Pipeline
+	Wake      *wake.Waker
+	Observer  *observe.Observer
+	Status    *statusfiles.Writer // nil with --status-files=false
+	Fleet     *hub.Fleet          // nil unless the daemon joins or runs a hub
+	Approvals *approvals.Follower
 }
 
 // Rooms returns the daemon's rooms.
 func (d *Daemon) Rooms() Rooms {
 	return Rooms{Bus: d.bus, DB: d.db, Events: d.hub, Auth: d.auth, Profiles: d.profiles, Acks: d.acks,
-		Registry: d.reg, Pipeline: d.pipe, Wake: d.wake, Observer: d.obs, Status: d.status, Fleet: d.fleet}
+		Registry: d.reg, Pipeline: d.pipe, Wake: d.wake, Observer: d.obs, Status: d.status, Fleet: d.fleet, Approvals: d.appr}
 }
 
 // Run serves until ctx ends or the API server fails.
@@ -267,8 +277,9 @@ func (d *Daemon) Close() error {
 		if d.wake != nil {
 			d.wake.Close() // so does it
 		}
-		// The dialogs answer into tmux: they stop first.
+		// The dialogs answer into tmux and the agents' channels: they stop first.
 		d.dlg.Close()
+		d.appr.Close()
 		closeIf(d.pipe != nil, func() error { return d.pipe.Close() })
 		closeIf(d.chain != nil, func() error { return d.chain.Close() })
 		closeIf(d.mon != nil, func() error { return d.mon.Close() })
@@ -400,7 +411,7 @@ func openPipeline(cfg Config, d *Daemon) (*inject.Pipeline, error) {
 	}
 	p, err := inject.New(ic, inject.Deps{
 		Store: d.db, Runtimes: d.reg, Conn: conn, Gates: d.mon,
-		Acks: d.acks, Fallback: d.chain, Bus: d.bus, Channel: &agentchannel.Channels{Profiles: d.profiles, Dir: d.chanDir},
+		Acks: d.acks, Fallback: d.chain, Bus: d.bus, Channel: d.channels(),
 	})
 	if err != nil {
 		return nil, err

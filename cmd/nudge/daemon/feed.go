@@ -41,7 +41,7 @@ func openFeed(d *Daemon) *nudge.Client {
 	})
 	nudge.Subscribe(c, func(ev nudge.DialogAnswerSent) {
 		publish(Event{Type: "dialog_answered", Workspace: ev.Workspace, Detail: mustJSON(map[string]any{"runtime_id": ev.RuntimeID,
-			"dialog_id": ev.DialogID, "title": ev.Title, "option": ev.Option, "by": ev.By, "reason": ev.Reason})})
+			"dialog_id": ev.DialogID, "title": ev.Title, "option": ev.Option, "by": ev.By, "reason": ev.Reason, "via": ev.Via})})
 	})
 	nudge.Subscribe(c, func(a observe.Alert) { // on the event stream, in its runtime's workspace
 		ws := ""

@@ -48,6 +48,10 @@ type Config struct {
 	Runtimes interface {
 		Get(id string) (nudge.Runtime, bool)
 	}
+	// Channel answers over the agent's own channel the request behind dialog d, with
+	// option opt (approvals.Follower.Answer): the backend it went by, or "" when it sent
+	// nothing (then opt's keys are typed). nil: keys only.
+	Channel func(ctx context.Context, rt nudge.Runtime, d nudge.Dialog, opt nudge.DialogOption) (string, error)
 	// Audit records an automatic answer (a caller's answer is audited by the API).
 	Audit func(rec nudge.AuditRecord)
 	// Bus: from New the Answerer reads the dialogs the screens show on it
@@ -61,7 +65,8 @@ type Doer interface {
 	Do(ctx context.Context, cmd string) (*controlmode.Reply, error)
 }
 
-// Answerer types answers into dialogs.
+// Answerer answers dialogs: over the agent's channel where it states the request (Channel),
+// else with the option's keys.
 type Answerer struct {
 	cfg   Config
 	shown sync.Map // runtime id → the id of the last dialog put on the event stream
@@ -255,8 +260,17 @@ func (a *Answerer) Answer(ctx context.Context, rt nudge.Runtime, dialogID, choic
 	if drew() { // once more, just before the keys go
 		return d, none, nudge.NewError(nudge.DialogChanged, "the pane of "+rt.RuntimeID+" drew while its dialog was read: not answered; try again ("+Describe(d)+")")
 	}
-	if err := a.send(ctx, rt, opt); err != nil {
-		return nudge.Dialog{}, none, err
+	via := ""
+	if a.cfg.Channel != nil {
+		if via, err = a.cfg.Channel(ctx, rt, d, opt); err != nil {
+			return nudge.Dialog{}, none, nudge.NewError(nudge.SendKeysError, "answer "+rt.RuntimeID+": "+err.Error())
+		}
+	}
+	if via == "" {
+		if err := a.send(ctx, rt, opt); err != nil {
+			return nudge.Dialog{}, none, err
+		}
+		via = "tmux"
 	}
 	a.mu.Lock()
 	a.answered[rt.RuntimeID] = answer{dialogID: d.DialogID, at: time.Now(), drew: drew}
@@ -265,7 +279,7 @@ func (a *Answerer) Answer(ctx context.Context, rt nudge.Runtime, dialogID, choic
 	// capture after the agent's own output shows it gone, so a trigger it held is never
 	// typed into a dialog still open (an agent slow to take the key).
 	nudge.Publish(a.cfg.Bus, nudge.DialogAnswerSent{RuntimeID: rt.RuntimeID, Workspace: rt.WorkspaceID, DialogID: d.DialogID,
-		Title: d.Title, Option: opt, By: who, Reason: reason})
+		Title: d.Title, Option: opt, By: who, Reason: reason, Via: via})
 	return d, opt, nil
 }
 
