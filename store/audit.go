@@ -45,7 +45,13 @@ type AuditFilter struct {
 	AfterSeq  uint64    // only records with Seq > AfterSeq (for tailing)
 	Limit     int       // at most Limit records; 0 means no limit
 	Newest    bool      // with Limit: the newest Limit matches instead of the oldest
+	// Host asks for a fleet host's copy of its records on the hub (docs/hub.md); the store
+	// holds only this host's, and leaves Host to the fleet's layer above it.
+	Host string
 }
+
+// Match reports whether r passes the filter (all but Limit, Newest and Host).
+func (f *AuditFilter) Match(r *nudge.AuditRecord) bool { return f.match(r) }
 
 func (f *AuditFilter) match(r *nudge.AuditRecord) bool {
 	return (f.TriggerID == "" || r.TriggerID == f.TriggerID) &&

@@ -59,6 +59,14 @@ func verifyTx(tx *bolt.Tx) (int, error) {
 
 // checkRecord verifies the stored bytes v of record seq against the previous hash and
 // returns its hash.
+// CheckAuditRecord checks one audit record as stored (v, its canonical JSON) against the
+// seq and the hash of the record before it, and returns its hash: a copy of a chain kept
+// elsewhere (the fleet's hub) is checked record by record as it comes. A *ChainError says
+// what is wrong.
+func CheckAuditRecord(seq uint64, prevHash string, v []byte) (string, error) {
+	return checkRecord(seq, prevHash, v)
+}
+
 func checkRecord(seq uint64, prevHash string, v []byte) (string, error) {
 	bad := func(format string, args ...any) (string, error) {
 		return "", &ChainError{Seq: seq, Reason: fmt.Sprintf(format, args...)}

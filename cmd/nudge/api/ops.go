@@ -103,7 +103,8 @@ type Unblocked struct {
 type AuditFilter struct {
 	TriggerID, RuntimeID, ThreadID, Workspace, Event string
 	Since, Until                                     string
-	Newest                                           bool // the newest Limit, not the oldest
+	Host                                             string // another fleet host's records, as the hub keeps them (ask the hub)
+	Newest                                           bool   // the newest Limit, not the oldest
 	Limit                                            int
 }
 
@@ -196,7 +197,7 @@ func (c *Client) Unblock(ctx context.Context, thread string, req UnblockRequest)
 func (c *Client) AuditLog(ctx context.Context, f AuditFilter) ([]AuditRecord, error) {
 	q := url.Values{}
 	for k, v := range map[string]string{"trigger": f.TriggerID, "runtime": f.RuntimeID, "thread": f.ThreadID,
-		"workspace": f.Workspace, "event": f.Event, "since": f.Since, "until": f.Until} {
+		"workspace": f.Workspace, "event": f.Event, "since": f.Since, "until": f.Until, "host": f.Host} {
 		if v != "" {
 			q.Set(k, v)
 		}

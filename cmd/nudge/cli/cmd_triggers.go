@@ -149,6 +149,7 @@ func auditCmd(env *cliEnv) *cobra.Command {
 	fs.StringVar(&f.RuntimeID, "runtime", "", "only this runtime")
 	fs.StringVar(&f.ThreadID, "thread", "", "only this thread")
 	fs.StringVar(&f.Workspace, "workspace", "", "only this workspace")
+	fs.StringVar(&f.Host, "host", "", "another fleet host's records, as the hub keeps them (on the hub's daemon; docs/hub.md)")
 	fs.StringVar(&f.Since, "since", "", "from (RFC 3339 or a duration ago, e.g. 1h)")
 	fs.StringVar(&f.Until, "until", "", "to (RFC 3339 or a duration ago)")
 	fs.BoolVar(&verify, "verify", false, "verify the hash chain of the log the store keeps (from its first kept record on: older ones are sealed into the audit archive by --retain)")

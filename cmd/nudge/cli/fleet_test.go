@@ -698,3 +698,87 @@ func TestFleetEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetAudit: each host's audit records reach the hub, checked against the host's
+// chain: the hub's copy of a's records is a's own, record for record; a record sent in a's
+// name that rewrites one the hub keeps, or breaks the chain, is refused and the copy stays
+// as it was; the copy is read on the hub (an unrestricted caller only), not on a member.
+func TestFleetAudit(t *testing.T) {
+	t.Parallel()
+	fl := startFleet(t, "")
+	rt, _ := catRuntime(fl.a, "wa")
+	seesRuntime(t, fl.b, rt.RuntimeID)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, _, err := fl.b.submitRetry(ctx, map[string]any{"trigger_id": "au-1", "workspace": "wa", "agent": "w", "prompt": "audited"}); err != nil {
+		t.Fatal(err)
+	}
+	fl.a.waitClosed([]string{"au-1"}, time.Minute)
+	var own []nudge.AuditRecord
+	if err := fl.a.call("GET", "/v1/audit", nil, &own); err != nil || len(own) == 0 {
+		t.Fatalf("a's audit: %d, %v", len(own), err)
+	}
+	last := own[len(own)-1]
+	var copy []nudge.AuditRecord
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		copy = nil
+		if err := fl.hub.call("GET", "/v1/audit?host=a", nil, &copy); err == nil && len(copy) > 0 && copy[len(copy)-1].Seq >= last.Seq {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hub's copy of a's audit holds %d records, a's last is %d\n%s", len(copy), last.Seq, fl.hub.logTail(2000))
+		}
+	}
+	bySeq := map[uint64]string{}
+	for _, r := range copy {
+		bySeq[r.Seq] = r.Hash
+	}
+	for _, r := range own {
+		if bySeq[r.Seq] != r.Hash {
+			t.Fatalf("record %d: the hub keeps hash %q, a has %q", r.Seq, bySeq[r.Seq], r.Hash)
+		}
+	}
+
+	// a's identity, used by hand: a rewritten first record, and one that breaks the chain.
+	nc, err := nats.Connect("nats://"+fl.hubAddr, nats.UserInfo("a", "pw-a-0123456789"), nats.CustomInboxPrefix("_INBOX_a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	forged := own[0]
+	forged.Reason = "nothing happened here"
+	next := nudge.AuditRecord{Seq: copy[len(copy)-1].Seq + 1, Time: time.Now(), Event: "runtime_spawned", PrevHash: "0000", Hash: "ffff"}
+	for name, rec := range map[string]nudge.AuditRecord{"rewritten": forged, "off the chain": next} {
+		b, _ := json.Marshal(rec)
+		list, _ := json.Marshal([]json.RawMessage{b})
+		req, _ := json.Marshal(map[string]any{"Data": json.RawMessage(list)})
+		m, err := nc.Request("nudge.api.a.audit", req, 5*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !strings.Contains(string(m.Data), `"Err"`) {
+			t.Fatalf("%s record taken by the hub: %s", name, m.Data)
+		}
+	}
+	var after []nudge.AuditRecord
+	if err := fl.hub.call("GET", "/v1/audit?host=a", nil, &after); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range after {
+		if r.Seq == forged.Seq && r.Reason == forged.Reason || r.Hash == "ffff" {
+			t.Fatalf("the hub's copy took a forged record: %+v", r)
+		}
+	}
+	if err := fl.b.call("GET", "/v1/audit?host=a", nil, nil); err == nil || !strings.Contains(err.Error(), "hub") {
+		t.Fatalf("a member read another host's records: %v", err)
+	}
+	var issued struct {
+		Token string `json:"token"`
+	}
+	if err := fl.hub.call("POST", "/v1/tokens", issueBody{Subject: "orch", Workspaces: []string{"wa"}, Verbs: []string{"read"}}, &issued); err != nil {
+		t.Fatal(err)
+	}
+	if err := newClient(fl.hub.socket, issued.Token).do(bg(), "GET", "/v1/audit?host=a", nil, nil); err == nil {
+		t.Fatal("a workspace token read a host's audit copy on the hub")
+	}
+}

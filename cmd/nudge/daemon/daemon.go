@@ -144,7 +144,7 @@ func Open(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err err
 		return nil, err
 	}
 	pushTo.Store(d.web)
-	if d.fleet, err = hub.Open(ctx, cfg.Hub, hub.Deps{Local: d.pipe, Runtimes: d.reg, Triggers: d.db.Triggers(), Events: d.hub, Dialogs: d.dlg, Manage: d.reg, Kick: d.pipe.Kick, StateDir: cfg.StateDir, Logger: d.log.Named("hub")}); err != nil {
+	if d.fleet, err = hub.Open(ctx, cfg.Hub, hub.Deps{Local: d.pipe, Runtimes: d.reg, Triggers: d.db.Triggers(), Audit: d.db.AuditLog(), Events: d.hub, Dialogs: d.dlg, Manage: d.reg, Kick: d.pipe.Kick, StateDir: cfg.StateDir, Logger: d.log.Named("hub")}); err != nil {
 		return nil, err
 	}
 	if d.api, err = openServer(cfg, d); err != nil {

@@ -26,7 +26,9 @@ type hubAPI interface {
 	route(ctx context.Context, to, id string, msg []byte, ttl time.Duration) (duplicate bool, err error)
 	index(ctx context.Context) (fleetIndex, error)
 	runtimesOf(ctx context.Context, host string) ([]byte, error)
-	mine(ctx context.Context) ([][]byte, error) // the receipts this host wrote
+	mine(ctx context.Context) ([][]byte, error)                 // the receipts this host wrote
+	auditHead(ctx context.Context) (auditHead, error)           // this host's audit chain as the hub has it
+	putAudit(ctx context.Context, recs []json.RawMessage) error // this host's next audit records
 }
 
 var errNoReceipt = errors.New("no receipt")
@@ -140,6 +142,14 @@ func (d direct) runtimesOf(ctx context.Context, host string) ([]byte, error) {
 	return e.Value(), nil
 }
 
+func (d direct) auditHead(ctx context.Context) (auditHead, error) {
+	return d.f.hubAuditHead(ctx, d.from)
+}
+
+func (d direct) putAudit(ctx context.Context, recs []json.RawMessage) error {
+	return d.f.keepAudit(ctx, d.from, recs)
+}
+
 func (d direct) mine(ctx context.Context) ([][]byte, error) {
 	kl, err := d.f.kv[bucketRcpt].ListKeysFiltered(ctx, d.from+".*")
 	if err != nil {
@@ -204,6 +214,16 @@ func (f *Fleet) serve(m *nats.Msg) {
 	case "runtimesof":
 		b, err = d.runtimesOf(ctx, req.Host)
 		r.Data = b
+	case "audithead":
+		var h auditHead
+		if h, err = d.auditHead(ctx); err == nil {
+			r.Data, _ = json.Marshal(h)
+		}
+	case "audit":
+		var recs []json.RawMessage
+		if err = json.Unmarshal(req.Data, &recs); err == nil {
+			err = d.putAudit(ctx, recs)
+		}
 	case "mine":
 		var l [][]byte
 		l, err = d.mine(ctx)
@@ -284,6 +304,23 @@ func (r remote) index(ctx context.Context) (fleetIndex, error) {
 func (r remote) runtimesOf(ctx context.Context, host string) ([]byte, error) {
 	resp, err := r.call(ctx, "runtimesof", apiReq{Host: host})
 	return resp.Data, err
+}
+
+func (r remote) auditHead(ctx context.Context) (auditHead, error) {
+	resp, err := r.call(ctx, "audithead", apiReq{})
+	var h auditHead
+	if err == nil {
+		err = json.Unmarshal(resp.Data, &h)
+	}
+	return h, err
+}
+
+func (r remote) putAudit(ctx context.Context, recs []json.RawMessage) error {
+	b, err := json.Marshal(recs)
+	if err == nil {
+		_, err = r.call(ctx, "audit", apiReq{Data: b})
+	}
+	return err
 }
 
 func (r remote) mine(ctx context.Context) ([][]byte, error) {

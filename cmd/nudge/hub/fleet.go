@@ -51,6 +51,7 @@ type Deps struct {
 	Local    Local
 	Runtimes Runtimes
 	Triggers Triggers               // this host's stored triggers, for another member's list; nil: none
+	Audit    Audit                  // this host's audit log, sent to the hub; nil: not sent
 	Events   Events                 // nil: none
 	Dialogs  server.Dialogs         // answers this host's dialogs for other members; nil: none
 	Manage   Manage                 // other members' acts on this host's runtimes; nil: none
@@ -76,13 +77,15 @@ type Fleet struct {
 	ready     chan struct{} // closed once the fleet is known: the fleet is up
 	readyOnce sync.Once
 
-	mu       sync.Mutex
-	runtimes map[string][]nudge.Runtime // other hosts' runtimes, by host
-	alive    map[string]bool            // the hosts that are here, as the hub says
-	versions map[string]uint64          // the version of each host's runtime list
-	seen     map[string]time.Time       // hub only: when each host's last heartbeat came
-	claims   map[string]string          // workspace → host
-	allowed  map[string][]string        // hub only: host → workspaces it may hold (nil: any)
+	mu         sync.Mutex
+	runtimes   map[string][]nudge.Runtime // other hosts' runtimes, by host
+	alive      map[string]bool            // the hosts that are here, as the hub says
+	versions   map[string]uint64          // the version of each host's runtime list
+	seen       map[string]time.Time       // hub only: when each host's last heartbeat came
+	claims     map[string]string          // workspace → host
+	allowed    map[string][]string        // hub only: host → workspaces it may hold (nil: any)
+	auditHeads map[string]auditHead       // hub only: each host's audit chain as the hub keeps it
+	auditMu    sync.Mutex                 // hub only: one batch of audit records kept at a time
 	// consumers: hub only, each host's consumer of its triggers.
 	consumers map[string]context.CancelFunc
 	follow    map[string]bool // triggers whose receipts this host publishes
@@ -203,6 +206,12 @@ func (f *Fleet) createStreams(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("hub stream: %w", err)
 	}
+	if _, err := f.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: auditStream, Subjects: []string{auditSubject("*")}, Storage: jetstream.FileStorage,
+		MaxAge: auditKeep, Duplicates: 10 * time.Minute,
+	}); err != nil {
+		return fmt.Errorf("hub audit stream: %w", err)
+	}
 	for _, kc := range []jetstream.KeyValueConfig{
 		{Bucket: bucketRTs, Storage: jetstream.FileStorage},
 		{Bucket: bucketWS, Storage: jetstream.FileStorage},
@@ -266,6 +275,7 @@ func (f *Fleet) startCommon() error {
 	if err := f.startEvents(); err != nil {
 		return err
 	}
+	f.goLoop(f.relayAudit)
 	f.goLoop(f.beat)
 	f.resumeFollows()
 	return nil

@@ -21,7 +21,11 @@ func (a auditAPI) handleAudit(w http.ResponseWriter, r *http.Request, c auth.Cal
 		return
 	}
 	f := store.AuditFilter{TriggerID: q.Get("trigger"), RuntimeID: q.Get("runtime"), ThreadID: q.Get("thread"),
-		Workspace: q.Get("workspace"), Event: q.Get("event")}
+		Workspace: q.Get("workspace"), Event: q.Get("event"), Host: q.Get("host")}
+	if f.Host != "" && !c.Unrestricted() {
+		s.fail(w, r, nudge.NewError(nudge.Forbidden, "another host's audit records: for an unrestricted caller only"))
+		return
+	}
 	var err error
 	if f.Since, err = parseTimeParam(q.Get("since")); err == nil {
 		f.Until, err = parseTimeParam(q.Get("until"))
