@@ -565,6 +565,21 @@ func TestFleetActsOnAnotherHost(t *testing.T) {
 	if log := fl.a.log(); !strings.Contains(log, "hub: an act on a runtime here") || !strings.Contains(log, "from=b") {
 		t.Errorf("a's log does not say b asked")
 	}
+
+	// A spawn in a's workspace, asked on b: it runs on a, in a's directory.
+	if err := other.do(bg(), "POST", "/v1/runtimes", spawnBody{Workspace: "wa", Role: "w3", Agent: "shell", Argv: []string{"sh", "-c", "sleep 600"}}, nil); err == nil {
+		t.Fatal("a token of wb spawned in wa through the hub")
+	}
+	var spawned runtimeView
+	if err := fl.b.call("POST", "/v1/runtimes", spawnBody{Workspace: "wa", Role: "w2", Agent: "shell", Argv: []string{"sh", "-c", "sleep 600"}}, &spawned); err != nil {
+		t.Fatalf("spawn in a's workspace from b: %v", err)
+	}
+	if err := fl.a.call("GET", "/v1/runtimes/rt_wa.w2", nil, &here); err != nil || here.Host != "" || !strings.HasPrefix(here.Dir, fl.a.root) {
+		t.Fatalf("the runtime spawned from b, on a: %+v %v", here, err)
+	}
+	if err := fl.b.call("GET", "/v1/runtimes/rt_wa.w2", nil, nil); err != nil {
+		seesRuntime(t, fl.b, "rt_wa.w2")
+	}
 }
 
 // TestFleetOverWebSocket: a member that can only reach the hub over WebSocket (ws://, as

@@ -144,7 +144,7 @@ func Open(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err err
 		return nil, err
 	}
 	pushTo.Store(d.web)
-	if d.fleet, err = hub.Open(ctx, cfg.Hub, hub.Deps{Local: d.pipe, Runtimes: d.reg, Triggers: d.db.Triggers(), Audit: d.db.AuditLog(), Events: d.hub, Dialogs: d.dlg, Manage: d.reg, Kick: d.pipe.Kick, StateDir: cfg.StateDir, Logger: d.log.Named("hub")}); err != nil {
+	if d.fleet, err = hub.Open(ctx, cfg.Hub, hub.Deps{Local: d.pipe, Runtimes: d.reg, Triggers: d.db.Triggers(), Audit: d.db.AuditLog(), Events: d.hub, Dialogs: d.dlg, Manage: d.reg, Kick: d.pipe.Kick, Spawn: d.spawnFor, StateDir: cfg.StateDir, Logger: d.log.Named("hub")}); err != nil {
 		return nil, err
 	}
 	if d.api, err = openServer(cfg, d); err != nil {
@@ -183,6 +183,18 @@ func openWake(cfg Config, d *Daemon) *wake.Waker {
 				d.log.Error("audit", "event", r.Event, "err", err)
 			}
 		}})
+}
+
+// spawnFor spawns for another fleet member in a workspace this host holds: this host's
+// policy judges the request as the member's caller's, on top of the token the member
+// checked; the registry audits the spawn.
+func (d *Daemon) spawnFor(ctx context.Context, from string, req panes.SpawnRequest) (nudge.Runtime, error) {
+	sp := auth.Spawn{Workspace: req.Workspace, Agent: req.Agent, Dir: req.Dir, Argv: req.Argv}
+	if err := d.auth.Policy().CheckSpawn(auth.Caller{Subject: "hub:" + from, UID: -1}, &sp); err != nil {
+		return nudge.Runtime{}, err
+	}
+	req.Dir, req.Host = sp.Dir, ""
+	return d.reg.Spawn(ctx, req)
 }
 
 // channels is the agents' own channels (prompts, and Codex's app-server for approvals).

@@ -17,6 +17,7 @@ import (
 	eventstream "github.com/nudgehq/nudge/cmd/nudge/events"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
 	"github.com/nudgehq/nudge/inject"
+	"github.com/nudgehq/nudge/panes"
 	"github.com/nudgehq/nudge/store"
 )
 
@@ -56,7 +57,10 @@ type Deps struct {
 	Dialogs  server.Dialogs         // answers this host's dialogs for other members; nil: none
 	Manage   Manage                 // other members' acts on this host's runtimes; nil: none
 	Kick     func(runtimeID string) // the pipeline goes on with a resumed runtime's triggers
-	StateDir string                 // the hub keeps its streams under StateDir/hub
+	// Spawn spawns for member from in a workspace this host holds, this host's policy
+	// judging the request; nil: no spawns for other members.
+	Spawn    func(ctx context.Context, from string, req panes.SpawnRequest) (nudge.Runtime, error)
+	StateDir string // the hub keeps its streams under StateDir/hub
 	Logger   hclog.Logger
 }
 

@@ -22,10 +22,11 @@ type Manage interface {
 // manageRequest is an act on another host's runtime, on its way to that host. The member
 // that took it from its caller checked the caller's token for the runtime's workspace.
 type manageRequest struct {
-	Op        string `json:"op"` // stop, restart, pause, resume, tail
-	RuntimeID string `json:"runtime_id"`
-	Reason    string `json:"reason,omitempty"`
-	Lines     int    `json:"lines,omitempty"`
+	Op        string              `json:"op"` // spawn, stop, restart, pause, resume, tail
+	RuntimeID string              `json:"runtime_id"`
+	Reason    string              `json:"reason,omitempty"`
+	Lines     int                 `json:"lines,omitempty"`
+	Spawn     *panes.SpawnRequest `json:"spawn,omitempty"`
 }
 
 // manageTimeout bounds an act on another host: a stop waits for the program to end.
@@ -64,6 +65,9 @@ func (f *Fleet) manageHere(from string, data []byte) (ctlReply, error) {
 	var req manageRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return ctlReply{}, nudge.NewError(nudge.BadRequest, "unreadable request")
+	}
+	if req.Op == "spawn" {
+		return f.spawnHere(from, req)
 	}
 	rt, ok := f.local(req.RuntimeID)
 	if !ok || !f.localRuntime(req.RuntimeID) {
@@ -109,7 +113,41 @@ func (f *Fleet) manageHere(from string, data []byte) (ctlReply, error) {
 	return r, nil
 }
 
+// spawnHere spawns, for another member, a runtime in a workspace this host holds: this
+// host's policy judges the request (its directories, profiles, launchers), as for a
+// caller on its own socket.
+func (f *Fleet) spawnHere(from string, req manageRequest) (ctlReply, error) {
+	if req.Spawn == nil {
+		return ctlReply{}, nudge.NewError(nudge.BadRequest, "a spawn without its request")
+	}
+	if f.deps.Spawn == nil {
+		return ctlReply{}, nudge.NewError(nudge.Unavailable, "host "+f.cfg.HostName+" spawns nothing for other members")
+	}
+	if h, _ := f.HostOf(req.Spawn.Workspace); h != f.cfg.HostName {
+		return ctlReply{}, nudge.NewError(nudge.NotFound, "workspace "+req.Spawn.Workspace+" is not held by host "+f.cfg.HostName)
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, manageTimeout-5*time.Second)
+	defer cancel()
+	rt, err := f.deps.Spawn(ctx, from, *req.Spawn)
+	if err != nil {
+		return ctlReply{}, err
+	}
+	f.log.Info("hub: a runtime spawned here for another member", "runtime", rt.RuntimeID, "from", from)
+	return ctlReply{Runtime: &rt}, nil
+}
+
 // The fleet's runtimes: an act on another host's runtime goes to that host.
+
+// Spawn spawns in a workspace another host holds on that host (its policy decides), else
+// here.
+func (r fleetRuntimes) Spawn(ctx context.Context, req panes.SpawnRequest) (nudge.Runtime, error) {
+	host, _ := r.f.HostOf(req.Workspace)
+	if req.Host != "" || host == "" || host == r.f.cfg.HostName {
+		return r.Runtimes.Spawn(ctx, req)
+	}
+	return r.f.managed(ctx, nudge.Runtime{RuntimeID: panes.RuntimeID(req.Workspace, req.Role), WorkspaceID: req.Workspace, Host: host},
+		manageRequest{Op: "spawn", Spawn: &req})
+}
 
 func (r fleetRuntimes) Stop(ctx context.Context, id, reason string) error {
 	rt, remote := r.remote(id)
