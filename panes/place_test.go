@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/controlmode"
 )
@@ -298,4 +299,19 @@ func codeOf(err error) nudge.Code {
 		return "?"
 	}
 	return ""
+}
+
+// TestUserServerAttachNamesNoConfig: the control client of a user's own server names no
+// configuration (a server ended between dial's has-session and the attach is started by
+// the attach, and must not run the user's file); nudge's own server keeps nudge's.
+func TestUserServerAttachNamesNoConfig(t *testing.T) {
+	cs := &conns{cfg: &Config{ConfigFile: "/etc/nudge-tmux.conf", Logger: hclog.NewNullLogger()}}
+	user := &workspace{name: "u", at: place{server{socket: "user-sock"}, "ps"}}
+	if got := cs.connConfig(user).ConfigFile; got != "/dev/null" {
+		t.Errorf("a user's server: -f %q", got)
+	}
+	own := &workspace{name: "o", at: place{server{}, SessionName("o")}}
+	if got := cs.connConfig(own).ConfigFile; got != "/etc/nudge-tmux.conf" {
+		t.Errorf("nudge's server: -f %q", got)
+	}
 }

@@ -141,7 +141,10 @@ func (cs *conns) connLoop(w *workspace) {
 // dial attaches the workspace's control connection. In a user's own session (place.go) it
 // first checks that the session exists: attach-session starts a tmux server that is not
 // running, and the user's, started so, would run the user's configuration (which may make
-// sessions) for nudge's sake.
+// sessions) for nudge's sake. The check cannot close the window between it and the attach
+// (a server that is ending answers has-session, then is gone), so the attach names no
+// configuration (connConfig): a server it starts has no session, the attach fails and the
+// server exits at once, empty.
 func (cs *conns) dial(w *workspace) (*controlmode.Conn, error) {
 	if at := w.place(); !at.owned(w.name) {
 		if _, err := cs.tmux.run(cs.g.ctx, at.server, "has-session", "-t", "="+at.session); err != nil {
@@ -156,7 +159,10 @@ func (cs *conns) connConfig(w *workspace) controlmode.Config {
 	name, path := socketFlags(cs.cfg, at.socket)
 	cfgFile := cs.cfg.ConfigFile
 	if at.socket != "" {
-		cfgFile = "" // a user's own server keeps its own configuration
+		// A user's own server keeps its own configuration (-f is read only by a command
+		// that starts the server); one ended between dial's check and the attach is not
+		// started again with it.
+		cfgFile = "/dev/null"
 	}
 	return controlmode.Config{
 		Tmux: cs.cfg.Tmux, SocketName: name, SocketPath: path,
