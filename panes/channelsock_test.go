@@ -1,6 +1,7 @@
 package panes
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,5 +55,32 @@ func TestChannelArgs(t *testing.T) {
 	l.cfg.SSHHost, l.cfg.ChannelDir = "", "/"+strings.Repeat("d", 90)
 	if got := l.channelArgs(prof, "rt_ws.dev", "newcli"); got != nil {
 		t.Errorf("path too long: %q", got)
+	}
+}
+
+// The channel's version check runs the agent's program: a program an agent planted in its
+// workspace, found first on the daemon's PATH, is refused as the launcher and never run,
+// not even with --version.
+func TestChannelVersionNotAskedOfAPlantedProgram(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		c.ChannelDir = t.TempDir()
+		c.Profiles = map[string]Profile{"plant": {Name: "plant", Launch: []string{"plantcli"}, AllowedLaunchers: []string{"plantcli"},
+			Pack: "shell", Channel: ChannelClaude, ChannelFlag: "--messaging-socket-path", ChannelSince: "2.1.224"}}
+	})
+	dir := filepath.Join(e.root, "proj")
+	marker := filepath.Join(e.root, "planted-ran")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plantcli"), []byte("#!/bin/sh\ntouch "+marker+"\necho '9.9.9'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	_, err := e.reg.Spawn(context.Background(), SpawnRequest{Workspace: "ws", Role: "a", Agent: "plant", Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "inside the workspace directory") {
+		t.Errorf("spawn: %v", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the planted program ran")
 	}
 }

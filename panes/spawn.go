@@ -120,8 +120,15 @@ func (l *launcher) prepareSpawn(req SpawnRequest) (rt nudge.Runtime, argv []stri
 		rt.SessionID = newSessionID()
 		argv = slices.Insert(argv, 1, prof.SessionIDFlag, rt.SessionID)
 	}
-	if len(req.Argv) == 0 && len(argv) > 0 {
-		if extra := l.channelArgs(prof, rt.RuntimeID, argv[0]); extra != nil {
+	if len(req.Argv) == 0 && len(argv) > 0 && prof.ChannelFlag != "" {
+		// The channel's version check runs the program (--version): only the launcher
+		// every launch is held to (resolveArgv), never what the daemon's PATH finds first,
+		// which may be a program an agent planted in its workspace.
+		resolved, err := l.resolveArgv(&rt, argv)
+		if err != nil {
+			return nudge.Runtime{}, nil, "", err
+		}
+		if extra := l.channelArgs(prof, rt.RuntimeID, resolved[0]); extra != nil {
 			argv = slices.Insert(argv, 1, extra...)
 		}
 	}
