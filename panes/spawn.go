@@ -57,6 +57,9 @@ func (l *launcher) spawn(ctx context.Context, req SpawnRequest) (nudge.Runtime, 
 	if rt.Host, err = l.conns.bindHost(req.Workspace, req.Host); err != nil {
 		return nudge.Runtime{}, err
 	}
+	if argv, err = l.withChannel(&rt, req, argv); err != nil {
+		return nudge.Runtime{}, err
+	}
 	if err := l.recs.reserve(rt.RuntimeID, "spawning"); err != nil {
 		return nudge.Runtime{}, err
 	}
@@ -120,19 +123,27 @@ func (l *launcher) prepareSpawn(req SpawnRequest) (rt nudge.Runtime, argv []stri
 		rt.SessionID = newSessionID()
 		argv = slices.Insert(argv, 1, prof.SessionIDFlag, rt.SessionID)
 	}
-	if len(req.Argv) == 0 && len(argv) > 0 && prof.ChannelFlag != "" {
-		// The channel's version check runs the program (--version): only the launcher
-		// every launch is held to (resolveArgv), never what the daemon's PATH finds first,
-		// which may be a program an agent planted in its workspace.
-		resolved, err := l.resolveArgv(&rt, argv)
-		if err != nil {
-			return nudge.Runtime{}, nil, "", err
-		}
-		if extra := l.channelArgs(prof, rt.RuntimeID, resolved[0]); extra != nil {
-			argv = slices.Insert(argv, 1, extra...)
-		}
-	}
 	return rt, argv, prompt, nil
+}
+
+// withChannel adds the flag that opens the agent's channel to the argv of a spawn of rt
+// on this machine with its profile's own launch (bound to its host: rt.Host is known).
+// The channel's version check runs the program (--version): only the launcher every
+// launch is held to (resolveArgv), never what the daemon's PATH finds first, which may be
+// a program an agent planted in its workspace.
+func (l *launcher) withChannel(rt *nudge.Runtime, req SpawnRequest, argv []string) ([]string, error) {
+	prof := l.cfg.Profiles[rt.Agent]
+	if len(req.Argv) > 0 || len(argv) == 0 || prof.ChannelFlag == "" || rt.Host != "" {
+		return argv, nil
+	}
+	resolved, err := l.resolveArgv(rt, argv)
+	if err != nil {
+		return nil, err
+	}
+	if extra := l.channelArgs(prof, rt.RuntimeID, resolved[0]); extra != nil {
+		argv = slices.Insert(slices.Clone(argv), 1, extra...)
+	}
+	return argv, nil
 }
 
 // newSessionID is a random (version 4) UUID.
