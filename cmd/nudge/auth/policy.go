@@ -224,6 +224,7 @@ type Spawn struct {
 	Dir              string   // resolved by CheckSpawn to the directory that was checked
 	Argv             []string // an explicit program, or none
 	Host             string   // where the workspace's tmux runs ("" this machine)
+	PromptFile       string   // a first prompt read from a file, or ""; resolved by CheckSpawn
 }
 
 // CheckSpawn authorizes a spawn for c: the verb and workspace, then the policy. It
@@ -240,6 +241,9 @@ func (p *Policy) CheckSpawn(c Caller, s *Spawn) error {
 		return err
 	}
 	if err := rule.checkDir(s); err != nil {
+		return err
+	}
+	if err := rule.checkPromptFile(s); err != nil {
 		return err
 	}
 	if len(s.Argv) > 0 && len(rule.launchers) > 0 && s.Host != "" && !slices.Contains(rule.launchers, s.Argv[0]) {
@@ -276,6 +280,25 @@ func (rule *wsRule) checkDir(s *Spawn) error {
 			s.Dir, real, s.Workspace, strings.Join(rule.dirs, ", "))
 	}
 	s.Dir = real
+	return nil
+}
+
+// checkPromptFile pins a first prompt's file to the workspace's allowed dirs: the daemon
+// reads it with its own rights, and a caller held to the workspace's dirs may not have it
+// read a file of another workspace (then see it typed, in the agent's screen and record).
+func (rule *wsRule) checkPromptFile(s *Spawn) error {
+	if len(rule.dirs) == 0 || s.PromptFile == "" {
+		return nil
+	}
+	real, err := checkDir(s.PromptFile)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(rule.dirs, func(r string) bool { return within(r, real) }) {
+		return forbidden("prompt file %s (resolved %s) is outside workspace %s's allowed dirs (%s): put it in one of them, or pass the prompt itself",
+			s.PromptFile, real, s.Workspace, strings.Join(rule.dirs, ", "))
+	}
+	s.PromptFile = real
 	return nil
 }
 

@@ -149,6 +149,16 @@ func TestPolicy(t *testing.T) {
 	wantAPIError(t, "launcher on another host", spawn(spawnBody{Dir: allowed, Argv: []string{"/tmp/cat"}, Host: "box"}), "FORBIDDEN", `may not launch "/tmp/cat" on host box`)
 	wantAPIError(t, "profile launchers", spawn(spawnBody{Dir: allowed, Argv: []string{"/usr/bin/python3"}}), "FORBIDDEN", "python3")
 	wantAPIError(t, "unlisted workspace", td.c.do(bg(), "POST", "/v1/runtimes", spawnBody{Workspace: "w2", Role: "r", Agent: "shell"}, nil), "FORBIDDEN", `may not run profile "shell"`)
+	// A first prompt read from a file of another workspace (then typed, on the agent's
+	// screen and in its record): refused like a directory outside the dirs.
+	secret := filepath.Join(other, "secret.txt")
+	if err := os.WriteFile(secret, []byte("another workspace's secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantAPIError(t, "prompt file outside", spawn(spawnBody{Dir: allowed, Argv: []string{"cat"}, PromptFile: secret}), "FORBIDDEN",
+		"prompt file "+secret+" (resolved "+secret+") is outside workspace w1's allowed dirs")
+	wantAPIError(t, "prompt file through a link", spawn(spawnBody{Dir: allowed, Argv: []string{"cat"}, PromptFile: filepath.Join(allowed, "escape", "secret.txt")}), "FORBIDDEN",
+		"resolved "+secret)
 	if out, _ := tmuxOut(td, "list-sessions"); out != "" {
 		t.Fatalf("refused spawns created sessions: %s", out)
 	}
@@ -326,3 +336,46 @@ func TestAuditShowsSubjects(t *testing.T) {
 	}
 }
 func sleepPoll() { time.Sleep(50 * time.Millisecond) }
+
+// TestPromptFileOfAnotherWorkspace: a token of workspace w1, held by the policy to w1's
+// dirs, spawns with a first prompt read from a file of another workspace's directory.
+// The daemon reads it with its own rights and types it into the new agent, whose screen
+// the token may read: refused; a file in w1's own dirs is typed.
+func TestPromptFileOfAnotherWorkspace(t *testing.T) {
+	cfg := newTestConfig(t)
+	root := cfg.Panes.Roots[0]
+	mine, theirs := filepath.Join(root, "mine"), filepath.Join(root, "theirs")
+	for _, d := range []string{mine, theirs} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.ProfileDir = t.TempDir()
+	b, _ := json.Marshal(map[string]any{"name": "peek", "launch": []string{"cat"}, "allowed_launchers": []string{"cat"},
+		"prompt_arg": "append", "pack": "shell", "submit_settle": "0s", "queues_input": true,
+		"ack_signals": []string{"marker", "api"}, "submitted_is_ack": true, "ready_on": "alive"})
+	os.WriteFile(filepath.Join(cfg.ProfileDir, "peek.json"), b, 0o644)
+	pol := filepath.Join(t.TempDir(), "policy.json")
+	pb, _ := json.Marshal(map[string]any{"workspaces": map[string]any{"w1": map[string]any{"dirs": []string{mine}, "profiles": []string{"peek"}}}})
+	os.WriteFile(pol, pb, 0o600)
+	cfg.Auth.PolicyFile = pol
+	td := startDaemon(t, cfg)
+	c := td.as(td.issue(t, "--subject", "w1-bot", "--workspace", "w1", "--verbs", "spawn,read", "--ttl", "1h"))
+	secret := fmt.Sprintf("THEIR-SECRET-%d", time.Now().UnixNano())
+	theirFile := filepath.Join(theirs, "notes.txt")
+	os.WriteFile(theirFile, []byte(secret+"\n"), 0o600)
+	var rt runtimeView
+	err := c.do(bg(), "POST", "/v1/runtimes", spawnBody{Workspace: "w1", Role: "a", Agent: "peek", Dir: mine, PromptFile: theirFile}, &rt)
+	wantAPIError(t, "their file", err, "FORBIDDEN", "is outside workspace w1's allowed dirs")
+	if rt.RuntimeID != "" {
+		time.Sleep(time.Second) // the typed first prompt, if it went
+		var tail struct{ Lines []string }
+		c.do(bg(), "GET", "/v1/runtimes/"+rt.RuntimeID+"/tail?lines=50", nil, &tail)
+		t.Fatalf("spawned %s; its screen: %q", rt.RuntimeID, tail.Lines)
+	}
+	mineFile := filepath.Join(mine, "task.txt")
+	os.WriteFile(mineFile, []byte("my own task\n"), 0o600)
+	if err := c.do(bg(), "POST", "/v1/runtimes", spawnBody{Workspace: "w1", Role: "b", Agent: "peek", Dir: mine, PromptFile: mineFile}, &rt); err != nil {
+		t.Fatalf("a file of w1's own: %v", err)
+	}
+}

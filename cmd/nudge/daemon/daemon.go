@@ -189,11 +189,11 @@ func openWake(cfg Config, d *Daemon) *wake.Waker {
 // policy judges the request as the member's caller's, on top of the token the member
 // checked; the registry audits the spawn.
 func (d *Daemon) spawnFor(ctx context.Context, from string, req panes.SpawnRequest) (nudge.Runtime, error) {
-	sp := auth.Spawn{Workspace: req.Workspace, Agent: req.Agent, Dir: req.Dir, Argv: req.Argv}
+	sp := auth.Spawn{Workspace: req.Workspace, Agent: req.Agent, Dir: req.Dir, Argv: req.Argv, PromptFile: req.PromptFile}
 	if err := d.auth.Policy().CheckSpawn(auth.Caller{Subject: "hub:" + from, UID: -1}, &sp); err != nil {
 		return nudge.Runtime{}, err
 	}
-	req.Dir, req.Host = sp.Dir, ""
+	req.Dir, req.PromptFile, req.Host = sp.Dir, sp.PromptFile, ""
 	return d.reg.Spawn(ctx, req)
 }
 

@@ -99,12 +99,12 @@ func (a runtimesAPI) handleSpawn(w http.ResponseWriter, r *http.Request, c auth.
 	if host == "" {
 		host = s.deps.Runtimes.HostOf(b.Workspace)
 	}
-	sp := auth.Spawn{Workspace: b.Workspace, Agent: b.Agent, Dir: b.Dir, Argv: b.Argv, Host: host}
+	sp := auth.Spawn{Workspace: b.Workspace, Agent: b.Agent, Dir: b.Dir, Argv: b.Argv, Host: host, PromptFile: b.PromptFile}
 	if err := s.deps.Policy.CheckSpawn(c, &sp); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	b.Dir = sp.Dir
+	b.Dir, b.PromptFile = sp.Dir, sp.PromptFile
 	rt, err := s.deps.Runtimes.Spawn(r.Context(), panes.SpawnRequest{
 		Workspace: b.Workspace, Role: b.Role, Agent: b.Agent, AgentID: b.AgentID, Dir: b.Dir,
 		SessionID: b.SessionID, PromptFile: b.PromptFile, Argv: b.Argv, Host: b.Host,
