@@ -15,7 +15,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +41,9 @@ type Config struct {
 	Runtimes interface{ List() []nudge.Runtime }
 	Bus      *nudge.Bus
 	Logger   hclog.Logger
+	// Audit records each answer sent over a channel with the request as the agent stated
+	// it (its full command, directory, the decision); nil: not recorded.
+	Audit func(nudge.AuditRecord)
 }
 
 // Follower follows the approvals of every runtime with a channel. Close stops it.
@@ -179,6 +184,12 @@ func (f *Follower) read(ctx context.Context, l *link, sub *native.Subscription, 
 		l.mu.Lock()
 		switch {
 		case n.Approval != nil:
+			if len(l.pending) >= maxPending {
+				// More open requests than an agent asks at once: none is trusted to be
+				// told apart on the screen any more; answers go by keys until the turn ends.
+				l.pending = l.pending[:0]
+				f.cfg.Logger.Warn("approvals: too many open requests: answered by keys", "runtime", id)
+			}
 			l.pending = append(l.pending, *n.Approval)
 		case n.Resolved != nil:
 			l.pending = slices.DeleteFunc(l.pending, func(a native.Approval) bool { return string(a.ID) == string(n.Resolved) })
@@ -188,6 +199,9 @@ func (f *Follower) read(ctx context.Context, l *link, sub *native.Subscription, 
 		l.mu.Unlock()
 	}
 }
+
+// maxPending bounds the open requests kept per runtime.
+const maxPending = 32
 
 // Pending lists the requests runtime id has open (for tests and the record).
 func (f *Follower) Pending(id string) []native.Approval {
@@ -204,62 +218,80 @@ func (f *Follower) Pending(id string) []native.Approval {
 
 // Answer answers, over the agent's channel, the request behind dialog d that rt's screen
 // shows, with the decision of option opt: d's approve option accepts, its deny option
-// declines (or cancels, when that is the "no" the agent offers: the turn stops, as its own
-// "no" does). It returns the backend ("" when it sent nothing: no channel, no request whose
-// command is d's, or an option that is neither; the caller then types the option's keys)
-// and an error when the agent refused the answer.
+// cancels (the turn stops, as Codex's own "No, and tell Codex what to do differently"
+// does), or declines where the agent offers no cancel. It returns the backend ("" when it
+// sent nothing: no channel, no single request whose command is d's, an option that is
+// neither or both, a subscription of another session than rt's now; the caller then types
+// the option's keys) and an error when the answer could not be sent.
 func (f *Follower) Answer(ctx context.Context, rt nudge.Runtime, d nudge.Dialog, opt nudge.DialogOption) (string, error) {
-	if f == nil {
-		return "", nil
+	if f == nil || opt.Key == "" || d.ApproveKey == d.DenyKey {
+		return "", nil // a dialog whose yes and no are one key says nothing of what is meant
 	}
-	decision := ""
-	switch {
-	case opt.Key != "" && opt.Key == d.ApproveKey:
-		decision = "accept"
-	case opt.Key != "" && opt.Key == d.DenyKey:
-		decision = "decline"
+	deny := false
+	switch opt.Key {
+	case d.ApproveKey:
+	case d.DenyKey:
+		deny = true
 	default:
 		return "", nil
 	}
+	key, ok := f.followed(rt)
 	f.mu.Lock()
 	l := f.links[rt.RuntimeID]
 	f.mu.Unlock()
-	if l == nil {
-		return "", nil
+	if !ok || l == nil || l.key != key {
+		return "", nil // the runtime's session or directory changed: its old link answers nothing
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.sub == nil {
-		return "", nil
-	}
+	sub := l.sub
 	i := match(l.pending, d.Command)
-	if i < 0 {
+	var a native.Approval
+	if i >= 0 {
+		a = l.pending[i]
+	}
+	l.mu.Unlock()
+	if sub == nil || i < 0 || a.ThreadID != rt.SessionID {
 		return "", nil
 	}
-	a := l.pending[i]
-	if decision == "decline" && !a.Offers("decline") && a.Offers("cancel") {
-		decision = "cancel" // Codex's TUI offers "No, and tell Codex what to do differently": the turn stops
+	decision := "accept"
+	if deny {
+		decision = "cancel"
+		if !a.Offers("cancel") {
+			decision = "decline"
+		}
 	}
 	if !a.Offers(decision) {
 		return "", nil // the agent wants another answer than these: its keys
 	}
-	if err := l.sub.Answer(ctx, a, decision); err != nil {
+	if err := sub.Answer(ctx, a, decision); err != nil {
 		return "", fmt.Errorf("answer over Codex's app-server: %w", err)
 	}
-	l.pending = slices.Delete(l.pending, i, i+1)
+	l.mu.Lock()
+	l.pending = slices.DeleteFunc(l.pending, func(p native.Approval) bool { return string(p.ID) == string(a.ID) })
+	l.mu.Unlock()
+	f.cfg.Logger.Info("approvals: answered over Codex's app-server", "runtime", rt.RuntimeID, "decision", decision, "command", a.Command, "cwd", a.Cwd)
+	if f.cfg.Audit != nil {
+		f.cfg.Audit(nudge.AuditRecord{Event: "approval_answered", RuntimeID: rt.RuntimeID, Workspace: rt.WorkspaceID, Subject: BackendCodex,
+			Reason: fmt.Sprintf("%s: request %s of thread %s: %s %q in %s (dialog %s)", BackendCodex, a.ID, a.ThreadID, decision, a.Command, a.Cwd, d.DialogID)})
+	}
 	return BackendCodex, nil
 }
 
 // match is the index of the one open request whose command is command, as the screen
-// shows it (the request's own command, or one of the commands it is made of); -1 when
-// none or several are, or the screen shows no command.
+// shows it: the request's whole command, or the script of its shell wrapper
+// ("/bin/bash -lc '…'"), exactly; -1 when none or several are, or the screen shows no
+// command. A part of a request's command (one of its commandActions) is not its command:
+// a screen showing `touch a.txt` never answers `touch a.txt && curl … | sh`.
 func match(pending []native.Approval, command string) int {
 	if command == "" {
 		return -1
 	}
 	found := -1
 	for i, a := range pending {
-		if a.Command == command || slices.Contains(a.Commands, command) {
+		if a.Kind != "command" && a.Kind != "" {
+			continue
+		}
+		if a.Command == command || shellScript(a.Command) == command {
 			if found >= 0 {
 				return -1
 			}
@@ -267,4 +299,80 @@ func match(pending []native.Approval, command string) int {
 		}
 	}
 	return found
+}
+
+// shellScript is the script of a command that runs one through a shell (`SHELL -c SCRIPT`
+// or `-lc`, SHELL one of bash, zsh, sh, dash), read with the shell's quoting; "" for any
+// other command, or one whose words cannot be read without running a shell (an unquoted
+// operator, a substitution).
+func shellScript(command string) string {
+	words, ok := shellWords(command)
+	if !ok || len(words) != 3 || (words[1] != "-c" && words[1] != "-lc") {
+		return ""
+	}
+	switch path.Base(words[0]) {
+	case "bash", "zsh", "sh", "dash":
+		return words[2]
+	}
+	return ""
+}
+
+// shellWords splits s into words as a POSIX shell would with no expansion: blanks
+// separate words, single quotes keep everything, double quotes keep everything but the
+// escapes of backslash, double quote, dollar and backquote, a backslash outside quotes
+// escapes the next character. ok is false for what would need more than quoting (an
+// unquoted operator, glob or $, a backquote, an unclosed quote).
+func shellWords(s string) (words []string, ok bool) {
+	var w strings.Builder
+	in := false // inside a word
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t':
+			if in {
+				words, in = append(words, w.String()), false
+				w.Reset()
+			}
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, false
+			}
+			w.WriteString(s[i+1 : i+1+j])
+			i, in = i+1+j, true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				switch {
+				case s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\\\"$`", s[i+1]) >= 0:
+					i++
+					w.WriteByte(s[i])
+				case s[i] == '$' || s[i] == '`':
+					return nil, false
+				default:
+					w.WriteByte(s[i])
+				}
+			}
+			if i >= len(s) {
+				return nil, false
+			}
+			in = true
+		case c == '\\':
+			if i+1 >= len(s) {
+				return nil, false
+			}
+			i++
+			w.WriteByte(s[i])
+			in = true
+		case strings.IndexByte(";&|<>()$`\n*?[#~{}", c) >= 0:
+			return nil, false
+		default:
+			w.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, w.String())
+	}
+	return words, true
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/cmd/nudge/approvals"
 	"github.com/nudgehq/nudge/cmd/nudge/standin"
 )
@@ -53,6 +54,13 @@ func TestCodexDialogOverChannel(t *testing.T) {
 	if n := strings.Count(string(body), `"via":"`+approvals.BackendCodex+`"`); n != 2 {
 		t.Fatalf("%d answers went over Codex's app-server, want 2:\n%s", n, grepLines(string(body), "dialog_answered"))
 	}
+	var recs []nudge.AuditRecord
+	ft.td.c.do(t0(), "GET", "/v1/audit?event=approval_answered&runtime="+ft.rt.RuntimeID, nil, &recs)
+	if len(recs) != 2 || !strings.Contains(recs[0].Reason, `accept "`) || !strings.Contains(recs[0].Reason, "touch approved.txt") ||
+		!strings.Contains(recs[1].Reason, "touch denied.txt") || strings.Contains(recs[1].Reason, "accept") {
+		t.Fatalf("the audit of the answers sent over the channel: %+v", recs)
+	}
+	t.Logf("audit: %s | %s", recs[0].Reason, recs[1].Reason)
 	ft.send("after", "and now something else")
 	ft.waitAcked("after")
 	ft.waitModelGot("after")

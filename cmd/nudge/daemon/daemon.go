@@ -122,7 +122,12 @@ func Open(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err err
 	if d.pipe, err = openPipeline(cfg, d); err != nil {
 		return nil, err
 	}
-	d.appr = approvals.Open(approvals.Config{Profiles: d.profiles, Codex: d.channels().Codex, Runtimes: d.reg, Bus: d.bus, Logger: d.log.Named("approvals")})
+	d.appr = approvals.Open(approvals.Config{Profiles: d.profiles, Codex: d.channels().Codex, Runtimes: d.reg, Bus: d.bus, Logger: d.log.Named("approvals"),
+		Audit: func(r nudge.AuditRecord) {
+			if _, err := d.db.AuditLog().AppendAudit(r); err != nil {
+				d.log.Error("audit", "event", r.Event, "err", err)
+			}
+		}})
 	d.dlg = openDialogs(d)
 	d.sched = inject.NewScheduler(d.pipe, cfg.Schedule)
 	d.wake = openWake(cfg, d)
