@@ -288,5 +288,11 @@ func (f *Fleet) onControl(m *nats.Msg) {
 		r.Trigger.Host = f.cfg.HostName
 	}
 	b, _ := json.Marshal(r)
-	m.Respond(b) //nolint:errcheck // the requester times out
+	if err := m.Respond(b); err != nil {
+		// Too large for the connection (a list of long prompts, a screen of long lines):
+		// say so rather than leave the requester waiting out its time.
+		f.log.Warn("hub: a reply could not be sent", "op", op, "to", from, "bytes", len(b), "err", err)
+		small, _ := json.Marshal(ctlReply{Code: nudge.Unavailable, Message: fmt.Sprintf("host %s: its reply (%d bytes) could not be sent: %v", f.cfg.HostName, len(b), err)})
+		m.Respond(small) //nolint:errcheck // the requester times out
+	}
 }

@@ -2,6 +2,8 @@ package hub
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -101,16 +103,62 @@ func (f *Fleet) onEvent(m *nats.Msg) {
 	if err := json.Unmarshal(m.Data, &ev); err != nil || ev.Type == "" {
 		return
 	}
-	if ev.Workspace != "" {
-		if h, _ := f.HostOf(ev.Workspace); h != "" && h != from {
-			return
-		}
+	if ev.Workspace != "" && !f.speaksFor(from, ev.Workspace) || !payloadOf(ev, ev.Workspace) {
+		return
 	}
 	if ev.Type == "trigger" && f.routedHereID(ev.Trigger) {
 		return
 	}
 	ev.Seq, ev.Host, ev.Value = 0, from, nil
 	f.deps.Events.Publish(ev)
+}
+
+// speaksFor reports whether host from may relay events of workspace ws: the host that
+// holds it, or, while no host does yet (a runtime just spawned, its claim on its way),
+// one that lists a runtime of it.
+func (f *Fleet) speaksFor(from, ws string) bool {
+	h, _ := f.HostOf(ws)
+	if h != "" {
+		return h == from
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.ContainsFunc(f.runtimes[from], func(rt nudge.Runtime) bool { return rt.WorkspaceID == ws })
+}
+
+// payloadOf reports whether what an event carries (its runtime, its trigger, the runtime
+// its detail names) is of workspace ws, the one it is filed under and filtered by.
+func payloadOf(ev eventstream.Event, ws string) bool {
+	ofWS := func(runtimeID string) bool { return runtimeID == "" || strings.HasPrefix(runtimeID, "rt_"+ws+".") }
+	for _, p := range []struct {
+		v   any
+		key string // the record's workspace field: a runtime's workspace_id, a trigger's workspace
+	}{{ev.Runtime, "workspace_id"}, {ev.Trigger, "workspace"}} {
+		if p.v == nil {
+			continue
+		}
+		m, ok := p.v.(map[string]any)
+		if !ok {
+			return false
+		}
+		got, _ := m[p.key].(string)
+		id, _ := m["runtime_id"].(string)
+		if got != ws || !ofWS(id) {
+			return false
+		}
+	}
+	if len(ev.Detail) > 0 {
+		var d struct {
+			RuntimeID string `json:"runtime_id"`
+			Workspace string `json:"workspace"`
+		}
+		if json.Unmarshal(ev.Detail, &d) == nil {
+			if !ofWS(d.RuntimeID) || d.Workspace != "" && d.Workspace != ws {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // noteRouted remembers that this member follows trigger id's receipt itself.

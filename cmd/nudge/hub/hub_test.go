@@ -87,7 +87,7 @@ type fakeRuntimes struct{ ws []string }
 func (r fakeRuntimes) List() []nudge.Runtime {
 	var out []nudge.Runtime
 	for _, ws := range r.ws {
-		out = append(out, nudge.Runtime{RuntimeID: ws + "-a", WorkspaceID: ws, Role: "a", Status: nudge.StatusReady})
+		out = append(out, nudge.Runtime{RuntimeID: nudge.RuntimeID(ws, "a"), WorkspaceID: ws, Role: "a", Status: nudge.StatusReady})
 	}
 	return out
 }
@@ -261,14 +261,14 @@ func TestRoute(t *testing.T) {
 		t.Fatalf("a repeat with another prompt: %v", err)
 	}
 	// A dialog of a's runtime answered on b is answered on a, by b's caller.
-	if _, opt, err := d.Dialogs.Answer(ctx, nudge.Runtime{RuntimeID: "wa-a", WorkspaceID: "wa"}, "dlg-1", "2", "op", "why"); err != nil || opt.Key != "2" {
+	if _, opt, err := d.Dialogs.Answer(ctx, nudge.Runtime{RuntimeID: "rt_wa.a", WorkspaceID: "wa"}, "dlg-1", "2", "op", "why"); err != nil || opt.Key != "2" {
 		t.Fatalf("answer through the hub: %+v %v", opt, err)
 	}
-	if got := a.dialogs.answers(); !slices.Equal(got, []string{"wa-a dlg-1 2 hub:b:op"}) || len(b.dialogs.answers()) != 0 {
+	if got := a.dialogs.answers(); !slices.Equal(got, []string{"rt_wa.a dlg-1 2 hub:b:op"}) || len(b.dialogs.answers()) != 0 {
 		t.Fatalf("a answered %q, b %q", got, b.dialogs.answers())
 	}
 	// The fleet's runtimes: every host's.
-	waitFor(t, "the other hosts' runtimes on b", func() bool { return len(b.f.Remote()) == 2 }) // wh-a, wa-a; not b's own
+	waitFor(t, "the other hosts' runtimes on b", func() bool { return len(b.f.Remote()) == 2 }) // rt_wh.a, rt_wa.a; not b's own
 }
 
 func isCode(err error, c nudge.Code) bool {

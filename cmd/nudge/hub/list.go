@@ -76,7 +76,13 @@ func (f *Fleet) listHosts(flt store.TriggerFilter) []nudge.Trigger {
 				return
 			}
 			mu.Lock()
-			out = append(out, r.List...)
+			for _, t := range r.List {
+				// A host speaks for the triggers of the workspaces it holds, under its name.
+				if held, _ := f.HostOf(t.WorkspaceID); held == h {
+					t.Host = h
+					out = append(out, t)
+				}
+			}
 			mu.Unlock()
 		}()
 	}

@@ -98,7 +98,7 @@ func (f *Fleet) manageHere(from string, data []byte) (ctlReply, error) {
 		}
 	case "tail":
 		var sc panes.Screen
-		if sc, err = f.deps.Manage.Tail(ctx, rt, req.Lines); err == nil {
+		if sc, err = f.deps.Manage.Tail(ctx, rt, min(max(req.Lines, 0), maxTailLines)); err == nil {
 			r.Screen = &sc
 		}
 		now = rt
@@ -218,3 +218,6 @@ func (p fleetPanes) Tail(ctx context.Context, rt nudge.Runtime, lines int) (pane
 	}
 	return *r.Screen, nil
 }
+
+// maxTailLines bounds the screen another member may ask for (the API's own bound).
+const maxTailLines = 5000

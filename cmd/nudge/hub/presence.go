@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -164,6 +165,13 @@ func (f *Fleet) onRuntimes(host string, val []byte) {
 		f.log.Warn("hub: unreadable runtimes", "host", host)
 		return
 	}
+	rts = slices.DeleteFunc(rts, func(rt nudge.Runtime) bool {
+		if !idOfItsWorkspace(rt) {
+			f.log.Warn("hub: a host lists a runtime whose id is not of its workspace: left out", "host", host, "runtime", rt.RuntimeID, "workspace", rt.WorkspaceID)
+			return true
+		}
+		return false
+	})
 	f.mu.Lock()
 	if host != f.cfg.HostName {
 		f.runtimes[host] = rts
@@ -250,11 +258,13 @@ func (f *Fleet) Remote() []nudge.Runtime {
 	}
 	sort.Strings(hosts)
 	var out []nudge.Runtime
+	seen := map[string]bool{}
 	for _, h := range hosts {
 		for _, rt := range f.runtimes[h] {
-			if f.claims[rt.WorkspaceID] != h {
-				continue // not its workspace (held by another, or not allowed)
+			if f.claims[rt.WorkspaceID] != h || !idOfItsWorkspace(rt) || seen[rt.RuntimeID] {
+				continue // not its workspace (held by another, or not allowed), or an id another host's record names
 			}
+			seen[rt.RuntimeID] = true
 			if rt.Host == "" {
 				rt.Host = h
 			}
@@ -265,6 +275,13 @@ func (f *Fleet) Remote() []nudge.Runtime {
 		}
 	}
 	return out
+}
+
+// idOfItsWorkspace reports whether rt's id is one of its own workspace (rt_WS.ROLE): a
+// host listing a runtime of its workspace under another workspace's id would have acts
+// on that id (tail, stop) brought to it.
+func idOfItsWorkspace(rt nudge.Runtime) bool {
+	return rt.WorkspaceID != "" && strings.HasPrefix(rt.RuntimeID, "rt_"+rt.WorkspaceID+".")
 }
 
 // remoteRuntime is another host's runtime by id.

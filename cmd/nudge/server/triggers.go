@@ -133,6 +133,9 @@ func (a triggersAPI) handleListTriggers(w http.ResponseWriter, r *http.Request, 
 		if c.Allow(auth.VerbRead, t.WorkspaceID) == nil {
 			if t.Host == "" { // this host's own (another host's came as it stands now)
 				if live, err := s.deps.Triggers.Get(t.TriggerID); err == nil {
+					if c.Allow(auth.VerbRead, live.WorkspaceID) != nil {
+						continue // the record read by id is another workspace's
+					}
 					t = live
 				}
 			}
