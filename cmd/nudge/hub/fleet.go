@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -90,6 +91,7 @@ type Fleet struct {
 	allowed    map[string][]string        // hub only: host → workspaces it may hold (nil: any)
 	auditHeads map[string]auditHead       // hub only: each host's audit chain as the hub keeps it
 	auditMu    sync.Mutex                 // hub only: one batch of audit records kept at a time
+	ctlSlots   map[string]chan struct{}   // each asking member's requests under way here (ctlSlot); guarded by mu
 	// consumers: hub only, each host's consumer of its triggers.
 	consumers map[string]context.CancelFunc
 	follow    map[string]bool // triggers whose receipts this host publishes
@@ -273,7 +275,7 @@ func (f *Fleet) startMember() error {
 }
 
 func (f *Fleet) startCommon() error {
-	if _, err := f.nc.Subscribe(ctlFor(f.cfg.HostName), func(m *nats.Msg) { f.goLoop(func() { f.onControl(m) }) }); err != nil {
+	if _, err := f.nc.Subscribe(ctlFor(f.cfg.HostName), f.onControlMsg); err != nil {
 		return err
 	}
 	if err := f.startEvents(); err != nil {
@@ -283,6 +285,39 @@ func (f *Fleet) startCommon() error {
 	f.goLoop(f.beat)
 	f.resumeFollows()
 	return nil
+}
+
+// maxCtlPerMember bounds the requests of one member handled here at once: one that sends
+// more (a stuck or hostile daemon) is told to try again, not given a goroutine each.
+const maxCtlPerMember = 32
+
+// onControlMsg handles another member's request on a goroutine of its own, within the
+// member's slots.
+func (f *Fleet) onControlMsg(m *nats.Msg) {
+	from := token(m.Subject, 3)
+	f.mu.Lock()
+	if f.ctlSlots == nil {
+		f.ctlSlots = map[string]chan struct{}{}
+	}
+	slots, ok := f.ctlSlots[from]
+	if !ok {
+		slots = make(chan struct{}, maxCtlPerMember)
+		f.ctlSlots[from] = slots
+	}
+	f.mu.Unlock()
+	select {
+	case slots <- struct{}{}:
+	default:
+		if strings.HasPrefix(m.Reply, inboxPrefix(from)+".") {
+			b, _ := json.Marshal(ctlReply{Code: nudge.Unavailable, Message: "host " + f.cfg.HostName + " is busy with " + from + "'s requests: try again"})
+			m.Respond(b) //nolint:errcheck // the requester times out
+		}
+		return
+	}
+	f.goLoop(func() {
+		defer func() { <-slots }()
+		f.onControl(m)
+	})
 }
 
 // up reports whether the fleet is joined (its buckets bound).
