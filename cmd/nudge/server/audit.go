@@ -137,8 +137,8 @@ func (a auditAPI) handleDeleteSchedule(w http.ResponseWriter, r *http.Request, c
 		return
 	}
 	for _, sc := range all {
-		if sc.ScheduleID != id {
-			continue
+		if sc.ScheduleID != id || !c.Sees(sc.WorkspaceID) {
+			continue // another workspace's is unknown, as everywhere
 		}
 		if err := c.Allow(auth.VerbTrigger, sc.WorkspaceID); err != nil {
 			s.fail(w, r, err)

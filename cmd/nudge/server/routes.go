@@ -54,7 +54,13 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/schedules", auth.VerbRead, audit.handleListSchedules)
 	h("POST /v1/schedules", auth.VerbTrigger, audit.handleAddSchedule)
 	h("DELETE /v1/schedules/{id}", auth.VerbTrigger, audit.handleDeleteSchedule)
-	h("GET /metrics", auth.VerbRead, func(w http.ResponseWriter, r *http.Request, _ auth.Caller) { s.handleMetrics(w, r) })
+	h("GET /metrics", auth.VerbRead, func(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+		if !c.Sees("") { // its series name every workspace's runtimes
+			s.fail(w, r, &api.Error{ErrorCode: nudge.Forbidden, Message: "/metrics covers every workspace: ask with a token for all workspaces (nudge token issue --verbs read), or with none"})
+			return
+		}
+		s.handleMetrics(w, r)
+	})
 	h("POST /v1/tokens", auth.VerbAdmin, tokens.handleIssueToken)
 	h("GET /v1/tokens", auth.VerbAdmin, tokens.handleListTokens)
 	h("DELETE /v1/tokens/{id}", auth.VerbAdmin, tokens.handleRevokeToken)

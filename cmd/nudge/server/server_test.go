@@ -57,6 +57,8 @@ func newTestServer(t *testing.T) *testServer {
 				return auth.Caller{Subject: "uid:1000", UID: p.UID}, nil
 			case "Bearer scoped":
 				return scoped, nil
+			case "Bearer scopedadmin":
+				return auth.Caller{Subject: "ops#1", UID: 1000, Workspaces: []string{"a"}}, nil // every verb, workspace a
 			}
 			return auth.Caller{UID: p.UID, Subject: "uid:1000"}, nudge.NewError(nudge.Unauthorized, "token refused: malformed token")
 		}},
@@ -410,4 +412,36 @@ func TestPauseReasonRecorded(t *testing.T) {
 	if got != "triggers_resumed by uid:1000" || ts.db.audit[len(ts.db.audit)-1].Reason != "" {
 		t.Errorf("resume: reason %q, audit %+v", got, ts.db.audit)
 	}
+}
+
+// TestAnotherWorkspaceUnknown: a caller scoped to workspace a learns nothing of b's by
+// asking for it by id (force a trigger, remove a schedule: b's answers as unknown does),
+// and /metrics, whose series name every workspace's runtimes, is refused it.
+func TestAnotherWorkspaceUnknown(t *testing.T) {
+	ts := newTestServer(t)
+	ts.trig.get = func(id string) (nudge.Trigger, error) {
+		if id == "tb" {
+			return nudge.Trigger{TriggerID: "tb", WorkspaceID: "b", State: nudge.StateDeferred}, nil
+		}
+		return nudge.Trigger{}, fmt.Errorf("get trigger %s: %w", id, store.ErrNotFound)
+	}
+	_, other := ts.do("POST", "/v1/triggers/tb/force", "scopedadmin", `{"reason":"x"}`)
+	_, none := ts.do("POST", "/v1/triggers/tz/force", "scopedadmin", `{"reason":"x"}`)
+	if strings.ReplaceAll(other, "tb", "ID") != strings.ReplaceAll(none, "tz", "ID") || strings.Contains(other, `"b"`) {
+		t.Errorf("force tells another workspace's trigger apart:\n%s\n%s", other, none)
+	}
+	ts.db.schedules = []nudge.Schedule{{ScheduleID: "sch_b1", WorkspaceID: "b"}}
+	ts.deps.Schedules.(*fakeSchedules).remove = func(string) error { t.Error("another workspace's schedule removed"); return nil }
+	st, other := ts.do("DELETE", "/v1/schedules/sch_b1", "scoped", "")
+	_, none = ts.do("DELETE", "/v1/schedules/sch_zz", "scoped", "")
+	if st != 404 || strings.ReplaceAll(other, "sch_b1", "ID") != strings.ReplaceAll(none, "sch_zz", "ID") {
+		t.Errorf("a schedule of another workspace: %d\n%s\n%s", st, other, none)
+	}
+	st, body := ts.do("GET", "/metrics", "scoped", "")
+	wantBody(t, "metrics, scoped", st, body, 403, "FORBIDDEN", "every workspace")
+	if strings.Contains(body, "up 1") {
+		t.Errorf("a scoped caller read the metrics: %s", body)
+	}
+	st, body = ts.do("GET", "/metrics", "", "")
+	wantBody(t, "metrics, unrestricted", st, body, 200, "up 1")
 }

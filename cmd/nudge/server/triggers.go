@@ -175,7 +175,7 @@ func (a triggersAPI) handleForce(w http.ResponseWriter, r *http.Request, c auth.
 		s.fail(w, r, err)
 		return
 	}
-	t, err := s.deps.Triggers.Get(r.PathValue("id"))
+	t, err := a.readableTrigger(c, r.PathValue("id")) // another workspace's is unknown, as everywhere
 	if err == nil {
 		err = c.Allow(auth.VerbAdmin, t.WorkspaceID)
 	}
