@@ -2,11 +2,14 @@ package ack
 
 import (
 	"context"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/nudgehq/nudge"
 	"github.com/nudgehq/nudge/ack/record"
@@ -46,6 +49,8 @@ type RecordsConfig struct {
 	// Open opens a reader (record.Open by default; tests replace it).
 	Open func(f record.Format, s record.Spec) record.Reader
 	Now  func() time.Time
+	// Logger has what a record says that is not believed; nil: nothing is logged.
+	Logger hclog.Logger
 }
 
 // Records follows the session records of the runtimes whose profile names one and turns
@@ -82,6 +87,9 @@ type follow struct {
 	// that names another later (its session_meta rewritten) is not believed.
 	sessions map[string]string
 	told     string // the session id reported (Sink.Session)
+
+	format record.Format // the record's format (which names its files: record.NamesSession)
+	spec   record.Spec   // what the record was looked for by: its session id and directory
 }
 
 // maxSessions bounds the record files whose session a follow remembers.
@@ -135,7 +143,7 @@ func (rs *Records) Follow(runtimeID string, f record.Format, s record.Spec) {
 		rs.mu.Unlock()
 		return
 	}
-	fl := &follow{r: rs.cfg.Open(f, s), done: make(chan struct{}), seen: map[string]string{}, sessions: map[string]string{}}
+	fl := &follow{r: rs.cfg.Open(f, s), done: make(chan struct{}), seen: map[string]string{}, sessions: map[string]string{}, format: f, spec: s}
 	old := rs.rts[runtimeID]
 	rs.rts[runtimeID] = fl
 	rs.mu.Unlock()
@@ -252,6 +260,10 @@ func evidence(ev record.Event) string { return ev.File + ":" + strconv.FormatInt
 func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 	switch ev.Kind {
 	case record.SessionKnown:
+		if !fl.believable(ev) {
+			rs.log().Warn("a record names a session it cannot be: its id not taken", "runtime_id", runtimeID, "file", ev.File, "session_id", ev.SessionID, "dir", ev.Dir)
+			return
+		}
 		fl.mu.Lock()
 		if ev.SessionID != "" && fl.sessions[ev.File] == "" && len(fl.sessions) < maxSessions {
 			fl.sessions[ev.File] = ev.SessionID
@@ -333,6 +345,43 @@ func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 			}
 		}
 	}
+}
+
+// believable reports whether the session a record file names may be the runtime's: the
+// file's name carries its id (the CLI names the file for its session; an agent writing a
+// file of its own can put any id in its header), the id is the one the runtime was looked
+// for by, if any, and the directory the session says it runs in, if it says, is the
+// runtime's. A session named otherwise is not taken for the runtime (its prompts, resume
+// and approvals would go to another session).
+func (fl *follow) believable(ev record.Event) bool {
+	switch {
+	case ev.SessionID == "":
+		return true
+	case ev.File != "" && !record.NamesSession(fl.format, ev.File, ev.SessionID):
+		return false
+	case fl.spec.SessionID != "" && ev.SessionID != fl.spec.SessionID:
+		return false
+	case ev.Dir != "" && fl.spec.Dir != "" && !sameDir(ev.Dir, fl.spec.Dir):
+		return false
+	}
+	return true
+}
+
+func (rs *Records) log() hclog.Logger {
+	if rs.cfg.Logger == nil {
+		return hclog.NewNullLogger()
+	}
+	return rs.cfg.Logger
+}
+
+// sameDir reports whether a and b are one directory (symlinks resolved).
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
 }
 
 // tellSession reports the session that record file names (Sink.Session), once a prompt of

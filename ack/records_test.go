@@ -488,3 +488,51 @@ func (s *testSink) Session(rt, id string) {
 
 func (s *testSink) Found(string, string) {}
 func (s *testSink) End(string, error)    {}
+
+// TestRecordNamesASessionItCannotBe: a session id a record's content names is taken only
+// when the record's file name carries it (an agent writes any header into a file of its
+// own, not a file the CLI names for another session), when it is the one the runtime was
+// looked for by, and when the directory the session says it runs in is the runtime's.
+func TestRecordNamesASessionItCannotBe(t *testing.T) {
+	dir := t.TempDir()
+	env := func(id string) string { return "[BRIDGE_TRIGGER id=" + id + " thread=- reason=r] x [/BRIDGE_TRIGGER]" }
+	for _, c := range []struct {
+		name string
+		spec record.Spec
+		ev   record.Event
+		want string
+	}{
+		{"named for it", record.Spec{Dir: dir}, record.Event{SessionID: "s-1", File: "/s/rollout-2026-s-1.jsonl", Dir: dir}, "s-1"},
+		{"header of another session", record.Spec{Dir: dir}, record.Event{SessionID: "s-victim", File: "/s/rollout-2026-s-own.jsonl", Dir: dir}, ""},
+		{"not the session looked for", record.Spec{Dir: dir, SessionID: "s-own"}, record.Event{SessionID: "s-victim", File: "/s/rollout-2026-s-victim.jsonl", Dir: dir}, ""},
+		{"another directory", record.Spec{Dir: dir}, record.Event{SessionID: "s-2", File: "/s/rollout-2026-s-2.jsonl", Dir: t.TempDir()}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fr := &fakeReader{ch: make(chan record.Event, 16)}
+			sessions := make(chan string, 8)
+			prompts := make(chan string, 16)
+			rs := newRecords(testSink{
+				Open:      func(record.Format, record.Spec) record.Reader { return fr },
+				OnPrompt:  func(rt, id, ev string) RecordOwner { prompts <- id; return RecordMine },
+				OnSession: func(rt, s string) { sessions <- s },
+			})
+			defer rs.Close()
+			rs.Follow("w.a", record.Codex{}, c.spec)
+			ev := c.ev
+			ev.Kind, ev.Line = record.SessionKnown, 1
+			fr.ch <- ev
+			fr.ch <- record.Event{Kind: record.UserMessage, Text: env("mine1"), File: c.ev.File, Line: 2}
+			<-prompts
+			fr.ch <- record.Event{Kind: record.UserMessage, Text: env("mine2"), File: c.ev.File, Line: 3}
+			<-prompts
+			got := ""
+			select {
+			case got = <-sessions:
+			default:
+			}
+			if got != c.want {
+				t.Fatalf("session told %q, want %q", got, c.want)
+			}
+		})
+	}
+}

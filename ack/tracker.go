@@ -117,7 +117,7 @@ func NewTracker(cfg TrackerConfig) *Tracker {
 	}
 	k := &Tracker{cfg: cfg, pending: map[string]*pending{}, runtimes: map[string]*watchset{}, recorded: map[string]string{}}
 	k.rec = &watcher{k: k, program: map[string]time.Time{}, follows: map[string]following{}, degraded: map[string]string{}}
-	k.rec.rs = NewRecords(RecordsConfig{Sink: k.rec, Open: cfg.OpenRecord, Now: cfg.Now})
+	k.rec.rs = NewRecords(RecordsConfig{Sink: k.rec, Open: cfg.OpenRecord, Now: cfg.Now, Logger: cfg.Logger})
 	if cfg.Signals == nil && cfg.Runtimes != nil {
 		k.cfg.Signals = func(id string) []string {
 			rt, _ := cfg.Runtimes.Get(id)

@@ -151,15 +151,17 @@ func (w *watcher) Foreign(runtimeID, path string) {
 const maxExclude = 64
 
 // Session takes the session id a runtime's record names, unless another live runtime
-// holds it: a record that names another runtime's session (an agent that
-// wrote one) would have prompts, and answers to approvals, go to that runtime's session.
+// holds it, or any runtime of another workspace ever did (ended or not, until it is
+// deregistered): a record that names another runtime's session (an agent that wrote one)
+// would have prompts, answers to approvals and a resume go to that session.
 func (w *watcher) Session(runtimeID, sessionID string) {
 	rt, ok := w.k.cfg.Runtimes.Get(runtimeID)
 	if !ok || rt.SessionID == sessionID || !w.k.cfg.Profiles[rt.Agent].ValidSessionID(sessionID) {
 		return
 	}
 	for _, o := range w.k.cfg.Runtimes.List() {
-		if o.RuntimeID != runtimeID && o.SessionID == sessionID && panes.Live(o.Status) {
+		if o.RuntimeID != runtimeID && o.SessionID == sessionID && (panes.Live(o.Status) ||
+			o.WorkspaceID != rt.WorkspaceID && o.Status != nudge.StatusDeregistered) {
 			w.k.cfg.Logger.Warn("a record names the session of another runtime: not taken", "runtime_id", runtimeID, "session_id", sessionID, "holder", o.RuntimeID)
 			return
 		}

@@ -203,4 +203,12 @@ func TestSessionOfAnotherRuntimeNotTaken(t *testing.T) {
 	if rt, _ := rts.Get("w.a"); rt.SessionID != theirs {
 		t.Fatalf("w.a's session %q once w.b ended, want %q", rt.SessionID, theirs)
 	}
+	// Another workspace's session, even ended: never (its history, its resume).
+	const other = "01a24f46-783e-7213-88fe-4326a89c9999"
+	rts.rts["v.c"] = nudge.Runtime{RuntimeID: "v.c", WorkspaceID: "v", Agent: "codex", Status: nudge.StatusExited, SessionID: other}
+	rts.Update("w.a", func(r *nudge.Runtime) { r.WorkspaceID = "w" })
+	k.rec.Session("w.a", other)
+	if rt, _ := rts.Get("w.a"); rt.SessionID == other {
+		t.Fatalf("w.a took the session of an ended runtime of another workspace")
+	}
 }

@@ -55,6 +55,11 @@ func (c Claude) Locate(s Spec) (string, error) {
 }
 
 // Dirs implements Dirser: the transcript appears in the project's folder.
+// Names implements Namer: <session id>.jsonl.
+func (Claude) Names(file, sessionID string) bool {
+	return sessionID != "" && filepath.Base(file) == sessionID+".jsonl"
+}
+
 func (c Claude) Dirs(s Spec) []string {
 	return []string{filepath.Join(c.Root(s), "projects", claudeProject(s.Dir))}
 }
@@ -62,7 +67,7 @@ func (c Claude) Dirs(s Spec) []string {
 // newestSince returns the newest regular file in dir ending in ext modified at or after
 // s.Spawned and not in s.Exclude.
 func newestSince(dir, ext string, s Spec) (string, error) {
-	t := s.Spawned
+	t, now := s.Spawned, time.Now()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return "", ErrNotYet
@@ -74,8 +79,8 @@ func newestSince(dir, ext string, s Spec) (string, error) {
 			continue
 		}
 		fi, err := e.Info()
-		if err != nil || fi.ModTime().Before(t) || !fi.ModTime().After(bestT) && best != "" {
-			continue
+		if err != nil || fi.ModTime().Before(t) || fi.ModTime().After(now.Add(time.Minute)) || !fi.ModTime().After(bestT) && best != "" {
+			continue // before the spawn, written "in the future" (its time set by hand, to be the newest), or older
 		}
 		best, bestT = filepath.Join(dir, e.Name()), fi.ModTime()
 	}

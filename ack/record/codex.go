@@ -50,6 +50,11 @@ func (c Codex) Locate(s Spec) (string, error) {
 	return "", ErrNotYet
 }
 
+// Names implements Namer: rollout-<local time>-<session id>.jsonl.
+func (Codex) Names(file, sessionID string) bool {
+	return sessionID != "" && strings.HasSuffix(filepath.Base(file), "-"+sessionID+".jsonl")
+}
+
 // Dirs implements Dirser: the rollout appears in the folder of its day.
 func (c Codex) Dirs(s Spec) []string {
 	base := filepath.Join(c.Root(s), "sessions")
@@ -62,6 +67,7 @@ type codexLine struct {
 	Payload   *struct {
 		Type string `json:"type"`
 		ID   string `json:"id"`
+		Cwd  string `json:"cwd"`
 		Item *struct {
 			Type    string `json:"type"`
 			Content []struct {
@@ -91,7 +97,7 @@ func (Codex) Parse(dst []Event, st *State, line []byte) ([]Event, error) {
 	p := l.Payload
 	if l.Type == "session_meta" {
 		if st.SessionID == "" && p.ID != "" {
-			st.SessionID, ev.SessionID = p.ID, p.ID
+			st.SessionID, ev.SessionID, ev.Dir = p.ID, p.ID, p.Cwd
 			dst = append(dst, withKind(ev, SessionKnown))
 		}
 		return dst, nil

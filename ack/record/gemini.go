@@ -67,6 +67,11 @@ func (g Gemini) geminiProject(s Spec) string {
 
 // Dirs implements Dirser: the chats folder of the project once it has a name, else the
 // folder the project folders appear in.
+// Names implements Namer: session-<time>-<the first 8 of the session id>.jsonl.
+func (Gemini) Names(file, sessionID string) bool {
+	return len(sessionID) >= 8 && strings.HasSuffix(filepath.Base(file), "-"+sessionID[:8]+".jsonl")
+}
+
 func (g Gemini) Dirs(s Spec) []string {
 	if p := g.geminiProject(s); p != "" {
 		return []string{filepath.Join(g.Root(s), "tmp", p, "chats")}

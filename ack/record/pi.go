@@ -95,6 +95,11 @@ func (p Pi) piDirs(s Spec) []string {
 // Dirs implements Dirser.
 func (p Pi) Dirs(s Spec) []string { return p.piDirs(s) }
 
+// Names implements Namer: <ISO time>_<session id>.jsonl.
+func (Pi) Names(file, sessionID string) bool {
+	return sessionID != "" && strings.HasSuffix(filepath.Base(file), "_"+sessionID+".jsonl")
+}
+
 // Locate implements Format: the file whose name ends in _<s.SessionID>, else the newest
 // session of the folder written at or after s.Spawned.
 func (p Pi) Locate(s Spec) (string, error) {

@@ -103,6 +103,9 @@ type Event struct {
 	// a UserMessage's own id, the answered one's for TurnStarted, AssistantText and
 	// TurnEnded. "" where the record does not: a turn answers every prompt before it.
 	Turn string
+	// Dir is the working directory a SessionKnown's session says it runs in, where the
+	// record says (Codex's session_meta cwd); "" where it does not.
+	Dir string
 }
 
 // Spec says which runtime's record to find.
@@ -133,6 +136,21 @@ type Format interface {
 	// error); ErrUnknownFormat only when the file as a whole is not this format (for
 	// example a first line that is no known header).
 	Parse(dst []Event, st *State, line []byte) ([]Event, error)
+}
+
+// Namer is a Format whose record files carry their session's id in their name (Codex's
+// rollout-…-ID.jsonl, Claude Code's ID.jsonl, ...). A session id a file's content names
+// is believed only when the file's name carries it: an agent can write any header into a
+// file of its own, not make the CLI name a file for another session.
+type Namer interface {
+	Names(file, sessionID string) bool
+}
+
+// NamesSession reports whether f would name file for sessionID (true for a format whose
+// files carry no id in their name: a database's rows).
+func NamesSession(f Format, file, sessionID string) bool {
+	n, ok := f.(Namer)
+	return !ok || n.Names(file, sessionID)
 }
 
 // State is the per-file state a Format keeps between lines (the session id, whether a
