@@ -333,7 +333,7 @@ func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 			// A record shown to be another's is passed over; so is the other's part of a
 			// record spanning several (OpenCode's sessions of one directory), even after
 			// this runtime's own prompts were seen in it. Once per reader: it is replaced.
-			if (!mine || ev.File != fl.r.Path()) && !told {
+			if (!mine || ev.File != fl.r.Path()) && !told && !fl.ownByName(ev.File) {
 				fl.mu.Lock()
 				fl.foreign = true
 				fl.mu.Unlock()
@@ -372,6 +372,17 @@ func (rs *Records) log() hclog.Logger {
 		return hclog.NewNullLogger()
 	}
 	return rs.cfg.Logger
+}
+
+// ownByName reports whether file is the runtime's own record by its name (the session it
+// was looked for by names it): another runtime's envelope in it was written there by the
+// agent, and looking again would find the same file.
+func (fl *follow) ownByName(file string) bool {
+	if fl.spec.SessionID == "" {
+		return false
+	}
+	_, named := fl.format.(record.Namer)
+	return named && record.NamesSession(fl.format, file, fl.spec.SessionID)
 }
 
 // sameDir reports whether a and b are one directory (symlinks resolved).

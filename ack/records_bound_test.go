@@ -134,3 +134,22 @@ func TestRecordsForeignOnce(t *testing.T) {
 		t.Fatalf("passed over %d times", n)
 	}
 }
+
+// TestForeignInOwnRecordNotFollowedAgain: the runtime's own record by name (the session it
+// was looked for by names the file) showing another runtime's envelope is not passed over:
+// the agent wrote it there, and looking again would find the same file, without end.
+func TestForeignInOwnRecordNotFollowedAgain(t *testing.T) {
+	fr := &fakeReader{ch: make(chan record.Event, 16)}
+	foreign := make(chan string, 16)
+	rs := newRecords(testSink{
+		Open:      func(record.Format, record.Spec) record.Reader { return fr },
+		OnPrompt:  func(rt, id, ev string) RecordOwner { return RecordForeign },
+		OnForeign: func(rt, path string) { foreign <- path },
+	})
+	rs.Follow("w.a", record.Codex{}, record.Spec{SessionID: "s-own"})
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: "[BRIDGE_TRIGGER id=other1]", File: "/s/rollout-2026-s-own.jsonl", Line: 1}
+	rs.Close()
+	if n := len(foreign); n != 0 {
+		t.Fatalf("its own record passed over %d times", n)
+	}
+}

@@ -25,10 +25,11 @@ type watcher struct {
 	k  *Tracker
 	rs *Records
 
-	mu       sync.Mutex
-	program  map[string]time.Time // runtime id → start of the program whose record is followed
-	follows  map[string]following // runtime id → what its reader follows
-	degraded map[string]string    // runtime id → why its record is not read
+	mu        sync.Mutex
+	program   map[string]time.Time   // runtime id → start of the program whose record is followed
+	follows   map[string]following   // runtime id → what its reader follows
+	degraded  map[string]string      // runtime id → why its record is not read
+	refollows map[string][]time.Time // runtime id → its looks again in the last minute (refollowAllowed)
 }
 
 var _ RecordSink = (*watcher)(nil)
@@ -50,6 +51,7 @@ func (w *watcher) follow(rt nudge.Runtime) {
 		_, had := w.program[rt.RuntimeID]
 		delete(w.program, rt.RuntimeID)
 		delete(w.follows, rt.RuntimeID)
+		delete(w.refollows, rt.RuntimeID)
 		w.mu.Unlock()
 		if had {
 			w.rs.Stop(rt.RuntimeID)
@@ -128,6 +130,11 @@ func (w *watcher) degradedCopy() map[string]string {
 func (w *watcher) Foreign(runtimeID, path string) {
 	w.mu.Lock()
 	f, s, ok := w.follows[runtimeID].f, w.follows[runtimeID].spec, w.follows[runtimeID].f != nil
+	if ok && !w.refollowAllowed(runtimeID) {
+		w.mu.Unlock()
+		w.k.cfg.Logger.Warn("the record keeps showing another runtime's prompts: not looked for again for a minute", "runtime_id", runtimeID, "path", path)
+		return
+	}
 	if ok {
 		if s.Exclude == nil || len(s.Exclude) >= maxExclude {
 			s.Exclude = map[string]bool{}
@@ -146,6 +153,32 @@ func (w *watcher) Foreign(runtimeID, path string) {
 		w.rs.Follow(runtimeID, f, s)
 	}
 }
+
+// refollowAllowed counts a runtime's looks for its record again and reports whether one
+// more is allowed: at most maxRefollows a minute (an agent that keeps writing another
+// runtime's envelopes into what it writes would have its record read anew without end).
+// w.mu is held.
+func (w *watcher) refollowAllowed(runtimeID string) bool {
+	now := time.Now()
+	if w.refollows == nil {
+		w.refollows = map[string][]time.Time{}
+	}
+	recent := w.refollows[runtimeID][:0]
+	for _, t := range w.refollows[runtimeID] {
+		if now.Sub(t) < time.Minute {
+			recent = append(recent, t)
+		}
+	}
+	if len(recent) >= maxRefollows {
+		w.refollows[runtimeID] = recent
+		return false
+	}
+	w.refollows[runtimeID] = append(recent, now)
+	return true
+}
+
+// maxRefollows bounds the looks again for one runtime's record in a minute.
+const maxRefollows = 10
 
 // maxExclude bounds the records a runtime passes over.
 const maxExclude = 64

@@ -212,3 +212,18 @@ func TestSessionOfAnotherRuntimeNotTaken(t *testing.T) {
 		t.Fatalf("w.a took the session of an ended runtime of another workspace")
 	}
 }
+
+// TestRefollowBounded: a runtime's record is looked for again at most maxRefollows times a
+// minute, however often it shows another runtime's prompts.
+func TestRefollowBounded(t *testing.T) {
+	w := &watcher{}
+	n := 0
+	for range 100 {
+		if w.refollowAllowed("w.a") {
+			n++
+		}
+	}
+	if n != maxRefollows || !w.refollowAllowed("w.b") {
+		t.Fatalf("%d looks again allowed, want %d (and another runtime's own)", n, maxRefollows)
+	}
+}
