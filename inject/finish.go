@@ -459,6 +459,11 @@ func (p *Pipeline) deliverTo(j *job, id, pane, backend, event, why string) {
 	}
 	rec := j.update(now, func(t *nudge.Trigger) {
 		t.Fallback, t.FallbackRuntimeID, t.FallbackPane = backend, id, pane
+		if t.RuntimeID != id {
+			// Not handed to the new runtime yet: what it writes (its record, a heartbeat)
+			// speaks of this trigger only once it is typed there (HandedTo, Tracker.Expect).
+			t.InjectedAt, t.SubmittedAt = nil, nil
+		}
 		t.RuntimeID = id
 		t.Message = why
 	})
