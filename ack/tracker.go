@@ -81,7 +81,7 @@ type Tracker struct {
 	// again after a restart, or faster than the pipeline), by runtime id NUL trigger id
 	// → evidence; recOrder bounds it.
 	recorded map[string]string
-	recOrder []string
+	recOrder map[string][]string // runtime id → its keys in recorded, oldest first
 }
 
 type pending struct {
@@ -115,7 +115,7 @@ func NewTracker(cfg TrackerConfig) *Tracker {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	k := &Tracker{cfg: cfg, pending: map[string]*pending{}, runtimes: map[string]*watchset{}, recorded: map[string]string{}}
+	k := &Tracker{cfg: cfg, pending: map[string]*pending{}, runtimes: map[string]*watchset{}, recorded: map[string]string{}, recOrder: map[string][]string{}}
 	k.rec = &watcher{k: k, program: map[string]time.Time{}, follows: map[string]following{}, degraded: map[string]string{}}
 	k.rec.rs = NewRecords(RecordsConfig{Sink: k.rec, Open: cfg.OpenRecord, Now: cfg.Now, Logger: cfg.Logger})
 	if cfg.Signals == nil && cfg.Runtimes != nil {
@@ -285,8 +285,9 @@ func (k *Tracker) APIAck(triggerID string) bool {
 	return true
 }
 
-// maxRecorded bounds the prompts remembered as seen in a record before their wait.
-const maxRecorded = 4096
+// maxRecorded bounds the prompts remembered as seen in a runtime's record before their
+// wait, per runtime: one agent writing envelopes without end pushes out only its own.
+const maxRecorded = 1024
 
 // RecordAck acks a trigger whose prompt runtimeID's record shows as a user message, at
 // evidence (file:line), whatever else the screen shows: queued or not, the agent has
@@ -305,11 +306,12 @@ func (k *Tracker) RecordAck(runtimeID, triggerID, evidence string) RecordOwner {
 	if p == nil || !p.handed {
 		if key := runtimeID + "\x00" + triggerID; k.recorded[key] == "" {
 			k.recorded[key] = evidence
-			k.recOrder = append(k.recOrder, key)
-			if len(k.recOrder) > maxRecorded {
-				delete(k.recorded, k.recOrder[0])
-				k.recOrder = k.recOrder[1:]
+			order := append(k.recOrder[runtimeID], key)
+			if len(order) > maxRecorded {
+				delete(k.recorded, order[0])
+				order = order[1:]
 			}
+			k.recOrder[runtimeID] = order
 		}
 		return RecordUnknown
 	}

@@ -1,6 +1,7 @@
 package ack
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,5 +226,25 @@ func TestRefollowBounded(t *testing.T) {
 	}
 	if n != maxRefollows || !w.refollowAllowed("w.b") {
 		t.Fatalf("%d looks again allowed, want %d (and another runtime's own)", n, maxRefollows)
+	}
+}
+
+// TestRecordedBoundPerRuntime: an agent writing envelopes without end into its record
+// pushes out only its own remembered prompts, not another runtime's (whose prompt, seen
+// in its record before a daemon restart's wait began, then acks it without a second
+// typing).
+func TestRecordedBoundPerRuntime(t *testing.T) {
+	k := NewTracker(TrackerConfig{})
+	k.RecordAck("w.b", "theirs", "/b.jsonl:1")
+	for i := range 3 * maxRecorded {
+		k.RecordAck("w.a", fmt.Sprintf("flood%d", i), "/a.jsonl:1")
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.recorded["w.b\x00theirs"] == "" {
+		t.Fatal("another runtime's flood pushed out w.b's prompt")
+	}
+	if n := len(k.recOrder["w.a"]); n != maxRecorded {
+		t.Fatalf("w.a keeps %d, want %d", n, maxRecorded)
 	}
 }
