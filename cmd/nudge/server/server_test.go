@@ -445,3 +445,24 @@ func TestAnotherWorkspaceUnknown(t *testing.T) {
 	st, body = ts.do("GET", "/metrics", "", "")
 	wantBody(t, "metrics, unrestricted", st, body, 200, "up 1")
 }
+
+// TestTriggerListLimitOfOneWorkspace: a caller of one workspace asking for the newest N
+// gets its own N, not the newest N of all workspaces cut to its own afterwards (a short
+// page that also told how busy the others are).
+func TestTriggerListLimitOfOneWorkspace(t *testing.T) {
+	ts := newTestServer(t)
+	var got store.TriggerFilter
+	ts.db.listTriggers = func(f store.TriggerFilter) ([]nudge.Trigger, error) {
+		got = f
+		return []nudge.Trigger{{TriggerID: "ta", WorkspaceID: "a"}}, nil
+	}
+	st, body := ts.do("GET", "/v1/triggers?newest=1&limit=5", "scoped", "")
+	wantBody(t, "list", st, body, 200, `"ta"`)
+	if got.Workspace != "a" || got.Limit != 5 {
+		t.Errorf("the store was asked %+v, want workspace a, limit 5", got)
+	}
+	ts.do("GET", "/v1/triggers?limit=5", "", "")
+	if got.Workspace != "" {
+		t.Errorf("an unrestricted caller's list was held to %q", got.Workspace)
+	}
+}

@@ -123,6 +123,10 @@ func (a triggersAPI) handleListTriggers(w http.ResponseWriter, r *http.Request, 
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 {
 		f.Limit = n
 	}
+	if f.Workspace == "" && len(c.Workspaces) == 1 {
+		// A caller of one workspace: its limit counts its triggers, not those it may not see.
+		f.Workspace = c.Workspaces[0]
+	}
 	ts, err := s.deps.Store.ListTriggers(f)
 	if err != nil {
 		s.fail(w, r, err)
