@@ -456,6 +456,7 @@ func TestTriggerListLimitOfOneWorkspace(t *testing.T) {
 		got = f
 		return []nudge.Trigger{{TriggerID: "ta", WorkspaceID: "a"}}, nil
 	}
+	ts.trig.get = func(id string) (nudge.Trigger, error) { return nudge.Trigger{TriggerID: id, WorkspaceID: "a"}, nil }
 	st, body := ts.do("GET", "/v1/triggers?newest=1&limit=5", "scoped", "")
 	wantBody(t, "list", st, body, 200, `"ta"`)
 	if got.Workspace != "a" || got.Limit != 5 {
