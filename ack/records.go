@@ -104,6 +104,8 @@ type syncWait struct {
 type turnReply struct {
 	id        string
 	turn      string // the record's user message that holds the prompt ("" unknown)
+	file      string // where the prompt's user message is (ev.File, ev.Line)
+	line      int64
 	b         strings.Builder
 	truncated bool
 }
@@ -277,7 +279,7 @@ func (rs *Records) event(runtimeID string, fl *follow, ev record.Event) {
 		fl.mu.Unlock()
 	case record.AssistantText:
 		fl.mu.Lock()
-		for _, tr := range fl.open[:fl.answered(ev.Turn)] {
+		for _, tr := range fl.open[:fl.answered(ev)] {
 			tr.add(ev.Text, ev.Truncated)
 		}
 		fl.mu.Unlock()
@@ -306,7 +308,7 @@ func (rs *Records) userMessage(runtimeID string, fl *follow, ev record.Event) {
 			fl.open[0] = nil
 			fl.open = fl.open[1:]
 		}
-		fl.open = append(fl.open, &turnReply{id: id, turn: ev.Turn})
+		fl.open = append(fl.open, &turnReply{id: id, turn: ev.Turn, file: ev.File, line: ev.Line})
 		fresh = append(fresh, id)
 	}
 	fl.mu.Unlock()
@@ -419,7 +421,7 @@ func (rs *Records) turnEnded(runtimeID string, fl *follow, ev record.Event) {
 		at = rs.cfg.Now()
 	}
 	fl.mu.Lock()
-	n := fl.answered(ev.Turn)
+	n := fl.answered(ev)
 	open := fl.open[:n:n]
 	fl.open = append([]*turnReply(nil), fl.open[n:]...)
 	fl.inTurn, fl.turnEnd = false, at
@@ -483,12 +485,20 @@ func (fl *follow) synced(n uint64) {
 // when the record does not say which message a turn answers (turn "") or names one that
 // holds none of them. A prompt queued after it waits for its own turn (OpenCode writes
 // a queued prompt's message while the running turn goes on). fl.mu is held.
-func (fl *follow) answered(turn string) int {
-	if turn == "" {
+func (fl *follow) answered(ev record.Event) int {
+	if ev.Turn == "" {
+		// A turn answers the prompts before it: not one whose message lies after it in the
+		// same file (a file read again from its start, its old turns' ends read anew,
+		// while a prompt read the first time waits for its own).
+		for i, tr := range fl.open {
+			if ev.Line > 0 && tr.line > 0 && tr.file == ev.File && tr.line >= ev.Line {
+				return i
+			}
+		}
 		return len(fl.open)
 	}
 	for i := len(fl.open) - 1; i >= 0; i-- {
-		if fl.open[i].turn == turn {
+		if fl.open[i].turn == ev.Turn {
 			return i + 1
 		}
 	}

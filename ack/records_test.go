@@ -536,3 +536,43 @@ func TestRecordNamesASessionItCannotBe(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordReadAgainGivesNoOldReply: a record read again from its start (the CLI wrote it
+// anew) brings its old turns' ends back; a prompt read the first time after them, still
+// waiting, gets its own turn's reply, not the first turn's.
+func TestRecordReadAgainGivesNoOldReply(t *testing.T) {
+	fr := &fakeReader{ch: make(chan record.Event, 32)}
+	replies := make(chan nudge.ReplyRead, 8)
+	rs := newRecords(testSink{
+		Open:     func(record.Format, record.Spec) record.Reader { return fr },
+		OnPrompt: func(rt, id, ev string) RecordOwner { return RecordMine },
+		OnReply:  func(_, _ string, r nudge.ReplyRead) { replies <- r },
+	})
+	defer rs.Close()
+	rs.Follow("w.a", nil, record.Spec{})
+	env := func(id string) string { return "[BRIDGE_TRIGGER id=" + id + " thread=- reason=r] x [/BRIDGE_TRIGGER]" }
+	const f = "/rec.jsonl"
+	first := []record.Event{
+		{Kind: record.UserMessage, Text: env("busy-0"), File: f, Line: 10},
+		{Kind: record.TurnStarted, File: f, Line: 11},
+		{Kind: record.AssistantText, Text: "Answer to busy-0.", File: f, Line: 12},
+		{Kind: record.TurnEnded, File: f, Line: 14},
+	}
+	for _, ev := range first {
+		fr.ch <- ev
+	}
+	if r := <-replies; r.TriggerID != "busy-0" || r.Text != "Answer to busy-0." {
+		t.Fatalf("first reply %+v", r)
+	}
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: env("busy-5"), File: f, Line: 50}
+	fr.ch <- record.Event{Kind: record.TurnStarted, File: f, Line: 51}
+	for _, ev := range first { // read again from the start
+		fr.ch <- ev
+	}
+	fr.ch <- record.Event{Kind: record.UserMessage, Text: env("busy-5"), File: f, Line: 50}
+	fr.ch <- record.Event{Kind: record.AssistantText, Text: "Answer to busy-5.", File: f, Line: 52}
+	fr.ch <- record.Event{Kind: record.TurnEnded, File: f, Line: 55}
+	if r := <-replies; r.TriggerID != "busy-5" || r.Text != "Answer to busy-5." {
+		t.Fatalf("busy-5's reply: %+v", r)
+	}
+}

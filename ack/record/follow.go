@@ -276,10 +276,22 @@ func (r *follower) follow(w *sub, path string) error {
 			if f, err = dir.open(); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err // replaced by a symlink, a FIFO, a device: not read
 			}
+			first := pin.fi == nil
 			if err := pin.check(f); err != nil {
 				return err
 			}
-			fl.reset()
+			if first {
+				fl.reset()
+			} else if f != nil && fl.off > 0 {
+				// The pinned file opened again after an event on its name (renamed away
+				// and back, linked again): read on from where the reader was, not from its
+				// start (its old turns again); a file that shrank is read anew below.
+				if fi, err := f.Stat(); err == nil && fi.Size() >= fl.off {
+					if _, err := f.Seek(fl.off, io.SeekStart); err != nil {
+						return err
+					}
+				}
+			}
 		}
 		if f != nil {
 			if fi, err := f.Stat(); err == nil && fi.Size() < fl.off {

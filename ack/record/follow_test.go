@@ -239,3 +239,50 @@ func TestFollowManyShareOneWatcher(t *testing.T) {
 		t.Fatalf("the shared watcher outlived its followers (%d holds)", shared.refs)
 	}
 }
+
+// TestFollowSameFileAgainReadsOn: an event on the record's name that leaves the same file
+// there (renamed away and back, created again under a hard link) opens it again and reads
+// on from where the reader was: not its old lines again (a turn's end read anew would end
+// the turn a later prompt waits in).
+func TestFollowSameFileAgainReadsOn(t *testing.T) {
+	s, path := claudeSpec(t)
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	user := func(text string) string {
+		return `{"type":"user","sessionId":"s1","message":{"role":"user","content":"` + text + `"}}` + "\n"
+	}
+	if err := os.WriteFile(path, []byte(user("one")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := Open(Claude{}, s, Options{})
+	defer r.Close()
+	if evs := kinds(t, r, 3); evs[1].Text != "one" {
+		t.Fatalf("events %+v", evs)
+	}
+	aside := path + ".aside"
+	if err := os.Rename(path, aside); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := os.Rename(aside, path); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(user("two"))
+	f.Close()
+	for {
+		ev := next(t, r)
+		if ev.Kind == UserMessage {
+			if ev.Text != "two" || ev.Line != 2 {
+				t.Fatalf("after the same file came back: %+v (read again from its start?)", ev)
+			}
+			return
+		}
+		if ev.Kind == SessionKnown {
+			t.Fatalf("the header read again: %+v", ev)
+		}
+	}
+}
