@@ -271,16 +271,11 @@ func (rule *wsRule) checkDir(s *Spawn) error {
 		s.Dir = rule.dirs[0]
 		return nil
 	}
-	real, err := checkDir(s.Dir)
-	if err != nil {
-		return err
+	real, err := rule.inDirs("directory", s.Dir, s.Workspace, `add it to the workspace's "dirs" in the policy file (serve --policy)`)
+	if err == nil {
+		s.Dir = real
 	}
-	if !slices.ContainsFunc(rule.dirs, func(r string) bool { return within(r, real) }) {
-		return forbidden("directory %s (resolved %s) is outside workspace %s's allowed dirs (%s): add it to the workspace's \"dirs\" in the policy file (serve --policy)",
-			s.Dir, real, s.Workspace, strings.Join(rule.dirs, ", "))
-	}
-	s.Dir = real
-	return nil
+	return err
 }
 
 // checkPromptFile pins a first prompt's file to the workspace's allowed dirs: the daemon
@@ -290,16 +285,25 @@ func (rule *wsRule) checkPromptFile(s *Spawn) error {
 	if len(rule.dirs) == 0 || s.PromptFile == "" {
 		return nil
 	}
-	real, err := checkDir(s.PromptFile)
+	real, err := rule.inDirs("prompt file", s.PromptFile, s.Workspace, "put it in one of them, or pass the prompt itself")
+	if err == nil {
+		s.PromptFile = real
+	}
+	return err
+}
+
+// inDirs resolves path (what it is, for the message) and checks that it lies in one of
+// the workspace's allowed dirs; fix says how to allow it.
+func (rule *wsRule) inDirs(what, path, ws, fix string) (string, error) {
+	real, err := checkDir(path)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !slices.ContainsFunc(rule.dirs, func(r string) bool { return within(r, real) }) {
-		return forbidden("prompt file %s (resolved %s) is outside workspace %s's allowed dirs (%s): put it in one of them, or pass the prompt itself",
-			s.PromptFile, real, s.Workspace, strings.Join(rule.dirs, ", "))
+		return "", forbidden("%s %s (resolved %s) is outside workspace %s's allowed dirs (%s): %s",
+			what, path, real, ws, strings.Join(rule.dirs, ", "), fix)
 	}
-	s.PromptFile = real
-	return nil
+	return real, nil
 }
 
 // LaunchPolicy is panes.Config.LaunchPolicy: the workspace's policy launchers and dirs.
