@@ -91,7 +91,7 @@ type Fleet struct {
 	allowed    map[string][]string        // hub only: host → workspaces it may hold (nil: any)
 	auditHeads map[string]auditHead       // hub only: each host's audit chain as the hub keeps it
 	auditMu    sync.Mutex                 // hub only: one batch of audit records kept at a time
-	ctlSlots   map[string]chan struct{}   // each asking member's requests under way here (ctlSlot); guarded by mu
+	ctlSlots   map[string]chan struct{}   // each asking member's requests under way here (onControlMsg); guarded by mu
 	// consumers: hub only, each host's consumer of its triggers.
 	consumers map[string]context.CancelFunc
 	follow    map[string]bool // triggers whose receipts this host publishes
