@@ -58,7 +58,7 @@ func (l *launcher) launchWindow(ctx context.Context, workspace, name string, arg
 	host := at.server
 	launch := func(create ...string) (string, error) {
 		args := append(append(create, "-n", name, "-P", "-F", "#{pane_id}", "--", "env"), argv...)
-		return l.tmux.launchRun(ctx, host, append(args, ";", "set-option", "-p", "-t", sess+name, "remain-on-exit", "on")...)
+		return l.tmux.pastEnd(ctx, host, append(args, ";", "set-option", "-p", "-t", sess+name, "remain-on-exit", "on")...)
 	}
 	out, err := launch("new-window", "-d", "-t", sess)
 	if isMissing(err) {

@@ -260,7 +260,7 @@ func (l *launcher) replacePane(ctx context.Context, rt *nudge.Runtime, p paneInf
 		";", "display-message", "-p", "-t", tmp, "#{pane_id} #{pane_pid}",
 		";", "swap-pane", "-d", "-s", tmp, "-t", p.ID,
 		";", "kill-window", "-t", tmp)
-	out, err := l.tmux.launchRun(ctx, serverOf(rt), args...)
+	out, err := l.tmux.pastEnd(ctx, serverOf(rt), args...)
 	if err != nil {
 		return paneInfo{}, spawnFailed(err)
 	}

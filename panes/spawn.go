@@ -288,7 +288,7 @@ func (l *launcher) tryNewWindow(ctx context.Context, rt *nudge.Runtime, launch [
 			"start the agent there again and register its pane (nudge register)", rt.RuntimeID, at))
 	}
 	sess := SessionName(rt.WorkspaceID)
-	out, err := l.tmux.run(ctx, serverOf(rt), "list-windows", "-t", "="+sess, "-F", "#{window_index} #{window_name}")
+	out, err := l.tmux.pastEnd(ctx, serverOf(rt), "list-windows", "-t", "="+sess, "-F", "#{window_index} #{window_name}")
 	if isMissing(err) {
 		args := append([]string{"new-session", "-d", "-s", sess, "-n", rt.Role, "-P", "-F", newPaneFormat}, launch...)
 		args = append(args, ";", "set-option", "-p", "-t", "="+sess+":", "remain-on-exit", "on")
@@ -312,7 +312,7 @@ func (l *launcher) tryNewWindow(ctx context.Context, rt *nudge.Runtime, launch [
 }
 
 func (l *launcher) startPane(ctx context.Context, rt *nudge.Runtime, args []string) (paneInfo, error) {
-	out, err := l.tmux.launchRun(ctx, serverOf(rt), args...)
+	out, err := l.tmux.pastEnd(ctx, serverOf(rt), args...)
 	if err != nil {
 		return paneInfo{}, err
 	}

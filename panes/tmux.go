@@ -270,10 +270,12 @@ func (t *tmuxClient) boundCtx(ctx context.Context) (context.Context, context.Can
 	return context.WithTimeout(ctx, t.cfg.CommandTimeout)
 }
 
-// launchRun runs a launching tmux command, again (up to launchTries times, launchBackoff
-// apart) while tmux says its server went away under it (killed or restarting): such a
-// command created nothing that survives, so running it again is safe.
-func (t *tmuxClient) launchRun(ctx context.Context, at server, args ...string) (string, error) {
+// pastEnd runs a tmux command, again (up to launchTries times, launchBackoff apart) while
+// tmux says its server went away under it (killed, or ending because its last pane
+// closed): such a command created nothing that survives, so running it again is safe, and
+// a server that has ended answers the next try with "no server running". A launch, and a
+// list of panes right after a stop closed the server's last one, meet it.
+func (t *tmuxClient) pastEnd(ctx context.Context, at server, args ...string) (string, error) {
 	for try := 1; ; try++ {
 		out, err := t.run(ctx, at, args...)
 		if err == nil || try == launchTries || !serverLost(err) {

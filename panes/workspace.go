@@ -214,7 +214,8 @@ func paneEvent(ws string, ev controlmode.Event) (nudge.PaneEvent, bool) {
 }
 
 // listPanes lists the workspace session's panes: one command over the control
-// connection, or a subprocess when none is up. A missing session is an empty list.
+// connection, or a subprocess when none is up. A missing session is an empty list, and
+// so is a server that was ending (its last pane just closed) when it was asked.
 func (cs *conns) listPanes(ctx context.Context, w *workspace) ([]paneInfo, error) {
 	at := w.place()
 	args := []string{"list-panes", "-s", "-t", "=" + at.session, "-F", paneFormat}
@@ -233,7 +234,7 @@ func (cs *conns) listPanes(ctx context.Context, w *workspace) ([]paneInfo, error
 			}
 		}
 	}
-	out, err := cs.tmux.run(ctx, at.server, args...)
+	out, err := cs.tmux.pastEnd(ctx, at.server, args...)
 	if err != nil {
 		if isMissing(err) {
 			return nil, nil
