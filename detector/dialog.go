@@ -116,7 +116,7 @@ func (e errString) Error() string { return string(e) }
 // the key an option shows in parentheses at the end of its label: "(p)".
 var (
 	rule     = regexp.MustCompile(`^\s*[─━═-]{8,}\s*$`)
-	boxOnly  = regexp.MustCompile(`^[─━═│┃╭╮╰╯┌┐└┘├┤ ]+$`)
+	boxOnly  = regexp.MustCompile(`^[─━═│┃╭╮╰╯┌┐└┘├┤╌╍┄┅┈┉ ]+$`)
 	shortcut = regexp.MustCompile(`\s*\(([^()\s]+)\)\s*$`)
 )
 
@@ -312,7 +312,11 @@ func (d *DialogSpec) commandIn(screen string, lines []string, above, between []i
 		case t == "" || boxOnly.MatchString(t):
 			cmd = append(cmd, "")
 		case i < len(styled) && d.isNote(styled[i]):
-			note = true
+			// Claude Code draws its description below the command, or (2.1.3xx) above it,
+			// fenced off by dashed rules: a description before any command line is skipped.
+			if strings.Trim(strings.Join(cmd, ""), "\n") != "" {
+				note = true
+			}
 		case note:
 			return "" // the command goes on below the description: not what the CLI draws
 		default:

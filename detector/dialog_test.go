@@ -193,11 +193,16 @@ func TestDialogCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	claude, codex := screen(t, "claude_confirm_bash.ansi"), screen(t, "codex_confirm_exec.txt")
+	claude332 := screen(t, "claude_2_1_332_confirm_bash.ansi")
 	grey := "\x1b[38;5;246m"
 	tests := []struct {
 		pack, screen, want string
 	}{
 		{"claude", claude, "touch approved.txt"},
+		// Claude Code 2.1.332: the description above the command, dashed rules around it.
+		{"claude", claude332, "touch approved.txt"},
+		// A command line below the command's closing rule and a description: not what it draws.
+		{"claude", strings.Replace(claude332, "Do you want", "\x1b[38;5;246mcheck it\n\x1b[39m curl x | sh\n Do you want", 1), ""},
 		{"codex", codex, "touch approved.txt"},
 		{"gemini", screen(t, "gemini_confirm_shell.txt"), "touch denied.txt"},
 		{"opencode", screen(t, "opencode_confirm_bash.ansi"), "touch x.txt"},

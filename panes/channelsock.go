@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -21,7 +23,8 @@ func ChannelSocket(dir, runtimeID string) string {
 	return filepath.Join(dir, hex.EncodeToString(sum[:8])+".sock")
 }
 
-// channelArgs returns the flag and path that open prof's channel for rt at launch, or nil
+// channelArgs returns the flag and path that open prof's channel for rt at launch (and the
+// settings file of nudge's permission hook, where the profile has one), or nil
 // when the profile has none, Config.ChannelDir is off, the workspace is on another host,
 // the path would be too long, or the agent's program does not report ChannelSince or
 // newer.
@@ -36,7 +39,40 @@ func (l *launcher) channelArgs(prof Profile, runtimeID, program string) []string
 	if prof.ChannelSince != "" && !programAtLeast(program, prof.ChannelSince) {
 		return nil
 	}
-	return []string{prof.ChannelFlag, path}
+	args := []string{prof.ChannelFlag, path}
+	if prof.PermissionHookFlag != "" && filepath.IsAbs(l.cfg.Self) {
+		file := strings.TrimSuffix(path, ".sock") + ".settings.json"
+		if err := writeHookSettings(file, l.cfg.Self); err != nil {
+			l.cfg.Logger.Warn("spawn: no permission hook (its settings file)", "runtime", runtimeID, "err", err)
+		} else {
+			args = append(args, prof.PermissionHookFlag, file)
+		}
+	}
+	return args
+}
+
+// HookTimeout is how long Claude Code waits for nudge's PermissionRequest hook before it
+// ends it (the dialog on its screen stays, answered by keys): a person may take hours.
+const HookTimeout = 24 * time.Hour
+
+// writeHookSettings writes the settings file (0600, replaced whole) whose PermissionRequest
+// hook runs `SELF hook claude-permission` for every tool, SELF single-quoted for the shell
+// Claude Code runs it with. No secret is in it: the hook reads the runtime's token from
+// its environment.
+func writeHookSettings(file, self string) error {
+	hook := map[string]any{"type": "command", "command": shellQuote(self) + " hook claude-permission",
+		"timeout": int(HookTimeout / time.Second)}
+	b, err := json.Marshal(map[string]any{"hooks": map[string]any{
+		"PermissionRequest": []any{map[string]any{"matcher": "*", "hooks": []any{hook}}}}})
+	if err != nil {
+		return err
+	}
+	tmp := file + ".tmp"
+	os.Remove(tmp) //nolint:errcheck // a leftover of a write cut short
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file)
 }
 
 // maxSocketPath is the longest socket path every platform binds (sun_path is 104 bytes

@@ -2,10 +2,13 @@ package panes
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 func TestParseVersion(t *testing.T) {
@@ -82,5 +85,47 @@ func TestChannelVersionNotAskedOfAPlantedProgram(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the planted program ran")
+	}
+}
+
+// With a permission hook in the profile and the daemon's own binary known, the spawn also
+// loads a settings file of nudge's (0600, beside the socket) whose PermissionRequest hook
+// runs that binary, quoted for the shell: no secret in it.
+func TestChannelArgsPermissionHook(t *testing.T) {
+	bin, dir := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(bin, "newcli"), []byte("#!/bin/sh\necho '2.1.332 (Claude Code)'\n"), 0o755)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	prof := Profile{Channel: ChannelClaude, ChannelFlag: "--messaging-socket-path", ChannelSince: "2.1.224", PermissionHookFlag: "--settings"}
+	self := filepath.Join(t.TempDir(), "it's nudge")
+	l := &launcher{cfg: &Config{ChannelDir: dir, Self: self, Logger: hclog.NewNullLogger()}}
+	got := l.channelArgs(prof, "rt_ws.dev", "newcli")
+	if len(got) != 4 || got[2] != "--settings" || !strings.HasPrefix(got[3], dir+"/") {
+		t.Fatalf("args: %q", got)
+	}
+	fi, err := os.Stat(got[3])
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("settings file: %v %v", fi, err)
+	}
+	b, _ := os.ReadFile(got[3])
+	var settings struct {
+		Hooks map[string][]struct {
+			Matcher string `json:"matcher"`
+			Hooks   []struct {
+				Type, Command string
+				Timeout       int
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(b, &settings); err != nil {
+		t.Fatal(err)
+	}
+	h := settings.Hooks["PermissionRequest"]
+	if len(h) != 1 || len(h[0].Hooks) != 1 || h[0].Hooks[0].Command != `'`+strings.ReplaceAll(self, `'`, `'\''`)+`' hook claude-permission` ||
+		h[0].Hooks[0].Timeout != int(HookTimeout.Seconds()) {
+		t.Fatalf("settings: %s", b)
+	}
+	l.cfg.Self = "nudge" // not an absolute path: no hook
+	if got := l.channelArgs(prof, "rt_ws.dev", "newcli"); len(got) != 2 {
+		t.Errorf("a relative Self: %q", got)
 	}
 }

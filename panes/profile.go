@@ -114,6 +114,12 @@ type Profile struct {
 	ChannelFlag string
 	// ChannelSince is the lowest version of the agent's program with ChannelFlag.
 	ChannelSince string
+	// PermissionHookFlag is the flag that loads a settings file (Claude Code's
+	// "--settings") in which nudge puts a PermissionRequest hook running `nudge hook
+	// claude-permission` (Config.Self): the agent hands each permission it asks of its
+	// operator to nudge too, and takes the answer nudge gives. Given with ChannelFlag (the
+	// same version check); "" = none.
+	PermissionHookFlag string
 	// Source is the file the profile was read from; "" = the embedded default.
 	Source string
 
@@ -151,6 +157,7 @@ type profileFile struct {
 	Channel          string            `json:"channel"`
 	ChannelFlag      string            `json:"channel_flag"`
 	ChannelSince     string            `json:"channel_since"`
+	PermissionHook   string            `json:"permission_hook_flag"`
 }
 
 // Values of Profile.Channel: Codex's app-server control socket, Claude Code's messaging
@@ -291,6 +298,7 @@ func (f profileFile) profile() (Profile, error) {
 		ResumeInteractive: f.ResumeInteract, DoneMarker: strings.TrimSpace(f.DoneMarker),
 		RestartOnExit: f.RestartOnExit, ReadyOn: f.ReadyOn, Record: f.Record, SessionIDFlag: f.SessionIDFlag,
 		AckHint: f.Record == "", Channel: f.Channel, ChannelFlag: f.ChannelFlag, ChannelSince: f.ChannelSince,
+		PermissionHookFlag: f.PermissionHook,
 	}
 	if f.AckHint != nil {
 		p.AckHint = *f.AckHint
@@ -366,6 +374,9 @@ func (p *Profile) finish() error {
 	}
 	if p.ChannelFlag != "" && (!strings.HasPrefix(p.ChannelFlag, "-") || p.Channel == "") {
 		return fmt.Errorf("channel_flag %q: want a flag such as --messaging-socket-path, with a channel", p.ChannelFlag)
+	}
+	if p.PermissionHookFlag != "" && (!strings.HasPrefix(p.PermissionHookFlag, "-") || p.ChannelFlag == "" || p.Channel != ChannelClaude) {
+		return fmt.Errorf("permission_hook_flag %q: want a flag such as --settings, with channel %q and a channel_flag", p.PermissionHookFlag, ChannelClaude)
 	}
 	if p.ChannelSince != "" {
 		if _, ok := parseVersion(p.ChannelSince); !ok {

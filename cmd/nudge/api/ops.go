@@ -77,6 +77,30 @@ type HeartbeatReply struct {
 	RuntimeID       string    `json:"runtime_id"`
 }
 
+// PermissionRequest is POST /v1/runtimes/{id}/permission: a permission the agent asks of
+// its operator, as its own hook states it (Claude Code's PermissionRequest hook, through
+// `nudge hook claude-permission`). Only the runtime's own token may post it; the answer
+// comes when nudge answers the dialog the agent shows for it (or never: an empty one).
+type PermissionRequest struct {
+	SessionID string `json:"session_id,omitempty"`
+	Tool      string `json:"tool_name"`
+	Command   string `json:"command,omitempty"` // what a Bash tool asks to run
+	Cwd       string `json:"cwd,omitempty"`
+}
+
+// PermissionDecision is the answer to a PermissionRequest: behavior "allow" or "deny"
+// (message: the operator's reason), or "" (no answer: the agent's own dialog decides).
+type PermissionDecision struct {
+	Behavior string `json:"behavior,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
+
+// Permission posts a permission request of runtime id and waits for its answer.
+func (c *Client) Permission(ctx context.Context, id string, req PermissionRequest) (PermissionDecision, error) {
+	var d PermissionDecision
+	return d, c.Do(ctx, "POST", "/v1/runtimes/"+url.PathEscape(id)+"/permission", req, &d)
+}
+
 // ForceRequest is POST /v1/triggers/{id}/force: deliver a held trigger now.
 type ForceRequest struct {
 	Reason string `json:"reason"`

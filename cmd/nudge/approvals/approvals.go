@@ -222,8 +222,9 @@ func (f *Follower) Pending(id string) []native.Approval {
 // does), or declines where the agent offers no cancel. It returns the backend ("" when it
 // sent nothing: no channel, no single request whose command is d's, an option that is
 // neither or both, a subscription of another session than rt's now; the caller then types
-// the option's keys) and an error when the answer could not be sent.
-func (f *Follower) Answer(ctx context.Context, rt nudge.Runtime, d nudge.Dialog, opt nudge.DialogOption) (string, error) {
+// the option's keys) and an error when the answer could not be sent. Codex's decisions
+// carry no reason: the reason given is in the audit record only.
+func (f *Follower) Answer(ctx context.Context, rt nudge.Runtime, d nudge.Dialog, opt nudge.DialogOption, _ string) (string, error) {
 	if f == nil || opt.Key == "" || d.ApproveKey == d.DenyKey {
 		return "", nil // a dialog whose yes and no are one key says nothing of what is meant
 	}

@@ -72,7 +72,7 @@ func TestShellScript(t *testing.T) {
 func TestAnswerRefusesOneKeyForBoth(t *testing.T) {
 	f := &Follower{links: map[string]*link{}}
 	d := nudge.Dialog{Command: "touch a.txt", ApproveKey: "y", DenyKey: "y"}
-	if via, err := f.Answer(context.Background(), nudge.Runtime{RuntimeID: "w.x"}, d, nudge.DialogOption{Key: "y"}); via != "" || err != nil {
+	if via, err := f.Answer(context.Background(), nudge.Runtime{RuntimeID: "w.x"}, d, nudge.DialogOption{Key: "y"}, ""); via != "" || err != nil {
 		t.Errorf("via %q, %v", via, err)
 	}
 }
@@ -83,16 +83,16 @@ func TestAnswerWithoutLinkTypes(t *testing.T) {
 	f := &Follower{links: map[string]*link{}}
 	d := nudge.Dialog{Command: "touch a.txt", ApproveKey: "y", DenyKey: "Escape"}
 	for _, key := range []string{"y", "Escape", "p"} {
-		if via, err := f.Answer(context.Background(), nudge.Runtime{RuntimeID: "w.x"}, d, nudge.DialogOption{Key: key}); via != "" || err != nil {
+		if via, err := f.Answer(context.Background(), nudge.Runtime{RuntimeID: "w.x"}, d, nudge.DialogOption{Key: key}, ""); via != "" || err != nil {
 			t.Errorf("key %s: via %q, %v", key, via, err)
 		}
 	}
 	f.links["w.x"] = &link{pending: []native.Approval{{Command: "touch a.txt", Commands: []string{"touch a.txt"}}}} // not connected
-	if via, _ := f.Answer(context.Background(), nudge.Runtime{RuntimeID: "w.x"}, d, nudge.DialogOption{Key: "y"}); via != "" {
+	if via, _ := f.Answer(context.Background(), nudge.Runtime{RuntimeID: "w.x"}, d, nudge.DialogOption{Key: "y"}, ""); via != "" {
 		t.Errorf("answered over a link that is not connected: %q", via)
 	}
 	var none *Follower
-	if via, err := none.Answer(context.Background(), nudge.Runtime{}, d, nudge.DialogOption{Key: "y"}); via != "" || err != nil {
+	if via, err := none.Answer(context.Background(), nudge.Runtime{}, d, nudge.DialogOption{Key: "y"}, ""); via != "" || err != nil {
 		t.Errorf("nil follower: %q %v", via, err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/demoagent"
 	"github.com/nudgehq/nudge/cmd/nudge/dialogs"
 	"github.com/nudgehq/nudge/cmd/nudge/paths"
+	"github.com/nudgehq/nudge/cmd/nudge/permhook"
 	"github.com/nudgehq/nudge/cmd/nudge/tui"
 )
 
@@ -84,6 +85,8 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		}})...)...)
 	add("daemon", serveCmd(env), serviceCmd(env), tokenCmd(env), act.WebCommand(acts), mcpCmd(env), doctorCmd(env), versionCmd(env))
 	root.AddCommand(demoagent.Command(usagef))
+	root.AddCommand(permhook.HookCommand(permhook.HookCLI{Getenv: env.getenv, Stdin: env.stdin, Stdout: env.stdout,
+		Client: func() *api.Client { return (&clientOpts{}).client(env) }}))
 	root.SetHelpCommandGroupID("daemon")
 	root.SetCompletionCommandGroupID("daemon")
 	root.SetIn(env.stdin)

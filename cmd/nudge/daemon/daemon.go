@@ -26,6 +26,7 @@ import (
 	"github.com/nudgehq/nudge/cmd/nudge/notify"
 	"github.com/nudgehq/nudge/cmd/nudge/observe"
 	"github.com/nudgehq/nudge/cmd/nudge/paths"
+	"github.com/nudgehq/nudge/cmd/nudge/permhook"
 	"github.com/nudgehq/nudge/cmd/nudge/profiling"
 	"github.com/nudgehq/nudge/cmd/nudge/retention"
 	"github.com/nudgehq/nudge/cmd/nudge/server"
@@ -59,6 +60,7 @@ type Daemon struct {
 	acks     *ack.Tracker        // ack signals, and the agents' own records where their profiles name one
 	dlg      *dialogs.Answerer   // answers agents' dialogs (API, CLI, MCP, workspace policy)
 	appr     *approvals.Follower // the approvals agents state over their channels, answered there
+	perms    *permhook.Keeper    // the permissions Claude Code's hook hands to nudge, answered there
 	reg      *panes.Registry
 	chain    *ack.Chain
 	mon      *detector.Monitor
@@ -128,6 +130,11 @@ func Open(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err err
 				d.log.Error("audit", "event", r.Event, "err", err)
 			}
 		}})
+	d.perms = permhook.Open(permhook.Config{Bus: d.bus, Logger: d.log.Named("permhook"), Audit: func(r nudge.AuditRecord) {
+		if _, err := d.db.AuditLog().AppendAudit(r); err != nil {
+			d.log.Error("audit", "event", r.Event, "err", err)
+		}
+	}})
 	d.dlg = openDialogs(d)
 	d.sched = inject.NewScheduler(d.pipe, cfg.Schedule)
 	d.wake = openWake(cfg, d)
@@ -212,13 +219,22 @@ func (d *Daemon) channels() *agentchannel.Channels {
 func openDialogs(d *Daemon) *dialogs.Answerer {
 	return dialogs.New(dialogs.Config{Screen: d.mon.DialogNow, Busy: d.mon.Collision,
 		Conn: func(ws string) (dialogs.Doer, error) { return d.reg.Conn(ws) }, Runtimes: d.reg, Rule: d.auth.Policy().AutoAnswer,
-		Channel: d.appr.Answer,
+		Channel: d.answerOverChannel,
 		Bus:     d.bus,
 		Audit: func(r nudge.AuditRecord) {
 			if _, err := d.db.AuditLog().AppendAudit(r); err != nil {
 				d.log.Error("audit", "event", r.Event, "err", err)
 			}
 		}})
+}
+
+// answerOverChannel answers a dialog over the agent's own channel: Codex's app-server,
+// else Claude Code's permission hook; "" when neither holds its request (keys then).
+func (d *Daemon) answerOverChannel(ctx context.Context, rt nudge.Runtime, dg nudge.Dialog, opt nudge.DialogOption, reason string) (string, error) {
+	if via, err := d.appr.Answer(ctx, rt, dg, opt, reason); via != "" || err != nil {
+		return via, err
+	}
+	return d.perms.Answer(ctx, rt, dg, opt, reason)
 }
 
 // Rooms are a running daemon's rooms, for a program that embeds it (the end-to-end
@@ -237,12 +253,13 @@ type Rooms struct {
 	Status    *statusfiles.Writer // nil with --status-files=false
 	Fleet     *hub.Fleet          // nil unless the daemon joins or runs a hub
 	Approvals *approvals.Follower
+	Perms     *permhook.Keeper
 }
 
 // Rooms returns the daemon's rooms.
 func (d *Daemon) Rooms() Rooms {
 	return Rooms{Bus: d.bus, DB: d.db, Events: d.hub, Auth: d.auth, Profiles: d.profiles, Acks: d.acks,
-		Registry: d.reg, Pipeline: d.pipe, Wake: d.wake, Observer: d.obs, Status: d.status, Fleet: d.fleet, Approvals: d.appr}
+		Registry: d.reg, Pipeline: d.pipe, Wake: d.wake, Observer: d.obs, Status: d.status, Fleet: d.fleet, Approvals: d.appr, Perms: d.perms}
 }
 
 // Run serves until ctx ends or the API server fails.
@@ -287,6 +304,7 @@ func (d *Daemon) Close() error {
 				errs = append(errs, c())
 			}
 		}
+		d.perms.Close()                                              // the hooks it holds end: the requests in flight
 		closeIf(d.web != nil, func() error { return d.web.Close() }) // its streams end first
 		closeIf(d.api != nil, func() error { return d.api.Close() })
 		closeIf(d.fleet != nil, d.fleet.Close)                           // no more triggers from the hub
@@ -457,7 +475,7 @@ func serverDeps(d *Daemon) server.Deps {
 			*store.Runtimes
 		}{d.db, d.db.Triggers(), d.db.AuditLog(), d.db.Schedules(), d.db.Runtimes()},
 		Events: d.hub, Metrics: d.obs,
-		Dialogs: d.dlg, Heads: d.wake,
+		Dialogs: d.dlg, Heads: d.wake, Perms: d.perms,
 	}
 	if d.web != nil {
 		deps.Web = d.web

@@ -49,9 +49,10 @@ type Config struct {
 		Get(id string) (nudge.Runtime, bool)
 	}
 	// Channel answers over the agent's own channel the request behind dialog d, with
-	// option opt (approvals.Follower.Answer): the backend it went by, or "" when it sent
-	// nothing (then opt's keys are typed). nil: keys only.
-	Channel func(ctx context.Context, rt nudge.Runtime, d nudge.Dialog, opt nudge.DialogOption) (string, error)
+	// option opt and the caller's reason (approvals.Follower.Answer, permhook.Keeper.Answer):
+	// the backend it went by, or "" when it sent nothing (then opt's keys are typed). nil:
+	// keys only.
+	Channel func(ctx context.Context, rt nudge.Runtime, d nudge.Dialog, opt nudge.DialogOption, reason string) (string, error)
 	// Audit records an automatic answer (a caller's answer is audited by the API).
 	Audit func(rec nudge.AuditRecord)
 	// Bus: from New the Answerer reads the dialogs the screens show on it
@@ -262,7 +263,7 @@ func (a *Answerer) Answer(ctx context.Context, rt nudge.Runtime, dialogID, choic
 	}
 	via := ""
 	if a.cfg.Channel != nil {
-		if via, err = a.cfg.Channel(ctx, rt, d, opt); err != nil {
+		if via, err = a.cfg.Channel(ctx, rt, d, opt, reason); err != nil {
 			return nudge.Dialog{}, none, nudge.NewError(nudge.SendKeysError, "answer "+rt.RuntimeID+": "+err.Error())
 		}
 	}

@@ -33,6 +33,13 @@ type Deps struct {
 	Dialogs   Dialogs // nil: POST /v1/runtimes/{id}/answer answers 503
 	Heads     Heads   // nil: POST /v1/threads/{id}/head answers 503
 	Web       Web     // nil: POST /v1/web/pair answers 503 (the web view is off)
+	Perms     Perms   // nil: POST /v1/runtimes/{id}/permission answers with no decision
+}
+
+// Perms holds the permission requests agents' hooks post until nudge answers their
+// dialogs (satisfied by *permhook.Keeper).
+type Perms interface {
+	Ask(ctx context.Context, rt nudge.Runtime, req api.PermissionRequest) (api.PermissionDecision, error)
 }
 
 // Heads keeps threads' newest messages for the unread wake policy (satisfied by

@@ -41,6 +41,7 @@ func (s *Server) Handler() http.Handler {
 	h("POST /v1/runtimes/{id}/resume", auth.VerbAdmin, life.handleResume)
 	h("POST /v1/runtimes/{id}/heartbeat", auth.VerbHeartbeat, life.handleHeartbeat)
 	h("POST /v1/runtimes/{id}/answer", auth.VerbAnswer, life.handleAnswer)
+	h("POST /v1/runtimes/{id}/permission", auth.VerbAck, life.handlePermission)
 	h("GET /v1/runtimes/{id}/tail", auth.VerbRead, life.handleTail)
 	h("POST /v1/triggers", auth.VerbTrigger, trig.handleTrigger)
 	h("GET /v1/triggers", auth.VerbRead, trig.handleListTriggers)

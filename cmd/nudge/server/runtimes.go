@@ -430,3 +430,41 @@ func (a runtimesAPI) handleHealth(w http.ResponseWriter, r *http.Request, c auth
 	}
 	writeJSON(w, http.StatusOK, h)
 }
+
+// maxPermissionField bounds each field of a permission request (a command is shown and
+// matched whole; a longer one is no command a dialog shows).
+const maxPermissionField = 16 << 10
+
+// handlePermission holds a permission request of the runtime's own hook until nudge
+// answers the dialog behind it (permhook). Only the runtime's own token may post one: it
+// is the agent's word about itself, and speaks for no other runtime.
+func (a lifecycleAPI) handlePermission(w http.ResponseWriter, r *http.Request, c auth.Caller) {
+	s := a.s
+	rt, ok := runtimeFor(s, w, r, c, auth.VerbAck)
+	if !ok {
+		return
+	}
+	if c.RuntimeID != rt.RuntimeID {
+		s.fail(w, r, nudge.NewError(nudge.Forbidden, "a permission request is the runtime's own hook's (its NUDGE_RUNTIME_TOKEN): "+c.Subject+" may not post one for "+rt.RuntimeID))
+		return
+	}
+	var b api.PermissionRequest
+	if err := s.decode(w, r, &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	for name, v := range map[string]string{"session_id": b.SessionID, "tool_name": b.Tool, "command": b.Command, "cwd": b.Cwd} {
+		if len(v) > maxPermissionField {
+			s.fail(w, r, badRequest("%s over %d bytes", name, maxPermissionField))
+			return
+		}
+	}
+	var d api.PermissionDecision
+	if s.deps.Perms != nil {
+		var err error
+		if d, err = s.deps.Perms.Ask(r.Context(), rt, b); err != nil && r.Context().Err() != nil {
+			return // the hook went away
+		}
+	}
+	writeJSON(w, http.StatusOK, d)
+}

@@ -467,3 +467,59 @@ func TestTriggerListLimitOfOneWorkspace(t *testing.T) {
 		t.Errorf("an unrestricted caller's list was held to %q", got.Workspace)
 	}
 }
+
+// fakePerms answers every permission request with allow, and counts them.
+type fakePerms struct{ asked []string }
+
+func (f *fakePerms) Ask(_ context.Context, rt nudge.Runtime, req api.PermissionRequest) (api.PermissionDecision, error) {
+	f.asked = append(f.asked, rt.RuntimeID+" "+req.Command)
+	return api.PermissionDecision{Behavior: "allow"}, nil
+}
+
+// TestPermissionOnlyFromTheRuntimesOwnToken: a permission request (Claude Code's hook,
+// through `nudge hook claude-permission`) is the agent's word about itself: only its own
+// runtime token posts one. Another runtime's token (of its workspace or another), a
+// workspace token with every verb, an unrestricted caller: refused, and nothing is held.
+func TestPermissionOnlyFromTheRuntimesOwnToken(t *testing.T) {
+	ts := newTestServer(t)
+	perms := &fakePerms{}
+	ts.deps.Perms = perms
+	base := ts.deps.Auth
+	runtimeToken := func(id, ws string) auth.Caller {
+		return auth.Caller{Subject: "runtime:" + id, UID: 1000, RuntimeID: id, Workspaces: []string{ws},
+			Verbs: []string{auth.VerbAck, auth.VerbHeartbeat, auth.VerbRead}}
+	}
+	ts.deps.Auth = &fakeAuth{authenticate: func(p auth.Peer, h string) (auth.Caller, error) {
+		switch h {
+		case "Bearer rt-ax":
+			return runtimeToken("rt_a.x", "a"), nil
+		case "Bearer rt-az":
+			return runtimeToken("rt_a.z", "a"), nil
+		case "Bearer rt-by":
+			return runtimeToken("rt_b.y", "b"), nil
+		}
+		return base.Authenticate(p, h)
+	}}
+	body := `{"tool_name":"Bash","command":"touch x","session_id":"s"}`
+	for _, c := range []struct{ name, token string }{
+		{"another runtime of the workspace", "rt-az"},
+		{"a runtime of another workspace", "rt-by"},
+		{"a workspace token with every verb", "scopedadmin"},
+		{"the daemon's own uid, no token", ""},
+	} {
+		st, got := ts.do("POST", "/v1/runtimes/rt_a.x/permission", c.token, body)
+		if st/100 == 2 {
+			t.Errorf("%s posted a permission request for rt_a.x: %d %s", c.name, st, got)
+		}
+	}
+	if len(perms.asked) != 0 {
+		t.Fatalf("requests held for other callers: %v", perms.asked)
+	}
+	st, got := ts.do("POST", "/v1/runtimes/rt_a.x/permission", "rt-ax", body)
+	wantBody(t, "the runtime's own token", st, got, 200, `"behavior": "allow"`)
+	st, got = ts.do("POST", "/v1/runtimes/rt_a.x/permission", "rt-ax", `{"tool_name":"Bash","command":"`+strings.Repeat("a", maxPermissionField+1)+`"}`)
+	wantBody(t, "a command too long", st, got, 400, "command over")
+	if len(perms.asked) != 1 || perms.asked[0] != "rt_a.x touch x" {
+		t.Fatalf("held: %v", perms.asked)
+	}
+}
