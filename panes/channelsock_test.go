@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -127,5 +129,59 @@ func TestChannelArgsPermissionHook(t *testing.T) {
 	l.cfg.Self = "nudge" // not an absolute path: no hook
 	if got := l.channelArgs(prof, "rt_ws.dev", "newcli"); len(got) != 2 {
 		t.Errorf("a relative Self: %q", got)
+	}
+}
+
+// TestChannelOpenedAgainOnRestart: a runtime nudge spawned with its agent's channel gets
+// it again when it is restarted (a fresh start of the profile's launch) and when it is
+// resumed after a crash (the profile's interactive resume): the socket the prompts go to
+// (and the permission hook) come back with the program.
+func TestChannelOpenedAgainOnRestart(t *testing.T) {
+	bin := t.TempDir()
+	argvFile := filepath.Join(bin, "argv")
+	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '2.1.332 (Claude Code)'; exit 0; fi\necho \"$*\" >> " + argvFile + "\nexec sleep 600\n"
+	if err := os.WriteFile(filepath.Join(bin, "chancli"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	e := newEnv(t, func(c *Config) {
+		c.ChannelDir = t.TempDir()
+		c.Profiles = map[string]Profile{"chan": {Name: "chan", Launch: []string{"chancli"}, AllowedLaunchers: []string{"chancli"},
+			Pack: "shell", Channel: ChannelClaude, ChannelFlag: "--messaging-socket-path", ChannelSince: "2.1.224",
+			SessionIDFlag: "--session-id", SessionIDValid: "^[a-f0-9-]+$", ResumeInteractive: []string{"chancli", "--resume", "{session_id}"}}}
+	})
+	lines := func(n int) []string {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			b, _ := os.ReadFile(argvFile)
+			if got := strings.Split(strings.TrimSpace(string(b)), "\n"); len(got) >= n && got[0] != "" {
+				return got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the program was not launched %d times: %q", n, b)
+			}
+		}
+	}
+	rt, err := e.reg.Spawn(context.Background(), SpawnRequest{Workspace: "ws", Role: "a", Agent: "chan", Dir: e.root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := ChannelSocket(e.cfg.ChannelDir, rt.RuntimeID)
+	if got := lines(1); !strings.Contains(got[0], "--messaging-socket-path "+sock) {
+		t.Fatalf("spawn: %q", got[0])
+	}
+	if _, err := e.reg.Restart(context.Background(), rt.RuntimeID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if got := lines(2); !strings.Contains(got[1], "--messaging-socket-path "+sock) {
+		t.Fatalf("restart: %q", got[1])
+	}
+	now, _ := e.reg.Get(rt.RuntimeID)
+	if now.PID <= 0 {
+		t.Fatalf("no pid: %+v", now)
+	}
+	syscall.Kill(now.PID, syscall.SIGKILL) // a crash: resumed in the pane
+	if got := lines(3); !strings.Contains(got[2], "--resume "+rt.SessionID) || !strings.Contains(got[2], "--messaging-socket-path "+sock) {
+		t.Fatalf("resume after a crash: %q", got[2])
 	}
 }

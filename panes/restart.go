@@ -43,6 +43,7 @@ func (l *launcher) relaunchAs(ctx context.Context, id, reason string, auto bool,
 			reason += " (resuming session " + rt.SessionID + ")"
 		}
 	}
+	launch = l.channelAgain(launch, how)
 	l.enterStage(id, how, reason)
 	p, e, err := l.relaunch(ctx, launch)
 	l.recs.mu.Lock()
@@ -70,6 +71,29 @@ func (l *launcher) relaunchAs(ctx context.Context, id, reason string, auto bool,
 	}
 	got, _ := l.recs.Get(id)
 	return got, e, nil
+}
+
+// channelAgain is rt with the flags that open its agent's channel (and permission hook)
+// again, as its spawn did, when the relaunch runs nudge's own launch of the agent: the
+// profile's (a fresh start) or its interactive resume (after a crash, or a fallback that
+// resumes the session in the pane). An argv the caller gave at spawn, a one-off resume
+// run, or a launch whose channel cannot be checked keeps its argv.
+func (l *launcher) channelAgain(rt *nudge.Runtime, how string) *nudge.Runtime {
+	prof := l.cfg.Profiles[rt.Agent]
+	argv := rt.Argv
+	if len(argv) == 0 {
+		argv = prof.Launch
+	}
+	if prof.ChannelFlag == "" || (how != "resume" && how != "live-resume" && !slices.Equal(argv, prof.Launch)) || slices.Contains(argv, prof.ChannelFlag) {
+		return rt
+	}
+	with, err := l.withChannel(rt, SpawnRequest{}, argv)
+	if err != nil || len(with) == len(argv) {
+		return rt
+	}
+	c := *rt
+	c.Argv = with
+	return &c
 }
 
 // crashResumeArgv is the argv that restarts a crashed runtime through its agent's

@@ -49,3 +49,31 @@ func TestClaudeChannelEachPromptOnce(t *testing.T) {
 	}
 	t.Logf("story of queued1: %s", events(ft.td.audit("queued1")))
 }
+
+// TestClaudeChannelAfterRestart: a Claude Code runtime nudge restarts comes back with its
+// messaging socket: the prompt after the restart goes through it too, not typed.
+func TestClaudeChannelAfterRestart(t *testing.T) {
+	if os.Getenv("NUDGE_TEST_CLAUDE_CHANNEL") == "" {
+		t.Skip("NUDGE_TEST_CLAUDE_CHANNEL not set (.ci/test installs a Claude Code with a messaging socket)")
+	}
+	ft := startFullTurns(t, agentCase{agent: "claude", env: "NUDGE_TEST_CLAUDE_CHANNEL", pkg: "@anthropic-ai/claude-code", api: standin.Messages})
+	ft.send("before", "say hello")
+	ft.waitAcked("before")
+	ft.waitReady("before")
+	if err := ft.td.c.do(t0(), "POST", "/v1/runtimes/"+ft.rt.RuntimeID+"/restart", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	ft.td.waitRuntime(ft.rt.RuntimeID, func(r runtimeView) bool { return r.Status == "ready" && r.Readiness == "READY" && r.Restarts > 0 })
+	ft.send("after", "say hello again")
+	for _, id := range ft.ids {
+		if tr := ft.waitAcked(id); tr.DeliveryBackend != agentchannel.BackendClaude {
+			t.Errorf("%s went by %q, want %q", id, tr.DeliveryBackend, agentchannel.BackendClaude)
+		}
+	}
+	ft.waitModelGot("after")
+	for _, id := range ft.ids {
+		if n := standin.Count(ft.srv.Requests(), id); n != 1 {
+			t.Errorf("the model got %s %d times, want 1", id, n)
+		}
+	}
+}
