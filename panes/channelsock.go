@@ -3,9 +3,12 @@ package panes
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +16,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/nudgehq/nudge"
 )
 
 // ChannelSocket is where the channel socket of runtime id lives in dir (Config.ChannelDir):
@@ -38,6 +44,9 @@ func (l *launcher) channelArgs(prof Profile, runtimeID, program string) []string
 	}
 	if prof.ChannelSince != "" && !programAtLeast(program, prof.ChannelSince) {
 		return nil
+	}
+	if prof.Channel == ChannelOpenCode {
+		return l.openCodeArgs(prof, runtimeID)
 	}
 	args := []string{prof.ChannelFlag, path}
 	if prof.PermissionHookFlag != "" && filepath.IsAbs(l.cfg.Self) {
@@ -160,4 +169,81 @@ func programVersion(program string) (version, bool) {
 	v, _ := parseVersion(out.String())
 	versions.Store(key, v)
 	return v, v != nil
+}
+
+// OpenCodeServer is where the OpenCode of a runtime serves its HTTP API: a loopback port
+// nudge chose at launch and the password nudge gave it (OPENCODE_SERVER_PASSWORD in its
+// environment). It is kept in a file of nudge's channel directory (0600), never on a
+// command line.
+type OpenCodeServer struct {
+	Port     int    `json:"port"`
+	Password string `json:"password"`
+}
+
+// openCodeFile is where runtime id's OpenCodeServer is kept in dir.
+func openCodeFile(dir, runtimeID string) string {
+	return strings.TrimSuffix(ChannelSocket(dir, runtimeID), ".sock") + ".opencode.json"
+}
+
+// OpenCodeChannel reads runtime id's OpenCodeServer from dir: the file must be a regular
+// file (not a link) of this uid, readable by no one else.
+func OpenCodeChannel(dir, runtimeID string) (OpenCodeServer, error) {
+	var s OpenCodeServer
+	file := openCodeFile(dir, runtimeID)
+	b, err := readRegularFile(file, 4096)
+	if err != nil {
+		return s, err
+	}
+	if fi, err := os.Lstat(file); err != nil || fi.Mode().Perm()&0o077 != 0 || !ownedByMe(fi) {
+		return s, fmt.Errorf("the OpenCode channel file of %s is not this user's alone", runtimeID)
+	}
+	if err := json.Unmarshal(b, &s); err != nil || s.Port <= 0 || s.Port > 65535 || len(s.Password) < 32 {
+		return OpenCodeServer{}, fmt.Errorf("the OpenCode channel file of %s does not read", runtimeID)
+	}
+	return s, nil
+}
+
+// openCodeArgs chooses a free loopback port and a fresh password for runtime id's
+// OpenCode, keeps them (OpenCodeChannel) and returns the flags that serve its API there;
+// nil when none could be kept. The password reaches the program through its environment
+// (envArgs), never its argv.
+func (l *launcher) openCodeArgs(prof Profile, runtimeID string) []string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	var pw [24]byte
+	rand.Read(pw[:]) //nolint:errcheck // crypto/rand.Read never fails
+	b, _ := json.Marshal(OpenCodeServer{Port: port, Password: hex.EncodeToString(pw[:])})
+	file := openCodeFile(l.cfg.ChannelDir, runtimeID)
+	tmp := file + ".tmp"
+	os.Remove(tmp) //nolint:errcheck // a leftover of a write cut short
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return nil
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		return nil
+	}
+	return []string{prof.ChannelFlag, strconv.Itoa(port), "--hostname", "127.0.0.1"}
+}
+
+// openCodeEnv is the environment entry that gives rt's OpenCode its password, when its
+// profile's channel is OpenCode's and nudge keeps one for it.
+func (l *launcher) openCodeEnv(rt *nudge.Runtime) []string {
+	if l.cfg.Profiles[rt.Agent].Channel != ChannelOpenCode || l.cfg.ChannelDir == "" || rt.Host != "" {
+		return nil
+	}
+	s, err := OpenCodeChannel(l.cfg.ChannelDir, rt.RuntimeID)
+	if err != nil {
+		return nil
+	}
+	return []string{"OPENCODE_SERVER_PASSWORD=" + s.Password}
+}
+
+// ownedByMe reports whether fi is of a file this process's uid owns.
+func ownedByMe(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }

@@ -161,10 +161,12 @@ type profileFile struct {
 }
 
 // Values of Profile.Channel: Codex's app-server control socket, Claude Code's messaging
-// socket.
+// socket, OpenCode's own HTTP server (on a loopback port nudge chooses, with a password
+// of its own: OpenCodeChannel).
 const (
-	ChannelCodex  = "codex"
-	ChannelClaude = "claude"
+	ChannelCodex    = "codex"
+	ChannelClaude   = "claude"
+	ChannelOpenCode = "opencode"
 )
 
 // Values of Profile.ReadyOn.
@@ -369,8 +371,8 @@ func (p *Profile) finish() error {
 	if p.SessionIDFlag != "" && !strings.HasPrefix(p.SessionIDFlag, "-") {
 		return fmt.Errorf("session_id_flag %q: want a flag such as --session-id", p.SessionIDFlag)
 	}
-	if p.Channel != "" && p.Channel != ChannelCodex && p.Channel != ChannelClaude {
-		return fmt.Errorf("channel %q: want %q, %q or none", p.Channel, ChannelCodex, ChannelClaude)
+	if p.Channel != "" && p.Channel != ChannelCodex && p.Channel != ChannelClaude && p.Channel != ChannelOpenCode {
+		return fmt.Errorf("channel %q: want %q, %q, %q or none", p.Channel, ChannelCodex, ChannelClaude, ChannelOpenCode)
 	}
 	if p.ChannelFlag != "" && (!strings.HasPrefix(p.ChannelFlag, "-") || p.Channel == "") {
 		return fmt.Errorf("channel_flag %q: want a flag such as --messaging-socket-path, with a channel", p.ChannelFlag)

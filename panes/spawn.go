@@ -224,6 +224,7 @@ func (l *launcher) envArgs(rt *nudge.Runtime) ([]string, error) {
 	if l.cfg.Env != nil {
 		vars = append(vars, l.cfg.Env(*rt)...)
 	}
+	vars = append(vars, l.openCodeEnv(rt)...)
 	var out []string
 	for _, kv := range vars {
 		k, _, ok := strings.Cut(kv, "=")

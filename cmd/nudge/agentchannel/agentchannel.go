@@ -2,7 +2,8 @@
 // through the agent's own channel (its profile's `channel`) rather than typed into its
 // pane, and does it: for "codex", Codex's app-server control socket in the runtime's
 // CODEX_HOME, with the session id nudge read from its record; for "claude", the
-// messaging socket nudge opened for the session at launch (Dir). It implements
+// messaging socket nudge opened for the session at launch (Dir); for "opencode", the
+// HTTP server nudge had OpenCode open on a loopback port at launch. It implements
 // inject.Channel; it keeps no state and starts no goroutine.
 package agentchannel
 
@@ -42,6 +43,9 @@ func (c *Channels) Deliver(ctx context.Context, rt nudge.Runtime, text string) (
 	prof, ok := c.Profiles[rt.Agent]
 	if ok && prof.Channel == panes.ChannelClaude && rt.Host == "" {
 		return c.claude(ctx, rt, text)
+	}
+	if ok && prof.Channel == panes.ChannelOpenCode && rt.Host == "" {
+		return c.opencode(ctx, rt, text)
 	}
 	switch {
 	case !ok || prof.Channel != panes.ChannelCodex:
