@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -205,15 +206,17 @@ func OpenCodeChannel(dir, runtimeID string) (OpenCodeServer, error) {
 
 // openCodeArgs chooses a free loopback port and a fresh password for runtime id's
 // OpenCode, keeps them (OpenCodeChannel) and returns the flags that serve its API there;
-// nil when none could be kept. The password reaches the program through its environment
-// (envArgs), never its argv.
+// nil when none could be kept, or off Linux (where nudge cannot tell whose the port's
+// listener is, and so never uses it). The password reaches the program through its
+// environment (envArgs), never its argv.
 func (l *launcher) openCodeArgs(prof Profile, runtimeID string) []string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if runtime.GOOS != "linux" {
 		return nil
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := freeFixedPort()
+	if port == 0 {
+		return nil
+	}
 	var pw [24]byte
 	rand.Read(pw[:]) //nolint:errcheck // crypto/rand.Read never fails
 	b, _ := json.Marshal(OpenCodeServer{Port: port, Password: hex.EncodeToString(pw[:])})
@@ -227,6 +230,36 @@ func (l *launcher) openCodeArgs(prof Profile, runtimeID string) []string {
 		return nil
 	}
 	return []string{prof.ChannelFlag, strconv.Itoa(port), "--hostname", "127.0.0.1"}
+}
+
+// freeFixedPort is a random loopback port below the kernel's ephemeral range that nothing
+// listens on now, or 0. Not an ephemeral one: between this check and the agent's bind,
+// any outgoing connection of the machine may take an ephemeral port as its own, and
+// OpenCode (1.18.33) whose port is taken hangs at start with an empty screen.
+func freeFixedPort() int {
+	low, high := 10000, 32767
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if first, err := strconv.Atoi(f[0]); err == nil && first-1 < high {
+				high = first - 1
+			}
+		}
+	}
+	if high-low < 1000 {
+		return 0
+	}
+	for range 20 {
+		var r [2]byte
+		rand.Read(r[:]) //nolint:errcheck // crypto/rand.Read never fails
+		port := low + (int(r[0])<<8|int(r[1]))%(high-low+1)
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port
+	}
+	return 0
 }
 
 // openCodeEnv is the environment entry that gives rt's OpenCode its password, when its

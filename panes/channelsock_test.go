@@ -3,6 +3,7 @@ package panes
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,5 +184,21 @@ func TestChannelOpenedAgainOnRestart(t *testing.T) {
 	syscall.Kill(now.PID, syscall.SIGKILL) // a crash: resumed in the pane
 	if got := lines(3); !strings.Contains(got[2], "--resume "+rt.SessionID) || !strings.Contains(got[2], "--messaging-socket-path "+sock) {
 		t.Fatalf("resume after a crash: %q", got[2])
+	}
+}
+
+// OpenCode's port is never an ephemeral one (an outgoing connection may take one between
+// nudge's check and the agent's bind, and OpenCode then hangs at start): it is below the
+// kernel's ephemeral range, and free.
+func TestFreeFixedPortIsNotEphemeral(t *testing.T) {
+	first := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		fmt.Sscan(string(b), &first)
+	}
+	for range 50 {
+		p := freeFixedPort()
+		if p < 10000 || p >= first {
+			t.Fatalf("port %d: want one in [10000, %d)", p, first)
+		}
 	}
 }

@@ -1,16 +1,21 @@
 package cli
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nudgehq/nudge/cmd/nudge/agentchannel"
+	"github.com/nudgehq/nudge/cmd/nudge/daemon"
 	"github.com/nudgehq/nudge/cmd/nudge/standin"
 )
 
-// TestOpenCodeChannelEachPromptOnce: OpenCode (1.18.33 and later) is spawned with its own
+// TestOpenCodeChannelEachPromptOnce: with the channel turned on in a profile override (it
+// is off by default: docs/agents.md), OpenCode (1.18.33 and later) is spawned with its own
 // HTTP server on a loopback port nudge chose and a password of nudge's in its environment.
 // The first prompt is typed (the session is not known before it); every prompt after it
 // goes to the server, none typed: one to the idle agent, and two while it is busy with a
@@ -21,7 +26,22 @@ func TestOpenCodeChannelEachPromptOnce(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("OpenCode's channel needs the listener's owner, read on Linux only")
 	}
-	ft := startFullTurns(t, agentCase{agent: "opencode", env: "NUDGE_TEST_OPENCODE", pkg: "opencode-ai", api: standin.Chat})
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "panes", "profiles", "opencode.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prof map[string]any
+	if err := json.Unmarshal(b, &prof); err != nil {
+		t.Fatal(err)
+	}
+	prof["channel"], prof["channel_flag"], prof["channel_since"] = "opencode", "--port", "1.18.33"
+	dir := t.TempDir()
+	b, _ = json.Marshal(prof)
+	if err := os.WriteFile(filepath.Join(dir, "opencode.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ft := startFullTurns(t, agentCase{agent: "opencode", env: "NUDGE_TEST_OPENCODE", pkg: "opencode-ai", api: standin.Chat,
+		stalled: 20 * time.Second, config: func(cfg *daemon.Config) { cfg.ProfileDir = dir }})
 	ft.send("first", "say hello")
 	ft.waitAcked("first")
 	ft.waitReady("first")

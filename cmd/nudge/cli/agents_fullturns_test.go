@@ -126,7 +126,7 @@ func testApprovalDenied(t *testing.T, c agentCase, deny ...string) {
 		t.Errorf("the denied command ran")
 	}
 	if n := standin.Count(ft.srv.Requests(), "held"); n != 1 {
-		t.Errorf("the model got the held prompt %d times, want 1", n)
+		t.Errorf("the model got the held prompt %d times, want 1\nstory: %s\nscreen:\n%s", n, story(ft.td.audit("held")), ft.screen())
 	}
 	t.Logf("trigger held by the approval dialog, then denied: %s", events(ft.td.audit("held")))
 }

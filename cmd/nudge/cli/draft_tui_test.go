@@ -41,6 +41,16 @@ func agentEnv(t *testing.T, bin string) (daemon.Config, string) {
 	cfg := newTestConfig(t)
 	home := t.TempDir()
 	t.Cleanup(func() { killProcessesUnder(t, home) })
+	t.Cleanup(func() { // a CLI that never came up may say why in its own log (OpenCode's)
+		if !t.Failed() {
+			return
+		}
+		logs, _ := filepath.Glob(filepath.Join(home, ".local", "share", "*", "log", "*.log"))
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			t.Logf("%s (its end):\n%s", filepath.Base(l), b[max(0, len(b)-2000):])
+		}
+	})
 	t.Setenv("HOME", home)
 	t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	cfg.Inject.AckTimeout = time.Minute
