@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,8 +35,9 @@ func ChannelSocket(dir, runtimeID string) string {
 // settings file of nudge's permission hook, where the profile has one), or nil
 // when the profile has none, Config.ChannelDir is off, the workspace is on another host,
 // the path would be too long, or the agent's program does not report ChannelSince or
-// newer.
-func (l *launcher) channelArgs(prof Profile, runtimeID, program string) []string {
+// newer. The hook's settings file is left out when launch (the argv the flags go into)
+// already loads a settings file of the user's: the agent would take only one of them.
+func (l *launcher) channelArgs(prof Profile, runtimeID, program string, launch []string) []string {
 	if prof.ChannelFlag == "" || l.cfg.ChannelDir == "" || l.cfg.SSHHost != "" {
 		return nil
 	}
@@ -50,7 +52,7 @@ func (l *launcher) channelArgs(prof Profile, runtimeID, program string) []string
 		return l.openCodeArgs(prof, runtimeID)
 	}
 	args := []string{prof.ChannelFlag, path}
-	if prof.PermissionHookFlag != "" && filepath.IsAbs(l.cfg.Self) {
+	if prof.PermissionHookFlag != "" && filepath.IsAbs(l.cfg.Self) && !slices.Contains(launch, prof.PermissionHookFlag) {
 		file := strings.TrimSuffix(path, ".sock") + ".settings.json"
 		if err := writeHookSettings(file, l.cfg.Self); err != nil {
 			l.cfg.Logger.Warn("spawn: no permission hook (its settings file)", "runtime", runtimeID, "err", err)

@@ -44,22 +44,22 @@ func TestChannelArgs(t *testing.T) {
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	prof := Profile{Channel: ChannelClaude, ChannelFlag: "--messaging-socket-path", ChannelSince: "2.1.224"}
 	l := &launcher{cfg: &Config{ChannelDir: "/tmp/nudge-0/abcd"}}
-	got := l.channelArgs(prof, "rt_ws.dev", "newcli")
+	got := l.channelArgs(prof, "rt_ws.dev", "newcli", nil)
 	if len(got) != 2 || got[0] != "--messaging-socket-path" || got[1] != ChannelSocket("/tmp/nudge-0/abcd", "rt_ws.dev") {
 		t.Fatalf("new CLI: %q", got)
 	}
-	if got := l.channelArgs(prof, "rt_ws.dev", "oldcli"); got != nil {
+	if got := l.channelArgs(prof, "rt_ws.dev", "oldcli", nil); got != nil {
 		t.Errorf("old CLI: %q", got)
 	}
-	if got := l.channelArgs(prof, "rt_ws.dev", "missingcli"); got != nil {
+	if got := l.channelArgs(prof, "rt_ws.dev", "missingcli", nil); got != nil {
 		t.Errorf("missing CLI: %q", got)
 	}
 	l.cfg.SSHHost = "far"
-	if got := l.channelArgs(prof, "rt_ws.dev", "newcli"); got != nil {
+	if got := l.channelArgs(prof, "rt_ws.dev", "newcli", nil); got != nil {
 		t.Errorf("remote workspace: %q", got)
 	}
 	l.cfg.SSHHost, l.cfg.ChannelDir = "", "/"+strings.Repeat("d", 90)
-	if got := l.channelArgs(prof, "rt_ws.dev", "newcli"); got != nil {
+	if got := l.channelArgs(prof, "rt_ws.dev", "newcli", nil); got != nil {
 		t.Errorf("path too long: %q", got)
 	}
 }
@@ -101,7 +101,7 @@ func TestChannelArgsPermissionHook(t *testing.T) {
 	prof := Profile{Channel: ChannelClaude, ChannelFlag: "--messaging-socket-path", ChannelSince: "2.1.224", PermissionHookFlag: "--settings"}
 	self := filepath.Join(t.TempDir(), "it's nudge")
 	l := &launcher{cfg: &Config{ChannelDir: dir, Self: self, Logger: hclog.NewNullLogger()}}
-	got := l.channelArgs(prof, "rt_ws.dev", "newcli")
+	got := l.channelArgs(prof, "rt_ws.dev", "newcli", nil)
 	if len(got) != 4 || got[2] != "--settings" || !strings.HasPrefix(got[3], dir+"/") {
 		t.Fatalf("args: %q", got)
 	}
@@ -127,8 +127,11 @@ func TestChannelArgsPermissionHook(t *testing.T) {
 		h[0].Hooks[0].Timeout != int(HookTimeout.Seconds()) {
 		t.Fatalf("settings: %s", b)
 	}
+	if got := l.channelArgs(prof, "rt_ws.dev", "newcli", []string{"claude", "--settings", "mine.json"}); len(got) != 2 {
+		t.Errorf("a launch with a settings file of the user's: %q (the agent takes only one)", got)
+	}
 	l.cfg.Self = "nudge" // not an absolute path: no hook
-	if got := l.channelArgs(prof, "rt_ws.dev", "newcli"); len(got) != 2 {
+	if got := l.channelArgs(prof, "rt_ws.dev", "newcli", nil); len(got) != 2 {
 		t.Errorf("a relative Self: %q", got)
 	}
 }

@@ -140,7 +140,7 @@ func (l *launcher) withChannel(rt *nudge.Runtime, req SpawnRequest, argv []strin
 	if err != nil {
 		return nil, err
 	}
-	if extra := l.channelArgs(prof, rt.RuntimeID, resolved[0]); extra != nil {
+	if extra := l.channelArgs(prof, rt.RuntimeID, resolved[0], argv); extra != nil {
 		argv = slices.Insert(slices.Clone(argv), 1, extra...)
 	}
 	return argv, nil
