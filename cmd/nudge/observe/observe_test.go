@@ -106,11 +106,19 @@ func TestObserverCloseJoins(t *testing.T) {
 	o.Trigger(nudge.Trigger{TriggerID: "t1"})
 	<-conn.sent
 	o.Close()
-	buf := make([]byte, 1<<20)
-	stacks := string(buf[:runtime.Stack(buf, true)])
+	// Close returns once each goroutine has closed its done channel (deferred): its frame
+	// may still be on its way out for a moment, never longer.
+	var stacks string
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		buf := make([]byte, 1<<20)
+		stacks = string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(stacks, "observe.(*Observer).run") && !strings.Contains(stacks, "observe.(*StatusLine).run") || time.Now().After(deadline) {
+			break
+		}
+	}
 	for _, fn := range []string{"observe.(*Observer).run", "observe.(*StatusLine).run"} {
 		if strings.Contains(stacks, fn) {
-			t.Errorf("%s still running after Close", fn)
+			t.Errorf("%s still running 2 s after Close", fn)
 		}
 	}
 }
